@@ -1,0 +1,27 @@
+/* engine/error.c: filling struct eng_error. */
+#include <stdio.h>
+#include <string.h>
+
+#include "engine.h"
+
+void eng_error_clear(struct eng_error *err)
+{
+	if (!err)
+		return;
+	memset(err, 0, sizeof(*err));
+	err->offset = ENG_NO_OFFSET;
+}
+
+int eng_error_set(struct eng_error *err, int code, const char *source, uint64_t offset,
+		  const char *fmt, ...)
+{
+	if (!err)
+		return code;
+	snprintf(err->source, sizeof(err->source), "%s", source ? source : "");
+	err->offset = offset;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err->text, sizeof(err->text), fmt, ap);
+	va_end(ap);
+	return code;
+}

@@ -1,0 +1,53 @@
+/* src/main.c: memwall's entry point; dispatches to the verb table in verbs.h. */
+#include <stdio.h>
+#include <string.h>
+
+#include "mw.h"
+#include "verbs.h"
+
+struct verb {
+	const char *name;
+	const char *summary;
+	int (*run)(int argc, char **argv);
+};
+
+static const struct verb verbs[] = {
+#define MW_VERB_ENTRY(vname, vsummary) { .name = #vname, .summary = vsummary, .run = mw_cmd_##vname },
+	MW_VERBS(MW_VERB_ENTRY)
+#undef MW_VERB_ENTRY
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: memwall <verb> [options]    (memwall <verb> --help for each verb)\n\n"
+		   "Measures DRAM bytes per generated token of LLM inference, from the memory\n"
+		   "controllers' own counters, with tok/s, run-to-run variation and roofline headroom.\n\n"
+		   "verbs:\n");
+	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
+		fprintf(f, "  %-10s %s\n", verbs[i].name, verbs[i].summary);
+	fprintf(f, "\nexit codes: 0 ok, 1 a check failed, 2 bad usage or input, "
+		   "3 the environment cannot do what was asked\n");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return MW_EXIT_USAGE;
+	}
+	const char *name = argv[1];
+	if (!strcmp(name, "--help") || !strcmp(name, "-h") || !strcmp(name, "help")) {
+		usage(stdout);
+		return MW_EXIT_OK;
+	}
+	if (!strcmp(name, "--version") || !strcmp(name, "-V"))
+		name = "version";
+
+	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
+		if (!strcmp(verbs[i].name, name))
+			return verbs[i].run(argc - 1, argv + 1);
+
+	fprintf(stderr, "memwall: unknown verb '%s'\n\n", name);
+	usage(stderr);
+	return MW_EXIT_USAGE;
+}

@@ -1,0 +1,44 @@
+/* src/mw.h: what every part of the memwall command shares. */
+#ifndef MEMWALL_MW_H
+#define MEMWALL_MW_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+
+/* Exit codes: the contract with scripts and CI jobs. */
+enum mw_exit {
+	MW_EXIT_OK = 0,       /* did what was asked */
+	MW_EXIT_CHECK = 1,    /* a check failed: a regression, an acceptance criterion not met */
+	MW_EXIT_USAGE = 2,    /* bad usage or bad input (a file, a field, an option) */
+	MW_EXIT_ENV = 3,      /* this environment cannot do what was asked (e.g. no DRAM counters) */
+};
+
+/* Where bad input was and what was wrong with it (jansson's json_error_t is the model). */
+struct mw_error {
+	char source[512]; /* the file or option at fault, "" if none */
+	int line;         /* 1-based line in source, 0 if not applicable */
+	char field[128];  /* the field or key at fault, "" if none */
+	char text[768];   /* what was wrong, and where possible how to fix it */
+};
+
+void mw_error_clear(struct mw_error *err);
+/* Fills err; always returns -EINVAL-style code passed in, so callers can write
+ * `return mw_error_set(err, -EINVAL, path, "model.path", "...")`. */
+int mw_error_set(struct mw_error *err, int code, const char *source, const char *field,
+		 const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* Prints "memwall: source: field: text" to stderr. */
+void mw_error_print(const struct mw_error *err);
+
+/* Prints "memwall VERB: message" to stderr; returns the exit code given. */
+int mw_fail(int exit_code, const char *verb, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Option-value parsers: 0 on success, -EINVAL when the text is not a whole number in range. */
+int mw_parse_long(const char *text, long min, long max, long *out);
+int mw_parse_double(const char *text, double min, double max, double *out);
+
+/* The version string, e.g. "0.1.0 (git 1a2b3c4d5e6f+dirty)"; static storage. */
+const char *mw_version(void);
+
+#endif
