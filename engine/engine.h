@@ -52,7 +52,8 @@ struct eng_model_info {
 	bool shared_classifier; /* classifier aliases the embedding table */
 	bool synthetic;       /* written by `memwall synth`: random weights, real shape */
 	uint64_t file_bytes;
-	uint64_t weight_bytes; /* bytes of every weight tensor in the file */
+	uint64_t weight_bytes; /* bytes of every tensor the forward pass reads (the legacy
+				* format's unused RoPE tables are not counted) */
 };
 
 /* Maps the model at path read-only; tensors are views into the mapping. On success *out is a
@@ -83,11 +84,14 @@ struct eng_step_bytes {
 	uint64_t weights;  /* every weight byte the step read, embedding row included */
 	uint64_t kv_read;  /* KV-cache bytes read by attention at this position */
 	uint64_t kv_write; /* KV-cache bytes written for this position */
-	uint64_t by_phase[ENG_PHASE_COUNT]; /* weights + kv bytes split by phase */
+	uint64_t by_phase[ENG_PHASE_COUNT]; /* weights + kv bytes split by phase; the embedding
+					     * row counts in attention (it is read inside layer
+					     * 0's attention markers) */
 };
 
 /* Called on the thread that called eng_session_step. With no hooks set the engine pays one
- * predictable branch per phase edge. */
+ * predictable branch per phase edge. While a phase hook runs, the session's other threads wait
+ * at that edge, so counters read in it see exactly one phase. */
 struct eng_hooks {
 	void *ctx;
 	/* begin is true at the phase's start; layer is -1 for the classifier. */
@@ -104,13 +108,17 @@ struct eng_session_options {
 	const struct eng_hooks *hooks; /* may be NULL; copied */
 };
 
+/* On success *out is a new session over m (m must outlive it), freed with eng_session_free.
+ * -ENOTSUP for kernels this build or CPU lacks, or an unknown KV type. */
 int eng_session_new(struct eng_session **out, struct eng_model *m,
 		    const struct eng_session_options *opt, struct eng_error *err);
 void eng_session_free(struct eng_session *s);
 /* The kernel table in use, e.g. "avx512". Static storage. */
 const char *eng_session_kernels(const struct eng_session *s);
-/* Runs token at position pos (positions must be fed in order from 0). *logits is borrowed,
- * valid until the next step or eng_session_free. bytes may be NULL. */
+/* Runs token at position pos (positions must be fed in order from 0; pos may go back to
+ * recompute from an earlier position). *logits is borrowed, valid until the next step or
+ * eng_session_free. bytes may be NULL. -EINVAL for a token outside the vocabulary, or a pos
+ * beyond the next one or the context. */
 int eng_session_step(struct eng_session *s, int token, int pos, const float **logits,
 		     struct eng_step_bytes *bytes);
 
@@ -118,25 +126,33 @@ int eng_session_step(struct eng_session *s, int token, int pos, const float **lo
 
 struct eng_tokenizer;
 
-/* Loads a llama2.c tokenizer.bin for a model of vocab_size tokens (a mismatch is an error). */
+/* llama2.c's special tokens (SentencePiece's ids in the Llama 2 vocabulary). */
+#define ENG_TOKEN_BOS 1
+#define ENG_TOKEN_EOS 2
+
+/* Loads a llama2.c tokenizer.bin for a model of vocab_size tokens (a mismatch is an error).
+ * On success *out is new, closed with eng_tokenizer_close. */
 int eng_tokenizer_open(struct eng_tokenizer **out, const char *path, int vocab_size,
 		       struct eng_error *err);
 void eng_tokenizer_close(struct eng_tokenizer *t);
-/* Encodes text into tokens[0..max); *n receives the count. */
+/* Encodes text into tokens[0..max); *n receives the count. -ENOSPC when max is too small
+ * (strlen(text) + 3 always suffices), -EINVAL when a byte of text has no piece. */
 int eng_tokenizer_encode(const struct eng_tokenizer *t, const char *text, bool bos, bool eos,
 			 int *tokens, int max, int *n);
-/* The text of token after prev (leading space stripped after BOS, <0xXX> bytes decoded).
- * Borrowed; valid until eng_tokenizer_close. */
+/* The text of token after prev (leading space stripped after BOS, <0xXX> bytes decoded; ""
+ * for a token outside the vocabulary). Borrowed; valid until eng_tokenizer_close. */
 const char *eng_tokenizer_decode(const struct eng_tokenizer *t, int prev, int token);
 
 struct eng_sampler;
 
 struct eng_sampler_options {
 	float temperature; /* 0: greedy */
-	float topp;        /* in (0, 1]; 1 disables nucleus sampling */
+	float topp;        /* in [0, 1]; 0 or 1 disables nucleus sampling */
 	uint64_t seed;
 };
 
+/* On success *out is new, freed with eng_sampler_free. -EINVAL for a negative or non-finite
+ * temperature, a topp outside [0, 1], or vocab_size < 1. */
 int eng_sampler_new(struct eng_sampler **out, int vocab_size, const struct eng_sampler_options *opt);
 void eng_sampler_free(struct eng_sampler *s);
 /* Picks the next token; may modify logits in place. */
@@ -144,8 +160,68 @@ int eng_sampler_sample(struct eng_sampler *s, float *logits);
 
 /* ---- Synthetic models ----------------------------------------------------------------------- */
 
-/* Writes a deterministic synthetic llama2.c checkpoint of a named shape ("stories260K",
- * "stories15M", "stories42M", "stories110M") to path, marked as synthetic in its header. */
+/* Writes a deterministic synthetic llama2.c checkpoint ("ak42" version 1, float32) of a named
+ * shape ("stories260K", "stories15M", "stories42M", "stories110M") to path, marked as
+ * synthetic in its header (eng_model_info then says so). The same shape and seed give the same
+ * bytes. Written to a temporary file beside path, synced, then renamed over it, so a reader
+ * never sees a partial model; -EINVAL with the valid names for an unknown shape. */
 int eng_synth_llama2c(const char *path, const char *shape, uint64_t seed, struct eng_error *err);
+
+
+/* ---- Memory streaming ------------------------------------------------------------------------
+ * (engine/stream.c) Streams a known number of bytes through memory with pinned threads: the
+ * yardstick of `memwall bandwidth` and of counter calibration. The kernels are those of
+ * McCalpin's STREAM (https://www.cs.virginia.edu/stream/ref.html) plus a read-only one, run
+ * through the same ops table as the engine's matvec. */
+
+enum eng_stream_kind {
+	ENG_STREAM_READ,  /* sum += a[i]             one array read */
+	ENG_STREAM_COPY,  /* b[i] = a[i]             one read, one written */
+	ENG_STREAM_TRIAD, /* a[i] = b[i] + s * c[i]  two read, one written */
+	ENG_STREAM_KIND_COUNT,
+};
+
+struct eng_stream_options {
+	int threads;         /* workers, <= 0 means 1; worker i is pinned to the i-th CPU of the
+			      * caller's affinity mask, and more workers than CPUs is -EINVAL */
+	uint64_t bytes;      /* working set of one run, all its arrays together (READ: one array,
+			      * COPY: two halves, TRIAD: three thirds); split evenly among the workers
+			      * and rounded up to 6 whole pages per worker (eng_stream_bytes says
+			      * what was used) */
+	const char *kernels; /* NULL or "auto": best for this CPU; else a table name ("ref", ...) */
+	bool hugepages;      /* madvise(MADV_HUGEPAGE) the buffers; else the system's THP default */
+};
+
+/* One run. Bytes follow STREAM's convention: what the kernel itself loads and stores. The
+ * write-allocate read a cache makes before a plain store overwrites a line is NOT counted (a
+ * non-temporal store avoids it). */
+struct eng_stream_sample {
+	double seconds;         /* first worker's start to last worker's end, CLOCK_MONOTONIC */
+	uint64_t bytes_read;    /* bytes loaded by the kernel */
+	uint64_t bytes_written; /* bytes stored by the kernel */
+};
+
+struct eng_stream;
+
+/* Starts the pinned workers; each maps its own buffers and writes every page before returning
+ * (first touch: the pages are resident, and local to the worker's node). On success *out is
+ * new, and the caller frees it with eng_stream_free. */
+int eng_stream_new(struct eng_stream **out, const struct eng_stream_options *opt,
+		   struct eng_error *err);
+void eng_stream_free(struct eng_stream *s);
+/* The kernel table in use, e.g. "avx512". Static storage. */
+const char *eng_stream_kernels(const struct eng_stream *s);
+/* Bytes of the working set actually used by every run (after rounding). */
+uint64_t eng_stream_bytes(const struct eng_stream *s);
+/* Runs kind once over the whole working set on every worker at once and fills *out.
+ * nontemporal selects the non-temporal-store variant: -ENOTSUP when kind has none (READ) or
+ * the kernel table has none (ref, neon). Not thread-safe: one caller at a time. */
+int eng_stream_run(struct eng_stream *s, enum eng_stream_kind kind, bool nontemporal,
+		   struct eng_stream_sample *out);
+
+/* Size in bytes of CPU 0's last-level cache, from /sys/devices/system/cpu/cpu0/cache/index*.
+ * source (may be NULL) receives the sysfs file it came from. 0, or -ENOENT when sysfs does not
+ * say (a container, a VM without cache topology): the caller then picks and states a default. */
+int eng_llc_size(uint64_t *bytes, char *source, size_t source_len);
 
 #endif

@@ -3,10 +3,23 @@
  * The probes know nothing of the engine; src/ reads them at the engine's hooks.
  * A counter that cannot be read is reported as unavailable with its reason: never as zero,
  * never as an estimate.
+ *
+ * Four parts:
+ *   discovery   prb_system_*: the PMUs under <sysfs>/bus/event_source/devices, parsed as perf
+ *               parses them (type, cpumask, format/<field>, events/<alias> with .scale and .unit);
+ *   DRAM        prb_dram_*: bytes read from and written to DRAM, from the memory controllers'
+ *               own counters, over every controller instance (a table of backends, probes/pmu/);
+ *   sets        prb_set_*: any other events (software, core via libpfm4, "pmu/terms/" such as
+ *               power/energy-pkg/), read together;
+ *   explain     prb_explain: why a perf_event_open failed, and the fix.
+ *
+ * Every function returns 0 or a negative errno; objects are _open/_close (they hold counter
+ * fds) or _new/_free; every getter says how long what it returns stays valid.
  */
 #ifndef MEMWALL_PROBES_H
 #define MEMWALL_PROBES_H
 
+#include <linux/perf_event.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -21,5 +34,246 @@ struct prb_error {
 void prb_error_clear(struct prb_error *err);
 int prb_error_set(struct prb_error *err, int code, const char *source, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
+
+/* ---------------------------------------------------------------- discovery */
+
+/* One field of a PMU's format/ directory, e.g. umask = "config:8-15,32-55". A value written
+ * into the field fills the ranges in order, low bits first (as perf's pmu_format_value()). */
+#define PRB_FORMAT_MAX_RANGES 8
+struct prb_format {
+	char name[32];
+	int n_ranges;
+	struct prb_bit_range {
+		uint8_t word; /* 0 config, 1 config1, 2 config2, 3 config3 */
+		uint8_t lo, hi; /* inclusive bit numbers, lo <= hi <= 63 */
+	} ranges[PRB_FORMAT_MAX_RANGES];
+};
+
+/* One alias of a PMU's events/ directory, e.g. data_read = "event=0xff,umask=0x20" with
+ * data_read.scale = 6.103515625e-5 and data_read.unit = "MiB". */
+struct prb_event {
+	char name[64];
+	char terms[256]; /* the alias's text, trimmed */
+	double scale;    /* 1.0 when there is no .scale file */
+	char unit[16];   /* "" when there is no .unit file */
+};
+
+/* One PMU. Read-only for callers; owned by the prb_system it came from. */
+struct prb_pmu {
+	char name[64];
+	uint32_t type;            /* the perf_event_attr.type to open it with */
+	int *cpus;                /* from cpumask: where an uncore event must be opened */
+	int n_cpus;               /* 0: no cpumask file (core and software PMUs) */
+	struct prb_format *formats;
+	size_t n_formats;
+	struct prb_event *events;
+	size_t n_events;
+	struct prb_error problem; /* problem.text[0] != 0: part of its sysfs entry was unreadable */
+};
+
+struct prb_system;
+
+/* Reads every PMU under <root>/bus/event_source/devices. root NULL means $MEMWALL_SYSFS_ROOT,
+ * or "/sys" when that is unset. A PMU whose files are malformed is kept, with the reason in
+ * its .problem (a backend refuses a PMU with a problem); the open fails only when the devices
+ * directory cannot be read (-ENOENT, err names it) or memory runs out. The caller frees *out
+ * with prb_system_close. */
+int prb_system_open(struct prb_system **out, const char *root, struct prb_error *err);
+void prb_system_close(struct prb_system *sys);
+/* The sysfs root in use. Borrowed; valid until prb_system_close. */
+const char *prb_system_root(const struct prb_system *sys);
+size_t prb_system_pmu_count(const struct prb_system *sys);
+/* PMUs sorted by name (numeric suffixes in numeric order: uncore_imc_2 before uncore_imc_10).
+ * Borrowed; valid until prb_system_close. NULL when i is out of range or name is absent. */
+const struct prb_pmu *prb_system_pmu(const struct prb_system *sys, size_t i);
+const struct prb_pmu *prb_system_pmu_find(const struct prb_system *sys, const char *name);
+
+/* True when name is prefix followed by one or more decimal digits and nothing else:
+ * prb_name_is_instance("uncore_imc_0", "uncore_imc_") is true,
+ * prb_name_is_instance("uncore_imc_free_running_0", "uncore_imc_") is false. */
+bool prb_name_is_instance(const char *name, const char *prefix);
+
+/* Parses a format file's text ("config:0-7", "config1:0-15", "config:0-7,32-35", "config:18")
+ * into *out (name left as is). source names the file for err. -EINVAL on anything else,
+ * including bits past 63 or an empty text. */
+int prb_format_parse(const char *text, struct prb_format *out, const char *source,
+		     struct prb_error *err);
+
+const struct prb_event *prb_pmu_event_find(const struct prb_pmu *pmu, const char *name);
+
+/* Builds attr->type/config/config1/config2 for pmu from terms: either an alias name
+ * ("data_read") or a list of "field=value" terms ("event=0xff,umask=0x20"; a bare "edge" means
+ * edge=1). Every other attr field is zeroed except size. A field the PMU has no format for, or a
+ * value too wide for it, is -EINVAL with err naming the field and the format file. */
+int prb_pmu_encode(const struct prb_pmu *pmu, const char *terms, struct perf_event_attr *attr,
+		   struct prb_error *err);
+
+/* Bytes in one unit of a sysfs .unit string: "B" 1, "KB" 1e3, "MB" 1e6, "GB" 1e9, "KiB" 2^10,
+ * "MiB" 2^20, "GiB" 2^30. MB and MiB are different units and stay different. -EINVAL for
+ * anything else (including "Joules"). */
+int prb_unit_bytes(const char *unit, double *bytes);
+
+/* ---------------------------------------------------------------- readings */
+
+enum prb_reading_flags {
+	PRB_READING_SCALED = 1u << 0,      /* multiplexed: count extrapolated by enabled/running */
+	PRB_READING_NOT_COUNTED = 1u << 1, /* time_running was 0: there is no value */
+	PRB_READING_UNAVAILABLE = 1u << 2, /* never opened: prb_set_reason() says why */
+	PRB_READING_USER_ONLY = 1u << 3,   /* opened with exclude_kernel after the full open was refused */
+};
+
+/* One counter's reading, kept together as libperf's perf_counts_values keeps them. For an event
+ * opened on several CPUs (an uncore PMU with one CPU per socket), value and the times are sums
+ * and count is the sum of the per-CPU corrected counts. */
+struct prb_reading {
+	uint64_t value;        /* raw count since enable */
+	uint64_t time_enabled; /* ns */
+	uint64_t time_running; /* ns */
+	double count;          /* value * time_enabled / time_running (== value when not scaled) */
+	double physical;       /* count times the alias's .scale, in unit; == count without one */
+	const char *unit;      /* the alias's .unit ("Joules", "MiB"), "" without one; borrowed */
+	unsigned flags;        /* enum prb_reading_flags */
+};
+
+/* Corrects one raw reading for multiplexing into r->count and r->flags (SCALED when
+ * time_running < time_enabled, NOT_COUNTED when time_running is 0). */
+void prb_reading_scale(struct prb_reading *r);
+
+/* later - earlier for a counter that is `bits` wide (64 for everything the kernel reports
+ * today; a narrower one wraps at 2^bits and the difference is taken modulo that). */
+uint64_t prb_counter_delta(uint64_t later, uint64_t earlier, unsigned bits);
+
+/* ---------------------------------------------------------------- explain */
+
+/* The cause and the fix for a failed perf_event_open (err is a positive or negative errno),
+ * for the event named `event`. Thread-local storage, overwritten by the next call on the same
+ * thread; never NULL. Classification, not guesswork: call it with the errno an open actually
+ * returned. */
+const char *prb_explain(int err, const char *event);
+
+/* ---------------------------------------------------------------- DRAM */
+
+#define PRB_DRAM_MAX_INSTANCES 128
+#define PRB_DRAM_MAX_EVENTS 8 /* per instance: GNR reads sch0 + sch1, DF 8 channels */
+
+enum prb_dram_flags {
+	PRB_DRAM_CAVEAT = 1u << 0,     /* known to be inexact: status.caveat says how */
+	PRB_DRAM_TOTAL_ONLY = 1u << 1, /* no read/write split: only total_bytes is measured */
+};
+
+/* What prb_dram_open found or would use. Filled whether or not the open succeeds. */
+struct prb_dram_status {
+	bool available;     /* every instance opened */
+	char backend[32];   /* "intel_imc_free", ...; "" when none was found */
+	char description[128];
+	unsigned flags;     /* enum prb_dram_flags */
+	char caveat[256];   /* "" unless PRB_DRAM_CAVEAT */
+	char reason[768];   /* when !available: why, and the fix */
+	int n_instances;    /* every instance the backend counts: all of them, always */
+	struct prb_dram_instance {
+		char pmu[64]; /* the PMU, e.g. uncore_imc_free_running_1, amd_umc_7 */
+		int cpu;      /* the CPU it is opened on (one per socket); -1 for file backends */
+	} instances[PRB_DRAM_MAX_INSTANCES];
+	char missing[512];  /* backends looked for and absent, each with why ("" if none) */
+};
+
+/* Per instance: bytes since open, with the raw readings behind them. */
+struct prb_dram_instance_sample {
+	uint64_t read_bytes;   /* 0 when status.flags has PRB_DRAM_TOTAL_ONLY (no split) */
+	uint64_t write_bytes;
+	uint64_t total_bytes;  /* read + write, or the backend's combined count */
+	uint64_t time_enabled; /* ns, of the instance's group */
+	uint64_t time_running;
+	unsigned reading_flags; /* enum prb_reading_flags, OR over the instance's events */
+};
+
+struct prb_dram_sample {
+	int n_instances;
+	struct prb_dram_instance_sample inst[PRB_DRAM_MAX_INSTANCES];
+	uint64_t read_bytes;  /* sums over every instance */
+	uint64_t write_bytes;
+	uint64_t total_bytes;
+	unsigned reading_flags; /* OR over every instance */
+};
+
+struct prb_dram_options {
+	const char *backend;  /* a backend name to insist on; NULL: the most accurate available */
+	bool forbid_scaling;  /* prb_dram_read fails with -ERANGE rather than extrapolate */
+};
+
+struct prb_dram;
+
+/* Names of the DRAM backends in order of preference, NULL-terminated. Static storage. */
+const char *const *prb_dram_backends(void);
+
+/* Finds the backend (opt->backend, or the most accurate present) and fills *st with it and
+ * every instance it counts, without opening anything. 0 when one was found; -ENOENT when none
+ * (st->reason says why: on a virtual machine, that it exposes no uncore PMUs); -EINVAL for an
+ * unknown backend name. opt may be NULL. */
+int prb_dram_probe(const struct prb_system *sys, const struct prb_dram_options *opt,
+		   struct prb_dram_status *st);
+
+/* prb_dram_probe, then opens every event of every instance (pid -1, on the PMU's cpumask
+ * CPUs, no exclude bits) and enables them. Either every instance opens or none does: a
+ * partial set of memory controllers is never counted. On failure st->available is false and
+ * st->reason gives prb_explain() of the errno. The caller closes *out with prb_dram_close. */
+int prb_dram_open(struct prb_dram **out, const struct prb_system *sys,
+		  const struct prb_dram_options *opt, struct prb_dram_status *st);
+void prb_dram_close(struct prb_dram *d);
+/* Bytes since open, per instance and summed; a per-token figure is the difference of two
+ * samples. The hot path: one read(2) per memory controller where the counter layer has groups
+ * (its events form one group), one per event otherwise (amd_df's 8 channel events must be
+ * multiplexed on 4 counters, so they are never grouped). -ERANGE when a reading was
+ * multiplexed and scaling is forbidden, -EIO when a counter read failed; s is still filled as
+ * far as it got, with PRB_READING_NOT_COUNTED on what could not be read. */
+int prb_dram_read(struct prb_dram *d, struct prb_dram_sample *s);
+/* Borrowed; valid until prb_dram_close. */
+const struct prb_dram_status *prb_dram_status(const struct prb_dram *d);
+
+/* ---------------------------------------------------------------- sets of events */
+
+struct prb_set_options {
+	int pid;      /* 0: the calling thread; or a thread id (gettid()) of another thread */
+	int cpu;      /* -1: any CPU. PMU events with a cpumask ignore both and use the cpumask */
+	bool inherit; /* also count threads created after the open. Their counts reach a read
+		       * only when they exit (perf_event_open(2), "inherit"): to read a live
+		       * thread pool per token, open one set per worker thread id instead */
+};
+
+struct prb_set;
+
+/* A new empty set; opt NULL means {pid 0, cpu -1, inherit false}. Free with prb_set_free. */
+int prb_set_new(struct prb_set **out, const struct prb_system *sys,
+		const struct prb_set_options *opt);
+void prb_set_free(struct prb_set *s);
+
+/* Adds and opens (disabled) one event:
+ *   software:  task-clock, cpu-clock, page-faults, minor-faults, major-faults,
+ *              context-switches, cpu-migrations
+ *   core:      cycles, instructions, cache-misses (LLC), stalled-cycles-backend, or any name
+ *              libpfm4 knows for this CPU (resolved with pfm_get_os_event_encoding)
+ *   PMU:       "pmu/terms/", e.g. "power/energy-pkg/", "uncore_imc_0/event=0x05,umask=0xcf/"
+ * *index receives the event's position in readings. Returns 0 when it opened. When the name is
+ * understood but the open fails, the event is still added (it reads as UNAVAILABLE, with
+ * prb_set_reason), *index is set, err explains, and the negative errno is returned. An unknown
+ * name or bad terms is -EINVAL with *index = -1 and nothing added. */
+int prb_set_add(struct prb_set *s, const char *event, int *index, struct prb_error *err);
+int prb_set_count(const struct prb_set *s);
+/* The event's name as given, and why it is unavailable ("" when it is not). Borrowed; valid
+ * until prb_set_free. */
+const char *prb_set_name(const struct prb_set *s, int index);
+const char *prb_set_reason(const struct prb_set *s, int index);
+int prb_set_enable(struct prb_set *s);
+int prb_set_disable(struct prb_set *s);
+int prb_set_reset(struct prb_set *s);
+/* Fills out[0 .. prb_set_count()-1]. */
+int prb_set_read(struct prb_set *s, struct prb_reading *out);
+
+/* ---------------------------------------------------------------- counter backends */
+
+/* The layer that talks to the kernel: "syscall" (perf_event_open and read, always built) or
+ * "libperf" (the kernel's tools/lib/perf, built when meson finds it). $MEMWALL_COUNTERS picks
+ * one; the default is libperf where built. Static storage. */
+const char *prb_counter_backend(void);
 
 #endif

@@ -6,6 +6,6 @@ cd "$(dirname "$0")/.."
 scripts/bootstrap.sh
 scripts/build.sh build >/dev/null
 if [ $# -eq 0 ]; then
-	set -- version
+	set -- run protocols/stories110m-synthetic.json
 fi
 exec build/src/memwall "$@"

@@ -9,6 +9,15 @@
 
 /* MW_VERB(name, one-line summary) */
 #define MW_VERBS(MW_VERB) \
+	MW_VERB(bandwidth, "measure memory bandwidth: the roofline's yardstick (read, copy, triad)") \
+	MW_VERB(calibrate, "check the DRAM counters against a known number of streamed bytes") \
+	MW_VERB(compare, "compare two result records: per-metric delta and Welch t-test; exit 1 on a regression") \
+	MW_VERB(doctor, "report what this machine can measure (DRAM counters, RAPL, core events)") \
+	MW_VERB(generate, "run a model and print what it generates, with tok/s") \
+	MW_VERB(report, "print a result record's tables; --plot renders its charts with gnuplot") \
+	MW_VERB(run, "run a protocol with counters at every token and write its result record") \
+	MW_VERB(synth, "write a deterministic synthetic model of a real shape") \
+	MW_VERB(validate, "check a result record's schema and recompute its figures from the raw data") \
 	MW_VERB(version, "print the version, git commit and build configuration")
 
 #define MW_VERB_DECLARE(name, summary) int mw_cmd_##name(int argc, char **argv);

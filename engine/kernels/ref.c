@@ -1,0 +1,65 @@
+/* engine/kernels/ref.c: the scalar reference, and the fallback on any CPU.
+ *
+ * Plain C in the order a reader would write it: one accumulator, left to right. Every other
+ * table is tested against this one (tests/test_kernels.c), so it stays simple rather than fast.
+ */
+#include "kernels.h"
+
+static bool ref_supported(void)
+{
+	return true;
+}
+
+static float ref_dot_f32(const float *a, const float *b, size_t n)
+{
+	float sum = 0.0f;
+	for (size_t i = 0; i < n; i++)
+		sum += a[i] * b[i];
+	return sum;
+}
+
+static void ref_matvec_f32(float *y, const float *w, const float *x, size_t n, size_t r0,
+			   size_t r1)
+{
+	for (size_t r = r0; r < r1; r++)
+		y[r] = ref_dot_f32(w + r * n, x, n);
+}
+
+static void ref_axpy_f32(float *y, float a, const float *x, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		y[i] += a * x[i];
+}
+
+static float ref_stream_read(const float *a, size_t n)
+{
+	float sum = 0.0f;
+	for (size_t i = 0; i < n; i++)
+		sum += a[i];
+	return sum;
+}
+
+static void ref_stream_copy(float *dst, const float *src, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		dst[i] = src[i];
+}
+
+static void ref_stream_triad(float *a, const float *b, const float *c, float s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		a[i] = b[i] + s * c[i];
+}
+
+const struct krn_ops krn_ops_ref = {
+	.name = "ref",
+	.supported = ref_supported,
+	.matvec_f32 = ref_matvec_f32,
+	.dot_f32 = ref_dot_f32,
+	.axpy_f32 = ref_axpy_f32,
+	.stream_read = ref_stream_read,
+	.stream_copy = ref_stream_copy,
+	.stream_copy_nt = NULL, /* portable C has no non-temporal store */
+	.stream_triad = ref_stream_triad,
+	.stream_triad_nt = NULL,
+};

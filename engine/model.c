@@ -1,0 +1,238 @@
+/* engine/model.c: opening llama2.c checkpoints (legacy and "ak42" version 1) as a read-only
+ * mapping whose tensors are views, after checking every number the header gives against the
+ * file. The layout itself is in llama2c.c. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "llama2c.h"
+#include "model.h"
+
+/* Header fields in file order, so a short file is reported by the first field it cuts. */
+struct header_field {
+	const char *name;
+	uint32_t offset, size;
+	size_t member; /* offsetof in struct l2c_config, or SIZE_MAX for magic/padding */
+};
+
+#define FIELD(n, off) { #n, off, 4, offsetof(struct l2c_config, n) }
+static const struct header_field legacy_fields[] = {
+	FIELD(dim, 0), FIELD(hidden_dim, 4), FIELD(n_layers, 8), FIELD(n_heads, 12),
+	FIELD(n_kv_heads, 16), FIELD(vocab_size, 20), FIELD(seq_len, 24),
+};
+static const struct header_field v1_fields[] = {
+	{ "magic", 0, 4, SIZE_MAX }, { "version", 4, 4, SIZE_MAX },
+	FIELD(dim, 8), FIELD(hidden_dim, 12), FIELD(n_layers, 16), FIELD(n_heads, 20),
+	FIELD(n_kv_heads, 24), FIELD(vocab_size, 28), FIELD(seq_len, 32),
+	{ "shared_classifier", 36, 1, SIZE_MAX },
+	{ "header padding", 37, L2C_V1_HEADER_BYTES - 37, SIZE_MAX },
+};
+#undef FIELD
+
+static int32_t read_i32(const unsigned char *p)
+{
+	int32_t v;
+	memcpy(&v, p, sizeof(v)); /* the files are little-endian, as is every host we build for */
+	return v;
+}
+
+/* Reads the header's fields into c; refuses a file too short for them, naming the field. */
+static int parse_header(struct l2c_config *c, const unsigned char *p, uint64_t len,
+			const char *path, struct eng_error *err)
+{
+	if (len < 4)
+		return eng_error_set(err, -EINVAL, path, 0,
+				     "header field 'magic' (or legacy 'dim') is cut off: the file "
+				     "has only %" PRIu64 " bytes; it is not a llama2.c checkpoint",
+				     len);
+	uint32_t magic;
+	memcpy(&magic, p, sizeof(magic));
+	*c = (struct l2c_config){ .version = magic == L2C_MAGIC ? 1 : 0 };
+	const struct header_field *f = c->version ? v1_fields : legacy_fields;
+	size_t n = c->version ? sizeof(v1_fields) / sizeof(v1_fields[0])
+			      : sizeof(legacy_fields) / sizeof(legacy_fields[0]);
+	for (size_t i = 0; i < n; i++) {
+		if (len < (uint64_t)f[i].offset + f[i].size)
+			return eng_error_set(err, -EINVAL, path, f[i].offset,
+					     "header field '%s' at offset %" PRIu32 " is cut off: the "
+					     "file has only %" PRIu64 " bytes (truncated download?)",
+					     f[i].name, f[i].offset, len);
+		if (f[i].member != SIZE_MAX)
+			memcpy((char *)c + f[i].member, p + f[i].offset, sizeof(int32_t));
+	}
+	if (c->version) {
+		int32_t version = read_i32(p + 4);
+		if (version != 1)
+			return eng_error_set(err, -ENOTSUP, path, 4,
+					     "header field 'version' is %" PRId32 ": only version 1 "
+					     "(float32) of the ak42 format is supported",
+					     version);
+		if (p[36] > 1)
+			return eng_error_set(err, -EINVAL, path, 36,
+					     "header field 'shared_classifier' is %u: it must be 0 or 1",
+					     p[36]);
+		c->shared_classifier = p[36] == 1;
+	} else {
+		c->shared_classifier = c->vocab_size > 0;
+	}
+	return 0;
+}
+
+/* Points each weight field at its tensor in the mapping. */
+static void bind_weights(struct eng_llama_weights *w, const struct l2c_layout *lay,
+			 const unsigned char *base)
+{
+	static const size_t field[L2C_TENSOR_COUNT] = {
+		[L2C_TOKEN_EMBEDDING] = offsetof(struct eng_llama_weights, token_embedding),
+		[L2C_RMS_ATT] = offsetof(struct eng_llama_weights, rms_att),
+		[L2C_WQ] = offsetof(struct eng_llama_weights, wq),
+		[L2C_WK] = offsetof(struct eng_llama_weights, wk),
+		[L2C_WV] = offsetof(struct eng_llama_weights, wv),
+		[L2C_WO] = offsetof(struct eng_llama_weights, wo),
+		[L2C_RMS_FFN] = offsetof(struct eng_llama_weights, rms_ffn),
+		[L2C_W1] = offsetof(struct eng_llama_weights, w1),
+		[L2C_W2] = offsetof(struct eng_llama_weights, w2),
+		[L2C_W3] = offsetof(struct eng_llama_weights, w3),
+		[L2C_RMS_FINAL] = offsetof(struct eng_llama_weights, rms_final),
+		[L2C_FREQ_CIS_REAL] = SIZE_MAX,
+		[L2C_FREQ_CIS_IMAG] = SIZE_MAX,
+		[L2C_WCLS] = offsetof(struct eng_llama_weights, wcls),
+	};
+	for (size_t i = 0; i < lay->n; i++) {
+		const struct l2c_span *s = &lay->span[i];
+		if (field[s->tensor] == SIZE_MAX)
+			continue;
+		const float *t = (const float *)(const void *)(base + s->offset);
+		memcpy((char *)w + field[s->tensor], &t, sizeof(t));
+	}
+	/* Weight tying: the classifier is the embedding table, one view of one mapping. */
+	if (!w->wcls)
+		w->wcls = w->token_embedding;
+}
+
+int eng_model_open(struct eng_model **out, const char *path, const struct eng_model_options *opt,
+		   struct eng_error *err)
+{
+	static const struct eng_model_options defaults = { 0 };
+	struct eng_model *m = NULL;
+	struct l2c_config c;
+	struct l2c_layout lay;
+	struct stat st;
+	int fd = -1, rc = 0;
+
+	*out = NULL;
+	if (!opt)
+		opt = &defaults;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		rc = -errno;
+		eng_error_set(err, rc, path, ENG_NO_OFFSET, "cannot open the model: %s",
+			      strerror(errno));
+		goto out;
+	}
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		rc = eng_error_set(err, -EINVAL, path, ENG_NO_OFFSET,
+				   "not a regular file: give the path of a model file");
+		goto out;
+	}
+	if (st.st_size == 0) {
+		rc = eng_error_set(err, -EINVAL, path, 0, "the file is empty");
+		goto out;
+	}
+	if ((uint64_t)st.st_size > SIZE_MAX) {
+		rc = eng_error_set(err, -EFBIG, path, ENG_NO_OFFSET, "too large to map here");
+		goto out;
+	}
+	size_t len = strlen(path);
+	m = calloc(1, sizeof(*m) + len + 1);
+	if (!m) {
+		rc = eng_error_set(err, -ENOMEM, path, ENG_NO_OFFSET, "out of memory");
+		goto out;
+	}
+	memcpy(m->path, path, len + 1);
+	m->map_len = (size_t)st.st_size;
+	m->map = mmap(NULL, m->map_len, PROT_READ, MAP_SHARED | (opt->populate ? MAP_POPULATE : 0),
+		      fd, 0);
+	if (m->map == MAP_FAILED) {
+		rc = -errno;
+		eng_error_set(err, rc, path, ENG_NO_OFFSET, "cannot map the file: %s",
+			      strerror(errno));
+		goto out;
+	}
+	/* Only some kernels and file systems give file pages huge pages; where they do not, the
+	 * advice is refused and the mapping works as before. */
+	if (opt->hugepages)
+		(void)madvise(m->map, m->map_len, MADV_HUGEPAGE);
+
+	const unsigned char *base = m->map;
+	uint64_t file_bytes = m->map_len;
+	if ((rc = parse_header(&c, base, file_bytes, path, err)))
+		goto out;
+	if ((rc = l2c_layout_compute(&lay, &c, path, err)))
+		goto out;
+	for (size_t i = 0; i < lay.n; i++) {
+		const struct l2c_span *s = &lay.span[i];
+		if (s->offset + s->bytes > file_bytes) {
+			rc = eng_error_set(err, -EINVAL, path, s->offset,
+					   "tensor '%s' extends past end of file (offset %" PRIu64
+					   ", %" PRIu64 " bytes, file %" PRIu64
+					   " bytes): truncated file, or a header that does not match it",
+					   l2c_tensor_name(s->tensor), s->offset, s->bytes, file_bytes);
+			goto out;
+		}
+	}
+	if (lay.end != file_bytes) {
+		rc = eng_error_set(err, -EINVAL, path, lay.end,
+				   "%" PRIu64 " bytes follow the last tensor '%s' (offset %" PRIu64
+				   "): the header's shape or classifier flag does not match the file",
+				   file_bytes - lay.end, l2c_tensor_name(lay.span[lay.n - 1].tensor),
+				   lay.end);
+		goto out;
+	}
+
+	bind_weights(&m->w, &lay, base);
+	struct eng_model_info *info = &m->info;
+	info->format = ENG_FORMAT_LLAMA2C;
+	info->arch = "llama";
+	info->dim = c.dim;
+	info->hidden_dim = c.hidden_dim;
+	info->n_layers = c.n_layers;
+	info->n_heads = c.n_heads;
+	info->n_kv_heads = c.n_kv_heads;
+	info->vocab_size = c.vocab_size < 0 ? -c.vocab_size : c.vocab_size;
+	info->seq_len = c.seq_len;
+	info->shared_classifier = c.shared_classifier;
+	info->synthetic = c.version == 1 &&
+			  !memcmp(base + L2C_SYNTH_MARKER_OFFSET, L2C_SYNTH_MARKER,
+				  strlen(L2C_SYNTH_MARKER));
+	info->file_bytes = file_bytes;
+	for (size_t i = 0; i < lay.n; i++)
+		if (l2c_tensor_is_weight(lay.span[i].tensor))
+			info->weight_bytes += lay.span[i].bytes;
+	*out = m;
+	m = NULL;
+out:
+	if (fd >= 0)
+		close(fd);
+	eng_model_close(m);
+	return rc;
+}
+
+void eng_model_close(struct eng_model *m)
+{
+	if (!m)
+		return;
+	if (m->map && m->map != MAP_FAILED)
+		munmap(m->map, m->map_len);
+	free(m);
+}
+
+const struct eng_model_info *eng_model_info(const struct eng_model *m)
+{
+	return &m->info;
+}

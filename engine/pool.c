@@ -1,0 +1,217 @@
+/* engine/pool.c: the thread pool and its barrier (see pool.h).
+ *
+ * A central barrier released by thread 0: the others count themselves in on `arrived` and wait
+ * for `release` to change; thread 0 waits for the count, resets it and bumps `release`. The same
+ * bump starts the next run, so a run costs one release and one gather. Waiters spin for a
+ * short while (a phase of a decode step lasts tens of microseconds, so the next one is usually
+ * near), then sleep on a futex (futex(2); the sleeper count makes a wake free when nobody sleeps,
+ * the pattern of Drepper's "Futexes Are Tricky").
+ */
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "pool.h"
+
+/* Spin iterations before sleeping. A pause takes from a few ns (bare metal) to 50 ns (this
+ * project's VM, where it may trap to the hypervisor), so this is about 10 to 100 us: longer
+ * than a phase's imbalance or the sampling between two steps, short enough not to hold a core
+ * that an oversubscribed machine needs. */
+#define SPINS 2000
+
+#if defined(__x86_64__) || defined(__i386__)
+static inline void cpu_relax(void) { __builtin_ia32_pause(); }
+#elif defined(__aarch64__)
+static inline void cpu_relax(void) { __asm__ __volatile__("yield"); }
+#else
+static inline void cpu_relax(void) { }
+#endif
+
+/* A word threads wait on, alone in its cache line so spinning does not slow its neighbours. */
+struct word {
+	_Alignas(64) _Atomic uint32_t value;
+	_Atomic uint32_t sleepers;
+};
+
+struct eng_pool {
+	int n;
+	pthread_t *threads;
+	int started; /* workers created, for eng_pool_free after a partial start */
+	struct word arrived;
+	struct word release;
+	eng_pool_fn fn; /* the current run, published by the bump of release */
+	void *arg;
+	bool stop;
+};
+
+struct worker {
+	struct eng_pool *pool;
+	int tid;
+};
+
+static void futex_wait(_Atomic uint32_t *addr, uint32_t old)
+{
+	syscall(SYS_futex, addr, FUTEX_WAIT_PRIVATE, old, NULL, NULL, 0);
+}
+
+static void futex_wake(_Atomic uint32_t *addr)
+{
+	syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
+/* Returns once w->value differs from old. */
+static void word_wait(struct word *w, uint32_t old)
+{
+	for (int i = 0; i < SPINS; i++) {
+		if (atomic_load_explicit(&w->value, memory_order_acquire) != old)
+			return;
+		cpu_relax();
+	}
+	/* seq_cst on both sides: either the waker sees a sleeper or the sleeper sees the change. */
+	atomic_fetch_add(&w->sleepers, 1);
+	while (atomic_load(&w->value) == old)
+		futex_wait(&w->value, old);
+	atomic_fetch_sub(&w->sleepers, 1);
+}
+
+static void word_wake(struct word *w)
+{
+	if (atomic_load(&w->sleepers))
+		futex_wake(&w->value);
+}
+
+/* A worker arrives at a barrier (or at the end of a run) and waits for thread 0's release. */
+static void arrive_and_wait(struct eng_pool *p)
+{
+	/* Read before arriving: thread 0 cannot bump release until this thread has arrived. */
+	uint32_t gen = atomic_load(&p->release.value);
+	atomic_fetch_add(&p->arrived.value, 1);
+	word_wake(&p->arrived);
+	word_wait(&p->release, gen);
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	struct eng_pool *p = w->pool;
+	int tid = w->tid;
+	free(w);
+	/* release starts at 0 and only thread 0 bumps it, after eng_pool_new has returned. */
+	uint32_t gen = 0;
+	for (;;) {
+		word_wait(&p->release, gen);
+		if (p->stop)
+			break;
+		p->fn(p->arg, tid);
+		gen = atomic_load(&p->release.value);
+		atomic_fetch_add(&p->arrived.value, 1);
+		word_wake(&p->arrived);
+	}
+	return NULL;
+}
+
+void eng_pool_gather(struct eng_pool *p)
+{
+	uint32_t want = (uint32_t)p->n - 1, v;
+	while ((v = atomic_load(&p->arrived.value)) != want)
+		word_wait(&p->arrived, v);
+	atomic_store(&p->arrived.value, 0);
+}
+
+void eng_pool_release(struct eng_pool *p)
+{
+	atomic_fetch_add(&p->release.value, 1);
+	word_wake(&p->release);
+}
+
+void eng_pool_barrier(struct eng_pool *p, int tid)
+{
+	if (p->n == 1)
+		return;
+	if (tid == 0) {
+		eng_pool_gather(p);
+		eng_pool_release(p);
+	} else {
+		arrive_and_wait(p);
+	}
+}
+
+void eng_pool_run(struct eng_pool *p, eng_pool_fn fn, void *arg)
+{
+	if (p->n == 1) {
+		fn(arg, 0);
+		return;
+	}
+	p->fn = fn;
+	p->arg = arg;
+	eng_pool_release(p); /* publishes fn and arg: workers read them after seeing the bump */
+	fn(arg, 0);
+	eng_pool_gather(p);
+}
+
+int eng_pool_threads(const struct eng_pool *p)
+{
+	return p->n;
+}
+
+int eng_pool_new(struct eng_pool **out, int threads)
+{
+	struct eng_pool *p = NULL;
+	int rc = 0;
+
+	*out = NULL;
+	if (threads < 1)
+		threads = 1;
+	p = calloc(1, sizeof(*p));
+	if (!p) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	p->n = threads;
+	p->threads = calloc((size_t)threads, sizeof(*p->threads));
+	if (!p->threads) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (int t = 1; t < threads; t++) {
+		struct worker *w = malloc(sizeof(*w));
+		if (!w) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		*w = (struct worker){ .pool = p, .tid = t };
+		int e = pthread_create(&p->threads[t], NULL, worker_main, w);
+		if (e) {
+			free(w);
+			rc = -e;
+			goto out;
+		}
+		p->started++;
+	}
+	*out = p;
+	p = NULL;
+out:
+	eng_pool_free(p);
+	return rc;
+}
+
+void eng_pool_free(struct eng_pool *p)
+{
+	if (!p)
+		return;
+	if (p->started) {
+		p->stop = true;
+		eng_pool_release(p);
+		for (int t = 1; t <= p->started; t++)
+			pthread_join(p->threads[t], NULL);
+	}
+	free(p->threads);
+	free(p);
+}

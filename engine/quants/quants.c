@@ -1,0 +1,130 @@
+/* engine/quants/quants.c: the registry of per-ISA quant tables, and the helpers around the
+ * type table.
+ *
+ * Each ISA file may leave entries NULL (a type it has no fast path for); the registry hands
+ * out copies with those entries taken from the table's base, then from ref, so callers never
+ * test for NULL. Which ISA files exist is decided by meson (KRN_QUANTS_HAVE_* below), whether
+ * one runs here by its supported() at run time.
+ */
+#include <pthread.h>
+#include <strings.h>
+
+#include "quants_impl.h"
+
+static const struct krn_quant_ops *const compiled[] = {
+#ifdef KRN_QUANTS_HAVE_AVX512
+	&krn_quant_ops_avx512,
+#endif
+#ifdef KRN_QUANTS_HAVE_AVX2
+	&krn_quant_ops_avx2,
+#endif
+#ifdef KRN_QUANTS_HAVE_NEON
+	&krn_quant_ops_neon,
+#endif
+	&krn_quant_ops_ref,
+};
+#define N_COMPILED (sizeof(compiled) / sizeof(compiled[0]))
+
+static struct krn_quant_ops filled[N_COMPILED];
+static const struct krn_quant_ops *filled_ptrs[N_COMPILED];
+static pthread_once_t fill_once = PTHREAD_ONCE_INIT;
+
+float krn_fp16_table[1 << 16];
+
+static void fill_tables(void)
+{
+	for (uint32_t h = 0; h < (1u << 16); h++)
+		krn_fp16_table[h] = krn_fp16_to_fp32((uint16_t)h);
+	for (size_t i = 0; i < N_COMPILED; i++) {
+		struct krn_quant_ops *o = &filled[i];
+		*o = *compiled[i];
+		for (const struct krn_quant_ops *b = compiled[i]->base; b; b = b->base) {
+			for (int t = 0; t < KRN_TYPE_COUNT; t++) {
+				if (!o->vec_dot[t])
+					o->vec_dot[t] = b->vec_dot[t];
+				if (!o->quantize_act[t])
+					o->quantize_act[t] = b->quantize_act[t];
+			}
+		}
+		for (int t = 0; t < KRN_TYPE_COUNT; t++) {
+			if (!o->vec_dot[t])
+				o->vec_dot[t] = krn_quant_ops_ref.vec_dot[t];
+			if (!o->quantize_act[t])
+				o->quantize_act[t] = krn_quant_ops_ref.quantize_act[t];
+		}
+		filled_ptrs[i] = o;
+	}
+}
+
+const struct krn_quant_ops *const *krn_quant_ops_all(size_t *n)
+{
+	pthread_once(&fill_once, fill_tables);
+	*n = N_COMPILED;
+	return filled_ptrs;
+}
+
+const struct krn_quant_ops *krn_quant_ops_find(const char *name)
+{
+	size_t n;
+	const struct krn_quant_ops *const *all = krn_quant_ops_all(&n);
+	bool any = !name || !strcmp(name, "auto");
+	for (size_t i = 0; i < n; i++) {
+		if (any && all[i]->supported())
+			return all[i];
+		if (!any && !strcmp(all[i]->name, name))
+			return all[i]->supported() ? all[i] : NULL;
+	}
+	return NULL;
+}
+
+/* CPU checks for the x86 tables, here because this file gets no ISA flags: it runs before we
+ * know the answer. __builtin_cpu_supports also checks XCR0, so an OS that does not save the
+ * wide registers answers "no" (libgcc's cpuinfo.c). */
+#if defined(__x86_64__)
+bool krn_quants_cpu_avx2(void)
+{
+	__builtin_cpu_init();
+	return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+	       __builtin_cpu_supports("f16c");
+}
+
+bool krn_quants_cpu_avx512(void)
+{
+	__builtin_cpu_init();
+	return krn_quants_cpu_avx2() && __builtin_cpu_supports("avx512f") &&
+	       __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+	       __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vnni");
+}
+#endif
+
+int krn_type_from_name(const char *name)
+{
+	for (uint32_t t = 0; t < KRN_TYPE_COUNT; t++) {
+		const struct krn_type_traits *tr = krn_type_traits(t);
+		if (tr && !strcasecmp(tr->name, name))
+			return (int)t;
+	}
+	return -1;
+}
+
+size_t krn_row_size(uint32_t t, uint64_t n)
+{
+	const struct krn_type_traits *tr = krn_type_traits(t);
+	if (!tr || n % tr->block_size)
+		return 0;
+	return (size_t)(n / tr->block_size * tr->type_size);
+}
+
+void krn_quant_matvec(const struct krn_quant_ops *ops, uint32_t t, float *y, const void *w,
+		      const void *xq, size_t n, size_t r0, size_t r1)
+{
+	krn_vec_dot_fn dot = ops->vec_dot[t];
+	size_t row = krn_row_size(t, n);
+	if (ops->matvec[t]) {
+		ops->matvec[t](y, w, row, xq, n, r0, r1);
+		return;
+	}
+	const uint8_t *p = (const uint8_t *)w + r0 * row;
+	for (size_t r = r0; r < r1; r++, p += row)
+		dot(n, &y[r], p, xq);
+}

@@ -1,0 +1,28 @@
+/* engine/quants/quants_impl.h: what the per-ISA files share with the registry. Internal to
+ * engine/quants/. */
+#ifndef MEMWALL_QUANTS_IMPL_H
+#define MEMWALL_QUANTS_IMPL_H
+
+#include "quants.h"
+
+/* One table per ISA file; the registry (quants.c) lists those compiled in. */
+extern const struct krn_quant_ops krn_quant_ops_ref;
+extern const struct krn_quant_ops krn_quant_ops_avx2;
+extern const struct krn_quant_ops krn_quant_ops_avx512;
+extern const struct krn_quant_ops krn_quant_ops_neon;
+
+/* Run-time checks for the x86 tables (quants.c, built without ISA flags). The AVX-512 table
+ * needs F, BW, VL, DQ and VNNI (Ice Lake, Zen 4 and later); other AVX-512 CPUs use AVX2. */
+bool krn_quants_cpu_avx2(void);
+bool krn_quants_cpu_avx512(void);
+
+/* fp16 -> fp32 for every half, filled before any table is handed out (quants.c): the SIMD
+ * kernels convert their per-block scales with one load. */
+extern float krn_fp16_table[1 << 16];
+
+/* ref.c's activation quantizers, for SIMD files that handle only the bulk of a row. */
+void krn_ref_act_q8_0(const float *x, void *y, size_t n);
+void krn_ref_act_q8_1(const float *x, void *y, size_t n);
+void krn_ref_act_q8_K(const float *x, void *y, size_t n);
+
+#endif

@@ -1,0 +1,43 @@
+/* engine/quants/x86/avx2.c: the quant dot products for AVX2 + FMA + F16C.
+ *
+ * The kernels live in dot256.h; this file supplies the integer primitives. Without VNNI a
+ * signed-by-signed byte dot product goes through maddubs (unsigned by signed), so x's sign
+ * is moved onto y first (ggml's mul_sum_i8_pairs); activations never hold -128, so the
+ * sign flip cannot overflow.
+ */
+#include "quants_impl.h"
+
+#include <immintrin.h>
+
+static inline __m256i dot_u8s8(__m256i x, __m256i y)
+{
+	return _mm256_madd_epi16(_mm256_maddubs_epi16(x, y), _mm256_set1_epi16(1));
+}
+
+static inline __m256i dot_s8s8(__m256i x, __m256i y)
+{
+	return dot_u8s8(_mm256_sign_epi8(x, x), _mm256_sign_epi8(y, x));
+}
+
+static inline __m256i madd_s16(__m256i acc, __m256i a, __m256i b)
+{
+	return _mm256_add_epi32(acc, _mm256_madd_epi16(a, b));
+}
+
+#include "dot256.h"
+
+/* A q5_0 block as bytes 0..31: the nibbles, plus 16 where the fifth bit is set. */
+static inline __m256i q5_0_unsigned(const uint8_t *blk)
+{
+	const block_q5_0 *b = (const block_q5_0 *)(const void *)blk;
+	__m256i hi = _mm256_and_si256(bits32(b->qh), _mm256_set1_epi8(0x10));
+	return _mm256_or_si256(nibbles32(b->qs), hi);
+}
+
+const struct krn_quant_ops krn_quant_ops_avx2 = {
+	.name = "avx2",
+	.supported = krn_quants_cpu_avx2,
+	.base = &krn_quant_ops_ref,
+	.vec_dot = { DOT256_VEC_DOTS },
+	.matvec = { DOT256_MATVECS },
+};

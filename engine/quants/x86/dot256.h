@@ -1,0 +1,483 @@
+/* engine/quants/x86/dot256.h: the x86 dot products, on 256-bit vectors, shared by avx2.c and
+ * avx512.c.
+ *
+ * Not a header to include anywhere else: the including file first defines the three integer
+ * primitives below for its ISA, then includes this file, which defines the dot products and
+ * the F32/F16/BF16 dots. That keeps one body per kernel and no #if inside any function.
+ *
+ *   static inline __m256i dot_s8s8(__m256i x, __m256i y);  int32x8 sums of 4 s8*s8 products
+ *   static inline __m256i dot_u8s8(__m256i x, __m256i y);  the same with x unsigned
+ *   static inline __m256i madd_s16(__m256i acc, __m256i a, __m256i b); acc + pairs of a*b
+ * and, after including it (it uses the helpers):
+ *   static inline __m256i q5_0_unsigned(const uint8_t *blk);  a q5_0 block as 32 signed bytes
+ *
+ * Why 256 bits on an AVX-512 machine: Zen 4 executes 512-bit integer ops as two 256-bit
+ * halves, so the gain of AVX-512 here is VNNI (vpdpbusd, vpdpwssd fuse two or three
+ * instructions), not width; one block of 32 quants also fills exactly one ymm register.
+ *
+ * Block layouts and the dot-product algebra are ggml's (ggml-cpu/arch/x86/quants.c):
+ * unsigned quants are multiplied with the signed activation bytes (maddubs / dpbusd), and
+ * a format's offset or min is subtracted afterwards through the activation sums that Q8_1
+ * (s) and Q8_K (bsums) carry.
+ */
+#include <immintrin.h>
+
+/* Defined by the including file, after this one (it uses the helpers below). */
+static inline __m256i q5_0_unsigned(const uint8_t *blk);
+
+static inline float hsum_ps(__m256 v)
+{
+	__m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+	s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+	s = _mm_add_ss(s, _mm_movehdup_ps(s));
+	return _mm_cvtss_f32(s);
+}
+
+static inline int hsum_epi32(__m256i v)
+{
+	__m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+	s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
+	s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 1));
+	return _mm_cvtsi128_si32(s);
+}
+
+static inline float half(uint16_t h)
+{
+	return krn_fp16_table[h];
+}
+
+static inline uint16_t load_u16(const uint8_t *p)
+{
+	uint16_t v;
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+/* 16 bytes of nibbles as 32 bytes: low nibbles (elements 0..15) then high (16..31). */
+static inline __m256i nibbles32(const uint8_t *p)
+{
+	__m128i b = _mm_loadu_si128((const __m128i *)p);
+	__m256i v = _mm256_set_m128i(_mm_srli_epi16(b, 4), b);
+	return _mm256_and_si256(v, _mm256_set1_epi8(0x0f));
+}
+
+/* Byte i is 0xff where bit i of the 32 bits at p is set, else 0. */
+static inline __m256i bits32(const uint8_t *p)
+{
+	uint32_t x;
+	memcpy(&x, p, sizeof(x));
+	const __m256i spread = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202,
+						 0x0101010101010101, 0x0000000000000000);
+	const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ull);
+	__m256i b = _mm256_shuffle_epi8(_mm256_set1_epi32((int)x), spread);
+	return _mm256_cmpeq_epi8(_mm256_and_si256(b, bit), bit);
+}
+
+static inline __m256i loadu(const void *p)
+{
+	return _mm256_loadu_si256((const __m256i *)p);
+}
+
+/* ---- Legacy formats against Q8_0 / Q8_1 ------------------------------------------------ */
+
+/* Legacy blocks are a half d followed by the quants; unpack gives 32 bytes. Q8_0 is
+ * signed; q4_0 and q5_0 are unpacked unsigned (0..15, 0..31) and their offset (8, 16) taken
+ * off through the activation's block sum, which a matvec computes once for all its rows. */
+static inline __m256i q4_0_unsigned(const uint8_t *blk)
+{
+	return nibbles32(blk + 2);
+}
+
+static inline __m256i q8_0_signed(const uint8_t *blk)
+{
+	return loadu(blk + 2);
+}
+
+/* R rows (1..4) of a legacy format against one Q8_0 activation: out[r] = sum over blocks of
+ * d_x * d_y * dot(x, y). The arithmetic of each row is the same whatever R is, so a matvec
+ * (R = 4) and vec_dot (R = 1) give identical bits. Halves convert by table lookup
+ * (krn_fp16_table): vcvtph2ps on a scalar costs three instructions, the table one load that
+ * the multiply takes as a broadcast operand. offset 0 means signed quants. */
+static inline __attribute__((always_inline)) void
+legacy_rows(int R, float *out, const uint8_t *w, size_t row_bytes, size_t xs, const block_q8_0 *y,
+	    size_t nb, __m256i (*unpack)(const uint8_t *blk), int offset)
+{
+	__m256 acc[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
+			  _mm256_setzero_ps() };
+	for (size_t i = 0; i < nb; i++) {
+		__m256i yv = loadu(y[i].qs);
+		__m256 dy = _mm256_set1_ps(half(y[i].d));
+		__m256i ysum = offset ? dot_u8s8(_mm256_set1_epi8((char)offset), yv)
+				      : _mm256_setzero_si256();
+		for (int r = 0; r < R; r++) {
+			const uint8_t *x = w + r * row_bytes + i * xs;
+			__m256i p = offset ? _mm256_sub_epi32(dot_u8s8(unpack(x), yv), ysum)
+					   : dot_s8s8(unpack(x), yv);
+			__m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(p), dy);
+			acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(half(load_u16(x))), f, acc[r]);
+		}
+	}
+	for (int r = 0; r < R; r++)
+		out[r] = hsum_ps(acc[r]);
+}
+
+#define LEGACY_KERNELS(T, unpack, offset)                                                     \
+	static void dot_##T(size_t n, float *s, const void *vx, const void *vy)                  \
+	{                                                                                        \
+		legacy_rows(1, s, vx, 0, sizeof(block_##T), vy, n / KRN_QK, unpack, offset);     \
+	}                                                                                        \
+	static void matvec_##T(float *y, const void *w, size_t row_bytes, const void *xq,        \
+			       size_t n, size_t r0, size_t r1)                                   \
+	{                                                                                        \
+		const uint8_t *p = (const uint8_t *)w + r0 * row_bytes;                          \
+		size_t r = r0;                                                                   \
+		for (; r + 4 <= r1; r += 4, p += 4 * row_bytes)                                  \
+			legacy_rows(4, y + r, p, row_bytes, sizeof(block_##T), xq, n / KRN_QK,   \
+				    unpack, offset);                                             \
+		for (; r < r1; r++, p += row_bytes)                                              \
+			legacy_rows(1, y + r, p, row_bytes, sizeof(block_##T), xq, n / KRN_QK,   \
+				    unpack, offset);                                             \
+	}
+
+LEGACY_KERNELS(q4_0, q4_0_unsigned, 8)
+LEGACY_KERNELS(q5_0, q5_0_unsigned, 16)
+LEGACY_KERNELS(q8_0, q8_0_signed, 0)
+
+static void dot_q4_1(size_t n, float *s, const void *vx, const void *vy)
+{
+	const block_q4_1 *x = vx;
+	const block_q8_1 *y = vy;
+	__m256 acc = _mm256_setzero_ps();
+	float mins = 0;
+	for (size_t i = 0; i < n / KRN_QK; i++) {
+		__m256 p = _mm256_cvtepi32_ps(dot_u8s8(nibbles32(x[i].qs), loadu(y[i].qs)));
+		acc = _mm256_fmadd_ps(_mm256_set1_ps(half(x[i].d) * half(y[i].d)), p, acc);
+		mins += half(x[i].m) * half(y[i].s);
+	}
+	*s = hsum_ps(acc) + mins;
+}
+
+static void dot_q5_1(size_t n, float *s, const void *vx, const void *vy)
+{
+	const block_q5_1 *x = vx;
+	const block_q8_1 *y = vy;
+	__m256 acc = _mm256_setzero_ps();
+	float mins = 0;
+	for (size_t i = 0; i < n / KRN_QK; i++) {
+		__m256i hi = _mm256_and_si256(bits32(x[i].qh), _mm256_set1_epi8(0x10));
+		__m256i q = _mm256_or_si256(nibbles32(x[i].qs), hi);
+		__m256 p = _mm256_cvtepi32_ps(dot_u8s8(q, loadu(y[i].qs)));
+		acc = _mm256_fmadd_ps(_mm256_set1_ps(half(x[i].d) * half(y[i].d)), p, acc);
+		mins += half(x[i].m) * half(y[i].s);
+	}
+	*s = hsum_ps(acc) + mins;
+}
+
+/* ---- K-quants against Q8_K ----------------------------------------------------------------- */
+
+/* Two groups of 16 in one vector of 32 products: int16 lanes 0-7 take scale a, 8-15 scale b. */
+static inline __m256i scale_pair(int a, int b)
+{
+	return _mm256_set_m128i(_mm_set1_epi16((short)b), _mm_set1_epi16((short)a));
+}
+
+/* sum over 16 groups of scale[g] * bsums[g], vectorised: the offset terms of q2/q3/q6_K. */
+static inline int scaled_bsums16(const int8_t *scales, const int16_t *bsums)
+{
+	__m256i sc = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)scales));
+	return hsum_epi32(_mm256_madd_epi16(sc, loadu(bsums)));
+}
+
+static void dot_q2_K(size_t n, float *s, const void *vx, const void *vy)
+{
+	const block_q2_K *x = vx;
+	const block_q8_K *y = vy;
+	__m256 acc = _mm256_setzero_ps();
+	float mins = 0;
+	for (size_t i = 0; i < n / KRN_QK_K; i++) {
+		int8_t sc[16], mn[16];
+		for (int g = 0; g < 16; g++) {
+			sc[g] = (int8_t)(x[i].scales[g] & 0x0f);
+			mn[g] = (int8_t)(x[i].scales[g] >> 4);
+		}
+		mins += half(x[i].dmin) * y[i].d * (float)scaled_bsums16(mn, y[i].bsums);
+		__m256i isum = _mm256_setzero_si256();
+		for (int h = 0; h < 2; h++) {
+			__m256i bits = loadu(x[i].qs + 32 * h);
+			for (int k = 0; k < 4; k++) {
+				__m256i q = _mm256_and_si256(_mm256_srli_epi16(bits, 2 * k),
+							     _mm256_set1_epi8(3));
+				__m256i p = _mm256_maddubs_epi16(q, loadu(y[i].qs + 128 * h + 32 * k));
+				int g = 8 * h + 2 * k;
+				isum = madd_s16(isum, p, scale_pair(sc[g], sc[g + 1]));
+			}
+		}
+		acc = _mm256_fmadd_ps(_mm256_set1_ps(half(x[i].d) * y[i].d), _mm256_cvtepi32_ps(isum),
+				      acc);
+	}
+	*s = hsum_ps(acc) - mins;
+}
+
+/* q3_K's 16 signed 6-bit scales (see ref.c's q3_K_scale). */
+static inline void q3_K_scales(const uint8_t *p, int8_t *sc)
+{
+	for (int j = 0; j < 16; j++) {
+		int lo = j < 8 ? (p[j] & 0x0f) : (p[j - 8] >> 4);
+		int hi = (p[8 + j % 4] >> (2 * (j / 4))) & 3;
+		sc[j] = (int8_t)((lo | (hi << 4)) - 32);
+	}
+}
+
+static void dot_q3_K(size_t n, float *s, const void *vx, const void *vy)
+{
+	const block_q3_K *x = vx;
+	const block_q8_K *y = vy;
+	__m256 acc = _mm256_setzero_ps();
+	for (size_t i = 0; i < n / KRN_QK_K; i++) {
+		int8_t sc[16];
+		q3_K_scales(x[i].scales, sc);
+		/* value = (low 2 bits + 4 * high bit) - 4: the -4 goes through bsums */
+		__m256i isum = _mm256_set1_epi32(0);
+		__m256i hm = loadu(x[i].hmask);
+		for (int h = 0; h < 2; h++) {
+			__m256i bits = loadu(x[i].qs + 32 * h);
+			for (int k = 0; k < 4; k++) {
+				__m256i lo = _mm256_and_si256(_mm256_srli_epi16(bits, 2 * k),
+							      _mm256_set1_epi8(3));
+				__m256i hb = _mm256_and_si256(_mm256_srli_epi16(hm, 4 * h + k),
+							      _mm256_set1_epi8(1));
+				__m256i q = _mm256_or_si256(lo, _mm256_slli_epi16(hb, 2));
+				__m256i p = _mm256_maddubs_epi16(q, loadu(y[i].qs + 128 * h + 32 * k));
+				int g = 8 * h + 2 * k;
+				isum = madd_s16(isum, p, scale_pair(sc[g], sc[g + 1]));
+			}
+		}
+		int off = 4 * scaled_bsums16(sc, y[i].bsums);
+		isum = _mm256_sub_epi32(isum, _mm256_setr_epi32(off, 0, 0, 0, 0, 0, 0, 0));
+		acc = _mm256_fmadd_ps(_mm256_set1_ps(half(x[i].d) * y[i].d), _mm256_cvtepi32_ps(isum),
+				      acc);
+	}
+	*s = hsum_ps(acc);
+}
+
+/* The 8 6-bit scales and mins of q4_K/q5_K, unpacked with 32-bit operations on four bytes at
+ * a time (the bit moves of ggml's get_scale_min_k4, done for all 8 groups together). */
+static inline void k4_scales(const uint8_t *q, int16_t *sc, int16_t *mn)
+{
+	uint32_t w[3], out[4];
+	memcpy(w, q, 12);
+	out[0] = w[0] & 0x3f3f3f3fu;                                                  /* sc 0-3 */
+	out[1] = (w[2] & 0x0f0f0f0fu) | (((w[0] >> 6) & 0x03030303u) << 4);          /* sc 4-7 */
+	out[2] = w[1] & 0x3f3f3f3fu;                                                  /* mn 0-3 */
+	out[3] = ((w[2] >> 4) & 0x0f0f0f0fu) | (((w[1] >> 6) & 0x03030303u) << 4);   /* mn 4-7 */
+	__m256i v = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)out));
+	_mm_storeu_si128((__m128i *)sc, _mm256_castsi256_si128(v));
+	_mm_storeu_si128((__m128i *)mn, _mm256_extracti128_si256(v, 1));
+}
+
+/* sum over 8 groups of 32 of mn[g] * (bsums[2g] + bsums[2g + 1]) */
+static inline __m256i k4_mins(const int16_t *mn, const int16_t *bsums)
+{
+	__m128i m = _mm_loadu_si128((const __m128i *)mn);
+	__m256i m2 = _mm256_set_m128i(_mm_unpackhi_epi16(m, m), _mm_unpacklo_epi16(m, m));
+	return _mm256_madd_epi16(m2, loadu(bsums));
+}
+
+/* Bit b of every byte, moved to bit 4 by one 16-bit shift: bits crossing into the other
+ * byte of a pair land away from bit 4, which the caller keeps alone. */
+static inline __m256i bit_to_4(__m256i v, int b)
+{
+	return b <= 4 ? _mm256_slli_epi16(v, 4 - b) : _mm256_srli_epi16(v, b - 4);
+}
+
+/* R rows (1..4) of q4_K (five false) or q5_K (five true) against one Q8_K activation, the
+ * activation's bytes loaded once for all rows. Per-row arithmetic does not depend on R. */
+static inline __attribute__((always_inline)) void
+k4_rows(int R, bool five, float *out, const uint8_t *w, size_t row_bytes, size_t bs,
+	const block_q8_K *y, size_t nb)
+{
+	const __m256i low4 = _mm256_set1_epi8(0x0f), b4 = _mm256_set1_epi8(0x10);
+	__m256 acc[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
+			  _mm256_setzero_ps() };
+	/* the min terms stay in a vector too: no horizontal sum per super-block */
+	__m256 mins[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
+			   _mm256_setzero_ps() };
+	for (size_t i = 0; i < nb; i++) {
+		__m256i yv[8];
+		for (int k = 0; k < 8; k++)
+			yv[k] = loadu(y[i].qs + 32 * k);
+		for (int r = 0; r < R; r++) {
+			/* q4_K: d, dmin, scales[12], qs[128]; q5_K: the same with qh[32] before qs */
+			const uint8_t *x = w + r * row_bytes + i * bs, *qs = x + (five ? 48 : 16);
+			int16_t sc[8], mn[8];
+			k4_scales(x + 4, sc, mn);
+			mins[r] = _mm256_fmadd_ps(_mm256_set1_ps(half(load_u16(x + 2)) * y[i].d),
+						  _mm256_cvtepi32_ps(k4_mins(mn, y[i].bsums)), mins[r]);
+			__m256i qh = five ? loadu(x + 16) : _mm256_setzero_si256();
+			__m256i isum0 = _mm256_setzero_si256(), isum1 = _mm256_setzero_si256();
+			for (int c = 0; c < 4; c++) {
+				__m256i bits = loadu(qs + 32 * c);
+				__m256i lo = _mm256_and_si256(bits, low4);
+				__m256i hi = _mm256_and_si256(_mm256_srli_epi16(bits, 4), low4);
+				if (five) { /* bits 2c and 2c + 1 of qh moved to bit 4 */
+					lo = _mm256_or_si256(lo, _mm256_and_si256(bit_to_4(qh, 2 * c), b4));
+					hi = _mm256_or_si256(hi, _mm256_and_si256(bit_to_4(qh, 2 * c + 1), b4));
+				}
+				__m256i p0 = _mm256_maddubs_epi16(lo, yv[2 * c]);
+				__m256i p1 = _mm256_maddubs_epi16(hi, yv[2 * c + 1]);
+				isum0 = madd_s16(isum0, p0, _mm256_set1_epi16(sc[2 * c]));
+				isum1 = madd_s16(isum1, p1, _mm256_set1_epi16(sc[2 * c + 1]));
+			}
+			__m256 p = _mm256_cvtepi32_ps(_mm256_add_epi32(isum0, isum1));
+			acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(half(load_u16(x)) * y[i].d), p, acc[r]);
+		}
+	}
+	for (int r = 0; r < R; r++)
+		out[r] = hsum_ps(_mm256_sub_ps(acc[r], mins[r]));
+}
+
+/* R rows of q6_K: the 6-bit q is multiplied unsigned and 32 taken off through bsums. */
+static inline __attribute__((always_inline)) void
+q6_rows(int R, float *out, const uint8_t *w, size_t row_bytes, const block_q8_K *y, size_t nb)
+{
+	const __m256i low4 = _mm256_set1_epi8(0x0f), three = _mm256_set1_epi8(3);
+	__m256 acc[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
+			  _mm256_setzero_ps() };
+	for (size_t i = 0; i < nb; i++) {
+		__m256i yv[8];
+		for (int k = 0; k < 8; k++)
+			yv[k] = loadu(y[i].qs + 32 * k);
+		for (int r = 0; r < R; r++) {
+			const block_q6_K *x =
+				(const block_q6_K *)(const void *)(w + r * row_bytes) + i;
+			const int8_t *sc = x->scales;
+			__m256i isum0 = _mm256_setzero_si256(), isum1 = _mm256_setzero_si256();
+			for (int h = 0; h < 2; h++) {
+				__m256i l0 = loadu(x->ql + 64 * h), l1 = loadu(x->ql + 64 * h + 32);
+				__m256i qh = loadu(x->qh + 32 * h);
+				const int8_t *s8 = sc + 8 * h;
+				__m256i q0 = _mm256_or_si256(_mm256_and_si256(l0, low4),
+					_mm256_slli_epi16(_mm256_and_si256(qh, three), 4));
+				__m256i q1 = _mm256_or_si256(_mm256_and_si256(l1, low4),
+					_mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), three), 4));
+				__m256i q2 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), low4),
+					_mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), three), 4));
+				__m256i q3 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), low4),
+					_mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), three), 4));
+				isum0 = madd_s16(isum0, _mm256_maddubs_epi16(q0, yv[4 * h]),
+						 scale_pair(s8[0], s8[1]));
+				isum1 = madd_s16(isum1, _mm256_maddubs_epi16(q1, yv[4 * h + 1]),
+						 scale_pair(s8[2], s8[3]));
+				isum0 = madd_s16(isum0, _mm256_maddubs_epi16(q2, yv[4 * h + 2]),
+						 scale_pair(s8[4], s8[5]));
+				isum1 = madd_s16(isum1, _mm256_maddubs_epi16(q3, yv[4 * h + 3]),
+						 scale_pair(s8[6], s8[7]));
+			}
+			__m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)sc));
+			__m256i off = _mm256_slli_epi32(_mm256_madd_epi16(sc16, loadu(y[i].bsums)), 5);
+			__m256i isum = _mm256_sub_epi32(_mm256_add_epi32(isum0, isum1), off);
+			acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(half(x->d) * y[i].d),
+						 _mm256_cvtepi32_ps(isum), acc[r]);
+		}
+	}
+	for (int r = 0; r < R; r++)
+		out[r] = hsum_ps(acc[r]);
+}
+
+/* vec_dot (one row) and matvec (four rows at a time, then the rest one by one) from a rows
+ * kernel `call(R, out, rows pointer)`. */
+#define ROWS_KERNELS(T, call)                                                                  \
+	static void dot_##T(size_t n, float *s, const void *vx, const void *vy)                  \
+	{                                                                                        \
+		const size_t row_bytes = 0, nb = n / KRN_QK_K;                                   \
+		const block_q8_K *y = vy;                                                        \
+		call(1, s, (const uint8_t *)vx);                                                 \
+	}                                                                                        \
+	static void matvec_##T(float *out, const void *w, size_t row_bytes, const void *xq,      \
+			       size_t n, size_t r0, size_t r1)                                   \
+	{                                                                                        \
+		const uint8_t *p = (const uint8_t *)w + r0 * row_bytes;                          \
+		const size_t nb = n / KRN_QK_K;                                                  \
+		const block_q8_K *y = xq;                                                        \
+		size_t r = r0;                                                                   \
+		for (; r + 4 <= r1; r += 4, p += 4 * row_bytes)                                  \
+			call(4, out + r, p);                                                     \
+		for (; r < r1; r++, p += row_bytes)                                              \
+			call(1, out + r, p);                                                     \
+	}
+
+#define CALL_Q4_K(R, out, p) k4_rows(R, false, out, p, row_bytes, sizeof(block_q4_K), y, nb)
+#define CALL_Q5_K(R, out, p) k4_rows(R, true, out, p, row_bytes, sizeof(block_q5_K), y, nb)
+#define CALL_Q6_K(R, out, p) q6_rows(R, out, p, row_bytes, y, nb)
+ROWS_KERNELS(q4_K, CALL_Q4_K)
+ROWS_KERNELS(q5_K, CALL_Q5_K)
+ROWS_KERNELS(q6_K, CALL_Q6_K)
+
+/* ---- Float formats ----------------------------------------------------------------------- */
+
+static void dot_f32(size_t n, float *s, const void *vx, const void *vy)
+{
+	const float *x = vx, *y = vy;
+	__m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+	size_t i = 0;
+	for (; i + 16 <= n; i += 16) {
+		a0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i), a0);
+		a1 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 8), _mm256_loadu_ps(y + i + 8), a1);
+	}
+	float sum = hsum_ps(_mm256_add_ps(a0, a1));
+	for (; i < n; i++)
+		sum += x[i] * y[i];
+	*s = sum;
+}
+
+static inline __m256 load_f16(const uint16_t *p)
+{
+	return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
+}
+
+static void dot_f16(size_t n, float *s, const void *vx, const void *vy)
+{
+	const uint16_t *x = vx, *y = vy;
+	__m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+	size_t i = 0;
+	for (; i + 16 <= n; i += 16) {
+		a0 = _mm256_fmadd_ps(load_f16(x + i), load_f16(y + i), a0);
+		a1 = _mm256_fmadd_ps(load_f16(x + i + 8), load_f16(y + i + 8), a1);
+	}
+	float sum = hsum_ps(_mm256_add_ps(a0, a1));
+	for (; i < n; i++)
+		sum += half(x[i]) * half(y[i]);
+	*s = sum;
+}
+
+static inline __m256 load_bf16(const uint16_t *p)
+{
+	__m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p));
+	return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+}
+
+static void dot_bf16(size_t n, float *s, const void *vx, const void *vy)
+{
+	const uint16_t *x = vx, *y = vy;
+	__m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+	size_t i = 0;
+	for (; i + 16 <= n; i += 16) {
+		a0 = _mm256_fmadd_ps(load_bf16(x + i), load_bf16(y + i), a0);
+		a1 = _mm256_fmadd_ps(load_bf16(x + i + 8), load_bf16(y + i + 8), a1);
+	}
+	float sum = hsum_ps(_mm256_add_ps(a0, a1));
+	for (; i < n; i++)
+		sum += krn_bf16_to_fp32(x[i]) * krn_bf16_to_fp32(y[i]);
+	*s = sum;
+}
+
+#define DOT256_VEC_DOTS                                                                        \
+	[KRN_TYPE_F32] = dot_f32, [KRN_TYPE_F16] = dot_f16, [KRN_TYPE_BF16] = dot_bf16,        \
+	[KRN_TYPE_Q4_0] = dot_q4_0, [KRN_TYPE_Q4_1] = dot_q4_1, [KRN_TYPE_Q5_0] = dot_q5_0,   \
+	[KRN_TYPE_Q5_1] = dot_q5_1, [KRN_TYPE_Q8_0] = dot_q8_0, [KRN_TYPE_Q2_K] = dot_q2_K,   \
+	[KRN_TYPE_Q3_K] = dot_q3_K, [KRN_TYPE_Q4_K] = dot_q4_K, [KRN_TYPE_Q5_K] = dot_q5_K,   \
+	[KRN_TYPE_Q6_K] = dot_q6_K
+
+#define DOT256_MATVECS                                                                         \
+	[KRN_TYPE_Q4_0] = matvec_q4_0, [KRN_TYPE_Q5_0] = matvec_q5_0, [KRN_TYPE_Q8_0] = matvec_q8_0, \
+	[KRN_TYPE_Q4_K] = matvec_q4_K, [KRN_TYPE_Q5_K] = matvec_q5_K, [KRN_TYPE_Q6_K] = matvec_q6_K

@@ -1,0 +1,175 @@
+/* probes/counter.c: one event on one (pid, cpu), through perf_event_open(2) and read(2).
+ *
+ * Every event is opened with PERF_FORMAT_TOTAL_TIME_ENABLED | _RUNNING so each read carries
+ * the value and both times together (the layout of perf_event_open(2), "read_format"), and the
+ * multiplexing correction happens once, in prb_reading_scale().
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+int counter_inject_errno;
+
+struct syscall_counter {
+	int fd;
+};
+
+static int open_fd(struct counter **out, const struct perf_event_attr *attr, int pid, int cpu,
+		   int group_fd)
+{
+	struct syscall_counter *c = malloc(sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	struct perf_event_attr a = *attr;
+	int fd = (int)syscall(SYS_perf_event_open, &a, pid, cpu, group_fd, PERF_FLAG_FD_CLOEXEC);
+	if (fd < 0) {
+		int e = errno;
+		free(c);
+		return -e;
+	}
+	c->fd = fd;
+	*out = (struct counter *)c;
+	return 0;
+}
+
+static int sys_open(struct counter **out, const struct perf_event_attr *attr, int pid, int cpu)
+{
+	return open_fd(out, attr, pid, cpu, -1);
+}
+
+static int sys_open_member(struct counter **out, const struct perf_event_attr *attr, int pid,
+			   int cpu, struct counter *leader)
+{
+	return open_fd(out, attr, pid, cpu, ((struct syscall_counter *)leader)->fd);
+}
+
+static int sys_read_group(struct counter *cc, uint64_t *buf, size_t n)
+{
+	struct syscall_counter *c = (struct syscall_counter *)cc;
+	ssize_t got = read(c->fd, buf, n * sizeof(uint64_t));
+	if (got < 0)
+		return -errno;
+	return got >= (ssize_t)(3 * sizeof(uint64_t)) && buf[0] + 3 <= n &&
+			       (size_t)got == (buf[0] + 3) * sizeof(uint64_t) ? 0 : -EIO;
+}
+
+static int sys_read(struct counter *cc, uint64_t v[3])
+{
+	struct syscall_counter *c = (struct syscall_counter *)cc;
+	ssize_t n = read(c->fd, v, 3 * sizeof(uint64_t));
+	if (n < 0)
+		return -errno;
+	return n == 3 * sizeof(uint64_t) ? 0 : -EIO;
+}
+
+static int sys_ioctl(struct counter *cc, unsigned long req)
+{
+	struct syscall_counter *c = (struct syscall_counter *)cc;
+	return ioctl(c->fd, req, 0) < 0 ? -errno : 0;
+}
+
+static int sys_enable(struct counter *c)
+{
+	return sys_ioctl(c, PERF_EVENT_IOC_ENABLE);
+}
+
+static int sys_disable(struct counter *c)
+{
+	return sys_ioctl(c, PERF_EVENT_IOC_DISABLE);
+}
+
+static void sys_close(struct counter *cc)
+{
+	struct syscall_counter *c = (struct syscall_counter *)cc;
+	if (!c)
+		return;
+	close(c->fd);
+	free(c);
+}
+
+const struct counter_ops counter_syscall_ops = {
+	.name = "syscall",
+	.open = sys_open,
+	.read = sys_read,
+	.enable = sys_enable,
+	.disable = sys_disable,
+	.close = sys_close,
+	.open_member = sys_open_member,
+	.read_group = sys_read_group,
+};
+
+static const struct counter_ops *const all_ops[] = {
+#if MW_HAVE_LIBPERF
+	&counter_libperf_ops,
+#endif
+	&counter_syscall_ops,
+};
+
+const struct counter_ops *counter_ops_get(void)
+{
+	const char *want = getenv("MEMWALL_COUNTERS");
+	if (want && *want)
+		for (size_t i = 0; i < ARRAY_SIZE(all_ops); i++)
+			if (!strcmp(all_ops[i]->name, want))
+				return all_ops[i];
+	return all_ops[0];
+}
+
+const char *prb_counter_backend(void)
+{
+	return counter_ops_get()->name;
+}
+
+static int injected(void)
+{
+	const char *inject = getenv("MEMWALL_INJECT_ERRNO");
+	int e = counter_inject_errno;
+	if (!e && inject && *inject)
+		e = atoi(inject);
+	return -abs(e);
+}
+
+int counter_open(struct counter **out, const struct perf_event_attr *attr, int pid, int cpu)
+{
+	int e = injected();
+	return e ? e : counter_ops_get()->open(out, attr, pid, cpu);
+}
+
+int counter_open_member(struct counter **out, const struct perf_event_attr *attr, int pid,
+			int cpu, struct counter *leader)
+{
+	const struct counter_ops *ops = counter_ops_get();
+	int e = injected();
+	if (e)
+		return e;
+	return ops->open_member ? ops->open_member(out, attr, pid, cpu, leader) : -EOPNOTSUPP;
+}
+
+void prb_reading_scale(struct prb_reading *r)
+{
+	r->flags &= ~(unsigned)(PRB_READING_SCALED | PRB_READING_NOT_COUNTED);
+	if (r->time_running == 0) {
+		r->count = 0;
+		r->flags |= PRB_READING_NOT_COUNTED;
+		return;
+	}
+	if (r->time_running < r->time_enabled) {
+		/* long double keeps 64 bits of mantissa: value * enabled does not lose the count */
+		r->count = (double)((long double)r->value * (long double)r->time_enabled /
+				    (long double)r->time_running);
+		r->flags |= PRB_READING_SCALED;
+	} else {
+		r->count = (double)r->value;
+	}
+}
+
+uint64_t prb_counter_delta(uint64_t later, uint64_t earlier, unsigned bits)
+{
+	uint64_t mask = bits >= 64 ? ~0ull : (1ull << bits) - 1;
+	return (later - earlier) & mask;
+}

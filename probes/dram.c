@@ -1,0 +1,400 @@
+/* probes/dram.c: DRAM bytes from the memory controllers, over every controller.
+ *
+ * The backends (probes/pmu/) only describe what to count: which PMUs, which events, how many
+ * bytes per count. Opening and reading is done here, once, for all of them, so that the rule
+ * "every instance or none" cannot be broken by one backend: an Arrow Lake has
+ * uncore_imc_free_running_0 and _1, and counting only the first reports half the traffic.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+/* In order of preference: the controllers' own data counters first, CAS counts next, the
+ * fabric's approximate channel counts after them, and resctrl (core traffic only) last. */
+static const struct dram_backend *const backends[] = {
+	&dram_intel_imc_free,
+	&dram_intel_imc_cas,
+	&dram_amd_umc,
+	&dram_amd_df,
+	&dram_resctrl,
+};
+
+const char *const *prb_dram_backends(void)
+{
+	static const char *names[ARRAY_SIZE(backends) + 1];
+	for (size_t i = 0; i < ARRAY_SIZE(backends); i++)
+		names[i] = backends[i]->name;
+	return names;
+}
+
+struct dram_counter {
+	struct counter *c;
+	uint64_t base; /* resctrl: the byte count at open */
+};
+
+struct prb_dram {
+	struct prb_dram_status status;
+	struct dram_plan plan;
+	bool forbid_scaling;
+	struct dram_counter ctr[PRB_DRAM_MAX_INSTANCES][PRB_DRAM_MAX_EVENTS];
+	bool grouped[PRB_DRAM_MAX_INSTANCES]; /* read with one PERF_FORMAT_GROUP read */
+	uint64_t t0; /* CLOCK_MONOTONIC ns at open, the times of file instances */
+};
+
+size_t dram_pmus_matching(const struct prb_system *sys, const char *prefix,
+			  const struct prb_pmu **out, size_t max)
+{
+	size_t n = 0;
+	/* prb_system keeps PMUs in numeric name order, so instances come out 0, 1, 2, ... 10 */
+	for (size_t i = 0; i < prb_system_pmu_count(sys); i++) {
+		const struct prb_pmu *pmu = prb_system_pmu(sys, i);
+		if (prb_name_is_instance(pmu->name, prefix) && n < max)
+			out[n++] = pmu;
+	}
+	return n;
+}
+
+int dram_pmu_check(const struct prb_pmu *pmu, char *why, size_t n)
+{
+	if (!pmu->problem.text[0])
+		return 0;
+	snprintf(why, n, "%s: %s", pmu->problem.source, pmu->problem.text);
+	return -EINVAL;
+}
+
+int dram_plan_add_pmu(struct dram_plan *plan, const struct prb_pmu *pmu)
+{
+	int first = plan->n;
+	int n_cpus = pmu->n_cpus ? pmu->n_cpus : 1;
+	if (plan->n + n_cpus > PRB_DRAM_MAX_INSTANCES)
+		return -ENOSPC;
+	for (int i = 0; i < n_cpus; i++) {
+		struct dram_instance *in = &plan->inst[plan->n++];
+		memset(in, 0, sizeof(*in));
+		in->pmu = pmu;
+		in->cpu = pmu->n_cpus ? pmu->cpus[i] : 0;
+		in->counter_bits = 64;
+		snprintf(in->name, sizeof(in->name), "%s", pmu->name);
+	}
+	return first;
+}
+
+int dram_plan_add_event(struct dram_plan *plan, int first, enum dram_dir dir, const char *terms,
+			double bytes_per_count, char *why, size_t n)
+{
+	for (int i = first; i < plan->n; i++) {
+		struct dram_instance *in = &plan->inst[i];
+		struct prb_error err = { 0 };
+		if (in->n_events == PRB_DRAM_MAX_EVENTS)
+			return -ENOSPC;
+		struct dram_event *ev = &in->events[in->n_events];
+		int rc = prb_pmu_encode(in->pmu, terms, &ev->attr, &err);
+		if (rc < 0) {
+			snprintf(why, n, "%s: %s", err.source, err.text);
+			return rc;
+		}
+		ev->dir = dir;
+		ev->bytes_per_count = bytes_per_count;
+		if (bytes_per_count <= 0) {
+			/* scale times the unit's size: 6.103515625e-5 MiB = 2^-14 * 2^20 = 64 bytes */
+			const struct prb_event *alias = prb_pmu_event_find(in->pmu, terms);
+			double unit = 0;
+			if (!alias || prb_unit_bytes(alias->unit, &unit) < 0) {
+				snprintf(why, n, "%s/events/%s: no byte unit (.unit is \"%s\")",
+					 in->pmu->name, terms, alias ? alias->unit : "");
+				return -EINVAL;
+			}
+			ev->bytes_per_count = alias->scale * unit;
+		}
+		in->n_events++;
+	}
+	return 0;
+}
+
+static void status_fill(struct prb_dram_status *st, const struct dram_backend *b,
+			const struct dram_plan *plan)
+{
+	snprintf(st->backend, sizeof(st->backend), "%s", b->name);
+	snprintf(st->description, sizeof(st->description), "%s", b->description);
+	st->flags = b->flags;
+	snprintf(st->caveat, sizeof(st->caveat), "%s", b->caveat ? b->caveat : "");
+	st->n_instances = plan->n;
+	for (int i = 0; i < plan->n; i++) {
+		snprintf(st->instances[i].pmu, sizeof(st->instances[i].pmu), "%s", plan->inst[i].name);
+		st->instances[i].cpu = plan->inst[i].pmu ? plan->inst[i].cpu : -1;
+	}
+}
+
+/* Appends "name: why; " to the list of backends looked for and absent. */
+static void note_missing(char *buf, size_t size, const char *name, const char *why)
+{
+	size_t len = strlen(buf);
+	if (len < size)
+		snprintf(buf + len, size - len, "%s: %s; ", name, why);
+}
+
+/* Runs every backend's detection (to tell which are missing and why) and keeps the first
+ * present one, or the one asked for, in st and plan. */
+int dram_probe_plan(const struct prb_system *sys, const struct prb_dram_options *opt,
+		    struct prb_dram_status *st, struct dram_plan *plan)
+{
+	const char *want = opt ? opt->backend : NULL;
+	struct dram_plan *tmp = malloc(sizeof(*tmp));
+	bool known = !want;
+	int rc = -ENOENT;
+
+	memset(st, 0, sizeof(*st));
+	if (!tmp)
+		return -ENOMEM;
+	for (size_t i = 0; i < ARRAY_SIZE(backends); i++) {
+		const struct dram_backend *b = backends[i];
+		char why[512] = "";
+		if (want && strcmp(want, b->name))
+			continue;
+		known = true;
+		memset(tmp, 0, sizeof(*tmp));
+		int n = b->detect(sys, tmp, why, sizeof(why));
+		if (n > 0 && rc != 0) {
+			status_fill(st, b, tmp);
+			memcpy(plan, tmp, sizeof(*plan));
+			plan->no_group = b->no_group;
+			rc = 0;
+			continue;
+		}
+		if (n <= 0)
+			note_missing(st->missing, sizeof(st->missing), b->name, why[0] ? why : "absent");
+		if (n < 0 && rc == -ENOENT && !st->reason[0])
+			snprintf(st->reason, sizeof(st->reason), "%s: %s", b->name, why);
+	}
+	free(tmp);
+	size_t len = strlen(st->missing);
+	if (len >= 2)
+		st->missing[len - 2] = '\0'; /* the last "; " */
+	if (!known) {
+		snprintf(st->reason, sizeof(st->reason),
+			 "unknown DRAM backend \"%s\" (known: intel_imc_free, intel_imc_cas, amd_umc, "
+			 "amd_df, resctrl)", want);
+		return -EINVAL;
+	}
+	if (rc == 0) {
+		st->reason[0] = '\0';
+		return 0;
+	}
+	if (want)
+		snprintf(st->reason, sizeof(st->reason),
+			 "DRAM backend \"%s\" was asked for and is not usable here: %s", want,
+			 st->missing);
+	else if (!st->reason[0])
+		snprintf(st->reason, sizeof(st->reason),
+			 "no memory-controller counters: none of the PMUs under %s/bus/event_source/"
+			 "devices is a memory controller (uncore_imc_*, amd_umc_*, amd_df) and resctrl "
+			 "monitoring is absent. Virtual machines expose no uncore PMUs: DRAM traffic "
+			 "can only be measured on bare metal (or a VM with uncore passthrough)",
+			 prb_system_root(sys));
+	return rc;
+}
+
+int prb_dram_probe(const struct prb_system *sys, const struct prb_dram_options *opt,
+		   struct prb_dram_status *st)
+{
+	struct dram_plan *plan = malloc(sizeof(*plan));
+	if (!plan)
+		return -ENOMEM;
+	int rc = dram_probe_plan(sys, opt, st, plan);
+	free(plan);
+	return rc;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int file_u64(const char *path, uint64_t *v)
+{
+	char buf[64];
+	int rc = sysfs_read(path, buf, sizeof(buf), NULL);
+	if (rc < 0)
+		return rc;
+	char *end = NULL;
+	errno = 0;
+	*v = strtoull(buf, &end, 10);
+	return errno || !buf[0] || *end ? -EIO : 0;
+}
+
+static void close_instance(struct prb_dram *d, int i)
+{
+	const struct counter_ops *ops = counter_ops_get();
+	for (int j = d->plan.inst[i].n_events - 1; j >= 0; j--) {
+		if (d->ctr[i][j].c)
+			ops->close(d->ctr[i][j].c);
+		d->ctr[i][j].c = NULL;
+	}
+	d->grouped[i] = false;
+}
+
+void prb_dram_close(struct prb_dram *d)
+{
+	if (!d)
+		return;
+	for (int i = 0; i < d->plan.n; i++)
+		close_instance(d, i);
+	free(d);
+}
+
+/* Opens instance i's events, as one group when asked: one read per memory controller then. */
+static int open_instance(struct prb_dram *d, int i, bool group, char *what, size_t n)
+{
+	const struct dram_instance *in = &d->plan.inst[i];
+	for (int j = 0; j < in->n_events; j++) {
+		struct perf_event_attr attr = in->events[j].attr;
+		/* uncore: system-wide on the cpumask CPU, no exclude bits (perf_event_open(2); the
+		 * uncore drivers reject exclude_* with -EINVAL) */
+		attr.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING |
+				   (group ? PERF_FORMAT_GROUP : 0);
+		attr.disabled = 0;
+		int rc = group && j > 0 ?
+			counter_open_member(&d->ctr[i][j].c, &attr, -1, in->cpu, d->ctr[i][0].c) :
+			counter_open(&d->ctr[i][j].c, &attr, -1, in->cpu);
+		if (rc < 0) {
+			d->ctr[i][j].c = NULL;
+			snprintf(what, n, "%s (cpu %d, config 0x%llx)", in->name, in->cpu,
+				 (unsigned long long)attr.config);
+			close_instance(d, i);
+			return rc;
+		}
+	}
+	d->grouped[i] = group;
+	return 0;
+}
+
+int prb_dram_open(struct prb_dram **out, const struct prb_system *sys,
+		  const struct prb_dram_options *opt, struct prb_dram_status *st)
+{
+	struct prb_dram *d = calloc(1, sizeof(*d));
+	int rc;
+
+	*out = NULL;
+	if (!d)
+		return -ENOMEM;
+	rc = dram_probe_plan(sys, opt, st, &d->plan);
+	if (rc < 0)
+		goto out;
+	d->forbid_scaling = opt && opt->forbid_scaling;
+	d->t0 = now_ns();
+	for (int i = 0; i < d->plan.n; i++) {
+		struct dram_instance *in = &d->plan.inst[i];
+		if (!in->pmu) {
+			rc = file_u64(in->path, &d->ctr[i][0].base);
+			if (rc < 0) {
+				snprintf(st->reason, sizeof(st->reason), "%s: cannot read: %s", in->path,
+					 strerror(-rc));
+				goto out;
+			}
+			continue;
+		}
+		char what[160];
+		rc = -EOPNOTSUPP;
+		if (!d->plan.no_group && in->n_events > 1 && counter_ops_get()->read_group)
+			rc = open_instance(d, i, true, what, sizeof(what));
+		if (rc < 0) /* no groups in this layer, or the PMU refused one: event by event */
+			rc = open_instance(d, i, false, what, sizeof(what));
+		if (rc < 0) {
+			snprintf(st->reason, sizeof(st->reason), "%s", prb_explain(rc, what));
+			goto out;
+		}
+	}
+	st->available = true;
+	d->status = *st;
+	*out = d;
+	d = NULL;
+out:
+	prb_dram_close(d);
+	return rc;
+}
+
+const struct prb_dram_status *prb_dram_status(const struct prb_dram *d)
+{
+	return &d->status;
+}
+
+static uint64_t to_bytes(double count, double bytes_per_count)
+{
+	return (uint64_t)llround(count * bytes_per_count);
+}
+
+int prb_dram_read(struct prb_dram *d, struct prb_dram_sample *s)
+{
+	const struct counter_ops *ops = counter_ops_get();
+	int rc = 0;
+	s->n_instances = d->plan.n;
+	s->read_bytes = s->write_bytes = s->total_bytes = 0;
+	s->reading_flags = 0;
+	for (int i = 0; i < d->plan.n; i++) {
+		const struct dram_instance *in = &d->plan.inst[i];
+		struct prb_dram_instance_sample *is = &s->inst[i];
+		memset(is, 0, sizeof(*is));
+		if (!in->pmu) {
+			uint64_t v;
+			if (file_u64(in->path, &v) < 0) {
+				is->reading_flags |= PRB_READING_NOT_COUNTED;
+				rc = -EIO;
+			} else {
+				is->total_bytes = prb_counter_delta(v, d->ctr[i][0].base, in->counter_bits);
+			}
+			is->time_enabled = is->time_running = now_ns() - d->t0;
+		}
+		uint64_t group[3 + PRB_DRAM_MAX_EVENTS];
+		bool readable = in->pmu != NULL;
+		if (readable && d->grouped[i] &&
+		    ops->read_group(d->ctr[i][0].c, group, ARRAY_SIZE(group)) < 0) {
+			is->reading_flags |= PRB_READING_NOT_COUNTED;
+			rc = -EIO;
+			readable = false;
+		}
+		for (int j = 0; readable && j < in->n_events; j++) {
+			const struct dram_event *ev = &in->events[j];
+			uint64_t v[3];
+			if (d->grouped[i]) {
+				v[0] = group[3 + j];
+				v[1] = group[1];
+				v[2] = group[2];
+			} else if (ops->read(d->ctr[i][j].c, v) < 0) {
+				is->reading_flags |= PRB_READING_NOT_COUNTED;
+				rc = -EIO;
+				continue;
+			}
+			struct prb_reading r = { .value = v[0], .time_enabled = v[1], .time_running = v[2] };
+			prb_reading_scale(&r);
+			is->reading_flags |= r.flags;
+			if (r.time_enabled > is->time_enabled)
+				is->time_enabled = r.time_enabled;
+			if (j == 0 || r.time_running < is->time_running)
+				is->time_running = r.time_running;
+			uint64_t bytes = to_bytes(r.count, ev->bytes_per_count);
+			if (ev->dir == DRAM_READ)
+				is->read_bytes += bytes;
+			else if (ev->dir == DRAM_WRITE)
+				is->write_bytes += bytes;
+			is->total_bytes += bytes;
+		}
+		s->read_bytes += is->read_bytes;
+		s->write_bytes += is->write_bytes;
+		s->total_bytes += is->total_bytes;
+		s->reading_flags |= is->reading_flags;
+	}
+	if (rc == 0 && d->forbid_scaling &&
+		 (s->reading_flags & (PRB_READING_SCALED | PRB_READING_NOT_COUNTED)))
+		rc = -ERANGE;
+	return rc;
+}

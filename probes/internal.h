@@ -1,0 +1,132 @@
+/* probes/internal.h: what the probes' own files share; never included outside probes/. */
+#ifndef MEMWALL_PROBES_INTERNAL_H
+#define MEMWALL_PROBES_INTERNAL_H
+
+#include <errno.h>
+#include <stdio.h>
+
+#include "probes.h"
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* snprintf into an array, saying whether it fit: 0 or -ENAMETOOLONG. Paths and names from
+ * sysfs are short; a truncated one must fail visibly, not open the wrong file. */
+#define fmt_into(buf, ...) \
+	(snprintf((buf), sizeof(buf), __VA_ARGS__) >= (int)sizeof(buf) ? -ENAMETOOLONG : 0)
+
+/* ---- sysfs files */
+
+/* Reads a small text file whole into buf, trailing whitespace trimmed. Returns its length or a
+ * negative errno; err (may be NULL) names the file. */
+int sysfs_read(const char *path, char *buf, size_t size, struct prb_error *err);
+/* Parses a cpumask/cpulist text ("0", "0,56", "0-3,8") into a new array (*n entries). */
+int cpulist_parse(const char *text, int **cpus, int *n, const char *source, struct prb_error *err);
+
+/* ---- the counter layer: one event on one (pid, cpu), behind an ops table so that libperf
+ * can stand in for the raw syscalls. */
+
+struct counter;
+
+struct counter_ops {
+	const char *name;
+	/* attr is complete (read_format set by the caller); returns 0 or -errno */
+	int (*open)(struct counter **out, const struct perf_event_attr *attr, int pid, int cpu);
+	/* fills value, time_enabled, time_running; returns 0 or -errno */
+	int (*read)(struct counter *c, uint64_t v[3]);
+	int (*enable)(struct counter *c);
+	int (*disable)(struct counter *c);
+	void (*close)(struct counter *c);
+	/* Optional (NULL where the layer has no groups): opens attr as a member of leader's group,
+	 * and reads a leader opened with PERF_FORMAT_GROUP in one go: buf = { nr, time_enabled,
+	 * time_running, value[0 .. nr-1] } (perf_event_open(2), "read_format"). One read per
+	 * memory controller instead of one per event keeps the per-token snapshot cheap. */
+	int (*open_member)(struct counter **out, const struct perf_event_attr *attr, int pid,
+			   int cpu, struct counter *leader);
+	int (*read_group)(struct counter *leader, uint64_t *buf, size_t n);
+};
+
+extern const struct counter_ops counter_syscall_ops;
+#if MW_HAVE_LIBPERF
+extern const struct counter_ops counter_libperf_ops;
+#endif
+/* The ops in use ($MEMWALL_COUNTERS, else libperf where built, else syscall). */
+const struct counter_ops *counter_ops_get(void);
+
+/* Test hook: when set, every open fails with this errno (positive), so the explain paths can be
+ * exercised on a machine that has the counters. $MEMWALL_INJECT_ERRNO does the same. */
+extern int counter_inject_errno;
+int counter_open(struct counter **out, const struct perf_event_attr *attr, int pid, int cpu);
+/* counter_open for a group member; -EOPNOTSUPP when the layer has no groups. */
+int counter_open_member(struct counter **out, const struct perf_event_attr *attr, int pid,
+			int cpu, struct counter *leader);
+
+/* ---- core events through libpfm4 (its headers clash with linux/perf_event.h, so it lives in
+ * core_pfm.c behind this plain interface). Returns 0 or -ENOENT with why. */
+int pfm_encode(const char *name, uint32_t *type, uint64_t *config, uint64_t *config1,
+	       uint64_t *config2, char *why, size_t why_size);
+
+/* ---- DRAM backends (probes/pmu/), one per PMU family, listed in dram.c's table. */
+
+enum dram_dir { DRAM_READ, DRAM_WRITE, DRAM_TOTAL };
+
+struct dram_event {
+	enum dram_dir dir;
+	struct perf_event_attr attr; /* type and config*; the rest is set at open */
+	double bytes_per_count;      /* 64 for a CAS or a 64-byte line */
+};
+
+struct dram_instance {
+	const struct prb_pmu *pmu; /* NULL for a file instance */
+	int cpu;
+	char name[64];
+	int n_events;
+	struct dram_event events[PRB_DRAM_MAX_EVENTS];
+	char path[512];            /* file backends (resctrl): the byte counter to read */
+	unsigned counter_bits;     /* width for wrap handling; 64 for perf */
+};
+
+struct dram_plan {
+	bool no_group; /* from the backend */
+	int n;
+	struct dram_instance inst[PRB_DRAM_MAX_INSTANCES];
+};
+
+struct dram_backend {
+	const char *name;
+	const char *description;
+	unsigned flags;      /* enum prb_dram_flags */
+	bool no_group;       /* more events per instance than counters: read them one by one so
+			      * the kernel can multiplex them (a group is all or nothing) */
+	const char *caveat;  /* when PRB_DRAM_CAVEAT */
+	/* Fills plan with every instance present; returns the count (0: absent, with why) or a
+	 * negative errno when a present PMU is malformed (why says how). */
+	int (*detect)(const struct prb_system *sys, struct dram_plan *plan, char *why, size_t n);
+};
+
+extern const struct dram_backend dram_intel_imc_free;
+extern const struct dram_backend dram_intel_imc_cas;
+extern const struct dram_backend dram_amd_umc;
+extern const struct dram_backend dram_amd_df;
+extern const struct dram_backend dram_resctrl;
+
+/* prb_dram_probe that also hands back the plan: what would be opened, attr by attr (tests
+ * check the encodings against values derived by hand from the format files). */
+int dram_probe_plan(const struct prb_system *sys, const struct prb_dram_options *opt,
+		    struct prb_dram_status *st, struct dram_plan *plan);
+
+/* Helpers for backends: */
+/* Every PMU named prefix<digits>, in numeric order; returns how many (at most max). */
+size_t dram_pmus_matching(const struct prb_system *sys, const char *prefix,
+			  const struct prb_pmu **out, size_t max);
+/* 0 when pmu's sysfs entry parsed cleanly; else -EINVAL with why naming the file at fault. */
+int dram_pmu_check(const struct prb_pmu *pmu, char *why, size_t n);
+/* Adds one instance per CPU of pmu's cpumask (CPU 0 when it has none). Returns the first new
+ * instance's index or -ENOSPC. */
+int dram_plan_add_pmu(struct dram_plan *plan, const struct prb_pmu *pmu);
+/* Adds event terms (alias or "field=value,...") to every instance from first on, encoded with
+ * the instance's PMU; bytes_per_count 0 means: take it from the alias's .scale and .unit.
+ * Returns 0 or a negative errno with why. */
+int dram_plan_add_event(struct dram_plan *plan, int first, enum dram_dir dir, const char *terms,
+			double bytes_per_count, char *why, size_t n);
+
+#endif

@@ -1,0 +1,53 @@
+/* probes/pmu/resctrl.c: Linux resctrl memory bandwidth monitoring (MBM), the last resort.
+ *
+ * With resctrl mounted (mount -t resctrl resctrl /sys/fs/resctrl), each L3 domain has
+ * mon_data/mon_L3_NN/mbm_total_bytes: a byte count the kernel keeps 64 bits wide across the
+ * hardware counter's overflow (Documentation/arch/x86/resctrl.rst). It counts traffic that
+ * cores originate, attributed by RMID; device DMA is not in it, and it has no read/write split.
+ */
+#include <dirent.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../internal.h"
+
+static int detect(const struct prb_system *sys, struct dram_plan *plan, char *why, size_t n)
+{
+	char dir[400];
+	DIR *d = NULL;
+	if (fmt_into(dir, "%s/fs/resctrl/mon_data", prb_system_root(sys)) == 0)
+		d = opendir(dir);
+	struct dirent *de;
+	if (!d) {
+		snprintf(why, n, "no %s (resctrl not mounted, or no MBM on this CPU)", dir);
+		return 0;
+	}
+	while ((de = readdir(d))) {
+		if (strncmp(de->d_name, "mon_L3_", 7))
+			continue;
+		if (plan->n == PRB_DRAM_MAX_INSTANCES)
+			break;
+		struct dram_instance *in = &plan->inst[plan->n];
+		memset(in, 0, sizeof(*in));
+		if (fmt_into(in->path, "%s/%s/mbm_total_bytes", dir, de->d_name) < 0 ||
+		    fmt_into(in->name, "resctrl/%s", de->d_name) < 0 || access(in->path, R_OK))
+			continue;
+		in->cpu = -1;
+		in->counter_bits = 64;
+		plan->n++;
+	}
+	closedir(d);
+	if (!plan->n)
+		snprintf(why, n, "%s has no mon_L3_*/mbm_total_bytes", dir);
+	return plan->n;
+}
+
+const struct dram_backend dram_resctrl = {
+	.name = "resctrl",
+	.description = "Linux resctrl MBM mbm_total_bytes per L3 domain",
+	.flags = PRB_DRAM_CAVEAT | PRB_DRAM_TOTAL_ONLY,
+	.caveat = "core-originated traffic only (resctrl MBM): device DMA is not counted, and "
+		  "there is no read/write split",
+	.detect = detect,
+};

@@ -1,0 +1,128 @@
+#!/bin/sh
+# scripts/bench-engine.sh [BUILDDIR]: how close the engine gets to the memory-bandwidth roof.
+#
+# A benchmark, not a test: it prints figures and never fails on them. It
+#   1. builds BUILDDIR (default build; set BENCH_NO_BUILD=1 to use it as it is),
+#   2. synthesizes stories110M once into BUILDDIR/bench/ (random weights, the real shape),
+#   3. for each thread count (BENCH_THREADS, default "1 2"): a read-bandwidth probe
+#      (`memwall bandwidth`), BENCH_REPS runs of `memwall generate -n 256 --ids` (median tok/s),
+#      then the probe again. The probes bracket the runs because this VM's bandwidth drifts;
+#   4. reports the engine's effective read bandwidth, engine-accounted bytes per token x tok/s,
+#      as a fraction of each bracketing probe's best read figure (GB = 1e9 bytes);
+#   5. time to first token (model load included) with and without --populate, and the cost of
+#      the instrumentation hooks (no-op callbacks, --hooks-bench, against none), at 1 thread.
+#
+# Engine-accounted bytes per token are computed from the model's header, the way the engine
+# accounts them (engine.h, struct eng_step_bytes): every weight matrix and norm, the
+# classifier, one embedding row, plus the KV cache read at each decode position, averaged over
+# the positions the tok/s figure covers (1 .. n-1: the first token is timed separately).
+#
+# Environment: BENCH_REPS (default 5), BENCH_STEPS (default 256), BENCH_THREADS (default "1 2"),
+# BENCH_PROBE_REPS (default 10), BENCH_NO_BUILD=1.
+set -eu
+cd "$(dirname "$0")/.."
+builddir=${1:-build}
+reps=${BENCH_REPS:-5}
+steps=${BENCH_STEPS:-256}
+threads_list=${BENCH_THREADS:-1 2}
+probe_reps=${BENCH_PROBE_REPS:-10}
+
+if [ "${BENCH_NO_BUILD:-0}" != 1 ]; then
+	scripts/build.sh "$builddir" >/dev/null
+fi
+mw="$builddir/src/memwall"
+model="$builddir/bench/stories110M.bin"
+mkdir -p "$builddir/bench"
+if [ ! -f "$model" ]; then
+	"$mw" synth --shape stories110M -o "$model" >&2
+fi
+
+# Engine-accounted bytes per decode token, from the llama2.c header (ak42 v1 or legacy).
+bytes_per_token=$(python3 - "$model" "$steps" <<'PY'
+import struct, sys
+path, steps = sys.argv[1], int(sys.argv[2])
+with open(path, "rb") as f:
+    head = f.read(64)
+off = 8 if struct.unpack_from("<I", head)[0] == 0x616B3432 else 0  # "ak42" magic
+dim, hidden, layers, heads, kv_heads, vocab, seq = struct.unpack_from("<7i", head, off)
+vocab = abs(vocab)  # legacy: negative means an unshared classifier, same bytes read
+kv_dim = dim * kv_heads // heads
+per_layer = dim + dim * dim + 2 * dim * kv_dim + dim * dim + dim + 3 * dim * hidden
+weights = 4 * (layers * per_layer + dim + vocab * dim + dim)  # + final norm, classifier, 1 row
+# KV read at position p: every layer reads keys and values for positions 0..p.
+positions = range(1, steps)
+kv = 4 * layers * 2 * kv_dim * sum(p + 1 for p in positions) / len(positions)
+print(int(weights + kv))
+PY
+)
+
+# Best and median read GB/s at $1 threads: prints "best median".
+probe() {
+	"$mw" bandwidth -t "$1" --kernel read --reps "$probe_reps" --json | python3 -c '
+import json, sys
+r = json.load(sys.stdin)["roof_read"][0]
+print("%.2f %.2f" % (r["best_gbps"], r["median_gbps"]))'
+}
+
+# The median of the numbers on stdin.
+median() {
+	sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+# One generate run: prints "tok/s first_token_ms".
+gen() {
+	"$mw" generate -m "$model" -n "$steps" --ids --temperature 0 "$@" 2>&1 >/dev/null |
+		sed -n 's/.* \([0-9.]*\) tok\/s decode, first token \([0-9.]*\) ms.*/\1 \2/p'
+}
+
+echo "memwall engine benchmark: $("$mw" version | head -n 1)"
+echo "model: $model (SYNTHETIC stories110M), $steps tokens from BOS, greedy, $reps runs each"
+echo "engine-accounted bytes per decode token: $bytes_per_token (weights + mean KV read)"
+echo "machine: $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg) (shared machines drift: read the fractions, not bare tok/s)"
+gen -n 8 -t 1 >/dev/null # page cache warm-up: every figure below is with the file cached
+echo
+
+printf '%-7s %11s %11s %13s %11s %11s %11s\n' threads "probe GB/s" "tok/s" "engine GB/s" \
+	"probe GB/s" "of roof" "of roof"
+printf '%-7s %11s %11s %13s %11s %11s %11s\n' "" "(before)" "(median)" "(effective)" "(after)" \
+	"(before)" "(after)"
+for t in $threads_list; do
+	before=$(probe "$t")
+	runs=""
+	for _ in $(seq "$reps"); do
+		runs="$runs $(gen -t "$t" | cut -d' ' -f1)"
+	done
+	after=$(probe "$t")
+	tps=$(echo "$runs" | tr ' ' '\n' | grep . | median)
+	echo "$t $before $after $tps $bytes_per_token $runs" | awk '{
+		eff = $6 * $7 / 1e9
+		printf "%-7d %11.2f %11.2f %13.2f %11.2f %10.1f%% %10.1f%%\n", $1, $2, $6, eff, $4,
+			100 * eff / $2, 100 * eff / $4
+		runs = ""; for (i = 8; i <= NF; i++) runs = runs " " $i
+		printf "        tok/s runs:%s; probe medians %.2f (before), %.2f (after)\n", runs, $3, $5
+	}'
+done
+echo "(probe GB/s: best read figure of memwall bandwidth at that thread count; of roof:" \
+     "engine GB/s / probe GB/s)"
+echo
+
+# Time to first token, model load included, page cache warm; interleaved, median of $reps.
+plain="" populate=""
+for _ in $(seq "$reps"); do
+	plain="$plain $(gen -n 2 -t 1 | cut -d' ' -f2)"
+	populate="$populate $(gen -n 2 -t 1 --populate | cut -d' ' -f2)"
+done
+printf 'time to first token (ms, median, 1 thread, file in page cache): %.1f without --populate, %.1f with\n' \
+	"$(echo "$plain" | tr ' ' '\n' | grep . | median)" \
+	"$(echo "$populate" | tr ' ' '\n' | grep . | median)"
+
+# Hook cost: no hooks against no-op hooks, interleaved so drift hits both alike.
+none="" hooked=""
+for _ in $(seq "$reps"); do
+	none="$none $(gen -t 1 | cut -d' ' -f1)"
+	hooked="$hooked $(gen -t 1 --hooks-bench | cut -d' ' -f1)"
+done
+n=$(echo "$none" | tr ' ' '\n' | grep . | median)
+h=$(echo "$hooked" | tr ' ' '\n' | grep . | median)
+echo "$n $h" | awk '{ printf "hooks (1 thread, median tok/s): %.2f without, %.2f with no-op callbacks: %+.2f%% (goal: cost <= 0.5%%)\n", $1, $2, 100 * ($1 - $2) / $1 }'
+echo "  runs without:$none; with:$hooked"

@@ -1,0 +1,23 @@
+# scripts/dram_split.gp: DRAM bytes per decode token by memory-controller instance (gross:
+# before the idle baseline is subtracted), over every measured run. Drawn only when DRAM was
+# measured. Run by `memwall report --plot DIR` as
+#   gnuplot -e "fmt='png'; datadir='DIR'; label='...'" dram_split.gp
+# instances.dat columns: pmu read_MB_per_token write_MB_per_token
+if (fmt eq 'svg') {
+	set terminal svg size 900,560 dynamic background rgb 'white' font 'sans,12'
+} else {
+	set terminal pngcairo size 900,560 font 'sans,11'
+}
+set termoption noenhanced
+set output datadir.'/dram_split.'.fmt
+set title label
+set ylabel 'MB/token (MB = 10^6 bytes), gross'
+set style data histograms
+set style histogram clustered gap 1
+set style fill solid 0.7 border -1
+set grid ytics lc rgb '#dddddd'
+set key outside bottom center horizontal
+set xtics rotate by -30
+set yrange [0:*]
+plot datadir.'/instances.dat' using 2:xtic(1) lc rgb '#1f77b4' title 'read', \
+     '' using 3 lc rgb '#ff7f0e' title 'written'

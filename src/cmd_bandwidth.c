@@ -1,0 +1,407 @@
+/* src/cmd_bandwidth.c: `memwall bandwidth`, the memory-bandwidth probe: the roofline's yardstick.
+ *
+ * Runs the engine's streaming kernels (engine.h, "Memory streaming") with pinned threads over
+ * a working set of at least 8x the last-level cache, several times each, and reports the best
+ * and the median GB/s of every kernel at every thread count. The best read-only figure is the
+ * roof an engine that streams its weights is measured against (scripts/bench-engine.sh).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+#include "mw.h"
+#include "stats.h"
+#include "verbs.h"
+
+#define VERB "bandwidth"
+#define MAX_THREADS 256
+#define MAX_REPS 10000
+#define LLC_MULTIPLE 8                     /* working set >= 8x LLC: the requirement */
+#define LLC_FALLBACK (32ull << 20)         /* when sysfs does not describe the caches */
+#define GB 1e9
+
+/* The kernel variants, in report order. `group` is what --kernel selects. */
+static const struct variant {
+	const char *name;
+	const char *group;
+	enum eng_stream_kind kind;
+	bool nontemporal;
+} variants[] = {
+	{ "read", "read", ENG_STREAM_READ, false },
+	{ "copy", "copy", ENG_STREAM_COPY, false },
+	{ "copy-nt", "copy", ENG_STREAM_COPY, true },
+	{ "triad", "triad", ENG_STREAM_TRIAD, false },
+	{ "triad-nt", "triad", ENG_STREAM_TRIAD, true },
+};
+#define N_VARIANTS (sizeof(variants) / sizeof(variants[0]))
+
+struct figure {
+	const struct variant *v;
+	int threads;
+	bool measured;          /* false: the kernel table has no such variant */
+	double best, median;    /* GB/s */
+	struct eng_stream_sample last;
+	double *samples;        /* (reps) GB/s, owned */
+};
+
+struct options {
+	int threads[MAX_THREADS];
+	int n_threads;
+	uint64_t bytes;
+	int reps;
+	const char *group;
+	const char *kernels;
+	bool hugepages;
+	bool json;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: memwall bandwidth [-t N | --threads LIST] [--size MiB] [--reps N]\n"
+		"                         [--kernel read|copy|triad|all] [--kernels auto|ref|avx2|...]\n"
+		"                         [--hugepages] [--json]\n\n"
+		"Measures memory bandwidth with pinned threads: read-only, copy and triad kernels\n"
+		"(STREAM's), plain and non-temporal-store variants. Reports the best and the median\n"
+		"GB/s of each, and the best read-only figure, which is the roofline's yardstick.\n\n"
+		"  -t, --threads LIST  thread counts: N, a list 1,2 or a range 1-4 (default: 1 and\n"
+		"                      every CPU this process may use); one pinned thread per CPU\n"
+		"  --size MiB          working set of each run, all arrays together (default: %dx the\n"
+		"                      last-level cache from sysfs, or %dx %llu MiB if sysfs is silent)\n"
+		"  --reps N            timed runs per kernel after one warm-up run (default 10)\n"
+		"  --kernel K          read, copy, triad or all (default all)\n"
+		"  --kernels T         the engine's kernel table (default auto: best for this CPU)\n"
+		"  --hugepages         madvise(MADV_HUGEPAGE) the buffers (default: system THP policy)\n"
+		"  --json              one JSON object on stdout instead of the table\n\n"
+		"GB = 1e9 bytes. Bytes counted per run are those the kernel loads plus those it stores\n"
+		"(STREAM's convention); the write-allocate reads that plain stores cause are not\n"
+		"counted, which is why copy-nt and triad-nt can exceed copy and triad.\n",
+		LLC_MULTIPLE, LLC_MULTIPLE, LLC_FALLBACK >> 20);
+}
+
+static int cpus_allowed(void)
+{
+	cpu_set_t set;
+	if (sched_getaffinity(0, sizeof(set), &set) != 0)
+		return 1;
+	return CPU_COUNT(&set);
+}
+
+/* "2", "1,2", "1-4", "1,2-3": ascending or not, each count in [1, MAX_THREADS]. */
+static int parse_threads(const char *text, struct options *o)
+{
+	char buf[256];
+	snprintf(buf, sizeof(buf), "%s", text);
+	o->n_threads = 0;
+	for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		long lo, hi;
+		char *dash = strchr(tok, '-');
+		if (dash)
+			*dash = '\0';
+		if (mw_parse_long(tok, 1, MAX_THREADS, &lo) < 0)
+			return -EINVAL;
+		hi = lo;
+		if (dash && (mw_parse_long(dash + 1, lo, MAX_THREADS, &hi) < 0))
+			return -EINVAL;
+		for (long t = lo; t <= hi; t++) {
+			if (o->n_threads == MAX_THREADS)
+				return -EINVAL;
+			o->threads[o->n_threads++] = (int)t;
+		}
+	}
+	return o->n_threads ? 0 : -EINVAL;
+}
+
+static int parse_args(int argc, char **argv, struct options *o, bool *help)
+{
+	enum { OPT_SIZE = 256, OPT_REPS, OPT_KERNEL, OPT_KERNELS, OPT_HUGEPAGES, OPT_JSON };
+	static const struct option longopts[] = {
+		{ "threads", required_argument, NULL, 't' },
+		{ "size", required_argument, NULL, OPT_SIZE },
+		{ "reps", required_argument, NULL, OPT_REPS },
+		{ "kernel", required_argument, NULL, OPT_KERNEL },
+		{ "kernels", required_argument, NULL, OPT_KERNELS },
+		{ "hugepages", no_argument, NULL, OPT_HUGEPAGES },
+		{ "json", no_argument, NULL, OPT_JSON },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	long v;
+	int c;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":t:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 't':
+			if (parse_threads(optarg, o) < 0)
+				return mw_fail(MW_EXIT_USAGE, VERB,
+					       "--threads '%s': want N, a list such as 1,2 or a "
+					       "range such as 1-4, each from 1 to %d",
+					       optarg, MAX_THREADS);
+			break;
+		case OPT_SIZE:
+			if (mw_parse_long(optarg, 1, 1L << 20, &v) < 0)
+				return mw_fail(MW_EXIT_USAGE, VERB,
+					       "--size '%s': want a whole number of MiB from 1 to "
+					       "1048576",
+					       optarg);
+			o->bytes = (uint64_t)v << 20;
+			break;
+		case OPT_REPS:
+			if (mw_parse_long(optarg, 1, MAX_REPS, &v) < 0)
+				return mw_fail(MW_EXIT_USAGE, VERB,
+					       "--reps '%s': want a whole number from 1 to %d", optarg,
+					       MAX_REPS);
+			o->reps = (int)v;
+			break;
+		case OPT_KERNEL:
+			if (strcmp(optarg, "read") && strcmp(optarg, "copy") &&
+			    strcmp(optarg, "triad") && strcmp(optarg, "all"))
+				return mw_fail(MW_EXIT_USAGE, VERB,
+					       "--kernel '%s': want read, copy, triad or all", optarg);
+			o->group = optarg;
+			break;
+		case OPT_KERNELS:
+			o->kernels = optarg;
+			break;
+		case OPT_HUGEPAGES:
+			o->hugepages = true;
+			break;
+		case OPT_JSON:
+			o->json = true;
+			break;
+		case 'h':
+			*help = true;
+			return MW_EXIT_OK;
+		case ':':
+			return mw_fail(MW_EXIT_USAGE, VERB, "option '%s' needs a value",
+				       argv[optind - 1]);
+		default:
+			return mw_fail(MW_EXIT_USAGE, VERB,
+				       "unknown option '%s' (memwall bandwidth --help lists them)",
+				       argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		return mw_fail(MW_EXIT_USAGE, VERB, "unexpected argument '%s'", argv[optind]);
+	return MW_EXIT_OK;
+}
+
+/* One warm-up run (page-table and TLB state, clocks ramping up), then reps timed runs. */
+static int measure(struct eng_stream *s, struct figure *f, int reps)
+{
+	struct eng_stream_sample r;
+	int rc = eng_stream_run(s, f->v->kind, f->v->nontemporal, &r);
+	if (rc == -ENOTSUP)
+		return 0; /* f->measured stays false */
+	if (rc < 0)
+		return rc;
+	for (int i = 0; i < reps; i++) {
+		rc = eng_stream_run(s, f->v->kind, f->v->nontemporal, &r);
+		if (rc < 0)
+			return rc;
+		f->samples[i] = (double)(r.bytes_read + r.bytes_written) / r.seconds / GB;
+	}
+	struct mw_stats st;
+	mw_stats_compute(f->samples, (size_t)reps, &st);
+	f->best = st.max;
+	f->median = st.median;
+	f->last = r;
+	f->measured = true;
+	return 0;
+}
+
+/* The figure with the highest best GB/s at `threads`, among read-only kernels or all. */
+static const struct figure *best_of(const struct figure *figs, size_t n, int threads,
+				    bool read_only)
+{
+	const struct figure *best = NULL;
+	for (size_t i = 0; i < n; i++) {
+		const struct figure *f = &figs[i];
+		if (f->threads != threads || !f->measured ||
+		    (read_only && f->v->kind != ENG_STREAM_READ))
+			continue;
+		if (!best || f->best > best->best)
+			best = f;
+	}
+	return best;
+}
+
+static json_t *figure_json(const struct figure *f, int reps)
+{
+	json_t *samples = json_array();
+	for (int i = 0; i < reps; i++)
+		json_array_append_new(samples, json_real(f->samples[i]));
+	return json_pack("{s:s, s:i, s:b, s:f, s:f, s:I, s:I, s:o}", "kernel", f->v->name,
+			 "threads", f->threads, "nontemporal", f->v->nontemporal, "best_gbps",
+			 f->best, "median_gbps", f->median, "bytes_read",
+			 (json_int_t)f->last.bytes_read, "bytes_written",
+			 (json_int_t)f->last.bytes_written, "samples_gbps", samples);
+}
+
+static json_t *summary_json(const struct figure *f)
+{
+	if (!f)
+		return json_null();
+	return json_pack("{s:i, s:s, s:f, s:f}", "threads", f->threads, "kernel", f->v->name,
+			 "best_gbps", f->best, "median_gbps", f->median);
+}
+
+static void print_json(const struct options *o, const char *kernels, uint64_t ws,
+		       uint64_t llc, const char *llc_source, const struct figure *figs, size_t n)
+{
+	json_t *runs = json_array(), *roof = json_array(), *best = json_array();
+	for (size_t i = 0; i < n; i++)
+		if (figs[i].measured)
+			json_array_append_new(runs, figure_json(&figs[i], o->reps));
+	for (int t = 0; t < o->n_threads; t++) {
+		json_array_append_new(roof, summary_json(best_of(figs, n, o->threads[t], true)));
+		json_array_append_new(best, summary_json(best_of(figs, n, o->threads[t], false)));
+	}
+	json_t *root = json_pack(
+		"{s:s, s:s, s:s, s:I, s:I, s:o, s:i, s:i, s:b, s:s, s:s, s:o, s:o, s:o}", "tool",
+		"memwall bandwidth", "version", mw_version(), "kernels", kernels,
+		"working_set_bytes", (json_int_t)ws, "llc_bytes", (json_int_t)llc, "llc_source",
+		llc_source ? json_string(llc_source) : json_null(), "llc_multiple",
+		LLC_MULTIPLE, "reps", o->reps, "hugepages", o->hugepages, "unit",
+		"GB/s, GB = 1e9 bytes", "bytes_counted",
+		"bytes loaded + bytes stored by the kernel; write-allocate reads not counted",
+		"runs", runs, "roof_read", roof, "best", best);
+	json_dumpf(root, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
+	fputc('\n', stdout);
+	json_decref(root);
+}
+
+static void print_table(const struct options *o, const char *kernels, uint64_t ws,
+			uint64_t llc, const char *llc_source, const struct figure *figs, size_t n)
+{
+	printf("memwall bandwidth: kernel table %s, working set %.1f MiB per run", kernels,
+	       (double)ws / (1 << 20));
+	if (llc_source)
+		printf(" (LLC %.1f MiB from %s)\n", (double)llc / (1 << 20), llc_source);
+	else
+		printf(" (LLC size not in sysfs: assumed %.1f MiB)\n", (double)llc / (1 << 20));
+	printf("%d timed runs per kernel after 1 warm-up, threads pinned one per CPU, pages: %s\n",
+	       o->reps, o->hugepages ? "MADV_HUGEPAGE" : "system THP default");
+	printf("GB = 1e9 bytes; counted: bytes loaded + bytes stored (write-allocate reads not "
+	       "counted)\n\n");
+	printf("%-10s %7s %11s %13s\n", "kernel", "threads", "best GB/s", "median GB/s");
+	for (size_t i = 0; i < n; i++) {
+		if (figs[i].measured)
+			printf("%-10s %7d %11.2f %13.2f\n", figs[i].v->name, figs[i].threads,
+			       figs[i].best, figs[i].median);
+		else
+			printf("%-10s %7d %11s %13s  (no non-temporal stores in table %s)\n",
+			       figs[i].v->name, figs[i].threads, "-", "-", kernels);
+	}
+	putchar('\n');
+	for (int t = 0; t < o->n_threads; t++) {
+		const struct figure *r = best_of(figs, n, o->threads[t], true);
+		const struct figure *b = best_of(figs, n, o->threads[t], false);
+		if (r)
+			printf("roof (read) at %d thread%s: %.2f GB/s best, %.2f median, kernel %s\n",
+			       o->threads[t], o->threads[t] == 1 ? "" : "s", r->best, r->median,
+			       r->v->name);
+		if (b)
+			printf("best of all kernels at %d thread%s: %.2f GB/s best, %.2f median, "
+			       "kernel %s\n",
+			       o->threads[t], o->threads[t] == 1 ? "" : "s", b->best, b->median,
+			       b->v->name);
+	}
+}
+
+int mw_cmd_bandwidth(int argc, char **argv)
+{
+	struct options o = { .reps = 10, .group = "all" };
+	struct figure *figs = NULL;
+	struct eng_stream *s = NULL;
+	size_t n_figs = 0;
+	bool help = false;
+	int rc = parse_args(argc, argv, &o, &help);
+	if (rc != MW_EXIT_OK || help) {
+		if (help)
+			usage(stdout);
+		return rc;
+	}
+
+	int ncpu = cpus_allowed();
+	if (o.n_threads == 0) {
+		o.threads[o.n_threads++] = 1;
+		if (ncpu > 1)
+			o.threads[o.n_threads++] = ncpu;
+	}
+	for (int t = 0; t < o.n_threads; t++)
+		if (o.threads[t] > ncpu)
+			return mw_fail(MW_EXIT_USAGE, VERB,
+				       "--threads: %d threads asked, but this process may run on "
+				       "%d CPUs (one pinned thread per CPU)",
+				       o.threads[t], ncpu);
+
+	uint64_t llc = 0;
+	char llc_path[256];
+	bool llc_known = eng_llc_size(&llc, llc_path, sizeof(llc_path)) == 0;
+	if (!llc_known)
+		llc = LLC_FALLBACK;
+	if (!o.bytes)
+		o.bytes = LLC_MULTIPLE * llc;
+	if (o.bytes < LLC_MULTIPLE * llc && !o.json)
+		fprintf(stderr,
+			"memwall bandwidth: warning: --size %llu MiB is below %dx the LLC (%llu "
+			"MiB): caches will inflate the figures\n",
+			(unsigned long long)(o.bytes >> 20), LLC_MULTIPLE,
+			(unsigned long long)((LLC_MULTIPLE * llc) >> 20));
+
+	figs = calloc((size_t)o.n_threads * N_VARIANTS, sizeof(*figs));
+	if (!figs)
+		return mw_fail(MW_EXIT_ENV, VERB, "out of memory");
+	const char *kernels = "?";
+	uint64_t ws = 0;
+	for (int t = 0; t < o.n_threads; t++) {
+		struct eng_error err;
+		eng_error_clear(&err);
+		struct eng_stream_options so = { .threads = o.threads[t], .bytes = o.bytes,
+						 .kernels = o.kernels, .hugepages = o.hugepages };
+		rc = eng_stream_new(&s, &so, &err);
+		if (rc < 0) {
+			rc = mw_fail(rc == -EINVAL ? MW_EXIT_USAGE : MW_EXIT_ENV, VERB, "%s: %s",
+				     err.source[0] ? err.source : "stream",
+				     err.text[0] ? err.text : strerror(-rc));
+			goto out;
+		}
+		kernels = eng_stream_kernels(s);
+		ws = eng_stream_bytes(s);
+		for (size_t i = 0; i < N_VARIANTS; i++) {
+			if (strcmp(o.group, "all") && strcmp(o.group, variants[i].group))
+				continue;
+			struct figure *f = &figs[n_figs++];
+			*f = (struct figure){ .v = &variants[i], .threads = o.threads[t] };
+			f->samples = calloc((size_t)o.reps, sizeof(double));
+			rc = f->samples ? measure(s, f, o.reps) : -ENOMEM;
+			if (rc < 0) {
+				rc = mw_fail(MW_EXIT_ENV, VERB, "%s with %d threads: %s",
+					     variants[i].name, o.threads[t], strerror(-rc));
+				goto out;
+			}
+		}
+		eng_stream_free(s);
+		s = NULL;
+	}
+	if (o.json)
+		print_json(&o, kernels, ws, llc, llc_known ? llc_path : NULL, figs, n_figs);
+	else
+		print_table(&o, kernels, ws, llc, llc_known ? llc_path : NULL, figs, n_figs);
+	rc = MW_EXIT_OK;
+out:
+	eng_stream_free(s);
+	for (size_t i = 0; i < n_figs; i++)
+		free(figs[i].samples);
+	free(figs);
+	return rc;
+}

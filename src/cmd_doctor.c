@@ -1,0 +1,373 @@
+/* src/cmd_doctor.c: `memwall doctor`, what this machine can measure, and why not when it can't.
+ *
+ * Every availability it reports comes from trying the open (prb_dram_open, prb_set_add) and
+ * classifying the errno (prb_explain); nothing is predicted from the uid or the paranoid level.
+ * It is a report: it exits 0 whatever it finds, unless --require-dram asks it to fail (3) when
+ * the machine has no usable DRAM counters.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+
+#include "mw.h"
+#include "probes.h"
+#include "verbs.h"
+
+#define VERB "doctor"
+
+struct options {
+	bool json;
+	bool require_dram;
+	const char *sysfs;
+	const char *backend;
+};
+
+/* Core events for the engine's own threads and software events; RAPL is "power/..." */
+static const char *const core_events[] = { "cycles", "instructions", "cache-misses",
+					   "stalled-cycles-backend" };
+static const char *const software_events[] = { "task-clock", "page-faults", "context-switches" };
+static const char *const rapl_events[] = { "power/energy-pkg/", "power/energy-ram/" };
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: memwall doctor [--json] [--require-dram] [--sysfs ROOT] [--backend NAME]\n\n"
+		"Reports what this machine can measure: the CPU, the kernel, perf_event_paranoid,\n"
+		"the PMUs, which DRAM counter backend memwall would use and on which memory-controller\n"
+		"instances (or why there is none), and whether RAPL energy and core events open.\n"
+		"Every answer comes from trying the open, not from guessing.\n\n"
+		"  --json          print the report as one JSON object\n"
+		"  --require-dram  exit 3 when there are no usable DRAM counters (default: always 0)\n"
+		"  --sysfs ROOT    read PMUs from ROOT/bus/event_source/devices (default\n"
+		"                  $MEMWALL_SYSFS_ROOT, else /sys)\n"
+		"  --backend NAME  check one DRAM backend: intel_imc_free, intel_imc_cas, amd_umc,\n"
+		"                  amd_df, resctrl\n\n"
+		"exit codes: 0 the report was printed; 2 bad usage; 3 --require-dram and no DRAM counters\n");
+}
+
+static int parse_args(int argc, char **argv, struct options *o, bool *help)
+{
+	enum { OPT_JSON = 256, OPT_REQUIRE, OPT_SYSFS, OPT_BACKEND };
+	static const struct option longopts[] = {
+		{ "json", no_argument, NULL, OPT_JSON },
+		{ "require-dram", no_argument, NULL, OPT_REQUIRE },
+		{ "sysfs", required_argument, NULL, OPT_SYSFS },
+		{ "backend", required_argument, NULL, OPT_BACKEND },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+		switch (c) {
+		case OPT_JSON:
+			o->json = true;
+			break;
+		case OPT_REQUIRE:
+			o->require_dram = true;
+			break;
+		case OPT_SYSFS:
+			o->sysfs = optarg;
+			break;
+		case OPT_BACKEND:
+			o->backend = optarg;
+			break;
+		case 'h':
+			*help = true;
+			return MW_EXIT_OK;
+		case ':':
+			return mw_fail(MW_EXIT_USAGE, VERB, "option '%s' needs a value",
+				       argv[optind - 1]);
+		default:
+			return mw_fail(MW_EXIT_USAGE, VERB,
+				       "unknown option '%s' (memwall doctor --help lists them)",
+				       argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		return mw_fail(MW_EXIT_USAGE, VERB, "unexpected argument '%s'", argv[optind]);
+	return MW_EXIT_OK;
+}
+
+/* "key : value" from the first processor block of /proc/cpuinfo (proc(5)); "" if absent. */
+static void cpuinfo(const char *key, char *out, size_t n)
+{
+	char line[1024];
+	FILE *f = fopen("/proc/cpuinfo", "r");
+	out[0] = '\0';
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		if (line[0] == '\n')
+			break; /* end of the first processor */
+		size_t klen = strcspn(line, "\t:");
+		if (klen != strlen(key) || strncmp(line, key, klen))
+			continue;
+		const char *v = strchr(line, ':');
+		if (!v)
+			continue;
+		v++;
+		v += strspn(v, " \t");
+		snprintf(out, n, "%.*s", (int)strcspn(v, "\n"), v);
+		break;
+	}
+	fclose(f);
+}
+
+static bool cpu_has_flag(const char *flag)
+{
+	char flags[8192];
+	cpuinfo("flags", flags, sizeof(flags));
+	for (char *tok = strtok(flags, " "); tok; tok = strtok(NULL, " "))
+		if (!strcmp(tok, flag))
+			return true;
+	return false;
+}
+
+static int read_paranoid(void)
+{
+	FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "r");
+	int v = 0;
+	bool ok = f && fscanf(f, "%d", &v) == 1;
+	if (f)
+		fclose(f);
+	return ok ? v : -1000;
+}
+
+/* Tries each event in its own set; records available/reason in obj. */
+static void try_events(const struct prb_system *sys, const char *const *names, size_t n,
+		       const struct prb_set_options *opt, json_t *obj)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct prb_set *s = NULL;
+		struct prb_error err = { 0 };
+		int idx = -1, rc = prb_set_new(&s, sys, opt);
+		if (rc == 0)
+			rc = prb_set_add(s, names[i], &idx, &err);
+		json_t *e = json_object();
+		json_object_set_new(e, "available", json_boolean(rc == 0));
+		if (rc != 0)
+			json_object_set_new(e, "reason", json_string(err.text[0] ? err.text :
+								      prb_explain(rc, names[i])));
+		json_object_set_new(obj, names[i], e);
+		prb_set_free(s);
+	}
+}
+
+static json_t *dram_report(const struct prb_system *sys, const struct options *o, bool *available)
+{
+	struct prb_dram_status *st = calloc(1, sizeof(*st));
+	struct prb_dram_options dopt = { .backend = o->backend };
+	struct prb_dram *d = NULL;
+	json_t *j = json_object(), *inst = json_array(), *on = json_array();
+	if (!st)
+		return j;
+	prb_dram_open(&d, sys, &dopt, st);
+	prb_dram_close(d);
+	*available = st->available;
+	json_object_set_new(j, "available", json_boolean(st->available));
+	json_object_set_new(j, "backend", st->backend[0] ? json_string(st->backend) : json_null());
+	for (int i = 0; i < st->n_instances; i++) {
+		/* one name per PMU; the CPUs (one per socket) it is opened on go in "opened_on" */
+		bool seen = false;
+		for (int k = 0; k < i; k++)
+			seen |= !strcmp(st->instances[k].pmu, st->instances[i].pmu);
+		if (!seen)
+			json_array_append_new(inst, json_string(st->instances[i].pmu));
+		json_array_append_new(on, json_pack("{s:s, s:i}", "pmu", st->instances[i].pmu, "cpu",
+						    st->instances[i].cpu));
+	}
+	json_object_set_new(j, "instances", inst);
+	json_object_set_new(j, "opened_on", on);
+	json_object_set_new(j, "description",
+			    st->description[0] ? json_string(st->description) : json_null());
+	json_object_set_new(j, "read_write_split", json_boolean(!(st->flags & PRB_DRAM_TOTAL_ONLY)));
+	json_object_set_new(j, "caveat", st->caveat[0] ? json_string(st->caveat) : json_null());
+	json_object_set_new(j, "reason",
+			    json_string(st->available ? "every instance opened" : st->reason));
+	json_object_set_new(j, "missing", json_string(st->missing));
+	free(st);
+	return j;
+}
+
+static json_t *build_report(const struct prb_system *sys, const struct options *o,
+			    bool *dram_available)
+{
+	char vendor[64], family[16], model[16], name[256];
+	struct utsname u;
+	json_t *r = json_object();
+
+	cpuinfo("vendor_id", vendor, sizeof(vendor));
+	cpuinfo("cpu family", family, sizeof(family));
+	cpuinfo("model", model, sizeof(model));
+	cpuinfo("model name", name, sizeof(name));
+	json_object_set_new(r, "cpu", json_pack("{s:s?, s:o, s:o, s:s?, s:b}",
+		"vendor", vendor[0] ? vendor : NULL,
+		"family", family[0] ? json_integer(atoi(family)) : json_null(),
+		"model", model[0] ? json_integer(atoi(model)) : json_null(),
+		"name", name[0] ? name : NULL,
+		"hypervisor", cpu_has_flag("hypervisor")));
+	if (uname(&u) == 0)
+		json_object_set_new(r, "kernel", json_pack("{s:s, s:s, s:s}", "sysname", u.sysname,
+							    "release", u.release, "machine", u.machine));
+	int paranoid = read_paranoid();
+	json_object_set_new(r, "perf_event_paranoid",
+			    paranoid == -1000 ? json_null() : json_integer(paranoid));
+	json_object_set_new(r, "counter_layer", json_string(prb_counter_backend()));
+	json_object_set_new(r, "sysfs_root", json_string(prb_system_root(sys)));
+
+	json_t *pmus = json_array();
+	for (size_t i = 0; i < prb_system_pmu_count(sys); i++) {
+		const struct prb_pmu *p = prb_system_pmu(sys, i);
+		json_t *pj = json_pack("{s:s, s:i}", "name", p->name, "type", (int)p->type);
+		if (p->n_cpus) {
+			json_t *cpus = json_array();
+			for (int c = 0; c < p->n_cpus; c++)
+				json_array_append_new(cpus, json_integer(p->cpus[c]));
+			json_object_set_new(pj, "cpumask", cpus);
+		}
+		if (p->problem.text[0])
+			json_object_set_new(pj, "problem", json_pack("{s:s, s:s}", "file",
+				p->problem.source, "text", p->problem.text));
+		json_array_append_new(pmus, pj);
+	}
+	json_object_set_new(r, "pmus", pmus);
+	json_object_set_new(r, "dram", dram_report(sys, o, dram_available));
+
+	json_t *rapl = json_object(), *core = json_object(), *sw = json_object();
+	try_events(sys, rapl_events, sizeof(rapl_events) / sizeof(rapl_events[0]), NULL, rapl);
+	try_events(sys, core_events, sizeof(core_events) / sizeof(core_events[0]), NULL, core);
+	try_events(sys, software_events, sizeof(software_events) / sizeof(software_events[0]), NULL,
+		   sw);
+	json_object_set_new(r, "rapl", rapl);
+	json_object_set_new(r, "core_events", core);
+	json_object_set_new(r, "software_events", sw);
+	return r;
+}
+
+static void print_events(const char *title, json_t *obj)
+{
+	const char *key;
+	json_t *v;
+	printf("%-12s", title);
+	bool first = true;
+	json_object_foreach(obj, key, v) {
+		if (json_is_true(json_object_get(v, "available")))
+			printf("%s%s ok", first ? "" : ", ", key);
+		else
+			printf("%s%s NOT AVAILABLE", first ? "" : ", ", key);
+		first = false;
+	}
+	printf("\n");
+	/* each distinct reason once: the events it applies to have their names in it or before */
+	const char *seen[16];
+	size_t n_seen = 0;
+	json_object_foreach(obj, key, v) {
+		const char *why = json_string_value(json_object_get(v, "reason"));
+		const char *colon = why ? strchr(why, ':') : NULL;
+		bool dup = false;
+		if (!why)
+			continue;
+		for (size_t i = 0; i < n_seen; i++)
+			dup |= !strcmp(strchr(seen[i], ':'), colon ? colon : why);
+		if (!dup && colon && n_seen < 16) {
+			seen[n_seen++] = why;
+			printf("  %s\n", why);
+		} else if (!colon) {
+			printf("  %s\n", why);
+		}
+	}
+}
+
+static void print_text(json_t *r)
+{
+	json_t *cpu = json_object_get(r, "cpu"), *k = json_object_get(r, "kernel");
+	json_t *dram = json_object_get(r, "dram"), *pmus = json_object_get(r, "pmus");
+	json_t *p;
+	size_t i;
+	const char *vendor = json_string_value(json_object_get(cpu, "vendor"));
+	const char *name = json_string_value(json_object_get(cpu, "name"));
+	printf("cpu:         %s, family %lld, model %lld: %s%s\n", vendor ? vendor : "unknown vendor",
+	       json_integer_value(json_object_get(cpu, "family")),
+	       json_integer_value(json_object_get(cpu, "model")), name ? name : "unknown name",
+	       json_is_true(json_object_get(cpu, "hypervisor")) ? " (virtual machine)" : "");
+	printf("kernel:      %s %s %s\n", json_string_value(json_object_get(k, "sysname")),
+	       json_string_value(json_object_get(k, "release")),
+	       json_string_value(json_object_get(k, "machine")));
+	json_t *par = json_object_get(r, "perf_event_paranoid");
+	if (json_is_integer(par))
+		printf("perf_event_paranoid: %lld (availability below is from trying each open)\n",
+		       json_integer_value(par));
+	else
+		printf("perf_event_paranoid: unreadable\n");
+	printf("counters:    %s layer\n", json_string_value(json_object_get(r, "counter_layer")));
+	printf("PMUs:        %zu under %s/bus/event_source/devices:", json_array_size(pmus),
+	       json_string_value(json_object_get(r, "sysfs_root")));
+	json_array_foreach(pmus, i, p)
+		printf(" %s", json_string_value(json_object_get(p, "name")));
+	printf("\n");
+	json_array_foreach(pmus, i, p) {
+		json_t *prob = json_object_get(p, "problem");
+		if (prob)
+			printf("  %s: %s\n", json_string_value(json_object_get(prob, "file")),
+			       json_string_value(json_object_get(prob, "text")));
+	}
+	const char *backend = json_string_value(json_object_get(dram, "backend"));
+	if (json_is_true(json_object_get(dram, "available"))) {
+		json_t *inst = json_object_get(dram, "opened_on");
+		printf("DRAM:        %s: %s, %zu instances, all opened:\n", backend,
+		       json_string_value(json_object_get(dram, "description")), json_array_size(inst));
+		json_array_foreach(inst, i, p)
+			printf("  %s on cpu %lld\n", json_string_value(json_object_get(p, "pmu")),
+			       json_integer_value(json_object_get(p, "cpu")));
+		const char *caveat = json_string_value(json_object_get(dram, "caveat"));
+		if (caveat)
+			printf("  caveat: %s\n", caveat);
+	} else {
+		printf("DRAM:        NOT AVAILABLE%s%s: %s\n", backend ? " with " : "",
+		       backend ? backend : "", json_string_value(json_object_get(dram, "reason")));
+		if (json_is_true(json_object_get(cpu, "hypervisor")))
+			printf("  this is a virtual machine (/proc/cpuinfo has the 'hypervisor' flag): "
+			       "memwall can run the engine here but not count its DRAM traffic\n");
+	}
+	const char *missing = json_string_value(json_object_get(dram, "missing"));
+	if (missing && *missing)
+		printf("  looked for: %s\n", missing);
+	print_events("RAPL:", json_object_get(r, "rapl"));
+	print_events("core:", json_object_get(r, "core_events"));
+	print_events("software:", json_object_get(r, "software_events"));
+}
+
+int mw_cmd_doctor(int argc, char **argv)
+{
+	struct options o = { 0 };
+	struct prb_system *sys = NULL;
+	struct prb_error err = { 0 };
+	bool help = false, dram = false;
+	json_t *report = NULL;
+	int rc = parse_args(argc, argv, &o, &help);
+	if (rc != MW_EXIT_OK || help) {
+		if (help)
+			usage(stdout);
+		return rc;
+	}
+	if (prb_system_open(&sys, o.sysfs, &err) < 0)
+		return mw_fail(o.require_dram ? MW_EXIT_ENV : MW_EXIT_OK, VERB, "%s: %s", err.source,
+			       err.text);
+	report = build_report(sys, &o, &dram);
+	if (o.json) {
+		json_dumpf(report, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+		fputc('\n', stdout);
+	} else {
+		print_text(report);
+	}
+	json_decref(report);
+	prb_system_close(sys);
+	return o.require_dram && !dram ? MW_EXIT_ENV : MW_EXIT_OK;
+}

@@ -1,0 +1,85 @@
+/* src/cmd_report.c: `memwall report`: a result record's tables and charts. */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "mw.h"
+#include "report.h"
+#include "result.h"
+#include "verbs.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: memwall report RESULT [--format md|csv|json] [--plot DIR]\n\n"
+		   "Prints a result record's summary: every figure with its unit, n, mean, sd, CV,\n"
+		   "median, min/max and 95%% confidence interval, the per-token latency percentiles,\n"
+		   "and the acceptance verdicts. With --plot, also writes PNG and SVG charts to DIR\n"
+		   "with gnuplot: MB/token per run (measured and engine-accounted), tok/s per run,\n"
+		   "the per-token latency ECDF and rolling mean, and the per-controller DRAM split\n"
+		   "when it was measured. The data files and gnuplot scripts stay beside them.\n");
+}
+
+int mw_cmd_report(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "format", required_argument, NULL, 'f' },
+		{ "plot", required_argument, NULL, 'p' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	enum mw_format fmt = MW_FORMAT_MD;
+	const char *plot = NULL;
+	struct mw_error err;
+	json_t *doc = NULL;
+	int c, rc;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'f':
+			if (mw_format_parse(optarg, &fmt))
+				return mw_fail(MW_EXIT_USAGE, "report",
+					       "--format wants md, csv or json, got '%s'", optarg);
+			break;
+		case 'p':
+			plot = optarg;
+			break;
+		case 'h':
+			usage(stdout);
+			return MW_EXIT_OK;
+		default:
+			fprintf(stderr, "memwall report: unknown or incomplete option '%s'\n",
+				argv[optind - 1]);
+			usage(stderr);
+			return MW_EXIT_USAGE;
+		}
+	}
+	if (argc - optind != 1) {
+		usage(stderr);
+		return MW_EXIT_USAGE;
+	}
+	mw_error_clear(&err);
+	if ((rc = mw_result_load(&doc, argv[optind], &err))) {
+		mw_error_print(&err);
+		return MW_EXIT_USAGE;
+	}
+	rc = mw_result_validate(doc, argv[optind], &err);
+	if (rc == MW_RESULT_MALFORMED || (rc && rc != MW_RESULT_INCONSISTENT)) {
+		mw_error_print(&err);
+		json_decref(doc);
+		return MW_EXIT_USAGE;
+	}
+	if (rc) {
+		fprintf(stderr, "memwall report: warning: this record does not validate; its recorded "
+				"figures are shown as they are:\n");
+		mw_error_print(&err);
+	}
+	mw_report_print(stdout, doc, fmt);
+	if (plot && (rc = mw_report_plot(doc, plot, stderr, &err))) {
+		mw_error_print(&err);
+		json_decref(doc);
+		return MW_EXIT_ENV; /* gnuplot absent or failing: this machine cannot plot */
+	}
+	json_decref(doc);
+	return MW_EXIT_OK;
+}

@@ -1,0 +1,133 @@
+/* src/cmd_run.c: `memwall run`: execute a protocol, write its result record, print a summary. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "mw.h"
+#include "protocol.h"
+#include "report.h"
+#include "result.h"
+#include "runner.h"
+#include "verbs.h"
+
+#define DEFAULT_PROTOCOL "stories110m-synthetic"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: memwall run [PROTOCOL] [--runs N] [--tokens N] [--threads N] [-o DIR]\n"
+		"                   [--format md|json|csv]\n\n"
+		"Runs a protocol (a protocols/NAME.json file; without one, the built-in\n"
+		"" DEFAULT_PROTOCOL " protocol) with counters read at every token, writes the result\n"
+		"record to DIR (default results/runs) under a new name, and prints its summary.\n\n"
+		"  --runs N      measured runs instead of the protocol's (warm-ups stay as given)\n"
+		"  --tokens N    decode tokens per run instead of the protocol's\n"
+		"  --threads N   engine threads instead of the protocol's\n"
+		"  -o DIR        where to write the record (created if needed; nothing is overwritten)\n"
+		"  --format F    summary as md (default), json or csv\n\n"
+		"Ctrl-C or SIGTERM ends the current run and writes a record marked incomplete.\n"
+		"Exit: 0 done (acceptance passed or not measurable here), 1 an acceptance criterion\n"
+		"failed or the run was interrupted, 2 bad protocol or options, 3 this machine cannot\n"
+		"run it (e.g. required DRAM counters are absent; `memwall doctor` explains).\n");
+}
+
+int mw_cmd_run(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "runs", required_argument, NULL, 'r' },
+		{ "tokens", required_argument, NULL, 't' },
+		{ "threads", required_argument, NULL, 'j' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "format", required_argument, NULL, 'f' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct mw_run_options ro = { .argc = argc, .argv = argv, .log = stderr };
+	const char *dir = "results/runs";
+	enum mw_format fmt = MW_FORMAT_MD;
+	struct mw_protocol *p = NULL;
+	struct mw_error err;
+	json_t *doc = NULL;
+	long v;
+	int c, rc;
+
+	mw_error_clear(&err);
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'r':
+		case 't':
+		case 'j':
+			if (mw_parse_long(optarg, 1, 1000000, &v))
+				return mw_fail(MW_EXIT_USAGE, "run", "--%s wants a whole number >= 1, "
+					       "got '%s'", c == 'r' ? "runs" : c == 't' ? "tokens"
+					       : "threads", optarg);
+			*(c == 'r' ? &ro.runs : c == 't' ? &ro.tokens : &ro.threads) = (int)v;
+			break;
+		case 'o':
+			dir = optarg;
+			break;
+		case 'f':
+			if (mw_format_parse(optarg, &fmt))
+				return mw_fail(MW_EXIT_USAGE, "run", "--format wants md, json or csv, "
+					       "got '%s'", optarg);
+			break;
+		case 'h':
+			usage(stdout);
+			return MW_EXIT_OK;
+		default:
+			fprintf(stderr, "memwall run: unknown or incomplete option '%s'\n",
+				argv[optind - 1]);
+			usage(stderr);
+			return MW_EXIT_USAGE;
+		}
+	}
+	if (argc - optind > 1)
+		return mw_fail(MW_EXIT_USAGE, "run", "one protocol at a time (got %d)", argc - optind);
+
+	if (optind < argc)
+		rc = mw_protocol_load(&p, argv[optind], MW_PROTOCOL_CHECK_FILES, &err);
+	else
+		rc = mw_protocol_load_embedded(&p, DEFAULT_PROTOCOL, &err);
+	if (rc) {
+		mw_error_print(&err);
+		return MW_EXIT_USAGE;
+	}
+
+	enum mw_run_status st = mw_runner_run(p, &ro, &doc, &err);
+	if (st == MW_RUN_BAD_INPUT || st == MW_RUN_ENVIRONMENT) {
+		mw_error_print(&err);
+		mw_protocol_free(p);
+		return st == MW_RUN_BAD_INPUT ? MW_EXIT_USAGE : MW_EXIT_ENV;
+	}
+
+	/* The record first: a result is never lost to a printing problem. */
+	char stem[256], stamp[32], path[4096];
+	time_t t = time(NULL);
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
+	snprintf(stem, sizeof(stem), "%s-%s%s", p->name, stamp,
+		 st == MW_RUN_INTERRUPTED ? "-incomplete" : "");
+	rc = mw_result_write(doc, dir, stem, path, sizeof(path), &err);
+	if (rc) {
+		mw_error_print(&err);
+		json_decref(doc);
+		mw_protocol_free(p);
+		return MW_EXIT_ENV;
+	}
+	fprintf(stderr, "memwall run: result written to %s%s\n", path,
+		st == MW_RUN_INTERRUPTED ? " (incomplete)" : "");
+	mw_report_print(stdout, doc, fmt);
+
+	const char *acc = json_string_value(json_object_get(json_object_get(doc, "acceptance"),
+							    "status"));
+	int code = st == MW_RUN_INTERRUPTED || (acc && !strcmp(acc, "fail")) ? MW_EXIT_CHECK
+									    : MW_EXIT_OK;
+	json_decref(doc);
+	mw_protocol_free(p);
+	return code;
+}

@@ -1,0 +1,29 @@
+/* src/machine.h: what machine a result came from (provenance), read from /proc and /sys. */
+#ifndef MEMWALL_MACHINE_H
+#define MEMWALL_MACHINE_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+/* Describes this machine as a JSON object: CPU name, vendor, family/model/stepping,
+ * microcode, logical CPUs, cores, sockets, SMT, caches, NUMA nodes, memory, OS, kernel,
+ * the kernel parameters that affect performance (not the whole command line), mitigations,
+ * governor, boost, THP, perf_event_paranoid, clocksource and
+ * whether a hypervisor is present. A field that cannot be read is null, and
+ * "unavailable"[field] says why. New reference; NULL only when memory runs out.
+ * root (NULL for "/") prefixes every path, so tests can point it at a recorded tree. */
+json_t *mw_machine_describe(const char *root);
+
+/* Bytes of a /proc/meminfo field ("MemAvailable", "SwapTotal", ...); -ENOENT if absent. */
+int mw_meminfo(const char *root, const char *key, uint64_t *bytes);
+
+/* Percentage of all CPUs' time spent busy (not idle or iowait) during a window of ms
+ * milliseconds, from /proc/stat; includes the caller. -errno when /proc/stat is unreadable. */
+int mw_machine_busy_pct(int ms, double *pct);
+
+/* Whether two machine descriptions are the same machine for comparing results: the same CPU
+ * name, family/model/stepping, logical CPU count, sockets and memory size (within 1 GiB).
+ * Returns 1 when they are; 0 otherwise, with why[0..n) naming the first difference. */
+int mw_machine_same(const json_t *a, const json_t *b, char *why, size_t n);
+
+#endif

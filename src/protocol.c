@@ -1,0 +1,360 @@
+/* src/protocol.c: loading and checking protocol files.
+ *
+ * Two layers: the embedded protocols/protocol.schema.json catches unknown fields, wrong types
+ * and out-of-range values with the field's path; the code below adds the rules a schema
+ * cannot say (one of model.path and model.synth, prompt or prompt_tokens, hex digests, files
+ * that must exist) and fills in the defaults that protocols/README.md documents. */
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "embedded.h"
+#include "jschema.h"
+#include "protocol.h"
+#include "sha256.h"
+
+json_t *mw_protocol_schema(void)
+{
+	const struct mw_embedded *e = mw_embedded_find("protocol.schema.json");
+	return e ? json_loadb(e->data, e->len, 0, NULL) : NULL;
+}
+
+int mw_cache_dir(char *buf, size_t n)
+{
+	const char *v;
+	if ((v = getenv("MEMWALL_CACHE_DIR")) && *v)
+		snprintf(buf, n, "%s", v);
+	else if ((v = getenv("XDG_CACHE_HOME")) && *v)
+		snprintf(buf, n, "%s/memwall", v);
+	else if ((v = getenv("HOME")) && *v)
+		snprintf(buf, n, "%s/.cache/memwall", v);
+	else
+		return -ENOENT;
+	return 0;
+}
+
+static char *resolve(const char *dir, const char *path)
+{
+	char *out = NULL;
+	if (path[0] == '/' || !dir || !dir[0])
+		return strdup(path);
+	if (asprintf(&out, "%s/%s", dir, path) < 0)
+		return NULL;
+	return out;
+}
+
+static bool is_hex64(const char *s)
+{
+	if (strlen(s) != 64)
+		return false;
+	for (; *s; s++)
+		if (!isxdigit((unsigned char)*s) || isupper((unsigned char)*s))
+			return false;
+	return true;
+}
+
+static const char *str_or(const json_t *obj, const char *key, const char *dflt)
+{
+	const json_t *v = json_object_get(obj, key);
+	return json_is_string(v) ? json_string_value(v) : dflt;
+}
+
+static json_int_t int_or(const json_t *obj, const char *key, json_int_t dflt)
+{
+	const json_t *v = json_object_get(obj, key);
+	return json_is_integer(v) ? json_integer_value(v) : dflt;
+}
+
+static double num_or(const json_t *obj, const char *key, double dflt)
+{
+	const json_t *v = json_object_get(obj, key);
+	return json_is_number(v) ? json_number_value(v) : dflt;
+}
+
+/* "required" / "optional" / "off", as the schema's enum allows. */
+static enum mw_need need_of(const char *s)
+{
+	if (!strcmp(s, "required"))
+		return MW_NEED_REQUIRED;
+	return !strcmp(s, "off") ? MW_NEED_OFF : MW_NEED_OPTIONAL;
+}
+
+static int file_must_exist(const char *source, const char *field, const char *path,
+			   const char *url, struct mw_error *err)
+{
+	struct stat st;
+	if (stat(path, &st) == 0 && S_ISREG(st.st_mode))
+		return 0;
+	if (url)
+		return mw_error_set(err, -ENOENT, source, field,
+				    "%s does not exist; download it first: curl -L --create-dirs "
+				    "-o '%s' '%s'",
+				    path, path, url);
+	return mw_error_set(err, -ENOENT, source, field, "%s does not exist (and no url is given)",
+			    path);
+}
+
+static int parse_doc(struct mw_protocol *p, const char *dir, unsigned flags,
+		     struct mw_error *err)
+{
+	const char *src = p->source;
+	const json_t *d = p->doc;
+	const json_t *model = json_object_get(d, "model");
+	const json_t *synth = json_object_get(model, "synth");
+	const json_t *tok = json_object_get(d, "tokenizer");
+	const json_t *engine = json_object_get(d, "engine");
+	const json_t *sampling = json_object_get(d, "sampling");
+	const json_t *counters = json_object_get(d, "counters");
+	const json_t *acc = json_object_get(d, "acceptance");
+	const json_t *drift = json_object_get(d, "drift");
+	const json_t *roof = json_object_get(d, "roofline");
+	const json_t *v;
+	size_t i;
+
+	p->name = str_or(d, "name", "");
+	p->description = str_or(d, "description", "");
+
+	p->model.format = str_or(model, "format", "llama2c");
+	p->model.url = str_or(model, "url", NULL);
+	p->model.size_bytes = int_or(model, "size_bytes", -1);
+	p->model.sha256 = str_or(model, "sha256", NULL);
+	if (p->model.sha256 && !is_hex64(p->model.sha256))
+		return mw_error_set(err, -EINVAL, src, "model.sha256",
+				    "must be 64 lowercase hex digits (sha256sum's output)");
+	if (!!synth == !!json_object_get(model, "path"))
+		return mw_error_set(err, -EINVAL, src, "model",
+				    "give exactly one of \"path\" (a model file) and \"synth\" (a "
+				    "synthetic model memwall generates)");
+	if (synth) {
+		if (strcmp(p->model.format, "llama2c"))
+			return mw_error_set(err, -EINVAL, src, "model.synth",
+					    "synthetic models are llama2c checkpoints; set "
+					    "\"format\": \"llama2c\"");
+		if (p->model.url || p->model.size_bytes >= 0 || p->model.sha256)
+			return mw_error_set(err, -EINVAL, src, "model.synth",
+					    "a synthetic model is generated, not downloaded: drop "
+					    "url, size_bytes and sha256");
+		p->model.synth_shape = str_or(synth, "shape", NULL);
+		p->model.synth_seed = (uint64_t)int_or(synth, "seed", 42);
+	} else {
+		p->model.path = resolve(dir, str_or(model, "path", ""));
+		if (!p->model.path)
+			return -ENOMEM;
+	}
+
+	if (json_is_object(tok)) {
+		p->tokenizer.path = resolve(dir, str_or(tok, "path", ""));
+		if (!p->tokenizer.path)
+			return -ENOMEM;
+		p->tokenizer.url = str_or(tok, "url", NULL);
+		p->tokenizer.sha256 = str_or(tok, "sha256", NULL);
+		if (p->tokenizer.sha256 && !is_hex64(p->tokenizer.sha256))
+			return mw_error_set(err, -EINVAL, src, "tokenizer.sha256",
+					    "must be 64 lowercase hex digits (sha256sum's output)");
+	}
+
+	p->engine.kind = str_or(engine, "kind", "builtin");
+	p->engine.threads = (int)int_or(engine, "threads", 0);
+	p->engine.kernels = str_or(engine, "kernels", "auto");
+	if (json_object_get(engine, "command") && strcmp(p->engine.kind, "external"))
+		return mw_error_set(err, -EINVAL, src, "engine.command",
+				    "only an external engine takes a command; set \"kind\": "
+				    "\"external\" or drop it");
+	v = json_object_get(engine, "cpus");
+	if (json_array_size(v)) {
+		p->engine.n_cpus = json_array_size(v);
+		p->engine.cpus = calloc(p->engine.n_cpus, sizeof(int));
+		if (!p->engine.cpus)
+			return -ENOMEM;
+		for (i = 0; i < p->engine.n_cpus; i++)
+			p->engine.cpus[i] = (int)json_integer_value(json_array_get(v, i));
+		if (p->engine.threads > (int)p->engine.n_cpus)
+			return mw_error_set(err, -EINVAL, src, "engine.threads",
+					    "%d threads on %zu pinned CPUs would oversubscribe them; "
+					    "use at most %zu or 0 (one per pinned CPU)",
+					    p->engine.threads, p->engine.n_cpus, p->engine.n_cpus);
+	}
+
+	p->prompt = str_or(d, "prompt", NULL);
+	v = json_object_get(d, "prompt_tokens");
+	if (p->prompt && v)
+		return mw_error_set(err, -EINVAL, src, "prompt_tokens",
+				    "give either \"prompt\" (text, needs a tokenizer) or "
+				    "\"prompt_tokens\" (token ids), not both");
+	if (p->prompt && !p->tokenizer.path)
+		return mw_error_set(err, -EINVAL, src, "prompt",
+				    "a text prompt needs a \"tokenizer\"; add one or give "
+				    "\"prompt_tokens\" instead");
+	p->n_prompt_tokens = v ? json_array_size(v) : 1;
+	p->prompt_tokens = calloc(p->n_prompt_tokens, sizeof(int));
+	if (!p->prompt_tokens)
+		return -ENOMEM;
+	/* Without a prompt: BOS alone (token 1 in llama2.c's vocabularies), as llama2.c's run.c
+	 * starts generation from an empty prompt. */
+	p->prompt_tokens[0] = 1;
+	for (i = 0; v && i < p->n_prompt_tokens; i++) {
+		json_int_t t = json_integer_value(json_array_get(v, i));
+		if (t > INT_MAX)
+			return mw_error_set(err, -EINVAL, src, "prompt_tokens",
+					    "token id %lld is out of range", (long long)t);
+		p->prompt_tokens[i] = (int)t;
+	}
+	p->decode_tokens = (int)int_or(d, "decode_tokens", 0);
+	p->runs = (int)int_or(d, "runs", 0);
+	p->warmup_runs = (int)int_or(d, "warmup_runs", 1);
+
+	p->sampling.temperature = num_or(sampling, "temperature", 0.0);
+	p->sampling.topp = num_or(sampling, "topp", 1.0);
+	p->sampling.seed = (uint64_t)int_or(sampling, "seed", 42);
+
+	p->counters.dram = need_of(str_or(counters, "dram", "optional"));
+	p->counters.backend = str_or(counters, "backend", "auto");
+	p->counters.energy = need_of(str_or(counters, "energy", "optional"));
+
+	p->idle_baseline_ms = (int)int_or(d, "idle_baseline_ms", 500);
+
+	p->acceptance.max_cv_mb_per_token_pct = num_or(acc, "max_cv_mb_per_token_pct", NAN);
+	p->acceptance.max_cv_tok_s_pct = num_or(acc, "max_cv_tok_s_pct", NAN);
+	p->acceptance.min_tokens = (int)int_or(acc, "min_tokens", 0);
+
+	p->drift.max_bandwidth_change_pct = num_or(drift, "max_bandwidth_change_pct", 10.0);
+	p->drift.probe_ms = (int)int_or(drift, "probe_ms", 200);
+
+	v = json_object_get(roof, "bandwidth_gbps");
+	p->roofline.bandwidth_gbps = json_is_number(v) ? json_number_value(v) : NAN;
+	p->roofline.llc_bytes = int_or(roof, "llc_bytes", -1);
+
+	if (flags & MW_PROTOCOL_CHECK_FILES) {
+		int rc;
+		if (p->model.path &&
+		    (rc = file_must_exist(src, "model.path", p->model.path, p->model.url, err)))
+			return rc;
+		if (p->tokenizer.path && (rc = file_must_exist(src, "tokenizer.path",
+							       p->tokenizer.path, p->tokenizer.url,
+							       err)))
+			return rc;
+	}
+	return 0;
+}
+
+int mw_protocol_parse(struct mw_protocol **out, const char *text, size_t len, const char *source,
+		      const char *dir, unsigned flags, struct mw_error *err)
+{
+	struct mw_protocol *p = NULL;
+	json_t *schema = NULL;
+	json_error_t jerr;
+	int rc;
+
+	*out = NULL;
+	p = calloc(1, sizeof(*p));
+	if (!p || !(p->source = strdup(source))) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	mw_sha256_hex(text, len, p->sha256);
+	p->doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+	if (!p->doc) {
+		rc = mw_error_set(err, -EINVAL, source, "", "not valid JSON: %s (column %d)",
+				  jerr.text, jerr.column);
+		if (err)
+			err->line = jerr.line;
+		goto out;
+	}
+	schema = mw_protocol_schema();
+	if (!schema) {
+		rc = mw_error_set(err, -EINVAL, "(built in)", "protocol.schema.json",
+				  "the embedded schema does not parse: a build problem");
+		goto out;
+	}
+	if ((rc = mw_schema_check(schema, p->doc, source, err)))
+		goto out;
+	rc = parse_doc(p, dir, flags, err);
+out:
+	json_decref(schema);
+	if (rc) {
+		mw_protocol_free(p);
+		return rc;
+	}
+	*out = p;
+	return 0;
+}
+
+int mw_protocol_load(struct mw_protocol **out, const char *path, unsigned flags,
+		     struct mw_error *err)
+{
+	FILE *f = NULL;
+	char *text = NULL, *dir = NULL;
+	size_t len = 0;
+	int rc;
+
+	*out = NULL;
+	f = fopen(path, "rb");
+	if (!f) {
+		rc = mw_error_set(err, -errno, path, "", "cannot open the protocol: %s",
+				  strerror(errno));
+		goto out;
+	}
+	if (fseek(f, 0, SEEK_END) || (long)(len = (size_t)ftell(f)) < 0 || fseek(f, 0, SEEK_SET)) {
+		rc = mw_error_set(err, -EIO, path, "", "cannot read the protocol");
+		goto out;
+	}
+	if (len > (16u << 20)) {
+		rc = mw_error_set(err, -EFBIG, path, "", "%zu bytes is too large for a protocol", len);
+		goto out;
+	}
+	text = malloc(len + 1);
+	if (!text) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	if (fread(text, 1, len, f) != len) {
+		rc = mw_error_set(err, -EIO, path, "", "short read");
+		goto out;
+	}
+	dir = strdup(path);
+	if (!dir) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	char *slash = strrchr(dir, '/');
+	if (slash)
+		*slash = '\0';
+	else
+		dir[0] = '\0';
+	rc = mw_protocol_parse(out, text, len, path, slash ? dir : NULL, flags, err);
+out:
+	if (f)
+		fclose(f);
+	free(text);
+	free(dir);
+	return rc;
+}
+
+int mw_protocol_load_embedded(struct mw_protocol **out, const char *name, struct mw_error *err)
+{
+	char file[160], source[200];
+	snprintf(file, sizeof(file), "%s.json", name);
+	snprintf(source, sizeof(source), "(embedded) protocols/%s", file);
+	const struct mw_embedded *e = mw_embedded_find(file);
+	if (!e)
+		return mw_error_set(err, -ENOENT, name, "", "no protocol of that name is built in");
+	return mw_protocol_parse(out, e->data, e->len, source, NULL, 0, err);
+}
+
+void mw_protocol_free(struct mw_protocol *p)
+{
+	if (!p)
+		return;
+	free(p->source);
+	json_decref(p->doc);
+	free(p->model.path);
+	free(p->tokenizer.path);
+	free(p->engine.cpus);
+	free(p->prompt_tokens);
+	free(p);
+}

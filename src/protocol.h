@@ -1,0 +1,110 @@
+/* src/protocol.h: protocol files (protocols/NAME.json): what `memwall run` executes.
+ * The fields and their defaults are documented in protocols/README.md. */
+#ifndef MEMWALL_PROTOCOL_H
+#define MEMWALL_PROTOCOL_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "mw.h"
+
+enum mw_need { MW_NEED_REQUIRED, MW_NEED_OPTIONAL, MW_NEED_OFF };
+
+struct mw_protocol {
+	char *source;      /* the path it was loaded from, or "(embedded) NAME" */
+	char sha256[65];   /* of the file's bytes */
+	json_t *doc;       /* the parsed document, as written (for embedding in results) */
+
+	const char *name;
+	const char *description; /* "" when absent */
+
+	struct {
+		const char *format;  /* "llama2c" or "gguf" */
+		char *path;          /* resolved against the protocol's folder; NULL for synth */
+		const char *url;     /* NULL when absent */
+		int64_t size_bytes;  /* -1 when not pinned */
+		const char *sha256;  /* NULL when not pinned */
+		const char *synth_shape; /* NULL unless synthetic */
+		uint64_t synth_seed;
+	} model;
+
+	struct {
+		char *path;          /* resolved; NULL when the protocol has no tokenizer */
+		const char *url;
+		const char *sha256;
+	} tokenizer;
+
+	struct {
+		const char *kind;    /* "builtin" or "external" */
+		int threads;         /* 0: one per CPU the process may run on */
+		int *cpus;           /* CPUs to pin to; NULL when not pinned */
+		size_t n_cpus;
+		const char *kernels; /* "auto" by default */
+	} engine;
+
+	const char *prompt;      /* NULL when prompt_tokens is used */
+	int *prompt_tokens;      /* the tokens fed before decoding; [1] (BOS) by default */
+	size_t n_prompt_tokens;
+	int decode_tokens;
+	int runs;
+	int warmup_runs;
+
+	struct {
+		double temperature;
+		double topp;
+		uint64_t seed;
+	} sampling;
+
+	struct {
+		enum mw_need dram;
+		const char *backend; /* "auto" by default */
+		enum mw_need energy;
+	} counters;
+
+	int idle_baseline_ms;
+
+	struct {
+		double max_cv_mb_per_token_pct; /* NaN when the protocol sets no limit */
+		double max_cv_tok_s_pct;        /* NaN when unset */
+		int min_tokens;                 /* 0 when unset */
+	} acceptance;
+
+	struct {
+		double max_bandwidth_change_pct;
+		int probe_ms; /* 0 turns the drift probe off */
+	} drift;
+
+	struct {
+		double bandwidth_gbps; /* NaN when absent */
+		int64_t llc_bytes;     /* -1 when absent */
+	} roofline;
+};
+
+enum mw_protocol_flags {
+	/* Check that model.path and tokenizer.path exist (the runner does; `validate` of a
+	 * shipped protocol whose weights are not downloaded yet does not). */
+	MW_PROTOCOL_CHECK_FILES = 1 << 0,
+};
+
+/* Loads and checks the protocol at path. On success *out is a new protocol the caller frees
+ * with mw_protocol_free. On failure returns -errno (-EINVAL for bad content) and err names
+ * the file, the field and the fix. */
+int mw_protocol_load(struct mw_protocol **out, const char *path, unsigned flags,
+		     struct mw_error *err);
+/* The same from text in memory; relative paths resolve against dir (NULL: the current
+ * directory), and source names it in errors. */
+int mw_protocol_parse(struct mw_protocol **out, const char *text, size_t len, const char *source,
+		      const char *dir, unsigned flags, struct mw_error *err);
+/* Loads a protocol compiled into the binary by name, e.g. "stories110m-synthetic". */
+int mw_protocol_load_embedded(struct mw_protocol **out, const char *name, struct mw_error *err);
+void mw_protocol_free(struct mw_protocol *p);
+
+/* The folder cached synthetic models go to: $MEMWALL_CACHE_DIR, else $XDG_CACHE_HOME/memwall,
+ * else $HOME/.cache/memwall. Writes it to buf; -ENOENT when none of them is set. */
+int mw_cache_dir(char *buf, size_t n);
+
+/* The protocol schema (protocols/protocol.schema.json as compiled in). New reference. */
+json_t *mw_protocol_schema(void);
+
+#endif

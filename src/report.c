@@ -1,0 +1,521 @@
+/* src/report.c: summary tables (markdown, CSV, JSON) and gnuplot charts of a result record. */
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "embedded.h"
+#include "report.h"
+#include "result.h"
+#include "stats.h"
+
+int mw_format_parse(const char *text, enum mw_format *out)
+{
+	static const struct {
+		const char *name;
+		enum mw_format fmt;
+	} names[] = { { "md", MW_FORMAT_MD }, { "csv", MW_FORMAT_CSV }, { "json", MW_FORMAT_JSON } };
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(text, names[i].name)) {
+			*out = names[i].fmt;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+static double num(const json_t *o, const char *key)
+{
+	const json_t *v = json_object_get(o, key);
+	return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+static const char *str(const json_t *o, const char *key, const char *dflt)
+{
+	const char *s = json_string_value(json_object_get(o, key));
+	return s ? s : dflt;
+}
+
+/* The markdown table's rows: a label, the metric, and a scale for display. */
+static const struct {
+	const char *label;
+	const char *metric;
+	const char *unit; /* NULL: the metric's own */
+	double scale;
+} md_rows[] = {
+	{ "DRAM read", "dram_read_MB_per_token", NULL, 1 },
+	{ "DRAM read", "dram_read_MiB_per_token", NULL, 1 },
+	{ "DRAM written", "dram_write_MB_per_token", NULL, 1 },
+	{ "Engine-accounted", "engine_MB_per_token", NULL, 1 },
+	{ "Decode speed", "tok_per_s", NULL, 1 },
+	{ "Prefill speed", "prefill_tok_per_s", NULL, 1 },
+	{ "Energy", "energy_J_per_token", NULL, 1 },
+	{ "Latency p50", "latency_p50_ns", "ms/token", 1e-6 },
+	{ "Latency p99", "latency_p99_ns", "ms/token", 1e-6 },
+};
+
+static bool run_counts(const json_t *run);
+
+static void fmt_num(char *buf, size_t n, double x, int digits)
+{
+	if (isnan(x))
+		snprintf(buf, n, "-");
+	else
+		snprintf(buf, n, "%.*g", digits, x);
+}
+
+static void print_md(FILE *f, const json_t *doc)
+{
+	const json_t *p = json_object_get(doc, "protocol");
+	const json_t *model = json_object_get(doc, "model");
+	const json_t *sum = json_object_get(doc, "summary");
+	const json_t *m = json_object_get(sum, "metrics");
+	const json_t *eng = json_object_get(doc, "engine");
+	const json_t *mach = json_object_get(doc, "machine");
+	const json_t *ref = json_object_get(doc, "reference");
+	char notes[16][1024], swbuf[4][32];
+	int nnotes = 0;
+
+	fprintf(f, "## %s: %s%s\n\n", str(p, "name", "?"), str(model, "name", "?"),
+		json_is_true(json_object_get(model, "synthetic"))
+			? " (SYNTHETIC weights: bytes per token are real, tokens are not)" : "");
+	if (ref)
+		fprintf(f, "Imported reference record, not measured by memwall. Source: %s\n\n",
+			str(ref, "source", "?"));
+	else
+		fprintf(f, "%lld measured runs (+%lld warm-up), %lld decode tokens measured; %s, "
+			   "%lld threads, %s kernels; memwall %s\n\n",
+			(long long)json_integer_value(json_object_get(sum, "runs_measured")),
+			(long long)json_integer_value(json_object_get(sum, "runs_warmup")),
+			(long long)json_integer_value(json_object_get(sum, "tokens_measured")),
+			str(mach, "cpu_name", "unknown CPU"),
+			(long long)json_integer_value(json_object_get(eng, "threads")),
+			str(eng, "kernels", "?"), str(json_object_get(doc, "memwall"), "version", "?"));
+	if (!json_is_true(json_object_get(doc, "complete")))
+		fprintf(f, "**INCOMPLETE:** %s. Figures cover the complete runs only.\n\n",
+			str(doc, "incomplete_reason", "not all runs finished"));
+
+	fprintf(f, "| figure | unit | n | mean | sd | CV %% | median | min | max | 95%% CI |\n"
+		   "|---|---|---:|---:|---:|---:|---:|---:|---:|---|\n");
+	for (size_t i = 0; i < sizeof(md_rows) / sizeof(md_rows[0]); i++) {
+		const json_t *x = json_object_get(m, md_rows[i].metric);
+		if (!x)
+			continue;
+		const char *unit = md_rows[i].unit ? md_rows[i].unit : str(x, "unit", "");
+		if (!json_is_true(json_object_get(x, "measured"))) {
+			const char *why = str(x, "reason", "no reading");
+			int k;
+			for (k = 0; k < nnotes && strcmp(notes[k], why); k++)
+				;
+			if (k == nnotes && nnotes < 16)
+				snprintf(notes[nnotes++], sizeof(notes[0]), "%s", why);
+			fprintf(f, "| %s | %s | 0 | not measured [%d] | | | | | | |\n", md_rows[i].label,
+				unit, k + 1);
+			continue;
+		}
+		double s = md_rows[i].scale;
+		char mean[32], sd[32], cv[32], med[32], mn[32], mx[32], lo[32], hi[32];
+		fmt_num(mean, sizeof(mean), num(x, "mean") * s, 6);
+		fmt_num(sd, sizeof(sd), num(x, "sd") * s, 3);
+		fmt_num(cv, sizeof(cv), num(x, "cv_pct"), 3);
+		fmt_num(med, sizeof(med), num(x, "median") * s, 6);
+		fmt_num(mn, sizeof(mn), num(x, "min") * s, 6);
+		fmt_num(mx, sizeof(mx), num(x, "max") * s, 6);
+		fmt_num(lo, sizeof(lo), num(x, "ci95_low") * s, 6);
+		fmt_num(hi, sizeof(hi), num(x, "ci95_high") * s, 6);
+		char ci[80] = "-";
+		if (!isnan(num(x, "ci95_low")))
+			snprintf(ci, sizeof(ci), "[%s, %s]", lo, hi);
+		fprintf(f, "| %s | %s | %lld | %s | %s | %s | %s | %s | %s | %s |\n", md_rows[i].label,
+			unit, (long long)json_integer_value(json_object_get(x, "n")), mean, sd, cv, med,
+			mn, mx, ci);
+	}
+	for (int k = 0; k < nnotes; k++)
+		fprintf(f, "\n[%d] %s", k + 1, notes[k]);
+	if (nnotes)
+		fputc('\n', f);
+
+	const json_t *lp = json_object_get(sum, "latency_pooled_ns");
+	if (json_integer_value(json_object_get(lp, "n")) > 0)
+		fprintf(f, "\nPer-token decode latency over %lld tokens: p50 %.3f ms, p90 %.3f ms, "
+			   "p99 %.3f ms, p99.9 %.3f ms\n",
+			(long long)json_integer_value(json_object_get(lp, "n")), num(lp, "p50") * 1e-6,
+			num(lp, "p90") * 1e-6, num(lp, "p99") * 1e-6, num(lp, "p99_9") * 1e-6);
+
+	/* Software counters, summed over the measured runs: they explain jitter. */
+	static const char *const sw[] = { "task_clock_ns", "context_switches", "cpu_migrations",
+					  "page_faults" };
+	double tot[4] = { 0 };
+	bool have[4] = { false };
+	const json_t *run;
+	size_t i;
+	json_array_foreach(json_object_get(doc, "runs"), i, run) {
+		if (!run_counts(run))
+			continue;
+		for (int k = 0; k < 4; k++) {
+			const json_t *v = json_object_get(json_object_get(run, "software"), sw[k]);
+			if (json_is_integer(v)) {
+				tot[k] += (double)json_integer_value(v);
+				have[k] = true;
+			}
+		}
+	}
+	for (int k = 0; k < 4; k++) {
+		if (!have[k])
+			snprintf(swbuf[k], sizeof(swbuf[k]), "-");
+		else
+			snprintf(swbuf[k], sizeof(swbuf[k]), k ? "%.0f" : "%.1f",
+				 k ? tot[k] : tot[k] * 1e-6);
+	}
+	if (have[0] || have[1])
+		fprintf(f, "Software counters over the measured runs: CPU time %s ms, %s context "
+			   "switches, %s CPU migrations, %s page faults\n",
+			swbuf[0], swbuf[1], swbuf[2], swbuf[3]);
+
+	const json_t *acc = json_object_get(doc, "acceptance");
+	const json_t *c;
+	fprintf(f, "\n| acceptance | limit | value | status |\n|---|---:|---:|---|\n");
+	json_array_foreach(json_object_get(acc, "criteria"), i, c) {
+		char *lim = json_dumps(json_object_get(c, "limit"), JSON_ENCODE_ANY | JSON_REAL_PRECISION(4));
+		char *val = json_dumps(json_object_get(c, "value"), JSON_ENCODE_ANY | JSON_REAL_PRECISION(4));
+		const char *why = str(c, "reason", NULL);
+		char note_ref[16] = "";
+		for (int k = 0; why && k < nnotes; k++)
+			if (!strcmp(notes[k], why)) {
+				snprintf(note_ref, sizeof(note_ref), " [%d]", k + 1);
+				why = NULL;
+			}
+		fprintf(f, "| %s | %s | %s | %s%s%s%s |\n", str(c, "criterion", "?"), lim ? lim : "?",
+			val ? val : "?", str(c, "status", "?"), note_ref, why ? ": " : "", why ? why : "");
+		free(lim);
+		free(val);
+	}
+	fprintf(f, "\nacceptance: %s\n", str(acc, "status", "?"));
+	const json_t *d = json_object_get(doc, "drift");
+	if (json_is_true(json_object_get(d, "measured")))
+		fprintf(f, "bandwidth: %.1f GB/s before, %.1f GB/s after (%+.1f%%, tolerance %g%%)%s\n",
+			num(d, "before_gbps"), num(d, "after_gbps"), num(d, "change_pct"),
+			num(d, "tolerance_pct"),
+			json_is_true(json_object_get(d, "drifted")) ? ": DRIFTED, runs not comparable" : "");
+}
+
+static void csv_field(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		if (*s == '"')
+			fputc('"', f);
+		fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
+static void print_csv(FILE *f, const json_t *doc)
+{
+	static const char *const cols[] = { "mean", "sd", "cv_pct", "median", "min", "max",
+					    "ci95_low", "ci95_high" };
+	const json_t *m = json_object_get(json_object_get(doc, "summary"), "metrics");
+	const char *k;
+	json_t *x;
+	fprintf(f, "protocol,metric,unit,measured,n,mean,sd,cv_pct,median,min,max,ci95_low,ci95_high,"
+		   "reason\n");
+	json_object_foreach((json_t *)(uintptr_t)m, k, x) {
+		csv_field(f, str(json_object_get(doc, "protocol"), "name", ""));
+		fprintf(f, ",%s,", k);
+		csv_field(f, str(x, "unit", ""));
+		fprintf(f, ",%s,%lld", json_is_true(json_object_get(x, "measured")) ? "true" : "false",
+			(long long)json_integer_value(json_object_get(x, "n")));
+		for (size_t i = 0; i < sizeof(cols) / sizeof(cols[0]); i++) {
+			double v = num(x, cols[i]);
+			if (isnan(v))
+				fputs(",", f);
+			else
+				fprintf(f, ",%.15g", v);
+		}
+		fputc(',', f);
+		csv_field(f, str(x, "reason", ""));
+		fputc('\n', f);
+	}
+}
+
+void mw_report_print(FILE *f, const json_t *doc, enum mw_format fmt)
+{
+	if (fmt == MW_FORMAT_MD) {
+		print_md(f, doc);
+	} else if (fmt == MW_FORMAT_CSV) {
+		print_csv(f, doc);
+	} else {
+		json_t *o = json_pack("{s:O?, s:O?, s:O?, s:O?, s:O?}", "protocol",
+				      json_object_get(json_object_get(doc, "protocol"), "name"),
+				      "complete", json_object_get(doc, "complete"), "summary",
+				      json_object_get(doc, "summary"), "acceptance",
+				      json_object_get(doc, "acceptance"), "drift",
+				      json_object_get(doc, "drift"));
+		json_dumpf(o, f, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
+		fputc('\n', f);
+		json_decref(o);
+	}
+}
+
+/* ---- plots --------------------------------------------------------------------------------- */
+
+static bool run_counts(const json_t *run)
+{
+	return json_is_true(json_object_get(run, "complete")) &&
+	       !json_is_true(json_object_get(run, "warmup"));
+}
+
+/* Mean and sd of arr[i] * scale over i. */
+static void arr_stats(const json_t *arr, double scale, double *mean, double *sd)
+{
+	size_t n = json_array_size(arr), i;
+	json_t *v;
+	*mean = *sd = NAN;
+	if (!n)
+		return;
+	double *x = malloc(n * sizeof(double));
+	if (!x)
+		return;
+	json_array_foreach(arr, i, v)
+		x[i] = json_number_value(v) * scale;
+	struct mw_stats s;
+	mw_stats_compute(x, n, &s);
+	*mean = s.mean;
+	*sd = s.sd;
+	free(x);
+}
+
+static int write_data(const json_t *doc, const char *dir, bool *have_split, int window,
+		      struct mw_error *err)
+{
+	char path[4200];
+	const json_t *runs = json_object_get(doc, "runs"), *run;
+	size_t i, k;
+	json_t *v;
+	FILE *f = NULL, *g = NULL;
+	int rc = 0;
+
+	/* runs.dat */
+	snprintf(path, sizeof(path), "%s/runs.dat", dir);
+	if (!(f = fopen(path, "w")))
+		goto fail;
+	fprintf(f, "# run warmup dram_MB dram_MB_sd engine_MB engine_MB_sd tok_s\n");
+	json_array_foreach(runs, i, run) {
+		const json_t *tok = json_object_get(run, "tokens");
+		const json_t *idle = json_object_get(run, "idle");
+		double dm, ds, em, es;
+		arr_stats(json_object_get(tok, "dram_read_bytes"), 1e-6, &dm, &ds);
+		/* Subtract the idle baseline from the per-token mean, as the figures do. */
+		double rate = num(idle, "dram_read_bytes") / (num(idle, "window_ns") * 1e-9);
+		double lat_s;
+		arr_stats(json_object_get(tok, "latency_ns"), 1e-9, &lat_s, &es);
+		dm -= rate * lat_s * 1e-6;
+		arr_stats(json_object_get(tok, "engine_bytes"), 1e-6, &em, &es);
+		fprintf(f, "%zu %d %.9g %.9g %.9g %.9g %.9g\n", i + 1,
+			json_is_true(json_object_get(run, "warmup")), dm, ds, em, es,
+			num(json_object_get(run, "figures"), "tok_per_s"));
+	}
+	fclose(f);
+
+	/* latency_ecdf.dat and rolling.dat over the measured runs' tokens, in ms. */
+	size_t n = 0, cap = 0;
+	double *lat = NULL;
+	json_array_foreach(runs, i, run) {
+		if (!run_counts(run))
+			continue;
+		const json_t *l = json_object_get(json_object_get(run, "tokens"), "latency_ns");
+		json_array_foreach(l, k, v) {
+			if (n == cap) {
+				cap = cap ? 2 * cap : 1024;
+				double *nl = realloc(lat, cap * sizeof(double));
+				if (!nl) {
+					free(lat);
+					return -ENOMEM;
+				}
+				lat = nl;
+			}
+			lat[n++] = json_number_value(v) * 1e-6;
+		}
+	}
+	snprintf(path, sizeof(path), "%s/rolling.dat", dir);
+	if (!(g = fopen(path, "w"))) {
+		free(lat);
+		goto fail;
+	}
+	fprintf(g, "# token ms rolling_mean_ms rolling_sd_ms (trailing window of %d)\n", window);
+	for (i = 0; i < n; i++) {
+		size_t lo = i + 1 >= (size_t)window ? i + 1 - (size_t)window : 0;
+		struct mw_stats s;
+		mw_stats_compute(lat + lo, i - lo + 1, &s);
+		fprintf(g, "%zu %.9g %.9g %.9g\n", i + 1, lat[i], s.mean, isnan(s.sd) ? 0.0 : s.sd);
+	}
+	fclose(g);
+	snprintf(path, sizeof(path), "%s/latency_ecdf.dat", dir);
+	if (!(g = fopen(path, "w"))) {
+		free(lat);
+		goto fail;
+	}
+	/* Sort, then the ECDF: the i-th smallest of n has F = i / n. */
+	for (i = 1; i < n; i++)
+		for (k = i; k > 0 && lat[k] < lat[k - 1]; k--) {
+			double t = lat[k];
+			lat[k] = lat[k - 1];
+			lat[k - 1] = t;
+		}
+	fprintf(g, "# ms fraction\n");
+	for (i = 0; i < n; i++)
+		fprintf(g, "%.9g %.9g\n", lat[i], (double)(i + 1) / (double)n);
+	fclose(g);
+	free(lat);
+
+	/* instances.dat: the per-instance split, summed over measured runs. */
+	*have_split = false;
+	const json_t *first = NULL;
+	json_array_foreach(runs, i, run)
+		if (run_counts(run) && json_array_size(json_object_get(json_object_get(run, "decode"),
+								       "dram_instances"))) {
+			first = run;
+			break;
+		}
+	if (first) {
+		const json_t *insts = json_object_get(json_object_get(first, "decode"), "dram_instances");
+		snprintf(path, sizeof(path), "%s/instances.dat", dir);
+		if (!(g = fopen(path, "w")))
+			goto fail;
+		fprintf(g, "# pmu read_MB_per_token write_MB_per_token (gross)\n");
+		json_array_foreach(insts, k, v) {
+			double rd = 0, wr = 0, toks = 0;
+			json_array_foreach(runs, i, run) {
+				if (!run_counts(run))
+					continue;
+				const json_t *d = json_object_get(run, "decode");
+				const json_t *e = json_array_get(json_object_get(d, "dram_instances"), k);
+				rd += num(e, "read_bytes");
+				wr += num(e, "write_bytes");
+				toks += num(d, "tokens");
+			}
+			fprintf(g, "%s %.9g %.9g\n", str(v, "pmu", "?"), rd / toks * 1e-6,
+				wr / toks * 1e-6);
+		}
+		fclose(g);
+		*have_split = true;
+	}
+	return rc;
+fail:
+	return mw_error_set(err, -errno, path, "", "cannot write: %s", strerror(errno));
+}
+
+/* Runs gnuplot -e VARS SCRIPT in dir. 0, -ENOENT without gnuplot, -EIO when it fails. */
+static int gnuplot(const char *dir, const char *vars, const char *script)
+{
+	pid_t pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		if (chdir(dir))
+			_exit(126);
+		execlp("gnuplot", "gnuplot", "-e", vars, script, (char *)NULL);
+		_exit(127);
+	}
+	int st = 0;
+	if (waitpid(pid, &st, 0) < 0)
+		return -errno;
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 127)
+		return -ENOENT;
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -EIO;
+}
+
+/* gnuplot string literal: single quotes, with ' doubled. */
+static void gp_quote(char *out, size_t n, const char *s)
+{
+	size_t j = 0;
+	if (n < 3)
+		return;
+	out[j++] = '\'';
+	for (; *s && j + 3 < n; s++) {
+		if (*s == '\'')
+			out[j++] = '\'';
+		out[j++] = *s;
+	}
+	out[j++] = '\'';
+	out[j] = '\0';
+}
+
+int mw_report_plot(const json_t *doc, const char *dir, FILE *log, struct mw_error *err)
+{
+	static const char *const scripts[] = { "mb_per_token.gp", "tok_s.gp", "latency.gp",
+					       "dram_split.gp" };
+	const int window = 16;
+	bool split = false;
+	char path[4200], label[600], note[1200], qlabel[1300], qnote[2500], qdir[4300];
+	char vars[16384];
+	int rc;
+
+	if (mkdir(dir, 0777) && errno != EEXIST)
+		return mw_error_set(err, -errno, dir, "", "cannot create: %s", strerror(errno));
+	if ((rc = write_data(doc, dir, &split, window, err)))
+		return rc;
+	for (size_t i = 0; i < sizeof(scripts) / sizeof(scripts[0]); i++) {
+		const struct mw_embedded *e = mw_embedded_find(scripts[i]);
+		snprintf(path, sizeof(path), "%s/%s", dir, scripts[i]);
+		FILE *f = fopen(path, "w");
+		if (!e || !f || fwrite(e->data, 1, e->len, f) != e->len) {
+			if (f)
+				fclose(f);
+			return mw_error_set(err, -EIO, path, "", "cannot write the gnuplot script");
+		}
+		fclose(f);
+	}
+
+	const json_t *m = json_object_get(json_object_get(doc, "summary"), "metrics");
+	const json_t *dram = json_object_get(m, "dram_read_MB_per_token");
+	const json_t *tps = json_object_get(m, "tok_per_s");
+	const json_t *lp = json_object_get(json_object_get(doc, "summary"), "latency_pooled_ns");
+	const json_t *model = json_object_get(doc, "model");
+	snprintf(label, sizeof(label), "%s: %s%s", str(json_object_get(doc, "protocol"), "name", "?"),
+		 str(model, "name", "?"),
+		 json_is_true(json_object_get(model, "synthetic")) ? " (synthetic)" : "");
+	if (json_is_true(json_object_get(dram, "measured")))
+		snprintf(note, sizeof(note), "DRAM read %.6g MB/token, CV %.3g%% over %lld runs",
+			 num(dram, "mean"), num(dram, "cv_pct"),
+			 (long long)json_integer_value(json_object_get(dram, "n")));
+	else
+		snprintf(note, sizeof(note), "DRAM read: not measured here (the reason is in the "
+			 "record's counters.dram.reason)");
+	gp_quote(qlabel, sizeof(qlabel), label);
+	gp_quote(qnote, sizeof(qnote), note);
+	gp_quote(qdir, sizeof(qdir), ".");
+
+	for (int pass = 0; pass < 2; pass++) {
+		const char *fmt = pass ? "svg" : "png";
+		for (size_t i = 0; i < sizeof(scripts) / sizeof(scripts[0]); i++) {
+			if (!strcmp(scripts[i], "dram_split.gp") && !split)
+				continue;
+			if (!strcmp(scripts[i], "latency.gp") && json_integer_value(json_object_get(lp, "n")) == 0)
+				continue;
+			double mm = num(tps, "mean"), lo = num(tps, "ci95_low"), hi = num(tps, "ci95_high");
+			snprintf(vars, sizeof(vars),
+				 "fmt='%s'; datadir=%s; label=%s; note=%s; m=%.9g; lo=%.9g; hi=%.9g; "
+				 "p50=%.9g; p99=%.9g; w=%d; dram=%d",
+				 fmt, qdir, qlabel, qnote, isnan(mm) ? 0 : mm, isnan(lo) ? mm : lo,
+				 isnan(hi) ? mm : hi, num(lp, "p50") * 1e-6, num(lp, "p99") * 1e-6,
+				 window, json_is_true(json_object_get(dram, "measured")));
+			if (isnan(mm))
+				strncat(vars, "; m=NaN", sizeof(vars) - strlen(vars) - 1);
+			rc = gnuplot(dir, vars, scripts[i]);
+			if (rc == -ENOENT)
+				return mw_error_set(err, rc, "gnuplot", "", "gnuplot is not installed: "
+						    "scripts/bootstrap.sh installs it (gnuplot-nox)");
+			if (rc)
+				return mw_error_set(err, rc, path, "", "gnuplot failed on %s (its "
+						    "messages are above)", scripts[i]);
+			if (log)
+				fprintf(log, "memwall report: wrote %s/%.*s.%s\n", dir,
+					(int)(strlen(scripts[i]) - 3), scripts[i], fmt);
+		}
+	}
+	return 0;
+}

@@ -1,0 +1,24 @@
+/* src/report.h: printing result records as tables and plotting them with gnuplot. */
+#ifndef MEMWALL_REPORT_H
+#define MEMWALL_REPORT_H
+
+#include <jansson.h>
+#include <stdio.h>
+
+#include "mw.h"
+
+enum mw_format { MW_FORMAT_MD, MW_FORMAT_CSV, MW_FORMAT_JSON };
+
+/* "md", "csv" or "json"; -EINVAL otherwise. */
+int mw_format_parse(const char *text, enum mw_format *out);
+
+/* Prints the record's summary: markdown tables, one CSV table of every metric, or the summary
+ * and acceptance objects as JSON. */
+void mw_report_print(FILE *f, const json_t *doc, enum mw_format fmt);
+
+/* Writes the plot data and the gnuplot scripts (compiled into memwall from scripts/NAME.gp)
+ * into dir, runs gnuplot on each, and leaves NAME.png and NAME.svg beside them. Names of the
+ * charts made go to log. -ENOENT when gnuplot is not installed; -errno otherwise. */
+int mw_report_plot(const json_t *doc, const char *dir, FILE *log, struct mw_error *err);
+
+#endif

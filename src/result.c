@@ -1,0 +1,678 @@
+/* src/result.c: deriving, validating, reading and writing result records. */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "embedded.h"
+#include "jschema.h"
+#include "result.h"
+#include "stats.h"
+
+#define MB 1e6          /* MB = 10^6 bytes */
+#define MIB 1048576.0   /* MiB = 2^20 bytes */
+
+/* Every figure a run and the summary carry. The unit strings spell out MB and MiB. */
+static const struct mw_metric metrics[] = {
+	{ "tok_per_s", "token/s (decode)", +1, NULL },
+	{ "prefill_tok_per_s", "token/s (prefill)", +1, NULL },
+	{ "dram_read_bytes_per_token", "byte/token", -1, "dram" },
+	{ "dram_read_MB_per_token", "MB/token (MB = 10^6 bytes)", -1, "dram" },
+	{ "dram_read_MiB_per_token", "MiB/token (MiB = 2^20 bytes)", -1, "dram" },
+	{ "dram_write_bytes_per_token", "byte/token", -1, "dram" },
+	{ "dram_write_MB_per_token", "MB/token (MB = 10^6 bytes)", -1, "dram" },
+	{ "idle_dram_read_bytes_per_s", "byte/s (idle baseline, subtracted)", -1, "dram" },
+	{ "engine_bytes_per_token", "byte/token (engine-accounted, not measured)", -1, NULL },
+	{ "engine_MB_per_token", "MB/token (MB = 10^6 bytes; engine-accounted)", -1, NULL },
+	{ "engine_MiB_per_token", "MiB/token (MiB = 2^20 bytes; engine-accounted)", -1, NULL },
+	{ "energy_J_per_token", "J/token (package energy, decode)", -1, "energy" },
+	{ "latency_mean_ns", "ns/token", -1, NULL },
+	{ "latency_p50_ns", "ns/token", -1, NULL },
+	{ "latency_p90_ns", "ns/token", -1, NULL },
+	{ "latency_p99_ns", "ns/token", -1, NULL },
+	{ "latency_p99_9_ns", "ns/token", -1, NULL },
+};
+
+const struct mw_metric *mw_metrics(size_t *n)
+{
+	*n = sizeof(metrics) / sizeof(metrics[0]);
+	return metrics;
+}
+
+json_t *mw_json_num(double x)
+{
+	return isfinite(x) ? json_real(x) : json_null();
+}
+
+json_t *mw_result_schema(void)
+{
+	const struct mw_embedded *e = mw_embedded_find("result.schema.json");
+	return e ? json_loadb(e->data, e->len, 0, NULL) : NULL;
+}
+
+/* ---- deriving ------------------------------------------------------------------------------ */
+
+struct dctx {
+	const char *source;
+	struct mw_error *err;
+};
+
+static int inconsistent(struct dctx *c, const char *field, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int inconsistent(struct dctx *c, const char *field, const char *fmt, ...)
+{
+	char text[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	return mw_error_set(c->err, MW_RESULT_INCONSISTENT, c->source, field, "%s", text);
+}
+
+/* A number or NaN for null/absent. */
+static double num(const json_t *o, const char *key)
+{
+	const json_t *v = json_object_get(o, key);
+	return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+/* Sum of an array of numbers; NaN when the array is absent or null. */
+static int array_sum(struct dctx *c, const json_t *arr, size_t want, const char *field,
+		     double *sum)
+{
+	size_t i;
+	json_t *v;
+	*sum = NAN;
+	if (!json_is_array(arr))
+		return 0;
+	if (json_array_size(arr) != want)
+		return inconsistent(c, field, "has %zu entries but the window counts %zu tokens",
+				    json_array_size(arr), want);
+	*sum = 0;
+	json_array_foreach(arr, i, v)
+		*sum += json_number_value(v);
+	return 0;
+}
+
+/* Checks a window's total against the sum of its per-token values. Counters are integers,
+ * so they must agree exactly; energy is a real and may differ by rounding. */
+static int check_total(struct dctx *c, const json_t *window, const char *key, double sum,
+		       const char *field)
+{
+	double total = num(window, key);
+	if (isnan(sum) != isnan(total))
+		return inconsistent(c, field, "%s is %s in the window but %s per token", key,
+				    isnan(total) ? "null" : "present", isnan(sum) ? "null" : "present");
+	if (!isnan(sum) && fabs(total - sum) > 1e-9 * fabs(total) + 1e-9)
+		return inconsistent(c, field, "window total %.17g is not the sum of its tokens %.17g",
+				    total, sum);
+	return 0;
+}
+
+static int derive_run(struct dctx *c, json_t *run, size_t idx)
+{
+	char f[160];
+	const json_t *idle = json_object_get(run, "idle");
+	const json_t *pre = json_object_get(run, "prefill");
+	const json_t *dec = json_object_get(run, "decode");
+	const json_t *tok = json_object_get(run, "tokens");
+	const json_t *lat = json_object_get(tok, "latency_ns");
+	json_t *fig = json_object();
+	double *l = NULL;
+	int rc = 0;
+	size_t i, n = (size_t)json_integer_value(json_object_get(dec, "tokens"));
+	double ns = num(dec, "ns"), sum;
+	static const char *const per_token[] = { "latency_ns", "engine_bytes", "dram_read_bytes",
+						 "dram_write_bytes", "energy_j" };
+	static const char *const window_key[] = { "ns", "engine_bytes", "dram_read_bytes",
+						  "dram_write_bytes", "energy_j" };
+	double sums[5];
+
+	if (!fig)
+		return -ENOMEM;
+	for (i = 0; i < 5; i++) {
+		snprintf(f, sizeof(f), "runs[%zu].tokens.%s", idx, per_token[i]);
+		if ((rc = array_sum(c, json_object_get(tok, per_token[i]), n, f, &sums[i])))
+			goto out;
+		snprintf(f, sizeof(f), "runs[%zu].decode.%s", idx, window_key[i]);
+		if ((rc = check_total(c, dec, window_key[i], sums[i], f)))
+			goto out;
+	}
+	if (json_array_size(json_object_get(tok, "ids")) != n) {
+		snprintf(f, sizeof(f), "runs[%zu].tokens.ids", idx);
+		rc = inconsistent(c, f, "has %zu entries but the window counts %zu tokens",
+				  json_array_size(json_object_get(tok, "ids")), n);
+		goto out;
+	}
+	/* The per-instance split must add up to the window's totals. */
+	const json_t *split = json_object_get(dec, "dram_instances");
+	if (json_array_size(split)) {
+		double r = 0, w = 0;
+		json_t *e;
+		json_array_foreach(split, i, e) {
+			r += num(e, "read_bytes");
+			w += num(e, "write_bytes");
+		}
+		snprintf(f, sizeof(f), "runs[%zu].decode.dram_instances", idx);
+		if (r != num(dec, "dram_read_bytes") || w != num(dec, "dram_write_bytes")) {
+			rc = inconsistent(c, f, "instances sum to %.0f read / %.0f written bytes, the "
+					  "window says %.0f / %.0f", r, w, num(dec, "dram_read_bytes"),
+					  num(dec, "dram_write_bytes"));
+			goto out;
+		}
+	}
+
+	double secs = ns * 1e-9, nt = (double)n;
+	double idle_s = num(idle, "window_ns") * 1e-9;
+	double idle_r = num(idle, "dram_read_bytes") / idle_s;
+	double idle_w = num(idle, "dram_write_bytes") / idle_s;
+	/* Net DRAM bytes: the decode window's count minus what the idle machine moved in the same
+	 * time (the idle baseline, measured just before the run). */
+	double rd = (num(dec, "dram_read_bytes") - idle_r * secs) / nt;
+	double wr = (num(dec, "dram_write_bytes") - idle_w * secs) / nt;
+	double eng = num(dec, "engine_bytes") / nt;
+	l = malloc((n ? n : 1) * sizeof(*l));
+	if (!l) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < n; i++)
+		l[i] = json_number_value(json_array_get(lat, i));
+	(void)sum;
+	const double values[] = {
+		nt / secs,
+		num(pre, "tokens") / (num(pre, "ns") * 1e-9),
+		rd,
+		rd / MB,
+		rd / MIB,
+		wr,
+		wr / MB,
+		idle_r,
+		eng,
+		eng / MB,
+		eng / MIB,
+		num(dec, "energy_j") / nt,
+		n ? sums[0] / nt : NAN,
+		mw_percentile(l, n, 50),
+		mw_percentile(l, n, 90),
+		mw_percentile(l, n, 99),
+		mw_percentile(l, n, 99.9),
+	};
+	_Static_assert(sizeof(values) / sizeof(values[0]) == sizeof(metrics) / sizeof(metrics[0]),
+		       "one value per metric");
+	for (i = 0; i < sizeof(metrics) / sizeof(metrics[0]); i++)
+		json_object_set_new(fig, metrics[i].name, n ? mw_json_num(values[i]) : json_null());
+	json_object_set(run, "figures", fig);
+out:
+	free(l);
+	json_decref(fig);
+	return rc;
+}
+
+static bool run_counts(const json_t *run)
+{
+	return json_is_true(json_object_get(run, "complete")) &&
+	       !json_is_true(json_object_get(run, "warmup"));
+}
+
+static const char *reason_of(const json_t *doc, const char *needs)
+{
+	const json_t *blk = json_object_get(json_object_get(doc, "counters"), needs);
+	const char *r = json_string_value(json_object_get(blk, "reason"));
+	return r ? r : "no counter reading was recorded";
+}
+
+static json_t *stats_json(const struct mw_stats *s, const char *unit)
+{
+	return json_pack("{s:s, s:b, s:i, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "unit", unit,
+			 "measured", 1, "n", (json_int_t)s->n, "mean", mw_json_num(s->mean), "sd",
+			 mw_json_num(s->sd), "cv_pct", mw_json_num(s->cv_pct), "median",
+			 mw_json_num(s->median), "min", mw_json_num(s->min), "max",
+			 mw_json_num(s->max), "ci95_low", mw_json_num(s->ci95_low), "ci95_high",
+			 mw_json_num(s->ci95_high));
+}
+
+static int derive_summary(json_t *doc)
+{
+	const json_t *runs = json_object_get(doc, "runs");
+	json_t *sum = json_object(), *m = json_object(), *run;
+	size_t i, nruns = json_array_size(runs), measured = 0, warm = 0, incomplete = 0, tokens = 0;
+	double *v = calloc(nruns ? nruns : 1, sizeof(double));
+	double *pool = NULL;
+	size_t npool = 0, cap = 0;
+	int rc = -ENOMEM;
+	if (!sum || !m || !v)
+		goto out;
+	json_array_foreach(runs, i, run) {
+		warm += json_is_true(json_object_get(run, "warmup"));
+		incomplete += !json_is_true(json_object_get(run, "complete"));
+		if (!run_counts(run))
+			continue;
+		measured++;
+		const json_t *lat = json_object_get(json_object_get(run, "tokens"), "latency_ns");
+		tokens += json_array_size(lat);
+		if (npool + json_array_size(lat) > cap) {
+			cap = 2 * (npool + json_array_size(lat));
+			double *np = realloc(pool, cap * sizeof(double));
+			if (!np)
+				goto out;
+			pool = np;
+		}
+		size_t k;
+		json_t *x;
+		json_array_foreach(lat, k, x)
+			pool[npool++] = json_number_value(x);
+	}
+	json_object_set_new(sum, "runs_measured", json_integer((json_int_t)measured));
+	json_object_set_new(sum, "runs_warmup", json_integer((json_int_t)warm));
+	json_object_set_new(sum, "runs_incomplete", json_integer((json_int_t)incomplete));
+	json_object_set_new(sum, "tokens_measured", json_integer((json_int_t)tokens));
+	for (size_t k = 0; k < sizeof(metrics) / sizeof(metrics[0]); k++) {
+		size_t n = 0;
+		json_array_foreach(runs, i, run) {
+			const json_t *x = json_object_get(json_object_get(run, "figures"),
+							  metrics[k].name);
+			if (run_counts(run) && json_is_number(x))
+				v[n++] = json_number_value(x);
+		}
+		if (n) {
+			struct mw_stats s;
+			mw_stats_compute(v, n, &s);
+			json_object_set_new(m, metrics[k].name, stats_json(&s, metrics[k].unit));
+		} else {
+			const char *why = !measured ? "no complete measured run"
+				: metrics[k].needs ? reason_of(doc, metrics[k].needs)
+						   : "no run recorded this figure";
+			json_object_set_new(m, metrics[k].name,
+					    json_pack("{s:s, s:b, s:s}", "unit", metrics[k].unit,
+						      "measured", 0, "reason", why));
+		}
+	}
+	json_object_set(sum, "metrics", m);
+	json_object_set_new(
+		sum, "latency_pooled_ns",
+		json_pack("{s:i, s:o, s:o, s:o, s:o, s:s}", "n", (json_int_t)npool, "p50",
+			  mw_json_num(mw_percentile(pool, npool, 50)), "p90",
+			  mw_json_num(mw_percentile(pool, npool, 90)), "p99",
+			  mw_json_num(mw_percentile(pool, npool, 99)), "p99_9",
+			  mw_json_num(mw_percentile(pool, npool, 99.9)), "method",
+			  "Hyndman & Fan (1996) definition 7 (linear interpolation, as R and NumPy), "
+			  "over every decode token of every measured run"));
+	json_object_set(doc, "summary", sum);
+	rc = 0;
+out:
+	free(v);
+	free(pool);
+	json_decref(m);
+	json_decref(sum);
+	return rc;
+}
+
+static json_t *criterion(const char *name, json_t *limit, json_t *value, const char *status,
+			 const char *reason)
+{
+	return json_pack("{s:s, s:o, s:o, s:s, s:s?}", "criterion", name, "limit", limit, "value",
+			 value, "status",
+			 status, "reason", reason);
+}
+
+/* A limit on a CV: pass when cv <= limit; not-measured without at least two measured runs or
+ * without the counter. */
+static json_t *cv_criterion(const char *name, double limit, const json_t *metric)
+{
+	if (!json_is_true(json_object_get(metric, "measured")))
+		return criterion(name, json_real(limit), json_null(), "not-measured",
+				 json_string_value(json_object_get(metric, "reason")));
+	double cv = num(metric, "cv_pct");
+	if (isnan(cv))
+		return criterion(name, json_real(limit), json_null(), "not-measured",
+				 "a CV needs at least 2 measured runs");
+	return criterion(name, json_real(limit), json_real(cv), cv <= limit ? "pass" : "fail",
+			 NULL);
+}
+
+static int derive_acceptance(json_t *doc)
+{
+	const json_t *acc = json_object_get(
+		json_object_get(json_object_get(doc, "protocol"), "document"), "acceptance");
+	const json_t *m = json_object_get(json_object_get(doc, "summary"), "metrics");
+	const json_t *runs = json_object_get(doc, "runs");
+	const json_t *drift = json_object_get(doc, "drift");
+	json_t *list = json_array(), *run;
+	size_t i;
+	if (!list)
+		return -ENOMEM;
+	if (json_object_get(acc, "max_cv_mb_per_token_pct"))
+		json_array_append_new(list, cv_criterion("max_cv_mb_per_token_pct",
+							 num(acc, "max_cv_mb_per_token_pct"),
+							 json_object_get(m, "dram_read_MB_per_token")));
+	if (json_object_get(acc, "max_cv_tok_s_pct"))
+		json_array_append_new(list, cv_criterion("max_cv_tok_s_pct",
+							 num(acc, "max_cv_tok_s_pct"),
+							 json_object_get(m, "tok_per_s")));
+	if (json_object_get(acc, "min_tokens")) {
+		json_int_t lim = json_integer_value(json_object_get(acc, "min_tokens")), least = -1;
+		json_array_foreach(runs, i, run) {
+			json_int_t t = json_integer_value(
+				json_object_get(json_object_get(run, "decode"), "tokens"));
+			if (run_counts(run) && (least < 0 || t < least))
+				least = t;
+		}
+		json_array_append_new(list, least < 0
+			? criterion("min_tokens", json_integer(lim), json_null(), "not-measured",
+				    "no complete measured run")
+			: criterion("min_tokens", json_integer(lim), json_integer(least),
+				    least >= lim ? "pass" : "fail", NULL));
+	}
+	/* Two criteria every protocol has: the record is complete, and the machine's bandwidth did
+	 * not drift between the first and the last run. */
+	bool complete = json_is_true(json_object_get(doc, "complete"));
+	json_array_append_new(list, criterion("complete", json_true(), json_boolean(complete),
+					      complete ? "pass" : "fail",
+					      complete ? NULL
+						       : json_string_value(json_object_get(
+								 doc, "incomplete_reason"))));
+	if (json_is_true(json_object_get(drift, "measured")))
+		json_array_append_new(list, criterion("bandwidth_drift_pct",
+						      json_real(num(drift, "tolerance_pct")),
+						      mw_json_num(num(drift, "change_pct")),
+						      json_is_true(json_object_get(drift, "drifted"))
+							      ? "fail" : "pass", NULL));
+	else
+		json_array_append_new(list, criterion("bandwidth_drift_pct",
+						      mw_json_num(num(drift, "tolerance_pct")),
+						      json_null(), "not-measured",
+						      json_string_value(json_object_get(drift, "reason"))));
+	const char *overall = "pass";
+	json_array_foreach(list, i, run) {
+		const char *s = json_string_value(json_object_get(run, "status"));
+		if (!strcmp(s, "fail"))
+			overall = "fail";
+		else if (!strcmp(s, "not-measured") && strcmp(overall, "fail"))
+			overall = "not-measured";
+	}
+	json_object_set_new(doc, "acceptance",
+			    json_pack("{s:s, s:o}", "status", overall, "criteria", list));
+	return 0;
+}
+
+static void derive_drift(json_t *doc)
+{
+	json_t *d = json_object_get(doc, "drift");
+	if (!json_is_object(d))
+		return;
+	double a = num(d, "before_gbps"), b = num(d, "after_gbps"), tol = num(d, "tolerance_pct");
+	bool measured = json_is_true(json_object_get(d, "measured")) && a > 0 && b > 0;
+	/* Change relative to the first probe: what the machine could do when the runs began. */
+	double change = measured ? 100.0 * (b - a) / a : NAN;
+	json_object_set_new(d, "change_pct", mw_json_num(change));
+	json_object_set_new(d, "drifted", measured ? json_boolean(fabs(change) > tol) : json_null());
+}
+
+int mw_result_derive(json_t *doc, const char *source, struct mw_error *err)
+{
+	struct dctx c = { .source = source, .err = err };
+	json_t *runs = json_object_get(doc, "runs"), *run;
+	size_t i;
+	int rc;
+	json_array_foreach(runs, i, run)
+		if ((rc = derive_run(&c, run, i)))
+			return rc;
+	derive_drift(doc);
+	if ((rc = derive_summary(doc)))
+		return rc;
+	return derive_acceptance(doc);
+}
+
+/* ---- validating ---------------------------------------------------------------------------- */
+
+/* Compares a recomputed tree with the recorded one; the first difference fills err. */
+static int same(struct dctx *c, const json_t *want, const json_t *got, const char *path)
+{
+	char sub[512];
+	if (json_is_number(want) && json_is_number(got)) {
+		double a = json_number_value(want), b = json_number_value(got);
+		/* Records are written with 17 significant digits, so a figure read back equals the
+		 * one computed bit for bit; the slack only forgives other writers' last digit. */
+		if (fabs(a - b) <= 1e-9 * fmax(fabs(a), fabs(b)) + 1e-300)
+			return 0;
+		return inconsistent(c, path, "recorded %.10g, but the raw data give %.10g", b, a);
+	}
+	if (json_is_object(want)) {
+		const char *k;
+		json_t *v;
+		if (!json_is_object(got))
+			return inconsistent(c, path, "should be an object as recomputed");
+		json_object_foreach((json_t *)(uintptr_t)want, k, v) {
+			snprintf(sub, sizeof(sub), "%s.%s", path, k);
+			const json_t *g = json_object_get(got, k);
+			if (!g)
+				return inconsistent(c, sub, "is missing; the raw data give a value");
+			int rc = same(c, v, g, sub);
+			if (rc)
+				return rc;
+		}
+		return 0;
+	}
+	if (json_is_array(want)) {
+		size_t i;
+		json_t *v;
+		if (!json_is_array(got) || json_array_size(got) != json_array_size(want))
+			return inconsistent(c, path, "has a different number of entries than recomputed");
+		json_array_foreach(want, i, v) {
+			snprintf(sub, sizeof(sub), "%s[%zu]", path, i);
+			int rc = same(c, v, json_array_get(got, i), sub);
+			if (rc)
+				return rc;
+		}
+		return 0;
+	}
+	if (json_equal((json_t *)(uintptr_t)want, (json_t *)(uintptr_t)got))
+		return 0;
+	char *a = json_dumps(want, JSON_ENCODE_ANY), *b = json_dumps(got, JSON_ENCODE_ANY);
+	int rc = inconsistent(c, path, "recorded %s, but the raw data give %s", b ? b : "?",
+			      a ? a : "?");
+	free(a);
+	free(b);
+	return rc;
+}
+
+/* Imported reference records have no raw data: check what can be checked, that each CV is
+ * sd / mean to the precision the source printed. */
+static int check_reference(struct dctx *c, const json_t *doc)
+{
+	const json_t *m = json_object_get(json_object_get(doc, "summary"), "metrics");
+	const char *k;
+	json_t *v;
+	char f[256];
+	json_object_foreach((json_t *)(uintptr_t)m, k, v) {
+		double mean = num(v, "mean"), sd = num(v, "sd"), cv = num(v, "cv_pct");
+		if (isnan(mean) || isnan(sd) || isnan(cv))
+			continue;
+		snprintf(f, sizeof(f), "summary.metrics.%s.cv_pct", k);
+		/* Published figures carry 2 significant digits or so: allow 10% of the CV. */
+		if (fabs(100.0 * sd / mean - cv) > 0.1 * cv + 1e-12)
+			return inconsistent(c, f, "recorded %g %%, but sd / mean = %g %%", cv,
+					    100.0 * sd / mean);
+	}
+	return 0;
+}
+
+int mw_result_validate(const json_t *doc, const char *source, struct mw_error *err)
+{
+	struct dctx c = { .source = source, .err = err };
+	json_t *schema = mw_result_schema(), *copy = NULL;
+	int rc;
+	if (!schema)
+		return mw_error_set(err, MW_RESULT_MALFORMED, "(built in)", "result.schema.json",
+				    "the embedded schema does not parse: a build problem");
+	rc = mw_schema_check(schema, doc, source, err);
+	if (rc) {
+		rc = MW_RESULT_MALFORMED;
+		goto out;
+	}
+	if (!strcmp(json_string_value(json_object_get(doc, "kind")), "reference")) {
+		rc = check_reference(&c, doc);
+		goto out;
+	}
+	copy = json_deep_copy(doc);
+	if (!copy) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	rc = mw_result_derive(copy, source, err);
+	if (rc)
+		goto out;
+	static const char *const derived[] = { "summary", "acceptance", "drift" };
+	size_t i;
+	json_t *run;
+	json_array_foreach(json_object_get(copy, "runs"), i, run) {
+		char path[64];
+		snprintf(path, sizeof(path), "runs[%zu].figures", i);
+		const json_t *got = json_object_get(json_array_get(json_object_get(doc, "runs"), i),
+						    "figures");
+		if ((rc = same(&c, json_object_get(run, "figures"), got, path)))
+			goto out;
+	}
+	for (i = 0; i < sizeof(derived) / sizeof(derived[0]); i++)
+		if ((rc = same(&c, json_object_get(copy, derived[i]), json_object_get(doc, derived[i]),
+			       derived[i])))
+			goto out;
+out:
+	json_decref(copy);
+	json_decref(schema);
+	return rc;
+}
+
+/* ---- files --------------------------------------------------------------------------------- */
+
+int mw_result_load(json_t **out, const char *path, struct mw_error *err)
+{
+	json_error_t jerr;
+	*out = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+	if (*out)
+		return 0;
+	struct stat st;
+	if (stat(path, &st) != 0)
+		return mw_error_set(err, -errno, path, "", "cannot open the result: %s",
+				    strerror(errno));
+	mw_error_set(err, MW_RESULT_MALFORMED, path, "", "not valid JSON: %s (column %d)", jerr.text,
+		     jerr.column);
+	if (err)
+		err->line = jerr.line;
+	return MW_RESULT_MALFORMED;
+}
+
+static int mkdir_p(const char *dir)
+{
+	char buf[4096];
+	snprintf(buf, sizeof(buf), "%s", dir);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0777) && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(buf, 0777) && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+/* Moves tmp to target unless target exists. 0, -EEXIST, or -errno. */
+static int move_noreplace(const char *tmp, const char *target)
+{
+	if (renameat2(AT_FDCWD, tmp, AT_FDCWD, target, RENAME_NOREPLACE) == 0)
+		return 0;
+	if (errno != EINVAL && errno != ENOSYS && errno != ENOTSUP)
+		return -errno;
+	/* The filesystem has no RENAME_NOREPLACE: link() refuses an existing name just as well,
+	 * and the record appears whole, since tmp was complete and synced before. */
+	if (link(tmp, target))
+		return -errno;
+	unlink(tmp);
+	return 0;
+}
+
+int mw_result_write(const json_t *doc, const char *dir, const char *stem, char *path, size_t n,
+		    struct mw_error *err)
+{
+	char tmp[4096], *text = NULL;
+	int fd = -1, dfd = -1, rc;
+	bool have_tmp = false;
+
+	if ((rc = mkdir_p(dir)))
+		return mw_error_set(err, rc, dir, "", "cannot create the results folder: %s",
+				    strerror(-rc));
+	snprintf(tmp, sizeof(tmp), "%s/.%s.XXXXXX.tmp", dir, stem);
+	fd = mkstemps(tmp, 4);
+	if (fd < 0) {
+		rc = mw_error_set(err, -errno, dir, "", "cannot create a temporary file: %s",
+				  strerror(errno));
+		goto out;
+	}
+	have_tmp = true;
+	/* One buffer, then large writes: json_dumpfd would make a syscall per token. */
+	text = json_dumps(doc, JSON_INDENT(1) | JSON_REAL_PRECISION(17));
+	if (!text) {
+		rc = mw_error_set(err, -ENOMEM, tmp, "", "cannot serialise the record");
+		goto out;
+	}
+	size_t len = strlen(text), done = 0;
+	while (done < len) {
+		ssize_t w = write(fd, text + done, len - done);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			rc = mw_error_set(err, -EIO, tmp, "", "cannot write the record: %s",
+					  strerror(errno));
+			goto out;
+		}
+		done += (size_t)w;
+	}
+	if (fchmod(fd, 0644) || write(fd, "\n", 1) != 1) {
+		rc = mw_error_set(err, -EIO, tmp, "", "cannot write the record: %s", strerror(errno));
+		goto out;
+	}
+	if (fsync(fd)) {
+		rc = mw_error_set(err, -errno, tmp, "", "fsync failed: %s", strerror(errno));
+		goto out;
+	}
+	close(fd);
+	fd = -1;
+	for (int i = 1; i < 1000; i++) {
+		if (i == 1)
+			snprintf(path, n, "%s/%s.json", dir, stem);
+		else
+			snprintf(path, n, "%s/%s-%d.json", dir, stem, i);
+		rc = move_noreplace(tmp, path);
+		if (rc != -EEXIST)
+			break;
+	}
+	if (rc) {
+		rc = mw_error_set(err, rc, path, "", "cannot move the record into place: %s",
+				  strerror(-rc));
+		goto out;
+	}
+	have_tmp = false;
+	/* The rename is durable only once the directory entry is. */
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0 || fsync(dfd))
+		rc = mw_error_set(err, -errno, dir, "", "fsync of the folder failed: %s",
+				  strerror(errno));
+out:
+	if (fd >= 0)
+		close(fd);
+	if (dfd >= 0)
+		close(dfd);
+	if (have_tmp)
+		unlink(tmp);
+	free(text);
+	return rc;
+}

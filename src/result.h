@@ -1,0 +1,64 @@
+/* src/result.h: result records (results/README.md documents the format).
+ *
+ * A record holds raw data (per-token latencies and byte counts, window durations, counter
+ * deltas) and figures derived from it (per-run figures, summary statistics, acceptance, drift
+ * verdict). mw_result_derive computes every derived figure from the raw data; the runner
+ * calls it before writing, and `memwall validate` calls it on a copy to check that no figure
+ * was edited. */
+#ifndef MEMWALL_RESULT_H
+#define MEMWALL_RESULT_H
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "mw.h"
+
+#define MW_RESULT_SCHEMA_ID "memwall-result/1"
+
+/* Returned by mw_result_validate for each kind of failure. */
+enum {
+	MW_RESULT_MALFORMED = -EINVAL,  /* not JSON, or not of the schema: exit 2 */
+	MW_RESULT_INCONSISTENT = -EDOM, /* a figure disagrees with the raw data: exit 1 */
+};
+
+/* One metric of a run and of the summary. */
+struct mw_metric {
+	const char *name;   /* key in runs[].figures and summary.metrics */
+	const char *unit;   /* e.g. "MB/token (MB = 10^6 bytes)" */
+	int better;         /* +1 higher is better, -1 lower is better */
+	const char *needs;  /* "dram", "energy" or NULL: the counter it comes from */
+};
+
+/* The metric table, in report order; *n receives the count. Static storage. */
+const struct mw_metric *mw_metrics(size_t *n);
+
+/* Computes runs[].figures, summary, acceptance and drift.{change_pct,drifted} from the raw
+ * data in doc, replacing whatever was there. -EDOM with err naming the field when the raw
+ * data contradicts itself (an array of the wrong length, a window that is not the sum of its
+ * tokens); -EINVAL when a needed field is missing. */
+int mw_result_derive(json_t *doc, const char *source, struct mw_error *err);
+
+/* Checks doc against the result schema, then (for measured records) recomputes every derived
+ * figure and compares. 0, MW_RESULT_MALFORMED or MW_RESULT_INCONSISTENT; err names the field,
+ * the recorded and the recomputed value. */
+int mw_result_validate(const json_t *doc, const char *source, struct mw_error *err);
+
+/* Reads a record. *out is a new reference. -errno / -EINVAL (not JSON) with err filled. */
+int mw_result_load(json_t **out, const char *path, struct mw_error *err);
+
+/* Writes doc into dir (created if needed) as STEM.json, or STEM-2.json, STEM-3.json, ... when
+ * that name is taken: never replacing a file. The bytes go to a temporary file in dir, which
+ * is fsync'd and then renamed (RENAME_NOREPLACE, or link+unlink where the filesystem lacks
+ * it), and the directory is fsync'd: a crash leaves either no record or a whole one.
+ * path[0..n) receives the final path. 0 or -errno with err filled. */
+int mw_result_write(const json_t *doc, const char *dir, const char *stem, char *path, size_t n,
+		    struct mw_error *err);
+
+/* The result schema (results/result.schema.json as compiled in). New reference. */
+json_t *mw_result_schema(void);
+
+/* A JSON number, or null for NaN and infinities (JSON has no NaN). New reference. */
+json_t *mw_json_num(double x);
+
+#endif

@@ -1,0 +1,1019 @@
+/* src/runner.c: `memwall run`: preflight, the measured runs, and the result record.
+ *
+ * Counters are read inside the engine's token hook, right after each step, so every decode
+ * token gets its own latency, DRAM bytes and energy: the in-process view no outside tool has.
+ * Windows follow one another without gaps: the decode window starts at the last prefill
+ * token's reading, and each token's latency runs from the previous token's reading to its
+ * own (so it includes sampling the token it was fed). Hence a window's totals are exactly the
+ * sums of its tokens, which `memwall validate` checks. */
+#include <errno.h>
+#include <math.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "engine.h"
+#include "machine.h"
+#include "probes.h"
+#include "result.h"
+#include "runner.h"
+#include "sha256.h"
+#include "version.h"
+
+#define ENERGY_EVENT "power/energy-pkg/"
+
+/* Software events, counted over each run (prefill and decode) for every engine thread: they
+ * explain jitter (context switches, migrations) and show CPU time and page faults. */
+static const struct {
+	const char *event;
+	const char *key;
+} sw_events[4] = {
+	{ "task-clock", "task_clock_ns" },
+	{ "context-switches", "context_switches" },
+	{ "cpu-migrations", "cpu_migrations" },
+	{ "page-faults", "page_faults" },
+};
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_signal(int sig)
+{
+	stop_signal = sig;
+	/* A second Ctrl-C should kill: the first one has been heard. */
+	signal(sig, SIG_DFL);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void sleep_ms(int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+	while (nanosleep(&ts, &ts) && errno == EINTR && !stop_signal)
+		;
+}
+
+static void say(const struct mw_run_options *o, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void say(const struct mw_run_options *o, const char *fmt, ...)
+{
+	if (!o->log)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	fputs("memwall run: ", o->log);
+	vfprintf(o->log, fmt, ap);
+	va_end(ap);
+	fputc('\n', o->log);
+	fflush(o->log);
+}
+
+/* One reading of every counter, taken together. */
+struct snap {
+	uint64_t ns;
+	bool dram;        /* rd, wr valid */
+	uint64_t rd, wr;
+	bool energy;      /* joules valid */
+	double joules;
+};
+
+struct runner {
+	const struct mw_protocol *p;
+	const struct mw_run_options *o;
+	struct prb_system *sys;
+	struct prb_dram *dram;              /* NULL: DRAM not measured */
+	char dram_reason[1024];
+	struct prb_set *eset;               /* NULL: energy not measured */
+	int eidx;
+	char energy_reason[1024];
+	struct prb_set *sset;               /* software events; NULL when none opened */
+	int sidx[4];
+	struct prb_reading *sread0, *sread1;
+	struct prb_dram_sample *cur, *dec0; /* the latest reading and the one at decode start */
+	struct prb_reading *ereadings;
+
+	/* The run in progress. */
+	enum { PH_PREFILL, PH_DECODE } phase;
+	struct snap last;      /* the previous hook's reading */
+	struct snap pre0;      /* prefill start */
+	uint64_t pre_engine;   /* engine bytes of the prefill tokens */
+	size_t n_dec, cap;
+	int *ids;
+	uint64_t *lat, *eng, *rd, *wr;
+	double *ej;
+	bool dram_ok, energy_ok; /* every reading of this run succeeded */
+	int fed;                 /* the token fed to the step the hook reports */
+};
+
+static void snap_take(struct runner *r, struct snap *s)
+{
+	s->ns = now_ns();
+	s->dram = false;
+	s->energy = false;
+	if (r->dram && prb_dram_read(r->dram, r->cur) == 0) {
+		s->dram = true;
+		s->rd = r->cur->read_bytes;
+		s->wr = r->cur->write_bytes;
+	}
+	if (r->eset && prb_set_read(r->eset, r->ereadings) == 0) {
+		const struct prb_reading *e = &r->ereadings[r->eidx];
+		if (!(e->flags & (PRB_READING_NOT_COUNTED | PRB_READING_UNAVAILABLE))) {
+			s->energy = true;
+			s->joules = e->physical;
+		}
+	}
+}
+
+/* The engine's token hook: one reading per step. */
+static void on_token(void *ctx, int pos, int token, const struct eng_step_bytes *bytes)
+{
+	struct runner *r = ctx;
+	struct snap s;
+	(void)pos;
+	(void)token;
+	snap_take(r, &s);
+	uint64_t eng = bytes ? bytes->weights + bytes->kv_read + bytes->kv_write : 0;
+	if (r->phase == PH_PREFILL) {
+		r->pre_engine += eng;
+	} else if (r->n_dec < r->cap) {
+		size_t i = r->n_dec++;
+		r->ids[i] = r->fed;
+		r->lat[i] = s.ns - r->last.ns;
+		r->eng[i] = eng;
+		r->dram_ok &= s.dram && r->last.dram;
+		r->energy_ok &= s.energy && r->last.energy;
+		if (s.dram && r->last.dram) {
+			r->rd[i] = prb_counter_delta(s.rd, r->last.rd, 64);
+			r->wr[i] = prb_counter_delta(s.wr, r->last.wr, 64);
+		}
+		if (s.energy && r->last.energy)
+			r->ej[i] = s.joules - r->last.joules;
+	}
+	r->last = s;
+}
+
+/* ---- counters ------------------------------------------------------------------------------ */
+
+static void counters_open(struct runner *r)
+{
+	const struct mw_protocol *p = r->p;
+	struct prb_error perr;
+	prb_error_clear(&perr);
+	if (prb_system_open(&r->sys, NULL, &perr)) {
+		snprintf(r->dram_reason, sizeof(r->dram_reason), "cannot read the PMU list: %.300s%s%.400s",
+			 perr.source, perr.source[0] ? ": " : "", perr.text);
+		snprintf(r->energy_reason, sizeof(r->energy_reason), "%s", r->dram_reason);
+		return;
+	}
+	/* Opened before the session starts its threads, so inherit counts them too. */
+	if (prb_set_new(&r->sset, r->sys, NULL) == 0) {
+		int n_ok = 0;
+		for (int i = 0; i < 4; i++) {
+			struct prb_error e2;
+			prb_error_clear(&e2);
+			n_ok += prb_set_add(r->sset, sw_events[i].event, &r->sidx[i], &e2) == 0;
+		}
+		size_t n = (size_t)prb_set_count(r->sset);
+		r->sread0 = calloc(n ? n : 1, sizeof(*r->sread0));
+		r->sread1 = calloc(n ? n : 1, sizeof(*r->sread1));
+		if (!n_ok || !r->sread0 || !r->sread1 || prb_set_enable(r->sset)) {
+			prb_set_free(r->sset);
+			r->sset = NULL;
+		}
+	} else {
+		r->sset = NULL;
+	}
+	if (p->counters.dram == MW_NEED_OFF) {
+		snprintf(r->dram_reason, sizeof(r->dram_reason), "turned off by the protocol "
+			 "(counters.dram is \"off\")");
+	} else {
+		struct prb_dram_options dopt = {
+			.backend = strcmp(p->counters.backend, "auto") ? p->counters.backend : NULL,
+		};
+		struct prb_dram_status *st = calloc(1, sizeof(*st));
+		if (!st || prb_dram_open(&r->dram, r->sys, &dopt, st)) {
+			r->dram = NULL;
+			snprintf(r->dram_reason, sizeof(r->dram_reason), "%s",
+				 st && st->reason[0] ? st->reason : "no DRAM counter backend found");
+		}
+		free(st);
+	}
+	if (p->counters.energy == MW_NEED_OFF) {
+		snprintf(r->energy_reason, sizeof(r->energy_reason),
+			 "turned off by the protocol (counters.energy is \"off\")");
+		return;
+	}
+	if (prb_set_new(&r->eset, r->sys, NULL)) {
+		r->eset = NULL;
+		snprintf(r->energy_reason, sizeof(r->energy_reason), "cannot create a counter set");
+		return;
+	}
+	prb_error_clear(&perr);
+	int rc = prb_set_add(r->eset, ENERGY_EVENT, &r->eidx, &perr);
+	if (rc == 0 && prb_set_enable(r->eset) == 0) {
+		r->ereadings = calloc((size_t)prb_set_count(r->eset), sizeof(*r->ereadings));
+		if (r->ereadings)
+			return;
+	}
+	snprintf(r->energy_reason, sizeof(r->energy_reason), "%s: %s", ENERGY_EVENT,
+		 perr.text[0] ? perr.text : "the event could not be opened");
+	prb_set_free(r->eset);
+	r->eset = NULL;
+}
+
+static json_t *dram_block(const struct runner *r)
+{
+	json_t *o;
+	if (!r->dram)
+		return json_pack("{s:b, s:s}", "measured", 0, "reason", r->dram_reason);
+	const struct prb_dram_status *st = prb_dram_status(r->dram);
+	json_t *inst = json_array();
+	for (int i = 0; i < st->n_instances; i++)
+		json_array_append_new(inst, json_string(st->instances[i].pmu));
+	o = json_pack("{s:b, s:n, s:s, s:s, s:o, s:n, s:s}", "measured", 1, "reason", "backend",
+		      st->backend, "description", st->description, "instances", inst,
+		      "calibration_error_pct", "calibration_reason",
+		      "not calibrated by this run: `memwall calibrate` measures it");
+	if (st->flags & PRB_DRAM_CAVEAT)
+		json_object_set_new(o, "caveat", json_string(st->caveat));
+	return o;
+}
+
+static json_t *software_names(const struct runner *r)
+{
+	json_t *a = json_array();
+	for (int i = 0; r->sset && a && i < 4; i++)
+		if (r->sidx[i] >= 0 && !prb_set_reason(r->sset, r->sidx[i])[0])
+			json_array_append_new(a, json_string(sw_events[i].event));
+	return a;
+}
+
+static json_t *energy_block(const struct runner *r)
+{
+	if (!r->eset)
+		return json_pack("{s:b, s:s}", "measured", 0, "reason", r->energy_reason);
+	return json_pack("{s:b, s:n, s:[s]}", "measured", 1, "reason", "events", ENERGY_EVENT);
+}
+
+/* ---- the drift probe ----------------------------------------------------------------------- */
+
+/* Read bandwidth in GB/s (10^9 bytes/s): the median of STREAM-style read passes over a working
+ * set of 8x the last-level cache (at least 64 MiB), for about probe_ms. */
+static int drift_probe(const struct runner *r, int threads, double *gbps, char *method, size_t mn,
+		       char *why, size_t wn)
+{
+	struct eng_stream *s = NULL;
+	struct eng_error eerr;
+	uint64_t llc = 0;
+	double rates[256];
+	int n = 0, rc;
+	eng_error_clear(&eerr);
+	if (eng_llc_size(&llc, NULL, 0) || llc == 0)
+		llc = 32u << 20;
+	uint64_t bytes = llc * 8 > (64u << 20) ? llc * 8 : (64u << 20);
+	struct eng_stream_options so = { .threads = threads, .bytes = bytes,
+					 .kernels = r->p->engine.kernels };
+	if ((rc = eng_stream_new(&s, &so, &eerr))) {
+		snprintf(why, wn, "the bandwidth probe could not start: %.400s", eerr.text);
+		return rc;
+	}
+	uint64_t t0 = now_ns(), budget = (uint64_t)r->p->drift.probe_ms * 1000000u;
+	while (n < 256 && (n < 3 || now_ns() - t0 < budget) && !stop_signal) {
+		struct eng_stream_sample smp;
+		if ((rc = eng_stream_run(s, ENG_STREAM_READ, false, &smp))) {
+			snprintf(why, wn, "the bandwidth probe failed: %s", strerror(-rc));
+			goto out;
+		}
+		rates[n++] = (double)smp.bytes_read / smp.seconds / 1e9;
+	}
+	/* Insertion sort: n is small. */
+	for (int i = 1; i < n; i++)
+		for (int j = i; j > 0 && rates[j] < rates[j - 1]; j--) {
+			double t = rates[j];
+			rates[j] = rates[j - 1];
+			rates[j - 1] = t;
+		}
+	*gbps = n % 2 ? rates[n / 2] : 0.5 * (rates[n / 2 - 1] + rates[n / 2]);
+	snprintf(method, mn, "median of %d read passes (eng_stream READ, %s kernels) over %.0f MiB "
+		 "with %d threads, GB = 10^9 bytes", n, eng_stream_kernels(s),
+		 (double)eng_stream_bytes(s) / 1048576.0, threads);
+	rc = n ? 0 : -EINTR;
+	if (!n)
+		snprintf(why, wn, "interrupted");
+out:
+	eng_stream_free(s);
+	return rc;
+}
+
+/* ---- model preparation --------------------------------------------------------------------- */
+
+int mw_runner_synth_path(const struct mw_protocol *p, char *path, size_t n, FILE *log,
+			 struct mw_error *err)
+{
+	char dir[3800], tmp[4096];
+	struct stat st;
+	struct eng_error eerr;
+	int rc;
+	if ((rc = mw_cache_dir(dir, sizeof(dir))))
+		return mw_error_set(err, rc, p->source, "model.synth",
+				    "no cache folder: set MEMWALL_CACHE_DIR, XDG_CACHE_HOME or HOME");
+	strncat(dir, "/synth", sizeof(dir) - strlen(dir) - 1);
+	snprintf(path, n, "%s/%s-seed%llu.bin", dir, p->model.synth_shape,
+		 (unsigned long long)p->model.synth_seed);
+	if (stat(path, &st) == 0)
+		return 0;
+	for (char *s = dir + 1; *s; s++) {
+		if (*s != '/')
+			continue;
+		*s = '\0';
+		mkdir(dir, 0777);
+		*s = '/';
+	}
+	if (mkdir(dir, 0777) && errno != EEXIST)
+		return mw_error_set(err, -errno, dir, "model.synth", "cannot create the cache: %s",
+				    strerror(errno));
+	if (log)
+		fprintf(log, "memwall run: generating the synthetic %s checkpoint (seed %llu) into "
+			     "%s: first use only\n", p->model.synth_shape,
+			(unsigned long long)p->model.synth_seed, path);
+	snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, (int)getpid());
+	eng_error_clear(&eerr);
+	rc = eng_synth_llama2c(tmp, p->model.synth_shape, p->model.synth_seed, &eerr);
+	if (rc) {
+		unlink(tmp);
+		return mw_error_set(err, rc, eerr.source[0] ? eerr.source : tmp, "model.synth",
+				    "generating the synthetic model failed: %s", eerr.text);
+	}
+	/* Another memwall may have finished the same file meanwhile: theirs is identical. */
+	if (rename(tmp, path)) {
+		rc = -errno;
+		unlink(tmp);
+		return mw_error_set(err, rc, path, "model.synth", "cannot move into place: %s",
+				    strerror(-rc));
+	}
+	return 0;
+}
+
+/* ---- the record ---------------------------------------------------------------------------- */
+
+static json_t *u64_array(const uint64_t *v, size_t n)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; a && i < n; i++)
+		json_array_append_new(a, json_integer((json_int_t)v[i]));
+	return a;
+}
+
+static json_t *window_json(uint64_t tokens, uint64_t ns, uint64_t engine, const struct snap *a,
+			   const struct snap *b)
+{
+	bool dram = a->dram && b->dram, energy = a->energy && b->energy;
+	return json_pack("{s:I, s:I, s:I, s:o, s:o, s:o}", "tokens", (json_int_t)tokens, "ns",
+			 (json_int_t)ns, "engine_bytes", (json_int_t)engine, "dram_read_bytes",
+			 dram ? json_integer((json_int_t)prb_counter_delta(b->rd, a->rd, 64))
+			      : json_null(),
+			 "dram_write_bytes",
+			 dram ? json_integer((json_int_t)prb_counter_delta(b->wr, a->wr, 64))
+			      : json_null(),
+			 "energy_j", energy ? mw_json_num(b->joules - a->joules) : json_null());
+}
+
+static void git_split(char *commit, size_t n, bool *dirty)
+{
+	snprintf(commit, n, "%s", MW_GIT_DESCRIBE);
+	char *plus = strstr(commit, "+dirty");
+	*dirty = plus != NULL;
+	if (plus)
+		*plus = '\0';
+}
+
+static char *iso_now(char *buf, size_t n, bool compact)
+{
+	time_t t = time(NULL);
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	strftime(buf, n, compact ? "%Y%m%dT%H%M%SZ" : "%Y-%m-%dT%H:%M:%SZ", &tm);
+	return buf;
+}
+
+/* ---- the run ------------------------------------------------------------------------------- */
+
+struct plan {
+	int runs, warmups, decode, threads;
+	char model_path[4096];
+	char sha256[65];
+	uint64_t file_bytes;
+	int *prompt;
+	size_t n_prompt;
+};
+
+/* GGUF files start with the magic "GGUF" (ggml's docs/gguf.md). */
+static bool file_is_gguf(const char *path)
+{
+	char magic[4] = { 0 };
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return false;
+	size_t n = fread(magic, 1, 4, f);
+	fclose(f);
+	return n == 4 && !memcmp(magic, "GGUF", 4);
+}
+
+static int cpu_count_allowed(void)
+{
+	cpu_set_t set;
+	if (sched_getaffinity(0, sizeof(set), &set))
+		return 1;
+	return CPU_COUNT(&set) > 0 ? CPU_COUNT(&set) : 1;
+}
+
+static enum mw_run_status bad(struct mw_error *err, int code, const char *src, const char *field,
+			      const char *text)
+{
+	mw_error_set(err, code, src, field, "%s", text);
+	return MW_RUN_BAD_INPUT;
+}
+
+/* Preflight warnings about the environment, recorded and printed. */
+static json_t *preflight(const struct runner *r, json_t *machine, uint64_t need_bytes,
+			 struct mw_error *err, enum mw_run_status *status)
+{
+	json_t *warn = json_array();
+	uint64_t avail = 0, st = 0, sf = 0;
+	double busy = NAN;
+	char w[512];
+	*status = MW_RUN_DONE;
+	bool have_avail = mw_meminfo(NULL, "MemAvailable", &avail) == 0;
+	if (have_avail && avail < need_bytes + need_bytes / 10) {
+		mw_error_set(err, -ENOMEM, "/proc/meminfo", "MemAvailable",
+			     "%.0f MiB available, the model needs about %.0f MiB: close programs "
+			     "or pick a smaller protocol",
+			     (double)avail / 1048576.0, (double)(need_bytes + need_bytes / 10) / 1048576.0);
+		*status = MW_RUN_ENVIRONMENT;
+	}
+	bool have_swap = mw_meminfo(NULL, "SwapTotal", &st) == 0 &&
+			 mw_meminfo(NULL, "SwapFree", &sf) == 0;
+	if (have_swap && st > sf) {
+		snprintf(w, sizeof(w), "%.0f MiB of swap is in use: paging can distort latency and "
+			 "DRAM traffic", (double)(st - sf) / 1048576.0);
+		json_array_append_new(warn, json_string(w));
+	}
+	const char *gov = json_string_value(json_object_get(machine, "governor"));
+	if (gov && strcmp(gov, "performance")) {
+		snprintf(w, sizeof(w), "the CPU frequency governor is '%s', not 'performance': "
+			 "tok/s will vary with the governor's decisions", gov);
+		json_array_append_new(warn, json_string(w));
+	}
+	if (json_is_true(json_object_get(machine, "boost")))
+		json_array_append_new(warn, json_string("turbo/boost is on: clock speed varies with "
+							"temperature and load, and so does tok/s"));
+	const char *thp = json_string_value(json_object_get(machine, "thp"));
+	if (thp && strcmp(thp, "madvise")) {
+		snprintf(w, sizeof(w), "transparent huge pages are '%s' (memwall expects "
+			 "'madvise'): TLB behaviour differs from a default system", thp);
+		json_array_append_new(warn, json_string(w));
+	}
+	if (mw_machine_busy_pct(200, &busy) == 0 && busy > 10.0) {
+		snprintf(w, sizeof(w), "other processes kept %.0f%% of the CPUs busy during "
+			 "preflight: they compete for cores and memory bandwidth", busy);
+		json_array_append_new(warn, json_string(w));
+	}
+	size_t i;
+	json_t *x;
+	json_array_foreach(warn, i, x)
+		say(r->o, "warning: %s", json_string_value(x));
+	return json_pack("{s:o, s:o, s:o, s:o}", "warnings", warn, "mem_available_bytes",
+			 have_avail ? json_integer((json_int_t)avail) : json_null(),
+			 "swap_used_bytes", have_swap ? json_integer((json_int_t)(st - sf)) : json_null(),
+			 "busy_pct", mw_json_num(busy));
+}
+
+static int grow(struct runner *r, size_t n)
+{
+	r->cap = n;
+	r->ids = calloc(n, sizeof(*r->ids));
+	r->lat = calloc(n, sizeof(*r->lat));
+	r->eng = calloc(n, sizeof(*r->eng));
+	r->rd = calloc(n, sizeof(*r->rd));
+	r->wr = calloc(n, sizeof(*r->wr));
+	r->ej = calloc(n, sizeof(*r->ej));
+	return r->ids && r->lat && r->eng && r->rd && r->wr && r->ej ? 0 : -ENOMEM;
+}
+
+/* Software counts from the run's start to now; null for an event that did not open. */
+static json_t *software_json(struct runner *r)
+{
+	json_t *o = json_object();
+	bool ok = r->sset && prb_set_read(r->sset, r->sread1) == 0;
+	for (int i = 0; o && i < 4; i++) {
+		const struct prb_reading *a = ok ? &r->sread0[r->sidx[i]] : NULL;
+		const struct prb_reading *b = ok ? &r->sread1[r->sidx[i]] : NULL;
+		unsigned bad = PRB_READING_NOT_COUNTED | PRB_READING_UNAVAILABLE;
+		bool have = ok && r->sidx[i] >= 0 && !((a->flags | b->flags) & bad);
+		json_object_set_new(o, sw_events[i].key,
+				    have ? json_integer((json_int_t)(b->value - a->value))
+					 : json_null());
+	}
+	return o;
+}
+
+/* One run: idle window, prefill, decode. Returns its record (complete or not). */
+static json_t *run_once(struct runner *r, struct eng_session *sess, struct eng_sampler *samp,
+			float *logits_copy, int vocab, const struct plan *pl, int index, bool warmup,
+			int *rc_out)
+{
+	struct snap i0, i1;
+	const float *logits = NULL;
+	int rc = 0, pos = 0;
+	bool complete = false;
+	*rc_out = 0;
+
+	/* Idle baseline: what the machine moves while memwall sleeps. */
+	snap_take(r, &i0);
+	sleep_ms(r->p->idle_baseline_ms);
+	snap_take(r, &i1);
+
+	r->n_dec = 0;
+	r->pre_engine = 0;
+	r->dram_ok = r->energy_ok = true;
+	r->phase = PH_PREFILL;
+	if (r->sset && prb_set_read(r->sset, r->sread0))
+		memset(r->sread0, 0, sizeof(*r->sread0) * (size_t)prb_set_count(r->sset));
+	snap_take(r, &r->pre0);
+	r->last = r->pre0;
+	for (size_t i = 0; i < pl->n_prompt && !stop_signal; i++, pos++)
+		if ((rc = eng_session_step(sess, pl->prompt[i], pos, &logits, NULL)))
+			goto out;
+	if (stop_signal)
+		goto out;
+	struct snap pre1 = r->last;
+	if (r->cur && r->dec0)
+		memcpy(r->dec0, r->cur, sizeof(*r->cur));
+	r->phase = PH_DECODE;
+	for (int i = 0; i < pl->decode && !stop_signal; i++, pos++) {
+		memcpy(logits_copy, logits, (size_t)vocab * sizeof(float));
+		r->fed = eng_sampler_sample(samp, logits_copy);
+		if ((rc = eng_session_step(sess, r->fed, pos, &logits, NULL)))
+			goto out;
+	}
+	complete = !stop_signal && r->n_dec == (size_t)pl->decode;
+	json_t *sw = software_json(r);
+
+	json_t *dec = window_json(r->n_dec, r->last.ns - pre1.ns, 0, &pre1, &r->last);
+	uint64_t engsum = 0;
+	for (size_t i = 0; i < r->n_dec; i++)
+		engsum += r->eng[i];
+	json_object_set_new(dec, "engine_bytes", json_integer((json_int_t)engsum));
+	if (!r->dram_ok) {
+		json_object_set_new(dec, "dram_read_bytes", json_null());
+		json_object_set_new(dec, "dram_write_bytes", json_null());
+	}
+	if (!r->energy_ok)
+		json_object_set_new(dec, "energy_j", json_null());
+	if (r->dram && r->dram_ok) {
+		json_t *split = json_array();
+		for (int k = 0; k < r->cur->n_instances; k++)
+			json_array_append_new(split, json_pack(
+				"{s:s, s:I, s:I}", "pmu", prb_dram_status(r->dram)->instances[k].pmu,
+				"read_bytes", (json_int_t)(r->cur->inst[k].read_bytes - r->dec0->inst[k].read_bytes),
+				"write_bytes", (json_int_t)(r->cur->inst[k].write_bytes - r->dec0->inst[k].write_bytes)));
+		json_object_set_new(dec, "dram_instances", split);
+	}
+	json_t *ids = json_array(), *ej = json_array();
+	for (size_t i = 0; i < r->n_dec; i++) {
+		json_array_append_new(ids, json_integer(r->ids[i]));
+		json_array_append_new(ej, mw_json_num(r->ej[i]));
+	}
+	json_t *toks = json_pack("{s:o, s:o, s:o, s:o, s:o, s:o}", "ids", ids, "latency_ns",
+				 u64_array(r->lat, r->n_dec), "engine_bytes",
+				 u64_array(r->eng, r->n_dec), "dram_read_bytes",
+				 r->dram_ok ? u64_array(r->rd, r->n_dec) : json_null(),
+				 "dram_write_bytes",
+				 r->dram_ok ? u64_array(r->wr, r->n_dec) : json_null(), "energy_j",
+				 r->energy_ok ? ej : json_null());
+	if (!r->energy_ok)
+		json_decref(ej);
+	json_t *idle = window_json(0, i1.ns - i0.ns, 0, &i0, &i1);
+	json_object_del(idle, "tokens");
+	json_object_del(idle, "engine_bytes");
+	json_object_set(idle, "window_ns", json_object_get(idle, "ns"));
+	json_object_del(idle, "ns");
+	return json_pack("{s:i, s:b, s:b, s:o, s:o, s:o, s:o, s:o, s:{}}", "index", index,
+			 "warmup", warmup, "complete", complete, "idle", idle, "prefill",
+			 window_json(pl->n_prompt, pre1.ns - r->pre0.ns, r->pre_engine, &r->pre0,
+				     &pre1),
+			 "decode", dec, "tokens", toks, "software", sw, "figures");
+out:
+	*rc_out = rc;
+	if (!rc) {
+		/* Interrupted in prefill: keep the run, with nothing decoded. */
+		struct snap now = r->last;
+		json_t *empty = json_pack("{s:[], s:[], s:[], s:n, s:n, s:n}", "ids", "latency_ns",
+					  "engine_bytes", "dram_read_bytes", "dram_write_bytes",
+					  "energy_j");
+		json_t *idle0 = json_pack("{s:I}", "window_ns", (json_int_t)(i1.ns - i0.ns));
+		return json_pack("{s:i, s:b, s:b, s:o, s:o, s:o, s:o, s:{}}", "index", index,
+				 "warmup", warmup, "complete", 0, "idle", idle0, "prefill",
+				 json_pack("{s:I, s:I, s:I}", "tokens", (json_int_t)pos, "ns",
+					   (json_int_t)(now.ns - r->pre0.ns), "engine_bytes",
+					   (json_int_t)r->pre_engine),
+				 "decode", json_pack("{s:i, s:i, s:i}", "tokens", 0, "ns", 0,
+						     "engine_bytes", 0),
+				 "tokens", empty, "figures");
+	}
+	return NULL;
+}
+
+enum mw_run_status mw_runner_run(const struct mw_protocol *p, const struct mw_run_options *o,
+				 json_t **out, struct mw_error *err)
+{
+	struct runner r = { .p = p, .o = o, .eidx = -1 };
+	struct plan pl = { 0 };
+	struct eng_model *model = NULL;
+	struct eng_session *sess = NULL;
+	struct eng_sampler *samp = NULL;
+	struct eng_tokenizer *tok = NULL;
+	struct eng_error eerr;
+	json_t *doc = NULL, *runs = NULL, *machine = NULL, *pre = NULL;
+	float *logits_copy = NULL;
+	struct sigaction sa = { .sa_handler = on_signal }, old_int, old_term;
+	enum mw_run_status status = MW_RUN_DONE;
+	char drift_method[256] = "", drift_why[512] = "";
+	double bw_before = NAN, bw_after = NAN;
+	char started[32];
+	int rc;
+
+	*out = NULL;
+	eng_error_clear(&eerr);
+	stop_signal = 0;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, &old_int);
+	sigaction(SIGTERM, &sa, &old_term);
+
+	pl.runs = o->runs > 0 ? o->runs : p->runs;
+	pl.warmups = p->warmup_runs;
+	pl.decode = o->tokens > 0 ? o->tokens : p->decode_tokens;
+	pl.threads = o->threads > 0 ? o->threads : p->engine.threads;
+
+	if (strcmp(p->engine.kind, "builtin")) {
+		mw_error_set(err, -ENOTSUP, p->source, "engine.kind",
+			     "\"%s\" engines are not yet supported by memwall run (a later issue "
+			     "adds them); use \"builtin\"", p->engine.kind);
+		status = MW_RUN_ENVIRONMENT;
+		goto out;
+	}
+
+	/* The model: generated and cached when synthetic, else the protocol's file. */
+	if (p->model.synth_shape) {
+		if ((rc = mw_runner_synth_path(p, pl.model_path, sizeof(pl.model_path), o->log, err))) {
+			status = rc == -EINVAL ? MW_RUN_BAD_INPUT : MW_RUN_ENVIRONMENT;
+			goto out;
+		}
+	} else {
+		snprintf(pl.model_path, sizeof(pl.model_path), "%s", p->model.path);
+	}
+	say(o, "hashing %s", pl.model_path);
+	if ((rc = mw_sha256_file(pl.model_path, pl.sha256, &pl.file_bytes, err))) {
+		status = MW_RUN_BAD_INPUT;
+		goto out;
+	}
+	if (p->model.size_bytes >= 0 && (uint64_t)p->model.size_bytes != pl.file_bytes) {
+		mw_error_set(err, -EINVAL, p->source, "model.size_bytes",
+			     "%s has %llu bytes, the protocol pins %lld: an incomplete or different "
+			     "download; fetch it again from %s", pl.model_path,
+			     (unsigned long long)pl.file_bytes, (long long)p->model.size_bytes,
+			     p->model.url ? p->model.url : "its source");
+		status = MW_RUN_BAD_INPUT;
+		goto out;
+	}
+	if (p->model.sha256 && strcmp(p->model.sha256, pl.sha256)) {
+		mw_error_set(err, -EINVAL, p->source, "model.sha256",
+			     "%s has sha256 %s, the protocol pins %s: a different or corrupted file",
+			     pl.model_path, pl.sha256, p->model.sha256);
+		status = MW_RUN_BAD_INPUT;
+		goto out;
+	}
+	struct eng_model_options mopt = { .populate = true };
+	if ((rc = eng_model_open(&model, pl.model_path, &mopt, &eerr))) {
+		bool gguf = file_is_gguf(pl.model_path);
+		if (gguf && !strcmp(p->model.format, "gguf")) {
+			/* The engine reads llama2.c checkpoints; GGUF lands with its own issue. */
+			mw_error_set(err, -ENOTSUP, pl.model_path, "model.format",
+				     "memwall's engine cannot run GGUF models yet, so this protocol "
+				     "is refused until GGUF support lands (the engine said: %s)",
+				     eerr.text);
+			status = MW_RUN_ENVIRONMENT;
+		} else if (gguf != !strcmp(p->model.format, "gguf")) {
+			mw_error_set(err, -EINVAL, p->source, "model.format",
+				     "says \"%s\" but %s is %s", p->model.format, pl.model_path,
+				     gguf ? "a GGUF file" : "not a GGUF file");
+			status = MW_RUN_BAD_INPUT;
+		} else {
+			mw_error_set(err, rc, pl.model_path, "model.path", "%s", eerr.text);
+			status = MW_RUN_BAD_INPUT;
+		}
+		goto out;
+	}
+	const struct eng_model_info *mi = eng_model_info(model);
+	if ((mi->format == ENG_FORMAT_GGUF) != !strcmp(p->model.format, "gguf")) {
+		mw_error_set(err, -EINVAL, p->source, "model.format",
+			     "says \"%s\" but %s is a %s file", p->model.format, pl.model_path,
+			     mi->format == ENG_FORMAT_GGUF ? "GGUF" : "llama2.c");
+		status = MW_RUN_BAD_INPUT;
+		goto out;
+	}
+
+	/* The prompt: token ids as given, or the text through the tokenizer. */
+	if (p->tokenizer.path) {
+		char tsha[65];
+		if ((rc = mw_sha256_file(p->tokenizer.path, tsha, NULL, err))) {
+			status = MW_RUN_BAD_INPUT;
+			goto out;
+		}
+		if (p->tokenizer.sha256 && strcmp(tsha, p->tokenizer.sha256)) {
+			mw_error_set(err, -EINVAL, p->source, "tokenizer.sha256",
+				     "%s has sha256 %s, the protocol pins %s", p->tokenizer.path, tsha,
+				     p->tokenizer.sha256);
+			status = MW_RUN_BAD_INPUT;
+			goto out;
+		}
+		if ((rc = eng_tokenizer_open(&tok, p->tokenizer.path, mi->vocab_size, &eerr))) {
+			mw_error_set(err, rc, p->tokenizer.path, "tokenizer.path", "%s", eerr.text);
+			status = MW_RUN_BAD_INPUT;
+			goto out;
+		}
+	}
+	if (p->prompt) {
+		int cap = (int)strlen(p->prompt) + 3, n = 0;
+		pl.prompt = calloc((size_t)cap, sizeof(int));
+		if (!pl.prompt || eng_tokenizer_encode(tok, p->prompt, true, false, pl.prompt, cap, &n)) {
+			status = bad(err, -EINVAL, p->source, "prompt",
+				     "the tokenizer cannot encode this prompt");
+			goto out;
+		}
+		pl.n_prompt = (size_t)n;
+	} else {
+		pl.prompt = malloc(p->n_prompt_tokens * sizeof(int));
+		if (!pl.prompt) {
+			rc = -ENOMEM;
+			status = MW_RUN_ENVIRONMENT;
+			goto out;
+		}
+		memcpy(pl.prompt, p->prompt_tokens, p->n_prompt_tokens * sizeof(int));
+		pl.n_prompt = p->n_prompt_tokens;
+	}
+	for (size_t i = 0; i < pl.n_prompt; i++)
+		if (pl.prompt[i] >= mi->vocab_size) {
+			mw_error_set(err, -EINVAL, p->source, "prompt_tokens",
+				     "token %d is outside the model's vocabulary of %d", pl.prompt[i],
+				     mi->vocab_size);
+			status = MW_RUN_BAD_INPUT;
+			goto out;
+		}
+	if ((int64_t)pl.n_prompt + pl.decode > mi->seq_len) {
+		mw_error_set(err, -EINVAL, p->source, "decode_tokens",
+			     "%zu prompt + %d decode tokens exceed the model's context of %d: "
+			     "ask for fewer tokens", pl.n_prompt, pl.decode, mi->seq_len);
+		status = MW_RUN_BAD_INPUT;
+		goto out;
+	}
+
+	/* Pinning before the session starts its threads, which inherit the mask. */
+	if (p->engine.n_cpus) {
+		cpu_set_t set;
+		CPU_ZERO(&set);
+		for (size_t i = 0; i < p->engine.n_cpus; i++)
+			CPU_SET(p->engine.cpus[i], &set);
+		if (sched_setaffinity(0, sizeof(set), &set)) {
+			mw_error_set(err, -errno, p->source, "engine.cpus",
+				     "cannot pin to these CPUs: %s", strerror(errno));
+			status = MW_RUN_ENVIRONMENT;
+			goto out;
+		}
+	}
+	if (pl.threads <= 0)
+		pl.threads = cpu_count_allowed();
+
+	/* Counters. A protocol that requires DRAM counters stops here without them. */
+	counters_open(&r);
+	if (!r.dram && p->counters.dram == MW_NEED_REQUIRED) {
+		mw_error_set(err, -ENODEV, p->source, "counters.dram",
+			     "DRAM counters are required by this protocol but unavailable: %s",
+			     r.dram_reason);
+		status = MW_RUN_ENVIRONMENT;
+		goto out;
+	}
+	if (!r.eset && p->counters.energy == MW_NEED_REQUIRED) {
+		mw_error_set(err, -ENODEV, p->source, "counters.energy",
+			     "energy counters are required by this protocol but unavailable: %s",
+			     r.energy_reason);
+		status = MW_RUN_ENVIRONMENT;
+		goto out;
+	}
+	if (!r.dram)
+		say(o, "DRAM traffic: not measured (%s)", r.dram_reason);
+	r.cur = calloc(1, sizeof(*r.cur));
+	r.dec0 = calloc(1, sizeof(*r.dec0));
+	machine = mw_machine_describe(NULL);
+	if (!r.cur || !r.dec0 || !machine || grow(&r, (size_t)pl.decode)) {
+		mw_error_set(err, -ENOMEM, "", "", "out of memory");
+		status = MW_RUN_ENVIRONMENT;
+		goto out;
+	}
+	pre = preflight(&r, machine, mi->file_bytes, err, &status);
+	if (status != MW_RUN_DONE)
+		goto out;
+
+	struct eng_hooks hooks = { .ctx = &r, .token = on_token };
+	struct eng_session_options sopt = {
+		.threads = pl.threads,
+		.kernels = p->engine.kernels,
+		.kv_type = ENG_KV_F32,
+		.ctx_len = (int)pl.n_prompt + pl.decode,
+		.hooks = &hooks,
+	};
+	if ((rc = eng_session_new(&sess, model, &sopt, &eerr))) {
+		mw_error_set(err, rc, pl.model_path, "engine", "cannot start a session: %s", eerr.text);
+		status = MW_RUN_ENVIRONMENT;
+		goto out;
+	}
+	struct eng_sampler_options samp_opt = { .temperature = (float)p->sampling.temperature,
+						.topp = (float)p->sampling.topp,
+						.seed = p->sampling.seed };
+	logits_copy = malloc((size_t)mi->vocab_size * sizeof(float));
+	if (!logits_copy || (rc = eng_sampler_new(&samp, mi->vocab_size, &samp_opt))) {
+		mw_error_set(err, -EINVAL, p->source, "sampling", "the engine refused these settings");
+		status = MW_RUN_BAD_INPUT;
+		goto out;
+	}
+
+	iso_now(started, sizeof(started), false);
+	if (p->drift.probe_ms > 0 && drift_probe(&r, pl.threads, &bw_before, drift_method,
+						 sizeof(drift_method), drift_why, sizeof(drift_why)))
+		bw_before = NAN;
+	if (!isnan(bw_before))
+		say(o, "bandwidth probe before the runs: %.1f GB/s", bw_before);
+
+	runs = json_array();
+	int total = pl.warmups + pl.runs;
+	for (int i = 0; i < total && !stop_signal; i++) {
+		bool warm = i < pl.warmups;
+		/* The sampler restarts for each run so every run decodes the same tokens. */
+		eng_sampler_free(samp);
+		samp = NULL;
+		if ((rc = eng_sampler_new(&samp, mi->vocab_size, &samp_opt)))
+			break;
+		json_t *run = run_once(&r, sess, samp, logits_copy, mi->vocab_size, &pl, i, warm, &rc);
+		if (rc) {
+			mw_error_set(err, rc, pl.model_path, "", "the engine failed in run %d: %s", i + 1,
+				     strerror(-rc));
+			status = MW_RUN_ENVIRONMENT;
+			goto out;
+		}
+		const json_t *d = json_object_get(run, "decode");
+		double secs = (double)json_integer_value(json_object_get(d, "ns")) * 1e-9;
+		json_int_t nt = json_integer_value(json_object_get(d, "tokens"));
+		say(o, "run %d/%d%s: %lld tokens in %.3f s, %.2f tok/s%s", i + 1, total,
+		    warm ? " (warm-up, not counted)" : "", (long long)nt, secs,
+		    secs > 0 ? (double)nt / secs : 0.0,
+		    json_is_true(json_object_get(run, "complete")) ? "" : " (interrupted)");
+		json_array_append_new(runs, run);
+	}
+	if (!stop_signal && p->drift.probe_ms > 0 && !isnan(bw_before)) {
+		if (drift_probe(&r, pl.threads, &bw_after, drift_method, sizeof(drift_method),
+				drift_why, sizeof(drift_why)))
+			bw_after = NAN;
+		else
+			say(o, "bandwidth probe after the runs: %.1f GB/s", bw_after);
+	} else if (stop_signal) {
+		snprintf(drift_why, sizeof(drift_why), "interrupted before the closing bandwidth probe");
+	}
+	if (p->drift.probe_ms <= 0)
+		snprintf(drift_why, sizeof(drift_why), "turned off by the protocol (drift.probe_ms is 0)");
+
+	/* The record. */
+	char commit[128];
+	bool dirty;
+	git_split(commit, sizeof(commit), &dirty);
+	json_t *cmd = json_array();
+	for (int i = 0; i < o->argc; i++)
+		json_array_append_new(cmd, json_string(o->argv[i]));
+	json_t *overrides = json_object();
+	if (o->runs > 0)
+		json_object_set_new(overrides, "runs", json_integer(o->runs));
+	if (o->tokens > 0)
+		json_object_set_new(overrides, "decode_tokens", json_integer(o->tokens));
+	if (o->threads > 0)
+		json_object_set_new(overrides, "threads", json_integer(o->threads));
+	json_t *cpus = json_null();
+	if (p->engine.n_cpus) {
+		cpus = json_array();
+		for (size_t i = 0; i < p->engine.n_cpus; i++)
+			json_array_append_new(cpus, json_integer(p->engine.cpus[i]));
+	}
+	char name[256];
+	if (p->model.synth_shape)
+		snprintf(name, sizeof(name), "synthetic %s (seed %llu)", p->model.synth_shape,
+			 (unsigned long long)p->model.synth_seed);
+	else
+		snprintf(name, sizeof(name), "%.200s", strrchr(pl.model_path, '/') ?
+			 strrchr(pl.model_path, '/') + 1 : pl.model_path);
+	bool drift_ok = !isnan(bw_before) && !isnan(bw_after);
+	bool interrupted = stop_signal != 0;
+	char why_incomplete[128];
+	snprintf(why_incomplete, sizeof(why_incomplete), "interrupted by %s",
+		 stop_signal == SIGTERM ? "SIGTERM" : "SIGINT (Ctrl-C)");
+	doc = json_pack(
+		"{s:s, s:s, s:b, s:o, s:s,"
+		" s:{s:s, s:s, s:b, s:o, s:s},"
+		" s:{s:s, s:s, s:s},"
+		" s:{s:s, s:s, s:s, s:O, s:o},"
+		" s:{s:s, s:s, s:s, s:I, s:s, s:b, s:o, s:s, s:{s:i, s:i, s:i, s:i, s:i, s:i, s:i},"
+		" s:I},"
+		" s:{s:s, s:s, s:i, s:o},"
+		" s:O, s:o,"
+		" s:{s:o, s:o, s:o},"
+		" s:{s:b, s:o, s:o, s:o, s:o, s:f},"
+		" s:o, s:{}, s:{}}",
+		"schema", MW_RESULT_SCHEMA_ID, "kind", "run", "complete", !interrupted,
+		"incomplete_reason", interrupted ? json_string(why_incomplete) : json_null(),
+		"created_utc", started,
+		"memwall", "version", mw_version(), "git_commit", commit, "git_dirty", dirty, "command",
+		cmd, "kernels", eng_session_kernels(sess),
+		"units", "MB", "10^6 bytes", "MiB", "2^20 bytes", "time",
+		"ns unless the key names another unit",
+		"protocol", "name", p->name, "source", p->source, "sha256", p->sha256, "document",
+		p->doc, "overrides", overrides,
+		"model", "format", p->model.format, "name", name, "path", pl.model_path, "file_bytes",
+		(json_int_t)pl.file_bytes, "sha256", pl.sha256, "synthetic",
+		mi->synthetic || p->model.synth_shape, "synth",
+		p->model.synth_shape ? json_pack("{s:s, s:I}", "shape", p->model.synth_shape, "seed",
+						 (json_int_t)p->model.synth_seed)
+				     : json_null(),
+		"arch", mi->arch ? mi->arch : "llama", "shape", "dim", mi->dim, "hidden_dim",
+		mi->hidden_dim, "n_layers", mi->n_layers, "n_heads", mi->n_heads, "n_kv_heads",
+		mi->n_kv_heads, "vocab_size", mi->vocab_size, "seq_len", mi->seq_len, "weight_bytes",
+		(json_int_t)mi->weight_bytes,
+		"engine", "kind", "builtin", "kernels", eng_session_kernels(sess), "threads",
+		pl.threads, "cpus", cpus,
+		"machine", machine, "preflight", pre,
+		"counters", "dram", dram_block(&r), "energy", energy_block(&r), "software",
+		software_names(&r),
+		"drift", "measured", drift_ok, "reason",
+		drift_ok ? json_null() : json_string(drift_why[0] ? drift_why : "not measured"),
+		"method", drift_method[0] ? json_string(drift_method) : json_null(), "before_gbps",
+		mw_json_num(bw_before), "after_gbps", mw_json_num(bw_after), "tolerance_pct",
+		p->drift.max_bandwidth_change_pct,
+		"runs", runs, "summary", "acceptance");
+	runs = NULL;
+	pre = NULL;
+	if (!doc) {
+		mw_error_set(err, -ENOMEM, "", "", "cannot build the result record");
+		status = MW_RUN_ENVIRONMENT;
+		goto out;
+	}
+	if ((rc = mw_result_derive(doc, "(this run)", err))) {
+		status = MW_RUN_ENVIRONMENT;
+		json_decref(doc);
+		doc = NULL;
+		goto out;
+	}
+	*out = doc;
+	status = interrupted ? MW_RUN_INTERRUPTED : MW_RUN_DONE;
+out:
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGTERM, &old_term, NULL);
+	json_decref(runs);
+	json_decref(machine);
+	json_decref(pre);
+	free(logits_copy);
+	eng_sampler_free(samp);
+	eng_session_free(sess);
+	eng_tokenizer_close(tok);
+	eng_model_close(model);
+	prb_dram_close(r.dram);
+	prb_set_free(r.eset);
+	prb_system_close(r.sys);
+	free(r.cur);
+	free(r.dec0);
+	free(r.ereadings);
+	prb_set_free(r.sset);
+	free(r.sread0);
+	free(r.sread1);
+	free(r.ids);
+	free(r.lat);
+	free(r.eng);
+	free(r.rd);
+	free(r.wr);
+	free(r.ej);
+	free(pl.prompt);
+	return status;
+}

@@ -1,0 +1,41 @@
+/* src/runner.h: executes a protocol and builds its result record (`memwall run`). */
+#ifndef MEMWALL_RUNNER_H
+#define MEMWALL_RUNNER_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "mw.h"
+#include "protocol.h"
+
+struct mw_run_options {
+	int runs;            /* > 0 overrides the protocol's runs */
+	int tokens;          /* > 0 overrides decode_tokens */
+	int threads;         /* > 0 overrides engine.threads */
+	int argc;            /* the command line, recorded in the result */
+	char **argv;
+	FILE *log;           /* progress and warnings; NULL for none */
+};
+
+/* What went wrong, for the caller's exit code. */
+enum mw_run_status {
+	MW_RUN_DONE = 0,          /* every run completed */
+	MW_RUN_INTERRUPTED = 1,   /* SIGINT or SIGTERM: *out is a partial record marked incomplete */
+	MW_RUN_BAD_INPUT = 2,     /* the protocol or its files are wrong: err says how */
+	MW_RUN_ENVIRONMENT = 3,   /* this machine or build cannot do it: err says why */
+};
+
+/* Executes p. On MW_RUN_DONE and MW_RUN_INTERRUPTED, *out is a new result record with every
+ * derived figure computed (the caller writes it); otherwise *out is NULL and err explains.
+ * Installs SIGINT and SIGTERM handlers for the duration: the first signal ends the current run
+ * and keeps what was measured; a second one kills as usual. */
+enum mw_run_status mw_runner_run(const struct mw_protocol *p, const struct mw_run_options *opt,
+				 json_t **out, struct mw_error *err);
+
+/* The cached synthetic model's path for p (which must be synthetic): CACHE/synth/SHAPE-seedN.bin.
+ * Generates it on first use (atomically: a temporary file renamed into place). 0 or -errno. */
+int mw_runner_synth_path(const struct mw_protocol *p, char *path, size_t n, FILE *log,
+			 struct mw_error *err);
+
+#endif

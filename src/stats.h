@@ -1,0 +1,43 @@
+/* src/stats.h: the statistics memwall reports: summaries, t-based confidence intervals,
+ * percentiles and Welch's t-test. Pure functions of their inputs; NaN marks a figure that
+ * the sample cannot give (an sd from one value, a CV of a zero mean). */
+#ifndef MEMWALL_STATS_H
+#define MEMWALL_STATS_H
+
+#include <stddef.h>
+
+struct mw_stats {
+	size_t n;
+	double mean;
+	double sd;        /* sample standard deviation, divisor n - 1; NaN when n < 2 */
+	double cv_pct;    /* 100 * sd / |mean|; NaN when sd is NaN or mean is 0 */
+	double median;
+	double min, max;
+	double ci95_low;  /* mean -/+ t(0.975, n - 1) * sd / sqrt(n); NaN when n < 2 */
+	double ci95_high;
+};
+
+/* Summarises x[0..n). n == 0 gives n = 0 and NaN everywhere. */
+void mw_stats_compute(const double *x, size_t n, struct mw_stats *out);
+
+/* Percentile p in [0, 100] of x[0..n) (need not be sorted; x is not modified), by linear
+ * interpolation between order statistics at rank h = (n - 1) p / 100: definition 7 of
+ * Hyndman & Fan, "Sample quantiles in statistical packages", Am. Stat. 50(4), 1996, the
+ * default of R's quantile() and NumPy's percentile(). NaN when n == 0. */
+double mw_percentile(const double *x, size_t n, double p);
+
+/* Regularized incomplete beta function I_x(a, b), a, b > 0, x in [0, 1]. */
+double mw_betainc(double a, double b, double x);
+/* Student's t distribution with df > 0 degrees of freedom: P(T <= t). */
+double mw_t_cdf(double t, double df);
+/* Its quantile: the t with P(T <= t) = p, p in (0, 1). */
+double mw_t_quantile(double p, double df);
+
+/* Welch's unequal-variance t-test from summaries: two-sided p-value for equal means; *t and
+ * *df (either may be NULL) receive the statistic and the Welch-Satterthwaite degrees of
+ * freedom. NaN when a sample has fewer than 2 values. With both sds 0 the p-value is 1 for
+ * equal means and 0 otherwise (deterministic figures, such as engine-accounted bytes). */
+double mw_welch_p(double mean1, double sd1, size_t n1, double mean2, double sd2, size_t n2,
+		  double *t, double *df);
+
+#endif

@@ -1,0 +1,115 @@
+/* tests/test_doctor.c: `memwall doctor` and `memwall calibrate` from the outside: exit codes,
+ * the JSON contract, and the plain "no DRAM counters" answer on a machine without them. */
+#include <jansson.h>
+
+#include "run.h"
+#include "test.h"
+
+static json_t *parse(const struct t_output *o)
+{
+	json_error_t e;
+	json_t *j = o->out ? json_loads(o->out, 0, &e) : NULL;
+	if (!j)
+		fprintf(stderr, "not JSON (%s): %s\n", e.text, o->out ? o->out : "(null)");
+	T_ASSERT(j != NULL);
+	return j;
+}
+
+static const char *tree(const char *machine)
+{
+	static char root[4096];
+	snprintf(root, sizeof(root), "%s%s", t_data("sysfs/"), machine);
+	return root;
+}
+
+static void test_doctor_without_counters(void)
+{
+	/* the recorded tree of this VM: software PMUs only */
+	const char *argv[] = { "memwall", "doctor", "--json", "--sysfs", tree("this-vm"), NULL };
+	struct t_output o = t_run(argv);
+	T_EQ_INT(o.status, 0);
+	json_t *j = parse(&o), *dram = json_object_get(j, "dram");
+	T_ASSERT(json_is_false(json_object_get(dram, "available")));
+	T_ASSERT(json_is_null(json_object_get(dram, "backend")));
+	T_EQ_INT(json_array_size(json_object_get(dram, "instances")), 0);
+	T_CONTAINS(json_string_value(json_object_get(dram, "reason")), "no memory-controller counters");
+	T_CONTAINS(json_string_value(json_object_get(dram, "reason")), "Virtual machines expose no uncore PMUs");
+	T_ASSERT(json_is_object(json_object_get(j, "cpu")));
+	T_ASSERT(json_object_get(j, "perf_event_paranoid") != NULL);
+	T_ASSERT(json_is_object(json_object_get(j, "rapl")));
+	/* software events exist everywhere perf does: doctor found them by opening them */
+	json_t *tc = json_object_get(json_object_get(j, "software_events"), "task-clock");
+	T_ASSERT(json_is_boolean(json_object_get(tc, "available")));
+	json_decref(j);
+	t_output_free(&o);
+
+	const char *rargv[] = { "memwall", "doctor", "--require-dram", "--sysfs", tree("this-vm"), NULL };
+	o = t_run(rargv);
+	T_EQ_INT(o.status, 3);
+	T_CONTAINS(o.out, "DRAM:        NOT AVAILABLE");
+	t_output_free(&o);
+}
+
+static void test_doctor_server_tree(void)
+{
+	const char *argv[] = { "memwall", "doctor", "--json", "--sysfs", tree("sapphire-rapids"), NULL };
+	struct t_output o = t_run(argv);
+	T_EQ_INT(o.status, 0);
+	json_t *j = parse(&o), *dram = json_object_get(j, "dram");
+	T_EQ_STR(json_string_value(json_object_get(dram, "backend")), "intel_imc_cas");
+	/* every controller named once, and opened on both sockets */
+	T_EQ_INT(json_array_size(json_object_get(dram, "instances")), 16);
+	T_EQ_INT(json_array_size(json_object_get(dram, "opened_on")), 32);
+	json_decref(j);
+	t_output_free(&o);
+}
+
+static void test_calibrate(void)
+{
+	/* no DRAM counters: says so and exits 3, before allocating anything */
+	const char *argv[] = { "memwall", "calibrate", "--sysfs", tree("this-vm"), NULL };
+	struct t_output o = t_run(argv);
+	T_EQ_INT(o.status, 3);
+	T_CONTAINS(o.err, "no DRAM counters to calibrate");
+	T_CONTAINS(o.err, "Virtual machines expose no uncore PMUs");
+	t_output_free(&o);
+
+	const char *bargv[] = { "memwall", "calibrate", "--backend", "nope", "--sysfs",
+				tree("this-vm"), NULL };
+	o = t_run(bargv);
+	T_EQ_INT(o.status, 2);
+	t_output_free(&o);
+
+	/* the whole path on a file backend that never moves (recorded resctrl counters): the
+	 * streams run, nothing is counted, and the error is -100 %, never a made-up match */
+	const char *cargv[] = { "memwall", "calibrate", "--json", "--size", "0.01", "--backend",
+				"resctrl", "--sysfs", tree("sapphire-rapids"), NULL };
+	o = t_run(cargv);
+	T_EQ_INT(o.status, 0);
+	json_t *j = parse(&o);
+	json_t *read = json_object_get(json_object_get(j, "passes"), "read");
+	T_EQ_STR(json_string_value(json_object_get(j, "backend")), "resctrl");
+	T_ASSERT(json_integer_value(json_object_get(json_object_get(read, "expected"),
+						    "read_bytes")) > 5000000);
+	T_NEAR(json_real_value(json_object_get(json_object_get(read, "error_pct"), "total")), -100.0,
+	       1e-9);
+	T_ASSERT(json_is_null(json_object_get(json_object_get(read, "error_pct"), "read")));
+	T_EQ_INT(json_array_size(json_object_get(read, "instances")), 2);
+	json_decref(j);
+	t_output_free(&o);
+
+	const char *margv[] = { "memwall", "calibrate", "--size", "0.01", "--backend", "resctrl",
+				"--max-error", "5", "--sysfs", tree("sapphire-rapids"), NULL };
+	o = t_run(margv);
+	T_EQ_INT(o.status, 1);
+	T_CONTAINS(o.err, "exceeds --max-error");
+	t_output_free(&o);
+}
+
+int main(void)
+{
+	test_doctor_without_counters();
+	test_doctor_server_tree();
+	test_calibrate();
+	return t_done();
+}

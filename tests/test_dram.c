@@ -1,0 +1,267 @@
+/* tests/test_dram.c: DRAM backend selection and encodings on recorded sysfs trees.
+ *
+ * For each machine: the right backend, every instance (all controllers, on every socket's CPU),
+ * and the exact perf_event_attr values, derived by hand from the format files in the comments.
+ */
+#include <errno.h>
+
+#include "internal.h"
+#include "test.h"
+
+static struct dram_plan plan;
+
+static struct prb_system *open_tree(const char *machine)
+{
+	struct prb_system *sys = NULL;
+	struct prb_error err = { 0 };
+	char root[4096];
+	snprintf(root, sizeof(root), "%s%s", t_data("sysfs/"), machine);
+	T_EQ_INT(prb_system_open(&sys, root, &err), 0);
+	return sys;
+}
+
+/* Checks instance i: its PMU, CPU, and events as (dir, type, config, config1, bytes). */
+struct want_event {
+	enum dram_dir dir;
+	uint64_t config;
+	double bytes;
+};
+
+static void check_instance(int i, const char *pmu, int cpu, uint32_t type,
+			   const struct want_event *ev, int n_ev)
+{
+	const struct dram_instance *in = &plan.inst[i];
+	T_EQ_STR(in->name, pmu);
+	T_EQ_INT(in->cpu, cpu);
+	T_EQ_INT(in->n_events, n_ev);
+	for (int j = 0; j < n_ev && j < in->n_events; j++) {
+		T_EQ_INT(in->events[j].dir, ev[j].dir);
+		T_EQ_U64(in->events[j].attr.type, type);
+		T_EQ_U64(in->events[j].attr.config, ev[j].config);
+		T_EQ_U64(in->events[j].attr.config1, 0);
+		T_ASSERT(in->events[j].attr.exclude_kernel == 0 && in->events[j].attr.exclude_user == 0);
+		T_ASSERT(in->events[j].bytes_per_count == ev[j].bytes);
+	}
+}
+
+static void test_arrow_lake(void)
+{
+	struct prb_system *sys = open_tree("arrow-lake");
+	struct prb_dram_status st;
+	T_EQ_INT(dram_probe_plan(sys, NULL, &st, &plan), 0);
+	T_EQ_STR(st.backend, "intel_imc_free");
+	/* both controllers, never just the first (the Arrow Lake lesson) */
+	T_EQ_INT(st.n_instances, 2);
+	T_EQ_STR(st.instances[0].pmu, "uncore_imc_free_running_0");
+	T_EQ_STR(st.instances[1].pmu, "uncore_imc_free_running_1");
+	T_EQ_INT(st.flags, 0);
+	/* data_read event=0xff,umask=0x20 with event config:0-7, umask config:8-15 -> 0x20ff;
+	 * data_write umask=0x30 -> 0x30ff; scale 6.103515625e-5 MiB -> 64 bytes */
+	const struct want_event ev[] = { { DRAM_READ, 0x20ff, 64.0 }, { DRAM_WRITE, 0x30ff, 64.0 } };
+	check_instance(0, "uncore_imc_free_running_0", 0, 24, ev, 2);
+	check_instance(1, "uncore_imc_free_running_1", 0, 25, ev, 2);
+	/* the programmable uncore_imc_0/1 carry no CAS aliases: intel_imc_cas says so */
+	T_CONTAINS(st.missing, "intel_imc_cas: uncore_imc_0 has no cas_count_read alias");
+	prb_system_close(sys);
+}
+
+static void test_skylake_client(void)
+{
+	/* one PCI IMC, no _N suffix: uncore_imc with data_reads = event=0x01 and data_writes =
+	 * event=0x02 (format event config:0-7), scale 6.103515625e-5 MiB = 64 bytes */
+	struct prb_system *sys = open_tree("skylake-client");
+	struct prb_dram_status st;
+	T_EQ_INT(dram_probe_plan(sys, NULL, &st, &plan), 0);
+	T_EQ_STR(st.backend, "intel_imc_free");
+	T_EQ_INT(st.n_instances, 1);
+	const struct want_event ev[] = { { DRAM_READ, 0x1, 64.0 }, { DRAM_WRITE, 0x2, 64.0 } };
+	check_instance(0, "uncore_imc", 0, 13, ev, 2);
+	prb_system_close(sys);
+}
+
+static void test_sapphire_rapids(void)
+{
+	struct prb_system *sys = open_tree("sapphire-rapids");
+	struct prb_dram_status st;
+	T_EQ_INT(dram_probe_plan(sys, NULL, &st, &plan), 0);
+	T_EQ_STR(st.backend, "intel_imc_cas");
+	/* 16 IMC PMUs, each opened on both sockets (cpumask 0,56) */
+	T_EQ_INT(st.n_instances, 32);
+	/* cas_count_read event=0x05,umask=0xcf with event config:0-7, umask config:8-15,32-55:
+	 * 0x05 | 0xcf << 8 = 0xcf05; cas_count_write umask=0xf0 -> 0xf005 */
+	const struct want_event ev[] = { { DRAM_READ, 0xcf05, 64.0 }, { DRAM_WRITE, 0xf005, 64.0 } };
+	for (int i = 0; i < 16; i++) {
+		char name[32];
+		snprintf(name, sizeof(name), "uncore_imc_%d", i);
+		check_instance(2 * i, name, 0, (uint32_t)(40 + i), ev, 2);
+		check_instance(2 * i + 1, name, 56, (uint32_t)(40 + i), ev, 2);
+	}
+	/* resctrl is present too, but less accurate: not chosen, and asking for it works */
+	struct prb_dram_options opt = { .backend = "resctrl" };
+	T_EQ_INT(dram_probe_plan(sys, &opt, &st, &plan), 0);
+	T_EQ_STR(st.backend, "resctrl");
+	T_EQ_INT(st.n_instances, 2);
+	T_ASSERT(st.flags & PRB_DRAM_TOTAL_ONLY);
+	T_CONTAINS(st.caveat, "core-originated traffic only");
+	prb_system_close(sys);
+}
+
+static void test_granite_rapids(void)
+{
+	struct prb_system *sys = open_tree("granite-rapids");
+	struct prb_dram_status st;
+	T_EQ_INT(dram_probe_plan(sys, NULL, &st, &plan), 0);
+	T_EQ_STR(st.backend, "intel_imc_cas");
+	T_EQ_INT(st.n_instances, 12);
+	/* sch0: event=0x05, sch1: event=0x06; umask 0xcf read, 0xf0 write: both schedulers of
+	 * each direction are counted and summed */
+	const struct want_event ev[] = {
+		{ DRAM_READ, 0xcf05, 64.0 }, { DRAM_WRITE, 0xf005, 64.0 },
+		{ DRAM_READ, 0xcf06, 64.0 }, { DRAM_WRITE, 0xf006, 64.0 },
+	};
+	for (int i = 0; i < 12; i++) {
+		char name[32];
+		snprintf(name, sizeof(name), "uncore_imc_%d", i);
+		check_instance(i, name, 0, (uint32_t)(30 + i), ev, 4);
+	}
+	prb_system_close(sys);
+}
+
+static void test_zen4(void)
+{
+	struct prb_system *sys = open_tree("amd-epyc-zen4");
+	struct prb_dram_status st;
+	T_EQ_INT(dram_probe_plan(sys, NULL, &st, &plan), 0);
+	T_EQ_STR(st.backend, "amd_umc");
+	T_EQ_INT(st.n_instances, 12);
+	/* umc_cas_cmd.rd: event=0x0a, rdwrmask=1 with event config:0-7, rdwrmask config:8-9:
+	 * 0x0a | 1 << 8 = 0x10a; .wr rdwrmask=2 -> 0x20a; 64 bytes per CAS */
+	const struct want_event ev[] = { { DRAM_READ, 0x10a, 64.0 }, { DRAM_WRITE, 0x20a, 64.0 } };
+	for (int i = 0; i < 12; i++) {
+		char name[32];
+		snprintf(name, sizeof(name), "amd_umc_%d", i);
+		check_instance(i, name, 0, (uint32_t)(13 + i), ev, 2);
+	}
+	/* amd_df exists on Zen 4 but with the PerfMonV2 format: the Zen 2/3 encodings refuse it */
+	struct prb_dram_options opt = { .backend = "amd_df" };
+	T_EQ_INT(dram_probe_plan(sys, &opt, &st, &plan), -ENOENT);
+	T_CONTAINS(st.reason, "not the Zen 2/3 data fabric");
+	prb_system_close(sys);
+}
+
+static void test_zen3(void)
+{
+	struct prb_system *sys = open_tree("zen3");
+	struct prb_dram_status st;
+	T_EQ_INT(dram_probe_plan(sys, NULL, &st, &plan), 0);
+	T_EQ_STR(st.backend, "amd_df");
+	T_ASSERT(st.flags & PRB_DRAM_CAVEAT);
+	T_ASSERT(st.flags & PRB_DRAM_TOTAL_ONLY);
+	T_CONTAINS(st.caveat, "approximate");
+	T_EQ_INT(st.n_instances, 1);
+	/* channel c: event 0x07 + 0x40 c, umask 0x38, format event config:0-7,32-35,59-60 and
+	 * umask config:8-15. Channel 0: 0x07 | 0x38 << 8 = 0x3807. Channel 4: event 0x107: low
+	 * byte 0x07 -> bits 0-7, next nibble 0x1 -> bit 32: 0x100003807. Channel 7: event 0x1c7:
+	 * 0xc7 | 0x3800 | 1 << 32 = 0x1000038c7. */
+	const struct want_event ev[] = {
+		{ DRAM_TOTAL, 0x3807, 64.0 },	     { DRAM_TOTAL, 0x3847, 64.0 },
+		{ DRAM_TOTAL, 0x3887, 64.0 },	     { DRAM_TOTAL, 0x38c7, 64.0 },
+		{ DRAM_TOTAL, 0x100003807ull, 64.0 }, { DRAM_TOTAL, 0x100003847ull, 64.0 },
+		{ DRAM_TOTAL, 0x100003887ull, 64.0 }, { DRAM_TOTAL, 0x1000038c7ull, 64.0 },
+	};
+	check_instance(0, "amd_df", 0, 11, ev, 8);
+	prb_system_close(sys);
+}
+
+static void test_this_vm(void)
+{
+	struct prb_system *sys = open_tree("this-vm");
+	struct prb_dram_status st;
+	T_EQ_INT(prb_dram_probe(sys, NULL, &st), -ENOENT);
+	T_ASSERT(!st.available);
+	T_EQ_STR(st.backend, "");
+	T_EQ_INT(st.n_instances, 0);
+	T_CONTAINS(st.reason, "no memory-controller counters");
+	T_CONTAINS(st.reason, "Virtual machines expose no uncore PMUs");
+	T_CONTAINS(st.missing, "intel_imc_free: no uncore_imc_free_running_N (Tiger Lake and later)");
+	/* an unknown backend name is bad input, not absence */
+	struct prb_dram_options opt = { .backend = "nvidia_hbm" };
+	T_EQ_INT(prb_dram_probe(sys, &opt, &st), -EINVAL);
+	T_CONTAINS(st.reason, "unknown DRAM backend \"nvidia_hbm\"");
+	prb_system_close(sys);
+}
+
+static void test_bad_tree(void)
+{
+	/* malformed PMUs are refused with the file named, never counted in part */
+	struct prb_system *sys = open_tree("bad");
+	struct prb_dram_status st;
+	int rc = dram_probe_plan(sys, NULL, &st, &plan);
+	T_EQ_INT(rc, -ENOENT);
+	T_CONTAINS(st.reason, "format/umask");
+	T_CONTAINS(st.missing, "intel_imc_free");
+	prb_system_close(sys);
+}
+
+/* The open path on a recorded tree: this VM has no PMU of type 24, so the kernel answers
+ * ENOENT, and the status says so in words. With an injected EACCES the paranoid fix shows. */
+static void test_open_classified(void)
+{
+	struct prb_system *sys = open_tree("arrow-lake");
+	struct prb_dram_status st;
+	struct prb_dram *d = NULL;
+	int rc = prb_dram_open(&d, sys, NULL, &st);
+	if (rc == 0) {
+		/* bare metal with a type-24 PMU that accepted the encoding: nothing to classify */
+		prb_dram_close(d);
+	} else {
+		T_ASSERT(d == NULL);
+		T_ASSERT(!st.available);
+		T_EQ_INT(st.n_instances, 2); /* what it tried: all of them */
+		T_CONTAINS(st.reason, "uncore_imc_free_running_0 (cpu 0");
+	}
+	counter_inject_errno = EACCES;
+	T_EQ_INT(prb_dram_open(&d, sys, NULL, &st), -EACCES);
+	T_CONTAINS(st.reason, "perf_event_paranoid");
+	T_CONTAINS(st.reason, "CAP_PERFMON");
+	counter_inject_errno = ENODEV;
+	T_EQ_INT(prb_dram_open(&d, sys, NULL, &st), -ENODEV);
+	T_CONTAINS(st.reason, "Virtual machines usually expose no uncore PMUs");
+	counter_inject_errno = 0;
+	prb_system_close(sys);
+}
+
+/* resctrl is a file backend: open and read work here on the recorded tree. */
+static void test_resctrl_read(void)
+{
+	struct prb_system *sys = open_tree("sapphire-rapids");
+	struct prb_dram_options opt = { .backend = "resctrl" };
+	struct prb_dram_status st;
+	struct prb_dram *d = NULL;
+	static struct prb_dram_sample s;
+	T_EQ_INT(prb_dram_open(&d, sys, &opt, &st), 0);
+	T_ASSERT(st.available);
+	if (d) {
+		T_EQ_INT(prb_dram_read(d, &s), 0);
+		T_EQ_INT(s.n_instances, 2);
+		T_EQ_U64(s.total_bytes, 0); /* unchanged since open */
+		T_EQ_U64(s.read_bytes, 0);
+		prb_dram_close(d);
+	}
+	prb_system_close(sys);
+}
+
+int main(void)
+{
+	test_arrow_lake();
+	test_skylake_client();
+	test_sapphire_rapids();
+	test_granite_rapids();
+	test_zen4();
+	test_zen3();
+	test_this_vm();
+	test_bad_tree();
+	test_open_classified();
+	test_resctrl_read();
+	return t_done();
+}

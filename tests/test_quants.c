@@ -1,0 +1,556 @@
+/* tests/test_quants.c: ggml's quant formats and every ISA's kernels.
+ *
+ * 1. Hand-built blocks: a block assembled byte by byte with known scales and quants must
+ *    dequantize to values worked out here by hand.
+ * 2. Every ISA table against ref on random blocks (raw random bytes, so 6-bit scales and high
+ *    bits that a quantizer rarely emits are covered), and every ISA's activation quantizer
+ *    byte-identical to ref's. This part needs nothing outside the tree and runs on any host
+ *    (the NEON table under qemu too).
+ * 3. ggml's own vectors (../shared/fixtures/gguf/kernels, when present): dequantization
+ *    bit-exact, weight and activation quantization byte-exact, every ISA's vec_dot against
+ *    ggml's.
+ */
+/* tests/neon-qemu.sh-style cross builds have no jansson for the target: -DT_NO_JANSSON
+ * leaves part 3 out and keeps 1 and 2. */
+#ifndef T_NO_JANSSON
+#include <jansson.h>
+#endif
+
+#include "test.h"
+#include "quants/quants.h"
+
+/* ---- 1. Hand-built blocks ----------------------------------------------------------------- */
+
+static void dequant(uint32_t t, const void *blk, float *y, size_t n)
+{
+	krn_type_traits(t)->to_float(blk, y, n);
+}
+
+static void check_hand_q4_0(void)
+{
+	block_q4_0 b;
+	float y[32];
+	b.d = 0x3800; /* 0.5 */
+	for (int j = 0; j < 16; j++)
+		b.qs[j] = (uint8_t)(j | ((15 - j) << 4));
+	dequant(KRN_TYPE_Q4_0, &b, y, 32);
+	for (int j = 0; j < 16; j++) {
+		T_NEAR(y[j], (j - 8) * 0.5, 0);
+		T_NEAR(y[j + 16], (7 - j) * 0.5, 0);
+	}
+}
+
+static void check_hand_q4_1(void)
+{
+	block_q4_1 b;
+	float y[32];
+	b.d = 0x3400; /* 0.25 */
+	b.m = 0xbc00; /* -1.0 */
+	for (int j = 0; j < 16; j++)
+		b.qs[j] = (uint8_t)(j | (3 << 4));
+	dequant(KRN_TYPE_Q4_1, &b, y, 32);
+	for (int j = 0; j < 16; j++) {
+		T_NEAR(y[j], j * 0.25 - 1.0, 0);
+		T_NEAR(y[j + 16], 3 * 0.25 - 1.0, 0);
+	}
+}
+
+static void check_hand_q5(void)
+{
+	/* qh = 0x0000ffff: the fifth bit is set for elements 0..15 only. */
+	block_q5_0 b0;
+	block_q5_1 b1;
+	float y[32];
+	b0.d = 0x3c00; /* 1.0 */
+	memcpy(b0.qh, "\xff\xff\x00\x00", 4);
+	for (int j = 0; j < 16; j++)
+		b0.qs[j] = (uint8_t)(j | (3 << 4));
+	dequant(KRN_TYPE_Q5_0, &b0, y, 32);
+	for (int j = 0; j < 16; j++) {
+		T_NEAR(y[j], (16 + j) - 16, 0);
+		T_NEAR(y[j + 16], 3 - 16, 0);
+	}
+	b1.d = 0x4000; /* 2.0 */
+	b1.m = 0x3c00; /* 1.0 */
+	memcpy(b1.qh, "\x00\x00\x01\x80", 4); /* elements 16 and 31 */
+	for (int j = 0; j < 16; j++)
+		b1.qs[j] = (uint8_t)(1 | (j << 4));
+	dequant(KRN_TYPE_Q5_1, &b1, y, 32);
+	for (int j = 0; j < 16; j++) {
+		T_NEAR(y[j], 2.0 * 1 + 1, 0);
+		int q = j + ((j == 0 || j == 15) ? 16 : 0);
+		T_NEAR(y[j + 16], 2.0 * q + 1, 0);
+	}
+}
+
+static void check_hand_q8_0(void)
+{
+	block_q8_0 b;
+	float y[32];
+	b.d = 0x3000; /* 0.125 */
+	for (int j = 0; j < 32; j++)
+		b.qs[j] = (int8_t)(j - 16);
+	dequant(KRN_TYPE_Q8_0, &b, y, 32);
+	for (int j = 0; j < 32; j++)
+		T_NEAR(y[j], (j - 16) * 0.125, 0);
+}
+
+static void check_hand_q2_K(void)
+{
+	/* Every qs byte 0b11100100: the four 2-bit fields hold 0, 1, 2, 3, so element i has
+	 * q = (i % 128) / 32. Group g (16 elements) has scale g and min 1. */
+	block_q2_K b;
+	float y[256];
+	b.d = 0x3c00;    /* 1.0 */
+	b.dmin = 0x3800; /* 0.5 */
+	for (int g = 0; g < 16; g++)
+		b.scales[g] = (uint8_t)(g | (1 << 4));
+	memset(b.qs, 0xe4, sizeof(b.qs));
+	dequant(KRN_TYPE_Q2_K, &b, y, 256);
+	for (int i = 0; i < 256; i++)
+		T_NEAR(y[i], (i / 16) * ((i % 128) / 32) - 0.5, 0);
+}
+
+static void check_hand_q3_K(void)
+{
+	/* All 16 scales 33 (stored 6-bit, minus 32 gives 1): low nibbles 1, high bits 2. */
+	block_q3_K b;
+	float y[256];
+	b.d = 0x4000; /* 2.0 */
+	memset(b.scales, 0x11, 8);
+	memset(b.scales + 8, 0xaa, 4);
+	memset(b.qs, 0xe4, sizeof(b.qs));
+	memset(b.hmask, 0xff, sizeof(b.hmask)); /* high bit set: no -4 */
+	dequant(KRN_TYPE_Q3_K, &b, y, 256);
+	for (int i = 0; i < 256; i++)
+		T_NEAR(y[i], 2.0 * ((i % 128) / 32), 0);
+	/* Clear the high bit of element 37 only: hmask[37 % 32] bit 37 / 32. */
+	b.hmask[5] = (uint8_t)~2u;
+	dequant(KRN_TYPE_Q3_K, &b, y, 256);
+	T_NEAR(y[37], 2.0 * (1 - 4), 0);
+	T_NEAR(y[5], 2.0 * 0, 0);
+}
+
+/* Packs 8 6-bit scales and mins as q4_K/q5_K store them. */
+static void pack_k4(const int *sc, const int *m, uint8_t *out)
+{
+	for (int j = 0; j < 4; j++) {
+		out[j] = (uint8_t)((sc[j] & 63) | ((sc[j + 4] >> 4) << 6));
+		out[j + 4] = (uint8_t)((m[j] & 63) | ((m[j + 4] >> 4) << 6));
+		out[j + 8] = (uint8_t)((sc[j + 4] & 15) | ((m[j + 4] & 15) << 4));
+	}
+}
+
+static void check_hand_q4_K_q5_K(void)
+{
+	int sc[8] = { 1, 2, 3, 4, 17, 33, 63, 40 }, m[8] = { 0, 5, 10, 63, 16, 32, 1, 2 };
+	block_q4_K b4;
+	block_q5_K b5;
+	float y[256];
+	b4.d = 0x3800;    /* 0.5 */
+	b4.dmin = 0x3400; /* 0.25 */
+	pack_k4(sc, m, b4.scales);
+	for (int l = 0; l < 128; l++)
+		b4.qs[l] = (uint8_t)(3 | (12 << 4));
+	dequant(KRN_TYPE_Q4_K, &b4, y, 256);
+	for (int i = 0; i < 256; i++) {
+		int g = i / 32, q = (g % 2) ? 12 : 3;
+		T_NEAR(y[i], 0.5 * sc[g] * q - 0.25 * m[g], 0);
+	}
+	b5.d = b4.d;
+	b5.dmin = b4.dmin;
+	memcpy(b5.scales, b4.scales, 12);
+	memcpy(b5.qs, b4.qs, 128);
+	/* qh[l] bit 2c + h is the fifth bit of element 64c + 32h + l: set it for odd l. */
+	for (int l = 0; l < 32; l++)
+		b5.qh[l] = (l & 1) ? 0xff : 0x00;
+	dequant(KRN_TYPE_Q5_K, &b5, y, 256);
+	for (int i = 0; i < 256; i++) {
+		int g = i / 32, q = ((g % 2) ? 12 : 3) + ((i % 32) & 1 ? 16 : 0);
+		T_NEAR(y[i], 0.5 * sc[g] * q - 0.25 * m[g], 0);
+	}
+}
+
+static void check_hand_q6_K(void)
+{
+	/* Element i = 128h + 32s + l: low nibble from ql[64h + 32(s&1) + l] (low for s < 2,
+	 * high for s >= 2), two high bits from qh[32h + l] at shift 2s. Choose low nibble 5 and
+	 * high bits s, so q = 5 + 16 s - 32. */
+	block_q6_K b;
+	float y[256];
+	b.d = 0x3800; /* 0.5 */
+	for (int g = 0; g < 16; g++)
+		b.scales[g] = (int8_t)(g - 8);
+	memset(b.ql, 0x55, sizeof(b.ql));
+	memset(b.qh, 0xe4, sizeof(b.qh));
+	dequant(KRN_TYPE_Q6_K, &b, y, 256);
+	for (int i = 0; i < 256; i++) {
+		int s = (i % 128) / 32;
+		T_NEAR(y[i], 0.5 * (i / 16 - 8) * (5 + 16 * s - 32), 0);
+	}
+}
+
+static void check_fp16(void)
+{
+	T_EQ_INT(krn_fp32_to_fp16(1.0f), 0x3c00);
+	T_EQ_INT(krn_fp32_to_fp16(-2.0f), 0xc000);
+	T_EQ_INT(krn_fp32_to_fp16(65504.0f), 0x7bff);
+	T_EQ_INT(krn_fp32_to_fp16(65520.0f), 0x7c00);
+	T_EQ_INT(krn_fp32_to_fp16(5.9604645e-8f), 0x0001); /* smallest subnormal */
+	T_EQ_INT(krn_fp32_to_fp16(2.9802322e-8f), 0x0000); /* half of it: ties to even */
+	T_EQ_INT(krn_fp32_to_fp16(1.0009765625f + 0.00048828125f), 0x3c02); /* tie, to even */
+	/* Every half round-trips. */
+	int bad = 0;
+	for (uint32_t h = 0; h < 0x10000; h++) {
+		if ((h & 0x7c00) == 0x7c00 && (h & 0x3ff))
+			continue; /* NaN payloads */
+		if (krn_fp32_to_fp16(krn_fp16_to_fp32((uint16_t)h)) != h)
+			bad++;
+	}
+	T_EQ_INT(bad, 0);
+	T_EQ_INT(krn_fp32_to_bf16(1.0f), 0x3f80);
+	T_NEAR(krn_bf16_to_fp32(0x3f80), 1.0, 0);
+}
+
+/* ---- 2. Every ISA against ref -------------------------------------------------------------- */
+
+static uint64_t rng = 0x5eed5eedull;
+static uint64_t next_u64(void)
+{
+	uint64_t z = (rng += 0x9e3779b97f4a7c15ull); /* splitmix64 */
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+static float next_unit(void) /* uniform in [-1, 1) */
+{
+	return (float)((double)(next_u64() >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+}
+
+/* Offsets of the fp16 fields in each block: random bytes there could be NaN or Inf. */
+static const struct {
+	uint32_t type;
+	int n;
+	int off[2];
+} half_fields[] = {
+	{ KRN_TYPE_Q4_0, 1, { 0 } },	  { KRN_TYPE_Q4_1, 2, { 0, 2 } }, { KRN_TYPE_Q5_0, 1, { 0 } },
+	{ KRN_TYPE_Q5_1, 2, { 0, 2 } }, { KRN_TYPE_Q8_0, 1, { 0 } },	  { KRN_TYPE_Q2_K, 2, { 80, 82 } },
+	{ KRN_TYPE_Q3_K, 1, { 108 } },  { KRN_TYPE_Q4_K, 2, { 0, 2 } }, { KRN_TYPE_Q5_K, 2, { 0, 2 } },
+	{ KRN_TYPE_Q6_K, 1, { 208 } },
+};
+
+static const uint32_t weight_types[] = {
+	KRN_TYPE_F32,  KRN_TYPE_F16,  KRN_TYPE_BF16, KRN_TYPE_Q4_0, KRN_TYPE_Q4_1,
+	KRN_TYPE_Q5_0, KRN_TYPE_Q5_1, KRN_TYPE_Q8_0, KRN_TYPE_Q2_K, KRN_TYPE_Q3_K,
+	KRN_TYPE_Q4_K, KRN_TYPE_Q5_K, KRN_TYPE_Q6_K,
+};
+#define N_WEIGHT_TYPES (sizeof(weight_types) / sizeof(weight_types[0]))
+
+static void random_weights(uint32_t t, uint8_t *w, size_t n, bool raw)
+{
+	const struct krn_type_traits *tr = krn_type_traits(t);
+	size_t bytes = krn_row_size(t, n);
+	float *f = malloc(n * sizeof(float));
+	for (size_t i = 0; i < n; i++)
+		f[i] = 0.05f * next_unit();
+	tr->from_float_ref(f, w, n);
+	free(f);
+	if (!raw || !tr->is_quantized)
+		return;
+	for (size_t i = 0; i < bytes; i++)
+		w[i] = (uint8_t)next_u64();
+	for (size_t k = 0; k < sizeof(half_fields) / sizeof(half_fields[0]); k++) {
+		if (half_fields[k].type != t)
+			continue;
+		for (size_t b = 0; b < bytes / tr->type_size; b++)
+			for (int h = 0; h < half_fields[k].n; h++) {
+				uint16_t v = krn_fp32_to_fp16(0.01f * next_unit());
+				memcpy(w + b * tr->type_size + half_fields[k].off[h], &v, 2);
+			}
+	}
+}
+
+/* Sum of |w_i a_i| over dequantized values: the scale for a dot product's rounding error. */
+static double dot_magnitude(uint32_t t, const void *w, const void *aq, size_t n)
+{
+	const struct krn_type_traits *tr = krn_type_traits(t);
+	float *wf = malloc(n * sizeof(float)), *af = malloc(n * sizeof(float));
+	tr->to_float(w, wf, n);
+	krn_type_traits(tr->vec_dot_type)->to_float(aq, af, n);
+	double m = 0;
+	for (size_t i = 0; i < n; i++)
+		m += fabs((double)wf[i] * af[i]);
+	free(wf);
+	free(af);
+	return m;
+}
+
+/* krn_quant_matvec (an ISA's multi-row kernel where it has one) gives, for every row, the
+ * same bits as that ISA's vec_dot: results must not depend on how rows are grouped. */
+static void check_matvec(const struct krn_quant_ops *ops)
+{
+	const size_t n = 512, rows = 7; /* 4 + 3: the grouped path and the tail */
+	float act[512], y[7];
+	uint8_t *w = malloc(rows * n * 4), aq[4 * 512];
+	for (size_t k = 0; k < N_WEIGHT_TYPES; k++) {
+		uint32_t t = weight_types[k], vt = krn_type_traits(t)->vec_dot_type;
+		size_t rb = krn_row_size(t, n);
+		for (size_t i = 0; i < n; i++)
+			act[i] = 2.0f * next_unit();
+		for (size_t r = 0; r < rows; r++)
+			random_weights(t, w + r * rb, n, r % 2);
+		ops->quantize_act[vt](act, aq, n);
+		krn_quant_matvec(ops, t, y, w, aq, n, 0, rows);
+		for (size_t r = 0; r < rows; r++) {
+			float s = 0;
+			ops->vec_dot[t](n, &s, w + r * rb, aq);
+			if (memcmp(&s, &y[r], sizeof(s)))
+				T_FAIL_AT(__FILE__, __LINE__, "%s %s: matvec row %zu %.9g, vec_dot %.9g",
+					  ops->name, krn_type_traits(t)->name, r, y[r], s);
+			t_checks++;
+		}
+		/* and a range that starts inside the matrix */
+		krn_quant_matvec(ops, t, y, w, aq, n, 2, rows);
+		float s = 0;
+		ops->vec_dot[t](n, &s, w + 6 * rb, aq);
+		T_ASSERT(!memcmp(&s, &y[6], sizeof(s)));
+	}
+	free(w);
+}
+
+static void check_isas_vs_ref(void)
+{
+	size_t n_ops;
+	const struct krn_quant_ops *const *all = krn_quant_ops_all(&n_ops);
+	const struct krn_quant_ops *ref = krn_quant_ops_find("ref");
+	const size_t n = 2048; /* 8 super-blocks, 64 blocks */
+	float *act = malloc(n * sizeof(float));
+	uint8_t *w = malloc(n * 4), *aq_ref = malloc(n * 4), *aq = malloc(n * 4);
+	T_ASSERT(ref != NULL);
+	for (size_t o = 0; o < n_ops; o++) {
+		const struct krn_quant_ops *ops = all[o];
+		if (!ops->supported()) {
+			printf("  %s: not supported on this CPU, not tested\n", ops->name);
+			continue;
+		}
+		double worst = 0;
+		for (size_t k = 0; k < N_WEIGHT_TYPES; k++) {
+			uint32_t t = weight_types[k], vt = krn_type_traits(t)->vec_dot_type;
+			for (int trial = 0; trial < 6; trial++) {
+				for (size_t i = 0; i < n; i++)
+					act[i] = (trial == 5 && i % 7) ? 0.0f : 3.0f * next_unit();
+				random_weights(t, w, n, trial % 2);
+				ref->quantize_act[vt](act, aq_ref, n);
+				ops->quantize_act[vt](act, aq, n);
+				size_t abytes = krn_row_size(vt, n);
+				if (memcmp(aq, aq_ref, abytes))
+					T_FAIL_AT(__FILE__, __LINE__,
+						  "%s: quantize_act to %s differs from ref", ops->name,
+						  krn_type_traits(vt)->name);
+				float s_ref = 0, s = 0;
+				ref->vec_dot[t](n, &s_ref, w, aq_ref);
+				ops->vec_dot[t](n, &s, w, aq_ref);
+				double mag = dot_magnitude(t, w, aq_ref, n);
+				double rel = mag > 0 ? fabs((double)s - s_ref) / mag : fabs(s - s_ref);
+				if (rel > worst)
+					worst = rel;
+				/* float accumulation over 2048 terms against exact integer sums */
+				if (!(rel <= 2e-6))
+					T_FAIL_AT(__FILE__, __LINE__,
+						  "%s vec_dot %s trial %d: %.9g vs ref %.9g (err %.3g of "
+						  "sum|w a| %.4g)",
+						  ops->name, krn_type_traits(t)->name, trial, s, s_ref, rel,
+						  mag);
+				t_checks++;
+			}
+		}
+		printf("  %s: every type against ref, worst error %.3g of sum|w a|\n", ops->name, worst);
+		check_matvec(ops);
+	}
+	free(act);
+	free(w);
+	free(aq_ref);
+	free(aq);
+}
+
+/* ---- 3. ggml's vectors ---------------------------------------------------------------------- */
+#ifndef T_NO_JANSSON
+
+static size_t hex_decode(const char *hex, uint8_t **out)
+{
+	size_t n = strlen(hex) / 2;
+	uint8_t *b = malloc(n ? n : 1);
+	for (size_t i = 0; i < n; i++) {
+		unsigned v;
+		sscanf(hex + 2 * i, "%2x", &v);
+		b[i] = (uint8_t)v;
+	}
+	*out = b;
+	return n;
+}
+
+static float *floats(json_t *arr, size_t *n)
+{
+	*n = json_array_size(arr);
+	float *f = malloc((*n ? *n : 1) * sizeof(float));
+	for (size_t i = 0; i < *n; i++)
+		f[i] = (float)json_number_value(json_array_get(arr, i));
+	return f;
+}
+
+/* Bit equality, except that the fixtures write negative zero as the JSON integer "-0",
+ * which jansson reads as +0: a zero matches a zero of either sign. */
+static bool same_float(float a, float b)
+{
+	uint32_t x, y;
+	if (a == 0.0f && b == 0.0f)
+		return true;
+	memcpy(&x, &a, 4);
+	memcpy(&y, &b, 4);
+	return x == y;
+}
+
+static void check_fixture(const char *dir, const char *tname)
+{
+	char path[4200];
+	json_error_t jerr;
+	snprintf(path, sizeof(path), "%s/kernel-%s.json", dir, tname);
+	json_t *j = json_load_file(path, 0, &jerr);
+	if (!j) {
+		T_FAIL_AT(__FILE__, __LINE__, "%s: %s", path, jerr.text);
+		return;
+	}
+	int t = krn_type_from_name(tname);
+	T_ASSERT(t >= 0);
+	if (t < 0)
+		return;
+	const struct krn_type_traits *tr = krn_type_traits((uint32_t)t);
+	uint32_t vt = tr->vec_dot_type;
+	T_EQ_STR(krn_type_traits(vt)->name,
+		 json_string_value(json_object_get(j, "vec_dot_type")));
+	T_EQ_INT(tr->type_size, json_integer_value(json_object_get(j, "type_size")));
+	T_EQ_INT(tr->block_size, json_integer_value(json_object_get(j, "block_size")));
+	size_t n_per_row = (size_t)json_integer_value(json_object_get(j, "n_per_row"));
+	size_t n_rows = (size_t)json_integer_value(json_object_get(j, "n_rows"));
+	size_t row_bytes = krn_row_size((uint32_t)t, n_per_row);
+	size_t n, nq, nd, na, naq, nad, nv;
+	uint8_t *wq, *aq, *mine = malloc(n_rows * row_bytes + 4096);
+	nq = hex_decode(json_string_value(json_object_get(j, "weight_quant_hex")), &wq);
+	float *wf = floats(json_object_get(j, "weight_f32"), &n);
+	float *wd = floats(json_object_get(j, "weight_dequant"), &nd);
+	float *act = floats(json_object_get(j, "act_f32"), &na);
+	naq = hex_decode(json_string_value(json_object_get(j, "act_quant_hex")), &aq);
+	float *ad = floats(json_object_get(j, "act_dequant"), &nad);
+	float *vd = floats(json_object_get(j, "vec_dot"), &nv);
+	T_EQ_U64(nq, n_rows * row_bytes);
+	T_EQ_U64(nd, n_rows * n_per_row);
+	T_EQ_U64(naq, krn_row_size(vt, n_per_row));
+
+	/* Dequantization, bit for bit. */
+	float *y = malloc(nd * sizeof(float));
+	tr->to_float(wq, y, nd);
+	size_t bad = 0;
+	for (size_t i = 0; i < nd; i++)
+		bad += !same_float(y[i], wd[i]);
+	if (bad)
+		T_FAIL_AT(__FILE__, __LINE__, "%s: %zu of %zu dequantized values differ", tname, bad,
+			  nd);
+	t_checks++;
+
+	/* Weight quantization (ggml's _ref quantizer, as llama-quantize uses without imatrix). */
+	tr->from_float_ref(wf, mine, n);
+	size_t bad_blocks = 0, n_blocks = nq / tr->type_size;
+	for (size_t b = 0; b < n_blocks; b++)
+		bad_blocks += memcmp(mine + b * tr->type_size, wq + b * tr->type_size, tr->type_size) != 0;
+	if (bad_blocks)
+		T_FAIL_AT(__FILE__, __LINE__, "%s: weight quantizer differs from ggml in %zu of %zu blocks",
+			  tname, bad_blocks, n_blocks);
+	t_checks++;
+
+	/* Activation quantization and the dot product, every ISA. */
+	size_t n_ops;
+	const struct krn_quant_ops *const *all = krn_quant_ops_all(&n_ops);
+	double worst = 0;
+	for (size_t o = 0; o < n_ops; o++) {
+		const struct krn_quant_ops *ops = all[o];
+		if (!ops->supported())
+			continue;
+		ops->quantize_act[vt](act, mine, na);
+		if (memcmp(mine, aq, naq))
+			T_FAIL_AT(__FILE__, __LINE__, "%s: %s quantize_act to %s differs from ggml",
+				  tname, ops->name, krn_type_traits(vt)->name);
+		t_checks++;
+		krn_type_traits(vt)->to_float(mine, y, na);
+		bad = 0;
+		for (size_t i = 0; i < nad; i++)
+			bad += !same_float(y[i], ad[i]);
+		T_EQ_U64(bad, 0);
+		for (size_t r = 0; r < n_rows && r < nv; r++) {
+			float s = 0;
+			ops->vec_dot[t](n_per_row, &s, wq + r * row_bytes, aq);
+			/* README: ggml's vec_dot is within 1.2e-6 relative of the exact dot of the
+			 * dequantized vectors; two float orders may each be that far. Where the
+			 * scale and min terms cancel (q2_K row 1 ends at 0.058 from terms of
+			 * size ~10) the bound is on the size of the terms instead. */
+			double mag = dot_magnitude((uint32_t)t, wq + r * row_bytes, aq, n_per_row);
+			double diff = fabs((double)s - vd[r]);
+			double rel = diff / fmax(fabs(vd[r]), 1e-30);
+			if (rel > worst)
+				worst = rel;
+			if (!(diff <= fmax(2.4e-6 * fabs(vd[r]), 4e-8 * mag)))
+				T_FAIL_AT(__FILE__, __LINE__, "%s row %zu, %s: vec_dot %.9g, ggml %.9g (rel %.3g, "
+					  "%.3g of sum|w a|)", tname, r, ops->name, s, vd[r], rel, diff / mag);
+			t_checks++;
+		}
+	}
+	printf("  %-5s dequant exact, weight quant %zu/%zu blocks differ, vec_dot worst rel %.3g\n",
+	       tname, bad_blocks, n_blocks, worst);
+	free(y);
+	free(wq);
+	free(aq);
+	free(mine);
+	free(wf);
+	free(wd);
+	free(act);
+	free(ad);
+	free(vd);
+	json_decref(j);
+}
+
+static void check_fixtures(void)
+{
+	static const char *const names[] = { "f16",  "bf16", "q8_0", "q4_0", "q4_1", "q5_0",
+					     "q5_1", "q2_K", "q3_K", "q4_K", "q5_K", "q6_K" };
+	const char *root = getenv("MEMWALL_SHARED");
+	char dir[4096];
+	struct stat st;
+	snprintf(dir, sizeof(dir), "%s/fixtures/gguf/kernels", root ? root : "");
+	if (!root || stat(dir, &st)) {
+		printf("NOTE: %s is absent: ggml's vectors not checked (the rest ran)\n", dir);
+		return;
+	}
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		check_fixture(dir, names[i]);
+}
+#else
+static void check_fixtures(void)
+{
+	printf("NOTE: built without jansson: ggml's vectors not checked (the rest ran)\n");
+}
+#endif
+
+int main(void)
+{
+	check_fp16();
+	check_hand_q4_0();
+	check_hand_q4_1();
+	check_hand_q5();
+	check_hand_q8_0();
+	check_hand_q2_K();
+	check_hand_q3_K();
+	check_hand_q4_K_q5_K();
+	check_hand_q6_K();
+	check_isas_vs_ref();
+	check_fixtures();
+	return t_done();
+}
