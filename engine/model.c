@@ -115,6 +115,15 @@ static void bind_weights(struct eng_llama_weights *w, const struct l2c_layout *l
 		w->wcls = w->token_embedding;
 }
 
+/* Faults in every page of a read-only mapping, for kernels without MADV_POPULATE_READ. */
+static void populate_by_touch(const void *map, size_t len)
+{
+	const volatile unsigned char *p = map;
+	long page = sysconf(_SC_PAGESIZE);
+	for (size_t off = 0; off < len; off += (size_t)(page > 0 ? page : 4096))
+		(void)p[off];
+}
+
 int eng_model_open(struct eng_model **out, const char *path, const struct eng_model_options *opt,
 		   struct eng_error *err)
 {
@@ -156,7 +165,10 @@ int eng_model_open(struct eng_model **out, const char *path, const struct eng_mo
 	}
 	memcpy(m->path, path, len + 1);
 	m->map_len = (size_t)st.st_size;
-	m->map = mmap(NULL, m->map_len, PROT_READ, MAP_SHARED | (opt->populate ? MAP_POPULATE : 0),
+	/* With huge pages asked for, the advice must come before the pages are faulted in, so
+	 * populating is then a separate MADV_POPULATE_READ (Linux 5.14) after it. */
+	bool populate_now = opt->populate && !opt->hugepages;
+	m->map = mmap(NULL, m->map_len, PROT_READ, MAP_SHARED | (populate_now ? MAP_POPULATE : 0),
 		      fd, 0);
 	if (m->map == MAP_FAILED) {
 		rc = -errno;
@@ -164,10 +176,14 @@ int eng_model_open(struct eng_model **out, const char *path, const struct eng_mo
 			      strerror(errno));
 		goto out;
 	}
-	/* Only some kernels and file systems give file pages huge pages; where they do not, the
-	 * advice is refused and the mapping works as before. */
-	if (opt->hugepages)
+	/* Only some kernels and file systems give file pages huge pages (ext4 and tmpfs on recent
+	 * kernels, for pages not already cached as small ones); where they do not, the advice is
+	 * refused or ignored and the mapping works as before. */
+	if (opt->hugepages) {
 		(void)madvise(m->map, m->map_len, MADV_HUGEPAGE);
+		if (opt->populate && madvise(m->map, m->map_len, MADV_POPULATE_READ))
+			populate_by_touch(m->map, m->map_len);
+	}
 
 	const unsigned char *base = m->map;
 	uint64_t file_bytes = m->map_len;

@@ -351,7 +351,7 @@ int mw_cmd_bandwidth(int argc, char **argv)
 		llc = LLC_FALLBACK;
 	if (!o.bytes)
 		o.bytes = LLC_MULTIPLE * llc;
-	if (o.bytes < LLC_MULTIPLE * llc && !o.json)
+	if (o.bytes < LLC_MULTIPLE * llc)
 		fprintf(stderr,
 			"memwall bandwidth: warning: --size %llu MiB is below %dx the LLC (%llu "
 			"MiB): caches will inflate the figures\n",

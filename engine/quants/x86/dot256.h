@@ -196,10 +196,9 @@ static void dot_q2_K(size_t n, float *s, const void *vx, const void *vy)
 	float mins = 0;
 	for (size_t i = 0; i < n / KRN_QK_K; i++) {
 		int8_t sc[16], mn[16];
-		for (int g = 0; g < 16; g++) {
-			sc[g] = (int8_t)(x[i].scales[g] & 0x0f);
-			mn[g] = (int8_t)(x[i].scales[g] >> 4);
-		}
+		__m128i raw = _mm_loadu_si128((const __m128i *)x[i].scales);
+		_mm_storeu_si128((__m128i *)sc, _mm_and_si128(raw, _mm_set1_epi8(0x0f)));
+		_mm_storeu_si128((__m128i *)mn, _mm_and_si128(_mm_srli_epi16(raw, 4), _mm_set1_epi8(0x0f)));
 		mins += half(x[i].dmin) * y[i].d * (float)scaled_bsums16(mn, y[i].bsums);
 		__m256i isum = _mm256_setzero_si256();
 		for (int h = 0; h < 2; h++) {
@@ -218,14 +217,18 @@ static void dot_q2_K(size_t n, float *s, const void *vx, const void *vy)
 	*s = hsum_ps(acc) - mins;
 }
 
-/* q3_K's 16 signed 6-bit scales (see ref.c's q3_K_scale). */
+/* q3_K's 16 signed 6-bit scales: low nibbles in bytes 0-7, two high bits each in bytes 8-11;
+ * unpacked four at a time with 32-bit operations (ggml's dequantize_row_q3_K kmask moves). */
 static inline void q3_K_scales(const uint8_t *p, int8_t *sc)
 {
-	for (int j = 0; j < 16; j++) {
-		int lo = j < 8 ? (p[j] & 0x0f) : (p[j - 8] >> 4);
-		int hi = (p[8 + j % 4] >> (2 * (j / 4))) & 3;
-		sc[j] = (int8_t)((lo | (hi << 4)) - 32);
-	}
+	uint32_t a[3], out[4];
+	memcpy(a, p, 12);
+	out[0] = (a[0] & 0x0f0f0f0fu) | ((a[2] & 0x03030303u) << 4);
+	out[1] = (a[1] & 0x0f0f0f0fu) | (((a[2] >> 2) & 0x03030303u) << 4);
+	out[2] = ((a[0] >> 4) & 0x0f0f0f0fu) | (((a[2] >> 4) & 0x03030303u) << 4);
+	out[3] = ((a[1] >> 4) & 0x0f0f0f0fu) | (((a[2] >> 6) & 0x03030303u) << 4);
+	__m128i v = _mm_sub_epi8(_mm_loadu_si128((const __m128i *)out), _mm_set1_epi8(32));
+	_mm_storeu_si128((__m128i *)sc, v);
 }
 
 static void dot_q3_K(size_t n, float *s, const void *vx, const void *vy)
