@@ -457,7 +457,13 @@ static int read_tensor_info(struct cursor *c, uint64_t i, struct eng_gguf_tensor
 		return fail(c, at,
 			    "tensor '%s': row length ne[0] = %" PRIu64 " is not a multiple of %s's block of %" PRIu32,
 			    t->name, t->ne[0], tr->name, tr->block_size);
-	t->n_bytes = t->n_elements / tr->block_size * tr->type_size;
+	/* n_elements fits int64, but its bytes may not fit uint64 (2^62 float32 elements): a
+	 * wrapped size would pass the end-of-file check below. */
+	if (__builtin_mul_overflow(t->n_elements / tr->block_size, (uint64_t)tr->type_size,
+				   &t->n_bytes))
+		return fail(c, at,
+			    "tensor '%s': %" PRIu64 " elements of %s overflow a 64-bit byte size",
+			    t->name, t->n_elements, tr->name);
 	snprintf(what, sizeof(what), "tensor '%s' offset", t->name);
 	return read_uint(c, 8, &t->offset, what);
 }

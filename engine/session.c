@@ -3,10 +3,11 @@
  * karpathy/llama2.c run.c's `forward`, parallelised for the memory wall.
  *
  * Every thread runs the whole step (SPMD, forward_worker) and the threads meet at a barrier
- * between phases that need each other's output. Each matvec is split by rows into a few
- * chunks per thread (multiples of 16 rows), handed out from an atomic counter, so every thread
- * streams contiguous slices of each weight matrix and a thread that the OS delays (this
- * project's machines are often shared) does not hold the others at the barrier for long:
+ * between phases that need each other's output. Each matvec is split by rows into chunks
+ * (multiples of 16 rows) that shrink as the phase drains, claimed from an atomic counter
+ * (take): every thread streams contiguous slices of each weight matrix, and a thread that the
+ * OS delays (this project's machines are often shared) does not hold the others at the
+ * barrier for long. One thread takes each phase whole:
  *   per layer: [norm, q|k|v rows, RoPE, cache write] | [attention, by head] |
  *              [wo rows, residual] | [norm, w1 and w3 rows, SiLU x gate] | [w2 rows, residual]
  *   then:      [norm, classifier rows]
@@ -20,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "f16.h"
 #include "kernels.h"
@@ -30,9 +32,9 @@
  * 64-byte boundary whenever the matrix does, and a kernel that works on groups of rows sees the
  * same groups whatever the thread count, so results do not depend on it. */
 #define ROW_ALIGN 16
-/* Chunks per thread and phase: enough to even out a delayed thread, few enough that taking
- * them (one contended atomic add, ~100 ns) stays far below 1% of a step. */
-#define CHUNKS_PER_THREAD 4
+/* The smallest chunk, in rows: ~100 KB of a stories110M matrix, a few microseconds of
+ * streaming, well above the cost of claiming it (one contended compare-and-swap). */
+#define MIN_CHUNK_ROWS 32
 
 /* How the cache stores one element (a table, so a new cache type is one row). */
 struct kv_traits {
@@ -143,24 +145,36 @@ static int imax(int a, int b)
 	return a > b ? a : b;
 }
 
-/* Rows per chunk for a matrix of `rows` rows: all of them on one thread. */
-static int grain(const struct eng_session *s, int rows)
+/* Claims the next chunk [*a, *b) of phase `work`'s `rows` items; false when none is left.
+ * Chunks shrink as the phase drains (OpenMP's "guided" schedule): each is half an even share
+ * of what is left, so threads start on long runs and finish together on short ones. Chunk
+ * starts are multiples of `align` rows. */
+static bool take(struct eng_session *s, int work, int rows, int align, int min, int *a, int *b)
 {
-	if (s->n_threads == 1)
-		return rows;
-	int per = (rows + s->n_threads * CHUNKS_PER_THREAD - 1) / (s->n_threads * CHUNKS_PER_THREAD);
-	return (per + ROW_ALIGN - 1) / ROW_ALIGN * ROW_ALIGN;
+	_Atomic int *next = &s->work[work].next;
+	int start = atomic_load_explicit(next, memory_order_relaxed), size;
+	do {
+		if (start >= rows)
+			return false;
+		if (s->n_threads == 1) {
+			size = rows - start;
+		} else {
+			size = (rows - start) / (2 * s->n_threads);
+			size = (size + align - 1) / align * align;
+			if (size < min)
+				size = min;
+		}
+	} while (!atomic_compare_exchange_weak_explicit(next, &start, start + size,
+						       memory_order_relaxed, memory_order_relaxed));
+	*a = start;
+	*b = imin(rows, start + size);
+	return true;
 }
 
-/* Claims the next chunk [*a, *b) of phase `work`'s `rows` items; false when none is left. */
-static bool take(struct eng_session *s, int work, int rows, int step, int *a, int *b)
+/* A matvec's next rows, in 16-row multiples. */
+static bool take_rows(struct eng_session *s, int work, int rows, int *a, int *b)
 {
-	int start = atomic_fetch_add_explicit(&s->work[work].next, step, memory_order_relaxed);
-	if (start >= rows)
-		return false;
-	*a = start;
-	*b = imin(rows, start + step);
-	return true;
+	return take(s, work, rows, ROW_ALIGN, MIN_CHUNK_ROWS, a, b);
 }
 
 /* RMSNorm (Zhang and Sennrich 2019), with run.c's epsilon 1e-5. */
@@ -289,27 +303,24 @@ static void forward_worker(void *arg, int tid)
 	const struct eng_llama_weights *w = &s->m->w;
 	float *xn = s->xn + (size_t)tid * s->xn_stride;
 	size_t dim = (size_t)s->dim, hidden = (size_t)s->hidden_dim;
-	int qkv_rows = s->dim + 2 * s->kv_dim, g_qkv = grain(s, qkv_rows), g_dim = grain(s, s->dim);
-	int g_hidden = grain(s, s->hidden_dim), g_vocab = grain(s, s->vocab_size);
-	int g_heads = s->n_threads == 1 ? s->n_heads : 1;
-	int a, b;
+	int qkv_rows = s->dim + 2 * s->kv_dim, a, b;
 
 	for (int l = 0; l < s->n_layers; l++) {
 		int work = l * WORK_PER_LAYER;
 		rmsnorm(s->ops, xn, s->x, w->rms_att + (size_t)l * dim, s->dim);
-		while (take(s, work + WORK_QKV, qkv_rows, g_qkv, &a, &b))
+		while (take_rows(s, work + WORK_QKV, qkv_rows, &a, &b))
 			attention_qkv(s, l, xn, a, b);
 		eng_pool_barrier(s->pool, tid);
-		while (take(s, work + WORK_HEADS, s->n_heads, g_heads, &a, &b))
+		while (take(s, work + WORK_HEADS, s->n_heads, 1, 1, &a, &b))
 			attention_heads(s, l, a, b);
 		eng_pool_barrier(s->pool, tid);
-		while (take(s, work + WORK_WO, s->dim, g_dim, &a, &b))
+		while (take_rows(s, work + WORK_WO, s->dim, &a, &b))
 			project_residual(s, w->wo + (size_t)l * dim * dim, s->xb, dim, a, b);
 		phase_edge(s, tid, ENG_PHASE_ATTENTION, l, ENG_PHASE_FFN, l);
 
 		/* SwiGLU (Shazeer 2020): w2 (SiLU(w1 x) * w3 x); w1 and w3 share one phase. */
 		rmsnorm(s->ops, xn, s->x, w->rms_ffn + (size_t)l * dim, s->dim);
-		while (take(s, work + WORK_W13, s->hidden_dim, g_hidden, &a, &b)) {
+		while (take_rows(s, work + WORK_W13, s->hidden_dim, &a, &b)) {
 			s->ops->matvec_f32(s->hb, w->w1 + (size_t)l * hidden * dim, xn, dim,
 					   (size_t)a, (size_t)b);
 			s->ops->matvec_f32(s->hb2, w->w3 + (size_t)l * hidden * dim, xn, dim,
@@ -320,7 +331,11 @@ static void forward_worker(void *arg, int tid)
 			}
 		}
 		eng_pool_barrier(s->pool, tid);
-		while (take(s, work + WORK_W2, s->dim, g_dim, &a, &b))
+		/* The FFN-activation hook (engine.h): hb is complete here and is written again only
+		 * in the next layer's w1/w3 phase, behind barriers this thread has yet to reach. */
+		if (s->hooks.ffn_act && tid == 0)
+			s->hooks.ffn_act(s->hooks.ctx, l, s->hb, s->hidden_dim);
+		while (take_rows(s, work + WORK_W2, s->dim, &a, &b))
 			project_residual(s, w->w2 + (size_t)l * dim * hidden, s->hb, hidden, a, b);
 		if (l + 1 < s->n_layers)
 			phase_edge(s, tid, ENG_PHASE_FFN, l, ENG_PHASE_ATTENTION, l + 1);
@@ -328,7 +343,7 @@ static void forward_worker(void *arg, int tid)
 			phase_edge(s, tid, ENG_PHASE_FFN, l, ENG_PHASE_CLASSIFIER, -1);
 	}
 	rmsnorm(s->ops, xn, s->x, w->rms_final, s->dim);
-	while (take(s, s->n_work - 1, s->vocab_size, g_vocab, &a, &b))
+	while (take_rows(s, s->n_work - 1, s->vocab_size, &a, &b))
 		s->ops->matvec_f32(s->logits, w->wcls, xn, dim, (size_t)a, (size_t)b);
 }
 
@@ -384,6 +399,17 @@ static void *alloc_aligned(size_t n, size_t elem)
 		return NULL;
 	bytes = (bytes + 63) / 64 * 64;
 	return aligned_alloc(64, bytes ? bytes : 64);
+}
+
+/* Asks for transparent huge pages on the whole pages inside [p, p + bytes): attention reads
+ * the cache of every layer at every step, and 4 KiB pages would add a TLB miss per page. A
+ * kernel that declines leaves ordinary pages. */
+static void advise_huge(void *p, size_t bytes)
+{
+	uintptr_t page = 4096, a = ((uintptr_t)p + page - 1) & ~(page - 1);
+	uintptr_t b = ((uintptr_t)p + bytes) & ~(page - 1);
+	if (p && b > a)
+		(void)madvise((void *)a, b - a, MADV_HUGEPAGE);
 }
 
 static const char *kernel_names(char *buf, size_t len)
@@ -471,6 +497,8 @@ int eng_session_new(struct eng_session **out, struct eng_model *m,
 	 * touched only as positions fill: a long context costs nothing until it is used. */
 	s->key_cache = alloc_aligned(kv_cells, s->kv->elem);
 	s->value_cache = alloc_aligned(kv_cells, s->kv->elem);
+	advise_huge(s->key_cache, kv_cells * s->kv->elem);
+	advise_huge(s->value_cache, kv_cells * s->kv->elem);
 	s->rope_freq = alloc_aligned((size_t)s->head_size / 2, sizeof(float));
 	s->rope_cos = alloc_aligned((size_t)s->head_size / 2, sizeof(float));
 	s->rope_sin = alloc_aligned((size_t)s->head_size / 2, sizeof(float));

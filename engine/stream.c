@@ -214,6 +214,16 @@ static int cpus_allowed(int *cpus, int max, int *count)
 	return 0;
 }
 
+static const struct krn_ops *find_table(const char *name, struct eng_error *err)
+{
+	const struct krn_ops *ops = krn_ops_find(name);
+	if (!ops)
+		eng_error_set(err, -EINVAL, "kernels", ENG_NO_OFFSET,
+			      "kernel table '%s' is unknown or not supported by this CPU",
+			      name ? name : "auto");
+	return ops;
+}
+
 int eng_stream_new(struct eng_stream **out, const struct eng_stream_options *opt,
 		   struct eng_error *err)
 {
@@ -223,11 +233,9 @@ int eng_stream_new(struct eng_stream **out, const struct eng_stream_options *opt
 	int threads = opt->threads > 0 ? opt->threads : 1;
 
 	*out = NULL;
-	const struct krn_ops *ops = krn_ops_find(opt->kernels);
+	const struct krn_ops *ops = find_table(opt->kernels, err);
 	if (!ops)
-		return eng_error_set(err, -EINVAL, "kernels", ENG_NO_OFFSET,
-				     "kernel table '%s' is unknown or not supported by this CPU",
-				     opt->kernels ? opt->kernels : "auto");
+		return -EINVAL;
 	cpus = calloc(CPU_SETSIZE, sizeof(*cpus));
 	if (!cpus)
 		return -ENOMEM;
@@ -314,6 +322,25 @@ void eng_stream_free(struct eng_stream *s)
 const char *eng_stream_kernels(const struct eng_stream *s)
 {
 	return s->ops->name;
+}
+
+const char *eng_kernels_name(size_t i)
+{
+	size_t n = 0;
+	const struct krn_ops *const *all = krn_ops_all(&n);
+	for (size_t j = 0; j < n; j++)
+		if (all[j]->supported() && i-- == 0)
+			return all[j]->name;
+	return NULL;
+}
+
+int eng_stream_set_kernels(struct eng_stream *s, const char *kernels, struct eng_error *err)
+{
+	const struct krn_ops *ops = find_table(kernels, err);
+	if (!ops)
+		return -EINVAL;
+	s->ops = ops; /* the workers read it after the next run's gate, which orders this store */
+	return 0;
 }
 
 uint64_t eng_stream_bytes(const struct eng_stream *s)

@@ -172,6 +172,13 @@ int eng_tokenizer_open(struct eng_tokenizer **out, const char *path, int vocab_s
 				   "give the tokenizer made for this model (-z)", n, vocab_size);
 		goto out;
 	}
+	/* encode emits BOS and EOS by id and merges them like any piece: they must exist. */
+	if (n <= ENG_TOKEN_EOS) {
+		rc = eng_error_set(err, -EINVAL, path, ENG_NO_OFFSET,
+				   "the tokenizer holds %d tokens: too few for <unk>, <s> (BOS) and "
+				   "</s> (EOS), ids 0 to %d", n, ENG_TOKEN_EOS);
+		goto out;
+	}
 	t->vocab_size = n;
 	t->vocab = calloc((size_t)n, sizeof(*t->vocab));
 	t->scores = calloc((size_t)n, sizeof(*t->scores));

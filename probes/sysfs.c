@@ -297,7 +297,8 @@ static int read_events(struct prb_pmu *pmu, const char *dir)
 		pmu->events = ne;
 		pmu->events[pmu->n_events++] = ev;
 	}
-	qsort(pmu->events, pmu->n_events, sizeof(*pmu->events), event_cmp);
+	if (pmu->n_events) /* an empty events/ leaves events NULL: qsort's base must not be */
+		qsort(pmu->events, pmu->n_events, sizeof(*pmu->events), event_cmp);
 	rc = 0;
 out:
 	closedir(d);
@@ -395,7 +396,8 @@ int prb_system_open(struct prb_system **out, const char *root, struct prb_error 
 		if (rc < 0)
 			goto out;
 	}
-	qsort(sys->pmus, sys->n_pmus, sizeof(*sys->pmus), pmu_cmp);
+	if (sys->n_pmus)
+		qsort(sys->pmus, sys->n_pmus, sizeof(*sys->pmus), pmu_cmp);
 	*out = sys;
 	sys = NULL;
 out:
@@ -505,12 +507,25 @@ int prb_pmu_encode(const struct prb_pmu *pmu, const char *terms, struct perf_eve
 					     (unsigned long long)value, pmu->name, f->name);
 		p = *next == ',' ? next + 1 : next;
 	}
+	/* config3 came with Linux 6.3 (PERF_ATTR_SIZE_VER8); with older headers a field in it
+	 * would be dropped and the wrong event counted. */
+#ifdef PERF_ATTR_SIZE_VER8
+	uint64_t config3 = words[3];
+#else
+	if (words[3])
+		return prb_error_set(err, -EINVAL, source,
+				     "the event sets bits in config3, which this build's "
+				     "perf_event_attr lacks (rebuild with Linux 6.3+ headers)");
+#endif
 	memset(attr, 0, sizeof(*attr));
 	attr->size = sizeof(*attr);
 	attr->type = pmu->type;
 	attr->config = words[0];
 	attr->config1 = words[1];
 	attr->config2 = words[2];
+#ifdef PERF_ATTR_SIZE_VER8
+	attr->config3 = config3;
+#endif
 	return 0;
 }
 

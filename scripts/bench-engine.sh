@@ -99,12 +99,22 @@ for t in $threads_list; do
 		printf "%-7d %11.2f %11.2f %13.2f %11.2f %10.1f%% %10.1f%%\n", $1, $2, $6, eff, $4,
 			100 * eff / $2, 100 * eff / $4
 		runs = ""; for (i = 8; i <= NF; i++) runs = runs " " $i
-		printf "        tok/s runs:%s; probe medians %.2f (before), %.2f (after)\n", runs, $3, $5
+		printf "        tok/s runs:%s; probe medians %.2f (before), %.2f (after): of those %.1f%%, %.1f%%\n",
+			runs, $3, $5, 100 * eff / $3, 100 * eff / $5
 	}'
 done
-echo "(probe GB/s: best read figure of memwall bandwidth at that thread count; of roof:" \
-     "engine GB/s / probe GB/s)"
+echo "(probe GB/s: best read figure of memwall bandwidth at that thread count, buffers in 2 MiB"
+echo " pages; of roof: engine GB/s / probe GB/s. The engine's weights are a file mapping in 4 KiB"
+echo " pages, which reads slower than 2 MiB pages on this VM: see the last line)"
 echo
+
+# The same probe with the buffers left to the system's THP policy (4 KiB pages under "madvise"),
+# closer to what a file mapping of the weights gets.
+small=$("$mw" bandwidth -t 1 --kernel read --reps "$probe_reps" --no-hugepages --json | python3 -c '
+import json, sys
+r = json.load(sys.stdin)["roof_read"][0]
+print("%.2f GB/s best, %.2f median" % (r["best_gbps"], r["median_gbps"]))')
+pages_note="read probe at 1 thread without MADV_HUGEPAGE: $small"
 
 # Time to first token, model load included, page cache warm; interleaved, median of $reps.
 plain="" populate=""
@@ -126,3 +136,4 @@ n=$(echo "$none" | tr ' ' '\n' | grep . | median)
 h=$(echo "$hooked" | tr ' ' '\n' | grep . | median)
 echo "$n $h" | awk '{ printf "hooks (1 thread, median tok/s): %.2f without, %.2f with no-op callbacks: %+.2f%% (goal: cost <= 0.5%%)\n", $1, $2, 100 * ($1 - $2) / $1 }'
 echo "  runs without:$none; with:$hooked"
+echo "$pages_note"

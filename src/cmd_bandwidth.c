@@ -10,6 +10,7 @@
 #include <jansson.h>
 #include <sched.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,7 @@
 #define LLC_MULTIPLE 8                     /* working set >= 8x LLC: the requirement */
 #define LLC_FALLBACK (32ull << 20)         /* when sysfs does not describe the caches */
 #define GB 1e9
+#define MAX_TABLES 8
 
 /* The kernel variants, in report order. `group` is what --kernel selects. */
 static const struct variant {
@@ -43,6 +45,7 @@ static const struct variant {
 
 struct figure {
 	const struct variant *v;
+	const char *table;      /* kernel table that ran it, e.g. "avx2"; static storage */
 	int threads;
 	bool measured;          /* false: the kernel table has no such variant */
 	double best, median;    /* GB/s */
@@ -66,18 +69,23 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: memwall bandwidth [-t N | --threads LIST] [--size MiB] [--reps N]\n"
 		"                         [--kernel read|copy|triad|all] [--kernels auto|ref|avx2|...]\n"
-		"                         [--hugepages] [--json]\n\n"
+		"                         [--no-hugepages] [--json]\n\n"
 		"Measures memory bandwidth with pinned threads: read-only, copy and triad kernels\n"
 		"(STREAM's), plain and non-temporal-store variants. Reports the best and the median\n"
-		"GB/s of each, and the best read-only figure, which is the roofline's yardstick.\n\n"
+		"GB/s of each, and the best read-only figure, which is the roofline's yardstick.\n"
+		"The read kernel runs with every vector kernel table this CPU supports (their load\n"
+		"widths differ, and so can their bandwidth); copy and triad with the best table.\n\n"
 		"  -t, --threads LIST  thread counts: N, a list 1,2 or a range 1-4 (default: 1 and\n"
 		"                      every CPU this process may use); one pinned thread per CPU\n"
 		"  --size MiB          working set of each run, all arrays together (default: %dx the\n"
 		"                      last-level cache from sysfs, or %dx %llu MiB if sysfs is silent)\n"
 		"  --reps N            timed runs per kernel after one warm-up run (default 10)\n"
 		"  --kernel K          read, copy, triad or all (default all)\n"
-		"  --kernels T         the engine's kernel table (default auto: best for this CPU)\n"
-		"  --hugepages         madvise(MADV_HUGEPAGE) the buffers (default: system THP policy)\n"
+		"  --kernels T         one kernel table for every kernel (default: see above)\n"
+		"  --no-hugepages      leave the buffers to the system's THP policy; by default they\n"
+		"                      are madvise(MADV_HUGEPAGE)'d, because 2 MiB pages read fastest\n"
+		"                      and a roof is the best memory can do (the report says how many\n"
+		"                      huge pages the kernel actually gave)\n"
 		"  --json              one JSON object on stdout instead of the table\n\n"
 		"GB = 1e9 bytes. Bytes counted per run are those the kernel loads plus those it stores\n"
 		"(STREAM's convention); the write-allocate reads that plain stores cause are not\n"
@@ -91,6 +99,24 @@ static int cpus_allowed(void)
 	if (sched_getaffinity(0, sizeof(set), &set) != 0)
 		return 1;
 	return CPU_COUNT(&set);
+}
+
+/* Bytes of this process's anonymous memory in transparent huge pages, from
+ * /proc/self/smaps_rollup (Documentation/filesystems/proc.rst); -1 when it cannot be read. The
+ * stream buffers are by far the largest anonymous mappings here, so this says whether the
+ * kernel honoured MADV_HUGEPAGE. */
+static int64_t anon_huge_bytes(void)
+{
+	char line[256];
+	long long kb = -1;
+	FILE *f = fopen("/proc/self/smaps_rollup", "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "AnonHugePages: %lld kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb < 0 ? -1 : (int64_t)kb * 1024;
 }
 
 /* "2", "1,2", "1-4", "1,2-3": ascending or not, each count in [1, MAX_THREADS]. */
@@ -121,7 +147,8 @@ static int parse_threads(const char *text, struct options *o)
 
 static int parse_args(int argc, char **argv, struct options *o, bool *help)
 {
-	enum { OPT_SIZE = 256, OPT_REPS, OPT_KERNEL, OPT_KERNELS, OPT_HUGEPAGES, OPT_JSON };
+	enum { OPT_SIZE = 256, OPT_REPS, OPT_KERNEL, OPT_KERNELS, OPT_HUGEPAGES, OPT_NO_HUGEPAGES,
+	       OPT_JSON };
 	static const struct option longopts[] = {
 		{ "threads", required_argument, NULL, 't' },
 		{ "size", required_argument, NULL, OPT_SIZE },
@@ -129,6 +156,7 @@ static int parse_args(int argc, char **argv, struct options *o, bool *help)
 		{ "kernel", required_argument, NULL, OPT_KERNEL },
 		{ "kernels", required_argument, NULL, OPT_KERNELS },
 		{ "hugepages", no_argument, NULL, OPT_HUGEPAGES },
+		{ "no-hugepages", no_argument, NULL, OPT_NO_HUGEPAGES },
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -173,6 +201,9 @@ static int parse_args(int argc, char **argv, struct options *o, bool *help)
 			break;
 		case OPT_HUGEPAGES:
 			o->hugepages = true;
+			break;
+		case OPT_NO_HUGEPAGES:
+			o->hugepages = false;
 			break;
 		case OPT_JSON:
 			o->json = true;
@@ -239,8 +270,8 @@ static json_t *figure_json(const struct figure *f, int reps)
 	json_t *samples = json_array();
 	for (int i = 0; i < reps; i++)
 		json_array_append_new(samples, json_real(f->samples[i]));
-	return json_pack("{s:s, s:i, s:b, s:f, s:f, s:I, s:I, s:o}", "kernel", f->v->name,
-			 "threads", f->threads, "nontemporal", f->v->nontemporal, "best_gbps",
+	return json_pack("{s:s, s:s, s:i, s:b, s:f, s:f, s:I, s:I, s:o}", "kernel", f->v->name,
+			 "table", f->table, "threads", f->threads, "nontemporal", f->v->nontemporal, "best_gbps",
 			 f->best, "median_gbps", f->median, "bytes_read",
 			 (json_int_t)f->last.bytes_read, "bytes_written",
 			 (json_int_t)f->last.bytes_written, "samples_gbps", samples);
@@ -250,11 +281,12 @@ static json_t *summary_json(const struct figure *f)
 {
 	if (!f)
 		return json_null();
-	return json_pack("{s:i, s:s, s:f, s:f}", "threads", f->threads, "kernel", f->v->name,
-			 "best_gbps", f->best, "median_gbps", f->median);
+	return json_pack("{s:i, s:s, s:s, s:f, s:f}", "threads", f->threads, "kernel",
+			 f->v->name, "table", f->table, "best_gbps", f->best, "median_gbps",
+			 f->median);
 }
 
-static void print_json(const struct options *o, const char *kernels, uint64_t ws,
+static void print_json(const struct options *o, uint64_t ws, int64_t huge,
 		       uint64_t llc, const char *llc_source, const struct figure *figs, size_t n)
 {
 	json_t *runs = json_array(), *roof = json_array(), *best = json_array();
@@ -266,11 +298,11 @@ static void print_json(const struct options *o, const char *kernels, uint64_t ws
 		json_array_append_new(best, summary_json(best_of(figs, n, o->threads[t], false)));
 	}
 	json_t *root = json_pack(
-		"{s:s, s:s, s:s, s:I, s:I, s:o, s:i, s:i, s:b, s:s, s:s, s:o, s:o, s:o}", "tool",
-		"memwall bandwidth", "version", mw_version(), "kernels", kernels,
-		"working_set_bytes", (json_int_t)ws, "llc_bytes", (json_int_t)llc, "llc_source",
+		"{s:s, s:s, s:I, s:I, s:o, s:i, s:i, s:b, s:o, s:s, s:s, s:o, s:o, s:o}", "tool",
+		"memwall bandwidth", "version", mw_version(), "working_set_bytes", (json_int_t)ws, "llc_bytes", (json_int_t)llc, "llc_source",
 		llc_source ? json_string(llc_source) : json_null(), "llc_multiple",
-		LLC_MULTIPLE, "reps", o->reps, "hugepages", o->hugepages, "unit",
+		LLC_MULTIPLE, "reps", o->reps, "hugepages", o->hugepages,
+		"anon_huge_bytes", huge >= 0 ? json_integer(huge) : json_null(), "unit",
 		"GB/s, GB = 1e9 bytes", "bytes_counted",
 		"bytes loaded + bytes stored by the kernel; write-allocate reads not counted",
 		"runs", runs, "roof_read", roof, "best", best);
@@ -279,47 +311,54 @@ static void print_json(const struct options *o, const char *kernels, uint64_t ws
 	json_decref(root);
 }
 
-static void print_table(const struct options *o, const char *kernels, uint64_t ws,
+static void print_table(const struct options *o, uint64_t ws, int64_t huge,
 			uint64_t llc, const char *llc_source, const struct figure *figs, size_t n)
 {
-	printf("memwall bandwidth: kernel table %s, working set %.1f MiB per run", kernels,
-	       (double)ws / (1 << 20));
+	printf("memwall bandwidth: working set %.1f MiB per run", (double)ws / (1 << 20));
 	if (llc_source)
 		printf(" (LLC %.1f MiB from %s)\n", (double)llc / (1 << 20), llc_source);
 	else
 		printf(" (LLC size not in sysfs: assumed %.1f MiB)\n", (double)llc / (1 << 20));
-	printf("%d timed runs per kernel after 1 warm-up, threads pinned one per CPU, pages: %s\n",
-	       o->reps, o->hugepages ? "MADV_HUGEPAGE" : "system THP default");
+	printf("%d timed runs per kernel after 1 warm-up, threads pinned one per CPU\n", o->reps);
+	printf("pages: %s; ", o->hugepages ? "MADV_HUGEPAGE" : "system THP policy");
+	if (huge >= 0)
+		printf("the kernel gave %.1f MiB of the buffers' %.1f MiB as 2 MiB pages\n",
+		       (double)huge / (1 << 20), (double)ws / (1 << 20));
+	else
+		printf("huge-page coverage not measured (/proc/self/smaps_rollup unreadable)\n");
 	printf("GB = 1e9 bytes; counted: bytes loaded + bytes stored (write-allocate reads not "
 	       "counted)\n\n");
-	printf("%-10s %7s %11s %13s\n", "kernel", "threads", "best GB/s", "median GB/s");
+	printf("%-10s %-7s %7s %11s %13s\n", "kernel", "table", "threads", "best GB/s",
+	       "median GB/s");
 	for (size_t i = 0; i < n; i++) {
-		if (figs[i].measured)
-			printf("%-10s %7d %11.2f %13.2f\n", figs[i].v->name, figs[i].threads,
-			       figs[i].best, figs[i].median);
+		const struct figure *f = &figs[i];
+		if (f->measured)
+			printf("%-10s %-7s %7d %11.2f %13.2f\n", f->v->name, f->table, f->threads,
+			       f->best, f->median);
 		else
-			printf("%-10s %7d %11s %13s  (no non-temporal stores in table %s)\n",
-			       figs[i].v->name, figs[i].threads, "-", "-", kernels);
+			printf("%-10s %-7s %7d %11s %13s  (no non-temporal stores in this table)\n",
+			       f->v->name, f->table, f->threads, "-", "-");
 	}
 	putchar('\n');
 	for (int t = 0; t < o->n_threads; t++) {
 		const struct figure *r = best_of(figs, n, o->threads[t], true);
 		const struct figure *b = best_of(figs, n, o->threads[t], false);
 		if (r)
-			printf("roof (read) at %d thread%s: %.2f GB/s best, %.2f median, kernel %s\n",
+			printf("roof (read) at %d thread%s: %.2f GB/s best, %.2f median, kernel %s "
+			       "(%s)\n",
 			       o->threads[t], o->threads[t] == 1 ? "" : "s", r->best, r->median,
-			       r->v->name);
+			       r->v->name, r->table);
 		if (b)
 			printf("best of all kernels at %d thread%s: %.2f GB/s best, %.2f median, "
-			       "kernel %s\n",
+			       "kernel %s (%s)\n",
 			       o->threads[t], o->threads[t] == 1 ? "" : "s", b->best, b->median,
-			       b->v->name);
+			       b->v->name, b->table);
 	}
 }
 
 int mw_cmd_bandwidth(int argc, char **argv)
 {
-	struct options o = { .reps = 10, .group = "all" };
+	struct options o = { .reps = 10, .group = "all", .hugepages = true };
 	struct figure *figs = NULL;
 	struct eng_stream *s = NULL;
 	size_t n_figs = 0;
@@ -358,16 +397,30 @@ int mw_cmd_bandwidth(int argc, char **argv)
 			(unsigned long long)(o.bytes >> 20), LLC_MULTIPLE,
 			(unsigned long long)((LLC_MULTIPLE * llc) >> 20));
 
-	figs = calloc((size_t)o.n_threads * N_VARIANTS, sizeof(*figs));
+	/* Tables: the one asked for, or every vector table this CPU runs (best first; the scalar
+	 * reference is a correctness tool, its read is latency-bound, not a bandwidth figure). */
+	const char *tables[MAX_TABLES];
+	size_t n_tables = 0;
+	if (o.kernels) {
+		tables[n_tables++] = o.kernels;
+	} else {
+		for (const char *name; n_tables < MAX_TABLES &&
+				       (name = eng_kernels_name(n_tables)) && strcmp(name, "ref");)
+			tables[n_tables++] = name;
+		if (n_tables == 0)
+			tables[n_tables++] = "ref";
+	}
+
+	figs = calloc((size_t)o.n_threads * N_VARIANTS * n_tables, sizeof(*figs));
 	if (!figs)
 		return mw_fail(MW_EXIT_ENV, VERB, "out of memory");
-	const char *kernels = "?";
 	uint64_t ws = 0;
+	int64_t huge = INT64_MAX; /* the least huge-page coverage seen over the thread counts */
 	for (int t = 0; t < o.n_threads; t++) {
 		struct eng_error err;
 		eng_error_clear(&err);
 		struct eng_stream_options so = { .threads = o.threads[t], .bytes = o.bytes,
-						 .kernels = o.kernels, .hugepages = o.hugepages };
+						 .kernels = tables[0], .hugepages = o.hugepages };
 		rc = eng_stream_new(&s, &so, &err);
 		if (rc < 0) {
 			rc = mw_fail(rc == -EINVAL ? MW_EXIT_USAGE : MW_EXIT_ENV, VERB, "%s: %s",
@@ -375,28 +428,40 @@ int mw_cmd_bandwidth(int argc, char **argv)
 				     err.text[0] ? err.text : strerror(-rc));
 			goto out;
 		}
-		kernels = eng_stream_kernels(s);
 		ws = eng_stream_bytes(s);
+		int64_t h = anon_huge_bytes();
+		huge = h < huge ? h : huge;
 		for (size_t i = 0; i < N_VARIANTS; i++) {
 			if (strcmp(o.group, "all") && strcmp(o.group, variants[i].group))
 				continue;
-			struct figure *f = &figs[n_figs++];
-			*f = (struct figure){ .v = &variants[i], .threads = o.threads[t] };
-			f->samples = calloc((size_t)o.reps, sizeof(double));
-			rc = f->samples ? measure(s, f, o.reps) : -ENOMEM;
-			if (rc < 0) {
-				rc = mw_fail(MW_EXIT_ENV, VERB, "%s with %d threads: %s",
-					     variants[i].name, o.threads[t], strerror(-rc));
-				goto out;
+			size_t nt = variants[i].kind == ENG_STREAM_READ ? n_tables : 1;
+			for (size_t k = 0; k < nt; k++) {
+				struct figure *f = &figs[n_figs++];
+				*f = (struct figure){ .v = &variants[i], .threads = o.threads[t] };
+				rc = eng_stream_set_kernels(s, tables[k], &err);
+				if (rc < 0) {
+					rc = mw_fail(MW_EXIT_USAGE, VERB, "%s: %s", err.source,
+						     err.text);
+					goto out;
+				}
+				f->table = eng_stream_kernels(s);
+				f->samples = calloc((size_t)o.reps, sizeof(double));
+				rc = f->samples ? measure(s, f, o.reps) : -ENOMEM;
+				if (rc < 0) {
+					rc = mw_fail(MW_EXIT_ENV, VERB, "%s (%s) with %d threads: %s",
+						     variants[i].name, f->table, o.threads[t],
+						     strerror(-rc));
+					goto out;
+				}
 			}
 		}
 		eng_stream_free(s);
 		s = NULL;
 	}
 	if (o.json)
-		print_json(&o, kernels, ws, llc, llc_known ? llc_path : NULL, figs, n_figs);
+		print_json(&o, ws, huge, llc, llc_known ? llc_path : NULL, figs, n_figs);
 	else
-		print_table(&o, kernels, ws, llc, llc_known ? llc_path : NULL, figs, n_figs);
+		print_table(&o, ws, huge, llc, llc_known ? llc_path : NULL, figs, n_figs);
 	rc = MW_EXIT_OK;
 out:
 	eng_stream_free(s);

@@ -312,11 +312,15 @@ int mw_cmd_generate(int argc, char **argv)
 		putchar('\n');
 	fflush(stdout);
 
-	double decode = generated > 1 ? (double)(generated - 1) / (t_end - t_first) : 0.0;
+	/* Decode rate over the tokens after the first, whose time (load, prompt, page faults) is
+	 * reported on its own; with one token there is no rate to give. */
+	char rate[32] = "n/a";
+	if (generated > 1)
+		snprintf(rate, sizeof(rate), "%.2f", (double)(generated - 1) / (t_end - t_first));
 	fprintf(stderr,
-		"memwall %s: %ld tokens (%d prompt), %.2f tok/s decode, first token %.1f ms "
+		"memwall %s: %ld tokens (%d prompt), %s tok/s decode, first token %.1f ms "
 		"(load %.1f ms), kernels %s, threads %ld, kv %s%s%s\n",
-		VERB, generated, n_prompt, decode, (t_first - t0) * 1e3, (t_loaded - t0) * 1e3,
+		VERB, generated, n_prompt, rate, (t_first - t0) * 1e3, (t_loaded - t0) * 1e3,
 		eng_session_kernels(session), a.threads, kv_names[a.kv],
 		a.hooks_bench ? ", no-op hooks" : "",
 		info->synthetic ? ", synthetic model (random weights)" : "");

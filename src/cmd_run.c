@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "adapters.h"
 #include "mw.h"
 #include "protocol.h"
 #include "report.h"
@@ -18,7 +19,8 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: memwall run [PROTOCOL] [--runs N] [--tokens N] [--threads N] [-o DIR]\n"
-		"                   [--format md|json|csv]\n\n"
+		"                   [--format md|json|csv] [--llama-bin PATH]\n"
+		"                   [--phases[=layers]]\n\n"
 		"Runs a protocol (a protocols/NAME.json file; without one, the built-in\n"
 		"" DEFAULT_PROTOCOL " protocol) with counters read at every token, writes the result\n"
 		"record to DIR (default results/runs) under a new name, and prints its summary.\n\n"
@@ -26,8 +28,24 @@ static void usage(FILE *f)
 		"  --tokens N    decode tokens per run instead of the protocol's\n"
 		"  --threads N   engine threads instead of the protocol's\n"
 		"  -o DIR        where to write the record (created if needed; nothing is overwritten)\n"
-		"  --format F    summary as md (default), json or csv\n\n"
-		"Ctrl-C or SIGTERM ends the current run and writes a record marked incomplete.\n"
+		"  --format F    summary as md (default), json or csv\n"
+		"  --llama-bin PATH\n"
+		"                external engines: run PATH instead of the protocol's program\n"
+		"                (engine.command[0]), e.g. your llama.cpp build's\n"
+		"                bin/llama-completion\n"
+		"  --phases[=layers]\n"
+		"                also read the counters at the engine's phase markers (attention,\n"
+		"                FFN, classifier; =layers: and each layer's) for `memwall report`'s\n"
+		"                attribution; adds readings inside every step\n\n"
+		"External engines (engine.kind \"external\") run at two lengths per repetition and\n"
+		"are measured by the differential method (protocols/README.md). Output adapters\n"
+		"(engine.adapter.name):\n");
+	size_t n;
+	const struct mw_adapter *a = mw_adapter_list(&n);
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, "  %-18s %s\n", a[i].name, a[i].summary);
+	fprintf(f,
+		"\nCtrl-C or SIGTERM ends the current run and writes a record marked incomplete.\n"
 		"Exit: 0 done (acceptance passed or not measurable here), 1 an acceptance criterion\n"
 		"failed or the run was interrupted, 2 bad protocol or options, 3 this machine cannot\n"
 		"run it (e.g. required DRAM counters are absent; `memwall doctor` explains).\n");
@@ -41,6 +59,8 @@ int mw_cmd_run(int argc, char **argv)
 		{ "threads", required_argument, NULL, 'j' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "format", required_argument, NULL, 'f' },
+		{ "llama-bin", required_argument, NULL, 'L' },
+		{ "phases", optional_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -69,6 +89,15 @@ int mw_cmd_run(int argc, char **argv)
 			break;
 		case 'o':
 			dir = optarg;
+			break;
+		case 'L':
+			ro.llama_bin = optarg;
+			break;
+		case 'P':
+			if (optarg && strcmp(optarg, "layers"))
+				return mw_fail(MW_EXIT_USAGE, "run", "--phases takes no value or "
+					       "=layers, got '%s'", optarg);
+			ro.phases = optarg ? 2 : 1;
 			break;
 		case 'f':
 			if (mw_format_parse(optarg, &fmt))

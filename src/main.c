@@ -1,4 +1,5 @@
 /* src/main.c: memwall's entry point; dispatches to the verb table in verbs.h. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -17,14 +18,28 @@ static const struct verb verbs[] = {
 #undef MW_VERB_ENTRY
 };
 
+/* A verb's table name with '_' typed as '-': C names cannot hold a hyphen, commands do. */
+static bool verb_is(const char *table_name, const char *typed)
+{
+	for (; *table_name && *typed; table_name++, typed++)
+		if (*table_name != *typed && !(*table_name == '_' && *typed == '-'))
+			return false;
+	return *table_name == *typed;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: memwall <verb> [options]    (memwall <verb> --help for each verb)\n\n"
 		   "Measures DRAM bytes per generated token of LLM inference, from the memory\n"
 		   "controllers' own counters, with tok/s, run-to-run variation and roofline headroom.\n\n"
 		   "verbs:\n");
-	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
-		fprintf(f, "  %-10s %s\n", verbs[i].name, verbs[i].summary);
+	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++) {
+		char shown[32];
+		snprintf(shown, sizeof(shown), "%s", verbs[i].name);
+		for (char *c = shown; *c; c++)
+			*c = *c == '_' ? '-' : *c;
+		fprintf(f, "  %-11s %s\n", shown, verbs[i].summary);
+	}
 	fprintf(f, "\nexit codes: 0 ok, 1 a check failed, 2 bad usage or input, "
 		   "3 the environment cannot do what was asked\n");
 }
@@ -44,7 +59,7 @@ int main(int argc, char **argv)
 		name = "version";
 
 	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
-		if (!strcmp(verbs[i].name, name))
+		if (verb_is(verbs[i].name, name))
 			return verbs[i].run(argc - 1, argv + 1);
 
 	fprintf(stderr, "memwall: unknown verb '%s'\n\n", name);

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "adapters.h"
 #include "embedded.h"
 #include "jschema.h"
 #include "protocol.h"
@@ -99,6 +100,174 @@ static int file_must_exist(const char *source, const char *field, const char *pa
 			    path);
 }
 
+/* ---- external engines ---------------------------------------------------------------------- */
+
+/* The placeholders of a command template (protocols/README.md, "External engines"). */
+enum placeholder { PH_MODEL, PH_PROMPT, PH_N, PH_THREADS, PH_SEED, PH_COUNT };
+static const char *const placeholders[PH_COUNT] = {
+	[PH_MODEL] = "model", [PH_PROMPT] = "prompt", [PH_N] = "n", [PH_THREADS] = "threads",
+	[PH_SEED] = "seed",
+};
+
+/* Length of "{name}" at s when name is lowercase letters and '_', else 0. */
+static size_t placeholder_len(const char *s)
+{
+	size_t i = 1;
+	if (s[0] != '{')
+		return 0;
+	while (s[i] == '_' || (s[i] >= 'a' && s[i] <= 'z'))
+		i++;
+	return i > 1 && s[i] == '}' ? i + 1 : 0;
+}
+
+int mw_command_expand(const char *arg, const struct mw_command_values *v, const char *source,
+		      const char *field, char **out, struct mw_error *err)
+{
+	char *buf = NULL, num[32];
+	size_t size = 0;
+	FILE *f = NULL;
+	int rc = 0;
+
+	if (out)
+		*out = NULL;
+	if (v && !(f = open_memstream(&buf, &size)))
+		return -ENOMEM;
+	for (const char *s = arg; *s;) {
+		size_t len = placeholder_len(s);
+		if (!len) {
+			if (f)
+				fputc(*s, f);
+			s++;
+			continue;
+		}
+		int k = 0;
+		while (k < PH_COUNT && (strlen(placeholders[k]) != len - 2 ||
+					strncmp(placeholders[k], s + 1, len - 2)))
+			k++;
+		if (k == PH_COUNT) {
+			rc = mw_error_set(err, -EINVAL, source, field,
+					  "unknown placeholder '%.*s' in \"%s\" (known: {model} "
+					  "{prompt} {n} {threads} {seed})", (int)len, s, arg);
+			goto out;
+		}
+		if (f) {
+			const char *text = num;
+			if (k == PH_MODEL)
+				text = v->model ? v->model : "";
+			else if (k == PH_PROMPT)
+				text = v->prompt ? v->prompt : "";
+			else if (k == PH_N)
+				snprintf(num, sizeof(num), "%ld", v->n);
+			else if (k == PH_THREADS)
+				snprintf(num, sizeof(num), "%ld", v->threads);
+			else
+				snprintf(num, sizeof(num), "%llu", v->seed);
+			fputs(text, f);
+		}
+		s += len;
+	}
+out:
+	if (f && fclose(f) && !rc)
+		rc = -ENOMEM;
+	if (rc || !out)
+		free(buf);
+	else
+		*out = buf;
+	return rc;
+}
+
+static bool command_uses(const struct mw_protocol *p, const char *name)
+{
+	char ph[32];
+	snprintf(ph, sizeof(ph), "{%s}", name);
+	for (size_t i = 1; i < p->engine.n_command; i++)
+		if (strstr(p->engine.command[i], ph))
+			return true;
+	return false;
+}
+
+/* The rules for kind "external" the schema cannot say. */
+static int parse_external(struct mw_protocol *p, const json_t *engine, const char *dir,
+			  struct mw_error *err)
+{
+	const char *src = p->source;
+	const json_t *cmd = json_object_get(engine, "command");
+	const json_t *adapter = json_object_get(engine, "adapter");
+	char field[64];
+	int rc;
+
+	if (!json_array_size(cmd))
+		return mw_error_set(err, -EINVAL, src, "engine.command",
+				    "an external engine needs its command: a list such as "
+				    "[\"llama-completion\", \"-m\", \"{model}\", \"-n\", \"{n}\"]");
+	if (!adapter)
+		return mw_error_set(err, -EINVAL, src, "engine.adapter",
+				    "an external engine needs an output adapter, e.g. {\"name\": "
+				    "\"llama-completion\"}: without one memwall cannot confirm how many "
+				    "tokens were generated");
+	p->engine.adapter = str_or(adapter, "name", "");
+	const struct mw_adapter *a = mw_adapter_find(p->engine.adapter);
+	if (!a)
+		return mw_error_set(err, -EINVAL, src, "engine.adapter.name",
+				    "unknown adapter \"%s\" (`memwall run --help` lists them)",
+				    p->engine.adapter);
+	p->engine.adapter_stream = str_or(adapter, "stream", NULL);
+	p->engine.adapter_pattern = str_or(adapter, "pattern", NULL);
+	if (p->engine.adapter_pattern && strcmp(a->name, "memwall-tokens"))
+		return mw_error_set(err, -EINVAL, src, "engine.adapter.pattern",
+				    "only the memwall-tokens adapter takes a pattern");
+	p->engine.timeout_s = (int)int_or(engine, "timeout_s", 600);
+
+	p->engine.n_command = json_array_size(cmd);
+	p->engine.command = calloc(p->engine.n_command + 1, sizeof(char *));
+	if (!p->engine.command)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->engine.n_command; i++) {
+		const char *arg = json_string_value(json_array_get(cmd, i));
+		snprintf(field, sizeof(field), "engine.command[%zu]", i);
+		if (i == 0 && !*arg)
+			return mw_error_set(err, -EINVAL, src, field,
+					    "the program's name or path is empty");
+		if (i == 0 && placeholder_len(arg))
+			return mw_error_set(err, -EINVAL, src, field,
+					    "the program cannot be a placeholder: name it, or pass "
+					    "--llama-bin PATH to memwall run");
+		if ((rc = mw_command_expand(arg, NULL, src, field, NULL, err)))
+			return rc;
+		/* A path with a '/' is relative to the protocol, like every path in it; a bare
+		 * name is looked up in PATH when the run starts. */
+		p->engine.command[i] = i == 0 && strchr(arg, '/') ? resolve(dir, arg) : strdup(arg);
+		if (!p->engine.command[i])
+			return -ENOMEM;
+	}
+	if (!command_uses(p, "n"))
+		return mw_error_set(err, -EINVAL, src, "engine.command",
+				    "no argument holds {n}: the differential method runs the program "
+				    "at two token counts, so the count must be passed to it");
+	if (!command_uses(p, "model"))
+		return mw_error_set(err, -EINVAL, src, "engine.command",
+				    "no argument holds {model}: the program must run the protocol's "
+				    "model (add e.g. \"-m\", \"{model}\")");
+	if (p->prompt && !command_uses(p, "prompt"))
+		return mw_error_set(err, -EINVAL, src, "engine.command",
+				    "the protocol has a prompt but no argument holds {prompt}: pass it "
+				    "(e.g. \"-p\", \"{prompt}\") or drop the prompt");
+	if (!p->prompt && command_uses(p, "prompt"))
+		return mw_error_set(err, -EINVAL, src, "prompt",
+				    "engine.command passes {prompt} but the protocol has no prompt");
+	if (json_object_get(p->doc, "prompt_tokens"))
+		return mw_error_set(err, -EINVAL, src, "prompt_tokens",
+				    "an external engine tokenizes for itself: give a text \"prompt\"");
+	if (json_object_get(p->doc, "tokenizer") && !json_is_null(json_object_get(p->doc, "tokenizer")))
+		return mw_error_set(err, -EINVAL, src, "tokenizer",
+				    "an external engine tokenizes for itself: drop the tokenizer");
+	if (json_object_get(engine, "kernels"))
+		return mw_error_set(err, -EINVAL, src, "engine.kernels",
+				    "memwall's kernel tables do not apply to an external engine: "
+				    "drop it");
+	return 0;
+}
+
 static int parse_doc(struct mw_protocol *p, const char *dir, unsigned flags,
 		     struct mw_error *err)
 {
@@ -161,10 +330,21 @@ static int parse_doc(struct mw_protocol *p, const char *dir, unsigned flags,
 	p->engine.kind = str_or(engine, "kind", "builtin");
 	p->engine.threads = (int)int_or(engine, "threads", 0);
 	p->engine.kernels = str_or(engine, "kernels", "auto");
-	if (json_object_get(engine, "command") && strcmp(p->engine.kind, "external"))
-		return mw_error_set(err, -EINVAL, src, "engine.command",
-				    "only an external engine takes a command; set \"kind\": "
-				    "\"external\" or drop it");
+	bool external = !strcmp(p->engine.kind, "external");
+	static const char *const external_only[] = { "command", "adapter", "timeout_s" };
+	for (i = 0; !external && i < sizeof(external_only) / sizeof(external_only[0]); i++)
+		if (json_object_get(engine, external_only[i])) {
+			char field[32];
+			snprintf(field, sizeof(field), "engine.%s", external_only[i]);
+			return mw_error_set(err, -EINVAL, src, field,
+					    "only an external engine takes a %s; set \"kind\": "
+					    "\"external\" or drop it", external_only[i]);
+		}
+	if (!external && (json_object_get(d, "differential") || json_object_get(d, "allow_short")))
+		return mw_error_set(err, -EINVAL, src,
+				    json_object_get(d, "differential") ? "differential" : "allow_short",
+				    "only external engines are measured by the differential method; "
+				    "memwall's own engine is read at every token: drop it");
 	v = json_object_get(engine, "cpus");
 	if (json_array_size(v)) {
 		p->engine.n_cpus = json_array_size(v);
@@ -186,7 +366,7 @@ static int parse_doc(struct mw_protocol *p, const char *dir, unsigned flags,
 		return mw_error_set(err, -EINVAL, src, "prompt_tokens",
 				    "give either \"prompt\" (text, needs a tokenizer) or "
 				    "\"prompt_tokens\" (token ids), not both");
-	if (p->prompt && !p->tokenizer.path)
+	if (p->prompt && !p->tokenizer.path && !external)
 		return mw_error_set(err, -EINVAL, src, "prompt",
 				    "a text prompt needs a \"tokenizer\"; add one or give "
 				    "\"prompt_tokens\" instead");
@@ -207,6 +387,19 @@ static int parse_doc(struct mw_protocol *p, const char *dir, unsigned flags,
 	p->decode_tokens = (int)int_or(d, "decode_tokens", 0);
 	p->runs = (int)int_or(d, "runs", 0);
 	p->warmup_runs = (int)int_or(d, "warmup_runs", 1);
+	p->allow_short = json_is_true(json_object_get(d, "allow_short"));
+	p->short_tokens = (int)int_or(json_object_get(d, "differential"), "short_tokens",
+				      p->decode_tokens / 4 > 0 ? p->decode_tokens / 4 : 1);
+	if (external && p->short_tokens >= p->decode_tokens)
+		return mw_error_set(err, -EINVAL, src, "differential.short_tokens",
+				    "%d is not below decode_tokens (%d): the differential method "
+				    "needs two lengths N1 < N2; lower short_tokens or raise "
+				    "decode_tokens", p->short_tokens, p->decode_tokens);
+	if (external) {
+		int rc = parse_external(p, engine, dir, err);
+		if (rc)
+			return rc;
+	}
 
 	p->sampling.temperature = num_or(sampling, "temperature", 0.0);
 	p->sampling.topp = num_or(sampling, "topp", 1.0);
@@ -355,6 +548,9 @@ void mw_protocol_free(struct mw_protocol *p)
 	free(p->model.path);
 	free(p->tokenizer.path);
 	free(p->engine.cpus);
+	for (size_t i = 0; p->engine.command && i < p->engine.n_command; i++)
+		free(p->engine.command[i]);
+	free(p->engine.command);
 	free(p->prompt_tokens);
 	free(p);
 }

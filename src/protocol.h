@@ -41,7 +41,21 @@ struct mw_protocol {
 		int *cpus;           /* CPUs to pin to; NULL when not pinned */
 		size_t n_cpus;
 		const char *kernels; /* "auto" by default */
+		/* External engines only (kind "external"); protocols/README.md documents them. */
+		char **command;      /* argv template with {model} {prompt} {n} {threads} {seed};
+				      * command[0] resolved against the protocol's folder when it
+				      * holds a '/'; NULL for builtin engines */
+		size_t n_command;
+		const char *adapter; /* an adapter name from src/adapters.c */
+		const char *adapter_stream; /* "stdout", "stderr", "both", or NULL: the adapter's */
+		const char *adapter_pattern; /* memwall-tokens only; NULL when absent */
+		int timeout_s;       /* per process; default 600 */
 	} engine;
+
+	/* The differential method (external engines): every repetition runs the program at
+	 * short_tokens and at decode_tokens. Default short_tokens: decode_tokens / 4, at least 1. */
+	int short_tokens;
+	bool allow_short;        /* a run that stops early (EOS) is valid; false by default */
 
 	const char *prompt;      /* NULL when prompt_tokens is used */
 	int *prompt_tokens;      /* the tokens fed before decoding; [1] (BOS) by default */
@@ -103,6 +117,23 @@ void mw_protocol_free(struct mw_protocol *p);
 /* The folder cached synthetic models go to: $MEMWALL_CACHE_DIR, else $XDG_CACHE_HOME/memwall,
  * else $HOME/.cache/memwall. Writes it to buf; -ENOENT when none of them is set. */
 int mw_cache_dir(char *buf, size_t n);
+
+/* What an external engine's command template's placeholders stand for. */
+struct mw_command_values {
+	const char *model;   /* {model}: the model file's path */
+	const char *prompt;  /* {prompt}: the prompt text, passed as it is */
+	long n;              /* {n}: tokens to generate */
+	long threads;        /* {threads} */
+	unsigned long long seed; /* {seed}: sampling.seed */
+};
+
+/* Expands the placeholders of one command-template argument into *out (malloc'd; the caller
+ * frees it). The result is one argv element: nothing is split or interpreted by a shell, so a
+ * prompt holding "; rm -rf /" or "$(...)" reaches the program verbatim. A '{' that starts
+ * "{name}" with name in a-z and '_' must be a known placeholder: -EINVAL with err naming field
+ * otherwise; other braces are kept as they are. v NULL only checks. */
+int mw_command_expand(const char *arg, const struct mw_command_values *v, const char *source,
+		      const char *field, char **out, struct mw_error *err);
 
 /* The protocol schema (protocols/protocol.schema.json as compiled in). New reference. */
 json_t *mw_protocol_schema(void);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "embedded.h"
+#include "attribution.h"
 #include "report.h"
 #include "result.h"
 #include "stats.h"
@@ -200,6 +201,7 @@ static void print_md(FILE *f, const json_t *doc)
 			num(d, "before_gbps"), num(d, "after_gbps"), num(d, "change_pct"),
 			num(d, "tolerance_pct"),
 			json_is_true(json_object_get(d, "drifted")) ? ": DRIFTED, runs not comparable" : "");
+	mw_attribution_print_md(f, doc);
 }
 
 static void csv_field(FILE *f, const char *s)
@@ -517,5 +519,5 @@ int mw_report_plot(const json_t *doc, const char *dir, FILE *log, struct mw_erro
 					(int)(strlen(scripts[i]) - 3), scripts[i], fmt);
 		}
 	}
-	return 0;
+	return mw_attribution_plot(doc, dir, log, err);
 }

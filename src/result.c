@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "differential.h"
 #include "embedded.h"
 #include "jschema.h"
 #include "result.h"
@@ -362,6 +363,8 @@ static int derive_acceptance(json_t *doc)
 			if (run_counts(run) && (least < 0 || t < least))
 				least = t;
 		}
+		if (least < 0)
+			least = (json_int_t)mw_differential_least_tokens(doc);
 		json_array_append_new(list, least < 0
 			? criterion("min_tokens", json_integer(lim), json_null(), "not-measured",
 				    "no complete measured run")
@@ -424,6 +427,9 @@ int mw_result_derive(json_t *doc, const char *source, struct mw_error *err)
 			return rc;
 	derive_drift(doc);
 	if ((rc = derive_summary(doc)))
+		return rc;
+	/* External engines: figures by the differential method from the raw processes. */
+	if (json_object_get(doc, "external") && (rc = mw_differential_derive(doc, source, err)))
 		return rc;
 	return derive_acceptance(doc);
 }
@@ -527,7 +533,7 @@ int mw_result_validate(const json_t *doc, const char *source, struct mw_error *e
 	rc = mw_result_derive(copy, source, err);
 	if (rc)
 		goto out;
-	static const char *const derived[] = { "summary", "acceptance", "drift" };
+	static const char *const derived[] = { "summary", "acceptance", "drift", "external" };
 	size_t i;
 	json_t *run;
 	json_array_foreach(json_object_get(copy, "runs"), i, run) {
@@ -539,7 +545,8 @@ int mw_result_validate(const json_t *doc, const char *source, struct mw_error *e
 			goto out;
 	}
 	for (i = 0; i < sizeof(derived) / sizeof(derived[0]); i++)
-		if ((rc = same(&c, json_object_get(copy, derived[i]), json_object_get(doc, derived[i]),
+		if (json_object_get(copy, derived[i]) &&
+		    (rc = same(&c, json_object_get(copy, derived[i]), json_object_get(doc, derived[i]),
 			       derived[i])))
 			goto out;
 out:

@@ -112,6 +112,13 @@ struct runner {
 	double *ej;
 	bool dram_ok, energy_ok; /* every reading of this run succeeded */
 	int fed;                 /* the token fed to the step the hook reports */
+
+	/* --phases: decode bytes by engine phase, summed over the run's decode tokens. */
+	struct snap ph_begin;    /* the reading at the current phase's start */
+	uint64_t ph_eng[ENG_PHASE_COUNT], ph_rd[ENG_PHASE_COUNT], ph_wr[ENG_PHASE_COUNT];
+	bool ph_dram_ok;         /* every phase had a DRAM reading at both edges */
+	int n_layers;
+	uint64_t *pl_rd, *pl_wr; /* (n_layers, 2): attention and FFN of each layer (--phases=layers) */
 };
 
 static void snap_take(struct runner *r, struct snap *s)
@@ -157,8 +164,63 @@ static void on_token(void *ctx, int pos, int token, const struct eng_step_bytes 
 		}
 		if (s.energy && r->last.energy)
 			r->ej[i] = s.joules - r->last.joules;
+		for (int k = 0; bytes && k < ENG_PHASE_COUNT; k++)
+			r->ph_eng[k] += bytes->by_phase[k];
 	}
 	r->last = s;
+}
+
+/* The engine's phase hook (--phases): a reading at every phase edge of a decode step; the
+ * engine holds its other threads at the edge meanwhile, so each delta is one phase's. */
+static void on_phase(void *ctx, enum eng_phase phase, int layer, bool begin)
+{
+	struct runner *r = ctx;
+	struct snap s;
+	if (r->phase != PH_DECODE || (unsigned)phase >= ENG_PHASE_COUNT)
+		return;
+	snap_take(r, &s);
+	if (!begin && s.dram && r->ph_begin.dram) {
+		uint64_t rd = prb_counter_delta(s.rd, r->ph_begin.rd, 64);
+		uint64_t wr = prb_counter_delta(s.wr, r->ph_begin.wr, 64);
+		r->ph_rd[phase] += rd;
+		r->ph_wr[phase] += wr;
+		if (r->pl_rd && layer >= 0 && layer < r->n_layers && phase != ENG_PHASE_CLASSIFIER) {
+			r->pl_rd[2 * layer + (int)phase] += rd;
+			r->pl_wr[2 * layer + (int)phase] += wr;
+		}
+	} else if (!begin) {
+		r->ph_dram_ok = false;
+	}
+	r->ph_begin = s;
+}
+
+static json_t *phases_json(const struct runner *r)
+{
+	static const char *const names[ENG_PHASE_COUNT] = {
+		[ENG_PHASE_ATTENTION] = "attention", [ENG_PHASE_FFN] = "ffn",
+		[ENG_PHASE_CLASSIFIER] = "classifier",
+	};
+	bool dram = r->dram && r->ph_dram_ok;
+	json_t *o = json_object();
+	for (int k = 0; o && k < ENG_PHASE_COUNT; k++)
+		json_object_set_new(o, names[k], json_pack(
+			"{s:I, s:o, s:o}", "engine_bytes", (json_int_t)r->ph_eng[k], "dram_read_bytes",
+			dram ? json_integer((json_int_t)r->ph_rd[k]) : json_null(), "dram_write_bytes",
+			dram ? json_integer((json_int_t)r->ph_wr[k]) : json_null()));
+	json_t *layers = r->pl_rd ? json_array() : NULL;
+	for (int l = 0; layers && l < r->n_layers; l++)
+		json_array_append_new(layers, json_pack(
+			"{s:i, s:o, s:o, s:o, s:o}", "layer", l, "attention_dram_read_bytes",
+			dram ? json_integer((json_int_t)r->pl_rd[2 * l]) : json_null(),
+			"attention_dram_write_bytes",
+			dram ? json_integer((json_int_t)r->pl_wr[2 * l]) : json_null(),
+			"ffn_dram_read_bytes",
+			dram ? json_integer((json_int_t)r->pl_rd[2 * l + 1]) : json_null(),
+			"ffn_dram_write_bytes",
+			dram ? json_integer((json_int_t)r->pl_wr[2 * l + 1]) : json_null()));
+	if (layers)
+		json_object_set_new(o, "layers", layers);
+	return o;
 }
 
 /* ---- counters ------------------------------------------------------------------------------ */
@@ -575,6 +637,12 @@ static json_t *run_once(struct runner *r, struct eng_session *sess, struct eng_s
 	struct snap pre1 = r->last;
 	if (r->cur && r->dec0)
 		memcpy(r->dec0, r->cur, sizeof(*r->cur));
+	memset(r->ph_eng, 0, sizeof(r->ph_eng));
+	memset(r->ph_rd, 0, sizeof(r->ph_rd));
+	memset(r->ph_wr, 0, sizeof(r->ph_wr));
+	for (int l = 0; r->pl_rd && l < 2 * r->n_layers; l++)
+		r->pl_rd[l] = r->pl_wr[l] = 0;
+	r->ph_dram_ok = true;
 	r->phase = PH_DECODE;
 	for (int i = 0; i < pl->decode && !stop_signal; i++, pos++) {
 		memcpy(logits_copy, logits, (size_t)vocab * sizeof(float));
@@ -590,6 +658,8 @@ static json_t *run_once(struct runner *r, struct eng_session *sess, struct eng_s
 	for (size_t i = 0; i < r->n_dec; i++)
 		engsum += r->eng[i];
 	json_object_set_new(dec, "engine_bytes", json_integer((json_int_t)engsum));
+	if (r->o->phases)
+		json_object_set_new(dec, "phases", phases_json(r));
 	if (!r->dram_ok) {
 		json_object_set_new(dec, "dram_read_bytes", json_null());
 		json_object_set_new(dec, "dram_write_bytes", json_null());
@@ -670,6 +740,8 @@ enum mw_run_status mw_runner_run(const struct mw_protocol *p, const struct mw_ru
 	int rc;
 
 	*out = NULL;
+	if (!strcmp(p->engine.kind, "external"))
+		return mw_runner_external(p, o, out, err);
 	eng_error_clear(&eerr);
 	stop_signal = 0;
 	sigemptyset(&sa.sa_mask);
@@ -841,7 +913,13 @@ enum mw_run_status mw_runner_run(const struct mw_protocol *p, const struct mw_ru
 	r.cur = calloc(1, sizeof(*r.cur));
 	r.dec0 = calloc(1, sizeof(*r.dec0));
 	machine = mw_machine_describe(NULL);
-	if (!r.cur || !r.dec0 || !machine || grow(&r, (size_t)pl.decode)) {
+	if (o->phases > 1) {
+		r.n_layers = mi->n_layers;
+		r.pl_rd = calloc(2 * (size_t)mi->n_layers, sizeof(*r.pl_rd));
+		r.pl_wr = calloc(2 * (size_t)mi->n_layers, sizeof(*r.pl_wr));
+	}
+	if (!r.cur || !r.dec0 || !machine || grow(&r, (size_t)pl.decode) ||
+	    (o->phases > 1 && (!r.pl_rd || !r.pl_wr))) {
 		mw_error_set(err, -ENOMEM, "", "", "out of memory");
 		status = MW_RUN_ENVIRONMENT;
 		goto out;
@@ -850,7 +928,8 @@ enum mw_run_status mw_runner_run(const struct mw_protocol *p, const struct mw_ru
 	if (status != MW_RUN_DONE)
 		goto out;
 
-	struct eng_hooks hooks = { .ctx = &r, .token = on_token };
+	struct eng_hooks hooks = { .ctx = &r, .token = on_token,
+				   .phase = o->phases ? on_phase : NULL };
 	struct eng_session_options sopt = {
 		.threads = pl.threads,
 		.kernels = p->engine.kernels,
@@ -1034,6 +1113,8 @@ out:
 	free(r.rd);
 	free(r.wr);
 	free(r.ej);
+	free(r.pl_rd);
+	free(r.pl_wr);
 	free(pl.prompt);
 	return status;
 }

@@ -16,12 +16,17 @@ struct mw_run_options {
 	int argc;            /* the command line, recorded in the result */
 	char **argv;
 	FILE *log;           /* progress and warnings; NULL for none */
+	const char *llama_bin; /* external engines: the program instead of engine.command[0] */
+	int phases;          /* 1: also read counters at the engine's phase markers (attention,
+			      * FFN, classifier) for the report's attribution; 2: and per layer.
+			      * It adds readings inside every step, so it is off (0) unless asked */
 };
 
 /* What went wrong, for the caller's exit code. */
 enum mw_run_status {
 	MW_RUN_DONE = 0,          /* every run completed */
-	MW_RUN_INTERRUPTED = 1,   /* SIGINT or SIGTERM: *out is a partial record marked incomplete */
+	MW_RUN_INTERRUPTED = 1,   /* SIGINT or SIGTERM, or an external engine's run was invalid:
+				   * *out is a partial record marked incomplete, with the reason */
 	MW_RUN_BAD_INPUT = 2,     /* the protocol or its files are wrong: err says how */
 	MW_RUN_ENVIRONMENT = 3,   /* this machine or build cannot do it: err says why */
 };
@@ -32,6 +37,12 @@ enum mw_run_status {
  * and keeps what was measured; a second one kills as usual. */
 enum mw_run_status mw_runner_run(const struct mw_protocol *p, const struct mw_run_options *opt,
 				 json_t **out, struct mw_error *err);
+
+/* The external-engine path of mw_runner_run (src/runner_external.c): runs the protocol's
+ * command at two lengths per repetition and derives figures by the differential method
+ * (src/differential.h). Same contract as mw_runner_run. */
+enum mw_run_status mw_runner_external(const struct mw_protocol *p, const struct mw_run_options *opt,
+				      json_t **out, struct mw_error *err);
 
 /* The cached synthetic model's path for p (which must be synthetic): CACHE/synth/SHAPE-seedN.bin.
  * Generates it on first use (atomically: a temporary file renamed into place). 0 or -errno. */

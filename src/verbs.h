@@ -1,6 +1,7 @@
 /* src/verbs.h: the table of memwall's verbs.
  *
  * Adding a verb is one line here plus its file src/cmd_<verb>.c (listed in src/meson.build).
+ * A '_' in a verb's name is typed and shown as '-' (import_aios is `memwall import-aios`).
  * Each verb's entry point takes the arguments after the verb (argv[0] is the verb name) and
  * returns an enum mw_exit code. Every verb answers --help with its usage on stdout, exit 0.
  */
@@ -14,7 +15,10 @@
 	MW_VERB(compare, "compare two result records: per-metric delta and Welch t-test; exit 1 on a regression") \
 	MW_VERB(doctor, "report what this machine can measure (DRAM counters, RAPL, core events)") \
 	MW_VERB(generate, "run a model and print what it generates, with tok/s") \
+	MW_VERB(headroom, "AIOS projections against a baseline; its Model Contract checked on the real model") \
+	MW_VERB(import_aios, "convert an AIOS baseline result into a reference record, marked with what it did not measure") \
 	MW_VERB(report, "print a result record's tables; --plot renders its charts with gnuplot") \
+	MW_VERB(roofline, "analytic bytes and FLOPs per token, roofline, headroom, plausibility of a record") \
 	MW_VERB(run, "run a protocol with counters at every token and write its result record") \
 	MW_VERB(synth, "write a deterministic synthetic model of a real shape") \
 	MW_VERB(validate, "check a result record's schema and recompute its figures from the raw data") \

@@ -249,6 +249,14 @@ static void check_stream_api(const char *kernels, int threads)
 	const struct krn_ops *k = krn_ops_find(kernels);
 	T_EQ_INT(eng_stream_run(s, ENG_STREAM_COPY, true, &r), k->stream_copy_nt ? 0 : -ENOTSUP);
 	T_EQ_INT(eng_stream_run(s, ENG_STREAM_TRIAD, true, &r), k->stream_triad_nt ? 0 : -ENOTSUP);
+	/* Switching tables keeps the buffers; a bad name leaves the table as it was. */
+	T_EQ_INT(eng_stream_set_kernels(s, "ref", &err), 0);
+	T_EQ_STR(eng_stream_kernels(s), "ref");
+	T_EQ_INT(eng_stream_run(s, ENG_STREAM_READ, false, &r), 0);
+	T_EQ_U64(r.bytes_read, bytes);
+	T_EQ_INT(eng_stream_set_kernels(s, "no-such-isa", &err), -EINVAL);
+	T_CONTAINS(err.text, "no-such-isa");
+	T_EQ_STR(eng_stream_kernels(s), "ref");
 	eng_stream_free(s);
 }
 
@@ -264,6 +272,16 @@ static void check_stream_errors(void)
 	opt = (struct eng_stream_options){ .threads = 1, .kernels = "no-such-isa" };
 	T_EQ_INT(eng_stream_new(&s, &opt, &err), -EINVAL);
 	T_CONTAINS(err.text, "no-such-isa");
+
+	/* eng_kernels_name lists exactly the supported tables, best first, ref last. */
+	size_t n = 0, named = 0;
+	const struct krn_ops *const *all = krn_ops_all(&n);
+	for (size_t i = 0; i < n; i++)
+		if (all[i]->supported())
+			T_EQ_STR(eng_kernels_name(named++), all[i]->name);
+	T_ASSERT(eng_kernels_name(named) == NULL);
+	T_EQ_STR(eng_kernels_name(0), krn_ops_find("auto")->name);
+	T_EQ_STR(eng_kernels_name(named - 1), "ref");
 
 	uint64_t llc = 0;
 	char source[256] = "";

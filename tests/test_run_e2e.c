@@ -196,14 +196,14 @@ static void test_refusals(void)
 	}
 	t_output_free(&o);
 
-	/* An external engine: not yet supported. */
+	/* An external engine without an output adapter: bad input (test_external.c runs them). */
 	snprintf(p, sizeof(p), "%s/external.json", scratch);
 	write_protocol(p, "{\"name\": \"ext\", \"model\": {\"format\": \"llama2c\", \"synth\": "
 			  "{\"shape\": \"stories260K\"}}, \"engine\": {\"kind\": \"external\", "
 			  "\"command\": [\"llama-cli\"]}, \"decode_tokens\": 4, \"runs\": 1}");
 	o = t_run(argv);
-	T_EQ_INT(o.status, 3);
-	T_CONTAINS(o.err, "engine.kind: \"external\" engines are not yet supported");
+	T_EQ_INT(o.status, 2);
+	T_CONTAINS(o.err, "engine.adapter: an external engine needs an output adapter");
 	t_output_free(&o);
 
 	/* Required DRAM counters on a machine without them: exit 3 with the probes' reason. */

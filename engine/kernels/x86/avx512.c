@@ -1,7 +1,7 @@
 /* engine/kernels/x86/avx512.c: AVX-512 (F, BW, VL, DQ) kernels.
  *
  * Compiled with only those -m flags; reached only after krn_x86_has_avx512() said yes.
- * Tails use masked loads (a masked-off lane never faults: Intel SDM vol. 1, 15.4.1
+ * What AVX-512 brings here is mask registers: tails use masked loads (a masked-off lane never faults: Intel SDM vol. 1, 15.4.1
  * "Memory fault suppression"), so no element is read twice and no scalar loop is needed.
  */
 #include <immintrin.h>
@@ -14,28 +14,45 @@ static inline __mmask16 tail_mask(size_t n)
 	return (__mmask16)((1u << n) - 1u);
 }
 
-/* Four accumulators of 16 lanes, 64 floats (four cache lines) per iteration: enough
- * independent FMAs to hide their latency (4 cycles on Zen 4 and Ice Lake) at any speed memory
- * can deliver. */
+/* Lanes [0, n) of an 8-lane vector, for tails; n <= 8. */
+static inline __mmask8 tail_mask8(size_t n)
+{
+	return (__mmask8)((1u << n) - 1u);
+}
+
+static inline float hsum256(__m256 v)
+{
+	__m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+	s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+	s = _mm_add_ss(s, _mm_movehdup_ps(s));
+	return _mm_cvtss_f32(s);
+}
+
+/* The reductions that stream weights use 256-bit loads (AVX-512VL gives them masked tails).
+ * Measured on Zen 4 (this project's VM, 416 MB, 31 interleaved runs, median of the paired
+ * ratios): 512-bit loads read 5% slower than 256-bit ones, and a matvec built on them 6%
+ * slower; Zen 4 splits a 512-bit load into two 256-bit halves anyway. Four accumulators, 32
+ * floats (two cache lines) per iteration: enough independent FMAs to hide their latency at any
+ * speed memory can deliver. */
 static inline float dot(const float *a, const float *b, size_t n)
 {
-	__m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
-	__m512 s2 = _mm512_setzero_ps(), s3 = _mm512_setzero_ps();
+	__m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+	__m256 s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();
 	size_t i = 0;
-	for (; i + 64 <= n; i += 64) {
-		s0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), s0);
-		s1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 16), _mm512_loadu_ps(b + i + 16), s1);
-		s2 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 32), _mm512_loadu_ps(b + i + 32), s2);
-		s3 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 48), _mm512_loadu_ps(b + i + 48), s3);
+	for (; i + 32 <= n; i += 32) {
+		s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
+		s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), s1);
+		s2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 16), _mm256_loadu_ps(b + i + 16), s2);
+		s3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 24), _mm256_loadu_ps(b + i + 24), s3);
 	}
-	for (; i + 16 <= n; i += 16)
-		s0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), s0);
+	for (; i + 8 <= n; i += 8)
+		s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
 	if (i < n) {
-		__mmask16 m = tail_mask(n - i);
-		s1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i),
+		__mmask8 m = tail_mask8(n - i);
+		s1 = _mm256_fmadd_ps(_mm256_maskz_loadu_ps(m, a + i), _mm256_maskz_loadu_ps(m, b + i),
 				     s1);
 	}
-	return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
+	return hsum256(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
 }
 
 static float avx512_dot_f32(const float *a, const float *b, size_t n)
@@ -45,9 +62,9 @@ static float avx512_dot_f32(const float *a, const float *b, size_t n)
 
 /* One row at a time, so the weights are read as one sequential stream, exactly in address
  * order: the pattern of the bandwidth probe's read kernel. Measured on Zen 4 (this project's
- * VM, 448 MB of weights, n = 768): interleaving 2 or 4 rows to share the loads of x, four
- * streams 3 KB apart, ran at about half the bandwidth of one stream (16 vs 31-34 GB/s), and
- * software prefetching 0.5-2 KB ahead did not help. The per-row horizontal sum is off the
+ * VM, 448 MB of weights, n = 768): interleaving 2 or 4 rows to share the loads of x (2 or 4
+ * streams 3 KB apart) ran at about half the bandwidth of one stream (15-18 vs 31-34 GB/s),
+ * and software prefetching 0.5-8 KB ahead (T0, T1 or NTA) was no better than none. The per-row horizontal sum is off the
  * critical path: the next row's loads do not depend on it. */
 static void avx512_matvec_f32(float *y, const float *w, const float *x, size_t n, size_t r0,
 			      size_t r1)
@@ -73,24 +90,23 @@ static void avx512_axpy_f32(float *y, float a, const float *x, size_t n)
 
 /* ---- Streaming ---------------------------------------------------------------------------- */
 
-/* Four accumulators: enough loads in flight that the adds' latency never limits a read that
- * runs at memory speed. */
+/* 256-bit loads, as in dot() above and for the same measured reason. */
 static float avx512_stream_read(const float *a, size_t n)
 {
-	__m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
-	__m512 s2 = _mm512_setzero_ps(), s3 = _mm512_setzero_ps();
+	__m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+	__m256 s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();
 	size_t i = 0;
-	for (; i + 64 <= n; i += 64) {
-		s0 = _mm512_add_ps(s0, _mm512_loadu_ps(a + i));
-		s1 = _mm512_add_ps(s1, _mm512_loadu_ps(a + i + 16));
-		s2 = _mm512_add_ps(s2, _mm512_loadu_ps(a + i + 32));
-		s3 = _mm512_add_ps(s3, _mm512_loadu_ps(a + i + 48));
+	for (; i + 32 <= n; i += 32) {
+		s0 = _mm256_add_ps(s0, _mm256_loadu_ps(a + i));
+		s1 = _mm256_add_ps(s1, _mm256_loadu_ps(a + i + 8));
+		s2 = _mm256_add_ps(s2, _mm256_loadu_ps(a + i + 16));
+		s3 = _mm256_add_ps(s3, _mm256_loadu_ps(a + i + 24));
 	}
-	for (; i + 16 <= n; i += 16)
-		s0 = _mm512_add_ps(s0, _mm512_loadu_ps(a + i));
+	for (; i + 8 <= n; i += 8)
+		s0 = _mm256_add_ps(s0, _mm256_loadu_ps(a + i));
 	if (i < n)
-		s1 = _mm512_add_ps(s1, _mm512_maskz_loadu_ps(tail_mask(n - i), a + i));
-	return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
+		s1 = _mm256_add_ps(s1, _mm256_maskz_loadu_ps(tail_mask8(n - i), a + i));
+	return hsum256(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
 }
 
 static void avx512_stream_copy(float *dst, const float *src, size_t n)

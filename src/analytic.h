@@ -1,0 +1,64 @@
+/* src/analytic.h: the analytic model of one decode step, from a model's tensor table.
+ *
+ * Every figure is computed from the tensor table (engine.h, eng_model_tensors and friends):
+ * never measured, never sampled. Byte counts are exact; FLOPs count a multiply-add as 2 and
+ * leave out norms, RoPE and softmax (O(dim) per layer, under 0.1 % for every shape here). */
+#ifndef MEMWALL_ANALYTIC_H
+#define MEMWALL_ANALYTIC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "engine.h"
+
+/* When the LLC size is not known (a VM without cache topology, a record without machine
+ * caches), the floor assumes this much: more than any client CPU's last-level cache, so a
+ * floor computed with it is a lower bound and an IMPLAUSIBLE verdict does not hang on it. */
+#define MW_LLC_UNKNOWN_BOUND (256ull << 20)
+
+struct mw_analytic_options {
+	int pos;            /* the step's position: attention reads the cache at 0..pos */
+	int kv_elem_bytes;  /* bytes per cached element; <= 0: the table's kv_type_id */
+	int act_elem_bytes; /* bytes per activation element; <= 0: 4 (f32) */
+	uint64_t llc_bytes; /* 0: unknown, MW_LLC_UNKNOWN_BOUND is used and said so */
+	const char *llc_source; /* where llc_bytes came from, for the statement */
+};
+
+struct mw_analytic {
+	/* Weights read per token: every matrix whole, one embedding row, a tied classifier's
+	 * table once. */
+	uint64_t weights;
+	uint64_t by_class[ENG_TENSOR_CLASS_COUNT];
+	uint64_t embedding_row; /* the embedding's share of weights */
+	int kv_elem_bytes;
+	uint64_t kv_read;  /* K and V of positions 0..pos, every layer */
+	uint64_t kv_write; /* K and V of position pos, every layer */
+	uint64_t total;    /* weights + kv_read + kv_write */
+	/* Every vector one layer produces at batch 1 (residual, normed input, each projection's
+	 * output, attention output), at act_elem_bytes each; the attention scores (heads x
+	 * (pos + 1)) are given apart because they grow with the context. */
+	int act_elem_bytes;
+	uint64_t activation_elems_layer;
+	uint64_t activation_layer;
+	uint64_t attention_scores;
+	double flops;       /* per token at pos */
+	uint64_t llc;       /* the LLC size used for the floor */
+	char llc_statement[256];
+	uint64_t floor;     /* weights minus what can stay LLC-resident: max(weights - llc, 0) */
+	bool far_larger_than_llc; /* weights >= 4 x llc. Streaming the weights in the same order
+				   * every token, an LRU cache keeps none of them once they exceed
+				   * it; the factor 4 leaves room for replacement policies that
+				   * protect part of a cyclic stream, which the floor's "minus the
+				   * LLC" already credits in full */
+};
+
+/* Fills *out for table t. -EINVAL when the table has no layers or a negative position. */
+int mw_analytic_compute(const struct eng_tensor_table *t, const struct mw_analytic_options *o,
+			struct mw_analytic *out);
+
+/* Bytes of a KV cache holding `positions` positions: K and V, every layer, kv_heads x
+ * head_dim elements of elem_bytes each. */
+uint64_t mw_analytic_kv_bytes(int n_layers, int n_kv_heads, int head_dim, int elem_bytes,
+			      uint64_t positions);
+
+#endif

@@ -1,0 +1,483 @@
+/* src/cmd_roofline.c: `memwall roofline MODEL|RESULT`: how far a decode step is from what the
+ * hardware allows, and whether a measured MB/token is even plausible.
+ *
+ * The analytic model (analytic.h) comes from the model's own tensor table: the file given, the
+ * file a result record names, or a built-in description of it (for the AIOS reference, whose
+ * file is not here). The bandwidth roof is --bandwidth, else the record's own probe, else (for
+ * a model) a probe run now; the compute roof is the decode kernel's peak, measured now. A
+ * record from another machine gets no roof measured here: this machine is not that one.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "analytic.h"
+#include "result.h"
+#include "roofline.h"
+#include "verbs.h"
+
+#define VERB "roofline"
+
+struct options {
+	const char *input;
+	double bandwidth; /* NAN: not given */
+	const char *plot;
+	const char *kernels;
+	int pos;          /* -1: 128 for a model, the decode window's middle for a record */
+	int threads;      /* <= 0: every allowed CPU */
+	int kv_bytes;     /* 0: the model's default */
+	bool threads_given;
+	uint64_t llc;     /* 0: from sysfs or the record */
+	bool json;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: memwall roofline MODEL|RESULT [--bandwidth GBPS] [--json] [--plot DIR]\n"
+		"                        [--pos N] [--kv f32|f16] [--llc MiB] [-t N] [--kernels T]\n\n"
+		"The analytic model of one decode step from the model's tensor table (weights read\n"
+		"per token, KV cache read and written, activations, FLOPs, the DRAM floor), its\n"
+		"roofline, and for a result record the measured point, the headroom, the DRAM\n"
+		"efficiency and the plausibility of its measured MB/token.\n\n"
+		"  MODEL              a llama2.c checkpoint or a GGUF file\n"
+		"  RESULT             a result record (.json); its model file, or a built-in\n"
+		"                     description of it when the file is not here\n"
+		"  --bandwidth GBPS   the bandwidth roof in GB/s (10^9 B/s); default: the record's\n"
+		"                     probe, or for a MODEL a read probe run now\n"
+		"  --pos N            the step's position (default 128 for a MODEL, the middle of\n"
+		"                     the decode window for a RESULT)\n"
+		"  --kv f32|f16       KV cache type (default f32 for llama2.c, f16 for GGUF)\n"
+		"  --llc MiB          LLC size for the floor (default: sysfs, or the record's)\n"
+		"  -t, --threads N    threads for the probes run now (default: every allowed CPU)\n"
+		"  --kernels T        kernel table for the compute roof (default auto)\n"
+		"  --json             one JSON object on stdout\n"
+		"  --plot DIR         write DIR/roofline.png and .svg with gnuplot\n\n"
+		"Exit status: 0, 1 when a measured MB/token is IMPLAUSIBLE, 2 bad input.\n");
+}
+
+static int parse_args(int argc, char **argv, struct options *o, bool *help)
+{
+	enum { OPT_BW = 256, OPT_JSON, OPT_PLOT, OPT_POS, OPT_KV, OPT_LLC, OPT_KERNELS };
+	static const struct option longopts[] = {
+		{ "bandwidth", required_argument, NULL, OPT_BW },
+		{ "json", no_argument, NULL, OPT_JSON },
+		{ "plot", required_argument, NULL, OPT_PLOT },
+		{ "pos", required_argument, NULL, OPT_POS },
+		{ "kv", required_argument, NULL, OPT_KV },
+		{ "llc", required_argument, NULL, OPT_LLC },
+		{ "threads", required_argument, NULL, 't' },
+		{ "kernels", required_argument, NULL, OPT_KERNELS },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	long v;
+	int c;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":t:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case OPT_BW:
+			if (mw_parse_double(optarg, 1e-3, 1e6, &o->bandwidth) < 0)
+				return mw_fail(MW_EXIT_USAGE, VERB, "--bandwidth '%s': want GB/s, "
+					       "a number above 0", optarg);
+			break;
+		case OPT_JSON:
+			o->json = true;
+			break;
+		case OPT_PLOT:
+			o->plot = optarg;
+			break;
+		case OPT_POS:
+			if (mw_parse_long(optarg, 0, 1L << 24, &v) < 0)
+				return mw_fail(MW_EXIT_USAGE, VERB, "--pos '%s': want a position "
+					       "from 0", optarg);
+			o->pos = (int)v;
+			break;
+		case OPT_KV:
+			if (strcmp(optarg, "f32") && strcmp(optarg, "f16"))
+				return mw_fail(MW_EXIT_USAGE, VERB, "--kv '%s': want f32 or f16",
+					       optarg);
+			o->kv_bytes = strcmp(optarg, "f32") ? 2 : 4;
+			break;
+		case OPT_LLC:
+			if (mw_parse_long(optarg, 1, 1L << 20, &v) < 0)
+				return mw_fail(MW_EXIT_USAGE, VERB, "--llc '%s': want MiB from 1",
+					       optarg);
+			o->llc = (uint64_t)v << 20;
+			break;
+		case 't':
+			if (mw_parse_long(optarg, 1, 1024, &v) < 0)
+				return mw_fail(MW_EXIT_USAGE, VERB, "--threads '%s': want 1 to 1024",
+					       optarg);
+			o->threads = (int)v;
+			o->threads_given = true;
+			break;
+		case OPT_KERNELS:
+			o->kernels = optarg;
+			break;
+		case 'h':
+			*help = true;
+			return MW_EXIT_OK;
+		case ':':
+			return mw_fail(MW_EXIT_USAGE, VERB, "option '%s' needs a value",
+				       argv[optind - 1]);
+		default:
+			return mw_fail(MW_EXIT_USAGE, VERB,
+				       "unknown option '%s' (memwall roofline --help lists them)",
+				       argv[optind - 1]);
+		}
+	}
+	if (optind + 1 != argc)
+		return mw_fail(MW_EXIT_USAGE, VERB, optind < argc ? "one MODEL or RESULT, not more"
+								   : "give a MODEL or RESULT file");
+	o->input = argv[optind];
+	return MW_EXIT_OK;
+}
+
+static int allowed_cpus(void)
+{
+	cpu_set_t set;
+	return sched_getaffinity(0, sizeof(set), &set) ? 1 : CPU_COUNT(&set);
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+/* The read-bandwidth roof now: the median of read passes over 8x the LLC (at least 64 MiB)
+ * for about half a second, as `memwall bandwidth --kernel read` measures it. */
+static int probe_bandwidth(const struct options *o, uint64_t llc, struct mw_roofline_inputs *in)
+{
+	struct eng_stream *s = NULL;
+	struct eng_error eerr;
+	double rates[64];
+	int n = 0, rc;
+	eng_error_clear(&eerr);
+	uint64_t bytes = llc * 8 > (64u << 20) ? llc * 8 : (64u << 20);
+	struct eng_stream_options so = { .threads = o->threads, .bytes = bytes,
+					 .kernels = o->kernels };
+	if ((rc = eng_stream_new(&s, &so, &eerr))) {
+		snprintf(in->bw_source, sizeof(in->bw_source),
+			 "not measured: the bandwidth probe could not start: %.400s", eerr.text);
+		return rc;
+	}
+	struct eng_stream_sample smp;
+	double t0 = now_s();
+	while (n < 64 && (n < 5 || now_s() - t0 < 0.5)) {
+		if ((rc = eng_stream_run(s, ENG_STREAM_READ, false, &smp)))
+			break;
+		rates[n++] = (double)smp.bytes_read / smp.seconds / 1e9;
+	}
+	if (n) {
+		qsort(rates, (size_t)n, sizeof(rates[0]), cmp_double);
+		in->bw_gbps = n % 2 ? rates[n / 2] : 0.5 * (rates[n / 2 - 1] + rates[n / 2]);
+		snprintf(in->bw_source, sizeof(in->bw_source),
+			 "measured now: median of %d read passes (eng_stream, %s kernels, %d "
+			 "threads) over %.0f MiB", n, eng_stream_kernels(s), o->threads,
+			 (double)eng_stream_bytes(s) / 1048576.0);
+	} else {
+		snprintf(in->bw_source, sizeof(in->bw_source), "not measured: the probe failed: %s",
+			 strerror(-rc));
+	}
+	eng_stream_free(s);
+	return n ? 0 : rc;
+}
+
+/* The weight type the step reads most bytes of: its kernel sets the compute roof. */
+static uint32_t dominant_type(const struct eng_tensor_table *t)
+{
+	uint64_t bytes[64] = { 0 }, best = 0;
+	uint32_t type = 0;
+	for (size_t i = 0; i < t->n; i++)
+		if (t->t[i].type_id < 64 && t->t[i].rows > 1)
+			bytes[t->t[i].type_id] += t->t[i].step_bytes;
+	for (uint32_t k = 0; k < 64; k++)
+		if (bytes[k] > best) {
+			best = bytes[k];
+			type = k;
+		}
+	return type;
+}
+
+static void probe_peak(const struct options *o, const struct eng_tensor_table *t,
+		       struct mw_roofline_inputs *in)
+{
+	struct eng_peak pk;
+	struct eng_error eerr;
+	eng_error_clear(&eerr);
+	if (eng_peak_measure(o->kernels, dominant_type(t), o->threads, 0.2, &pk, &eerr)) {
+		snprintf(in->peak_source, sizeof(in->peak_source), "not measured: %.200s", eerr.text);
+		return;
+	}
+	in->peak_flops = pk.flops;
+	snprintf(in->peak_source, sizeof(in->peak_source),
+		 "measured now: %s on %d threads for %.2f s, operands in L1", pk.kernel,
+		 pk.threads, pk.seconds);
+}
+
+static json_t *num_or_null(double x)
+{
+	return isnan(x) ? json_null() : json_real(x);
+}
+
+static void print_text(const struct eng_tensor_table *t, const struct mw_analytic *a,
+		       const struct mw_roofline_inputs *in, const struct mw_roofline *r,
+		       const struct mw_plausibility *pl, const char *pos_statement,
+		       const char *measured_note)
+{
+	const struct eng_model_info *m = &t->info;
+	printf("model: %s (%s, %s%s)\n", t->source, m->arch ? m->arch : "?",
+	       m->format == ENG_FORMAT_GGUF ? "GGUF" : "llama2.c", m->synthetic ? ", synthetic" : "");
+	printf("  shape: dim %d, ffn %d, %d layers, %d heads (%d KV, head dim %d), vocab %d\n",
+	       m->dim, m->hidden_dim, m->n_layers, m->n_heads, m->n_kv_heads, t->head_dim,
+	       m->vocab_size);
+	printf("analytic decode step at %s (MB = 10^6 bytes)%s:\n", pos_statement,
+	       m->synthetic ? ", synthetic weights" : "");
+	printf("  weights read          %12.3f MB  (%" PRIu64 " B; the embedding contributes one "
+	       "row, %" PRIu64 " B)\n", (double)a->weights / 1e6, a->weights, a->embedding_row);
+	for (int c = 0; c < ENG_TENSOR_CLASS_COUNT; c++)
+		printf("    %-19s %12.3f MB\n", eng_tensor_class_name((enum eng_tensor_class)c),
+		       (double)a->by_class[c] / 1e6);
+	printf("  KV cache read         %12.3f MB  (%d B per element)\n", (double)a->kv_read / 1e6,
+	       a->kv_elem_bytes);
+	printf("  KV cache written      %12.3f MB\n", (double)a->kv_write / 1e6);
+	printf("  total                 %12.3f MB/token\n", (double)a->total / 1e6);
+	printf("  activations per layer %12.1f KB  (%" PRIu64 " elements x %d B; attention "
+	       "scores apart: %.1f KB)\n", (double)a->activation_layer / 1e3,
+	       a->activation_elems_layer, a->act_elem_bytes, (double)a->attention_scores / 1e3);
+	printf("  FLOPs per token       %12.4g\n", a->flops);
+	printf("  DRAM floor            %12.3f MB/token  (%s)\n", (double)a->floor / 1e6,
+	       a->llc_statement);
+	if (isnan(in->bw_gbps))
+		printf("bandwidth roof: %s\n", in->bw_source);
+	else
+		printf("bandwidth roof: %.2f GB/s (%s)\n", in->bw_gbps, in->bw_source);
+	if (isnan(in->peak_flops))
+		printf("compute roof: %s\n", in->peak_source);
+	else
+		printf("compute roof: %.2f GFLOP/s (%s)\n", in->peak_flops / 1e9, in->peak_source);
+	if (!a->far_larger_than_llc)
+		printf("note: the weights read per token are not far larger than the LLC, so they "
+		       "may stay cache-resident and the DRAM roof need not bind\n");
+	if (isnan(r->max_tok_s))
+		printf("max tok/s: not available: no roof (give --bandwidth)\n");
+	else
+		printf("max tok/s = min(BW / bytes, peak / FLOPs) = %.4g (%s-bound; memory roof "
+		       "%.4g, compute roof %.4g)\n", r->max_tok_s, r->bound, r->max_tok_s_bw,
+		       r->max_tok_s_compute);
+	if (isnan(in->measured_tok_s))
+		printf("measured tok/s: not measured (a model file; give a result record)\n");
+	else if (isnan(r->headroom))
+		printf("measured tok/s: %.4g; headroom: not available without a roof\n",
+		       in->measured_tok_s);
+	else
+		printf("measured tok/s: %.4g; headroom = roof / measured = %.3gx\n",
+		       in->measured_tok_s, r->headroom);
+	if (isnan(r->dram_efficiency))
+		printf("DRAM efficiency: not measured: %s\n",
+		       in->not_measured_why[0] ? in->not_measured_why : "no DRAM counter figure");
+	else
+		printf("DRAM efficiency = measured / analytic = %.3f (%s)\n", r->dram_efficiency,
+		       measured_note);
+	printf("plausibility: %s\n", pl->text);
+}
+
+static void print_json(const struct eng_tensor_table *t, const struct mw_analytic *a,
+		       const struct mw_roofline_inputs *in, const struct mw_roofline *r,
+		       const struct mw_plausibility *pl, int pos, const char *pos_statement,
+		       const char *measured_note)
+{
+	json_t *cls = json_object();
+	for (int c = 0; c < ENG_TENSOR_CLASS_COUNT; c++)
+		json_object_set_new(cls, eng_tensor_class_name((enum eng_tensor_class)c),
+				    json_integer((json_int_t)a->by_class[c]));
+	json_t *doc = json_pack(
+		"{s:{s:s, s:s, s:b, s:I, s:i, s:i, s:i, s:i, s:i, s:i, s:i},"
+		" s:{s:i, s:s, s:I, s:o, s:I, s:i, s:I, s:I, s:I, s:I, s:i, s:I, s:f, s:I, s:s, s:I, s:b},"
+		" s:{s:o, s:s, s:o, s:s},"
+		" s:{s:o, s:o, s:o, s:s, s:o, s:o, s:o, s:s},"
+		" s:{s:s, s:o, s:s}}",
+		"model", "source", t->source, "arch", t->info.arch ? t->info.arch : "?",
+		"synthetic", t->info.synthetic, "file_bytes", (json_int_t)t->info.file_bytes,
+		"dim", t->info.dim, "hidden_dim", t->info.hidden_dim, "n_layers", t->info.n_layers,
+		"n_heads", t->info.n_heads, "n_kv_heads", t->info.n_kv_heads, "head_dim",
+		t->head_dim, "vocab_size", t->info.vocab_size,
+		"analytic", "pos", pos, "pos_statement", pos_statement, "weights_bytes",
+		(json_int_t)a->weights, "weights_by_class_bytes", cls, "embedding_row_bytes",
+		(json_int_t)a->embedding_row, "kv_elem_bytes", a->kv_elem_bytes, "kv_read_bytes",
+		(json_int_t)a->kv_read, "kv_write_bytes", (json_int_t)a->kv_write,
+		"total_bytes_per_token", (json_int_t)a->total, "activation_bytes_per_layer",
+		(json_int_t)a->activation_layer, "act_elem_bytes", a->act_elem_bytes,
+		"attention_scores_bytes", (json_int_t)a->attention_scores, "flops_per_token",
+		a->flops, "llc_bytes", (json_int_t)a->llc, "llc_statement", a->llc_statement,
+		"floor_bytes_per_token", (json_int_t)a->floor, "far_larger_than_llc",
+		a->far_larger_than_llc,
+		"roofs", "bandwidth_gbps", num_or_null(in->bw_gbps), "bandwidth_source",
+		in->bw_source, "peak_flops", num_or_null(in->peak_flops), "peak_source",
+		in->peak_source,
+		"roofline", "max_tok_per_s", num_or_null(r->max_tok_s), "max_tok_per_s_memory",
+		num_or_null(r->max_tok_s_bw), "max_tok_per_s_compute",
+		num_or_null(r->max_tok_s_compute), "bound", r->bound, "measured_tok_per_s",
+		num_or_null(in->measured_tok_s), "headroom", num_or_null(r->headroom),
+		"dram_efficiency", num_or_null(r->dram_efficiency), "dram_efficiency_note",
+		isnan(r->dram_efficiency)
+			? (in->not_measured_why[0] ? in->not_measured_why : "not measured")
+			: measured_note,
+		"plausibility", "verdict", mw_verdict_name(pl->verdict), "ratio_to_floor",
+		num_or_null(pl->ratio), "text", pl->text);
+	if (doc) {
+		json_dumpf(doc, stdout, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+		fputc('\n', stdout);
+	}
+	json_decref(doc);
+}
+
+int mw_cmd_roofline(int argc, char **argv)
+{
+	struct options o = { .bandwidth = NAN, .pos = -1 };
+	struct eng_tensor_table *t = NULL;
+	struct mw_record_view view = { 0 };
+	struct mw_roofline_inputs in = { .bw_gbps = NAN, .peak_flops = NAN,
+					 .measured_tok_s = NAN, .measured_bytes = NAN };
+	struct mw_analytic a;
+	struct mw_roofline r;
+	struct mw_plausibility pl;
+	struct mw_error err;
+	struct eng_error eerr;
+	json_t *doc = NULL;
+	char pos_statement[300], llc_source[300] = "";
+	bool help = false, record;
+	int rc, status = MW_EXIT_OK;
+
+	mw_error_clear(&err);
+	eng_error_clear(&eerr);
+	if ((rc = parse_args(argc, argv, &o, &help)) || help) {
+		if (help)
+			usage(stdout);
+		return rc;
+	}
+	if (o.threads <= 0)
+		o.threads = allowed_cpus();
+	record = mw_path_is_record(o.input);
+	uint64_t llc = o.llc;
+	if (o.llc)
+		snprintf(llc_source, sizeof(llc_source), "--llc");
+
+	if (record) {
+		if ((rc = mw_result_load(&doc, o.input, &err)) ||
+		    (rc = mw_record_view_load(doc, o.input, &view, &t, &err))) {
+			mw_error_print(&err);
+			status = MW_EXIT_USAGE;
+			goto out;
+		}
+		if (!llc && view.llc_bytes) {
+			llc = view.llc_bytes;
+			snprintf(llc_source, sizeof(llc_source), "%s", view.llc_source);
+		}
+		in.measured_tok_s = view.measured_tok_s;
+		in.measured_bytes = view.measured_bytes;
+		if (isnan(view.measured_bytes))
+			snprintf(in.not_measured_why, sizeof(in.not_measured_why), "%s",
+				 view.measured_note);
+		if (!isnan(view.bw_gbps)) {
+			in.bw_gbps = view.bw_gbps;
+			snprintf(in.bw_source, sizeof(in.bw_source), "%s", view.bw_source);
+		} else {
+			snprintf(in.bw_source, sizeof(in.bw_source),
+				 "not available: the record has no bandwidth probe, and one run here "
+				 "would measure this machine, not the record's; give --bandwidth");
+		}
+		/* A run record's model file is here: its kernel's peak is measured now, on this
+		 * machine, with the record's threads (a reference's machine is another one). */
+		json_int_t threads = json_integer_value(
+			json_object_get(json_object_get(doc, "engine"), "threads"));
+		if (!view.reference && t->t[0].data) {
+			if (!o.threads_given && threads > 0 && threads <= allowed_cpus())
+				o.threads = (int)threads;
+			probe_peak(&o, t, &in);
+		} else {
+			snprintf(in.peak_source, sizeof(in.peak_source), "not available: %s",
+				 view.reference ? "a reference record's machine is not this one"
+						: "the model file is not here");
+		}
+		if (o.pos >= 0)
+			snprintf(pos_statement, sizeof(pos_statement), "position %d (--pos)", o.pos);
+		else
+			snprintf(pos_statement, sizeof(pos_statement), "%s", view.pos_statement);
+	} else {
+		if ((rc = eng_tensors_from_file(o.input, &t, &eerr))) {
+			fprintf(stderr, "memwall: %s: %s\n", eerr.source[0] ? eerr.source : o.input,
+				eerr.text);
+			status = MW_EXIT_USAGE;
+			goto out;
+		}
+		if (!llc && eng_llc_size(&llc, llc_source, sizeof(llc_source)) != 0)
+			llc = 0;
+		snprintf(in.not_measured_why, sizeof(in.not_measured_why),
+			 "a model file has no measured DRAM bytes; give a result record of `memwall "
+			 "run`");
+		snprintf(pos_statement, sizeof(pos_statement), "position %d",
+			 o.pos >= 0 ? o.pos : 128);
+	}
+	int pos = o.pos >= 0 ? o.pos : record ? view.pos : 128;
+	struct mw_analytic_options ao = { .pos = pos, .kv_elem_bytes = o.kv_bytes,
+					  .llc_bytes = llc, .llc_source = llc_source };
+	if (mw_analytic_compute(t, &ao, &a)) {
+		fprintf(stderr, "memwall roofline: %s: the model has no layers\n", o.input);
+		status = MW_EXIT_USAGE;
+		goto out;
+	}
+	if (!isnan(o.bandwidth)) {
+		in.bw_gbps = o.bandwidth;
+		snprintf(in.bw_source, sizeof(in.bw_source), "given by --bandwidth");
+	} else if (!record) {
+		probe_bandwidth(&o, a.llc == MW_LLC_UNKNOWN_BOUND ? 32u << 20 : a.llc, &in);
+	}
+	if (!record)
+		probe_peak(&o, t, &in);
+	mw_roofline_compute(&a, &in, &r);
+	mw_plausibility_check(&a, in.measured_bytes, view.instances, view.n_instances, &pl);
+	if (pl.verdict == MW_VERDICT_IMPLAUSIBLE)
+		status = MW_EXIT_CHECK;
+
+	if (o.json)
+		print_json(t, &a, &in, &r, &pl, pos, pos_statement, view.measured_note);
+	else
+		print_text(t, &a, &in, &r, &pl, pos_statement, view.measured_note);
+	fflush(stdout);
+	if (o.plot) {
+		char label[700];
+		const char *name = record ? json_string_value(json_object_get(
+						    json_object_get(doc, "model"), "name")) : NULL;
+		snprintf(label, sizeof(label), "%s%s%s", name ? name : t->source,
+			 view.reference ? " (published reference record)" : "",
+			 (t->info.synthetic || view.synthetic) &&
+					 !strstr(name ? name : t->source, "synthetic")
+				 ? " (synthetic)" : "");
+		if ((rc = mw_roofline_plot(&a, &in, label, o.plot, stderr, &err))) {
+			mw_error_print(&err);
+			status = rc == -ENOENT ? MW_EXIT_ENV : MW_EXIT_USAGE;
+		}
+	}
+out:
+	eng_tensor_table_free(t);
+	json_decref(doc);
+	return status;
+}

@@ -1,0 +1,400 @@
+/* src/headroom.c: the Model Contract measurements of `memwall headroom` (headroom.h). */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "embedded.h"
+#include "headroom.h"
+
+static const char *const zone_names[MW_ZONE_COUNT] = {
+	[MW_ZONE_EARLY] = "early",
+	[MW_ZONE_MIDDLE] = "middle",
+	[MW_ZONE_LATE] = "late",
+};
+
+const char *mw_zone_name(enum mw_zone z)
+{
+	return (unsigned)z < MW_ZONE_COUNT ? zone_names[z] : "?";
+}
+
+int mw_projections_load(json_t **out, const char *path, struct mw_error *err)
+{
+	json_error_t je;
+	const struct mw_embedded *e = path ? NULL : mw_embedded_find("aios.json");
+	*out = path ? json_load_file(path, 0, &je)
+		    : e ? json_loadb(e->data, e->len, 0, &je) : NULL;
+	const char *src = path ? path : "protocols/projections/aios.json (built in)";
+	if (!*out)
+		return mw_error_set(err, -EINVAL, src, "", "not JSON: line %d: %s", je.line, je.text);
+	if (!json_is_array(json_object_get(*out, "projections")) ||
+	    !json_is_object(json_object_get(*out, "contract"))) {
+		json_decref(*out);
+		*out = NULL;
+		return mw_error_set(err, -EINVAL, src, "projections",
+				    "a projections file needs a 'projections' array and a "
+				    "'contract' object (see protocols/projections/aios.json)");
+	}
+	size_t i;
+	json_t *p;
+	json_array_foreach(json_object_get(*out, "projections"), i, p) {
+		json_t *r = json_object_get(p, "reduction_pct");
+		if (!json_is_string(json_object_get(p, "name")) || !json_is_number(r) ||
+		    json_number_value(r) < 0 || json_number_value(r) >= 100) {
+			json_decref(*out);
+			*out = NULL;
+			return mw_error_set(err, -EINVAL, src, "projections[].reduction_pct",
+					    "projection %zu needs a 'name' and a 'reduction_pct' in "
+					    "[0, 100)", i);
+		}
+	}
+	return 0;
+}
+
+/* ---- Calibration prompts --------------------------------------------------------------------- */
+
+static int add_prompt(char ***v, size_t *n, size_t *cap, const char *s, size_t len)
+{
+	if (*n == *cap) {
+		size_t nc = *cap ? 2 * *cap : 16;
+		char **nv = realloc(*v, nc * sizeof(*nv));
+		if (!nv)
+			return -ENOMEM;
+		*v = nv;
+		*cap = nc;
+	}
+	char *copy = strndup(s, len);
+	if (!copy)
+		return -ENOMEM;
+	(*v)[(*n)++] = copy;
+	return 0;
+}
+
+int mw_calibration_load(char ***prompts, size_t *n, const char *path, struct mw_error *err)
+{
+	const struct mw_embedded *e = path ? NULL : mw_embedded_find("stories.txt");
+	const char *src = path ? path : "protocols/calibration/stories.txt (built in)";
+	char *text = NULL, **v = NULL;
+	size_t len = 0, cap = 0, count = 0;
+	int rc = 0, line_no = 0;
+	bool jsonl = path && strlen(path) > 6 && !strcmp(path + strlen(path) - 6, ".jsonl");
+
+	*prompts = NULL;
+	*n = 0;
+	if (path) {
+		FILE *f = fopen(path, "rb");
+		if (!f)
+			return mw_error_set(err, -errno, path, "", "cannot open: %s", strerror(errno));
+		FILE *mem = open_memstream(&text, &len);
+		char buf[4096];
+		size_t got;
+		while (mem && (got = fread(buf, 1, sizeof(buf), f)) > 0)
+			fwrite(buf, 1, got, mem);
+		fclose(f);
+		if (!mem || fclose(mem))
+			return mw_error_set(err, -ENOMEM, path, "", "out of memory");
+	} else if (e) {
+		text = strndup(e->data, e->len);
+	}
+	if (!text)
+		return mw_error_set(err, -ENOMEM, src, "", "out of memory");
+	for (char *line = text, *next; line && *line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		line_no++;
+		size_t l = strlen(line);
+		while (l && (line[l - 1] == '\r' || line[l - 1] == ' '))
+			line[--l] = '\0';
+		if (!l || line[0] == '#')
+			continue;
+		if (!jsonl) {
+			rc = add_prompt(&v, &count, &cap, line, l);
+		} else {
+			json_error_t je;
+			json_t *o = json_loads(line, 0, &je);
+			const char *p = json_string_value(json_object_get(o, "prompt"));
+			if (!p) {
+				json_decref(o);
+				rc = -EINVAL;
+				mw_error_set(err, rc, src, "prompt", "line %d: want an object "
+					     "{\"prompt\": \"...\"} per line", line_no);
+				break;
+			}
+			rc = add_prompt(&v, &count, &cap, p, strlen(p));
+			json_decref(o);
+		}
+		if (rc) {
+			mw_error_set(err, rc, src, "", "out of memory");
+			break;
+		}
+	}
+	free(text);
+	if (!rc && !count) {
+		rc = mw_error_set(err, -EINVAL, src, "", "no prompts in the file");
+	}
+	if (rc) {
+		mw_calibration_free(v, count);
+		return rc;
+	}
+	*prompts = v;
+	*n = count;
+	return 0;
+}
+
+void mw_calibration_free(char **prompts, size_t n)
+{
+	for (size_t i = 0; prompts && i < n; i++)
+		free(prompts[i]);
+	free(prompts);
+}
+
+/* ---- R1 ---------------------------------------------------------------------------------------- */
+
+struct r1_ctx {
+	struct mw_r1 *r;
+	float epsilon;
+};
+
+static void on_ffn_act(void *ctx, int layer, const float *act, int n)
+{
+	struct r1_ctx *c = ctx;
+	if (layer < 0 || layer >= c->r->n_layers)
+		return;
+	struct mw_r1_layer *L = &c->r->layer[layer];
+	uint64_t zeros = 0, near = 0;
+	for (int i = 0; i < n; i++) {
+		zeros += act[i] == 0.0f;
+		near += fabsf(act[i]) <= c->epsilon;
+	}
+	L->n += (uint64_t)n;
+	L->zeros += zeros;
+	L->near += near;
+}
+
+/* n sequences of MW_R1_SELF_TOKENS tokens sampled from the model itself, from BOS. */
+static int self_generated(struct eng_session *s, const struct eng_model_info *info, size_t n,
+			  struct mw_r1 *out, const char *model_path, struct mw_error *err)
+{
+	int steps = info->seq_len < MW_R1_SELF_TOKENS ? info->seq_len : MW_R1_SELF_TOKENS, rc = 0;
+	float *copy = malloc((size_t)info->vocab_size * sizeof(float));
+	struct eng_sampler *samp = NULL;
+	if (!copy)
+		return mw_error_set(err, -ENOMEM, model_path, "", "out of memory");
+	for (size_t p = 0; p < n && !rc; p++) {
+		struct eng_sampler_options so = { .temperature = 1.0f, .seed = p + 1 };
+		if ((rc = eng_sampler_new(&samp, info->vocab_size, &so))) {
+			mw_error_set(err, rc, model_path, "", "cannot create a sampler");
+			break;
+		}
+		int token = ENG_TOKEN_BOS;
+		for (int pos = 0; pos < steps; pos++) {
+			const float *logits;
+			if ((rc = eng_session_step(s, token, pos, &logits, NULL))) {
+				mw_error_set(err, rc, model_path, "", "the engine failed at sequence "
+					     "%zu, position %d", p + 1, pos);
+				break;
+			}
+			memcpy(copy, logits, (size_t)info->vocab_size * sizeof(float));
+			token = eng_sampler_sample(samp, copy);
+		}
+		eng_sampler_free(samp);
+		samp = NULL;
+		out->prompts++;
+		out->tokens += (size_t)steps;
+	}
+	snprintf(out->input, sizeof(out->input), "%zu sequences of %d tokens the model generated "
+		 "from BOS (temperature 1, seeds 1..%zu): no tokenizer for its vocabulary", n, steps, n);
+	free(copy);
+	return rc;
+}
+
+int mw_r1_measure(const char *model_path, const char *tokenizer_path, char *const *prompts,
+		  size_t n_prompts, double epsilon, struct mw_r1 *out, struct mw_error *err)
+{
+	struct eng_model *m = NULL;
+	struct eng_tokenizer *tok = NULL;
+	struct eng_session *s = NULL;
+	struct eng_error eerr;
+	int *ids = NULL, rc = 0;
+
+	memset(out, 0, sizeof(*out));
+	out->epsilon = epsilon;
+	eng_error_clear(&eerr);
+	if ((rc = eng_model_open(&m, model_path, NULL, &eerr))) {
+		mw_error_set(err, rc, eerr.source[0] ? eerr.source : model_path, "",
+			     "the engine cannot run this model: %s", eerr.text);
+		goto out;
+	}
+	const struct eng_model_info *info = eng_model_info(m);
+	out->synthetic = info->synthetic;
+	if (tokenizer_path && (rc = eng_tokenizer_open(&tok, tokenizer_path, info->vocab_size, &eerr))) {
+		mw_error_set(err, rc, eerr.source[0] ? eerr.source : tokenizer_path, "",
+			     "%s", eerr.text);
+		goto out;
+	}
+	out->n_layers = info->n_layers;
+	out->layer = calloc((size_t)info->n_layers, sizeof(*out->layer));
+	struct r1_ctx ctx = { .r = out, .epsilon = (float)epsilon };
+	struct eng_hooks hooks = { .ctx = &ctx, .ffn_act = on_ffn_act };
+	struct eng_session_options so = { .threads = 1, .hooks = &hooks };
+	if (!out->layer) {
+		rc = mw_error_set(err, -ENOMEM, model_path, "", "out of memory");
+		goto out;
+	}
+	if ((rc = eng_session_new(&s, m, &so, &eerr))) {
+		mw_error_set(err, rc, model_path, "", "%s", eerr.text);
+		goto out;
+	}
+	if (!tok) {
+		rc = self_generated(s, info, n_prompts, out, model_path, err);
+		goto out;
+	}
+	snprintf(out->input, sizeof(out->input), "%zu calibration prompts (%s)", n_prompts,
+		 tokenizer_path);
+	for (size_t p = 0; p < n_prompts; p++) {
+		int cap = (int)strlen(prompts[p]) + 3, n = 0;
+		int *grown = realloc(ids, (size_t)cap * sizeof(*ids));
+		if (!grown) {
+			rc = mw_error_set(err, -ENOMEM, model_path, "", "out of memory");
+			goto out;
+		}
+		ids = grown;
+		if ((rc = eng_tokenizer_encode(tok, prompts[p], true, false, ids, cap, &n))) {
+			mw_error_set(err, rc, tokenizer_path, "", "calibration prompt %zu cannot be "
+				     "encoded with this tokenizer", p + 1);
+			goto out;
+		}
+		if (n > info->seq_len)
+			n = info->seq_len; /* the model's context bounds a prompt */
+		for (int i = 0; i < n; i++) {
+			const float *logits;
+			if ((rc = eng_session_step(s, ids[i], i, &logits, NULL))) {
+				mw_error_set(err, rc, model_path, "", "the engine failed at prompt "
+					     "%zu, position %d", p + 1, i);
+				goto out;
+			}
+		}
+		out->prompts++;
+		out->tokens += (size_t)n;
+	}
+out:
+	free(ids);
+	eng_session_free(s);
+	eng_tokenizer_close(tok);
+	eng_model_close(m);
+	if (rc)
+		mw_r1_free(out);
+	return rc;
+}
+
+void mw_r1_free(struct mw_r1 *r)
+{
+	free(r->layer);
+	r->layer = NULL;
+	r->n_layers = 0;
+}
+
+/* ---- R3 ---------------------------------------------------------------------------------------- */
+
+/* The name without its layer: after "layers.N." or "blk.N.". */
+static const char *kind_of(const char *name)
+{
+	const char *dot = strchr(name, '.');
+	dot = dot ? strchr(dot + 1, '.') : NULL;
+	return dot ? dot + 1 : name;
+}
+
+static int cosine(const struct eng_tensor *a, const struct eng_tensor *b, float *ra, float *rb,
+		  double *out)
+{
+	double ab = 0, aa = 0, bb = 0;
+	int rc;
+	for (uint64_t r = 0; r < a->rows; r++) {
+		if ((rc = eng_tensor_dequantize(a, r, ra)) || (rc = eng_tensor_dequantize(b, r, rb)))
+			return rc;
+		for (uint64_t i = 0; i < a->cols; i++) {
+			ab += (double)ra[i] * rb[i];
+			aa += (double)ra[i] * ra[i];
+			bb += (double)rb[i] * rb[i];
+		}
+	}
+	*out = aa > 0 && bb > 0 ? ab / sqrt(aa * bb) : NAN;
+	return 0;
+}
+
+int mw_r3_measure(const struct eng_tensor_table *t, struct mw_r3 *out)
+{
+	float *ra = NULL, *rb = NULL;
+	uint64_t max_cols = 0;
+	int rc = 0, L = t->info.n_layers;
+
+	memset(out, 0, sizeof(*out));
+	for (size_t i = 0; i < t->n; i++)
+		if (t->t[i].layer >= 0 && t->t[i].rows > 1) {
+			if (!t->t[i].data)
+				return -EINVAL;
+			max_cols = t->t[i].cols > max_cols ? t->t[i].cols : max_cols;
+		}
+	out->pairs = calloc(t->n ? t->n : 1, sizeof(*out->pairs));
+	ra = malloc((max_cols ? max_cols : 1) * sizeof(float));
+	rb = malloc((max_cols ? max_cols : 1) * sizeof(float));
+	if (!out->pairs || !ra || !rb) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < t->n; i++) {
+		const struct eng_tensor *a = &t->t[i];
+		if (a->layer < 0 || a->rows <= 1 || a->layer + 1 >= L)
+			continue;
+		for (size_t j = 0; j < t->n; j++) {
+			const struct eng_tensor *b = &t->t[j];
+			if (b->layer != a->layer + 1 || strcmp(kind_of(a->name), kind_of(b->name)) ||
+			    b->rows != a->rows || b->cols != a->cols)
+				continue;
+			struct mw_r3_pair *p = &out->pairs[out->n];
+			if ((rc = cosine(a, b, ra, rb, &p->cosine)))
+				goto out;
+			snprintf(p->kind, sizeof(p->kind), "%s", kind_of(a->name));
+			p->layer = a->layer;
+			p->zone = L > 2 ? (enum mw_zone)(3 * a->layer / (L - 1)) : MW_ZONE_EARLY;
+			if (p->zone >= MW_ZONE_COUNT)
+				p->zone = MW_ZONE_LATE;
+			out->n++;
+			break;
+		}
+	}
+	for (int z = 0; z < MW_ZONE_COUNT; z++) {
+		out->zone_min[z] = INFINITY;
+		out->zone_max[z] = -INFINITY;
+	}
+	for (size_t k = 0; k < out->n; k++) {
+		const struct mw_r3_pair *p = &out->pairs[k];
+		if (isnan(p->cosine))
+			continue;
+		out->zone_n[p->zone]++;
+		out->zone_mean[p->zone] += p->cosine;
+		out->zone_min[p->zone] = fmin(out->zone_min[p->zone], p->cosine);
+		out->zone_max[p->zone] = fmax(out->zone_max[p->zone], p->cosine);
+	}
+	for (int z = 0; z < MW_ZONE_COUNT; z++) {
+		if (out->zone_n[z])
+			out->zone_mean[z] /= out->zone_n[z];
+		else
+			out->zone_mean[z] = out->zone_min[z] = out->zone_max[z] = NAN;
+	}
+out:
+	free(ra);
+	free(rb);
+	if (rc)
+		mw_r3_free(out);
+	return rc;
+}
+
+void mw_r3_free(struct mw_r3 *r)
+{
+	free(r->pairs);
+	r->pairs = NULL;
+	r->n = 0;
+}

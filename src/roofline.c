@@ -1,0 +1,360 @@
+/* src/roofline.c: roofline arithmetic, the plausibility check, a result record's view, and the
+ * roofline chart (roofline.h). */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "embedded.h"
+#include "roofline.h"
+
+static const char *const verdict_names[] = {
+	[MW_VERDICT_NOT_CHECKED] = "not checked",
+	[MW_VERDICT_PLAUSIBLE] = "plausible",
+	[MW_VERDICT_IMPLAUSIBLE] = "IMPLAUSIBLE",
+	[MW_VERDICT_EXCESS] = "excess",
+};
+
+const char *mw_verdict_name(enum mw_verdict v)
+{
+	return (unsigned)v < sizeof(verdict_names) / sizeof(verdict_names[0]) ? verdict_names[v]
+									       : "?";
+}
+
+static void list_instances(char *buf, size_t n, const char *const *inst, size_t k)
+{
+	size_t used = 0;
+	buf[0] = '\0';
+	for (size_t i = 0; i < k && used < n; i++) {
+		int w = snprintf(buf + used, n - used, "%s%s", i ? ", " : "", inst[i]);
+		if (w < 0)
+			break;
+		used += (size_t)w;
+	}
+	if (!k)
+		snprintf(buf, n, "(the record does not name them)");
+}
+
+void mw_plausibility_check(const struct mw_analytic *a, double measured_bytes,
+			   const char *const *instances, size_t n_instances,
+			   struct mw_plausibility *out)
+{
+	char inst[600];
+	out->ratio = NAN;
+	if (isnan(measured_bytes)) {
+		out->verdict = MW_VERDICT_NOT_CHECKED;
+		snprintf(out->text, sizeof(out->text), "no measured DRAM bytes to check");
+		return;
+	}
+	if (!a->far_larger_than_llc || a->floor == 0) {
+		out->verdict = MW_VERDICT_NOT_CHECKED;
+		snprintf(out->text, sizeof(out->text),
+			 "not checked: the weights read per token (%.1f MB) are not far larger than "
+			 "the LLC (%s), so cache hits may legitimately keep DRAM traffic below them",
+			 (double)a->weights / 1e6, a->llc_statement);
+		return;
+	}
+	list_instances(inst, sizeof(inst), instances, n_instances);
+	out->ratio = measured_bytes / (double)a->floor;
+	if (out->ratio < MW_PLAUSIBLE_LOW) {
+		out->verdict = MW_VERDICT_IMPLAUSIBLE;
+		snprintf(out->text, sizeof(out->text),
+			 "IMPLAUSIBLE: %.1f MB/token read from DRAM is %.2fx the analytic floor of "
+			 "%.1f MB/token (%.1f MB of weights per decode step minus at most %.1f MB "
+			 "that can stay cache-resident; %s). A decode step must stream those weights "
+			 "from DRAM, so the counters probably missed memory controllers: counted "
+			 "only %s",
+			 measured_bytes / 1e6, out->ratio, (double)a->floor / 1e6,
+			 (double)a->weights / 1e6, (double)a->llc / 1e6, a->llc_statement, inst);
+	} else if (out->ratio > MW_PLAUSIBLE_HIGH) {
+		out->verdict = MW_VERDICT_EXCESS;
+		snprintf(out->text, sizeof(out->text),
+			 "flagged: %.1f MB/token is %.2fx the analytic floor of %.1f MB/token: more "
+			 "than %.1fx means traffic from elsewhere (other processes, the KV cache "
+			 "(%.1f MB read at this position), write-allocate or prefetch overfetch); "
+			 "counted %s",
+			 measured_bytes / 1e6, out->ratio, (double)a->floor / 1e6, MW_PLAUSIBLE_HIGH,
+			 (double)a->kv_read / 1e6, inst);
+	} else {
+		out->verdict = MW_VERDICT_PLAUSIBLE;
+		snprintf(out->text, sizeof(out->text),
+			 "plausible: %.1f MB/token is %.2fx the analytic floor of %.1f MB/token "
+			 "(%s); counted %s",
+			 measured_bytes / 1e6, out->ratio, (double)a->floor / 1e6, a->llc_statement,
+			 inst);
+	}
+}
+
+void mw_roofline_compute(const struct mw_analytic *a, const struct mw_roofline_inputs *in,
+			 struct mw_roofline *out)
+{
+	out->max_tok_s_bw = isnan(in->bw_gbps) || a->total == 0
+				    ? NAN : in->bw_gbps * 1e9 / (double)a->total;
+	out->max_tok_s_compute = isnan(in->peak_flops) || a->flops <= 0
+					 ? NAN : in->peak_flops / a->flops;
+	if (isnan(out->max_tok_s_bw) && isnan(out->max_tok_s_compute)) {
+		out->max_tok_s = NAN;
+		out->bound = "none";
+	} else if (isnan(out->max_tok_s_compute) ||
+		   (!isnan(out->max_tok_s_bw) && out->max_tok_s_bw <= out->max_tok_s_compute)) {
+		out->max_tok_s = out->max_tok_s_bw;
+		out->bound = "memory";
+	} else {
+		out->max_tok_s = out->max_tok_s_compute;
+		out->bound = "compute";
+	}
+	out->headroom = in->measured_tok_s > 0 ? out->max_tok_s / in->measured_tok_s : NAN;
+	out->dram_efficiency = isnan(in->measured_bytes) || a->total == 0
+				       ? NAN : in->measured_bytes / (double)a->total;
+}
+
+/* ---- A result record's view ------------------------------------------------------------------ */
+
+bool mw_path_is_record(const char *path)
+{
+	size_t n = strlen(path);
+	if (n > 5 && !strcmp(path + n - 5, ".json"))
+		return true;
+	FILE *f = fopen(path, "rb");
+	int c = ' ';
+	while (f && (c = fgetc(f)) != EOF && (c == ' ' || c == '\n' || c == '\t' || c == '\r'))
+		;
+	if (f)
+		fclose(f);
+	return c == '{';
+}
+
+static const json_t *at(const json_t *o, const char *path)
+{
+	char key[128];
+	while (o && *path) {
+		size_t n = strcspn(path, ".");
+		snprintf(key, sizeof(key), "%.*s", (int)n, path);
+		o = json_object_get(o, key);
+		path += n + (path[n] == '.');
+	}
+	return o;
+}
+
+static double num_at(const json_t *o, const char *path)
+{
+	const json_t *v = at(o, path);
+	return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+static const char *str_at(const json_t *o, const char *path)
+{
+	return json_string_value(at(o, path));
+}
+
+/* The largest cache in machine.caches (the records' sysfs copy). */
+static uint64_t record_llc(const json_t *doc, int *level)
+{
+	const json_t *caches = at(doc, "machine.caches"), *c;
+	uint64_t best = 0;
+	size_t i;
+	*level = 0;
+	json_array_foreach(caches, i, c) {
+		const json_t *sz = json_object_get(c, "size_bytes");
+		if (json_is_integer(sz) && (uint64_t)json_integer_value(sz) > best) {
+			best = (uint64_t)json_integer_value(sz);
+			*level = (int)json_integer_value(json_object_get(c, "level"));
+		}
+	}
+	return best;
+}
+
+/* Mean decode position over the measured runs: prompt tokens + (decode tokens - 1) / 2. */
+static void record_pos(const json_t *doc, struct mw_record_view *v)
+{
+	const json_t *runs = json_object_get(doc, "runs"), *r;
+	size_t i;
+	json_array_foreach(runs, i, r) {
+		if (json_is_true(json_object_get(r, "warmup")))
+			continue;
+		double pre = num_at(r, "prefill.tokens"), dec = num_at(r, "decode.tokens");
+		if (isnan(pre) || isnan(dec) || dec < 1)
+			continue;
+		v->pos = (int)(pre + (dec - 1) / 2);
+		snprintf(v->pos_statement, sizeof(v->pos_statement),
+			 "position %d: the middle of the decode window (%.0f prompt + %.0f decode "
+			 "tokens)", v->pos, pre, dec);
+		return;
+	}
+	double tokens = num_at(doc, "summary.tokens_measured"), runs_n = num_at(doc, "summary.runs_measured");
+	int dec = !isnan(tokens) && runs_n > 0 ? (int)(tokens / runs_n) : 0;
+	v->pos = dec > 0 ? (dec - 1) / 2 : 0;
+	snprintf(v->pos_statement, sizeof(v->pos_statement),
+		 "position %d: the middle of %d decode tokens; the record gives no prompt length, "
+		 "so the prompt is taken as empty (the KV share is then a lower bound)",
+		 v->pos, dec);
+}
+
+int mw_record_view_load(const json_t *doc, const char *source, struct mw_record_view *v,
+			struct eng_tensor_table **table, struct mw_error *err)
+{
+	struct eng_error eerr;
+	const char *path = str_at(doc, "model.path"), *name = str_at(doc, "model.name");
+	int rc, level;
+	struct stat st;
+
+	*table = NULL;
+	memset(v, 0, sizeof(*v));
+	v->reference = str_at(doc, "kind") && !strcmp(str_at(doc, "kind"), "reference");
+	v->synthetic = json_is_true(at(doc, "model.synthetic"));
+	eng_error_clear(&eerr);
+	if (path && stat(path, &st) == 0) {
+		if ((rc = eng_tensors_from_file(path, table, &eerr)))
+			return mw_error_set(err, rc, eerr.source, "model.path", "%s", eerr.text);
+	} else if (name && (rc = eng_tensors_from_shape(name, table, &eerr)) == 0) {
+		/* a description of the file, for a record whose model is not at hand */
+	} else {
+		return mw_error_set(err, -ENOENT, source, path ? "model.path" : "model.name",
+				    "the model file %s is not here and no built-in shape matches "
+				    "'%s': give the model file instead of the record",
+				    path ? path : "(none recorded)", name ? name : "?");
+	}
+	record_pos(doc, v);
+	v->llc_bytes = record_llc(doc, &level);
+	if (v->llc_bytes)
+		snprintf(v->llc_source, sizeof(v->llc_source), "the record's machine.caches, L%d",
+			 level);
+
+	v->measured_tok_s = num_at(doc, "summary.metrics.tok_per_s.mean");
+	v->measured_bytes = NAN;
+	const json_t *bytes = at(doc, "summary.metrics.dram_read_bytes_per_token");
+	const json_t *mb = at(doc, "summary.metrics.dram_read_MB_per_token");
+	if (json_is_true(json_object_get(bytes, "measured"))) {
+		v->measured_bytes = num_at(bytes, "mean");
+		snprintf(v->measured_note, sizeof(v->measured_note),
+			 "summary.metrics.dram_read_bytes_per_token.mean");
+	} else if (json_is_true(json_object_get(mb, "measured"))) {
+		const char *unit = str_at(mb, "unit");
+		double mean = num_at(mb, "mean");
+		bool ambiguous = unit && strstr(unit, "2^20") && strstr(unit, "10^6");
+		/* When the source does not say, the larger reading (MiB) is checked: an
+		 * IMPLAUSIBLE verdict then holds under either. */
+		v->measured_bytes = mean * (ambiguous ? 1048576.0 : 1e6);
+		if (ambiguous)
+			snprintf(v->measured_note, sizeof(v->measured_note),
+				 "%.6g MB/token as published, unit not stated: checked as MiB "
+				 "(%.1f MB), the larger reading; read as 10^6 bytes it is %.1f MB",
+				 mean, mean * 1.048576, mean);
+		else
+			snprintf(v->measured_note, sizeof(v->measured_note),
+				 "%.6g MB/token (10^6 bytes)", mean);
+	} else {
+		const json_t *why = json_object_get(mb ? mb : bytes, "reason");
+		snprintf(v->measured_note, sizeof(v->measured_note), "%s",
+			 json_is_string(why) ? json_string_value(why)
+			 : str_at(doc, "counters.dram.reason") ? str_at(doc, "counters.dram.reason")
+							       : "the record has no DRAM figure");
+	}
+	const json_t *inst = at(doc, "counters.dram.instances"), *e;
+	size_t i;
+	json_array_foreach(inst, i, e) {
+		if (json_is_string(e) && v->n_instances < sizeof(v->instances) / sizeof(v->instances[0]))
+			v->instances[v->n_instances++] = json_string_value(e);
+	}
+	v->bw_gbps = num_at(doc, "drift.before_gbps");
+	if (!isnan(v->bw_gbps))
+		snprintf(v->bw_source, sizeof(v->bw_source), "the record's bandwidth probe (%s)",
+			 str_at(doc, "drift.method") ? str_at(doc, "drift.method") : "drift.before_gbps");
+	return 0;
+}
+
+/* ---- The chart ------------------------------------------------------------------------------- */
+
+int mw_gnuplot_embedded(const char *dir, const char *vars, const char *script,
+			struct mw_error *err)
+{
+	const struct mw_embedded *e = mw_embedded_find(script);
+	char path[4200];
+	snprintf(path, sizeof(path), "%s/%s", dir, script);
+	FILE *f = fopen(path, "w");
+	if (!e || !f || fwrite(e->data, 1, e->len, f) != e->len) {
+		if (f)
+			fclose(f);
+		return mw_error_set(err, -EIO, path, "", "cannot write the gnuplot script");
+	}
+	if (fclose(f))
+		return mw_error_set(err, -EIO, path, "", "cannot write the gnuplot script");
+	pid_t pid = fork();
+	if (pid < 0)
+		return mw_error_set(err, -errno, "gnuplot", "", "cannot fork: %s", strerror(errno));
+	if (pid == 0) {
+		if (chdir(dir))
+			_exit(126);
+		execlp("gnuplot", "gnuplot", "-e", vars, script, (char *)NULL);
+		_exit(127);
+	}
+	int st = 0;
+	if (waitpid(pid, &st, 0) < 0)
+		return mw_error_set(err, -errno, "gnuplot", "", "wait failed: %s", strerror(errno));
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 127)
+		return mw_error_set(err, -ENOENT, "gnuplot", "", "gnuplot is not installed: "
+				    "scripts/bootstrap.sh installs it (gnuplot-nox)");
+	if (!WIFEXITED(st) || WEXITSTATUS(st))
+		return mw_error_set(err, -EIO, path, "", "gnuplot failed (its messages are above)");
+	return 0;
+}
+
+/* gnuplot string literal: single quotes, with ' doubled. */
+static void gp_quote(char *out, size_t n, const char *s)
+{
+	size_t j = 0;
+	out[j++] = '\'';
+	for (; *s && j + 3 < n; s++) {
+		if (*s == '\'')
+			out[j++] = '\'';
+		out[j++] = *s;
+	}
+	out[j++] = '\'';
+	out[j] = '\0';
+}
+
+int mw_roofline_plot(const struct mw_analytic *a, const struct mw_roofline_inputs *in,
+		     const char *label, const char *dir, FILE *log, struct mw_error *err)
+{
+	char path[4200], qlabel[1300], vars[4096];
+	double ai = a->flops / (double)a->total; /* FLOPs per byte of the analytic step */
+	int rc;
+
+	if (mkdir(dir, 0777) && errno != EEXIST)
+		return mw_error_set(err, -errno, dir, "", "cannot create: %s", strerror(errno));
+	snprintf(path, sizeof(path), "%s/roofline.dat", dir);
+	FILE *f = fopen(path, "w");
+	if (!f)
+		return mw_error_set(err, -errno, path, "", "cannot write: %s", strerror(errno));
+	/* Points: label, FLOPs per byte, attained GFLOP/s. The analytic point sits on the roof;
+	 * the measured one at measured tok/s, with the measured bytes when there are some. */
+	fprintf(f, "# label flops_per_byte gflops\n");
+	struct mw_roofline r;
+	mw_roofline_compute(a, in, &r);
+	if (!isnan(r.max_tok_s))
+		fprintf(f, "\"roof (analytic step)\" %.9g %.9g\n", ai, r.max_tok_s * a->flops / 1e9);
+	if (in->measured_tok_s > 0) {
+		double mai = isnan(in->measured_bytes) ? ai : a->flops / in->measured_bytes;
+		fprintf(f, "\"measured%s\" %.9g %.9g\n",
+			isnan(in->measured_bytes) ? " (analytic bytes)" : " (DRAM bytes)", mai,
+			in->measured_tok_s * a->flops / 1e9);
+	}
+	if (fclose(f))
+		return mw_error_set(err, -EIO, path, "", "cannot write");
+	gp_quote(qlabel, sizeof(qlabel), label);
+	for (int pass = 0; pass < 2; pass++) {
+		const char *fmt = pass ? "svg" : "png";
+		snprintf(vars, sizeof(vars), "fmt='%s'; label=%s; bw=%.9g; peak=%.9g; ai=%.9g",
+			 fmt, qlabel, isnan(in->bw_gbps) ? 0 : in->bw_gbps,
+			 isnan(in->peak_flops) ? 0 : in->peak_flops / 1e9, ai);
+		if ((rc = mw_gnuplot_embedded(dir, vars, "roofline.gp", err)))
+			return rc;
+		if (log)
+			fprintf(log, "memwall roofline: wrote %s/roofline.%s\n", dir, fmt);
+	}
+	return 0;
+}

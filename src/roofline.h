@@ -1,0 +1,104 @@
+/* src/roofline.h: the roofline (Williams, Waterman and Patterson, CACM 2009) of a decode step,
+ * and the plausibility check of a measured MB/token against the analytic floor.
+ *
+ * Inputs are the analytic model (analytic.h), a bandwidth roof and a compute roof; measured
+ * figures are optional, and a figure that was not measured stays "not measured" with its
+ * reason: never 0. */
+#ifndef MEMWALL_ROOFLINE_H
+#define MEMWALL_ROOFLINE_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "analytic.h"
+#include "mw.h"
+
+/* The plausibility check's limits, as ratios of measured DRAM read bytes to the floor. */
+#define MW_PLAUSIBLE_LOW 0.9
+#define MW_PLAUSIBLE_HIGH 1.5
+
+enum mw_verdict {
+	MW_VERDICT_NOT_CHECKED, /* nothing measured, or the model nearly fits in the LLC */
+	MW_VERDICT_PLAUSIBLE,
+	MW_VERDICT_IMPLAUSIBLE, /* below 0.9x the floor: counters are missing traffic */
+	MW_VERDICT_EXCESS,      /* above 1.5x the floor: traffic from elsewhere */
+};
+
+struct mw_plausibility {
+	enum mw_verdict verdict;
+	double ratio;    /* measured / floor; NAN when not checked */
+	char text[1536]; /* the verdict explained, naming the instances counted */
+};
+
+/* "plausible", "IMPLAUSIBLE", "excess", "not checked". Static storage. */
+const char *mw_verdict_name(enum mw_verdict v);
+
+/* Checks measured DRAM read bytes per token (NAN: not measured) against a's floor.
+ * instances[0..n) name the memory-controller instances that were counted. */
+void mw_plausibility_check(const struct mw_analytic *a, double measured_bytes,
+			   const char *const *instances, size_t n_instances,
+			   struct mw_plausibility *out);
+
+struct mw_roofline_inputs {
+	double bw_gbps;            /* bandwidth roof, GB/s (10^9 B/s); NAN: none */
+	char bw_source[512];
+	double peak_flops;         /* compute roof, FLOP/s; NAN: none */
+	char peak_source[256];
+	double measured_tok_s;     /* NAN: not measured */
+	double measured_bytes;     /* DRAM read bytes per token; NAN: not measured */
+	char not_measured_why[512]; /* why measured_bytes is NAN */
+};
+
+struct mw_roofline {
+	double max_tok_s_bw;      /* BW / analytic bytes per token; NAN without a BW roof */
+	double max_tok_s_compute; /* peak / FLOPs per token; NAN without a compute roof */
+	double max_tok_s;         /* the smaller of the two that exist */
+	const char *bound;        /* "memory", "compute" or "none" */
+	double headroom;          /* max_tok_s / measured tok/s; NAN when not measured */
+	double dram_efficiency;   /* measured bytes / analytic bytes per token; NAN when not */
+};
+
+/* The roofline arithmetic: max tok/s = min(BW / bytes per token, peak / FLOPs per token),
+ * headroom = max / measured tok/s, DRAM efficiency = measured / analytic bytes per token. */
+void mw_roofline_compute(const struct mw_analytic *a, const struct mw_roofline_inputs *in,
+			 struct mw_roofline *out);
+
+/* True when path names a result record (a .json file, or one whose first byte is '{'), not
+ * a model file. */
+bool mw_path_is_record(const char *path);
+
+/* A result record's view for the roofline: its analytic model (from the model file at
+ * model.path, else a built-in shape matching model.name), its measured figures and its
+ * recorded bandwidth probe. *table is new (eng_tensor_table_free). */
+struct mw_record_view {
+	bool reference;          /* kind "reference" */
+	bool synthetic;
+	int pos;                 /* mean decode position */
+	char pos_statement[256];
+	uint64_t llc_bytes;      /* from machine.caches; 0 when the record does not say */
+	char llc_source[256];
+	double measured_bytes;   /* DRAM read bytes per token (the larger reading when the
+				  * record's MB unit is ambiguous); NAN when not measured */
+	char measured_note[512]; /* the unit read, or why not measured */
+	double measured_tok_s;
+	double bw_gbps;          /* the record's bandwidth probe; NAN when none */
+	char bw_source[512];
+	const char *instances[16];
+	size_t n_instances;
+};
+int mw_record_view_load(const json_t *doc, const char *source, struct mw_record_view *v,
+			struct eng_tensor_table **table, struct mw_error *err);
+
+/* Writes roofline.dat and scripts/roofline.gp into dir and runs gnuplot: log-log attainable
+ * FLOP/s against FLOPs per byte, the two roofs and the points (analytic step, measured).
+ * -ENOENT without gnuplot. */
+int mw_roofline_plot(const struct mw_analytic *a, const struct mw_roofline_inputs *in,
+		     const char *label, const char *dir, FILE *log, struct mw_error *err);
+
+/* Runs `gnuplot -e VARS SCRIPT` in dir: 0, -ENOENT without gnuplot, -EIO when it fails.
+ * Writes the embedded script `script` into dir first. */
+int mw_gnuplot_embedded(const char *dir, const char *vars, const char *script,
+			struct mw_error *err);
+
+#endif

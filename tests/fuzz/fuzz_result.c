@@ -1,0 +1,38 @@
+/* tests/fuzz/fuzz_result.c: the result validator (src/result.c, jschema.c: what `memwall
+ * validate` runs) on arbitrary bytes.
+ *
+ * Its contract: 0, MW_RESULT_MALFORMED (not of the schema) or MW_RESULT_INCONSISTENT (a figure
+ * disagrees with the raw data), the last two with the field named. A record it accepts must
+ * re-derive to itself: deriving is what the validator compares against. */
+#include <errno.h>
+#include <string.h>
+
+#include "fuzz.h"
+#include "result.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	json_error_t jerr;
+	json_t *doc = json_loadb((const char *)data, size, JSON_REJECT_DUPLICATES, &jerr);
+	if (!doc)
+		return 0;
+	struct mw_error err;
+	mw_error_clear(&err);
+	int rc = mw_result_validate(doc, "fuzz.json", &err);
+	FUZZ_CHECK(rc == 0 || rc == MW_RESULT_MALFORMED || rc == MW_RESULT_INCONSISTENT ||
+		   rc == -ENOMEM);
+	if (rc == MW_RESULT_MALFORMED || rc == MW_RESULT_INCONSISTENT)
+		FUZZ_CHECK(err.text[0] && err.source[0]);
+	if (rc == MW_RESULT_INCONSISTENT)
+		FUZZ_CHECK(err.field[0]);
+	if (rc == 0 && strcmp(json_string_value(json_object_get(doc, "kind")), "reference")) {
+		/* Valid: deriving again changes nothing, and the result still validates. */
+		json_t *copy = json_deep_copy(doc);
+		FUZZ_CHECK(copy != NULL);
+		FUZZ_CHECK(mw_result_derive(copy, "fuzz.json", &err) == 0);
+		FUZZ_CHECK(mw_result_validate(copy, "fuzz.json", &err) == 0);
+		json_decref(copy);
+	}
+	json_decref(doc);
+	return 0;
+}

@@ -1,0 +1,717 @@
+/* tests/test_badinput.c: the bad-input catalogue (issue 9).
+ *
+ * One table, one row per crafted input, across every format memwall reads from others:
+ * llama2.c checkpoints, GGUF, tokenizer.bin, protocols, result records, sysfs PMU entries and
+ * llama.cpp's output. Each row names the error class the parser must return (for result
+ * records: the exit code of `memwall validate`) and the field its message must name. The rows
+ * reuse the bad inputs other tests keep (tests/data/protocols/bad, tests/data/llamacpp/invalid,
+ * tests/data/sysfs/bad) and add tests/data/bad/ (its README describes the .hex notation the
+ * binary files are written in).
+ *
+ * None may crash (the process dies), hang (each case has 10 s, and the one that hangs is
+ * named) or allocate without bound (the peak RSS of the whole run is checked at the end).
+ */
+#include <errno.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "adapters.h"
+#include "engine.h"
+#include "fixture_result.h"
+#include "gguf.h"
+#include "probes.h"
+#include "protocol.h"
+#include "result.h"
+#include "run.h"
+#include "test.h"
+
+enum format { LLAMA2C, GGUF, TOKENIZER, PROTOCOL, RESULT, SYSFS, ADAPTER, FORMAT_COUNT };
+
+struct bad_case {
+	enum format format;
+	const char *file;  /* under tests/data/; a .hex file is compiled to bytes first. RESULT:
+			    * NULL means a record generated as the runner writes it */
+	long cut;          /* keep only the first cut bytes; -1 keeps all */
+	const char *arg;   /* TOKENIZER: the model's vocab size; ADAPTER: the adapter, then
+			    * optionally "|pattern"; RESULT: an edit "path=json"; SYSFS: the PMU,
+			    * then optionally "|terms" to encode (default event=0x1) */
+	int rc;            /* the error class: the return code (RESULT: validate's exit code) */
+	const char *field; /* the field the error names: in err.field where the error has one
+			    * (protocol, adapter), else in the message (engine, result's stderr), or
+			    * the file at fault (sysfs) */
+	const char *text;  /* another piece of the message, or NULL */
+};
+
+#define WHOLE (-1)
+
+static const struct bad_case cases[] = {
+	/* ---- llama2.c checkpoints: truncated inside every header field of both layouts */
+	{ LLAMA2C, "bad/llama2c/v1-base.hex", 2, NULL, -EINVAL, "'magic'", "cut off" },
+	{ LLAMA2C, "bad/llama2c/v1-base.hex", 6, NULL, -EINVAL, "'version'", "cut off" },
+	{ LLAMA2C, "bad/llama2c/v1-base.hex", 10, NULL, -EINVAL, "'dim'", "cut off" },
+	{ LLAMA2C, "bad/llama2c/v1-base.hex", 14, NULL, -EINVAL, "'hidden_dim'", "cut off" },
+	{ LLAMA2C, "bad/llama2c/v1-base.hex", 18, NULL, -EINVAL, "'n_layers'", "cut off" },
+	{ LLAMA2C, "bad/llama2c/v1-base.hex", 22, NULL, -EINVAL, "'n_heads'", "cut off" },
+	{ LLAMA2C, "bad/llama2c/v1-base.hex", 26, NULL, -EINVAL, "'n_kv_heads'", "cut off" },
+	{ LLAMA2C, "bad/llama2c/v1-base.hex", 30, NULL, -EINVAL, "'vocab_size'", "cut off" },
+	{ LLAMA2C, "bad/llama2c/v1-base.hex", 34, NULL, -EINVAL, "'seq_len'", "cut off" },
+	{ LLAMA2C, "bad/llama2c/v1-base.hex", 36, NULL, -EINVAL, "'shared_classifier'", "cut off" },
+	{ LLAMA2C, "bad/llama2c/v1-base.hex", 100, NULL, -EINVAL, "'header padding'", "cut off" },
+	{ LLAMA2C, "bad/llama2c/v1-base.hex", 300, NULL, -EINVAL, "'token_embedding'",
+	  "extends past end of file" },
+	{ LLAMA2C, "bad/llama2c/legacy-base.hex", 2, NULL, -EINVAL, "'dim'", "cut off" },
+	{ LLAMA2C, "bad/llama2c/legacy-base.hex", 6, NULL, -EINVAL, "'hidden_dim'", "cut off" },
+	{ LLAMA2C, "bad/llama2c/legacy-base.hex", 10, NULL, -EINVAL, "'n_layers'", "cut off" },
+	{ LLAMA2C, "bad/llama2c/legacy-base.hex", 14, NULL, -EINVAL, "'n_heads'", "cut off" },
+	{ LLAMA2C, "bad/llama2c/legacy-base.hex", 18, NULL, -EINVAL, "'n_kv_heads'", "cut off" },
+	{ LLAMA2C, "bad/llama2c/legacy-base.hex", 22, NULL, -EINVAL, "'vocab_size'", "cut off" },
+	{ LLAMA2C, "bad/llama2c/legacy-base.hex", 26, NULL, -EINVAL, "'seq_len'", "cut off" },
+	{ LLAMA2C, "bad/llama2c/legacy-base.hex", 100, NULL, -EINVAL, "'wv'",
+	  "extends past end of file" },
+	/* ---- llama2.c: numbers the header gives */
+	{ LLAMA2C, "bad/llama2c/empty.hex", WHOLE, NULL, -EINVAL, "empty", NULL },
+	{ LLAMA2C, "bad/llama2c/negative-dim.hex", WHOLE, NULL, -EINVAL, "'dim'", "is -2" },
+	{ LLAMA2C, "bad/llama2c/zero-layers.hex", WHOLE, NULL, -EINVAL, "'n_layers'", "is 0" },
+	{ LLAMA2C, "bad/llama2c/negative-vocab-v1.hex", WHOLE, NULL, -EINVAL, "'vocab_size'",
+	  "is -4" },
+	{ LLAMA2C, "bad/llama2c/legacy-negative-seq.hex", WHOLE, NULL, -EINVAL, "'seq_len'",
+	  "is -1" },
+	{ LLAMA2C, "bad/llama2c/heads-not-divide.hex", WHOLE, NULL, -EINVAL, "'n_heads'",
+	  "does not divide dim" },
+	{ LLAMA2C, "bad/llama2c/kv-heads-not-divide.hex", WHOLE, NULL, -EINVAL, "'n_kv_heads'",
+	  "does not divide n_heads" },
+	{ LLAMA2C, "bad/llama2c/odd-head-size.hex", WHOLE, NULL, -EINVAL, "'dim'/'n_heads'",
+	  "odd head size" },
+	{ LLAMA2C, "bad/llama2c/version-2.hex", WHOLE, NULL, -ENOTSUP, "'version'", "is 2" },
+	{ LLAMA2C, "bad/llama2c/shared-flag-7.hex", WHOLE, NULL, -EINVAL, "'shared_classifier'",
+	  "is 7" },
+	{ LLAMA2C, "bad/llama2c/tensor-past-end.hex", WHOLE, NULL, -EINVAL, "'wo'",
+	  "extends past end of file" },
+	{ LLAMA2C, "bad/llama2c/unshared-no-wcls.hex", WHOLE, NULL, -EINVAL, "'wcls'",
+	  "extends past end of file" },
+	{ LLAMA2C, "bad/llama2c/trailing-bytes.hex", WHOLE, NULL, -EINVAL, "'w3'",
+	  "8 bytes follow the last tensor" },
+	{ LLAMA2C, "bad/llama2c/huge-shape.hex", WHOLE, NULL, -EOVERFLOW, "'token_embedding'",
+	  "overflows 64-bit offsets" },
+
+	/* ---- GGUF: truncated inside every header field, key/value and tensor info */
+	{ GGUF, "bad/gguf/base.hex", 2, NULL, -EINVAL, "magic", "truncated" },
+	{ GGUF, "bad/gguf/base.hex", 6, NULL, -EINVAL, "version", "truncated" },
+	{ GGUF, "bad/gguf/base.hex", 12, NULL, -EINVAL, "n_tensors", "truncated" },
+	{ GGUF, "bad/gguf/base.hex", 20, NULL, -EINVAL, "n_kv", "truncated" },
+	{ GGUF, "bad/gguf/base.hex", 28, NULL, -EINVAL, "key 0 name", "truncated" },
+	{ GGUF, "bad/gguf/base.hex", 40, NULL, -EINVAL, "key 0 name", "runs past the end" },
+	{ GGUF, "bad/gguf/base.hex", 54, NULL, -EINVAL, "key 'general.architecture' value type",
+	  "truncated" },
+	{ GGUF, "bad/gguf/base.hex", 60, NULL, -EINVAL, "key 'general.architecture'",
+	  "truncated" },
+	{ GGUF, "bad/gguf/base.hex", 88, NULL, -EINVAL, "key 't.arr': array element type",
+	  "truncated" },
+	{ GGUF, "bad/gguf/base.hex", 92, NULL, -EINVAL, "key 't.arr': array length", "truncated" },
+	{ GGUF, "bad/gguf/base.hex", 100, NULL, -EINVAL, "key 't.arr'", "runs past the end" },
+	{ GGUF, "bad/gguf/base.hex", 112, NULL, -EINVAL, "tensor 0 name", "truncated" },
+	{ GGUF, "bad/gguf/base.hex", 121, NULL, -EINVAL, "tensor 'w' n_dims", "truncated" },
+	{ GGUF, "bad/gguf/base.hex", 125, NULL, -EINVAL, "tensor 'w' ne[0]", "truncated" },
+	{ GGUF, "bad/gguf/base.hex", 133, NULL, -EINVAL, "tensor 'w' type", "truncated" },
+	{ GGUF, "bad/gguf/base.hex", 139, NULL, -EINVAL, "tensor 'w' offset", "truncated" },
+	{ GGUF, "bad/gguf/base.hex", 170, NULL, -EINVAL, "tensor 'w'", "extends past the end" },
+	/* ---- GGUF: counts and shapes no file can hold */
+	{ GGUF, "bad/gguf/n-tensors-2e63.hex", WHOLE, NULL, -EINVAL, "9223372036854775808 tensors",
+	  "cannot fit" },
+	{ GGUF, "bad/gguf/n-kv-2e63.hex", WHOLE, NULL, -EINVAL, "9223372036854775808 key/values",
+	  "cannot fit" },
+	{ GGUF, "bad/gguf/array-2e63.hex", WHOLE, NULL, -EINVAL, "key 't.arr'",
+	  "array of 9223372036854775808 int32" },
+	{ GGUF, "bad/gguf/string-2e63.hex", WHOLE, NULL, -EINVAL, "key 'general.architecture'",
+	  "string length 9223372036854775808" },
+	{ GGUF, "bad/gguf/tensor-past-end.hex", WHOLE, NULL, -EINVAL, "tensor 'w'",
+	  "extends past the end" },
+	{ GGUF, "bad/gguf/negative-dim.hex", WHOLE, NULL, -EINVAL, "tensor 'w'", "shape overflows" },
+	{ GGUF, "bad/gguf/bytes-overflow.hex", WHOLE, NULL, -EINVAL, "tensor 'w'",
+	  "overflow a 64-bit byte size" },
+	{ GGUF, "bad/gguf/five-dims.hex", WHOLE, NULL, -EINVAL, "tensor 'w'", "5 dimensions" },
+	{ GGUF, "bad/gguf/unknown-ggml-type.hex", WHOLE, NULL, -EINVAL, "tensor 'w'",
+	  "ggml type 99" },
+	{ GGUF, "bad/gguf/misaligned-offset.hex", WHOLE, NULL, -EINVAL, "tensor 'w'",
+	  "not a multiple of the alignment" },
+	{ GGUF, "bad/gguf/unknown-value-type.hex", WHOLE, NULL, -EINVAL, "key 't.arr'",
+	  "unknown value type 13" },
+	{ GGUF, "bad/gguf/duplicate-key.hex", WHOLE, NULL, -EINVAL, "key 'general.architecture'",
+	  "appears twice" },
+	{ GGUF, "bad/gguf/version-1.hex", WHOLE, NULL, -EINVAL, "version 1", NULL },
+	{ GGUF, "bad/gguf/big-endian.hex", WHOLE, NULL, -EINVAL, "version", "big-endian" },
+	{ GGUF, "bad/gguf/alignment-48.hex", WHOLE, NULL, -EINVAL, "'general.alignment'",
+	  "power of two" },
+	{ GGUF, "bad/gguf/bad-magic.hex", WHOLE, NULL, -EINVAL, "magic", "not a GGUF file" },
+
+	/* ---- tokenizer.bin */
+	{ TOKENIZER, "bad/tokenizer/base.hex", 2, "5", -EINVAL, "'max_token_length'", "cut off" },
+	{ TOKENIZER, "bad/tokenizer/base.hex", 6, "5", -EINVAL, "'score' and 'length'", "cut off" },
+	{ TOKENIZER, "bad/tokenizer/base.hex", 14, "5", -EINVAL, "token 0", "past end of file" },
+	{ TOKENIZER, "bad/tokenizer/base.hex", WHOLE, "6", -EINVAL, "vocabulary",
+	  "holds 5 tokens but the model's vocabulary has 6" },
+	{ TOKENIZER, "bad/tokenizer/max-len-zero.hex", WHOLE, "1", -EINVAL, "'max_token_length'",
+	  "is 0" },
+	{ TOKENIZER, "bad/tokenizer/length-negative.hex", WHOLE, "2", -EINVAL, "'length'",
+	  "is -1" },
+	{ TOKENIZER, "bad/tokenizer/length-over-max.hex", WHOLE, "3", -EINVAL, "'length'",
+	  "is 9, outside 0..5" },
+	{ TOKENIZER, "bad/tokenizer/bytes-past-end.hex", WHOLE, "3", -EINVAL, "token 2",
+	  "extend past end of file" },
+	{ TOKENIZER, "bad/tokenizer/record-cut.hex", WHOLE, "3", -EINVAL, "token 2",
+	  "cut off" },
+	{ TOKENIZER, "bad/tokenizer/two-tokens.hex", WHOLE, "2", -EINVAL, "EOS", "too few" },
+
+	/* ---- protocols: tests/data/protocols/bad (test_protocol.c reads them all) and ours */
+	{ PROTOCOL, "protocols/bad/wrong-type.json", WHOLE, NULL, -EINVAL, "runs",
+	  "expected integer, got string" },
+	{ PROTOCOL, "protocols/bad/token-type.json", WHOLE, NULL, -EINVAL, "prompt_tokens[1]",
+	  "expected integer" },
+	{ PROTOCOL, "protocols/bad/not-json.json", WHOLE, NULL, -EINVAL, "", NULL },
+	{ PROTOCOL, "protocols/bad/duplicate-key.json", WHOLE, NULL, -EINVAL, "", "duplicate" },
+	{ PROTOCOL, "protocols/bad/zero-decode.json", WHOLE, NULL, -EINVAL, "decode_tokens", NULL },
+	{ PROTOCOL, "protocols/bad/missing-model-file.json", WHOLE, NULL, -ENOENT, "model.path",
+	  "does not exist" },
+	{ PROTOCOL, "bad/protocol/string-decode.json", WHOLE, NULL, -EINVAL, "decode_tokens",
+	  "expected integer, got string" },
+	{ PROTOCOL, "bad/protocol/bool-threads.json", WHOLE, NULL, -EINVAL, "engine.threads",
+	  "expected integer, got boolean" },
+	{ PROTOCOL, "bad/protocol/object-name.json", WHOLE, NULL, -EINVAL, "name",
+	  "expected string, got object" },
+	{ PROTOCOL, "bad/protocol/real-runs.json", WHOLE, NULL, -EINVAL, "runs",
+	  "expected integer, got number" },
+	{ PROTOCOL, "bad/protocol/negative-cpu.json", WHOLE, NULL, -EINVAL, "engine.cpus[0]", NULL },
+	{ PROTOCOL, "bad/protocol/topp-range.json", WHOLE, NULL, -EINVAL, "sampling.topp", NULL },
+	{ PROTOCOL, "bad/protocol/truncated.json", WHOLE, NULL, -EINVAL, "", "not valid JSON" },
+	{ PROTOCOL, "bad/protocol/unknown-placeholder.json", WHOLE, NULL, -EINVAL,
+	  "engine.command[2]", "unknown placeholder '{modle}'" },
+
+	/* ---- result records: `memwall validate` exits 1 naming an edited figure, 2 when the
+	 * record is not of the schema */
+	{ RESULT, NULL, WHOLE, "runs[2].figures.tok_per_s=123.5", 1, "runs[2].figures.tok_per_s",
+	  "recorded 123.5" },
+	{ RESULT, NULL, WHOLE, "summary.metrics.tok_per_s.mean=1e9", 1,
+	  "summary.metrics.tok_per_s.mean", "recorded" },
+	{ RESULT, NULL, WHOLE, "summary.metrics.dram_read_MB_per_token.cv_pct=0.001", 1,
+	  "summary.metrics.dram_read_MB_per_token.cv_pct", "recorded" },
+	{ RESULT, NULL, WHOLE, "runs[1].decode.ns=1", 1, "runs[1].decode.ns", "not the sum" },
+	{ RESULT, NULL, WHOLE, "runs[3].tokens.latency_ns=[1,2,3]", 1, "runs[3].tokens.latency_ns",
+	  "has 3 entries" },
+	{ RESULT, NULL, WHOLE, "drift.change_pct=-50", 1, "drift.change_pct", "recorded" },
+	{ RESULT, NULL, WHOLE, "kind=42", 2, "kind", NULL },
+	{ RESULT, NULL, WHOLE, "runs=\"none\"", 2, "runs", NULL },
+	{ RESULT, NULL, 200, NULL, 2, "", "not valid JSON" },
+
+	/* ---- sysfs PMU entries: tests/data/sysfs/bad and ours. The PMU is kept with its problem
+	 * naming the file, and encoding an event on it is refused. */
+	{ SYSFS, "sysfs/bad", WHOLE, "uncore_imc_free_running_0", -EINVAL, "format/umask",
+	  "bit range 70-80 is outside a 64-bit config word" },
+	{ SYSFS, "sysfs/bad", WHOLE, "uncore_imc_0", -EINVAL, "format/event", "empty format" },
+	{ SYSFS, "sysfs/bad", WHOLE, "amd_umc_0", -EINVAL, "type", "not a decimal perf type" },
+	{ SYSFS, "sysfs/bad", WHOLE, "uncore_imc_1", -EINVAL, "cpumask", "not a CPU list" },
+	{ SYSFS, "bad/sysfs", WHOLE, "fmt_past_63", -EINVAL, "format/umask",
+	  "bit range 56-64 is outside a 64-bit config word" },
+	{ SYSFS, "bad/sysfs", WHOLE, "fmt_reversed", -EINVAL, "format/umask", "bit range 15-8" },
+	{ SYSFS, "bad/sysfs", WHOLE, "fmt_too_many", -EINVAL, "format/umask", "more than 8 ranges" },
+	{ SYSFS, "bad/sysfs", WHOLE, "fmt_word", -EINVAL, "format/umask",
+	  "does not start with config:" },
+	{ SYSFS, "bad/sysfs", WHOLE, "fmt_huge_bit", -EINVAL, "format/umask",
+	  "expected a bit number" },
+	{ SYSFS, "bad/sysfs", WHOLE, "scale_negative", -EINVAL, "events/x.scale",
+	  "not a positive number" },
+	{ SYSFS, "bad/sysfs", WHOLE, "scale_nan", -EINVAL, "events/x.scale", "not a positive number" },
+	{ SYSFS, "bad/sysfs", WHOLE, "unit_long", -EINVAL, "events/x.unit", "too long" },
+	{ SYSFS, "bad/sysfs", WHOLE, "alias_empty", -EINVAL, "events/x", "empty event alias" },
+	{ SYSFS, "bad/sysfs", WHOLE, "cpumask_range", -EINVAL, "cpumask", "not a CPU list" },
+	{ SYSFS, "bad/sysfs", WHOLE, "type_overflow", -EINVAL, "type", "not a decimal perf type" },
+	{ SYSFS, "bad/sysfs", WHOLE, "fmt_config3|event=0x1,umask=0x2", -EINVAL,
+	  "event=0x1,umask=0x2", "config3" },
+
+	/* ---- llama.cpp output: tests/data/llamacpp/invalid (test_adapters.c checks all of them)
+	 * and ours */
+	{ ADAPTER, "llamacpp/invalid/completion-truncated.stderr", WHOLE, "llama-completion",
+	  -EINVAL, "eval time", "cut short" },
+	{ ADAPTER, "llamacpp/invalid/completion-negative.stderr", WHOLE, "llama-completion",
+	  -EINVAL, "eval time", "negative" },
+	{ ADAPTER, "llamacpp/invalid/completion-total-mismatch.stderr", WHOLE, "llama-completion",
+	  -EINVAL, "total time", "make 206" },
+	{ ADAPTER, "llamacpp/invalid/bench-huge.json", WHOLE, "llama-bench-json", -EINVAL,
+	  "[1].n_gen", "out of range" },
+	{ ADAPTER, "llamacpp/invalid/bench-negative.csv", WHOLE, "llama-bench-csv", -EINVAL, "n_gen",
+	  "negative" },
+	{ ADAPTER, "llamacpp/invalid/generic-unknown-key.stdout", WHOLE, "memwall-tokens", -EINVAL,
+	  "memwall-tokens", "unknown key" },
+	{ ADAPTER, "bad/adapters/load-error.stderr", WHOLE, "llama-completion", -EIO, "",
+	  "failed to load model" },
+	{ ADAPTER, "bad/adapters/generic-huge.stdout", WHOLE, "memwall-tokens", -EINVAL, "decode",
+	  "out of range" },
+	{ ADAPTER, "bad/adapters/generic-nan.stdout", WHOLE, "memwall-tokens", -EINVAL, "decode_ms",
+	  NULL },
+	{ ADAPTER, "bad/adapters/pattern.stdout", WHOLE, "memwall-tokens|made {decod} tokens",
+	  -EINVAL, "pattern", "{decod}" },
+	{ ADAPTER, "bad/adapters/pattern.stdout", WHOLE, "memwall-tokens|made {decode tokens",
+	  -EINVAL, "pattern", "without '}'" },
+};
+
+/* ---- .hex files: binary inputs written as text (tests/data/bad/README.md) ---------------- */
+
+struct bytes {
+	uint8_t *p;
+	size_t len, cap;
+};
+
+static void put(struct bytes *b, const void *src, size_t n)
+{
+	if (b->len + n > b->cap) {
+		b->cap = (b->len + n) * 2 + 64;
+		b->p = realloc(b->p, b->cap);
+		if (!b->p)
+			abort();
+	}
+	memcpy(b->p + b->len, src, n);
+	b->len += n;
+}
+
+static void put_le(struct bytes *b, uint64_t v, unsigned size)
+{
+	for (unsigned i = 0; i < size; i++) {
+		uint8_t byte = (uint8_t)(v >> (8 * i));
+		put(b, &byte, 1);
+	}
+}
+
+/* One token of a .hex file: "text", TYPE:VALUE, zeros:N or align:N. 0 or -EINVAL. */
+static int hex_token(struct bytes *b, const char *tok)
+{
+	static const struct {
+		const char *name;
+		unsigned size;
+		bool is_signed;
+	} ints[] = { { "u8", 1, false },  { "u16", 2, false }, { "u32", 4, false },
+		     { "i32", 4, true },  { "u64", 8, false }, { "i64", 8, true } };
+	const char *colon = strchr(tok, ':');
+	char *end = NULL;
+	if (!colon)
+		return -EINVAL;
+	size_t n = (size_t)(colon - tok);
+	const char *v = colon + 1;
+	for (size_t i = 0; i < sizeof(ints) / sizeof(ints[0]); i++) {
+		if (strlen(ints[i].name) != n || strncmp(tok, ints[i].name, n))
+			continue;
+		errno = 0;
+		uint64_t x = ints[i].is_signed ? (uint64_t)strtoll(v, &end, 0) : strtoull(v, &end, 0);
+		if (errno || *end || end == v)
+			return -EINVAL;
+		put_le(b, x, ints[i].size);
+		return 0;
+	}
+	if (n == 3 && !strncmp(tok, "f32", 3)) {
+		float f = strtof(v, &end);
+		uint32_t bits;
+		memcpy(&bits, &f, 4);
+		put_le(b, bits, 4);
+		return *end || end == v ? -EINVAL : 0;
+	}
+	unsigned long count = strtoul(v, &end, 0);
+	if (*end || end == v)
+		return -EINVAL;
+	if (n == 5 && !strncmp(tok, "zeros", 5)) {
+		while (count--)
+			put_le(b, 0, 1);
+		return 0;
+	}
+	if (n == 5 && !strncmp(tok, "align", 5) && count) {
+		while (b->len % count)
+			put_le(b, 0, 1);
+		return 0;
+	}
+	return -EINVAL;
+}
+
+/* Compiles a .hex file; exits the test on a malformed one (a broken fixture is our bug). */
+static uint8_t *hex_load(const char *path, size_t *len)
+{
+	struct bytes b = { 0 };
+	char line[1024];
+	int lineno = 0;
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		perror(path);
+		exit(1);
+	}
+	while (fgets(line, sizeof(line), f)) {
+		char *p = line;
+		lineno++;
+		for (;;) {
+			p += strspn(p, " \t\r\n");
+			if (!*p || *p == '#')
+				break;
+			if (*p == '"') {
+				char *q = strchr(p + 1, '"');
+				if (!q)
+					goto bad;
+				put(&b, p + 1, (size_t)(q - p - 1));
+				p = q + 1;
+				continue;
+			}
+			size_t n = strcspn(p, " \t\r\n#");
+			char tok[128];
+			if (n >= sizeof(tok))
+				goto bad;
+			memcpy(tok, p, n);
+			tok[n] = '\0';
+			if (hex_token(&b, tok))
+				goto bad;
+			p += n;
+		}
+	}
+	fclose(f);
+	*len = b.len;
+	return b.p ? b.p : calloc(1, 1);
+bad:
+	fprintf(stderr, "%s:%d: not in the .hex notation: %s", path, lineno, line);
+	exit(1);
+}
+
+static uint8_t *load_input(const struct bad_case *c, size_t *len)
+{
+	const char *path = t_data(c->file);
+	size_t n = strlen(path);
+	uint8_t *b;
+	if (n > 4 && !strcmp(path + n - 4, ".hex")) {
+		b = hex_load(path, len);
+	} else {
+		int fd = open(path, O_RDONLY);
+		if (fd < 0) {
+			perror(path);
+			exit(1);
+		}
+		b = (uint8_t *)t_slurp_fd(fd);
+		close(fd);
+		*len = strlen((char *)b);
+	}
+	if (c->cut >= 0) {
+		T_ASSERT((size_t)c->cut < *len); /* a cut that keeps everything tests nothing */
+		*len = (size_t)c->cut;
+	}
+	return b;
+}
+
+/* The bytes as a file, for loaders that take a path: a memfd, named /proc/self/fd/N. The
+ * caller closes *fd. */
+static const char *as_file(const uint8_t *b, size_t len, int *fd)
+{
+	static char path[64];
+	*fd = memfd_create("memwall-badinput", MFD_CLOEXEC);
+	if (*fd < 0 || write(*fd, b, len) != (ssize_t)len) {
+		perror("memfd");
+		exit(1);
+	}
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", *fd);
+	return path;
+}
+
+/* ---- one runner per format --------------------------------------------------------------- */
+
+struct outcome {
+	int rc;
+	char source[512];
+	char field[128];   /* "" where the error has no field */
+	char text[4096];
+};
+
+static void from_eng(struct outcome *o, int rc, const struct eng_error *e)
+{
+	o->rc = rc;
+	snprintf(o->source, sizeof(o->source), "%s", e->source);
+	snprintf(o->text, sizeof(o->text), "%s", e->text);
+}
+
+static void from_mw(struct outcome *o, int rc, const struct mw_error *e)
+{
+	o->rc = rc;
+	snprintf(o->source, sizeof(o->source), "%s", e->source);
+	snprintf(o->field, sizeof(o->field), "%s", e->field);
+	snprintf(o->text, sizeof(o->text), "%s", e->text);
+}
+
+static void run_llama2c(const struct bad_case *c, struct outcome *o)
+{
+	size_t len;
+	int fd;
+	uint8_t *b = load_input(c, &len);
+	const char *path = as_file(b, len, &fd);
+	struct eng_model *m = NULL;
+	struct eng_error err;
+	eng_error_clear(&err);
+	from_eng(o, eng_model_open(&m, path, NULL, &err), &err);
+	T_ASSERT(m == NULL);
+	T_EQ_STR(err.source, path);
+	eng_model_close(m);
+	close(fd);
+	free(b);
+}
+
+static void run_gguf(const struct bad_case *c, struct outcome *o)
+{
+	size_t len;
+	uint8_t *b = load_input(c, &len);
+	struct eng_gguf *g = NULL;
+	struct eng_error err;
+	/* through the path, as a user's model is opened */
+	int fd;
+	const char *path = as_file(b, len, &fd);
+	eng_error_clear(&err);
+	from_eng(o, eng_gguf_open(&g, path, NULL, &err), &err);
+	T_ASSERT(g == NULL);
+	T_EQ_STR(err.source, path);
+	eng_gguf_close(g);
+	close(fd);
+	free(b);
+}
+
+static void run_tokenizer(const struct bad_case *c, struct outcome *o)
+{
+	size_t len;
+	int fd;
+	uint8_t *b = load_input(c, &len);
+	const char *path = as_file(b, len, &fd);
+	struct eng_tokenizer *t = NULL;
+	struct eng_error err;
+	eng_error_clear(&err);
+	from_eng(o, eng_tokenizer_open(&t, path, atoi(c->arg), &err), &err);
+	T_ASSERT(t == NULL);
+	T_EQ_STR(err.source, path);
+	eng_tokenizer_close(t);
+	close(fd);
+	free(b);
+}
+
+static void run_protocol(const struct bad_case *c, struct outcome *o)
+{
+	const char *path = t_data(c->file);
+	struct mw_protocol *p = NULL;
+	struct mw_error err;
+	mw_error_clear(&err);
+	from_mw(o, mw_protocol_load(&p, path, MW_PROTOCOL_CHECK_FILES, &err), &err);
+	T_ASSERT(p == NULL);
+	T_EQ_STR(err.source, path);
+	mw_protocol_free(p);
+}
+
+/* Sets the value at a path such as "runs[2].figures.tok_per_s" ("a.b", "a[i]") to v (stolen). */
+static int json_set_path(json_t *doc, const char *path, json_t *v)
+{
+	json_t *at = doc;
+	char key[128];
+	const char *p = path;
+	for (;;) {
+		size_t n = strcspn(p, ".[");
+		if (n >= sizeof(key))
+			break;
+		memcpy(key, p, n);
+		key[n] = '\0';
+		p += n;
+		long idx = -1;
+		if (*p == '[') {
+			char *end;
+			idx = strtol(p + 1, &end, 10);
+			p = end + 1; /* past ']' */
+		}
+		bool last = !*p;
+		if (idx < 0 && last)
+			return json_object_set_new(at, key, v);
+		at = json_object_get(at, key);
+		if (idx >= 0) {
+			if (last)
+				return json_array_set_new(at, (size_t)idx, v);
+			at = json_array_get(at, (size_t)idx);
+		}
+		if (!at || *p != '.')
+			break;
+		p++;
+	}
+	json_decref(v);
+	return -1;
+}
+
+static void run_result(const struct bad_case *c, struct outcome *o)
+{
+	static const struct fx_spec spec = {
+		.protocol = "badinput", .cpu = "Test CPU", .runs = 4, .warmups = 1, .tokens = 8,
+		.latency_ns = 20e6, .jitter = 0.02, .dram_bytes = 4e8, .instances = 2, .seed = 9,
+	};
+	char dir[] = "/tmp/mw-badinput-XXXXXX", path[256];
+	json_t *doc = fx_record(&spec);
+	if (!mkdtemp(dir)) {
+		perror("mkdtemp");
+		exit(1);
+	}
+	if (c->arg) {
+		const char *eq = strchr(c->arg, '=');
+		char where[256];
+		snprintf(where, sizeof(where), "%.*s", (int)(eq - c->arg), c->arg);
+		json_t *v = json_loads(eq + 1, JSON_DECODE_ANY, NULL);
+		T_ASSERT(v != NULL);
+		if (json_set_path(doc, where, v))
+			T_FAIL_AT(__FILE__, __LINE__, "no field %s in the fixture record", where);
+	}
+	char *text = json_dumps(doc, JSON_INDENT(1) | JSON_REAL_PRECISION(17));
+	size_t len = strlen(text);
+	if (c->cut >= 0 && (size_t)c->cut < len)
+		len = (size_t)c->cut;
+	snprintf(path, sizeof(path), "%s/record.json", dir);
+	FILE *f = fopen(path, "w");
+	if (!f || fwrite(text, 1, len, f) != len || fclose(f)) {
+		perror(path);
+		exit(1);
+	}
+	const char *argv[] = { "memwall", "validate", path, NULL };
+	struct t_output out = t_run(argv);
+	o->rc = out.status;
+	snprintf(o->source, sizeof(o->source), "%s", path);
+	snprintf(o->text, sizeof(o->text), "%s", out.err ? out.err : "");
+	T_CONTAINS(out.err, path);
+	t_output_free(&out);
+	unlink(path);
+	rmdir(dir);
+	free(text);
+	json_decref(doc);
+}
+
+static void run_sysfs(const struct bad_case *c, struct outcome *o)
+{
+	struct prb_system *sys = NULL;
+	struct prb_error err = { 0 };
+	char root[4096], pmu_name[64];
+	const char *bar = strchr(c->arg, '|');
+	snprintf(root, sizeof(root), "%s", t_data(c->file));
+	snprintf(pmu_name, sizeof(pmu_name), "%.*s", bar ? (int)(bar - c->arg) : 63, c->arg);
+	T_EQ_INT(prb_system_open(&sys, root, &err), 0);
+	const struct prb_pmu *pmu = sys ? prb_system_pmu_find(sys, pmu_name) : NULL;
+	T_ASSERT(pmu != NULL);
+	if (pmu) {
+		struct perf_event_attr attr;
+		o->rc = prb_pmu_encode(pmu, bar ? bar + 1 : "event=0x1", &attr, &err);
+		/* a malformed file is the PMU's problem; a bad encoding is the call's error */
+		const struct prb_error *e = pmu->problem.text[0] ? &pmu->problem : &err;
+		snprintf(o->source, sizeof(o->source), "%s", e->source);
+		snprintf(o->text, sizeof(o->text), "%s", e->text);
+	}
+	prb_system_close(sys);
+}
+
+static void run_adapter(const struct bad_case *c, struct outcome *o)
+{
+	size_t len;
+	char name[64], pattern[256] = "";
+	uint8_t *b = load_input(c, &len);
+	const char *bar = strchr(c->arg, '|');
+	snprintf(name, sizeof(name), "%.*s", bar ? (int)(bar - c->arg) : (int)strlen(c->arg),
+		 c->arg);
+	if (bar)
+		snprintf(pattern, sizeof(pattern), "%s", bar + 1);
+	struct mw_adapter_opts opts = { .pattern = pattern };
+	struct mw_adapter_result res;
+	struct mw_error err;
+	mw_error_clear(&err);
+	from_mw(o, mw_adapter_parse(name, (const char *)b, len, bar ? &opts : NULL, c->file, &res,
+				    &err), &err);
+	free(b);
+}
+
+static void (*const runners[FORMAT_COUNT])(const struct bad_case *, struct outcome *) = {
+	[LLAMA2C] = run_llama2c, [GGUF] = run_gguf,	    [TOKENIZER] = run_tokenizer,
+	[PROTOCOL] = run_protocol, [RESULT] = run_result, [SYSFS] = run_sysfs,
+	[ADAPTER] = run_adapter,
+};
+
+static const char *const format_names[FORMAT_COUNT] = {
+	[LLAMA2C] = "llama2c", [GGUF] = "gguf",	      [TOKENIZER] = "tokenizer",
+	[PROTOCOL] = "protocol", [RESULT] = "result", [SYSFS] = "sysfs",
+	[ADAPTER] = "adapter",
+};
+
+/* Where each format's errors name the field: in err.field where the error has one, as the
+ * file at fault for sysfs (prb_error has only a source), in `memwall validate`'s stderr
+ * ("memwall: SOURCE: FIELD: text") for results, in the message for the engine's errors. */
+enum field_at { IN_TEXT, IN_FIELD, IN_SOURCE, IN_STDERR };
+static const enum field_at field_at[FORMAT_COUNT] = {
+	[LLAMA2C] = IN_TEXT,   [GGUF] = IN_TEXT,      [TOKENIZER] = IN_TEXT, [PROTOCOL] = IN_FIELD,
+	[RESULT] = IN_STDERR, [SYSFS] = IN_SOURCE, [ADAPTER] = IN_FIELD,
+};
+
+static bool names_field(const struct bad_case *c, const struct outcome *o)
+{
+	char piece[160];
+	size_t n;
+	switch (field_at[c->format]) {
+	case IN_FIELD:
+		return !strcmp(o->field, c->field);
+	case IN_SOURCE:
+		n = (size_t)snprintf(piece, sizeof(piece), "/%s", c->field);
+		return strlen(o->source) >= n && !strcmp(o->source + strlen(o->source) - n, piece);
+	case IN_STDERR:
+		snprintf(piece, sizeof(piece), ": %s: ", c->field);
+		return !c->field[0] || strstr(o->text, piece);
+	case IN_TEXT:
+		break;
+	}
+	return strstr(o->text, c->field) != NULL;
+}
+
+static const struct bad_case *current;
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	char msg[600];
+	int n = snprintf(msg, sizeof(msg), "test_badinput: a case hung for 10 s: %s %s\n",
+			 format_names[current->format],
+			 current->file ? current->file : "(generated record)");
+	ssize_t w = write(2, msg, n > 0 && (size_t)n < sizeof(msg) ? (size_t)n : 0);
+	(void)w;
+	_exit(1);
+}
+
+int main(void)
+{
+	int per_format[FORMAT_COUNT] = { 0 };
+	size_t n = sizeof(cases) / sizeof(cases[0]);
+	signal(SIGALRM, on_alarm);
+	for (size_t i = 0; i < n; i++) {
+		const struct bad_case *c = &cases[i];
+		struct outcome o = { .rc = 0 };
+		int before = t_failures;
+		current = c;
+		alarm(10);
+		runners[c->format](c, &o);
+		alarm(0);
+		T_EQ_INT(o.rc, c->rc);
+		if (!names_field(c, &o))
+			T_FAIL_AT(__FILE__, __LINE__, "the error does not name \"%s\"", c->field);
+		if (c->text)
+			T_CONTAINS(o.text, c->text);
+		T_ASSERT(o.text[0]);
+		if (t_failures != before)
+			fprintf(stderr, "  case %zu: %s %s (cut %ld, %s): rc %d, source \"%s\", "
+					"field \"%s\", text \"%s\"\n",
+				i, format_names[c->format], c->file ? c->file : "(generated)", c->cut,
+				c->arg ? c->arg : "-", o.rc, o.source, o.field, o.text);
+		per_format[c->format]++;
+	}
+	printf("%zu bad inputs:", n);
+	for (int f = 0; f < FORMAT_COUNT; f++)
+		printf(" %s %d%s", format_names[f], per_format[f], f + 1 < FORMAT_COUNT ? "," : "\n");
+	T_ASSERT(n >= 40);
+
+	/* Bounded allocation: every count above claims up to 2^63 of something; the whole run
+	 * must stay small (ASan's shadow memory included). */
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	printf("peak RSS %ld MiB\n", ru.ru_maxrss / 1024);
+	T_ASSERT(ru.ru_maxrss < 1024 * 1024); /* KiB: 1 GiB */
+	return t_done();
+}

@@ -1,0 +1,333 @@
+/* tests/test_headroom.c: the Model Contract checks of `memwall headroom`: R2 and R4 against
+ * worked examples, R1 and R3 on the real stories260K weights (skipped when absent) checked
+ * against a forward pass and a cosine computed here, independently, and the verb itself. */
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "analytic.h"
+#include "headroom.h"
+#include "run.h"
+#include "test.h"
+
+static bool have(const char *rel, char *path, size_t n)
+{
+	struct stat st;
+	const char *root = getenv("MEMWALL_SHARED");
+	snprintf(path, n, "%s/%s", root ? root : "../shared", rel);
+	if (stat(path, &st) == 0)
+		return true;
+	printf("skipped a part: %s is absent\n", path);
+	return false;
+}
+
+/* R2: Falcon-7B's multi-query attention keeps one K and one V head of 64 per layer:
+ * 2 x 32 layers x 64 x 2 B (f16) x 4096 positions = 32 MiB, under the 64 MiB limit.
+ * R4: one Falcon-7B layer produces x, normed x, qkv (4544 + 2 x 64), the attention output
+ * (71 x 64), attn_output's and ffn_down's outputs (4544 each) and ffn_up's (18176):
+ * 45568 values, 182,272 B in f32 (under 200 KB), 91,136 B in f16. */
+static void test_r2_r4_falcon(void)
+{
+	struct eng_tensor_table *t = NULL;
+	struct eng_error err;
+	eng_error_clear(&err);
+	T_EQ_INT(eng_tensors_from_shape("falcon-7b q4_k_m", &t, &err), 0);
+	if (!t)
+		return;
+	T_EQ_U64(mw_analytic_kv_bytes(t->info.n_layers, t->info.n_kv_heads, t->head_dim, 2, 4096),
+		 32u << 20);
+	struct mw_analytic a;
+	struct mw_analytic_options o = { .pos = 0 };
+	T_EQ_INT(mw_analytic_compute(t, &o, &a), 0);
+	T_EQ_INT(a.kv_elem_bytes, 2); /* GGUF: llama.cpp's f16 cache */
+	T_EQ_U64(a.activation_elems_layer, 45568u);
+	T_EQ_U64(a.activation_layer, 182272u);
+	o.act_elem_bytes = 2;
+	T_EQ_INT(mw_analytic_compute(t, &o, &a), 0);
+	T_EQ_U64(a.activation_layer, 91136u);
+	/* stories110M's full-attention f32 cache at 4096: 2 x 12 x 768 x 4 x 4096 = 288 MiB. */
+	T_EQ_U64(mw_analytic_kv_bytes(12, 12, 64, 4, 4096), 288u << 20);
+	eng_tensor_table_free(t);
+}
+
+static void test_inputs(void)
+{
+	json_t *proj = NULL;
+	struct mw_error err;
+	mw_error_clear(&err);
+	T_EQ_INT(mw_projections_load(&proj, NULL, &err), 0);
+	const json_t *p = json_object_get(proj, "projections");
+	T_EQ_INT(json_array_size(p), 2);
+	T_NEAR(json_number_value(json_object_get(json_array_get(p, 0), "reduction_pct")), 50, 0);
+	T_NEAR(json_number_value(json_object_get(json_array_get(p, 1), "reduction_pct")), 90, 0);
+	json_decref(proj);
+	/* A file without the two parts, and a reduction out of range, are named. */
+	char bad[] = "/tmp/mw-proj-XXXXXX";
+	int bfd = mkstemp(bad);
+	const char *text = "{\"projections\": [{\"name\": \"x\", \"reduction_pct\": 120}], "
+			   "\"contract\": {}}";
+	T_ASSERT(write(bfd, text, strlen(text)) == (ssize_t)strlen(text));
+	close(bfd);
+	T_EQ_INT(mw_projections_load(&proj, bad, &err), -EINVAL);
+	T_EQ_STR(err.field, "projections[].reduction_pct");
+	FILE *bf = fopen(bad, "w");
+	fputs("{\"contract\": {}}", bf);
+	fclose(bf);
+	T_EQ_INT(mw_projections_load(&proj, bad, &err), -EINVAL);
+	T_CONTAINS(err.text, "'projections' array");
+	unlink(bad);
+
+	char **prompts = NULL;
+	size_t n = 0;
+	T_EQ_INT(mw_calibration_load(&prompts, &n, NULL, &err), 0);
+	T_EQ_INT(n, 10);
+	mw_calibration_free(prompts, n);
+
+	char path[] = "/tmp/mw-headroom-XXXXXX.jsonl";
+	int fd = mkstemps(path, 6);
+	const char good[] = "{\"prompt\": \"One day\"}\n\n{\"prompt\": \"A cat\"}\n";
+	T_ASSERT(write(fd, good, sizeof(good) - 1) == (ssize_t)sizeof(good) - 1);
+	close(fd);
+	T_EQ_INT(mw_calibration_load(&prompts, &n, path, &err), 0);
+	T_EQ_INT(n, 2);
+	if (n == 2)
+		T_EQ_STR(prompts[1], "A cat");
+	mw_calibration_free(prompts, n);
+	FILE *f = fopen(path, "w");
+	fputs("{\"prompt\": \"ok\"}\n{\"text\": \"no\"}\n", f);
+	fclose(f);
+	T_EQ_INT(mw_calibration_load(&prompts, &n, path, &err), -EINVAL);
+	T_CONTAINS(err.text, "line 2");
+	unlink(path);
+}
+
+/* The hook's layer-0 activations at position 0 against a forward pass written here: at
+ * position 0 RoPE is the identity and attention returns V. */
+struct capture {
+	float act[172];
+	int calls;
+};
+
+static void on_act(void *ctx, int layer, const float *act, int n)
+{
+	struct capture *c = ctx;
+	if (layer == 0 && c->calls++ == 0 && n == 172)
+		memcpy(c->act, act, sizeof(c->act));
+}
+
+static const float *tensor(const struct eng_tensor_table *t, const char *name)
+{
+	for (size_t i = 0; i < t->n; i++)
+		if (!strcmp(t->t[i].name, name))
+			return t->t[i].data;
+	T_FAIL_AT(__FILE__, __LINE__, "no tensor %s", name);
+	return NULL;
+}
+
+static void rmsnorm(float *out, const float *x, const float *w, int n)
+{
+	double ss = 0;
+	for (int i = 0; i < n; i++)
+		ss += (double)x[i] * x[i];
+	double s = 1.0 / sqrt(ss / n + 1e-5);
+	for (int i = 0; i < n; i++)
+		out[i] = (float)(w[i] * s * x[i]);
+}
+
+static void matvec(float *y, const float *w, const float *x, int rows, int cols)
+{
+	for (int r = 0; r < rows; r++) {
+		double s = 0;
+		for (int c = 0; c < cols; c++)
+			s += (double)w[(size_t)r * cols + c] * x[c];
+		y[r] = (float)s;
+	}
+}
+
+static void test_r1_stories260k(void)
+{
+	char model[4096];
+	if (!have("models/stories260K.bin", model, sizeof(model)))
+		return;
+	struct eng_tensor_table *t = NULL;
+	struct eng_model *m = NULL;
+	struct eng_session *s = NULL;
+	struct eng_error eerr;
+	struct capture cap = { .calls = 0 };
+	eng_error_clear(&eerr);
+	T_EQ_INT(eng_tensors_from_file(model, &t, &eerr), 0);
+	T_EQ_INT(eng_model_open(&m, model, NULL, &eerr), 0);
+	struct eng_hooks hooks = { .ctx = &cap, .ffn_act = on_act };
+	struct eng_session_options so = { .threads = 2, .hooks = &hooks };
+	T_EQ_INT(eng_session_new(&s, m, &so, &eerr), 0);
+	if (!t || !s)
+		goto out;
+	const float *logits;
+	T_EQ_INT(eng_session_step(s, ENG_TOKEN_BOS, 0, &logits, NULL), 0);
+	T_EQ_INT(cap.calls, 1);
+
+	/* dim 64, 8 heads of 8, 4 KV heads (kv_dim 32), hidden 172 */
+	float x[64], xn[64], v[32], att[64], y[64], h1[172], h3[172];
+	memcpy(x, tensor(t, "token_embedding") + 64 * ENG_TOKEN_BOS, sizeof(x));
+	rmsnorm(xn, x, tensor(t, "layers.0.rms_att"), 64);
+	matvec(v, tensor(t, "layers.0.wv"), xn, 32, 64);
+	for (int h = 0; h < 8; h++) /* head h reads KV head h / 2 */
+		memcpy(att + 8 * h, v + 8 * (h / 2), 8 * sizeof(float));
+	matvec(y, tensor(t, "layers.0.wo"), att, 64, 64);
+	for (int i = 0; i < 64; i++)
+		x[i] += y[i];
+	rmsnorm(xn, x, tensor(t, "layers.0.rms_ffn"), 64);
+	matvec(h1, tensor(t, "layers.0.w1"), xn, 172, 64);
+	matvec(h3, tensor(t, "layers.0.w3"), xn, 172, 64);
+	double maxdiff = 0;
+	for (int i = 0; i < 172; i++) {
+		double want = h1[i] / (1.0 + exp(-h1[i])) * h3[i];
+		maxdiff = fmax(maxdiff, fabs(want - cap.act[i]));
+	}
+	T_NEAR(maxdiff, 0, 1e-4);
+
+	/* The measurement itself: no tokenizer for the 512-token vocabulary is shared, so the
+	 * model's own sequences are run. Every activation is counted once per layer. */
+	struct mw_r1 r1;
+	struct mw_error err;
+	mw_error_clear(&err);
+	char unused[] = "unused", *none[] = { unused, unused };
+	T_EQ_INT(mw_r1_measure(model, NULL, none, 2, 1e-3, &r1, &err), 0);
+	T_EQ_INT(r1.n_layers, 5);
+	T_EQ_INT(r1.tokens, 2 * MW_R1_SELF_TOKENS);
+	T_CONTAINS(r1.input, "generated");
+	for (int l = 0; l < r1.n_layers; l++) {
+		T_EQ_U64(r1.layer[l].n, (uint64_t)r1.tokens * 172);
+		T_ASSERT(r1.layer[l].zeros <= r1.layer[l].near);
+		T_ASSERT(r1.layer[l].near < r1.layer[l].n); /* trained weights are not all ~0 */
+	}
+	/* A larger epsilon can only count more. */
+	struct mw_r1 wide;
+	T_EQ_INT(mw_r1_measure(model, NULL, none, 2, 1e-1, &wide, &err), 0);
+	T_ASSERT(wide.layer[0].near > r1.layer[0].near);
+	mw_r1_free(&wide);
+	mw_r1_free(&r1);
+out:
+	eng_session_free(s);
+	eng_model_close(m);
+	eng_tensor_table_free(t);
+}
+
+static void test_r3_stories260k(void)
+{
+	char model[4096];
+	if (!have("models/stories260K.bin", model, sizeof(model)))
+		return;
+	struct eng_tensor_table *t = NULL;
+	struct eng_error eerr;
+	eng_error_clear(&eerr);
+	T_EQ_INT(eng_tensors_from_file(model, &t, &eerr), 0);
+	if (!t)
+		return;
+	struct mw_r3 r3;
+	T_EQ_INT(mw_r3_measure(t, &r3), 0);
+	/* 7 matrices x 4 adjacent pairs; pairs (0,1), (1,2) early, (2,3) middle, (3,4) late */
+	T_EQ_INT(r3.n, 28);
+	T_EQ_INT(r3.zone_n[MW_ZONE_EARLY], 14);
+	T_EQ_INT(r3.zone_n[MW_ZONE_MIDDLE], 7);
+	T_EQ_INT(r3.zone_n[MW_ZONE_LATE], 7);
+	/* wq of layers 2 and 3, by hand */
+	const float *a = tensor(t, "layers.2.wq"), *b = tensor(t, "layers.3.wq");
+	double ab = 0, aa = 0, bb = 0;
+	for (int i = 0; i < 64 * 64; i++) {
+		ab += (double)a[i] * b[i];
+		aa += (double)a[i] * a[i];
+		bb += (double)b[i] * b[i];
+	}
+	bool found = false;
+	for (size_t k = 0; k < r3.n; k++)
+		if (!strcmp(r3.pairs[k].kind, "wq") && r3.pairs[k].layer == 2) {
+			T_NEAR(r3.pairs[k].cosine, ab / sqrt(aa * bb), 1e-9);
+			T_EQ_INT(r3.pairs[k].zone, MW_ZONE_MIDDLE);
+			found = true;
+		}
+	T_ASSERT(found);
+	mw_r3_free(&r3);
+	eng_tensor_table_free(t);
+
+	/* Independent random layers of a synthetic model are nearly orthogonal: R3 reads the
+	 * weights, it does not sample them. */
+	char path[] = "/tmp/mw-headroom-XXXXXX";
+	int fd = mkstemp(path);
+	close(fd);
+	T_EQ_INT(eng_synth_llama2c(path, "stories260K", 3, &eerr), 0);
+	T_EQ_INT(eng_tensors_from_file(path, &t, &eerr), 0);
+	if (t) {
+		T_EQ_INT(mw_r3_measure(t, &r3), 0);
+		for (size_t k = 0; k < r3.n; k++)
+			T_ASSERT(fabs(r3.pairs[k].cosine) < 0.1);
+		mw_r3_free(&r3);
+		eng_tensor_table_free(t);
+	}
+	/* A built-in description has no weights: R3 refuses, it does not invent. */
+	T_EQ_INT(eng_tensors_from_shape("falcon-7b-q4_k_m", &t, &eerr), 0);
+	T_EQ_INT(mw_r3_measure(t, &r3), -EINVAL);
+	eng_tensor_table_free(t);
+	unlink(path);
+}
+
+/* The verb on the real stories260K: JSON with every rule. */
+static void test_verb(void)
+{
+	char model[4096];
+	if (!have("models/stories260K.bin", model, sizeof(model)))
+		return;
+	const char *argv[] = { "memwall", "headroom", model, "--json", NULL };
+	struct t_output o = t_run(argv);
+	T_EQ_INT(o.status, 0);
+	json_error_t je;
+	json_t *doc = o.out ? json_loads(o.out, 0, &je) : NULL;
+	T_ASSERT(doc != NULL);
+	const json_t *c = json_object_get(doc, "contract");
+	T_ASSERT(json_is_true(json_object_get(json_object_get(c, "R1"), "measured")));
+	/* 2 x 5 layers x 32 (4 KV heads of 8) x 4 B x 4096 = 5 MiB */
+	T_EQ_INT(json_integer_value(json_object_get(json_object_get(c, "R2"), "kv_bytes")),
+		 5 << 20);
+	T_ASSERT(json_is_true(json_object_get(json_object_get(c, "R2"), "pass")));
+	T_ASSERT(json_is_true(json_object_get(json_object_get(c, "R4"), "pass")));
+	T_ASSERT(json_is_false(json_object_get(json_object_get(c, "R5"), "manifest_present")));
+	T_ASSERT(json_is_false(json_object_get(doc, "synthetic")));
+	T_EQ_INT(json_array_size(json_object_get(doc, "projections")), 2);
+	json_decref(doc);
+	t_output_free(&o);
+}
+
+/* The AIOS reference in MODEL's place: the built-in Falcon-7B Q4_K_M description, the
+ * published baseline flagged IMPLAUSIBLE before any projection is made from it. */
+static void test_verb_reference(void)
+{
+	char path[4096];
+	const char *root = getenv("MEMWALL_SOURCE_ROOT");
+	snprintf(path, sizeof(path), "%s/results/reference/aios-falcon7b-q4km.json",
+		 root ? root : ".");
+	const char *argv[] = { "memwall", "headroom", path, NULL };
+	struct t_output o = t_run(argv);
+	T_EQ_INT(o.status, 0);
+	T_CONTAINS(o.out, "WARNING: the baseline is IMPLAUSIBLE");
+	T_CONTAINS(o.out, "32.00 MiB against 64 MiB: pass");
+	T_CONTAINS(o.out, "182.3 KB in f32");
+	T_CONTAINS(o.out, "R1 FFN activation sparsity: not measured");
+	t_output_free(&o);
+	const char *both[] = { "memwall", "headroom", path, "--result", path, NULL };
+	o = t_run(both);
+	T_EQ_INT(o.status, 2);
+	t_output_free(&o);
+}
+
+int main(void)
+{
+	test_verb_reference();
+	test_r2_r4_falcon();
+	test_inputs();
+	test_r1_stories260k();
+	test_r3_stories260k();
+	test_verb();
+	return t_done();
+}
