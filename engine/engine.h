@@ -68,7 +68,11 @@ const struct eng_model_info *eng_model_info(const struct eng_model *m);
 
 struct eng_session;
 
-enum eng_kv_type { ENG_KV_F32, ENG_KV_F16 };
+enum eng_kv_type {
+	ENG_KV_AUTO, /* the model's default: F16 for GGUF (llama.cpp's), F32 for llama2.c */
+	ENG_KV_F32,
+	ENG_KV_F16,
+};
 
 /* Phases a decode step passes through, for the harness to read counters at their edges. */
 enum eng_phase {
@@ -170,6 +174,50 @@ int eng_sampler_sample(struct eng_sampler *s, float *logits);
  * bytes. Written to a temporary file beside path, synced, then renamed over it, so a reader
  * never sees a partial model; -EINVAL with the valid names for an unknown shape. */
 int eng_synth_llama2c(const char *path, const char *shape, uint64_t seed, struct eng_error *err);
+
+/* ---- GGUF tokenizers -------------------------------------------------------------------------
+ * (engine/tokenizer_gguf.c) The tokenizer a GGUF model carries in its metadata
+ * (tokenizer.ggml.*), behind the same struct eng_tokenizer: encode, decode and close work as
+ * for tokenizer.bin. Kinds: "llama" (SentencePiece: scores, byte fallback <0xXX>, U+2581 for
+ * spaces) and "gpt2" (byte-level BPE with ranked merges, pre-tokenized per tokenizer.ggml.pre:
+ * "default", "falcon", "gpt-2"), as llama.cpp's llama-vocab.cpp does it. Special tokens
+ * (CONTROL, USER_DEFINED, UNKNOWN) written in the text are matched before BPE. Encoding a
+ * GGUF tokenizer may need up to 3 tokens per byte (a space that falls back to the bytes of
+ * U+2581): on -ENOSPC *n receives the count needed. Decoding renders special tokens as their
+ * text; a piece holding byte 0 decodes to "". eng_tokenizer_open also takes a .gguf file. */
+
+/* On success *out is new, closed with eng_tokenizer_close. -EINVAL (err names the key) for a
+ * file without a tokenizer, an unknown tokenizer.ggml.model, or inconsistent arrays. */
+int eng_tokenizer_open_gguf(struct eng_tokenizer **out, const char *path, struct eng_error *err);
+/* Any tokenizer: BOS and EOS ids (-1 if none), whether the model wants BOS before a prompt
+ * (pass it as encode's bos), the vocabulary size, and the kind ("llama2.c", "llama", "gpt2";
+ * static storage). */
+int eng_tokenizer_bos(const struct eng_tokenizer *t);
+int eng_tokenizer_eos(const struct eng_tokenizer *t);
+bool eng_tokenizer_add_bos(const struct eng_tokenizer *t);
+int eng_tokenizer_vocab_size(const struct eng_tokenizer *t);
+const char *eng_tokenizer_kind(const struct eng_tokenizer *t);
+
+/* ---- Synthetic GGUF models -------------------------------------------------------------------
+ * (engine/synth_gguf.c, shapes in engine/shapes.c) A GGUF file with a real model's shape and
+ * the per-tensor types llama-quantize would give it, filled with seeded random weights
+ * (matrices uniform, std 0.02; norm weights 1 +- 0.05; biases +- 0.02), quantized with ggml's
+ * reference quantizers, streamed to disk and committed atomically. Its metadata says
+ * general.name "synthetic SHAPE", memwall.synthetic = true, memwall.synthetic.seed, and holds
+ * a synthetic tokenizer of the real vocabulary size (falcon: gpt2 with merges; llama: SPM).
+ * arch: "falcon" (shapes "falcon-7b", "falcon-tiny") or "llama" ("stories260K",
+ * "stories15M", "stories42M", "stories110M", "llama-tiny"); quant: "f32", "f16", "q8_0", "q4_0", "q5_0",
+ * "q4_k_m". The same arguments give the same bytes. Uses every CPU of the caller's affinity
+ * mask (at most 8) to quantize. -EINVAL with the valid names for an unknown name, or a shape
+ * llama-quantize would refuse for that type (a row length no block size divides). */
+struct eng_tensor_table;
+int eng_synth_gguf(const char *path, const char *arch, const char *shape, const char *quant,
+		   uint64_t seed, struct eng_error *err);
+/* What eng_synth_gguf would write, without writing it: every tensor in file order with its
+ * type, shape and bytes (data NULL); info.weight_bytes sums them. *out is new, freed with
+ * eng_tensor_table_free. */
+int eng_synth_gguf_plan(const char *arch, const char *shape, const char *quant,
+			struct eng_tensor_table **out, struct eng_error *err);
 
 
 /* ---- Memory streaming ------------------------------------------------------------------------

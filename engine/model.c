@@ -1,6 +1,6 @@
 /* engine/model.c: opening llama2.c checkpoints (legacy and "ak42" version 1) as a read-only
  * mapping whose tensors are views, after checking every number the header gives against the
- * file. The layout itself is in llama2c.c. */
+ * file. The layout itself is in llama2c.c. A file with GGUF's magic goes to gguf_model.c. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -10,8 +10,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "gguf.h"
 #include "llama2c.h"
 #include "model.h"
+#include "quants.h"
 
 /* Header fields in file order, so a short file is reported by the first field it cuts. */
 struct header_field {
@@ -115,6 +117,56 @@ static void bind_weights(struct eng_llama_weights *w, const struct l2c_layout *l
 		w->wcls = w->token_embedding;
 }
 
+/* A float32 matrix view of rows x cols. */
+static struct eng_mat f32_mat(const float *data, int rows, int cols)
+{
+	return (struct eng_mat){ .data = data, .type = KRN_TYPE_F32, .rows = rows,
+				 .cols = cols, .row_bytes = (size_t)cols * sizeof(float) };
+}
+
+/* The per-layer view session.c runs (model.h), over the llama2.c layout's float tensors,
+ * which store each per-layer tensor for all layers back to back. */
+static int bind_layers(struct eng_model *m)
+{
+	const struct eng_llama_weights *w = &m->w;
+	const struct eng_model_info *in = &m->info;
+	int d = in->dim, hd = in->hidden_dim, kv = in->dim / in->n_heads * in->n_kv_heads;
+	m->layers = calloc((size_t)in->n_layers, sizeof(*m->layers));
+	if (!m->layers)
+		return -ENOMEM;
+	for (int l = 0; l < in->n_layers; l++) {
+		size_t L = (size_t)l;
+		m->layers[l] = (struct eng_layer){
+			.attn_norm = w->rms_att + L * (size_t)d,
+			.wq = f32_mat(w->wq + L * (size_t)d * (size_t)d, d, d),
+			.wk = f32_mat(w->wk + L * (size_t)kv * (size_t)d, kv, d),
+			.wv = f32_mat(w->wv + L * (size_t)kv * (size_t)d, kv, d),
+			.wo = f32_mat(w->wo + L * (size_t)d * (size_t)d, d, d),
+			.ffn_norm = w->rms_ffn + L * (size_t)d,
+			.w_gate = f32_mat(w->w1 + L * (size_t)hd * (size_t)d, hd, d),
+			.w_up = f32_mat(w->w3 + L * (size_t)hd * (size_t)d, hd, d),
+			.w_down = f32_mat(w->w2 + L * (size_t)d * (size_t)hd, d, hd),
+		};
+	}
+	m->token_embd = f32_mat(w->token_embedding, in->vocab_size, d);
+	m->output = f32_mat(w->wcls, in->vocab_size, d);
+	m->out_norm = w->rms_final;
+	m->arch = ENG_ARCH_LLAMA;
+	/* run.c's constants: RMSNorm epsilon 1e-5, RoPE base 10000 over the whole head. */
+	m->hp = (struct eng_hparams){ .head_dim = d / in->n_heads, .n_rot = d / in->n_heads,
+				      .rope_base = 10000.0f, .norm_eps = 1e-5f,
+				      .default_kv = ENG_KV_F32 };
+	return 0;
+}
+
+/* True when the file at fd starts with GGUF's magic (ggml's docs/gguf.md). */
+static bool is_gguf(int fd)
+{
+	char magic[4];
+	return pread(fd, magic, sizeof(magic), 0) == (ssize_t)sizeof(magic) &&
+	       !memcmp(magic, "GGUF", sizeof(magic));
+}
+
 /* Faults in every page of a read-only mapping, for kernels without MADV_POPULATE_READ. */
 static void populate_by_touch(const void *map, size_t len)
 {
@@ -152,6 +204,10 @@ int eng_model_open(struct eng_model **out, const char *path, const struct eng_mo
 	if (st.st_size == 0) {
 		rc = eng_error_set(err, -EINVAL, path, 0, "the file is empty");
 		goto out;
+	}
+	if (is_gguf(fd)) {
+		close(fd);
+		return eng_gguf_model_open(out, path, opt, err);
 	}
 	if ((uint64_t)st.st_size > SIZE_MAX) {
 		rc = eng_error_set(err, -EFBIG, path, ENG_NO_OFFSET, "too large to map here");
@@ -230,6 +286,10 @@ int eng_model_open(struct eng_model **out, const char *path, const struct eng_mo
 	for (size_t i = 0; i < lay.n; i++)
 		if (l2c_tensor_is_weight(lay.span[i].tensor))
 			info->weight_bytes += lay.span[i].bytes;
+	if ((rc = bind_layers(m))) {
+		eng_error_set(err, rc, path, ENG_NO_OFFSET, "out of memory");
+		goto out;
+	}
 	*out = m;
 	m = NULL;
 out:
@@ -245,6 +305,9 @@ void eng_model_close(struct eng_model *m)
 		return;
 	if (m->map && m->map != MAP_FAILED)
 		munmap(m->map, m->map_len);
+	if (m->gguf)
+		eng_gguf_close(m->gguf);
+	free(m->layers);
 	free(m);
 }
 

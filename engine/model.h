@@ -1,10 +1,20 @@
-/* engine/model.h: what a loaded model holds, for the forward pass. Internal to engine/. */
+/* engine/model.h: what a loaded model holds, for the forward pass. Internal to engine/.
+ *
+ * Two loaders fill it: model.c (llama2.c checkpoints, all float32) and gguf_model.c (GGUF
+ * files of the llama and falcon architectures, in any ggml type quants.h knows). Both bind
+ * the same per-layer view (struct eng_layer) so that one forward pass (session.c) runs
+ * either; the llama2.c loader also keeps its float pointers (struct eng_llama_weights), which
+ * the tensor table of engine/tensors.c reads.
+ */
 #ifndef MEMWALL_MODEL_H
 #define MEMWALL_MODEL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "engine.h"
+
+struct eng_gguf;
 
 /* Views into the model's mapping (never copies); rows are the outputs of each projection,
  * as llama2.c stores them: y = W x with W row-major (rows, cols). */
@@ -23,12 +33,66 @@ struct eng_llama_weights {
 	const float *wcls;            /* (vocab, dim); aliases token_embedding when shared */
 };
 
+/* A matrix of any ggml type, a view into the mapping: `rows` rows of `cols` elements (GGUF's
+ * ne[1] and ne[0]), row_bytes apart. data NULL means absent. */
+struct eng_mat {
+	const void *data;
+	uint32_t type;    /* enum krn_type */
+	int rows, cols;
+	size_t row_bytes;
+};
+
+/* One block's tensors; what an architecture does not have stays NULL. */
+struct eng_layer {
+	const float *attn_norm;   /* (dim) RMSNorm (llama) or LayerNorm (falcon) weight */
+	const float *attn_norm_b; /* (dim) LayerNorm bias; NULL for RMSNorm */
+	struct eng_mat wq;        /* (n_heads * head_dim, dim)    llama */
+	struct eng_mat wk;        /* (n_kv_heads * head_dim, dim) llama */
+	struct eng_mat wv;        /* (n_kv_heads * head_dim, dim) llama */
+	struct eng_mat wqkv;      /* (q_dim + 2 kv_dim, dim) falcon: rows Q | K | V */
+	struct eng_mat wo;        /* (dim, n_heads * head_dim) */
+	const float *ffn_norm;    /* (dim) llama; falcon's FFN reads attn_norm's output */
+	struct eng_mat w_gate;    /* (hidden_dim, dim) llama's w1 */
+	struct eng_mat w_up;      /* (hidden_dim, dim) llama's w3, falcon's up */
+	struct eng_mat w_down;    /* (dim, hidden_dim) llama's w2 */
+};
+
+/* The block structure a model runs (session.c has one forward pass per entry). */
+enum eng_arch {
+	ENG_ARCH_LLAMA,  /* RMSNorm, RoPE on adjacent pairs, grouped-query attention, SwiGLU */
+	ENG_ARCH_FALCON, /* one LayerNorm feeding parallel attention and GELU MLP, fused QKV,
+			  * NeoX RoPE (pairs i, i + n_rot / 2) */
+	ENG_ARCH_COUNT,
+};
+
+/* Hyper-parameters beyond eng_model_info's shape. */
+struct eng_hparams {
+	int head_dim;
+	int n_rot;          /* RoPE dimensions per head (<= head_dim, even) */
+	float rope_base;    /* theta_j = pos * rope_base^(-2j / n_rot) */
+	float norm_eps;
+	enum eng_kv_type default_kv; /* F16 for GGUF (llama.cpp's default), F32 for llama2.c */
+};
+
 struct eng_model {
 	struct eng_model_info info;
-	struct eng_llama_weights w;
-	void *map;      /* the whole file, PROT_READ, MAP_SHARED; MAP_FAILED when unmapped */
+	enum eng_arch arch;
+	struct eng_hparams hp;
+	struct eng_llama_weights w; /* llama2.c only */
+	struct eng_mat token_embd;  /* (vocab, dim); a lookup reads one row */
+	const float *out_norm;      /* (dim) */
+	const float *out_norm_b;    /* (dim) falcon's output LayerNorm bias, else NULL */
+	struct eng_mat output;      /* (vocab, dim); the same view as token_embd when tied */
+	struct eng_layer *layers;   /* (n_layers), owned */
+	struct eng_gguf *gguf;      /* GGUF models: owns the mapping (map stays MAP_FAILED) */
+	void *map;      /* llama2.c: the whole file, PROT_READ, MAP_SHARED; MAP_FAILED when unmapped */
 	size_t map_len;
 	char path[];
 };
+
+/* gguf_model.c: opens a GGUF model (the caller has seen the "GGUF" magic). Same contract as
+ * eng_model_open. */
+int eng_gguf_model_open(struct eng_model **out, const char *path,
+			const struct eng_model_options *opt, struct eng_error *err);
 
 #endif

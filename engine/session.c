@@ -1,6 +1,8 @@
 /* engine/session.c: a decode session: the KV cache, the activations, the thread pool, and the
- * forward pass of a Llama block (RMSNorm, RoPE, grouped-query attention, SwiGLU), after
- * karpathy/llama2.c run.c's `forward`, parallelised for the memory wall.
+ * forward pass, after karpathy/llama2.c run.c's `forward`, parallelised for the memory wall.
+ * Two block structures, chosen by a table (arch_ops): Llama (RMSNorm, RoPE on adjacent pairs,
+ * grouped-query attention, SwiGLU) and Falcon (one LayerNorm feeding attention and a GELU MLP
+ * in parallel, fused QKV, NeoX RoPE), the latter after llama.cpp's src/models/falcon.cpp.
  *
  * Every thread runs the whole step (SPMD, forward_worker) and the threads meet at a barrier
  * between phases that need each other's output. Each matvec is split by rows into chunks
@@ -9,13 +11,18 @@
  * OS delays (this project's machines are often shared) does not hold the others at the
  * barrier for long. One thread takes each phase whole:
  *   per layer: [norm, q|k|v rows, RoPE, cache write] | [attention, by head] |
- *              [wo rows, residual] | [norm, w1 and w3 rows, SiLU x gate] | [w2 rows, residual]
+ *              [wo rows (llama: residual)] | [llama: norm; gate and up rows, activation] |
+ *              [down rows, residual]
  *   then:      [norm, classifier rows]
- * Each thread normalises its own copy of x (O(dim)), which saves a serial step and a barrier.
- * No step allocates.
+ * Each thread normalises its own copy of x (O(dim)), which saves a serial step and a barrier,
+ * and quantizes its own copy of each input vector for non-F32 weights (O(n) again, against
+ * O(rows * n) of weights). Weights of any ggml type run through the quant tables
+ * (quants/quants.h) on activations quantized to the weight's vec_dot_type, exactly as ggml's
+ * CPU mul_mat does, so results track llama.cpp's. No step allocates.
  */
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -27,6 +34,7 @@
 #include "kernels.h"
 #include "model.h"
 #include "pool.h"
+#include "quants.h"
 
 /* Rows per chunk of a split matvec are a multiple of 16: 16 rows of any width start on a
  * 64-byte boundary whenever the matrix does, and a kernel that works on groups of rows sees the
@@ -90,49 +98,85 @@ static const struct kv_traits kv_traits[] = {
 	[ENG_KV_F16] = { "f16", sizeof(uint16_t), store_f16, dot_f16, axpy_f16 },
 };
 
+/* Activations quantized for non-F32 weights (quants.h): one slot per activation type a weight
+ * type may ask for (its vec_dot_type), and per input vector, so that Q, K and V (or the fused
+ * QKV) and the FFN's gate and up share one quantization of their input, as in ggml, where
+ * a mul_mat converts src1 once for all rows. */
+enum { ACT_F16, ACT_BF16, ACT_Q8_0, ACT_Q8_1, ACT_Q8_K, ACT_COUNT };
+static const uint32_t act_types[ACT_COUNT] = {
+	[ACT_F16] = KRN_TYPE_F16,   [ACT_BF16] = KRN_TYPE_BF16, [ACT_Q8_0] = KRN_TYPE_Q8_0,
+	[ACT_Q8_1] = KRN_TYPE_Q8_1, [ACT_Q8_K] = KRN_TYPE_Q8_K,
+};
+
+/* The vectors a matvec reads: each thread's normed x, and the shared attention output and
+ * FFN activation. */
+enum act_vec { VEC_XN, VEC_XB, VEC_HB, VEC_COUNT };
+
+/* One thread's private state, alone in its cache lines. */
+struct worker {
+	_Alignas(64) float *xn;       /* (dim) this thread's normalised copy of x */
+	unsigned char *act;           /* (VEC_COUNT, ACT_COUNT, act_bytes) quantized vectors */
+	bool valid[VEC_COUNT][ACT_COUNT];
+};
+
+/* What differs between architectures (model.h's enum eng_arch); the table is below the
+ * functions it names. */
+struct eng_session;
+
+struct arch_ops {
+	void (*norm)(float *out, const float *x, const float *w, const float *b, int n, float eps);
+	void (*rope)(const struct eng_session *s, float *vec, int a, int b);
+	void (*qkv)(struct eng_session *s, struct worker *w, int l, int a, int b);
+	void (*layer)(struct eng_session *s, struct worker *w, int tid, int l);
+	bool neox; /* RoPE pairs span the head: QKV chunks must hold whole heads */
+};
+
 /* The next unclaimed row (or head) of one phase, alone in its cache line. */
 struct work_counter {
 	_Alignas(64) _Atomic int next;
 };
 
 /* Phases with shared work, per layer, in order; the classifier's counter comes last. */
-enum { WORK_QKV, WORK_HEADS, WORK_WO, WORK_W13, WORK_W2, WORK_PER_LAYER };
+enum { WORK_QKV, WORK_HEADS, WORK_WO, WORK_UP, WORK_DOWN, WORK_PER_LAYER };
 
 struct eng_session {
 	const struct eng_model *m;
 	const struct krn_ops *ops;
+	const struct krn_quant_ops *qops;
 	const struct kv_traits *kv;
+	const struct arch_ops *arch;
 	struct eng_pool *pool;
 	struct eng_hooks hooks;
 	int n_threads;
-	int dim, hidden_dim, kv_dim, head_size, n_heads, n_kv_heads, n_layers, vocab_size;
-	int ctx_len;
-	int next_pos; /* positions 0..next_pos-1 are in the cache */
+	int dim, hidden_dim, q_dim, kv_dim, head_size, n_rot, n_heads, n_kv_heads, n_layers;
+	int vocab_size, ctx_len;
+	int qkv_align; /* row alignment of the QKV phase's chunks (whole heads for NeoX RoPE) */
+	int next_pos;  /* positions 0..next_pos-1 are in the cache */
 
 	float *x;      /* (dim) the residual stream */
-	float *xb;     /* (dim) attention output, heads side by side */
-	float *y;      /* (dim) output of wo or w2, before the residual add */
-	float *q;      /* (dim) */
-	float *k;      /* (kv_dim) this position's key, before it is stored */
-	float *v;      /* (kv_dim) */
-	float *hb;     /* (hidden_dim) w1 x, then SiLU(w1 x) * w3 x */
-	float *hb2;    /* (hidden_dim) w3 x */
+	float *xb;     /* (q_dim) attention output, heads side by side */
+	float *y;      /* (dim) output of wo (falcon: kept until the FFN's residual add) */
+	float *y2;     /* (dim) output of the down projection */
+	float *qkv;    /* (q_dim + 2 kv_dim) this position's q | k | v */
+	float *hb;     /* (hidden_dim) the FFN activation: SiLU(gate) * up, or GELU(up) */
+	float *hb2;    /* (hidden_dim) llama's up projection */
 	float *att;    /* (n_heads, ctx_len) attention weights */
 	float *logits; /* (vocab_size) */
-	float *xn;     /* (threads, xn_stride) each thread's normalised copy of x */
-	size_t xn_stride;
+	struct worker *workers; /* (threads) */
+	size_t act_bytes;       /* one quantized vector of the longest input, any type */
 	void *key_cache;   /* (layer, ctx_len, kv_dim) of kv->elem bytes */
 	void *value_cache; /* (layer, ctx_len, kv_dim) */
-	float *rope_freq;  /* (head_size / 2) */
-	float *rope_cos;   /* (head_size / 2) at the current position */
-	float *rope_sin;   /* (head_size / 2) */
+	float *rope_freq;  /* (n_rot / 2) */
+	float *rope_cos;   /* (n_rot / 2) at the current position */
+	float *rope_sin;   /* (n_rot / 2) */
 
 	int pos; /* the step being run */
 	struct work_counter *work; /* (WORK_PER_LAYER * n_layers + 1) next chunk of each phase */
 	int n_work;
 
-	/* Engine-accounted bytes that do not depend on the position. */
-	uint64_t emb_row_bytes, att_layer_bytes, ffn_layer_bytes, cls_bytes, kv_pos_bytes;
+	/* Engine-accounted bytes that do not depend on the position: every tensor's bytes as
+	 * the step reads them (engine.h's tensor-table rules), summed per phase. */
+	uint64_t emb_row_bytes, att_bytes, ffn_bytes, cls_bytes, kv_pos_bytes;
 };
 
 static int imin(int a, int b)
@@ -177,25 +221,100 @@ static bool take_rows(struct eng_session *s, int work, int rows, int *a, int *b)
 	return take(s, work, rows, ROW_ALIGN, MIN_CHUNK_ROWS, a, b);
 }
 
-/* RMSNorm (Zhang and Sennrich 2019), with run.c's epsilon 1e-5. */
-static void rmsnorm(const struct krn_ops *ops, float *out, const float *x, const float *w, int n)
+/* The vector x (n values) quantized to type t for this thread, converted on first use since
+ * x last changed (act_reset). */
+static const void *act_get(const struct eng_session *s, struct worker *w, enum act_vec vec,
+			   const float *x, int n, uint32_t t)
 {
-	float ss = ops->dot_f32(x, x, (size_t)n) / (float)n + 1e-5f;
-	ss = 1.0f / sqrtf(ss);
-	for (int i = 0; i < n; i++)
-		out[i] = w[i] * (ss * x[i]);
+	int slot = 0;
+	while (slot < ACT_COUNT && act_types[slot] != t)
+		slot++;
+	/* Binding (gguf_model.c) admits only weight types whose vec_dot_type is listed. */
+	unsigned char *buf = w->act + ((size_t)vec * ACT_COUNT + (size_t)slot) * s->act_bytes;
+	if (!w->valid[vec][slot]) {
+		s->qops->quantize_act[t](x, buf, (size_t)n);
+		w->valid[vec][slot] = true;
+	}
+	return buf;
 }
 
-/* RoPE (Su et al. 2021) on elements [a, b) of vec, rotating the pairs (2j, 2j+1) of each
- * head as run.c does; a and b are even. */
-static void rope(const struct eng_session *s, float *vec, int a, int b)
+static void act_reset(struct worker *w, enum act_vec vec)
+{
+	memset(w->valid[vec], 0, sizeof(w->valid[vec]));
+}
+
+/* y[r] = row r of m . x for r in [a, b), x being vector `vec` of this thread. F32 weights go
+ * through the f32 kernel table; others through the quant table on the quantized x, as ggml's
+ * mul_mat does. */
+static void mat_rows(const struct eng_session *s, struct worker *w, enum act_vec vec, float *y,
+		     const struct eng_mat *m, const float *x, int a, int b)
+{
+	if (m->type == KRN_TYPE_F32) {
+		s->ops->matvec_f32(y, m->data, x, (size_t)m->cols, (size_t)a, (size_t)b);
+		return;
+	}
+	const void *xq = act_get(s, w, vec, x, m->cols, krn_type_traits(m->type)->vec_dot_type);
+	krn_quant_matvec(s->qops, m->type, y, m->data, xq, (size_t)m->cols, (size_t)a, (size_t)b);
+}
+
+/* RMSNorm (Zhang and Sennrich 2019): x / sqrt(mean(x^2) + eps) * w, the sum in double as
+ * ggml's rms_norm does (ggml-cpu ops.cpp). b is unused (NULL). */
+static void norm_rms(float *out, const float *x, const float *w, const float *b, int n,
+		     float eps)
+{
+	(void)b;
+	double ss = 0.0;
+	for (int i = 0; i < n; i++)
+		ss += (double)(x[i] * x[i]);
+	float scale = 1.0f / sqrtf((float)(ss / n) + eps);
+	for (int i = 0; i < n; i++)
+		out[i] = w[i] * (scale * x[i]);
+}
+
+/* LayerNorm (Ba et al. 2016) with weight and bias, the sums in double as ggml's norm does. */
+static void norm_layer(float *out, const float *x, const float *w, const float *b, int n,
+		       float eps)
+{
+	double sum = 0.0, sum2 = 0.0;
+	for (int i = 0; i < n; i++)
+		sum += (double)x[i];
+	float mean = (float)(sum / n);
+	for (int i = 0; i < n; i++) {
+		float v = x[i] - mean;
+		sum2 += (double)(v * v);
+	}
+	float scale = 1.0f / sqrtf((float)(sum2 / n) + eps);
+	for (int i = 0; i < n; i++)
+		out[i] = (x[i] - mean) * scale * w[i] + b[i];
+}
+
+/* RoPE (Su et al. 2021), NORM mode (llama2.c's run.c, ggml's rope mode 0): rotates the
+ * adjacent pairs (2j, 2j+1) of each head, for the first n_rot dimensions; on elements
+ * [a, b) of vec, a and b even. */
+static void rope_norm(const struct eng_session *s, float *vec, int a, int b)
 {
 	for (int i = a; i < b; i += 2) {
 		int j = (i % s->head_size) / 2;
+		if (2 * j >= s->n_rot)
+			continue;
 		float c = s->rope_cos[j], sn = s->rope_sin[j], v0 = vec[i], v1 = vec[i + 1];
 		vec[i] = v0 * c - v1 * sn;
 		vec[i + 1] = v0 * sn + v1 * c;
 	}
+}
+
+/* RoPE, NeoX mode (ggml's GGML_ROPE_TYPE_NEOX, which falcon uses): pairs (j, j + n_rot / 2)
+ * of each head. [a, b) covers whole heads (the QKV phase's chunks are head-aligned). */
+static void rope_neox(const struct eng_session *s, float *vec, int a, int b)
+{
+	int half = s->n_rot / 2;
+	for (int h = a; h < b; h += s->head_size)
+		for (int j = 0; j < half; j++) {
+			float c = s->rope_cos[j], sn = s->rope_sin[j], v0 = vec[h + j],
+			      v1 = vec[h + j + half];
+			vec[h + j] = v0 * c - v1 * sn;
+			vec[h + j + half] = v0 * sn + v1 * c;
+		}
 }
 
 static void softmax(float *x, int n)
@@ -210,6 +329,33 @@ static void softmax(float *x, int n)
 	}
 	for (int i = 0; i < n; i++)
 		x[i] /= sum;
+}
+
+/* ggml's CPU GELU (vec.h, ggml_vec_gelu_f32 with GGML_GELU_FP16): the tanh approximation
+ * looked up in a table of 2^16 halves, indexed by the input rounded to half, the result a
+ * half; 0 below -10 and the identity above 10. Emulated because it moves falcon's logits by
+ * 1e-3 against exact GELU (fixtures/gguf/README.md). */
+static uint16_t gelu_table[1 << 16];
+static pthread_once_t gelu_once = PTHREAD_ONCE_INIT;
+
+static void gelu_table_fill(void)
+{
+	/* ggml's GELU_COEF_A and SQRT_2_OVER_PI, in float as ggml_gelu_f32 computes. */
+	const float coef_a = 0.044715f, sqrt_2_over_pi = 0.79788456080286535587989211986876f;
+	for (uint32_t h = 0; h < (1u << 16); h++) {
+		float x = krn_fp16_to_fp32((uint16_t)h);
+		float g = 0.5f * x * (1.0f + tanhf(sqrt_2_over_pi * x * (1.0f + coef_a * x * x)));
+		gelu_table[h] = krn_fp32_to_fp16(g);
+	}
+}
+
+static float gelu_f16(float x)
+{
+	if (x <= -10.0f)
+		return 0.0f;
+	if (x >= 10.0f)
+		return x;
+	return krn_fp16_to_fp32(gelu_table[krn_fp32_to_fp16(x)]);
 }
 
 /* A barrier at a phase edge. With a phase hook, thread 0 calls it while the others wait, so
@@ -237,32 +383,46 @@ static void kv_store(const struct eng_session *s, void *cache, const float *src,
 	s->kv->store((char *)cache + (row + (size_t)a) * s->kv->elem, src + a, (size_t)(b - a));
 }
 
-/* Rows [a, b) of q, k and v side by side (one phase, one barrier), with RoPE and the cache
- * write for those rows. */
-static void attention_qkv(struct eng_session *s, int l, const float *xn, int a, int b)
+/* After rows [a, b) of q | k | v are computed: RoPE on q and k, and the cache write of k
+ * and v, for those rows. */
+static void qkv_finish(struct eng_session *s, int l, int a, int b)
 {
-	const struct eng_llama_weights *w = &s->m->w;
-	size_t dim = (size_t)s->dim, kv = (size_t)s->kv_dim;
-	int qa = a, qb = imin(b, s->dim);
-	if (qa < qb) {
-		s->ops->matvec_f32(s->q, w->wq + (size_t)l * dim * dim, xn, dim, (size_t)qa,
-				   (size_t)qb);
-		rope(s, s->q, qa, qb);
-	}
-	int ka = imax(a, s->dim) - s->dim, kb = imin(b, s->dim + s->kv_dim) - s->dim;
+	float *q = s->qkv, *k = q + s->q_dim, *v = k + s->kv_dim;
+	int qa = a, qb = imin(b, s->q_dim);
+	if (qa < qb)
+		s->arch->rope(s, q, qa, qb);
+	int ka = imax(a, s->q_dim) - s->q_dim, kb = imin(b, s->q_dim + s->kv_dim) - s->q_dim;
 	if (ka < kb) {
-		s->ops->matvec_f32(s->k, w->wk + (size_t)l * kv * dim, xn, dim, (size_t)ka,
-				   (size_t)kb);
-		rope(s, s->k, ka, kb);
-		kv_store(s, s->key_cache, s->k, l, ka, kb);
+		s->arch->rope(s, k, ka, kb);
+		kv_store(s, s->key_cache, k, l, ka, kb);
 	}
-	int va = imax(a, s->dim + s->kv_dim) - s->dim - s->kv_dim,
-	    vb = imin(b, s->dim + 2 * s->kv_dim) - s->dim - s->kv_dim;
-	if (va < vb) {
-		s->ops->matvec_f32(s->v, w->wv + (size_t)l * kv * dim, xn, dim, (size_t)va,
-				   (size_t)vb);
-		kv_store(s, s->value_cache, s->v, l, va, vb);
-	}
+	int va = imax(a, s->q_dim + s->kv_dim) - s->q_dim - s->kv_dim,
+	    vb = imin(b, s->q_dim + 2 * s->kv_dim) - s->q_dim - s->kv_dim;
+	if (va < vb)
+		kv_store(s, s->value_cache, v, l, va, vb);
+}
+
+/* Llama: rows [a, b) of q | k | v from the three matrices (one phase, one barrier). */
+static void qkv_llama(struct eng_session *s, struct worker *w, int l, int a, int b)
+{
+	const struct eng_layer *L = &s->m->layers[l];
+	float *q = s->qkv, *k = q + s->q_dim, *v = k + s->kv_dim;
+	int qa = a, qb = imin(b, s->q_dim);
+	if (qa < qb)
+		mat_rows(s, w, VEC_XN, q, &L->wq, w->xn, qa, qb);
+	int ka = imax(a, s->q_dim) - s->q_dim, kb = imin(b, s->q_dim + s->kv_dim) - s->q_dim;
+	if (ka < kb)
+		mat_rows(s, w, VEC_XN, k, &L->wk, w->xn, ka, kb);
+	int va = imax(a, s->q_dim + s->kv_dim) - s->q_dim - s->kv_dim,
+	    vb = imin(b, s->q_dim + 2 * s->kv_dim) - s->q_dim - s->kv_dim;
+	if (va < vb)
+		mat_rows(s, w, VEC_XN, v, &L->wv, w->xn, va, vb);
+}
+
+/* Falcon: rows [a, b) of the fused QKV matrix, whose rows are already q | k | v. */
+static void qkv_falcon(struct eng_session *s, struct worker *w, int l, int a, int b)
+{
+	mat_rows(s, w, VEC_XN, s->qkv, &s->m->layers[l].wqkv, w->xn, a, b);
 }
 
 /* Heads [h0, h1) attend over positions 0..pos of layer l's cache. */
@@ -273,7 +433,7 @@ static void attention_heads(struct eng_session *s, int l, int h0, int h1)
 	int kv_mul = s->n_heads / s->n_kv_heads;
 	float scale = 1.0f / sqrtf((float)s->head_size);
 	for (int h = h0; h < h1; h++) {
-		const float *q = s->q + (size_t)h * hs;
+		const float *q = s->qkv + (size_t)h * hs;
 		float *att = s->att + (size_t)h * (size_t)s->ctx_len;
 		size_t head_off = (size_t)(h / kv_mul) * hs;
 		const char *k = (const char *)s->key_cache + (layer_off + head_off) * elem;
@@ -288,63 +448,113 @@ static void attention_heads(struct eng_session *s, int l, int h0, int h1)
 	}
 }
 
-/* y = W in for rows [a, b) of a (rows, n) matrix, then x += y on those rows. */
-static void project_residual(struct eng_session *s, const float *wmat, const float *in, size_t n,
-			     int a, int b)
+/* The attention block up to wo's output in s->y: norm, q|k|v, RoPE, cache, heads. */
+static void attention(struct eng_session *s, struct worker *w, int tid, int l)
 {
-	s->ops->matvec_f32(s->y, wmat, in, n, (size_t)a, (size_t)b);
-	for (int r = a; r < b; r++)
-		s->x[r] += s->y[r];
+	const struct eng_layer *L = &s->m->layers[l];
+	int work = l * WORK_PER_LAYER, a, b;
+	s->arch->norm(w->xn, s->x, L->attn_norm, L->attn_norm_b, s->dim, s->m->hp.norm_eps);
+	act_reset(w, VEC_XN);
+	act_reset(w, VEC_XB);
+	act_reset(w, VEC_HB);
+	while (take(s, work + WORK_QKV, s->q_dim + 2 * s->kv_dim, s->qkv_align,
+		    imax(MIN_CHUNK_ROWS, s->qkv_align), &a, &b)) {
+		s->arch->qkv(s, w, l, a, b);
+		qkv_finish(s, l, a, b);
+	}
+	eng_pool_barrier(s->pool, tid);
+	while (take(s, work + WORK_HEADS, s->n_heads, 1, 1, &a, &b))
+		attention_heads(s, l, a, b);
+	eng_pool_barrier(s->pool, tid);
 }
+
+/* Llama's block: x += wo attn; x += down (SiLU(gate h) * up h), h = RMSNorm(x). */
+static void layer_llama(struct eng_session *s, struct worker *w, int tid, int l)
+{
+	const struct eng_layer *L = &s->m->layers[l];
+	int work = l * WORK_PER_LAYER, a, b;
+	attention(s, w, tid, l);
+	while (take_rows(s, work + WORK_WO, s->dim, &a, &b)) {
+		mat_rows(s, w, VEC_XB, s->y, &L->wo, s->xb, a, b);
+		for (int r = a; r < b; r++)
+			s->x[r] += s->y[r];
+	}
+	phase_edge(s, tid, ENG_PHASE_ATTENTION, l, ENG_PHASE_FFN, l);
+
+	/* SwiGLU (Shazeer 2020); gate and up share one phase and one quantized input. */
+	norm_rms(w->xn, s->x, L->ffn_norm, NULL, s->dim, s->m->hp.norm_eps);
+	act_reset(w, VEC_XN);
+	while (take_rows(s, work + WORK_UP, s->hidden_dim, &a, &b)) {
+		mat_rows(s, w, VEC_XN, s->hb, &L->w_gate, w->xn, a, b);
+		mat_rows(s, w, VEC_XN, s->hb2, &L->w_up, w->xn, a, b);
+		for (int r = a; r < b; r++) {
+			float gate = s->hb[r];
+			s->hb[r] = gate * (1.0f / (1.0f + expf(-gate))) * s->hb2[r];
+		}
+	}
+	eng_pool_barrier(s->pool, tid);
+	/* The FFN-activation hook (engine.h): hb is complete here and is written again only
+	 * in the next layer's FFN, behind barriers this thread has yet to reach. */
+	if (s->hooks.ffn_act && tid == 0)
+		s->hooks.ffn_act(s->hooks.ctx, l, s->hb, s->hidden_dim);
+	while (take_rows(s, work + WORK_DOWN, s->dim, &a, &b)) {
+		mat_rows(s, w, VEC_HB, s->y2, &L->w_down, s->hb, a, b);
+		for (int r = a; r < b; r++)
+			s->x[r] += s->y2[r];
+	}
+}
+
+/* Falcon's parallel block (llama.cpp's src/models/falcon.cpp): h = LayerNorm(x);
+ * x = (down GELU(up h) + wo attn(h)) + x, added in that order as ggml's graph does. */
+static void layer_falcon(struct eng_session *s, struct worker *w, int tid, int l)
+{
+	const struct eng_layer *L = &s->m->layers[l];
+	int work = l * WORK_PER_LAYER, a, b;
+	attention(s, w, tid, l);
+	while (take_rows(s, work + WORK_WO, s->dim, &a, &b))
+		mat_rows(s, w, VEC_XB, s->y, &L->wo, s->xb, a, b);
+	phase_edge(s, tid, ENG_PHASE_ATTENTION, l, ENG_PHASE_FFN, l);
+
+	/* The FFN reads the same normed input as attention: this thread's xn is unchanged. */
+	while (take_rows(s, work + WORK_UP, s->hidden_dim, &a, &b)) {
+		mat_rows(s, w, VEC_XN, s->hb, &L->w_up, w->xn, a, b);
+		for (int r = a; r < b; r++)
+			s->hb[r] = gelu_f16(s->hb[r]);
+	}
+	eng_pool_barrier(s->pool, tid);
+	if (s->hooks.ffn_act && tid == 0)
+		s->hooks.ffn_act(s->hooks.ctx, l, s->hb, s->hidden_dim);
+	while (take_rows(s, work + WORK_DOWN, s->dim, &a, &b)) {
+		mat_rows(s, w, VEC_HB, s->y2, &L->w_down, s->hb, a, b);
+		for (int r = a; r < b; r++)
+			s->x[r] = (s->y2[r] + s->y[r]) + s->x[r];
+	}
+}
+
+/* The table of what differs between architectures. */
+static const struct arch_ops arch_ops[ENG_ARCH_COUNT] = {
+	[ENG_ARCH_LLAMA] = { norm_rms, rope_norm, qkv_llama, layer_llama, false },
+	[ENG_ARCH_FALCON] = { norm_layer, rope_neox, qkv_falcon, layer_falcon, true },
+};
 
 static void forward_worker(void *arg, int tid)
 {
 	struct eng_session *s = arg;
-	const struct eng_llama_weights *w = &s->m->w;
-	float *xn = s->xn + (size_t)tid * s->xn_stride;
-	size_t dim = (size_t)s->dim, hidden = (size_t)s->hidden_dim;
-	int qkv_rows = s->dim + 2 * s->kv_dim, a, b;
+	const struct eng_model *m = s->m;
+	struct worker *w = &s->workers[tid];
+	int a, b;
 
 	for (int l = 0; l < s->n_layers; l++) {
-		int work = l * WORK_PER_LAYER;
-		rmsnorm(s->ops, xn, s->x, w->rms_att + (size_t)l * dim, s->dim);
-		while (take_rows(s, work + WORK_QKV, qkv_rows, &a, &b))
-			attention_qkv(s, l, xn, a, b);
-		eng_pool_barrier(s->pool, tid);
-		while (take(s, work + WORK_HEADS, s->n_heads, 1, 1, &a, &b))
-			attention_heads(s, l, a, b);
-		eng_pool_barrier(s->pool, tid);
-		while (take_rows(s, work + WORK_WO, s->dim, &a, &b))
-			project_residual(s, w->wo + (size_t)l * dim * dim, s->xb, dim, a, b);
-		phase_edge(s, tid, ENG_PHASE_ATTENTION, l, ENG_PHASE_FFN, l);
-
-		/* SwiGLU (Shazeer 2020): w2 (SiLU(w1 x) * w3 x); w1 and w3 share one phase. */
-		rmsnorm(s->ops, xn, s->x, w->rms_ffn + (size_t)l * dim, s->dim);
-		while (take_rows(s, work + WORK_W13, s->hidden_dim, &a, &b)) {
-			s->ops->matvec_f32(s->hb, w->w1 + (size_t)l * hidden * dim, xn, dim,
-					   (size_t)a, (size_t)b);
-			s->ops->matvec_f32(s->hb2, w->w3 + (size_t)l * hidden * dim, xn, dim,
-					   (size_t)a, (size_t)b);
-			for (int r = a; r < b; r++) {
-				float gate = s->hb[r];
-				s->hb[r] = gate * (1.0f / (1.0f + expf(-gate))) * s->hb2[r];
-			}
-		}
-		eng_pool_barrier(s->pool, tid);
-		/* The FFN-activation hook (engine.h): hb is complete here and is written again only
-		 * in the next layer's w1/w3 phase, behind barriers this thread has yet to reach. */
-		if (s->hooks.ffn_act && tid == 0)
-			s->hooks.ffn_act(s->hooks.ctx, l, s->hb, s->hidden_dim);
-		while (take_rows(s, work + WORK_W2, s->dim, &a, &b))
-			project_residual(s, w->w2 + (size_t)l * dim * hidden, s->hb, hidden, a, b);
+		s->arch->layer(s, w, tid, l);
 		if (l + 1 < s->n_layers)
 			phase_edge(s, tid, ENG_PHASE_FFN, l, ENG_PHASE_ATTENTION, l + 1);
 		else
 			phase_edge(s, tid, ENG_PHASE_FFN, l, ENG_PHASE_CLASSIFIER, -1);
 	}
-	rmsnorm(s->ops, xn, s->x, w->rms_final, s->dim);
+	s->arch->norm(w->xn, s->x, m->out_norm, m->out_norm_b, s->dim, m->hp.norm_eps);
+	act_reset(w, VEC_XN);
 	while (take_rows(s, s->n_work - 1, s->vocab_size, &a, &b))
-		s->ops->matvec_f32(s->logits, w->wcls, xn, dim, (size_t)a, (size_t)b);
+		mat_rows(s, w, VEC_XN, s->logits, &m->output, w->xn, a, b);
 }
 
 int eng_session_step(struct eng_session *s, int token, int pos, const float **logits,
@@ -354,15 +564,20 @@ int eng_session_step(struct eng_session *s, int token, int pos, const float **lo
 	    pos > s->next_pos)
 		return -EINVAL;
 	s->pos = pos;
-	for (int j = 0; j < s->head_size / 2; j++) {
+	for (int j = 0; j < s->n_rot / 2; j++) {
 		float val = (float)pos * s->rope_freq[j];
 		s->rope_cos[j] = cosf(val);
 		s->rope_sin[j] = sinf(val);
 	}
 	if (s->hooks.phase)
 		s->hooks.phase(s->hooks.ctx, ENG_PHASE_ATTENTION, 0, true);
-	memcpy(s->x, s->m->w.token_embedding + (size_t)token * (size_t)s->dim,
-	       (size_t)s->dim * sizeof(float));
+	/* The embedding lookup is exact: the row dequantized, as ggml's get_rows does. */
+	const struct eng_mat *e = &s->m->token_embd;
+	const char *row = (const char *)e->data + (size_t)token * e->row_bytes;
+	if (e->type == KRN_TYPE_F32)
+		memcpy(s->x, row, (size_t)s->dim * sizeof(float));
+	else
+		krn_type_traits(e->type)->to_float(row, s->x, (size_t)s->dim);
 	/* Published to the workers by the pool's release. */
 	for (int i = 0; i < s->n_work; i++)
 		atomic_store_explicit(&s->work[i].next, 0, memory_order_relaxed);
@@ -376,8 +591,8 @@ int eng_session_step(struct eng_session *s, int token, int pos, const float **lo
 		uint64_t layers = (uint64_t)s->n_layers;
 		b.kv_read = (uint64_t)(pos + 1) * layers * s->kv_pos_bytes;
 		b.kv_write = layers * s->kv_pos_bytes;
-		b.by_phase[ENG_PHASE_ATTENTION] = s->emb_row_bytes + layers * s->att_layer_bytes;
-		b.by_phase[ENG_PHASE_FFN] = layers * s->ffn_layer_bytes;
+		b.by_phase[ENG_PHASE_ATTENTION] = s->emb_row_bytes + s->att_bytes;
+		b.by_phase[ENG_PHASE_FFN] = s->ffn_bytes;
 		b.by_phase[ENG_PHASE_CLASSIFIER] = s->cls_bytes;
 		b.weights = b.by_phase[ENG_PHASE_ATTENTION] + b.by_phase[ENG_PHASE_FFN] +
 			    b.by_phase[ENG_PHASE_CLASSIFIER];
@@ -427,10 +642,34 @@ static const char *kernel_names(char *buf, size_t len)
 	return buf;
 }
 
+/* Bytes of a matrix as a step reads it: all of it. */
+static uint64_t mat_bytes(const struct eng_mat *m)
+{
+	return m->data ? (uint64_t)m->rows * m->row_bytes : 0;
+}
+
+static uint64_t vec_bytes(const float *v, int n)
+{
+	return v ? (uint64_t)n * sizeof(float) : 0;
+}
+
+/* Bytes of the longest input vector quantized to any activation type. */
+static size_t act_bytes_for(int n)
+{
+	size_t most = 0;
+	for (int i = 0; i < ACT_COUNT; i++) {
+		const struct krn_type_traits *tr = krn_type_traits(act_types[i]);
+		size_t blocks = ((size_t)n + tr->block_size - 1) / tr->block_size;
+		if (blocks * tr->type_size > most)
+			most = blocks * tr->type_size;
+	}
+	return (most + 63) / 64 * 64;
+}
+
 int eng_session_new(struct eng_session **out, struct eng_model *m,
 		    const struct eng_session_options *opt, struct eng_error *err)
 {
-	static const struct eng_session_options defaults = { 0 };
+	static const struct eng_session_options defaults = { .kv_type = ENG_KV_AUTO };
 	const struct eng_model_info *info = &m->info;
 	struct eng_session *s = NULL;
 	int rc = 0;
@@ -445,7 +684,12 @@ int eng_session_new(struct eng_session **out, struct eng_model *m,
 	}
 	s->m = m;
 	s->ops = krn_ops_find(opt->kernels);
-	if (!s->ops) {
+	/* The quant tables have their own names; one this CPU lacks (avx512 without VNNI)
+	 * falls back to the best it runs. */
+	s->qops = krn_quant_ops_find(opt->kernels);
+	if (!s->qops)
+		s->qops = krn_quant_ops_find(NULL);
+	if (!s->ops || !s->qops) {
 		char names[256];
 		rc = eng_error_set(err, -ENOTSUP, "", ENG_NO_OFFSET,
 				   "kernels '%s' are unknown or not supported by this CPU; this "
@@ -454,13 +698,18 @@ int eng_session_new(struct eng_session **out, struct eng_model *m,
 				   kernel_names(names, sizeof(names)));
 		goto out;
 	}
-	if ((unsigned)opt->kv_type >= sizeof(kv_traits) / sizeof(kv_traits[0]) ||
-	    !kv_traits[opt->kv_type].name) {
+	enum eng_kv_type kv = opt->kv_type == ENG_KV_AUTO ? m->hp.default_kv : opt->kv_type;
+	if ((unsigned)kv >= sizeof(kv_traits) / sizeof(kv_traits[0]) || !kv_traits[kv].name) {
 		rc = eng_error_set(err, -ENOTSUP, "", ENG_NO_OFFSET, "KV cache type %d is unknown",
 				   (int)opt->kv_type);
 		goto out;
 	}
-	s->kv = &kv_traits[opt->kv_type];
+	s->kv = &kv_traits[kv];
+	if ((unsigned)m->arch >= ENG_ARCH_COUNT) {
+		rc = eng_error_set(err, -ENOTSUP, m->path, ENG_NO_OFFSET, "unknown architecture");
+		goto out;
+	}
+	s->arch = &arch_ops[m->arch];
 	if (opt->hooks)
 		s->hooks = *opt->hooks;
 	s->n_threads = opt->threads > 0 ? opt->threads : 1;
@@ -469,60 +718,88 @@ int eng_session_new(struct eng_session **out, struct eng_model *m,
 	s->n_layers = info->n_layers;
 	s->n_heads = info->n_heads;
 	s->n_kv_heads = info->n_kv_heads;
-	s->head_size = info->dim / info->n_heads;
+	s->head_size = m->hp.head_dim;
+	s->n_rot = m->hp.n_rot;
+	s->q_dim = s->head_size * info->n_heads;
 	s->kv_dim = s->head_size * info->n_kv_heads;
 	s->vocab_size = info->vocab_size;
 	s->ctx_len = opt->ctx_len > 0 ? opt->ctx_len : info->seq_len;
+	/* Whole heads per QKV chunk for NeoX RoPE: the least multiple of both. */
+	s->qkv_align = ROW_ALIGN;
+	if (s->arch->neox)
+		while (s->qkv_align % s->head_size)
+			s->qkv_align += ROW_ALIGN;
 
-	size_t dim = (size_t)s->dim, kv_cells;
-	s->xn_stride = (dim + 15) / 16 * 16;
+	size_t kv_cells;
 	if (__builtin_mul_overflow((size_t)s->n_layers * (size_t)s->ctx_len, (size_t)s->kv_dim,
 				   &kv_cells)) {
 		rc = eng_error_set(err, -EOVERFLOW, "", ENG_NO_OFFSET,
 				   "a KV cache of %d positions overflows memory sizes", s->ctx_len);
 		goto out;
 	}
-	s->x = alloc_aligned(dim, sizeof(float));
-	s->xb = alloc_aligned(dim, sizeof(float));
-	s->y = alloc_aligned(dim, sizeof(float));
-	s->q = alloc_aligned(dim, sizeof(float));
-	s->k = alloc_aligned((size_t)s->kv_dim, sizeof(float));
-	s->v = alloc_aligned((size_t)s->kv_dim, sizeof(float));
+	int longest = imax(imax(s->dim, s->q_dim), s->hidden_dim);
+	s->act_bytes = act_bytes_for(longest);
+	s->x = alloc_aligned((size_t)s->dim, sizeof(float));
+	s->xb = alloc_aligned((size_t)s->q_dim, sizeof(float));
+	s->y = alloc_aligned((size_t)s->dim, sizeof(float));
+	s->y2 = alloc_aligned((size_t)s->dim, sizeof(float));
+	s->qkv = alloc_aligned((size_t)(s->q_dim + 2 * s->kv_dim), sizeof(float));
 	s->hb = alloc_aligned((size_t)s->hidden_dim, sizeof(float));
 	s->hb2 = alloc_aligned((size_t)s->hidden_dim, sizeof(float));
 	s->att = alloc_aligned((size_t)s->n_heads * (size_t)s->ctx_len, sizeof(float));
 	s->logits = alloc_aligned((size_t)s->vocab_size, sizeof(float));
-	s->xn = alloc_aligned((size_t)s->n_threads * s->xn_stride, sizeof(float));
+	s->workers = alloc_aligned((size_t)s->n_threads, sizeof(*s->workers));
+	if (s->workers) {
+		memset(s->workers, 0, (size_t)s->n_threads * sizeof(*s->workers));
+		for (int t = 0; t < s->n_threads; t++) {
+			struct worker *w = &s->workers[t];
+			w->xn = alloc_aligned((size_t)s->dim, sizeof(float));
+			w->act = alloc_aligned((size_t)VEC_COUNT * ACT_COUNT, s->act_bytes);
+			if (!w->xn || !w->act) {
+				rc = -ENOMEM;
+				break;
+			}
+		}
+	}
 	/* The cache is never read beyond next_pos, so it needs no zeroing, and its pages are
 	 * touched only as positions fill: a long context costs nothing until it is used. */
 	s->key_cache = alloc_aligned(kv_cells, s->kv->elem);
 	s->value_cache = alloc_aligned(kv_cells, s->kv->elem);
 	advise_huge(s->key_cache, kv_cells * s->kv->elem);
 	advise_huge(s->value_cache, kv_cells * s->kv->elem);
-	s->rope_freq = alloc_aligned((size_t)s->head_size / 2, sizeof(float));
-	s->rope_cos = alloc_aligned((size_t)s->head_size / 2, sizeof(float));
-	s->rope_sin = alloc_aligned((size_t)s->head_size / 2, sizeof(float));
+	s->rope_freq = alloc_aligned((size_t)s->n_rot / 2 + 1, sizeof(float));
+	s->rope_cos = alloc_aligned((size_t)s->n_rot / 2 + 1, sizeof(float));
+	s->rope_sin = alloc_aligned((size_t)s->n_rot / 2 + 1, sizeof(float));
 	s->n_work = WORK_PER_LAYER * s->n_layers + 1;
 	s->work = alloc_aligned((size_t)s->n_work, sizeof(*s->work));
-	if (!s->x || !s->xb || !s->y || !s->q || !s->k || !s->v || !s->hb || !s->hb2 || !s->att ||
-	    !s->logits || !s->xn || !s->key_cache || !s->value_cache || !s->rope_freq ||
+	if (rc || !s->x || !s->xb || !s->y || !s->y2 || !s->qkv || !s->hb || !s->hb2 || !s->att ||
+	    !s->logits || !s->workers || !s->key_cache || !s->value_cache || !s->rope_freq ||
 	    !s->rope_cos || !s->rope_sin || !s->work) {
 		rc = eng_error_set(err, -ENOMEM, "", ENG_NO_OFFSET,
 				   "out of memory for a session of %d positions", s->ctx_len);
 		goto out;
 	}
-	/* run.c's frequencies: theta_j = 10000^(-2j / head_size), in float. */
-	for (int j = 0; j < s->head_size / 2; j++)
-		s->rope_freq[j] = 1.0f / powf(10000.0f, (float)(2 * j) / (float)s->head_size);
+	/* theta_j = base^(-2j / n_rot) (run.c's float formula; ggml's rope gives the same
+	 * angles to float rounding). */
+	for (int j = 0; j < s->n_rot / 2; j++)
+		s->rope_freq[j] = 1.0f / powf(m->hp.rope_base, (float)(2 * j) / (float)s->n_rot);
+	if (m->arch == ENG_ARCH_FALCON)
+		pthread_once(&gelu_once, gelu_table_fill);
 
-	/* Engine-accounted bytes, from the shapes (llama2c.c's table gives the same sizes). */
-	uint64_t f = sizeof(float), d = (uint64_t)s->dim, hd = (uint64_t)s->hidden_dim,
-		 kvd = (uint64_t)s->kv_dim;
-	s->emb_row_bytes = d * f;
-	s->att_layer_bytes = (d + d * d + 2 * kvd * d + d * d) * f; /* rms_att, wq, wk, wv, wo */
-	s->ffn_layer_bytes = (d + 3 * hd * d) * f;                  /* rms_ffn, w1, w2, w3 */
-	s->cls_bytes = (d + (uint64_t)s->vocab_size * d) * f;       /* rms_final, wcls */
-	s->kv_pos_bytes = 2 * kvd * s->kv->elem;                    /* one key, one value */
+	/* Engine-accounted bytes, from the bound tensors: the same sizes and the same rules as
+	 * the tensor table (engine/tensors.c), so the two agree exactly. */
+	s->emb_row_bytes = m->token_embd.row_bytes;
+	for (int l = 0; l < s->n_layers; l++) {
+		const struct eng_layer *L = &m->layers[l];
+		s->att_bytes += vec_bytes(L->attn_norm, s->dim) + vec_bytes(L->attn_norm_b, s->dim) +
+				mat_bytes(&L->wq) + mat_bytes(&L->wk) + mat_bytes(&L->wv) +
+				mat_bytes(&L->wqkv) + mat_bytes(&L->wo);
+		s->ffn_bytes += vec_bytes(L->ffn_norm, s->dim) + mat_bytes(&L->w_gate) +
+				mat_bytes(&L->w_up) + mat_bytes(&L->w_down);
+	}
+	s->cls_bytes = vec_bytes(m->out_norm, s->dim) + vec_bytes(m->out_norm_b, s->dim) +
+		       mat_bytes(&m->output);
+	s->kv_pos_bytes = 2 * (uint64_t)s->kv_dim * s->kv->elem; /* one key, one value */
 
 	if ((rc = eng_pool_new(&s->pool, s->n_threads))) {
 		eng_error_set(err, rc, "", ENG_NO_OFFSET, "cannot start %d threads: %s",
@@ -541,17 +818,21 @@ void eng_session_free(struct eng_session *s)
 	if (!s)
 		return;
 	eng_pool_free(s->pool);
+	if (s->workers)
+		for (int t = 0; t < s->n_threads; t++) {
+			free(s->workers[t].xn);
+			free(s->workers[t].act);
+		}
+	free(s->workers);
 	free(s->x);
 	free(s->xb);
 	free(s->y);
-	free(s->q);
-	free(s->k);
-	free(s->v);
+	free(s->y2);
+	free(s->qkv);
 	free(s->hb);
 	free(s->hb2);
 	free(s->att);
 	free(s->logits);
-	free(s->xn);
 	free(s->key_cache);
 	free(s->value_cache);
 	free(s->rope_freq);

@@ -23,6 +23,7 @@
 
 #include "model.h"
 #include "quants.h"
+#include "shapes.h"
 #include "tensors.h"
 
 #define NAME_LEN 96
@@ -349,177 +350,97 @@ out:
 
 /* ---- Built-in shapes -------------------------------------------------------------------------
  *
- * A shape is the architecture's hyperparameters and tensor list; a mix is how llama-quantize
- * picks each tensor's type. The type rules are llama.cpp's llama_tensor_get_type (src/
- * llama-quant.cpp) for the mixes listed, including its fallback when a row length is not a
- * multiple of a K-quant's 256-element super-block (Falcon-7B's 4544 is not). */
+ * Files whose shape and type mix shapes.c describes (the one description eng_synth_gguf
+ * writes too), and the words a model name must hold to mean one of them. */
 
-enum shape_extent { S_ONE, S_DIM, S_HIDDEN, S_QKV, S_VOCAB, S_COUNT };
-
-/* How a mix chooses a tensor's type. */
-enum mix_rule {
-	RULE_F32,      /* 1-D tensors are never quantized */
-	RULE_DEFAULT,  /* the mix's base type */
-	RULE_OUTPUT,   /* output.weight */
-	RULE_ATTN_V,   /* attn_v, and falcon's fused attn_qkv, which llama.cpp counts as attn_v */
-	RULE_FFN_DOWN, /* ffn_down */
+static const struct {
+	const char *shape, *mix;   /* shapes.c's names */
+	const char *keys[2][3];    /* a model name matches when it holds one of each row */
+} described[] = {
+	{ "falcon-7b", "q4_k_m",
+	  { { "falcon-7b", "falcon7b", "falcon_7b" }, { "q4_k_m", "q4km", NULL } } },
 };
 
-struct shape_tensor {
-	const char *name; /* "%d" takes the layer */
-	bool per_layer;
-	enum eng_tensor_class cls;
-	enum shape_extent rows, cols;
-	enum mix_rule rule;
-};
-
-/* llama.cpp's falcon layout (src/llama-model.cpp, LLM_ARCH_FALCON for a 7B: one norm). */
-static const struct shape_tensor falcon_tensors[] = {
-	{ "token_embd.weight", false, ENG_TENSOR_EMBEDDING, S_VOCAB, S_DIM, RULE_DEFAULT },
-	{ "output_norm.weight", false, ENG_TENSOR_NORM, S_ONE, S_DIM, RULE_F32 },
-	{ "output_norm.bias", false, ENG_TENSOR_NORM, S_ONE, S_DIM, RULE_F32 },
-	{ "output.weight", false, ENG_TENSOR_CLASSIFIER, S_VOCAB, S_DIM, RULE_OUTPUT },
-	{ "blk.%d.attn_norm.weight", true, ENG_TENSOR_NORM, S_ONE, S_DIM, RULE_F32 },
-	{ "blk.%d.attn_norm.bias", true, ENG_TENSOR_NORM, S_ONE, S_DIM, RULE_F32 },
-	{ "blk.%d.attn_qkv.weight", true, ENG_TENSOR_ATTENTION, S_QKV, S_DIM, RULE_ATTN_V },
-	{ "blk.%d.attn_output.weight", true, ENG_TENSOR_ATTENTION, S_DIM, S_DIM, RULE_DEFAULT },
-	{ "blk.%d.ffn_up.weight", true, ENG_TENSOR_FFN, S_HIDDEN, S_DIM, RULE_DEFAULT },
-	{ "blk.%d.ffn_down.weight", true, ENG_TENSOR_FFN, S_DIM, S_HIDDEN, RULE_FFN_DOWN },
-};
-
-struct shape {
-	const char *name, *mix;   /* "falcon-7b", "Q4_K_M" */
-	const char *keys[2][3];   /* a model name matches when it holds one of each row */
-	const char *arch;
-	int dim, hidden, layers, heads, kv_heads, vocab, ctx;
-	const char *cite;
-	const struct shape_tensor *tensors;
-	size_t n_tensors;
-};
-
-static const struct shape shapes[] = {
-	{
-		.name = "falcon-7b", .mix = "Q4_K_M",
-		.keys = { { "falcon-7b", "falcon7b", "falcon_7b" }, { "q4_k_m", "q4km", NULL } },
-		.arch = "falcon",
-		/* tiiuae/falcon-7b config.json: hidden_size 4544, n_head 71, multi_query (one KV
-		 * head of 64), n_layer 32, vocab_size 65024; MLP 4 x hidden; 2048 context. */
-		.dim = 4544, .hidden = 18176, .layers = 32, .heads = 71, .kv_heads = 1,
-		.vocab = 65024, .ctx = 2048,
-		.cite = "tiiuae/falcon-7b config.json; types by llama.cpp's Q4_K_M rules",
-		.tensors = falcon_tensors,
-		.n_tensors = sizeof(falcon_tensors) / sizeof(falcon_tensors[0]),
-	},
-};
-
-/* llama.cpp's use_more_bits: the first and last eighth of the layers and every third between. */
-static bool use_more_bits(int i, int n)
-{
-	return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2;
-}
-
-/* The Q4_K_M choice for one tensor (llama_tensor_get_type for LLAMA_FTYPE_MOSTLY_Q4_K_M). */
-static uint32_t q4_k_m_type(enum mix_rule rule, const char *arch, int layer, int n_layers)
-{
-	bool falcon = !strcmp(arch, "falcon");
-	switch (rule) {
-	case RULE_F32:
-		return KRN_TYPE_F32;
-	case RULE_OUTPUT: /* Q8_0 for falcon (and rows not a multiple of 256), else Q6_K */
-		return falcon ? KRN_TYPE_Q8_0 : KRN_TYPE_Q6_K;
-	case RULE_ATTN_V:
-		return use_more_bits(layer, n_layers) ? KRN_TYPE_Q6_K : KRN_TYPE_Q4_K;
-	case RULE_FFN_DOWN:
-		if (falcon)
-			return layer < n_layers / 16 ? KRN_TYPE_Q6_K
-			       : use_more_bits(layer, n_layers) ? KRN_TYPE_Q5_K : KRN_TYPE_Q4_K;
-		return use_more_bits(layer, n_layers) ? KRN_TYPE_Q6_K : KRN_TYPE_Q4_K;
-	case RULE_DEFAULT:
-		break;
-	}
-	return KRN_TYPE_Q4_K;
-}
-
-/* llama.cpp's fallback for a K-quant whose row length is not a multiple of 256. */
-static const uint32_t kquant_fallback[KRN_TYPE_COUNT] = {
-	[KRN_TYPE_Q4_K] = KRN_TYPE_Q5_0,
-	[KRN_TYPE_Q5_K] = KRN_TYPE_Q5_1,
-	[KRN_TYPE_Q6_K] = KRN_TYPE_Q8_0,
-};
-
-static bool name_matches(const struct shape *s, const char *name)
+static bool name_matches(const char *const keys[2][3], const char *name)
 {
 	for (size_t row = 0; row < 2; row++) {
 		bool any = false;
-		for (size_t k = 0; k < 3 && s->keys[row][k] && !any; k++)
-			any = strcasestr(name, s->keys[row][k]) != NULL;
+		for (size_t k = 0; k < 3 && keys[row][k] && !any; k++)
+			any = strcasestr(name, keys[row][k]) != NULL;
 		if (!any)
 			return false;
 	}
 	return true;
 }
 
-int eng_tensors_from_shape(const char *name, struct eng_tensor_table **out,
-			   struct eng_error *err)
+int eng_tensors_from_plan(const struct eng_plan *p, const char *source,
+			  struct eng_tensor_table **out, struct eng_error *err)
 {
-	const struct shape *s = NULL;
+	const struct eng_shape *s = p->shape;
+	struct table *tb = table_new(p->n + 1);
 	*out = NULL;
-	for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]) && !s; i++)
-		if (name_matches(&shapes[i], name))
-			s = &shapes[i];
-	if (!s)
-		return eng_error_set(err, -ENOENT, name, ENG_NO_OFFSET,
-				     "no built-in shape matches this model name; built in: "
-				     "falcon-7b Q4_K_M (a name holding 'falcon-7b' and 'q4_k_m')");
-	struct table *tb = table_new(s->n_tensors * (size_t)s->layers);
 	if (!tb)
-		return eng_error_set(err, -ENOMEM, name, ENG_NO_OFFSET, "out of memory");
-	int head_dim = s->dim / s->heads;
-	uint64_t x[S_COUNT] = {
-		[S_ONE] = 1,
-		[S_DIM] = (uint64_t)s->dim,
-		[S_HIDDEN] = (uint64_t)s->hidden,
-		[S_QKV] = (uint64_t)s->dim + 2u * (uint64_t)s->kv_heads * (uint64_t)head_dim,
-		[S_VOCAB] = (uint64_t)s->vocab,
-	};
-	snprintf(tb->pub.source, sizeof(tb->pub.source), "built-in shape %s %s (%s)", s->name,
-		 s->mix, s->cite);
+		return eng_error_set(err, -ENOMEM, source, ENG_NO_OFFSET, "out of memory");
+	snprintf(tb->pub.source, sizeof(tb->pub.source), "%s", source);
 	snprintf(tb->arch, sizeof(tb->arch), "%s", s->arch);
 	tb->pub.info = (struct eng_model_info){
 		.format = ENG_FORMAT_GGUF, .arch = tb->arch, .dim = s->dim,
 		.hidden_dim = s->hidden, .n_layers = s->layers, .n_heads = s->heads,
 		.n_kv_heads = s->kv_heads, .vocab_size = s->vocab, .seq_len = s->ctx,
+		.shared_classifier = s->tied,
 	};
-	tb->pub.head_dim = head_dim;
+	tb->pub.head_dim = s->dim / s->heads;
 	tb->pub.kv_type_id = KRN_TYPE_F16;
-	for (size_t i = 0; i < s->n_tensors; i++) {
-		const struct shape_tensor *st = &s->tensors[i];
-		for (int l = 0; l < (st->per_layer ? s->layers : 1); l++) {
-			int layer = st->per_layer ? l : -1;
-			uint64_t rows = x[st->rows], cols = x[st->cols];
-			uint32_t type = q4_k_m_type(st->rule, s->arch, layer, s->layers);
-			if (cols % KRN_QK_K && kquant_fallback[type])
-				type = kquant_fallback[type];
-			uint64_t row_bytes = krn_row_size(type, cols);
-			struct eng_tensor t = {
-				.type_id = type, .layer = layer, .cls = st->cls, .rows = rows,
-				.cols = cols, .file_bytes = rows * row_bytes,
-				.step_bytes = st->cls == ENG_TENSOR_EMBEDDING ? row_bytes
-									       : rows * row_bytes,
-			};
-			/* The format string comes from the table above, never from input. */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wformat-nonliteral"
-			table_add(tb, &t, st->name, l);
-#pragma GCC diagnostic pop
-		}
+	const struct eng_tensor *embd = NULL;
+	for (size_t i = 0; i < p->n; i++) {
+		const struct eng_plan_tensor *pt = &p->t[i];
+		uint64_t row_bytes = pt->bytes / pt->ne[1];
+		struct eng_tensor t = {
+			.type_id = pt->type, .layer = pt->layer, .cls = pt->cls, .rows = pt->ne[1],
+			.cols = pt->ne[0], .file_bytes = pt->bytes,
+			.step_bytes = pt->cls == ENG_TENSOR_EMBEDDING ? row_bytes : pt->bytes,
+		};
+		table_add(tb, &t, "%s", pt->name);
+		if (pt->cls == ENG_TENSOR_EMBEDDING)
+			embd = &tb->pub.t[tb->pub.n - 1];
 	}
+	if (s->tied && embd) /* as a GGUF file's table: the classifier reads the embedding */
+		table_add(tb, &(struct eng_tensor){ .type_id = embd->type_id, .layer = -1,
+						    .cls = ENG_TENSOR_CLASSIFIER, .rows = embd->rows,
+						    .cols = embd->cols, .file_bytes = 0,
+						    .step_bytes = embd->file_bytes },
+			  "output.weight (tied: %s)", embd->name);
 	table_finish(tb);
 	/* A GGUF file adds its header, metadata and alignment padding to the tensors' bytes; the
 	 * description knows only the tensors. */
 	tb->pub.info.file_bytes = tb->pub.info.weight_bytes;
 	*out = &tb->pub;
 	return 0;
+}
+
+int eng_tensors_from_shape(const char *name, struct eng_tensor_table **out,
+			   struct eng_error *err)
+{
+	struct eng_plan *p = NULL;
+	char source[512];
+	int rc;
+
+	*out = NULL;
+	for (size_t i = 0; i < sizeof(described) / sizeof(described[0]); i++) {
+		if (!name_matches(described[i].keys, name))
+			continue;
+		if ((rc = eng_plan_new(&p, NULL, described[i].shape, described[i].mix, err)))
+			return rc;
+		snprintf(source, sizeof(source), "built-in shape %s %s (%s; types by llama.cpp's "
+			 "%s rules)", p->shape->name, described[i].mix, p->shape->cite,
+			 described[i].mix);
+		rc = eng_tensors_from_plan(p, source, out, err);
+		eng_plan_free(p);
+		return rc;
+	}
+	return eng_error_set(err, -ENOENT, name, ENG_NO_OFFSET,
+			     "no built-in shape matches this model name; built in: "
+			     "falcon-7b Q4_K_M (a name holding 'falcon-7b' and 'q4_k_m')");
 }
 
 /* ---- Public entry points --------------------------------------------------------------------- */

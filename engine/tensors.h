@@ -12,4 +12,10 @@
 int eng_tensors_from_gguf(const struct eng_gguf *g, const char *source,
 			  struct eng_tensor_table **out, struct eng_error *err);
 
+/* The table of a shapes.c plan (data NULL in every tensor; a tied classifier's entry last).
+ * source becomes the table's source. *out is new, freed with eng_tensor_table_free. */
+struct eng_plan;
+int eng_tensors_from_plan(const struct eng_plan *p, const char *source,
+			  struct eng_tensor_table **out, struct eng_error *err);
+
 #endif

@@ -6,6 +6,10 @@
  * must equal the model's vocab_size. Encoding follows run.c's `encode`: one token per UTF-8
  * code point (or one per byte, as "<0xXX>" pieces, when the code point is not a piece), then
  * repeatedly merge the adjacent pair whose concatenation is the piece of highest score.
+ *
+ * Every kind of tokenizer sits behind tokenizer.h's ops table; the public functions at the end
+ * of this file dispatch through it. A .gguf file given to eng_tokenizer_open is read by
+ * tokenizer_gguf.c.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -13,14 +17,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine.h"
+#include "tokenizer.h"
 
 struct piece_index {
 	const char *str;
 	int id;
 };
 
-struct eng_tokenizer {
+/* llama2.c's tokenizer; base comes first, so a struct eng_tokenizer * is one of these. */
+struct l2c_tokenizer {
+	struct eng_tokenizer base;
 	int vocab_size;
 	uint32_t max_token_length;
 	const char **vocab;          /* (vocab_size) NUL-terminated pieces, into text */
@@ -36,7 +42,7 @@ static int compare_pieces(const void *a, const void *b)
 	return strcmp(((const struct piece_index *)a)->str, ((const struct piece_index *)b)->str);
 }
 
-static int lookup(const struct eng_tokenizer *t, const char *str)
+static int lookup(const struct l2c_tokenizer *t, const char *str)
 {
 	struct piece_index key = { .str = str };
 	const struct piece_index *hit = bsearch(&key, t->sorted, (size_t)t->vocab_size,
@@ -98,7 +104,7 @@ out:
 
 /* Walks the token records; fills the tables when t->vocab is set, else only counts and checks
  * them. */
-static int walk(struct eng_tokenizer *t, const unsigned char *buf, size_t len, const char *path,
+static int walk(struct l2c_tokenizer *t, const unsigned char *buf, size_t len, const char *path,
 		int *count, struct eng_error *err)
 {
 	size_t off = 4, used = 0;
@@ -135,15 +141,51 @@ static int walk(struct eng_tokenizer *t, const unsigned char *buf, size_t len, c
 	return 0;
 }
 
+static const struct eng_tokenizer_ops l2c_ops;
+
+/* A GGUF model file holds its tokenizer in its metadata: -z model.gguf, or the model itself. */
+static int open_gguf(struct eng_tokenizer **out, const char *path, int vocab_size,
+		     struct eng_error *err)
+{
+	struct eng_gguf *g = NULL;
+	int rc = eng_gguf_open(&g, path, NULL, err);
+	if (!rc)
+		rc = eng_tokenizer_from_gguf(out, g, path, err);
+	if (g)
+		eng_gguf_close(g);
+	if (!rc && (*out)->vocab_size != vocab_size) {
+		rc = eng_error_set(err, -EINVAL, path, ENG_NO_OFFSET,
+				   "the tokenizer holds %d tokens but the model's vocabulary has %d: "
+				   "give the tokenizer made for this model (-z)", (*out)->vocab_size,
+				   vocab_size);
+		eng_tokenizer_close(*out);
+		*out = NULL;
+	}
+	return rc;
+}
+
+/* A GGUF file starts with its magic; the model itself can be that file (gigabytes: peek). */
+static bool is_gguf(const char *path)
+{
+	char magic[4] = { 0 };
+	FILE *f = fopen(path, "rb");
+	bool yes = f && fread(magic, 1, 4, f) == 4 && !memcmp(magic, "GGUF", 4);
+	if (f)
+		fclose(f);
+	return yes;
+}
+
 int eng_tokenizer_open(struct eng_tokenizer **out, const char *path, int vocab_size,
 		       struct eng_error *err)
 {
-	struct eng_tokenizer *t = NULL;
+	struct l2c_tokenizer *t = NULL;
 	unsigned char *buf = NULL;
 	size_t len = 0;
 	int rc, n = 0;
 
 	*out = NULL;
+	if (is_gguf(path))
+		return open_gguf(out, path, vocab_size, err);
 	if ((rc = slurp(path, &buf, &len, err)))
 		goto out;
 	t = calloc(1, sizeof(*t));
@@ -179,6 +221,8 @@ int eng_tokenizer_open(struct eng_tokenizer **out, const char *path, int vocab_s
 				   "</s> (EOS), ids 0 to %d", n, ENG_TOKEN_EOS);
 		goto out;
 	}
+	t->base = (struct eng_tokenizer){ .ops = &l2c_ops, .vocab_size = n, .bos = ENG_TOKEN_BOS,
+					  .eos = ENG_TOKEN_EOS, .add_bos = true };
 	t->vocab_size = n;
 	t->vocab = calloc((size_t)n, sizeof(*t->vocab));
 	t->scores = calloc((size_t)n, sizeof(*t->scores));
@@ -203,18 +247,20 @@ int eng_tokenizer_open(struct eng_tokenizer **out, const char *path, int vocab_s
 		if (b >= 0 && t->byte_id[b] < 0)
 			t->byte_id[b] = i;
 	}
-	*out = t;
+	*out = &t->base;
 	t = NULL;
 out:
 	free(buf);
-	eng_tokenizer_close(t);
+	if (t) {
+		t->base.ops = &l2c_ops;
+		eng_tokenizer_close(&t->base);
+	}
 	return rc;
 }
 
-void eng_tokenizer_close(struct eng_tokenizer *t)
+static void l2c_close(struct eng_tokenizer *base)
 {
-	if (!t)
-		return;
+	struct l2c_tokenizer *t = (struct l2c_tokenizer *)base;
 	free(t->vocab);
 	free(t->scores);
 	free(t->sorted);
@@ -223,7 +269,7 @@ void eng_tokenizer_close(struct eng_tokenizer *t)
 }
 
 /* Appends the token for code point str (its bytes), or one token per byte. */
-static int push_code_point(const struct eng_tokenizer *t, const char *str, int *tokens, int max,
+static int push_code_point(const struct l2c_tokenizer *t, const char *str, int *tokens, int max,
 			   int *n)
 {
 	int id = lookup(t, str);
@@ -243,9 +289,10 @@ static int push_code_point(const struct eng_tokenizer *t, const char *str, int *
 	return 0;
 }
 
-int eng_tokenizer_encode(const struct eng_tokenizer *t, const char *text, bool bos, bool eos,
-			 int *tokens, int max, int *n)
+static int l2c_encode(const struct eng_tokenizer *base, const char *text, bool bos, bool eos,
+		      int *tokens, int max, int *n)
 {
+	const struct l2c_tokenizer *t = (const struct l2c_tokenizer *)base;
 	/* Room for two pieces side by side (a merge candidate) or one code point. */
 	size_t cap = (size_t)t->max_token_length * 2 + 1 + 4;
 	char *buf = malloc(cap);
@@ -318,8 +365,9 @@ out:
 	return rc;
 }
 
-const char *eng_tokenizer_decode(const struct eng_tokenizer *t, int prev, int token)
+static const char *l2c_decode(const struct eng_tokenizer *base, int prev, int token)
 {
+	const struct l2c_tokenizer *t = (const struct l2c_tokenizer *)base;
 	if (token < 0 || token >= t->vocab_size)
 		return "";
 	const char *piece = t->vocab[token];
@@ -328,4 +376,55 @@ const char *eng_tokenizer_decode(const struct eng_tokenizer *t, int prev, int to
 		piece++;
 	int b = byte_piece(piece);
 	return b >= 0 ? t->byte_text[b] : piece;
+}
+
+static const struct eng_tokenizer_ops l2c_ops = {
+	.kind = "llama2.c",
+	.encode = l2c_encode,
+	.decode = l2c_decode,
+	.close = l2c_close,
+};
+
+/* ---- The public face: every kind through its ops table -------------------------------------- */
+
+void eng_tokenizer_close(struct eng_tokenizer *t)
+{
+	if (t)
+		t->ops->close(t);
+}
+
+int eng_tokenizer_encode(const struct eng_tokenizer *t, const char *text, bool bos, bool eos,
+			 int *tokens, int max, int *n)
+{
+	return t->ops->encode(t, text, bos, eos, tokens, max, n);
+}
+
+const char *eng_tokenizer_decode(const struct eng_tokenizer *t, int prev, int token)
+{
+	return t->ops->decode(t, prev, token);
+}
+
+int eng_tokenizer_bos(const struct eng_tokenizer *t)
+{
+	return t->bos;
+}
+
+int eng_tokenizer_eos(const struct eng_tokenizer *t)
+{
+	return t->eos;
+}
+
+bool eng_tokenizer_add_bos(const struct eng_tokenizer *t)
+{
+	return t->add_bos;
+}
+
+int eng_tokenizer_vocab_size(const struct eng_tokenizer *t)
+{
+	return t->vocab_size;
+}
+
+const char *eng_tokenizer_kind(const struct eng_tokenizer *t)
+{
+	return t->ops->kind;
 }

@@ -4,11 +4,12 @@
 # A benchmark, not a test: it prints figures and never fails on them. It
 #   1. builds BUILDDIR (default build; set BENCH_NO_BUILD=1 to use it as it is),
 #   2. synthesizes stories110M once into BUILDDIR/bench/ (random weights, the real shape),
-#   3. for each thread count (BENCH_THREADS, default "1 2"): a read-bandwidth probe
-#      (`memwall bandwidth`), BENCH_REPS runs of `memwall generate -n 256 --ids` (median tok/s),
-#      then the probe again. The probes bracket the runs because this VM's bandwidth drifts;
+#   3. for each thread count (BENCH_THREADS, default "1 2"): BENCH_REPS runs of
+#      `memwall generate -n 256 --ids`, each between two read-bandwidth probes
+#      (`memwall bandwidth --kernel read`), because this VM's bandwidth drifts;
 #   4. reports the engine's effective read bandwidth, engine-accounted bytes per token x tok/s,
-#      as a fraction of each bracketing probe's best read figure (GB = 1e9 bytes);
+#      as a fraction of the mean of its two bracketing probes' best read figures (GB = 1e9
+#      bytes), per run, and their median;
 #   5. time to first token (model load included) with and without --populate, and the cost of
 #      the instrumentation hooks (no-op callbacks, --hooks-bench, against none), at 1 thread.
 #
@@ -18,14 +19,17 @@
 # the positions the tok/s figure covers (1 .. n-1: the first token is timed separately).
 #
 # Environment: BENCH_REPS (default 5), BENCH_STEPS (default 256), BENCH_THREADS (default "1 2"),
-# BENCH_PROBE_REPS (default 10), BENCH_NO_BUILD=1.
+# BENCH_PROBE_REPS (default 5), BENCH_NO_BUILD=1.
 set -eu
+case "${1:-}" in
+-h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+esac
 cd "$(dirname "$0")/.."
 builddir=${1:-build}
 reps=${BENCH_REPS:-5}
 steps=${BENCH_STEPS:-256}
 threads_list=${BENCH_THREADS:-1 2}
-probe_reps=${BENCH_PROBE_REPS:-10}
+probe_reps=${BENCH_PROBE_REPS:-5}
 
 if [ "${BENCH_NO_BUILD:-0}" != 1 ]; then
 	scripts/build.sh "$builddir" >/dev/null
@@ -82,30 +86,43 @@ echo "machine: $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg) (sha
 gen -n 8 -t 1 >/dev/null # page cache warm-up: every figure below is with the file cached
 echo
 
-printf '%-7s %11s %11s %13s %11s %11s %11s\n' threads "probe GB/s" "tok/s" "engine GB/s" \
-	"probe GB/s" "of roof" "of roof"
-printf '%-7s %11s %11s %13s %11s %11s %11s\n' "" "(before)" "(median)" "(effective)" "(after)" \
-	"(before)" "(after)"
+# Each generate run is bracketed by two probes (the probe after one run is the probe before
+# the next), and its fraction of roof uses the mean of its two brackets: the VM's bandwidth
+# drifts between runs, so a pair measured side by side is what can be compared.
+printf '%-7s %9s %12s %12s %22s\n' threads "tok/s" "engine GB/s" "probe GB/s" "of roof"
+printf '%-7s %9s %12s %12s %22s\n' "" "(median)" "(effective)" "(median)" "(median [min, max])"
 for t in $threads_list; do
-	before=$(probe "$t")
-	runs=""
+	prev=$(probe "$t" | cut -d' ' -f1)
+	first=$prev
+	rows=""
 	for _ in $(seq "$reps"); do
-		runs="$runs $(gen -t "$t" | cut -d' ' -f1)"
+		tps=$(gen -t "$t" | cut -d' ' -f1)
+		next=$(probe "$t" | cut -d' ' -f1)
+		rows="$rows $tps:$prev:$next"
+		prev=$next
 	done
-	after=$(probe "$t")
-	tps=$(echo "$runs" | tr ' ' '\n' | grep . | median)
-	echo "$t $before $after $tps $bytes_per_token $runs" | awk '{
-		eff = $6 * $7 / 1e9
-		printf "%-7d %11.2f %11.2f %13.2f %11.2f %10.1f%% %10.1f%%\n", $1, $2, $6, eff, $4,
-			100 * eff / $2, 100 * eff / $4
-		runs = ""; for (i = 8; i <= NF; i++) runs = runs " " $i
-		printf "        tok/s runs:%s; probe medians %.2f (before), %.2f (after): of those %.1f%%, %.1f%%\n",
-			runs, $3, $5, 100 * eff / $3, 100 * eff / $5
+	echo "$rows" | tr ' ' '\n' | grep . | tr ':' ' ' | awk -v t="$t" -v bpt="$bytes_per_token" \
+		-v first="$first" -v last="$prev" '
+	function median(a, n,   i, j, x) {
+		for (i = 2; i <= n; i++) { x = a[i]; for (j = i - 1; j >= 1 && a[j] > x; j--) a[j + 1] = a[j]; a[j + 1] = x }
+		return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+	}
+	{
+		tps[NR] = $1; roof[NR] = ($2 + $3) / 2; frac[NR] = $1 * bpt / 1e9 / roof[NR]
+		list = list sprintf(" %.1f (%.0f%%)", $1, 100 * frac[NR])
+	}
+	END {
+		lo = hi = frac[1]; for (i = 2; i <= NR; i++) { if (frac[i] < lo) lo = frac[i]; if (frac[i] > hi) hi = frac[i] }
+		m = median(tps, NR)
+		printf "%-7d %9.2f %12.2f %12.2f %9.1f%% [%.1f, %.1f]\n", t, m, m * bpt / 1e9,
+			median(roof, NR), 100 * median(frac, NR), 100 * lo, 100 * hi
+		printf "        runs, tok/s (of roof):%s; first probe %.2f, last %.2f GB/s\n", list, first, last
 	}'
 done
-echo "(probe GB/s: best read figure of memwall bandwidth at that thread count, buffers in 2 MiB"
-echo " pages; of roof: engine GB/s / probe GB/s. The engine's weights are a file mapping in 4 KiB"
-echo " pages, which reads slower than 2 MiB pages on this VM: see the last line)"
+echo "(probe GB/s: best read figure of memwall bandwidth (--kernel read) at that thread count,"
+echo " buffers in 2 MiB pages; of roof: engine GB/s / mean of the run's two bracketing probes."
+echo " The engine's weights are a file mapping in 4 KiB pages, which reads slower than 2 MiB pages"
+echo " on this VM: see the last line)"
 echo
 
 # The same probe with the buffers left to the system's THP policy (4 KiB pages under "madvise"),

@@ -73,8 +73,8 @@ static void usage(FILE *f)
 		"Measures memory bandwidth with pinned threads: read-only, copy and triad kernels\n"
 		"(STREAM's), plain and non-temporal-store variants. Reports the best and the median\n"
 		"GB/s of each, and the best read-only figure, which is the roofline's yardstick.\n"
-		"The read kernel runs with every vector kernel table this CPU supports (their load\n"
-		"widths differ, and so can their bandwidth); copy and triad with the best table.\n\n"
+		"The read kernel runs with every vector kernel table this CPU supports (each has its\n"
+		"own loop, and the roof is the best of them); copy and triad with the best table.\n\n"
 		"  -t, --threads LIST  thread counts: N, a list 1,2 or a range 1-4 (default: 1 and\n"
 		"                      every CPU this process may use); one pinned thread per CPU\n"
 		"  --size MiB          working set of each run, all arrays together (default: %dx the\n"
@@ -298,14 +298,22 @@ static void print_json(const struct options *o, uint64_t ws, int64_t huge,
 		json_array_append_new(best, summary_json(best_of(figs, n, o->threads[t], false)));
 	}
 	json_t *root = json_pack(
-		"{s:s, s:s, s:I, s:I, s:o, s:i, s:i, s:b, s:o, s:s, s:s, s:o, s:o, s:o}", "tool",
-		"memwall bandwidth", "version", mw_version(), "working_set_bytes", (json_int_t)ws, "llc_bytes", (json_int_t)llc, "llc_source",
-		llc_source ? json_string(llc_source) : json_null(), "llc_multiple",
-		LLC_MULTIPLE, "reps", o->reps, "hugepages", o->hugepages,
-		"anon_huge_bytes", huge >= 0 ? json_integer(huge) : json_null(), "unit",
-		"GB/s, GB = 1e9 bytes", "bytes_counted",
+		"{s:s, s:s, s:I, s:I, s:o, s:i, s:i, s:b, s:o, s:s, s:s, s:o, s:o, s:o}",
+		"tool", "memwall bandwidth",
+		"version", mw_version(),
+		"working_set_bytes", (json_int_t)ws,
+		"llc_bytes", (json_int_t)llc,
+		"llc_source", llc_source ? json_string(llc_source) : json_null(),
+		"llc_multiple", LLC_MULTIPLE,
+		"reps", o->reps,
+		"hugepages", o->hugepages,
+		"anon_huge_bytes", huge >= 0 ? json_integer(huge) : json_null(),
+		"unit", "GB/s, GB = 1e9 bytes",
+		"bytes_counted",
 		"bytes loaded + bytes stored by the kernel; write-allocate reads not counted",
-		"runs", runs, "roof_read", roof, "best", best);
+		"runs", runs,
+		"roof_read", roof,
+		"best", best);
 	json_dumpf(root, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
 	fputc('\n', stdout);
 	json_decref(root);

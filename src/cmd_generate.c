@@ -1,7 +1,11 @@
-/* src/cmd_generate.c: `memwall generate`: run a model from a prompt and print what it writes,
- * then one summary line (tokens, decode tok/s, time to first token) on stderr. */
+/* src/cmd_generate.c: `memwall generate`: run a model (llama2.c or GGUF) from a prompt and
+ * print what it writes, then one summary line (tokens, decode tok/s, time to first token) on
+ * stderr. For checking an engine from the command line it also takes token ids directly
+ * (--prompt-ids), writes the logits of every position (--logits), and prints the generic
+ * adapter line of src/adapters.h (--report-line) so the external-engine runner can drive it. */
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <libgen.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -18,15 +22,16 @@
 #define VERB "generate"
 
 static const char *const kv_names[] = {
+	[ENG_KV_AUTO] = "auto",
 	[ENG_KV_F32] = "f32",
 	[ENG_KV_F16] = "f16",
 };
 
 struct gen_args {
-	const char *model, *tokenizer, *prompt, *kernels, *kv_name;
+	const char *model, *tokenizer, *prompt, *kernels, *kv_name, *prompt_ids, *logits_path;
 	long steps, threads, seed;
 	double temperature, topp;
-	bool ids, populate, hugepages, hooks_bench;
+	bool ids, populate, hugepages, hooks_bench, report_line;
 	enum eng_kv_type kv;
 };
 
@@ -36,14 +41,23 @@ static void usage(FILE *f)
 		"usage: memwall generate -m MODEL [-z TOKENIZER] [-p PROMPT] [-n STEPS]\n"
 		"                        [--temperature T] [--topp P] [--seed S] [-t|--threads N]\n"
 		"                        [--kernels ref|auto|avx2|avx512|neon] [--ids] [--kv f32|f16]\n"
-		"                        [--populate] [--hugepages] [--hooks-bench]\n\n"
-		"Runs a llama2.c checkpoint from BOS (and the prompt) and prints the text it\n"
-		"generates as it goes, then one line on stderr: tokens, decode tok/s, time to first\n"
-		"token (model load included), kernels, threads, and whether the model is synthetic.\n\n"
-		"  -m, --model FILE      llama2.c checkpoint (legacy or ak42 version 1)\n"
-		"  -z, --tokenizer FILE  llama2.c tokenizer.bin; default: tokenizer.bin beside the\n"
-		"                        model, else token ids are printed (as with --ids)\n"
+		"                        [--populate] [--hugepages] [--hooks-bench]\n"
+		"                        [--prompt-ids ID,ID,...] [--logits FILE.json] [--report-line]\n\n"
+		"Runs a llama2.c checkpoint or a GGUF model (llama, falcon) from BOS (and the prompt)\n"
+		"and prints the text it generates as it goes, then one line on stderr: tokens, decode\n"
+		"tok/s, time to first token (model load included), kernels, threads, and whether the\n"
+		"model is synthetic.\n\n"
+		"  -m, --model FILE      llama2.c checkpoint (legacy or ak42 version 1) or GGUF file\n"
+		"  -z, --tokenizer FILE  llama2.c tokenizer.bin or a GGUF file; default: a GGUF\n"
+		"                        model's own, else tokenizer.bin beside the model, else token\n"
+		"                        ids are printed (as with --ids)\n"
 		"  -p, --prompt TEXT     text to continue (needs a tokenizer)\n"
+		"      --prompt-ids LIST token ids to feed as they are, e.g. 1,300,301 (BOS included\n"
+		"                        only if listed); replaces -p\n"
+		"      --logits FILE     write the logits of every position to FILE as JSON:\n"
+		"                        {\"full_logits\": {\"0\": [...], ...}, \"tokens\": [...]}\n"
+		"      --report-line     print \"memwall-tokens: decode=N prompt=M decode_ms=T ...\"\n"
+		"                        on stderr (src/adapters.h), for the external-engine runner\n"
 		"  -n, --steps N         tokens to generate after the prompt (default 256)\n"
 		"      --temperature T   0 is greedy (default 1.0)\n"
 		"      --topp P          nucleus sampling in (0, 1); 0 or 1 turns it off (default 0.9)\n"
@@ -51,7 +65,8 @@ static void usage(FILE *f)
 		"  -t, --threads N       threads (default 1)\n"
 		"      --kernels NAME    kernel table (default auto: the best this CPU runs)\n"
 		"      --ids             print token ids, one per line, instead of text\n"
-		"      --kv TYPE         KV cache element type: f32 (default) or f16\n"
+		"      --kv TYPE         KV cache element type: auto (default: f16 for GGUF, as\n"
+		"                        llama.cpp; f32 for llama2.c), f32 or f16\n"
 		"      --populate        map the model with MAP_POPULATE (fault it all in at load)\n"
 		"      --hugepages       ask for huge pages on the model's mapping (madvise)\n"
 		"      --hooks-bench     install no-op per-token and per-phase hooks, to measure what\n"
@@ -95,6 +110,51 @@ static void print_piece(const char *piece)
 	fputs(piece, stdout);
 }
 
+/* Parses "1,300,301" into ids[0..max); every id must be in the vocabulary. */
+static int parse_ids(const char *list, int vocab_size, int *ids, int max, int *n)
+{
+	const char *p = list;
+	*n = 0;
+	while (*p) {
+		char *end;
+		errno = 0;
+		long v = strtol(p, &end, 10);
+		if (end == p || errno || v < 0 || v >= vocab_size || (*end && *end != ','))
+			return mw_fail(MW_EXIT_USAGE, VERB, "--prompt-ids: '%.*s' is not a token id "
+				       "in [0, %d) (give ids separated by commas)",
+				       (int)strcspn(p, ","), p, vocab_size);
+		if (*n >= max)
+			return mw_fail(MW_EXIT_USAGE, VERB, "--prompt-ids: too many ids");
+		ids[(*n)++] = (int)v;
+		p = *end ? end + 1 : end;
+	}
+	if (!*n)
+		return mw_fail(MW_EXIT_USAGE, VERB, "--prompt-ids: give at least one id");
+	return 0;
+}
+
+/* The model path as a JSON string body: quotes, backslashes and control bytes dropped
+ * (the name is informative only). Static storage. */
+static const char *json_safe(const char *s)
+{
+	static char buf[1024];
+	size_t j = 0;
+	for (; *s && j + 1 < sizeof(buf); s++)
+		if (*s != '"' && *s != '\\' && (unsigned char)*s >= 0x20)
+			buf[j++] = *s;
+	buf[j] = '\0';
+	return buf;
+}
+
+/* One position's logits as a JSON member; %.9g round-trips a float exactly. */
+static void write_logits(FILE *f, int pos, const float *logits, int n)
+{
+	fprintf(f, "%s\n\"%d\": [", pos ? "," : "", pos);
+	for (int i = 0; i < n; i++)
+		fprintf(f, "%s%.9g", i ? "," : "", (double)logits[i]);
+	fputc(']', f);
+}
+
 static int eng_fail(int code, const struct eng_error *e)
 {
 	return mw_fail(code, VERB, "%s%s%s", e->source, e->source[0] ? ": " : "", e->text);
@@ -102,7 +162,8 @@ static int eng_fail(int code, const struct eng_error *e)
 
 static int parse_args(struct gen_args *a, int argc, char **argv)
 {
-	enum { O_TEMP = 256, O_TOPP, O_SEED, O_KERNELS, O_IDS, O_KV, O_POPULATE, O_HUGE, O_HOOKS };
+	enum { O_TEMP = 256, O_TOPP, O_SEED, O_KERNELS, O_IDS, O_KV, O_POPULATE, O_HUGE, O_HOOKS,
+	       O_PROMPT_IDS, O_LOGITS, O_REPORT };
 	static const struct option longopts[] = {
 		{ "model", required_argument, NULL, 'm' },
 		{ "tokenizer", required_argument, NULL, 'z' },
@@ -118,6 +179,9 @@ static int parse_args(struct gen_args *a, int argc, char **argv)
 		{ "populate", no_argument, NULL, O_POPULATE },
 		{ "hugepages", no_argument, NULL, O_HUGE },
 		{ "hooks-bench", no_argument, NULL, O_HOOKS },
+		{ "prompt-ids", required_argument, NULL, O_PROMPT_IDS },
+		{ "logits", required_argument, NULL, O_LOGITS },
+		{ "report-line", no_argument, NULL, O_REPORT },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -159,6 +223,9 @@ static int parse_args(struct gen_args *a, int argc, char **argv)
 		case O_POPULATE: a->populate = true; break;
 		case O_HUGE: a->hugepages = true; break;
 		case O_HOOKS: a->hooks_bench = true; break;
+		case O_PROMPT_IDS: a->prompt_ids = optarg; break;
+		case O_LOGITS: a->logits_path = optarg; break;
+		case O_REPORT: a->report_line = true; break;
 		case 'h':
 			usage(stdout);
 			return -1;
@@ -173,20 +240,24 @@ static int parse_args(struct gen_args *a, int argc, char **argv)
 		return mw_fail(MW_EXIT_USAGE, VERB, "unexpected argument '%s'", argv[optind]);
 	if (!a->model)
 		return mw_fail(MW_EXIT_USAGE, VERB, "give the model with -m FILE (see --help)");
+	if (a->prompt && a->prompt_ids)
+		return mw_fail(MW_EXIT_USAGE, VERB, "give -p TEXT or --prompt-ids, not both");
 	if (a->kv_name) {
 		size_t i, n = sizeof(kv_names) / sizeof(kv_names[0]);
 		for (i = 0; i < n && strcmp(kv_names[i], a->kv_name); i++)
 			;
 		if (i == n)
-			return mw_fail(MW_EXIT_USAGE, VERB, "--kv %s: give f32 or f16", a->kv_name);
+			return mw_fail(MW_EXIT_USAGE, VERB, "--kv %s: give auto, f32 or f16",
+				       a->kv_name);
 		a->kv = (enum eng_kv_type)i;
 	}
 	return 0;
 }
 
-/* Opens -z, or tokenizer.bin beside the model; *tok stays NULL (ids are printed) when there is
- * none beside the model or it is not this model's. */
-static int open_tokenizer(const struct gen_args *a, int vocab_size, struct eng_tokenizer **tok)
+/* Opens -z, or a GGUF model's own tokenizer, or tokenizer.bin beside the model; *tok stays
+ * NULL (ids are printed) when there is none or it is not this model's. */
+static int open_tokenizer(const struct gen_args *a, bool gguf, int vocab_size,
+			  struct eng_tokenizer **tok)
 {
 	struct eng_error err;
 	eng_error_clear(&err);
@@ -195,6 +266,11 @@ static int open_tokenizer(const struct gen_args *a, int vocab_size, struct eng_t
 			return eng_fail(MW_EXIT_USAGE, &err);
 		return 0;
 	}
+	/* A GGUF model carries its tokenizer; a file without one falls through to ids. */
+	if (gguf && eng_tokenizer_open(tok, a->model, vocab_size, &err) == 0)
+		return 0;
+	*tok = NULL;
+	eng_error_clear(&err);
 	char *copy = strdup(a->model), path[4096];
 	if (!copy)
 		return mw_fail(MW_EXIT_ENV, VERB, "out of memory");
@@ -211,12 +287,13 @@ static int open_tokenizer(const struct gen_args *a, int vocab_size, struct eng_t
 int mw_cmd_generate(int argc, char **argv)
 {
 	struct gen_args a = { .steps = 256, .threads = 1, .seed = 1, .temperature = 1.0,
-			      .topp = 0.9, .kv = ENG_KV_F32 };
+			      .topp = 0.9, .kv = ENG_KV_AUTO };
 	struct eng_model *model = NULL;
 	struct eng_tokenizer *tok = NULL;
 	struct eng_session *session = NULL;
 	struct eng_sampler *sampler = NULL;
-	int *prompt = NULL;
+	int *prompt = NULL, *fed = NULL;
+	FILE *logits_file = NULL;
 	float *scratch = NULL; /* the sampler's copy of the logits */
 	struct eng_error err;
 	int rc = parse_args(&a, argc, argv);
@@ -232,22 +309,32 @@ int mw_cmd_generate(int argc, char **argv)
 	}
 	double t_loaded = now_seconds();
 	const struct eng_model_info *info = eng_model_info(model);
-	if ((rc = open_tokenizer(&a, info->vocab_size, &tok)))
+	if ((rc = open_tokenizer(&a, info->format == ENG_FORMAT_GGUF, info->vocab_size, &tok)))
 		goto out;
 	if (!tok && a.prompt) {
 		rc = mw_fail(MW_EXIT_USAGE, VERB, "a prompt needs the model's tokenizer: give -z FILE");
 		goto out;
 	}
 
-	int n_prompt = 1, cap = a.prompt ? (int)strlen(a.prompt) + 3 : 1;
+	/* A GGUF tokenizer may need 3 tokens per byte (engine.h). */
+	int n_prompt = 1, cap = a.prompt ? 3 * (int)strlen(a.prompt) + 3
+			       : a.prompt_ids ? (int)strlen(a.prompt_ids) / 2 + 1 : 1;
 	prompt = malloc((size_t)cap * sizeof(*prompt));
 	if (!prompt) {
 		rc = mw_fail(MW_EXIT_ENV, VERB, "out of memory");
 		goto out;
 	}
-	prompt[0] = ENG_TOKEN_BOS;
-	if (a.prompt && eng_tokenizer_encode(tok, a.prompt, true, false, prompt, cap, &n_prompt)) {
+	prompt[0] = tok && eng_tokenizer_bos(tok) >= 0 ? eng_tokenizer_bos(tok) : ENG_TOKEN_BOS;
+	if (a.prompt && eng_tokenizer_encode(tok, a.prompt, eng_tokenizer_add_bos(tok), false,
+					     prompt, cap, &n_prompt)) {
 		rc = mw_fail(MW_EXIT_USAGE, VERB, "-p: the tokenizer cannot encode the prompt");
+		goto out;
+	}
+	if (a.prompt_ids && (rc = parse_ids(a.prompt_ids, info->vocab_size, prompt, cap,
+					    &n_prompt)))
+		goto out;
+	if (n_prompt < 1) {
+		rc = mw_fail(MW_EXIT_USAGE, VERB, "-p: the prompt encodes to no token");
 		goto out;
 	}
 	long positions = n_prompt - 1 + a.steps;
@@ -281,15 +368,36 @@ int mw_cmd_generate(int argc, char **argv)
 
 	/* Feed the prompt, then sample. Text shows the prompt too, as run.c does; --ids shows
 	 * only the generated tokens. */
-	int token = prompt[0];
+	if (a.logits_path && !(logits_file = fopen(a.logits_path, "w"))) {
+		rc = mw_fail(MW_EXIT_USAGE, VERB, "--logits %s: %s", a.logits_path, strerror(errno));
+		goto out;
+	}
+	if (logits_file)
+		fprintf(logits_file, "{\n\"model\": \"%s\",\n\"vocab_size\": %d,\n"
+			"\"full_logits\": {", json_safe(a.model), info->vocab_size);
+	fed = malloc((size_t)(n_prompt + a.steps) * sizeof(*fed));
+	if (!fed) {
+		rc = mw_fail(MW_EXIT_ENV, VERB, "out of memory");
+		goto out;
+	}
+	struct eng_step_bytes bytes = { 0 };
+	uint64_t kv_read_sum = 0;
+	int token = prompt[0], n_fed = 0;
 	long generated = 0;
-	double t_first = 0.0;
+	double t_first = 0.0, t_loop = now_seconds(), t_prompt_end = t_loop;
 	for (int pos = 0; generated < a.steps; pos++) {
 		const float *logits;
-		if ((rc = eng_session_step(session, token, pos, &logits, NULL))) {
+		if ((rc = eng_session_step(session, token, pos, &logits, &bytes))) {
 			rc = mw_fail(MW_EXIT_ENV, VERB, "step %d failed: %s", pos, strerror(-rc));
 			goto out;
 		}
+		fed[n_fed++] = token;
+		if (pos >= n_prompt)
+			kv_read_sum += bytes.kv_read;
+		if (logits_file)
+			write_logits(logits_file, pos, logits, info->vocab_size);
+		if (pos + 1 == n_prompt)
+			t_prompt_end = now_seconds();
 		int next;
 		if (pos + 1 < n_prompt) {
 			next = prompt[pos + 1];
@@ -311,6 +419,19 @@ int mw_cmd_generate(int argc, char **argv)
 	if (tok && !a.ids)
 		putchar('\n');
 	fflush(stdout);
+	if (logits_file) {
+		fputs("},\n\"tokens\": [", logits_file);
+		for (int i = 0; i < n_fed; i++)
+			fprintf(logits_file, "%s%d", i ? ", " : "", fed[i]);
+		fputs("]\n}\n", logits_file);
+		int bad = ferror(logits_file);
+		bad |= fclose(logits_file);
+		logits_file = NULL;
+		if (bad) {
+			rc = mw_fail(MW_EXIT_ENV, VERB, "--logits %s: write failed", a.logits_path);
+			goto out;
+		}
+	}
 
 	/* Decode rate over the tokens after the first, whose time (load, prompt, page faults) is
 	 * reported on its own; with one token there is no rate to give. */
@@ -321,11 +442,32 @@ int mw_cmd_generate(int argc, char **argv)
 		"memwall %s: %ld tokens (%d prompt), %s tok/s decode, first token %.1f ms "
 		"(load %.1f ms), kernels %s, threads %ld, kv %s%s%s\n",
 		VERB, generated, n_prompt, rate, (t_first - t0) * 1e3, (t_loaded - t0) * 1e3,
-		eng_session_kernels(session), a.threads, kv_names[a.kv],
+		eng_session_kernels(session), a.threads,
+		a.kv != ENG_KV_AUTO ? kv_names[a.kv]
+		: info->format == ENG_FORMAT_GGUF ? "f16" : "f32",
 		a.hooks_bench ? ", no-op hooks" : "",
 		info->synthetic ? ", synthetic model (random weights)" : "");
+	/* adapters.h's generic line: the decode rate covers the steps after the first
+	 * generated token, as the summary's does; the prompt's passes end at the first. */
+	if (a.report_line) {
+		fprintf(stderr, "memwall-tokens: decode=%ld prompt=%d prompt_ms=%.3f load_ms=%.3f",
+			generated, n_prompt, (t_prompt_end - t_loop) * 1e3, (t_loaded - t0) * 1e3);
+		if (generated > 1)
+			fprintf(stderr, " decode_ms=%.3f decode_steps=%ld", (t_end - t_first) * 1e3,
+				generated - 1);
+		fputc('\n', stderr);
+		/* Engine-accounted, per decode step (engine.h): the weights are the tensor table's
+		 * per-token bytes; the KV read grows with the position, so its mean is given. */
+		fprintf(stderr, "memwall generate: engine-accounted bytes per token: weights %" PRIu64
+			", kv read %.0f (mean of the decode steps), kv write %" PRIu64 "\n",
+			bytes.weights, generated > 1 ? (double)kv_read_sum / (double)(generated - 1)
+						     : (double)bytes.kv_read, bytes.kv_write);
+	}
 	rc = MW_EXIT_OK;
 out:
+	if (logits_file)
+		fclose(logits_file);
+	free(fed);
 	free(prompt);
 	free(scratch);
 	eng_sampler_free(sampler);

@@ -2,7 +2,8 @@
  * random weights), marked as synthetic so every report names it so.
  *
  * One row per architecture and file format in `writers`; a new one (say GGUF for another
- * architecture) is a row and its write function.
+ * architecture) is a row and its write function. The first row of an architecture is its
+ * default format; --quant, or an architecture without a llama2.c row, picks GGUF.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "engine.h"
 #include "mw.h"
@@ -20,7 +22,7 @@
 #define VERB "synth"
 
 struct synth_request {
-	const char *arch, *shape, *out;
+	const char *arch, *shape, *out, *quant, *format;
 	long seed;
 };
 
@@ -29,38 +31,79 @@ static int write_llama2c(const struct synth_request *r, struct eng_error *err)
 	return eng_synth_llama2c(r->out, r->shape, (uint64_t)r->seed, err);
 }
 
+static int write_gguf(const struct synth_request *r, struct eng_error *err)
+{
+	return eng_synth_gguf(r->out, r->arch, r->shape, r->quant, (uint64_t)r->seed, err);
+}
+
 static const struct synth_writer {
 	const char *arch;
-	const char *format; /* the file format it writes */
-	const char *shapes; /* for --help */
+	const char *format;       /* --format's name */
+	const char *description;  /* the file format it writes */
+	const char *shapes;       /* for --help */
+	const char *default_quant; /* NULL: the format has no choice */
 	int (*write)(const struct synth_request *r, struct eng_error *err);
 } writers[] = {
-	{ "llama", "llama2.c ak42 v1, float32", "stories260K stories15M stories42M stories110M",
-	  write_llama2c },
+	{ "llama", "llama2c", "llama2.c ak42 v1, float32",
+	  "stories260K stories15M stories42M stories110M", NULL, write_llama2c },
+	{ "llama", "gguf", "GGUF", "stories260K stories15M stories42M stories110M llama-tiny",
+	  "f32", write_gguf },
+	{ "falcon", "gguf", "GGUF", "falcon-7b falcon-tiny", "q4_k_m", write_gguf },
 };
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: memwall synth [--arch ARCH] --shape SHAPE -o FILE [--seed S]\n\n"
+	fprintf(f, "usage: memwall synth [--arch ARCH] --shape SHAPE [--quant Q] [--format F] -o FILE "
+		   "[--seed S]\n\n"
 		   "Writes a deterministic synthetic model: the real shape, seeded random weights of\n"
-		   "a realistic scale (RMSNorm weights near 1). The same shape and seed give the same\n"
-		   "bytes. The file is marked synthetic, and every report on it says so.\n\n"
+		   "a realistic scale (norm weights near 1). The same arguments give the same bytes.\n"
+		   "The file is marked synthetic, and every report on it says so. A GGUF file gets\n"
+		   "the per-tensor types llama-quantize gives the real model for that quantization\n"
+		   "(Falcon-7B Q4_K_M: mostly Q5_0, since 4544 is not a multiple of 256) and a\n"
+		   "synthetic tokenizer of the real vocabulary size.\n\n"
 		   "  --arch ARCH     architecture (default llama)\n"
 		   "  --shape SHAPE   one of the architecture's shapes (below)\n"
+		   "  --quant Q       GGUF quantization: f32 f16 q8_0 q4_0 q5_0 q4_k_m (implies GGUF)\n"
+		   "  --format F      llama2c or gguf (default: the architecture's first, below)\n"
 		   "  -o, --output F  file to write (atomically: a temporary file, then a rename)\n"
 		   "  --seed S        seed (default 1)\n\n"
-		   "architectures:\n");
+		   "architectures (format, shapes, default quantization):\n");
 	for (size_t i = 0; i < sizeof(writers) / sizeof(writers[0]); i++)
-		fprintf(f, "  %-8s %s; shapes: %s\n", writers[i].arch, writers[i].format,
-			writers[i].shapes);
+		fprintf(f, "  %-8s %-8s %s; shapes: %s%s%s\n", writers[i].arch, writers[i].format,
+			writers[i].description, writers[i].shapes,
+			writers[i].default_quant ? "; default --quant " : "",
+			writers[i].default_quant ? writers[i].default_quant : "");
+	fprintf(f, "\nexample: memwall synth --arch falcon --shape falcon-7b --quant q4_k_m "
+		   "-o falcon7b-q4km-synthetic.gguf\n");
+}
+
+/* The writer for the request: the architecture's row of the asked format, else its first
+ * (GGUF when a quantization is asked for). */
+static const struct synth_writer *find_writer(const struct synth_request *r)
+{
+	const char *format = r->format ? r->format : r->quant ? "gguf" : NULL;
+	for (size_t i = 0; i < sizeof(writers) / sizeof(writers[0]); i++)
+		if (!strcmp(writers[i].arch, r->arch) &&
+		    (!format || !strcmp(writers[i].format, format)))
+			return &writers[i];
+	return NULL;
+}
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 int mw_cmd_synth(int argc, char **argv)
 {
-	enum { O_ARCH = 256, O_SHAPE, O_SEED };
+	enum { O_ARCH = 256, O_SHAPE, O_SEED, O_QUANT, O_FORMAT };
 	static const struct option longopts[] = {
 		{ "arch", required_argument, NULL, O_ARCH },
 		{ "shape", required_argument, NULL, O_SHAPE },
+		{ "quant", required_argument, NULL, O_QUANT },
+		{ "format", required_argument, NULL, O_FORMAT },
 		{ "output", required_argument, NULL, 'o' },
 		{ "seed", required_argument, NULL, O_SEED },
 		{ "help", no_argument, NULL, 'h' },
@@ -74,6 +117,8 @@ int mw_cmd_synth(int argc, char **argv)
 		switch (c) {
 		case O_ARCH: r.arch = optarg; break;
 		case O_SHAPE: r.shape = optarg; break;
+		case O_QUANT: r.quant = optarg; break;
+		case O_FORMAT: r.format = optarg; break;
 		case 'o': r.out = optarg; break;
 		case O_SEED:
 			if (mw_parse_long(optarg, 0, INT64_MAX, &r.seed))
@@ -95,24 +140,30 @@ int mw_cmd_synth(int argc, char **argv)
 	if (!r.shape || !r.out)
 		return mw_fail(MW_EXIT_USAGE, VERB, "give --shape SHAPE and -o FILE (see --help)");
 
-	const struct synth_writer *w = NULL;
-	for (size_t i = 0; i < sizeof(writers) / sizeof(writers[0]); i++)
-		if (!strcmp(writers[i].arch, r.arch))
-			w = &writers[i];
+	const struct synth_writer *w = find_writer(&r);
 	if (!w)
-		return mw_fail(MW_EXIT_USAGE, VERB, "--arch %s: unknown architecture (see --help)",
-			       r.arch);
+		return mw_fail(MW_EXIT_USAGE, VERB, "--arch %s%s%s: unknown architecture or format "
+			       "(see --help)", r.arch, r.format ? " --format " : "",
+			       r.format ? r.format : "");
+	if (r.quant && !w->default_quant)
+		return mw_fail(MW_EXIT_USAGE, VERB, "--quant: the %s format has no quantization "
+			       "choice (use --format gguf)", w->format);
+	if (!r.quant)
+		r.quant = w->default_quant;
 
 	struct eng_error err;
 	eng_error_clear(&err);
+	double t0 = now();
 	int rc = w->write(&r, &err);
-	if (rc) /* a bad shape is usage; anything else is the file system's */
+	double seconds = now() - t0;
+	if (rc) /* a bad name is usage; anything else is the file system's */
 		return mw_fail(rc == -EINVAL ? MW_EXIT_USAGE : MW_EXIT_ENV, VERB, "%s%s%s", err.source,
 			       err.source[0] ? ": " : "", err.text);
 	struct stat st;
 	long long bytes = stat(r.out, &st) == 0 ? (long long)st.st_size : -1;
 	printf("wrote %s: SYNTHETIC model (random weights, not trained), arch %s, shape %s, "
-	       "seed %ld, %s, %lld bytes\n",
-	       r.out, w->arch, r.shape, r.seed, w->format, bytes);
+	       "seed %ld, %s%s%s, %lld bytes in %.1f s\n",
+	       r.out, w->arch, r.shape, r.seed, w->description, r.quant ? " " : "",
+	       r.quant ? r.quant : "", bytes, seconds);
 	return MW_EXIT_OK;
 }

@@ -300,10 +300,17 @@ static int parse_doc(struct mw_protocol *p, const char *dir, unsigned flags,
 				    "give exactly one of \"path\" (a model file) and \"synth\" (a "
 				    "synthetic model memwall generates)");
 	if (synth) {
-		if (strcmp(p->model.format, "llama2c"))
+		bool gguf = !strcmp(p->model.format, "gguf");
+		p->model.synth_arch = str_or(synth, "arch", NULL);
+		p->model.synth_quant = str_or(synth, "quant", NULL);
+		/* GGUF synthetics (eng_synth_gguf) need an architecture and a type mix; llama2.c
+		 * ones are float32 llama by construction. */
+		if (gguf != (p->model.synth_arch && p->model.synth_quant))
 			return mw_error_set(err, -EINVAL, src, "model.synth",
-					    "synthetic models are llama2c checkpoints; set "
-					    "\"format\": \"llama2c\"");
+					    gguf ? "a synthetic GGUF model needs \"arch\" (falcon, "
+						   "llama) and \"quant\" (e.g. q4_k_m)"
+						 : "\"arch\" and \"quant\" are for \"format\": "
+						   "\"gguf\"; a llama2c synthetic has neither");
 		if (p->model.url || p->model.size_bytes >= 0 || p->model.sha256)
 			return mw_error_set(err, -EINVAL, src, "model.synth",
 					    "a synthetic model is generated, not downloaded: drop "

@@ -27,6 +27,8 @@ struct mw_protocol {
 		const char *sha256;  /* NULL when not pinned */
 		const char *synth_shape; /* NULL unless synthetic */
 		uint64_t synth_seed;
+		const char *synth_arch;  /* gguf synth only: "falcon", "llama" (eng_synth_gguf) */
+		const char *synth_quant; /* gguf synth only: "q4_k_m", "q8_0", ... */
 	} model;
 
 	struct {

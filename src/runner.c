@@ -389,8 +389,13 @@ int mw_runner_synth_path(const struct mw_protocol *p, char *path, size_t n, FILE
 		return mw_error_set(err, rc, p->source, "model.synth",
 				    "no cache folder: set MEMWALL_CACHE_DIR, XDG_CACHE_HOME or HOME");
 	strncat(dir, "/synth", sizeof(dir) - strlen(dir) - 1);
-	snprintf(path, n, "%s/%s-seed%llu.bin", dir, p->model.synth_shape,
-		 (unsigned long long)p->model.synth_seed);
+	const char *arch = p->model.synth_arch, *quant = p->model.synth_quant;
+	if (arch && quant) /* GGUF: the mix is part of the name */
+		snprintf(path, n, "%s/%s-%s-%s-seed%llu.gguf", dir, arch, p->model.synth_shape,
+			 quant, (unsigned long long)p->model.synth_seed);
+	else
+		snprintf(path, n, "%s/%s-seed%llu.bin", dir, p->model.synth_shape,
+			 (unsigned long long)p->model.synth_seed);
 	if (stat(path, &st) == 0)
 		return 0;
 	for (char *s = dir + 1; *s; s++) {
@@ -409,7 +414,9 @@ int mw_runner_synth_path(const struct mw_protocol *p, char *path, size_t n, FILE
 			(unsigned long long)p->model.synth_seed, path);
 	snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, (int)getpid());
 	eng_error_clear(&eerr);
-	rc = eng_synth_llama2c(tmp, p->model.synth_shape, p->model.synth_seed, &eerr);
+	rc = arch && quant ? eng_synth_gguf(tmp, arch, p->model.synth_shape, quant,
+					    p->model.synth_seed, &eerr)
+			   : eng_synth_llama2c(tmp, p->model.synth_shape, p->model.synth_seed, &eerr);
 	if (rc) {
 		unlink(tmp);
 		return mw_error_set(err, rc, eerr.source[0] ? eerr.source : tmp, "model.synth",
@@ -794,14 +801,7 @@ enum mw_run_status mw_runner_run(const struct mw_protocol *p, const struct mw_ru
 	struct eng_model_options mopt = { .populate = true };
 	if ((rc = eng_model_open(&model, pl.model_path, &mopt, &eerr))) {
 		bool gguf = file_is_gguf(pl.model_path);
-		if (gguf && !strcmp(p->model.format, "gguf")) {
-			/* The engine reads llama2.c checkpoints; GGUF lands with its own issue. */
-			mw_error_set(err, -ENOTSUP, pl.model_path, "model.format",
-				     "memwall's engine cannot run GGUF models yet, so this protocol "
-				     "is refused until GGUF support lands (the engine said: %s)",
-				     eerr.text);
-			status = MW_RUN_ENVIRONMENT;
-		} else if (gguf != !strcmp(p->model.format, "gguf")) {
+		if (gguf != !strcmp(p->model.format, "gguf")) {
 			mw_error_set(err, -EINVAL, p->source, "model.format",
 				     "says \"%s\" but %s is %s", p->model.format, pl.model_path,
 				     gguf ? "a GGUF file" : "not a GGUF file");
@@ -933,7 +933,7 @@ enum mw_run_status mw_runner_run(const struct mw_protocol *p, const struct mw_ru
 	struct eng_session_options sopt = {
 		.threads = pl.threads,
 		.kernels = p->engine.kernels,
-		.kv_type = ENG_KV_F32,
+		.kv_type = ENG_KV_AUTO, /* GGUF: F16, as llama.cpp (the tensor table assumes it) */
 		.ctx_len = (int)pl.n_prompt + pl.decode,
 		.hooks = &hooks,
 	};

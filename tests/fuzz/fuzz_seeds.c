@@ -134,6 +134,8 @@ static void llama2c_model(const char *name, const uint8_t *hdr, bool v1, bool sh
 	free(b);
 }
 
+static void gguf_from(const char *file, const uint8_t *prefix, size_t plen);
+
 static void seeds_llama2c(void)
 {
 	size_t len;
@@ -149,11 +151,14 @@ static void seeds_llama2c(void)
 	llama2c_model("tiny-v1-shared", hdr, true, true);
 	llama2c_model("tiny-v1-unshared", hdr, true, false);
 	free(real);
+	/* eng_model_open hands a file with GGUF's magic to the GGUF model loader */
+	gguf_from("tiny-llama-F32.gguf", NULL, 0);
+	gguf_from("tiny-falcon-Q8_0.gguf", NULL, 0);
 }
 
 /* ---- gguf: each fixture's metadata, with every tensor cut to one block */
 
-static void gguf_from(const char *file)
+static void gguf_from(const char *file, const uint8_t *prefix, size_t plen)
 {
 	char src[512], dst[4600];
 	PATHF(src, "fixtures/gguf/models/%s", file);
@@ -188,9 +193,17 @@ static void gguf_from(const char *file)
 			goto out;
 	}
 	(void)total;
-	if (eng_gguf_writer_commit(w, &err) == 0)
+	if (eng_gguf_writer_commit(w, &err) == 0 && !prefix)
 		n_written++;
 	w = NULL;
+	if (prefix) { /* the tokenizer target's input: flags and text, then the file */
+		size_t tlen;
+		uint8_t *tiny = slurp(dst, &tlen);
+		if (tiny)
+			seed(file, prefix, plen, tiny, tlen);
+		free(tiny);
+		goto out;
+	}
 	/* and the real header alone: every tensor then lies past the end */
 	size_t len;
 	uint8_t *raw = slurp(path, &len);
@@ -206,9 +219,9 @@ out:
 
 static void seeds_gguf(void)
 {
-	gguf_from("tiny-llama-F32.gguf");
-	gguf_from("tiny-llama-Q4_K_M.gguf");
-	gguf_from("tiny-falcon-Q8_0.gguf");
+	gguf_from("tiny-llama-F32.gguf", NULL, 0);
+	gguf_from("tiny-llama-Q4_K_M.gguf", NULL, 0);
+	gguf_from("tiny-falcon-Q8_0.gguf", NULL, 0);
 }
 
 /* ---- tokenizer: flags, text, NUL, then the first 512 tokens of Llama 2's tokenizer.bin */
@@ -247,6 +260,11 @@ static void seeds_tokenizer(void)
 	}
 out:
 	free(real);
+	/* GGUF tokenizers: SentencePiece (llama) and byte-level BPE with merges (falcon) */
+	static const uint8_t llama_text[] = "\x01Hello world, \xc3\xa9t\xc3\xa9 <s> 123";
+	static const uint8_t falcon_text[] = "\x03>>TITLE<< hello  world\n\t!";
+	gguf_from("tiny-llama-F32.gguf", llama_text, sizeof(llama_text));
+	gguf_from("tiny-falcon-Q8_0.gguf", falcon_text, sizeof(falcon_text));
 }
 
 /* ---- protocol and result: the shipped files and records made as the runner makes them */

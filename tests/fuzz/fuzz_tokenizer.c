@@ -1,13 +1,13 @@
-/* tests/fuzz/fuzz_tokenizer.c: the tokenizer.bin loader and the BPE encoder
- * (engine/tokenizer.c) on arbitrary bytes.
+/* tests/fuzz/fuzz_tokenizer.c: the tokenizer loaders and encoders (engine/tokenizer*.c) on
+ * arbitrary bytes: llama2.c's tokenizer.bin, and a GGUF file's tokenizer.ggml.* metadata.
  *
  * Input: one flags byte, the text to encode up to the first NUL, then the tokenizer file. The
- * file goes to a memfd (the loader takes a path). The vocabulary size the loader must be told is
- * the file's own token count, counted here independently; flag bit 2 offsets it by one to
- * exercise the mismatch path.
+ * file goes to a memfd (the loaders take a path). A file with GGUF's magic goes to
+ * eng_tokenizer_open_gguf; any other to eng_tokenizer_open, told the file's own token count
+ * (counted here independently), off by one when flag bit 2 is set to exercise the mismatch.
  *
- * The encoder must return 0, -ENOSPC or -EINVAL, never more tokens than strlen(text) + 3, and
- * only ids inside the vocabulary; decoding any id, in or out of range, must return a string. */
+ * The encoder must return 0, -ENOSPC or -EINVAL with at most max tokens, every id inside the
+ * vocabulary; decoding any id, in or out of range, must return a string. */
 #include <errno.h>
 #include <string.h>
 
@@ -53,6 +53,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const uint8_t *file = nul + 1;
 	size_t file_len = size - (size_t)(file - data);
 
+	bool gguf = file_len >= 4 && !memcmp(file, "GGUF", 4);
 	int vocab = count_tokens(file, file_len);
 	if (vocab < 0)
 		vocab = flags >> 3;
@@ -62,15 +63,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct eng_error err;
 	eng_error_clear(&err);
 	const char *path = fuzz_memfd_path(file, file_len);
-	int rc = eng_tokenizer_open(&t, path, vocab, &err);
-	FUZZ_CHECK(rc == 0 || rc == -EINVAL || rc == -ENOMEM);
+	int rc = gguf ? eng_tokenizer_open_gguf(&t, path, &err)
+		      : eng_tokenizer_open(&t, path, vocab, &err);
+	FUZZ_CHECK(rc == 0 || rc == -EINVAL || rc == -ENOMEM || rc == -ENOTSUP);
 	if (rc) {
 		FUZZ_CHECK(t == NULL && err.text[0] && !strcmp(err.source, path));
 		goto out;
 	}
-	FUZZ_CHECK(!(flags & 4)); /* a count that does not match must be refused */
+	FUZZ_CHECK(gguf || !(flags & 4)); /* a count that does not match must be refused */
+	vocab = eng_tokenizer_vocab_size(t);
+	FUZZ_CHECK(vocab > 0);
 
-	int cap = (int)text_len + 3, n = -1;
+	/* a GGUF tokenizer may need 3 tokens per byte (a space falling back to U+2581's bytes) */
+	int cap = 3 * (int)text_len + 3, n = -1;
 	int *tokens = calloc((size_t)cap, sizeof(*tokens));
 	if (!tokens)
 		abort();
@@ -80,7 +85,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FUZZ_CHECK(rc == 0 || rc == -ENOSPC || rc == -EINVAL || rc == -ENOMEM);
 	if (rc == 0) {
 		FUZZ_CHECK(n >= 0 && n <= max);
-		int prev = ENG_TOKEN_BOS;
+		int prev = eng_tokenizer_bos(t);
 		for (int i = 0; i < n; i++) {
 			FUZZ_CHECK(tokens[i] >= 0 && tokens[i] < vocab);
 			const char *s = eng_tokenizer_decode(t, prev, tokens[i]);
@@ -91,7 +96,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	static const int odd[] = { -1, 0, 1, 2, 3, 255, 256, 259, 1 << 30 };
 	for (size_t i = 0; i < sizeof(odd) / sizeof(odd[0]); i++) {
-		const char *s = eng_tokenizer_decode(t, ENG_TOKEN_BOS, odd[i]);
+		const char *s = eng_tokenizer_decode(t, eng_tokenizer_bos(t), odd[i]);
 		FUZZ_CHECK(s != NULL);
 		sink ^= s[0];
 		s = eng_tokenizer_decode(t, odd[i], vocab - 1);

@@ -1,8 +1,9 @@
 /* engine/kernels/x86/avx512.c: AVX-512 (F, BW, VL, DQ) kernels.
  *
  * Compiled with only those -m flags; reached only after krn_x86_has_avx512() said yes.
- * What AVX-512 brings here is mask registers: tails use masked loads (a masked-off lane never faults: Intel SDM vol. 1, 15.4.1
- * "Memory fault suppression"), so no element is read twice and no scalar loop is needed.
+ * What AVX-512 brings here is mask registers: tails use masked loads (a masked-off lane never
+ * faults: Intel SDM vol. 1, 15.4.1 "Memory fault suppression"), so no element is read twice and
+ * no scalar loop is needed.
  */
 #include <immintrin.h>
 
@@ -30,10 +31,10 @@ static inline float hsum256(__m256 v)
 
 /* The reductions that stream weights use 256-bit loads (AVX-512VL gives them masked tails).
  * Measured on Zen 4 (this project's VM, 416 MB, 31 interleaved runs, median of the paired
- * ratios): 512-bit loads read 5% slower than 256-bit ones, and a matvec built on them 6%
- * slower; Zen 4 splits a 512-bit load into two 256-bit halves anyway. Four accumulators, 32
- * floats (two cache lines) per iteration: enough independent FMAs to hide their latency at any
- * speed memory can deliver. */
+ * ratios, four sessions): 512-bit loads read 0-5% slower than 256-bit ones and a matvec built
+ * on them 0-6% slower, never faster; Zen 4 splits a 512-bit load into two 256-bit halves.
+ * Four accumulators, 32 floats (two cache lines) per iteration: enough independent FMAs to
+ * hide their latency at any speed memory can deliver. */
 static inline float dot(const float *a, const float *b, size_t n)
 {
 	__m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
@@ -64,8 +65,9 @@ static float avx512_dot_f32(const float *a, const float *b, size_t n)
  * order: the pattern of the bandwidth probe's read kernel. Measured on Zen 4 (this project's
  * VM, 448 MB of weights, n = 768): interleaving 2 or 4 rows to share the loads of x (2 or 4
  * streams 3 KB apart) ran at about half the bandwidth of one stream (15-18 vs 31-34 GB/s),
- * and software prefetching 0.5-8 KB ahead (T0, T1 or NTA) was no better than none. The per-row horizontal sum is off the
- * critical path: the next row's loads do not depend on it. */
+ * and software prefetching 0.5-8 KB ahead (T0, T1 or NTA) was 0-20% slower than none, on
+ * anonymous memory and on the file mapping the engine reads alike. The
+ * per-row horizontal sum is off the critical path: the next row's loads do not depend on it. */
 static void avx512_matvec_f32(float *y, const float *w, const float *x, size_t n, size_t r0,
 			      size_t r1)
 {

@@ -1,0 +1,351 @@
+/* engine/gguf_model.c: a GGUF file as a model for the forward pass (model.h).
+ *
+ * The architecture comes from general.architecture, the shape from the "<arch>.*" keys
+ * (llama.cpp's LLM_KV names, src/llama-arch.cpp), and each tensor is bound by its name
+ * (llama.cpp's LLM_TENSOR_NAMES) after checking its shape and type against what the
+ * architecture expects; a mismatch names the tensor. Tensors stay views into the reader's
+ * mapping. Every ggml type quants.h implements may appear; activations are quantized to the
+ * weight's vec_dot_type at run time, as ggml does (session.c).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gguf.h"
+#include "model.h"
+#include "quants.h"
+
+/* A tensor's extents, from the hyper-parameters. */
+enum extent { X_ONE, X_DIM, X_Q, X_KV, X_QKV, X_HIDDEN, X_VOCAB, X_COUNT };
+
+enum bind_flags {
+	B_LAYER = 1,    /* "blk.%d." per layer; the field is in struct eng_layer */
+	B_VECTOR = 2,   /* a float32 vector (norms): the field is a const float * */
+	B_OPTIONAL = 4, /* absent is fine (the field stays NULL) */
+};
+
+struct bind {
+	const char *name; /* llama.cpp's name; "%d" takes the layer */
+	size_t field;     /* offsetof in struct eng_layer (B_LAYER) or struct eng_model */
+	unsigned flags;
+	enum extent rows, cols;
+};
+
+#define LAYER(n, f, r, c) { "blk.%d." n, offsetof(struct eng_layer, f), B_LAYER, r, c }
+#define LAYER_VEC(n, f) { "blk.%d." n, offsetof(struct eng_layer, f), B_LAYER | B_VECTOR, X_ONE, X_DIM }
+#define MODEL_VEC(n, f) { n, offsetof(struct eng_model, f), B_VECTOR, X_ONE, X_DIM }
+
+/* llama.cpp's llama layout (src/llama-model.cpp, LLM_ARCH_LLAMA). */
+static const struct bind llama_binds[] = {
+	{ "token_embd.weight", offsetof(struct eng_model, token_embd), 0, X_VOCAB, X_DIM },
+	MODEL_VEC("output_norm.weight", out_norm),
+	{ "output.weight", offsetof(struct eng_model, output), B_OPTIONAL, X_VOCAB, X_DIM },
+	LAYER_VEC("attn_norm.weight", attn_norm),
+	LAYER("attn_q.weight", wq, X_Q, X_DIM),
+	LAYER("attn_k.weight", wk, X_KV, X_DIM),
+	LAYER("attn_v.weight", wv, X_KV, X_DIM),
+	LAYER("attn_output.weight", wo, X_DIM, X_Q),
+	LAYER_VEC("ffn_norm.weight", ffn_norm),
+	LAYER("ffn_gate.weight", w_gate, X_HIDDEN, X_DIM),
+	LAYER("ffn_up.weight", w_up, X_HIDDEN, X_DIM),
+	LAYER("ffn_down.weight", w_down, X_DIM, X_HIDDEN),
+};
+
+/* llama.cpp's falcon layout (src/llama-model.cpp, LLM_ARCH_FALCON, a 7B: one norm per
+ * block). output.weight is optional: without it the classifier is the embedding table. */
+static const struct bind falcon_binds[] = {
+	{ "token_embd.weight", offsetof(struct eng_model, token_embd), 0, X_VOCAB, X_DIM },
+	MODEL_VEC("output_norm.weight", out_norm),
+	MODEL_VEC("output_norm.bias", out_norm_b),
+	{ "output.weight", offsetof(struct eng_model, output), B_OPTIONAL, X_VOCAB, X_DIM },
+	LAYER_VEC("attn_norm.weight", attn_norm),
+	LAYER_VEC("attn_norm.bias", attn_norm_b),
+	LAYER("attn_qkv.weight", wqkv, X_QKV, X_DIM),
+	LAYER("attn_output.weight", wo, X_DIM, X_Q),
+	LAYER("ffn_up.weight", w_up, X_HIDDEN, X_DIM),
+	LAYER("ffn_down.weight", w_down, X_DIM, X_HIDDEN),
+};
+
+#undef LAYER
+#undef LAYER_VEC
+#undef MODEL_VEC
+
+struct arch_desc {
+	const char *name;
+	enum eng_arch arch;
+	const char *eps_key;   /* "<arch>." + this: the norm's epsilon */
+	float default_eps;
+	const struct bind *binds;
+	size_t n_binds;
+	const char *refuse;    /* a tensor whose presence means a variant we do not run */
+	const char *refuse_why;
+};
+
+static const struct arch_desc archs[] = {
+	{ "llama", ENG_ARCH_LLAMA, "attention.layer_norm_rms_epsilon", 1e-5f, llama_binds,
+	  sizeof(llama_binds) / sizeof(llama_binds[0]), "blk.0.ffn_gate_inp.weight",
+	  "a mixture-of-experts llama (Mixtral) is not supported" },
+	{ "falcon", ENG_ARCH_FALCON, "attention.layer_norm_epsilon", 1e-5f, falcon_binds,
+	  sizeof(falcon_binds) / sizeof(falcon_binds[0]), "blk.0.attn_norm_2.weight",
+	  "Falcon-40B's two norms per block are not supported (only the 7B layout)" },
+};
+
+/* An integer "<arch>.key"; def when absent (def < 0: required). Must lie in [1, INT32_MAX]. */
+static int arch_int(const struct eng_gguf *g, const char *arch, const char *key, int64_t def,
+		    int *v, const char *path, struct eng_error *err)
+{
+	char full[128];
+	int64_t x;
+	snprintf(full, sizeof(full), "%s.%s", arch, key);
+	int rc = eng_gguf_get_int(g, full, &x, err);
+	if (rc == -ENOENT) {
+		if (def < 0)
+			return eng_error_set(err, -EINVAL, path, ENG_NO_OFFSET,
+					     "metadata key '%s' is missing: the file does not give "
+					     "the model's shape", full);
+		x = def;
+	} else if (rc) {
+		return rc;
+	}
+	if (x <= 0 || x > INT32_MAX)
+		return eng_error_set(err, -EINVAL, path, ENG_NO_OFFSET,
+				     "metadata key '%s' is %" PRId64 ": it must be a positive int",
+				     full, x);
+	*v = (int)x;
+	return 0;
+}
+
+/* A float "<arch>.key", def when absent; must be finite and positive. */
+static int arch_float(const struct eng_gguf *g, const char *arch, const char *key, float def,
+		      float *v, const char *path, struct eng_error *err)
+{
+	char full[128];
+	double x;
+	snprintf(full, sizeof(full), "%s.%s", arch, key);
+	int rc = eng_gguf_get_float(g, full, &x, err);
+	if (rc == -ENOENT)
+		x = def;
+	else if (rc)
+		return rc;
+	if (!(x > 0.0 && x < 1e30))
+		return eng_error_set(err, -EINVAL, path, ENG_NO_OFFSET,
+				     "metadata key '%s' is %g: it must be a positive number", full, x);
+	*v = (float)x;
+	return 0;
+}
+
+/* `memwall synth` marks its files with memwall.synthetic = true (engine.h, eng_synth_gguf);
+ * no converter of a trained model writes that key. */
+static bool is_synthetic(const struct eng_gguf *g)
+{
+	bool b = false;
+	return !eng_gguf_get_bool(g, "memwall.synthetic", &b, NULL) && b;
+}
+
+/* Finds, checks and binds one tensor into *dst_mat or *dst_vec. */
+static int bind_one(const struct eng_gguf *g, const struct bind *b, int layer,
+		    const uint64_t x[X_COUNT], void *dst, const char *path, struct eng_error *err,
+		    uint64_t *bytes)
+{
+	char name[ENG_GGUF_MAX_NAME + 16];
+	/* The format string comes from the tables above, never from input. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+	snprintf(name, sizeof(name), b->name, layer);
+#pragma GCC diagnostic pop
+	const struct eng_gguf_tensor *t = eng_gguf_tensor_find(g, name);
+	if (!t) {
+		if (b->flags & B_OPTIONAL)
+			return 0;
+		return eng_error_set(err, -EINVAL, path, ENG_NO_OFFSET,
+				     "tensor '%s' is missing: the file is not a complete model of "
+				     "this architecture", name);
+	}
+	uint64_t rows = x[b->rows], cols = x[b->cols];
+	bool shape_ok = t->ne[0] == cols && t->ne[2] == 1 && t->ne[3] == 1 &&
+			(t->ne[1] == rows || (rows == 1 && t->n_dims == 1));
+	if (!shape_ok)
+		return eng_error_set(err, -EINVAL, path, t->offset,
+				     "tensor '%s' has shape [%" PRIu64 ", %" PRIu64 ", %" PRIu64
+				     ", %" PRIu64 "]; the metadata's hyper-parameters say [%" PRIu64
+				     ", %" PRIu64 "] (ne[0] is the row length)",
+				     name, t->ne[0], t->ne[1], t->ne[2], t->ne[3], cols, rows);
+	const struct krn_type_traits *tr = krn_type_traits(t->type);
+	if (b->flags & B_VECTOR) {
+		if (t->type != KRN_TYPE_F32)
+			return eng_error_set(err, -ENOTSUP, path, t->offset,
+					     "tensor '%s' is %s: memwall reads norm vectors as f32 "
+					     "only (llama-quantize keeps them f32)",
+					     name, tr ? tr->name : "an unknown type");
+		const float *v = t->data;
+		memcpy(dst, &v, sizeof(v));
+		*bytes += t->n_bytes;
+		return 0;
+	}
+	if (!tr || (t->type != KRN_TYPE_F32 && (!tr->to_float || !krn_type_traits(tr->vec_dot_type))))
+		return eng_error_set(err, -ENOTSUP, path, t->offset,
+				     "tensor '%s' has ggml type %" PRIu32 " (%s), which memwall cannot "
+				     "compute with; supported: f32 f16 bf16 q4_0 q4_1 q5_0 q5_1 q8_0 "
+				     "q2_K q3_K q4_K q5_K q6_K", name, t->type,
+				     tr ? tr->name : "unknown");
+	size_t row_bytes = krn_row_size(t->type, cols);
+	if (!row_bytes || (uint64_t)row_bytes * rows != t->n_bytes)
+		return eng_error_set(err, -EINVAL, path, t->offset,
+				     "tensor '%s' (%s): a row of %" PRIu64 " elements is not a "
+				     "whole number of %" PRIu32 "-element blocks",
+				     name, tr->name, cols, tr->block_size);
+	struct eng_mat m = { .data = t->data, .type = t->type, .rows = (int)rows,
+			     .cols = (int)cols, .row_bytes = row_bytes };
+	memcpy(dst, &m, sizeof(m));
+	/* What a step reads (engine.h's tensor table rules): the embedding one row. */
+	*bytes += b->rows == X_VOCAB && b->field == offsetof(struct eng_model, token_embd)
+			  ? row_bytes : t->n_bytes;
+	return 0;
+}
+
+int eng_gguf_model_open(struct eng_model **out, const char *path,
+			const struct eng_model_options *opt, struct eng_error *err)
+{
+	static const struct eng_model_options defaults = { 0 };
+	struct eng_gguf *g = NULL;
+	struct eng_model *m = NULL;
+	struct eng_gguf_str arch_s;
+	const struct arch_desc *ad = NULL;
+	int rc;
+
+	*out = NULL;
+	if (!opt)
+		opt = &defaults;
+	struct eng_gguf_open_options gopt = { .populate = opt->populate,
+					      .hugepages = opt->hugepages };
+	if ((rc = eng_gguf_open(&g, path, &gopt, err)))
+		goto out;
+	if ((rc = eng_gguf_get_str(g, "general.architecture", &arch_s, err))) {
+		if (rc == -ENOENT)
+			rc = eng_error_set(err, -EINVAL, path, ENG_NO_OFFSET,
+					   "metadata key 'general.architecture' is missing: not a "
+					   "model file");
+		goto out;
+	}
+	for (size_t i = 0; i < sizeof(archs) / sizeof(archs[0]); i++)
+		if (arch_s.len == strlen(archs[i].name) &&
+		    !memcmp(arch_s.ptr, archs[i].name, arch_s.len))
+			ad = &archs[i];
+	if (!ad) {
+		rc = eng_error_set(err, -ENOTSUP, path, ENG_NO_OFFSET,
+				   "general.architecture is '%.*s': memwall's engine runs 'llama' "
+				   "and 'falcon'", (int)(arch_s.len > 64 ? 64 : arch_s.len),
+				   arch_s.ptr);
+		goto out;
+	}
+	if (eng_gguf_tensor_find(g, ad->refuse)) {
+		rc = eng_error_set(err, -ENOTSUP, path, ENG_NO_OFFSET, "tensor '%s' is present: %s",
+				   ad->refuse, ad->refuse_why);
+		goto out;
+	}
+
+	size_t len = strlen(path);
+	m = calloc(1, sizeof(*m) + len + 1);
+	if (!m) {
+		rc = eng_error_set(err, -ENOMEM, path, ENG_NO_OFFSET, "out of memory");
+		goto out;
+	}
+	memcpy(m->path, path, len + 1);
+	m->arch = ad->arch;
+	struct eng_model_info *in = &m->info;
+	int heads_kv = 0, key_len = 0, n_rot = 0;
+	if ((rc = arch_int(g, ad->name, "embedding_length", -1, &in->dim, path, err)) ||
+	    (rc = arch_int(g, ad->name, "feed_forward_length", -1, &in->hidden_dim, path, err)) ||
+	    (rc = arch_int(g, ad->name, "block_count", -1, &in->n_layers, path, err)) ||
+	    (rc = arch_int(g, ad->name, "attention.head_count", -1, &in->n_heads, path, err)) ||
+	    (rc = arch_int(g, ad->name, "context_length", -1, &in->seq_len, path, err)) ||
+	    (rc = arch_int(g, ad->name, "attention.head_count_kv", in->n_heads, &heads_kv, path,
+			   err)))
+		goto out;
+	in->n_kv_heads = heads_kv;
+	if (in->dim % in->n_heads || in->n_heads % in->n_kv_heads) {
+		rc = eng_error_set(err, -EINVAL, path, ENG_NO_OFFSET,
+				   "%s.embedding_length %d is not a multiple of attention.head_count "
+				   "%d, or that of head_count_kv %d", ad->name, in->dim, in->n_heads,
+				   in->n_kv_heads);
+		goto out;
+	}
+	int head_dim = in->dim / in->n_heads;
+	if ((rc = arch_int(g, ad->name, "attention.key_length", head_dim, &key_len, path, err)) ||
+	    (rc = arch_int(g, ad->name, "rope.dimension_count", head_dim, &n_rot, path, err)))
+		goto out;
+	if (key_len != head_dim || n_rot > head_dim || n_rot % 2) {
+		rc = eng_error_set(err, -ENOTSUP, path, ENG_NO_OFFSET,
+				   "%s.attention.key_length %d / rope.dimension_count %d: memwall "
+				   "runs heads of embedding_length / head_count (%d) with an even "
+				   "rotary width no larger", ad->name, key_len, n_rot, head_dim);
+		goto out;
+	}
+	m->hp = (struct eng_hparams){ .head_dim = head_dim, .n_rot = n_rot,
+				      .default_kv = ENG_KV_F16 };
+	/* llama.cpp's defaults when the keys are absent: base 10000, its per-arch epsilon. */
+	if ((rc = arch_float(g, ad->name, "rope.freq_base", 10000.0f, &m->hp.rope_base, path,
+			     err)) ||
+	    (rc = arch_float(g, ad->name, ad->eps_key, ad->default_eps, &m->hp.norm_eps, path,
+			     err)))
+		goto out;
+
+	const struct eng_gguf_tensor *embd = eng_gguf_tensor_find(g, "token_embd.weight");
+	if (!embd || embd->ne[1] == 0 || embd->ne[1] > INT32_MAX) {
+		rc = eng_error_set(err, -EINVAL, path, ENG_NO_OFFSET,
+				   "tensor 'token_embd.weight' is %s: it gives the vocabulary size",
+				   embd ? "empty or too large" : "missing");
+		goto out;
+	}
+	in->vocab_size = (int)embd->ne[1];
+	uint64_t x[X_COUNT] = {
+		[X_ONE] = 1,
+		[X_DIM] = (uint64_t)in->dim,
+		[X_Q] = (uint64_t)in->n_heads * (uint64_t)head_dim,
+		[X_KV] = (uint64_t)in->n_kv_heads * (uint64_t)head_dim,
+		[X_QKV] = (uint64_t)(in->n_heads + 2 * in->n_kv_heads) * (uint64_t)head_dim,
+		[X_HIDDEN] = (uint64_t)in->hidden_dim,
+		[X_VOCAB] = (uint64_t)in->vocab_size,
+	};
+	m->layers = calloc((size_t)in->n_layers, sizeof(*m->layers));
+	if (!m->layers) {
+		rc = eng_error_set(err, -ENOMEM, path, ENG_NO_OFFSET, "out of memory");
+		goto out;
+	}
+	uint64_t read_bytes = 0;
+	for (size_t i = 0; i < ad->n_binds; i++) {
+		const struct bind *b = &ad->binds[i];
+		for (int l = 0; l < ((b->flags & B_LAYER) ? in->n_layers : 1); l++) {
+			void *dst = (b->flags & B_LAYER) ? (char *)&m->layers[l] + b->field
+							 : (char *)m + b->field;
+			if ((rc = bind_one(g, b, l, x, dst, path, err, &read_bytes)))
+				goto out;
+		}
+	}
+	/* Weight tying, as llama.cpp does when output.weight is absent: the classifier is the
+	 * embedding table, read whole. */
+	if (!m->output.data) {
+		m->output = m->token_embd;
+		in->shared_classifier = true;
+		read_bytes += embd->n_bytes;
+	}
+
+	in->format = ENG_FORMAT_GGUF;
+	in->arch = ad->name;
+	in->file_bytes = eng_gguf_file_bytes(g);
+	/* Every tensor the forward pass reads, each once (the embedding whole). */
+	in->weight_bytes = read_bytes - (uint64_t)m->token_embd.row_bytes + embd->n_bytes -
+			   (in->shared_classifier ? embd->n_bytes : 0);
+	in->synthetic = is_synthetic(g);
+	m->gguf = g;
+	g = NULL;
+	*out = m;
+	m = NULL;
+out:
+	if (g)
+		eng_gguf_close(g);
+	eng_model_close(m);
+	return rc;
+}
