@@ -144,7 +144,8 @@ static bool is_synthetic(const struct eng_gguf *g)
 	return !eng_gguf_get_bool(g, "memwall.synthetic", &b, NULL) && b;
 }
 
-/* Finds, checks and binds one tensor into *dst_mat or *dst_vec. */
+/* Finds, checks and binds one tensor into dst (a struct eng_mat, or a const float * for a
+ * B_VECTOR), adding what a step reads of it to *bytes. */
 static int bind_one(const struct eng_gguf *g, const struct bind *b, int layer,
 		    const uint64_t x[X_COUNT], void *dst, const char *path, struct eng_error *err,
 		    uint64_t *bytes)
@@ -265,6 +266,14 @@ int eng_gguf_model_open(struct eng_model **out, const char *path,
 			   err)))
 		goto out;
 	in->n_kv_heads = heads_kv;
+	/* Every layer has tensors of its own: a block_count above the tensor count is corrupt,
+	 * and would size the per-layer table (below) from a number the file cannot back. */
+	if ((uint64_t)in->n_layers > eng_gguf_n_tensors(g)) {
+		rc = eng_error_set(err, -EINVAL, path, ENG_NO_OFFSET,
+				   "metadata key '%s.block_count' is %d, but the file holds only "
+				   "%" PRIu64 " tensors", ad->name, in->n_layers, eng_gguf_n_tensors(g));
+		goto out;
+	}
 	if (in->dim % in->n_heads || in->n_heads % in->n_kv_heads) {
 		rc = eng_error_set(err, -EINVAL, path, ENG_NO_OFFSET,
 				   "%s.embedding_length %d is not a multiple of attention.head_count "

@@ -30,7 +30,6 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "f16.h"
 #include "kernels.h"
 #include "model.h"
 #include "pool.h"
@@ -43,60 +42,6 @@
 /* The smallest chunk, in rows: ~100 KB of a stories110M matrix, a few microseconds of
  * streaming, well above the cost of claiming it (one contended compare-and-swap). */
 #define MIN_CHUNK_ROWS 32
-
-/* How the cache stores one element (a table, so a new cache type is one row). */
-struct kv_traits {
-	const char *name;
-	size_t elem; /* bytes per element */
-	void (*store)(void *dst, const float *src, size_t n);
-	float (*dot)(const struct krn_ops *ops, const float *q, const void *k, size_t n);
-	void (*axpy)(const struct krn_ops *ops, float *y, float a, const void *v, size_t n);
-};
-
-static void store_f32(void *dst, const float *src, size_t n)
-{
-	memcpy(dst, src, n * sizeof(float));
-}
-
-static float dot_f32(const struct krn_ops *ops, const float *q, const void *k, size_t n)
-{
-	return ops->dot_f32(q, k, n);
-}
-
-static void axpy_f32(const struct krn_ops *ops, float *y, float a, const void *v, size_t n)
-{
-	ops->axpy_f32(y, a, v, n);
-}
-
-static void store_f16(void *dst, const float *src, size_t n)
-{
-	uint16_t *d = dst;
-	for (size_t i = 0; i < n; i++)
-		d[i] = eng_f32_to_f16(src[i]);
-}
-
-static float dot_f16(const struct krn_ops *ops, const float *q, const void *k, size_t n)
-{
-	(void)ops;
-	const uint16_t *kh = k;
-	float sum = 0.0f;
-	for (size_t i = 0; i < n; i++)
-		sum += q[i] * eng_f16_to_f32(kh[i]);
-	return sum;
-}
-
-static void axpy_f16(const struct krn_ops *ops, float *y, float a, const void *v, size_t n)
-{
-	(void)ops;
-	const uint16_t *vh = v;
-	for (size_t i = 0; i < n; i++)
-		y[i] += a * eng_f16_to_f32(vh[i]);
-}
-
-static const struct kv_traits kv_traits[] = {
-	[ENG_KV_F32] = { "f32", sizeof(float), store_f32, dot_f32, axpy_f32 },
-	[ENG_KV_F16] = { "f16", sizeof(uint16_t), store_f16, dot_f16, axpy_f16 },
-};
 
 /* Activations quantized for non-F32 weights (quants.h): one slot per activation type a weight
  * type may ask for (its vec_dot_type), and per input vector, so that Q, K and V (or the fused
@@ -117,6 +62,7 @@ struct worker {
 	_Alignas(64) float *xn;       /* (dim) this thread's normalised copy of x */
 	unsigned char *act;           /* (VEC_COUNT, ACT_COUNT, act_bytes) quantized vectors */
 	bool valid[VEC_COUNT][ACT_COUNT];
+	uint16_t *h16;                /* (head_size + ctx_len) an F16 cache's q and weights */
 };
 
 /* What differs between architectures (model.h's enum eng_arch); the table is below the
@@ -165,7 +111,7 @@ struct eng_session {
 	struct worker *workers; /* (threads) */
 	size_t act_bytes;       /* one quantized vector of the longest input, any type */
 	void *key_cache;   /* (layer, ctx_len, kv_dim) of kv->elem bytes */
-	void *value_cache; /* (layer, ctx_len, kv_dim) */
+	void *value_cache; /* (layer, ctx_len, kv_dim); F16: (layer, kv_dim, ctx_len) */
 	float *rope_freq;  /* (n_rot / 2) */
 	float *rope_cos;   /* (n_rot / 2) at the current position */
 	float *rope_sin;   /* (n_rot / 2) */
@@ -375,13 +321,100 @@ static void phase_edge(struct eng_session *s, int tid, enum eng_phase end, int e
 		eng_pool_release(s->pool);
 }
 
-/* Stores rows [a, b) of this position's key or value in layer l's cache. */
-static void kv_store(const struct eng_session *s, void *cache, const float *src, int l, int a,
-		     int b)
+/* ---- The KV cache: how each element type stores and reads (a table, kv_traits) ---------- */
+
+/* Element (l, pos, i) of a row-major cache: (layer, ctx_len, kv_dim). */
+static size_t kv_row(const struct eng_session *s, int l)
 {
-	size_t row = ((size_t)l * (size_t)s->ctx_len + (size_t)s->pos) * (size_t)s->kv_dim;
-	s->kv->store((char *)cache + (row + (size_t)a) * s->kv->elem, src + a, (size_t)(b - a));
+	return ((size_t)l * (size_t)s->ctx_len + (size_t)s->pos) * (size_t)s->kv_dim;
 }
+
+static void store_k_f32(const struct eng_session *s, int l, const float *k, int a, int b)
+{
+	memcpy((float *)s->key_cache + kv_row(s, l) + a, k + a, (size_t)(b - a) * sizeof(float));
+}
+
+static void store_v_f32(const struct eng_session *s, int l, const float *v, int a, int b)
+{
+	memcpy((float *)s->value_cache + kv_row(s, l) + a, v + a, (size_t)(b - a) * sizeof(float));
+}
+
+/* Head h over positions 0..pos in float: scores q.k / sqrt(head_size), softmax, sum of
+ * weighted values (run.c's attention). */
+static void attend_f32(struct eng_session *s, struct worker *w, int l, int h)
+{
+	(void)w;
+	size_t hs = (size_t)s->head_size, kv = (size_t)s->kv_dim;
+	size_t off = (size_t)l * (size_t)s->ctx_len * kv +
+		     (size_t)(h / (s->n_heads / s->n_kv_heads)) * hs;
+	const float *q = s->qkv + (size_t)h * hs;
+	const float *k = (const float *)s->key_cache + off, *v = (const float *)s->value_cache + off;
+	float *att = s->att + (size_t)h * (size_t)s->ctx_len, *xb = s->xb + (size_t)h * hs;
+	float scale = 1.0f / sqrtf((float)s->head_size);
+	for (int t = 0; t <= s->pos; t++)
+		att[t] = s->ops->dot_f32(q, k + (size_t)t * kv, hs) * scale;
+	softmax(att, s->pos + 1);
+	memset(xb, 0, hs * sizeof(float));
+	for (int t = 0; t <= s->pos; t++)
+		s->ops->axpy_f32(xb, att[t], v + (size_t)t * kv, hs);
+}
+
+/* An F16 cache as llama.cpp's CPU path keeps and reads it (without flash attention): keys
+ * row-major; values transposed, (layer, kv_dim, ctx_len), so that each output element is one
+ * dot product over the positions; the query and the softmax weights are rounded to F16 first,
+ * since ggml's mul_mat converts its second operand to the F16 weight's vec_dot_type. */
+static void store_k_f16(const struct eng_session *s, int l, const float *k, int a, int b)
+{
+	uint16_t *d = (uint16_t *)s->key_cache + kv_row(s, l);
+	for (int i = a; i < b; i++)
+		d[i] = krn_fp32_to_fp16(k[i]);
+}
+
+static void store_v_f16(const struct eng_session *s, int l, const float *v, int a, int b)
+{
+	uint16_t *d = (uint16_t *)s->value_cache + (size_t)l * (size_t)s->kv_dim * (size_t)s->ctx_len;
+	for (int i = a; i < b; i++)
+		d[(size_t)i * (size_t)s->ctx_len + (size_t)s->pos] = krn_fp32_to_fp16(v[i]);
+}
+
+static void attend_f16(struct eng_session *s, struct worker *w, int l, int h)
+{
+	size_t hs = (size_t)s->head_size, kv = (size_t)s->kv_dim, ctx = (size_t)s->ctx_len;
+	size_t head = (size_t)(h / (s->n_heads / s->n_kv_heads)) * hs;
+	krn_vec_dot_fn dot = s->qops->vec_dot[KRN_TYPE_F16];
+	const float *q = s->qkv + (size_t)h * hs;
+	const uint16_t *k = (const uint16_t *)s->key_cache + (size_t)l * ctx * kv + head;
+	const uint16_t *vt = (const uint16_t *)s->value_cache + ((size_t)l * kv + head) * ctx;
+	float *att = s->att + (size_t)h * ctx, *xb = s->xb + (size_t)h * hs;
+	uint16_t *q16 = w->h16, *p16 = w->h16 + hs;
+	float scale = 1.0f / sqrtf((float)s->head_size);
+	for (size_t i = 0; i < hs; i++)
+		q16[i] = krn_fp32_to_fp16(q[i]);
+	for (int t = 0; t <= s->pos; t++) {
+		dot(hs, &att[t], k + (size_t)t * kv, q16);
+		att[t] *= scale;
+	}
+	softmax(att, s->pos + 1);
+	for (int t = 0; t <= s->pos; t++)
+		p16[t] = krn_fp32_to_fp16(att[t]);
+	for (size_t i = 0; i < hs; i++)
+		dot((size_t)s->pos + 1, &xb[i], vt + i * ctx, p16);
+}
+
+struct kv_traits {
+	const char *name;
+	size_t elem; /* bytes per element */
+	/* Rows [a, b) of this position's key or value into layer l's cache. */
+	void (*store_k)(const struct eng_session *s, int l, const float *k, int a, int b);
+	void (*store_v)(const struct eng_session *s, int l, const float *v, int a, int b);
+	/* Head h of layer l attends over positions 0..pos: s->xb's head h. */
+	void (*attend)(struct eng_session *s, struct worker *w, int l, int h);
+};
+
+static const struct kv_traits kv_traits[] = {
+	[ENG_KV_F32] = { "f32", sizeof(float), store_k_f32, store_v_f32, attend_f32 },
+	[ENG_KV_F16] = { "f16", sizeof(uint16_t), store_k_f16, store_v_f16, attend_f16 },
+};
 
 /* After rows [a, b) of q | k | v are computed: RoPE on q and k, and the cache write of k
  * and v, for those rows. */
@@ -394,12 +427,12 @@ static void qkv_finish(struct eng_session *s, int l, int a, int b)
 	int ka = imax(a, s->q_dim) - s->q_dim, kb = imin(b, s->q_dim + s->kv_dim) - s->q_dim;
 	if (ka < kb) {
 		s->arch->rope(s, k, ka, kb);
-		kv_store(s, s->key_cache, k, l, ka, kb);
+		s->kv->store_k(s, l, k, ka, kb);
 	}
 	int va = imax(a, s->q_dim + s->kv_dim) - s->q_dim - s->kv_dim,
 	    vb = imin(b, s->q_dim + 2 * s->kv_dim) - s->q_dim - s->kv_dim;
 	if (va < vb)
-		kv_store(s, s->value_cache, v, l, va, vb);
+		s->kv->store_v(s, l, v, va, vb);
 }
 
 /* Llama: rows [a, b) of q | k | v from the three matrices (one phase, one barrier). */
@@ -425,29 +458,6 @@ static void qkv_falcon(struct eng_session *s, struct worker *w, int l, int a, in
 	mat_rows(s, w, VEC_XN, s->qkv, &s->m->layers[l].wqkv, w->xn, a, b);
 }
 
-/* Heads [h0, h1) attend over positions 0..pos of layer l's cache. */
-static void attention_heads(struct eng_session *s, int l, int h0, int h1)
-{
-	size_t hs = (size_t)s->head_size, kv = (size_t)s->kv_dim, elem = s->kv->elem;
-	size_t layer_off = (size_t)l * (size_t)s->ctx_len * kv;
-	int kv_mul = s->n_heads / s->n_kv_heads;
-	float scale = 1.0f / sqrtf((float)s->head_size);
-	for (int h = h0; h < h1; h++) {
-		const float *q = s->qkv + (size_t)h * hs;
-		float *att = s->att + (size_t)h * (size_t)s->ctx_len;
-		size_t head_off = (size_t)(h / kv_mul) * hs;
-		const char *k = (const char *)s->key_cache + (layer_off + head_off) * elem;
-		const char *v = (const char *)s->value_cache + (layer_off + head_off) * elem;
-		for (int t = 0; t <= s->pos; t++)
-			att[t] = s->kv->dot(s->ops, q, k + (size_t)t * kv * elem, hs) * scale;
-		softmax(att, s->pos + 1);
-		float *xb = s->xb + (size_t)h * hs;
-		memset(xb, 0, hs * sizeof(float));
-		for (int t = 0; t <= s->pos; t++)
-			s->kv->axpy(s->ops, xb, att[t], v + (size_t)t * kv * elem, hs);
-	}
-}
-
 /* The attention block up to wo's output in s->y: norm, q|k|v, RoPE, cache, heads. */
 static void attention(struct eng_session *s, struct worker *w, int tid, int l)
 {
@@ -464,7 +474,8 @@ static void attention(struct eng_session *s, struct worker *w, int tid, int l)
 	}
 	eng_pool_barrier(s->pool, tid);
 	while (take(s, work + WORK_HEADS, s->n_heads, 1, 1, &a, &b))
-		attention_heads(s, l, a, b);
+		for (int h = a; h < b; h++)
+			s->kv->attend(s, w, l, h);
 	eng_pool_barrier(s->pool, tid);
 }
 
@@ -755,7 +766,8 @@ int eng_session_new(struct eng_session **out, struct eng_model *m,
 			struct worker *w = &s->workers[t];
 			w->xn = alloc_aligned((size_t)s->dim, sizeof(float));
 			w->act = alloc_aligned((size_t)VEC_COUNT * ACT_COUNT, s->act_bytes);
-			if (!w->xn || !w->act) {
+			w->h16 = alloc_aligned((size_t)(s->head_size + s->ctx_len), sizeof(uint16_t));
+			if (!w->xn || !w->act || !w->h16) {
 				rc = -ENOMEM;
 				break;
 			}
@@ -822,6 +834,7 @@ void eng_session_free(struct eng_session *s)
 		for (int t = 0; t < s->n_threads; t++) {
 			free(s->workers[t].xn);
 			free(s->workers[t].act);
+			free(s->workers[t].h16);
 		}
 	free(s->workers);
 	free(s->x);

@@ -89,38 +89,43 @@ echo
 # Each generate run is bracketed by two probes (the probe after one run is the probe before
 # the next), and its fraction of roof uses the mean of its two brackets: the VM's bandwidth
 # drifts between runs, so a pair measured side by side is what can be compared.
-printf '%-7s %9s %12s %12s %22s\n' threads "tok/s" "engine GB/s" "probe GB/s" "of roof"
-printf '%-7s %9s %12s %12s %22s\n' "" "(median)" "(effective)" "(median)" "(median [min, max])"
+printf '%-7s %9s %12s %12s %22s %14s\n' threads "tok/s" "engine GB/s" "probe GB/s" "of roof" \
+	"of probe"
+printf '%-7s %9s %12s %12s %22s %14s\n' "" "(median)" "(effective)" "(median)" "(median [min, max])" \
+	"medians"
 for t in $threads_list; do
-	prev=$(probe "$t" | cut -d' ' -f1)
+	prev=$(probe "$t" | tr ' ' ':')
 	first=$prev
 	rows=""
 	for _ in $(seq "$reps"); do
 		tps=$(gen -t "$t" | cut -d' ' -f1)
-		next=$(probe "$t" | cut -d' ' -f1)
+		next=$(probe "$t" | tr ' ' ':')
 		rows="$rows $tps:$prev:$next"
 		prev=$next
 	done
 	echo "$rows" | tr ' ' '\n' | grep . | tr ':' ' ' | awk -v t="$t" -v bpt="$bytes_per_token" \
-		-v first="$first" -v last="$prev" '
+		-v first="${first%%:*}" -v last="${prev%%:*}" '
 	function median(a, n,   i, j, x) {
 		for (i = 2; i <= n; i++) { x = a[i]; for (j = i - 1; j >= 1 && a[j] > x; j--) a[j + 1] = a[j]; a[j + 1] = x }
 		return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
 	}
 	{
-		tps[NR] = $1; roof[NR] = ($2 + $3) / 2; frac[NR] = $1 * bpt / 1e9 / roof[NR]
+		# $1 tok/s; $2 $3 best and median of the probe before; $4 $5 of the probe after
+		tps[NR] = $1; roof[NR] = ($2 + $4) / 2; frac[NR] = $1 * bpt / 1e9 / roof[NR]
+		fmed[NR] = $1 * bpt / 1e9 / (($3 + $5) / 2)
 		list = list sprintf(" %.1f (%.0f%%)", $1, 100 * frac[NR])
 	}
 	END {
 		lo = hi = frac[1]; for (i = 2; i <= NR; i++) { if (frac[i] < lo) lo = frac[i]; if (frac[i] > hi) hi = frac[i] }
 		m = median(tps, NR)
-		printf "%-7d %9.2f %12.2f %12.2f %9.1f%% [%.1f, %.1f]\n", t, m, m * bpt / 1e9,
-			median(roof, NR), 100 * median(frac, NR), 100 * lo, 100 * hi
+		printf "%-7d %9.2f %12.2f %12.2f %9.1f%% [%.1f, %.1f] %13.1f%%\n", t, m, m * bpt / 1e9,
+			median(roof, NR), 100 * median(frac, NR), 100 * lo, 100 * hi, 100 * median(fmed, NR)
 		printf "        runs, tok/s (of roof):%s; first probe %.2f, last %.2f GB/s\n", list, first, last
 	}'
 done
 echo "(probe GB/s: best read figure of memwall bandwidth (--kernel read) at that thread count,"
-echo " buffers in 2 MiB pages; of roof: engine GB/s / mean of the run's two bracketing probes."
+echo " buffers in 2 MiB pages; of roof: engine GB/s / mean of the run's two bracketing probes;"
+echo " of probe medians: the same with each probe's median run instead of its best."
 echo " The engine's weights are a file mapping in 4 KiB pages, which reads slower than 2 MiB pages"
 echo " on this VM: see the last line)"
 echo

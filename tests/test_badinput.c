@@ -27,7 +27,10 @@
 #include "run.h"
 #include "test.h"
 
-enum format { LLAMA2C, GGUF, TOKENIZER, PROTOCOL, RESULT, SYSFS, ADAPTER, FORMAT_COUNT };
+/* GGUF_MODEL: a GGUF file through the model loader (eng_model_open), past the reader. */
+enum format {
+	LLAMA2C, GGUF, GGUF_MODEL, TOKENIZER, PROTOCOL, RESULT, SYSFS, ADAPTER, FORMAT_COUNT
+};
 
 struct bad_case {
 	enum format format;
@@ -145,6 +148,8 @@ static const struct bad_case cases[] = {
 	{ GGUF, "bad/gguf/alignment-48.hex", WHOLE, NULL, -EINVAL, "'general.alignment'",
 	  "power of two" },
 	{ GGUF, "bad/gguf/bad-magic.hex", WHOLE, NULL, -EINVAL, "magic", "not a GGUF file" },
+	{ GGUF_MODEL, "bad/gguf/model-block-count.hex", WHOLE, NULL, -EINVAL,
+	  "'llama.block_count'", "holds only 1 tensors" },
 
 	/* ---- tokenizer.bin */
 	{ TOKENIZER, "bad/tokenizer/base.hex", 2, "5", -EINVAL, "'max_token_length'", "cut off" },
@@ -623,15 +628,15 @@ static void run_adapter(const struct bad_case *c, struct outcome *o)
 }
 
 static void (*const runners[FORMAT_COUNT])(const struct bad_case *, struct outcome *) = {
-	[LLAMA2C] = run_llama2c, [GGUF] = run_gguf,	    [TOKENIZER] = run_tokenizer,
-	[PROTOCOL] = run_protocol, [RESULT] = run_result, [SYSFS] = run_sysfs,
-	[ADAPTER] = run_adapter,
+	[LLAMA2C] = run_llama2c,   [GGUF] = run_gguf,     [GGUF_MODEL] = run_llama2c,
+	[TOKENIZER] = run_tokenizer, [PROTOCOL] = run_protocol, [RESULT] = run_result,
+	[SYSFS] = run_sysfs,       [ADAPTER] = run_adapter,
 };
 
 static const char *const format_names[FORMAT_COUNT] = {
-	[LLAMA2C] = "llama2c", [GGUF] = "gguf",	      [TOKENIZER] = "tokenizer",
-	[PROTOCOL] = "protocol", [RESULT] = "result", [SYSFS] = "sysfs",
-	[ADAPTER] = "adapter",
+	[LLAMA2C] = "llama2c",     [GGUF] = "gguf",         [GGUF_MODEL] = "gguf-model",
+	[TOKENIZER] = "tokenizer", [PROTOCOL] = "protocol", [RESULT] = "result",
+	[SYSFS] = "sysfs",         [ADAPTER] = "adapter",
 };
 
 /* Where each format's errors name the field: in err.field where the error has one, as the
@@ -639,8 +644,8 @@ static const char *const format_names[FORMAT_COUNT] = {
  * ("memwall: SOURCE: FIELD: text") for results, in the message for the engine's errors. */
 enum field_at { IN_TEXT, IN_FIELD, IN_SOURCE, IN_STDERR };
 static const enum field_at field_at[FORMAT_COUNT] = {
-	[LLAMA2C] = IN_TEXT,   [GGUF] = IN_TEXT,      [TOKENIZER] = IN_TEXT, [PROTOCOL] = IN_FIELD,
-	[RESULT] = IN_STDERR, [SYSFS] = IN_SOURCE, [ADAPTER] = IN_FIELD,
+	[LLAMA2C] = IN_TEXT,   [GGUF] = IN_TEXT,      [GGUF_MODEL] = IN_TEXT, [TOKENIZER] = IN_TEXT,
+	[PROTOCOL] = IN_FIELD, [RESULT] = IN_STDERR, [SYSFS] = IN_SOURCE,    [ADAPTER] = IN_FIELD,
 };
 
 static bool names_field(const struct bad_case *c, const struct outcome *o)

@@ -628,6 +628,50 @@ out:
 	json_decref(ref);
 }
 
+/* The F16 cache (the default for GGUF) against the F32-cache logits: within twice what
+ * llama.cpp's own default (F16 cache) moves them, tolerances.json's defaults_f16kv_* figure. */
+static void f16_cache_one(const char *name, json_t *tols)
+{
+	char rel[256];
+	json_error_t jerr;
+	struct eng_error err;
+	struct eng_model *m = NULL;
+	snprintf(rel, sizeof(rel), "fixtures/gguf/logits/%s.json", name);
+	json_t *ref = json_load_file(t_shared(rel), 0, &jerr);
+	snprintf(rel, sizeof(rel), "fixtures/gguf/models/%s.gguf", name);
+	double dflt = jnum(json_object_get(tols, name), "defaults_f16kv_fa_auto_max_abs");
+	T_ASSERT(ref && dflt > 0);
+	if (!ref || eng_model_open(&m, t_shared(rel), NULL, &err)) {
+		json_decref(ref);
+		return;
+	}
+	json_t *toks = json_object_get(ref, "tokens"), *full = json_object_get(ref, "full_logits");
+	int n = (int)json_array_size(toks), V = eng_model_info(m)->vocab_size, tok[64];
+	float *lg = malloc((size_t)n * (size_t)V * sizeof(float));
+	for (int i = 0; i < n && i < 64; i++)
+		tok[i] = (int)json_integer_value(json_array_get(toks, (size_t)i));
+	struct eng_session_options so = { .threads = 2 }; /* KV: the model's default, F16 */
+	double worst = 0.0;
+	if (n <= 64 && !run_tokens(m, &so, tok, n, lg, NULL))
+		for (int i = 0; i < n; i++) {
+			char key[24];
+			snprintf(key, sizeof(key), "%d", i);
+			json_t *row = json_object_get(full, key);
+			for (int v = 0; v < V; v++)
+				worst = fmax(worst, fabs(json_number_value(json_array_get(row, (size_t)v)) -
+							 (double)lg[(size_t)i * (size_t)V + (size_t)v]));
+		}
+	T_ASSERT(worst > 0.0); /* the cache does round */
+	if (!(worst <= 2.0 * dflt))
+		T_FAIL_AT(__FILE__, __LINE__, "%s: F16 cache moves the logits by %.3g > 2 x %.3g",
+			  name, worst, dflt);
+	printf("%-20s F16 KV cache: max |d| %.2e against the F32-cache logits (llama.cpp's "
+	       "default moves them %.2e)\n", name, worst, dflt);
+	free(lg);
+	eng_model_close(m);
+	json_decref(ref);
+}
+
 static void test_fixtures(void)
 {
 	json_error_t jerr;
@@ -638,6 +682,9 @@ static void test_fixtures(void)
 	/* The reference tables on two files of different activation types. */
 	golden_one("tiny-llama-Q4_K_M", tols, "ref");
 	golden_one("tiny-falcon-Q8_0", tols, "ref");
+	f16_cache_one("tiny-llama-F32", tols);
+	f16_cache_one("tiny-falcon-F32", tols);
+	f16_cache_one("tiny-llama-Q4_K_M", tols);
 	json_decref(tols);
 }
 
