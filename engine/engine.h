@@ -34,9 +34,23 @@ enum eng_format {
 	ENG_FORMAT_GGUF,
 };
 
+/* Where the tensors live. ENG_LOAD_MMAP (the default) keeps the zero-copy file mapping.
+ * ENG_LOAD_HUGE_COPY reads the file into anonymous memory advised for 2 MiB transparent huge
+ * pages and makes that the model's mapping (read-only; tensors are views into it, the tied
+ * classifier still aliases the embedding): for kernels and file systems that give file pages
+ * no huge pages, where the weights then stream at 0.83-0.93x of the same read in 2 MiB pages
+ * (measured on a Zen 4 VM, scripts/bench-engine.sh). It costs the read at load and the file's
+ * size in RAM besides the page cache; every page is in at open, so populate and hugepages
+ * do not apply. llama2.c checkpoints only (-ENOTSUP for GGUF). */
+enum eng_load_mode {
+	ENG_LOAD_MMAP,
+	ENG_LOAD_HUGE_COPY,
+};
+
 struct eng_model_options {
 	bool populate;  /* mmap with MAP_POPULATE: fault every page in at open */
 	bool hugepages; /* madvise(MADV_HUGEPAGE) on the mapping where the kernel allows it */
+	enum eng_load_mode load;
 };
 
 struct eng_model_info {
@@ -56,8 +70,8 @@ struct eng_model_info {
 				* format's unused RoPE tables are not counted) */
 };
 
-/* Maps the model at path read-only; tensors are views into the mapping. On success *out is a
- * new model the caller closes with eng_model_close. */
+/* Maps the model at path read-only (or copies it, opt->load); tensors are views into the
+ * mapping. On success *out is a new model the caller closes with eng_model_close. */
 int eng_model_open(struct eng_model **out, const char *path, const struct eng_model_options *opt,
 		   struct eng_error *err);
 void eng_model_close(struct eng_model *m);

@@ -176,6 +176,87 @@ static void populate_by_touch(const void *map, size_t len)
 		(void)p[off];
 }
 
+/* ENG_LOAD_MMAP: maps the file at fd read-only and shared, the zero-copy default. */
+static int map_file(struct eng_model *m, int fd, const struct eng_model_options *opt,
+		    struct eng_error *err)
+{
+	/* With huge pages asked for, the advice must come before the pages are faulted in, so
+	 * populating is then a separate MADV_POPULATE_READ (Linux 5.14) after it. */
+	bool populate_now = opt->populate && !opt->hugepages;
+	m->map = mmap(NULL, m->map_len, PROT_READ, MAP_SHARED | (populate_now ? MAP_POPULATE : 0),
+		      fd, 0);
+	if (m->map == MAP_FAILED) {
+		int rc = -errno;
+		return eng_error_set(err, rc, m->path, ENG_NO_OFFSET, "cannot map the file: %s",
+				     strerror(-rc));
+	}
+	/* Only some kernels and file systems give file pages huge pages (ext4 and tmpfs on recent
+	 * kernels, for pages not already cached as small ones); where they do not, the advice is
+	 * refused or ignored and the mapping works as before. */
+	if (opt->hugepages) {
+		(void)madvise(m->map, m->map_len, MADV_HUGEPAGE);
+		if (opt->populate && madvise(m->map, m->map_len, MADV_POPULATE_READ))
+			populate_by_touch(m->map, m->map_len);
+	}
+	return 0;
+}
+
+/* A transparent huge page on x86-64 and on arm64 with 4 KiB granules. */
+#define HUGE_PAGE ((size_t)2 << 20)
+
+/* ENG_LOAD_HUGE_COPY: reads the file at fd into anonymous memory, 2 MiB aligned and advised
+ * MADV_HUGEPAGE before its first touch, so that the faults of the read itself take huge pages.
+ * File pages come in 2 MiB only from file systems with large folios, or from khugepaged or
+ * MADV_COLLAPSE (Linux 6.1) under CONFIG_READ_ONLY_THP_FOR_FS; on the VM this was written on,
+ * MADV_COLLAPSE returned EINVAL and MADV_HUGEPAGE on the file mapping gave 18 MB of 438 in
+ * 2 MiB pages. The copy is then made read-only, so it serves exactly as the file mapping
+ * would. Sets m->map, m->map_bytes; m->map_len is the file's length. */
+static int copy_to_huge(struct eng_model *m, int fd, struct eng_error *err)
+{
+	size_t bytes = (m->map_len + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
+	int rc;
+	if (bytes < m->map_len || bytes > SIZE_MAX - HUGE_PAGE)
+		return eng_error_set(err, -EFBIG, m->path, ENG_NO_OFFSET, "too large to copy here");
+	/* Over-allocate by one huge page and trim both ends to a 2 MiB aligned start. */
+	char *raw = mmap(NULL, bytes + HUGE_PAGE, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (raw == MAP_FAILED) {
+		rc = -errno;
+		return eng_error_set(err, rc, m->path, ENG_NO_OFFSET,
+				     "cannot allocate %zu bytes to copy the model into (--load "
+				     "huge-copy needs the model's size in free RAM): %s",
+				     bytes, strerror(-rc));
+	}
+	char *start = (char *)(((uintptr_t)raw + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1));
+	if (start > raw)
+		munmap(raw, (size_t)(start - raw));
+	size_t tail = (size_t)(raw + bytes + HUGE_PAGE - (start + bytes));
+	if (tail)
+		munmap(start + bytes, tail);
+	m->map = start;
+	m->map_bytes = bytes;
+	/* A kernel without THP refuses the advice; the copy then works in small pages. */
+	(void)madvise(start, bytes, MADV_HUGEPAGE);
+	for (size_t done = 0; done < m->map_len;) {
+		ssize_t got = pread(fd, start + done, m->map_len - done, (off_t)done);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0) {
+			rc = got < 0 ? -errno : -EIO;
+			return eng_error_set(err, rc, m->path, done,
+					     "cannot read the model into memory at offset %zu: %s",
+					     done, got < 0 ? strerror(-rc) : "the file shrank");
+		}
+		done += (size_t)got;
+	}
+	if (mprotect(start, bytes, PROT_READ)) {
+		rc = -errno;
+		return eng_error_set(err, rc, m->path, ENG_NO_OFFSET,
+				     "cannot make the model's copy read-only: %s", strerror(-rc));
+	}
+	return 0;
+}
+
 int eng_model_open(struct eng_model **out, const char *path, const struct eng_model_options *opt,
 		   struct eng_error *err)
 {
@@ -205,7 +286,18 @@ int eng_model_open(struct eng_model **out, const char *path, const struct eng_mo
 		rc = eng_error_set(err, -EINVAL, path, 0, "the file is empty");
 		goto out;
 	}
+	if ((unsigned)opt->load > ENG_LOAD_HUGE_COPY) {
+		rc = eng_error_set(err, -EINVAL, path, ENG_NO_OFFSET, "unknown load mode %d",
+				   (int)opt->load);
+		goto out;
+	}
 	if (is_gguf(fd)) {
+		if (opt->load != ENG_LOAD_MMAP) {
+			rc = eng_error_set(err, -ENOTSUP, path, ENG_NO_OFFSET,
+					   "a huge-page copy is implemented for llama2.c "
+					   "checkpoints only: load GGUF files with mmap");
+			goto out;
+		}
 		close(fd);
 		return eng_gguf_model_open(out, path, opt, err);
 	}
@@ -220,27 +312,12 @@ int eng_model_open(struct eng_model **out, const char *path, const struct eng_mo
 		goto out;
 	}
 	memcpy(m->path, path, len + 1);
+	m->map = MAP_FAILED;
 	m->map_len = (size_t)st.st_size;
-	/* With huge pages asked for, the advice must come before the pages are faulted in, so
-	 * populating is then a separate MADV_POPULATE_READ (Linux 5.14) after it. */
-	bool populate_now = opt->populate && !opt->hugepages;
-	m->map = mmap(NULL, m->map_len, PROT_READ, MAP_SHARED | (populate_now ? MAP_POPULATE : 0),
-		      fd, 0);
-	if (m->map == MAP_FAILED) {
-		rc = -errno;
-		eng_error_set(err, rc, path, ENG_NO_OFFSET, "cannot map the file: %s",
-			      strerror(errno));
+	m->map_bytes = m->map_len;
+	rc = opt->load == ENG_LOAD_HUGE_COPY ? copy_to_huge(m, fd, err) : map_file(m, fd, opt, err);
+	if (rc)
 		goto out;
-	}
-	/* Only some kernels and file systems give file pages huge pages (ext4 and tmpfs on recent
-	 * kernels, for pages not already cached as small ones); where they do not, the advice is
-	 * refused or ignored and the mapping works as before. */
-	if (opt->hugepages) {
-		(void)madvise(m->map, m->map_len, MADV_HUGEPAGE);
-		if (opt->populate && madvise(m->map, m->map_len, MADV_POPULATE_READ))
-			populate_by_touch(m->map, m->map_len);
-	}
-
 	const unsigned char *base = m->map;
 	uint64_t file_bytes = m->map_len;
 	if ((rc = parse_header(&c, base, file_bytes, path, err)))
@@ -304,7 +381,7 @@ void eng_model_close(struct eng_model *m)
 	if (!m)
 		return;
 	if (m->map && m->map != MAP_FAILED)
-		munmap(m->map, m->map_len);
+		munmap(m->map, m->map_bytes);
 	if (m->gguf)
 		eng_gguf_close(m->gguf);
 	free(m->layers);

@@ -85,8 +85,11 @@ struct eng_model {
 	struct eng_mat output;      /* (vocab, dim); the same view as token_embd when tied */
 	struct eng_layer *layers;   /* (n_layers), owned */
 	struct eng_gguf *gguf;      /* GGUF models: owns the mapping (map stays MAP_FAILED) */
-	void *map;      /* llama2.c: the whole file, PROT_READ, MAP_SHARED; MAP_FAILED when unmapped */
-	size_t map_len;
+	/* llama2.c: the whole file, PROT_READ; MAP_SHARED of the file, or with ENG_LOAD_HUGE_COPY
+	 * an anonymous copy in 2 MiB pages; MAP_FAILED when unmapped */
+	void *map;
+	size_t map_len;   /* the file's bytes at map */
+	size_t map_bytes; /* bytes mapped at map, for munmap: map_len rounded up to the page */
 	char path[];
 };
 

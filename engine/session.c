@@ -97,6 +97,7 @@ struct eng_session {
 	int dim, hidden_dim, q_dim, kv_dim, head_size, n_rot, n_heads, n_kv_heads, n_layers;
 	int vocab_size, ctx_len;
 	int qkv_align; /* row alignment of the QKV phase's chunks (whole heads for NeoX RoPE) */
+	int heads_share; /* heads per claim of the attention phase: n_heads / threads, rounded up */
 	int next_pos;  /* positions 0..next_pos-1 are in the cache */
 
 	float *x;      /* (dim) the residual stream */
@@ -339,24 +340,38 @@ static void store_v_f32(const struct eng_session *s, int l, const float *v, int 
 	memcpy((float *)s->value_cache + kv_row(s, l) + a, v + a, (size_t)(b - a) * sizeof(float));
 }
 
-/* Head h over positions 0..pos in float: scores q.k / sqrt(head_size), softmax, sum of
- * weighted values (run.c's attention). */
-static void attend_f32(struct eng_session *s, struct worker *w, int l, int h)
+/* Heads [h0, h1) over positions 0..pos in float: scores q.k / sqrt(head_size), softmax, sum
+ * of weighted values (run.c's attention), position-major: for each position the loops read
+ * this thread's heads of one cache row, which are contiguous, so each thread reads the cache
+ * as one forward stream rather than 256-byte pieces a row apart (one per head and position);
+ * on stories110M at position 128 this took attention from 5.3% to 2.4% of decode time
+ * (perf record -e cpu-clock). Each head still sums its positions in order, so the result is
+ * the same as head by head, whatever the split. */
+static void attend_f32(struct eng_session *s, struct worker *w, int l, int h0, int h1)
 {
 	(void)w;
-	size_t hs = (size_t)s->head_size, kv = (size_t)s->kv_dim;
-	size_t off = (size_t)l * (size_t)s->ctx_len * kv +
-		     (size_t)(h / (s->n_heads / s->n_kv_heads)) * hs;
-	const float *q = s->qkv + (size_t)h * hs;
-	const float *k = (const float *)s->key_cache + off, *v = (const float *)s->value_cache + off;
-	float *att = s->att + (size_t)h * (size_t)s->ctx_len, *xb = s->xb + (size_t)h * hs;
+	size_t hs = (size_t)s->head_size, kv = (size_t)s->kv_dim, ctx = (size_t)s->ctx_len;
+	int kv_mul = s->n_heads / s->n_kv_heads;
+	const float *keys = (const float *)s->key_cache + (size_t)l * ctx * kv;
+	const float *values = (const float *)s->value_cache + (size_t)l * ctx * kv;
 	float scale = 1.0f / sqrtf((float)s->head_size);
-	for (int t = 0; t <= s->pos; t++)
-		att[t] = s->ops->dot_f32(q, k + (size_t)t * kv, hs) * scale;
-	softmax(att, s->pos + 1);
-	memset(xb, 0, hs * sizeof(float));
-	for (int t = 0; t <= s->pos; t++)
-		s->ops->axpy_f32(xb, att[t], v + (size_t)t * kv, hs);
+	for (int t = 0; t <= s->pos; t++) {
+		const float *krow = keys + (size_t)t * kv;
+		for (int h = h0; h < h1; h++)
+			s->att[(size_t)h * ctx + (size_t)t] =
+				s->ops->dot_f32(s->qkv + (size_t)h * hs,
+						krow + (size_t)(h / kv_mul) * hs, hs) * scale;
+	}
+	for (int h = h0; h < h1; h++) {
+		softmax(s->att + (size_t)h * ctx, s->pos + 1);
+		memset(s->xb + (size_t)h * hs, 0, hs * sizeof(float));
+	}
+	for (int t = 0; t <= s->pos; t++) {
+		const float *vrow = values + (size_t)t * kv;
+		for (int h = h0; h < h1; h++)
+			s->ops->axpy_f32(s->xb + (size_t)h * hs, s->att[(size_t)h * ctx + (size_t)t],
+					 vrow + (size_t)(h / kv_mul) * hs, hs);
+	}
 }
 
 /* An F16 cache as llama.cpp's CPU path keeps and reads it (without flash attention): keys
@@ -377,7 +392,7 @@ static void store_v_f16(const struct eng_session *s, int l, const float *v, int 
 		d[(size_t)i * (size_t)s->ctx_len + (size_t)s->pos] = krn_fp32_to_fp16(v[i]);
 }
 
-static void attend_f16(struct eng_session *s, struct worker *w, int l, int h)
+static void attend_f16_head(struct eng_session *s, struct worker *w, int l, int h)
 {
 	size_t hs = (size_t)s->head_size, kv = (size_t)s->kv_dim, ctx = (size_t)s->ctx_len;
 	size_t head = (size_t)(h / (s->n_heads / s->n_kv_heads)) * hs;
@@ -401,14 +416,20 @@ static void attend_f16(struct eng_session *s, struct worker *w, int l, int h)
 		dot((size_t)s->pos + 1, &xb[i], vt + i * ctx, p16);
 }
 
+static void attend_f16(struct eng_session *s, struct worker *w, int l, int h0, int h1)
+{
+	for (int h = h0; h < h1; h++)
+		attend_f16_head(s, w, l, h);
+}
+
 struct kv_traits {
 	const char *name;
 	size_t elem; /* bytes per element */
 	/* Rows [a, b) of this position's key or value into layer l's cache. */
 	void (*store_k)(const struct eng_session *s, int l, const float *k, int a, int b);
 	void (*store_v)(const struct eng_session *s, int l, const float *v, int a, int b);
-	/* Head h of layer l attends over positions 0..pos: s->xb's head h. */
-	void (*attend)(struct eng_session *s, struct worker *w, int l, int h);
+	/* Heads [h0, h1) of layer l attend over positions 0..pos: those heads of s->xb. */
+	void (*attend)(struct eng_session *s, struct worker *w, int l, int h0, int h1);
 };
 
 static const struct kv_traits kv_traits[] = {
@@ -473,9 +494,10 @@ static void attention(struct eng_session *s, struct worker *w, int tid, int l)
 		qkv_finish(s, l, a, b);
 	}
 	eng_pool_barrier(s->pool, tid);
-	while (take(s, work + WORK_HEADS, s->n_heads, 1, 1, &a, &b))
-		for (int h = a; h < b; h++)
-			s->kv->attend(s, w, l, h);
+	/* An even share of heads per claim, so that each thread's heads are one contiguous
+	 * piece of every cache row; a late thread's share still goes to whoever is free. */
+	while (take(s, work + WORK_HEADS, s->n_heads, 1, s->heads_share, &a, &b))
+		s->kv->attend(s, w, l, a, b);
 	eng_pool_barrier(s->pool, tid);
 }
 
@@ -735,6 +757,7 @@ int eng_session_new(struct eng_session **out, struct eng_model *m,
 	s->kv_dim = s->head_size * info->n_kv_heads;
 	s->vocab_size = info->vocab_size;
 	s->ctx_len = opt->ctx_len > 0 ? opt->ctx_len : info->seq_len;
+	s->heads_share = (s->n_heads + s->n_threads - 1) / s->n_threads;
 	/* Whole heads per QKV chunk for NeoX RoPE: the least multiple of both. */
 	s->qkv_align = ROW_ALIGN;
 	if (s->arch->neox)

@@ -4,14 +4,18 @@
 # A benchmark, not a test: it prints figures and never fails on them. It
 #   1. builds BUILDDIR (default build; set BENCH_NO_BUILD=1 to use it as it is),
 #   2. synthesizes stories110M once into BUILDDIR/bench/ (random weights, the real shape),
-#   3. for each thread count (BENCH_THREADS, default "1 2"): BENCH_REPS runs of
-#      `memwall generate -n 256 --ids`, each between two read-bandwidth probes
-#      (`memwall bandwidth --kernel read`), because this VM's bandwidth drifts;
+#   3. for each thread count (BENCH_THREADS, default "1 2"): BENCH_REPS rounds of
+#      `memwall generate -n 256 --ids`, once per load mode (BENCH_LOADS, default
+#      "mmap huge-copy": the zero-copy file mapping in 4 KiB pages, and the anonymous copy in
+#      2 MiB pages), each run between two read-bandwidth probes, because this VM's bandwidth
+#      drifts; a probe is `memwall bandwidth --kernel read` twice: buffers in 2 MiB pages (the
+#      roof) and with --no-hugepages (4 KiB pages, like-for-like with the file mapping);
 #   4. reports the engine's effective read bandwidth, engine-accounted bytes per token x tok/s,
 #      as a fraction of the mean of its two bracketing probes' best read figures (GB = 1e9
-#      bytes), per run, and their median;
-#   5. time to first token (model load included) with and without --populate, and the cost of
-#      the instrumentation hooks (no-op callbacks, --hooks-bench, against none), at 1 thread.
+#      bytes), per run, and their median, against both probes;
+#   5. time to first token (model load included) with and without --populate and with
+#      --load huge-copy, and the cost of the instrumentation hooks (no-op callbacks,
+#      --hooks-bench, against none), at 1 thread.
 #
 # Engine-accounted bytes per token are computed from the model's header, the way the engine
 # accounts them (engine.h, struct eng_step_bytes): every weight matrix and norm, the
@@ -19,16 +23,17 @@
 # the positions the tok/s figure covers (1 .. n-1: the first token is timed separately).
 #
 # Environment: BENCH_REPS (default 5), BENCH_STEPS (default 256), BENCH_THREADS (default "1 2"),
-# BENCH_PROBE_REPS (default 5), BENCH_NO_BUILD=1.
+# BENCH_LOADS (default "mmap huge-copy"), BENCH_PROBE_REPS (default 5), BENCH_NO_BUILD=1.
 set -eu
 case "${1:-}" in
--h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+-h|--help) sed -n '2,27p' "$0"; exit 0 ;;
 esac
 cd "$(dirname "$0")/.."
 builddir=${1:-build}
 reps=${BENCH_REPS:-5}
 steps=${BENCH_STEPS:-256}
 threads_list=${BENCH_THREADS:-1 2}
+loads=${BENCH_LOADS:-mmap huge-copy}
 probe_reps=${BENCH_PROBE_REPS:-5}
 
 if [ "${BENCH_NO_BUILD:-0}" != 1 ]; then
@@ -60,12 +65,16 @@ print(int(weights + kv))
 PY
 )
 
-# Best and median read GB/s at $1 threads: prints "best median".
-probe() {
-	"$mw" bandwidth -t "$1" --kernel read --reps "$probe_reps" --json | python3 -c '
+# Best and median read GB/s at $1 threads, in 2 MiB pages and in 4 KiB pages (--no-hugepages):
+# prints "best median best4k median4k".
+probe_one() {
+	"$mw" bandwidth -t "$1" --kernel read --reps "$probe_reps" --json ${2:-} | python3 -c '
 import json, sys
 r = json.load(sys.stdin)["roof_read"][0]
 print("%.2f %.2f" % (r["best_gbps"], r["median_gbps"]))'
+}
+probe() {
+	echo "$(probe_one "$1") $(probe_one "$1" --no-hugepages)"
 }
 
 # The median of the numbers on stdin.
@@ -88,65 +97,70 @@ echo
 
 # Each generate run is bracketed by two probes (the probe after one run is the probe before
 # the next), and its fraction of roof uses the mean of its two brackets: the VM's bandwidth
-# drifts between runs, so a pair measured side by side is what can be compared.
-printf '%-7s %9s %12s %12s %22s %14s\n' threads "tok/s" "engine GB/s" "probe GB/s" "of roof" \
-	"of probe"
-printf '%-7s %9s %12s %12s %22s %14s\n' "" "(median)" "(effective)" "(median)" "(median [min, max])" \
-	"medians"
+# drifts between runs, so a pair measured side by side is what can be compared. The load modes
+# alternate within each round, so drift hits both alike.
+printf '%-7s %-9s %8s %11s %9s %9s %22s %9s %9s\n' threads load "tok/s" "engine GB/s" "roof 2M" \
+	"roof 4K" "of roof 2M" "of 4K" "of 2M"
+printf '%-7s %-9s %8s %11s %9s %9s %22s %9s %9s\n' "" "" "(median)" "(effective)" "(median)" \
+	"(median)" "(median [min, max])" "(median)" "medians"
 for t in $threads_list; do
 	prev=$(probe "$t" | tr ' ' ':')
 	first=$prev
 	rows=""
 	for _ in $(seq "$reps"); do
-		tps=$(gen -t "$t" | cut -d' ' -f1)
-		next=$(probe "$t" | tr ' ' ':')
-		rows="$rows $tps:$prev:$next"
-		prev=$next
+		for load in $loads; do
+			tps=$(gen -t "$t" --load "$load" | cut -d' ' -f1)
+			next=$(probe "$t" | tr ' ' ':')
+			rows="$rows $load:$tps:$prev:$next"
+			prev=$next
+		done
 	done
-	echo "$rows" | tr ' ' '\n' | grep . | tr ':' ' ' | awk -v t="$t" -v bpt="$bytes_per_token" \
-		-v first="${first%%:*}" -v last="${prev%%:*}" '
-	function median(a, n,   i, j, x) {
-		for (i = 2; i <= n; i++) { x = a[i]; for (j = i - 1; j >= 1 && a[j] > x; j--) a[j + 1] = a[j]; a[j + 1] = x }
-		return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-	}
-	{
-		# $1 tok/s; $2 $3 best and median of the probe before; $4 $5 of the probe after
-		tps[NR] = $1; roof[NR] = ($2 + $4) / 2; frac[NR] = $1 * bpt / 1e9 / roof[NR]
-		fmed[NR] = $1 * bpt / 1e9 / (($3 + $5) / 2)
-		list = list sprintf(" %.1f (%.0f%%)", $1, 100 * frac[NR])
-	}
-	END {
-		lo = hi = frac[1]; for (i = 2; i <= NR; i++) { if (frac[i] < lo) lo = frac[i]; if (frac[i] > hi) hi = frac[i] }
-		m = median(tps, NR)
-		printf "%-7d %9.2f %12.2f %12.2f %9.1f%% [%.1f, %.1f] %13.1f%%\n", t, m, m * bpt / 1e9,
-			median(roof, NR), 100 * median(frac, NR), 100 * lo, 100 * hi, 100 * median(fmed, NR)
-		printf "        runs, tok/s (of roof):%s; first probe %.2f, last %.2f GB/s\n", list, first, last
-	}'
+	for load in $loads; do
+		echo "$rows" | tr ' ' '\n' | grep "^$load:" | tr ':' ' ' | awk -v t="$t" \
+			-v bpt="$bytes_per_token" -v load="$load" '
+		function median(a, n,   i, j, x) {
+			for (i = 2; i <= n; i++) { x = a[i]; for (j = i - 1; j >= 1 && a[j] > x; j--) a[j + 1] = a[j]; a[j + 1] = x }
+			return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+		}
+		{
+			# $2 tok/s; $3-$6 the probe before: best, median (2 MiB), best, median (4 KiB);
+			# $7-$10 the probe after
+			eng = $2 * bpt / 1e9
+			tps[NR] = $2; roof[NR] = ($3 + $7) / 2; roof4[NR] = ($5 + $9) / 2
+			frac[NR] = eng / roof[NR]; frac4[NR] = eng / roof4[NR]
+			fmed[NR] = eng / (($4 + $8) / 2)
+			list = list sprintf(" %.1f (%.0f%%)", $2, 100 * frac[NR])
+		}
+		END {
+			lo = hi = frac[1]; for (i = 2; i <= NR; i++) { if (frac[i] < lo) lo = frac[i]; if (frac[i] > hi) hi = frac[i] }
+			m = median(tps, NR)
+			printf "%-7d %-9s %8.2f %11.2f %9.2f %9.2f %9.1f%% [%.1f, %.1f] %8.1f%% %8.1f%%\n", t, load, m,
+				m * bpt / 1e9, median(roof, NR), median(roof4, NR), 100 * median(frac, NR),
+				100 * lo, 100 * hi, 100 * median(frac4, NR), 100 * median(fmed, NR)
+			printf "                  runs, tok/s (of roof 2M):%s\n", list
+		}'
+	done
+	echo "        probes 2M/4K: first ${first%%:*}/$(echo "$first" | cut -d: -f3), last ${prev%%:*}/$(echo "$prev" | cut -d: -f3) GB/s"
 done
-echo "(probe GB/s: best read figure of memwall bandwidth (--kernel read) at that thread count,"
-echo " buffers in 2 MiB pages; of roof: engine GB/s / mean of the run's two bracketing probes;"
-echo " of probe medians: the same with each probe's median run instead of its best."
-echo " The engine's weights are a file mapping in 4 KiB pages, which reads slower than 2 MiB pages"
-echo " on this VM: see the last line)"
+echo "(roof 2M: best read figure of memwall bandwidth (--kernel read) at that thread count,"
+echo " buffers in 2 MiB pages; roof 4K: the same with --no-hugepages (the system's THP policy,"
+echo " 4 KiB pages under \"madvise\"), like-for-like with a file mapping of the weights;"
+echo " of roof: engine GB/s / mean of the run's two bracketing probes; of 2M medians: the same"
+echo " with each probe's median run instead of its best. load mmap: the weights are the file"
+echo " mapping (4 KiB pages here); huge-copy: an anonymous copy in 2 MiB pages)"
 echo
 
-# The same probe with the buffers left to the system's THP policy (4 KiB pages under "madvise"),
-# closer to what a file mapping of the weights gets.
-small=$("$mw" bandwidth -t 1 --kernel read --reps "$probe_reps" --no-hugepages --json | python3 -c '
-import json, sys
-r = json.load(sys.stdin)["roof_read"][0]
-print("%.2f GB/s best, %.2f median" % (r["best_gbps"], r["median_gbps"]))')
-pages_note="read probe at 1 thread without MADV_HUGEPAGE: $small"
-
 # Time to first token, model load included, page cache warm; interleaved, median of $reps.
-plain="" populate=""
+plain="" populate="" huge=""
 for _ in $(seq "$reps"); do
 	plain="$plain $(gen -n 2 -t 1 | cut -d' ' -f2)"
 	populate="$populate $(gen -n 2 -t 1 --populate | cut -d' ' -f2)"
+	huge="$huge $(gen -n 2 -t 1 --load huge-copy | cut -d' ' -f2)"
 done
-printf 'time to first token (ms, median, 1 thread, file in page cache): %.1f without --populate, %.1f with\n' \
+printf 'time to first token (ms, median, 1 thread, file in page cache): %.1f mmap, %.1f mmap --populate, %.1f --load huge-copy\n' \
 	"$(echo "$plain" | tr ' ' '\n' | grep . | median)" \
-	"$(echo "$populate" | tr ' ' '\n' | grep . | median)"
+	"$(echo "$populate" | tr ' ' '\n' | grep . | median)" \
+	"$(echo "$huge" | tr ' ' '\n' | grep . | median)"
 
 # Hook cost: no hooks against no-op hooks, interleaved so drift hits both alike.
 none="" hooked=""
@@ -158,4 +172,4 @@ n=$(echo "$none" | tr ' ' '\n' | grep . | median)
 h=$(echo "$hooked" | tr ' ' '\n' | grep . | median)
 echo "$n $h" | awk '{ printf "hooks (1 thread, median tok/s): %.2f without, %.2f with no-op callbacks: %+.2f%% (goal: cost <= 0.5%%)\n", $1, $2, 100 * ($1 - $2) / $1 }'
 echo "  runs without:$none; with:$hooked"
-echo "$pages_note"
+echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"

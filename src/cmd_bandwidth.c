@@ -8,7 +8,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
-#include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -91,14 +90,6 @@ static void usage(FILE *f)
 		"(STREAM's convention); the write-allocate reads that plain stores cause are not\n"
 		"counted, which is why copy-nt and triad-nt can exceed copy and triad.\n",
 		LLC_MULTIPLE, LLC_MULTIPLE, LLC_FALLBACK >> 20);
-}
-
-static int cpus_allowed(void)
-{
-	cpu_set_t set;
-	if (sched_getaffinity(0, sizeof(set), &set) != 0)
-		return 1;
-	return CPU_COUNT(&set);
 }
 
 /* Bytes of this process's anonymous memory in transparent huge pages, from
@@ -211,18 +202,11 @@ static int parse_args(int argc, char **argv, struct options *o, bool *help)
 		case 'h':
 			*help = true;
 			return MW_EXIT_OK;
-		case ':':
-			return mw_fail(MW_EXIT_USAGE, VERB, "option '%s' needs a value",
-				       argv[optind - 1]);
 		default:
-			return mw_fail(MW_EXIT_USAGE, VERB,
-				       "unknown option '%s' (memwall bandwidth --help lists them)",
-				       argv[optind - 1]);
+			return mw_opt_error(VERB, c, argv);
 		}
 	}
-	if (optind < argc)
-		return mw_fail(MW_EXIT_USAGE, VERB, "unexpected argument '%s'", argv[optind]);
-	return MW_EXIT_OK;
+	return mw_opt_none_left(VERB, argc, argv);
 }
 
 /* One warm-up run (page-table and TLB state, clocks ramping up), then reps timed runs. */
@@ -378,7 +362,7 @@ int mw_cmd_bandwidth(int argc, char **argv)
 		return rc;
 	}
 
-	int ncpu = cpus_allowed();
+	int ncpu = mw_cpus_allowed();
 	if (o.n_threads == 0) {
 		o.threads[o.n_threads++] = 1;
 		if (ncpu > 1)

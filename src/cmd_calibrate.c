@@ -22,6 +22,7 @@
 #include "engine.h"
 #include "mw.h"
 #include "probes.h"
+#include "result.h"
 #include "verbs.h"
 
 #define VERB "calibrate"
@@ -112,18 +113,11 @@ static int parse_args(int argc, char **argv, struct options *o, bool *help)
 		case 'h':
 			*help = true;
 			return MW_EXIT_OK;
-		case ':':
-			return mw_fail(MW_EXIT_USAGE, VERB, "option '%s' needs a value",
-				       argv[optind - 1]);
 		default:
-			return mw_fail(MW_EXIT_USAGE, VERB,
-				       "unknown option '%s' (memwall calibrate --help lists them)",
-				       argv[optind - 1]);
+			return mw_opt_error(VERB, c, argv);
 		}
 	}
-	if (optind < argc)
-		return mw_fail(MW_EXIT_USAGE, VERB, "unexpected argument '%s'", argv[optind]);
-	return MW_EXIT_OK;
+	return mw_opt_none_left(VERB, argc, argv);
 }
 
 /* (counted - expected) / expected in percent; NaN when nothing was expected. */
@@ -132,11 +126,6 @@ static double error_pct(uint64_t counted, uint64_t expected)
 	if (!expected)
 		return NAN;
 	return ((double)counted - (double)expected) * 100.0 / (double)expected;
-}
-
-static json_t *pct_json(double pct)
-{
-	return isnan(pct) ? json_null() : json_real(pct);
 }
 
 /* One pass: counters before and after one streaming run. */
@@ -191,8 +180,8 @@ static int run_pass(struct eng_stream *es, struct prb_dram *d, const struct pass
 		"expected", "read_bytes", (json_int_t)exp_read, "write_bytes", (json_int_t)exp_write,
 		"counted", "read_bytes", (json_int_t)got_read, "write_bytes", (json_int_t)got_write,
 		"total_bytes", (json_int_t)got_total,
-		"error_pct", "read", pct_json(e_read), "write", pct_json(e_write), "total",
-		pct_json(e_total),
+		"error_pct", "read", mw_json_num(e_read), "write", mw_json_num(e_write), "total",
+		mw_json_num(e_total),
 		"multiplexed", (b->reading_flags & PRB_READING_SCALED) != 0,
 		"instances", inst));
 	/* the worst error over the directions this pass was meant to exercise */

@@ -82,10 +82,7 @@ int mw_cmd_compare(int argc, char **argv)
 			usage(stdout);
 			return MW_EXIT_OK;
 		default:
-			fprintf(stderr, "memwall compare: unknown or incomplete option '%s'\n",
-				argv[optind - 1]);
-			usage(stderr);
-			return MW_EXIT_USAGE;
+			return mw_opt_usage_error("compare", argv, usage);
 		}
 	}
 	if (argc - optind != 2) {

@@ -81,18 +81,11 @@ static int parse_args(int argc, char **argv, struct options *o, bool *help)
 		case 'h':
 			*help = true;
 			return MW_EXIT_OK;
-		case ':':
-			return mw_fail(MW_EXIT_USAGE, VERB, "option '%s' needs a value",
-				       argv[optind - 1]);
 		default:
-			return mw_fail(MW_EXIT_USAGE, VERB,
-				       "unknown option '%s' (memwall doctor --help lists them)",
-				       argv[optind - 1]);
+			return mw_opt_error(VERB, c, argv);
 		}
 	}
-	if (optind < argc)
-		return mw_fail(MW_EXIT_USAGE, VERB, "unexpected argument '%s'", argv[optind]);
-	return MW_EXIT_OK;
+	return mw_opt_none_left(VERB, argc, argv);
 }
 
 /* "key : value" from the first processor block of /proc/cpuinfo (proc(5)); "" if absent. */

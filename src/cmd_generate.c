@@ -13,9 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "engine.h"
+#include "machine.h"
 #include "mw.h"
 #include "verbs.h"
 
@@ -31,8 +33,15 @@ struct gen_args {
 	const char *model, *tokenizer, *prompt, *kernels, *kv_name, *prompt_ids, *logits_path;
 	long steps, threads, seed;
 	double temperature, topp;
-	bool ids, populate, hugepages, hooks_bench, report_line;
+	bool ids, populate, hugepages, hooks_bench, report_line, force;
 	enum eng_kv_type kv;
+	enum eng_load_mode load;
+};
+
+/* --load's names (engine.h, enum eng_load_mode). */
+static const char *const load_names[] = {
+	[ENG_LOAD_MMAP] = "mmap",
+	[ENG_LOAD_HUGE_COPY] = "huge-copy",
 };
 
 static void usage(FILE *f)
@@ -41,7 +50,8 @@ static void usage(FILE *f)
 		"usage: memwall generate -m MODEL [-z TOKENIZER] [-p PROMPT] [-n STEPS]\n"
 		"                        [--temperature T] [--topp P] [--seed S] [-t|--threads N]\n"
 		"                        [--kernels ref|auto|avx2|avx512|neon] [--ids] [--kv f32|f16]\n"
-		"                        [--populate] [--hugepages] [--hooks-bench]\n"
+		"                        [--populate] [--hugepages] [--load mmap|huge-copy]\n"
+		"                        [--hooks-bench] [--force]\n"
 		"                        [--prompt-ids ID,ID,...] [--logits FILE.json] [--report-line]\n\n"
 		"Runs a llama2.c checkpoint or a GGUF model (llama, falcon) from BOS (and the prompt)\n"
 		"and prints the text it generates as it goes, then one line on stderr: tokens, decode\n"
@@ -69,8 +79,16 @@ static void usage(FILE *f)
 		"                        llama.cpp; f32 for llama2.c), f32 or f16\n"
 		"      --populate        map the model with MAP_POPULATE (fault it all in at load)\n"
 		"      --hugepages       ask for huge pages on the model's mapping (madvise)\n"
+		"      --load MODE       mmap (default): the tensors are views of the file mapping;\n"
+		"                        huge-copy: read the file into anonymous memory in 2 MiB\n"
+		"                        pages and run from that, for kernels and file systems that\n"
+		"                        give file mappings no huge pages, where weights stream at\n"
+		"                        0.83-0.93x of the roof; costs the read at load and the\n"
+		"                        model's size in RAM (llama2.c checkpoints only)\n"
 		"      --hooks-bench     install no-op per-token and per-phase hooks, to measure what\n"
-		"                        the instrumentation costs against a run without them\n");
+		"                        the instrumentation costs against a run without them\n"
+		"      --force           run a model larger than the memory available (refused\n"
+		"                        otherwise: paging would make it crawl)\n");
 }
 
 static double now_seconds(void)
@@ -160,10 +178,25 @@ static int eng_fail(int code, const struct eng_error *e)
 	return mw_fail(code, VERB, "%s%s%s", e->source, e->source[0] ? ": " : "", e->text);
 }
 
+/* A model larger than the memory available is refused before it is mapped, as memwall run
+ * does (src/machine.h): paging would make it crawl, and can stall the machine. */
+static int check_memory(const char *path)
+{
+	struct stat st;
+	uint64_t avail, need;
+	/* A file that cannot be read is reported by eng_model_open, which names the problem. */
+	if (stat(path, &st) || mw_memory_fits((uint64_t)st.st_size, &avail, &need) == 0)
+		return 0;
+	return mw_fail(MW_EXIT_ENV, VERB, "%s: %.0f MiB available (/proc/meminfo MemAvailable), "
+		       "the model needs about %.0f MiB: close programs, pick a smaller model, or "
+		       "give --force to run it anyway", path, (double)avail / 1048576.0,
+		       (double)need / 1048576.0);
+}
+
 static int parse_args(struct gen_args *a, int argc, char **argv)
 {
 	enum { O_TEMP = 256, O_TOPP, O_SEED, O_KERNELS, O_IDS, O_KV, O_POPULATE, O_HUGE, O_HOOKS,
-	       O_PROMPT_IDS, O_LOGITS, O_REPORT };
+	       O_PROMPT_IDS, O_LOGITS, O_REPORT, O_LOAD, O_FORCE };
 	static const struct option longopts[] = {
 		{ "model", required_argument, NULL, 'm' },
 		{ "tokenizer", required_argument, NULL, 'z' },
@@ -178,10 +211,12 @@ static int parse_args(struct gen_args *a, int argc, char **argv)
 		{ "kv", required_argument, NULL, O_KV },
 		{ "populate", no_argument, NULL, O_POPULATE },
 		{ "hugepages", no_argument, NULL, O_HUGE },
+		{ "load", required_argument, NULL, O_LOAD },
 		{ "hooks-bench", no_argument, NULL, O_HOOKS },
 		{ "prompt-ids", required_argument, NULL, O_PROMPT_IDS },
 		{ "logits", required_argument, NULL, O_LOGITS },
 		{ "report-line", no_argument, NULL, O_REPORT },
+		{ "force", no_argument, NULL, O_FORCE },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -222,10 +257,21 @@ static int parse_args(struct gen_args *a, int argc, char **argv)
 		case O_KV: a->kv_name = optarg; break;
 		case O_POPULATE: a->populate = true; break;
 		case O_HUGE: a->hugepages = true; break;
+		case O_LOAD: {
+			size_t i = 0, n = sizeof(load_names) / sizeof(load_names[0]);
+			while (i < n && strcmp(optarg, load_names[i]))
+				i++;
+			if (i == n)
+				return mw_fail(MW_EXIT_USAGE, VERB,
+					       "--load %s: give mmap or huge-copy", optarg);
+			a->load = (enum eng_load_mode)i;
+			break;
+		}
 		case O_HOOKS: a->hooks_bench = true; break;
 		case O_PROMPT_IDS: a->prompt_ids = optarg; break;
 		case O_LOGITS: a->logits_path = optarg; break;
 		case O_REPORT: a->report_line = true; break;
+		case O_FORCE: a->force = true; break;
 		case 'h':
 			usage(stdout);
 			return -1;
@@ -300,9 +346,12 @@ int mw_cmd_generate(int argc, char **argv)
 	if (rc)
 		return rc < 0 ? MW_EXIT_OK : rc;
 
+	if (!a.force && (rc = check_memory(a.model)))
+		goto out;
 	double t0 = now_seconds();
 	eng_error_clear(&err);
-	struct eng_model_options mopt = { .populate = a.populate, .hugepages = a.hugepages };
+	struct eng_model_options mopt = { .populate = a.populate, .hugepages = a.hugepages,
+					  .load = a.load };
 	if (eng_model_open(&model, a.model, &mopt, &err)) {
 		rc = eng_fail(MW_EXIT_USAGE, &err);
 		goto out;

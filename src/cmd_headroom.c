@@ -100,13 +100,8 @@ static int parse_args(int argc, char **argv, struct options *o, bool *help)
 		case 'h':
 			*help = true;
 			return MW_EXIT_OK;
-		case ':':
-			return mw_fail(MW_EXIT_USAGE, VERB, "option '%s' needs a value",
-				       argv[optind - 1]);
 		default:
-			return mw_fail(MW_EXIT_USAGE, VERB,
-				       "unknown option '%s' (memwall headroom --help lists them)",
-				       argv[optind - 1]);
+			return mw_opt_error(VERB, c, argv);
 		}
 	}
 	if (optind + 1 != argc)
@@ -121,11 +116,6 @@ static double contract_num(const json_t *proj, const char *rule, const char *key
 	const json_t *v = json_object_get(json_object_get(json_object_get(proj, "contract"), rule),
 					  key);
 	return json_is_number(v) ? json_number_value(v) : NAN;
-}
-
-static json_t *jnum(double x)
-{
-	return isnan(x) ? json_null() : json_real(x);
 }
 
 /* Weight elements a step reads (the embedding's one row included): for bits per weight. */
@@ -392,13 +382,13 @@ int mw_cmd_headroom(int argc, char **argv)
 		for (int z = 0; z < MW_ZONE_COUNT; z++)
 			json_array_append_new(zones, json_pack(
 				"{s:s, s:i, s:o, s:o, s:o}", "zone", mw_zone_name((enum mw_zone)z),
-				"pairs", r3.zone_n[z], "mean_cosine", jnum(r3.zone_mean[z]),
-				"min_cosine", jnum(r3.zone_min[z]), "max_cosine", jnum(r3.zone_max[z])));
+				"pairs", r3.zone_n[z], "mean_cosine", mw_json_num(r3.zone_mean[z]),
+				"min_cosine", mw_json_num(r3.zone_min[z]), "max_cosine", mw_json_num(r3.zone_max[z])));
 		for (size_t k = 0; k < r3.n; k++)
 			json_array_append_new(pairs, json_pack(
 				"{s:s, s:i, s:s, s:o}", "tensor", r3.pairs[k].kind, "layer",
 				r3.pairs[k].layer, "zone", mw_zone_name(r3.pairs[k].zone), "cosine",
-				jnum(r3.pairs[k].cosine)));
+				mw_json_num(r3.pairs[k].cosine)));
 		json_object_set_new(r3j, "zones", zones);
 		json_object_set_new(r3j, "pairs", pairs);
 	} else {
@@ -415,10 +405,10 @@ int mw_cmd_headroom(int argc, char **argv)
 		"projections", projs,
 		"contract", "R1", r1j,
 		"R2", "context", r2_ctx, "kv_bytes", (json_int_t)r2_bytes, "kv_elem_bytes",
-		a.kv_elem_bytes, "limit_bytes", jnum(r2_limit), "pass",
+		a.kv_elem_bytes, "limit_bytes", mw_json_num(r2_limit), "pass",
 		isnan(r2_limit) ? json_null() : json_boolean((double)r2_bytes <= r2_limit),
 		"R4", "bytes_per_layer_f32", (json_int_t)a.activation_layer, "limit_bytes",
-		jnum(r4_limit), "precision_assumed", "f32", "bytes_per_layer_f16",
+		mw_json_num(r4_limit), "precision_assumed", "f32", "bytes_per_layer_f16",
 		(json_int_t)a16.activation_layer, "pass",
 		isnan(r4_limit) ? json_null()
 				: json_boolean((double)a.activation_layer <= r4_limit),

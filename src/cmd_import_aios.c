@@ -22,7 +22,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "mw.h"
 #include "result.h"
@@ -326,10 +325,7 @@ static json_t *record_build(const json_t *in, const char *path)
 			overall = "not-measured";
 	}
 
-	time_t now = time(NULL);
-	struct tm tm;
-	gmtime_r(&now, &tm);
-	strftime(created, sizeof(created), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	mw_utc_now(created, sizeof(created), false);
 	snprintf(text, sizeof(text), "perf event %s only%s", event,
 		 one_instance ? ": one memory-controller instance" : mem_loads
 		 ? ": load instructions, not DRAM traffic" : "");
@@ -410,10 +406,7 @@ int mw_cmd_import_aios(int argc, char **argv)
 			usage(stdout);
 			return MW_EXIT_OK;
 		} else {
-			fprintf(stderr, "memwall " VERB ": unknown or incomplete option '%s'\n",
-				argv[optind - 1]);
-			usage(stderr);
-			return MW_EXIT_USAGE;
+			return mw_opt_usage_error(VERB, argv, usage);
 		}
 	}
 	if (argc - optind != 1) {

@@ -48,10 +48,7 @@ int mw_cmd_report(int argc, char **argv)
 			usage(stdout);
 			return MW_EXIT_OK;
 		default:
-			fprintf(stderr, "memwall report: unknown or incomplete option '%s'\n",
-				argv[optind - 1]);
-			usage(stderr);
-			return MW_EXIT_USAGE;
+			return mw_opt_usage_error("report", argv, usage);
 		}
 	}
 	if (argc - optind != 1) {

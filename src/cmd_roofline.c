@@ -11,16 +11,15 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
-#include <sched.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "analytic.h"
 #include "result.h"
 #include "roofline.h"
+#include "stats.h"
 #include "verbs.h"
 
 #define VERB "roofline"
@@ -126,13 +125,8 @@ static int parse_args(int argc, char **argv, struct options *o, bool *help)
 		case 'h':
 			*help = true;
 			return MW_EXIT_OK;
-		case ':':
-			return mw_fail(MW_EXIT_USAGE, VERB, "option '%s' needs a value",
-				       argv[optind - 1]);
 		default:
-			return mw_fail(MW_EXIT_USAGE, VERB,
-				       "unknown option '%s' (memwall roofline --help lists them)",
-				       argv[optind - 1]);
+			return mw_opt_error(VERB, c, argv);
 		}
 	}
 	if (optind + 1 != argc)
@@ -140,25 +134,6 @@ static int parse_args(int argc, char **argv, struct options *o, bool *help)
 								   : "give a MODEL or RESULT file");
 	o->input = argv[optind];
 	return MW_EXIT_OK;
-}
-
-static int allowed_cpus(void)
-{
-	cpu_set_t set;
-	return sched_getaffinity(0, sizeof(set), &set) ? 1 : CPU_COUNT(&set);
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
 }
 
 /* The read-bandwidth roof now: the median of read passes over 8x the LLC (at least 64 MiB)
@@ -179,15 +154,14 @@ static int probe_bandwidth(const struct options *o, uint64_t llc, struct mw_roof
 		return rc;
 	}
 	struct eng_stream_sample smp;
-	double t0 = now_s();
-	while (n < 64 && (n < 5 || now_s() - t0 < 0.5)) {
+	double t0 = mw_now_s();
+	while (n < 64 && (n < 5 || mw_now_s() - t0 < 0.5)) {
 		if ((rc = eng_stream_run(s, ENG_STREAM_READ, false, &smp)))
 			break;
 		rates[n++] = (double)smp.bytes_read / smp.seconds / 1e9;
 	}
 	if (n) {
-		qsort(rates, (size_t)n, sizeof(rates[0]), cmp_double);
-		in->bw_gbps = n % 2 ? rates[n / 2] : 0.5 * (rates[n / 2 - 1] + rates[n / 2]);
+		in->bw_gbps = mw_percentile(rates, (size_t)n, 50);
 		snprintf(in->bw_source, sizeof(in->bw_source),
 			 "measured now: median of %d read passes (eng_stream, %s kernels, %d "
 			 "threads) over %.0f MiB", n, eng_stream_kernels(s), o->threads,
@@ -230,11 +204,6 @@ static void probe_peak(const struct options *o, const struct eng_tensor_table *t
 	snprintf(in->peak_source, sizeof(in->peak_source),
 		 "measured now: %s on %d threads for %.2f s, operands in L1", pk.kernel,
 		 pk.threads, pk.seconds);
-}
-
-static json_t *num_or_null(double x)
-{
-	return isnan(x) ? json_null() : json_real(x);
 }
 
 static void print_text(const struct eng_tensor_table *t, const struct mw_analytic *a,
@@ -329,19 +298,19 @@ static void print_json(const struct eng_tensor_table *t, const struct mw_analyti
 		a->flops, "llc_bytes", (json_int_t)a->llc, "llc_statement", a->llc_statement,
 		"floor_bytes_per_token", (json_int_t)a->floor, "far_larger_than_llc",
 		a->far_larger_than_llc,
-		"roofs", "bandwidth_gbps", num_or_null(in->bw_gbps), "bandwidth_source",
-		in->bw_source, "peak_flops", num_or_null(in->peak_flops), "peak_source",
+		"roofs", "bandwidth_gbps", mw_json_num(in->bw_gbps), "bandwidth_source",
+		in->bw_source, "peak_flops", mw_json_num(in->peak_flops), "peak_source",
 		in->peak_source,
-		"roofline", "max_tok_per_s", num_or_null(r->max_tok_s), "max_tok_per_s_memory",
-		num_or_null(r->max_tok_s_bw), "max_tok_per_s_compute",
-		num_or_null(r->max_tok_s_compute), "bound", r->bound, "measured_tok_per_s",
-		num_or_null(in->measured_tok_s), "headroom", num_or_null(r->headroom),
-		"dram_efficiency", num_or_null(r->dram_efficiency), "dram_efficiency_note",
+		"roofline", "max_tok_per_s", mw_json_num(r->max_tok_s), "max_tok_per_s_memory",
+		mw_json_num(r->max_tok_s_bw), "max_tok_per_s_compute",
+		mw_json_num(r->max_tok_s_compute), "bound", r->bound, "measured_tok_per_s",
+		mw_json_num(in->measured_tok_s), "headroom", mw_json_num(r->headroom),
+		"dram_efficiency", mw_json_num(r->dram_efficiency), "dram_efficiency_note",
 		isnan(r->dram_efficiency)
 			? (in->not_measured_why[0] ? in->not_measured_why : "not measured")
 			: measured_note,
 		"plausibility", "verdict", mw_verdict_name(pl->verdict), "ratio_to_floor",
-		num_or_null(pl->ratio), "text", pl->text);
+		mw_json_num(pl->ratio), "text", pl->text);
 	if (doc) {
 		json_dumpf(doc, stdout, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
 		fputc('\n', stdout);
@@ -374,7 +343,7 @@ int mw_cmd_roofline(int argc, char **argv)
 		return rc;
 	}
 	if (o.threads <= 0)
-		o.threads = allowed_cpus();
+		o.threads = mw_cpus_allowed();
 	record = mw_path_is_record(o.input);
 	uint64_t llc = o.llc;
 	if (o.llc)
@@ -409,7 +378,7 @@ int mw_cmd_roofline(int argc, char **argv)
 		json_int_t threads = json_integer_value(
 			json_object_get(json_object_get(doc, "engine"), "threads"));
 		if (!view.reference && t->t[0].data) {
-			if (!o.threads_given && threads > 0 && threads <= allowed_cpus())
+			if (!o.threads_given && threads > 0 && threads <= mw_cpus_allowed())
 				o.threads = (int)threads;
 			probe_peak(&o, t, &in);
 		} else {

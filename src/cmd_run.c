@@ -3,7 +3,6 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "adapters.h"
 #include "mw.h"
@@ -20,7 +19,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: memwall run [PROTOCOL] [--runs N] [--tokens N] [--threads N] [-o DIR]\n"
 		"                   [--format md|json|csv] [--llama-bin PATH]\n"
-		"                   [--phases[=layers]]\n\n"
+		"                   [--phases[=layers]] [--force]\n\n"
 		"Runs a protocol (a protocols/NAME.json file; without one, the built-in\n"
 		"" DEFAULT_PROTOCOL " protocol) with counters read at every token, writes the result\n"
 		"record to DIR (default results/runs) under a new name, and prints its summary.\n\n"
@@ -36,7 +35,10 @@ static void usage(FILE *f)
 		"  --phases[=layers]\n"
 		"                also read the counters at the engine's phase markers (attention,\n"
 		"                FFN, classifier; =layers: and each layer's) for `memwall report`'s\n"
-		"                attribution; adds readings inside every step\n\n"
+		"                attribution; adds readings inside every step\n"
+		"  --force       run even when the model is larger than the memory available\n"
+		"                (refused otherwise: paging would distort every figure; the record\n"
+		"                says it was forced)\n\n"
 		"External engines (engine.kind \"external\") run at two lengths per repetition and\n"
 		"are measured by the differential method (protocols/README.md). Output adapters\n"
 		"(engine.adapter.name):\n");
@@ -61,6 +63,7 @@ int mw_cmd_run(int argc, char **argv)
 		{ "format", required_argument, NULL, 'f' },
 		{ "llama-bin", required_argument, NULL, 'L' },
 		{ "phases", optional_argument, NULL, 'P' },
+		{ "force", no_argument, NULL, 'F' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -93,6 +96,9 @@ int mw_cmd_run(int argc, char **argv)
 		case 'L':
 			ro.llama_bin = optarg;
 			break;
+		case 'F':
+			ro.force = true;
+			break;
 		case 'P':
 			if (optarg && strcmp(optarg, "layers"))
 				return mw_fail(MW_EXIT_USAGE, "run", "--phases takes no value or "
@@ -108,10 +114,7 @@ int mw_cmd_run(int argc, char **argv)
 			usage(stdout);
 			return MW_EXIT_OK;
 		default:
-			fprintf(stderr, "memwall run: unknown or incomplete option '%s'\n",
-				argv[optind - 1]);
-			usage(stderr);
-			return MW_EXIT_USAGE;
+			return mw_opt_usage_error("run", argv, usage);
 		}
 	}
 	if (argc - optind > 1)
@@ -135,10 +138,7 @@ int mw_cmd_run(int argc, char **argv)
 
 	/* The record first: a result is never lost to a printing problem. */
 	char stem[256], stamp[32], path[4096];
-	time_t t = time(NULL);
-	struct tm tm;
-	gmtime_r(&t, &tm);
-	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
+	mw_utc_now(stamp, sizeof(stamp), true);
 	snprintf(stem, sizeof(stem), "%s-%s%s", p->name, stamp,
 		 st == MW_RUN_INTERRUPTED ? "-incomplete" : "");
 	rc = mw_result_write(doc, dir, stem, path, sizeof(path), &err);

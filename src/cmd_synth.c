@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 
 #include "engine.h"
 #include "mw.h"
@@ -89,13 +88,6 @@ static const struct synth_writer *find_writer(const struct synth_request *r)
 	return NULL;
 }
 
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 int mw_cmd_synth(int argc, char **argv)
 {
 	enum { O_ARCH = 256, O_SHAPE, O_SEED, O_QUANT, O_FORMAT };
@@ -153,9 +145,9 @@ int mw_cmd_synth(int argc, char **argv)
 
 	struct eng_error err;
 	eng_error_clear(&err);
-	double t0 = now();
+	double t0 = mw_now_s();
 	int rc = w->write(&r, &err);
-	double seconds = now() - t0;
+	double seconds = mw_now_s() - t0;
 	if (rc) /* a bad name is usage; anything else is the file system's */
 		return mw_fail(rc == -EINVAL ? MW_EXIT_USAGE : MW_EXIT_ENV, VERB, "%s%s%s", err.source,
 			       err.source[0] ? ": " : "", err.text);

@@ -280,7 +280,13 @@ int mw_meminfo(const char *root, const char *key, uint64_t *bytes)
 {
 	char path[4096], line[256];
 	size_t klen = strlen(key);
-	snprintf(path, sizeof(path), "%s/proc/meminfo", root ? root : "");
+	const char *fake = getenv("MEMWALL_MEMINFO");
+	/* Tests stand a file in for the live /proc/meminfo, to play a machine short of memory
+	 * or paging to swap (tests/test_security.c); a recorded tree (root) takes precedence. */
+	if (!root && fake && *fake)
+		snprintf(path, sizeof(path), "%s", fake);
+	else
+		snprintf(path, sizeof(path), "%s/proc/meminfo", root ? root : "");
 	FILE *f = fopen(path, "r");
 	if (!f)
 		return -errno;
@@ -295,6 +301,39 @@ int mw_meminfo(const char *root, const char *key, uint64_t *bytes)
 	}
 	fclose(f);
 	return rc;
+}
+
+/* The variables that change what memwall measures or where it reads from, and nothing else:
+ * the environment at large holds tokens, keys and paths that a shared record must not carry.
+ * Kept short on purpose; results/README.md lists them. */
+static const char *const env_allowed[] = {
+	"MEMWALL_CACHE_DIR",     /* where synthetic models are made (src/protocol.c) */
+	"MEMWALL_COUNTERS",      /* the counter backend (probes/counter.c) */
+	"MEMWALL_SYSFS_ROOT",    /* a recorded sysfs tree in place of /sys (probes/sysfs.c) */
+	"MEMWALL_MEMINFO",       /* a file in place of /proc/meminfo (tests) */
+	"MEMWALL_INJECT_ERRNO",  /* counter errors injected (tests) */
+	"OMP_NUM_THREADS",       /* read by the external engines that memwall runs */
+};
+
+json_t *mw_environment_allowed(void)
+{
+	json_t *o = json_object();
+	for (size_t i = 0; o && i < sizeof(env_allowed) / sizeof(env_allowed[0]); i++) {
+		const char *v = getenv(env_allowed[i]);
+		if (v)
+			json_object_set_new(o, env_allowed[i], json_string(v));
+	}
+	return o;
+}
+
+int mw_memory_fits(uint64_t model_bytes, uint64_t *avail, uint64_t *need)
+{
+	/* 10% over the file: the KV cache, activations, and the process around them. */
+	*need = model_bytes + model_bytes / 10;
+	*avail = 0;
+	if (mw_meminfo(NULL, "MemAvailable", avail))
+		return 0;
+	return *avail < *need ? -ENOMEM : 0;
 }
 
 static json_t *r_mem(struct mctx *c, char *w, size_t n)

@@ -14,8 +14,20 @@
  * root (NULL for "/") prefixes every path, so tests can point it at a recorded tree. */
 json_t *mw_machine_describe(const char *root);
 
-/* Bytes of a /proc/meminfo field ("MemAvailable", "SwapTotal", ...); -ENOENT if absent. */
+/* Bytes of a /proc/meminfo field ("MemAvailable", "SwapTotal", ...); -ENOENT if absent.
+ * With root NULL, $MEMWALL_MEMINFO (for tests only) names a file read in its place. */
 int mw_meminfo(const char *root, const char *key, uint64_t *bytes);
+
+/* The allow-listed environment variables that are set (MEMWALL_CACHE_DIR, MEMWALL_COUNTERS,
+ * MEMWALL_SYSFS_ROOT, MEMWALL_MEMINFO, MEMWALL_INJECT_ERRNO, OMP_NUM_THREADS), as
+ * {"NAME": "value"}, for a result record: never the whole environment. New reference. */
+json_t *mw_environment_allowed(void);
+
+/* Whether a model file of model_bytes fits in the memory available now: -ENOMEM when
+ * MemAvailable is below *need (model_bytes plus 10%), else 0, also when MemAvailable cannot
+ * be read (nothing to go on). *avail gets MemAvailable, 0 when unreadable. Callers refuse
+ * before mapping the model unless the user forces it: paging would distort every figure. */
+int mw_memory_fits(uint64_t model_bytes, uint64_t *avail, uint64_t *need);
 
 /* Percentage of all CPUs' time spent busy (not idle or iowait) during a window of ms
  * milliseconds, from /proc/stat; includes the caller. -errno when /proc/stat is unreadable. */

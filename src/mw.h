@@ -3,7 +3,9 @@
 #define MEMWALL_MW_H
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 /* Exit codes: the contract with scripts and CI jobs. */
@@ -34,9 +36,34 @@ void mw_error_print(const struct mw_error *err);
 int mw_fail(int exit_code, const char *verb, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/* The usage error for what getopt_long returned and a verb's option switch does not handle,
+ * when its optstring starts with ':' (so a missing value comes back as ':' and an unknown
+ * option as '?'). Prints "memwall VERB: option '--x' needs a value" or "memwall VERB: unknown
+ * option '--x' (memwall VERB --help lists them)", naming argv[optind - 1]; returns
+ * MW_EXIT_USAGE. */
+int mw_opt_error(const char *verb, int c, char *const *argv);
+/* The same for verbs whose optstring does not start with ':', where '?' means an unknown option
+ * or a missing value alike: prints "memwall VERB: unknown or incomplete option '--x'" and then
+ * the verb's usage to stderr; returns MW_EXIT_USAGE. */
+int mw_opt_usage_error(const char *verb, char *const *argv, void (*usage)(FILE *f));
+/* After the options, for a verb that takes no operands: MW_EXIT_OK when none is left at
+ * argv[optind], else prints "memwall VERB: unexpected argument 'x'" and returns MW_EXIT_USAGE. */
+int mw_opt_none_left(const char *verb, int argc, char *const *argv);
+
 /* Option-value parsers: 0 on success, -EINVAL when the text is not a whole number in range. */
 int mw_parse_long(const char *text, long min, long max, long *out);
 int mw_parse_double(const char *text, double min, double max, double *out);
+
+/* CLOCK_MONOTONIC, in nanoseconds and in seconds. */
+uint64_t mw_now_ns(void);
+double mw_now_s(void);
+
+/* The current UTC time in ISO 8601 into buf: "2026-11-21T07:36:00Z", or "20261121T073600Z"
+ * when compact (for file names). Returns buf. */
+char *mw_utc_now(char *buf, size_t n, bool compact);
+
+/* CPUs this process may run on (sched_getaffinity); 1 when that cannot be read. */
+int mw_cpus_allowed(void);
 
 /* The version string, e.g. "0.1.0 (git 1a2b3c4d5e6f+dirty)"; static storage. */
 const char *mw_version(void);

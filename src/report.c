@@ -12,6 +12,7 @@
 #include "attribution.h"
 #include "report.h"
 #include "result.h"
+#include "roofline.h"
 #include "stats.h"
 
 int mw_format_parse(const char *text, enum mw_format *out)
@@ -430,22 +431,6 @@ static int gnuplot(const char *dir, const char *vars, const char *script)
 	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -EIO;
 }
 
-/* gnuplot string literal: single quotes, with ' doubled. */
-static void gp_quote(char *out, size_t n, const char *s)
-{
-	size_t j = 0;
-	if (n < 3)
-		return;
-	out[j++] = '\'';
-	for (; *s && j + 3 < n; s++) {
-		if (*s == '\'')
-			out[j++] = '\'';
-		out[j++] = *s;
-	}
-	out[j++] = '\'';
-	out[j] = '\0';
-}
-
 int mw_report_plot(const json_t *doc, const char *dir, FILE *log, struct mw_error *err)
 {
 	static const char *const scripts[] = { "mb_per_token.gp", "tok_s.gp", "latency.gp",
@@ -487,9 +472,9 @@ int mw_report_plot(const json_t *doc, const char *dir, FILE *log, struct mw_erro
 	else
 		snprintf(note, sizeof(note), "DRAM read: not measured here (the reason is in the "
 			 "record's counters.dram.reason)");
-	gp_quote(qlabel, sizeof(qlabel), label);
-	gp_quote(qnote, sizeof(qnote), note);
-	gp_quote(qdir, sizeof(qdir), ".");
+	mw_gnuplot_quote(qlabel, sizeof(qlabel), label);
+	mw_gnuplot_quote(qnote, sizeof(qnote), note);
+	mw_gnuplot_quote(qdir, sizeof(qdir), ".");
 
 	for (int pass = 0; pass < 2; pass++) {
 		const char *fmt = pass ? "svg" : "png";

@@ -303,10 +303,11 @@ int mw_gnuplot_embedded(const char *dir, const char *vars, const char *script,
 	return 0;
 }
 
-/* gnuplot string literal: single quotes, with ' doubled. */
-static void gp_quote(char *out, size_t n, const char *s)
+void mw_gnuplot_quote(char *out, size_t n, const char *s)
 {
 	size_t j = 0;
+	if (n < 3)
+		return;
 	out[j++] = '\'';
 	for (; *s && j + 3 < n; s++) {
 		if (*s == '\'')
@@ -345,7 +346,7 @@ int mw_roofline_plot(const struct mw_analytic *a, const struct mw_roofline_input
 	}
 	if (fclose(f))
 		return mw_error_set(err, -EIO, path, "", "cannot write");
-	gp_quote(qlabel, sizeof(qlabel), label);
+	mw_gnuplot_quote(qlabel, sizeof(qlabel), label);
 	for (int pass = 0; pass < 2; pass++) {
 		const char *fmt = pass ? "svg" : "png";
 		snprintf(vars, sizeof(vars), "fmt='%s'; label=%s; bw=%.9g; peak=%.9g; ai=%.9g",

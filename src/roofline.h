@@ -101,4 +101,8 @@ int mw_roofline_plot(const struct mw_analytic *a, const struct mw_roofline_input
 int mw_gnuplot_embedded(const char *dir, const char *vars, const char *script,
 			struct mw_error *err);
 
+/* s as a gnuplot string literal in out (n bytes): single quotes, with ' doubled; cut short to
+ * fit n, and left untouched when n < 3. */
+void mw_gnuplot_quote(char *out, size_t n, const char *s);
+
 #endif

@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "engine.h"
@@ -21,61 +20,11 @@
 #include "probes.h"
 #include "result.h"
 #include "runner.h"
+#include "runner_common.h"
 #include "sha256.h"
 #include "version.h"
 
 #define ENERGY_EVENT "power/energy-pkg/"
-
-/* Software events, counted over each run (prefill and decode) for every engine thread: they
- * explain jitter (context switches, migrations) and show CPU time and page faults. */
-static const struct {
-	const char *event;
-	const char *key;
-} sw_events[] = {
-	{ "task-clock", "task_clock_ns" },
-	{ "context-switches", "context_switches" },
-	{ "cpu-migrations", "cpu_migrations" },
-	{ "page-faults", "page_faults" },
-};
-#define N_SW (sizeof(sw_events) / sizeof(sw_events[0]))
-
-static volatile sig_atomic_t stop_signal;
-
-static void on_signal(int sig)
-{
-	stop_signal = sig;
-	/* A second Ctrl-C should kill: the first one has been heard. */
-	signal(sig, SIG_DFL);
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static void sleep_ms(int ms)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
-	while (nanosleep(&ts, &ts) && errno == EINTR && !stop_signal)
-		;
-}
-
-static void say(const struct mw_run_options *o, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-static void say(const struct mw_run_options *o, const char *fmt, ...)
-{
-	if (!o->log)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	fputs("memwall run: ", o->log);
-	vfprintf(o->log, fmt, ap);
-	va_end(ap);
-	fputc('\n', o->log);
-	fflush(o->log);
-}
 
 /* One reading of every counter, taken together. */
 struct snap {
@@ -96,7 +45,7 @@ struct runner {
 	int eidx;
 	char energy_reason[1024];
 	struct prb_set *sset;               /* software events; NULL when none opened */
-	int sidx[N_SW];
+	int sidx[MW_RUN_N_SW];
 	struct prb_reading *sread0, *sread1;
 	struct prb_dram_sample *cur, *dec0; /* the latest reading and the one at decode start */
 	struct prb_reading *ereadings;
@@ -123,7 +72,7 @@ struct runner {
 
 static void snap_take(struct runner *r, struct snap *s)
 {
-	s->ns = now_ns();
+	s->ns = mw_now_ns();
 	s->dram = false;
 	s->energy = false;
 	if (r->dram && prb_dram_read(r->dram, r->cur) == 0) {
@@ -239,10 +188,11 @@ static void counters_open(struct runner *r)
 	/* Opened before the session starts its threads, so inherit counts them too. */
 	if (prb_set_new(&r->sset, r->sys, NULL) == 0) {
 		int n_ok = 0;
-		for (size_t i = 0; i < N_SW; i++) {
+		for (size_t i = 0; i < MW_RUN_N_SW; i++) {
 			struct prb_error e2;
 			prb_error_clear(&e2);
-			n_ok += prb_set_add(r->sset, sw_events[i].event, &r->sidx[i], &e2) == 0;
+			n_ok += prb_set_add(r->sset, mw_run_sw_events[i].event, &r->sidx[i],
+					    &e2) == 0;
 		}
 		size_t n = (size_t)prb_set_count(r->sset);
 		r->sread0 = calloc(n ? n : 1, sizeof(*r->sread0));
@@ -254,21 +204,7 @@ static void counters_open(struct runner *r)
 	} else {
 		r->sset = NULL;
 	}
-	if (p->counters.dram == MW_NEED_OFF) {
-		snprintf(r->dram_reason, sizeof(r->dram_reason), "turned off by the protocol "
-			 "(counters.dram is \"off\")");
-	} else {
-		struct prb_dram_options dopt = {
-			.backend = strcmp(p->counters.backend, "auto") ? p->counters.backend : NULL,
-		};
-		struct prb_dram_status *st = calloc(1, sizeof(*st));
-		if (!st || prb_dram_open(&r->dram, r->sys, &dopt, st)) {
-			r->dram = NULL;
-			snprintf(r->dram_reason, sizeof(r->dram_reason), "%s",
-				 st && st->reason[0] ? st->reason : "no DRAM counter backend found");
-		}
-		free(st);
-	}
+	r->dram = mw_run_dram_open(p, r->sys, r->dram_reason, sizeof(r->dram_reason));
 	if (p->counters.energy == MW_NEED_OFF) {
 		snprintf(r->energy_reason, sizeof(r->energy_reason),
 			 "turned off by the protocol (counters.energy is \"off\")");
@@ -292,30 +228,12 @@ static void counters_open(struct runner *r)
 	r->eset = NULL;
 }
 
-static json_t *dram_block(const struct runner *r)
-{
-	json_t *o;
-	if (!r->dram)
-		return json_pack("{s:b, s:s}", "measured", 0, "reason", r->dram_reason);
-	const struct prb_dram_status *st = prb_dram_status(r->dram);
-	json_t *inst = json_array();
-	for (int i = 0; i < st->n_instances; i++)
-		json_array_append_new(inst, json_string(st->instances[i].pmu));
-	o = json_pack("{s:b, s:n, s:s, s:s, s:o, s:n, s:s}", "measured", 1, "reason", "backend",
-		      st->backend, "description", st->description, "instances", inst,
-		      "calibration_error_pct", "calibration_reason",
-		      "not calibrated by this run: `memwall calibrate` measures it");
-	if (st->flags & PRB_DRAM_CAVEAT)
-		json_object_set_new(o, "caveat", json_string(st->caveat));
-	return o;
-}
-
 static json_t *software_names(const struct runner *r)
 {
 	json_t *a = json_array();
-	for (size_t i = 0; r->sset && a && i < N_SW; i++)
+	for (size_t i = 0; r->sset && a && i < MW_RUN_N_SW; i++)
 		if (r->sidx[i] >= 0 && !prb_set_reason(r->sset, r->sidx[i])[0])
-			json_array_append_new(a, json_string(sw_events[i].event));
+			json_array_append_new(a, json_string(mw_run_sw_events[i].event));
 	return a;
 }
 
@@ -348,8 +266,8 @@ static int drift_probe(const struct runner *r, int threads, double *gbps, char *
 		snprintf(why, wn, "the bandwidth probe could not start: %.400s", eerr.text);
 		return rc;
 	}
-	uint64_t t0 = now_ns(), budget = (uint64_t)r->p->drift.probe_ms * 1000000u;
-	while (n < 256 && (n < 3 || now_ns() - t0 < budget) && !stop_signal) {
+	uint64_t t0 = mw_now_ns(), budget = (uint64_t)r->p->drift.probe_ms * 1000000u;
+	while (n < 256 && (n < 3 || mw_now_ns() - t0 < budget) && !mw_run_stopped()) {
 		struct eng_stream_sample smp;
 		if ((rc = eng_stream_run(s, ENG_STREAM_READ, false, &smp))) {
 			snprintf(why, wn, "the bandwidth probe failed: %s", strerror(-rc));
@@ -456,24 +374,6 @@ static json_t *window_json(uint64_t tokens, uint64_t ns, uint64_t engine, const 
 			 "energy_j", energy ? mw_json_num(b->joules - a->joules) : json_null());
 }
 
-static void git_split(char *commit, size_t n, bool *dirty)
-{
-	snprintf(commit, n, "%s", MW_GIT_DESCRIBE);
-	char *plus = strstr(commit, "+dirty");
-	*dirty = plus != NULL;
-	if (plus)
-		*plus = '\0';
-}
-
-static char *iso_now(char *buf, size_t n, bool compact)
-{
-	time_t t = time(NULL);
-	struct tm tm;
-	gmtime_r(&t, &tm);
-	strftime(buf, n, compact ? "%Y%m%dT%H%M%SZ" : "%Y-%m-%dT%H:%M:%SZ", &tm);
-	return buf;
-}
-
 /* With a tokenizer, the first run's text goes to the log: a glance tells real weights (a
  * story) from broken ones (noise). It is not recorded: the token ids are. */
 static void say_text(const struct mw_run_options *o, const struct eng_tokenizer *tok,
@@ -488,7 +388,7 @@ static void say_text(const struct mw_run_options *o, const struct eng_tokenizer 
 			text[len++] = *piece == '\n' ? ' ' : *piece;
 	}
 	text[len] = '\0';
-	say(o, "text of run 1: %s%s", text, len == sizeof(text) - 1 ? "..." : "");
+	mw_run_say(o, "text of run 1: %s%s", text, len == sizeof(text) - 1 ? "..." : "");
 }
 
 /* ---- the run ------------------------------------------------------------------------------- */
@@ -514,14 +414,6 @@ static bool file_is_gguf(const char *path)
 	return n == 4 && !memcmp(magic, "GGUF", 4);
 }
 
-static int cpu_count_allowed(void)
-{
-	cpu_set_t set;
-	if (sched_getaffinity(0, sizeof(set), &set))
-		return 1;
-	return CPU_COUNT(&set) > 0 ? CPU_COUNT(&set) : 1;
-}
-
 static enum mw_run_status bad(struct mw_error *err, int code, const char *src, const char *field,
 			      const char *text)
 {
@@ -538,12 +430,19 @@ static json_t *preflight(const struct runner *r, json_t *machine, uint64_t need_
 	double busy = NAN;
 	char w[512];
 	*status = MW_RUN_DONE;
+	uint64_t need = 0;
 	bool have_avail = mw_meminfo(NULL, "MemAvailable", &avail) == 0;
-	if (have_avail && avail < need_bytes + need_bytes / 10) {
+	bool short_mem = mw_memory_fits(need_bytes, &avail, &need) != 0;
+	if (short_mem && r->o->force) {
+		snprintf(w, sizeof(w), "%.0f MiB available, the model needs about %.0f MiB: run "
+			 "anyway (--force); paging can distort every figure",
+			 (double)avail / 1048576.0, (double)need / 1048576.0);
+		json_array_append_new(warn, json_string(w));
+	} else if (short_mem) {
 		mw_error_set(err, -ENOMEM, "/proc/meminfo", "MemAvailable",
-			     "%.0f MiB available, the model needs about %.0f MiB: close programs "
-			     "or pick a smaller protocol",
-			     (double)avail / 1048576.0, (double)(need_bytes + need_bytes / 10) / 1048576.0);
+			     "%.0f MiB available, the model needs about %.0f MiB: close programs, "
+			     "pick a smaller protocol, or give --force to run it anyway",
+			     (double)avail / 1048576.0, (double)need / 1048576.0);
 		*status = MW_RUN_ENVIRONMENT;
 	}
 	bool have_swap = mw_meminfo(NULL, "SwapTotal", &st) == 0 &&
@@ -576,11 +475,29 @@ static json_t *preflight(const struct runner *r, json_t *machine, uint64_t need_
 	size_t i;
 	json_t *x;
 	json_array_foreach(warn, i, x)
-		say(r->o, "warning: %s", json_string_value(x));
+		mw_run_say(r->o, "warning: %s", json_string_value(x));
 	return json_pack("{s:o, s:o, s:o, s:o}", "warnings", warn, "mem_available_bytes",
 			 have_avail ? json_integer((json_int_t)avail) : json_null(),
 			 "swap_used_bytes", have_swap ? json_integer((json_int_t)(st - sf)) : json_null(),
 			 "busy_pct", mw_json_num(busy));
+}
+
+/* Swap that grew during the runs means pages went out under the measurement: one more
+ * warning in pre (preflight's block), printed too. */
+static void swap_check_after(const struct runner *r, json_t *pre)
+{
+	const json_t *before = json_object_get(pre, "swap_used_bytes");
+	uint64_t st = 0, sf = 0;
+	char w[256];
+	if (!json_is_integer(before) || mw_meminfo(NULL, "SwapTotal", &st) ||
+	    mw_meminfo(NULL, "SwapFree", &sf) || st <= sf ||
+	    (json_int_t)(st - sf) <= json_integer_value(before))
+		return;
+	snprintf(w, sizeof(w), "swap in use grew by %.0f MiB during the runs: pages were written "
+		 "out while they were measured",
+		 (double)((json_int_t)(st - sf) - json_integer_value(before)) / 1048576.0);
+	json_array_append_new(json_object_get(pre, "warnings"), json_string(w));
+	mw_run_say(r->o, "warning: %s", w);
 }
 
 static int grow(struct runner *r, size_t n)
@@ -600,12 +517,12 @@ static json_t *software_json(struct runner *r)
 {
 	json_t *o = json_object();
 	bool ok = r->sset && prb_set_read(r->sset, r->sread1) == 0;
-	for (size_t i = 0; o && i < N_SW; i++) {
+	for (size_t i = 0; o && i < MW_RUN_N_SW; i++) {
 		const struct prb_reading *a = ok ? &r->sread0[r->sidx[i]] : NULL;
 		const struct prb_reading *b = ok ? &r->sread1[r->sidx[i]] : NULL;
 		unsigned bad = PRB_READING_NOT_COUNTED | PRB_READING_UNAVAILABLE;
 		bool have = ok && r->sidx[i] >= 0 && !((a->flags | b->flags) & bad);
-		json_object_set_new(o, sw_events[i].key,
+		json_object_set_new(o, mw_run_sw_events[i].key,
 				    have ? json_integer((json_int_t)(b->value - a->value))
 					 : json_null());
 	}
@@ -625,7 +542,7 @@ static json_t *run_once(struct runner *r, struct eng_session *sess, struct eng_s
 
 	/* Idle baseline: what the machine moves while memwall sleeps. */
 	snap_take(r, &i0);
-	sleep_ms(r->p->idle_baseline_ms);
+	mw_run_sleep_ms(r->p->idle_baseline_ms);
 	snap_take(r, &i1);
 
 	r->n_dec = 0;
@@ -636,10 +553,10 @@ static json_t *run_once(struct runner *r, struct eng_session *sess, struct eng_s
 		memset(r->sread0, 0, sizeof(*r->sread0) * (size_t)prb_set_count(r->sset));
 	snap_take(r, &r->pre0);
 	r->last = r->pre0;
-	for (size_t i = 0; i < pl->n_prompt && !stop_signal; i++, pos++)
+	for (size_t i = 0; i < pl->n_prompt && !mw_run_stopped(); i++, pos++)
 		if ((rc = eng_session_step(sess, pl->prompt[i], pos, &logits, NULL)))
 			goto out;
-	if (stop_signal)
+	if (mw_run_stopped())
 		goto out;
 	struct snap pre1 = r->last;
 	if (r->cur && r->dec0)
@@ -651,13 +568,13 @@ static json_t *run_once(struct runner *r, struct eng_session *sess, struct eng_s
 		r->pl_rd[l] = r->pl_wr[l] = 0;
 	r->ph_dram_ok = true;
 	r->phase = PH_DECODE;
-	for (int i = 0; i < pl->decode && !stop_signal; i++, pos++) {
+	for (int i = 0; i < pl->decode && !mw_run_stopped(); i++, pos++) {
 		memcpy(logits_copy, logits, (size_t)vocab * sizeof(float));
 		r->fed = eng_sampler_sample(samp, logits_copy);
 		if ((rc = eng_session_step(sess, r->fed, pos, &logits, NULL)))
 			goto out;
 	}
-	complete = !stop_signal && r->n_dec == (size_t)pl->decode;
+	complete = !mw_run_stopped() && r->n_dec == (size_t)pl->decode;
 	json_t *sw = software_json(r);
 
 	json_t *dec = window_json(r->n_dec, r->last.ns - pre1.ns, 0, &pre1, &r->last);
@@ -739,7 +656,7 @@ enum mw_run_status mw_runner_run(const struct mw_protocol *p, const struct mw_ru
 	struct eng_error eerr;
 	json_t *doc = NULL, *runs = NULL, *machine = NULL, *pre = NULL;
 	float *logits_copy = NULL;
-	struct sigaction sa = { .sa_handler = on_signal }, old_int, old_term;
+	struct mw_run_signals sigs;
 	enum mw_run_status status = MW_RUN_DONE;
 	char drift_method[256] = "", drift_why[512] = "";
 	double bw_before = NAN, bw_after = NAN;
@@ -750,10 +667,7 @@ enum mw_run_status mw_runner_run(const struct mw_protocol *p, const struct mw_ru
 	if (!strcmp(p->engine.kind, "external"))
 		return mw_runner_external(p, o, out, err);
 	eng_error_clear(&eerr);
-	stop_signal = 0;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, &old_int);
-	sigaction(SIGTERM, &sa, &old_term);
+	mw_run_signals_catch(&sigs);
 
 	pl.runs = o->runs > 0 ? o->runs : p->runs;
 	pl.warmups = p->warmup_runs;
@@ -777,7 +691,21 @@ enum mw_run_status mw_runner_run(const struct mw_protocol *p, const struct mw_ru
 	} else {
 		snprintf(pl.model_path, sizeof(pl.model_path), "%s", p->model.path);
 	}
-	say(o, "hashing %s", pl.model_path);
+	/* Refused before the model is hashed, mapped and populated: paging would distort every
+	 * figure and can stall the machine. --force runs it anyway, and preflight records that.
+	 * A file stat() cannot see is left to the hashing, which names the problem. */
+	struct stat mst;
+	uint64_t avail, need;
+	if (!o->force && stat(pl.model_path, &mst) == 0 &&
+	    mw_memory_fits((uint64_t)mst.st_size, &avail, &need)) {
+		mw_error_set(err, -ENOMEM, "/proc/meminfo", "MemAvailable",
+			     "%.0f MiB available, %s needs about %.0f MiB: close programs, pick a "
+			     "smaller protocol, or give --force to run it anyway",
+			     (double)avail / 1048576.0, pl.model_path, (double)need / 1048576.0);
+		status = MW_RUN_ENVIRONMENT;
+		goto out;
+	}
+	mw_run_say(o, "hashing %s", pl.model_path);
 	if ((rc = mw_sha256_file(pl.model_path, pl.sha256, &pl.file_bytes, err))) {
 		status = MW_RUN_BAD_INPUT;
 		goto out;
@@ -890,7 +818,7 @@ enum mw_run_status mw_runner_run(const struct mw_protocol *p, const struct mw_ru
 		}
 	}
 	if (pl.threads <= 0)
-		pl.threads = cpu_count_allowed();
+		pl.threads = mw_cpus_allowed();
 
 	/* Counters. A protocol that requires DRAM counters stops here without them. */
 	counters_open(&r);
@@ -909,7 +837,7 @@ enum mw_run_status mw_runner_run(const struct mw_protocol *p, const struct mw_ru
 		goto out;
 	}
 	if (!r.dram)
-		say(o, "DRAM traffic: not measured (%s)", r.dram_reason);
+		mw_run_say(o, "DRAM traffic: not measured (%s)", r.dram_reason);
 	r.cur = calloc(1, sizeof(*r.cur));
 	r.dec0 = calloc(1, sizeof(*r.dec0));
 	machine = mw_machine_describe(NULL);
@@ -952,16 +880,16 @@ enum mw_run_status mw_runner_run(const struct mw_protocol *p, const struct mw_ru
 		goto out;
 	}
 
-	iso_now(started, sizeof(started), false);
+	mw_utc_now(started, sizeof(started), false);
 	if (p->drift.probe_ms > 0 && drift_probe(&r, pl.threads, &bw_before, drift_method,
 						 sizeof(drift_method), drift_why, sizeof(drift_why)))
 		bw_before = NAN;
 	if (!isnan(bw_before))
-		say(o, "bandwidth probe before the runs: %.1f GB/s", bw_before);
+		mw_run_say(o, "bandwidth probe before the runs: %.1f GB/s", bw_before);
 
 	runs = json_array();
 	int total = pl.warmups + pl.runs;
-	for (int i = 0; i < total && !stop_signal; i++) {
+	for (int i = 0; i < total && !mw_run_stopped(); i++) {
 		bool warm = i < pl.warmups;
 		/* The sampler restarts for each run so every run decodes the same tokens. */
 		eng_sampler_free(samp);
@@ -978,7 +906,7 @@ enum mw_run_status mw_runner_run(const struct mw_protocol *p, const struct mw_ru
 		const json_t *d = json_object_get(run, "decode");
 		double secs = (double)json_integer_value(json_object_get(d, "ns")) * 1e-9;
 		json_int_t nt = json_integer_value(json_object_get(d, "tokens"));
-		say(o, "run %d/%d%s: %lld tokens in %.3f s, %.2f tok/s%s", i + 1, total,
+		mw_run_say(o, "run %d/%d%s: %lld tokens in %.3f s, %.2f tok/s%s", i + 1, total,
 		    warm ? " (warm-up, not counted)" : "", (long long)nt, secs,
 		    secs > 0 ? (double)nt / secs : 0.0,
 		    json_is_true(json_object_get(run, "complete")) ? "" : " (interrupted)");
@@ -986,22 +914,24 @@ enum mw_run_status mw_runner_run(const struct mw_protocol *p, const struct mw_ru
 		if (tok && i == 0)
 			say_text(o, tok, &r, pl.prompt[pl.n_prompt - 1]);
 	}
-	if (!stop_signal && p->drift.probe_ms > 0 && !isnan(bw_before)) {
+	if (!mw_run_stopped() && p->drift.probe_ms > 0 && !isnan(bw_before)) {
 		if (drift_probe(&r, pl.threads, &bw_after, drift_method, sizeof(drift_method),
 				drift_why, sizeof(drift_why)))
 			bw_after = NAN;
 		else
-			say(o, "bandwidth probe after the runs: %.1f GB/s", bw_after);
-	} else if (stop_signal) {
+			mw_run_say(o, "bandwidth probe after the runs: %.1f GB/s", bw_after);
+	} else if (mw_run_stopped()) {
 		snprintf(drift_why, sizeof(drift_why), "interrupted before the closing bandwidth probe");
 	}
 	if (p->drift.probe_ms <= 0)
 		snprintf(drift_why, sizeof(drift_why), "turned off by the protocol (drift.probe_ms is 0)");
 
+	swap_check_after(&r, pre);
+
 	/* The record. */
 	char commit[128];
 	bool dirty;
-	git_split(commit, sizeof(commit), &dirty);
+	mw_run_git_split(commit, sizeof(commit), &dirty);
 	json_t *cmd = json_array();
 	for (int i = 0; i < o->argc; i++)
 		json_array_append_new(cmd, json_string(o->argv[i]));
@@ -1026,13 +956,13 @@ enum mw_run_status mw_runner_run(const struct mw_protocol *p, const struct mw_ru
 		snprintf(name, sizeof(name), "%.200s", strrchr(pl.model_path, '/') ?
 			 strrchr(pl.model_path, '/') + 1 : pl.model_path);
 	bool drift_ok = !isnan(bw_before) && !isnan(bw_after);
-	bool interrupted = stop_signal != 0;
+	bool interrupted = mw_run_stopped() != 0;
 	char why_incomplete[128];
 	snprintf(why_incomplete, sizeof(why_incomplete), "interrupted by %s",
-		 stop_signal == SIGTERM ? "SIGTERM" : "SIGINT (Ctrl-C)");
+		 mw_run_stopped() == SIGTERM ? "SIGTERM" : "SIGINT (Ctrl-C)");
 	doc = json_pack(
 		"{s:s, s:s, s:b, s:o, s:s,"
-		" s:{s:s, s:s, s:b, s:o, s:s},"
+		" s:{s:s, s:s, s:b, s:o, s:s, s:o},"
 		" s:{s:s, s:s, s:s},"
 		" s:{s:s, s:s, s:s, s:O, s:o},"
 		" s:{s:s, s:s, s:s, s:I, s:s, s:b, s:o, s:s, s:{s:i, s:i, s:i, s:i, s:i, s:i, s:i},"
@@ -1046,7 +976,7 @@ enum mw_run_status mw_runner_run(const struct mw_protocol *p, const struct mw_ru
 		"incomplete_reason", interrupted ? json_string(why_incomplete) : json_null(),
 		"created_utc", started,
 		"memwall", "version", mw_version(), "git_commit", commit, "git_dirty", dirty, "command",
-		cmd, "kernels", eng_session_kernels(sess),
+		cmd, "kernels", eng_session_kernels(sess), "environment", mw_environment_allowed(),
 		"units", "MB", "10^6 bytes", "MiB", "2^20 bytes", "time",
 		"ns unless the key names another unit",
 		"protocol", "name", p->name, "source", p->source, "sha256", p->sha256, "document",
@@ -1064,8 +994,8 @@ enum mw_run_status mw_runner_run(const struct mw_protocol *p, const struct mw_ru
 		"engine", "kind", "builtin", "kernels", eng_session_kernels(sess), "threads",
 		pl.threads, "cpus", cpus,
 		"machine", machine, "preflight", pre,
-		"counters", "dram", dram_block(&r), "energy", energy_block(&r), "software",
-		software_names(&r),
+		"counters", "dram", mw_run_dram_json(r.dram, r.dram_reason), "energy",
+		energy_block(&r), "software", software_names(&r),
 		"drift", "measured", drift_ok, "reason",
 		drift_ok ? json_null() : json_string(drift_why[0] ? drift_why : "not measured"),
 		"method", drift_method[0] ? json_string(drift_method) : json_null(), "before_gbps",
@@ -1088,8 +1018,7 @@ enum mw_run_status mw_runner_run(const struct mw_protocol *p, const struct mw_ru
 	*out = doc;
 	status = interrupted ? MW_RUN_INTERRUPTED : MW_RUN_DONE;
 out:
-	sigaction(SIGINT, &old_int, NULL);
-	sigaction(SIGTERM, &old_term, NULL);
+	mw_run_signals_restore(&sigs);
 	json_decref(runs);
 	json_decref(machine);
 	json_decref(pre);

@@ -20,6 +20,7 @@ struct mw_run_options {
 	int phases;          /* 1: also read counters at the engine's phase markers (attention,
 			      * FFN, classifier) for the report's attribution; 2: and per layer.
 			      * It adds readings inside every step, so it is off (0) unless asked */
+	bool force;          /* run a model larger than the memory available (else refused) */
 };
 
 /* What went wrong, for the caller's exit code. */

@@ -38,6 +38,7 @@
 #include "probes.h"
 #include "result.h"
 #include "runner.h"
+#include "runner_common.h"
 #include "sha256.h"
 #include "version.h"
 
@@ -46,48 +47,6 @@
 #define TAIL_MAX 1024         /* bytes of each run's stderr kept for diagnosis */
 #define OUTPUT_MAX (64u << 20) /* bytes of a stream given to the adapter */
 #define POLL_NS 1000000L      /* how often a running child is checked (1 ms) */
-
-/* The software events counted on the program; keys as in the builtin runner's records. */
-static const struct {
-	const char *event;
-	const char *key;
-} sw_events[] = {
-	{ "task-clock", "task_clock_ns" },
-	{ "context-switches", "context_switches" },
-	{ "cpu-migrations", "cpu_migrations" },
-	{ "page-faults", "page_faults" },
-};
-#define N_SW (sizeof(sw_events) / sizeof(sw_events[0]))
-
-static volatile sig_atomic_t stop_signal;
-
-static void on_signal(int sig)
-{
-	stop_signal = sig;
-	signal(sig, SIG_DFL);
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static void say(const struct mw_run_options *o, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-static void say(const struct mw_run_options *o, const char *fmt, ...)
-{
-	if (!o->log)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	fputs("memwall run: ", o->log);
-	vfprintf(o->log, fmt, ap);
-	va_end(ap);
-	fputc('\n', o->log);
-	fflush(o->log);
-}
 
 /* ---- one process --------------------------------------------------------------------------- */
 
@@ -194,7 +153,7 @@ static int spawn_run(struct spawn *s, struct mw_error *err)
 	go[0] = report[1] = -1;
 	if (s->hook)
 		s->hook(s->ctx, pid);
-	uint64_t t0 = now_ns();
+	uint64_t t0 = mw_now_ns();
 	if (write(go[1], "g", 1) != 1) {
 		rc = mw_error_set(err, -errno, s->argv[0], "", "cannot release the child: %s",
 				  strerror(errno));
@@ -228,16 +187,17 @@ static int spawn_run(struct spawn *s, struct mw_error *err)
 					  strerror(errno));
 			goto out;
 		}
-		if (!killed && (stop_signal || now_ns() > deadline)) {
-			s->timed_out = !stop_signal;
-			s->stopped = stop_signal != 0;
+		int stop = mw_run_stopped();
+		if (!killed && (stop || mw_now_ns() > deadline)) {
+			s->timed_out = !stop;
+			s->stopped = stop != 0;
 			kill(pid, SIGKILL);
 			killed = true;
 		}
 		struct timespec ts = { 0, POLL_NS };
 		nanosleep(&ts, NULL);
 	}
-	s->wall_ns = now_ns() - t0;
+	s->wall_ns = mw_now_ns() - t0;
 	pid = -1;
 	if (WIFEXITED(status))
 		s->exit_code = WEXITSTATUS(status);
@@ -348,9 +308,9 @@ struct ext {
 	char dram_reason[1024];
 	struct prb_dram_sample *d0, *d1;
 	struct prb_set *sset;        /* the current process's software counters */
-	int sidx[N_SW];
-	bool sw_open[N_SW];          /* opened on some process: listed in counters.software */
-	char sw_reason[1024];    /* the first software event that could not be opened */
+	int sidx[MW_RUN_N_SW];
+	bool sw_open[MW_RUN_N_SW];   /* opened on some process: listed in counters.software */
+	char sw_reason[1024];        /* the first software event that could not be opened */
 	const struct mw_adapter *adapter;
 	enum mw_adapter_stream stream;
 };
@@ -363,12 +323,13 @@ static void open_software(void *ctx, pid_t pid)
 	x->sset = NULL;
 	if (prb_set_new(&x->sset, x->sys, &so))
 		return;
-	for (size_t i = 0; i < N_SW; i++) {
+	for (size_t i = 0; i < MW_RUN_N_SW; i++) {
 		struct prb_error e;
 		prb_error_clear(&e);
-		if (prb_set_add(x->sset, sw_events[i].event, &x->sidx[i], &e) && !x->sw_reason[0])
+		if (prb_set_add(x->sset, mw_run_sw_events[i].event, &x->sidx[i], &e) &&
+		    !x->sw_reason[0])
 			snprintf(x->sw_reason, sizeof(x->sw_reason), "%s: %.700s",
-				 sw_events[i].event, e.text);
+				 mw_run_sw_events[i].event, e.text);
 	}
 	prb_set_enable(x->sset);
 }
@@ -379,11 +340,11 @@ static json_t *software_json(struct ext *x)
 	int n = x->sset ? prb_set_count(x->sset) : 0;
 	struct prb_reading *r = calloc((size_t)(n ? n : 1), sizeof(*r));
 	bool ok = x->sset && r && prb_set_read(x->sset, r) == 0;
-	for (size_t i = 0; o && i < N_SW; i++) {
+	for (size_t i = 0; o && i < MW_RUN_N_SW; i++) {
 		const unsigned bad = PRB_READING_NOT_COUNTED | PRB_READING_UNAVAILABLE;
 		bool have = ok && x->sidx[i] >= 0 && !(r[x->sidx[i]].flags & bad);
 		x->sw_open[i] |= have;
-		json_object_set_new(o, sw_events[i].key,
+		json_object_set_new(o, mw_run_sw_events[i].key,
 				    have ? json_integer((json_int_t)r[x->sidx[i]].value) : json_null());
 	}
 	free(r);
@@ -404,16 +365,13 @@ static bool idle_window(struct ext *x, uint64_t *ns, uint64_t *rd, uint64_t *wr)
 {
 	if (!x->dram || x->p->idle_baseline_ms <= 0)
 		return x->dram != NULL;
-	uint64_t t0 = now_ns();
+	uint64_t t0 = mw_now_ns();
 	if (!dram_read(x, x->d0))
 		return false;
-	struct timespec ts = { x->p->idle_baseline_ms / 1000,
-			       (long)(x->p->idle_baseline_ms % 1000) * 1000000L };
-	while (nanosleep(&ts, &ts) && errno == EINTR && !stop_signal)
-		;
+	mw_run_sleep_ms(x->p->idle_baseline_ms);
 	if (!dram_read(x, x->d1))
 		return false;
-	*ns += now_ns() - t0;
+	*ns += mw_now_ns() - t0;
 	*rd += prb_counter_delta(x->d1->read_bytes, x->d0->read_bytes, 64);
 	*wr += prb_counter_delta(x->d1->write_bytes, x->d0->write_bytes, 64);
 	return true;
@@ -518,7 +476,8 @@ static int process_once(struct ext *x, const char *path, const char *model, long
 	mw_error_clear(&aerr);
 	int arc = x->adapter->parse(text, tlen, &aopt, source, &res, &aerr);
 	if (s.stopped)
-		snprintf(why, wn, "stopped by %s", stop_signal == SIGTERM ? "SIGTERM" : "SIGINT");
+		snprintf(why, wn, "stopped by %s",
+			 mw_run_stopped() == SIGTERM ? "SIGTERM" : "SIGINT");
 	else if (s.timed_out)
 		snprintf(why, wn, "did not finish within engine.timeout_s (%d s): raise it or ask "
 			 "for fewer tokens", p->engine.timeout_s);
@@ -583,23 +542,6 @@ static const char *stream_name(enum mw_adapter_stream s)
 	return s == MW_ADAPTER_STDOUT ? "stdout" : s == MW_ADAPTER_STDERR ? "stderr" : "both";
 }
 
-static json_t *dram_block(const struct ext *x)
-{
-	if (!x->dram)
-		return json_pack("{s:b, s:s}", "measured", 0, "reason", x->dram_reason);
-	const struct prb_dram_status *st = prb_dram_status(x->dram);
-	json_t *inst = json_array();
-	for (int i = 0; i < st->n_instances; i++)
-		json_array_append_new(inst, json_string(st->instances[i].pmu));
-	json_t *o = json_pack("{s:b, s:n, s:s, s:s, s:o, s:n, s:s}", "measured", 1, "reason",
-			      "backend", st->backend, "description", st->description,
-			      "instances", inst, "calibration_error_pct", "calibration_reason",
-			      "not calibrated by this run: `memwall calibrate` measures it");
-	if (st->flags & PRB_DRAM_CAVEAT)
-		json_object_set_new(o, "caveat", json_string(st->caveat));
-	return o;
-}
-
 /* One line per figure: the differential value beside the whole-process one. */
 static void say_figures(const struct mw_run_options *o, const json_t *doc)
 {
@@ -614,50 +556,33 @@ static void say_figures(const struct mw_run_options *o, const json_t *doc)
 	const json_t *m = json_object_get(json_object_get(doc, "summary"), "metrics");
 	const json_t *tok = json_object_get(m, "tok_per_s");
 	if (json_is_true(json_object_get(tok, "measured")))
-		say(o, "decode tok/s (engine's own timings): %.4g", json_number_value(
+		mw_run_say(o, "decode tok/s (engine's own timings): %.4g", json_number_value(
 			    json_object_get(tok, "mean")));
 	else
-		say(o, "decode tok/s: not measured (%s)",
+		mw_run_say(o, "decode tok/s: not measured (%s)",
 		    json_string_value(json_object_get(tok, "reason")));
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		char whole[128];
 		snprintf(whole, sizeof(whole), "%s_whole_process", rows[i].figure);
 		const json_t *d = json_object_get(m, rows[i].figure), *w = json_object_get(m, whole);
 		if (!json_is_true(json_object_get(d, "measured"))) {
-			say(o, "%s: not measured (%s)", rows[i].label,
+			mw_run_say(o, "%s: not measured (%s)", rows[i].label,
 			    json_string_value(json_object_get(d, "reason")));
 			continue;
 		}
-		say(o, "%s: %.6g differential (N2 - N1 tokens), %.6g whole-process (/ N2)",
+		mw_run_say(o, "%s: %.6g differential (N2 - N1 tokens), %.6g whole-process (/ N2)",
 		    rows[i].label, json_number_value(json_object_get(d, "mean")),
 		    json_number_value(json_object_get(w, "mean")));
 	}
 }
 
-static void git_split(char *commit, size_t n, bool *dirty)
-{
-	snprintf(commit, n, "%s", MW_GIT_DESCRIBE);
-	char *plus = strstr(commit, "+dirty");
-	*dirty = plus != NULL;
-	if (plus)
-		*plus = '\0';
-}
-
 /* ---- the run ------------------------------------------------------------------------------- */
-
-static int cpus_allowed(void)
-{
-	cpu_set_t set;
-	if (sched_getaffinity(0, sizeof(set), &set))
-		return 1;
-	return CPU_COUNT(&set) > 0 ? CPU_COUNT(&set) : 1;
-}
 
 enum mw_run_status mw_runner_external(const struct mw_protocol *p, const struct mw_run_options *o,
 				      json_t **out, struct mw_error *err)
 {
 	struct ext x = { .p = p, .o = o };
-	struct sigaction sa = { .sa_handler = on_signal }, old_int, old_term;
+	struct mw_run_signals sigs;
 	enum mw_run_status status = MW_RUN_DONE;
 	json_t *doc = NULL, *reps = NULL, *machine = NULL, *version = NULL;
 	char prog[PATH_MAX], model[4096], sha[65], started[32], stop_why[1024] = "";
@@ -666,10 +591,7 @@ enum mw_run_status mw_runner_external(const struct mw_protocol *p, const struct 
 	int rc;
 
 	*out = NULL;
-	stop_signal = 0;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, &old_int);
-	sigaction(SIGTERM, &sa, &old_term);
+	mw_run_signals_catch(&sigs);
 
 	int runs = o->runs > 0 ? o->runs : p->runs;
 	int n2 = o->tokens > 0 ? o->tokens : p->decode_tokens;
@@ -695,7 +617,7 @@ enum mw_run_status mw_runner_external(const struct mw_protocol *p, const struct 
 		status = MW_RUN_ENVIRONMENT;
 		goto out;
 	}
-	say(o, "external engine: %s", prog);
+	mw_run_say(o, "external engine: %s", prog);
 	version = program_version(prog);
 
 	if (p->model.synth_shape) {
@@ -706,7 +628,7 @@ enum mw_run_status mw_runner_external(const struct mw_protocol *p, const struct 
 	} else {
 		snprintf(model, sizeof(model), "%s", p->model.path);
 	}
-	say(o, "hashing %s", model);
+	mw_run_say(o, "hashing %s", model);
 	if ((rc = mw_sha256_file(model, sha, &file_bytes, err))) {
 		status = MW_RUN_BAD_INPUT;
 		goto out;
@@ -731,7 +653,7 @@ enum mw_run_status mw_runner_external(const struct mw_protocol *p, const struct 
 		CPU_SET(p->engine.cpus[i], &cpus);
 	int threads = o->threads > 0 ? o->threads : p->engine.threads;
 	if (threads <= 0)
-		threads = p->engine.n_cpus ? (int)p->engine.n_cpus : cpus_allowed();
+		threads = p->engine.n_cpus ? (int)p->engine.n_cpus : mw_cpus_allowed();
 
 	/* Counters: DRAM system-wide, opened once; software per process (open_software). */
 	struct prb_error perr;
@@ -740,20 +662,8 @@ enum mw_run_status mw_runner_external(const struct mw_protocol *p, const struct 
 		x.sys = NULL;
 		snprintf(x.dram_reason, sizeof(x.dram_reason), "cannot read the PMU list: %.300s: %.400s",
 			 perr.source, perr.text);
-	} else if (p->counters.dram == MW_NEED_OFF) {
-		snprintf(x.dram_reason, sizeof(x.dram_reason),
-			 "turned off by the protocol (counters.dram is \"off\")");
 	} else {
-		struct prb_dram_options dopt = {
-			.backend = strcmp(p->counters.backend, "auto") ? p->counters.backend : NULL,
-		};
-		struct prb_dram_status *st = calloc(1, sizeof(*st));
-		if (!st || prb_dram_open(&x.dram, x.sys, &dopt, st)) {
-			x.dram = NULL;
-			snprintf(x.dram_reason, sizeof(x.dram_reason), "%s",
-				 st && st->reason[0] ? st->reason : "no DRAM counter backend found");
-		}
-		free(st);
+		x.dram = mw_run_dram_open(p, x.sys, x.dram_reason, sizeof(x.dram_reason));
 	}
 	if (!x.dram && p->counters.dram == MW_NEED_REQUIRED) {
 		mw_error_set(err, -ENODEV, p->source, "counters.dram",
@@ -763,7 +673,7 @@ enum mw_run_status mw_runner_external(const struct mw_protocol *p, const struct 
 		goto out;
 	}
 	if (!x.dram)
-		say(o, "DRAM traffic: not measured (%s)", x.dram_reason);
+		mw_run_say(o, "DRAM traffic: not measured (%s)", x.dram_reason);
 	x.d0 = calloc(1, sizeof(*x.d0));
 	x.d1 = calloc(1, sizeof(*x.d1));
 	machine = mw_machine_describe(NULL);
@@ -774,15 +684,12 @@ enum mw_run_status mw_runner_external(const struct mw_protocol *p, const struct 
 		goto out;
 	}
 
-	time_t now = time(NULL);
-	struct tm tm;
-	gmtime_r(&now, &tm);
-	strftime(started, sizeof(started), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	say(o, "differential method: %d repetition%s (+%d warm-up) of %d and %d tokens, %d "
+	mw_utc_now(started, sizeof(started), false);
+	mw_run_say(o, "differential method: %d repetition%s (+%d warm-up) of %d and %d tokens, %d "
 	    "threads%s", runs, runs == 1 ? "" : "s", p->warmup_runs, n1, n2, threads,
 	    p->engine.n_cpus ? ", pinned" : "");
 	int total = p->warmup_runs + runs;
-	for (int i = 0; i < total && !stop_signal && !stop_why[0]; i++) {
+	for (int i = 0; i < total && !mw_run_stopped() && !stop_why[0]; i++) {
 		bool warm = i < p->warmup_runs;
 		json_t *proc[2] = { NULL, NULL };
 		const int len[2] = { n1, n2 };
@@ -803,9 +710,9 @@ enum mw_run_status mw_runner_external(const struct mw_protocol *p, const struct 
 			if (why[0]) {
 				snprintf(stop_why, sizeof(stop_why), "%s (%d tokens) is invalid: %s",
 					 label, len[k], why);
-				say(o, "%s", stop_why);
+				mw_run_say(o, "%s", stop_why);
 			} else {
-				say(o, "%s: %lld tokens confirmed by %s, %.3f s wall", label,
+				mw_run_say(o, "%s: %lld tokens confirmed by %s, %.3f s wall", label,
 				    (long long)json_integer_value(json_object_get(ad, "decode_tokens")),
 				    x.adapter->name, secs);
 			}
@@ -817,15 +724,15 @@ enum mw_run_status mw_runner_external(const struct mw_protocol *p, const struct 
 						      proc[1], "figures"));
 	}
 	if (x.sw_reason[0])
-		say(o, "software counter not read: %s", x.sw_reason);
-	if (stop_signal && !stop_why[0])
+		mw_run_say(o, "software counter not read: %s", x.sw_reason);
+	if (mw_run_stopped() && !stop_why[0])
 		snprintf(stop_why, sizeof(stop_why), "interrupted by %s",
-			 stop_signal == SIGTERM ? "SIGTERM" : "SIGINT (Ctrl-C)");
+			 mw_run_stopped() == SIGTERM ? "SIGTERM" : "SIGINT (Ctrl-C)");
 
 	/* The record. */
 	char commit[128];
 	bool dirty;
-	git_split(commit, sizeof(commit), &dirty);
+	mw_run_git_split(commit, sizeof(commit), &dirty);
 	json_t *cmd = json_array(), *tmpl = json_array(), *overrides = json_object();
 	for (int i = 0; i < o->argc; i++)
 		json_array_append_new(cmd, json_string(o->argv[i]));
@@ -844,9 +751,9 @@ enum mw_run_status mw_runner_external(const struct mw_protocol *p, const struct 
 			json_array_append_new(jcpus, json_integer(p->engine.cpus[i]));
 	}
 	json_t *sw = json_array();
-	for (size_t i = 0; i < N_SW; i++)
+	for (size_t i = 0; i < MW_RUN_N_SW; i++)
 		if (x.sw_open[i])
-			json_array_append_new(sw, json_string(sw_events[i].event));
+			json_array_append_new(sw, json_string(mw_run_sw_events[i].event));
 	json_t *synth = p->model.synth_shape
 		? json_pack("{s:s, s:I}", "shape", p->model.synth_shape, "seed",
 			    (json_int_t)p->model.synth_seed)
@@ -860,7 +767,7 @@ enum mw_run_status mw_runner_external(const struct mw_protocol *p, const struct 
 							      : p->engine.command[0]));
 	doc = json_pack(
 		"{s:s, s:s, s:b, s:o, s:s,"
-		" s:{s:s, s:s, s:b, s:o, s:n},"
+		" s:{s:s, s:s, s:b, s:o, s:n, s:o},"
 		" s:{s:s, s:s, s:s},"
 		" s:{s:s, s:s, s:s, s:O, s:o},"
 		" s:{s:s, s:s, s:s, s:I, s:s, s:b, s:o, s:n, s:n, s:n},"
@@ -874,7 +781,7 @@ enum mw_run_status mw_runner_external(const struct mw_protocol *p, const struct 
 		"incomplete_reason", stop_why[0] ? json_string(stop_why) : json_null(),
 		"created_utc", started,
 		"memwall", "version", mw_version(), "git_commit", commit, "git_dirty", dirty,
-		"command", cmd, "kernels",
+		"command", cmd, "kernels", "environment", mw_environment_allowed(),
 		"units", "MB", "10^6 bytes", "MiB", "2^20 bytes", "time",
 		"ns unless the key names another unit",
 		"protocol", "name", p->name, "source", p->source, "sha256", p->sha256, "document",
@@ -887,8 +794,8 @@ enum mw_run_status mw_runner_external(const struct mw_protocol *p, const struct 
 		stream_name(x.stream), "pattern",
 		p->engine.adapter_pattern ? json_string(p->engine.adapter_pattern) : json_null(),
 		"machine", machine,
-		"counters", "dram", dram_block(&x), "energy", "measured", 0, "reason",
-		"package energy is not read around external engines yet", "software", sw,
+		"counters", "dram", mw_run_dram_json(x.dram, x.dram_reason), "energy", "measured", 0,
+		"reason", "package energy is not read around external engines yet", "software", sw,
 		"drift", "measured", 0, "reason",
 		"the bandwidth drift probe runs only with memwall's own engine",
 		"runs", "summary", "acceptance",
@@ -911,8 +818,7 @@ enum mw_run_status mw_runner_external(const struct mw_protocol *p, const struct 
 	*out = doc;
 	status = stop_why[0] ? MW_RUN_INTERRUPTED : MW_RUN_DONE;
 out:
-	sigaction(SIGINT, &old_int, NULL);
-	sigaction(SIGTERM, &old_term, NULL);
+	mw_run_signals_restore(&sigs);
 	json_decref(reps);
 	json_decref(machine);
 	json_decref(version);

@@ -1,11 +1,14 @@
-/* src/util.c: errors, option parsing and the version string. */
+/* src/util.c: errors, option parsing, the clock, the CPU count and the version string. */
 #include <errno.h>
+#include <getopt.h>
 #include <limits.h>
 #include <math.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "mw.h"
 #include "version.h"
@@ -55,6 +58,28 @@ int mw_fail(int exit_code, const char *verb, const char *fmt, ...)
 	return exit_code;
 }
 
+int mw_opt_error(const char *verb, int c, char *const *argv)
+{
+	if (c == ':')
+		return mw_fail(MW_EXIT_USAGE, verb, "option '%s' needs a value", argv[optind - 1]);
+	return mw_fail(MW_EXIT_USAGE, verb, "unknown option '%s' (memwall %s --help lists them)",
+		       argv[optind - 1], verb);
+}
+
+int mw_opt_usage_error(const char *verb, char *const *argv, void (*usage)(FILE *f))
+{
+	mw_fail(MW_EXIT_USAGE, verb, "unknown or incomplete option '%s'", argv[optind - 1]);
+	usage(stderr);
+	return MW_EXIT_USAGE;
+}
+
+int mw_opt_none_left(const char *verb, int argc, char *const *argv)
+{
+	if (optind < argc)
+		return mw_fail(MW_EXIT_USAGE, verb, "unexpected argument '%s'", argv[optind]);
+	return MW_EXIT_OK;
+}
+
 int mw_parse_long(const char *text, long min, long max, long *out)
 {
 	char *end = NULL;
@@ -79,6 +104,37 @@ int mw_parse_double(const char *text, double min, double max, double *out)
 		return -EINVAL;
 	*out = v;
 	return 0;
+}
+
+uint64_t mw_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+double mw_now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+char *mw_utc_now(char *buf, size_t n, bool compact)
+{
+	time_t t = time(NULL);
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	strftime(buf, n, compact ? "%Y%m%dT%H%M%SZ" : "%Y-%m-%dT%H:%M:%SZ", &tm);
+	return buf;
+}
+
+int mw_cpus_allowed(void)
+{
+	cpu_set_t set;
+	if (sched_getaffinity(0, sizeof(set), &set))
+		return 1;
+	return CPU_COUNT(&set) > 0 ? CPU_COUNT(&set) : 1;
 }
 
 const char *mw_version(void)

@@ -1,26 +1,37 @@
 /* tests/bench_quants.c: how fast each ISA's quant matvec streams weights, in GB/s of weight
- * bytes, one thread.
+ * bytes, one thread, and how that compares with a plain read of the same bytes.
  *
- * For each type: a weight matrix of n = 4096 columns and enough rows for `mb` MB (default 96,
- * three times a 32 MB L3, so the weights come from DRAM as in decoding), one activation
- * vector quantized to the type's vec_dot_type, then `reps` full matvecs per ISA. Prints the
- * median and best pass. A second, cache-resident size (1 MB) shows the kernels' compute
- * ceiling. Usage: bench_quants [mb] [reps] [type...]
+ * For each type: a weight matrix of n = 4096 columns and enough rows for `mb` MB (default 256,
+ * eight times a 32 MB L3, so every pass streams the weights from DRAM as decoding does), one
+ * activation vector quantized to the type's vec_dot_type, then `reps` rounds per ISA. A round
+ * times, back to back on the same buffer: a plain read (the kernels table's stream_read), the
+ * ISA's matvec, and the same rows one vec_dot call each (what a matvec without its own kernel
+ * costs, and the yardstick for one). The same is done at a cache-resident size (1 MB), the
+ * kernels' compute ceiling. Weights live in 2 MiB-aligned memory advised MADV_HUGEPAGE, as the engine's are.
  *
- * Run it on an idle machine; on a shared one, compare ratios measured side by side.
+ * Printed per ISA: median GB/s of matvec and of the vec_dot loop, and the median over rounds of
+ * each one's ratio to the read in the same round. On a shared machine the ratio is the figure
+ * to trust: noise from other processes hits both halves of a round alike.
+ *
+ * Usage: bench_quants [mb] [reps] [type...]; pin it (taskset -c 1) for stable figures.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
+#include "kernels/kernels.h"
 #include "quants/quants.h"
+
+#define HUGE (2u << 20)
+#define MAX_REPS 64
 
 static double now(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -29,16 +40,52 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-static void bench(uint32_t t, double mb, int reps)
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(double), cmp_double);
+	return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* `bytes` rounded up to whole 2 MiB pages, advised huge. Caller munmaps (len in *len). */
+static uint8_t *map_huge(size_t bytes, size_t *len)
+{
+	*len = (bytes + HUGE - 1) / HUGE * HUGE;
+	void *p = mmap(NULL, *len + HUGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	uintptr_t a = ((uintptr_t)p + HUGE - 1) & ~(uintptr_t)(HUGE - 1);
+	if (a > (uintptr_t)p)
+		munmap(p, a - (uintptr_t)p);
+	munmap((void *)(a + *len), (uintptr_t)p + HUGE - a);
+	(void)madvise((void *)a, *len, MADV_HUGEPAGE); /* advice: failure is harmless */
+	return (uint8_t *)a;
+}
+
+static void rows_by_vec_dot(const struct krn_quant_ops *ops, uint32_t t, float *y, const uint8_t *w,
+			    const void *aq, size_t n, size_t rows)
+{
+	size_t row = krn_row_size(t, n);
+	for (size_t r = 0; r < rows; r++)
+		ops->vec_dot[t](n, &y[r], w + r * row, aq);
+}
+
+static volatile float sink;
+
+static void bench(uint32_t t, double mb, int reps, const struct krn_ops *kops)
 {
 	const struct krn_type_traits *tr = krn_type_traits(t);
 	const size_t n = 4096;
-	size_t row = krn_row_size(t, n), rows = (size_t)(mb * 1e6 / (double)row);
+	size_t row = krn_row_size(t, n), rows = (size_t)(mb * 1e6 / (double)row), len;
 	if (rows < 1)
 		rows = 1;
-	uint8_t *w = malloc(rows * row);
+	size_t bytes = rows * row; /* stream_read takes bytes / 4 floats: the tail bytes go unread */
+	uint8_t *w = map_huge(bytes, &len);
 	float *f = malloc(n * sizeof(float)), *y = malloc(rows * sizeof(float));
 	uint8_t *aq = malloc(n * 4);
+	if (!w || !f || !y || !aq) {
+		fprintf(stderr, "bench_quants: out of memory for %.0f MB\n", mb);
+		exit(1);
+	}
 	uint64_t s = 12345;
 	for (size_t i = 0; i < n; i++) {
 		s = s * 6364136223846793005ull + 1442695040888963407ull;
@@ -50,27 +97,35 @@ static void bench(uint32_t t, double mb, int reps)
 		memcpy(w + r * row, w, row);
 	size_t n_ops;
 	const struct krn_quant_ops *const *all = krn_quant_ops_all(&n_ops);
-	printf("%-5s %6.1f MB ", tr->name, rows * row / 1e6);
 	for (size_t o = 0; o < n_ops; o++) {
 		const struct krn_quant_ops *ops = all[o];
-		if (!ops->supported())
-			continue;
-		double times[64];
+		if (!ops->supported() || ops == all[n_ops - 1])
+			continue; /* ref: a correctness yardstick, not a speed one */
+		double gb_mv[MAX_REPS], gb_row[MAX_REPS], r_mv[MAX_REPS], r_row[MAX_REPS], gb_rd[MAX_REPS];
 		ops->quantize_act[tr->vec_dot_type](f, aq, n);
 		krn_quant_matvec(ops, t, y, w, aq, n, 0, rows); /* warm up */
 		for (int k = 0; k < reps; k++) {
 			double t0 = now();
+			sink = kops->stream_read((const float *)(const void *)w, bytes / sizeof(float));
+			double t1 = now();
 			krn_quant_matvec(ops, t, y, w, aq, n, 0, rows);
-			times[k] = now() - t0;
+			double t2 = now();
+			rows_by_vec_dot(ops, t, y, w, aq, n, rows);
+			double t3 = now();
+			gb_rd[k] = (double)bytes / (t1 - t0) / 1e9;
+			gb_mv[k] = (double)bytes / (t2 - t1) / 1e9;
+			gb_row[k] = (double)bytes / (t3 - t2) / 1e9;
+			r_mv[k] = gb_mv[k] / gb_rd[k];
+			r_row[k] = gb_row[k] / gb_rd[k];
 		}
-		qsort(times, (size_t)reps, sizeof(double), cmp_double);
-		double bytes = (double)rows * (double)row;
-		printf(" %s %6.2f (best %6.2f)", ops->name, bytes / times[reps / 2] / 1e9,
-		       bytes / times[0] / 1e9);
+		printf("%-5s %7.1f MB %-6s read %6.2f  matvec %6.2f (%.2fx read)  "
+		       "vec_dot %6.2f (%.2fx read)  GB/s\n",
+		       tr->name, (double)bytes / 1e6, ops->name, median(gb_rd, reps),
+		       median(gb_mv, reps), median(r_mv, reps), median(gb_row, reps),
+		       median(r_row, reps));
+		fflush(stdout);
 	}
-	printf("  GB/s\n");
-	fflush(stdout);
-	free(w);
+	munmap(w, len);
 	free(f);
 	free(y);
 	free(aq);
@@ -78,15 +133,20 @@ static void bench(uint32_t t, double mb, int reps)
 
 int main(int argc, char **argv)
 {
-	double mb = argc > 1 ? atof(argv[1]) : 96;
-	int reps = argc > 2 ? atoi(argv[2]) : 5;
+	double mb = argc > 1 ? atof(argv[1]) : 256;
+	int reps = argc > 2 ? atoi(argv[2]) : 7;
 	static const char *const dflt[] = { "q5_0", "q8_0", "q4_K", "q5_K", "q6_K", "q4_0",
 					    "q4_1", "q5_1", "q2_K", "q3_K", "f16",  "bf16", "f32" };
 	const char *const *names = argc > 3 ? (const char *const *)(argv + 3) : dflt;
 	size_t n_names = argc > 3 ? (size_t)(argc - 3) : sizeof(dflt) / sizeof(dflt[0]);
-	if (reps < 1 || reps > 64 || mb <= 0) {
-		fprintf(stderr, "usage: bench_quants [mb > 0] [reps 1-64] [type...]\n");
+	if (reps < 1 || reps > MAX_REPS || mb <= 0) {
+		fprintf(stderr, "usage: bench_quants [mb > 0] [reps 1-%d] [type...]\n", MAX_REPS);
 		return 2;
+	}
+	const struct krn_ops *kops = krn_ops_find(NULL);
+	if (!kops) {
+		fprintf(stderr, "bench_quants: no kernels table for this CPU\n");
+		return 1;
 	}
 	for (size_t i = 0; i < n_names; i++) {
 		int t = krn_type_from_name(names[i]);
@@ -94,7 +154,13 @@ int main(int argc, char **argv)
 			fprintf(stderr, "bench_quants: unknown weight type '%s'\n", names[i]);
 			return 2;
 		}
-		bench((uint32_t)t, mb, reps);
+	}
+	/* in cache first (the compute ceiling), then at the DRAM size */
+	const double sizes[2] = { 1, mb };
+	for (int z = 0; z < 2; z++) {
+		printf("-- %s: %.0f MB of weights per pass\n", z ? "DRAM" : "in cache", sizes[z]);
+		for (size_t i = 0; i < n_names; i++)
+			bench((uint32_t)krn_type_from_name(names[i]), sizes[z], reps, kops);
 	}
 	return 0;
 }

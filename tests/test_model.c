@@ -147,6 +147,92 @@ static void test_good(void)
 	eng_model_close(NULL);
 }
 
+/* Logits of a few greedy steps from BOS into out (n_steps * vocab floats). */
+static int run_steps(struct eng_model *m, int threads, float *out, int n_steps)
+{
+	struct eng_session *s = NULL;
+	struct eng_error err;
+	struct eng_session_options o = { .threads = threads };
+	int rc = eng_session_new(&s, m, &o, &err), token = 1, vocab = eng_model_info(m)->vocab_size;
+	for (int pos = 0; !rc && pos < n_steps; pos++) {
+		const float *logits;
+		if ((rc = eng_session_step(s, token, pos, &logits, NULL)))
+			break;
+		memcpy(out + (size_t)pos * (size_t)vocab, logits, (size_t)vocab * sizeof(float));
+		token = 0;
+		for (int i = 1; i < vocab; i++)
+			if (logits[i] > logits[token])
+				token = i;
+	}
+	eng_session_free(s);
+	return rc;
+}
+
+/* ENG_LOAD_HUGE_COPY: the same model from an anonymous copy: same info, same tensor table,
+ * the classifier still the embedding's view, and the same logits at 1 and 2 threads. */
+static void test_huge_copy(void)
+{
+	struct eng_model *mm = NULL, *hc = NULL;
+	struct eng_tensor_table *tm = NULL, *th = NULL;
+	struct eng_error err;
+	enum { STEPS = 4 };
+	eng_error_clear(&err);
+	T_EQ_INT(eng_model_open(&mm, good, NULL, &err), 0);
+	T_EQ_INT(eng_model_open(&hc, good, &(struct eng_model_options){ .load = ENG_LOAD_HUGE_COPY },
+				&err),
+		 0);
+	if (!mm || !hc)
+		goto out;
+	T_ASSERT(!memcmp(eng_model_info(mm), eng_model_info(hc), sizeof(struct eng_model_info)));
+	T_ASSERT(hc->map != mm->map);
+	T_EQ_U64((uintptr_t)hc->map % (2u << 20), 0);
+	T_ASSERT(!memcmp(hc->map, good_bytes, good_len));
+	T_ASSERT(hc->w.wcls == hc->w.token_embedding);
+	T_ASSERT(hc->output.data == hc->token_embd.data);
+	T_ASSERT((const unsigned char *)hc->w.rms_att == (const unsigned char *)hc->map + 256);
+	T_EQ_INT(eng_model_tensors(mm, &tm, &err), 0);
+	T_EQ_INT(eng_model_tensors(hc, &th, &err), 0);
+	if (tm && th) {
+		T_EQ_U64(tm->n, th->n);
+		for (size_t i = 0; i < tm->n && i < th->n; i++) {
+			T_EQ_STR(tm->t[i].name, th->t[i].name);
+			T_EQ_U64(tm->t[i].file_bytes, th->t[i].file_bytes);
+			T_EQ_U64(tm->t[i].step_bytes, th->t[i].step_bytes);
+			T_EQ_U64((uint64_t)((const char *)th->t[i].data - (const char *)hc->map),
+				 (uint64_t)((const char *)tm->t[i].data - (const char *)mm->map));
+		}
+	}
+	size_t n = (size_t)STEPS * (size_t)eng_model_info(mm)->vocab_size;
+	float *a = calloc(n, sizeof(float)), *b = calloc(n, sizeof(float));
+	T_ASSERT(a && b);
+	if (a && b) {
+		T_EQ_INT(run_steps(mm, 1, a, STEPS), 0);
+		T_EQ_INT(run_steps(hc, 2, b, STEPS), 0);
+		T_ASSERT(!memcmp(a, b, n * sizeof(float)));
+	}
+	free(a);
+	free(b);
+
+	/* Refused: a GGUF file (the copy is for llama2.c checkpoints), an unknown mode. */
+	char gguf[4096];
+	snprintf(gguf, sizeof(gguf), "%s/copy.gguf", dir);
+	spill(gguf, "GGUF\3\0\0\0", 8);
+	struct eng_model *x = NULL;
+	T_EQ_INT(eng_model_open(&x, gguf, &(struct eng_model_options){ .load = ENG_LOAD_HUGE_COPY },
+				&err),
+		 -ENOTSUP);
+	T_CONTAINS(err.text, "llama2.c checkpoints only");
+	unlink(gguf);
+	T_EQ_INT(eng_model_open(&x, good, &(struct eng_model_options){ .load = 7 }, &err), -EINVAL);
+	T_CONTAINS(err.text, "load mode");
+	T_ASSERT(x == NULL);
+out:
+	eng_tensor_table_free(tm);
+	eng_tensor_table_free(th);
+	eng_model_close(mm);
+	eng_model_close(hc);
+}
+
 /* A file cut inside the header names the field it cuts. */
 static void test_truncated_header(void)
 {
@@ -339,6 +425,7 @@ int main(void)
 	good_bytes = slurp(good, &good_len);
 	T_ASSERT(good_bytes != NULL);
 	test_good();
+	test_huge_copy();
 	test_truncated_header();
 	test_truncated_tensor();
 	test_bad_numbers();

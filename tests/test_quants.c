@@ -318,6 +318,43 @@ static void check_matvec(const struct krn_quant_ops *ops)
 	free(w);
 }
 
+/* Rows longer than the x86 legacy kernels prepare activation data for (512 blocks): Falcon-7B's
+ * ffn_down length, 18176 = 71 super-blocks. Each row from matvec must equal vec_dot and stay
+ * within float rounding of ref; the bound scales the 2048-column one by the row length. */
+static void check_long_rows(const struct krn_quant_ops *ops, const struct krn_quant_ops *ref)
+{
+	const size_t n = 18176, rows = 3;
+	float *act = malloc(n * sizeof(float)), y[3];
+	uint8_t *w = malloc(rows * n * 4), *aq = malloc(n * 4);
+	T_ASSERT(act && w && aq);
+	for (size_t k = 0; k < N_WEIGHT_TYPES; k++) {
+		uint32_t t = weight_types[k], vt = krn_type_traits(t)->vec_dot_type;
+		size_t rb = krn_row_size(t, n);
+		for (size_t i = 0; i < n; i++)
+			act[i] = 2.0f * next_unit();
+		for (size_t r = 0; r < rows; r++)
+			random_weights(t, w + r * rb, n, r % 2);
+		ref->quantize_act[vt](act, aq, n);
+		krn_quant_matvec(ops, t, y, w, aq, n, 0, rows);
+		for (size_t r = 0; r < rows; r++) {
+			float s = 0, s_ref = 0;
+			ops->vec_dot[t](n, &s, w + r * rb, aq);
+			ref->vec_dot[t](n, &s_ref, w + r * rb, aq);
+			double mag = dot_magnitude(t, w + r * rb, aq, n);
+			if (memcmp(&s, &y[r], sizeof(s)))
+				T_FAIL_AT(__FILE__, __LINE__, "%s %s n %zu: matvec row %zu %.9g, vec_dot %.9g",
+					  ops->name, krn_type_traits(t)->name, n, r, y[r], s);
+			if (!(fabs((double)s - s_ref) <= 2e-6 * (double)n / 2048 * mag))
+				T_FAIL_AT(__FILE__, __LINE__, "%s %s n %zu row %zu: %.9g vs ref %.9g",
+					  ops->name, krn_type_traits(t)->name, n, r, s, s_ref);
+			t_checks += 2;
+		}
+	}
+	free(act);
+	free(w);
+	free(aq);
+}
+
 static void check_isas_vs_ref(void)
 {
 	size_t n_ops;
@@ -366,6 +403,7 @@ static void check_isas_vs_ref(void)
 		}
 		printf("  %s: every type against ref, worst error %.3g of sum|w a|\n", ops->name, worst);
 		check_matvec(ops);
+		check_long_rows(ops, ref);
 	}
 	free(act);
 	free(w);

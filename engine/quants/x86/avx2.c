@@ -14,6 +14,11 @@ static inline __m256i dot_u8s8(__m256i x, __m256i y)
 	return _mm256_madd_epi16(_mm256_maddubs_epi16(x, y), _mm256_set1_epi16(1));
 }
 
+static inline __m256i dot_u8s8_acc(__m256i acc, __m256i x, __m256i y)
+{
+	return _mm256_add_epi32(acc, dot_u8s8(x, y));
+}
+
 static inline __m256i dot_s8s8(__m256i x, __m256i y)
 {
 	return dot_u8s8(_mm256_sign_epi8(x, x), _mm256_sign_epi8(y, x));

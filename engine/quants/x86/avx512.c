@@ -14,6 +14,11 @@ static inline __m256i dot_u8s8(__m256i x, __m256i y)
 	return _mm256_dpbusd_epi32(_mm256_setzero_si256(), x, y);
 }
 
+static inline __m256i dot_u8s8_acc(__m256i acc, __m256i x, __m256i y)
+{
+	return _mm256_dpbusd_epi32(acc, x, y);
+}
+
 static inline __m256i dot_s8s8(__m256i x, __m256i y)
 {
 	return dot_u8s8(_mm256_abs_epi8(x), _mm256_sign_epi8(y, x));

@@ -7,6 +7,7 @@
  *
  *   static inline __m256i dot_s8s8(__m256i x, __m256i y);  int32x8 sums of 4 s8*s8 products
  *   static inline __m256i dot_u8s8(__m256i x, __m256i y);  the same with x unsigned
+ *   static inline __m256i dot_u8s8_acc(__m256i acc, __m256i x, __m256i y); acc + dot_u8s8
  *   static inline __m256i madd_s16(__m256i acc, __m256i a, __m256i b); acc + pairs of a*b
  * and, after including it (it uses the helpers):
  *   static inline __m256i q5_0_unsigned(const uint8_t *blk);  a q5_0 block as 32 signed bytes
@@ -53,11 +54,14 @@ static inline uint16_t load_u16(const uint8_t *p)
 	return v;
 }
 
-/* 16 bytes of nibbles as 32 bytes: low nibbles (elements 0..15) then high (16..31). */
+/* 16 bytes of nibbles as 32 bytes: low nibbles (elements 0..15) then high (16..31). One load
+ * into both halves and one variable shift (high half by 4), where shifting a second copy and
+ * inserting it costs a load and a shuffle more: q4_0 and q5_0 ran 15-20% faster in cache for
+ * it on Zen 4 (tests/bench_quants), whose kernels are bound by uops issued, not by latency. */
 static inline __m256i nibbles32(const uint8_t *p)
 {
-	__m128i b = _mm_loadu_si128((const __m128i *)p);
-	__m256i v = _mm256_set_m128i(_mm_srli_epi16(b, 4), b);
+	__m256i b = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)p));
+	__m256i v = _mm256_srlv_epi64(b, _mm256_setr_epi64x(0, 0, 4, 4));
 	return _mm256_and_si256(v, _mm256_set1_epi8(0x0f));
 }
 
@@ -93,50 +97,90 @@ static inline __m256i q8_0_signed(const uint8_t *blk)
 	return loadu(blk + 2);
 }
 
-/* R rows (1..4) of a legacy format against one Q8_0 activation: out[r] = sum over blocks of
- * d_x * d_y * dot(x, y). The arithmetic of each row is the same whatever R is, so a matvec
- * (R = 4) and vec_dot (R = 1) give identical bits. Halves convert by table lookup
+/* What a matvec needs of each Q8_0 activation block, for every row: the block's scale, and
+ * for the unsigned formats minus offset * (sum of its bytes) as int32x8, the accumulator that
+ * the weights' dot product starts from. Computed once per activation, so a row's work per
+ * block is its own unpack, one dot product, a convert and an FMA. Both values are exact, so
+ * whether they were precomputed or not cannot change a bit of any row's result. */
+#define LEGACY_PREPARED 512 /* blocks (16384 columns): 18 KB of stack; longer rows go without */
+
+struct legacy_act {
+	__m256i base[LEGACY_PREPARED];
+	float dy[LEGACY_PREPARED];
+};
+
+static inline __attribute__((always_inline)) __m256i legacy_base(const block_q8_0 *y, int offset)
+{
+	return offset ? _mm256_sub_epi32(_mm256_setzero_si256(),
+					 dot_u8s8(_mm256_set1_epi8((char)offset), loadu(y->qs)))
+		      : _mm256_setzero_si256();
+}
+
+/* One block of one row: acc + d_x * (d_y * dot(x, y)); a NULL `a` computes the activation's
+ * part here (vec_dot, and rows too long to prepare). Halves convert by table lookup
  * (krn_fp16_table): vcvtph2ps on a scalar costs three instructions, the table one load that
  * the multiply takes as a broadcast operand. offset 0 means signed quants. */
-static inline __attribute__((always_inline)) void
-legacy_rows(int R, float *out, const uint8_t *w, size_t row_bytes, size_t xs, const block_q8_0 *y,
-	    size_t nb, __m256i (*unpack)(const uint8_t *blk), int offset)
+static inline __attribute__((always_inline)) __m256
+legacy_block(__m256 acc, const uint8_t *x, const block_q8_0 *y, const struct legacy_act *a,
+	     size_t i, __m256i (*unpack)(const uint8_t *blk), int offset)
 {
-	__m256 acc[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
-			  _mm256_setzero_ps() };
-	for (size_t i = 0; i < nb; i++) {
-		__m256i yv = loadu(y[i].qs);
-		__m256 dy = _mm256_set1_ps(half(y[i].d));
-		__m256i ysum = offset ? dot_u8s8(_mm256_set1_epi8((char)offset), yv)
-				      : _mm256_setzero_si256();
-		for (int r = 0; r < R; r++) {
-			const uint8_t *x = w + r * row_bytes + i * xs;
-			__m256i p = offset ? _mm256_sub_epi32(dot_u8s8(unpack(x), yv), ysum)
-					   : dot_s8s8(unpack(x), yv);
-			__m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(p), dy);
-			acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(half(load_u16(x))), f, acc[r]);
-		}
+	__m256i yv = loadu(y[i].qs);
+	__m256i base = a ? a->base[i] : legacy_base(&y[i], offset);
+	__m256 dy = _mm256_set1_ps(a ? a->dy[i] : half(y[i].d));
+	__m256i p = offset ? dot_u8s8_acc(base, unpack(x), yv) : dot_s8s8(unpack(x), yv);
+	__m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(p), dy);
+	return _mm256_fmadd_ps(_mm256_set1_ps(half(load_u16(x))), f, acc);
+}
+
+/* One row: even blocks into one accumulator, odd into another. Two FMA chains, because with
+ * one (4 cycles a block on Zen 4) q4_0, q5_0 and q8_0 ran 10-25% slower in cache. */
+static inline __attribute__((always_inline)) float
+legacy_row(const uint8_t *x, size_t xs, const block_q8_0 *y, const struct legacy_act *a, size_t nb,
+	   __m256i (*unpack)(const uint8_t *blk), int offset)
+{
+	__m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+	size_t i = 0;
+	for (; i + 2 <= nb; i += 2, x += 2 * xs) {
+		acc0 = legacy_block(acc0, x, y, a, i, unpack, offset);
+		acc1 = legacy_block(acc1, x + xs, y, a, i + 1, unpack, offset);
 	}
-	for (int r = 0; r < R; r++)
-		out[r] = hsum_ps(acc[r]);
+	if (i < nb)
+		acc0 = legacy_block(acc0, x, y, a, i, unpack, offset);
+	return hsum_ps(_mm256_add_ps(acc0, acc1));
+}
+
+/* Rows of a legacy format against one Q8_0 activation, one row at a time on purpose: the
+ * weights then arrive as one sequential stream. Four interleaved rows sharing the activation's
+ * work were as fast in cache but streamed from DRAM at 0.2-0.4x a plain read on Zen 4, one row
+ * at a time at 0.45-0.75x (tests/bench_quants). */
+static inline __attribute__((always_inline)) void
+legacy_matvec(float *out, const uint8_t *w, size_t row_bytes, size_t xs, const block_q8_0 *y,
+	      size_t nb, size_t rows, __m256i (*unpack)(const uint8_t *blk), int offset)
+{
+	if (nb > LEGACY_PREPARED) {
+		for (size_t r = 0; r < rows; r++, w += row_bytes)
+			out[r] = legacy_row(w, xs, y, NULL, nb, unpack, offset);
+		return;
+	}
+	struct legacy_act a;
+	for (size_t i = 0; i < nb; i++) {
+		a.base[i] = legacy_base(&y[i], offset);
+		a.dy[i] = half(y[i].d);
+	}
+	for (size_t r = 0; r < rows; r++, w += row_bytes)
+		out[r] = legacy_row(w, xs, y, &a, nb, unpack, offset);
 }
 
 #define LEGACY_KERNELS(T, unpack, offset)                                                     \
 	static void dot_##T(size_t n, float *s, const void *vx, const void *vy)                  \
 	{                                                                                        \
-		legacy_rows(1, s, vx, 0, sizeof(block_##T), vy, n / KRN_QK, unpack, offset);     \
+		*s = legacy_row(vx, sizeof(block_##T), vy, NULL, n / KRN_QK, unpack, offset);    \
 	}                                                                                        \
 	static void matvec_##T(float *y, const void *w, size_t row_bytes, const void *xq,        \
 			       size_t n, size_t r0, size_t r1)                                   \
 	{                                                                                        \
-		const uint8_t *p = (const uint8_t *)w + r0 * row_bytes;                          \
-		size_t r = r0;                                                                   \
-		for (; r + 4 <= r1; r += 4, p += 4 * row_bytes)                                  \
-			legacy_rows(4, y + r, p, row_bytes, sizeof(block_##T), xq, n / KRN_QK,   \
-				    unpack, offset);                                             \
-		for (; r < r1; r++, p += row_bytes)                                              \
-			legacy_rows(1, y + r, p, row_bytes, sizeof(block_##T), xq, n / KRN_QK,   \
-				    unpack, offset);                                             \
+		legacy_matvec(y + r0, (const uint8_t *)w + r0 * row_bytes, row_bytes,            \
+			      sizeof(block_##T), xq, n / KRN_QK, r1 - r0, unpack, offset);       \
 	}
 
 LEGACY_KERNELS(q4_0, q4_0_unsigned, 8)
@@ -293,108 +337,92 @@ static inline __m256i bit_to_4(__m256i v, int b)
 	return b <= 4 ? _mm256_slli_epi16(v, 4 - b) : _mm256_srli_epi16(v, b - 4);
 }
 
-/* R rows (1..4) of q4_K (five false) or q5_K (five true) against one Q8_K activation, the
- * activation's bytes loaded once for all rows. Per-row arithmetic does not depend on R. */
-static inline __attribute__((always_inline)) void
-k4_rows(int R, bool five, float *out, const uint8_t *w, size_t row_bytes, size_t bs,
-	const block_q8_K *y, size_t nb)
+/* One row of q4_K (five false) or q5_K (five true) against one Q8_K activation. */
+static inline __attribute__((always_inline)) float
+k4_row(bool five, const uint8_t *x, size_t bs, const block_q8_K *y, size_t nb)
 {
 	const __m256i low4 = _mm256_set1_epi8(0x0f), b4 = _mm256_set1_epi8(0x10);
-	__m256 acc[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
-			  _mm256_setzero_ps() };
 	/* the min terms stay in a vector too: no horizontal sum per super-block */
-	__m256 mins[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
-			   _mm256_setzero_ps() };
-	for (size_t i = 0; i < nb; i++) {
-		__m256i yv[8];
-		for (int k = 0; k < 8; k++)
-			yv[k] = loadu(y[i].qs + 32 * k);
-		for (int r = 0; r < R; r++) {
-			/* q4_K: d, dmin, scales[12], qs[128]; q5_K: the same with qh[32] before qs */
-			const uint8_t *x = w + r * row_bytes + i * bs, *qs = x + (five ? 48 : 16);
-			int16_t sc[8], mn[8];
-			k4_scales(x + 4, sc, mn);
-			mins[r] = _mm256_fmadd_ps(_mm256_set1_ps(half(load_u16(x + 2)) * y[i].d),
-						  _mm256_cvtepi32_ps(k4_mins(mn, y[i].bsums)), mins[r]);
-			__m256i qh = five ? loadu(x + 16) : _mm256_setzero_si256();
-			__m256i isum0 = _mm256_setzero_si256(), isum1 = _mm256_setzero_si256();
-			for (int c = 0; c < 4; c++) {
-				__m256i bits = loadu(qs + 32 * c);
-				__m256i lo = _mm256_and_si256(bits, low4);
-				__m256i hi = _mm256_and_si256(_mm256_srli_epi16(bits, 4), low4);
-				if (five) { /* bits 2c and 2c + 1 of qh moved to bit 4 */
-					lo = _mm256_or_si256(lo, _mm256_and_si256(bit_to_4(qh, 2 * c), b4));
-					hi = _mm256_or_si256(hi, _mm256_and_si256(bit_to_4(qh, 2 * c + 1), b4));
-				}
-				__m256i p0 = _mm256_maddubs_epi16(lo, yv[2 * c]);
-				__m256i p1 = _mm256_maddubs_epi16(hi, yv[2 * c + 1]);
-				isum0 = madd_s16(isum0, p0, _mm256_set1_epi16(sc[2 * c]));
-				isum1 = madd_s16(isum1, p1, _mm256_set1_epi16(sc[2 * c + 1]));
+	__m256 acc = _mm256_setzero_ps(), mins = _mm256_setzero_ps();
+	for (size_t i = 0; i < nb; i++, x += bs) {
+		/* q4_K: d, dmin, scales[12], qs[128]; q5_K: the same with qh[32] before qs */
+		const uint8_t *qs = x + (five ? 48 : 16);
+		int16_t sc[8], mn[8];
+		k4_scales(x + 4, sc, mn);
+		mins = _mm256_fmadd_ps(_mm256_set1_ps(half(load_u16(x + 2)) * y[i].d),
+				       _mm256_cvtepi32_ps(k4_mins(mn, y[i].bsums)), mins);
+		__m256i qh = five ? loadu(x + 16) : _mm256_setzero_si256();
+		__m256i isum0 = _mm256_setzero_si256(), isum1 = _mm256_setzero_si256();
+		for (int c = 0; c < 4; c++) {
+			__m256i bits = loadu(qs + 32 * c);
+			__m256i lo = _mm256_and_si256(bits, low4);
+			__m256i hi = _mm256_and_si256(_mm256_srli_epi16(bits, 4), low4);
+			if (five) { /* bits 2c and 2c + 1 of qh moved to bit 4 */
+				lo = _mm256_or_si256(lo, _mm256_and_si256(bit_to_4(qh, 2 * c), b4));
+				hi = _mm256_or_si256(hi, _mm256_and_si256(bit_to_4(qh, 2 * c + 1), b4));
 			}
-			__m256 p = _mm256_cvtepi32_ps(_mm256_add_epi32(isum0, isum1));
-			acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(half(load_u16(x)) * y[i].d), p, acc[r]);
+			__m256i p0 = _mm256_maddubs_epi16(lo, loadu(y[i].qs + 64 * c));
+			__m256i p1 = _mm256_maddubs_epi16(hi, loadu(y[i].qs + 64 * c + 32));
+			isum0 = madd_s16(isum0, p0, _mm256_set1_epi16(sc[2 * c]));
+			isum1 = madd_s16(isum1, p1, _mm256_set1_epi16(sc[2 * c + 1]));
 		}
+		__m256 p = _mm256_cvtepi32_ps(_mm256_add_epi32(isum0, isum1));
+		acc = _mm256_fmadd_ps(_mm256_set1_ps(half(load_u16(x)) * y[i].d), p, acc);
 	}
-	for (int r = 0; r < R; r++)
-		out[r] = hsum_ps(_mm256_sub_ps(acc[r], mins[r]));
+	return hsum_ps(_mm256_sub_ps(acc, mins));
 }
 
-/* R rows of q6_K: the 6-bit q is multiplied unsigned and 32 taken off through bsums. */
-static inline __attribute__((always_inline)) void
-q6_rows(int R, float *out, const uint8_t *w, size_t row_bytes, const block_q8_K *y, size_t nb)
+/* One row of q6_K: the 6-bit q is multiplied unsigned and 32 taken off through bsums. */
+static inline __attribute__((always_inline)) float
+q6_row(const uint8_t *w, const block_q8_K *y, size_t nb)
 {
 	const __m256i low4 = _mm256_set1_epi8(0x0f), three = _mm256_set1_epi8(3);
-	__m256 acc[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
-			  _mm256_setzero_ps() };
+	__m256 acc = _mm256_setzero_ps();
 	for (size_t i = 0; i < nb; i++) {
-		__m256i yv[8];
-		for (int k = 0; k < 8; k++)
-			yv[k] = loadu(y[i].qs + 32 * k);
-		for (int r = 0; r < R; r++) {
-			const block_q6_K *x =
-				(const block_q6_K *)(const void *)(w + r * row_bytes) + i;
-			const int8_t *sc = x->scales;
-			__m256i isum0 = _mm256_setzero_si256(), isum1 = _mm256_setzero_si256();
-			for (int h = 0; h < 2; h++) {
-				__m256i l0 = loadu(x->ql + 64 * h), l1 = loadu(x->ql + 64 * h + 32);
-				__m256i qh = loadu(x->qh + 32 * h);
-				const int8_t *s8 = sc + 8 * h;
-				__m256i q0 = _mm256_or_si256(_mm256_and_si256(l0, low4),
-					_mm256_slli_epi16(_mm256_and_si256(qh, three), 4));
-				__m256i q1 = _mm256_or_si256(_mm256_and_si256(l1, low4),
-					_mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), three), 4));
-				__m256i q2 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), low4),
-					_mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), three), 4));
-				__m256i q3 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), low4),
-					_mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), three), 4));
-				isum0 = madd_s16(isum0, _mm256_maddubs_epi16(q0, yv[4 * h]),
-						 scale_pair(s8[0], s8[1]));
-				isum1 = madd_s16(isum1, _mm256_maddubs_epi16(q1, yv[4 * h + 1]),
-						 scale_pair(s8[2], s8[3]));
-				isum0 = madd_s16(isum0, _mm256_maddubs_epi16(q2, yv[4 * h + 2]),
-						 scale_pair(s8[4], s8[5]));
-				isum1 = madd_s16(isum1, _mm256_maddubs_epi16(q3, yv[4 * h + 3]),
-						 scale_pair(s8[6], s8[7]));
-			}
-			__m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)sc));
-			__m256i off = _mm256_slli_epi32(_mm256_madd_epi16(sc16, loadu(y[i].bsums)), 5);
-			__m256i isum = _mm256_sub_epi32(_mm256_add_epi32(isum0, isum1), off);
-			acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(half(x->d) * y[i].d),
-						 _mm256_cvtepi32_ps(isum), acc[r]);
+		const block_q6_K *x = (const block_q6_K *)(const void *)w + i;
+		const int8_t *sc = x->scales;
+		const int8_t *yq = y[i].qs;
+		__m256i isum0 = _mm256_setzero_si256(), isum1 = _mm256_setzero_si256();
+		for (int h = 0; h < 2; h++) {
+			__m256i l0 = loadu(x->ql + 64 * h), l1 = loadu(x->ql + 64 * h + 32);
+			__m256i qh = loadu(x->qh + 32 * h);
+			const int8_t *s8 = sc + 8 * h;
+			__m256i q0 = _mm256_or_si256(_mm256_and_si256(l0, low4),
+				_mm256_slli_epi16(_mm256_and_si256(qh, three), 4));
+			__m256i q1 = _mm256_or_si256(_mm256_and_si256(l1, low4),
+				_mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), three), 4));
+			__m256i q2 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), low4),
+				_mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), three), 4));
+			__m256i q3 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), low4),
+				_mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), three), 4));
+			isum0 = madd_s16(isum0, _mm256_maddubs_epi16(q0, loadu(yq + 128 * h)),
+					 scale_pair(s8[0], s8[1]));
+			isum1 = madd_s16(isum1, _mm256_maddubs_epi16(q1, loadu(yq + 128 * h + 32)),
+					 scale_pair(s8[2], s8[3]));
+			isum0 = madd_s16(isum0, _mm256_maddubs_epi16(q2, loadu(yq + 128 * h + 64)),
+					 scale_pair(s8[4], s8[5]));
+			isum1 = madd_s16(isum1, _mm256_maddubs_epi16(q3, loadu(yq + 128 * h + 96)),
+					 scale_pair(s8[6], s8[7]));
 		}
+		__m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)sc));
+		__m256i off = _mm256_slli_epi32(_mm256_madd_epi16(sc16, loadu(y[i].bsums)), 5);
+		__m256i isum = _mm256_sub_epi32(_mm256_add_epi32(isum0, isum1), off);
+		acc = _mm256_fmadd_ps(_mm256_set1_ps(half(x->d) * y[i].d), _mm256_cvtepi32_ps(isum),
+				      acc);
 	}
-	for (int r = 0; r < R; r++)
-		out[r] = hsum_ps(acc[r]);
+	return hsum_ps(acc);
 }
 
-/* vec_dot (one row) and matvec (four rows at a time, then the rest one by one) from a rows
- * kernel `call(R, out, rows pointer)`. */
-#define ROWS_KERNELS(T, call)                                                                  \
+/* vec_dot and matvec from a one-row kernel `call(row pointer)`. The matvec goes one row at a
+ * time: the weights then arrive as one sequential stream. Four interleaved rows sharing the
+ * activation's loads were as fast in cache but streamed from DRAM at 0.2-0.3x a plain read
+ * on Zen 4, one row at a time at 0.55-0.75x (tests/bench_quants). */
+#define ROW_KERNELS(T, call)                                                                   \
 	static void dot_##T(size_t n, float *s, const void *vx, const void *vy)                  \
 	{                                                                                        \
-		const size_t row_bytes = 0, nb = n / KRN_QK_K;                                   \
+		const size_t nb = n / KRN_QK_K;                                                  \
 		const block_q8_K *y = vy;                                                        \
-		call(1, s, (const uint8_t *)vx);                                                 \
+		*s = call((const uint8_t *)vx);                                                  \
 	}                                                                                        \
 	static void matvec_##T(float *out, const void *w, size_t row_bytes, const void *xq,      \
 			       size_t n, size_t r0, size_t r1)                                   \
@@ -402,19 +430,16 @@ q6_rows(int R, float *out, const uint8_t *w, size_t row_bytes, const block_q8_K 
 		const uint8_t *p = (const uint8_t *)w + r0 * row_bytes;                          \
 		const size_t nb = n / KRN_QK_K;                                                  \
 		const block_q8_K *y = xq;                                                        \
-		size_t r = r0;                                                                   \
-		for (; r + 4 <= r1; r += 4, p += 4 * row_bytes)                                  \
-			call(4, out + r, p);                                                     \
-		for (; r < r1; r++, p += row_bytes)                                              \
-			call(1, out + r, p);                                                     \
+		for (size_t r = r0; r < r1; r++, p += row_bytes)                                 \
+			out[r] = call(p);                                                        \
 	}
 
-#define CALL_Q4_K(R, out, p) k4_rows(R, false, out, p, row_bytes, sizeof(block_q4_K), y, nb)
-#define CALL_Q5_K(R, out, p) k4_rows(R, true, out, p, row_bytes, sizeof(block_q5_K), y, nb)
-#define CALL_Q6_K(R, out, p) q6_rows(R, out, p, row_bytes, y, nb)
-ROWS_KERNELS(q4_K, CALL_Q4_K)
-ROWS_KERNELS(q5_K, CALL_Q5_K)
-ROWS_KERNELS(q6_K, CALL_Q6_K)
+#define CALL_Q4_K(p) k4_row(false, p, sizeof(block_q4_K), y, nb)
+#define CALL_Q5_K(p) k4_row(true, p, sizeof(block_q5_K), y, nb)
+#define CALL_Q6_K(p) q6_row(p, y, nb)
+ROW_KERNELS(q4_K, CALL_Q4_K)
+ROW_KERNELS(q5_K, CALL_Q5_K)
+ROW_KERNELS(q6_K, CALL_Q6_K)
 
 /* ---- Float formats ----------------------------------------------------------------------- */
 
