@@ -10,7 +10,7 @@
  * (take): every thread streams contiguous slices of each weight matrix, and a thread that the
  * OS delays (this project's machines are often shared) does not hold the others at the
  * barrier for long. One thread takes each phase whole:
- *   per layer: [norm, q|k|v rows, RoPE, cache write] | [attention, by head] |
+ *   per layer: [norm, q|k|v rows, RoPE, cache write] | [attention, heads in even shares] |
  *              [wo rows (llama: residual)] | [llama: norm; gate and up rows, activation] |
  *              [down rows, residual]
  *   then:      [norm, classifier rows]
@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "kernels.h"
 #include "model.h"
@@ -769,6 +770,18 @@ int eng_session_new(struct eng_session **out, struct eng_model *m,
 				   &kv_cells)) {
 		rc = eng_error_set(err, -EOVERFLOW, "", ENG_NO_OFFSET,
 				   "a KV cache of %d positions overflows memory sizes", s->ctx_len);
+		goto out;
+	}
+	/* A context the machine cannot hold is refused here, not left to overcommit: a header
+	 * can claim any seq_len, and a cache that outgrows RAM would thrash long before it
+	 * fails (the fuzzers made a 424-byte model ask for 32 GiB). */
+	double kv_bytes = 2.0 * (double)kv_cells * (double)s->kv->elem;
+	double ram = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+	if (ram > 0 && kv_bytes > ram) {
+		rc = eng_error_set(err, -ENOMEM, "", ENG_NO_OFFSET,
+				   "a KV cache of %d positions needs %.1f GiB, more than this "
+				   "machine's %.1f GiB of memory: ask for a shorter context",
+				   s->ctx_len, kv_bytes / 1073741824.0, ram / 1073741824.0);
 		goto out;
 	}
 	int longest = imax(imax(s->dim, s->q_dim), s->hidden_dim);

@@ -6,6 +6,7 @@
  * token's reading, and each token's latency runs from the previous token's reading to its
  * own (so it includes sampling the token it was fed). Hence a window's totals are exactly the
  * sums of its tokens, which `memwall validate` checks. */
+#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <sched.h>
@@ -296,6 +297,28 @@ out:
 
 /* ---- model preparation --------------------------------------------------------------------- */
 
+/* Removes what a killed generation left in the cache: "<name>.<pid>.tmp*" files whose writer
+ * is gone. A live writer (another memwall generating the same model) keeps its file. */
+static void remove_stale_tmp(const char *dir, const char *name)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	size_t len = strlen(name);
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		char *end = NULL;
+		if (strncmp(e->d_name, name, len) || e->d_name[len] != '.')
+			continue;
+		long pid = strtol(e->d_name + len + 1, &end, 10);
+		if (end == e->d_name + len + 1 || strncmp(end, ".tmp", 4) || pid <= 0)
+			continue;
+		if (kill((pid_t)pid, 0) && errno == ESRCH)
+			unlinkat(dirfd(d), e->d_name, 0);
+	}
+	closedir(d);
+}
+
 int mw_runner_synth_path(const struct mw_protocol *p, char *path, size_t n, FILE *log,
 			 struct mw_error *err)
 {
@@ -326,6 +349,7 @@ int mw_runner_synth_path(const struct mw_protocol *p, char *path, size_t n, FILE
 	if (mkdir(dir, 0777) && errno != EEXIST)
 		return mw_error_set(err, -errno, dir, "model.synth", "cannot create the cache: %s",
 				    strerror(errno));
+	remove_stale_tmp(dir, strrchr(path, '/') + 1);
 	if (log)
 		fprintf(log, "memwall run: generating the synthetic %s checkpoint (seed %llu) into "
 			     "%s: first use only\n", p->model.synth_shape,
@@ -426,11 +450,10 @@ static json_t *preflight(const struct runner *r, json_t *machine, uint64_t need_
 			 struct mw_error *err, enum mw_run_status *status)
 {
 	json_t *warn = json_array();
-	uint64_t avail = 0, st = 0, sf = 0;
+	uint64_t avail = 0, need = 0, st = 0, sf = 0;
 	double busy = NAN;
 	char w[512];
 	*status = MW_RUN_DONE;
-	uint64_t need = 0;
 	bool have_avail = mw_meminfo(NULL, "MemAvailable", &avail) == 0;
 	bool short_mem = mw_memory_fits(need_bytes, &avail, &need) != 0;
 	if (short_mem && r->o->force) {

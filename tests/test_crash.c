@@ -151,12 +151,37 @@ static void test_concurrent(void)
 	/* A cold cache: both make the synthetic model at once too. */
 	snprintf(cmd, sizeof(cmd), "rm -f '%s'/cache/synth/*.bin", scratch);
 	T_EQ_INT(system(cmd), 0);
+	/* What a generation killed mid-write leaves: a temporary named for a writer that is gone
+	 * (a child that has exited and been reaped). Kills above rarely land in the millisecond
+	 * the smoke model takes to make, so plant one. */
+	pid_t gone = fork();
+	if (gone == 0)
+		_exit(0);
+	waitpid(gone, NULL, 0);
+	snprintf(cmd, sizeof(cmd), "touch '%s'/cache/synth/stories260K-seed42.bin.%d.tmp",
+		 scratch, (int)gone);
+	T_EQ_INT(system(cmd), 0);
 	pid_t a = start_run(dir), b = start_run(dir);
 	int sa = wait_for(a), sb = wait_for(b);
 	T_ASSERT(sa == 0 || sa == 1);
 	T_ASSERT(sb == 0 || sb == 1);
 	T_EQ_INT(check_folder(dir, &n_tmp), 2);
 	T_EQ_INT(n_tmp, 0);
+
+	/* Generating the model again cleared what the kills left half-written in the cache:
+	 * a temporary whose writer is dead never survives the next generation. */
+	snprintf(cmd, sizeof(cmd), "%s/cache/synth", scratch);
+	DIR *d = opendir(cmd);
+	struct dirent *e;
+	int stale = 0;
+	while (d && (e = readdir(d)))
+		if (strstr(e->d_name, ".tmp")) {
+			fprintf(stderr, "left in the cache: %s\n", e->d_name);
+			stale++;
+		}
+	if (d)
+		closedir(d);
+	T_EQ_INT(stale, 0);
 }
 
 int main(void)

@@ -196,6 +196,15 @@ static void test_refused(struct eng_model *m)
 	T_ASSERT(!memcmp(first, logits, sizeof(float) * (size_t)vocab));
 	eng_session_free(s);
 	eng_session_free(NULL);
+
+	/* A context no machine holds: stories260K's f32 cache is 1280 B per position, so 2^31-1
+	 * positions need 2.5 TiB. Refused with the reason, before any allocation. */
+	s = NULL;
+	o = (struct eng_session_options){ .ctx_len = 0x7fffffff, .kernels = "ref" };
+	T_EQ_INT(eng_session_new(&s, m, &o, &err), -ENOMEM);
+	T_ASSERT(s == NULL);
+	T_CONTAINS(err.text, "KV cache of 2147483647 positions");
+	T_CONTAINS(err.text, "shorter context");
 }
 
 int main(void)

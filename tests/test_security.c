@@ -7,11 +7,13 @@
  *     directory (the loader's side: tests/test_protocol.c).
  *   - A prompt longer than the model's context is refused with exit 2, by run and generate.
  *   - A model larger than the available memory is refused with exit 3 before it is mapped,
- *     unless --force; swap in use is recorded with a warning. /proc/meminfo is faked through
- *     $MEMWALL_MEMINFO (src/machine.h).
+ *     unless --force; swap in use before the runs, or growing during them, is recorded with
+ *     a warning. /proc/meminfo is faked through $MEMWALL_MEMINFO (src/machine.h).
  * External engines' commands are expanded into argv without a shell, so prompt text cannot
  * inject a command: tests/test_external.c (test_injection) checks that. */
 #include <signal.h>
+#include <stdbool.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "run.h"
@@ -230,6 +232,59 @@ static void test_swap(void)
 	json_decref(doc);
 }
 
+/* Swap that comes into use during the runs: the closing check records it. The fake meminfo
+ * changes once the first run is reported, so the preflight saw none. */
+static void test_swap_growth(void)
+{
+	char meminfo[600], tmp[700], proto[700], dir[600], path[1024], line[1024];
+	snprintf(meminfo, sizeof(meminfo), "%s/meminfo-growing", scratch);
+	snprintf(tmp, sizeof(tmp), "%s.new", meminfo);
+	write_meminfo(meminfo, 20000000, 2097152, 2097152);
+	write_protocol("swap-growing", "model.bin", 3, proto, sizeof(proto));
+	snprintf(dir, sizeof(dir), "%s/swap-growing-out", scratch);
+	setenv("MEMWALL_MEMINFO", meminfo, 1);
+	int pfd[2];
+	T_EQ_INT(pipe(pfd), 0);
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid == 0) {
+		int nul = open("/dev/null", O_WRONLY);
+		dup2(nul, 1);
+		dup2(pfd[1], 2);
+		close(pfd[0]);
+		execl(getenv("MEMWALL_BIN"), "memwall", "run", proto, "--runs", "4", "-o", dir,
+		      (char *)NULL);
+		_exit(127);
+	}
+	unsetenv("MEMWALL_MEMINFO");
+	close(pfd[1]);
+	FILE *err = fdopen(pfd[0], "r");
+	bool changed = false, warned = false;
+	while (err && fgets(line, sizeof(line), err)) {
+		if (!changed && strstr(line, "run 1/")) {
+			/* Replaced whole (rename), so the reader never sees half a file. */
+			write_meminfo(tmp, 20000000, 2097152, 1048576);
+			T_EQ_INT(rename(tmp, meminfo), 0);
+			changed = true;
+		}
+		warned |= strstr(line, "swap in use grew by 1024 MiB during the runs") != NULL;
+	}
+	if (err)
+		fclose(err);
+	int st = 0;
+	waitpid(pid, &st, 0);
+	T_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) <= 1);
+	T_ASSERT(changed);
+	T_ASSERT(warned);
+	json_t *doc = record_in(dir, path, sizeof(path));
+	const json_t *pre = json_object_get(doc, "preflight");
+	T_EQ_INT(json_integer_value(json_object_get(pre, "swap_used_bytes")), 0);
+	char *warnings = json_dumps(json_object_get(pre, "warnings"), 0);
+	T_CONTAINS(warnings, "swap in use grew by 1024 MiB");
+	free(warnings);
+	json_decref(doc);
+}
+
 int main(void)
 {
 	char cache[512], cmd[2000];
@@ -252,6 +307,7 @@ int main(void)
 	test_huge_prompt();
 	test_memory();
 	test_swap();
+	test_swap_growth();
 
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", scratch);
 	if (system(cmd))
