@@ -78,6 +78,85 @@ void eng_model_close(struct eng_model *m);
 /* Borrowed; valid until eng_model_close. */
 const struct eng_model_info *eng_model_info(const struct eng_model *m);
 
+/* ---- Tensor table ----------------------------------------------------------------------------
+ * (engine/tensors.c) Every tensor of a model with its type, shape, bytes in the file and bytes
+ * one decode step reads: the input of the analytic model (src/analytic.c). Built from the
+ * model's own tensor table (the llama2.c layout, a GGUF file's tensor infos), or from a
+ * built-in description of a file that is not at hand (eng_tensors_from_shape). */
+
+enum eng_tensor_class {
+	ENG_TENSOR_EMBEDDING,  /* token embedding table */
+	ENG_TENSOR_ATTENTION,  /* Q, K, V (or fused QKV) and output projections */
+	ENG_TENSOR_FFN,        /* feed-forward matrices */
+	ENG_TENSOR_NORM,       /* norm weights and biases */
+	ENG_TENSOR_CLASSIFIER, /* the vocabulary projection */
+	ENG_TENSOR_CLASS_COUNT,
+};
+
+struct eng_tensor {
+	const char *name;    /* as the file names it: "blk.3.ffn_up.weight", "layers.3.w1" */
+	const char *type;    /* ggml's type name: "f32", "q4_K", ... */
+	uint32_t type_id;    /* ggml's GGML_TYPE_* id */
+	int layer;           /* -1 outside the layers */
+	enum eng_tensor_class cls;
+	uint64_t rows, cols; /* cols is the row length (GGUF's ne[0]); a vector is (1, n) */
+	uint64_t file_bytes; /* bytes it occupies in the file (0 for a tied classifier's entry) */
+	uint64_t step_bytes; /* bytes one decode step reads of it: a whole matrix; one row of
+			      * the embedding; a tied classifier's entry counts the whole shared
+			      * table once, as the classifier's read */
+	const void *data;    /* its bytes, borrowed from the model or file; NULL for a table
+			      * built from a description */
+};
+
+struct eng_tensor_table {
+	char source[512];           /* the file, or "built-in shape NAME" */
+	struct eng_model_info info; /* arch and shape; weight_bytes sums file_bytes */
+	int head_dim;
+	uint32_t kv_type_id;        /* ggml type the KV cache is assumed to use: f16 for GGUF
+				     * (llama.cpp's default), f32 for llama2.c (this engine's) */
+	size_t n;
+	struct eng_tensor *t;       /* n tensors: a GGUF file's in file order, a llama2.c
+				     * model's in the forward pass's order (the file stores each
+				     * per-layer tensor for all layers at once); a tied
+				     * classifier's entry comes last */
+};
+
+/* The tensors of an open model. *out is new, freed with eng_tensor_table_free. Its data
+ * pointers view m's mapping (a GGUF model's table maps the file once more): use them while
+ * both the table and m are open. */
+int eng_model_tensors(const struct eng_model *m, struct eng_tensor_table **out,
+		      struct eng_error *err);
+/* The tensors of a model file (llama2.c or GGUF, told apart by the magic) without loading it
+ * for inference: the table keeps the file mapped, so data stays valid until
+ * eng_tensor_table_free. */
+int eng_tensors_from_file(const char *path, struct eng_tensor_table **out,
+			  struct eng_error *err);
+/* A built-in description of a well-known file's shape and per-tensor type mix, for records
+ * whose model file is not at hand. name is matched case-insensitively against each entry's
+ * keywords (e.g. "tiiuae-falcon-7b-Q4_K_M.gguf" finds "falcon-7b" with mix "Q4_K_M"). data is
+ * NULL in every tensor. -ENOENT when nothing matches (err lists what is built in). */
+int eng_tensors_from_shape(const char *name, struct eng_tensor_table **out,
+			   struct eng_error *err);
+void eng_tensor_table_free(struct eng_tensor_table *t);
+/* Dequantizes row `row` of tensor t (t->cols floats) into out. -EINVAL for a tensor without
+ * data or a row past the end, -ENOTSUP for a type memwall cannot dequantize. */
+int eng_tensor_dequantize(const struct eng_tensor *t, uint64_t row, float *out);
+/* "embedding", "attention", ... Static storage. */
+const char *eng_tensor_class_name(enum eng_tensor_class c);
+
+/* (engine/peak.c) A compute roof: multiply-adds per second of the kernel a decode step uses
+ * for weight type type_id, on threads threads (pinned like eng_stream's), measured for about
+ * seconds on operands that stay in L1, so memory does not limit it. flops counts a
+ * multiply-add as 2. */
+struct eng_peak {
+	double flops;        /* per second, all threads */
+	char kernel[96];     /* e.g. "avx512 dot_f32", "avx512 vec_dot q4_K x q8_K" */
+	int threads;
+	double seconds;
+};
+int eng_peak_measure(const char *kernels, uint32_t type_id, int threads, double seconds,
+		     struct eng_peak *out, struct eng_error *err);
+
 /* ---- Sessions: one KV cache and one thread pool over a model ------------------------------ */
 
 struct eng_session;
@@ -180,15 +259,6 @@ void eng_sampler_free(struct eng_sampler *s);
 /* Picks the next token; may modify logits in place. */
 int eng_sampler_sample(struct eng_sampler *s, float *logits);
 
-/* ---- Synthetic models ----------------------------------------------------------------------- */
-
-/* Writes a deterministic synthetic llama2.c checkpoint ("ak42" version 1, float32) of a named
- * shape ("stories260K", "stories15M", "stories42M", "stories110M") to path, marked as
- * synthetic in its header (eng_model_info then says so). The same shape and seed give the same
- * bytes. Written to a temporary file beside path, synced, then renamed over it, so a reader
- * never sees a partial model; -EINVAL with the valid names for an unknown shape. */
-int eng_synth_llama2c(const char *path, const char *shape, uint64_t seed, struct eng_error *err);
-
 /* ---- GGUF tokenizers -------------------------------------------------------------------------
  * (engine/tokenizer_gguf.c) The tokenizer a GGUF model carries in its metadata
  * (tokenizer.ggml.*), behind the same struct eng_tokenizer: encode, decode and close work as
@@ -211,6 +281,15 @@ int eng_tokenizer_eos(const struct eng_tokenizer *t);
 bool eng_tokenizer_add_bos(const struct eng_tokenizer *t);
 int eng_tokenizer_vocab_size(const struct eng_tokenizer *t);
 const char *eng_tokenizer_kind(const struct eng_tokenizer *t);
+
+/* ---- Synthetic models ----------------------------------------------------------------------- */
+
+/* Writes a deterministic synthetic llama2.c checkpoint ("ak42" version 1, float32) of a named
+ * shape ("stories260K", "stories15M", "stories42M", "stories110M") to path, marked as
+ * synthetic in its header (eng_model_info then says so). The same shape and seed give the same
+ * bytes. Written to a temporary file beside path, synced, then renamed over it, so a reader
+ * never sees a partial model; -EINVAL with the valid names for an unknown shape. */
+int eng_synth_llama2c(const char *path, const char *shape, uint64_t seed, struct eng_error *err);
 
 /* ---- Synthetic GGUF models -------------------------------------------------------------------
  * (engine/synth_gguf.c, shapes in engine/shapes.c) A GGUF file with a real model's shape and
@@ -295,84 +374,5 @@ int eng_stream_run(struct eng_stream *s, enum eng_stream_kind kind, bool nontemp
  * source (may be NULL) receives the sysfs file it came from. 0, or -ENOENT when sysfs does not
  * say (a container, a VM without cache topology): the caller then picks and states a default. */
 int eng_llc_size(uint64_t *bytes, char *source, size_t source_len);
-
-/* ---- Tensor table ----------------------------------------------------------------------------
- * (engine/tensors.c) Every tensor of a model with its type, shape, bytes in the file and bytes
- * one decode step reads: the input of the analytic model (src/analytic.c). Built from the
- * model's own tensor table (the llama2.c layout, a GGUF file's tensor infos), or from a
- * built-in description of a file that is not at hand (eng_tensors_from_shape). */
-
-enum eng_tensor_class {
-	ENG_TENSOR_EMBEDDING,  /* token embedding table */
-	ENG_TENSOR_ATTENTION,  /* Q, K, V (or fused QKV) and output projections */
-	ENG_TENSOR_FFN,        /* feed-forward matrices */
-	ENG_TENSOR_NORM,       /* norm weights and biases */
-	ENG_TENSOR_CLASSIFIER, /* the vocabulary projection */
-	ENG_TENSOR_CLASS_COUNT,
-};
-
-struct eng_tensor {
-	const char *name;    /* as the file names it: "blk.3.ffn_up.weight", "layers.3.w1" */
-	const char *type;    /* ggml's type name: "f32", "q4_K", ... */
-	uint32_t type_id;    /* ggml's GGML_TYPE_* id */
-	int layer;           /* -1 outside the layers */
-	enum eng_tensor_class cls;
-	uint64_t rows, cols; /* cols is the row length (GGUF's ne[0]); a vector is (1, n) */
-	uint64_t file_bytes; /* bytes it occupies in the file (0 for a tied classifier's entry) */
-	uint64_t step_bytes; /* bytes one decode step reads of it: a whole matrix; one row of
-			      * the embedding; a tied classifier's entry counts the whole shared
-			      * table once, as the classifier's read */
-	const void *data;    /* its bytes, borrowed from the model or file; NULL for a table
-			      * built from a description */
-};
-
-struct eng_tensor_table {
-	char source[512];           /* the file, or "built-in shape NAME" */
-	struct eng_model_info info; /* arch and shape; weight_bytes sums file_bytes */
-	int head_dim;
-	uint32_t kv_type_id;        /* ggml type the KV cache is assumed to use: f16 for GGUF
-				     * (llama.cpp's default), f32 for llama2.c (this engine's) */
-	size_t n;
-	struct eng_tensor *t;       /* n tensors: a GGUF file's in file order, a llama2.c
-				     * model's in the forward pass's order (the file stores each
-				     * per-layer tensor for all layers at once); a tied
-				     * classifier's entry comes last */
-};
-
-/* The tensors of an open model. *out is new, freed with eng_tensor_table_free. Its data
- * pointers view m's mapping (a GGUF model's table maps the file once more): use them while
- * both the table and m are open. */
-int eng_model_tensors(const struct eng_model *m, struct eng_tensor_table **out,
-		      struct eng_error *err);
-/* The tensors of a model file (llama2.c or GGUF, told apart by the magic) without loading it
- * for inference: the table keeps the file mapped, so data stays valid until
- * eng_tensor_table_free. */
-int eng_tensors_from_file(const char *path, struct eng_tensor_table **out,
-			  struct eng_error *err);
-/* A built-in description of a well-known file's shape and per-tensor type mix, for records
- * whose model file is not at hand. name is matched case-insensitively against each entry's
- * keywords (e.g. "tiiuae-falcon-7b-Q4_K_M.gguf" finds "falcon-7b" with mix "Q4_K_M"). data is
- * NULL in every tensor. -ENOENT when nothing matches (err lists what is built in). */
-int eng_tensors_from_shape(const char *name, struct eng_tensor_table **out,
-			   struct eng_error *err);
-void eng_tensor_table_free(struct eng_tensor_table *t);
-/* Dequantizes row `row` of tensor t (t->cols floats) into out. -EINVAL for a tensor without
- * data or a row past the end, -ENOTSUP for a type memwall cannot dequantize. */
-int eng_tensor_dequantize(const struct eng_tensor *t, uint64_t row, float *out);
-/* "embedding", "attention", ... Static storage. */
-const char *eng_tensor_class_name(enum eng_tensor_class c);
-
-/* (engine/peak.c) A compute roof: multiply-adds per second of the kernel a decode step uses
- * for weight type type_id, on threads threads (pinned like eng_stream's), measured for about
- * seconds on operands that stay in L1, so memory does not limit it. flops counts a
- * multiply-add as 2. */
-struct eng_peak {
-	double flops;        /* per second, all threads */
-	char kernel[96];     /* e.g. "avx512 dot_f32", "avx512 vec_dot q4_K x q8_K" */
-	int threads;
-	double seconds;
-};
-int eng_peak_measure(const char *kernels, uint32_t type_id, int threads, double seconds,
-		     struct eng_peak *out, struct eng_error *err);
 
 #endif
