@@ -3,7 +3,8 @@
  *
  * The kernels live in dot256.h; this file supplies the integer primitives, where VNNI fuses
  * what AVX2 needs two or three instructions for: vpdpbusd (u8 x s8, four products summed
- * into int32, accumulated) and vpdpwssd (s16 x s16 pairs into int32, accumulated).
+ * into int32, accumulated) and vpdpwssd (s16 x s16 pairs into int32, accumulated). q5_0, the
+ * bulk of Falcon-7B Q4_K_M, has a kernel of its own below.
  */
 #include "quants_impl.h"
 
@@ -29,28 +30,21 @@ static inline __m256i madd_s16(__m256i acc, __m256i a, __m256i b)
 	return _mm256_dpwssd_epi32(acc, a, b);
 }
 
-#define DOT256_OWN_Q5_0_Q8_0 /* q5_0 and q8_0 are defined below */
+#define DOT256_OWN_Q5_0 /* q5_0 is defined below */
 #include "dot256.h"
 
-/* ---- q5_0 and q8_0 ---------------------------------------------------------------------- */
+/* ---- q5_0 ------------------------------------------------------------------------------ */
 
-/* q8_0 as unsigned bytes x ^ 0x80 = x + 128, the 128 taken off through the activation's block
- * sum like q4_0's 8: one xor where a signed dot product needs abs and sign. (Not for AVX2: its
- * maddubs would saturate on 255 * 127 * 2.) */
-static inline __m256i q8_0_unsigned(const uint8_t *blk)
-{
-	return _mm256_xor_si256(loadu(blk + 2), _mm256_set1_epi8((char)0x80));
-}
-
-LEGACY_KERNELS(q8_0, q8_0_unsigned, 128)
-
-/* q5_0 two blocks at a time. The legacy kernel is bound by vector instructions executed (on
- * Zen 4 its speed moved by about 1/8 for each one taken out of its eight a block), and the
- * unpack of the nibbles (broadcast, shift, mask) and the float tail (convert, multiply, FMA)
- * are most of them. Here one ymm holds the low nibbles (elements 0-15) of two blocks and
- * another their high nibbles (16-31), against activation bytes prepared in that order, so the
- * two dpbusd leave each block's sum in one 128-bit half and the float tail runs once per two
- * blocks: about six vector instructions a block. */
+/* q5_0 two blocks at a time. dot256.h's legacy kernel, one block a ymm, runs on Zen 4 at
+ * about 1 ns a block whether in L2 or not: bound by the vector instructions executed, plus
+ * the qh bits' trip through a mask register (a quarter of its time). Here one ymm holds the
+ * low nibbles (elements 0-15) of two blocks and another their high nibbles (16-31), against
+ * activation bytes prepared in that order, so the two dpbusd leave each block's sum in one
+ * 128-bit half and the float tail (convert, multiply, FMA) runs once per two blocks. Measured
+ * on Zen 4, a shared machine: the same speed in cache (within 4%), 1.08x from DRAM in
+ * tests/bench_quants (4096 columns) and 1.15x at Falcon's 4544; 512-bit versions of either
+ * layout were no faster. The summation order differs from the legacy kernel's, so vec_dot
+ * goes through it too (slower than the legacy one: it prepares the activation per call). */
 #define Q5_PAIRS (LEGACY_PREPARED / 2)
 
 /* The activation of blocks i and i + 1, i even (y1 == y0 for a row's odd last block): the

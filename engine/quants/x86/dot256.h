@@ -11,8 +11,7 @@
  *   static inline __m256i madd_s16(__m256i acc, __m256i a, __m256i b); acc + pairs of a*b
  * and, after including it (it uses the helpers):
  *   static inline __m256i q5_0_unsigned(const uint8_t *blk);  a q5_0 block as 32 signed bytes
- * unless it defines DOT256_OWN_Q5_0_Q8_0 and its own dot_q5_0, matvec_q5_0, dot_q8_0 and
- * matvec_q8_0 (avx512.c).
+ * unless it defines DOT256_OWN_Q5_0 and its own dot_q5_0 and matvec_q5_0 (avx512.c).
  *
  * Why 256 bits on an AVX-512 machine: Zen 4 executes 512-bit integer ops as two 256-bit
  * halves, so the gain of AVX-512 here is VNNI (vpdpbusd, vpdpwssd fuse two or three
@@ -26,7 +25,7 @@
 #include <immintrin.h>
 
 /* Defined by the including file, after this one (it uses the helpers below). */
-#ifndef DOT256_OWN_Q5_0_Q8_0
+#ifndef DOT256_OWN_Q5_0
 static inline __m256i q5_0_unsigned(const uint8_t *blk);
 #endif
 
@@ -188,12 +187,12 @@ legacy_matvec(float *out, const uint8_t *w, size_t row_bytes, size_t xs, const b
 	}
 
 LEGACY_KERNELS(q4_0, q4_0_unsigned, 8)
-/* avx512.c has its own q5_0 and q8_0 kernels, two blocks per 512-bit instruction, under the
- * same names: it defines DOT256_OWN_Q5_0_Q8_0 before including this file. */
-#ifndef DOT256_OWN_Q5_0_Q8_0
+/* avx512.c has its own q5_0 kernel, two blocks at a time, under the same names: it defines
+ * DOT256_OWN_Q5_0 before including this file. */
+#ifndef DOT256_OWN_Q5_0
 LEGACY_KERNELS(q5_0, q5_0_unsigned, 16)
-LEGACY_KERNELS(q8_0, q8_0_signed, 0)
 #endif
+LEGACY_KERNELS(q8_0, q8_0_signed, 0)
 
 static void dot_q4_1(size_t n, float *s, const void *vx, const void *vy)
 {
