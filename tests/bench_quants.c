@@ -13,6 +13,9 @@
  * each one's ratio to the read in the same round. On a shared machine the ratio is the figure
  * to trust: noise from other processes hits both halves of a round alike.
  *
+ * Types with an x8 layout (quants.h) are also timed repacked, through each table's own x8
+ * kernel, on a line of their own. BENCH_QUANTS_N sets the row length (default 4096).
+ *
  * Usage: bench_quants [mb] [reps] [type...]; pin it (taskset -c 1) for stable figures.
  */
 #include <stdio.h>
@@ -74,10 +77,16 @@ static volatile float sink;
 static void bench(uint32_t t, double mb, int reps, const struct krn_ops *kops)
 {
 	const struct krn_type_traits *tr = krn_type_traits(t);
-	const size_t n = 4096;
-	size_t row = krn_row_size(t, n), rows = (size_t)(mb * 1e6 / (double)row), len;
-	if (rows < 1)
-		rows = 1;
+	const char *env_n = getenv("BENCH_QUANTS_N");
+	const size_t n = env_n ? (size_t)atol(env_n) : 4096;
+	size_t row = krn_row_size(t, n), len, len8;
+	if (!row) {
+		fprintf(stderr, "bench_quants: %zu columns is not whole blocks of %s\n", n, tr->name);
+		exit(2);
+	}
+	size_t rows = (size_t)(mb * 1e6 / (double)row) / KRN_X8 * KRN_X8;
+	if (rows < KRN_X8)
+		rows = KRN_X8;
 	size_t bytes = rows * row; /* stream_read takes bytes / 4 floats: the tail bytes go unread */
 	uint8_t *w = map_huge(bytes, &len);
 	float *f = malloc(n * sizeof(float)), *y = malloc(rows * sizeof(float));
@@ -95,6 +104,19 @@ static void bench(uint32_t t, double mb, int reps, const struct krn_ops *kops)
 	tr->from_float_ref(f, w, n);
 	for (size_t r = 1; r < rows; r++)
 		memcpy(w + r * row, w, row);
+	/* the same rows in the x8 layout, for tables with a kernel for it */
+	uint8_t *w8 = NULL;
+	if (krn_x8_layout(t)) {
+		uint8_t *tmp = malloc(KRN_X8 * row);
+		w8 = map_huge(bytes, &len8);
+		if (!tmp || !w8) {
+			fprintf(stderr, "bench_quants: out of memory for %.0f MB\n", mb);
+			exit(1);
+		}
+		memcpy(w8, w, bytes);
+		krn_x8_repack(t, w8, n, rows, tmp);
+		free(tmp);
+	}
 	size_t n_ops;
 	const struct krn_quant_ops *const *all = krn_quant_ops_all(&n_ops);
 	for (size_t o = 0; o < n_ops; o++) {
@@ -102,6 +124,8 @@ static void bench(uint32_t t, double mb, int reps, const struct krn_ops *kops)
 		if (!ops->supported() || ops == all[n_ops - 1])
 			continue; /* ref: a correctness yardstick, not a speed one */
 		double gb_mv[MAX_REPS], gb_row[MAX_REPS], r_mv[MAX_REPS], r_row[MAX_REPS], gb_rd[MAX_REPS];
+		double gb_x8[MAX_REPS], r_x8[MAX_REPS];
+		bool x8 = w8 && krn_quant_x8_native(ops, t);
 		ops->quantize_act[tr->vec_dot_type](f, aq, n);
 		krn_quant_matvec(ops, t, y, w, aq, n, 0, rows); /* warm up */
 		for (int k = 0; k < reps; k++) {
@@ -112,20 +136,30 @@ static void bench(uint32_t t, double mb, int reps, const struct krn_ops *kops)
 			double t2 = now();
 			rows_by_vec_dot(ops, t, y, w, aq, n, rows);
 			double t3 = now();
+			if (x8)
+				krn_quant_matvec_x8(ops, t, y, w8, aq, n, 0, rows);
+			double t4 = now();
+			gb_x8[k] = (double)bytes / (t4 - t3) / 1e9;
 			gb_rd[k] = (double)bytes / (t1 - t0) / 1e9;
 			gb_mv[k] = (double)bytes / (t2 - t1) / 1e9;
 			gb_row[k] = (double)bytes / (t3 - t2) / 1e9;
 			r_mv[k] = gb_mv[k] / gb_rd[k];
 			r_row[k] = gb_row[k] / gb_rd[k];
+			r_x8[k] = gb_x8[k] / gb_rd[k];
 		}
 		printf("%-5s %7.1f MB %-6s read %6.2f  matvec %6.2f (%.2fx read)  "
 		       "vec_dot %6.2f (%.2fx read)  GB/s\n",
 		       tr->name, (double)bytes / 1e6, ops->name, median(gb_rd, reps),
 		       median(gb_mv, reps), median(r_mv, reps), median(gb_row, reps),
 		       median(r_row, reps));
+		if (x8)
+			printf("%-5s %7.1f MB %-6s x8 matvec %6.2f GB/s (%.2fx read)\n", tr->name,
+			       (double)bytes / 1e6, ops->name, median(gb_x8, reps), median(r_x8, reps));
 		fflush(stdout);
 	}
 	munmap(w, len);
+	if (w8)
+		munmap(w8, len8);
 	free(f);
 	free(y);
 	free(aq);

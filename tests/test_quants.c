@@ -396,6 +396,74 @@ static void check_short_legacy_rows(const struct krn_quant_ops *ops,
 		}
 }
 
+/* The x8 layout (quants.h), for every type that has one: repacking is undone exactly by
+ * krn_x8_row, and every table's krn_quant_matvec_x8 gives each row within float rounding of
+ * ref's vec_dot on the plain row (bit for bit where the table has no x8 kernel and falls back
+ * to its own vec_dot), whatever range of groups it is given. Row lengths: one super-block,
+ * stories110M's 768 and 2048, Falcon-7B's 4544 (legacy formats only) and 18176. */
+static void check_x8(const struct krn_quant_ops *ops, const struct krn_quant_ops *ref)
+{
+	static const size_t lengths[] = { 256, 768, 2048, 4544, 18176 };
+	const size_t rows = 3 * KRN_X8;
+	for (size_t k = 0; k < N_WEIGHT_TYPES; k++) {
+		uint32_t t = weight_types[k], vt = krn_type_traits(t)->vec_dot_type;
+		if (!krn_x8_layout(t))
+			continue;
+		for (size_t l = 0; l < sizeof(lengths) / sizeof(lengths[0]); l++) {
+			size_t n = lengths[l], rb = krn_row_size(t, n);
+			if (!rb)
+				continue;
+			float *act = malloc(n * sizeof(float)), y[3 * KRN_X8], y2[3 * KRN_X8];
+			uint8_t *w = malloc(rows * rb), *x8 = malloc(rows * rb),
+				*tmp = malloc(KRN_X8 * rb), *row = malloc(rb), *aq = malloc(n * 4);
+			T_ASSERT(act && w && x8 && tmp && row && aq);
+			for (size_t i = 0; i < n; i++)
+				act[i] = 2.0f * next_unit();
+			for (size_t r = 0; r < rows; r++)
+				random_weights(t, w + r * rb, n, r % 3 == 1);
+			memcpy(x8, w, rows * rb);
+			krn_x8_repack(t, x8, n, rows, tmp);
+			for (size_t r = 0; r < rows; r++) {
+				krn_x8_row(t, x8, n, r, row);
+				if (memcmp(row, w + r * rb, rb))
+					T_FAIL_AT(__FILE__, __LINE__, "%s n %zu: x8 row %zu does not "
+						  "unpack to the row packed", krn_type_traits(t)->name,
+						  n, r);
+				t_checks++;
+			}
+			ref->quantize_act[vt](act, aq, n);
+			krn_quant_matvec_x8(ops, t, y, x8, aq, n, 0, rows);
+			krn_quant_matvec_x8(ops, t, y2, x8, aq, n, KRN_X8, 2 * KRN_X8);
+			bool own = krn_quant_x8_native(ops, t);
+			for (size_t r = 0; r < rows; r++) {
+				float s = 0, s_ref = 0;
+				ops->vec_dot[t](n, &s, w + r * rb, aq);
+				ref->vec_dot[t](n, &s_ref, w + r * rb, aq);
+				double mag = dot_magnitude(t, w + r * rb, aq, n);
+				if (!own && memcmp(&s, &y[r], sizeof(s)))
+					T_FAIL_AT(__FILE__, __LINE__, "%s %s n %zu: unpacked x8 row %zu "
+						  "%.9g, vec_dot %.9g", ops->name,
+						  krn_type_traits(t)->name, n, r, y[r], s);
+				if (!(fabs((double)y[r] - s_ref) <= 2e-6 * (double)(n < 2048 ? 2048 : n) / 2048 * mag))
+					T_FAIL_AT(__FILE__, __LINE__, "%s %s n %zu: x8 row %zu %.9g vs "
+						  "ref %.9g (sum|w a| %.4g)", ops->name,
+						  krn_type_traits(t)->name, n, r, y[r], s_ref, mag);
+				if (r >= KRN_X8 && r < 2 * KRN_X8 && memcmp(&y[r], &y2[r], sizeof(float)))
+					T_FAIL_AT(__FILE__, __LINE__, "%s %s n %zu: x8 row %zu differs "
+						  "with the range it was computed in", ops->name,
+						  krn_type_traits(t)->name, n, r);
+				t_checks += 3;
+			}
+			free(act);
+			free(w);
+			free(x8);
+			free(tmp);
+			free(row);
+			free(aq);
+		}
+	}
+}
+
 static void check_isas_vs_ref(void)
 {
 	size_t n_ops;
@@ -446,6 +514,7 @@ static void check_isas_vs_ref(void)
 		check_matvec(ops);
 		check_long_rows(ops, ref);
 		check_short_legacy_rows(ops, ref);
+		check_x8(ops, ref);
 	}
 	free(act);
 	free(w);

@@ -44,6 +44,8 @@ static void fill_tables(void)
 					o->vec_dot[t] = b->vec_dot[t];
 				if (!o->quantize_act[t])
 					o->quantize_act[t] = b->quantize_act[t];
+				if (!o->matvec_x8[t])
+					o->matvec_x8[t] = b->matvec_x8[t];
 			}
 		}
 		for (int t = 0; t < KRN_TYPE_COUNT; t++) {
@@ -79,9 +81,9 @@ const struct krn_quant_ops *krn_quant_ops_find(const char *name)
 
 /* CPU checks for the x86 tables, here because this file gets no ISA flags: it runs before we
  * know the answer. __builtin_cpu_supports also checks XCR0, so an OS that does not save the
- * wide registers answers "no" (libgcc's cpuinfo.c). F16C and AVX512-VNNI are read from CPUID
- * directly (leaf 1 ECX bit 29, leaf 7 ECX bit 11, Intel SDM vol. 2A, CPUID): clang 14's
- * __builtin_cpu_supports knows neither name, and the register state they need is the one
+ * wide registers answers "no" (libgcc's cpuinfo.c). F16C, and AVX512-VNNI, VBMI, VBMI2, GFNI and
+ * BITALG, are read from CPUID directly (leaf 1 ECX bit 29; leaf 7 ECX bits 11, 1, 6, 8, 12;
+ * Intel SDM vol. 2A, CPUID): clang 14's __builtin_cpu_supports knows not all these names, and the register state they need is the one
  * the avx2 and avx512f checks already confirmed. */
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -105,7 +107,8 @@ bool krn_quants_cpu_avx512(void)
 	__builtin_cpu_init();
 	return krn_quants_cpu_avx2() && __builtin_cpu_supports("avx512f") &&
 	       __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-	       __builtin_cpu_supports("avx512dq") && cpuid_bit(7, 11);
+	       __builtin_cpu_supports("avx512dq") && cpuid_bit(7, 11) && cpuid_bit(7, 1) &&
+	       cpuid_bit(7, 6) && cpuid_bit(7, 8) && cpuid_bit(7, 12);
 }
 #endif
 

@@ -251,6 +251,11 @@ struct krn_quant_ops {
 	/* Indexed by the activation type (a vec_dot_type): ggml-cpu's x86 from_float. Every ISA
 	 * produces the same bytes as ref, so results do not depend on the table chosen. */
 	krn_from_float_fn quantize_act[KRN_TYPE_COUNT];
+	/* Optional kernels for weights in the x8 layout (below), indexed by the weight type:
+	 * y[r] for r in [r0, r1), both multiples of KRN_X8; w is the tensor's start and row_bytes
+	 * a plain row's size. Taken from base when NULL; where no table has one,
+	 * krn_quant_matvec_x8 unpacks the rows and calls vec_dot. */
+	krn_matvec_fn matvec_x8[KRN_TYPE_COUNT];
 };
 
 /* Every table compiled in, best first, with NULL entries already filled from ref; *n receives
@@ -264,5 +269,36 @@ const struct krn_quant_ops *krn_quant_ops_find(const char *name);
  * activation already quantized to t's vec_dot_type (krn_ops' matvec_f32 convention). */
 void krn_quant_matvec(const struct krn_quant_ops *ops, uint32_t t, float *y, const void *w,
 		      const void *xq, size_t n, size_t r0, size_t r1);
+
+/* ---- Rows interleaved by eight (the x8 layout) ---------------------------------------------
+ *
+ * A kernel that computes eight rows at once, one row per vector lane, loads each activation
+ * byte once for eight rows, applies the per-block scales lane-wise and never sums a vector
+ * horizontally; with the eight rows' blocks side by side the weights still arrive as one
+ * sequential stream (ggml's CPU "repack" buffers do the same for some types). A tensor whose
+ * row count is a multiple of 8 may be repacked so at load (ENG_LOAD_REPACK): group g takes the
+ * bytes of rows 8g .. 8g + 7 and holds, for each block index i in order, block i of those
+ * eight rows packed by the type's layout into 8 * type_size bytes. The tensor's size does not
+ * change, so neither do the bytes a step reads. */
+#define KRN_X8 8
+
+struct krn_x8_layout {
+	/* dst (KRN_X8 * type_size bytes) from one block of each of eight rows, and back */
+	void (*pack)(void *dst, const void *const src[KRN_X8]);
+	void (*unpack)(void *const dst[KRN_X8], const void *src);
+};
+
+/* The x8 layout of type t, or NULL where t has none. Static storage. */
+const struct krn_x8_layout *krn_x8_layout(uint32_t t);
+/* True when ops has a kernel of its own for type t in the x8 layout: repacking for it pays. */
+bool krn_quant_x8_native(const struct krn_quant_ops *ops, uint32_t t);
+/* Repacks `rows` rows (a multiple of KRN_X8) of n elements of type t at w, in place, into the
+ * x8 layout; tmp holds KRN_X8 rows. */
+void krn_x8_repack(uint32_t t, void *w, size_t n, size_t rows, void *tmp);
+/* Copies row r of an x8 tensor of n-element rows of type t into dst, in the plain layout. */
+void krn_x8_row(uint32_t t, const void *w, size_t n, size_t r, void *dst);
+/* krn_quant_matvec for weights in the x8 layout; r0 and r1 multiples of KRN_X8. */
+void krn_quant_matvec_x8(const struct krn_quant_ops *ops, uint32_t t, float *y, const void *w,
+			 const void *xq, size_t n, size_t r0, size_t r1);
 
 #endif

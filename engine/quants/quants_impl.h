@@ -12,7 +12,8 @@ extern const struct krn_quant_ops krn_quant_ops_avx512;
 extern const struct krn_quant_ops krn_quant_ops_neon;
 
 /* Run-time checks for the x86 tables (quants.c, built without ISA flags). The AVX-512 table
- * needs F, BW, VL, DQ and VNNI (Ice Lake, Zen 4 and later); other AVX-512 CPUs use AVX2. */
+ * needs F, BW, VL, DQ, VNNI, VBMI, VBMI2, GFNI and BITALG (Ice Lake, Zen 4 and later); other
+ * AVX-512 CPUs use AVX2. */
 bool krn_quants_cpu_avx2(void);
 bool krn_quants_cpu_avx512(void);
 
@@ -24,5 +25,13 @@ extern float krn_fp16_table[1 << 16];
 void krn_ref_act_q8_0(const float *x, void *y, size_t n);
 void krn_ref_act_q8_1(const float *x, void *y, size_t n);
 void krn_ref_act_q8_K(const float *x, void *y, size_t n);
+
+/* The x8 layouts (quants.h), one per type that has one: the legacy formats' in x8_legacy.c,
+ * the K-quants' in x8_kquants.c; x8.c indexes them by type. */
+extern const struct krn_x8_layout krn_x8_layout_q8_0;
+extern const struct krn_x8_layout krn_x8_layout_q5_0;
+extern const struct krn_x8_layout krn_x8_layout_q4_K;
+extern const struct krn_x8_layout krn_x8_layout_q5_K;
+extern const struct krn_x8_layout krn_x8_layout_q6_K;
 
 #endif

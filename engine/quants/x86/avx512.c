@@ -6,6 +6,7 @@
  * into int32, accumulated) and vpdpwssd (s16 x s16 pairs into int32, accumulated). q5_0, the
  * bulk of Falcon-7B Q4_K_M, has a kernel of its own below.
  */
+#include "avx512_x8.h"
 #include "quants_impl.h"
 
 #include <immintrin.h>
@@ -161,4 +162,9 @@ const struct krn_quant_ops krn_quant_ops_avx512 = {
 	.base = &krn_quant_ops_avx2,
 	.vec_dot = { DOT256_VEC_DOTS },
 	.matvec = { DOT256_MATVECS },
+	.matvec_x8 = {
+		[KRN_TYPE_F32] = NULL, /* f32 rows go through the f32 kernels */
+		/* avx512_x8l.c */
+		/* avx512_x8k.c */
+	},
 };

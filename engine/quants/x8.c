@@ -1,0 +1,111 @@
+/* engine/quants/x8.c: tensors whose rows are interleaved by eight (quants.h's x8 layout):
+ * the registry of layouts, repacking, reading one row back, and the matvec dispatch with its
+ * fallback for tables that have no kernel of their own for a type.
+ *
+ * Each layout is defined beside its kernels' format notes (x8_legacy.c, x8_kquants.c) and is
+ * ISA-independent, so a repacked model runs under any table: one without an x8 kernel for a
+ * type unpacks each group of eight rows and calls its own vec_dot, which gives the same bits as
+ * that table on the plain rows.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "quants_impl.h"
+
+static const struct krn_x8_layout *const layouts[KRN_TYPE_COUNT] = {
+	[KRN_TYPE_F32] = NULL, /* nothing to interleave: float rows go through the f32 kernels */
+	/* x8_legacy.c */
+	/* x8_kquants.c */
+};
+
+const struct krn_x8_layout *krn_x8_layout(uint32_t t)
+{
+	return t < KRN_TYPE_COUNT ? layouts[t] : NULL;
+}
+
+bool krn_quant_x8_native(const struct krn_quant_ops *ops, uint32_t t)
+{
+	return t < KRN_TYPE_COUNT && layouts[t] && ops->matvec_x8[t];
+}
+
+/* Block i of the eight rows of group g as eight pointers, rows row_bytes apart. */
+static void group_blocks(const uint8_t *rows, size_t row_bytes, size_t off, const void *src[KRN_X8])
+{
+	for (int r = 0; r < KRN_X8; r++)
+		src[r] = rows + (size_t)r * row_bytes + off;
+}
+
+void krn_x8_repack(uint32_t t, void *w, size_t n, size_t rows, void *tmp)
+{
+	const struct krn_type_traits *tr = krn_type_traits(t);
+	const struct krn_x8_layout *lay = krn_x8_layout(t);
+	size_t row_bytes = krn_row_size(t, n), nb = n / tr->block_size, bs = tr->type_size;
+	uint8_t *g = w;
+	for (size_t r = 0; r < rows; r += KRN_X8, g += KRN_X8 * row_bytes) {
+		memcpy(tmp, g, KRN_X8 * row_bytes);
+		for (size_t i = 0; i < nb; i++) {
+			const void *src[KRN_X8];
+			group_blocks(tmp, row_bytes, i * bs, src);
+			lay->pack(g + i * KRN_X8 * bs, src);
+		}
+	}
+}
+
+void krn_x8_row(uint32_t t, const void *w, size_t n, size_t r, void *dst)
+{
+	const struct krn_type_traits *tr = krn_type_traits(t);
+	const struct krn_x8_layout *lay = krn_x8_layout(t);
+	size_t row_bytes = krn_row_size(t, n), nb = n / tr->block_size, bs = tr->type_size;
+	const uint8_t *g = (const uint8_t *)w + r / KRN_X8 * KRN_X8 * row_bytes;
+	uint8_t scratch[KRN_X8][512]; /* a block of any type fits: the largest is 292 bytes */
+	void *out[KRN_X8];
+	for (int k = 0; k < KRN_X8; k++)
+		out[k] = scratch[k];
+	for (size_t i = 0; i < nb; i++) {
+		lay->unpack(out, g + i * KRN_X8 * bs);
+		memcpy((uint8_t *)dst + i * bs, scratch[r % KRN_X8], bs);
+	}
+}
+
+/* No x8 kernel in ops: each group unpacked into plain rows, then ops's own vec_dot. Slow (a
+ * copy of every weight byte per call) but exact; a loader repacks only for tables that have
+ * the kernel (krn_quant_x8_native). */
+static void matvec_x8_unpacked(const struct krn_quant_ops *ops, uint32_t t, float *y,
+			       const uint8_t *w, const void *xq, size_t n, size_t r0, size_t r1)
+{
+	const struct krn_type_traits *tr = krn_type_traits(t);
+	const struct krn_x8_layout *lay = krn_x8_layout(t);
+	size_t row_bytes = krn_row_size(t, n), nb = n / tr->block_size, bs = tr->type_size;
+	/* one buffer per thread, kept: a few hundred KB at most */
+	static _Thread_local uint8_t *rows;
+	static _Thread_local size_t cap;
+	if (cap < KRN_X8 * row_bytes) {
+		uint8_t *p = realloc(rows, KRN_X8 * row_bytes);
+		if (!p) {
+			fputs("memwall: out of memory unpacking interleaved rows\n", stderr);
+			abort();
+		}
+		rows = p;
+		cap = KRN_X8 * row_bytes;
+	}
+	for (size_t r = r0; r < r1; r += KRN_X8) {
+		const uint8_t *g = w + r * row_bytes;
+		for (size_t i = 0; i < nb; i++) {
+			void *dst[KRN_X8];
+			for (int k = 0; k < KRN_X8; k++)
+				dst[k] = rows + (size_t)k * row_bytes + i * bs;
+			lay->unpack(dst, g + i * KRN_X8 * bs);
+		}
+		for (int k = 0; k < KRN_X8; k++)
+			ops->vec_dot[t](n, &y[r + (size_t)k], rows + (size_t)k * row_bytes, xq);
+	}
+}
+
+void krn_quant_matvec_x8(const struct krn_quant_ops *ops, uint32_t t, float *y, const void *w,
+			 const void *xq, size_t n, size_t r0, size_t r1)
+{
+	if (ops->matvec_x8[t])
+		ops->matvec_x8[t](y, w, krn_row_size(t, n), xq, n, r0, r1);
+	else
+		matvec_x8_unpacked(ops, t, y, w, xq, n, r0, r1);
+}
