@@ -34,17 +34,24 @@ enum eng_format {
 	ENG_FORMAT_GGUF,
 };
 
-/* Where the tensors live. ENG_LOAD_MMAP (the default) keeps the zero-copy file mapping.
- * ENG_LOAD_HUGE_COPY reads the file into anonymous memory advised for 2 MiB transparent huge
- * pages and makes that the model's mapping (read-only; tensors are views into it, the tied
- * classifier still aliases the embedding): for kernels and file systems that give file pages
- * no huge pages, where the weights then stream at 0.83-0.93x of the same read in 2 MiB pages
- * (measured on a Zen 4 VM, scripts/bench-engine.sh). It costs the read at load and the file's
- * size in RAM besides the page cache; every page is in at open, so populate and hugepages
- * do not apply. llama2.c checkpoints only (-ENOTSUP for GGUF). */
+/* Where the tensors live.
+ *  - ENG_LOAD_MMAP (the default) keeps the zero-copy file mapping.
+ *  - ENG_LOAD_HUGE_COPY reads the file into anonymous memory advised for 2 MiB transparent
+ *    huge pages and makes that the model's mapping (read-only; tensors are views into it, a
+ *    tied classifier still aliases the embedding): for kernels and file systems that give file
+ *    pages no huge pages, where the weights then stream at 0.83-0.93x of the same read in
+ *    2 MiB pages (measured on a Zen 4 VM, scripts/bench-engine.sh). It costs the read at load
+ *    and the file's size in RAM besides the page cache; every page is in at open, so populate
+ *    and hugepages do not apply.
+ *  - ENG_LOAD_REPACK is the huge copy with every quantized matrix whose type has an x8 kernel
+ *    in this CPU's best quant table, and whose rows are a multiple of 8, interleaved by eight
+ *    rows (quants.h): the layout those kernels read, as ggml's CPU repack buffers do. Sizes do
+ *    not change, so neither do the bytes a step reads. A session whose --kernels table has no
+ *    x8 kernel for a type still runs it, slowly (the rows unpacked per call). */
 enum eng_load_mode {
 	ENG_LOAD_MMAP,
 	ENG_LOAD_HUGE_COPY,
+	ENG_LOAD_REPACK,
 };
 
 struct eng_model_options {

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "gguf.h"
+#include "hugecopy.h"
 #include "quants/quants.h"
 
 /* Bytes of one fixed-size value, 0 for STRING and ARRAY (gguf.md's type table). */
@@ -61,7 +62,9 @@ struct name_index {
 struct eng_gguf {
 	const uint8_t *base;
 	uint64_t size;
-	bool mapped;
+	bool mapped;      /* base is ours to munmap, map_bytes long */
+	bool writable;    /* a copy not yet sealed (eng_gguf_seal) */
+	size_t map_bytes;
 	uint32_t version, alignment;
 	uint64_t data_offset;
 	uint64_t n_kv, n_tensors;
@@ -591,7 +594,18 @@ int eng_gguf_open(struct eng_gguf **out, const char *path, const struct eng_gguf
 		goto out;
 	}
 	g->size = (uint64_t)st.st_size;
-	if (g->size) {
+	if (g->size && opt && opt->copy) {
+		void *p;
+		if (g->size > SIZE_MAX) {
+			rc = eng_error_set(err, -EFBIG, path, ENG_NO_OFFSET, "too large to copy here");
+			goto out;
+		}
+		if ((rc = eng_huge_copy(fd, (size_t)g->size, path, &p, &g->map_bytes, err)))
+			goto out;
+		g->base = p;
+		g->mapped = true;
+		g->writable = true;
+	} else if (g->size) {
 		int flags = MAP_PRIVATE | (opt && opt->populate ? MAP_POPULATE : 0);
 		void *p = mmap(NULL, (size_t)g->size, PROT_READ, flags, fd, 0);
 		if (p == MAP_FAILED) {
@@ -601,6 +615,7 @@ int eng_gguf_open(struct eng_gguf **out, const char *path, const struct eng_gguf
 		}
 		g->base = p;
 		g->mapped = true;
+		g->map_bytes = (size_t)g->size;
 		if (opt && opt->hugepages)
 			madvise(p, (size_t)g->size, MADV_HUGEPAGE); /* advice: failure is harmless */
 	} else {
@@ -622,11 +637,24 @@ void eng_gguf_close(struct eng_gguf *g)
 	if (!g)
 		return;
 	if (g->mapped)
-		munmap((void *)(uintptr_t)g->base, (size_t)g->size);
+		munmap((void *)(uintptr_t)g->base, g->map_bytes);
 	for (size_t i = 0; i < g->n_allocs; i++)
 		free(g->allocs[i]);
 	free(g->allocs);
 	free(g);
+}
+
+void *eng_gguf_writable(const struct eng_gguf *g, const void *p)
+{
+	return g->writable ? (void *)(uintptr_t)p : NULL;
+}
+
+int eng_gguf_seal(struct eng_gguf *g, struct eng_error *err)
+{
+	if (!g->writable)
+		return 0;
+	g->writable = false;
+	return eng_huge_seal((void *)(uintptr_t)g->base, g->map_bytes, g->path, err);
 }
 
 uint32_t eng_gguf_version(const struct eng_gguf *g) { return g->version; }

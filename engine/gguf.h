@@ -89,6 +89,7 @@ struct eng_gguf;
 struct eng_gguf_open_options {
 	bool populate;  /* MAP_POPULATE */
 	bool hugepages; /* madvise(MADV_HUGEPAGE) */
+	bool copy;      /* read into anonymous 2 MiB pages (hugecopy.h), writable until sealed */
 };
 
 /* Maps and parses path (opt may be NULL). On success *out is a new handle the caller closes
@@ -100,6 +101,10 @@ int eng_gguf_open(struct eng_gguf **out, const char *path, const struct eng_gguf
 int eng_gguf_open_mem(struct eng_gguf **out, const char *name, const void *buf, uint64_t size,
 		      struct eng_error *err);
 void eng_gguf_close(struct eng_gguf *g);
+/* p (a pointer into g's data) as writable, while g is an unsealed copy; else NULL. */
+void *eng_gguf_writable(const struct eng_gguf *g, const void *p);
+/* Makes an unsealed copy read-only (a no-op otherwise). */
+int eng_gguf_seal(struct eng_gguf *g, struct eng_error *err);
 
 uint32_t eng_gguf_version(const struct eng_gguf *g);
 uint32_t eng_gguf_alignment(const struct eng_gguf *g);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "gguf.h"
+#include "hugecopy.h"
 #include "llama2c.h"
 #include "model.h"
 #include "quants.h"
@@ -201,60 +202,17 @@ static int map_file(struct eng_model *m, int fd, const struct eng_model_options 
 	return 0;
 }
 
-/* A transparent huge page on x86-64 and on arm64 with 4 KiB granules. */
-#define HUGE_PAGE ((size_t)2 << 20)
-
-/* ENG_LOAD_HUGE_COPY: reads the file at fd into anonymous memory, 2 MiB aligned and advised
- * MADV_HUGEPAGE before its first touch, so that the faults of the read itself take huge pages.
- * File pages come in 2 MiB only from file systems with large folios, or from khugepaged or
- * MADV_COLLAPSE (Linux 6.1) under CONFIG_READ_ONLY_THP_FOR_FS; on the VM this was written on,
- * MADV_COLLAPSE returned EINVAL and MADV_HUGEPAGE on the file mapping gave 18 MB of 438 in
- * 2 MiB pages. The copy is then made read-only, so it serves exactly as the file mapping
- * would. Sets m->map, m->map_bytes; m->map_len is the file's length. */
+/* ENG_LOAD_HUGE_COPY and ENG_LOAD_REPACK (which has nothing to interleave in a llama2.c
+ * checkpoint's float tensors): the file copied into 2 MiB pages, read-only. Sets m->map,
+ * m->map_bytes; m->map_len is the file's length. */
 static int copy_to_huge(struct eng_model *m, int fd, struct eng_error *err)
 {
-	size_t bytes = (m->map_len + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
-	int rc;
-	if (bytes < m->map_len || bytes > SIZE_MAX - HUGE_PAGE)
-		return eng_error_set(err, -EFBIG, m->path, ENG_NO_OFFSET, "too large to copy here");
-	/* Over-allocate by one huge page and trim both ends to a 2 MiB aligned start. */
-	char *raw = mmap(NULL, bytes + HUGE_PAGE, PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (raw == MAP_FAILED) {
-		rc = -errno;
-		return eng_error_set(err, rc, m->path, ENG_NO_OFFSET,
-				     "cannot allocate %zu bytes to copy the model into (--load "
-				     "huge-copy needs the model's size in free RAM): %s",
-				     bytes, strerror(-rc));
-	}
-	char *start = (char *)(((uintptr_t)raw + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1));
-	if (start > raw)
-		munmap(raw, (size_t)(start - raw));
-	size_t tail = (size_t)(raw + bytes + HUGE_PAGE - (start + bytes));
-	if (tail)
-		munmap(start + bytes, tail);
-	m->map = start;
-	m->map_bytes = bytes;
-	/* A kernel without THP refuses the advice; the copy then works in small pages. */
-	(void)madvise(start, bytes, MADV_HUGEPAGE);
-	for (size_t done = 0; done < m->map_len;) {
-		ssize_t got = pread(fd, start + done, m->map_len - done, (off_t)done);
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got <= 0) {
-			rc = got < 0 ? -errno : -EIO;
-			return eng_error_set(err, rc, m->path, done,
-					     "cannot read the model into memory at offset %zu: %s",
-					     done, got < 0 ? strerror(-rc) : "the file shrank");
-		}
-		done += (size_t)got;
-	}
-	if (mprotect(start, bytes, PROT_READ)) {
-		rc = -errno;
-		return eng_error_set(err, rc, m->path, ENG_NO_OFFSET,
-				     "cannot make the model's copy read-only: %s", strerror(-rc));
-	}
-	return 0;
+	void *map;
+	int rc = eng_huge_copy(fd, m->map_len, m->path, &map, &m->map_bytes, err);
+	if (rc)
+		return rc;
+	m->map = map;
+	return eng_huge_seal(m->map, m->map_bytes, m->path, err);
 }
 
 int eng_model_open(struct eng_model **out, const char *path, const struct eng_model_options *opt,
@@ -286,18 +244,12 @@ int eng_model_open(struct eng_model **out, const char *path, const struct eng_mo
 		rc = eng_error_set(err, -EINVAL, path, 0, "the file is empty");
 		goto out;
 	}
-	if ((unsigned)opt->load > ENG_LOAD_HUGE_COPY) {
+	if ((unsigned)opt->load > ENG_LOAD_REPACK) {
 		rc = eng_error_set(err, -EINVAL, path, ENG_NO_OFFSET, "unknown load mode %d",
 				   (int)opt->load);
 		goto out;
 	}
 	if (is_gguf(fd)) {
-		if (opt->load != ENG_LOAD_MMAP) {
-			rc = eng_error_set(err, -ENOTSUP, path, ENG_NO_OFFSET,
-					   "a huge-page copy is implemented for llama2.c "
-					   "checkpoints only: load GGUF files with mmap");
-			goto out;
-		}
 		close(fd);
 		return eng_gguf_model_open(out, path, opt, err);
 	}
@@ -315,7 +267,7 @@ int eng_model_open(struct eng_model **out, const char *path, const struct eng_mo
 	m->map = MAP_FAILED;
 	m->map_len = (size_t)st.st_size;
 	m->map_bytes = m->map_len;
-	rc = opt->load == ENG_LOAD_HUGE_COPY ? copy_to_huge(m, fd, err) : map_file(m, fd, opt, err);
+	rc = opt->load == ENG_LOAD_MMAP ? map_file(m, fd, opt, err) : copy_to_huge(m, fd, err);
 	if (rc)
 		goto out;
 	const unsigned char *base = m->map;

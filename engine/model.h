@@ -39,7 +39,8 @@ struct eng_mat {
 	const void *data;
 	uint32_t type;    /* enum krn_type */
 	int rows, cols;
-	size_t row_bytes;
+	size_t row_bytes; /* of a row in the plain layout */
+	bool x8;          /* rows interleaved by eight (quants.h), by ENG_LOAD_REPACK */
 };
 
 /* One block's tensors; what an architecture does not have stays NULL. */

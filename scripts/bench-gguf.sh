@@ -20,7 +20,11 @@
 # token (llama: BOS 1; falcon: 11), llama.cpp from the prompt "a" (one or two tokens with the
 # synthetic tokenizers), so both decode at nearly the same short context. On a shared machine, read the ratios, not the absolute figures.
 #
-# Environment: BENCH_REPS (default 3), BENCH_STEPS (default 128; Falcon: BENCH_FALCON_STEPS,
+# memwall loads the models with --load repack by default (BENCH_LOAD: mmap, huge-copy or
+# repack): a copy in 2 MiB pages with the matrices interleaved by eight rows for the x8
+# kernels, as llama.cpp copies the tensors it repacks into its CPU repack buffers.
+#
+# Environment: BENCH_REPS (default 3), BENCH_LOAD, BENCH_STEPS (default 128; Falcon: BENCH_FALCON_STEPS,
 # default 32), BENCH_THREADS (default "1 2"), BENCH_DIR (default /tmp/memwall-bench-gguf),
 # BENCH_FALCON=1, BENCH_STORIES=0 (skip the stories models), BENCH_KEEP=1, BENCH_NO_BUILD=1.
 set -eu
@@ -31,6 +35,7 @@ steps=${BENCH_STEPS:-128}
 falcon_steps=${BENCH_FALCON_STEPS:-32}
 threads_list=${BENCH_THREADS:-1 2}
 dir=${BENCH_DIR:-/tmp/memwall-bench-gguf}
+load=${BENCH_LOAD:-repack}
 
 if [ "${BENCH_NO_BUILD:-0}" != 1 ]; then
 	scripts/build.sh "$builddir" >/dev/null
@@ -89,7 +94,7 @@ bench() {
 		i=0
 		while [ "$i" -lt "$reps" ]; do
 			out=$("$mw" generate -m "$model" --prompt-ids "$bos" -n "$n" --temperature 0 \
-				--ids --report-line -t "$t" 2>&1 >/dev/null)
+				--ids --report-line -t "$t" --load "$load" 2>&1 >/dev/null)
 			echo "$out" | rate >>"$dir/mw.rates"
 			bytes=$(echo "$out" | sed -n 's/.*bytes per token: weights \([0-9]*\), kv read \([0-9.]*\).*/\1 \2/p')
 			if [ "$have_llama" = 1 ]; then
@@ -116,7 +121,7 @@ PY
 }
 
 echo "memwall vs llama.cpp on GGUF: $("$mw" version | head -n 1)"
-echo "median of $reps interleaved runs per cell; load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "median of $reps interleaved runs per cell; memwall --load $load; load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "(synthetic models: random weights, real shapes and type mixes)"
 if [ "${BENCH_STORIES:-1}" = 1 ]; then
 	bench "stories110M Q8_0" "$(synth llama stories110M q8_0)" 1 "$steps"

@@ -42,6 +42,7 @@ struct gen_args {
 static const char *const load_names[] = {
 	[ENG_LOAD_MMAP] = "mmap",
 	[ENG_LOAD_HUGE_COPY] = "huge-copy",
+	[ENG_LOAD_REPACK] = "repack",
 };
 
 static void usage(FILE *f)
@@ -50,7 +51,7 @@ static void usage(FILE *f)
 		"usage: memwall generate -m MODEL [-z TOKENIZER] [-p PROMPT] [-n STEPS]\n"
 		"                        [--temperature T] [--topp P] [--seed S] [-t|--threads N]\n"
 		"                        [--kernels ref|auto|avx2|avx512|neon] [--ids] [--kv f32|f16]\n"
-		"                        [--populate] [--hugepages] [--load mmap|huge-copy]\n"
+		"                        [--populate] [--hugepages] [--load mmap|huge-copy|repack]\n"
 		"                        [--hooks-bench] [--force]\n"
 		"                        [--prompt-ids ID,ID,...] [--logits FILE.json] [--report-line]\n\n"
 		"Runs a llama2.c checkpoint or a GGUF model (llama, falcon) from BOS (and the prompt)\n"
@@ -84,7 +85,10 @@ static void usage(FILE *f)
 		"                        pages and run from that, for kernels and file systems that\n"
 		"                        give file mappings no huge pages, where weights stream at\n"
 		"                        0.83-0.93x of the roof; costs the read at load and the\n"
-		"                        model's size in RAM (llama2.c checkpoints only)\n"
+		"                        model's size in RAM;\n"
+		"                        repack: huge-copy, with the quantized matrices this CPU\n"
+		"                        has x8 kernels for interleaved by eight rows, the layout\n"
+		"                        those kernels read (as llama.cpp's CPU repack buffers)\n"
 		"      --hooks-bench     install no-op per-token and per-phase hooks, to measure what\n"
 		"                        the instrumentation costs against a run without them\n"
 		"      --force           run a model larger than the memory available (refused\n"
@@ -263,7 +267,7 @@ static int parse_args(struct gen_args *a, int argc, char **argv)
 				i++;
 			if (i == n)
 				return mw_fail(MW_EXIT_USAGE, VERB,
-					       "--load %s: give mmap or huge-copy", optarg);
+					       "--load %s: give mmap, huge-copy or repack", optarg);
 			a->load = (enum eng_load_mode)i;
 			break;
 		}

@@ -265,6 +265,10 @@ static int parse_external(struct mw_protocol *p, const json_t *engine, const cha
 		return mw_error_set(err, -EINVAL, src, "engine.kernels",
 				    "memwall's kernel tables do not apply to an external engine: "
 				    "drop it");
+	if (json_object_get(engine, "load"))
+		return mw_error_set(err, -EINVAL, src, "engine.load",
+				    "memwall's load modes do not apply to an external engine: "
+				    "drop it");
 	return 0;
 }
 
@@ -337,6 +341,7 @@ static int parse_doc(struct mw_protocol *p, const char *dir, unsigned flags,
 	p->engine.kind = str_or(engine, "kind", "builtin");
 	p->engine.threads = (int)int_or(engine, "threads", 0);
 	p->engine.kernels = str_or(engine, "kernels", "auto");
+	p->engine.load = str_or(engine, "load", "mmap");
 	bool external = !strcmp(p->engine.kind, "external");
 	static const char *const external_only[] = { "command", "adapter", "timeout_s" };
 	for (i = 0; !external && i < sizeof(external_only) / sizeof(external_only[0]); i++)

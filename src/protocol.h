@@ -43,6 +43,8 @@ struct mw_protocol {
 		int *cpus;           /* CPUs to pin to; NULL when not pinned */
 		size_t n_cpus;
 		const char *kernels; /* "auto" by default */
+		const char *load;    /* "mmap" (default), "huge-copy" or "repack": engine.h's
+				      * enum eng_load_mode */
 		/* External engines only (kind "external"); protocols/README.md documents them. */
 		char **command;      /* argv template with {model} {prompt} {n} {threads} {seed};
 				      * command[0] resolved against the protocol's folder when it

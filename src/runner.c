@@ -427,6 +427,13 @@ struct plan {
 };
 
 /* GGUF files start with the magic "GGUF" (ggml's docs/gguf.md). */
+/* A protocol's engine.load (validated against the schema's names). */
+static enum eng_load_mode load_mode(const char *name)
+{
+	return !strcmp(name, "repack") ? ENG_LOAD_REPACK
+	       : !strcmp(name, "huge-copy") ? ENG_LOAD_HUGE_COPY : ENG_LOAD_MMAP;
+}
+
 static bool file_is_gguf(const char *path)
 {
 	char magic[4] = { 0 };
@@ -749,7 +756,7 @@ enum mw_run_status mw_runner_run(const struct mw_protocol *p, const struct mw_ru
 		status = MW_RUN_BAD_INPUT;
 		goto out;
 	}
-	struct eng_model_options mopt = { .populate = true };
+	struct eng_model_options mopt = { .populate = true, .load = load_mode(p->engine.load) };
 	if ((rc = eng_model_open(&model, pl.model_path, &mopt, &eerr))) {
 		bool gguf = file_is_gguf(pl.model_path);
 		if (gguf != !strcmp(p->model.format, "gguf")) {
@@ -990,7 +997,7 @@ enum mw_run_status mw_runner_run(const struct mw_protocol *p, const struct mw_ru
 		" s:{s:s, s:s, s:s, s:O, s:o},"
 		" s:{s:s, s:s, s:s, s:I, s:s, s:b, s:o, s:s, s:{s:i, s:i, s:i, s:i, s:i, s:i, s:i},"
 		" s:I},"
-		" s:{s:s, s:s, s:i, s:o},"
+		" s:{s:s, s:s, s:s, s:i, s:o},"
 		" s:O, s:o,"
 		" s:{s:o, s:o, s:o},"
 		" s:{s:b, s:o, s:o, s:o, s:o, s:f},"
@@ -1014,7 +1021,8 @@ enum mw_run_status mw_runner_run(const struct mw_protocol *p, const struct mw_ru
 		mi->hidden_dim, "n_layers", mi->n_layers, "n_heads", mi->n_heads, "n_kv_heads",
 		mi->n_kv_heads, "vocab_size", mi->vocab_size, "seq_len", mi->seq_len, "weight_bytes",
 		(json_int_t)mi->weight_bytes,
-		"engine", "kind", "builtin", "kernels", eng_session_kernels(sess), "threads",
+		"engine", "kind", "builtin", "kernels", eng_session_kernels(sess), "load",
+		p->engine.load, "threads",
 		pl.threads, "cpus", cpus,
 		"machine", machine, "preflight", pre,
 		"counters", "dram", mw_run_dram_json(r.dram, r.dram_reason), "energy",

@@ -293,6 +293,41 @@ static uint64_t table_step_bytes(const struct eng_tensor_table *t)
 	return sum;
 }
 
+/* The same file loaded with ENG_LOAD_REPACK: the same bytes per step, logits within float
+ * rounding of the mapped file's (the x8 kernels sum in another order), and the same bits at
+ * 1 and 2 threads. */
+static void check_repacked(const char *path, const struct eng_session_options *one,
+			   const struct eng_session_options *two, const int *tok, int n, size_t V,
+			   const float *want, const struct eng_step_bytes *want_bytes)
+{
+	struct eng_model_options mo = { .load = ENG_LOAD_REPACK };
+	struct eng_model *m = NULL;
+	struct eng_error err;
+	T_EQ_INT(eng_model_open(&m, path, &mo, &err), 0);
+	if (!m)
+		return;
+	float *l1 = malloc((size_t)n * V * sizeof(float)), *l2 = malloc((size_t)n * V * sizeof(float));
+	struct eng_step_bytes b1, b2;
+	T_EQ_INT(run_tokens(m, one, tok, n, l1, &b1), 0);
+	T_EQ_INT(run_tokens(m, two, tok, n, l2, &b2), 0);
+	T_EQ_U64(b1.weights, want_bytes->weights);
+	double worst = 0.0, scale = 0.0;
+	bool same = true;
+	for (size_t i = 0; i < (size_t)n * V; i++) {
+		worst = fmax(worst, fabs((double)l1[i] - want[i]));
+		scale = fmax(scale, fabs((double)want[i]));
+		same &= l1[i] == l2[i];
+	}
+	T_ASSERT(same);
+	if (!(worst <= 1e-4 * scale))
+		T_FAIL_AT(__FILE__, __LINE__, "repacked: logits differ by %.3g (largest %.3g)", worst,
+			  scale);
+	t_checks++;
+	free(l1);
+	free(l2);
+	eng_model_close(m);
+}
+
 static void test_falcon_mixed(void)
 {
 	static const struct falcon_spec specs[] = {
@@ -328,6 +363,7 @@ static void test_falcon_mixed(void)
 		struct eng_step_bytes b1, b2;
 		T_EQ_INT(run_tokens(m, &one, tok, N, l1, &b1), 0);
 		T_EQ_INT(run_tokens(m, &two, tok, N, l2, &b2), 0);
+		check_repacked(path, &one, &two, tok, N, V, l1, &b1);
 		bool finite = true, same = true;
 		double spread = 0.0;
 		for (size_t i = 0; i < N * V; i++) {
@@ -509,7 +545,8 @@ static int argmax(const float *v, int n)
 	return best;
 }
 
-static void golden_one(const char *name, json_t *tols, const char *kernels)
+static void golden_one(const char *name, json_t *tols, const char *kernels,
+		       enum eng_load_mode load)
 {
 	char rel[256];
 	json_error_t jerr;
@@ -533,7 +570,8 @@ static void golden_one(const char *name, json_t *tols, const char *kernels)
 	T_ASSERT(indep_max >= 0 && indep_mean >= 0);
 	double tol = fmax(1e-4, 2.0 * indep_max);
 
-	if (eng_model_open(&m, model_path, NULL, &err)) {
+	struct eng_model_options mo = { .load = load };
+	if (eng_model_open(&m, model_path, &mo, &err)) {
 		T_FAIL_AT(__FILE__, __LINE__, "%s: %s", name, err.text);
 		goto out;
 	}
@@ -619,9 +657,9 @@ static void golden_one(const char *name, json_t *tols, const char *kernels)
 		if (eng_session_step(s, got, (int)(n + g), &lg, NULL))
 			break;
 	}
-	printf("%-20s %-7s max |d| %.2e (tol %.2e)  mean %.2e (indep %.2e)  top-1 %d/%zu  "
-	       "greedy %d\n", name, kernels ? kernels : "auto", worst, tol, mean, indep_mean,
-	       top1_checked, n, followed);
+	printf("%-20s %-7s %-6s max |d| %.2e (tol %.2e)  mean %.2e (indep %.2e)  top-1 %d/%zu  "
+	       "greedy %d\n", name, kernels ? kernels : "auto", load == ENG_LOAD_REPACK ? "repack"
+	       : "mmap", worst, tol, mean, indep_mean, top1_checked, n, followed);
 out:
 	eng_session_free(s);
 	eng_model_close(m);
@@ -677,11 +715,16 @@ static void test_fixtures(void)
 	json_error_t jerr;
 	json_t *tols = json_load_file(t_shared("fixtures/gguf/tolerances.json"), 0, &jerr);
 	T_ASSERT(tols != NULL);
-	for (size_t i = 0; i < sizeof(fixture_models) / sizeof(fixture_models[0]); i++)
-		golden_one(fixture_models[i], tols, NULL);
-	/* The reference tables on two files of different activation types. */
-	golden_one("tiny-llama-Q4_K_M", tols, "ref");
-	golden_one("tiny-falcon-Q8_0", tols, "ref");
+	/* Every file as mapped, and repacked for the x8 kernels (ENG_LOAD_REPACK). */
+	for (size_t i = 0; i < sizeof(fixture_models) / sizeof(fixture_models[0]); i++) {
+		golden_one(fixture_models[i], tols, NULL, ENG_LOAD_MMAP);
+		golden_one(fixture_models[i], tols, NULL, ENG_LOAD_REPACK);
+	}
+	/* The reference tables on two files of different activation types, and on a repacked
+	 * file (the x8 rows unpacked per call). */
+	golden_one("tiny-llama-Q4_K_M", tols, "ref", ENG_LOAD_MMAP);
+	golden_one("tiny-falcon-Q8_0", tols, "ref", ENG_LOAD_MMAP);
+	golden_one("tiny-falcon-Q4_K_M", tols, "ref", ENG_LOAD_REPACK);
 	f16_cache_one("tiny-llama-F32", tols);
 	f16_cache_one("tiny-falcon-F32", tols);
 	f16_cache_one("tiny-llama-Q4_K_M", tols);

@@ -400,10 +400,11 @@ static void check_short_legacy_rows(const struct krn_quant_ops *ops,
  * krn_x8_row, and every table's krn_quant_matvec_x8 gives each row within float rounding of
  * ref's vec_dot on the plain row (bit for bit where the table has no x8 kernel and falls back
  * to its own vec_dot), whatever range of groups it is given. Row lengths: one super-block,
- * stories110M's 768 and 2048, Falcon-7B's 4544 (legacy formats only) and 18176. */
+ * stories110M's 768 and 2048, Falcon-7B's 4544 (legacy formats only) and 18176, and 40960, past
+ * the 32768 columns (K-quants) and 1024 blocks (legacy) the kernels prepare at a time. */
 static void check_x8(const struct krn_quant_ops *ops, const struct krn_quant_ops *ref)
 {
-	static const size_t lengths[] = { 256, 768, 2048, 4544, 18176 };
+	static const size_t lengths[] = { 256, 768, 2048, 4544, 18176, 40960 };
 	const size_t rows = 3 * KRN_X8;
 	for (size_t k = 0; k < N_WEIGHT_TYPES; k++) {
 		uint32_t t = weight_types[k], vt = krn_type_traits(t)->vec_dot_type;
@@ -464,6 +465,60 @@ static void check_x8(const struct krn_quant_ops *ops, const struct krn_quant_ops
 	}
 }
 
+/* Activation quantizers where the largest magnitude is reached twice, with both signs: Q8_K
+ * takes its scale's sign from the first, so a vectorised search must find the first. */
+static void check_act_ties(const struct krn_quant_ops *ops, const struct krn_quant_ops *ref)
+{
+	static const uint32_t acts[] = { KRN_TYPE_Q8_0, KRN_TYPE_Q8_1, KRN_TYPE_Q8_K };
+	float x[512];
+	uint8_t a[1024], b[1024];
+	for (int order = 0; order < 2; order++) {
+		for (size_t i = 0; i < 512; i++)
+			x[i] = 0.25f * next_unit();
+		x[37] = order ? 0.5f : -0.5f;
+		x[300] = -x[37];
+		x[301] = x[37];
+		for (size_t k = 0; k < sizeof(acts) / sizeof(acts[0]); k++) {
+			size_t bytes = krn_row_size(acts[k], 512);
+			ref->quantize_act[acts[k]](x, a, 512);
+			ops->quantize_act[acts[k]](x, b, 512);
+			if (memcmp(a, b, bytes))
+				T_FAIL_AT(__FILE__, __LINE__, "%s: quantize_act to %s differs from ref "
+					  "where the largest magnitude repeats", ops->name,
+					  krn_type_traits(acts[k])->name);
+			t_checks++;
+		}
+	}
+}
+
+/* axpy_f16 against ref: element-wise, so within the rounding of one fused or unfused
+ * multiply-add, 4u (|y| + 2|a x|), on lengths around the vector widths. */
+static void check_axpy_f16(const struct krn_quant_ops *ops, const struct krn_quant_ops *ref)
+{
+	static const size_t lengths[] = { 1, 7, 8, 9, 16, 63, 64, 65, 128 };
+	for (size_t k = 0; k < sizeof(lengths) / sizeof(lengths[0]); k++) {
+		size_t n = lengths[k];
+		float y[129], y_ref[129], a = 2.0f * next_unit();
+		uint16_t x[128];
+		for (size_t i = 0; i < n; i++) {
+			x[i] = krn_fp32_to_fp16(3.0f * next_unit());
+			y[i] = y_ref[i] = next_unit();
+		}
+		y[n] = y_ref[n] = 12345.0f;
+		ref->axpy_f16(y_ref, a, x, n);
+		ops->axpy_f16(y, a, x, n);
+		for (size_t i = 0; i < n; i++) {
+			double tol = 4.0 * 0x1p-24 * (fabs((double)y_ref[i]) +
+						      2.0 * fabs((double)a * krn_fp16_to_fp32(x[i])));
+			if (!(fabs((double)y[i] - y_ref[i]) <= tol))
+				T_FAIL_AT(__FILE__, __LINE__, "%s axpy_f16 n %zu [%zu]: %.9g vs ref "
+					  "%.9g", ops->name, n, i, y[i], y_ref[i]);
+			t_checks++;
+		}
+		T_ASSERT(y[n] == 12345.0f);
+	}
+}
+
 static void check_isas_vs_ref(void)
 {
 	size_t n_ops;
@@ -515,6 +570,8 @@ static void check_isas_vs_ref(void)
 		check_long_rows(ops, ref);
 		check_short_legacy_rows(ops, ref);
 		check_x8(ops, ref);
+		check_act_ties(ops, ref);
+		check_axpy_f16(ops, ref);
 	}
 	free(act);
 	free(w);

@@ -48,6 +48,10 @@ static void fill_tables(void)
 					o->matvec_x8[t] = b->matvec_x8[t];
 			}
 		}
+		for (const struct krn_quant_ops *b = compiled[i]->base; b && !o->axpy_f16; b = b->base)
+			o->axpy_f16 = b->axpy_f16;
+		if (!o->axpy_f16)
+			o->axpy_f16 = krn_quant_ops_ref.axpy_f16;
 		for (int t = 0; t < KRN_TYPE_COUNT; t++) {
 			if (!o->vec_dot[t])
 				o->vec_dot[t] = krn_quant_ops_ref.vec_dot[t];

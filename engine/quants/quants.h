@@ -256,6 +256,9 @@ struct krn_quant_ops {
 	 * a plain row's size. Taken from base when NULL; where no table has one,
 	 * krn_quant_matvec_x8 unpacks the rows and calls vec_dot. */
 	krn_matvec_fn matvec_x8[KRN_TYPE_COUNT];
+	/* y[i] += a * x[i] for f16 x: attention's weighted sum over an f16 value cache, one
+	 * position's row at a time. Taken from base, then ref, when NULL. */
+	void (*axpy_f16)(float *y, float a, const uint16_t *x, size_t n);
 };
 
 /* Every table compiled in, best first, with NULL entries already filled from ref; *n receives

@@ -968,6 +968,12 @@ static void vec_dot_F16(size_t n, float *s, const void *x, const void *y)
 	*s = (float)sum;
 }
 
+static void axpy_f16(float *y, float a, const uint16_t *x, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		y[i] += a * krn_fp16_to_fp32(x[i]);
+}
+
 static void vec_dot_BF16(size_t n, float *s, const void *x, const void *y)
 {
 	const uint16_t *a = x, *b = y;
@@ -1029,6 +1035,7 @@ static bool ref_supported(void)
 const struct krn_quant_ops krn_quant_ops_ref = {
 	.name = "ref",
 	.supported = ref_supported,
+	.axpy_f16 = axpy_f16,
 	.vec_dot = {
 		[KRN_TYPE_F32] = vec_dot_F32, [KRN_TYPE_F16] = vec_dot_F16,
 		[KRN_TYPE_BF16] = vec_dot_BF16, [KRN_TYPE_Q4_0] = vec_dot_Q4_0,

@@ -15,7 +15,12 @@
 static const struct krn_x8_layout *const layouts[KRN_TYPE_COUNT] = {
 	[KRN_TYPE_F32] = NULL, /* nothing to interleave: float rows go through the f32 kernels */
 	/* x8_legacy.c */
+	[KRN_TYPE_Q5_0] = &krn_x8_layout_q5_0,
+	[KRN_TYPE_Q8_0] = &krn_x8_layout_q8_0,
 	/* x8_kquants.c */
+	[KRN_TYPE_Q4_K] = &krn_x8_layout_q4_K,
+	[KRN_TYPE_Q5_K] = &krn_x8_layout_q5_K,
+	[KRN_TYPE_Q6_K] = &krn_x8_layout_q6_K,
 };
 
 const struct krn_x8_layout *krn_x8_layout(uint32_t t)

@@ -1,2 +1,224 @@
-/* engine/quants/x8_kquants.c: the x8 layouts (quants.h) of the K-quants q4_K, q5_K, q6_K. */
+/* engine/quants/x8_kquants.c: the x8 layouts (quants.h) of the K-quants q4_K, q5_K, q6_K.
+ *
+ * Shaped, as x8_legacy.c's, for a kernel that keeps row r of the group in 32-bit lane r of a
+ * ymm and multiplies with vpdpbusd: every 32 bytes of quants hold four consecutive elements of
+ * each of the eight rows (row r in bytes 4r .. 4r + 3) in one or two sub-blocks, so one
+ * broadcast activation dword serves all eight rows. Each element's bits are placed so that
+ * the kernel gets four elements of every row in one or two instructions, some of them times
+ * a power of two that it takes off the sub-block's sum (the scale multiply is per sub-block
+ * anyway). Per-row headers (d, dmin, scales) come first, the eight rows' side by side. Kernels:
+ * x86/avx512_x8k.c.
+ */
 #include "quants_impl.h"
+
+/* ---- q4_K and q5_K: the header ---------------------------------------------------------
+ *
+ *   d[8]            bytes 0 .. 15     row r's d
+ *   dmin[8]         bytes 16 .. 31    row r's dmin
+ *   scales[3][8]    bytes 32 .. 127   32-bit word k of row r's scales[12] at 32 + 32k + 4r
+ *
+ * The scales stay packed as ggml packs them (get_scale_min_k4): transposed so, the kernel
+ * unpacks all eight rows' scales and mins with the same nine word operations that one row
+ * costs. */
+#define K4_HEAD 128
+
+static void pack_k4_head(uint8_t *o, int r, const uint8_t *b)
+{
+	memcpy(o + 2 * r, b, 2);
+	memcpy(o + 16 + 2 * r, b + 2, 2);
+	for (int k = 0; k < 3; k++)
+		memcpy(o + 32 + 32 * k + 4 * r, b + 4 + 4 * k, 4);
+}
+
+static void unpack_k4_head(uint8_t *b, int r, const uint8_t *s)
+{
+	memcpy(b, s + 2 * r, 2);
+	memcpy(b + 2, s + 16 + 2 * r, 2);
+	for (int k = 0; k < 3; k++)
+		memcpy(b + 4 + 4 * k, s + 32 + 32 * k + 4 * r, 4);
+}
+
+/* ---- q4_K: 1152 bytes -------------------------------------------------------------------
+ *
+ *   header          bytes 0 .. 127    above
+ *   qs[8][4][32]    bytes 128 ..      for q = 0 .. 7, c = 0 .. 3, 32 bytes at 128 + 32 (4q + c):
+ *                                     byte 4r + m = row r's qs[32c + 4q + m]
+ *
+ * ggml's nibbles unchanged: the low nibble is element 64c + 4q + m (sub-block 2c), the high one
+ * element 64c + 32 + 4q + m (sub-block 2c + 1). The kernel takes the low with AND 0x0f and the
+ * high times 16 with AND 0xf0, in the order stored: one sequential stream. */
+
+static void pack_q4_K(void *dst, const void *const src[KRN_X8])
+{
+	uint8_t *o = dst;
+	for (int r = 0; r < KRN_X8; r++) {
+		const block_q4_K *b = src[r];
+		pack_k4_head(o, r, src[r]);
+		for (int q = 0; q < 8; q++)
+			for (int c = 0; c < 4; c++)
+				memcpy(o + K4_HEAD + 32 * (4 * q + c) + 4 * r,
+				       b->qs + 32 * c + 4 * q, 4);
+	}
+}
+
+static void unpack_q4_K(void *const dst[KRN_X8], const void *src)
+{
+	const uint8_t *s = src;
+	for (int r = 0; r < KRN_X8; r++) {
+		block_q4_K *b = dst[r];
+		unpack_k4_head(dst[r], r, s);
+		for (int q = 0; q < 8; q++)
+			for (int c = 0; c < 4; c++)
+				memcpy(b->qs + 32 * c + 4 * q,
+				       s + K4_HEAD + 32 * (4 * q + c) + 4 * r, 4);
+	}
+}
+
+const struct krn_x8_layout krn_x8_layout_q4_K = { pack_q4_K, unpack_q4_K };
+
+/* ---- q5_K: 1408 bytes -------------------------------------------------------------------
+ *
+ * With the 5-bit quants q[i] = nibble | fifth bit << 4 (0 .. 31) of each row, a = q[64c + 4q + m]
+ * (sub-block 2c) and h = q[64c + 32 + 4q + m] (sub-block 2c + 1):
+ *
+ *   header          bytes 0 .. 127    above
+ *   for q = 0 .. 7, 160 bytes at 128 + 160q:
+ *     v[4][32]      32 bytes for c = 0 .. 3: byte 4r + m = a | (h >> 2) << 5
+ *     low2[32]      byte 4r + m: bits 2c, 2c + 1 = h & 3, for c = 0 .. 3
+ *
+ * a is v & 0x1f; 8h is v & 0xe0 merged with low2's two bits moved to bits 3-4 (a GF(2) affine
+ * map and a ternary-logic merge): three instructions per 32 bytes, where ggml's qh bits cost a
+ * shift, an AND and an OR for each nibble. The same scheme as x8_legacy.c's q5_0. */
+
+static int q5_K_get(const block_q5_K *b, int i)
+{
+	int c = i / 64, hi = i % 64 / 32, l = i % 32;
+	int nib = hi ? b->qs[32 * c + l] >> 4 : b->qs[32 * c + l] & 0x0f;
+	return nib | ((b->qh[l] >> (2 * c + hi)) & 1) << 4;
+}
+
+static void pack_q5_K(void *dst, const void *const src[KRN_X8])
+{
+	uint8_t *o = dst;
+	memset(o + K4_HEAD, 0, KRN_X8 * sizeof(block_q5_K) - K4_HEAD);
+	for (int r = 0; r < KRN_X8; r++) {
+		const block_q5_K *b = src[r];
+		pack_k4_head(o, r, src[r]);
+		for (int q = 0; q < 8; q++) {
+			uint8_t *p = o + K4_HEAD + 160 * q + 4 * r;
+			for (int c = 0; c < 4; c++)
+				for (int m = 0; m < 4; m++) {
+					int a = q5_K_get(b, 64 * c + 4 * q + m);
+					int h = q5_K_get(b, 64 * c + 32 + 4 * q + m);
+					p[32 * c + m] = (uint8_t)(a | (h >> 2) << 5);
+					p[128 + m] |= (uint8_t)((h & 3) << (2 * c));
+				}
+		}
+	}
+}
+
+static void unpack_q5_K(void *const dst[KRN_X8], const void *src)
+{
+	const uint8_t *s = src;
+	for (int r = 0; r < KRN_X8; r++) {
+		block_q5_K *b = dst[r];
+		unpack_k4_head(dst[r], r, s);
+		memset(b->qh, 0, sizeof(b->qh));
+		for (int q = 0; q < 8; q++) {
+			const uint8_t *p = s + K4_HEAD + 160 * q + 4 * r;
+			for (int c = 0; c < 4; c++)
+				for (int m = 0; m < 4; m++) {
+					int l = 4 * q + m, v = p[32 * c + m], a = v & 0x1f;
+					int h = (v >> 5) << 2 | ((p[128 + m] >> (2 * c)) & 3);
+					b->qs[32 * c + l] = (uint8_t)((a & 0x0f) | (h & 0x0f) << 4);
+					b->qh[l] |= (uint8_t)((a >> 4) << (2 * c) |
+							      (h >> 4) << (2 * c + 1));
+				}
+		}
+	}
+}
+
+const struct krn_x8_layout krn_x8_layout_q5_K = { pack_q5_K, unpack_q5_K };
+
+/* ---- q6_K: 1680 bytes -------------------------------------------------------------------
+ *
+ * With the 6-bit quants q[i] (0 .. 63, the value plus 32) of each row, taken in pairs of
+ * sub-blocks (2p, 2p + 1), a = q[32p + 4k + m] and b = q[32p + 16 + 4k + m]:
+ *
+ *   d[8]            bytes 0 .. 15     row r's d
+ *   scales[16][8]   bytes 16 .. 143   byte 16 + 8s + r = row r's scales[s]
+ *   for p = 0 .. 7, 192 bytes at 144 + 192p:
+ *     v[4][32]      32 bytes for k = 0 .. 3: byte 4r + m = a | (b >> 4) << 6
+ *     lo4[2][32]    32 bytes for j = 0, 1: byte 4r + m = (b & 15) of k = 2j in the low nibble,
+ *                   of k = 2j + 1 in the high
+ *
+ * a is v & 0x3f; 4b is v & 0xc0 merged with a nibble of lo4 moved to bits 2-5 (a GF(2)
+ * affine map and a ternary-logic merge): six instructions per 16 elements of the eight rows,
+ * where ggml's ql/qh split costs thirteen. Scales side by side sign-extend with one
+ * vpmovsxbd each. */
+
+static int q6_K_get(const block_q6_K *b, int i)
+{
+	int h = i / 128, s = i % 128 / 32, l = i % 32;
+	uint8_t lb = b->ql[64 * h + 32 * (s & 1) + l];
+	int lo = (s & 2) ? lb >> 4 : lb & 0x0f;
+	return lo | ((b->qh[32 * h + l] >> (2 * s)) & 3) << 4;
+}
+
+static void q6_K_set(block_q6_K *b, int i, int v)
+{
+	int h = i / 128, s = i % 128 / 32, l = i % 32;
+	b->ql[64 * h + 32 * (s & 1) + l] |= (uint8_t)((v & 0x0f) << ((s & 2) ? 4 : 0));
+	b->qh[32 * h + l] |= (uint8_t)((v >> 4) << (2 * s));
+}
+
+#define Q6_HEAD 144
+
+static void pack_q6_K(void *dst, const void *const src[KRN_X8])
+{
+	uint8_t *o = dst;
+	memset(o + Q6_HEAD, 0, KRN_X8 * sizeof(block_q6_K) - Q6_HEAD);
+	for (int r = 0; r < KRN_X8; r++) {
+		const block_q6_K *b = src[r];
+		memcpy(o + 2 * r, &b->d, 2);
+		for (int s = 0; s < 16; s++)
+			o[16 + 8 * s + r] = (uint8_t)b->scales[s];
+		for (int p = 0; p < 8; p++) {
+			uint8_t *d = o + Q6_HEAD + 192 * p + 4 * r;
+			for (int k = 0; k < 4; k++)
+				for (int m = 0; m < 4; m++) {
+					int a = q6_K_get(b, 32 * p + 4 * k + m);
+					int v = q6_K_get(b, 32 * p + 16 + 4 * k + m);
+					uint8_t *lo4 = d + 128 + 32 * (k / 2) + m;
+					d[32 * k + m] = (uint8_t)(a | (v >> 4) << 6);
+					*lo4 |= (uint8_t)((v & 0x0f) << (4 * (k % 2)));
+				}
+		}
+	}
+}
+
+static void unpack_q6_K(void *const dst[KRN_X8], const void *src)
+{
+	const uint8_t *s = src;
+	for (int r = 0; r < KRN_X8; r++) {
+		block_q6_K *b = dst[r];
+		memcpy(&b->d, s + 2 * r, 2);
+		for (int j = 0; j < 16; j++)
+			b->scales[j] = (int8_t)s[16 + 8 * j + r];
+		memset(b->ql, 0, sizeof(b->ql));
+		memset(b->qh, 0, sizeof(b->qh));
+		for (int p = 0; p < 8; p++) {
+			const uint8_t *d = s + Q6_HEAD + 192 * p + 4 * r;
+			for (int k = 0; k < 4; k++)
+				for (int m = 0; m < 4; m++) {
+					int lo4 = d[128 + 32 * (k / 2) + m] >> (4 * (k % 2)) & 0x0f;
+					int a = d[32 * k + m] & 0x3f;
+					int v = (d[32 * k + m] >> 6) << 4 | lo4;
+					q6_K_set(b, 32 * p + 4 * k + m, a);
+					q6_K_set(b, 32 * p + 16 + 4 * k + m, v);
+				}
+		}
+	}
+}
+
+const struct krn_x8_layout krn_x8_layout_q6_K = { pack_q6_K, unpack_q6_K };

@@ -1,2 +1,120 @@
-/* engine/quants/x8_legacy.c: the x8 layouts (quants.h) of the legacy formats q8_0 and q5_0. */
+/* engine/quants/x8_legacy.c: the x8 layouts (quants.h) of the legacy formats q8_0 and q5_0.
+ *
+ * Both are shaped for a kernel that keeps row r of the group in 32-bit lane r of a ymm and
+ * multiplies with vpdpbusd (unsigned weight bytes, signed activation bytes): every 32 bytes of
+ * quants hold four consecutive elements of each of the eight rows, row r in bytes 4r .. 4r + 3,
+ * so one broadcast dword of the activation serves all eight rows. The eight scales come first,
+ * side by side, for one vcvtph2ps. Kernels: x86/avx512_x8l.c.
+ */
 #include "quants_impl.h"
+
+/* ---- q8_0: 272 bytes --------------------------------------------------------------------
+ *
+ *   d[8]           bytes 0 .. 15     row r's d
+ *   q[8][32]       bytes 16 .. 271   chunk c (32 bytes): byte 4r + k = row r's qs[4c + k] ^ 0x80
+ *
+ * The quants are stored offset by 128 (the xor flips the sign bit), so vpdpbusd takes them as
+ * they are; the kernel subtracts 128 * sum(activation block), the same for all rows. */
+
+static void pack_q8_0(void *dst, const void *const src[KRN_X8])
+{
+	uint8_t *o = dst;
+	for (int r = 0; r < KRN_X8; r++) {
+		const block_q8_0 *b = src[r];
+		memcpy(o + 2 * r, &b->d, 2);
+		for (int c = 0; c < KRN_QK / 4; c++) { /* a word at a time, as pack_q5_0 */
+			uint32_t v;
+			memcpy(&v, b->qs + 4 * c, sizeof(v));
+			v ^= 0x80808080u;
+			memcpy(o + 16 + 32 * c + 4 * r, &v, sizeof(v));
+		}
+	}
+}
+
+static void unpack_q8_0(void *const dst[KRN_X8], const void *src)
+{
+	const uint8_t *s = src;
+	for (int r = 0; r < KRN_X8; r++) {
+		block_q8_0 *b = dst[r];
+		memcpy(&b->d, s + 2 * r, 2);
+		for (int j = 0; j < KRN_QK; j++)
+			b->qs[j] = (int8_t)(s[16 + 32 * (j / 4) + 4 * r + j % 4] ^ 0x80);
+	}
+}
+
+const struct krn_x8_layout krn_x8_layout_q8_0 = { pack_q8_0, unpack_q8_0 };
+
+/* ---- q5_0: 176 bytes --------------------------------------------------------------------
+ *
+ * With the 5-bit quants q[j] = nibble | fifth bit << 4 (0 .. 31) of each row:
+ *
+ *   d[8]           bytes 0 .. 15     row r's d
+ *   q[4][32]       bytes 16 .. 143   chunk c, byte 4r + k: q[4c + k] in bits 0-4 and the top
+ *                                    three bits of q[16 + 4c + k] in bits 5-7
+ *   low2[32]       bytes 144 .. 175  byte 4r + k: bits 2c, 2c + 1 = the low two bits of
+ *                                    q[16 + 4c + k], for c = 0 .. 3
+ *
+ * The kernel gets elements 4c .. 4c + 3 of the eight rows with one AND (0x1f), and elements
+ * 16 + 4c .. 16 + 4c + 3 times eight with two instructions: a GF(2) affine map that moves the
+ * two low bits of chunk c out of low2 to bits 3-4, and a ternary-logic merge with bits 5-7 of
+ * the chunk. Spreading ggml's qh bits to bytes instead (a shuffle, an AND and a compare per 32
+ * quants, or a mask register) costs three to four. */
+
+/* Bit i of a 4-bit index at the bottom of byte i (spread4[x] = x's bits as four bytes). */
+static uint32_t spread4(uint32_t x)
+{
+	return (x & 1u) | (x & 2u) << 7 | (x & 4u) << 14 | (x & 8u) << 21;
+}
+
+/* A block's 32 quants, 0 .. 31 (nibble | fifth bit << 4), four bytes per word: packing runs at
+ * load over every q5_0 byte of a model (2.7 GB of Falcon-7B), so it works a word at a time. */
+static void q5_quants(const block_q5_0 *b, uint32_t q[KRN_QK / 4])
+{
+	uint32_t qh, qs[4];
+	memcpy(&qh, b->qh, sizeof(qh));
+	memcpy(qs, b->qs, sizeof(qs));
+	for (int w = 0; w < 4; w++) {
+		q[w] = (qs[w] & 0x0f0f0f0fu) | spread4(qh >> (4 * w) & 15u) << 4;
+		q[w + 4] = (qs[w] >> 4 & 0x0f0f0f0fu) | spread4(qh >> (16 + 4 * w) & 15u) << 4;
+	}
+}
+
+static void pack_q5_0(void *dst, const void *const src[KRN_X8])
+{
+	uint8_t *o = dst;
+	for (int r = 0; r < KRN_X8; r++) {
+		const block_q5_0 *b = src[r];
+		uint32_t q[KRN_QK / 4], low2 = 0;
+		q5_quants(b, q);
+		memcpy(o + 2 * r, &b->d, 2);
+		for (int c = 0; c < 4; c++) {
+			uint32_t a = q[c], h = q[c + 4];
+			uint32_t v = a | (h >> 2 & 0x07070707u) << 5;
+			memcpy(o + 16 + 32 * c + 4 * r, &v, sizeof(v));
+			low2 |= (h & 0x03030303u) << (2 * c);
+		}
+		memcpy(o + 144 + 4 * r, &low2, sizeof(low2));
+	}
+}
+
+static void unpack_q5_0(void *const dst[KRN_X8], const void *src)
+{
+	const uint8_t *s = src;
+	for (int r = 0; r < KRN_X8; r++) {
+		block_q5_0 *b = dst[r];
+		uint32_t qh = 0;
+		memcpy(&b->d, s + 2 * r, 2);
+		for (int c = 0; c < 4; c++) {
+			for (int k = 0; k < 4; k++) {
+				int j = 4 * c + k, byte = s[16 + 32 * c + 4 * r + k];
+				int a = byte & 0x1f;
+				int h = (byte >> 5) << 2 | (s[144 + 4 * r + k] >> (2 * c) & 3);
+				b->qs[j] = (uint8_t)((a & 0x0f) | (h & 0x0f) << 4);
+				qh |= (uint32_t)(a >> 4) << j | (uint32_t)(h >> 4) << (j + 16);
+			}
+		}
+		memcpy(b->qh, &qh, sizeof(qh));
+	}
+}
+
+const struct krn_x8_layout krn_x8_layout_q5_0 = { pack_q5_0, unpack_q5_0 };

@@ -306,6 +306,15 @@ static inline float32x4_t load_f16(const uint16_t *p)
 	return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p)));
 }
 
+static void axpy_f16(float *y, float a, const uint16_t *x, size_t n)
+{
+	size_t i = 0;
+	for (; i + 4 <= n; i += 4)
+		vst1q_f32(y + i, vfmaq_n_f32(vld1q_f32(y + i), load_f16(x + i), a));
+	for (; i < n; i++)
+		y[i] += a * half(x[i]);
+}
+
 static void dot_f16(size_t n, float *s, const void *vx, const void *vy)
 {
 	const uint16_t *x = vx, *y = vy;
@@ -341,6 +350,7 @@ const struct krn_quant_ops krn_quant_ops_neon = {
 	.name = "neon",
 	.supported = neon_supported,
 	.base = &krn_quant_ops_ref,
+	.axpy_f16 = axpy_f16,
 	.vec_dot = {
 		[KRN_TYPE_F32] = dot_f32, [KRN_TYPE_F16] = dot_f16, [KRN_TYPE_BF16] = dot_bf16,
 		[KRN_TYPE_Q4_0] = dot_q4_0, [KRN_TYPE_Q4_1] = dot_q4_1, [KRN_TYPE_Q5_0] = dot_q5_0,

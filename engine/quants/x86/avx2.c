@@ -45,4 +45,5 @@ const struct krn_quant_ops krn_quant_ops_avx2 = {
 	.base = &krn_quant_ops_ref,
 	.vec_dot = { DOT256_VEC_DOTS },
 	.matvec = { DOT256_MATVECS },
+	.axpy_f16 = axpy_f16,
 };

@@ -156,15 +156,94 @@ static void matvec_q5_0(float *out, const void *w, size_t row_bytes, const void 
 		out[r] = q5_row(p, y, a, nb);
 }
 
+/* ---- Activation quantizers ---------------------------------------------------------------- */
+
+/* The largest |x| of 32 floats (at p), and the mask of the elements that reach it. */
+static inline float absmax32(const float *p, __mmask32 *at)
+{
+	const __m512 sign = _mm512_set1_ps(-0.0f);
+	__m512 a = _mm512_andnot_ps(sign, _mm512_loadu_ps(p));
+	__m512 b = _mm512_andnot_ps(sign, _mm512_loadu_ps(p + 16));
+	float amax = _mm512_reduce_max_ps(_mm512_max_ps(a, b));
+	__m512 m = _mm512_set1_ps(amax);
+	*at = (__mmask32)_mm512_cmpeq_ps_mask(a, m) | (__mmask32)_mm512_cmpeq_ps_mask(b, m) << 16;
+	return amax;
+}
+
+/* 32 floats times s, rounded half to even (the default MXCSR mode, as nearbyintf and ggml's
+ * magic-number round), as bytes; |x * s| <= 127 here, so the narrowing never saturates. */
+static inline __m256i round32(const float *p, __m512 s)
+{
+	__m512i a = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(p), s));
+	__m512i b = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(p + 16), s));
+	return _mm256_set_m128i(_mm512_cvtsepi32_epi8(b), _mm512_cvtsepi32_epi8(a));
+}
+
+/* ref.c's krn_ref_act_q8_0, to the same bytes (test_quants compares them): the scalar one
+ * calls libm's nearbyintf per element, a few percent of a stories110M decode step. */
+static void act_q8_0(const float *x, void *vy, size_t n)
+{
+	block_q8_0 *y = vy;
+	for (size_t i = 0; i < n / KRN_QK; i++, x += KRN_QK) {
+		__mmask32 at;
+		float amax = absmax32(x, &at);
+		float id = amax != 0.0f ? 127.f / amax : 0.0f;
+		y[i].d = krn_fp32_to_fp16(amax / 127.f);
+		_mm256_storeu_si256((__m256i *)(void *)y[i].qs, round32(x, _mm512_set1_ps(id)));
+	}
+}
+
+/* ref.c's krn_ref_act_q8_K, to the same bytes: the scale comes from the first element of the
+ * largest magnitude, with its sign. */
+static void act_q8_K(const float *x, void *vy, size_t n)
+{
+	block_q8_K *y = vy;
+	for (size_t i = 0; i < n / KRN_QK_K; i++, x += KRN_QK_K) {
+		float amax = 0.0f, max = 0.0f;
+		for (int c = 0; c < KRN_QK_K; c += 32) {
+			__mmask32 at;
+			float m = absmax32(x + c, &at);
+			if (m > amax) {
+				amax = m;
+				max = x[c + __builtin_ctz(at)];
+			}
+		}
+		memset(&y[i], 0, sizeof(y[i]));
+		if (amax == 0.0f)
+			continue;
+		float iscale = -127.f / max;
+		const __m256i one = _mm256_set1_epi8(1);
+		for (int c = 0; c < KRN_QK_K; c += 32) {
+			__m256i q = round32(x + c, _mm512_set1_ps(iscale));
+			_mm256_storeu_si256((__m256i *)(void *)(y[i].qs + c), q);
+			/* the two sums of 16: bytes to int16 pairs to int32 quads, then added up */
+			__m256i s32 = _mm256_madd_epi16(_mm256_maddubs_epi16(one, q),
+							_mm256_set1_epi16(1));
+			int32_t v[8];
+			_mm256_storeu_si256((__m256i *)(void *)v, s32);
+			y[i].bsums[c / 16] = (int16_t)(v[0] + v[1] + v[2] + v[3]);
+			y[i].bsums[c / 16 + 1] = (int16_t)(v[4] + v[5] + v[6] + v[7]);
+		}
+		y[i].d = 1 / iscale;
+	}
+}
+
 const struct krn_quant_ops krn_quant_ops_avx512 = {
 	.name = "avx512",
 	.supported = krn_quants_cpu_avx512,
 	.base = &krn_quant_ops_avx2,
 	.vec_dot = { DOT256_VEC_DOTS },
 	.matvec = { DOT256_MATVECS },
+	.axpy_f16 = axpy_f16,
+	.quantize_act = { [KRN_TYPE_Q8_0] = act_q8_0, [KRN_TYPE_Q8_K] = act_q8_K },
 	.matvec_x8 = {
 		[KRN_TYPE_F32] = NULL, /* f32 rows go through the f32 kernels */
 		/* avx512_x8l.c */
+		[KRN_TYPE_Q5_0] = krn_avx512_matvec_x8_q5_0,
+		[KRN_TYPE_Q8_0] = krn_avx512_matvec_x8_q8_0,
 		/* avx512_x8k.c */
+		[KRN_TYPE_Q4_K] = krn_avx512_matvec_x8_q4_K,
+		[KRN_TYPE_Q5_K] = krn_avx512_matvec_x8_q5_K,
+		[KRN_TYPE_Q6_K] = krn_avx512_matvec_x8_q6_K,
 	},
 };

@@ -485,6 +485,16 @@ static void dot_f16(size_t n, float *s, const void *vx, const void *vy)
 	*s = sum;
 }
 
+static void axpy_f16(float *y, float a, const uint16_t *x, size_t n)
+{
+	__m256 av = _mm256_set1_ps(a);
+	size_t i = 0;
+	for (; i + 8 <= n; i += 8)
+		_mm256_storeu_ps(y + i, _mm256_fmadd_ps(av, load_f16(x + i), _mm256_loadu_ps(y + i)));
+	for (; i < n; i++)
+		y[i] += a * half(x[i]);
+}
+
 static inline __m256 load_bf16(const uint16_t *p)
 {
 	__m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p));
