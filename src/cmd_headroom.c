@@ -365,8 +365,10 @@ int mw_cmd_headroom(int argc, char **argv)
 				"near_zero_fraction", L->n ? (double)L->near / (double)L->n : 0.0));
 		}
 		json_object_set_new(r1j, "epsilon", json_real(eps));
-		json_object_set_new(r1j, "activation", json_string("SiLU(w1 x) * w3 x, the input "
-								   "of the FFN down projection"));
+		char act[96];
+		snprintf(act, sizeof(act), "%s, the input of the FFN down projection",
+			 r1.activation);
+		json_object_set_new(r1j, "activation", json_string(act));
 		json_object_set_new(r1j, "input", json_string(r1.input));
 		if (r1_reason[0])
 			json_object_set_new(r1j, "prompts_not_used", json_string(r1_reason));
@@ -443,8 +445,8 @@ int mw_cmd_headroom(int argc, char **argv)
 		       json_string_value(json_object_get(p, "what_would_have_to_be_true")));
 	printf("Model Contract, computed from the model%s:\n", label);
 	if (r1_ok) {
-		printf("  R1 FFN activation sparsity (SiLU(w1 x) * w3 x over %zu tokens, near zero: "
-		       "|a| <= %g)\n     input: %s\n", r1.tokens, eps, r1.input);
+		printf("  R1 FFN activation sparsity (%s over %zu tokens, near zero: |a| <= %g)\n"
+		       "     input: %s\n", r1.activation, r1.tokens, eps, r1.input);
 		if (r1_reason[0])
 			printf("     calibration prompts not used: %s\n", r1_reason);
 		for (int l = 0; l < r1.n_layers; l++)

@@ -173,9 +173,9 @@ static void on_ffn_act(void *ctx, int layer, const float *act, int n)
 	L->near += near;
 }
 
-/* n sequences of MW_R1_SELF_TOKENS tokens sampled from the model itself, from BOS. */
-static int self_generated(struct eng_session *s, const struct eng_model_info *info, size_t n,
-			  struct mw_r1 *out, const char *model_path, struct mw_error *err)
+/* n sequences of MW_R1_SELF_TOKENS tokens sampled from the model itself, from its BOS. */
+static int self_generated(struct eng_session *s, const struct eng_model_info *info, int bos,
+			  size_t n, struct mw_r1 *out, const char *model_path, struct mw_error *err)
 {
 	int steps = info->seq_len < MW_R1_SELF_TOKENS ? info->seq_len : MW_R1_SELF_TOKENS, rc = 0;
 	float *copy = malloc((size_t)info->vocab_size * sizeof(float));
@@ -188,7 +188,7 @@ static int self_generated(struct eng_session *s, const struct eng_model_info *in
 			mw_error_set(err, rc, model_path, "", "cannot create a sampler");
 			break;
 		}
-		int token = ENG_TOKEN_BOS;
+		int token = bos;
 		for (int pos = 0; pos < steps; pos++) {
 			const float *logits;
 			if ((rc = eng_session_step(s, token, pos, &logits, NULL))) {
@@ -205,7 +205,8 @@ static int self_generated(struct eng_session *s, const struct eng_model_info *in
 		out->tokens += (size_t)steps;
 	}
 	snprintf(out->input, sizeof(out->input), "%zu sequences of %d tokens the model generated "
-		 "from BOS (temperature 1, seeds 1..%zu): no tokenizer for its vocabulary", n, steps, n);
+		 "from BOS, id %d (temperature 1, seeds 1..%zu): no tokenizer for its vocabulary", n,
+		 steps, bos, n);
 	free(copy);
 	return rc;
 }
@@ -229,6 +230,9 @@ int mw_r1_measure(const char *model_path, const char *tokenizer_path, char *cons
 	}
 	const struct eng_model_info *info = eng_model_info(m);
 	out->synthetic = info->synthetic;
+	/* session.c's ffn_act hook: the input of the down projection */
+	out->activation = info->arch && !strcmp(info->arch, "falcon") ? "GELU(w_up x)"
+								      : "SiLU(w1 x) * w3 x";
 	if (tokenizer_path && (rc = eng_tokenizer_open(&tok, tokenizer_path, info->vocab_size, &eerr))) {
 		mw_error_set(err, rc, eerr.source[0] ? eerr.source : tokenizer_path, "",
 			     "%s", eerr.text);
@@ -248,7 +252,16 @@ int mw_r1_measure(const char *model_path, const char *tokenizer_path, char *cons
 		goto out;
 	}
 	if (!tok) {
-		rc = self_generated(s, info, n_prompts, out, model_path, err);
+		/* A GGUF file names its BOS (falcon's is 11, llama's 1), in the tokenizer it carries;
+		 * llama2.c checkpoints have none, and use llama's. */
+		struct eng_tokenizer *own = NULL;
+		int bos = ENG_TOKEN_BOS;
+		if (info->format == ENG_FORMAT_GGUF &&
+		    !eng_tokenizer_open(&own, model_path, info->vocab_size, &eerr) &&
+		    eng_tokenizer_bos(own) >= 0)
+			bos = eng_tokenizer_bos(own);
+		eng_tokenizer_close(own);
+		rc = self_generated(s, info, bos, n_prompts, out, model_path, err);
 		goto out;
 	}
 	snprintf(out->input, sizeof(out->input), "%zu calibration prompts (%s)", n_prompts,

@@ -215,6 +215,29 @@ out:
 	eng_tensor_table_free(t);
 }
 
+/* R1 on a GGUF falcon with no tokenizer given: the model's own sequences start from the BOS
+ * its file names (11), not llama's 1, and the activation is named as falcon's. */
+static void test_r1_falcon_bos(void)
+{
+	char dir[] = "/tmp/mw-test-r1-XXXXXX", path[64];
+	if (!mkdtemp(dir))
+		t_skip("cannot make a temporary directory");
+	snprintf(path, sizeof(path), "%s/falcon.gguf", dir);
+	struct eng_error eerr;
+	T_EQ_INT(eng_synth_gguf(path, "falcon", "falcon-tiny", "q8_0", 1, &eerr), 0);
+	struct mw_r1 r1;
+	struct mw_error err;
+	mw_error_clear(&err);
+	char unused[] = "unused", *none[] = { unused };
+	T_EQ_INT(mw_r1_measure(path, NULL, none, 1, 1e-3, &r1, &err), 0);
+	T_CONTAINS(r1.input, "from BOS, id 11 ");
+	T_EQ_STR(r1.activation, "GELU(w_up x)");
+	T_EQ_INT(r1.n_layers, 2);
+	mw_r1_free(&r1);
+	unlink(path);
+	rmdir(dir);
+}
+
 static void test_r3_stories260k(void)
 {
 	char model[4096];
@@ -327,6 +350,7 @@ int main(void)
 	test_r2_r4_falcon();
 	test_inputs();
 	test_r1_stories260k();
+	test_r1_falcon_bos();
 	test_r3_stories260k();
 	test_verb();
 	return t_done();
