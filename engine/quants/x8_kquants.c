@@ -90,11 +90,16 @@ const struct krn_x8_layout krn_x8_layout_q4_K = { pack_q4_K, unpack_q4_K };
  * map and a ternary-logic merge): three instructions per 32 bytes, where ggml's qh bits cost a
  * shift, an AND and an OR for each nibble. The same scheme as x8_legacy.c's q5_0. */
 
-static int q5_K_get(const block_q5_K *b, int i)
+/* A super-block's 256 quants, 0 .. 31, decoded once: packing runs at load over every q5_K
+ * byte of a model (0.8 GB of Falcon-7B), and element by element it was a fifth of the load. */
+static void q5_K_quants(const block_q5_K *b, uint8_t q[KRN_QK_K])
 {
-	int c = i / 64, hi = i % 64 / 32, l = i % 32;
-	int nib = hi ? b->qs[32 * c + l] >> 4 : b->qs[32 * c + l] & 0x0f;
-	return nib | ((b->qh[l] >> (2 * c + hi)) & 1) << 4;
+	for (int c = 0; c < 4; c++)
+		for (int l = 0; l < 32; l++) {
+			int byte = b->qs[32 * c + l], hb = b->qh[l] >> (2 * c);
+			q[64 * c + l] = (uint8_t)((byte & 0x0f) | (hb & 1) << 4);
+			q[64 * c + 32 + l] = (uint8_t)((byte >> 4) | (hb >> 1 & 1) << 4);
+		}
 }
 
 static void pack_q5_K(void *dst, const void *const src[KRN_X8])
@@ -103,13 +108,15 @@ static void pack_q5_K(void *dst, const void *const src[KRN_X8])
 	memset(o + K4_HEAD, 0, KRN_X8 * sizeof(block_q5_K) - K4_HEAD);
 	for (int r = 0; r < KRN_X8; r++) {
 		const block_q5_K *b = src[r];
+		uint8_t v[KRN_QK_K];
+		q5_K_quants(b, v);
 		pack_k4_head(o, r, src[r]);
 		for (int q = 0; q < 8; q++) {
 			uint8_t *p = o + K4_HEAD + 160 * q + 4 * r;
 			for (int c = 0; c < 4; c++)
 				for (int m = 0; m < 4; m++) {
-					int a = q5_K_get(b, 64 * c + 4 * q + m);
-					int h = q5_K_get(b, 64 * c + 32 + 4 * q + m);
+					int a = v[64 * c + 4 * q + m];
+					int h = v[64 * c + 32 + 4 * q + m];
 					p[32 * c + m] = (uint8_t)(a | (h >> 2) << 5);
 					p[128 + m] |= (uint8_t)((h & 3) << (2 * c));
 				}
@@ -157,12 +164,17 @@ const struct krn_x8_layout krn_x8_layout_q5_K = { pack_q5_K, unpack_q5_K };
  * where ggml's ql/qh split costs thirteen. Scales side by side sign-extend with one
  * vpmovsxbd each. */
 
-static int q6_K_get(const block_q6_K *b, int i)
+/* A super-block's 256 quants, 0 .. 63, decoded once (as q5_K_quants, for the load's speed). */
+static void q6_K_quants(const block_q6_K *b, uint8_t q[KRN_QK_K])
 {
-	int h = i / 128, s = i % 128 / 32, l = i % 32;
-	uint8_t lb = b->ql[64 * h + 32 * (s & 1) + l];
-	int lo = (s & 2) ? lb >> 4 : lb & 0x0f;
-	return lo | ((b->qh[32 * h + l] >> (2 * s)) & 3) << 4;
+	for (int h = 0; h < 2; h++)
+		for (int l = 0; l < 32; l++) {
+			int l0 = b->ql[64 * h + l], l1 = b->ql[64 * h + 32 + l], hb = b->qh[32 * h + l];
+			q[128 * h + l] = (uint8_t)((l0 & 0x0f) | (hb & 3) << 4);
+			q[128 * h + 32 + l] = (uint8_t)((l1 & 0x0f) | (hb >> 2 & 3) << 4);
+			q[128 * h + 64 + l] = (uint8_t)((l0 >> 4) | (hb >> 4 & 3) << 4);
+			q[128 * h + 96 + l] = (uint8_t)((l1 >> 4) | (hb >> 6 & 3) << 4);
+		}
 }
 
 static void q6_K_set(block_q6_K *b, int i, int v)
@@ -180,6 +192,8 @@ static void pack_q6_K(void *dst, const void *const src[KRN_X8])
 	memset(o + Q6_HEAD, 0, KRN_X8 * sizeof(block_q6_K) - Q6_HEAD);
 	for (int r = 0; r < KRN_X8; r++) {
 		const block_q6_K *b = src[r];
+		uint8_t q[KRN_QK_K];
+		q6_K_quants(b, q);
 		memcpy(o + 2 * r, &b->d, 2);
 		for (int s = 0; s < 16; s++)
 			o[16 + 8 * s + r] = (uint8_t)b->scales[s];
@@ -187,8 +201,8 @@ static void pack_q6_K(void *dst, const void *const src[KRN_X8])
 			uint8_t *d = o + Q6_HEAD + 192 * p + 4 * r;
 			for (int k = 0; k < 4; k++)
 				for (int m = 0; m < 4; m++) {
-					int a = q6_K_get(b, 32 * p + 4 * k + m);
-					int v = q6_K_get(b, 32 * p + 16 + 4 * k + m);
+					int a = q[32 * p + 4 * k + m];
+					int v = q[32 * p + 16 + 4 * k + m];
 					uint8_t *lo4 = d + 128 + 32 * (k / 2) + m;
 					d[32 * k + m] = (uint8_t)(a | (v >> 4) << 6);
 					*lo4 |= (uint8_t)((v & 0x0f) << (4 * (k % 2)));

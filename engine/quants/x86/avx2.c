@@ -6,6 +6,7 @@
  * sign flip cannot overflow.
  */
 #include "quants_impl.h"
+#include "x8_kernels.h"
 
 #include <immintrin.h>
 
@@ -46,4 +47,14 @@ const struct krn_quant_ops krn_quant_ops_avx2 = {
 	.vec_dot = { DOT256_VEC_DOTS },
 	.matvec = { DOT256_MATVECS },
 	.axpy_f16 = axpy_f16,
+	.matvec_x8 = {
+		[KRN_TYPE_F32] = NULL, /* f32 rows go through the f32 kernels */
+		/* avx2_x8l.c */
+		[KRN_TYPE_Q8_0] = krn_avx2_matvec_x8_q8_0,
+		[KRN_TYPE_Q5_0] = krn_avx2_matvec_x8_q5_0,
+		/* avx2_x8k.c */
+		[KRN_TYPE_Q4_K] = krn_avx2_matvec_x8_q4_K,
+		[KRN_TYPE_Q5_K] = krn_avx2_matvec_x8_q5_K,
+		[KRN_TYPE_Q6_K] = krn_avx2_matvec_x8_q6_K,
+	},
 };

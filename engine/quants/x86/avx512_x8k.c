@@ -17,8 +17,8 @@
  * sub-block pairs interleaved (192 bytes apart) fell from 0.9x to 0.7x the read, and so did
  * software prefetching (prefetcht0 or prefetchnta, 1-12 KB ahead: 0.5-0.8x).
  */
-#include "avx512_x8.h"
 #include "quants_impl.h"
+#include "x8_kernels.h"
 
 #include <immintrin.h>
 

@@ -1,0 +1,275 @@
+/* engine/quants/x86/avx2_x8k.c: AVX2 kernels for q4_K, q5_K and q6_K in the x8 layout.
+ *
+ * Eight rows at once, row r in 32-bit lane r of a ymm (layouts: x8_kquants.c), as in
+ * avx512_x8k.c, but without vpdpbusd, ternary logic or GF(2) affine maps. Four elements of
+ * all eight rows meet one broadcast activation dword in a vpmaddubsw, whose int16 pairs are
+ * summed with vpaddw over as many steps as cannot overflow (|activation| <= 128): four for
+ * q4_K and q5_K (of 16 * 15 * 128 and 8 * 31 * 128 possible), two for q6_K (4 * 63 * 128).
+ * Then one vpmaddwd with the sub-block's scale in both halves of each lane both adds the pairs
+ * and scales them, into one int32 sum for the whole super-block. The layouts' "times 16" and
+ * "times 8" forms would overflow a vpmaddubsw pair (240 * 127 * 2), so every quant is
+ * unpacked to its plain value first, with shifts and masks: per two vpmaddubsw, three
+ * instructions for q4_K, five for q5_K and q6_K.
+ *
+ * The loops take a chunk's q four at a time (q4_K, q5_K) or a pair of sub-blocks (q6_K), so
+ * that two int16 sums are live, not eight: at most 512 bytes read out of order. Loads that
+ * feed two instructions are kept in a register (an empty asm), where GCC folds them into each:
+ * q6_K went from 35 to 48 GB/s in cache.
+ *
+ * Measured on Zen 4 (tests/bench_quants, 4096 columns, one thread), against dot256.h's
+ * one-row kernels on the same table: in cache 2.1-2.4x as fast (q4_K 45 GB/s, q6_K 47, q5_K
+ * 42, the old 19-20; 0.43-0.50x a read), from DRAM 0.85-0.93x a plain read (0.52-0.54x
+ * before); at 768 columns the same; at Falcon's 18176 columns 0.7-0.75x (0.3x before).
+ */
+#include "quants_impl.h"
+#include "x8_kernels.h"
+
+#include <immintrin.h>
+
+
+static inline __m256i loadu(const void *p)
+{
+	return _mm256_loadu_si256((const __m256i *)p);
+}
+
+/* the four activation bytes at p in every lane */
+static inline __m256i bcast4(const void *p)
+{
+	int32_t v;
+	memcpy(&v, p, 4);
+	return _mm256_set1_epi32(v);
+}
+
+static inline __m256 halves8(const uint8_t *p)
+{
+	return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
+}
+
+/* pshufb control: byte j of every dword, zero-extended into both 16-bit halves of the dword
+ * (a sub-block's scale for vpmaddwd) */
+static inline __m256i byte_of_dword_x2(int j)
+{
+	int f = (int)0x80008000;
+	return _mm256_setr_epi32(j * 0x10001 | f, (4 + j) * 0x10001 | f, (8 + j) * 0x10001 | f,
+				 (12 + j) * 0x10001 | f, j * 0x10001 | f, (4 + j) * 0x10001 | f,
+				 (8 + j) * 0x10001 | f, (12 + j) * 0x10001 | f);
+}
+
+/* pshufb control: 16-bit word j of every dword, into both halves of the dword */
+static inline __m256i word_of_dword_x2(int j)
+{
+	int b = 2 * j * 0x01010101 + 0x01000100;
+	return _mm256_setr_epi32(b, b + 0x04040404, b + 0x08080808, b + 0x0c0c0c0c, b,
+				 b + 0x04040404, b + 0x08080808, b + 0x0c0c0c0c);
+}
+
+/* ---- q4_K and q5_K ----------------------------------------------------------------------- */
+
+/* What a q4_K/q5_K super-block needs of the activation for its min terms: the sums over its
+ * eight sub-blocks, b[s] = bsums[2s] + bsums[2s + 1] (|b| <= 32 * 128), split as 128 hi + lo
+ * with lo in 0 .. 127, so that both halves are signed bytes for vpmaddubsw against the eight
+ * rows' 6-bit mins: hi[0..3], hi[4..7], lo[0..3], lo[4..7]. */
+static void k4_prepare(const block_q8_K *y, int8_t *p)
+{
+	for (int s = 0; s < 8; s++) {
+		int b = y->bsums[2 * s] + y->bsums[2 * s + 1];
+		p[4 * (s / 4) + s % 4] = (int8_t)(b >> 7);
+		p[8 + 4 * (s / 4) + s % 4] = (int8_t)(b & 127);
+	}
+}
+
+/* The eight rows' 6-bit mins (mn, byte j of each lane for sub-blocks j and 4 + j) and scales
+ * (scale[j], sub-block j's in both 16-bit halves of each lane, for vpmaddwd) from the header's
+ * three words per row: ggml's get_scale_min_k4 bit moves, lane-wise. */
+static inline __attribute__((always_inline)) void
+k4_scales(const uint8_t *g, __m256i scale[8], __m256i mn[2])
+{
+	const __m256i m6 = _mm256_set1_epi8(0x3f), m4 = _mm256_set1_epi8(0x0f);
+	const __m256i top = _mm256_set1_epi8(0x30);
+	__m256i w0 = loadu(g + 32), w1 = loadu(g + 64), w2 = loadu(g + 96);
+	__m256i sc[2] = {
+		_mm256_and_si256(w0, m6),
+		_mm256_or_si256(_mm256_and_si256(w2, m4),
+				_mm256_and_si256(_mm256_srli_epi32(w0, 2), top)),
+	};
+	mn[0] = _mm256_and_si256(w1, m6);
+	mn[1] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(w2, 4), m4),
+				_mm256_and_si256(_mm256_srli_epi32(w1, 2), top));
+	for (int j = 0; j < 8; j++)
+		scale[j] = _mm256_shuffle_epi8(sc[j / 4], byte_of_dword_x2(j % 4));
+}
+
+/* acc + the super-block's d * isum - dmin * (mins against k4_prepare's sums) */
+static inline __attribute__((always_inline)) __m256
+k4_tail(__m256 acc, const uint8_t *g, const block_q8_K *y, const int8_t *prep, __m256i isum,
+	const __m256i mn[2])
+{
+	/* hi pairs reach 4 * 63 * 32, lo pairs 4 * 63 * 127: both int16 */
+	__m256i hi = _mm256_add_epi16(_mm256_maddubs_epi16(mn[0], bcast4(prep)),
+				      _mm256_maddubs_epi16(mn[1], bcast4(prep + 4)));
+	__m256i lo = _mm256_add_epi16(_mm256_maddubs_epi16(mn[0], bcast4(prep + 8)),
+				      _mm256_maddubs_epi16(mn[1], bcast4(prep + 12)));
+	__m256i mins = _mm256_add_epi32(_mm256_madd_epi16(hi, _mm256_set1_epi16(128)),
+					_mm256_madd_epi16(lo, _mm256_set1_epi16(1)));
+	__m256 d = _mm256_mul_ps(halves8(g), _mm256_set1_ps(y->d));
+	__m256 dm = _mm256_mul_ps(halves8(g + 16), _mm256_set1_ps(y->d));
+	acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), d, acc);
+	return _mm256_fnmadd_ps(_mm256_cvtepi32_ps(mins), dm, acc);
+}
+
+/* q4_K: low nibbles into sub-block 2c's int16 sums, high nibbles (shifted down) into 2c + 1's.
+ * Four q at a time per chunk c (see the top of the file), though all eight would fit int16:
+ * eight live sums spill (40 GB/s in cache against 46 on Zen 4), and a whole chunk at a time
+ * (128-byte strides over 1 KB) fell to 0.6x the read from DRAM. */
+static inline __attribute__((always_inline)) __m256
+block_q4_Kx8(__m256 acc, const uint8_t *g, const block_q8_K *y, const void *prep)
+{
+	const __m256i m4 = _mm256_set1_epi8(0x0f);
+	__m256i scale[8], mn[2];
+	k4_scales(g, scale, mn);
+	__m256i isum = _mm256_setzero_si256();
+	for (int q0 = 0; q0 < 8; q0 += 4)
+		for (int c = 0; c < 4; c++) {
+			__m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
+			for (int q = q0; q < q0 + 4; q++) {
+				const int8_t *a = y->qs + 64 * c + 4 * q;
+				__m256i v = loadu(g + 128 + 32 * (4 * q + c));
+				__asm__("" : "+x"(v));
+				__m256i lo = _mm256_and_si256(v, m4);
+				__m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+				s0 = _mm256_add_epi16(s0, _mm256_maddubs_epi16(lo, bcast4(a)));
+				s1 = _mm256_add_epi16(s1, _mm256_maddubs_epi16(hi, bcast4(a + 32)));
+			}
+			isum = _mm256_add_epi32(isum, _mm256_madd_epi16(s0, scale[2 * c]));
+			isum = _mm256_add_epi32(isum, _mm256_madd_epi16(s1, scale[2 * c + 1]));
+		}
+	return k4_tail(acc, g, y, prep, isum, mn);
+}
+
+/* q5_K: as q4_K, with a = v & 0x1f and h = (v >> 5) << 2 | low2's two bits, four q at a time
+ * (as many as int16 holds: 4 * 2 * 31 * 128). */
+static inline __attribute__((always_inline)) __m256
+block_q5_Kx8(__m256 acc, const uint8_t *g, const block_q8_K *y, const void *prep)
+{
+	const __m256i m5 = _mm256_set1_epi8(0x1f), m3 = _mm256_set1_epi8(0x1c);
+	const __m256i m2 = _mm256_set1_epi8(0x03);
+	__m256i scale[8], mn[2];
+	k4_scales(g, scale, mn);
+	__m256i isum = _mm256_setzero_si256();
+	for (int q0 = 0; q0 < 8; q0 += 4)
+		for (int c = 0; c < 4; c++) {
+			__m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
+			for (int q = q0; q < q0 + 4; q++) {
+				const int8_t *a = y->qs + 64 * c + 4 * q;
+				const uint8_t *p = g + 128 + 160 * q;
+				__m256i v = loadu(p + 32 * c), low2 = loadu(p + 128);
+				__asm__("" : "+x"(v));
+				__m256i l = _mm256_and_si256(
+					c ? _mm256_srli_epi16(low2, 2 * c) : low2, m2);
+				__m256i h = _mm256_or_si256(
+					_mm256_and_si256(_mm256_srli_epi16(v, 3), m3), l);
+				s0 = _mm256_add_epi16(s0, _mm256_maddubs_epi16(_mm256_and_si256(v, m5),
+									       bcast4(a)));
+				s1 = _mm256_add_epi16(s1, _mm256_maddubs_epi16(h, bcast4(a + 32)));
+			}
+			isum = _mm256_add_epi32(isum, _mm256_madd_epi16(s0, scale[2 * c]));
+			isum = _mm256_add_epi32(isum, _mm256_madd_epi16(s1, scale[2 * c + 1]));
+		}
+	return k4_tail(acc, g, y, prep, isum, mn);
+}
+
+/* ---- q6_K -------------------------------------------------------------------------------- */
+
+/* Sub-blocks 2p (a = v & 0x3f) and 2p + 1 (b = (v >> 6) << 4 | a nibble of lo4), the int16
+ * sums through the scales after every two vectors. The quants are stored plus 32: that part,
+ * 32 * scale * bsums per sub-block, is one vpmaddwd per pair against the activation's bsums
+ * as they are (two int16 per dword). */
+static inline __attribute__((always_inline)) __m256
+block_q6_Kx8(__m256 acc, const uint8_t *g, const block_q8_K *y, const void *prep)
+{
+	(void)prep;
+	const __m256i m6 = _mm256_set1_epi8(0x3f), m4 = _mm256_set1_epi8(0x0f);
+	const __m256i top = _mm256_set1_epi8(0x30);
+	/* row r's scales of sub-blocks 2p and 2p + 1 side by side: bytes r and 8 + r */
+	const __m128i pairs = _mm_setr_epi8(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
+	const __m256i first = word_of_dword_x2(0), second = word_of_dword_x2(1);
+	__m256i isum = _mm256_setzero_si256(), off = _mm256_setzero_si256();
+	const uint8_t *p = g + 144;
+	for (int pp = 0; pp < 8; pp++, p += 192) {
+		__m128i sc8 = _mm_loadu_si128((const __m128i *)(g + 16 + 16 * pp));
+		__m256i sc = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(sc8, pairs));
+		off = _mm256_add_epi32(off, _mm256_madd_epi16(sc, bcast4(y->bsums + 2 * pp)));
+		__m256i sa = _mm256_shuffle_epi8(sc, first), sb = _mm256_shuffle_epi8(sc, second);
+		for (int j = 0; j < 2; j++) {
+			__m256i lo4 = loadu(p + 128 + 32 * j), ta = _mm256_setzero_si256();
+			__m256i tb = _mm256_setzero_si256();
+			__asm__("" : "+x"(lo4));
+			for (int k = 2 * j; k < 2 * j + 2; k++) {
+				const int8_t *a = y->qs + 32 * pp + 4 * k;
+				__m256i v = loadu(p + 32 * k);
+				__asm__("" : "+x"(v));
+				__m256i n = _mm256_and_si256(k % 2 ? _mm256_srli_epi16(lo4, 4) : lo4, m4);
+				__m256i b = _mm256_or_si256(
+					_mm256_and_si256(_mm256_srli_epi16(v, 2), top), n);
+				ta = _mm256_add_epi16(ta, _mm256_maddubs_epi16(_mm256_and_si256(v, m6),
+									       bcast4(a)));
+				tb = _mm256_add_epi16(tb, _mm256_maddubs_epi16(b, bcast4(a + 16)));
+			}
+			isum = _mm256_add_epi32(isum, _mm256_madd_epi16(ta, sa));
+			isum = _mm256_add_epi32(isum, _mm256_madd_epi16(tb, sb));
+		}
+	}
+	isum = _mm256_sub_epi32(isum, _mm256_slli_epi32(off, 5));
+	__m256 d = _mm256_mul_ps(halves8(g), _mm256_set1_ps(y->d));
+	return _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), d, acc);
+}
+
+/* ---- The matvec -------------------------------------------------------------------------- */
+
+/* The activation is prepared X8K_PREPARED super-blocks at a time (2 KB of stack); each group's
+ * accumulator carries over from one such chunk to the next through out[], so a row's sum is
+ * the same sequence of operations whatever the row length or the range of groups. */
+#define X8K_PREPARED 128
+
+/* Groups r0 / 8 .. r1 / 8; bs is the type's block size in bytes. A group's super-blocks go in
+ * order: one sequential stream. */
+static inline __attribute__((always_inline)) void
+x8k_matvec(float *out, const uint8_t *w, size_t row_bytes, const block_q8_K *y, size_t nb,
+	   size_t r0, size_t r1, size_t bs, bool k4,
+	   __m256 (*block)(__m256 acc, const uint8_t *g, const block_q8_K *y, const void *prep))
+{
+	int8_t prep[X8K_PREPARED][16];
+	for (size_t i0 = 0; i0 < nb; i0 += X8K_PREPARED) {
+		size_t i1 = nb - i0 < X8K_PREPARED ? nb : i0 + X8K_PREPARED;
+		for (size_t i = i0; k4 && i < i1; i++)
+			k4_prepare(&y[i], prep[i - i0]);
+		for (size_t r = r0; r < r1; r += KRN_X8) {
+			const uint8_t *g = w + r * row_bytes + i0 * KRN_X8 * bs;
+			__m256 acc = i0 ? _mm256_loadu_ps(out + r) : _mm256_setzero_ps();
+			for (size_t i = i0; i < i1; i++, g += KRN_X8 * bs)
+				acc = block(acc, g, &y[i], prep[i - i0]);
+			_mm256_storeu_ps(out + r, acc);
+		}
+	}
+}
+
+void krn_avx2_matvec_x8_q4_K(float *y, const void *w, size_t row_bytes, const void *xq,
+			     size_t n, size_t r0, size_t r1)
+{
+	x8k_matvec(y, w, row_bytes, xq, n / KRN_QK_K, r0, r1, sizeof(block_q4_K), true,
+		   block_q4_Kx8);
+}
+
+void krn_avx2_matvec_x8_q5_K(float *y, const void *w, size_t row_bytes, const void *xq,
+			     size_t n, size_t r0, size_t r1)
+{
+	x8k_matvec(y, w, row_bytes, xq, n / KRN_QK_K, r0, r1, sizeof(block_q5_K), true,
+		   block_q5_Kx8);
+}
+
+void krn_avx2_matvec_x8_q6_K(float *y, const void *w, size_t row_bytes, const void *xq,
+			     size_t n, size_t r0, size_t r1)
+{
+	x8k_matvec(y, w, row_bytes, xq, n / KRN_QK_K, r0, r1, sizeof(block_q6_K), false,
+		   block_q6_Kx8);
+}

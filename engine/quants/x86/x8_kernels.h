@@ -1,0 +1,32 @@
+/* engine/quants/x86/x8_kernels.h: the x86 kernels for weights in the x8 layout (quants.h),
+ * for the tables of avx512.c (avx512_x8l.c: the legacy formats, avx512_x8k.c: the K-quants)
+ * and avx2.c (avx2_x8l.c, avx2_x8k.c; AVX2 CPUs without AVX-512). Each has krn_matvec_fn's
+ * signature and contract. Internal to engine/quants/x86/. */
+#ifndef MEMWALL_X8_KERNELS_H
+#define MEMWALL_X8_KERNELS_H
+
+#include <stddef.h>
+
+void krn_avx512_matvec_x8_q8_0(float *y, const void *w, size_t row_bytes, const void *xq,
+			       size_t n, size_t r0, size_t r1);
+void krn_avx512_matvec_x8_q5_0(float *y, const void *w, size_t row_bytes, const void *xq,
+			       size_t n, size_t r0, size_t r1);
+void krn_avx512_matvec_x8_q4_K(float *y, const void *w, size_t row_bytes, const void *xq,
+			       size_t n, size_t r0, size_t r1);
+void krn_avx512_matvec_x8_q5_K(float *y, const void *w, size_t row_bytes, const void *xq,
+			       size_t n, size_t r0, size_t r1);
+void krn_avx512_matvec_x8_q6_K(float *y, const void *w, size_t row_bytes, const void *xq,
+			       size_t n, size_t r0, size_t r1);
+
+void krn_avx2_matvec_x8_q8_0(float *y, const void *w, size_t row_bytes, const void *xq,
+			     size_t n, size_t r0, size_t r1);
+void krn_avx2_matvec_x8_q5_0(float *y, const void *w, size_t row_bytes, const void *xq,
+			     size_t n, size_t r0, size_t r1);
+void krn_avx2_matvec_x8_q4_K(float *y, const void *w, size_t row_bytes, const void *xq,
+			     size_t n, size_t r0, size_t r1);
+void krn_avx2_matvec_x8_q5_K(float *y, const void *w, size_t row_bytes, const void *xq,
+			     size_t n, size_t r0, size_t r1);
+void krn_avx2_matvec_x8_q6_K(float *y, const void *w, size_t row_bytes, const void *xq,
+			     size_t n, size_t r0, size_t r1);
+
+#endif

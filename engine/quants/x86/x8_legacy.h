@@ -1,0 +1,85 @@
+/* engine/quants/x86/x8_legacy.h: what the x8 kernels of the legacy formats share across
+ * x86 ISAs (avx2_x8l.c, avx512_x8l.c; layouts: x8_legacy.c): the activation's per-call
+ * preparation, the float tail of a block of eight rows, and the driver over groups and
+ * blocks. The including file defines the per-block kernels, on AVX2 or AVX-512 integer
+ * instructions, and passes them to x8_matvec. Not a header to include anywhere else.
+ */
+#include <immintrin.h>
+
+static inline __m256i loadu(const void *p)
+{
+	return _mm256_loadu_si256((const __m256i *)p);
+}
+
+/* four activation bytes in every lane, by a broadcast load (a load, no shuffle) */
+static inline __m256i bcast4(const int8_t *p)
+{
+	int32_t v;
+	memcpy(&v, p, sizeof(v));
+	return _mm256_set1_epi32(v);
+}
+
+/* What every group needs of each activation block, prepared once per call: -offset * (sum of
+ * its bytes), where the weights' quants are unsigned as value + offset, and its scale. */
+#define X8_PREPARED 1024 /* blocks (32768 columns): 8 KB of stack */
+
+struct x8_act {
+	int32_t base[X8_PREPARED];
+	float dy[X8_PREPARED];
+};
+
+static inline int32_t act_base(const block_q8_0 *y, int offset)
+{
+	__m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8((char)offset),
+							   loadu(y->qs)),
+				      _mm256_set1_epi16(1));
+	__m128i h = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+	h = _mm_add_epi32(h, _mm_unpackhi_epi64(h, h));
+	h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 1));
+	return -_mm_cvtsi128_si32(h);
+}
+
+/* acc + d_x * d_y * dot for the eight rows' block at g, given its integer dots p */
+static inline __m256 block_tail(__m256 acc, const uint8_t *g, __m256i p, float dy)
+{
+	__m256 d = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)g)),
+				 _mm256_set1_ps(dy));
+	return _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), d, acc);
+}
+
+/* Groups r0 / 8 .. r1 / 8 of an x8 tensor of a legacy type; bs is the type's block size in
+ * bytes, offset its quants' (0: signed). As avx512_x8l.c: a group's blocks in order (one
+ * sequential stream), even and odd blocks in two FMA chains, rows longer than X8_PREPARED
+ * blocks in stretches of that many with each group's sums kept in out between them, so the
+ * order of the sums depends on n only, never on r0 and r1. */
+static inline __attribute__((always_inline)) void
+x8_matvec(float *out, const uint8_t *w, size_t row_bytes, const block_q8_0 *y, size_t nb,
+	  size_t r0, size_t r1, size_t bs, int offset,
+	  __m256 (*block)(__m256 acc, const uint8_t *g, const block_q8_0 *y, int32_t base,
+			  float dy))
+{
+	struct x8_act a;
+	for (size_t i0 = 0; i0 < nb; i0 += X8_PREPARED) {
+		const size_t len = nb - i0 < X8_PREPARED ? nb - i0 : X8_PREPARED;
+		const block_q8_0 *ys = y + i0;
+		for (size_t i = 0; i < len; i++) {
+			a.base[i] = offset ? act_base(&ys[i], offset) : 0;
+			a.dy[i] = krn_fp16_table[ys[i].d];
+		}
+		for (size_t r = r0; r < r1; r += KRN_X8) {
+			const uint8_t *g = w + r * row_bytes + i0 * KRN_X8 * bs;
+			__m256 acc0 = i0 ? _mm256_loadu_ps(out + r) : _mm256_setzero_ps();
+			__m256 acc1 = _mm256_setzero_ps();
+			size_t i = 0;
+			for (; i + 2 <= len; i += 2, g += 2 * KRN_X8 * bs) {
+				acc0 = block(acc0, g, &ys[i], a.base[i], a.dy[i]);
+				acc1 = block(acc1, g + KRN_X8 * bs, &ys[i + 1], a.base[i + 1],
+					     a.dy[i + 1]);
+			}
+			if (i < len)
+				acc0 = block(acc0, g, &ys[i], a.base[i], a.dy[i]);
+			_mm256_storeu_ps(out + r, _mm256_add_ps(acc0, acc1));
+		}
+	}
+}
+
