@@ -28,7 +28,10 @@ struct x8_act {
 	float dy[X8_PREPARED];
 };
 
-static inline int32_t act_base(const block_q8_0 *y, int offset)
+/* Not inlined: once per block per call, it costs nothing called, while inlined its constants
+ * stayed in registers across the whole driver and GCC's allocation of avx512_x8l.c's q8_0
+ * loop suffered for it: 86 -> 50-70 GB/s in cache (tests/bench_quants, 2048 columns). */
+static __attribute__((noinline)) int32_t act_base(const block_q8_0 *y, int offset)
 {
 	__m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8((char)offset),
 							   loadu(y->qs)),
