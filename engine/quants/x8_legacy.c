@@ -1,10 +1,11 @@
-/* engine/quants/x8_legacy.c: the x8 layouts (quants.h) of the legacy formats q8_0 and q5_0.
+/* engine/quants/x8_legacy.c: the x8 layouts (quants.h) of the legacy formats q8_0, q5_0 and
+ * q4_0.
  *
- * Both are shaped for a kernel that keeps row r of the group in 32-bit lane r of a ymm and
+ * All three are shaped for a kernel that keeps row r of the group in 32-bit lane r of a ymm and
  * multiplies with vpdpbusd (unsigned weight bytes, signed activation bytes): every 32 bytes of
  * quants hold four consecutive elements of each of the eight rows, row r in bytes 4r .. 4r + 3,
  * so one broadcast dword of the activation serves all eight rows. The eight scales come first,
- * side by side, for one vcvtph2ps. Kernels: x86/avx512_x8l.c.
+ * side by side, for one vcvtph2ps. Kernels: x86/avx512_x8l.c, x86/avx2_x8l.c.
  */
 #include "quants_impl.h"
 
@@ -118,3 +119,38 @@ static void unpack_q5_0(void *const dst[KRN_X8], const void *src)
 }
 
 const struct krn_x8_layout krn_x8_layout_q5_0 = { pack_q5_0, unpack_q5_0 };
+
+/* ---- q4_0: 144 bytes --------------------------------------------------------------------
+ *
+ *   d[8]           bytes 0 .. 15     row r's d
+ *   qs[4][32]      bytes 16 .. 143   chunk c, byte 4r + k = row r's qs[4c + k]: element 4c + k
+ *                                    in the low nibble, 16 + 4c + k in the high one
+ *
+ * The quants stay as ggml stores them, interleaved four bytes per row, so packing moves words
+ * and nothing else. The kernel gets elements 4c .. 4c + 3 of the eight rows with one AND
+ * (0x0f) and elements 16 + 4c .. 16 + 4c + 3 with another, times 16 (0xf0) or shifted down;
+ * the offset of 8 is taken off through the activation's sum, as q5_0's 16. */
+
+static void pack_q4_0(void *dst, const void *const src[KRN_X8])
+{
+	uint8_t *o = dst;
+	for (int r = 0; r < KRN_X8; r++) {
+		const block_q4_0 *b = src[r];
+		memcpy(o + 2 * r, &b->d, 2);
+		for (int c = 0; c < 4; c++)
+			memcpy(o + 16 + 32 * c + 4 * r, b->qs + 4 * c, 4);
+	}
+}
+
+static void unpack_q4_0(void *const dst[KRN_X8], const void *src)
+{
+	const uint8_t *s = src;
+	for (int r = 0; r < KRN_X8; r++) {
+		block_q4_0 *b = dst[r];
+		memcpy(&b->d, s + 2 * r, 2);
+		for (int c = 0; c < 4; c++)
+			memcpy(b->qs + 4 * c, s + 16 + 32 * c + 4 * r, 4);
+	}
+}
+
+const struct krn_x8_layout krn_x8_layout_q4_0 = { pack_q4_0, unpack_q4_0 };

@@ -50,6 +50,7 @@ const struct krn_quant_ops krn_quant_ops_avx2 = {
 	.matvec_x8 = {
 		[KRN_TYPE_F32] = NULL, /* f32 rows go through the f32 kernels */
 		/* avx2_x8l.c */
+		[KRN_TYPE_Q4_0] = krn_avx2_matvec_x8_q4_0,
 		[KRN_TYPE_Q8_0] = krn_avx2_matvec_x8_q8_0,
 		[KRN_TYPE_Q5_0] = krn_avx2_matvec_x8_q5_0,
 		/* avx2_x8k.c */

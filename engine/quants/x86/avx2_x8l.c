@@ -1,4 +1,4 @@
-/* engine/quants/x86/avx2_x8l.c: AVX2 kernels for q8_0 and q5_0 in the x8 layout.
+/* engine/quants/x86/avx2_x8l.c: AVX2 kernels for q8_0, q5_0 and q4_0 in the x8 layout.
  *
  * The scheme of avx512_x8l.c (layouts: x8_legacy.c): eight rows at once, row r in 32-bit lane
  * r of a ymm, every 32 bytes of quants multiplied with one activation dword broadcast to all
@@ -11,7 +11,9 @@
  * thread), against dot256.h's one-row kernels: in cache q8_0 55 GB/s (33 before, 1.7x) and
  * q5_0 42 GB/s (16 before, 2.7x); from DRAM 0.9-0.95x a plain read, where those reach 0.7x
  * and 0.45x. In cache both are bound by vector instructions issued (about four a cycle), not
- * by loads or latency, so every instruction saved per 32 bytes of quants shows.
+ * by loads or latency, so every instruction saved per 32 bytes of quants shows. q4_0 (2048
+ * and 4096 columns, 2.6 GHz): 43-44 GB/s in cache (19 before, 2.3x), from DRAM 0.94-0.95x a
+ * plain read where the one-row kernel reaches 0.5x.
  */
 #include "quants_impl.h"
 #include "x8_kernels.h"
@@ -73,6 +75,28 @@ block_q5_0x8(__m256 acc, const uint8_t *g, const block_q8_0 *y, int32_t base, fl
 	return block_tail(acc, g, _mm256_add_epi32(p, _mm256_set1_epi32(base)), dy);
 }
 
+/* q4_0: elements 4c .. 4c + 3 of the eight rows are chunk c & 0x0f, elements 16 + 4c ..
+ * 16 + 4c + 3 its high nibbles shifted down. Nibbles keep a pair under 15 * 128 * 2 = 3840, so
+ * all eight products of a block are summed in int16 (at most 30720) and widened by one
+ * vpmaddwd. Seven instructions per 32 bytes of quants: 3.3 ns a block of eight rows. */
+static inline __attribute__((always_inline)) __m256
+block_q4_0x8(__m256 acc, const uint8_t *g, const block_q8_0 *y, int32_t base, float dy)
+{
+	const __m256i lo = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
+	__m256i pa = _mm256_setzero_si256(), ph = _mm256_setzero_si256();
+	for (int c = 0; c < 4; c++) {
+		__m256i q = loadu(g + 16 + 32 * c);
+		/* one load for both ANDs, as in q5_0 */
+		__asm__("" : "+x"(q));
+		__m256i a = _mm256_and_si256(q, lo);
+		__m256i h = _mm256_and_si256(_mm256_srli_epi16(q, 4), lo);
+		pa = _mm256_add_epi16(pa, _mm256_maddubs_epi16(a, bcast4(y->qs + 4 * c)));
+		ph = _mm256_add_epi16(ph, _mm256_maddubs_epi16(h, bcast4(y->qs + 16 + 4 * c)));
+	}
+	__m256i p = _mm256_madd_epi16(_mm256_add_epi16(pa, ph), ones);
+	return block_tail(acc, g, _mm256_add_epi32(p, _mm256_set1_epi32(base)), dy);
+}
+
 void krn_avx2_matvec_x8_q8_0(float *y, const void *w, size_t row_bytes, const void *xq,
 			     size_t n, size_t r0, size_t r1)
 {
@@ -83,4 +107,10 @@ void krn_avx2_matvec_x8_q5_0(float *y, const void *w, size_t row_bytes, const vo
 			     size_t n, size_t r0, size_t r1)
 {
 	x8_matvec(y, w, row_bytes, xq, n / KRN_QK, r0, r1, sizeof(block_q5_0), 16, block_q5_0x8);
+}
+
+void krn_avx2_matvec_x8_q4_0(float *y, const void *w, size_t row_bytes, const void *xq,
+			     size_t n, size_t r0, size_t r1)
+{
+	x8_matvec(y, w, row_bytes, xq, n / KRN_QK, r0, r1, sizeof(block_q4_0), 8, block_q4_0x8);
 }
