@@ -4,7 +4,7 @@
 #
 # A benchmark, not a test: it prints figures and never fails on them. It
 #   1. synthesizes the models once into BENCH_DIR (`memwall synth`: random weights, the real
-#      shapes and llama-quantize's per-tensor types): stories110M-shape Q8_0 and Q4_K_M
+#      shapes and llama-quantize's per-tensor types): stories110M-shape Q8_0, Q4_0 and Q4_K_M
 #      (arch llama), and, with BENCH_FALCON=1, Falcon-7B Q4_K_M (about 5 GB; deleted at the
 #      end unless BENCH_KEEP=1);
 #   2. for each model and thread count (BENCH_THREADS, default "1 2"): BENCH_REPS rounds, each
@@ -125,6 +125,7 @@ echo "median of $reps interleaved runs per cell; memwall --load $load; load aver
 echo "(synthetic models: random weights, real shapes and type mixes)"
 if [ "${BENCH_STORIES:-1}" = 1 ]; then
 	bench "stories110M Q8_0" "$(synth llama stories110M q8_0)" 1 "$steps"
+	bench "stories110M Q4_0" "$(synth llama stories110M q4_0)" 1 "$steps"
 	bench "stories110M Q4_K_M" "$(synth llama stories110M q4_k_m)" 1 "$steps"
 fi
 if [ "${BENCH_FALCON:-0}" = 1 ]; then
