@@ -234,14 +234,15 @@ static void *repack_worker(void *arg)
 	size_t tmp_bytes = 0;
 	for (size_t i; (i = atomic_fetch_add(&j->next, 1)) < j->n;) {
 		struct eng_mat *m = j->mats[i];
-		if (tmp_bytes < KRN_X8 * m->row_bytes) {
-			void *p = realloc(tmp, KRN_X8 * m->row_bytes);
+		size_t need = krn_x8_repack_scratch(m->type, (size_t)m->cols, (size_t)m->rows);
+		if (tmp_bytes < need) {
+			void *p = realloc(tmp, need);
 			if (!p) {
 				atomic_store(&j->rc, -ENOMEM);
 				break;
 			}
 			tmp = p;
-			tmp_bytes = KRN_X8 * m->row_bytes;
+			tmp_bytes = need;
 		}
 		krn_x8_repack(m->type, eng_gguf_writable(j->g, m->data), (size_t)m->cols,
 			      (size_t)m->rows, tmp);

@@ -204,8 +204,8 @@ static void mat_rows(const struct eng_session *s, struct worker *w, enum act_vec
 	}
 	const void *xq = act_get(s, w, vec, x, m->cols, krn_type_traits(m->type)->vec_dot_type);
 	if (m->x8)
-		krn_quant_matvec_x8(s->qops, m->type, y, m->data, xq, (size_t)m->cols, (size_t)a,
-				    (size_t)b);
+		krn_quant_matvec_x8(s->qops, m->type, y, m->data, (size_t)m->rows, xq,
+				    (size_t)m->cols, (size_t)a, (size_t)b);
 	else
 		krn_quant_matvec(s->qops, m->type, y, m->data, xq, (size_t)m->cols, (size_t)a,
 				 (size_t)b);
@@ -625,7 +625,8 @@ int eng_session_step(struct eng_session *s, int token, int pos, const float **lo
 	const struct eng_mat *e = &s->m->token_embd;
 	const char *row = (const char *)e->data + (size_t)token * e->row_bytes;
 	if (e->x8) {
-		krn_x8_row(e->type, e->data, (size_t)e->cols, (size_t)token, s->emb_row);
+		krn_x8_row(e->type, e->data, (size_t)e->rows, (size_t)e->cols, (size_t)token,
+			   s->emb_row);
 		row = s->emb_row;
 	}
 	if (e->type == KRN_TYPE_F32)

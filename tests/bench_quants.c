@@ -107,7 +107,7 @@ static void bench(uint32_t t, double mb, int reps, const struct krn_ops *kops)
 	/* the same rows in the x8 layout, for tables with a kernel for it */
 	uint8_t *w8 = NULL;
 	if (krn_x8_layout(t)) {
-		uint8_t *tmp = malloc(KRN_X8 * row);
+		uint8_t *tmp = malloc(krn_x8_repack_scratch(t, n, rows));
 		w8 = map_huge(bytes, &len8);
 		if (!tmp || !w8) {
 			fprintf(stderr, "bench_quants: out of memory for %.0f MB\n", mb);
@@ -137,7 +137,7 @@ static void bench(uint32_t t, double mb, int reps, const struct krn_ops *kops)
 			rows_by_vec_dot(ops, t, y, w, aq, n, rows);
 			double t3 = now();
 			if (x8)
-				krn_quant_matvec_x8(ops, t, y, w8, aq, n, 0, rows);
+				krn_quant_matvec_x8(ops, t, y, w8, rows, aq, n, 0, rows);
 			double t4 = now();
 			gb_x8[k] = (double)bytes / (t4 - t3) / 1e9;
 			gb_rd[k] = (double)bytes / (t1 - t0) / 1e9;

@@ -416,7 +416,8 @@ static void check_x8(const struct krn_quant_ops *ops, const struct krn_quant_ops
 				continue;
 			float *act = malloc(n * sizeof(float)), y[3 * KRN_X8], y2[3 * KRN_X8];
 			uint8_t *w = malloc(rows * rb), *x8 = malloc(rows * rb),
-				*tmp = malloc(KRN_X8 * rb), *row = malloc(rb), *aq = malloc(n * 4);
+				*tmp = malloc(krn_x8_repack_scratch(t, n, rows)), *row = malloc(rb),
+				*aq = malloc(n * 4);
 			T_ASSERT(act && w && x8 && tmp && row && aq);
 			for (size_t i = 0; i < n; i++)
 				act[i] = 2.0f * next_unit();
@@ -425,7 +426,7 @@ static void check_x8(const struct krn_quant_ops *ops, const struct krn_quant_ops
 			memcpy(x8, w, rows * rb);
 			krn_x8_repack(t, x8, n, rows, tmp);
 			for (size_t r = 0; r < rows; r++) {
-				krn_x8_row(t, x8, n, r, row);
+				krn_x8_row(t, x8, rows, n, r, row);
 				if (memcmp(row, w + r * rb, rb))
 					T_FAIL_AT(__FILE__, __LINE__, "%s n %zu: x8 row %zu does not "
 						  "unpack to the row packed", krn_type_traits(t)->name,
@@ -433,8 +434,8 @@ static void check_x8(const struct krn_quant_ops *ops, const struct krn_quant_ops
 				t_checks++;
 			}
 			ref->quantize_act[vt](act, aq, n);
-			krn_quant_matvec_x8(ops, t, y, x8, aq, n, 0, rows);
-			krn_quant_matvec_x8(ops, t, y2, x8, aq, n, KRN_X8, 2 * KRN_X8);
+			krn_quant_matvec_x8(ops, t, y, x8, rows, aq, n, 0, rows);
+			krn_quant_matvec_x8(ops, t, y2, x8, rows, aq, n, KRN_X8, 2 * KRN_X8);
 			bool own = krn_quant_x8_native(ops, t);
 			for (size_t r = 0; r < rows; r++) {
 				float s = 0, s_ref = 0;

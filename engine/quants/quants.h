@@ -215,6 +215,12 @@ typedef void (*krn_vec_dot_fn)(size_t n, float *s, const void *x, const void *y)
 typedef void (*krn_matvec_fn)(float *y, const void *w, size_t row_bytes, const void *xq,
 			      size_t n, size_t r0, size_t r1);
 
+/* y[r] = dot(row r, xq) for r in [r0, r1), both multiples of KRN_X8, of a tensor of `rows`
+ * rows of n elements in the x8 layout (below) starting at w. A row's result depends on n
+ * only, never on r0 and r1. */
+typedef void (*krn_matvec_x8_fn)(float *y, const void *w, size_t rows, const void *xq, size_t n,
+				 size_t r0, size_t r1);
+
 struct krn_type_traits {
 	const char *name;       /* ggml's name: "q4_K", "f16", ... */
 	uint32_t block_size;    /* elements per block */
@@ -251,11 +257,10 @@ struct krn_quant_ops {
 	/* Indexed by the activation type (a vec_dot_type): ggml-cpu's x86 from_float. Every ISA
 	 * produces the same bytes as ref, so results do not depend on the table chosen. */
 	krn_from_float_fn quantize_act[KRN_TYPE_COUNT];
-	/* Optional kernels for weights in the x8 layout (below), indexed by the weight type:
-	 * y[r] for r in [r0, r1), both multiples of KRN_X8; w is the tensor's start and row_bytes
-	 * a plain row's size. Taken from base when NULL; where no table has one,
-	 * krn_quant_matvec_x8 unpacks the rows and calls vec_dot. */
-	krn_matvec_fn matvec_x8[KRN_TYPE_COUNT];
+	/* Optional kernels for weights in the x8 layout (below), indexed by the weight type.
+	 * Taken from base when NULL; where no table has one, krn_quant_matvec_x8 unpacks the
+	 * rows and calls vec_dot. */
+	krn_matvec_x8_fn matvec_x8[KRN_TYPE_COUNT];
 	/* y[i] += a * x[i] for f16 x: attention's weighted sum over an f16 value cache, one
 	 * position's row at a time. Taken from base, then ref, when NULL. */
 	void (*axpy_f16)(float *y, float a, const uint16_t *x, size_t n);
@@ -279,11 +284,17 @@ void krn_quant_matvec(const struct krn_quant_ops *ops, uint32_t t, float *y, con
  * byte once for eight rows, applies the per-block scales lane-wise and never sums a vector
  * horizontally; with the eight rows' blocks side by side the weights still arrive as one
  * sequential stream (ggml's CPU "repack" buffers do the same for some types). A tensor whose
- * row count is a multiple of 8 may be repacked so at load (ENG_LOAD_REPACK): group g takes the
- * bytes of rows 8g .. 8g + 7 and holds, for each block index i in order, block i of those
- * eight rows packed by the type's layout into 8 * type_size bytes. The tensor's size does not
- * change, so neither do the bytes a step reads. */
+ * row count is a multiple of 8 may be repacked so at load (ENG_LOAD_REPACK). Rows are taken
+ * in groups of eight (group g: rows 8g .. 8g + 7), and their blocks in column tiles of
+ * KRN_X8_TILE_COLS columns, the last tile taking what is left (a row shorter than two tiles is
+ * one tile). Tile k holds, group after group, for each block index i of the tile in order,
+ * block i of the group's eight rows packed by the type's layout into 8 * type_size bytes. So
+ * a pass over one tile for every group is one sequential stream whose activation (4 KB of
+ * Q8_K, 4.25 KB of Q8_0) stays in L1: over whole rows of Falcon-7B's ffn_down (18176 columns)
+ * it did not, and the kernels streamed at 0.8x a plain read instead of 0.93x. The tensor's
+ * size does not change, so neither do the bytes a step reads. */
 #define KRN_X8 8
+#define KRN_X8_TILE_COLS 4096
 
 struct krn_x8_layout {
 	/* dst (KRN_X8 * type_size bytes) from one block of each of eight rows, and back */
@@ -291,17 +302,40 @@ struct krn_x8_layout {
 	void (*unpack)(void *const dst[KRN_X8], const void *src);
 };
 
+/* The tiles of a row of nb blocks of block_size elements: tb blocks each (*tb set here), the
+ * last one nb - (count - 1) * tb blocks. Returns the count. */
+static inline size_t krn_x8_tiles(size_t nb, uint32_t block_size, size_t *tb)
+{
+	*tb = KRN_X8_TILE_COLS / block_size;
+	return nb / *tb > 1 ? nb / *tb : 1;
+}
+
+/* Where group g's block i lies in an x8 tensor of `rows` rows of nb blocks of bs bytes (of
+ * block_size elements): the byte offset of its eight rows' packed blocks. */
+static inline size_t krn_x8_offset(size_t rows, size_t nb, uint32_t block_size, size_t bs,
+				   size_t g, size_t i)
+{
+	size_t tb, n_tiles = krn_x8_tiles(nb, block_size, &tb);
+	size_t k = i / tb < n_tiles ? i / tb : n_tiles - 1;
+	size_t len = k + 1 < n_tiles ? tb : nb - k * tb;
+	return (k * tb * rows + g * KRN_X8 * len + KRN_X8 * (i - k * tb)) * bs;
+}
+
 /* The x8 layout of type t, or NULL where t has none. Static storage. */
 const struct krn_x8_layout *krn_x8_layout(uint32_t t);
 /* True when ops has a kernel of its own for type t in the x8 layout: repacking for it pays. */
 bool krn_quant_x8_native(const struct krn_quant_ops *ops, uint32_t t);
+/* The scratch krn_x8_repack needs for `rows` rows of n elements of type t: eight rows where a
+ * row is one tile, else the whole tensor. */
+size_t krn_x8_repack_scratch(uint32_t t, size_t n, size_t rows);
 /* Repacks `rows` rows (a multiple of KRN_X8) of n elements of type t at w, in place, into the
- * x8 layout; tmp holds KRN_X8 rows. */
+ * x8 layout; tmp holds krn_x8_repack_scratch bytes. */
 void krn_x8_repack(uint32_t t, void *w, size_t n, size_t rows, void *tmp);
-/* Copies row r of an x8 tensor of n-element rows of type t into dst, in the plain layout. */
-void krn_x8_row(uint32_t t, const void *w, size_t n, size_t r, void *dst);
+/* Copies row r of an x8 tensor of `rows` rows of n elements of type t into dst, in the plain
+ * layout. */
+void krn_x8_row(uint32_t t, const void *w, size_t rows, size_t n, size_t r, void *dst);
 /* krn_quant_matvec for weights in the x8 layout; r0 and r1 multiples of KRN_X8. */
 void krn_quant_matvec_x8(const struct krn_quant_ops *ops, uint32_t t, float *y, const void *w,
-			 const void *xq, size_t n, size_t r0, size_t r1);
+			 size_t rows, const void *xq, size_t n, size_t r0, size_t r1);
 
 #endif

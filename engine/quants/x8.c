@@ -34,41 +34,55 @@ bool krn_quant_x8_native(const struct krn_quant_ops *ops, uint32_t t)
 	return t < KRN_TYPE_COUNT && layouts[t] && ops->matvec_x8[t];
 }
 
-/* Block i of the eight rows of group g as eight pointers, rows row_bytes apart. */
+/* Block i of eight rows row_bytes apart, as eight pointers. */
 static void group_blocks(const uint8_t *rows, size_t row_bytes, size_t off, const void *src[KRN_X8])
 {
 	for (int r = 0; r < KRN_X8; r++)
 		src[r] = rows + (size_t)r * row_bytes + off;
 }
 
+size_t krn_x8_repack_scratch(uint32_t t, size_t n, size_t rows)
+{
+	const struct krn_type_traits *tr = krn_type_traits(t);
+	size_t tb, nb = n / tr->block_size;
+	return (krn_x8_tiles(nb, tr->block_size, &tb) == 1 ? KRN_X8 : rows) * krn_row_size(t, n);
+}
+
+/* One tile: a group's blocks go where they were (in place, eight rows of scratch). More: the
+ * tiles interleave every group, so the whole tensor is packed from a copy. */
 void krn_x8_repack(uint32_t t, void *w, size_t n, size_t rows, void *tmp)
 {
 	const struct krn_type_traits *tr = krn_type_traits(t);
 	const struct krn_x8_layout *lay = krn_x8_layout(t);
-	size_t row_bytes = krn_row_size(t, n), nb = n / tr->block_size, bs = tr->type_size;
-	uint8_t *g = w;
-	for (size_t r = 0; r < rows; r += KRN_X8, g += KRN_X8 * row_bytes) {
-		memcpy(tmp, g, KRN_X8 * row_bytes);
+	size_t row_bytes = krn_row_size(t, n), nb = n / tr->block_size, bs = tr->type_size, tb;
+	bool tiled = krn_x8_tiles(nb, tr->block_size, &tb) > 1;
+	uint8_t *out = w;
+	if (tiled)
+		memcpy(tmp, w, rows * row_bytes);
+	for (size_t g = 0; g < rows / KRN_X8; g++) {
+		const uint8_t *src = tiled ? (const uint8_t *)tmp + g * KRN_X8 * row_bytes : tmp;
+		if (!tiled)
+			memcpy(tmp, out + g * KRN_X8 * row_bytes, KRN_X8 * row_bytes);
 		for (size_t i = 0; i < nb; i++) {
-			const void *src[KRN_X8];
-			group_blocks(tmp, row_bytes, i * bs, src);
-			lay->pack(g + i * KRN_X8 * bs, src);
+			const void *blk[KRN_X8];
+			group_blocks(src, row_bytes, i * bs, blk);
+			lay->pack(out + krn_x8_offset(rows, nb, tr->block_size, bs, g, i), blk);
 		}
 	}
 }
 
-void krn_x8_row(uint32_t t, const void *w, size_t n, size_t r, void *dst)
+void krn_x8_row(uint32_t t, const void *w, size_t rows, size_t n, size_t r, void *dst)
 {
 	const struct krn_type_traits *tr = krn_type_traits(t);
 	const struct krn_x8_layout *lay = krn_x8_layout(t);
-	size_t row_bytes = krn_row_size(t, n), nb = n / tr->block_size, bs = tr->type_size;
-	const uint8_t *g = (const uint8_t *)w + r / KRN_X8 * KRN_X8 * row_bytes;
+	size_t nb = n / tr->block_size, bs = tr->type_size;
 	uint8_t scratch[KRN_X8][512]; /* a block of any type fits: the largest is 292 bytes */
 	void *out[KRN_X8];
 	for (int k = 0; k < KRN_X8; k++)
 		out[k] = scratch[k];
 	for (size_t i = 0; i < nb; i++) {
-		lay->unpack(out, g + i * KRN_X8 * bs);
+		lay->unpack(out, (const uint8_t *)w +
+				 krn_x8_offset(rows, nb, tr->block_size, bs, r / KRN_X8, i));
 		memcpy((uint8_t *)dst + i * bs, scratch[r % KRN_X8], bs);
 	}
 }
@@ -77,7 +91,8 @@ void krn_x8_row(uint32_t t, const void *w, size_t n, size_t r, void *dst)
  * copy of every weight byte per call) but exact; a loader repacks only for tables that have
  * the kernel (krn_quant_x8_native). */
 static void matvec_x8_unpacked(const struct krn_quant_ops *ops, uint32_t t, float *y,
-			       const uint8_t *w, const void *xq, size_t n, size_t r0, size_t r1)
+			       const uint8_t *w, size_t n_rows, const void *xq, size_t n, size_t r0,
+			       size_t r1)
 {
 	const struct krn_type_traits *tr = krn_type_traits(t);
 	const struct krn_x8_layout *lay = krn_x8_layout(t);
@@ -95,12 +110,12 @@ static void matvec_x8_unpacked(const struct krn_quant_ops *ops, uint32_t t, floa
 		cap = KRN_X8 * row_bytes;
 	}
 	for (size_t r = r0; r < r1; r += KRN_X8) {
-		const uint8_t *g = w + r * row_bytes;
 		for (size_t i = 0; i < nb; i++) {
 			void *dst[KRN_X8];
 			for (int k = 0; k < KRN_X8; k++)
 				dst[k] = rows + (size_t)k * row_bytes + i * bs;
-			lay->unpack(dst, g + i * KRN_X8 * bs);
+			lay->unpack(dst, w + krn_x8_offset(n_rows, nb, tr->block_size, bs,
+							   r / KRN_X8, i));
 		}
 		for (int k = 0; k < KRN_X8; k++)
 			ops->vec_dot[t](n, &y[r + (size_t)k], rows + (size_t)k * row_bytes, xq);
@@ -108,10 +123,10 @@ static void matvec_x8_unpacked(const struct krn_quant_ops *ops, uint32_t t, floa
 }
 
 void krn_quant_matvec_x8(const struct krn_quant_ops *ops, uint32_t t, float *y, const void *w,
-			 const void *xq, size_t n, size_t r0, size_t r1)
+			 size_t rows, const void *xq, size_t n, size_t r0, size_t r1)
 {
 	if (ops->matvec_x8[t])
-		ops->matvec_x8[t](y, w, krn_row_size(t, n), xq, n, r0, r1);
+		ops->matvec_x8[t](y, w, rows, xq, n, r0, r1);
 	else
-		matvec_x8_unpacked(ops, t, y, w, xq, n, r0, r1);
+		matvec_x8_unpacked(ops, t, y, w, rows, xq, n, r0, r1);
 }

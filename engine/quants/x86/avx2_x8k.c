@@ -226,26 +226,27 @@ block_q6_Kx8(__m256 acc, const uint8_t *g, const block_q8_K *y, const void *prep
 
 /* ---- The matvec -------------------------------------------------------------------------- */
 
-/* The activation is prepared X8K_PREPARED super-blocks at a time (2 KB of stack); each group's
- * accumulator carries over from one such chunk to the next through out[], so a row's sum is
- * the same sequence of operations whatever the row length or the range of groups. */
-#define X8K_PREPARED 128
+/* The activation is prepared tile by tile (quants.h: at most 31 super-blocks, 496 bytes of
+ * stack); each group's accumulator carries over from one tile to the next through out[], so a
+ * row's sum is the same sequence of operations whatever the range of groups. */
+#define X8K_PREPARED (2 * KRN_X8_TILE_COLS / KRN_QK_K)
 
-/* Groups r0 / 8 .. r1 / 8; bs is the type's block size in bytes. A group's super-blocks go in
- * order: one sequential stream. */
+/* Groups r0 / 8 .. r1 / 8 of a tensor of `rows` rows; bs is the type's block size in bytes.
+ * Tile by tile, each group's super-blocks of the tile in order: one sequential stream. */
 static inline __attribute__((always_inline)) void
-x8k_matvec(float *out, const uint8_t *w, size_t row_bytes, const block_q8_K *y, size_t nb,
-	   size_t r0, size_t r1, size_t bs, bool k4,
+x8k_matvec(float *out, const uint8_t *w, size_t rows, const block_q8_K *y, size_t nb, size_t r0,
+	   size_t r1, size_t bs, bool k4,
 	   __m256 (*block)(__m256 acc, const uint8_t *g, const block_q8_K *y, const void *prep))
 {
 	int8_t prep[X8K_PREPARED][16];
-	for (size_t i0 = 0; i0 < nb; i0 += X8K_PREPARED) {
-		size_t i1 = nb - i0 < X8K_PREPARED ? nb : i0 + X8K_PREPARED;
+	size_t tb, n_tiles = krn_x8_tiles(nb, KRN_QK_K, &tb);
+	for (size_t k = 0; k < n_tiles; k++) {
+		const size_t i0 = k * tb, i1 = k + 1 < n_tiles ? i0 + tb : nb;
 		for (size_t i = i0; k4 && i < i1; i++)
 			k4_prepare(&y[i], prep[i - i0]);
 		for (size_t r = r0; r < r1; r += KRN_X8) {
-			const uint8_t *g = w + r * row_bytes + i0 * KRN_X8 * bs;
-			__m256 acc = i0 ? _mm256_loadu_ps(out + r) : _mm256_setzero_ps();
+			const uint8_t *g = w + (i0 * rows + r * (i1 - i0)) * bs;
+			__m256 acc = k ? _mm256_loadu_ps(out + r) : _mm256_setzero_ps();
 			for (size_t i = i0; i < i1; i++, g += KRN_X8 * bs)
 				acc = block(acc, g, &y[i], prep[i - i0]);
 			_mm256_storeu_ps(out + r, acc);
@@ -253,23 +254,23 @@ x8k_matvec(float *out, const uint8_t *w, size_t row_bytes, const block_q8_K *y, 
 	}
 }
 
-void krn_avx2_matvec_x8_q4_K(float *y, const void *w, size_t row_bytes, const void *xq,
+void krn_avx2_matvec_x8_q4_K(float *y, const void *w, size_t rows, const void *xq,
 			     size_t n, size_t r0, size_t r1)
 {
-	x8k_matvec(y, w, row_bytes, xq, n / KRN_QK_K, r0, r1, sizeof(block_q4_K), true,
+	x8k_matvec(y, w, rows, xq, n / KRN_QK_K, r0, r1, sizeof(block_q4_K), true,
 		   block_q4_Kx8);
 }
 
-void krn_avx2_matvec_x8_q5_K(float *y, const void *w, size_t row_bytes, const void *xq,
+void krn_avx2_matvec_x8_q5_K(float *y, const void *w, size_t rows, const void *xq,
 			     size_t n, size_t r0, size_t r1)
 {
-	x8k_matvec(y, w, row_bytes, xq, n / KRN_QK_K, r0, r1, sizeof(block_q5_K), true,
+	x8k_matvec(y, w, rows, xq, n / KRN_QK_K, r0, r1, sizeof(block_q5_K), true,
 		   block_q5_Kx8);
 }
 
-void krn_avx2_matvec_x8_q6_K(float *y, const void *w, size_t row_bytes, const void *xq,
+void krn_avx2_matvec_x8_q6_K(float *y, const void *w, size_t rows, const void *xq,
 			     size_t n, size_t r0, size_t r1)
 {
-	x8k_matvec(y, w, row_bytes, xq, n / KRN_QK_K, r0, r1, sizeof(block_q6_K), false,
+	x8k_matvec(y, w, rows, xq, n / KRN_QK_K, r0, r1, sizeof(block_q6_K), false,
 		   block_q6_Kx8);
 }

@@ -103,20 +103,20 @@ block_q4_0x8(__m256 acc, const uint8_t *g, const block_q8_0 *y, int32_t base, fl
 	return block_tail(acc, g, _mm256_add_epi32(a, _mm256_srai_epi32(h, 4)), dy);
 }
 
-void krn_avx512_matvec_x8_q8_0(float *y, const void *w, size_t row_bytes, const void *xq,
+void krn_avx512_matvec_x8_q8_0(float *y, const void *w, size_t rows, const void *xq,
 			       size_t n, size_t r0, size_t r1)
 {
-	x8_matvec(y, w, row_bytes, xq, n / KRN_QK, r0, r1, sizeof(block_q8_0), 128, block_q8_0x8);
+	x8_matvec(y, w, rows, xq, n / KRN_QK, r0, r1, sizeof(block_q8_0), 128, block_q8_0x8);
 }
 
-void krn_avx512_matvec_x8_q5_0(float *y, const void *w, size_t row_bytes, const void *xq,
+void krn_avx512_matvec_x8_q5_0(float *y, const void *w, size_t rows, const void *xq,
 			       size_t n, size_t r0, size_t r1)
 {
-	x8_matvec(y, w, row_bytes, xq, n / KRN_QK, r0, r1, sizeof(block_q5_0), 16, block_q5_0x8);
+	x8_matvec(y, w, rows, xq, n / KRN_QK, r0, r1, sizeof(block_q5_0), 16, block_q5_0x8);
 }
 
-void krn_avx512_matvec_x8_q4_0(float *y, const void *w, size_t row_bytes, const void *xq,
+void krn_avx512_matvec_x8_q4_0(float *y, const void *w, size_t rows, const void *xq,
 			       size_t n, size_t r0, size_t r1)
 {
-	x8_matvec(y, w, row_bytes, xq, n / KRN_QK, r0, r1, sizeof(block_q4_0), 8, block_q4_0x8);
+	x8_matvec(y, w, rows, xq, n / KRN_QK, r0, r1, sizeof(block_q4_0), 8, block_q4_0x8);
 }

@@ -7,30 +7,30 @@
 
 #include <stddef.h>
 
-void krn_avx512_matvec_x8_q8_0(float *y, const void *w, size_t row_bytes, const void *xq,
+void krn_avx512_matvec_x8_q8_0(float *y, const void *w, size_t rows, const void *xq,
 			       size_t n, size_t r0, size_t r1);
-void krn_avx512_matvec_x8_q5_0(float *y, const void *w, size_t row_bytes, const void *xq,
+void krn_avx512_matvec_x8_q5_0(float *y, const void *w, size_t rows, const void *xq,
 			       size_t n, size_t r0, size_t r1);
-void krn_avx512_matvec_x8_q4_0(float *y, const void *w, size_t row_bytes, const void *xq,
+void krn_avx512_matvec_x8_q4_0(float *y, const void *w, size_t rows, const void *xq,
 			       size_t n, size_t r0, size_t r1);
-void krn_avx512_matvec_x8_q4_K(float *y, const void *w, size_t row_bytes, const void *xq,
+void krn_avx512_matvec_x8_q4_K(float *y, const void *w, size_t rows, const void *xq,
 			       size_t n, size_t r0, size_t r1);
-void krn_avx512_matvec_x8_q5_K(float *y, const void *w, size_t row_bytes, const void *xq,
+void krn_avx512_matvec_x8_q5_K(float *y, const void *w, size_t rows, const void *xq,
 			       size_t n, size_t r0, size_t r1);
-void krn_avx512_matvec_x8_q6_K(float *y, const void *w, size_t row_bytes, const void *xq,
+void krn_avx512_matvec_x8_q6_K(float *y, const void *w, size_t rows, const void *xq,
 			       size_t n, size_t r0, size_t r1);
 
-void krn_avx2_matvec_x8_q8_0(float *y, const void *w, size_t row_bytes, const void *xq,
+void krn_avx2_matvec_x8_q8_0(float *y, const void *w, size_t rows, const void *xq,
 			     size_t n, size_t r0, size_t r1);
-void krn_avx2_matvec_x8_q5_0(float *y, const void *w, size_t row_bytes, const void *xq,
+void krn_avx2_matvec_x8_q5_0(float *y, const void *w, size_t rows, const void *xq,
 			     size_t n, size_t r0, size_t r1);
-void krn_avx2_matvec_x8_q4_0(float *y, const void *w, size_t row_bytes, const void *xq,
+void krn_avx2_matvec_x8_q4_0(float *y, const void *w, size_t rows, const void *xq,
 			     size_t n, size_t r0, size_t r1);
-void krn_avx2_matvec_x8_q4_K(float *y, const void *w, size_t row_bytes, const void *xq,
+void krn_avx2_matvec_x8_q4_K(float *y, const void *w, size_t rows, const void *xq,
 			     size_t n, size_t r0, size_t r1);
-void krn_avx2_matvec_x8_q5_K(float *y, const void *w, size_t row_bytes, const void *xq,
+void krn_avx2_matvec_x8_q5_K(float *y, const void *w, size_t rows, const void *xq,
 			     size_t n, size_t r0, size_t r1);
-void krn_avx2_matvec_x8_q6_K(float *y, const void *w, size_t row_bytes, const void *xq,
+void krn_avx2_matvec_x8_q6_K(float *y, const void *w, size_t rows, const void *xq,
 			     size_t n, size_t r0, size_t r1);
 
 #endif

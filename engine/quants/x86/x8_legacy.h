@@ -19,9 +19,10 @@ static inline __m256i bcast4(const int8_t *p)
 	return _mm256_set1_epi32(v);
 }
 
-/* What every group needs of each activation block, prepared once per call: -offset * (sum of
- * its bytes), where the weights' quants are unsigned as value + offset, and its scale. */
-#define X8_PREPARED 1024 /* blocks (32768 columns): 8 KB of stack */
+/* What every group needs of each activation block of a tile, prepared once per tile and call:
+ * -offset * (sum of its bytes), where the weights' quants are unsigned as value + offset, and
+ * its scale. A tile is at most two tiles' width less a block (quants.h). */
+#define X8_PREPARED (2 * KRN_X8_TILE_COLS / KRN_QK)
 
 struct x8_act {
 	int32_t base[X8_PREPARED];
@@ -50,28 +51,29 @@ static inline __m256 block_tail(__m256 acc, const uint8_t *g, __m256i p, float d
 	return _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), d, acc);
 }
 
-/* Groups r0 / 8 .. r1 / 8 of an x8 tensor of a legacy type; bs is the type's block size in
- * bytes, offset its quants' (0: signed). As avx512_x8l.c: a group's blocks in order (one
- * sequential stream), even and odd blocks in two FMA chains, rows longer than X8_PREPARED
- * blocks in stretches of that many with each group's sums kept in out between them, so the
- * order of the sums depends on n only, never on r0 and r1. */
+/* Groups r0 / 8 .. r1 / 8 of an x8 tensor of `rows` rows of a legacy type; bs is the type's
+ * block size in bytes, offset its quants' (0: signed). Tile by tile (quants.h): for each
+ * group its blocks of the tile in order, even and odd blocks in two FMA chains, each group's
+ * sums kept in out from one tile to the next, so the order of the sums depends on n only,
+ * never on r0 and r1. */
 static inline __attribute__((always_inline)) void
-x8_matvec(float *out, const uint8_t *w, size_t row_bytes, const block_q8_0 *y, size_t nb,
-	  size_t r0, size_t r1, size_t bs, int offset,
+x8_matvec(float *out, const uint8_t *w, size_t rows, const block_q8_0 *y, size_t nb, size_t r0,
+	  size_t r1, size_t bs, int offset,
 	  __m256 (*block)(__m256 acc, const uint8_t *g, const block_q8_0 *y, int32_t base,
 			  float dy))
 {
 	struct x8_act a;
-	for (size_t i0 = 0; i0 < nb; i0 += X8_PREPARED) {
-		const size_t len = nb - i0 < X8_PREPARED ? nb - i0 : X8_PREPARED;
+	size_t tb, n_tiles = krn_x8_tiles(nb, KRN_QK, &tb);
+	for (size_t k = 0; k < n_tiles; k++) {
+		const size_t i0 = k * tb, len = k + 1 < n_tiles ? tb : nb - i0;
 		const block_q8_0 *ys = y + i0;
 		for (size_t i = 0; i < len; i++) {
 			a.base[i] = offset ? act_base(&ys[i], offset) : 0;
 			a.dy[i] = krn_fp16_table[ys[i].d];
 		}
 		for (size_t r = r0; r < r1; r += KRN_X8) {
-			const uint8_t *g = w + r * row_bytes + i0 * KRN_X8 * bs;
-			__m256 acc0 = i0 ? _mm256_loadu_ps(out + r) : _mm256_setzero_ps();
+			const uint8_t *g = w + (i0 * rows + r * len) * bs;
+			__m256 acc0 = k ? _mm256_loadu_ps(out + r) : _mm256_setzero_ps();
 			__m256 acc1 = _mm256_setzero_ps();
 			size_t i = 0;
 			for (; i + 2 <= len; i += 2, g += 2 * KRN_X8 * bs) {
@@ -85,4 +87,3 @@ x8_matvec(float *out, const uint8_t *w, size_t row_bytes, const block_q8_0 *y, s
 		}
 	}
 }
-
