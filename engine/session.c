@@ -63,7 +63,8 @@ struct worker {
 	_Alignas(64) float *xn;       /* (dim) this thread's normalised copy of x */
 	unsigned char *act;           /* (VEC_COUNT, ACT_COUNT, act_bytes) quantized vectors */
 	bool valid[VEC_COUNT][ACT_COUNT];
-	uint16_t *h16;                /* (q_dim) an F16 cache's queries, rounded to f16 */
+	uint16_t *h16;                /* (q_dim + ctx_len) an F16 cache's queries and attention
+				       * weights, rounded to f16 */
 };
 
 /* What differs between architectures (model.h's enum eng_arch); the table is below the
@@ -412,10 +413,10 @@ static void attend_f16(struct eng_session *s, struct worker *w, int l, int h0, i
 	const uint16_t *keys = (const uint16_t *)s->key_cache + (size_t)l * ctx * kv;
 	const uint16_t *values = (const uint16_t *)s->value_cache + (size_t)l * ctx * kv;
 	krn_vec_dot_fn dot = s->qops->vec_dot[KRN_TYPE_F16];
+	krn_from_float_fn to_f16 = s->qops->quantize_act[KRN_TYPE_F16];
 	float scale = 1.0f / sqrtf((float)s->head_size);
-	for (int h = h0; h < h1; h++)
-		for (size_t i = 0; i < hs; i++)
-			w->h16[(size_t)(h - h0) * hs + i] = krn_fp32_to_fp16(s->qkv[(size_t)h * hs + i]);
+	uint16_t *p16 = w->h16 + s->q_dim;
+	to_f16(s->qkv + (size_t)h0 * hs, w->h16, (size_t)(h1 - h0) * hs);
 	for (int t = 0; t <= s->pos; t++) {
 		const uint16_t *krow = keys + (size_t)t * kv;
 		for (int h = h0; h < h1; h++) {
@@ -427,8 +428,9 @@ static void attend_f16(struct eng_session *s, struct worker *w, int l, int h0, i
 	for (int h = h0; h < h1; h++) {
 		float *att = s->att + (size_t)h * ctx;
 		softmax(att, s->pos + 1);
+		to_f16(att, p16, (size_t)s->pos + 1);
 		for (int t = 0; t <= s->pos; t++)
-			att[t] = krn_fp16_to_fp32(krn_fp32_to_fp16(att[t]));
+			att[t] = krn_fp16_to_fp32(p16[t]);
 		memset(s->xb + (size_t)h * hs, 0, hs * sizeof(float));
 	}
 	for (int t = 0; t <= s->pos; t++) {
@@ -823,7 +825,7 @@ int eng_session_new(struct eng_session **out, struct eng_model *m,
 			struct worker *w = &s->workers[t];
 			w->xn = alloc_aligned((size_t)s->dim, sizeof(float));
 			w->act = alloc_aligned((size_t)VEC_COUNT * ACT_COUNT, s->act_bytes);
-			w->h16 = alloc_aligned((size_t)s->q_dim, sizeof(uint16_t));
+			w->h16 = alloc_aligned((size_t)(s->q_dim + s->ctx_len), sizeof(uint16_t));
 			if (!w->xn || !w->act || !w->h16) {
 				rc = -ENOMEM;
 				break;

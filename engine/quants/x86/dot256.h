@@ -485,6 +485,19 @@ static void dot_f16(size_t n, float *s, const void *vx, const void *vy)
 	*s = sum;
 }
 
+/* ref's f32 -> f16 (round to nearest even) with vcvtps2ph: attention rounds its queries and
+ * weights to f16 on every step, as llama.cpp's F16 cache does. */
+static void act_f16(const float *x, void *vy, size_t n)
+{
+	uint16_t *y = vy;
+	size_t i = 0;
+	for (; i + 8 <= n; i += 8)
+		_mm_storeu_si128((__m128i *)(void *)(y + i),
+				 _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+	for (; i < n; i++)
+		y[i] = krn_fp32_to_fp16(x[i]);
+}
+
 static void axpy_f16(float *y, float a, const uint16_t *x, size_t n)
 {
 	__m256 av = _mm256_set1_ps(a);
