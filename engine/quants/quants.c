@@ -87,8 +87,8 @@ const struct krn_quant_ops *krn_quant_ops_find(const char *name)
  * know the answer. __builtin_cpu_supports also checks XCR0, so an OS that does not save the
  * wide registers answers "no" (libgcc's cpuinfo.c). F16C, and AVX512-VNNI, VBMI, VBMI2, GFNI and
  * BITALG, are read from CPUID directly (leaf 1 ECX bit 29; leaf 7 ECX bits 11, 1, 6, 8, 12;
- * Intel SDM vol. 2A, CPUID): clang 14's __builtin_cpu_supports knows not all these names, and the register state they need is the one
- * the avx2 and avx512f checks already confirmed. */
+ * Intel SDM vol. 2A, CPUID): clang 14's __builtin_cpu_supports does not know all these names,
+ * and the register state they need is the one the avx2 and avx512f checks already confirmed. */
 #if defined(__x86_64__)
 #include <cpuid.h>
 
