@@ -212,17 +212,20 @@ static int bind_one(const struct eng_gguf *g, const struct bind *b, int layer,
 /* ENG_LOAD_REPACK: the matrices to put in the x8 layout, in the unsealed copy: those whose
  * type this CPU's best quant table has an x8 kernel for, with whole groups of eight rows. */
 struct repack_job {
-	struct eng_mat *mats[8 * 256 + 2];
-	size_t n;
+	size_t n, cap;
 	atomic_size_t next;
 	const struct eng_gguf *g;
 	atomic_int rc;
+	struct eng_mat *mats[]; /* (cap) */
 };
+
+/* The matrices a layer may have (struct eng_layer), for repack's list. */
+#define LAYER_MATS 8
 
 static void repack_add(struct repack_job *j, struct eng_mat *m)
 {
 	if (m->data && krn_quant_x8_native(krn_quant_ops_find(NULL), m->type) &&
-	    m->rows % KRN_X8 == 0 && j->n < sizeof(j->mats) / sizeof(j->mats[0]))
+	    m->rows % KRN_X8 == 0 && j->n < j->cap)
 		j->mats[j->n++] = m;
 }
 
@@ -258,21 +261,20 @@ static void *repack_worker(void *arg)
 static int repack(struct eng_model *m, const struct eng_gguf *g, const char *path,
 		  struct eng_error *err)
 {
-	struct repack_job *j = calloc(1, sizeof(*j));
-	if (!j || m->info.n_layers > 256) {
-		free(j);
-		return eng_error_set(err, j ? -ENOTSUP : -ENOMEM, path, ENG_NO_OFFSET,
-				     j ? "--load repack handles up to 256 layers" : "out of memory");
-	}
+	size_t cap = (size_t)m->info.n_layers * LAYER_MATS + 2;
+	struct repack_job *j = calloc(1, sizeof(*j) + cap * sizeof(j->mats[0]));
+	if (!j)
+		return eng_error_set(err, -ENOMEM, path, ENG_NO_OFFSET, "out of memory");
+	j->cap = cap;
 	j->g = g;
 	repack_add(j, &m->token_embd);
 	if (!m->info.shared_classifier)
 		repack_add(j, &m->output);
 	for (int l = 0; l < m->info.n_layers; l++) {
 		struct eng_layer *L = &m->layers[l];
-		struct eng_mat *mats[] = { &L->wq, &L->wk, &L->wv, &L->wqkv, &L->wo,
-					   &L->w_gate, &L->w_up, &L->w_down };
-		for (size_t i = 0; i < sizeof(mats) / sizeof(mats[0]); i++)
+		struct eng_mat *mats[LAYER_MATS] = { &L->wq, &L->wk, &L->wv, &L->wqkv, &L->wo,
+						     &L->w_gate, &L->w_up, &L->w_down };
+		for (size_t i = 0; i < LAYER_MATS; i++)
 			repack_add(j, mats[i]);
 	}
 	cpu_set_t set;

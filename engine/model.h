@@ -86,8 +86,8 @@ struct eng_model {
 	struct eng_mat output;      /* (vocab, dim); the same view as token_embd when tied */
 	struct eng_layer *layers;   /* (n_layers), owned */
 	struct eng_gguf *gguf;      /* GGUF models: owns the mapping (map stays MAP_FAILED) */
-	/* llama2.c: the whole file, PROT_READ; MAP_SHARED of the file, or with ENG_LOAD_HUGE_COPY
-	 * an anonymous copy in 2 MiB pages; MAP_FAILED when unmapped */
+	/* llama2.c: the whole file, PROT_READ; MAP_SHARED of the file, or with the copying load
+	 * modes an anonymous copy in 2 MiB pages; MAP_FAILED when unmapped */
 	void *map;
 	size_t map_len;   /* the file's bytes at map */
 	size_t map_bytes; /* bytes mapped at map, for munmap: map_len rounded up to the page */
