@@ -852,10 +852,7 @@ enum mw_run_status mw_runner_run(const struct mw_protocol *p, const struct mw_ru
 
 	/* Counters. A protocol that requires DRAM counters stops here without them. */
 	counters_open(&r);
-	if (!r.dram && p->counters.dram == MW_NEED_REQUIRED) {
-		mw_error_set(err, -ENODEV, p->source, "counters.dram",
-			     "DRAM counters are required by this protocol but unavailable: %s",
-			     r.dram_reason);
+	if (mw_run_dram_check(p, o, r.dram != NULL, r.dram_reason, err)) {
 		status = MW_RUN_ENVIRONMENT;
 		goto out;
 	}
@@ -866,8 +863,6 @@ enum mw_run_status mw_runner_run(const struct mw_protocol *p, const struct mw_ru
 		status = MW_RUN_ENVIRONMENT;
 		goto out;
 	}
-	if (!r.dram)
-		mw_run_say(o, "DRAM traffic: not measured (%s)", r.dram_reason);
 	r.cur = calloc(1, sizeof(*r.cur));
 	r.dec0 = calloc(1, sizeof(*r.dec0));
 	machine = mw_machine_describe(NULL);

@@ -86,6 +86,19 @@ struct prb_dram *mw_run_dram_open(const struct mw_protocol *p, struct prb_system
 	return dram;
 }
 
+int mw_run_dram_check(const struct mw_protocol *p, const struct mw_run_options *o, bool have,
+		      const char *reason, struct mw_error *err)
+{
+	if (have)
+		return 0;
+	if (p->counters.dram == MW_NEED_REQUIRED)
+		return mw_error_set(err, -ENODEV, p->source, "counters.dram",
+				    "DRAM counters are required by this protocol but unavailable: "
+				    "%s", reason);
+	mw_run_say(o, "DRAM traffic: not measured (%s)", reason);
+	return 0;
+}
+
 json_t *mw_run_dram_json(const struct prb_dram *dram, const char *reason)
 {
 	if (!dram)

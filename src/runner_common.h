@@ -47,6 +47,12 @@ void mw_run_say(const struct mw_run_options *o, const char *fmt, ...)
 struct prb_dram *mw_run_dram_open(const struct mw_protocol *p, struct prb_system *sys,
 				  char *reason, size_t n);
 
+/* After mw_run_dram_open: when DRAM is not measured (have false), an error naming
+ * counters.dram if p requires it (returns -ENODEV), else a "not measured" line with the
+ * reason on o's log (returns 0). */
+int mw_run_dram_check(const struct mw_protocol *p, const struct mw_run_options *o, bool have,
+		      const char *reason, struct mw_error *err);
+
 /* The record's counters.dram block for dram (NULL: not measured, for reason). New reference. */
 json_t *mw_run_dram_json(const struct prb_dram *dram, const char *reason);
 

@@ -665,15 +665,10 @@ enum mw_run_status mw_runner_external(const struct mw_protocol *p, const struct 
 	} else {
 		x.dram = mw_run_dram_open(p, x.sys, x.dram_reason, sizeof(x.dram_reason));
 	}
-	if (!x.dram && p->counters.dram == MW_NEED_REQUIRED) {
-		mw_error_set(err, -ENODEV, p->source, "counters.dram",
-			     "DRAM counters are required by this protocol but unavailable: %s",
-			     x.dram_reason);
+	if (mw_run_dram_check(p, o, x.dram != NULL, x.dram_reason, err)) {
 		status = MW_RUN_ENVIRONMENT;
 		goto out;
 	}
-	if (!x.dram)
-		mw_run_say(o, "DRAM traffic: not measured (%s)", x.dram_reason);
 	x.d0 = calloc(1, sizeof(*x.d0));
 	x.d1 = calloc(1, sizeof(*x.d1));
 	machine = mw_machine_describe(NULL);
