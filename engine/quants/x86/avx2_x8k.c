@@ -23,14 +23,7 @@
  */
 #include "quants_impl.h"
 #include "x8_kernels.h"
-
-#include <immintrin.h>
-
-
-static inline __m256i loadu(const void *p)
-{
-	return _mm256_loadu_si256((const __m256i *)p);
-}
+#include "x8_kquants.h"
 
 /* the four activation bytes at p in every lane */
 static inline __m256i bcast4(const void *p)
@@ -38,11 +31,6 @@ static inline __m256i bcast4(const void *p)
 	int32_t v;
 	memcpy(&v, p, 4);
 	return _mm256_set1_epi32(v);
-}
-
-static inline __m256 halves8(const uint8_t *p)
-{
-	return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
 }
 
 /* pshufb control: byte j of every dword, zero-extended into both 16-bit halves of the dword
@@ -64,19 +52,6 @@ static inline __m256i word_of_dword_x2(int j)
 }
 
 /* ---- q4_K and q5_K ----------------------------------------------------------------------- */
-
-/* What a q4_K/q5_K super-block needs of the activation for its min terms: the sums over its
- * eight sub-blocks, b[s] = bsums[2s] + bsums[2s + 1] (|b| <= 32 * 128), split as 128 hi + lo
- * with lo in 0 .. 127, so that both halves are signed bytes for vpmaddubsw against the eight
- * rows' 6-bit mins: hi[0..3], hi[4..7], lo[0..3], lo[4..7]. */
-static void k4_prepare(const block_q8_K *y, int8_t *p)
-{
-	for (int s = 0; s < 8; s++) {
-		int b = y->bsums[2 * s] + y->bsums[2 * s + 1];
-		p[4 * (s / 4) + s % 4] = (int8_t)(b >> 7);
-		p[8 + 4 * (s / 4) + s % 4] = (int8_t)(b & 127);
-	}
-}
 
 /* The eight rows' 6-bit mins (mn, byte j of each lane for sub-blocks j and 4 + j) and scales
  * (scale[j], sub-block j's in both 16-bit halves of each lane, for vpmaddwd) from the header's
@@ -226,51 +201,23 @@ block_q6_Kx8(__m256 acc, const uint8_t *g, const block_q8_K *y, const void *prep
 
 /* ---- The matvec -------------------------------------------------------------------------- */
 
-/* The activation is prepared tile by tile (quants.h: at most 31 super-blocks, 496 bytes of
- * stack); each group's accumulator carries over from one tile to the next through out[], so a
- * row's sum is the same sequence of operations whatever the range of groups. */
-#define X8K_PREPARED (2 * KRN_X8_TILE_COLS / KRN_QK_K)
-
-/* Groups r0 / 8 .. r1 / 8 of a tensor of `rows` rows; bs is the type's block size in bytes.
- * Tile by tile, each group's super-blocks of the tile in order: one sequential stream. */
-static inline __attribute__((always_inline)) void
-x8k_matvec(float *out, const uint8_t *w, size_t rows, const block_q8_K *y, size_t nb, size_t r0,
-	   size_t r1, size_t bs, bool k4,
-	   __m256 (*block)(__m256 acc, const uint8_t *g, const block_q8_K *y, const void *prep))
-{
-	int8_t prep[X8K_PREPARED][16];
-	size_t tb, n_tiles = krn_x8_tiles(nb, KRN_QK_K, &tb);
-	for (size_t k = 0; k < n_tiles; k++) {
-		const size_t i0 = k * tb, i1 = k + 1 < n_tiles ? i0 + tb : nb;
-		for (size_t i = i0; k4 && i < i1; i++)
-			k4_prepare(&y[i], prep[i - i0]);
-		for (size_t r = r0; r < r1; r += KRN_X8) {
-			const uint8_t *g = w + (i0 * rows + r * (i1 - i0)) * bs;
-			__m256 acc = k ? _mm256_loadu_ps(out + r) : _mm256_setzero_ps();
-			for (size_t i = i0; i < i1; i++, g += KRN_X8 * bs)
-				acc = block(acc, g, &y[i], prep[i - i0]);
-			_mm256_storeu_ps(out + r, acc);
-		}
-	}
-}
-
 void krn_avx2_matvec_x8_q4_K(float *y, const void *w, size_t rows, const void *xq,
 			     size_t n, size_t r0, size_t r1)
 {
-	x8k_matvec(y, w, rows, xq, n / KRN_QK_K, r0, r1, sizeof(block_q4_K), true,
+	x8k_matvec(y, w, rows, xq, n / KRN_QK_K, r0, r1, sizeof(block_q4_K), k4_prepare,
 		   block_q4_Kx8);
 }
 
 void krn_avx2_matvec_x8_q5_K(float *y, const void *w, size_t rows, const void *xq,
 			     size_t n, size_t r0, size_t r1)
 {
-	x8k_matvec(y, w, rows, xq, n / KRN_QK_K, r0, r1, sizeof(block_q5_K), true,
+	x8k_matvec(y, w, rows, xq, n / KRN_QK_K, r0, r1, sizeof(block_q5_K), k4_prepare,
 		   block_q5_Kx8);
 }
 
 void krn_avx2_matvec_x8_q6_K(float *y, const void *w, size_t rows, const void *xq,
 			     size_t n, size_t r0, size_t r1)
 {
-	x8k_matvec(y, w, rows, xq, n / KRN_QK_K, r0, r1, sizeof(block_q6_K), false,
+	x8k_matvec(y, w, rows, xq, n / KRN_QK_K, r0, r1, sizeof(block_q6_K), NULL,
 		   block_q6_Kx8);
 }

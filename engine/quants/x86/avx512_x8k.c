@@ -19,26 +19,12 @@
  */
 #include "quants_impl.h"
 #include "x8_kernels.h"
+#include "x8_kquants.h"
 
-#include <immintrin.h>
-
-static inline __m256i loadu(const void *p)
-{
-	return _mm256_loadu_si256((const __m256i *)p);
-}
-
-/* acc + vpdpbusd(u, the four bytes at p in every lane), p as the embedded-broadcast operand.
- * GCC emits a vpbroadcastd of its own for _mm256_set1_epi32(*p): one instruction more per
- * vpdpbusd, which took q4_K from 56 to 48 GB/s in cache on Zen 4 (tests/bench_quants). */
 static inline __m256i dot_bcast(__m256i acc, __m256i u, const int8_t *p)
 {
 	__asm__("vpdpbusd %2%{1to8%}, %1, %0" : "+v"(acc) : "v"(u), "m"(*(const int32_t *)p));
 	return acc;
-}
-
-static inline __m256 halves8(const uint8_t *p)
-{
-	return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
 }
 
 /* pshufb control: byte j of every dword, zero-extended to the dword */
@@ -60,20 +46,6 @@ static inline __m256i bits_move(int from, int to, int n)
 }
 
 /* ---- q4_K and q5_K ----------------------------------------------------------------------- */
-
-/* What a q4_K/q5_K super-block needs of the activation besides its quants: the sums over its
- * eight sub-blocks, b[s] = bsums[2s] + bsums[2s + 1] (|b| <= 32 * 127), split as 128 hi + lo
- * with lo in 0 .. 127, so that both halves are signed bytes: hi[0..3], hi[4..7], lo[0..3],
- * lo[4..7]. The eight rows' 6-bit mins, bytes of two dwords per lane, then meet them in four
- * vpdpbusd, where pairing each min with its bsums for vpdpwssd took sixteen instructions. */
-static void k4_prepare(const block_q8_K *y, int8_t *p)
-{
-	for (int s = 0; s < 8; s++) {
-		int b = y->bsums[2 * s] + y->bsums[2 * s + 1];
-		p[4 * (s / 4) + s % 4] = (int8_t)(b >> 7);
-		p[8 + 4 * (s / 4) + s % 4] = (int8_t)(b & 127);
-	}
-}
 
 /* The tail of a q4_K or q5_K super-block of the eight rows: s[8] holds each sub-block's dot,
  * the odd ones times 2^shift (16 for q4_K, 8 for q5_K). The scales and mins unpack from the
@@ -167,8 +139,9 @@ block_q5_Kx8(__m256 acc, const uint8_t *g, const block_q8_K *y, const void *prep
 
 /* q6_K's quants are stored plus 32; the activation's part of taking that off, per sub-block s:
  * -32 * bsums[s], times 4 for the odd ones (their quants come times 4). */
-static void q6_prepare(const block_q8_K *y, int32_t *off)
+static void q6_prepare(const block_q8_K *y, void *slot)
 {
+	int32_t *off = slot;
 	for (int s = 0; s < 16; s++)
 		off[s] = -y->bsums[s] * (s % 2 ? 128 : 32);
 }
@@ -210,61 +183,23 @@ block_q6_Kx8(__m256 acc, const uint8_t *g, const block_q8_K *y, const void *prep
 
 /* ---- The matvec -------------------------------------------------------------------------- */
 
-/* The activation is prepared tile by tile (quants.h: at most 31 super-blocks, 2 KB of stack);
- * each group's accumulator carries over from one tile to the next through out[], so a row's
- * sum is the same sequence of operations whatever the range of groups. */
-#define X8K_PREPARED (2 * KRN_X8_TILE_COLS / KRN_QK_K)
-
-union x8k_prep {
-	int8_t k4[X8K_PREPARED][16];
-	int32_t q6[X8K_PREPARED][16];
-};
-
-/* Groups r0 / 8 .. r1 / 8 of a tensor of `rows` rows; bs is the type's block size in bytes.
- * Tile by tile, each group's super-blocks of the tile in order: one sequential stream. */
-static inline __attribute__((always_inline)) void
-x8k_matvec(float *out, const uint8_t *w, size_t rows, const block_q8_K *y, size_t nb, size_t r0,
-	   size_t r1, size_t bs, bool q6,
-	   __m256 (*block)(__m256 acc, const uint8_t *g, const block_q8_K *y, const void *prep))
-{
-	union x8k_prep prep;
-	size_t tb, n_tiles = krn_x8_tiles(nb, KRN_QK_K, &tb);
-	for (size_t k = 0; k < n_tiles; k++) {
-		const size_t i0 = k * tb, i1 = k + 1 < n_tiles ? i0 + tb : nb;
-		for (size_t i = i0; i < i1; i++) {
-			if (q6)
-				q6_prepare(&y[i], prep.q6[i - i0]);
-			else
-				k4_prepare(&y[i], prep.k4[i - i0]);
-		}
-		for (size_t r = r0; r < r1; r += KRN_X8) {
-			const uint8_t *g = w + (i0 * rows + r * (i1 - i0)) * bs;
-			__m256 acc = k ? _mm256_loadu_ps(out + r) : _mm256_setzero_ps();
-			for (size_t i = i0; i < i1; i++, g += KRN_X8 * bs)
-				acc = block(acc, g, &y[i],
-					    q6 ? (const void *)prep.q6[i - i0] : prep.k4[i - i0]);
-			_mm256_storeu_ps(out + r, acc);
-		}
-	}
-}
-
 void krn_avx512_matvec_x8_q4_K(float *y, const void *w, size_t rows, const void *xq,
 			       size_t n, size_t r0, size_t r1)
 {
-	x8k_matvec(y, w, rows, xq, n / KRN_QK_K, r0, r1, sizeof(block_q4_K), false,
+	x8k_matvec(y, w, rows, xq, n / KRN_QK_K, r0, r1, sizeof(block_q4_K), k4_prepare,
 		   block_q4_Kx8);
 }
 
 void krn_avx512_matvec_x8_q5_K(float *y, const void *w, size_t rows, const void *xq,
 			       size_t n, size_t r0, size_t r1)
 {
-	x8k_matvec(y, w, rows, xq, n / KRN_QK_K, r0, r1, sizeof(block_q5_K), false,
+	x8k_matvec(y, w, rows, xq, n / KRN_QK_K, r0, r1, sizeof(block_q5_K), k4_prepare,
 		   block_q5_Kx8);
 }
 
 void krn_avx512_matvec_x8_q6_K(float *y, const void *w, size_t rows, const void *xq,
 			       size_t n, size_t r0, size_t r1)
 {
-	x8k_matvec(y, w, rows, xq, n / KRN_QK_K, r0, r1, sizeof(block_q6_K), true,
+	x8k_matvec(y, w, rows, xq, n / KRN_QK_K, r0, r1, sizeof(block_q6_K), q6_prepare,
 		   block_q6_Kx8);
 }

@@ -1,0 +1,63 @@
+/* engine/quants/x86/x8_kquants.h: what the x8 kernels of the K-quants share across x86 ISAs
+ * (avx2_x8k.c, avx512_x8k.c; layouts: x8_kquants.c): the q4_K/q5_K activation preparation
+ * and the driver over tiles, groups and super-blocks. The including file defines the
+ * per-super-block kernels and passes them to x8k_matvec. Not a header to include anywhere
+ * else (as x8_legacy.h).
+ */
+#include <immintrin.h>
+
+static inline __m256i loadu(const void *p)
+{
+	return _mm256_loadu_si256((const __m256i *)p);
+}
+
+/* the eight rows' halves at p (their d or dmin) as floats */
+static inline __m256 halves8(const uint8_t *p)
+{
+	return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
+}
+
+/* What a q4_K/q5_K super-block needs of the activation besides its quants: the sums over its
+ * eight sub-blocks, b[s] = bsums[2s] + bsums[2s + 1] (|b| <= 32 * 128), split as 128 hi + lo
+ * with lo in 0 .. 127, so that both halves are signed bytes against the eight rows' 6-bit
+ * mins (vpdpbusd on AVX-512, vpmaddubsw on AVX2): hi[0..3], hi[4..7], lo[0..3], lo[4..7]. */
+static void k4_prepare(const block_q8_K *y, void *slot)
+{
+	int8_t *p = slot;
+	for (int s = 0; s < 8; s++) {
+		int b = y->bsums[2 * s] + y->bsums[2 * s + 1];
+		p[4 * (s / 4) + s % 4] = (int8_t)(b >> 7);
+		p[8 + 4 * (s / 4) + s % 4] = (int8_t)(b & 127);
+	}
+}
+
+/* The activation is prepared tile by tile (quants.h: a tile is at most 31 super-blocks), 64
+ * bytes a super-block; each group's accumulator carries over from one tile to the next
+ * through out[], so a row's sum is the same sequence of operations whatever the range of
+ * groups. */
+#define X8K_PREPARED (2 * KRN_X8_TILE_COLS / KRN_QK_K)
+#define X8K_SLOT 64
+
+/* Groups r0 / 8 .. r1 / 8 of a tensor of `rows` rows; bs is the type's block size in bytes,
+ * prepare (NULL: none) what a super-block needs of the activation besides its quants. Tile by
+ * tile, each group's super-blocks of the tile in order: one sequential stream. */
+static inline __attribute__((always_inline)) void
+x8k_matvec(float *out, const uint8_t *w, size_t rows, const block_q8_K *y, size_t nb, size_t r0,
+	   size_t r1, size_t bs, void (*prepare)(const block_q8_K *y, void *slot),
+	   __m256 (*block)(__m256 acc, const uint8_t *g, const block_q8_K *y, const void *prep))
+{
+	_Alignas(64) uint8_t prep[X8K_PREPARED][X8K_SLOT];
+	size_t tb, n_tiles = krn_x8_tiles(nb, KRN_QK_K, &tb);
+	for (size_t k = 0; k < n_tiles; k++) {
+		const size_t i0 = k * tb, i1 = k + 1 < n_tiles ? i0 + tb : nb;
+		for (size_t i = i0; prepare && i < i1; i++)
+			prepare(&y[i], prep[i - i0]);
+		for (size_t r = r0; r < r1; r += KRN_X8) {
+			const uint8_t *g = w + (i0 * rows + r * (i1 - i0)) * bs;
+			__m256 acc = k ? _mm256_loadu_ps(out + r) : _mm256_setzero_ps();
+			for (size_t i = i0; i < i1; i++, g += KRN_X8 * bs)
+				acc = block(acc, g, &y[i], prep[i - i0]);
+			_mm256_storeu_ps(out + r, acc);
+		}
+	}
+}
