@@ -14,6 +14,8 @@
 #include <sys/stat.h>
 
 #include "adapters.h"
+#include "engine.h"
+#include "probes.h"
 #include "embedded.h"
 #include "jschema.h"
 #include "protocol.h"
@@ -211,7 +213,11 @@ static int parse_external(struct mw_protocol *p, const json_t *engine, const cha
 		return mw_error_set(err, -EINVAL, src, "engine.adapter.name",
 				    "unknown adapter \"%s\" (`memwall run --help` lists them)",
 				    p->engine.adapter);
-	p->engine.adapter_stream = str_or(adapter, "stream", NULL);
+	const char *stream = str_or(adapter, "stream", NULL);
+	p->engine.adapter_stream_given = stream != NULL;
+	p->engine.adapter_stream = !stream ? a->stream
+				   : !strcmp(stream, "stdout") ? MW_ADAPTER_STDOUT
+				   : !strcmp(stream, "stderr") ? MW_ADAPTER_STDERR : MW_ADAPTER_BOTH;
 	p->engine.adapter_pattern = str_or(adapter, "pattern", NULL);
 	if (p->engine.adapter_pattern && strcmp(a->name, "memwall-tokens"))
 		return mw_error_set(err, -EINVAL, src, "engine.adapter.pattern",
@@ -272,27 +278,44 @@ static int parse_external(struct mw_protocol *p, const json_t *engine, const cha
 	return 0;
 }
 
-static int parse_doc(struct mw_protocol *p, const char *dir, unsigned flags,
-		     struct mw_error *err)
+static const char *const format_names[MW_FORMAT_COUNT] = {
+	[MW_FORMAT_LLAMA2C] = "llama2c",
+	[MW_FORMAT_GGUF] = "gguf",
+};
+
+static const char *const engine_kind_names[MW_ENGINE_COUNT] = {
+	[MW_ENGINE_BUILTIN] = "builtin",
+	[MW_ENGINE_EXTERNAL] = "external",
+};
+
+const char *mw_format_name(enum mw_format f)
+{
+	return (unsigned)f < MW_FORMAT_COUNT ? format_names[f] : "?";
+}
+
+const char *mw_engine_kind_name(enum mw_engine_kind k)
+{
+	return (unsigned)k < MW_ENGINE_COUNT ? engine_kind_names[k] : "?";
+}
+
+static bool known_backend(const char *name)
+{
+	for (const char *const *b = prb_dram_backends(); *b; b++)
+		if (!strcmp(*b, name))
+			return true;
+	return false;
+}
+
+static int parse_model(struct mw_protocol *p, const char *dir, struct mw_error *err)
 {
 	const char *src = p->source;
 	const json_t *d = p->doc;
 	const json_t *model = json_object_get(d, "model");
 	const json_t *synth = json_object_get(model, "synth");
 	const json_t *tok = json_object_get(d, "tokenizer");
-	const json_t *engine = json_object_get(d, "engine");
-	const json_t *sampling = json_object_get(d, "sampling");
-	const json_t *counters = json_object_get(d, "counters");
-	const json_t *acc = json_object_get(d, "acceptance");
-	const json_t *drift = json_object_get(d, "drift");
-	const json_t *roof = json_object_get(d, "roofline");
-	const json_t *v;
-	size_t i;
 
-	p->name = str_or(d, "name", "");
-	p->description = str_or(d, "description", "");
-
-	p->model.format = str_or(model, "format", "llama2c");
+	p->model.format = !strcmp(str_or(model, "format", "llama2c"), "gguf") ? MW_FORMAT_GGUF
+										 : MW_FORMAT_LLAMA2C;
 	p->model.url = str_or(model, "url", NULL);
 	p->model.size_bytes = int_or(model, "size_bytes", -1);
 	p->model.sha256 = str_or(model, "sha256", NULL);
@@ -304,7 +327,7 @@ static int parse_doc(struct mw_protocol *p, const char *dir, unsigned flags,
 				    "give exactly one of \"path\" (a model file) and \"synth\" (a "
 				    "synthetic model memwall generates)");
 	if (synth) {
-		bool gguf = !strcmp(p->model.format, "gguf");
+		bool gguf = p->model.format == MW_FORMAT_GGUF;
 		p->model.synth_arch = str_or(synth, "arch", NULL);
 		p->model.synth_quant = str_or(synth, "quant", NULL);
 		/* GGUF synthetics (eng_synth_gguf) need an architecture and a type mix; llama2.c
@@ -338,11 +361,27 @@ static int parse_doc(struct mw_protocol *p, const char *dir, unsigned flags,
 					    "must be 64 lowercase hex digits (sha256sum's output)");
 	}
 
-	p->engine.kind = str_or(engine, "kind", "builtin");
+	return 0;
+}
+
+static int parse_engine(struct mw_protocol *p, struct mw_error *err)
+{
+	const char *src = p->source;
+	const json_t *d = p->doc;
+	const json_t *engine = json_object_get(d, "engine");
+	const json_t *v;
+	size_t i;
+
+	/* The schema allows only the names of the tables below and the engine's. */
+	p->engine.kind = !strcmp(str_or(engine, "kind", "builtin"), "external") ? MW_ENGINE_EXTERNAL
+										 : MW_ENGINE_BUILTIN;
 	p->engine.threads = (int)int_or(engine, "threads", 0);
 	p->engine.kernels = str_or(engine, "kernels", "auto");
-	p->engine.load = str_or(engine, "load", "mmap");
-	bool external = !strcmp(p->engine.kind, "external");
+	if (eng_load_mode_parse(str_or(engine, "load", "mmap"), &p->engine.load))
+		return mw_error_set(err, -EINVAL, src, "engine.load",
+				    "unknown load mode \"%s\" (mmap, huge-copy or repack)",
+				    str_or(engine, "load", ""));
+	bool external = p->engine.kind == MW_ENGINE_EXTERNAL;
 	static const char *const external_only[] = { "command", "adapter", "timeout_s" };
 	for (i = 0; !external && i < sizeof(external_only) / sizeof(external_only[0]); i++)
 		if (json_object_get(engine, external_only[i])) {
@@ -372,6 +411,18 @@ static int parse_doc(struct mw_protocol *p, const char *dir, unsigned flags,
 					    p->engine.threads, p->engine.n_cpus, p->engine.n_cpus);
 	}
 
+	return 0;
+}
+
+/* The prompt, token counts and runs; then an external engine's own fields. */
+static int parse_workload(struct mw_protocol *p, const char *dir, struct mw_error *err)
+{
+	const char *src = p->source;
+	const json_t *d = p->doc;
+	const json_t *engine = json_object_get(d, "engine");
+	const json_t *v;
+	size_t i;
+
 	p->prompt = str_or(d, "prompt", NULL);
 	v = json_object_get(d, "prompt_tokens");
 	if (p->prompt && v)
@@ -400,8 +451,11 @@ static int parse_doc(struct mw_protocol *p, const char *dir, unsigned flags,
 	p->runs = (int)int_or(d, "runs", 0);
 	p->warmup_runs = (int)int_or(d, "warmup_runs", 1);
 	p->allow_short = json_is_true(json_object_get(d, "allow_short"));
+	p->short_tokens_given = json_object_get(json_object_get(d, "differential"),
+						"short_tokens") != NULL;
 	p->short_tokens = (int)int_or(json_object_get(d, "differential"), "short_tokens",
 				      p->decode_tokens / 4 > 0 ? p->decode_tokens / 4 : 1);
+	bool external = p->engine.kind == MW_ENGINE_EXTERNAL;
 	if (external && p->short_tokens >= p->decode_tokens)
 		return mw_error_set(err, -EINVAL, src, "differential.short_tokens",
 				    "%d is not below decode_tokens (%d): the differential method "
@@ -413,27 +467,53 @@ static int parse_doc(struct mw_protocol *p, const char *dir, unsigned flags,
 			return rc;
 	}
 
+	return 0;
+}
+
+/* Acceptance limits and roofline inputs are not kept here: the record carries the protocol's
+ * document, and its derivation (src/record/result.c) and the roofline of a record
+ * (src/analysis/roofline.c) read them there, so `memwall validate` sees what the run saw. */
+static int parse_measurement(struct mw_protocol *p, struct mw_error *err)
+{
+	const char *src = p->source;
+	const json_t *d = p->doc;
+	const json_t *sampling = json_object_get(d, "sampling");
+	const json_t *counters = json_object_get(d, "counters");
+	const json_t *drift = json_object_get(d, "drift");
+
 	p->sampling.temperature = num_or(sampling, "temperature", 0.0);
 	p->sampling.topp = num_or(sampling, "topp", 1.0);
 	p->sampling.seed = (uint64_t)int_or(sampling, "seed", 42);
 
 	p->counters.dram = need_of(str_or(counters, "dram", "optional"));
 	p->counters.backend = str_or(counters, "backend", "auto");
+	if (!strcmp(p->counters.backend, "auto"))
+		p->counters.backend = NULL;
+	else if (!known_backend(p->counters.backend))
+		return mw_error_set(err, -EINVAL, src, "counters.backend",
+				    "unknown DRAM backend \"%s\" (`memwall doctor` lists them)",
+				    p->counters.backend);
 	p->counters.energy = need_of(str_or(counters, "energy", "optional"));
 
 	p->idle_baseline_ms = (int)int_or(d, "idle_baseline_ms", 500);
 
-	p->acceptance.max_cv_mb_per_token_pct = num_or(acc, "max_cv_mb_per_token_pct", NAN);
-	p->acceptance.max_cv_tok_s_pct = num_or(acc, "max_cv_tok_s_pct", NAN);
-	p->acceptance.min_tokens = (int)int_or(acc, "min_tokens", 0);
-
 	p->drift.max_bandwidth_change_pct = num_or(drift, "max_bandwidth_change_pct", 10.0);
 	p->drift.probe_ms = (int)int_or(drift, "probe_ms", 200);
 
-	v = json_object_get(roof, "bandwidth_gbps");
-	p->roofline.bandwidth_gbps = json_is_number(v) ? json_number_value(v) : NAN;
-	p->roofline.llc_bytes = int_or(roof, "llc_bytes", -1);
+	return 0;
+}
 
+static int parse_doc(struct mw_protocol *p, const char *dir, unsigned flags,
+		     struct mw_error *err)
+{
+	const char *src = p->source;
+	int rc;
+
+	p->name = str_or(p->doc, "name", "");
+	p->description = str_or(p->doc, "description", "");
+	if ((rc = parse_model(p, dir, err)) || (rc = parse_engine(p, err)) ||
+	    (rc = parse_workload(p, dir, err)) || (rc = parse_measurement(p, err)))
+		return rc;
 	if (flags & MW_PROTOCOL_CHECK_FILES) {
 		int rc;
 		if (p->model.path &&

@@ -7,9 +7,20 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "adapters.h"
+#include "engine.h"
 #include "mw.h"
 
 enum mw_need { MW_NEED_REQUIRED, MW_NEED_OPTIONAL, MW_NEED_OFF };
+
+/* model.format; the names are "llama2c" and "gguf" (mw_format_name). */
+enum mw_format { MW_FORMAT_LLAMA2C, MW_FORMAT_GGUF, MW_FORMAT_COUNT };
+/* engine.kind: a row of the run pipeline (src/run/pipeline.c); "builtin", "external". */
+enum mw_engine_kind { MW_ENGINE_BUILTIN, MW_ENGINE_EXTERNAL, MW_ENGINE_COUNT };
+
+/* The names of the values above, as protocols spell them. Static storage. */
+const char *mw_format_name(enum mw_format f);
+const char *mw_engine_kind_name(enum mw_engine_kind k);
 
 struct mw_protocol {
 	char *source;      /* the path it was loaded from, or "(embedded) NAME" */
@@ -20,7 +31,7 @@ struct mw_protocol {
 	const char *description; /* "" when absent */
 
 	struct {
-		const char *format;  /* "llama2c" or "gguf" */
+		enum mw_format format;
 		char *path;          /* resolved against the protocol's folder; NULL for synth */
 		const char *url;     /* NULL when absent */
 		int64_t size_bytes;  /* -1 when not pinned */
@@ -38,20 +49,20 @@ struct mw_protocol {
 	} tokenizer;
 
 	struct {
-		const char *kind;    /* "builtin" or "external" */
+		enum mw_engine_kind kind;
 		int threads;         /* 0: one per CPU the process may run on */
 		int *cpus;           /* CPUs to pin to; NULL when not pinned */
 		size_t n_cpus;
 		const char *kernels; /* "auto" by default */
-		const char *load;    /* "mmap" (default), "huge-copy" or "repack": engine.h's
-				      * enum eng_load_mode */
+		enum eng_load_mode load; /* its names are the engine's (eng_load_mode_name) */
 		/* External engines only (kind "external"); protocols/README.md documents them. */
 		char **command;      /* argv template with {model} {prompt} {n} {threads} {seed};
 				      * command[0] resolved against the protocol's folder when it
 				      * holds a '/'; NULL for builtin engines */
 		size_t n_command;
 		const char *adapter; /* an adapter name from src/adapters.c */
-		const char *adapter_stream; /* "stdout", "stderr", "both", or NULL: the adapter's */
+		enum mw_adapter_stream adapter_stream; /* the protocol's, else the adapter's */
+		bool adapter_stream_given;
 		const char *adapter_pattern; /* memwall-tokens only; NULL when absent */
 		int timeout_s;       /* per process; default 600 */
 	} engine;
@@ -59,6 +70,7 @@ struct mw_protocol {
 	/* The differential method (external engines): every repetition runs the program at
 	 * short_tokens and at decode_tokens. Default short_tokens: decode_tokens / 4, at least 1. */
 	int short_tokens;
+	bool short_tokens_given; /* differential.short_tokens is in the protocol */
 	bool allow_short;        /* a run that stops early (EOS) is valid; false by default */
 
 	const char *prompt;      /* NULL when prompt_tokens is used */
@@ -76,27 +88,17 @@ struct mw_protocol {
 
 	struct {
 		enum mw_need dram;
-		const char *backend; /* "auto" by default */
+		const char *backend; /* a name from prb_dram_backends(); NULL for "auto" */
 		enum mw_need energy;
 	} counters;
 
 	int idle_baseline_ms;
 
 	struct {
-		double max_cv_mb_per_token_pct; /* NaN when the protocol sets no limit */
-		double max_cv_tok_s_pct;        /* NaN when unset */
-		int min_tokens;                 /* 0 when unset */
-	} acceptance;
-
-	struct {
 		double max_bandwidth_change_pct;
 		int probe_ms; /* 0 turns the drift probe off */
 	} drift;
 
-	struct {
-		double bandwidth_gbps; /* NaN when absent */
-		int64_t llc_bytes;     /* -1 when absent */
-	} roofline;
 };
 
 enum mw_protocol_flags {

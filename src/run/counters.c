@@ -1,0 +1,188 @@
+/* src/run/counters.c: the counters a run reads (see counters.h). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "counters.h"
+
+#define ENERGY_EVENT "power/energy-pkg/"
+
+const struct mw_sw_event mw_sw_events[MW_N_SW] = {
+	{ "task-clock", "task_clock_ns" },
+	{ "context-switches", "context_switches" },
+	{ "cpu-migrations", "cpu_migrations" },
+	{ "page-faults", "page_faults" },
+};
+
+static void dram_open(struct mw_counters *c, const struct mw_protocol *p)
+{
+	if (p->counters.dram == MW_NEED_OFF) {
+		snprintf(c->dram_reason, sizeof(c->dram_reason),
+			 "turned off by the protocol (counters.dram is \"off\")");
+		return;
+	}
+	struct prb_dram_options dopt = { .backend = p->counters.backend };
+	struct prb_dram_status *st = calloc(1, sizeof(*st));
+	if (!st || prb_dram_open(&c->dram, c->sys, &dopt, st)) {
+		c->dram = NULL;
+		snprintf(c->dram_reason, sizeof(c->dram_reason), "%s",
+			 st && st->reason[0] ? st->reason : "no DRAM counter backend found");
+	}
+	free(st);
+}
+
+static void energy_open(struct mw_counters *c, const struct mw_protocol *p)
+{
+	struct prb_error perr;
+	if (p->counters.energy == MW_NEED_OFF) {
+		snprintf(c->energy_reason, sizeof(c->energy_reason),
+			 "turned off by the protocol (counters.energy is \"off\")");
+		return;
+	}
+	if (prb_set_new(&c->eset, c->sys, NULL)) {
+		c->eset = NULL;
+		snprintf(c->energy_reason, sizeof(c->energy_reason), "cannot create a counter set");
+		return;
+	}
+	prb_error_clear(&perr);
+	int rc = prb_set_add(c->eset, ENERGY_EVENT, &c->eidx, &perr);
+	if (rc == 0 && prb_set_enable(c->eset) == 0) {
+		c->ereadings = calloc((size_t)prb_set_count(c->eset), sizeof(*c->ereadings));
+		if (c->ereadings)
+			return;
+	}
+	snprintf(c->energy_reason, sizeof(c->energy_reason), "%s: %.900s", ENERGY_EVENT,
+		 perr.text[0] ? perr.text : "the event could not be opened");
+	prb_set_free(c->eset);
+	c->eset = NULL;
+}
+
+int mw_counters_open(struct mw_counters *c, const struct mw_plan *pl, bool energy, FILE *log,
+		     struct mw_error *err)
+{
+	const struct mw_protocol *p = pl->p;
+	struct prb_error perr;
+	memset(c, 0, sizeof(*c));
+	c->eidx = -1;
+	prb_error_clear(&perr);
+	if (prb_system_open(&c->sys, NULL, &perr)) {
+		c->sys = NULL;
+		snprintf(c->dram_reason, sizeof(c->dram_reason),
+			 "cannot read the PMU list: %.300s%s%.400s", perr.source,
+			 perr.source[0] ? ": " : "", perr.text);
+		snprintf(c->energy_reason, sizeof(c->energy_reason), "%s", c->dram_reason);
+	} else {
+		dram_open(c, p);
+		if (energy)
+			energy_open(c, p);
+	}
+	if (!energy)
+		snprintf(c->energy_reason, sizeof(c->energy_reason),
+			 "package energy is not read around external engines yet");
+	if (!c->dram && p->counters.dram == MW_NEED_REQUIRED)
+		return mw_error_set(err, -ENODEV, p->source, "counters.dram",
+				    "DRAM counters are required by this protocol but unavailable: "
+				    "%s", c->dram_reason);
+	if (energy && !c->eset && p->counters.energy == MW_NEED_REQUIRED)
+		return mw_error_set(err, -ENODEV, p->source, "counters.energy",
+				    "energy counters are required by this protocol but "
+				    "unavailable: %s", c->energy_reason);
+	if (!c->dram && log) {
+		fprintf(log, "memwall run: DRAM traffic: not measured (%s)\n", c->dram_reason);
+		fflush(log);
+	}
+	return 0;
+}
+
+void mw_counters_close(struct mw_counters *c)
+{
+	prb_dram_close(c->dram);
+	prb_set_free(c->eset);
+	free(c->ereadings);
+	prb_system_close(c->sys);
+	memset(c, 0, sizeof(*c));
+}
+
+void mw_counters_read(struct mw_counters *c, struct mw_snap *s)
+{
+	s->ns = mw_now_ns();
+	s->dram_open = c->dram != NULL;
+	s->energy = PRB_NOT_PROVIDED;
+	/* prb_dram_read fills every figure with its state whatever it returns: a failed
+	 * instance is READ_FAILED in the sample, not a reason to drop the others. */
+	if (c->dram)
+		prb_dram_read(c->dram, &s->dram);
+	if (!c->eset)
+		return;
+	if (prb_set_read(c->eset, c->ereadings)) {
+		s->energy = PRB_READ_FAILED;
+		return;
+	}
+	const struct prb_reading *e = &c->ereadings[c->eidx];
+	s->energy = e->flags & PRB_READING_UNAVAILABLE ? PRB_READ_FAILED
+		    : e->flags & PRB_READING_NOT_COUNTED ? PRB_NOT_RUN : PRB_MEASURED;
+	s->joules = e->physical;
+}
+
+void mw_snap_dram_delta(const struct mw_snap *later, const struct mw_snap *earlier,
+			struct prb_dram_sample *out)
+{
+	prb_dram_sample_delta(&later->dram, &earlier->dram, out);
+}
+
+json_t *mw_bytes_json(struct prb_bytes b)
+{
+	return b.state == PRB_MEASURED ? json_integer((json_int_t)b.bytes) : json_null();
+}
+
+void mw_window_set_dram(json_t *window, bool dram_open, const struct prb_dram_sample *d)
+{
+	static const struct prb_bytes none = { 0, PRB_NOT_RUN };
+	struct prb_bytes rd = dram_open ? d->read : none, wr = dram_open ? d->write : none;
+	struct prb_bytes tot = dram_open ? d->total : none;
+	json_object_set_new(window, "dram_read_bytes", mw_bytes_json(rd));
+	json_object_set_new(window, "dram_write_bytes", mw_bytes_json(wr));
+	json_object_set_new(window, "dram_total_bytes", mw_bytes_json(tot));
+	if (dram_open)
+		json_object_set_new(window, "dram_state",
+				    json_pack("{s:s, s:s, s:s}", "read", prb_state_name(rd.state),
+					      "write", prb_state_name(wr.state), "total",
+					      prb_state_name(tot.state)));
+}
+
+json_t *mw_counters_dram_json(const struct mw_counters *c)
+{
+	if (!c->dram)
+		return json_pack("{s:b, s:s}", "measured", 0, "reason", c->dram_reason);
+	const struct prb_dram_status *st = prb_dram_status(c->dram);
+	json_t *inst = json_array(), *provides = json_array();
+	for (int i = 0; i < st->n_instances; i++)
+		json_array_append_new(inst, json_string(st->instances[i].pmu));
+	static const struct {
+		unsigned bit;
+		const char *name;
+	} figures[] = { { PRB_DRAM_READ, "read" }, { PRB_DRAM_WRITE, "write" },
+			{ PRB_DRAM_TOTAL, "total" } };
+	for (size_t i = 0; i < sizeof(figures) / sizeof(figures[0]); i++)
+		if (st->provides & figures[i].bit)
+			json_array_append_new(provides, json_string(figures[i].name));
+	/* MB/token is defined on what was measured: read bytes where the backend splits reads
+	 * from writes, the total where it cannot. */
+	const char *basis = st->provides & PRB_DRAM_READ ? "read" : "total";
+	json_t *o = json_pack("{s:b, s:n, s:s, s:s, s:o, s:o, s:s, s:n, s:s}", "measured", 1,
+			      "reason", "backend", st->backend, "description", st->description,
+			      "instances", inst, "provides", provides, "mb_per_token_basis", basis,
+			      "calibration_error_pct", "calibration_reason",
+			      "not calibrated by this run: `memwall calibrate` measures it");
+	if (o && st->flags & PRB_DRAM_CAVEAT)
+		json_object_set_new(o, "caveat", json_string(st->caveat));
+	return o;
+}
+
+json_t *mw_counters_energy_json(const struct mw_counters *c)
+{
+	if (!c->eset)
+		return json_pack("{s:b, s:s}", "measured", 0, "reason", c->energy_reason);
+	return json_pack("{s:b, s:n, s:[s]}", "measured", 1, "reason", "events", ENERGY_EVENT);
+}

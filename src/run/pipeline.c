@@ -1,0 +1,85 @@
+/* src/run/pipeline.c: `memwall run`, one loop for every engine (see pipeline.h).
+ *
+ *   plan      the protocol and the overrides resolved and checked once (plan.c);
+ *   prepare   the engine row opens what it runs (a model, a program);
+ *   counters  DRAM, energy: opened once, required ones checked (counters.c);
+ *   execute   the row's warm-ups and measured runs;
+ *   record    built in one place (record_build.c) and derived (src/record/result.c).
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "control.h"
+#include "machine.h"
+#include "pipeline.h"
+#include "result.h"
+
+static const struct mw_engine_row *const rows[MW_ENGINE_COUNT] = {
+	[MW_ENGINE_BUILTIN] = &mw_engine_builtin,
+	[MW_ENGINE_EXTERNAL] = &mw_engine_external,
+};
+
+static void run_free(struct mw_run *run)
+{
+	json_decref(run->machine);
+	json_decref(run->engine);
+	json_decref(run->model);
+	json_decref(run->preflight);
+	json_decref(run->software);
+	json_decref(run->drift);
+	json_decref(run->runs);
+	json_decref(run->external);
+	mw_counters_close(&run->ctr);
+	mw_plan_free(&run->plan);
+}
+
+enum mw_run_status mw_runner_run(const struct mw_protocol *p, const struct mw_run_options *o,
+				 json_t **out, struct mw_error *err)
+{
+	const struct mw_engine_row *row = rows[p->engine.kind];
+	struct mw_run run = { .p = p, .o = o };
+	struct mw_run_signals sigs;
+	enum mw_run_status st;
+	json_t *doc = NULL;
+
+	*out = NULL;
+	mw_run_signals_catch(&sigs);
+	if ((st = mw_plan_resolve(&run.plan, p, o, err)) != MW_RUN_DONE ||
+	    (st = row->prepare(&run, err)) != MW_RUN_DONE)
+		goto out;
+	if (mw_counters_open(&run.ctr, &run.plan, row->energy, o->log, err)) {
+		st = MW_RUN_ENVIRONMENT;
+		goto out;
+	}
+	mw_utc_now(run.started, sizeof(run.started), false);
+	if (!(run.machine = mw_machine_describe(NULL))) {
+		mw_error_set(err, -ENOMEM, "", "", "out of memory");
+		st = MW_RUN_ENVIRONMENT;
+		goto out;
+	}
+	if ((st = row->execute(&run, err)) != MW_RUN_DONE)
+		goto out;
+	if (mw_run_stopped() && !run.stop_why[0])
+		snprintf(run.stop_why, sizeof(run.stop_why), "interrupted by %s",
+			 mw_run_stop_name());
+	doc = mw_record_build(&run);
+	if (!doc) {
+		mw_error_set(err, -ENOMEM, "", "", "cannot build the result record");
+		st = MW_RUN_ENVIRONMENT;
+		goto out;
+	}
+	if (mw_result_derive(doc, "(this run)", err)) {
+		json_decref(doc);
+		st = MW_RUN_ENVIRONMENT;
+		goto out;
+	}
+	if (row->summarize)
+		row->summarize(&run, doc);
+	*out = doc;
+	st = run.stop_why[0] ? MW_RUN_INTERRUPTED : MW_RUN_DONE;
+out:
+	mw_run_signals_restore(&sigs);
+	row->close(&run);
+	run_free(&run);
+	return st;
+}

@@ -1,0 +1,83 @@
+/* src/run/record_build.c: a run's result record, built in one place for every engine.
+ *
+ * What is raw is written here; what is derived from it (figures, summary, acceptance) is
+ * computed by mw_result_derive, which `memwall validate` runs again on the file. */
+#include <string.h>
+
+#include "pipeline.h"
+#include "result.h"
+#include "version.h"
+
+/* MW_GIT_DESCRIBE split into the commit (without "+dirty") and whether the tree was dirty. */
+static void git_split(char *commit, size_t n, bool *dirty)
+{
+	snprintf(commit, n, "%s", MW_GIT_DESCRIBE);
+	char *plus = strstr(commit, "+dirty");
+	*dirty = plus != NULL;
+	if (plus)
+		*plus = '\0';
+}
+
+static json_t *memwall_json(const struct mw_run *run)
+{
+	char commit[128];
+	bool dirty;
+	git_split(commit, sizeof(commit), &dirty);
+	json_t *cmd = json_array();
+	for (int i = 0; cmd && i < run->o->argc; i++)
+		json_array_append_new(cmd, json_string(run->o->argv[i]));
+	return json_pack("{s:s, s:s, s:b, s:o, s:o, s:o}", "version", mw_version(), "git_commit",
+			 commit, "git_dirty", dirty, "command", cmd, "kernels",
+			 run->kernels ? json_string(run->kernels) : json_null(), "environment",
+			 mw_environment_allowed());
+}
+
+static json_t *model_json(const struct mw_run *run)
+{
+	const struct mw_protocol *p = run->p;
+	const struct mw_plan *pl = &run->plan;
+	json_t *synth = p->model.synth_shape
+		? json_pack("{s:s, s:I}", "shape", p->model.synth_shape, "seed",
+			    (json_int_t)p->model.synth_seed)
+		: json_null();
+	json_t *m = json_pack("{s:s, s:s, s:s, s:I, s:s, s:b, s:o, s:n, s:n, s:n}", "format",
+			      mw_format_name(p->model.format), "name", pl->model_name, "path",
+			      pl->model_path, "file_bytes", (json_int_t)pl->model_bytes, "sha256",
+			      pl->model_sha256, "synthetic", p->model.synth_shape != NULL, "synth",
+			      synth, "arch", "shape", "weight_bytes");
+	/* The row's facts (a synthetic label in the file itself, arch, shape) win. */
+	if (m && run->model)
+		json_object_update(m, run->model);
+	return m;
+}
+
+static json_t *counters_json(const struct mw_run *run)
+{
+	return json_pack("{s:o, s:o, s:O}", "dram", mw_counters_dram_json(&run->ctr), "energy",
+			 mw_counters_energy_json(&run->ctr), "software",
+			 run->software ? run->software : json_array());
+}
+
+json_t *mw_record_build(const struct mw_run *run)
+{
+	const struct mw_protocol *p = run->p;
+	bool complete = !run->stop_why[0];
+	json_t *doc = json_pack(
+		"{s:s, s:s, s:b, s:o, s:s, s:o, s:{s:s, s:s, s:s},"
+		" s:{s:s, s:s, s:s, s:O, s:O}, s:o, s:O, s:O, s:o, s:O, s:O, s:{}, s:{}}",
+		"schema", MW_RESULT_SCHEMA_ID, "kind", "run", "complete", complete,
+		"incomplete_reason", complete ? json_null() : json_string(run->stop_why),
+		"created_utc", run->started, "memwall", memwall_json(run),
+		"units", "MB", "10^6 bytes", "MiB", "2^20 bytes", "time",
+		"ns unless the key names another unit",
+		"protocol", "name", p->name, "source", p->source, "sha256", p->sha256, "document",
+		p->doc, "overrides", run->plan.overrides,
+		"model", model_json(run), "engine", run->engine,
+		"machine", run->machine, "counters", counters_json(run),
+		"drift", run->drift, "runs", run->runs, "summary", "acceptance");
+	if (doc && run->preflight)
+		json_object_set(doc, "preflight", run->preflight);
+	if (doc && run->external)
+		json_object_set(doc, "external", run->external);
+	return doc;
+}
