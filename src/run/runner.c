@@ -78,8 +78,8 @@ static void snap_take(struct runner *r, struct snap *s)
 	s->energy = false;
 	if (r->dram && prb_dram_read(r->dram, r->cur) == 0) {
 		s->dram = true;
-		s->rd = r->cur->read_bytes;
-		s->wr = r->cur->write_bytes;
+		s->rd = r->cur->read.bytes;
+		s->wr = r->cur->write.bytes;
 	}
 	if (r->eset && prb_set_read(r->eset, r->ereadings) == 0) {
 		const struct prb_reading *e = &r->ereadings[r->eidx];
@@ -625,8 +625,8 @@ static json_t *run_once(struct runner *r, struct eng_session *sess, struct eng_s
 		for (int k = 0; k < r->cur->n_instances; k++)
 			json_array_append_new(split, json_pack(
 				"{s:s, s:I, s:I}", "pmu", prb_dram_status(r->dram)->instances[k].pmu,
-				"read_bytes", (json_int_t)(r->cur->inst[k].read_bytes - r->dec0->inst[k].read_bytes),
-				"write_bytes", (json_int_t)(r->cur->inst[k].write_bytes - r->dec0->inst[k].write_bytes)));
+				"read_bytes", (json_int_t)(r->cur->inst[k].read.bytes - r->dec0->inst[k].read.bytes),
+				"write_bytes", (json_int_t)(r->cur->inst[k].write.bytes - r->dec0->inst[k].write.bytes)));
 		json_object_set_new(dec, "dram_instances", split);
 	}
 	json_t *ids = json_array(), *ej = json_array();

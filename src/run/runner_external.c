@@ -372,8 +372,8 @@ static bool idle_window(struct ext *x, uint64_t *ns, uint64_t *rd, uint64_t *wr)
 	if (!dram_read(x, x->d1))
 		return false;
 	*ns += mw_now_ns() - t0;
-	*rd += prb_counter_delta(x->d1->read_bytes, x->d0->read_bytes, 64);
-	*wr += prb_counter_delta(x->d1->write_bytes, x->d0->write_bytes, 64);
+	*rd += prb_counter_delta(x->d1->read.bytes, x->d0->read.bytes, 64);
+	*wr += prb_counter_delta(x->d1->write.bytes, x->d0->write.bytes, 64);
 	return true;
 }
 
@@ -447,8 +447,8 @@ static int process_once(struct ext *x, const char *path, const char *model, long
 		goto out;
 	}
 	dram_ok &= dram_read(x, x->d1);
-	uint64_t rd = prb_counter_delta(x->d1->read_bytes, x->d0->read_bytes, 64);
-	uint64_t wr = prb_counter_delta(x->d1->write_bytes, x->d0->write_bytes, 64);
+	uint64_t rd = prb_counter_delta(x->d1->read.bytes, x->d0->read.bytes, 64);
+	uint64_t wr = prb_counter_delta(x->d1->write.bytes, x->d0->write.bytes, 64);
 	json_t *sw = software_json(x);
 	dram_ok &= idle_window(x, &ia_ns, &ia_rd, &ia_wr);
 
