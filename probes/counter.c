@@ -108,6 +108,7 @@ static const struct counter_ops *const all_ops[] = {
 	&counter_libperf_ops,
 #endif
 	&counter_syscall_ops,
+	&counter_sim_ops, /* only when asked for by name: never the default */
 };
 
 const struct counter_ops *counter_ops_get(void)
@@ -148,6 +149,67 @@ int counter_open_member(struct counter **out, const struct perf_event_attr *attr
 	if (e)
 		return e;
 	return ops->open_member ? ops->open_member(out, attr, pid, cpu, leader) : -EOPNOTSUPP;
+}
+
+unsigned counter_bits(struct counter *c)
+{
+	const struct counter_ops *ops = counter_ops_get();
+	unsigned bits = ops->bits ? ops->bits(c) : 64;
+	return bits >= 1 && bits <= 64 ? bits : 64;
+}
+
+/* ---- file counters */
+
+struct plain_file {
+	struct file_counter f;
+	char path[512];
+};
+
+static int plain_read(struct file_counter *ff, uint64_t *v)
+{
+	/* resctrl prints these instead of a number when the hardware gave none (the RMID's
+	 * counter is not assigned or was reset: rdtgroup_mondata_show in the kernel's
+	 * ctrlmondata.c, and Documentation/filesystems/resctrl.rst) */
+	static const char *const no_value[] = { "Unavailable", "Error", "Unassigned" };
+	struct plain_file *f = (struct plain_file *)ff;
+	char buf[64];
+	int rc = sysfs_read(f->path, buf, sizeof(buf), NULL);
+	if (rc < 0)
+		return rc;
+	for (size_t i = 0; i < ARRAY_SIZE(no_value); i++)
+		if (!strcmp(buf, no_value[i]))
+			return -ENODATA;
+	char *end = NULL;
+	errno = 0;
+	*v = strtoull(buf, &end, 10);
+	return errno || !buf[0] || *end || buf[0] == '-' ? -EIO : 0;
+}
+
+static void plain_close(struct file_counter *f)
+{
+	free(f);
+}
+
+int file_counter_open(struct file_counter **out, const char *path)
+{
+	*out = NULL;
+	if (counter_ops_get() == &counter_sim_ops) {
+		int rc = sim_file_open(out, path);
+		if (rc != -ENOENT)
+			return rc;
+	}
+	struct plain_file *f = calloc(1, sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	if (fmt_into(f->path, "%s", path) < 0) {
+		free(f);
+		return -ENAMETOOLONG;
+	}
+	f->f.read = plain_read;
+	f->f.close = plain_close;
+	f->f.bits = 64;
+	*out = &f->f;
+	return 0;
 }
 
 void prb_reading_scale(struct prb_reading *r)

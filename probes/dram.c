@@ -35,9 +35,15 @@ const char *const *prb_dram_backends(void)
 	return names;
 }
 
+/* One event (or one file) and its reading at open: bytes since open are taken from raw
+ * differences against it, modulo the counter's width, so a counter that wraps between reads
+ * is still counted (the kernel's are 64 bits wide and in practice never wrap; see
+ * counter_ops.bits and file_counter.bits). */
 struct dram_counter {
 	struct counter *c;
-	uint64_t base; /* resctrl: the byte count at open */
+	struct file_counter *f; /* file instances (resctrl) */
+	uint64_t v0, ena0, run0;  /* value and times read at open */
+	unsigned bits;
 };
 
 struct prb_dram {
@@ -124,7 +130,11 @@ static void status_fill(struct prb_dram_status *st, const struct dram_backend *b
 {
 	snprintf(st->backend, sizeof(st->backend), "%s", b->name);
 	snprintf(st->description, sizeof(st->description), "%s", b->description);
-	st->flags = b->flags;
+	st->provides = b->provides;
+	/* TOTAL_ONLY is kept for its readers, derived here so it cannot disagree with provides */
+	st->flags = b->flags & ~(unsigned)PRB_DRAM_TOTAL_ONLY;
+	if ((b->provides & (PRB_DRAM_READ | PRB_DRAM_WRITE)) != (PRB_DRAM_READ | PRB_DRAM_WRITE))
+		st->flags |= PRB_DRAM_TOTAL_ONLY;
 	snprintf(st->caveat, sizeof(st->caveat), "%s", b->caveat ? b->caveat : "");
 	st->n_instances = plan->n;
 	for (int i = 0; i < plan->n; i++) {
@@ -220,18 +230,6 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static int file_u64(const char *path, uint64_t *v)
-{
-	char buf[64];
-	int rc = sysfs_read(path, buf, sizeof(buf), NULL);
-	if (rc < 0)
-		return rc;
-	char *end = NULL;
-	errno = 0;
-	*v = strtoull(buf, &end, 10);
-	return errno || !buf[0] || *end ? -EIO : 0;
-}
-
 static void close_instance(struct prb_dram *d, int i)
 {
 	const struct counter_ops *ops = counter_ops_get();
@@ -240,6 +238,9 @@ static void close_instance(struct prb_dram *d, int i)
 			ops->close(d->ctr[i][j].c);
 		d->ctr[i][j].c = NULL;
 	}
+	if (d->ctr[i][0].f)
+		d->ctr[i][0].f->close(d->ctr[i][0].f);
+	d->ctr[i][0].f = NULL;
 	d->grouped[i] = false;
 }
 
@@ -278,6 +279,72 @@ static int open_instance(struct prb_dram *d, int i, bool group, char *what, size
 	return 0;
 }
 
+static unsigned narrower(unsigned a, unsigned b)
+{
+	a = a >= 1 && a <= 64 ? a : 64;
+	b = b >= 1 && b <= 64 ? b : 64;
+	return a < b ? a : b;
+}
+
+/* Reads instance i's events raw: v[j] = { value, time_enabled, time_running } and rcs[j] 0 or
+ * the read's negative errno. One read per event, or one for the group. */
+static void read_raw(struct prb_dram *d, int i, uint64_t v[][3], int *rcs)
+{
+	const struct counter_ops *ops = counter_ops_get();
+	const struct dram_instance *in = &d->plan.inst[i];
+	uint64_t group[3 + PRB_DRAM_MAX_EVENTS];
+	int grc = 0;
+
+	if (d->grouped[i])
+		grc = ops->read_group(d->ctr[i][0].c, group, ARRAY_SIZE(group));
+	for (int j = 0; j < in->n_events; j++) {
+		if (!d->grouped[i]) {
+			rcs[j] = ops->read(d->ctr[i][j].c, v[j]);
+			continue;
+		}
+		rcs[j] = grc < 0 ? grc : group[0] != (uint64_t)in->n_events ? -EIO : 0;
+		v[j][0] = group[3 + j];
+		v[j][1] = group[1];
+		v[j][2] = group[2];
+	}
+}
+
+/* The reading at open, that every later one is taken against. */
+static int read_base(struct prb_dram *d, int i, char *what, size_t n)
+{
+	const struct dram_instance *in = &d->plan.inst[i];
+	uint64_t v[PRB_DRAM_MAX_EVENTS][3];
+	int rcs[PRB_DRAM_MAX_EVENTS];
+
+	if (!in->pmu) {
+		struct dram_counter *dc = &d->ctr[i][0];
+		int rc = dc->f->read(dc->f, &dc->v0);
+		if (rc == -ENODATA)
+			snprintf(what, n, "%s reads \"Unavailable\" or \"Error\": resctrl has no count "
+				 "for this domain now (its RMID is not being counted); try again, or "
+				 "use another backend", in->path);
+		else if (rc < 0)
+			snprintf(what, n, "%s: cannot read: %s", in->path, strerror(-rc));
+		dc->bits = narrower(dc->f->bits, in->counter_bits);
+		return rc;
+	}
+	read_raw(d, i, v, rcs);
+	for (int j = 0; j < in->n_events; j++) {
+		struct dram_counter *dc = &d->ctr[i][j];
+		if (rcs[j] < 0) {
+			snprintf(what, n, "%s (cpu %d, config 0x%llx): the first read failed: %s",
+				 in->name, in->cpu, (unsigned long long)in->events[j].attr.config,
+				 strerror(-rcs[j]));
+			return rcs[j];
+		}
+		dc->v0 = v[j][0];
+		dc->ena0 = v[j][1];
+		dc->run0 = v[j][2];
+		dc->bits = narrower(counter_bits(dc->c), in->counter_bits);
+	}
+	return 0;
+}
+
 int prb_dram_open(struct prb_dram **out, const struct prb_system *sys,
 		  const struct prb_dram_options *opt, struct prb_dram_status *st)
 {
@@ -294,23 +361,28 @@ int prb_dram_open(struct prb_dram **out, const struct prb_system *sys,
 	d->t0 = now_ns();
 	for (int i = 0; i < d->plan.n; i++) {
 		struct dram_instance *in = &d->plan.inst[i];
+		char what[640];
 		if (!in->pmu) {
-			rc = file_u64(in->path, &d->ctr[i][0].base);
+			rc = file_counter_open(&d->ctr[i][0].f, in->path);
 			if (rc < 0) {
-				snprintf(st->reason, sizeof(st->reason), "%s: cannot read: %s", in->path,
+				snprintf(st->reason, sizeof(st->reason), "%s: cannot open: %s", in->path,
 					 strerror(-rc));
 				goto out;
 			}
-			continue;
+		} else {
+			rc = -EOPNOTSUPP;
+			if (!d->plan.no_group && in->n_events > 1 && counter_ops_get()->read_group)
+				rc = open_instance(d, i, true, what, sizeof(what));
+			if (rc < 0) /* no groups in this layer, or the PMU refused one: one by one */
+				rc = open_instance(d, i, false, what, sizeof(what));
+			if (rc < 0) {
+				snprintf(st->reason, sizeof(st->reason), "%s", prb_explain(rc, what));
+				goto out;
+			}
 		}
-		char what[160];
-		rc = -EOPNOTSUPP;
-		if (!d->plan.no_group && in->n_events > 1 && counter_ops_get()->read_group)
-			rc = open_instance(d, i, true, what, sizeof(what));
-		if (rc < 0) /* no groups in this layer, or the PMU refused one: event by event */
-			rc = open_instance(d, i, false, what, sizeof(what));
+		rc = read_base(d, i, what, sizeof(what));
 		if (rc < 0) {
-			snprintf(st->reason, sizeof(st->reason), "%s", prb_explain(rc, what));
+			snprintf(st->reason, sizeof(st->reason), "%s", what);
 			goto out;
 		}
 	}
@@ -333,68 +405,159 @@ static uint64_t to_bytes(double count, double bytes_per_count)
 	return (uint64_t)llround(count * bytes_per_count);
 }
 
-int prb_dram_read(struct prb_dram *d, struct prb_dram_sample *s)
+/* Adds one contribution to a figure: measured only while every contribution is; the first
+ * one that is not gives the figure its state. */
+static void add_bytes(struct prb_bytes *fig, enum prb_state state, uint64_t bytes)
 {
-	const struct counter_ops *ops = counter_ops_get();
+	if (fig->state != PRB_MEASURED)
+		return;
+	if (state != PRB_MEASURED) {
+		fig->state = state;
+		fig->bytes = 0;
+		return;
+	}
+	fig->bytes += bytes;
+}
+
+/* A figure the backend does not count. */
+static void not_provided(struct prb_bytes *fig, unsigned provides, unsigned which)
+{
+	if (!(provides & which))
+		*fig = (struct prb_bytes){ 0, PRB_NOT_PROVIDED };
+}
+
+/* Instance i's bytes since open. Returns 0 or -EIO when a read failed. */
+static int read_instance(struct prb_dram *d, int i, struct prb_dram_instance_sample *is)
+{
+	const struct dram_instance *in = &d->plan.inst[i];
+	uint64_t v[PRB_DRAM_MAX_EVENTS][3];
+	int rcs[PRB_DRAM_MAX_EVENTS];
 	int rc = 0;
-	s->n_instances = d->plan.n;
-	s->read_bytes = s->write_bytes = s->total_bytes = 0;
-	s->reading_flags = 0;
-	for (int i = 0; i < d->plan.n; i++) {
-		const struct dram_instance *in = &d->plan.inst[i];
-		struct prb_dram_instance_sample *is = &s->inst[i];
-		memset(is, 0, sizeof(*is));
-		if (!in->pmu) {
-			uint64_t v;
-			if (file_u64(in->path, &v) < 0) {
-				is->reading_flags |= PRB_READING_NOT_COUNTED;
-				rc = -EIO;
-			} else {
-				is->total_bytes = prb_counter_delta(v, d->ctr[i][0].base, in->counter_bits);
-			}
-			is->time_enabled = is->time_running = now_ns() - d->t0;
-		}
-		uint64_t group[3 + PRB_DRAM_MAX_EVENTS];
-		bool readable = in->pmu != NULL;
-		if (readable && d->grouped[i] &&
-		    ops->read_group(d->ctr[i][0].c, group, ARRAY_SIZE(group)) < 0) {
+
+	memset(is, 0, sizeof(*is));
+	if (!in->pmu) {
+		struct dram_counter *dc = &d->ctr[i][0];
+		uint64_t val = 0;
+		/* a file has no times of its own: the time since open stands for both */
+		is->time_enabled = is->time_running = now_ns() - d->t0;
+		if (dc->f->read(dc->f, &val) < 0) {
 			is->reading_flags |= PRB_READING_NOT_COUNTED;
+			add_bytes(&is->total, PRB_READ_FAILED, 0);
 			rc = -EIO;
-			readable = false;
+		} else {
+			add_bytes(&is->total, PRB_MEASURED, prb_counter_delta(val, dc->v0, dc->bits));
 		}
-		for (int j = 0; readable && j < in->n_events; j++) {
-			const struct dram_event *ev = &in->events[j];
-			uint64_t v[3];
-			if (d->grouped[i]) {
-				v[0] = group[3 + j];
-				v[1] = group[1];
-				v[2] = group[2];
-			} else if (ops->read(d->ctr[i][j].c, v) < 0) {
-				is->reading_flags |= PRB_READING_NOT_COUNTED;
-				rc = -EIO;
-				continue;
-			}
-			struct prb_reading r = { .value = v[0], .time_enabled = v[1], .time_running = v[2] };
+	} else {
+		read_raw(d, i, v, rcs);
+	}
+	for (int j = 0; in->pmu && j < in->n_events; j++) {
+		const struct dram_event *ev = &in->events[j];
+		const struct dram_counter *dc = &d->ctr[i][j];
+		struct prb_bytes *dir = ev->dir == DRAM_READ ? &is->read :
+					ev->dir == DRAM_WRITE ? &is->write : NULL;
+		enum prb_state state = PRB_MEASURED;
+		uint64_t bytes = 0;
+
+		if (rcs[j] < 0) {
+			is->reading_flags |= PRB_READING_NOT_COUNTED;
+			state = PRB_READ_FAILED;
+			rc = -EIO;
+		} else {
+			/* the interval since open, scaled by its own enabled/running times: a
+			 * counter that did not run over it has no value, whatever it read */
+			struct prb_reading r = {
+				.value = prb_counter_delta(v[j][0], dc->v0, dc->bits),
+				.time_enabled = v[j][1] - dc->ena0,
+				.time_running = v[j][2] - dc->run0,
+			};
 			prb_reading_scale(&r);
 			is->reading_flags |= r.flags;
 			if (r.time_enabled > is->time_enabled)
 				is->time_enabled = r.time_enabled;
 			if (j == 0 || r.time_running < is->time_running)
 				is->time_running = r.time_running;
-			uint64_t bytes = to_bytes(r.count, ev->bytes_per_count);
-			if (ev->dir == DRAM_READ)
-				is->read_bytes += bytes;
-			else if (ev->dir == DRAM_WRITE)
-				is->write_bytes += bytes;
-			is->total_bytes += bytes;
+			if (r.flags & PRB_READING_NOT_COUNTED)
+				state = PRB_NOT_RUN;
+			else
+				bytes = to_bytes(r.count, ev->bytes_per_count);
 		}
-		s->read_bytes += is->read_bytes;
-		s->write_bytes += is->write_bytes;
-		s->total_bytes += is->total_bytes;
+		if (dir)
+			add_bytes(dir, state, bytes);
+		add_bytes(&is->total, state, bytes);
+	}
+	not_provided(&is->read, d->status.provides, PRB_DRAM_READ);
+	not_provided(&is->write, d->status.provides, PRB_DRAM_WRITE);
+	not_provided(&is->total, d->status.provides, PRB_DRAM_TOTAL);
+	return rc;
+}
+
+/* A sum over instances: measured only when every instance's figure is. */
+static void sum_into(struct prb_bytes *sum, const struct prb_bytes *fig, bool first)
+{
+	if (first)
+		*sum = (struct prb_bytes){ 0, PRB_MEASURED };
+	add_bytes(sum, fig->state, fig->bytes);
+}
+
+int prb_dram_read(struct prb_dram *d, struct prb_dram_sample *s)
+{
+	int rc = 0;
+	s->n_instances = d->plan.n;
+	s->reading_flags = 0;
+	s->read = s->write = s->total = (struct prb_bytes){ 0, PRB_MEASURED };
+	for (int i = 0; i < d->plan.n; i++) {
+		struct prb_dram_instance_sample *is = &s->inst[i];
+		if (read_instance(d, i, is) < 0)
+			rc = -EIO;
+		sum_into(&s->read, &is->read, i == 0);
+		sum_into(&s->write, &is->write, i == 0);
+		sum_into(&s->total, &is->total, i == 0);
 		s->reading_flags |= is->reading_flags;
 	}
 	if (rc == 0 && d->forbid_scaling &&
-		 (s->reading_flags & (PRB_READING_SCALED | PRB_READING_NOT_COUNTED)))
+	    (s->reading_flags & (PRB_READING_SCALED | PRB_READING_NOT_COUNTED)))
 		rc = -ERANGE;
 	return rc;
+}
+
+static void bytes_delta(const struct prb_bytes *later, const struct prb_bytes *earlier,
+			struct prb_bytes *out)
+{
+	if (later->state != PRB_MEASURED)
+		*out = (struct prb_bytes){ 0, later->state };
+	else if (earlier->state != PRB_MEASURED)
+		*out = (struct prb_bytes){ 0, earlier->state };
+	else
+		*out = (struct prb_bytes){ later->bytes - earlier->bytes, PRB_MEASURED };
+}
+
+void prb_dram_sample_delta(const struct prb_dram_sample *later,
+			   const struct prb_dram_sample *earlier, struct prb_dram_sample *out)
+{
+	int n = later->n_instances;
+	for (int i = 0; i < n && i < PRB_DRAM_MAX_INSTANCES; i++) {
+		const struct prb_dram_instance_sample *a = &later->inst[i], *b = &earlier->inst[i];
+		struct prb_dram_instance_sample *o = &out->inst[i];
+		unsigned flags = a->reading_flags | b->reading_flags;
+		if (i >= earlier->n_instances) {
+			/* nothing to take it from: not a value (samples of one prb_dram never
+			 * differ in size) */
+			static const struct prb_dram_instance_sample none = {
+				.read = { 0, PRB_READ_FAILED }, .write = { 0, PRB_READ_FAILED },
+				.total = { 0, PRB_READ_FAILED },
+			};
+			b = &none;
+		}
+		bytes_delta(&a->read, &b->read, &o->read);
+		bytes_delta(&a->write, &b->write, &o->write);
+		bytes_delta(&a->total, &b->total, &o->total);
+		o->time_enabled = a->time_enabled - b->time_enabled;
+		o->time_running = a->time_running - b->time_running;
+		o->reading_flags = flags;
+	}
+	bytes_delta(&later->read, &earlier->read, &out->read);
+	bytes_delta(&later->write, &earlier->write, &out->write);
+	bytes_delta(&later->total, &earlier->total, &out->total);
+	out->reading_flags = later->reading_flags | earlier->reading_flags;
+	out->n_instances = n;
 }

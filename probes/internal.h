@@ -43,9 +43,16 @@ struct counter_ops {
 	int (*open_member)(struct counter **out, const struct perf_event_attr *attr, int pid,
 			   int cpu, struct counter *leader);
 	int (*read_group)(struct counter *leader, uint64_t *buf, size_t n);
+	/* Optional (NULL: 64): how many bits wide the value is, so that the difference of two
+	 * reads can be taken modulo 2^bits. The kernel's values are 64 bits: the perf uncore
+	 * drivers take each hardware counter's delta modulo its own width (48 bits on Intel IMC,
+	 * uncore_perf_event_update in arch/x86/events/intel/uncore.c) and add it to the 64-bit
+	 * event count read(2) returns. Only the simulated layer is narrower, to test wrapping. */
+	unsigned (*bits)(struct counter *c);
 };
 
 extern const struct counter_ops counter_syscall_ops;
+extern const struct counter_ops counter_sim_ops;
 #if MW_HAVE_LIBPERF
 extern const struct counter_ops counter_libperf_ops;
 #endif
@@ -59,6 +66,25 @@ int counter_open(struct counter **out, const struct perf_event_attr *attr, int p
 /* counter_open for a group member; -EOPNOTSUPP when the layer has no groups. */
 int counter_open_member(struct counter **out, const struct perf_event_attr *attr, int pid,
 			int cpu, struct counter *leader);
+/* The width of c's value in the layer in use: 64 unless the layer says otherwise. */
+unsigned counter_bits(struct counter *c);
+
+/* ---- byte counters kept in files (resctrl's mbm_total_bytes), behind a seam the simulated
+ * layer takes over for the files its script names, so a test can make them grow per read. */
+
+struct file_counter {
+	/* 0 and *v; -ENODATA when the file says there is no value ("Unavailable", "Error",
+	 * "Unassigned": resctrl's rdtgroup_mondata_show), -EIO when it is not a number, or
+	 * another negative errno from open/read */
+	int (*read)(struct file_counter *f, uint64_t *v);
+	void (*close)(struct file_counter *f);
+	unsigned bits; /* 64: resctrl keeps the count 64 bits wide across the hardware's overflow */
+};
+
+/* Opens path as a byte counter (nothing is read yet). */
+int file_counter_open(struct file_counter **out, const char *path);
+/* The simulated layer's file counter for path, or -ENOENT when its script does not name it. */
+int sim_file_open(struct file_counter **out, const char *path);
 
 /* ---- core events through libpfm4 (its headers clash with linux/perf_event.h, so it lives in
  * core_pfm.c behind this plain interface). Returns 0 or -ENOENT with why. */
@@ -82,7 +108,9 @@ struct dram_instance {
 	int n_events;
 	struct dram_event events[PRB_DRAM_MAX_EVENTS];
 	char path[512];            /* file backends (resctrl): the byte counter to read */
-	unsigned counter_bits;     /* width for wrap handling; 64 for perf */
+	unsigned counter_bits;     /* the width the backend knows its counters to have (64 for
+				    * perf and resctrl); the narrower of this and the counter
+				    * layer's width is used for wrap handling */
 };
 
 struct dram_plan {
@@ -94,7 +122,8 @@ struct dram_plan {
 struct dram_backend {
 	const char *name;
 	const char *description;
-	unsigned flags;      /* enum prb_dram_flags */
+	unsigned flags;      /* enum prb_dram_flags, but for TOTAL_ONLY (derived from provides) */
+	unsigned provides;   /* enum prb_dram_provides: the figures it counts */
 	bool no_group;       /* more events per instance than counters: read them one by one so
 			      * the kernel can multiplex them (a group is all or nothing) */
 	const char *caveat;  /* when PRB_DRAM_CAVEAT */

@@ -151,6 +151,30 @@ uint64_t prb_counter_delta(uint64_t later, uint64_t earlier, unsigned bits);
  * returned. */
 const char *prb_explain(int err, const char *event);
 
+/* ---------------------------------------------------------------- states */
+
+/* The state of a figure a probe produced: measured, or why there is no value. A figure that
+ * is not measured carries no number (bytes 0), so that "not counted" and "this backend has no
+ * such figure" can never be read downstream as a measured 0. */
+enum prb_state {
+	PRB_MEASURED = 0, /* counted over the whole interval (maybe scaled for multiplexing) */
+	PRB_NOT_RUN,      /* the counter exists but never ran: multiplexed out, never scheduled */
+	PRB_READ_FAILED,  /* the read failed (read(2) error, resctrl's "Unavailable"/"Error") */
+	PRB_NOT_PROVIDED, /* this backend has no such figure (no read/write split) */
+};
+
+/* "measured", "not-run", "read-failed", "not-provided"; "unknown" for anything else. Static
+ * storage. */
+const char *prb_state_name(enum prb_state s);
+/* One sentence for a record's reason field, e.g. why a figure is null. Static storage. */
+const char *prb_state_reason(enum prb_state s);
+
+/* Bytes with their state; bytes is 0 unless state == PRB_MEASURED. */
+struct prb_bytes {
+	uint64_t bytes;
+	enum prb_state state;
+};
+
 /* ---------------------------------------------------------------- DRAM */
 
 #define PRB_DRAM_MAX_INSTANCES 128
@@ -158,7 +182,16 @@ const char *prb_explain(int err, const char *event);
 
 enum prb_dram_flags {
 	PRB_DRAM_CAVEAT = 1u << 0,     /* known to be inexact: status.caveat says how */
-	PRB_DRAM_TOTAL_ONLY = 1u << 1, /* no read/write split: only total_bytes is measured */
+	PRB_DRAM_TOTAL_ONLY = 1u << 1, /* no read/write split (set exactly when provides lacks
+					* READ or WRITE; status.provides is the finer answer) */
+};
+
+/* The figures a backend counts. Read and write come together (a controller's CAS or data
+ * counters); total is read + write there, or the backend's own combined count. */
+enum prb_dram_provides {
+	PRB_DRAM_READ = 1u << 0,
+	PRB_DRAM_WRITE = 1u << 1,
+	PRB_DRAM_TOTAL = 1u << 2,
 };
 
 /* What prb_dram_open found or would use. Filled whether or not the open succeeds. */
@@ -167,6 +200,7 @@ struct prb_dram_status {
 	char backend[32];   /* "intel_imc_free", ...; "" when none was found */
 	char description[128];
 	unsigned flags;     /* enum prb_dram_flags */
+	unsigned provides;  /* enum prb_dram_provides; 0 when no backend was found */
 	char caveat[256];   /* "" unless PRB_DRAM_CAVEAT */
 	char reason[768];   /* when !available: why, and the fix */
 	int n_instances;    /* every instance the backend counts: all of them, always */
@@ -177,24 +211,33 @@ struct prb_dram_status {
 	char missing[512];  /* backends looked for and absent, each with why ("" if none) */
 };
 
-/* Per instance: bytes since open, with the raw readings behind them. */
+/* Per instance: bytes since open, each figure with its state. A figure the backend does not
+ * provide is PRB_NOT_PROVIDED; one fed by a counter that did not run over the interval is
+ * PRB_NOT_RUN; one whose read failed is PRB_READ_FAILED. */
 struct prb_dram_instance_sample {
-	uint64_t read_bytes;   /* 0 when status.flags has PRB_DRAM_TOTAL_ONLY (no split) */
-	uint64_t write_bytes;
-	uint64_t total_bytes;  /* read + write, or the backend's combined count */
-	uint64_t time_enabled; /* ns, of the instance's group */
-	uint64_t time_running;
-	unsigned reading_flags; /* enum prb_reading_flags, OR over the instance's events */
+	struct prb_bytes read, write;
+	struct prb_bytes total;  /* read + write, or the backend's combined count */
+	uint64_t time_enabled;   /* ns since open, of the instance's events (the longest) */
+	uint64_t time_running;   /* ns since open (the shortest: the least counted event) */
+	unsigned reading_flags;  /* enum prb_reading_flags, OR over the instance's events */
 };
 
+/* Sums over every instance. A sum is PRB_MEASURED only when that figure of every instance is:
+ * a partial set of controllers is never counted. Otherwise it takes the state of the first
+ * instance whose figure is not measured, and bytes 0. */
 struct prb_dram_sample {
 	int n_instances;
 	struct prb_dram_instance_sample inst[PRB_DRAM_MAX_INSTANCES];
-	uint64_t read_bytes;  /* sums over every instance */
-	uint64_t write_bytes;
-	uint64_t total_bytes;
+	struct prb_bytes read, write, total;
 	unsigned reading_flags; /* OR over every instance */
 };
+
+/* out = later - earlier, figure by figure and instance by instance: measured only when both
+ * sides are (else the later side's state when it is not measured, the earlier's otherwise);
+ * bytes modulo 2^64; times later - earlier; reading_flags the OR of both. out may be either
+ * input. */
+void prb_dram_sample_delta(const struct prb_dram_sample *later,
+			   const struct prb_dram_sample *earlier, struct prb_dram_sample *out);
 
 struct prb_dram_options {
 	const char *backend;  /* a backend name to insist on; NULL: the most accurate available */
@@ -220,12 +263,15 @@ int prb_dram_probe(const struct prb_system *sys, const struct prb_dram_options *
 int prb_dram_open(struct prb_dram **out, const struct prb_system *sys,
 		  const struct prb_dram_options *opt, struct prb_dram_status *st);
 void prb_dram_close(struct prb_dram *d);
-/* Bytes since open, per instance and summed; a per-token figure is the difference of two
- * samples. The hot path: one read(2) per memory controller where the counter layer has groups
- * (its events form one group), one per event otherwise (amd_df's 8 channel events must be
- * multiplexed on 4 counters, so they are never grouped). -ERANGE when a reading was
- * multiplexed and scaling is forbidden, -EIO when a counter read failed; s is still filled as
- * far as it got, with PRB_READING_NOT_COUNTED on what could not be read. */
+/* Bytes since open, per instance and summed, each figure with its state; a per-token figure
+ * is prb_dram_sample_delta of two samples. The hot path: one read(2) per memory controller
+ * where the counter layer has groups (its events form one group), one per event otherwise
+ * (amd_df's 8 channel events must be multiplexed on 4 counters, so they are never grouped).
+ * Raw counts are taken against the value read at open, modulo the counter's width, so a
+ * counter that wraps between reads is still counted. -ERANGE when a reading was multiplexed
+ * (or did not run) and scaling is forbidden, -EIO when a counter read failed; s is still
+ * filled in whole: what could not be read is PRB_READ_FAILED (and its reading_flags
+ * PRB_READING_NOT_COUNTED), what did not run PRB_NOT_RUN. */
 int prb_dram_read(struct prb_dram *d, struct prb_dram_sample *s);
 /* Borrowed; valid until prb_dram_close. */
 const struct prb_dram_status *prb_dram_status(const struct prb_dram *d);
@@ -271,9 +317,11 @@ int prb_set_read(struct prb_set *s, struct prb_reading *out);
 
 /* ---------------------------------------------------------------- counter backends */
 
-/* The layer that talks to the kernel: "syscall" (perf_event_open and read, always built) or
- * "libperf" (the kernel's tools/lib/perf, built when meson finds it). $MEMWALL_COUNTERS picks
- * one; the default is libperf where built. Static storage. */
+/* The layer that talks to the kernel: "syscall" (perf_event_open and read, always built),
+ * "libperf" (the kernel's tools/lib/perf, built when meson finds it) or "sim" (a simulated PMU
+ * replaying the counts scripted in the file $MEMWALL_SIM_SCRIPT, for tests; events the script
+ * does not name go to the syscall layer: probes/counter_sim.c). $MEMWALL_COUNTERS picks one;
+ * the default is libperf where built. Static storage. */
 const char *prb_counter_backend(void);
 
 #endif

@@ -62,6 +62,7 @@ static void test_arrow_lake(void)
 	check_instance(1, "uncore_imc_free_running_1", 0, 25, ev, 2);
 	/* the programmable uncore_imc_0/1 carry no CAS aliases: intel_imc_cas says so */
 	T_CONTAINS(st.missing, "intel_imc_cas: uncore_imc_0 has no cas_count_read alias");
+	T_EQ_INT(st.provides, PRB_DRAM_READ | PRB_DRAM_WRITE | PRB_DRAM_TOTAL);
 	prb_system_close(sys);
 }
 
@@ -244,8 +245,13 @@ static void test_resctrl_read(void)
 	if (d) {
 		T_EQ_INT(prb_dram_read(d, &s), 0);
 		T_EQ_INT(s.n_instances, 2);
-		T_EQ_U64(s.total_bytes, 0); /* unchanged since open */
-		T_EQ_U64(s.read_bytes, 0);
+		T_EQ_U64(s.total.bytes, 0); /* unchanged since open, and measured so */
+		T_EQ_INT(s.total.state, PRB_MEASURED);
+		/* no split: read and write are not a measured 0 but absent */
+		T_EQ_INT(s.read.state, PRB_NOT_PROVIDED);
+		T_EQ_INT(s.write.state, PRB_NOT_PROVIDED);
+		T_EQ_INT(s.inst[1].read.state, PRB_NOT_PROVIDED);
+		T_EQ_INT(st.provides, PRB_DRAM_TOTAL);
 		prb_dram_close(d);
 	}
 	prb_system_close(sys);

@@ -53,7 +53,8 @@ static int detect(const struct prb_system *sys, struct dram_plan *plan, char *wh
 const struct dram_backend dram_amd_df = {
 	.name = "amd_df",
 	.description = "AMD Zen 2/3 data fabric DRAM channel requests (64B), read+write combined",
-	.flags = PRB_DRAM_CAVEAT | PRB_DRAM_TOTAL_ONLY,
+	.provides = PRB_DRAM_TOTAL,
+	.flags = PRB_DRAM_CAVEAT,
 	.no_group = true,
 	.caveat = "approximate: data-fabric channel requests, not memory-controller counts; no "
 		  "read/write split; 8 channel events multiplexed on 4 counters; unpopulated "

@@ -39,5 +39,6 @@ static int detect(const struct prb_system *sys, struct dram_plan *plan, char *wh
 const struct dram_backend dram_amd_umc = {
 	.name = "amd_umc",
 	.description = "AMD UMC CAS commands (umc_cas_cmd.rd/wr), 64 bytes each",
+	.provides = PRB_DRAM_READ | PRB_DRAM_WRITE | PRB_DRAM_TOTAL,
 	.detect = detect,
 };

@@ -81,5 +81,6 @@ static int detect(const struct prb_system *sys, struct dram_plan *plan, char *wh
 const struct dram_backend dram_intel_imc_cas = {
 	.name = "intel_imc_cas",
 	.description = "Intel IMC CAS counts (cas_count_read/write, Granite Rapids sch0+sch1)",
+	.provides = PRB_DRAM_READ | PRB_DRAM_WRITE | PRB_DRAM_TOTAL,
 	.detect = detect,
 };

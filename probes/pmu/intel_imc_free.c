@@ -66,5 +66,6 @@ static int detect(const struct prb_system *sys, struct dram_plan *plan, char *wh
 const struct dram_backend dram_intel_imc_free = {
 	.name = "intel_imc_free",
 	.description = "Intel client IMC data counters (data_read/data_write), 64 bytes each",
+	.provides = PRB_DRAM_READ | PRB_DRAM_WRITE | PRB_DRAM_TOTAL,
 	.detect = detect,
 };

@@ -46,7 +46,8 @@ static int detect(const struct prb_system *sys, struct dram_plan *plan, char *wh
 const struct dram_backend dram_resctrl = {
 	.name = "resctrl",
 	.description = "Linux resctrl MBM mbm_total_bytes per L3 domain",
-	.flags = PRB_DRAM_CAVEAT | PRB_DRAM_TOTAL_ONLY,
+	.provides = PRB_DRAM_TOTAL,
+	.flags = PRB_DRAM_CAVEAT,
 	.caveat = "core-originated traffic only (resctrl MBM): device DMA is not counted, and "
 		  "there is no read/write split",
 	.detect = detect,

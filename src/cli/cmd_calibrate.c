@@ -128,9 +128,22 @@ static double error_pct(uint64_t counted, uint64_t expected)
 	return ((double)counted - (double)expected) * 100.0 / (double)expected;
 }
 
-/* One pass: counters before and after one streaming run. */
+static bool measured(const struct prb_bytes *b)
+{
+	return b->state == PRB_MEASURED;
+}
+
+/* A figure as a record holds it: its bytes when measured, null otherwise (the state beside it
+ * says why). */
+static json_t *bytes_json(const struct prb_bytes *b)
+{
+	return measured(b) ? json_integer((json_int_t)b->bytes) : json_null();
+}
+
+/* One pass: counters before and after one streaming run. -ENODATA, with *why, when a figure
+ * the pass checks was not counted. */
 static int run_pass(struct eng_stream *es, struct prb_dram *d, const struct pass *p,
-		    const struct prb_dram_status *st, json_t *out, double *worst)
+		    const struct prb_dram_status *st, json_t *out, double *worst, const char **why)
 {
 	struct prb_dram_sample *a = malloc(sizeof(*a)), *b = malloc(sizeof(*b));
 	struct eng_stream_sample s;
@@ -155,35 +168,49 @@ static int run_pass(struct eng_stream *es, struct prb_dram *d, const struct pass
 	 * one extra read per written byte (the write-allocate the STREAM byte count leaves out) */
 	uint64_t exp_read = s.bytes_read + (nt ? 0 : s.bytes_written);
 	uint64_t exp_write = s.bytes_written;
-	uint64_t got_read = prb_counter_delta(b->read_bytes, a->read_bytes, 64);
-	uint64_t got_write = prb_counter_delta(b->write_bytes, a->write_bytes, 64);
-	uint64_t got_total = prb_counter_delta(b->total_bytes, a->total_bytes, 64);
-	bool split = !(st->flags & PRB_DRAM_TOTAL_ONLY);
-	double e_read = split ? error_pct(got_read, exp_read) : NAN;
-	double e_write = split ? error_pct(got_write, exp_write) : NAN;
-	double e_total = error_pct(got_total, exp_read + exp_write);
+	/* b becomes what was counted over the pass; a figure is a number only when measured */
+	prb_dram_sample_delta(b, a, b);
+	const struct prb_bytes *got[3] = { &b->read, &b->write, &b->total };
+	bool split = (st->provides & (PRB_DRAM_READ | PRB_DRAM_WRITE)) ==
+		     (PRB_DRAM_READ | PRB_DRAM_WRITE);
+	double e_read = measured(&b->read) ? error_pct(b->read.bytes, exp_read) : NAN;
+	double e_write = measured(&b->write) ? error_pct(b->write.bytes, exp_write) : NAN;
+	double e_total = measured(&b->total) ? error_pct(b->total.bytes, exp_read + exp_write) : NAN;
 
 	json_t *inst = json_array();
 	for (int i = 0; i < b->n_instances; i++) {
-		uint64_t t = prb_counter_delta(b->inst[i].total_bytes, a->inst[i].total_bytes, 64);
-		json_array_append_new(inst, json_pack("{s:s, s:i, s:I, s:I, s:I, s:o}",
+		const struct prb_dram_instance_sample *is = &b->inst[i];
+		json_array_append_new(inst, json_pack("{s:s, s:i, s:o, s:o, s:o, s:s, s:o}",
 			"pmu", st->instances[i].pmu, "cpu", st->instances[i].cpu,
-			"read_bytes", (json_int_t)prb_counter_delta(b->inst[i].read_bytes, a->inst[i].read_bytes, 64),
-			"write_bytes", (json_int_t)prb_counter_delta(b->inst[i].write_bytes, a->inst[i].write_bytes, 64),
-			"total_bytes", (json_int_t)t,
-			"share_pct", got_total ? json_real((double)t * 100.0 / (double)got_total) : json_null()));
+			"read_bytes", bytes_json(&is->read), "write_bytes", bytes_json(&is->write),
+			"total_bytes", bytes_json(&is->total), "total_state",
+			prb_state_name(is->total.state),
+			"share_pct", measured(&is->total) && measured(&b->total) && b->total.bytes ?
+				json_real((double)is->total.bytes * 100.0 / (double)b->total.bytes) :
+				json_null()));
 	}
 	json_object_set_new(out, p->name, json_pack(
-		"{s:s, s:b, s:f, s:{s:I, s:I}, s:{s:I, s:I, s:I}, s:{s:o, s:o, s:o}, s:b, s:o}",
+		"{s:s, s:b, s:f, s:{s:I, s:I}, s:{s:o, s:o, s:o}, s:{s:s, s:s, s:s}, "
+		"s:{s:o, s:o, s:o}, s:b, s:o}",
 		"kernel", p->kind == ENG_STREAM_READ ? "read" : "copy", "nontemporal", nt,
 		"seconds", s.seconds,
 		"expected", "read_bytes", (json_int_t)exp_read, "write_bytes", (json_int_t)exp_write,
-		"counted", "read_bytes", (json_int_t)got_read, "write_bytes", (json_int_t)got_write,
-		"total_bytes", (json_int_t)got_total,
+		"counted", "read_bytes", bytes_json(&b->read), "write_bytes", bytes_json(&b->write),
+		"total_bytes", bytes_json(&b->total),
+		"counted_state", "read", prb_state_name(b->read.state), "write",
+		prb_state_name(b->write.state), "total", prb_state_name(b->total.state),
 		"error_pct", "read", mw_json_num(e_read), "write", mw_json_num(e_write), "total",
 		mw_json_num(e_total),
 		"multiplexed", (b->reading_flags & PRB_READING_SCALED) != 0,
 		"instances", inst));
+	/* the figures this pass checks must have been counted: an error taken over nothing
+	 * would let --max-error pass on a counter that never ran */
+	for (int k = split ? 0 : 2; k < (split ? 2 : 3); k++)
+		if (!measured(got[k]) && (k != 1 || exp_write)) {
+			*why = prb_state_reason(got[k]->state);
+			rc = -ENODATA;
+			goto out;
+		}
 	/* the worst error over the directions this pass was meant to exercise */
 	double checks[] = { split ? e_read : e_total, split && exp_write ? e_write : NAN };
 	for (size_t i = 0; i < 2; i++)
@@ -218,10 +245,15 @@ static void print_text(json_t *r)
 						       { "write", "write_bytes" } };
 		for (size_t i = 0; i < 2; i++) {
 			json_t *ep = json_object_get(err, dirs[i][0]);
-			printf("  %-6s expected %14.1f MB  counted %14.1f MB  error %s",
-			       dirs[i][0], (double)json_integer_value(json_object_get(e, dirs[i][1])) / 1e6,
-			       (double)json_integer_value(json_object_get(c, dirs[i][1])) / 1e6,
-			       json_is_real(ep) ? "" : "n/a");
+			json_t *cv = json_object_get(c, dirs[i][1]);
+			printf("  %-6s expected %14.1f MB  counted ", dirs[i][0],
+			       (double)json_integer_value(json_object_get(e, dirs[i][1])) / 1e6);
+			if (json_is_integer(cv))
+				printf("%14.1f MB", (double)json_integer_value(cv) / 1e6);
+			else /* not measured: its state, never a 0 */
+				printf("%17s", json_string_value(json_object_get(
+					json_object_get(p, "counted_state"), dirs[i][0])));
+			printf("  error %s", json_is_real(ep) ? "" : "n/a");
 			if (json_is_real(ep))
 				printf("%+.2f %%", json_real_value(ep));
 			printf("\n");
@@ -309,10 +341,11 @@ int mw_cmd_calibrate(int argc, char **argv)
 	json_t *ps = json_object();
 	json_object_set_new(report, "passes", ps);
 	for (size_t i = 0; i < sizeof(passes) / sizeof(passes[0]); i++) {
-		int prc = run_pass(es, d, &passes[i], st, ps, &worst);
+		const char *why = NULL;
+		int prc = run_pass(es, d, &passes[i], st, ps, &worst, &why);
 		if (prc < 0) {
 			rc = mw_fail(MW_EXIT_ENV, VERB, "%s pass failed: %s", passes[i].name,
-				     strerror(-prc));
+				     why ? why : strerror(-prc));
 			goto out;
 		}
 	}

@@ -180,7 +180,19 @@ static json_t *dram_report(const struct prb_system *sys, const struct options *o
 	json_object_set_new(j, "opened_on", on);
 	json_object_set_new(j, "description",
 			    st->description[0] ? json_string(st->description) : json_null());
-	json_object_set_new(j, "read_write_split", json_boolean(!(st->flags & PRB_DRAM_TOTAL_ONLY)));
+	json_t *prov = json_array();
+	static const struct {
+		unsigned bit;
+		const char *name;
+	} figures[] = { { PRB_DRAM_READ, "read" }, { PRB_DRAM_WRITE, "write" },
+			{ PRB_DRAM_TOTAL, "total" } };
+	for (size_t k = 0; k < sizeof(figures) / sizeof(figures[0]); k++)
+		if (st->provides & figures[k].bit)
+			json_array_append_new(prov, json_string(figures[k].name));
+	json_object_set_new(j, "provides", prov);
+	json_object_set_new(j, "read_write_split",
+			    json_boolean((st->provides & (PRB_DRAM_READ | PRB_DRAM_WRITE)) ==
+					 (PRB_DRAM_READ | PRB_DRAM_WRITE)));
 	json_object_set_new(j, "caveat", st->caveat[0] ? json_string(st->caveat) : json_null());
 	json_object_set_new(j, "reason",
 			    json_string(st->available ? "every instance opened" : st->reason));
