@@ -7,22 +7,35 @@
 #include <string.h>
 
 #include "differential.h"
-#include "result.h"
+#include "metrics.h"
 #include "stats.h"
 
 #define MB 1e6          /* MB = 10^6 bytes */
 #define MIB 1048576.0   /* MiB = 2^20 bytes */
 #define WHOLE "_whole_process"
 
+/* DRAM_BASIS stands for the figure counters.dram.mb_per_token_basis names: dram_read_bytes,
+ * or dram_total_bytes where the backend has no read/write split. */
+#define DRAM_BASIS "(basis)"
+
 static const struct mw_diff_counter counters[] = {
-	{ "dram_read_bytes", false, true, "dram_read_bytes_per_token", 1, "byte/token", "dram" },
+	{ DRAM_BASIS, false, true, "dram_MB_per_token", MB,
+	  "MB/token (MB = 10^6 bytes; DRAM read, or read + write where the backend has no split: "
+	  "counters.dram.mb_per_token_basis)", "dram" },
+	{ "dram_read_bytes", false, true, "dram_read_bytes_per_token", 1, "byte/token",
+	  "dram_read" },
 	{ "dram_read_bytes", false, true, "dram_read_MB_per_token", MB,
-	  "MB/token (MB = 10^6 bytes)", "dram" },
+	  "MB/token (MB = 10^6 bytes)", "dram_read" },
 	{ "dram_read_bytes", false, true, "dram_read_MiB_per_token", MIB,
-	  "MiB/token (MiB = 2^20 bytes)", "dram" },
-	{ "dram_write_bytes", false, true, "dram_write_bytes_per_token", 1, "byte/token", "dram" },
+	  "MiB/token (MiB = 2^20 bytes)", "dram_read" },
+	{ "dram_write_bytes", false, true, "dram_write_bytes_per_token", 1, "byte/token",
+	  "dram_write" },
 	{ "dram_write_bytes", false, true, "dram_write_MB_per_token", MB,
-	  "MB/token (MB = 10^6 bytes)", "dram" },
+	  "MB/token (MB = 10^6 bytes)", "dram_write" },
+	{ "dram_total_bytes", false, true, "dram_total_bytes_per_token", 1,
+	  "byte/token (read + write)", "dram_total" },
+	{ "dram_total_bytes", false, true, "dram_total_MB_per_token", MB,
+	  "MB/token (MB = 10^6 bytes; read + write)", "dram_total" },
 	{ "engine_bytes", false, false, "engine_bytes_per_token", 1,
 	  "byte/token (engine-accounted, not measured)", "engine" },
 	{ "engine_bytes", false, false, "engine_MB_per_token", MB,
@@ -49,7 +62,7 @@ static const struct {
 	[F_PREFILL_TOK_S] = { "prefill_tok_per_s",
 			      "token/s (prefill, the engine's own timings, long run)", "timing" },
 	[F_IDLE_RATE] = { "idle_dram_read_bytes_per_s",
-			  "byte/s (idle baseline around the long run, subtracted)", "dram" },
+			  "byte/s (idle baseline around the long run, subtracted)", "dram_read" },
 };
 
 const struct mw_diff_counter *mw_diff_counters(size_t *n)
@@ -78,16 +91,18 @@ static bool rep_counts(const json_t *rep)
 /* A process's count of counter c, net of the idle machine's share for system-wide counters:
  * raw - idle rate x wall time. An idle window of 0 ns (idle_baseline_ms 0) means no
  * correction. NaN when the counter was not read. */
-static double net_count(const json_t *proc, const struct mw_diff_counter *c, double *idle_rate)
+static double net_count(const json_t *proc, const struct mw_diff_counter *c, const char *basis,
+			double *idle_rate)
 {
 	const json_t *holder = c->software ? json_object_get(proc, "software") : proc;
-	double raw = num(holder, c->raw);
+	const char *key = strcmp(c->raw, DRAM_BASIS) ? c->raw : basis;
+	double raw = num(holder, key);
 	*idle_rate = NAN;
 	if (!c->idle || isnan(raw))
 		return raw;
 	const json_t *idle = json_object_get(proc, "idle");
 	double idle_ns = num(idle, "before_ns") + num(idle, "after_ns");
-	double idle_bytes = num(idle, c->raw);
+	double idle_bytes = num(idle, key);
 	if (isnan(idle_ns) || idle_ns <= 0) {
 		*idle_rate = 0;
 		return raw;
@@ -105,7 +120,8 @@ static int malformed(const char *source, struct mw_error *err, size_t i, const c
 	return mw_error_set(err, MW_RESULT_MALFORMED, source, field, "%s", what);
 }
 
-static int derive_repetition(json_t *rep, size_t idx, const char *source, struct mw_error *err)
+static int derive_repetition(json_t *rep, size_t idx, const char *basis, const char *source,
+			     struct mw_error *err)
 {
 	const json_t *s = json_object_get(rep, "short"), *l = json_object_get(rep, "long");
 	const json_t *la = json_object_get(l, "adapter"), *sa = json_object_get(s, "adapter");
@@ -126,7 +142,7 @@ static int derive_repetition(json_t *rep, size_t idx, const char *source, struct
 	for (size_t k = 0; k < N_COUNTERS; k++) {
 		const struct mw_diff_counter *c = &counters[k];
 		double r1, r2;
-		double b1 = net_count(s, c, &r1), b2 = net_count(l, c, &r2);
+		double b1 = net_count(s, c, basis, &r1), b2 = net_count(l, c, basis, &r2);
 		double d = ok && dn > 0 ? (b2 - b1) / dn / c->scale : NAN;
 		double whole = ok && n2 > 0 ? b2 / n2 / c->scale : NAN;
 		json_object_set_new(fig, c->figure, mw_json_num(d));
@@ -136,7 +152,7 @@ static int derive_repetition(json_t *rep, size_t idx, const char *source, struct
 	double steps = num(la, "eval_runs"), eval_ms = num(la, "eval_ms");
 	double prompt = num(la, "prompt_tokens"), prompt_ms = num(la, "prompt_ms");
 	double rate;
-	net_count(l, &counters[0], &rate);
+	net_count(l, &counters[1] /* dram_read_bytes */, basis, &rate);
 	const double values[F_OTHER] = {
 		[F_TOK_S] = ok && eval_ms > 0 ? steps / (eval_ms * 1e-3) : NAN,
 		[F_PREFILL_TOK_S] = ok && prompt_ms > 0 ? prompt / (prompt_ms * 1e-3) : NAN,
@@ -148,16 +164,14 @@ static int derive_repetition(json_t *rep, size_t idx, const char *source, struct
 	return 0;
 }
 
-/* Why a figure has no value in any counted repetition. */
-static const char *reason_for(const json_t *doc, const char *needs, size_t counted)
+/* Why a figure has no value in any counted repetition. buf holds the text for counters. */
+static const char *reason_for(const json_t *doc, const char *needs, size_t counted, char *buf,
+			      size_t n)
 {
 	if (!counted)
 		return "no valid measured repetition (both runs of a repetition must be valid)";
-	if (!strcmp(needs, "dram") || !strcmp(needs, "energy")) {
-		const char *r = json_string_value(json_object_get(
-			json_object_get(json_object_get(doc, "counters"), needs), "reason"));
-		return r ? r : "the counter was not read";
-	}
+	if (!strncmp(needs, "dram", 4) || !strcmp(needs, "energy"))
+		return mw_metric_reason(doc, needs, buf, n);
 	if (!strcmp(needs, "engine"))
 		return "the program's output reports no engine-accounted bytes (no output adapter "
 		       "reads them): only memwall's own engine accounts bytes from tensor shapes";
@@ -194,8 +208,9 @@ static json_t *metric(const json_t *doc, json_t *reps, const char *name, const c
 			      mw_json_num(s.max), "ci95_low", mw_json_num(s.ci95_low), "ci95_high",
 			      mw_json_num(s.ci95_high));
 	} else {
+		char why[1024];
 		m = json_pack("{s:s, s:b, s:s}", "unit", unit, "measured", 0, "reason",
-			      reason_for(doc, needs, counted));
+			      reason_for(doc, needs, counted, why, sizeof(why)));
 	}
 	free(v);
 	return m;
@@ -211,11 +226,13 @@ int mw_differential_derive(json_t *doc, const char *source, struct mw_error *err
 	char name[128], unit[256];
 	int rc;
 
+	const char *basis = !strcmp(mw_dram_basis(doc), "total") ? "dram_total_bytes"
+								 : "dram_read_bytes";
 	if (!json_is_array(reps))
 		return mw_error_set(err, MW_RESULT_MALFORMED, source, "external.repetitions",
 				    "missing: an external run keeps its raw runs there");
 	json_array_foreach(reps, i, rep) {
-		if ((rc = derive_repetition(rep, i, source, err)))
+		if ((rc = derive_repetition(rep, i, basis, source, err)))
 			return rc;
 		warm += json_is_true(json_object_get(rep, "warmup"));
 		if (rep_counts(rep)) {
@@ -254,13 +271,14 @@ int mw_differential_derive(json_t *doc, const char *source, struct mw_error *err
 	/* The builtin engine's metrics this method cannot give, so every table has its row. */
 	size_t nm;
 	const struct mw_metric *met = mw_metrics(&nm);
+	char why[1024];
 	for (size_t k = 0; k < nm; k++)
 		if (!json_object_get(m, met[k].name))
 			json_object_set_new(m, met[k].name,
 					    json_pack("{s:s, s:b, s:s}", "unit", met[k].unit,
 						      "measured", 0, "reason",
 						      reason_for(doc, met[k].needs ? met[k].needs : "",
-								 counted)));
+								 counted, why, sizeof(why))));
 	json_object_set(sum, "metrics", m);
 	json_object_set(doc, "summary", sum);
 	rc = 0;

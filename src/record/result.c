@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "differential.h"
+#include "metrics.h"
 #include "embedded.h"
 #include "jschema.h"
 #include "result.h"
@@ -17,38 +18,6 @@
 
 #define MB 1e6          /* MB = 10^6 bytes */
 #define MIB 1048576.0   /* MiB = 2^20 bytes */
-
-/* Every figure a run and the summary carry. The unit strings spell out MB and MiB. */
-static const struct mw_metric metrics[] = {
-	{ "tok_per_s", "token/s (decode)", +1, NULL },
-	{ "prefill_tok_per_s", "token/s (prefill)", +1, NULL },
-	{ "dram_read_bytes_per_token", "byte/token", -1, "dram" },
-	{ "dram_read_MB_per_token", "MB/token (MB = 10^6 bytes)", -1, "dram" },
-	{ "dram_read_MiB_per_token", "MiB/token (MiB = 2^20 bytes)", -1, "dram" },
-	{ "dram_write_bytes_per_token", "byte/token", -1, "dram" },
-	{ "dram_write_MB_per_token", "MB/token (MB = 10^6 bytes)", -1, "dram" },
-	{ "idle_dram_read_bytes_per_s", "byte/s (idle baseline, subtracted)", -1, "dram" },
-	{ "engine_bytes_per_token", "byte/token (engine-accounted, not measured)", -1, NULL },
-	{ "engine_MB_per_token", "MB/token (MB = 10^6 bytes; engine-accounted)", -1, NULL },
-	{ "engine_MiB_per_token", "MiB/token (MiB = 2^20 bytes; engine-accounted)", -1, NULL },
-	{ "energy_J_per_token", "J/token (package energy, decode)", -1, "energy" },
-	{ "latency_mean_ns", "ns/token", -1, NULL },
-	{ "latency_p50_ns", "ns/token", -1, NULL },
-	{ "latency_p90_ns", "ns/token", -1, NULL },
-	{ "latency_p99_ns", "ns/token", -1, NULL },
-	{ "latency_p99_9_ns", "ns/token", -1, NULL },
-};
-
-const struct mw_metric *mw_metrics(size_t *n)
-{
-	*n = sizeof(metrics) / sizeof(metrics[0]);
-	return metrics;
-}
-
-json_t *mw_json_num(double x)
-{
-	return isfinite(x) ? json_real(x) : json_null();
-}
 
 json_t *mw_result_schema(void)
 {
@@ -61,6 +30,7 @@ json_t *mw_result_schema(void)
 struct dctx {
 	const char *source;
 	struct mw_error *err;
+	bool v1; /* a memwall-result/1 record: checked on the figures it carries */
 };
 
 static int inconsistent(struct dctx *c, const char *field, const char *fmt, ...)
@@ -115,67 +85,88 @@ static int check_total(struct dctx *c, const json_t *window, const char *key, do
 	return 0;
 }
 
-static int derive_run(struct dctx *c, json_t *run, size_t idx)
+/* Checks that the per-instance split adds up to the window's figures, where both are known. */
+static int check_instances(struct dctx *c, const json_t *dec, size_t idx)
 {
+	static const char *const inst_key[3] = { "read_bytes", "write_bytes", "total_bytes" };
+	static const char *const win_key[3] = { "dram_read_bytes", "dram_write_bytes",
+						"dram_total_bytes" };
+	const json_t *split = json_object_get(dec, "dram_instances"), *e;
 	char f[160];
-	const json_t *idle = json_object_get(run, "idle");
-	const json_t *pre = json_object_get(run, "prefill");
-	const json_t *dec = json_object_get(run, "decode");
-	const json_t *tok = json_object_get(run, "tokens");
-	const json_t *lat = json_object_get(tok, "latency_ns");
-	json_t *fig = json_object();
-	double *l = NULL;
-	int rc = 0;
-	size_t i, n = (size_t)json_integer_value(json_object_get(dec, "tokens"));
-	double ns = num(dec, "ns");
-	static const char *const per_token[] = { "latency_ns", "engine_bytes", "dram_read_bytes",
-						 "dram_write_bytes", "energy_j" };
-	static const char *const window_key[] = { "ns", "engine_bytes", "dram_read_bytes",
-						  "dram_write_bytes", "energy_j" };
-	double sums[5];
+	size_t i;
+	for (int k = 0; k < 3 && json_array_size(split); k++) {
+		double sum = 0, want = num(dec, win_key[k]);
+		json_array_foreach(split, i, e)
+			sum += num(e, inst_key[k]);
+		if (isnan(want) || isnan(sum)) /* not measured, or a record before totals */
+			continue;
+		if (sum != want) {
+			snprintf(f, sizeof(f), "runs[%zu].decode.dram_instances", idx);
+			return inconsistent(c, f, "instances sum to %.0f %s, the window says %.0f",
+					    sum, inst_key[k], want);
+		}
+	}
+	return 0;
+}
 
-	if (!fig)
-		return -ENOMEM;
-	for (i = 0; i < 5; i++) {
+/* Per-token arrays against the window totals they must add up to. */
+static int check_tokens(struct dctx *c, const json_t *run, size_t idx, size_t n, double *sums)
+{
+	static const char *const per_token[] = { "latency_ns", "engine_bytes", "dram_read_bytes",
+						 "dram_write_bytes", "dram_total_bytes", "energy_j" };
+	static const char *const window_key[] = { "ns", "engine_bytes", "dram_read_bytes",
+						  "dram_write_bytes", "dram_total_bytes", "energy_j" };
+	const json_t *dec = json_object_get(run, "decode"), *tok = json_object_get(run, "tokens");
+	char f[160];
+	int rc;
+	for (size_t i = 0; i < sizeof(per_token) / sizeof(per_token[0]); i++) {
 		snprintf(f, sizeof(f), "runs[%zu].tokens.%s", idx, per_token[i]);
 		if ((rc = array_sum(c, json_object_get(tok, per_token[i]), n, f, &sums[i])))
-			goto out;
+			return rc;
 		snprintf(f, sizeof(f), "runs[%zu].decode.%s", idx, window_key[i]);
 		if ((rc = check_total(c, dec, window_key[i], sums[i], f)))
-			goto out;
+			return rc;
 	}
 	if (json_array_size(json_object_get(tok, "ids")) != n) {
 		snprintf(f, sizeof(f), "runs[%zu].tokens.ids", idx);
-		rc = inconsistent(c, f, "has %zu entries but the window counts %zu tokens",
-				  json_array_size(json_object_get(tok, "ids")), n);
-		goto out;
+		return inconsistent(c, f, "has %zu entries but the window counts %zu tokens",
+				    json_array_size(json_object_get(tok, "ids")), n);
 	}
-	/* The per-instance split must add up to the window's totals. */
-	const json_t *split = json_object_get(dec, "dram_instances");
-	if (json_array_size(split)) {
-		double r = 0, w = 0;
-		json_t *e;
-		json_array_foreach(split, i, e) {
-			r += num(e, "read_bytes");
-			w += num(e, "write_bytes");
-		}
-		snprintf(f, sizeof(f), "runs[%zu].decode.dram_instances", idx);
-		if (r != num(dec, "dram_read_bytes") || w != num(dec, "dram_write_bytes")) {
-			rc = inconsistent(c, f, "instances sum to %.0f read / %.0f written bytes, the "
-					  "window says %.0f / %.0f", r, w, num(dec, "dram_read_bytes"),
-					  num(dec, "dram_write_bytes"));
-			goto out;
-		}
-	}
+	return check_instances(c, dec, idx);
+}
 
-	double secs = ns * 1e-9, nt = (double)n;
-	double idle_s = num(idle, "window_ns") * 1e-9;
-	double idle_r = num(idle, "dram_read_bytes") / idle_s;
-	double idle_w = num(idle, "dram_write_bytes") / idle_s;
-	/* Net DRAM bytes: the decode window's count minus what the idle machine moved in the same
-	 * time (the idle baseline, measured just before the run). */
-	double rd = (num(dec, "dram_read_bytes") - idle_r * secs) / nt;
-	double wr = (num(dec, "dram_write_bytes") - idle_w * secs) / nt;
+/* Net DRAM bytes per token of one figure: the decode window's count minus what the idle
+ * machine moved in the same time (the idle baseline, measured just before the run). */
+static double net_per_token(const json_t *run, const char *key, double *idle_rate)
+{
+	const json_t *idle = json_object_get(run, "idle"), *dec = json_object_get(run, "decode");
+	double idle_s = num(idle, "window_ns") * 1e-9, secs = num(dec, "ns") * 1e-9;
+	double nt = (double)json_integer_value(json_object_get(dec, "tokens"));
+	*idle_rate = num(idle, key) / idle_s;
+	return (num(dec, key) - *idle_rate * secs) / nt;
+}
+
+static int derive_run(struct dctx *c, const json_t *doc, json_t *run, size_t idx)
+{
+	const json_t *pre = json_object_get(run, "prefill");
+	const json_t *dec = json_object_get(run, "decode");
+	const json_t *lat = json_object_get(json_object_get(run, "tokens"), "latency_ns");
+	json_t *fig = json_object();
+	double *l = NULL, sums[6];
+	int rc = 0;
+	size_t i, n = (size_t)json_integer_value(json_object_get(dec, "tokens"));
+	size_t n_metrics;
+	const struct mw_metric *metrics = mw_metrics(&n_metrics);
+
+	if (!fig)
+		return -ENOMEM;
+	if ((rc = check_tokens(c, run, idx, n, sums)))
+		goto out;
+	double secs = num(dec, "ns") * 1e-9, nt = (double)n, idle_r, idle_t;
+	double rd = net_per_token(run, "dram_read_bytes", &idle_r);
+	double wr = net_per_token(run, "dram_write_bytes", &(double){ 0 });
+	double tot = net_per_token(run, "dram_total_bytes", &idle_t);
+	double basis = !strcmp(mw_dram_basis(doc), "total") ? tot : rd;
 	double eng = num(dec, "engine_bytes") / nt;
 	l = malloc((n ? n : 1) * sizeof(*l));
 	if (!l) {
@@ -187,12 +178,16 @@ static int derive_run(struct dctx *c, json_t *run, size_t idx)
 	const double values[] = {
 		nt / secs,
 		num(pre, "tokens") / (num(pre, "ns") * 1e-9),
+		basis / MB,
 		rd,
 		rd / MB,
 		rd / MIB,
 		wr,
 		wr / MB,
+		tot,
+		tot / MB,
 		idle_r,
+		idle_t,
 		eng,
 		eng / MB,
 		eng / MIB,
@@ -203,9 +198,8 @@ static int derive_run(struct dctx *c, json_t *run, size_t idx)
 		mw_percentile(l, n, 99),
 		mw_percentile(l, n, 99.9),
 	};
-	_Static_assert(sizeof(values) / sizeof(values[0]) == sizeof(metrics) / sizeof(metrics[0]),
-		       "one value per metric");
-	for (i = 0; i < sizeof(metrics) / sizeof(metrics[0]); i++)
+	_Static_assert(sizeof(values) / sizeof(values[0]) == MW_N_METRICS, "one value per metric");
+	for (i = 0; i < n_metrics; i++)
 		json_object_set_new(fig, metrics[i].name, n ? mw_json_num(values[i]) : json_null());
 	json_object_set(run, "figures", fig);
 out:
@@ -218,13 +212,6 @@ static bool run_counts(const json_t *run)
 {
 	return json_is_true(json_object_get(run, "complete")) &&
 	       !json_is_true(json_object_get(run, "warmup"));
-}
-
-static const char *reason_of(const json_t *doc, const char *needs)
-{
-	const json_t *blk = json_object_get(json_object_get(doc, "counters"), needs);
-	const char *r = json_string_value(json_object_get(blk, "reason"));
-	return r ? r : "no counter reading was recorded";
 }
 
 static json_t *stats_json(const struct mw_stats *s, const char *unit)
@@ -272,7 +259,10 @@ static int derive_summary(json_t *doc)
 	json_object_set_new(sum, "runs_warmup", json_integer((json_int_t)warm));
 	json_object_set_new(sum, "runs_incomplete", json_integer((json_int_t)incomplete));
 	json_object_set_new(sum, "tokens_measured", json_integer((json_int_t)tokens));
-	for (size_t k = 0; k < sizeof(metrics) / sizeof(metrics[0]); k++) {
+	size_t n_metrics;
+	const struct mw_metric *metrics = mw_metrics(&n_metrics);
+	char why_buf[1024];
+	for (size_t k = 0; k < n_metrics; k++) {
 		size_t n = 0;
 		json_array_foreach(runs, i, run) {
 			const json_t *x = json_object_get(json_object_get(run, "figures"),
@@ -286,8 +276,7 @@ static int derive_summary(json_t *doc)
 			json_object_set_new(m, metrics[k].name, stats_json(&s, metrics[k].unit));
 		} else {
 			const char *why = !measured ? "no complete measured run"
-				: metrics[k].needs ? reason_of(doc, metrics[k].needs)
-						   : "no run recorded this figure";
+				: mw_metric_reason(doc, metrics[k].needs, why_buf, sizeof(why_buf));
 			json_object_set_new(m, metrics[k].name,
 					    json_pack("{s:s, s:b, s:s}", "unit", metrics[k].unit,
 						      "measured", 0, "reason", why));
@@ -347,10 +336,13 @@ static int derive_acceptance(json_t *doc)
 	size_t i;
 	if (!list)
 		return -ENOMEM;
+	/* MB/token as defined on what was measured (records before it: the read figure). */
+	const char *mb_metric = json_object_get(m, "dram_MB_per_token") ? "dram_MB_per_token"
+									: "dram_read_MB_per_token";
 	if (json_object_get(acc, "max_cv_mb_per_token_pct"))
 		json_array_append_new(list, cv_criterion("max_cv_mb_per_token_pct",
 							 num(acc, "max_cv_mb_per_token_pct"),
-							 json_object_get(m, "dram_read_MB_per_token")));
+							 json_object_get(m, mb_metric)));
 	if (json_object_get(acc, "max_cv_tok_s_pct"))
 		json_array_append_new(list, cv_criterion("max_cv_tok_s_pct",
 							 num(acc, "max_cv_tok_s_pct"),
@@ -423,7 +415,7 @@ int mw_result_derive(json_t *doc, const char *source, struct mw_error *err)
 	size_t i;
 	int rc;
 	json_array_foreach(runs, i, run)
-		if ((rc = derive_run(&c, run, i)))
+		if ((rc = derive_run(&c, doc, run, i)))
 			return rc;
 	derive_drift(doc);
 	if ((rc = derive_summary(doc)))
@@ -456,6 +448,8 @@ static int same(struct dctx *c, const json_t *want, const json_t *got, const cha
 		json_object_foreach((json_t *)(uintptr_t)want, k, v) {
 			snprintf(sub, sizeof(sub), "%s.%s", path, k);
 			const json_t *g = json_object_get(got, k);
+			if (!g && c->v1)
+				continue; /* a figure added after /1 */
 			if (!g)
 				return inconsistent(c, sub, "is missing; the raw data give a value");
 			int rc = same(c, v, g, sub);
@@ -521,6 +515,7 @@ int mw_result_validate(const json_t *doc, const char *source, struct mw_error *e
 		rc = MW_RESULT_MALFORMED;
 		goto out;
 	}
+	c.v1 = !strcmp(json_string_value(json_object_get(doc, "schema")), "memwall-result/1");
 	if (!strcmp(json_string_value(json_object_get(doc, "kind")), "reference")) {
 		rc = check_reference(&c, doc);
 		goto out;

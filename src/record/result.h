@@ -12,26 +12,11 @@
 #include <jansson.h>
 #include <stdbool.h>
 
+#include "metrics.h"
 #include "mw.h"
 
-#define MW_RESULT_SCHEMA_ID "memwall-result/1"
+#define MW_RESULT_SCHEMA_ID "memwall-result/2"
 
-/* Returned by mw_result_validate for each kind of failure. */
-enum {
-	MW_RESULT_MALFORMED = -EINVAL,  /* not JSON, or not of the schema: exit 2 */
-	MW_RESULT_INCONSISTENT = -EDOM, /* a figure disagrees with the raw data: exit 1 */
-};
-
-/* One metric of a run and of the summary. */
-struct mw_metric {
-	const char *name;   /* key in runs[].figures and summary.metrics */
-	const char *unit;   /* e.g. "MB/token (MB = 10^6 bytes)" */
-	int better;         /* +1 higher is better, -1 lower is better */
-	const char *needs;  /* "dram", "energy" or NULL: the counter it comes from */
-};
-
-/* The metric table, in report order; *n receives the count. Static storage. */
-const struct mw_metric *mw_metrics(size_t *n);
 
 /* Computes runs[].figures, summary, acceptance and drift.{change_pct,drifted} from the raw
  * data in doc, replacing whatever was there. -EDOM with err naming the field when the raw
@@ -58,7 +43,5 @@ int mw_result_write(const json_t *doc, const char *dir, const char *stem, char *
 /* The result schema (results/result.schema.json as compiled in). New reference. */
 json_t *mw_result_schema(void);
 
-/* A JSON number, or null for NaN and infinities (JSON has no NaN). New reference. */
-json_t *mw_json_num(double x);
 
 #endif

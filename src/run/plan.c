@@ -105,10 +105,10 @@ static int check_format(const struct mw_plan *pl, struct mw_error *err)
 	size_t n = fread(magic, 1, 4, f);
 	fclose(f);
 	bool gguf = n == 4 && !memcmp(magic, "GGUF", 4);
-	if (gguf == (pl->p->model.format == MW_FORMAT_GGUF))
+	if (gguf == (pl->p->model.format == MW_MODEL_GGUF))
 		return 0;
 	return mw_error_set(err, -EINVAL, pl->p->source, "model.format",
-			    "says \"%s\" but %s is %s", mw_format_name(pl->p->model.format),
+			    "says \"%s\" but %s is %s", mw_model_format_name(pl->p->model.format),
 			    pl->model_path, gguf ? "a GGUF file" : "not a GGUF file");
 }
 

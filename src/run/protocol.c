@@ -278,9 +278,9 @@ static int parse_external(struct mw_protocol *p, const json_t *engine, const cha
 	return 0;
 }
 
-static const char *const format_names[MW_FORMAT_COUNT] = {
-	[MW_FORMAT_LLAMA2C] = "llama2c",
-	[MW_FORMAT_GGUF] = "gguf",
+static const char *const format_names[MW_MODEL_FORMAT_COUNT] = {
+	[MW_MODEL_LLAMA2C] = "llama2c",
+	[MW_MODEL_GGUF] = "gguf",
 };
 
 static const char *const engine_kind_names[MW_ENGINE_COUNT] = {
@@ -288,9 +288,9 @@ static const char *const engine_kind_names[MW_ENGINE_COUNT] = {
 	[MW_ENGINE_EXTERNAL] = "external",
 };
 
-const char *mw_format_name(enum mw_format f)
+const char *mw_model_format_name(enum mw_model_format f)
 {
-	return (unsigned)f < MW_FORMAT_COUNT ? format_names[f] : "?";
+	return (unsigned)f < MW_MODEL_FORMAT_COUNT ? format_names[f] : "?";
 }
 
 const char *mw_engine_kind_name(enum mw_engine_kind k)
@@ -314,8 +314,8 @@ static int parse_model(struct mw_protocol *p, const char *dir, struct mw_error *
 	const json_t *synth = json_object_get(model, "synth");
 	const json_t *tok = json_object_get(d, "tokenizer");
 
-	p->model.format = !strcmp(str_or(model, "format", "llama2c"), "gguf") ? MW_FORMAT_GGUF
-										 : MW_FORMAT_LLAMA2C;
+	p->model.format = !strcmp(str_or(model, "format", "llama2c"), "gguf") ? MW_MODEL_GGUF
+										 : MW_MODEL_LLAMA2C;
 	p->model.url = str_or(model, "url", NULL);
 	p->model.size_bytes = int_or(model, "size_bytes", -1);
 	p->model.sha256 = str_or(model, "sha256", NULL);
@@ -327,7 +327,7 @@ static int parse_model(struct mw_protocol *p, const char *dir, struct mw_error *
 				    "give exactly one of \"path\" (a model file) and \"synth\" (a "
 				    "synthetic model memwall generates)");
 	if (synth) {
-		bool gguf = p->model.format == MW_FORMAT_GGUF;
+		bool gguf = p->model.format == MW_MODEL_GGUF;
 		p->model.synth_arch = str_or(synth, "arch", NULL);
 		p->model.synth_quant = str_or(synth, "quant", NULL);
 		/* GGUF synthetics (eng_synth_gguf) need an architecture and a type mix; llama2.c
@@ -429,6 +429,7 @@ static int parse_workload(struct mw_protocol *p, const char *dir, struct mw_erro
 		return mw_error_set(err, -EINVAL, src, "prompt_tokens",
 				    "give either \"prompt\" (text, needs a tokenizer) or "
 				    "\"prompt_tokens\" (token ids), not both");
+	bool external = p->engine.kind == MW_ENGINE_EXTERNAL;
 	if (p->prompt && !p->tokenizer.path && !external)
 		return mw_error_set(err, -EINVAL, src, "prompt",
 				    "a text prompt needs a \"tokenizer\"; add one or give "
@@ -455,7 +456,6 @@ static int parse_workload(struct mw_protocol *p, const char *dir, struct mw_erro
 						"short_tokens") != NULL;
 	p->short_tokens = (int)int_or(json_object_get(d, "differential"), "short_tokens",
 				      p->decode_tokens / 4 > 0 ? p->decode_tokens / 4 : 1);
-	bool external = p->engine.kind == MW_ENGINE_EXTERNAL;
 	if (external && p->short_tokens >= p->decode_tokens)
 		return mw_error_set(err, -EINVAL, src, "differential.short_tokens",
 				    "%d is not below decode_tokens (%d): the differential method "
@@ -515,7 +515,6 @@ static int parse_doc(struct mw_protocol *p, const char *dir, unsigned flags,
 	    (rc = parse_workload(p, dir, err)) || (rc = parse_measurement(p, err)))
 		return rc;
 	if (flags & MW_PROTOCOL_CHECK_FILES) {
-		int rc;
 		if (p->model.path &&
 		    (rc = file_must_exist(src, "model.path", p->model.path, p->model.url, err)))
 			return rc;

@@ -11,15 +11,19 @@
 #include "engine.h"
 #include "mw.h"
 
+/* TEMPORARY (engine branch) */
+const char *eng_load_mode_name(enum eng_load_mode m);
+int eng_load_mode_parse(const char *name, enum eng_load_mode *out);
+
 enum mw_need { MW_NEED_REQUIRED, MW_NEED_OPTIONAL, MW_NEED_OFF };
 
-/* model.format; the names are "llama2c" and "gguf" (mw_format_name). */
-enum mw_format { MW_FORMAT_LLAMA2C, MW_FORMAT_GGUF, MW_FORMAT_COUNT };
+/* model.format; the names are "llama2c" and "gguf" (mw_model_format_name). */
+enum mw_model_format { MW_MODEL_LLAMA2C, MW_MODEL_GGUF, MW_MODEL_FORMAT_COUNT };
 /* engine.kind: a row of the run pipeline (src/run/pipeline.c); "builtin", "external". */
 enum mw_engine_kind { MW_ENGINE_BUILTIN, MW_ENGINE_EXTERNAL, MW_ENGINE_COUNT };
 
 /* The names of the values above, as protocols spell them. Static storage. */
-const char *mw_format_name(enum mw_format f);
+const char *mw_model_format_name(enum mw_model_format f);
 const char *mw_engine_kind_name(enum mw_engine_kind k);
 
 struct mw_protocol {
@@ -31,7 +35,7 @@ struct mw_protocol {
 	const char *description; /* "" when absent */
 
 	struct {
-		enum mw_format format;
+		enum mw_model_format format;
 		char *path;          /* resolved against the protocol's folder; NULL for synth */
 		const char *url;     /* NULL when absent */
 		int64_t size_bytes;  /* -1 when not pinned */

@@ -4,6 +4,7 @@
  * computed by mw_result_derive, which `memwall validate` runs again on the file. */
 #include <string.h>
 
+#include "machine.h"
 #include "pipeline.h"
 #include "result.h"
 #include "version.h"
@@ -41,7 +42,7 @@ static json_t *model_json(const struct mw_run *run)
 			    (json_int_t)p->model.synth_seed)
 		: json_null();
 	json_t *m = json_pack("{s:s, s:s, s:s, s:I, s:s, s:b, s:o, s:n, s:n, s:n}", "format",
-			      mw_format_name(p->model.format), "name", pl->model_name, "path",
+			      mw_model_format_name(p->model.format), "name", pl->model_name, "path",
 			      pl->model_path, "file_bytes", (json_int_t)pl->model_bytes, "sha256",
 			      pl->model_sha256, "synthetic", p->model.synth_shape != NULL, "synth",
 			      synth, "arch", "shape", "weight_bytes");

@@ -23,7 +23,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_CHECK(rc == -ENOMEM || (err.text[0] && !strcmp(err.source, "fuzz.json")));
 		goto out;
 	}
-	FUZZ_CHECK(p->name && p->model.format && p->engine.kind && p->engine.kernels);
+	FUZZ_CHECK(p->name && mw_model_format_name(p->model.format)[0] != '?' &&
+		   mw_engine_kind_name(p->engine.kind)[0] != '?' && p->engine.kernels);
 	FUZZ_CHECK(p->prompt_tokens == NULL || p->n_prompt_tokens > 0);
 	FUZZ_CHECK(p->engine.cpus == NULL || p->engine.n_cpus > 0);
 	/* relative paths resolve against the protocol's folder */

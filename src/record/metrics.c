@@ -1,0 +1,140 @@
+/* src/record/metrics.c: the metric table and the reasons for missing figures (metrics.h). */
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "metrics.h"
+#include "probes.h"
+
+/* Every figure a run and the summary carry. The unit strings spell out MB and MiB. */
+static const struct mw_metric metrics[] = {
+	{ "tok_per_s", "token/s (decode)", +1, NULL },
+	{ "prefill_tok_per_s", "token/s (prefill)", +1, NULL },
+	{ "dram_MB_per_token", "MB/token (MB = 10^6 bytes; DRAM read, or read + write where the "
+	  "backend has no split: counters.dram.mb_per_token_basis)", -1, "dram" },
+	{ "dram_read_bytes_per_token", "byte/token", -1, "dram_read" },
+	{ "dram_read_MB_per_token", "MB/token (MB = 10^6 bytes)", -1, "dram_read" },
+	{ "dram_read_MiB_per_token", "MiB/token (MiB = 2^20 bytes)", -1, "dram_read" },
+	{ "dram_write_bytes_per_token", "byte/token", -1, "dram_write" },
+	{ "dram_write_MB_per_token", "MB/token (MB = 10^6 bytes)", -1, "dram_write" },
+	{ "dram_total_bytes_per_token", "byte/token (read + write)", -1, "dram_total" },
+	{ "dram_total_MB_per_token", "MB/token (MB = 10^6 bytes; read + write)", -1, "dram_total" },
+	{ "idle_dram_read_bytes_per_s", "byte/s (idle baseline, subtracted)", -1, "dram_read" },
+	{ "idle_dram_total_bytes_per_s", "byte/s (idle baseline of read + write, subtracted)", -1,
+	  "dram_total" },
+	{ "engine_bytes_per_token", "byte/token (engine-accounted, not measured)", -1, NULL },
+	{ "engine_MB_per_token", "MB/token (MB = 10^6 bytes; engine-accounted)", -1, NULL },
+	{ "engine_MiB_per_token", "MiB/token (MiB = 2^20 bytes; engine-accounted)", -1, NULL },
+	{ "energy_J_per_token", "J/token (package energy, decode)", -1, "energy" },
+	{ "latency_mean_ns", "ns/token", -1, NULL },
+	{ "latency_p50_ns", "ns/token", -1, NULL },
+	{ "latency_p90_ns", "ns/token", -1, NULL },
+	{ "latency_p99_ns", "ns/token", -1, NULL },
+	{ "latency_p99_9_ns", "ns/token", -1, NULL },
+};
+
+_Static_assert(sizeof(metrics) / sizeof(metrics[0]) == MW_N_METRICS, "MW_N_METRICS");
+
+const struct mw_metric *mw_metrics(size_t *n)
+{
+	*n = sizeof(metrics) / sizeof(metrics[0]);
+	return metrics;
+}
+
+json_t *mw_json_num(double x)
+{
+	return isfinite(x) ? json_real(x) : json_null();
+}
+
+const char *mw_dram_basis(const json_t *doc)
+{
+	const json_t *dram = json_object_get(json_object_get(doc, "counters"), "dram");
+	const char *b = json_string_value(json_object_get(dram, "mb_per_token_basis"));
+	return b && !strcmp(b, "total") ? "total" : "read";
+}
+
+static bool provides(const json_t *dram, const char *figure)
+{
+	const json_t *list = json_object_get(dram, "provides"), *x;
+	size_t i;
+	if (!json_is_array(list)) /* records before the list: read and write, always */
+		return strcmp(figure, "total") != 0;
+	json_array_foreach(list, i, x)
+		if (json_is_string(x) && !strcmp(json_string_value(x), figure))
+			return true;
+	return false;
+}
+
+/* The first window (a run's decode or idle window, an external process) whose state of
+ * figure is not "measured": its path and state into buf. */
+static const char *first_unmeasured(const json_t *doc, const char *figure, char *buf, size_t n)
+{
+	static const char *const windows[] = { "decode", "idle", "prefill" };
+	const json_t *runs = json_object_get(doc, "runs"), *run;
+	const json_t *reps = json_object_get(json_object_get(doc, "external"), "repetitions");
+	size_t i;
+	json_array_foreach(runs, i, run)
+		for (size_t w = 0; w < sizeof(windows) / sizeof(windows[0]); w++) {
+			const json_t *st = json_object_get(json_object_get(run, windows[w]),
+							   "dram_state");
+			const char *s = json_string_value(json_object_get(st, figure));
+			if (s && strcmp(s, "measured")) {
+				snprintf(buf, n, "runs[%zu].%s.dram_state.%s", i, windows[w], figure);
+				return s;
+			}
+		}
+	json_array_foreach(reps, i, run)
+		for (int k = 0; k < 2; k++) {
+			const char *which = k ? "long" : "short";
+			const json_t *st = json_object_get(json_object_get(run, which), "dram_state");
+			const char *s = json_string_value(json_object_get(st, figure));
+			if (s && strcmp(s, "measured")) {
+				snprintf(buf, n, "external.repetitions[%zu].%s.dram_state.%s", i, which,
+					 figure);
+				return s;
+			}
+		}
+	return NULL;
+}
+
+/* The probes' sentence for a state's name ("not-run" ...). */
+static const char *state_reason(const char *name)
+{
+	for (int s = PRB_MEASURED; s <= PRB_NOT_PROVIDED; s++)
+		if (!strcmp(prb_state_name((enum prb_state)s), name))
+			return prb_state_reason((enum prb_state)s);
+	return "not measured";
+}
+
+const char *mw_metric_reason(const json_t *doc, const char *needs, char *buf, size_t n)
+{
+	const json_t *counters = json_object_get(doc, "counters");
+	char where[160];
+	if (!needs)
+		return snprintf(buf, n, "no run recorded this figure"), buf;
+	bool dram = !strncmp(needs, "dram", 4);
+	const json_t *blk = json_object_get(counters, dram ? "dram" : needs);
+	const char *r = json_string_value(json_object_get(blk, "reason"));
+	if (!json_is_true(json_object_get(blk, "measured"))) {
+		snprintf(buf, n, "%s", r ? r : "no counter reading was recorded");
+		return buf;
+	}
+	if (!dram)
+		return snprintf(buf, n, "no counter reading was recorded"), buf;
+	const char *figure = !strcmp(needs, "dram") ? mw_dram_basis(doc) : needs + 5;
+	const char *backend = json_string_value(json_object_get(blk, "backend"));
+	if (!provides(blk, figure)) {
+		snprintf(buf, n, "not provided: the %s backend has no read/write split, it measures "
+			 "the total only (dram_total_*; dram_MB_per_token counts it)",
+			 backend ? backend : "DRAM");
+		return buf;
+	}
+	const char *state = first_unmeasured(doc, figure, where, sizeof(where));
+	if (state) {
+		snprintf(buf, n, "%s (%s is \"%s\")", state_reason(state), where, state);
+		return buf;
+	}
+	snprintf(buf, n, "no counter reading was recorded");
+	return buf;
+}

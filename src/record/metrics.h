@@ -1,0 +1,44 @@
+/* src/record/metrics.h: the figures a record carries, their units, and why one is missing.
+ *
+ * Shared by the derivation of memwall's own runs (result.c) and of external engines' runs
+ * (differential.c), so both name a figure, its unit and its reason for being absent alike. */
+#ifndef MEMWALL_RECORD_METRICS_H
+#define MEMWALL_RECORD_METRICS_H
+
+#include <errno.h>
+#include <jansson.h>
+#include <stddef.h>
+
+/* Returned by mw_result_validate (and the derivations) for each kind of failure. */
+enum {
+	MW_RESULT_MALFORMED = -EINVAL,  /* not JSON, or not of the schema: exit 2 */
+	MW_RESULT_INCONSISTENT = -EDOM, /* a figure disagrees with the raw data: exit 1 */
+};
+
+/* One metric of a run and of the summary. */
+struct mw_metric {
+	const char *name;   /* key in runs[].figures and summary.metrics */
+	const char *unit;   /* e.g. "MB/token (MB = 10^6 bytes)" */
+	int better;         /* +1 higher is better, -1 lower is better */
+	const char *needs;  /* where a missing value comes from: "dram" (the figure
+			     * mb_per_token_basis names), "dram_read", "dram_write", "dram_total",
+			     * "energy"; NULL for figures every run has */
+};
+
+/* The metric table, in report order; *n receives the count (MW_N_METRICS). Static storage. */
+enum { MW_N_METRICS = 21 };
+const struct mw_metric *mw_metrics(size_t *n);
+
+/* A JSON number, or null for NaN and infinities (JSON has no NaN). New reference. */
+json_t *mw_json_num(double x);
+
+/* Which DRAM figure MB/token counts in doc: "read" where the backend splits reads from writes,
+ * "total" where it cannot (counters.dram.mb_per_token_basis; "read" in records before it). */
+const char *mw_dram_basis(const json_t *doc);
+
+/* Why the figure `needs` names has no value in doc, for a summary's reason: the counter's
+ * reason when it was not opened, "not provided" when the backend lacks the figure, else the
+ * first window whose state says it was not measured. Written into buf (n bytes), returned. */
+const char *mw_metric_reason(const json_t *doc, const char *needs, char *buf, size_t n);
+
+#endif
