@@ -2,7 +2,9 @@
 # before the idle baseline is subtracted), over every measured run. Drawn only when DRAM was
 # measured. Run by `memwall report --plot DIR` as
 #   gnuplot -e "fmt='png'; datadir='DIR'; label='...'" dram_split.gp
-# instances.dat columns: pmu read_MB_per_token write_MB_per_token
+# instances.dat columns: pmu read_MB_per_token write_MB_per_token total_MB_per_token; a
+# figure the backend does not measure is NaN there (resctrl and amd_df have no read/write
+# split), and its bars are left out
 if (fmt eq 'svg') {
 	set terminal svg size 900,560 dynamic background rgb 'white' font 'sans,12'
 } else {
@@ -20,4 +22,5 @@ set key outside bottom center horizontal
 set xtics rotate by -30
 set yrange [0:*]
 plot datadir.'/instances.dat' using 2:xtic(1) lc rgb '#1f77b4' title 'read', \
-     '' using 3 lc rgb '#ff7f0e' title 'written'
+     '' using 3 lc rgb '#ff7f0e' title 'written', \
+     '' using 4 lc rgb '#2ca02c' title 'read + written'

@@ -226,12 +226,19 @@ int mw_record_view_load(const json_t *doc, const char *source, struct mw_record_
 
 	v->measured_tok_s = num_at(doc, "summary.metrics.tok_per_s.mean");
 	v->measured_bytes = NAN;
-	const json_t *bytes = at(doc, "summary.metrics.dram_read_bytes_per_token");
-	const json_t *mb = at(doc, "summary.metrics.dram_read_MB_per_token");
+	/* The bytes MB/token counts: reads, or the total where the backend has no read/write
+	 * split (counters.dram.mb_per_token_basis). Either is checked against the analytic read
+	 * bytes; a total can only be larger, so a total below the floor is still IMPLAUSIBLE. */
+	const char *basis = str_at(doc, "counters.dram.mb_per_token_basis");
+	bool total = basis && !strcmp(basis, "total");
+	const char *bytes_key = total ? "summary.metrics.dram_total_bytes_per_token"
+				      : "summary.metrics.dram_read_bytes_per_token";
+	const json_t *bytes = at(doc, bytes_key);
+	const json_t *mb = at(doc, total ? "summary.metrics.dram_total_MB_per_token"
+					 : "summary.metrics.dram_read_MB_per_token");
 	if (json_is_true(json_object_get(bytes, "measured"))) {
 		v->measured_bytes = num_at(bytes, "mean");
-		snprintf(v->measured_note, sizeof(v->measured_note),
-			 "summary.metrics.dram_read_bytes_per_token.mean");
+		snprintf(v->measured_note, sizeof(v->measured_note), "%s.mean", bytes_key);
 	} else if (json_is_true(json_object_get(mb, "measured"))) {
 		const char *unit = str_at(mb, "unit");
 		double mean = num_at(mb, "mean");
@@ -260,10 +267,23 @@ int mw_record_view_load(const json_t *doc, const char *source, struct mw_record_
 		if (json_is_string(e) && v->n_instances < sizeof(v->instances) / sizeof(v->instances[0]))
 			v->instances[v->n_instances++] = json_string_value(e);
 	}
+	/* The protocol's roofline inputs, where it gives them, are what its author measured
+	 * the machine at; they come before the run's own probe and the record's caches. */
+	double proto_bw = num_at(doc, "protocol.document.roofline.bandwidth_gbps");
+	double proto_llc = num_at(doc, "protocol.document.roofline.llc_bytes");
+	if (!isnan(proto_llc) && proto_llc > 0) {
+		v->llc_bytes = (uint64_t)proto_llc;
+		snprintf(v->llc_source, sizeof(v->llc_source),
+			 "the protocol's roofline.llc_bytes");
+	}
 	v->bw_gbps = num_at(doc, "drift.before_gbps");
-	if (!isnan(v->bw_gbps))
+	if (!isnan(proto_bw) && proto_bw > 0) {
+		v->bw_gbps = proto_bw;
+		snprintf(v->bw_source, sizeof(v->bw_source), "the protocol's roofline.bandwidth_gbps");
+	} else if (!isnan(v->bw_gbps)) {
 		snprintf(v->bw_source, sizeof(v->bw_source), "the record's bandwidth probe (%s)",
 			 str_at(doc, "drift.method") ? str_at(doc, "drift.method") : "drift.before_gbps");
+	}
 	return 0;
 }
 

@@ -48,9 +48,11 @@ static const struct {
 	const char *unit; /* NULL: the metric's own */
 	double scale;
 } md_rows[] = {
+	{ "DRAM (MB/token)", "dram_MB_per_token", "MB/token (MB = 10^6 bytes)", 1 },
 	{ "DRAM read", "dram_read_MB_per_token", NULL, 1 },
 	{ "DRAM read", "dram_read_MiB_per_token", NULL, 1 },
 	{ "DRAM written", "dram_write_MB_per_token", NULL, 1 },
+	{ "DRAM read + written", "dram_total_MB_per_token", NULL, 1 },
 	{ "Engine-accounted", "engine_MB_per_token", NULL, 1 },
 	{ "Decode speed", "tok_per_s", NULL, 1 },
 	{ "Prefill speed", "prefill_tok_per_s", NULL, 1 },
@@ -96,6 +98,12 @@ static void print_md(FILE *f, const json_t *doc)
 			str(mach, "cpu_name", "unknown CPU"),
 			(long long)json_integer_value(json_object_get(eng, "threads")),
 			str(eng, "kernels", "?"), str(json_object_get(doc, "memwall"), "version", "?"));
+	if (json_is_true(json_object_get(json_object_get(json_object_get(doc, "counters"), "dram"), "measured")))
+		fprintf(f, "DRAM MB/token counts %s (the %s backend%s).\n\n",
+			!strcmp(mw_dram_basis(doc), "total") ? "read + written bytes" : "read bytes",
+			str(json_object_get(json_object_get(doc, "counters"), "dram"), "backend", "?"),
+			!strcmp(mw_dram_basis(doc), "total") ? " has no read/write split"
+							      : " splits reads from writes");
 	if (!json_is_true(json_object_get(doc, "complete")))
 		fprintf(f, "**INCOMPLETE:** %s. Figures cover the complete runs only.\n\n",
 			str(doc, "incomplete_reason", "not all runs finished"));
@@ -305,14 +313,17 @@ static int write_data(const json_t *doc, const char *dir, bool *have_split, int 
 	snprintf(path, sizeof(path), "%s/runs.dat", dir);
 	if (!(f = fopen(path, "w")))
 		goto fail;
-	fprintf(f, "# run warmup dram_MB dram_MB_sd engine_MB engine_MB_sd tok_s\n");
+	/* DRAM as MB/token counts it: read bytes, or the total where there is no split. */
+	const char *key = !strcmp(mw_dram_basis(doc), "total") ? "dram_total_bytes"
+							       : "dram_read_bytes";
+	fprintf(f, "# run warmup dram_MB dram_MB_sd engine_MB engine_MB_sd tok_s (dram: %s)\n", key);
 	json_array_foreach(runs, i, run) {
 		const json_t *tok = json_object_get(run, "tokens");
 		const json_t *idle = json_object_get(run, "idle");
 		double dm, ds, em, es;
-		arr_stats(json_object_get(tok, "dram_read_bytes"), 1e-6, &dm, &ds);
+		arr_stats(json_object_get(tok, key), 1e-6, &dm, &ds);
 		/* Subtract the idle baseline from the per-token mean, as the figures do. */
-		double rate = num(idle, "dram_read_bytes") / (num(idle, "window_ns") * 1e-9);
+		double rate = num(idle, key) / (num(idle, "window_ns") * 1e-9);
 		double lat_s;
 		arr_stats(json_object_get(tok, "latency_ns"), 1e-9, &lat_s, &es);
 		dm -= rate * lat_s * 1e-6;
@@ -388,9 +399,10 @@ static int write_data(const json_t *doc, const char *dir, bool *have_split, int 
 		snprintf(path, sizeof(path), "%s/instances.dat", dir);
 		if (!(g = fopen(path, "w")))
 			goto fail;
-		fprintf(g, "# pmu read_MB_per_token write_MB_per_token (gross)\n");
+		/* A figure the backend does not provide is NaN: gnuplot leaves its bar out. */
+		fprintf(g, "# pmu read_MB_per_token write_MB_per_token total_MB_per_token (gross)\n");
 		json_array_foreach(insts, k, v) {
-			double rd = 0, wr = 0, toks = 0;
+			double rd = 0, wr = 0, tot = 0, toks = 0;
 			json_array_foreach(runs, i, run) {
 				if (!run_counts(run))
 					continue;
@@ -398,10 +410,11 @@ static int write_data(const json_t *doc, const char *dir, bool *have_split, int 
 				const json_t *e = json_array_get(json_object_get(d, "dram_instances"), k);
 				rd += num(e, "read_bytes");
 				wr += num(e, "write_bytes");
+				tot += num(e, "total_bytes");
 				toks += num(d, "tokens");
 			}
-			fprintf(g, "%s %.9g %.9g\n", str(v, "pmu", "?"), rd / toks * 1e-6,
-				wr / toks * 1e-6);
+			fprintf(g, "%s %.9g %.9g %.9g\n", str(v, "pmu", "?"), rd / toks * 1e-6,
+				wr / toks * 1e-6, tot / toks * 1e-6);
 		}
 		fclose(g);
 		*have_split = true;
