@@ -618,6 +618,28 @@ static void test_resctrl_files(void)
 	}
 }
 
+/* A broken script fails the open: a test that meant to script counters never silently runs
+ * on whatever the syscall layer finds. */
+static void test_bad_script(void)
+{
+	char path[512], root[8192];
+	struct prb_system *sys = NULL;
+	struct prb_error err = { 0 };
+	struct prb_dram_status st;
+	struct prb_dram *d = NULL;
+	snprintf(path, sizeof(path), "%s/bad.script", tmpdir);
+	put(path, "# a typo in a key\nperf type=24 config=0x20ff cpu=* strat=0 step=1\n");
+	setenv("MEMWALL_SIM_SCRIPT", path, 1);
+	snprintf(root, sizeof(root), "%s%s", t_data("sysfs/"), "arrow-lake");
+	T_EQ_INT(prb_system_open(&sys, root, &err), 0);
+	T_EQ_INT(prb_dram_open(&d, sys, NULL, &st), -EINVAL);
+	T_ASSERT(d == NULL);
+	T_ASSERT(!st.available);
+	prb_system_close(sys);
+	unlink(path);
+	setenv("MEMWALL_SIM_SCRIPT", "/dev/null", 1);
+}
+
 static void test_names(void)
 {
 	T_EQ_STR(prb_state_name(PRB_MEASURED), "measured");
@@ -628,27 +650,44 @@ static void test_names(void)
 	T_EQ_STR(prb_counter_backend(), "sim");
 }
 
-/* Events the script does not name pass through: software counters work under sim. */
-static void test_pass_through(void)
+/* Opens task-clock in a set, runs a little and reads it: 0, or the open's errno. */
+static int task_clock(struct prb_reading *r)
 {
 	struct prb_set *s = NULL;
-	struct prb_reading r[1];
 	struct prb_error err = { 0 };
 	int idx = -1;
-	T_EQ_INT(prb_set_new(&s, NULL, NULL), 0);
-	int rc = prb_set_add(s, "task-clock", &idx, &err);
-	if (rc < 0) {
-		printf("task-clock does not open here (%s): pass-through not checked\n", err.text);
-	} else {
-		T_EQ_INT(prb_set_enable(s), 0);
+	int rc = prb_set_new(&s, NULL, NULL);
+	if (rc == 0)
+		rc = prb_set_add(s, "task-clock", &idx, &err);
+	if (rc == 0)
+		rc = prb_set_enable(s);
+	if (rc == 0) {
 		volatile double x = 0;
 		for (int i = 0; i < 2000000; i++)
 			x += i;
-		T_EQ_INT(prb_set_read(s, r), 0);
-		T_ASSERT(!(r[0].flags & (PRB_READING_UNAVAILABLE | PRB_READING_NOT_COUNTED)));
-		T_ASSERT(r[0].value > 0);
+		rc = prb_set_read(s, r);
 	}
 	prb_set_free(s);
+	return rc;
+}
+
+/* Events the script does not name pass through: where task-clock opens on the syscall layer,
+ * it opens and counts under sim too. */
+static void test_pass_through(void)
+{
+	struct prb_reading r[1];
+	setenv("MEMWALL_COUNTERS", "syscall", 1);
+	int rc = task_clock(r);
+	setenv("MEMWALL_COUNTERS", "sim", 1);
+	if (rc < 0) {
+		printf("task-clock does not open here (%s): pass-through not checked\n",
+		       strerror(-rc));
+		return;
+	}
+	setenv("MEMWALL_SIM_SCRIPT", write_script(arrow_lake()), 1);
+	T_EQ_INT(task_clock(r), 0);
+	T_ASSERT(!(r[0].flags & (PRB_READING_UNAVAILABLE | PRB_READING_NOT_COUNTED)));
+	T_ASSERT(r[0].value > 0);
 }
 
 int main(void)
@@ -666,6 +705,7 @@ int main(void)
 	test_scaled();
 	test_resctrl_unavailable();
 	test_resctrl_files();
+	test_bad_script();
 	test_pass_through();
 
 	static const char *const scripts[] = { "arrow-lake", "sapphire-rapids", "granite-rapids",
