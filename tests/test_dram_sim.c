@@ -176,10 +176,17 @@ static struct sim_case *granite_rapids(void)
 		struct sim_instance *in = inst_new(c);
 		uint32_t type = pmu_type(c->tree, pmu);
 		/* both schedulers: sch0 event 0x05, sch1 event 0x06, umask 0xcf read, 0xf0 write */
-		add_event(c, in, type, 0xcf05, 0, RD, alias_bytes(c->tree, pmu, "cas_count_read_sch0"));
-		add_event(c, in, type, 0xf005, 0, WR, alias_bytes(c->tree, pmu, "cas_count_write_sch0"));
-		add_event(c, in, type, 0xcf06, 0, RD, alias_bytes(c->tree, pmu, "cas_count_read_sch1"));
-		add_event(c, in, type, 0xf006, 0, WR, alias_bytes(c->tree, pmu, "cas_count_write_sch1"));
+		static const struct {
+			uint64_t config;
+			enum dir dir;
+			const char *alias;
+		} evs[] = { { 0xcf05, RD, "cas_count_read_sch0" },
+			    { 0xf005, WR, "cas_count_write_sch0" },
+			    { 0xcf06, RD, "cas_count_read_sch1" },
+			    { 0xf006, WR, "cas_count_write_sch1" } };
+		for (int j = 0; j < 4; j++)
+			add_event(c, in, type, evs[j].config, 0, evs[j].dir,
+				  alias_bytes(c->tree, pmu, evs[j].alias));
 	}
 	return c;
 }
@@ -242,8 +249,8 @@ static const char *write_script(const struct sim_case *c)
 	for (int i = 0; i < c->n; i++) {
 		const struct sim_instance *in = &c->in[i];
 		if (in->file) {
-			fprintf(f, "file path=%s start=%" PRIu64 " step=%" PRIu64, in->file, in->start,
-				in->step);
+			fprintf(f, "file path=%s start=%" PRIu64 " step=%" PRIu64, in->file,
+				in->start, in->step);
 			if (in->unavailable_after >= 0)
 				fprintf(f, " unavailable_after=%d", in->unavailable_after);
 			fputc('\n', f);
@@ -374,7 +381,8 @@ static void run_case(const struct sim_case *c)
 	for (int k = 1; k <= READS; k++) {
 		struct prb_dram_sample *s = &samples[k];
 		struct want *sum = &want_sum[k];
-		*sum = (struct want){ { 0, PRB_MEASURED }, { 0, PRB_MEASURED }, { 0, PRB_MEASURED }, 0 };
+		*sum = (struct want){ { 0, PRB_MEASURED }, { 0, PRB_MEASURED },
+				      { 0, PRB_MEASURED }, 0 };
 		for (int i = 0; i < c->n; i++) {
 			struct want w = want_instance(c, &c->in[i], k);
 			wants[k][i] = w;
@@ -550,9 +558,14 @@ static void put(const char *path, const char *text)
  * rewritten between reads, including the kernel's "Unavailable" and "Error". */
 static void test_resctrl_files(void)
 {
-	static const char *const dirs[] = { "", "/bus", "/bus/event_source",
-					    "/bus/event_source/devices", "/fs", "/fs/resctrl",
-					    "/fs/resctrl/mon_data", "/fs/resctrl/mon_data/mon_L3_00" };
+	static const char *const dirs[] = { "",
+					    "/bus",
+					    "/bus/event_source",
+					    "/bus/event_source/devices",
+					    "/fs",
+					    "/fs/resctrl",
+					    "/fs/resctrl/mon_data",
+					    "/fs/resctrl/mon_data/mon_L3_00" };
 	char root[512], path[1024];
 	snprintf(root, sizeof(root), "%s/tree", tmpdir);
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
