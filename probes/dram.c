@@ -320,9 +320,9 @@ static int read_base(struct prb_dram *d, int i, char *what, size_t n)
 		struct dram_counter *dc = &d->ctr[i][0];
 		int rc = dc->f->read(dc->f, &dc->v0);
 		if (rc == -ENODATA)
-			snprintf(what, n, "%s reads \"Unavailable\" or \"Error\": resctrl has no count "
-				 "for this domain now (its RMID is not being counted); try again, or "
-				 "use another backend", in->path);
+			snprintf(what, n, "%s reads \"Unavailable\" or \"Error\": resctrl "
+				 "has no count for this domain now (its RMID is not being "
+				 "counted); try again, or use another backend", in->path);
 		else if (rc < 0)
 			snprintf(what, n, "%s: cannot read: %s", in->path, strerror(-rc));
 		dc->bits = narrower(dc->f->bits, in->counter_bits);
@@ -365,18 +365,20 @@ int prb_dram_open(struct prb_dram **out, const struct prb_system *sys,
 		if (!in->pmu) {
 			rc = file_counter_open(&d->ctr[i][0].f, in->path);
 			if (rc < 0) {
-				snprintf(st->reason, sizeof(st->reason), "%s: cannot open: %s", in->path,
-					 strerror(-rc));
+				snprintf(st->reason, sizeof(st->reason), "%s: cannot open: %s",
+					 in->path, strerror(-rc));
 				goto out;
 			}
 		} else {
 			rc = -EOPNOTSUPP;
 			if (!d->plan.no_group && in->n_events > 1 && counter_ops_get()->read_group)
 				rc = open_instance(d, i, true, what, sizeof(what));
-			if (rc < 0) /* no groups in this layer, or the PMU refused one: one by one */
+			/* no groups in this layer, or the PMU refused one: event by event */
+			if (rc < 0)
 				rc = open_instance(d, i, false, what, sizeof(what));
 			if (rc < 0) {
-				snprintf(st->reason, sizeof(st->reason), "%s", prb_explain(rc, what));
+				snprintf(st->reason, sizeof(st->reason), "%s",
+					 prb_explain(rc, what));
 				goto out;
 			}
 		}
@@ -445,7 +447,8 @@ static int read_instance(struct prb_dram *d, int i, struct prb_dram_instance_sam
 			add_bytes(&is->total, PRB_READ_FAILED, 0);
 			rc = -EIO;
 		} else {
-			add_bytes(&is->total, PRB_MEASURED, prb_counter_delta(val, dc->v0, dc->bits));
+			add_bytes(&is->total, PRB_MEASURED,
+				  prb_counter_delta(val, dc->v0, dc->bits));
 		}
 	} else {
 		read_raw(d, i, v, rcs);

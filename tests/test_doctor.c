@@ -60,6 +60,25 @@ static void test_doctor_server_tree(void)
 	/* every controller named once, and opened on both sockets */
 	T_EQ_INT(json_array_size(json_object_get(dram, "instances")), 16);
 	T_EQ_INT(json_array_size(json_object_get(dram, "opened_on")), 32);
+	/* CAS counters give reads and writes, and their sum */
+	json_t *prov = json_object_get(dram, "provides");
+	T_EQ_INT(json_array_size(prov), 3);
+	T_EQ_STR(json_string_value(json_array_get(prov, 0)), "read");
+	T_EQ_STR(json_string_value(json_array_get(prov, 2)), "total");
+	T_ASSERT(json_is_true(json_object_get(dram, "read_write_split")));
+	json_decref(j);
+	t_output_free(&o);
+
+	/* resctrl counts a total only */
+	const char *rargv[] = { "memwall", "doctor", "--json", "--backend", "resctrl", "--sysfs",
+				tree("sapphire-rapids"), NULL };
+	o = t_run(rargv);
+	j = parse(&o);
+	dram = json_object_get(j, "dram");
+	prov = json_object_get(dram, "provides");
+	T_EQ_INT(json_array_size(prov), 1);
+	T_EQ_STR(json_string_value(json_array_get(prov, 0)), "total");
+	T_ASSERT(json_is_false(json_object_get(dram, "read_write_split")));
 	json_decref(j);
 	t_output_free(&o);
 }
@@ -94,6 +113,14 @@ static void test_calibrate(void)
 	T_NEAR(json_real_value(json_object_get(json_object_get(read, "error_pct"), "total")), -100.0,
 	       1e-9);
 	T_ASSERT(json_is_null(json_object_get(json_object_get(read, "error_pct"), "read")));
+	/* no split: the read figure is absent with its state, never a counted 0 */
+	T_ASSERT(json_is_null(json_object_get(json_object_get(read, "counted"), "read_bytes")));
+	T_EQ_STR(json_string_value(json_object_get(json_object_get(read, "counted_state"), "read")),
+		 "not-provided");
+	T_EQ_INT(json_integer_value(json_object_get(json_object_get(read, "counted"), "total_bytes")),
+		 0);
+	T_EQ_STR(json_string_value(json_object_get(json_object_get(read, "counted_state"), "total")),
+		 "measured");
 	T_EQ_INT(json_array_size(json_object_get(read, "instances")), 2);
 	json_decref(j);
 	t_output_free(&o);

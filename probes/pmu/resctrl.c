@@ -4,13 +4,23 @@
  * mon_data/mon_L3_NN/mbm_total_bytes: a byte count the kernel keeps 64 bits wide across the
  * hardware counter's overflow (Documentation/arch/x86/resctrl.rst). It counts traffic that
  * cores originate, attributed by RMID; device DMA is not in it, and it has no read/write split.
+ * When the hardware has no count for the RMID the file reads "Unavailable" (or "Error", or on
+ * recent kernels "Unassigned" in mbm_event counter-assignment mode) instead of a number: that
+ * reading is PRB_READ_FAILED for the domain (the file counter in probes/counter.c).
  */
 #include <dirent.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "../internal.h"
+
+static int by_name(const void *a, const void *b)
+{
+	const struct dram_instance *x = a, *y = b;
+	return strcmp(x->name, y->name);
+}
 
 static int detect(const struct prb_system *sys, struct dram_plan *plan, char *why, size_t n)
 {
@@ -38,6 +48,9 @@ static int detect(const struct prb_system *sys, struct dram_plan *plan, char *wh
 		plan->n++;
 	}
 	closedir(d);
+	/* readdir's order is the filesystem's: sort, so that instance i is the same domain on
+	 * every run (mon_L3_00 before mon_L3_01, as the PMU backends number theirs) */
+	qsort(plan->inst, (size_t)plan->n, sizeof(plan->inst[0]), by_name);
 	if (!plan->n)
 		snprintf(why, n, "%s has no mon_L3_*/mbm_total_bytes", dir);
 	return plan->n;

@@ -175,19 +175,21 @@ static int run_pass(struct eng_stream *es, struct prb_dram *d, const struct pass
 		     (PRB_DRAM_READ | PRB_DRAM_WRITE);
 	double e_read = measured(&b->read) ? error_pct(b->read.bytes, exp_read) : NAN;
 	double e_write = measured(&b->write) ? error_pct(b->write.bytes, exp_write) : NAN;
-	double e_total = measured(&b->total) ? error_pct(b->total.bytes, exp_read + exp_write) : NAN;
+	double e_total =
+		measured(&b->total) ? error_pct(b->total.bytes, exp_read + exp_write) : NAN;
 
 	json_t *inst = json_array();
 	for (int i = 0; i < b->n_instances; i++) {
 		const struct prb_dram_instance_sample *is = &b->inst[i];
+		double share = measured(&is->total) && measured(&b->total) && b->total.bytes ?
+				       (double)is->total.bytes * 100.0 / (double)b->total.bytes :
+				       NAN;
 		json_array_append_new(inst, json_pack("{s:s, s:i, s:o, s:o, s:o, s:s, s:o}",
 			"pmu", st->instances[i].pmu, "cpu", st->instances[i].cpu,
 			"read_bytes", bytes_json(&is->read), "write_bytes", bytes_json(&is->write),
 			"total_bytes", bytes_json(&is->total), "total_state",
 			prb_state_name(is->total.state),
-			"share_pct", measured(&is->total) && measured(&b->total) && b->total.bytes ?
-				json_real((double)is->total.bytes * 100.0 / (double)b->total.bytes) :
-				json_null()));
+			"share_pct", mw_json_num(share)));
 	}
 	json_object_set_new(out, p->name, json_pack(
 		"{s:s, s:b, s:f, s:{s:I, s:I}, s:{s:o, s:o, s:o}, s:{s:s, s:s, s:s}, "

@@ -1,0 +1,733 @@
+/* tests/test_dram_sim.c: the DRAM read path of every backend, on the simulated PMU.
+ *
+ * This VM has no uncore PMUs, so the paths that turn raw counts into bytes (deltas against
+ * the open, wrapping, multiplexing, counters that never run or stop reading, resctrl's
+ * "Unavailable") run here on MEMWALL_COUNTERS=sim with a script per case (tests/data/sim/
+ * README.md describes the format). Each case scripts known per-instance steps on a recorded
+ * sysfs tree, and every figure of every read is checked against arithmetic done here: bytes
+ * per count from the tree's .scale and .unit text (or the documented 64 bytes per CAS or
+ * channel request), never from the code under test.
+ */
+#include <errno.h>
+#include <math.h>
+#include <unistd.h>
+
+#include "probes.h"
+#include "test.h"
+
+#define READS 4
+#define MS 1000000ull
+
+enum dir { RD, WR, TOT };
+
+struct sim_event {
+	uint32_t type;
+	uint64_t config;
+	int cpu;
+	enum dir dir;
+	double bytes_per_count;
+	uint64_t start, step;
+	unsigned bits;        /* 0: not given (64) */
+	bool notrun;
+	int fail_after;       /* -1: never */
+	double scaled;        /* 0: not given */
+};
+
+struct sim_instance {
+	int n;
+	struct sim_event ev[8];
+	const char *file;     /* resctrl: the path suffix, NULL for perf */
+	uint64_t start, step;
+	int unavailable_after; /* -1: never */
+};
+
+struct sim_case {
+	const char *name;
+	const char *tree, *backend;
+	unsigned provides;
+	int n;
+	struct sim_instance in[128];
+};
+
+static char tmpdir[256];
+
+/* ---- what the tree says, read here (not through the probes) */
+
+static const char *tree_file(const char *tree, const char *pmu, const char *file)
+{
+	static char path[8192];
+	snprintf(path, sizeof(path), "%s%s/bus/event_source/devices/%s/%s", t_data("sysfs/"), tree,
+		 pmu, file);
+	return path;
+}
+
+static bool read_text(const char *path, char *buf, size_t n)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return false;
+	size_t got = fread(buf, 1, n - 1, f);
+	fclose(f);
+	buf[got] = '\0';
+	while (got && (buf[got - 1] == '\n' || buf[got - 1] == ' '))
+		buf[--got] = '\0';
+	return true;
+}
+
+static uint32_t pmu_type(const char *tree, const char *pmu)
+{
+	char buf[32] = "";
+	T_ASSERT(read_text(tree_file(tree, pmu, "type"), buf, sizeof(buf)));
+	return (uint32_t)strtoul(buf, NULL, 10);
+}
+
+/* .scale times the bytes in .unit: the kernel's 6.103515625e-5 MiB is 2^-14 * 2^20 = 64 */
+static double alias_bytes(const char *tree, const char *pmu, const char *alias)
+{
+	char name[128], scale[64] = "", unit[16] = "";
+	snprintf(name, sizeof(name), "events/%s.scale", alias);
+	T_ASSERT(read_text(tree_file(tree, pmu, name), scale, sizeof(scale)));
+	snprintf(name, sizeof(name), "events/%s.unit", alias);
+	T_ASSERT(read_text(tree_file(tree, pmu, name), unit, sizeof(unit)));
+	T_EQ_STR(unit, "MiB");
+	return strtod(scale, NULL) * 1048576.0;
+}
+
+/* ---- building cases */
+
+static struct sim_case the_case;
+
+static struct sim_case *case_new(const char *name, const char *tree, const char *backend,
+				 unsigned provides)
+{
+	struct sim_case *c = &the_case;
+	memset(c, 0, sizeof(*c));
+	c->name = name;
+	c->tree = tree;
+	c->backend = backend;
+	c->provides = provides;
+	return c;
+}
+
+static struct sim_instance *inst_new(struct sim_case *c)
+{
+	struct sim_instance *in = &c->in[c->n++];
+	in->unavailable_after = -1;
+	return in;
+}
+
+/* Steps differ per instance and per event, so that counts landing on the wrong instance or
+ * the wrong direction show. */
+static void add_event(struct sim_case *c, struct sim_instance *in, uint32_t type, uint64_t config,
+		      int cpu, enum dir dir, double bytes_per_count)
+{
+	struct sim_event *e = &in->ev[in->n];
+	*e = (struct sim_event){ .type = type, .config = config, .cpu = cpu, .dir = dir,
+				 .bytes_per_count = bytes_per_count, .fail_after = -1,
+				 .start = 1000u * (unsigned)c->n,
+				 .step = 1000u * (unsigned)c->n + 10u * (unsigned)in->n + 1 };
+	in->n++;
+}
+
+static struct sim_case *arrow_lake(void)
+{
+	struct sim_case *c = case_new("arrow-lake", "arrow-lake", "intel_imc_free",
+				      PRB_DRAM_READ | PRB_DRAM_WRITE | PRB_DRAM_TOTAL);
+	for (int p = 0; p < 2; p++) {
+		char pmu[64];
+		snprintf(pmu, sizeof(pmu), "uncore_imc_free_running_%d", p);
+		struct sim_instance *in = inst_new(c);
+		/* data_read event=0xff,umask=0x20 -> 0x20ff; data_write umask=0x30 -> 0x30ff */
+		add_event(c, in, pmu_type(c->tree, pmu), 0x20ff, 0, RD,
+			  alias_bytes(c->tree, pmu, "data_read"));
+		add_event(c, in, pmu_type(c->tree, pmu), 0x30ff, 0, WR,
+			  alias_bytes(c->tree, pmu, "data_write"));
+	}
+	return c;
+}
+
+static struct sim_case *sapphire_rapids(void)
+{
+	struct sim_case *c = case_new("sapphire-rapids", "sapphire-rapids", "intel_imc_cas",
+				      PRB_DRAM_READ | PRB_DRAM_WRITE | PRB_DRAM_TOTAL);
+	static const int cpus[] = { 0, 56 }; /* the cpumask: one CPU per socket */
+	for (int p = 0; p < 16; p++) {
+		char pmu[64];
+		snprintf(pmu, sizeof(pmu), "uncore_imc_%d", p);
+		for (int s = 0; s < 2; s++) {
+			struct sim_instance *in = inst_new(c);
+			/* cas_count_read event=0x05,umask=0xcf -> 0xcf05; write umask=0xf0 */
+			add_event(c, in, pmu_type(c->tree, pmu), 0xcf05, cpus[s], RD,
+				  alias_bytes(c->tree, pmu, "cas_count_read"));
+			add_event(c, in, pmu_type(c->tree, pmu), 0xf005, cpus[s], WR,
+				  alias_bytes(c->tree, pmu, "cas_count_write"));
+		}
+	}
+	return c;
+}
+
+static struct sim_case *granite_rapids(void)
+{
+	struct sim_case *c = case_new("granite-rapids", "granite-rapids", "intel_imc_cas",
+				      PRB_DRAM_READ | PRB_DRAM_WRITE | PRB_DRAM_TOTAL);
+	for (int p = 0; p < 12; p++) {
+		char pmu[64];
+		snprintf(pmu, sizeof(pmu), "uncore_imc_%d", p);
+		struct sim_instance *in = inst_new(c);
+		uint32_t type = pmu_type(c->tree, pmu);
+		/* both schedulers: sch0 event 0x05, sch1 event 0x06, umask 0xcf read, 0xf0 write */
+		static const struct {
+			uint64_t config;
+			enum dir dir;
+			const char *alias;
+		} evs[] = { { 0xcf05, RD, "cas_count_read_sch0" },
+			    { 0xf005, WR, "cas_count_write_sch0" },
+			    { 0xcf06, RD, "cas_count_read_sch1" },
+			    { 0xf006, WR, "cas_count_write_sch1" } };
+		for (int j = 0; j < 4; j++)
+			add_event(c, in, type, evs[j].config, 0, evs[j].dir,
+				  alias_bytes(c->tree, pmu, evs[j].alias));
+	}
+	return c;
+}
+
+static struct sim_case *zen4(void)
+{
+	struct sim_case *c = case_new("amd-epyc-zen4", "amd-epyc-zen4", "amd_umc",
+				      PRB_DRAM_READ | PRB_DRAM_WRITE | PRB_DRAM_TOTAL);
+	for (int p = 0; p < 12; p++) {
+		char pmu[64];
+		snprintf(pmu, sizeof(pmu), "amd_umc_%d", p);
+		struct sim_instance *in = inst_new(c);
+		/* umc_cas_cmd.rd event=0x0a,rdwrmask=1 -> 0x10a; .wr -> 0x20a; a CAS moves one
+		 * 64-byte line (amd_umc.c's comment; the PMU has no .scale) */
+		add_event(c, in, pmu_type(c->tree, pmu), 0x10a, 0, RD, 64.0);
+		add_event(c, in, pmu_type(c->tree, pmu), 0x20a, 0, WR, 64.0);
+	}
+	return c;
+}
+
+static struct sim_case *zen3(void)
+{
+	struct sim_case *c = case_new("zen3", "zen3", "amd_df", PRB_DRAM_TOTAL);
+	struct sim_instance *in = inst_new(c);
+	for (unsigned ch = 0; ch < 8; ch++) {
+		/* event 0x07 + 0x40 ch in config:0-7,32-35; umask 0x38 in config:8-15; one
+		 * 64-byte request per count */
+		uint64_t ev = 0x07 + 0x40 * ch;
+		uint64_t config = (ev & 0xff) | 0x38 << 8 | (ev >> 8) << 32;
+		add_event(c, in, pmu_type(c->tree, "amd_df"), config, 0, TOT, 64.0);
+	}
+	return c;
+}
+
+static struct sim_case *resctrl(void)
+{
+	struct sim_case *c = case_new("resctrl", "sapphire-rapids", "resctrl", PRB_DRAM_TOTAL);
+	static const char *const files[] = { "mon_L3_00/mbm_total_bytes",
+					     "mon_L3_01/mbm_total_bytes" };
+	for (int i = 0; i < 2; i++) {
+		struct sim_instance *in = inst_new(c);
+		in->file = files[i];
+		in->start = 123456789u * (uint64_t)(i + 1);
+		in->step = 4096u * (uint64_t)(i + 1) + 64;
+	}
+	return c;
+}
+
+/* ---- the script */
+
+static const char *write_script(const struct sim_case *c)
+{
+	static char path[512];
+	snprintf(path, sizeof(path), "%s/%s.script", tmpdir, c->name);
+	FILE *f = fopen(path, "w");
+	T_ASSERT(f != NULL);
+	if (!f)
+		return path;
+	fprintf(f, "# %s: written by tests/test_dram_sim.c\n", c->name);
+	for (int i = 0; i < c->n; i++) {
+		const struct sim_instance *in = &c->in[i];
+		if (in->file) {
+			fprintf(f, "file path=%s start=%" PRIu64 " step=%" PRIu64, in->file,
+				in->start, in->step);
+			if (in->unavailable_after >= 0)
+				fprintf(f, " unavailable_after=%d", in->unavailable_after);
+			fputc('\n', f);
+			continue;
+		}
+		for (int j = 0; j < in->n; j++) {
+			const struct sim_event *e = &in->ev[j];
+			fprintf(f, "perf type=%u config=0x%" PRIx64 " cpu=%d start=%" PRIu64
+				" step=%" PRIu64, e->type, e->config, e->cpu, e->start, e->step);
+			if (e->bits)
+				fprintf(f, " bits=%u", e->bits);
+			if (e->notrun)
+				fprintf(f, " notrun");
+			if (e->fail_after >= 0)
+				fprintf(f, " fail_after=%d", e->fail_after);
+			if (e->scaled > 0)
+				fprintf(f, " scaled=%g", e->scaled);
+			fputc('\n', f);
+		}
+	}
+	fclose(f);
+	return path;
+}
+
+/* ---- what each read must give, computed here */
+
+struct want {
+	struct prb_bytes read, write, total;
+	int rc;
+};
+
+static void fold(struct prb_bytes *fig, enum prb_state state, uint64_t bytes)
+{
+	if (fig->state != PRB_MEASURED)
+		return;
+	if (state != PRB_MEASURED)
+		*fig = (struct prb_bytes){ 0, state };
+	else
+		fig->bytes += bytes;
+}
+
+/* Instance in after its k-th prb_dram_read (k >= 1). */
+static struct want want_instance(const struct sim_case *c, const struct sim_instance *in, int k)
+{
+	struct want w = { { 0, PRB_MEASURED }, { 0, PRB_MEASURED }, { 0, PRB_MEASURED }, 0 };
+	if (in->file) {
+		if (in->unavailable_after >= 0 && k > in->unavailable_after) {
+			fold(&w.total, PRB_READ_FAILED, 0);
+			w.rc = -EIO;
+		} else {
+			fold(&w.total, PRB_MEASURED, (uint64_t)k * in->step);
+		}
+	}
+	for (int j = 0; !in->file && j < in->n; j++) {
+		const struct sim_event *e = &in->ev[j];
+		enum prb_state st = PRB_MEASURED;
+		/* k steps since the open's read; a multiplexed counter running a fraction f of
+		 * the time is extrapolated by 1/f (perf's enabled/running) */
+		double count = (double)k * (double)e->step / (e->scaled > 0 ? e->scaled : 1.0);
+		uint64_t bytes = (uint64_t)llround(count * e->bytes_per_count);
+		if (e->fail_after >= 0 && k > e->fail_after) {
+			st = PRB_READ_FAILED;
+			w.rc = -EIO;
+		} else if (e->notrun) {
+			st = PRB_NOT_RUN;
+		}
+		if (e->dir == RD)
+			fold(&w.read, st, bytes);
+		if (e->dir == WR)
+			fold(&w.write, st, bytes);
+		fold(&w.total, st, bytes);
+	}
+	if (!(c->provides & PRB_DRAM_READ))
+		w.read = (struct prb_bytes){ 0, PRB_NOT_PROVIDED };
+	if (!(c->provides & PRB_DRAM_WRITE))
+		w.write = (struct prb_bytes){ 0, PRB_NOT_PROVIDED };
+	return w;
+}
+
+static void check_bytes(const char *what, int i, int k, const struct prb_bytes *got,
+			const struct prb_bytes *want)
+{
+	t_checks++;
+	if (got->state != want->state || got->bytes != want->bytes)
+		T_FAIL_AT(__FILE__, __LINE__, "%s instance %d read %d: got %" PRIu64 " %s, want %"
+			  PRIu64 " %s", what, i, k, got->bytes, prb_state_name(got->state),
+			  want->bytes, prb_state_name(want->state));
+}
+
+/* The delta of two wanted figures: measured only when both are. */
+static struct prb_bytes want_delta(const struct prb_bytes *a, const struct prb_bytes *b)
+{
+	if (a->state != PRB_MEASURED)
+		return (struct prb_bytes){ 0, a->state };
+	if (b->state != PRB_MEASURED)
+		return (struct prb_bytes){ 0, b->state };
+	return (struct prb_bytes){ a->bytes - b->bytes, PRB_MEASURED };
+}
+
+static struct prb_dram_sample samples[READS + 1], delta;
+static struct want wants[READS + 1][128], want_sum[READS + 1];
+
+/* Opens c's backend on its tree under its script, reads READS samples and checks every
+ * figure, the sums, the return codes and the per-read deltas. */
+static void run_case(const struct sim_case *c)
+{
+	struct prb_system *sys = NULL;
+	struct prb_error err = { 0 };
+	struct prb_dram_options opt = { .backend = c->backend };
+	struct prb_dram_status st;
+	struct prb_dram *d = NULL;
+	char root[8192];
+
+	setenv("MEMWALL_SIM_SCRIPT", write_script(c), 1);
+	snprintf(root, sizeof(root), "%s%s", t_data("sysfs/"), c->tree);
+	T_EQ_INT(prb_system_open(&sys, root, &err), 0);
+	int rc = prb_dram_open(&d, sys, &opt, &st);
+	T_EQ_INT(rc, 0);
+	if (rc < 0) {
+		fprintf(stderr, "%s: %s\n", c->name, st.reason);
+		prb_system_close(sys);
+		return;
+	}
+	T_EQ_STR(st.backend, c->backend);
+	T_EQ_INT(st.n_instances, c->n);
+	T_EQ_INT(st.provides, c->provides);
+	T_EQ_INT(!!(st.flags & PRB_DRAM_TOTAL_ONLY), !(c->provides & PRB_DRAM_READ));
+	for (int k = 1; k <= READS; k++) {
+		struct prb_dram_sample *s = &samples[k];
+		struct want *sum = &want_sum[k];
+		*sum = (struct want){ { 0, PRB_MEASURED }, { 0, PRB_MEASURED },
+				      { 0, PRB_MEASURED }, 0 };
+		for (int i = 0; i < c->n; i++) {
+			struct want w = want_instance(c, &c->in[i], k);
+			wants[k][i] = w;
+			/* a sum takes the first instance's state that is not measured */
+			fold(&sum->read, w.read.state, w.read.bytes);
+			fold(&sum->write, w.write.state, w.write.bytes);
+			fold(&sum->total, w.total.state, w.total.bytes);
+			if (w.rc)
+				sum->rc = w.rc;
+		}
+		T_EQ_INT(prb_dram_read(d, s), sum->rc);
+		T_EQ_INT(s->n_instances, c->n);
+		for (int i = 0; i < c->n && i < s->n_instances; i++) {
+			check_bytes("read", i, k, &s->inst[i].read, &wants[k][i].read);
+			check_bytes("write", i, k, &s->inst[i].write, &wants[k][i].write);
+			check_bytes("total", i, k, &s->inst[i].total, &wants[k][i].total);
+		}
+		check_bytes("sum read", -1, k, &s->read, &sum->read);
+		check_bytes("sum write", -1, k, &s->write, &sum->write);
+		check_bytes("sum total", -1, k, &s->total, &sum->total);
+		/* perf instances: k synthetic milliseconds enabled since open (files: the clock) */
+		if (!c->in[0].file && wants[k][0].rc == 0)
+			T_EQ_U64(s->inst[0].time_enabled, k * MS);
+		if (k == 1)
+			continue;
+		/* per read: what a token's figure would be */
+		prb_dram_sample_delta(s, &samples[k - 1], &delta);
+		T_EQ_INT(delta.n_instances, c->n);
+		for (int i = 0; i < c->n; i++) {
+			struct prb_bytes w = want_delta(&wants[k][i].total, &wants[k - 1][i].total);
+			check_bytes("delta total", i, k, &delta.inst[i].total, &w);
+			w = want_delta(&wants[k][i].read, &wants[k - 1][i].read);
+			check_bytes("delta read", i, k, &delta.inst[i].read, &w);
+		}
+		struct prb_bytes w = want_delta(&sum->total, &want_sum[k - 1].total);
+		check_bytes("delta sum total", -1, k, &delta.total, &w);
+		w = want_delta(&sum->write, &want_sum[k - 1].write);
+		check_bytes("delta sum write", -1, k, &delta.write, &w);
+		if (!c->in[0].file && wants[k][0].rc == 0 && wants[k - 1][0].rc == 0)
+			T_EQ_U64(delta.inst[0].time_enabled, MS);
+	}
+	prb_dram_close(d);
+	prb_system_close(sys);
+}
+
+/* ---- the cases */
+
+static void test_every_backend(void)
+{
+	struct sim_case *(*const builders[])(void) = { arrow_lake, sapphire_rapids, granite_rapids,
+						       zen4, zen3, resctrl };
+	for (size_t b = 0; b < sizeof(builders) / sizeof(builders[0]); b++) {
+		const struct sim_case *c = builders[b]();
+		run_case(c);
+		/* every figure measured on every read; total-only backends have no split */
+		bool split = c->provides & PRB_DRAM_READ;
+		T_EQ_INT(samples[READS].total.state, PRB_MEASURED);
+		T_EQ_INT(samples[READS].read.state, split ? PRB_MEASURED : PRB_NOT_PROVIDED);
+		T_EQ_INT(samples[READS].write.state, split ? PRB_MEASURED : PRB_NOT_PROVIDED);
+		T_ASSERT(samples[READS].total.bytes > 0);
+	}
+}
+
+static void test_not_run(void)
+{
+	/* controller 1's write counter is never scheduled: its write and total are not-run, and
+	 * so are the sums over both controllers; reads are still measured */
+	struct sim_case *c = arrow_lake();
+	c->in[1].ev[1].notrun = true;
+	run_case(c);
+	const struct prb_dram_sample *s = &samples[READS];
+	T_EQ_INT(s->inst[1].write.state, PRB_NOT_RUN);
+	T_EQ_INT(s->inst[1].total.state, PRB_NOT_RUN);
+	T_EQ_U64(s->inst[1].total.bytes, 0);
+	T_EQ_INT(s->inst[1].read.state, PRB_MEASURED);
+	T_EQ_INT(s->write.state, PRB_NOT_RUN);
+	T_EQ_INT(s->total.state, PRB_NOT_RUN);
+	T_EQ_INT(s->read.state, PRB_MEASURED);
+	T_ASSERT(s->inst[1].reading_flags & PRB_READING_NOT_COUNTED);
+
+	/* with scaling forbidden, a counter that did not run is refused outright */
+	struct prb_system *sys = NULL;
+	struct prb_error err = { 0 };
+	struct prb_dram_options opt = { .backend = "intel_imc_free", .forbid_scaling = true };
+	struct prb_dram_status st;
+	struct prb_dram *d = NULL;
+	char root[8192];
+	snprintf(root, sizeof(root), "%s%s", t_data("sysfs/"), c->tree);
+	T_EQ_INT(prb_system_open(&sys, root, &err), 0);
+	T_EQ_INT(prb_dram_open(&d, sys, &opt, &st), 0);
+	if (d)
+		T_EQ_INT(prb_dram_read(d, &samples[0]), -ERANGE);
+	prb_dram_close(d);
+	prb_system_close(sys);
+}
+
+static void test_wrap(void)
+{
+	/* controller 0's read counter passes 2^64 and controller 1's, 48 bits wide, passes 2^48
+	 * between reads: bytes since open keep growing by one step per read */
+	struct sim_case *c = arrow_lake();
+	c->in[0].ev[0].start = UINT64_MAX - 2500;
+	c->in[0].ev[0].step = 1000;
+	c->in[1].ev[0].start = (1ull << 48) - 2500;
+	c->in[1].ev[0].step = 1000;
+	c->in[1].ev[0].bits = 48;
+	c->in[1].ev[1].start = (1ull << 48) - 1;
+	c->in[1].ev[1].bits = 48;
+	run_case(c);
+	T_EQ_U64(samples[READS].inst[0].read.bytes, READS * 1000ull * 64);
+	T_EQ_U64(samples[READS].inst[1].read.bytes, READS * 1000ull * 64);
+	T_EQ_INT(samples[READS].read.state, PRB_MEASURED);
+}
+
+static void test_fail_mid_run(void)
+{
+	/* controller 2 on socket 1 stops reading after its second read: from the third on its
+	 * read and total are read-failed, prb_dram_read says -EIO, the sums are not measured,
+	 * and every other instance (and its own write counter) is still measured */
+	struct sim_case *c = sapphire_rapids();
+	c->in[5].ev[0].fail_after = 2;
+	run_case(c);
+	const struct prb_dram_sample *s = &samples[READS];
+	T_EQ_INT(samples[2].inst[5].read.state, PRB_MEASURED);
+	T_EQ_INT(samples[3].inst[5].read.state, PRB_READ_FAILED);
+	T_EQ_INT(s->inst[5].read.state, PRB_READ_FAILED);
+	T_EQ_INT(s->inst[5].total.state, PRB_READ_FAILED);
+	T_EQ_INT(s->inst[5].write.state, PRB_MEASURED);
+	T_EQ_INT(s->inst[4].read.state, PRB_MEASURED);
+	T_EQ_INT(s->inst[6].total.state, PRB_MEASURED);
+	T_EQ_INT(s->read.state, PRB_READ_FAILED);
+	T_EQ_INT(s->total.state, PRB_READ_FAILED);
+	T_EQ_INT(s->write.state, PRB_MEASURED);
+}
+
+static void test_scaled(void)
+{
+	/* the data fabric's 8 channel events share 4 counters: each runs half the time, and the
+	 * count is extrapolated by enabled/running = 2, flagged as scaled */
+	struct sim_case *c = zen3();
+	for (int j = 0; j < 8; j++)
+		c->in[0].ev[j].scaled = 0.5;
+	run_case(c);
+	T_ASSERT(samples[READS].reading_flags & PRB_READING_SCALED);
+	T_EQ_INT(samples[READS].total.state, PRB_MEASURED);
+	T_EQ_INT(samples[READS].read.state, PRB_NOT_PROVIDED);
+}
+
+static void test_resctrl_unavailable(void)
+{
+	/* domain 1 reads "Unavailable" after its second read */
+	struct sim_case *c = resctrl();
+	c->in[1].unavailable_after = 2;
+	run_case(c);
+	const struct prb_dram_sample *s = &samples[READS];
+	T_EQ_INT(s->inst[1].total.state, PRB_READ_FAILED);
+	T_EQ_INT(s->inst[0].total.state, PRB_MEASURED);
+	T_EQ_INT(s->total.state, PRB_READ_FAILED);
+	T_EQ_INT(s->read.state, PRB_NOT_PROVIDED);
+}
+
+static void put(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	T_ASSERT(f != NULL);
+	if (f) {
+		fputs(text, f);
+		fclose(f);
+	}
+}
+
+/* The real file path, not the sim's: a resctrl tree made here whose counter file is
+ * rewritten between reads, including the kernel's "Unavailable" and "Error". */
+static void test_resctrl_files(void)
+{
+	static const char *const dirs[] = { "",
+					    "/bus",
+					    "/bus/event_source",
+					    "/bus/event_source/devices",
+					    "/fs",
+					    "/fs/resctrl",
+					    "/fs/resctrl/mon_data",
+					    "/fs/resctrl/mon_data/mon_L3_00" };
+	char root[512], path[1024];
+	snprintf(root, sizeof(root), "%s/tree", tmpdir);
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		snprintf(path, sizeof(path), "%s%s", root, dirs[i]);
+		mkdir(path, 0700);
+	}
+	char file[1024];
+	snprintf(file, sizeof(file), "%s/fs/resctrl/mon_data/mon_L3_00/mbm_total_bytes", root);
+	put(file, "1000\n");
+	/* a script that names no file: files pass through to the real reader */
+	setenv("MEMWALL_SIM_SCRIPT", "/dev/null", 1);
+
+	struct prb_system *sys = NULL;
+	struct prb_error err = { 0 };
+	struct prb_dram_options opt = { .backend = "resctrl" };
+	struct prb_dram_status st;
+	struct prb_dram *d = NULL;
+	struct prb_dram_sample *s = &samples[0];
+	T_EQ_INT(prb_system_open(&sys, root, &err), 0);
+	T_EQ_INT(prb_dram_open(&d, sys, &opt, &st), 0);
+	if (d) {
+		put(file, "5096\n");
+		T_EQ_INT(prb_dram_read(d, s), 0);
+		T_EQ_INT(s->total.state, PRB_MEASURED);
+		T_EQ_U64(s->total.bytes, 4096);
+		put(file, "Unavailable\n");
+		T_EQ_INT(prb_dram_read(d, s), -EIO);
+		T_EQ_INT(s->inst[0].total.state, PRB_READ_FAILED);
+		T_EQ_INT(s->total.state, PRB_READ_FAILED);
+		T_EQ_U64(s->total.bytes, 0);
+		put(file, "Error\n");
+		T_EQ_INT(prb_dram_read(d, s), -EIO);
+		T_EQ_INT(s->total.state, PRB_READ_FAILED);
+		put(file, "9192\n");
+		T_EQ_INT(prb_dram_read(d, &samples[1]), 0);
+		T_EQ_U64(samples[1].total.bytes, 8192);
+		/* a token between the failed read and this one has no figure, though both ends
+		 * of the counter are numbers again */
+		prb_dram_sample_delta(&samples[1], s, &delta);
+		T_EQ_INT(delta.total.state, PRB_READ_FAILED);
+		T_EQ_INT(delta.inst[0].total.state, PRB_READ_FAILED);
+		T_EQ_U64(delta.total.bytes, 0);
+		put(file, "10192\n");
+		T_EQ_INT(prb_dram_read(d, &samples[2]), 0);
+		prb_dram_sample_delta(&samples[2], &samples[1], &delta);
+		T_EQ_INT(delta.total.state, PRB_MEASURED);
+		T_EQ_U64(delta.total.bytes, 1000);
+		T_EQ_INT(delta.read.state, PRB_NOT_PROVIDED);
+		prb_dram_close(d);
+	}
+	/* no value at open: nothing to count from, so the open fails and says why */
+	put(file, "Unavailable\n");
+	d = NULL;
+	T_ASSERT(prb_dram_open(&d, sys, &opt, &st) < 0);
+	T_ASSERT(d == NULL);
+	T_CONTAINS(st.reason, "Unavailable");
+	prb_system_close(sys);
+
+	unlink(file);
+	for (size_t i = sizeof(dirs) / sizeof(dirs[0]); i-- > 0;) {
+		snprintf(path, sizeof(path), "%s%s", root, dirs[i]);
+		rmdir(path);
+	}
+}
+
+/* A broken script fails the open: a test that meant to script counters never silently runs
+ * on whatever the syscall layer finds. */
+static void test_bad_script(void)
+{
+	char path[512], root[8192];
+	struct prb_system *sys = NULL;
+	struct prb_error err = { 0 };
+	struct prb_dram_status st;
+	struct prb_dram *d = NULL;
+	snprintf(path, sizeof(path), "%s/bad.script", tmpdir);
+	put(path, "# a typo in a key\nperf type=24 config=0x20ff cpu=* strat=0 step=1\n");
+	setenv("MEMWALL_SIM_SCRIPT", path, 1);
+	snprintf(root, sizeof(root), "%s%s", t_data("sysfs/"), "arrow-lake");
+	T_EQ_INT(prb_system_open(&sys, root, &err), 0);
+	T_EQ_INT(prb_dram_open(&d, sys, NULL, &st), -EINVAL);
+	T_ASSERT(d == NULL);
+	T_ASSERT(!st.available);
+	prb_system_close(sys);
+	unlink(path);
+	setenv("MEMWALL_SIM_SCRIPT", "/dev/null", 1);
+}
+
+static void test_names(void)
+{
+	T_EQ_STR(prb_state_name(PRB_MEASURED), "measured");
+	T_EQ_STR(prb_state_name(PRB_NOT_RUN), "not-run");
+	T_EQ_STR(prb_state_name(PRB_READ_FAILED), "read-failed");
+	T_EQ_STR(prb_state_name(PRB_NOT_PROVIDED), "not-provided");
+	T_CONTAINS(prb_state_reason(PRB_NOT_PROVIDED), "read/write split");
+	T_EQ_STR(prb_counter_backend(), "sim");
+}
+
+/* Opens task-clock in a set, runs a little and reads it: 0, or the open's errno. */
+static int task_clock(struct prb_reading *r)
+{
+	struct prb_set *s = NULL;
+	struct prb_error err = { 0 };
+	int idx = -1;
+	int rc = prb_set_new(&s, NULL, NULL);
+	if (rc == 0)
+		rc = prb_set_add(s, "task-clock", &idx, &err);
+	if (rc == 0)
+		rc = prb_set_enable(s);
+	if (rc == 0) {
+		volatile double x = 0;
+		for (int i = 0; i < 2000000; i++)
+			x += i;
+		rc = prb_set_read(s, r);
+	}
+	prb_set_free(s);
+	return rc;
+}
+
+/* Events the script does not name pass through: where task-clock opens on the syscall layer,
+ * it opens and counts under sim too. */
+static void test_pass_through(void)
+{
+	struct prb_reading r[1];
+	setenv("MEMWALL_COUNTERS", "syscall", 1);
+	int rc = task_clock(r);
+	setenv("MEMWALL_COUNTERS", "sim", 1);
+	if (rc < 0) {
+		printf("task-clock does not open here (%s): pass-through not checked\n",
+		       strerror(-rc));
+		return;
+	}
+	setenv("MEMWALL_SIM_SCRIPT", write_script(arrow_lake()), 1);
+	T_EQ_INT(task_clock(r), 0);
+	T_ASSERT(!(r[0].flags & (PRB_READING_UNAVAILABLE | PRB_READING_NOT_COUNTED)));
+	T_ASSERT(r[0].value > 0);
+}
+
+int main(void)
+{
+	snprintf(tmpdir, sizeof(tmpdir), "%s/memwall-sim-XXXXXX",
+		 getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	if (!mkdtemp(tmpdir))
+		t_skip("cannot make a temporary directory under %s", tmpdir);
+	setenv("MEMWALL_COUNTERS", "sim", 1);
+	test_names();
+	test_every_backend();
+	test_not_run();
+	test_wrap();
+	test_fail_mid_run();
+	test_scaled();
+	test_resctrl_unavailable();
+	test_resctrl_files();
+	test_bad_script();
+	test_pass_through();
+
+	static const char *const scripts[] = { "arrow-lake", "sapphire-rapids", "granite-rapids",
+					       "amd-epyc-zen4", "zen3", "resctrl" };
+	for (size_t i = 0; i < sizeof(scripts) / sizeof(scripts[0]); i++) {
+		char path[512];
+		snprintf(path, sizeof(path), "%s/%s.script", tmpdir, scripts[i]);
+		unlink(path);
+	}
+	rmdir(tmpdir);
+	return t_done();
+}
