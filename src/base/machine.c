@@ -309,6 +309,7 @@ int mw_meminfo(const char *root, const char *key, uint64_t *bytes)
 static const char *const env_allowed[] = {
 	"MEMWALL_CACHE_DIR",     /* where synthetic models are made (src/protocol.c) */
 	"MEMWALL_COUNTERS",      /* the counter backend (probes/counter.c) */
+	"MEMWALL_SIM_SCRIPT",    /* the simulated PMU's script (probes/counter_sim.c) */
 	"MEMWALL_SYSFS_ROOT",    /* a recorded sysfs tree in place of /sys (probes/sysfs.c) */
 	"MEMWALL_MEMINFO",       /* a file in place of /proc/meminfo (tests) */
 	"MEMWALL_INJECT_ERRNO",  /* counter errors injected (tests) */

@@ -170,8 +170,10 @@ json_t *mw_counters_dram_json(const struct mw_counters *c)
 	/* MB/token is defined on what was measured: read bytes where the backend splits reads
 	 * from writes, the total where it cannot. */
 	const char *basis = st->provides & PRB_DRAM_READ ? "read" : "total";
-	json_t *o = json_pack("{s:b, s:n, s:s, s:s, s:o, s:o, s:s, s:n, s:s}", "measured", 1,
-			      "reason", "backend", st->backend, "description", st->description,
+	/* The counter layer says how the counts were read: "sim" marks a simulated PMU. */
+	json_t *o = json_pack("{s:b, s:n, s:s, s:s, s:s, s:o, s:o, s:s, s:n, s:s}", "measured", 1,
+			      "reason", "backend", st->backend, "layer", prb_counter_backend(),
+			      "description", st->description,
 			      "instances", inst, "provides", provides, "mb_per_token_basis", basis,
 			      "calibration_error_pct", "calibration_reason",
 			      "not calibrated by this run: `memwall calibrate` measures it");
