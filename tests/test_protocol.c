@@ -8,6 +8,7 @@
 
 #include "embedded.h"
 #include "jschema.h"
+#include "probes.h"
 #include "protocol.h"
 #include "test.h"
 
@@ -255,8 +256,65 @@ static void test_schema_subset(void)
 	json_decref(schema);
 }
 
+/* The schema's enum at path (properties only, '/'-separated), e.g. "engine/load". */
+static const json_t *schema_enum(const json_t *schema, const char *path)
+{
+	char buf[128], *save = NULL;
+	const json_t *at = schema;
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (char *k = strtok_r(buf, "/", &save); k; k = strtok_r(NULL, "/", &save))
+		at = json_object_get(json_object_get(at, "properties"), k);
+	return json_object_get(at, "enum");
+}
+
+/* The names a schema enum holds must be exactly the names a table owns, in any order. */
+static void check_enum(const json_t *schema, const char *path, const char *const *names,
+		       size_t n, const char *extra)
+{
+	const json_t *e = schema_enum(schema, path);
+	T_ASSERT(json_is_array(e));
+	T_EQ_INT(json_array_size(e), n + (extra != NULL));
+	for (size_t i = 0; i < n; i++) {
+		bool found = false;
+		for (size_t j = 0; j < json_array_size(e); j++)
+			found |= !strcmp(json_string_value(json_array_get(e, j)), names[i]);
+		if (!found)
+			T_FAIL_AT(__FILE__, __LINE__, "%s: the table's \"%s\" is not in the schema", path,
+				  names[i]);
+	}
+	bool extra_found = !extra;
+	for (size_t j = 0; extra && j < json_array_size(e); j++)
+		extra_found |= !strcmp(json_string_value(json_array_get(e, j)), extra);
+	T_ASSERT(extra_found);
+}
+
+/* Each library owns the names of its values: the schema must list the same ones, so a value
+ * added to a table and not to the schema (or the reverse) fails here. */
+static void test_schema_enums(void)
+{
+	json_t *schema = mw_protocol_schema();
+	const char *names[16];
+	size_t n = 0;
+	T_ASSERT(schema != NULL);
+	for (n = 0; n < (size_t)eng_load_mode_count(); n++)
+		names[n] = eng_load_mode_name((enum eng_load_mode)n);
+	check_enum(schema, "engine/load", names, n, NULL);
+	for (n = 0; n < MW_ENGINE_COUNT; n++)
+		names[n] = mw_engine_kind_name((enum mw_engine_kind)n);
+	check_enum(schema, "engine/kind", names, n, NULL);
+	for (n = 0; n < MW_MODEL_FORMAT_COUNT; n++)
+		names[n] = mw_model_format_name((enum mw_model_format)n);
+	check_enum(schema, "model/format", names, n, NULL);
+	const char *const *backends = prb_dram_backends();
+	for (n = 0; backends[n]; n++)
+		names[n] = backends[n];
+	check_enum(schema, "counters/backend", names, n, "auto");
+	json_decref(schema);
+}
+
 int main(void)
 {
+	test_schema_enums();
 	test_shipped();
 	test_embedded_default();
 	test_defaults();

@@ -11,3 +11,5 @@ int eng_load_mode_parse(const char *name, enum eng_load_mode *out)
 	for (int i = 0; i < 3; i++) if (!strcmp(names[i], name)) { *out = (enum eng_load_mode)i; return 0; }
 	return -EINVAL;
 }
+int eng_load_mode_count(void);
+int eng_load_mode_count(void) { return 3; }
