@@ -334,198 +334,237 @@ static int open_tokenizer(const struct gen_args *a, bool gguf, int vocab_size,
 	return 0;
 }
 
-int mw_cmd_generate(int argc, char **argv)
-{
-	struct gen_args a = { .steps = 256, .threads = 1, .seed = 1, .temperature = 1.0,
-			      .topp = 0.9, .kv = ENG_KV_AUTO };
-	struct eng_model *model = NULL;
-	struct eng_tokenizer *tok = NULL;
-	struct eng_session *session = NULL;
-	struct eng_sampler *sampler = NULL;
-	int *prompt = NULL, *fed = NULL;
-	FILE *logits_file = NULL;
-	float *scratch = NULL; /* the sampler's copy of the logits */
-	struct eng_error err;
-	int rc = parse_args(&a, argc, argv);
-	if (rc)
-		return rc < 0 ? MW_EXIT_OK : rc;
+/* One generation: what mw_cmd_generate() opened (and frees), and what the loop measured. */
+struct gen {
+	struct gen_args a;
+	const struct eng_model_info *info; /* borrowed from model */
+	struct eng_model *model;
+	struct eng_tokenizer *tok; /* NULL: token ids are printed */
+	struct eng_session *session;
+	struct eng_sampler *sampler;
+	int *prompt, n_prompt;
+	int *fed, n_fed;   /* every token fed, for --logits */
+	FILE *logits_file; /* --logits, or NULL */
+	float *scratch;    /* the sampler's copy of the logits */
+	/* now_seconds() at: start, model loaded, loop start, prompt done, first and last token */
+	double t0, t_loaded, t_loop, t_prompt_end, t_first, t_end;
+	long generated;
+	struct eng_step_bytes bytes; /* the last step's */
+	uint64_t kv_read_sum;        /* over the decode steps */
+};
 
-	if (!a.force && (rc = check_memory(a.model)))
-		goto out;
-	double t0 = now_seconds();
-	eng_error_clear(&err);
-	struct eng_model_options mopt = { .populate = a.populate, .hugepages = a.hugepages,
-					  .load = a.load };
-	if (eng_model_open(&model, a.model, &mopt, &err)) {
-		rc = eng_fail(MW_EXIT_USAGE, &err);
-		goto out;
-	}
-	double t_loaded = now_seconds();
-	const struct eng_model_info *info = eng_model_info(model);
-	if ((rc = open_tokenizer(&a, info->format == ENG_FORMAT_GGUF, info->vocab_size, &tok)))
-		goto out;
-	if (!tok && a.prompt) {
-		rc = mw_fail(MW_EXIT_USAGE, VERB, "a prompt needs the model's tokenizer: give -z FILE");
-		goto out;
-	}
+/* Encodes -p or --prompt-ids after BOS into g->prompt, and shortens -n to what the model's
+ * context leaves. */
+static int prompt_encode(struct gen *g)
+{
+	const struct gen_args *a = &g->a;
+	int rc;
 
 	/* A GGUF tokenizer may need 3 tokens per byte (engine.h). */
-	int n_prompt = 1, cap = a.prompt ? 3 * (int)strlen(a.prompt) + 3
-			       : a.prompt_ids ? (int)strlen(a.prompt_ids) / 2 + 1 : 1;
-	prompt = malloc((size_t)cap * sizeof(*prompt));
-	if (!prompt) {
-		rc = mw_fail(MW_EXIT_ENV, VERB, "out of memory");
-		goto out;
-	}
-	prompt[0] = tok && eng_tokenizer_bos(tok) >= 0 ? eng_tokenizer_bos(tok) : ENG_TOKEN_BOS;
-	if (a.prompt && eng_tokenizer_encode(tok, a.prompt, eng_tokenizer_add_bos(tok), false,
-					     prompt, cap, &n_prompt)) {
-		rc = mw_fail(MW_EXIT_USAGE, VERB, "-p: the tokenizer cannot encode the prompt");
-		goto out;
-	}
-	if (a.prompt_ids && (rc = parse_ids(a.prompt_ids, info->vocab_size, prompt, cap,
-					    &n_prompt)))
-		goto out;
-	if (n_prompt < 1) {
-		rc = mw_fail(MW_EXIT_USAGE, VERB, "-p: the prompt encodes to no token");
-		goto out;
-	}
-	long positions = n_prompt - 1 + a.steps;
-	if (positions > info->seq_len) {
-		long steps = info->seq_len - (n_prompt - 1);
-		if (steps < 1) {
-			rc = mw_fail(MW_EXIT_USAGE, VERB, "the prompt (%d tokens) fills the model's "
-				     "context of %d", n_prompt, info->seq_len);
-			goto out;
-		}
+	int cap = a->prompt ? 3 * (int)strlen(a->prompt) + 3
+		  : a->prompt_ids ? (int)strlen(a->prompt_ids) / 2 + 1 : 1;
+	g->n_prompt = 1;
+	g->prompt = malloc((size_t)cap * sizeof(*g->prompt));
+	if (!g->prompt)
+		return mw_fail(MW_EXIT_ENV, VERB, "out of memory");
+	g->prompt[0] = g->tok && eng_tokenizer_bos(g->tok) >= 0 ? eng_tokenizer_bos(g->tok)
+								 : ENG_TOKEN_BOS;
+	if (a->prompt && eng_tokenizer_encode(g->tok, a->prompt, eng_tokenizer_add_bos(g->tok),
+					      false, g->prompt, cap, &g->n_prompt))
+		return mw_fail(MW_EXIT_USAGE, VERB, "-p: the tokenizer cannot encode the prompt");
+	if (a->prompt_ids && (rc = parse_ids(a->prompt_ids, g->info->vocab_size, g->prompt, cap,
+					     &g->n_prompt)))
+		return rc;
+	if (g->n_prompt < 1)
+		return mw_fail(MW_EXIT_USAGE, VERB, "-p: the prompt encodes to no token");
+	long positions = g->n_prompt - 1 + a->steps;
+	if (positions > g->info->seq_len) {
+		long steps = g->info->seq_len - (g->n_prompt - 1);
+		if (steps < 1)
+			return mw_fail(MW_EXIT_USAGE, VERB, "the prompt (%d tokens) fills the "
+				       "model's context of %d", g->n_prompt, g->info->seq_len);
 		fprintf(stderr, "memwall %s: note: -n %ld exceeds the context of %d; generating %ld\n",
-			VERB, a.steps, info->seq_len, steps);
-		a.steps = steps;
+			VERB, a->steps, g->info->seq_len, steps);
+		g->a.steps = steps;
 	}
+	return 0;
+}
 
-	static const struct eng_hooks noop_hooks = { .phase = noop_phase, .token = noop_token };
-	struct eng_session_options sopt = { .threads = (int)a.threads, .kernels = a.kernels,
-					    .kv_type = a.kv,
-					    .hooks = a.hooks_bench ? &noop_hooks : NULL };
-	if (eng_session_new(&session, model, &sopt, &err)) {
-		rc = eng_fail(MW_EXIT_USAGE, &err);
-		goto out;
-	}
-	struct eng_sampler_options smp = { .temperature = (float)a.temperature,
-					   .topp = (float)a.topp, .seed = (uint64_t)a.seed };
-	scratch = malloc((size_t)info->vocab_size * sizeof(*scratch));
-	if (!scratch || eng_sampler_new(&sampler, info->vocab_size, &smp)) {
-		rc = mw_fail(MW_EXIT_USAGE, VERB, "bad sampler settings");
-		goto out;
-	}
+/* Feeds the prompt, then samples -n tokens, printing each as it comes. Text shows the prompt
+ * too, as run.c does; --ids shows only the generated tokens. */
+static int generate_tokens(struct gen *g)
+{
+	const struct gen_args *a = &g->a;
+	int vocab_size = g->info->vocab_size, token = g->prompt[0], rc;
 
-	/* Feed the prompt, then sample. Text shows the prompt too, as run.c does; --ids shows
-	 * only the generated tokens. */
-	if (a.logits_path && !(logits_file = fopen(a.logits_path, "w"))) {
-		rc = mw_fail(MW_EXIT_USAGE, VERB, "--logits %s: %s", a.logits_path, strerror(errno));
-		goto out;
-	}
-	if (logits_file)
-		fprintf(logits_file, "{\n\"model\": \"%s\",\n\"vocab_size\": %d,\n"
-			"\"full_logits\": {", json_safe(a.model), info->vocab_size);
-	fed = malloc((size_t)(n_prompt + a.steps) * sizeof(*fed));
-	if (!fed) {
-		rc = mw_fail(MW_EXIT_ENV, VERB, "out of memory");
-		goto out;
-	}
-	struct eng_step_bytes bytes = { 0 };
-	uint64_t kv_read_sum = 0;
-	int token = prompt[0], n_fed = 0;
-	long generated = 0;
-	double t_first = 0.0, t_loop = now_seconds(), t_prompt_end = t_loop;
-	for (int pos = 0; generated < a.steps; pos++) {
+	g->t_loop = g->t_prompt_end = now_seconds();
+	for (int pos = 0; g->generated < a->steps; pos++) {
 		const float *logits;
-		if ((rc = eng_session_step(session, token, pos, &logits, &bytes))) {
-			rc = mw_fail(MW_EXIT_ENV, VERB, "step %d failed: %s", pos, strerror(-rc));
-			goto out;
-		}
-		fed[n_fed++] = token;
-		if (pos >= n_prompt)
-			kv_read_sum += bytes.kv_read;
-		if (logits_file)
-			write_logits(logits_file, pos, logits, info->vocab_size);
-		if (pos + 1 == n_prompt)
-			t_prompt_end = now_seconds();
+		if ((rc = eng_session_step(g->session, token, pos, &logits, &g->bytes)))
+			return mw_fail(MW_EXIT_ENV, VERB, "step %d failed: %s", pos, strerror(-rc));
+		g->fed[g->n_fed++] = token;
+		if (pos >= g->n_prompt)
+			g->kv_read_sum += g->bytes.kv_read;
+		if (g->logits_file)
+			write_logits(g->logits_file, pos, logits, vocab_size);
+		if (pos + 1 == g->n_prompt)
+			g->t_prompt_end = now_seconds();
 		int next;
-		if (pos + 1 < n_prompt) {
-			next = prompt[pos + 1];
+		if (pos + 1 < g->n_prompt) {
+			next = g->prompt[pos + 1];
 		} else {
 			/* The sampler scales logits in place; the session's are borrowed. */
-			memcpy(scratch, logits, (size_t)info->vocab_size * sizeof(*scratch));
-			next = eng_sampler_sample(sampler, scratch);
-			if (++generated == 1)
-				t_first = now_seconds();
+			memcpy(g->scratch, logits, (size_t)vocab_size * sizeof(*g->scratch));
+			next = eng_sampler_sample(g->sampler, g->scratch);
+			if (++g->generated == 1)
+				g->t_first = now_seconds();
 		}
-		if (tok && !a.ids)
-			print_piece(eng_tokenizer_decode(tok, token, next));
-		else if (pos + 1 >= n_prompt)
+		if (g->tok && !a->ids)
+			print_piece(eng_tokenizer_decode(g->tok, token, next));
+		else if (pos + 1 >= g->n_prompt)
 			printf("%d\n", next);
 		fflush(stdout);
 		token = next;
 	}
-	double t_end = now_seconds();
-	if (tok && !a.ids)
-		putchar('\n');
-	fflush(stdout);
-	if (logits_file) {
-		fputs("},\n\"tokens\": [", logits_file);
-		for (int i = 0; i < n_fed; i++)
-			fprintf(logits_file, "%s%d", i ? ", " : "", fed[i]);
-		fputs("]\n}\n", logits_file);
-		int bad = ferror(logits_file);
-		bad |= fclose(logits_file);
-		logits_file = NULL;
-		if (bad) {
-			rc = mw_fail(MW_EXIT_ENV, VERB, "--logits %s: write failed", a.logits_path);
-			goto out;
-		}
-	}
+	g->t_end = now_seconds();
+	return 0;
+}
+
+/* Ends --logits' JSON with the tokens fed, and closes it. */
+static int logits_close(struct gen *g)
+{
+	FILE *f = g->logits_file;
+	fputs("},\n\"tokens\": [", f);
+	for (int i = 0; i < g->n_fed; i++)
+		fprintf(f, "%s%d", i ? ", " : "", g->fed[i]);
+	fputs("]\n}\n", f);
+	int bad = ferror(f);
+	bad |= fclose(f);
+	g->logits_file = NULL;
+	if (bad)
+		return mw_fail(MW_EXIT_ENV, VERB, "--logits %s: write failed", g->a.logits_path);
+	return 0;
+}
+
+/* The summary line on stderr, and with --report-line the generic adapter line and the
+ * engine-accounted bytes. */
+static void summary_print(const struct gen *g)
+{
+	const struct gen_args *a = &g->a;
+	long generated = g->generated;
 
 	/* Decode rate over the tokens after the first, whose time (load, prompt, page faults) is
 	 * reported on its own; with one token there is no rate to give. */
 	char rate[32] = "n/a";
 	if (generated > 1)
-		snprintf(rate, sizeof(rate), "%.2f", (double)(generated - 1) / (t_end - t_first));
+		snprintf(rate, sizeof(rate), "%.2f",
+			 (double)(generated - 1) / (g->t_end - g->t_first));
 	fprintf(stderr,
 		"memwall %s: %ld tokens (%d prompt), %s tok/s decode, first token %.1f ms "
 		"(load %.1f ms), kernels %s, threads %ld, kv %s%s%s\n",
-		VERB, generated, n_prompt, rate, (t_first - t0) * 1e3, (t_loaded - t0) * 1e3,
-		eng_session_kernels(session), a.threads,
-		a.kv != ENG_KV_AUTO ? kv_names[a.kv]
-		: info->format == ENG_FORMAT_GGUF ? "f16" : "f32",
-		a.hooks_bench ? ", no-op hooks" : "",
-		info->synthetic ? ", synthetic model (random weights)" : "");
+		VERB, generated, g->n_prompt, rate, (g->t_first - g->t0) * 1e3,
+		(g->t_loaded - g->t0) * 1e3, eng_session_kernels(g->session), a->threads,
+		a->kv != ENG_KV_AUTO ? kv_names[a->kv]
+		: g->info->format == ENG_FORMAT_GGUF ? "f16" : "f32",
+		a->hooks_bench ? ", no-op hooks" : "",
+		g->info->synthetic ? ", synthetic model (random weights)" : "");
 	/* adapters.h's generic line: the decode rate covers the steps after the first
 	 * generated token, as the summary's does; the prompt's passes end at the first. */
-	if (a.report_line) {
-		fprintf(stderr, "memwall-tokens: decode=%ld prompt=%d prompt_ms=%.3f load_ms=%.3f",
-			generated, n_prompt, (t_prompt_end - t_loop) * 1e3, (t_loaded - t0) * 1e3);
-		if (generated > 1)
-			fprintf(stderr, " decode_ms=%.3f decode_steps=%ld", (t_end - t_first) * 1e3,
-				generated - 1);
-		fputc('\n', stderr);
-		/* Engine-accounted, per decode step (engine.h): the weights are the tensor table's
-		 * per-token bytes; the KV read grows with the position, so its mean is given. */
-		fprintf(stderr, "memwall generate: engine-accounted bytes per token: weights %" PRIu64
-			", kv read %.0f (mean of the decode steps), kv write %" PRIu64 "\n",
-			bytes.weights, generated > 1 ? (double)kv_read_sum / (double)(generated - 1)
-						     : (double)bytes.kv_read, bytes.kv_write);
+	if (!a->report_line)
+		return;
+	fprintf(stderr, "memwall-tokens: decode=%ld prompt=%d prompt_ms=%.3f load_ms=%.3f",
+		generated, g->n_prompt, (g->t_prompt_end - g->t_loop) * 1e3,
+		(g->t_loaded - g->t0) * 1e3);
+	if (generated > 1)
+		fprintf(stderr, " decode_ms=%.3f decode_steps=%ld", (g->t_end - g->t_first) * 1e3,
+			generated - 1);
+	fputc('\n', stderr);
+	/* Engine-accounted, per decode step (engine.h): the weights are the tensor table's
+	 * per-token bytes; the KV read grows with the position, so its mean is given. */
+	fprintf(stderr, "memwall generate: engine-accounted bytes per token: weights %" PRIu64
+		", kv read %.0f (mean of the decode steps), kv write %" PRIu64 "\n",
+		g->bytes.weights, generated > 1 ? (double)g->kv_read_sum / (double)(generated - 1)
+						: (double)g->bytes.kv_read, g->bytes.kv_write);
+}
+
+int mw_cmd_generate(int argc, char **argv)
+{
+	struct gen g = { .a = { .steps = 256, .threads = 1, .seed = 1, .temperature = 1.0,
+				.topp = 0.9, .kv = ENG_KV_AUTO } };
+	const struct gen_args *a = &g.a;
+	struct eng_error err;
+	int rc = parse_args(&g.a, argc, argv);
+	if (rc)
+		return rc < 0 ? MW_EXIT_OK : rc;
+
+	if (!a->force && (rc = check_memory(a->model)))
+		goto out;
+	g.t0 = now_seconds();
+	eng_error_clear(&err);
+	struct eng_model_options mopt = { .populate = a->populate, .hugepages = a->hugepages,
+					  .load = a->load };
+	if (eng_model_open(&g.model, a->model, &mopt, &err)) {
+		rc = eng_fail(MW_EXIT_USAGE, &err);
+		goto out;
 	}
+	g.t_loaded = now_seconds();
+	g.info = eng_model_info(g.model);
+	if ((rc = open_tokenizer(a, g.info->format == ENG_FORMAT_GGUF, g.info->vocab_size,
+				 &g.tok)))
+		goto out;
+	if (!g.tok && a->prompt) {
+		rc = mw_fail(MW_EXIT_USAGE, VERB, "a prompt needs the model's tokenizer: give -z FILE");
+		goto out;
+	}
+	if ((rc = prompt_encode(&g)))
+		goto out;
+
+	static const struct eng_hooks noop_hooks = { .phase = noop_phase, .token = noop_token };
+	struct eng_session_options sopt = { .threads = (int)a->threads, .kernels = a->kernels,
+					    .kv_type = a->kv,
+					    .hooks = a->hooks_bench ? &noop_hooks : NULL };
+	if (eng_session_new(&g.session, g.model, &sopt, &err)) {
+		rc = eng_fail(MW_EXIT_USAGE, &err);
+		goto out;
+	}
+	struct eng_sampler_options smp = { .temperature = (float)a->temperature,
+					   .topp = (float)a->topp, .seed = (uint64_t)a->seed };
+	g.scratch = malloc((size_t)g.info->vocab_size * sizeof(*g.scratch));
+	if (!g.scratch || eng_sampler_new(&g.sampler, g.info->vocab_size, &smp)) {
+		rc = mw_fail(MW_EXIT_USAGE, VERB, "bad sampler settings");
+		goto out;
+	}
+
+	if (a->logits_path && !(g.logits_file = fopen(a->logits_path, "w"))) {
+		rc = mw_fail(MW_EXIT_USAGE, VERB, "--logits %s: %s", a->logits_path, strerror(errno));
+		goto out;
+	}
+	if (g.logits_file)
+		fprintf(g.logits_file, "{\n\"model\": \"%s\",\n\"vocab_size\": %d,\n"
+			"\"full_logits\": {", json_safe(a->model), g.info->vocab_size);
+	g.fed = malloc((size_t)(g.n_prompt + a->steps) * sizeof(*g.fed));
+	if (!g.fed) {
+		rc = mw_fail(MW_EXIT_ENV, VERB, "out of memory");
+		goto out;
+	}
+	if ((rc = generate_tokens(&g)))
+		goto out;
+	if (g.tok && !a->ids)
+		putchar('\n');
+	fflush(stdout);
+	if (g.logits_file && (rc = logits_close(&g)))
+		goto out;
+	summary_print(&g);
 	rc = MW_EXIT_OK;
 out:
-	if (logits_file)
-		fclose(logits_file);
-	free(fed);
-	free(prompt);
-	free(scratch);
-	eng_sampler_free(sampler);
-	eng_session_free(session);
-	eng_tokenizer_close(tok);
-	eng_model_close(model);
+	if (g.logits_file)
+		fclose(g.logits_file);
+	free(g.fed);
+	free(g.prompt);
+	free(g.scratch);
+	eng_sampler_free(g.sampler);
+	eng_session_free(g.session);
+	eng_tokenizer_close(g.tok);
+	eng_model_close(g.model);
 	return rc;
 }

@@ -175,319 +175,427 @@ static bool find_manifest(const char *model, char *found, size_t n)
 	return file_exists(found);
 }
 
-int mw_cmd_headroom(int argc, char **argv)
+/* One headroom report: what mw_cmd_headroom() loads (and frees), and what it works out, in
+ * the order it does. */
+struct headroom {
+	struct options o;
+	json_t *proj; /* the projections file */
+	char **prompts;
+	size_t n_prompts;
+	struct eng_tensor_table *t;  /* the model's tensors */
+	struct eng_tensor_table *rt; /* the record's description of them, until t takes it */
+	json_t *rec;                 /* --result's record, or NULL */
+	struct mw_record_view view;
+	const char *model_path; /* the model file, NULL when only a record describes it */
+	bool record_only, synthetic;
+	const char *label; /* after the model's name: says when it is synthetic */
+	int pos;           /* decode position of the baseline */
+	double baseline;   /* bytes per token */
+	char baseline_note[700];
+	struct mw_analytic a, a16; /* activations in f32, in f16 */
+	struct mw_plausibility pl;
+	json_t *projs; /* stolen by out */
+	double r2_ctx, r2_limit, r4_limit;
+	uint64_t r2_bytes;
+	bool r4_between;
+	double eps;
+	char tokpath[4200];
+	struct mw_r1 r1;
+	bool r1_ok;
+	char r1_reason[1400];
+	struct mw_r3 r3;
+	bool r3_ok;
+	char r3_reason[300];
+	bool has_manifest;
+	char manifest[4200];
+	json_t *out; /* the document */
+};
+
+/* The model's tensors from MODEL, or a record in MODEL's place: its model (the file, or a
+ * built-in description of it) and its measured baseline. */
+static int model_open(struct headroom *h)
 {
-	struct options o = { .epsilon = NAN };
-	struct eng_tensor_table *t = NULL, *rt = NULL;
-	struct mw_record_view view = { 0 };
-	struct mw_analytic a, a16;
-	struct mw_r1 r1 = { 0 };
-	struct mw_r3 r3 = { 0 };
-	struct mw_error err, r1err;
 	struct eng_error eerr;
-	json_t *proj = NULL, *rec = NULL, *out = NULL;
-	char **prompts = NULL, tokpath[4200], manifest[4200], r1_reason[1400] = "",
-	     r3_reason[300] = "", baseline_note[700];
-	size_t n_prompts = 0;
-	bool help = false;
-	int rc, status = MW_EXIT_OK;
-
-	mw_error_clear(&err);
-	mw_error_clear(&r1err);
 	eng_error_clear(&eerr);
-	if ((rc = parse_args(argc, argv, &o, &help)) || help) {
-		if (help)
-			usage(stdout);
-		return rc;
+	h->record_only = mw_path_is_record(h->o.model);
+	h->model_path = h->o.model;
+	if (h->record_only && h->o.result)
+		return mw_fail(MW_EXIT_USAGE, VERB, "give a RECORD as MODEL or with --result, "
+			       "not both");
+	if (h->record_only) {
+		h->o.result = h->o.model;
+	} else if (eng_tensors_from_file(h->o.model, &h->t, &eerr)) {
+		fprintf(stderr, "memwall: %s: %s\n", eerr.source[0] ? eerr.source : h->o.model,
+			eerr.text);
+		return MW_EXIT_USAGE;
 	}
-	if (mw_projections_load(&proj, o.projections, &err) ||
-	    mw_calibration_load(&prompts, &n_prompts, o.calibration, &err)) {
-		mw_error_print(&err);
-		status = MW_EXIT_USAGE;
-		goto out;
-	}
-	/* A record in MODEL's place: its model (the file, or a built-in description of it) and its
-	 * measured baseline. */
-	bool record_only = mw_path_is_record(o.model);
-	const char *model_path = o.model;
-	if (record_only && o.result) {
-		status = mw_fail(MW_EXIT_USAGE, VERB, "give a RECORD as MODEL or with --result, "
-				 "not both");
-		goto out;
-	}
-	if (record_only)
-		o.result = o.model;
-	else if ((rc = eng_tensors_from_file(o.model, &t, &eerr))) {
-		fprintf(stderr, "memwall: %s: %s\n", eerr.source[0] ? eerr.source : o.model, eerr.text);
-		status = MW_EXIT_USAGE;
-		goto out;
-	}
+	return MW_EXIT_OK;
+}
 
-	/* The baseline: measured by a result record, else the analytic step at position 128. */
-	int pos = 128;
-	double baseline = NAN;
-	if (o.result) {
-		if (mw_result_load(&rec, o.result, &err) ||
-		    mw_record_view_load(rec, o.result, &view, &rt, &err)) {
-			mw_error_print(&err);
-			status = MW_EXIT_USAGE;
-			goto out;
-		}
-		pos = view.pos;
-		baseline = view.measured_bytes;
-		if (record_only) { /* the record's model is the model, its file if it is here */
-			t = rt;
-			rt = NULL;
-			const char *mp = json_string_value(json_object_get(
-				json_object_get(rec, "model"), "path"));
-			model_path = mp && file_exists(mp) ? mp : NULL;
-		}
-		snprintf(baseline_note, sizeof(baseline_note), "measured: %s (%s)",
-			 view.measured_note, o.result);
+/* The baseline: measured by a result record, else (baseline_analytic) the analytic step at
+ * position 128. */
+static int baseline_load(struct headroom *h)
+{
+	struct mw_error err;
+	mw_error_clear(&err);
+	h->pos = 128;
+	h->baseline = NAN;
+	if (!h->o.result)
+		return MW_EXIT_OK;
+	if (mw_result_load(&h->rec, h->o.result, &err) ||
+	    mw_record_view_load(h->rec, h->o.result, &h->view, &h->rt, &err)) {
+		mw_error_print(&err);
+		return MW_EXIT_USAGE;
 	}
-	bool synthetic = t->info.synthetic || view.synthetic;
-	const char *label = synthetic ? " [synthetic: random weights of the real shape]" : "";
+	h->pos = h->view.pos;
+	h->baseline = h->view.measured_bytes;
+	if (h->record_only) { /* the record's model is the model, its file if it is here */
+		h->t = h->rt;
+		h->rt = NULL;
+		const char *mp = json_string_value(json_object_get(
+			json_object_get(h->rec, "model"), "path"));
+		h->model_path = mp && file_exists(mp) ? mp : NULL;
+	}
+	snprintf(h->baseline_note, sizeof(h->baseline_note), "measured: %s (%s)",
+		 h->view.measured_note, h->o.result);
+	return MW_EXIT_OK;
+}
+
+/* The analytic step (activations in f32 and f16), the measured baseline's plausibility
+ * against it, and the analytic baseline when none was measured. */
+static int baseline_analytic(struct headroom *h)
+{
+	const struct options *o = &h->o;
+	h->synthetic = h->t->info.synthetic || h->view.synthetic;
+	h->label = h->synthetic ? " [synthetic: random weights of the real shape]" : "";
 	uint64_t llc = 0;
 	char llc_src[300] = "";
 	if (eng_llc_size(&llc, llc_src, sizeof(llc_src)))
 		llc = 0;
-	struct mw_analytic_options ao = { .pos = pos, .kv_elem_bytes = o.kv_bytes,
+	struct mw_analytic_options ao = { .pos = h->pos, .kv_elem_bytes = o->kv_bytes,
 					  .llc_bytes = llc, .llc_source = llc_src };
 	ao.act_elem_bytes = 4;
-	if (mw_analytic_compute(t, &ao, &a)) {
-		status = mw_fail(MW_EXIT_USAGE, VERB, "%s: the model has no layers", o.model);
-		goto out;
-	}
+	if (mw_analytic_compute(h->t, &ao, &h->a))
+		return mw_fail(MW_EXIT_USAGE, VERB, "%s: the model has no layers", o->model);
 	ao.act_elem_bytes = 2;
-	mw_analytic_compute(t, &ao, &a16);
+	mw_analytic_compute(h->t, &ao, &h->a16);
 	/* A measured baseline is checked first: projections from an implausible one inherit its
 	 * error. The floor uses the record's LLC when it gives one. */
-	struct mw_plausibility pl = { .verdict = MW_VERDICT_NOT_CHECKED, .ratio = NAN };
-	if (!isnan(baseline)) {
+	h->pl = (struct mw_plausibility){ .verdict = MW_VERDICT_NOT_CHECKED, .ratio = NAN };
+	if (!isnan(h->baseline)) {
 		struct mw_analytic ar;
-		struct mw_analytic_options ro = { .pos = pos, .kv_elem_bytes = o.kv_bytes,
-						  .llc_bytes = view.llc_bytes,
-						  .llc_source = view.llc_source };
-		if (!mw_analytic_compute(t, &ro, &ar))
-			mw_plausibility_check(&ar, baseline, view.instances, view.n_instances, &pl);
+		struct mw_analytic_options ro = { .pos = h->pos, .kv_elem_bytes = o->kv_bytes,
+						  .llc_bytes = h->view.llc_bytes,
+						  .llc_source = h->view.llc_source };
+		if (!mw_analytic_compute(h->t, &ro, &ar))
+			mw_plausibility_check(&ar, h->baseline, h->view.instances,
+					      h->view.n_instances, &h->pl);
 	}
-	if (isnan(baseline)) {
-		baseline = (double)a.total;
-		snprintf(baseline_note, sizeof(baseline_note), "analytic, not measured: the bytes a "
-			 "dense decode step reads at position %d%s (give --result for a measured "
-			 "baseline%s%s)", pos, label, o.result ? "; " : "",
-			 o.result ? view.measured_note : "");
+	if (isnan(h->baseline)) {
+		h->baseline = (double)h->a.total;
+		snprintf(h->baseline_note, sizeof(h->baseline_note), "analytic, not measured: the "
+			 "bytes a dense decode step reads at position %d%s (give --result for a "
+			 "measured baseline%s%s)", h->pos, h->label, o->result ? "; " : "",
+			 o->result ? h->view.measured_note : "");
 	}
+	return MW_EXIT_OK;
+}
 
-	/* Projections. */
-	double bpw = 8.0 * (double)a.weights / elements_read(t);
+/* Each projection applied to the baseline, with what would have to be true to reach it. */
+static json_t *projections_list(const struct headroom *h)
+{
+	double bpw = 8.0 * (double)h->a.weights / elements_read(h->t);
 	json_t *projs = json_array();
 	size_t i;
 	json_t *p;
-	json_array_foreach(json_object_get(proj, "projections"), i, p) {
+	json_array_foreach(json_object_get(h->proj, "projections"), i, p) {
 		double r = json_number_value(json_object_get(p, "reduction_pct"));
-		double projected = baseline * (1 - r / 100);
+		double projected = h->baseline * (1 - r / 100);
 		char must[900];
-		what_must_hold(must, sizeof(must), projected, &a, bpw);
+		what_must_hold(must, sizeof(must), projected, &h->a, bpw);
 		json_array_append_new(projs, json_pack(
 			"{s:O, s:f, s:o, s:f, s:f, s:s, s:O}", "name", json_object_get(p, "name"),
 			"reduction_pct", r, "kind", json_string("projection"), "baseline_MB_per_token",
-			baseline / 1e6, "projected_MB_per_token", projected / 1e6,
+			h->baseline / 1e6, "projected_MB_per_token", projected / 1e6,
 			"what_would_have_to_be_true", must, "assumptions",
 			json_object_get(p, "assumptions") ? json_object_get(p, "assumptions")
 							  : json_null()));
 	}
+	return projs;
+}
 
-	/* R2 and R4: formulas on the real shape. */
-	double r2_ctx = contract_num(proj, "R2", "context"), r2_limit = contract_num(proj, "R2", "limit_bytes");
-	if (isnan(r2_ctx))
-		r2_ctx = 4096;
-	uint64_t r2_bytes = mw_analytic_kv_bytes(t->info.n_layers, t->info.n_kv_heads, t->head_dim,
-						 a.kv_elem_bytes, (uint64_t)r2_ctx);
-	double r4_limit = contract_num(proj, "R4", "limit_bytes");
-	bool r4_between = !isnan(r4_limit) && (double)a.activation_layer > r4_limit &&
-			  (double)a.activation_layer <= r4_limit * 1.024;
+/* R2 and R4: formulas on the real shape. */
+static void contract_formulas(struct headroom *h)
+{
+	const struct eng_tensor_table *t = h->t;
+	h->r2_ctx = contract_num(h->proj, "R2", "context");
+	h->r2_limit = contract_num(h->proj, "R2", "limit_bytes");
+	if (isnan(h->r2_ctx))
+		h->r2_ctx = 4096;
+	h->r2_bytes = mw_analytic_kv_bytes(t->info.n_layers, t->info.n_kv_heads, t->head_dim,
+					   h->a.kv_elem_bytes, (uint64_t)h->r2_ctx);
+	h->r4_limit = contract_num(h->proj, "R4", "limit_bytes");
+	h->r4_between = !isnan(h->r4_limit) && (double)h->a.activation_layer > h->r4_limit &&
+			(double)h->a.activation_layer <= h->r4_limit * 1.024;
+}
 
-	/* R1: the engine over the calibration prompts. */
-	double eps = !isnan(o.epsilon) ? o.epsilon : contract_num(proj, "R1", "epsilon");
-	if (isnan(eps))
-		eps = 1e-3;
-	if (o.tokenizer) {
-		snprintf(tokpath, sizeof(tokpath), "%s", o.tokenizer);
+/* R1: the engine over the calibration prompts, with the tokenizer beside the model (or
+ * --tokenizer); without one, over token ids. r1_reason says why it was not measured, or why
+ * the prompts were not used. */
+static void contract_r1(struct headroom *h)
+{
+	const struct options *o = &h->o;
+	struct mw_error r1err;
+	char *tokpath = h->tokpath, *r1_reason = h->r1_reason;
+	size_t n = sizeof(h->tokpath), rn = sizeof(h->r1_reason);
+
+	mw_error_clear(&r1err);
+	h->eps = !isnan(o->epsilon) ? o->epsilon : contract_num(h->proj, "R1", "epsilon");
+	if (isnan(h->eps))
+		h->eps = 1e-3;
+	if (o->tokenizer) {
+		snprintf(tokpath, n, "%s", o->tokenizer);
 	} else {
-		snprintf(tokpath, sizeof(tokpath), "%s", model_path ? model_path : "");
+		snprintf(tokpath, n, "%s", h->model_path ? h->model_path : "");
 		char *slash = strrchr(tokpath, '/');
-		snprintf(slash ? slash + 1 : tokpath, sizeof(tokpath) - (size_t)(slash ? slash + 1 - tokpath : 0),
+		snprintf(slash ? slash + 1 : tokpath, n - (size_t)(slash ? slash + 1 - tokpath : 0),
 			 "tokenizer.bin");
 	}
-	bool r1_ok = false;
-	if (!model_path)
-		snprintf(r1_reason, sizeof(r1_reason), "not measured: the record's model file is "
-			 "not here, and R1 needs forward passes of the real weights");
-	else if (file_exists(tokpath) &&
-		 !mw_r1_measure(model_path, tokpath, prompts, n_prompts, eps, &r1, &r1err))
-		r1_ok = true;
-	else if (mw_r1_measure(model_path, NULL, prompts, n_prompts, eps, &r1, &r1err))
-		snprintf(r1_reason, sizeof(r1_reason), "not measured%s: %.500s: %.700s",
-			 t->info.format == ENG_FORMAT_GGUF ? " (R1 needs forward passes, and this "
+	h->r1_ok = false;
+	if (!h->model_path)
+		snprintf(r1_reason, rn, "not measured: the record's model file is not here, and R1 "
+			 "needs forward passes of the real weights");
+	else if (file_exists(tokpath) && !mw_r1_measure(h->model_path, tokpath, h->prompts,
+							 h->n_prompts, h->eps, &h->r1, &r1err))
+		h->r1_ok = true;
+	else if (mw_r1_measure(h->model_path, NULL, h->prompts, h->n_prompts, h->eps, &h->r1,
+			       &r1err))
+		snprintf(r1_reason, rn, "not measured%s: %.500s: %.700s",
+			 h->t->info.format == ENG_FORMAT_GGUF ? " (R1 needs forward passes, and this "
 			 "build's engine does not run GGUF models yet)" : "", r1err.source, r1err.text);
 	else
-		r1_ok = true;
+		h->r1_ok = true;
 	/* Why the prompts were not used, when they were not. */
-	if (r1_ok && !r1err.text[0] && !file_exists(tokpath) && !o.tokenizer)
-		snprintf(r1_reason, sizeof(r1_reason), "no tokenizer at %.1000s (give --tokenizer)",
-			 tokpath);
-	else if (r1_ok && r1err.text[0])
-		snprintf(r1_reason, sizeof(r1_reason), "%.500s: %.700s", r1err.source, r1err.text);
+	if (h->r1_ok && !r1err.text[0] && !file_exists(tokpath) && !o->tokenizer)
+		snprintf(r1_reason, rn, "no tokenizer at %.1000s (give --tokenizer)", tokpath);
+	else if (h->r1_ok && r1err.text[0])
+		snprintf(r1_reason, rn, "%.500s: %.700s", r1err.source, r1err.text);
+}
 
-	/* R3: adjacent layers' weights. */
-	bool r3_ok = false;
-	if ((rc = mw_r3_measure(t, &r3)))
-		snprintf(r3_reason, sizeof(r3_reason), "not measured: %s",
+/* R3: adjacent layers' weights. */
+static void contract_r3(struct headroom *h)
+{
+	int rc = mw_r3_measure(h->t, &h->r3);
+	h->r3_ok = !rc;
+	if (rc)
+		snprintf(h->r3_reason, sizeof(h->r3_reason), "not measured: %s",
 			 rc == -ENOTSUP ? "a tensor type memwall cannot dequantize"
 			 : rc == -EINVAL ? "the model file is not here (a built-in description of its "
 					   "shape has no weights)" : strerror(-rc));
-	else
-		r3_ok = true;
+}
 
-	bool has_manifest = model_path && find_manifest(model_path, manifest, sizeof(manifest));
+static json_t *r1_object(const struct headroom *h)
+{
+	const struct mw_r1 *r1 = &h->r1;
+	json_t *r1j = json_object();
+	json_object_set_new(r1j, "measured", json_boolean(h->r1_ok));
+	if (!h->r1_ok) {
+		json_object_set_new(r1j, "reason", json_string(h->r1_reason));
+		return r1j;
+	}
+	json_t *layers = json_array();
+	for (int l = 0; l < r1->n_layers; l++) {
+		const struct mw_r1_layer *L = &r1->layer[l];
+		json_array_append_new(layers, json_pack(
+			"{s:i, s:I, s:f, s:f}", "layer", l, "activations", (json_int_t)L->n,
+			"exact_zero_fraction", L->n ? (double)L->zeros / (double)L->n : 0.0,
+			"near_zero_fraction", L->n ? (double)L->near / (double)L->n : 0.0));
+	}
+	json_object_set_new(r1j, "epsilon", json_real(h->eps));
+	char act[96];
+	snprintf(act, sizeof(act), "%s, the input of the FFN down projection", r1->activation);
+	json_object_set_new(r1j, "activation", json_string(act));
+	json_object_set_new(r1j, "input", json_string(r1->input));
+	if (h->r1_reason[0])
+		json_object_set_new(r1j, "prompts_not_used", json_string(h->r1_reason));
+	json_object_set_new(r1j, "sequences", json_integer((json_int_t)r1->prompts));
+	json_object_set_new(r1j, "tokens", json_integer((json_int_t)r1->tokens));
+	json_object_set_new(r1j, "layers", layers);
+	return r1j;
+}
 
-	/* The document, then text or JSON from it. */
-	json_t *r1j = json_object(), *r3j = json_object();
-	json_object_set_new(r1j, "measured", json_boolean(r1_ok));
-	if (r1_ok) {
-		json_t *layers = json_array();
-		for (int l = 0; l < r1.n_layers; l++) {
-			const struct mw_r1_layer *L = &r1.layer[l];
-			json_array_append_new(layers, json_pack(
-				"{s:i, s:I, s:f, s:f}", "layer", l, "activations", (json_int_t)L->n,
-				"exact_zero_fraction", L->n ? (double)L->zeros / (double)L->n : 0.0,
-				"near_zero_fraction", L->n ? (double)L->near / (double)L->n : 0.0));
-		}
-		json_object_set_new(r1j, "epsilon", json_real(eps));
-		char act[96];
-		snprintf(act, sizeof(act), "%s, the input of the FFN down projection",
-			 r1.activation);
-		json_object_set_new(r1j, "activation", json_string(act));
-		json_object_set_new(r1j, "input", json_string(r1.input));
-		if (r1_reason[0])
-			json_object_set_new(r1j, "prompts_not_used", json_string(r1_reason));
-		json_object_set_new(r1j, "sequences", json_integer((json_int_t)r1.prompts));
-		json_object_set_new(r1j, "tokens", json_integer((json_int_t)r1.tokens));
-		json_object_set_new(r1j, "layers", layers);
-	} else {
-		json_object_set_new(r1j, "reason", json_string(r1_reason));
+static json_t *r3_object(const struct headroom *h)
+{
+	const struct mw_r3 *r3 = &h->r3;
+	json_t *r3j = json_object();
+	json_object_set_new(r3j, "measured", json_boolean(h->r3_ok));
+	if (!h->r3_ok) {
+		json_object_set_new(r3j, "reason", json_string(h->r3_reason));
+		return r3j;
 	}
-	json_object_set_new(r3j, "measured", json_boolean(r3_ok));
-	if (r3_ok) {
-		json_t *zones = json_array(), *pairs = json_array();
-		for (int z = 0; z < MW_ZONE_COUNT; z++)
-			json_array_append_new(zones, json_pack(
-				"{s:s, s:i, s:o, s:o, s:o}", "zone", mw_zone_name((enum mw_zone)z),
-				"pairs", r3.zone_n[z], "mean_cosine", mw_json_num(r3.zone_mean[z]),
-				"min_cosine", mw_json_num(r3.zone_min[z]), "max_cosine", mw_json_num(r3.zone_max[z])));
-		for (size_t k = 0; k < r3.n; k++)
-			json_array_append_new(pairs, json_pack(
-				"{s:s, s:i, s:s, s:o}", "tensor", r3.pairs[k].kind, "layer",
-				r3.pairs[k].layer, "zone", mw_zone_name(r3.pairs[k].zone), "cosine",
-				mw_json_num(r3.pairs[k].cosine)));
-		json_object_set_new(r3j, "zones", zones);
-		json_object_set_new(r3j, "pairs", pairs);
-	} else {
-		json_object_set_new(r3j, "reason", json_string(r3_reason));
-	}
-	out = json_pack(
+	json_t *zones = json_array(), *pairs = json_array();
+	for (int z = 0; z < MW_ZONE_COUNT; z++)
+		json_array_append_new(zones, json_pack(
+			"{s:s, s:i, s:o, s:o, s:o}", "zone", mw_zone_name((enum mw_zone)z),
+			"pairs", r3->zone_n[z], "mean_cosine", mw_json_num(r3->zone_mean[z]),
+			"min_cosine", mw_json_num(r3->zone_min[z]), "max_cosine",
+			mw_json_num(r3->zone_max[z])));
+	for (size_t k = 0; k < r3->n; k++)
+		json_array_append_new(pairs, json_pack(
+			"{s:s, s:i, s:s, s:o}", "tensor", r3->pairs[k].kind, "layer",
+			r3->pairs[k].layer, "zone", mw_zone_name(r3->pairs[k].zone), "cosine",
+			mw_json_num(r3->pairs[k].cosine)));
+	json_object_set_new(r3j, "zones", zones);
+	json_object_set_new(r3j, "pairs", pairs);
+	return r3j;
+}
+
+/* The document --json prints, and the text is printed from. New reference, or NULL. */
+static json_t *document_build(struct headroom *h)
+{
+	const struct mw_analytic *a = &h->a;
+	json_t *r1j = r1_object(h), *r3j = r3_object(h);
+	return json_pack(
 		"{s:s, s:b, s:s, s:O, s:{s:f, s:s, s:s, s:s}, s:o,"
 		" s:{s:o, s:{s:f, s:I, s:i, s:o, s:o},"
 		"    s:{s:I, s:o, s:s, s:I, s:o, s:b}, s:o, s:{s:b, s:s}}}",
-		"model", o.model, "synthetic", synthetic, "tensors_from", t->source, "projections_source",
-		json_object_get(proj, "source") ? json_object_get(proj, "source") : json_null(),
-		"baseline", "MB_per_token", baseline / 1e6, "note", baseline_note, "plausibility",
-		mw_verdict_name(pl.verdict), "plausibility_text", pl.text,
-		"projections", projs,
+		"model", h->o.model, "synthetic", h->synthetic, "tensors_from", h->t->source,
+		"projections_source",
+		json_object_get(h->proj, "source") ? json_object_get(h->proj, "source") : json_null(),
+		"baseline", "MB_per_token", h->baseline / 1e6, "note", h->baseline_note,
+		"plausibility", mw_verdict_name(h->pl.verdict), "plausibility_text", h->pl.text,
+		"projections", h->projs,
 		"contract", "R1", r1j,
-		"R2", "context", r2_ctx, "kv_bytes", (json_int_t)r2_bytes, "kv_elem_bytes",
-		a.kv_elem_bytes, "limit_bytes", mw_json_num(r2_limit), "pass",
-		isnan(r2_limit) ? json_null() : json_boolean((double)r2_bytes <= r2_limit),
-		"R4", "bytes_per_layer_f32", (json_int_t)a.activation_layer, "limit_bytes",
-		mw_json_num(r4_limit), "precision_assumed", "f32", "bytes_per_layer_f16",
-		(json_int_t)a16.activation_layer, "pass",
-		isnan(r4_limit) ? json_null()
-				: json_boolean((double)a.activation_layer <= r4_limit),
-		"between_KB_and_KiB", r4_between,
+		"R2", "context", h->r2_ctx, "kv_bytes", (json_int_t)h->r2_bytes, "kv_elem_bytes",
+		a->kv_elem_bytes, "limit_bytes", mw_json_num(h->r2_limit), "pass",
+		isnan(h->r2_limit) ? json_null() : json_boolean((double)h->r2_bytes <= h->r2_limit),
+		"R4", "bytes_per_layer_f32", (json_int_t)a->activation_layer, "limit_bytes",
+		mw_json_num(h->r4_limit), "precision_assumed", "f32", "bytes_per_layer_f16",
+		(json_int_t)h->a16.activation_layer, "pass",
+		isnan(h->r4_limit) ? json_null()
+				   : json_boolean((double)a->activation_layer <= h->r4_limit),
+		"between_KB_and_KiB", h->r4_between,
 		"R3", r3j,
-		"R5", "manifest_present", has_manifest, "looked_for", has_manifest ? manifest
+		"R5", "manifest_present", h->has_manifest, "looked_for", h->has_manifest ? h->manifest
 			: "MODEL.manifest.json and manifest.json in the model's folder");
-	if (!out) {
-		status = mw_fail(MW_EXIT_USAGE, VERB, "out of memory");
-		goto out;
-	}
-	if (o.json) {
-		json_dumpf(out, stdout, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
-		fputc('\n', stdout);
-		goto out;
-	}
+}
 
-	printf("model: %s (%s)%s\n  tensors from: %s\n", o.model, t->info.arch ? t->info.arch : "?",
-	       label, t->source);
-	printf("baseline: %.1f MB/token, %s\n", baseline / 1e6, baseline_note);
-	if (pl.verdict == MW_VERDICT_IMPLAUSIBLE || pl.verdict == MW_VERDICT_EXCESS)
+static void report_print(const struct headroom *h)
+{
+	const struct eng_tensor_table *t = h->t;
+	const struct mw_analytic *a = &h->a;
+	const struct mw_r1 *r1 = &h->r1;
+	const struct mw_r3 *r3 = &h->r3;
+	double baseline = h->baseline, r4_limit = h->r4_limit;
+	size_t i;
+	json_t *p;
+
+	printf("model: %s (%s)%s\n  tensors from: %s\n", h->o.model,
+	       t->info.arch ? t->info.arch : "?", h->label, t->source);
+	printf("baseline: %.1f MB/token, %s\n", baseline / 1e6, h->baseline_note);
+	if (h->pl.verdict == MW_VERDICT_IMPLAUSIBLE || h->pl.verdict == MW_VERDICT_EXCESS)
 		printf("  WARNING: the baseline is %s, and every projection below inherits it: "
-		       "%s\n", mw_verdict_name(pl.verdict), pl.text);
+		       "%s\n", mw_verdict_name(h->pl.verdict), h->pl.text);
 	printf("projections (%s; AIOS's figures: projections, not measurements):\n",
-	       json_is_string(json_object_get(proj, "source"))
-		       ? json_string_value(json_object_get(proj, "source")) : "?");
-	json_array_foreach(projs, i, p)
+	       json_is_string(json_object_get(h->proj, "source"))
+		       ? json_string_value(json_object_get(h->proj, "source")) : "?");
+	json_array_foreach(h->projs, i, p)
 		printf("  %s: -%.0f %% -> %.1f MB/token against %.1f MB/token\n    what would have "
 		       "to be true: %s\n", json_string_value(json_object_get(p, "name")),
 		       json_number_value(json_object_get(p, "reduction_pct")),
 		       json_number_value(json_object_get(p, "projected_MB_per_token")), baseline / 1e6,
 		       json_string_value(json_object_get(p, "what_would_have_to_be_true")));
-	printf("Model Contract, computed from the model%s:\n", label);
-	if (r1_ok) {
+	printf("Model Contract, computed from the model%s:\n", h->label);
+	if (h->r1_ok) {
 		printf("  R1 FFN activation sparsity (%s over %zu tokens, near zero: |a| <= %g)\n"
-		       "     input: %s\n", r1.activation, r1.tokens, eps, r1.input);
-		if (r1_reason[0])
-			printf("     calibration prompts not used: %s\n", r1_reason);
-		for (int l = 0; l < r1.n_layers; l++)
+		       "     input: %s\n", r1->activation, r1->tokens, h->eps, r1->input);
+		if (h->r1_reason[0])
+			printf("     calibration prompts not used: %s\n", h->r1_reason);
+		for (int l = 0; l < r1->n_layers; l++) {
+			const struct mw_r1_layer *L = &r1->layer[l];
 			printf("     layer %2d: exact zero %.4f %%, near zero %.4f %%\n", l,
-			       r1.layer[l].n ? 100.0 * (double)r1.layer[l].zeros / (double)r1.layer[l].n : 0,
-			       r1.layer[l].n ? 100.0 * (double)r1.layer[l].near / (double)r1.layer[l].n : 0);
+			       L->n ? 100.0 * (double)L->zeros / (double)L->n : 0,
+			       L->n ? 100.0 * (double)L->near / (double)L->n : 0);
+		}
 	} else {
-		printf("  R1 FFN activation sparsity: %s\n", r1_reason);
+		printf("  R1 FFN activation sparsity: %s\n", h->r1_reason);
 	}
 	printf("  R2 KV cache at %.0f context (%d B per element): %.2f MiB against %.0f MiB: %s\n",
-	       r2_ctx, a.kv_elem_bytes, (double)r2_bytes / 1048576.0, r2_limit / 1048576.0,
-	       isnan(r2_limit) ? "no limit" : (double)r2_bytes <= r2_limit ? "pass" : "FAIL");
-	if (r3_ok) {
-		printf("  R3 cosine similarity of adjacent layers' weights (%zu pairs):\n", r3.n);
+	       h->r2_ctx, a->kv_elem_bytes, (double)h->r2_bytes / 1048576.0, h->r2_limit / 1048576.0,
+	       isnan(h->r2_limit) ? "no limit" : (double)h->r2_bytes <= h->r2_limit ? "pass" : "FAIL");
+	if (h->r3_ok) {
+		printf("  R3 cosine similarity of adjacent layers' weights (%zu pairs):\n", r3->n);
 		for (int z = 0; z < MW_ZONE_COUNT; z++)
-			if (r3.zone_n[z])
+			if (r3->zone_n[z])
 				printf("     %-6s %2d pairs: mean %.4f, min %.4f, max %.4f\n",
-				       mw_zone_name((enum mw_zone)z), r3.zone_n[z], r3.zone_mean[z],
-				       r3.zone_min[z], r3.zone_max[z]);
+				       mw_zone_name((enum mw_zone)z), r3->zone_n[z], r3->zone_mean[z],
+				       r3->zone_min[z], r3->zone_max[z]);
 			else
 				printf("     %-6s no pairs (too few layers)\n",
 				       mw_zone_name((enum mw_zone)z));
 	} else {
-		printf("  R3 cross-layer similarity: %s\n", r3_reason);
+		printf("  R3 cross-layer similarity: %s\n", h->r3_reason);
 	}
 	printf("  R4 activations per layer at batch 1: %.1f KB in f32 (assumed; AIOS's spec is "
 	       "inconsistent about the precision), %.1f KB in f16, against %.0f KB: %s%s\n",
-	       (double)a.activation_layer / 1e3, (double)a16.activation_layer / 1e3, r4_limit / 1e3,
-	       isnan(r4_limit) ? "no limit" : (double)a.activation_layer <= r4_limit ? "pass" : "FAIL",
-	       r4_between ? " (but within 200 KiB: the verdict hangs on KB vs KiB)" : "");
-	printf("  R5 manifest: %s\n", has_manifest ? manifest : model_path ? "absent (looked "
-	       "for MODEL.manifest.json and manifest.json beside the model)"
+	       (double)a->activation_layer / 1e3, (double)h->a16.activation_layer / 1e3,
+	       r4_limit / 1e3,
+	       isnan(r4_limit) ? "no limit" : (double)a->activation_layer <= r4_limit ? "pass" : "FAIL",
+	       h->r4_between ? " (but within 200 KiB: the verdict hangs on KB vs KiB)" : "");
+	printf("  R5 manifest: %s\n", h->has_manifest ? h->manifest : h->model_path ? "absent "
+	       "(looked for MODEL.manifest.json and manifest.json beside the model)"
 	       : "not checked: the model file is not here");
+}
+
+int mw_cmd_headroom(int argc, char **argv)
+{
+	struct headroom h = { .o = { .epsilon = NAN } };
+	struct mw_error err;
+	bool help = false;
+	int rc, status = MW_EXIT_OK;
+
+	mw_error_clear(&err);
+	if ((rc = parse_args(argc, argv, &h.o, &help)) || help) {
+		if (help)
+			usage(stdout);
+		return rc;
+	}
+	if (mw_projections_load(&h.proj, h.o.projections, &err) ||
+	    mw_calibration_load(&h.prompts, &h.n_prompts, h.o.calibration, &err)) {
+		mw_error_print(&err);
+		status = MW_EXIT_USAGE;
+		goto out;
+	}
+	if ((status = model_open(&h)) || (status = baseline_load(&h)) ||
+	    (status = baseline_analytic(&h)))
+		goto out;
+	h.projs = projections_list(&h);
+	contract_formulas(&h);
+	contract_r1(&h);
+	contract_r3(&h);
+	h.has_manifest = h.model_path && find_manifest(h.model_path, h.manifest,
+						       sizeof(h.manifest));
+
+	/* The document, then text or JSON from it. */
+	h.out = document_build(&h);
+	if (!h.out) {
+		status = mw_fail(MW_EXIT_USAGE, VERB, "out of memory");
+		goto out;
+	}
+	if (h.o.json) {
+		json_dumpf(h.out, stdout, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+		fputc('\n', stdout);
+		goto out;
+	}
+	report_print(&h);
 out:
-	json_decref(out);
-	json_decref(proj);
-	json_decref(rec);
-	mw_calibration_free(prompts, n_prompts);
-	mw_r1_free(&r1);
-	mw_r3_free(&r3);
-	eng_tensor_table_free(t);
-	eng_tensor_table_free(rt);
+	json_decref(h.out);
+	json_decref(h.proj);
+	json_decref(h.rec);
+	mw_calibration_free(h.prompts, h.n_prompts);
+	mw_r1_free(&h.r1);
+	mw_r3_free(&h.r3);
+	eng_tensor_table_free(h.t);
+	eng_tensor_table_free(h.rt);
 	return status;
 }

@@ -205,43 +205,65 @@ static json_t *cv_criterion(const char *name, double limit, const json_t *metric
 			 "status", v <= limit ? "pass" : "fail");
 }
 
-/* The reference record for in (already checked). New reference. */
-static json_t *record_build(const json_t *in, const char *path)
+static const char aios_mb_unit[] = "MB/token as computed by the AIOS script (whole process / "
+				   "tokens; 10^6 or 2^20 bytes: the script's unit is not recorded)";
+
+/* What the event name and the runs say, worked out once for every part of the record. */
+struct aios_facts {
+	const char *event;
+	char pmu[128];
+	bool mem_loads;    /* the script counted load instructions, not DRAM traffic */
+	bool one_instance; /* one memory-controller instance of several */
+	json_int_t n_predict, tokens, least;
+	size_t n_runs, assumed, fewer;
+};
+
+static void facts_read(const json_t *in, struct aios_facts *f)
 {
-	const char *event = json_string_value(json_object_get(in, "event")); /* checked: set */
-	if (!event)
-		event = "";
 	const json_t *runs = json_object_get(in, "runs"), *run;
-	json_int_t n_predict = json_integer_value(json_object_get(in, "n_predict"));
-	json_t *not = json_array(), *notes = json_array(), *m = json_object(), *crit = json_array();
-	char text[1024], pmu[128], created[32];
-	size_t i, assumed = 0, fewer = 0;
-	json_int_t tokens = 0, least = -1;
+	size_t i;
+
+	memset(f, 0, sizeof(*f));
+	f->event = json_string_value(json_object_get(in, "event")); /* checked: set */
+	if (!f->event)
+		f->event = "";
+	f->n_predict = json_integer_value(json_object_get(in, "n_predict"));
+	f->least = -1;
+	f->n_runs = json_array_size(runs);
 
 	/* "pmu/terms/" names one PMU; a numbered one is one instance of several. */
-	snprintf(pmu, sizeof(pmu), "%.*s", (int)strcspn(event, "/"), event);
-	bool uncore = strchr(event, '/') && !strncmp(pmu, "uncore_imc", 10);
-	bool mem_loads = strstr(event, "mem-loads") != NULL || strstr(event, "mem_loads") != NULL;
-	size_t plen = strlen(pmu);
-	bool one_instance = uncore && plen > 2 && pmu[plen - 1] >= '0' && pmu[plen - 1] <= '9' &&
-			    pmu[plen - 2] == '_';
+	snprintf(f->pmu, sizeof(f->pmu), "%.*s", (int)strcspn(f->event, "/"), f->event);
+	bool uncore = strchr(f->event, '/') && !strncmp(f->pmu, "uncore_imc", 10);
+	f->mem_loads = strstr(f->event, "mem-loads") != NULL ||
+		       strstr(f->event, "mem_loads") != NULL;
+	size_t plen = strlen(f->pmu);
+	f->one_instance = uncore && plen > 2 && f->pmu[plen - 1] >= '0' &&
+			  f->pmu[plen - 1] <= '9' && f->pmu[plen - 2] == '_';
 
 	json_array_foreach(runs, i, run) {
 		json_int_t t = json_integer_value(json_object_get(run, "tokens"));
 		const char *ts = json_string_value(json_object_get(run, "tokens_source"));
-		tokens += t;
-		least = least < 0 || t < least ? t : least;
-		assumed += !ts || strcmp(ts, "timings");
-		fewer += t < n_predict;
+		f->tokens += t;
+		f->least = f->least < 0 || t < f->least ? t : f->least;
+		f->assumed += !ts || strcmp(ts, "timings");
+		f->fewer += t < f->n_predict;
 	}
+}
 
-	if (one_instance) {
+/* The record's not_measured list: what the script did not measure, or measured as something
+ * other than its name says. New array. */
+static json_t *not_measured_list(const struct aios_facts *f)
+{
+	json_t *not = json_array();
+	char text[1024];
+
+	if (f->one_instance) {
 		snprintf(text, sizeof(text), "every memory-controller instance but %s: the script "
 			 "counted %s only, so the figure may cover part of the DRAM traffic; memwall "
-			 "counts every instance", pmu, event);
+			 "counts every instance", f->pmu, f->event);
 		json_array_append_new(not, json_string(text));
 	}
-	if (mem_loads)
+	if (f->mem_loads)
 		json_array_append_new(not, json_string(
 			"DRAM bytes: the script multiplied mem-loads by 64, but mem-loads counts "
 			"(sampled) load instructions served from any level of the memory hierarchy, "
@@ -254,40 +276,54 @@ static json_t *record_build(const json_t *in, const char *path)
 					       "traffic was subtracted"));
 	json_array_append_new(not, json_string("DRAM writes, energy, per-token latencies, "
 					       "bandwidth drift"));
-	if (assumed) {
+	if (f->assumed) {
 		snprintf(text, sizeof(text), "confirmed token counts in %zu of %zu runs: their count "
 			 "is not marked as read from llama.cpp's timing lines (tokens_source "
 			 "\"timings\"), and the script assumes the requested %lld when llama.cpp "
-			 "prints none (as with --log-disable)", assumed, json_array_size(runs),
-			 (long long)n_predict);
+			 "prints none (as with --log-disable)", f->assumed, f->n_runs,
+			 (long long)f->n_predict);
 		json_array_append_new(not, json_string(text));
 	}
+	return not;
+}
+
+/* The record's notes: where it came from, short runs, and a plausibility figure from the
+ * means of fig (MB/token) and tok (tok/s). New array. */
+static json_t *notes_list(const struct aios_facts *f, const char *path, const json_t *fig,
+			  const json_t *tok)
+{
+	json_t *notes = json_array();
+	char text[1024];
+
 	snprintf(text, sizeof(text), "imported from %s by memwall import-aios; %zu runs as given, "
-		 "statistics recomputed from them (sample sd)", path, json_array_size(runs));
+		 "statistics recomputed from them (sample sd)", path, f->n_runs);
 	json_array_append_new(notes, json_string(text));
-	if (fewer) {
+	if (f->fewer) {
 		snprintf(text, sizeof(text), "%zu runs divided by fewer tokens than the %lld "
-			 "requested (generation stopped early?)", fewer, (long long)n_predict);
+			 "requested (generation stopped early?)", f->fewer, (long long)f->n_predict);
 		json_array_append_new(notes, json_string(text));
 	}
-
-	const char *mb_unit = "MB/token as computed by the AIOS script (whole process / tokens; "
-			      "10^6 or 2^20 bytes: the script's unit is not recorded)";
-	json_t *fig = stats_metric(runs, "mb_per_token", mb_unit);
-	json_t *tok = stats_metric(runs, "tok_per_s", "token/s as computed by the AIOS script");
 	double implied = json_number_value(json_object_get(fig, "mean")) *
 			 json_number_value(json_object_get(tok, "mean")) / 1e3;
 	snprintf(text, sizeof(text), "plausibility: mean tok/s x mean MB/token = %.3g GB/s of "
 		 "%s traffic, to hold against the machine's bandwidth", implied,
-		 mem_loads ? "mem-loads x 64" : "counted");
+		 f->mem_loads ? "mem-loads x 64" : "counted");
 	json_array_append_new(notes, json_string(text));
+	return notes;
+}
+
+/* The record's metrics: fig and tok (stolen) under the names that say what they are, every
+ * other metric as not measured, with why. New object. */
+static json_t *metrics_object(const struct aios_facts *f, json_t *fig, json_t *tok)
+{
+	json_t *m = json_object();
 	const char *whole_why = "the AIOS script divides whole-process traffic by the tokens: its "
 				"figure is dram_read_MB_per_token_whole_process";
-	if (mem_loads) {
+	if (f->mem_loads) {
 		json_object_set_new(m, "aios_mem_loads_x64_MB_per_token", fig);
 		json_object_set_new(m, "dram_read_MB_per_token_whole_process",
-				    not_measured(mb_unit, "mem-loads x 64 is not DRAM traffic: see "
-						 "aios_mem_loads_x64_MB_per_token"));
+				    not_measured(aios_mb_unit, "mem-loads x 64 is not DRAM traffic: "
+						 "see aios_mem_loads_x64_MB_per_token"));
 		whole_why = "mem-loads x 64 is not DRAM traffic";
 	} else {
 		json_object_set_new(m, "dram_read_MB_per_token_whole_process", fig);
@@ -303,44 +339,78 @@ static json_t *record_build(const json_t *in, const char *path)
 	json_object_set_new(m, "energy_J_per_token",
 			    not_measured("J/token (package energy, decode)", "not recorded"));
 	json_object_set_new(m, "latency_p99_ns", not_measured("ns/token", "not recorded"));
+	return m;
+}
 
-	/* The AIOS Issue #2 protocol's limits (protocols/falcon7b-q4km.json), on these figures. */
+/* The AIOS Issue #2 protocol's limits (protocols/falcon7b-q4km.json), on these figures. New
+ * array; *overall receives the verdict over them (static storage). */
+static json_t *criteria_list(const struct aios_facts *f, const json_t *fig, const json_t *tok,
+			     const char **overall)
+{
+	json_t *crit = json_array(), *c;
+	size_t i;
+
 	json_array_append_new(crit, cv_criterion("max_cv_mb_per_token_pct", 1.0, fig));
 	json_array_append_new(crit, cv_criterion("max_cv_tok_s_pct", 2.0, tok));
-	if (assumed)
+	if (f->assumed)
 		json_array_append_new(crit, json_pack("{s:s, s:i, s:n, s:s, s:s}", "criterion",
 						      "min_tokens", "limit", 200, "value", "status",
 						      "not-measured", "reason",
 						      "token counts may be assumed, not confirmed"));
 	else
 		json_array_append_new(crit, json_pack("{s:s, s:i, s:I, s:s}", "criterion",
-						      "min_tokens", "limit", 200, "value", least, "status",
-						      least >= 200 ? "pass" : "fail"));
-	const char *overall = "pass";
-	json_array_foreach(crit, i, run) {
-		const char *s = json_string_value(json_object_get(run, "status"));
+						      "min_tokens", "limit", 200, "value", f->least,
+						      "status", f->least >= 200 ? "pass" : "fail"));
+	*overall = "pass";
+	json_array_foreach(crit, i, c) {
+		const char *s = json_string_value(json_object_get(c, "status"));
 		if (!strcmp(s, "fail"))
-			overall = "fail";
-		else if (!strcmp(s, "not-measured") && strcmp(overall, "fail"))
-			overall = "not-measured";
+			*overall = "fail";
+		else if (!strcmp(s, "not-measured") && strcmp(*overall, "fail"))
+			*overall = "not-measured";
 	}
+	return crit;
+}
+
+/* The record's counters.dram: the one perf event, or why it is not DRAM traffic. New. */
+static json_t *dram_object(const struct aios_facts *f)
+{
+	char caveat[1024];
+	snprintf(caveat, sizeof(caveat), "perf event %s only%s", f->event,
+		 f->one_instance ? ": one memory-controller instance" : f->mem_loads
+		 ? ": load instructions, not DRAM traffic" : "");
+	return f->mem_loads
+		? json_pack("{s:b, s:s, s:[s]}", "measured", 0, "reason",
+			    "the script counted mem-loads (load instructions), not DRAM traffic",
+			    "events", f->event)
+		: json_pack("{s:b, s:n, s:s, s:[s], s:s, s:n, s:s}", "measured", 1, "reason",
+			    "backend", "perf stat, one event", "events", f->event, "caveat", caveat,
+			    "calibration_error_pct", "calibration_reason", "not recorded");
+}
+
+/* The reference record for in (already checked). New reference. */
+static json_t *record_build(const json_t *in, const char *path)
+{
+	const json_t *runs = json_object_get(in, "runs");
+	struct aios_facts f;
+	const char *overall;
+	char created[32];
+
+	facts_read(in, &f);
+	json_t *not = not_measured_list(&f);
+	json_t *fig = stats_metric(runs, "mb_per_token", aios_mb_unit);
+	json_t *tok = stats_metric(runs, "tok_per_s", "token/s as computed by the AIOS script");
+	json_t *notes = notes_list(&f, path, fig, tok);
+	json_t *m = metrics_object(&f, fig, tok);
+	json_t *crit = criteria_list(&f, fig, tok, &overall);
 
 	mw_utc_now(created, sizeof(created), false);
-	snprintf(text, sizeof(text), "perf event %s only%s", event,
-		 one_instance ? ": one memory-controller instance" : mem_loads
-		 ? ": load instructions, not DRAM traffic" : "");
 	json_t *machine = json_pack("{s:o, s:o, s:o, s:{s:s, s:s}}", "cpu_name",
 				    opt_str(in, "cpu"), "os", opt_str(in, "os"), "kernel",
 				    opt_str(in, "kernel"), "unavailable", "details",
 				    "an AIOS baseline result records the CPU's name, OS and kernel at "
 				    "most", "note", "imported, not described by memwall");
-	json_t *dram = mem_loads
-		? json_pack("{s:b, s:s, s:[s]}", "measured", 0, "reason",
-			    "the script counted mem-loads (load instructions), not DRAM traffic",
-			    "events", event)
-		: json_pack("{s:b, s:n, s:s, s:[s], s:s, s:n, s:s}", "measured", 1, "reason",
-			    "backend", "perf stat, one event", "events", event, "caveat", text,
-			    "calibration_error_pct", "calibration_reason", "not recorded");
+	json_t *dram = dram_object(&f);
 	return json_pack(
 		"{s:s, s:s, s:b, s:n, s:s,"
 		" s:{s:s, s:n, s:n},"
@@ -378,7 +448,7 @@ static json_t *record_build(const json_t *in, const char *path)
 		"runs",
 		"summary", "runs_measured", (json_int_t)json_array_size(runs), "runs_warmup",
 		json_integer_value(json_object_get(in, "warmup_runs")), "runs_incomplete", 0,
-		"tokens_measured", tokens, "metrics", m,
+		"tokens_measured", f.tokens, "metrics", m,
 		"acceptance", "status", overall, "criteria", crit);
 }
 

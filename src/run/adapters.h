@@ -1,4 +1,4 @@
-/* src/adapters.h: output adapters for external engines.
+/* src/run/adapters.h: output adapters for external engines.
  *
  * An adapter reads what a foreign program (stock llama.cpp, a Node script, `memwall generate`)
  * printed and returns the prompt tokens, the generated tokens and the engine's own timings.
@@ -6,7 +6,7 @@
  * of generated tokens is unknown the result says why and which flag to change, so the runner
  * can mark the run invalid with that message.
  *
- * Adapters (the table in adapters.c, one row each):
+ * Adapters (the table in adapters/registry.c, one row each, one file per adapter):
  *   llama-completion, llama-cli   the perf lines llama.cpp prints to stderr at exit, every
  *                                 version: `llama_print_timings:` (2023),
  *                                 `llama_perf_context_print:` (2024-), `common_perf_print:`

@@ -1,4 +1,4 @@
-/* tests/fuzz/fuzz_adapters.c: the llama.cpp output adapters (src/adapters.c) on arbitrary
+/* tests/fuzz/fuzz_adapters.c: the llama.cpp output adapters (src/run/adapters/) on arbitrary
  * program output.
  *
  * Input: one selector byte, then the output. The low bits pick the adapter row; with the top
