@@ -83,6 +83,8 @@ struct file_counter {
 
 /* Opens path as a byte counter (nothing is read yet). */
 int file_counter_open(struct file_counter **out, const char *path);
+/* The plain file layer behind file_counter_open (counter_syscall.c). */
+int file_counter_open_plain(struct file_counter **out, const char *path);
 /* The simulated layer's file counter for path, or -ENOENT when its script does not name it. */
 int sim_file_open(struct file_counter **out, const char *path);
 

@@ -18,7 +18,7 @@
 #include "control.h"
 #include "engine.h"
 #include "machine.h"
-#include "pipeline.h"
+#include "run_state.h"
 #include "result.h"
 #include "sha256.h"
 

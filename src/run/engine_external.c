@@ -30,7 +30,7 @@
 
 #include "adapters.h"
 #include "control.h"
-#include "pipeline.h"
+#include "run_state.h"
 #include "result.h"
 #include "spawn.h"
 

@@ -1,4 +1,4 @@
-/* src/run/pipeline.c: `memwall run`, one loop for every engine (see pipeline.h).
+/* src/run/pipeline.c: `memwall run`, one loop for every engine (the rows: run_state.h).
  *
  *   plan      the protocol and the overrides resolved and checked once (plan.c);
  *   prepare   the engine row opens what it runs (a model, a program);
@@ -11,7 +11,8 @@
 
 #include "control.h"
 #include "machine.h"
-#include "pipeline.h"
+#include "record_build.h"
+#include "run_state.h"
 #include "result.h"
 
 static const struct mw_engine_row *const rows[MW_ENGINE_COUNT] = {

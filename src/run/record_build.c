@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "machine.h"
-#include "pipeline.h"
+#include "record_build.h"
 #include "result.h"
 #include "version.h"
 

@@ -1,12 +1,14 @@
-/* src/run/pipeline.h: the run pipeline's parts, for the files in src/run/ only.
+/* src/run/run_state.h: a run in progress and the engine rows, for the files in src/run/ only.
+ * Types and the rows' names only: no file defines what this header declares but the rows
+ * themselves, so the rows depend on it and the pipeline on them, never the other way round.
  *
  * One run loop (pipeline.c) drives one of the engine rows below: memwall's own engine, read
  * at every token (engine_builtin.c), or a foreign program measured around it by the
  * differential method (engine_external.c). Both read the same plan (plan.h) and the same
  * counters (counters.h), and the record is built in one place (record_build.c). A new kind of
  * engine is one file and one row in pipeline.c's table. */
-#ifndef MEMWALL_RUN_PIPELINE_H
-#define MEMWALL_RUN_PIPELINE_H
+#ifndef MEMWALL_RUN_RUN_STATE_H
+#define MEMWALL_RUN_RUN_STATE_H
 
 #include <jansson.h>
 
@@ -50,9 +52,5 @@ struct mw_engine_row {
 
 extern const struct mw_engine_row mw_engine_builtin;
 extern const struct mw_engine_row mw_engine_external;
-
-/* The result record of run, before derivation: the provenance, the plan, the counters and
- * the row's parts, each in one place. New reference, or NULL when memory ran out. */
-json_t *mw_record_build(const struct mw_run *run);
 
 #endif

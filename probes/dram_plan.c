@@ -1,0 +1,80 @@
+/* probes/dram_plan.c: what the DRAM backends (probes/pmu/) use to describe what to count:
+ * their PMUs' instances and each instance's events, encoded from the PMU's format files.
+ * Kept apart from dram.c, which holds the backends' table, so that the backends depend on
+ * these helpers and dram.c on the backends, never the other way round. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+
+size_t dram_pmus_matching(const struct prb_system *sys, const char *prefix,
+			  const struct prb_pmu **out, size_t max)
+{
+	size_t n = 0;
+	/* prb_system keeps PMUs in numeric name order, so instances come out 0, 1, 2, ... 10 */
+	for (size_t i = 0; i < prb_system_pmu_count(sys); i++) {
+		const struct prb_pmu *pmu = prb_system_pmu(sys, i);
+		if (prb_name_is_instance(pmu->name, prefix) && n < max)
+			out[n++] = pmu;
+	}
+	return n;
+}
+
+int dram_pmu_check(const struct prb_pmu *pmu, char *why, size_t n)
+{
+	if (!pmu->problem.text[0])
+		return 0;
+	snprintf(why, n, "%s: %s", pmu->problem.source, pmu->problem.text);
+	return -EINVAL;
+}
+
+int dram_plan_add_pmu(struct dram_plan *plan, const struct prb_pmu *pmu)
+{
+	int first = plan->n;
+	int n_cpus = pmu->n_cpus ? pmu->n_cpus : 1;
+	if (plan->n + n_cpus > PRB_DRAM_MAX_INSTANCES)
+		return -ENOSPC;
+	for (int i = 0; i < n_cpus; i++) {
+		struct dram_instance *in = &plan->inst[plan->n++];
+		memset(in, 0, sizeof(*in));
+		in->pmu = pmu;
+		in->cpu = pmu->n_cpus ? pmu->cpus[i] : 0;
+		in->counter_bits = 64;
+		snprintf(in->name, sizeof(in->name), "%s", pmu->name);
+	}
+	return first;
+}
+
+int dram_plan_add_event(struct dram_plan *plan, int first, enum dram_dir dir, const char *terms,
+			double bytes_per_count, char *why, size_t n)
+{
+	for (int i = first; i < plan->n; i++) {
+		struct dram_instance *in = &plan->inst[i];
+		struct prb_error err = { 0 };
+		if (in->n_events == PRB_DRAM_MAX_EVENTS)
+			return -ENOSPC;
+		struct dram_event *ev = &in->events[in->n_events];
+		int rc = prb_pmu_encode(in->pmu, terms, &ev->attr, &err);
+		if (rc < 0) {
+			snprintf(why, n, "%s: %s", err.source, err.text);
+			return rc;
+		}
+		ev->dir = dir;
+		ev->bytes_per_count = bytes_per_count;
+		if (bytes_per_count <= 0) {
+			/* scale times the unit's size: 6.103515625e-5 MiB = 2^-14 * 2^20 = 64 bytes */
+			const struct prb_event *alias = prb_pmu_event_find(in->pmu, terms);
+			double unit = 0;
+			if (!alias || prb_unit_bytes(alias->unit, &unit) < 0) {
+				snprintf(why, n, "%s/events/%s: no byte unit (.unit is \"%s\")",
+					 in->pmu->name, terms, alias ? alias->unit : "");
+				return -EINVAL;
+			}
+			ev->bytes_per_count = alias->scale * unit;
+		}
+		in->n_events++;
+	}
+	return 0;
+}
+
