@@ -48,6 +48,14 @@ static void comparable(const json_t *x, const json_t *y, char *why, size_t n)
 		snprintf(why, n, "different model files (sha256 %.12s vs %.12s)", ma, mb);
 	else if (!ma != !mb)
 		snprintf(why, n, "one record pins its model file's sha256 and the other does not");
+	else if (strcmp(mw_dram_basis(x), mw_dram_basis(y)))
+		snprintf(why, n, "MB/token counts %s bytes in one record and %s bytes in the other "
+			 "(counters.dram.mb_per_token_basis: DRAM backends %s vs %s)",
+			 mw_dram_basis(x), mw_dram_basis(y),
+			 path_str(json_object_get(x, "counters"), "dram", "backend") ?
+			 path_str(json_object_get(x, "counters"), "dram", "backend") : "?",
+			 path_str(json_object_get(y, "counters"), "dram", "backend") ?
+			 path_str(json_object_get(y, "counters"), "dram", "backend") : "?");
 	else if (!mw_machine_same(json_object_get(x, "machine"), json_object_get(y, "machine"), why,
 				  n))
 		return;
