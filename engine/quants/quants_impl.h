@@ -11,15 +11,17 @@ extern const struct krn_quant_ops krn_quant_ops_avx2;
 extern const struct krn_quant_ops krn_quant_ops_avx512;
 extern const struct krn_quant_ops krn_quant_ops_neon;
 
-/* Run-time checks for the x86 tables (quants.c, built without ISA flags). The AVX-512 table
+/* Run-time checks for the x86 tables (x86/cpu.c, built without ISA flags). The AVX-512 table
  * needs F, BW, VL, DQ, VNNI, VBMI, VBMI2, GFNI and BITALG (Ice Lake, Zen 4 and later); other
  * AVX-512 CPUs use AVX2. */
 bool krn_quants_cpu_avx2(void);
 bool krn_quants_cpu_avx512(void);
 
-/* fp16 -> fp32 for every half, filled before any table is handed out (quants.c): the SIMD
- * kernels convert their per-block scales with one load. */
+/* fp16 -> fp32 for every half (fp16.c), filled by the registry (quants.c) through
+ * krn_fp16_table_fill before any table is handed out: the SIMD kernels convert their
+ * per-block scales with one load. */
 extern float krn_fp16_table[1 << 16];
+void krn_fp16_table_fill(void);
 
 /* ref.c's activation quantizers, for SIMD files that handle only the bulk of a row. */
 void krn_ref_act_q8_0(const float *x, void *y, size_t n);
