@@ -215,13 +215,78 @@ static int copy_to_huge(struct eng_model *m, int fd, struct eng_error *err)
 	return eng_huge_seal(m->map, m->map_bytes, m->path, err);
 }
 
+/* A llama2.c checkpoint at fd (st its stat) into m: mapped or copied by opt->load, every
+ * tensor checked against the file's length, then bound. On failure the caller closes m. */
+static int load_llama2c(struct eng_model *m, int fd, const struct stat *st,
+			const struct eng_model_options *opt, struct eng_error *err)
+{
+	const char *path = m->path;
+	struct l2c_config c;
+	struct l2c_layout lay;
+	int rc;
+
+	if ((uint64_t)st->st_size > SIZE_MAX)
+		return eng_error_set(err, -EFBIG, path, ENG_NO_OFFSET, "too large to map here");
+	m->map_len = (size_t)st->st_size;
+	m->map_bytes = m->map_len;
+	rc = opt->load == ENG_LOAD_MMAP ? map_file(m, fd, opt, err) : copy_to_huge(m, fd, err);
+	if (rc)
+		return rc;
+	const unsigned char *base = m->map;
+	uint64_t file_bytes = m->map_len;
+	if ((rc = parse_header(&c, base, file_bytes, path, err)))
+		return rc;
+	if ((rc = l2c_layout_compute(&lay, &c, path, err)))
+		return rc;
+	for (size_t i = 0; i < lay.n; i++) {
+		const struct l2c_span *s = &lay.span[i];
+		if (s->offset + s->bytes > file_bytes)
+			return eng_error_set(err, -EINVAL, path, s->offset,
+					     "tensor '%s' extends past end of file (offset %" PRIu64
+					     ", %" PRIu64 " bytes, file %" PRIu64
+					     " bytes): truncated file, or a header that does not "
+					     "match it",
+					     l2c_tensor_name(s->tensor), s->offset, s->bytes, file_bytes);
+	}
+	if (lay.end != file_bytes)
+		return eng_error_set(err, -EINVAL, path, lay.end,
+				     "%" PRIu64 " bytes follow the last tensor '%s' (offset %" PRIu64
+				     "): the header's shape or classifier flag does not match the "
+				     "file", file_bytes - lay.end,
+				     l2c_tensor_name(lay.span[lay.n - 1].tensor), lay.end);
+
+	bind_weights(&m->w, &lay, base);
+	struct eng_model_info *info = &m->info;
+	info->format = ENG_FORMAT_LLAMA2C;
+	info->arch = "llama";
+	info->dim = c.dim;
+	info->hidden_dim = c.hidden_dim;
+	info->n_layers = c.n_layers;
+	info->n_heads = c.n_heads;
+	info->n_kv_heads = c.n_kv_heads;
+	info->vocab_size = c.vocab_size < 0 ? -c.vocab_size : c.vocab_size;
+	info->seq_len = c.seq_len;
+	info->shared_classifier = c.shared_classifier;
+	info->synthetic = c.version == 1 &&
+			  !memcmp(base + L2C_SYNTH_MARKER_OFFSET, L2C_SYNTH_MARKER,
+				  strlen(L2C_SYNTH_MARKER));
+	info->file_bytes = file_bytes;
+	for (size_t i = 0; i < lay.n; i++)
+		if (l2c_tensor_is_weight(lay.span[i].tensor))
+			info->weight_bytes += lay.span[i].bytes;
+	if ((rc = bind_layers(m)))
+		return eng_error_set(err, rc, path, ENG_NO_OFFSET, "out of memory");
+	return 0;
+}
+
+/* Checks the file and the options, then hands an empty model to the loader of the file's
+ * format. The model is made and closed here, never by a loader, so gguf_model.c depends on
+ * this file's struct (model.h) and not on its functions. */
 int eng_model_open(struct eng_model **out, const char *path, const struct eng_model_options *opt,
 		   struct eng_error *err)
 {
 	static const struct eng_model_options defaults = { 0 };
 	struct eng_model *m = NULL;
-	struct l2c_config c;
-	struct l2c_layout lay;
 	struct stat st;
 	int fd = -1, rc = 0;
 
@@ -249,14 +314,6 @@ int eng_model_open(struct eng_model **out, const char *path, const struct eng_mo
 				   (int)opt->load);
 		goto out;
 	}
-	if (is_gguf(fd)) {
-		close(fd);
-		return eng_gguf_model_open(out, path, opt, err);
-	}
-	if ((uint64_t)st.st_size > SIZE_MAX) {
-		rc = eng_error_set(err, -EFBIG, path, ENG_NO_OFFSET, "too large to map here");
-		goto out;
-	}
 	size_t len = strlen(path);
 	m = calloc(1, sizeof(*m) + len + 1);
 	if (!m) {
@@ -265,60 +322,16 @@ int eng_model_open(struct eng_model **out, const char *path, const struct eng_mo
 	}
 	memcpy(m->path, path, len + 1);
 	m->map = MAP_FAILED;
-	m->map_len = (size_t)st.st_size;
-	m->map_bytes = m->map_len;
-	rc = opt->load == ENG_LOAD_MMAP ? map_file(m, fd, opt, err) : copy_to_huge(m, fd, err);
+	if (is_gguf(fd)) {
+		/* The GGUF reader opens the file itself. */
+		close(fd);
+		fd = -1;
+		rc = eng_gguf_model_load(m, opt, err);
+	} else {
+		rc = load_llama2c(m, fd, &st, opt, err);
+	}
 	if (rc)
 		goto out;
-	const unsigned char *base = m->map;
-	uint64_t file_bytes = m->map_len;
-	if ((rc = parse_header(&c, base, file_bytes, path, err)))
-		goto out;
-	if ((rc = l2c_layout_compute(&lay, &c, path, err)))
-		goto out;
-	for (size_t i = 0; i < lay.n; i++) {
-		const struct l2c_span *s = &lay.span[i];
-		if (s->offset + s->bytes > file_bytes) {
-			rc = eng_error_set(err, -EINVAL, path, s->offset,
-					   "tensor '%s' extends past end of file (offset %" PRIu64
-					   ", %" PRIu64 " bytes, file %" PRIu64
-					   " bytes): truncated file, or a header that does not match it",
-					   l2c_tensor_name(s->tensor), s->offset, s->bytes, file_bytes);
-			goto out;
-		}
-	}
-	if (lay.end != file_bytes) {
-		rc = eng_error_set(err, -EINVAL, path, lay.end,
-				   "%" PRIu64 " bytes follow the last tensor '%s' (offset %" PRIu64
-				   "): the header's shape or classifier flag does not match the file",
-				   file_bytes - lay.end, l2c_tensor_name(lay.span[lay.n - 1].tensor),
-				   lay.end);
-		goto out;
-	}
-
-	bind_weights(&m->w, &lay, base);
-	struct eng_model_info *info = &m->info;
-	info->format = ENG_FORMAT_LLAMA2C;
-	info->arch = "llama";
-	info->dim = c.dim;
-	info->hidden_dim = c.hidden_dim;
-	info->n_layers = c.n_layers;
-	info->n_heads = c.n_heads;
-	info->n_kv_heads = c.n_kv_heads;
-	info->vocab_size = c.vocab_size < 0 ? -c.vocab_size : c.vocab_size;
-	info->seq_len = c.seq_len;
-	info->shared_classifier = c.shared_classifier;
-	info->synthetic = c.version == 1 &&
-			  !memcmp(base + L2C_SYNTH_MARKER_OFFSET, L2C_SYNTH_MARKER,
-				  strlen(L2C_SYNTH_MARKER));
-	info->file_bytes = file_bytes;
-	for (size_t i = 0; i < lay.n; i++)
-		if (l2c_tensor_is_weight(lay.span[i].tensor))
-			info->weight_bytes += lay.span[i].bytes;
-	if ((rc = bind_layers(m))) {
-		eng_error_set(err, rc, path, ENG_NO_OFFSET, "out of memory");
-		goto out;
-	}
 	*out = m;
 	m = NULL;
 out:

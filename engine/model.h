@@ -94,9 +94,10 @@ struct eng_model {
 	char path[];
 };
 
-/* gguf_model.c: opens a GGUF model (the caller has seen the "GGUF" magic). Same contract as
- * eng_model_open. */
-int eng_gguf_model_open(struct eng_model **out, const char *path,
-			const struct eng_model_options *opt, struct eng_error *err);
+/* gguf_model.c: loads the GGUF model at m->path (the caller has seen the "GGUF" magic) into
+ * m, which model.c has just allocated (zeroed but for path and map). m owns what this puts
+ * in it, the reader included, also on failure: the caller then closes m. */
+int eng_gguf_model_load(struct eng_model *m, const struct eng_model_options *opt,
+			struct eng_error *err);
 
 #endif
