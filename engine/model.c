@@ -1,6 +1,7 @@
 /* engine/model.c: opening llama2.c checkpoints (legacy and "ak42" version 1) as a read-only
  * mapping whose tensors are views, after checking every number the header gives against the
  * file. The layout itself is in llama2c.c. A file with GGUF's magic goes to gguf_model.c. */
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -158,6 +159,39 @@ static int bind_layers(struct eng_model *m)
 				      .rope_base = 10000.0f, .norm_eps = 1e-5f,
 				      .default_kv = ENG_KV_F32 };
 	return 0;
+}
+
+/* The load modes' names, as protocols, results and the command line spell them: the engine
+ * owns the enum, so it owns the one table that converts it. */
+static const char *const load_mode_names[] = {
+	[ENG_LOAD_MMAP] = "mmap",
+	[ENG_LOAD_HUGE_COPY] = "huge-copy",
+	[ENG_LOAD_REPACK] = "repack",
+};
+static_assert(sizeof(load_mode_names) / sizeof(load_mode_names[0]) == ENG_LOAD_REPACK + 1,
+	      "a name for every enum eng_load_mode (ENG_LOAD_REPACK is the last)");
+
+const char *eng_load_mode_name(enum eng_load_mode m)
+{
+	if ((unsigned)m >= sizeof(load_mode_names) / sizeof(load_mode_names[0]))
+		return NULL;
+	return load_mode_names[m];
+}
+
+int eng_load_mode_parse(const char *name, enum eng_load_mode *out)
+{
+	for (int m = 0; name && m < eng_load_mode_count(); m++) {
+		if (!strcmp(name, load_mode_names[m])) {
+			*out = (enum eng_load_mode)m;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+int eng_load_mode_count(void)
+{
+	return (int)(sizeof(load_mode_names) / sizeof(load_mode_names[0]));
 }
 
 /* True when the file at fd starts with GGUF's magic (ggml's docs/gguf.md). */
