@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <strings.h>
 
+#include "quants.h"
 #include "quants_impl.h"
 
 static const struct krn_quant_ops *const compiled[] = {

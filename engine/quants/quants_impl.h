@@ -1,9 +1,12 @@
 /* engine/quants/quants_impl.h: what the per-ISA files share with the registry. Internal to
- * engine/quants/. */
+ * engine/quants/.
+ *
+ * It includes types.h and not quants.h: the files behind the tables (ref.c, the ISA files,
+ * fp16.c, x86/cpu.c) never see the registry that lists them. */
 #ifndef MEMWALL_QUANTS_IMPL_H
 #define MEMWALL_QUANTS_IMPL_H
 
-#include "quants.h"
+#include "types.h"
 
 /* One table per ISA file; the registry (quants.c) lists those compiled in. */
 extern const struct krn_quant_ops krn_quant_ops_ref;
