@@ -27,7 +27,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tokenizer.h"
+#include "tokenizer_gguf.h"
+#include "tokenizer_ops.h"
+#include "tokenizer_unicode.h"
 
 /* llama.h's llama_token_type, the values of tokenizer.ggml.token_type. */
 enum tok_type {
