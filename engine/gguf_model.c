@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "gguf.h"
+#include "gguf_model.h"
 #include "model.h"
 #include "quants.h"
 

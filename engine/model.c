@@ -1,9 +1,8 @@
-/* engine/model.c: opening llama2.c checkpoints (legacy and "ak42" version 1) as a read-only
- * mapping whose tensors are views, after checking every number the header gives against the
- * file. The layout itself is in llama2c.c. A file with GGUF's magic goes to gguf_model.c. */
-#include <assert.h>
+/* engine/model.c: llama2.c checkpoints (legacy and "ak42" version 1) as a read-only mapping
+ * whose tensors are views, after checking every number the header gives against the file; and
+ * closing any model. The layout itself is in llama2c.c. model_open.c decides which loader
+ * reads a file: this one, or gguf_model.c for GGUF's magic. */
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,47 +160,6 @@ static int bind_layers(struct eng_model *m)
 	return 0;
 }
 
-/* The load modes' names, as protocols, results and the command line spell them: the engine
- * owns the enum, so it owns the one table that converts it. */
-static const char *const load_mode_names[] = {
-	[ENG_LOAD_MMAP] = "mmap",
-	[ENG_LOAD_HUGE_COPY] = "huge-copy",
-	[ENG_LOAD_REPACK] = "repack",
-};
-static_assert(sizeof(load_mode_names) / sizeof(load_mode_names[0]) == ENG_LOAD_REPACK + 1,
-	      "a name for every enum eng_load_mode (ENG_LOAD_REPACK is the last)");
-
-const char *eng_load_mode_name(enum eng_load_mode m)
-{
-	if ((unsigned)m >= sizeof(load_mode_names) / sizeof(load_mode_names[0]))
-		return NULL;
-	return load_mode_names[m];
-}
-
-int eng_load_mode_parse(const char *name, enum eng_load_mode *out)
-{
-	for (int m = 0; name && m < eng_load_mode_count(); m++) {
-		if (!strcmp(name, load_mode_names[m])) {
-			*out = (enum eng_load_mode)m;
-			return 0;
-		}
-	}
-	return -EINVAL;
-}
-
-int eng_load_mode_count(void)
-{
-	return (int)(sizeof(load_mode_names) / sizeof(load_mode_names[0]));
-}
-
-/* True when the file at fd starts with GGUF's magic (ggml's docs/gguf.md). */
-static bool is_gguf(int fd)
-{
-	char magic[4];
-	return pread(fd, magic, sizeof(magic), 0) == (ssize_t)sizeof(magic) &&
-	       !memcmp(magic, "GGUF", sizeof(magic));
-}
-
 /* Faults in every page of a read-only mapping, for kernels without MADV_POPULATE_READ. */
 static void populate_by_touch(const void *map, size_t len)
 {
@@ -249,19 +207,17 @@ static int copy_to_huge(struct eng_model *m, int fd, struct eng_error *err)
 	return eng_huge_seal(m->map, m->map_bytes, m->path, err);
 }
 
-/* A llama2.c checkpoint at fd (st its stat) into m: mapped or copied by opt->load, every
- * tensor checked against the file's length, then bound. On failure the caller closes m. */
-static int load_llama2c(struct eng_model *m, int fd, const struct stat *st,
-			const struct eng_model_options *opt, struct eng_error *err)
+int eng_llama2c_model_load(struct eng_model *m, int fd, uint64_t file_size,
+			   const struct eng_model_options *opt, struct eng_error *err)
 {
 	const char *path = m->path;
 	struct l2c_config c;
 	struct l2c_layout lay;
 	int rc;
 
-	if ((uint64_t)st->st_size > SIZE_MAX)
+	if (file_size > SIZE_MAX)
 		return eng_error_set(err, -EFBIG, path, ENG_NO_OFFSET, "too large to map here");
-	m->map_len = (size_t)st->st_size;
+	m->map_len = (size_t)file_size;
 	m->map_bytes = m->map_len;
 	rc = opt->load == ENG_LOAD_MMAP ? map_file(m, fd, opt, err) : copy_to_huge(m, fd, err);
 	if (rc)
@@ -311,68 +267,6 @@ static int load_llama2c(struct eng_model *m, int fd, const struct stat *st,
 	if ((rc = bind_layers(m)))
 		return eng_error_set(err, rc, path, ENG_NO_OFFSET, "out of memory");
 	return 0;
-}
-
-/* Checks the file and the options, then hands an empty model to the loader of the file's
- * format. The model is made and closed here, never by a loader, so gguf_model.c depends on
- * this file's struct (model.h) and not on its functions. */
-int eng_model_open(struct eng_model **out, const char *path, const struct eng_model_options *opt,
-		   struct eng_error *err)
-{
-	static const struct eng_model_options defaults = { 0 };
-	struct eng_model *m = NULL;
-	struct stat st;
-	int fd = -1, rc = 0;
-
-	*out = NULL;
-	if (!opt)
-		opt = &defaults;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		rc = -errno;
-		eng_error_set(err, rc, path, ENG_NO_OFFSET, "cannot open the model: %s",
-			      strerror(errno));
-		goto out;
-	}
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		rc = eng_error_set(err, -EINVAL, path, ENG_NO_OFFSET,
-				   "not a regular file: give the path of a model file");
-		goto out;
-	}
-	if (st.st_size == 0) {
-		rc = eng_error_set(err, -EINVAL, path, 0, "the file is empty");
-		goto out;
-	}
-	if ((unsigned)opt->load > ENG_LOAD_REPACK) {
-		rc = eng_error_set(err, -EINVAL, path, ENG_NO_OFFSET, "unknown load mode %d",
-				   (int)opt->load);
-		goto out;
-	}
-	size_t len = strlen(path);
-	m = calloc(1, sizeof(*m) + len + 1);
-	if (!m) {
-		rc = eng_error_set(err, -ENOMEM, path, ENG_NO_OFFSET, "out of memory");
-		goto out;
-	}
-	memcpy(m->path, path, len + 1);
-	m->map = MAP_FAILED;
-	if (is_gguf(fd)) {
-		/* The GGUF reader opens the file itself. */
-		close(fd);
-		fd = -1;
-		rc = eng_gguf_model_load(m, opt, err);
-	} else {
-		rc = load_llama2c(m, fd, &st, opt, err);
-	}
-	if (rc)
-		goto out;
-	*out = m;
-	m = NULL;
-out:
-	if (fd >= 0)
-		close(fd);
-	eng_model_close(m);
-	return rc;
 }
 
 void eng_model_close(struct eng_model *m)
