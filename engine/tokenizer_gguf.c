@@ -1,5 +1,5 @@
 /* engine/tokenizer_gguf.c: the tokenizers GGUF files carry in their metadata (engine.h, "GGUF
- * tokenizers"), behind tokenizer.h's ops table.
+ * tokenizers"), behind tokenizer_ops.h's table.
  *
  * Written from the GGUF keys (ggml's docs/gguf.md, "Tokenizer") and from what llama.cpp's
  * src/llama-vocab.cpp and src/unicode.cpp do with them, so that a prompt gets the ids

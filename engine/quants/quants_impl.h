@@ -31,7 +31,7 @@ void krn_ref_act_q8_0(const float *x, void *y, size_t n);
 void krn_ref_act_q8_1(const float *x, void *y, size_t n);
 void krn_ref_act_q8_K(const float *x, void *y, size_t n);
 
-/* The x8 layouts (quants.h), one per type that has one: the legacy formats' in x8_legacy.c,
+/* The x8 layouts (types.h), one per type that has one: the legacy formats' in x8_legacy.c,
  * the K-quants' in x8_kquants.c; x8.c indexes them by type. */
 extern const struct krn_x8_layout krn_x8_layout_q8_0;
 extern const struct krn_x8_layout krn_x8_layout_q5_0;
