@@ -54,6 +54,15 @@ enum eng_load_mode {
 	ENG_LOAD_REPACK,
 };
 
+/* The load modes' names ("mmap", "huge-copy", "repack"), indexed by enum eng_load_mode; static
+ * storage. NULL for a value that is not a load mode. */
+const char *eng_load_mode_name(enum eng_load_mode m);
+/* name -> mode: 0, or -EINVAL for a name that is not one of them (names are matched exactly;
+ * *out is then left alone). */
+int eng_load_mode_parse(const char *name, enum eng_load_mode *out);
+/* The number of load modes (for tests that compare the table with the schema's enum). */
+int eng_load_mode_count(void);
+
 struct eng_model_options {
 	bool populate;  /* mmap with MAP_POPULATE: fault every page in at open */
 	bool hugepages; /* madvise(MADV_HUGEPAGE) on the mapping where the kernel allows it */

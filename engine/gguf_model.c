@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "gguf.h"
+#include "gguf_model.h"
 #include "model.h"
 #include "quants.h"
 
@@ -296,58 +297,50 @@ static int repack(struct eng_model *m, const struct eng_gguf *g, const char *pat
 	return rc;
 }
 
-int eng_gguf_model_open(struct eng_model **out, const char *path,
-			const struct eng_model_options *opt, struct eng_error *err)
+/* general.architecture's entry in archs[], after refusing the variants we do not run; NULL
+ * with *rc set when the file names no architecture we run. */
+static const struct arch_desc *find_arch(const struct eng_gguf *g, const char *path, int *rc,
+					 struct eng_error *err)
 {
-	static const struct eng_model_options defaults = { 0 };
-	struct eng_gguf *g = NULL;
-	struct eng_model *m = NULL;
 	struct eng_gguf_str arch_s;
 	const struct arch_desc *ad = NULL;
-	int rc;
 
-	*out = NULL;
-	if (!opt)
-		opt = &defaults;
-	struct eng_gguf_open_options gopt = { .populate = opt->populate,
-					      .hugepages = opt->hugepages,
-					      .copy = opt->load != ENG_LOAD_MMAP };
-	if ((rc = eng_gguf_open(&g, path, &gopt, err)))
-		goto out;
-	if ((rc = eng_gguf_get_str(g, "general.architecture", &arch_s, err))) {
-		if (rc == -ENOENT)
-			rc = eng_error_set(err, -EINVAL, path, ENG_NO_OFFSET,
-					   "metadata key 'general.architecture' is missing: not a "
-					   "model file");
-		goto out;
+	if ((*rc = eng_gguf_get_str(g, "general.architecture", &arch_s, err))) {
+		if (*rc == -ENOENT)
+			*rc = eng_error_set(err, -EINVAL, path, ENG_NO_OFFSET,
+					    "metadata key 'general.architecture' is missing: not a "
+					    "model file");
+		return NULL;
 	}
 	for (size_t i = 0; i < sizeof(archs) / sizeof(archs[0]); i++)
 		if (arch_s.len == strlen(archs[i].name) &&
 		    !memcmp(arch_s.ptr, archs[i].name, arch_s.len))
 			ad = &archs[i];
 	if (!ad) {
-		rc = eng_error_set(err, -ENOTSUP, path, ENG_NO_OFFSET,
-				   "general.architecture is '%.*s': memwall's engine runs 'llama' "
-				   "and 'falcon'", (int)(arch_s.len > 64 ? 64 : arch_s.len),
-				   arch_s.ptr);
-		goto out;
+		*rc = eng_error_set(err, -ENOTSUP, path, ENG_NO_OFFSET,
+				    "general.architecture is '%.*s': memwall's engine runs 'llama' "
+				    "and 'falcon'", (int)(arch_s.len > 64 ? 64 : arch_s.len),
+				    arch_s.ptr);
+		return NULL;
 	}
 	if (eng_gguf_tensor_find(g, ad->refuse)) {
-		rc = eng_error_set(err, -ENOTSUP, path, ENG_NO_OFFSET, "tensor '%s' is present: %s",
-				   ad->refuse, ad->refuse_why);
-		goto out;
+		*rc = eng_error_set(err, -ENOTSUP, path, ENG_NO_OFFSET,
+				    "tensor '%s' is present: %s", ad->refuse, ad->refuse_why);
+		return NULL;
 	}
+	return ad;
+}
 
-	size_t len = strlen(path);
-	m = calloc(1, sizeof(*m) + len + 1);
-	if (!m) {
-		rc = eng_error_set(err, -ENOMEM, path, ENG_NO_OFFSET, "out of memory");
-		goto out;
-	}
-	memcpy(m->path, path, len + 1);
-	m->arch = ad->arch;
+/* The shape (m->info but the vocabulary) and m->hp from the "<arch>.*" keys, checked against
+ * each other and against what the forward pass runs. */
+static int read_hparams(struct eng_model *m, const struct eng_gguf *g,
+			const struct arch_desc *ad, struct eng_error *err)
+{
 	struct eng_model_info *in = &m->info;
+	const char *path = m->path;
 	int heads_kv = 0, key_len = 0, n_rot = 0;
+	int rc;
+
 	if ((rc = arch_int(g, ad->name, "embedding_length", -1, &in->dim, path, err)) ||
 	    (rc = arch_int(g, ad->name, "feed_forward_length", -1, &in->hidden_dim, path, err)) ||
 	    (rc = arch_int(g, ad->name, "block_count", -1, &in->n_layers, path, err)) ||
@@ -355,34 +348,29 @@ int eng_gguf_model_open(struct eng_model **out, const char *path,
 	    (rc = arch_int(g, ad->name, "context_length", -1, &in->seq_len, path, err)) ||
 	    (rc = arch_int(g, ad->name, "attention.head_count_kv", in->n_heads, &heads_kv, path,
 			   err)))
-		goto out;
+		return rc;
 	in->n_kv_heads = heads_kv;
 	/* Every layer has tensors of its own: a block_count above the tensor count is corrupt,
-	 * and would size the per-layer table (below) from a number the file cannot back. */
-	if ((uint64_t)in->n_layers > eng_gguf_n_tensors(g)) {
-		rc = eng_error_set(err, -EINVAL, path, ENG_NO_OFFSET,
-				   "metadata key '%s.block_count' is %d, but the file holds only "
-				   "%" PRIu64 " tensors", ad->name, in->n_layers, eng_gguf_n_tensors(g));
-		goto out;
-	}
-	if (in->dim % in->n_heads || in->n_heads % in->n_kv_heads) {
-		rc = eng_error_set(err, -EINVAL, path, ENG_NO_OFFSET,
-				   "%s.embedding_length %d is not a multiple of attention.head_count "
-				   "%d, or that of head_count_kv %d", ad->name, in->dim, in->n_heads,
-				   in->n_kv_heads);
-		goto out;
-	}
+	 * and would size the per-layer table (bind_tensors) from a number the file cannot back. */
+	if ((uint64_t)in->n_layers > eng_gguf_n_tensors(g))
+		return eng_error_set(err, -EINVAL, path, ENG_NO_OFFSET,
+				     "metadata key '%s.block_count' is %d, but the file holds only "
+				     "%" PRIu64 " tensors", ad->name, in->n_layers,
+				     eng_gguf_n_tensors(g));
+	if (in->dim % in->n_heads || in->n_heads % in->n_kv_heads)
+		return eng_error_set(err, -EINVAL, path, ENG_NO_OFFSET,
+				     "%s.embedding_length %d is not a multiple of "
+				     "attention.head_count %d, or that of head_count_kv %d",
+				     ad->name, in->dim, in->n_heads, in->n_kv_heads);
 	int head_dim = in->dim / in->n_heads;
 	if ((rc = arch_int(g, ad->name, "attention.key_length", head_dim, &key_len, path, err)) ||
 	    (rc = arch_int(g, ad->name, "rope.dimension_count", head_dim, &n_rot, path, err)))
-		goto out;
-	if (key_len != head_dim || n_rot > head_dim || n_rot % 2) {
-		rc = eng_error_set(err, -ENOTSUP, path, ENG_NO_OFFSET,
-				   "%s.attention.key_length %d / rope.dimension_count %d: memwall "
-				   "runs heads of embedding_length / head_count (%d) with an even "
-				   "rotary width no larger", ad->name, key_len, n_rot, head_dim);
-		goto out;
-	}
+		return rc;
+	if (key_len != head_dim || n_rot > head_dim || n_rot % 2)
+		return eng_error_set(err, -ENOTSUP, path, ENG_NO_OFFSET,
+				     "%s.attention.key_length %d / rope.dimension_count %d: memwall "
+				     "runs heads of embedding_length / head_count (%d) with an even "
+				     "rotary width no larger", ad->name, key_len, n_rot, head_dim);
 	m->hp = (struct eng_hparams){ .head_dim = head_dim, .n_rot = n_rot,
 				      .default_kv = ENG_KV_F16 };
 	/* llama.cpp's defaults when the keys are absent: base 10000, its per-arch epsilon. */
@@ -390,16 +378,26 @@ int eng_gguf_model_open(struct eng_model **out, const char *path,
 			     err)) ||
 	    (rc = arch_float(g, ad->name, ad->eps_key, ad->default_eps, &m->hp.norm_eps, path,
 			     err)))
-		goto out;
+		return rc;
+	return 0;
+}
+
+/* Binds every tensor of ad's table (the vocabulary size from token_embd.weight), ties the
+ * classifier when output.weight is absent, and sets the bytes a step reads. */
+static int bind_tensors(struct eng_model *m, const struct eng_gguf *g,
+			const struct arch_desc *ad, struct eng_error *err)
+{
+	struct eng_model_info *in = &m->info;
+	const char *path = m->path;
+	int rc;
 
 	const struct eng_gguf_tensor *embd = eng_gguf_tensor_find(g, "token_embd.weight");
-	if (!embd || embd->ne[1] == 0 || embd->ne[1] > INT32_MAX) {
-		rc = eng_error_set(err, -EINVAL, path, ENG_NO_OFFSET,
-				   "tensor 'token_embd.weight' is %s: it gives the vocabulary size",
-				   embd ? "empty or too large" : "missing");
-		goto out;
-	}
+	if (!embd || embd->ne[1] == 0 || embd->ne[1] > INT32_MAX)
+		return eng_error_set(err, -EINVAL, path, ENG_NO_OFFSET,
+				     "tensor 'token_embd.weight' is %s: it gives the vocabulary "
+				     "size", embd ? "empty or too large" : "missing");
 	in->vocab_size = (int)embd->ne[1];
+	int head_dim = m->hp.head_dim;
 	uint64_t x[X_COUNT] = {
 		[X_ONE] = 1,
 		[X_DIM] = (uint64_t)in->dim,
@@ -410,10 +408,8 @@ int eng_gguf_model_open(struct eng_model **out, const char *path,
 		[X_VOCAB] = (uint64_t)in->vocab_size,
 	};
 	m->layers = calloc((size_t)in->n_layers, sizeof(*m->layers));
-	if (!m->layers) {
-		rc = eng_error_set(err, -ENOMEM, path, ENG_NO_OFFSET, "out of memory");
-		goto out;
-	}
+	if (!m->layers)
+		return eng_error_set(err, -ENOMEM, path, ENG_NO_OFFSET, "out of memory");
 	uint64_t read_bytes = 0;
 	for (size_t i = 0; i < ad->n_binds; i++) {
 		const struct bind *b = &ad->binds[i];
@@ -421,7 +417,7 @@ int eng_gguf_model_open(struct eng_model **out, const char *path,
 			void *dst = (b->flags & B_LAYER) ? (char *)&m->layers[l] + b->field
 							 : (char *)m + b->field;
 			if ((rc = bind_one(g, b, l, x, dst, path, err, &read_bytes)))
-				goto out;
+				return rc;
 		}
 	}
 	/* Weight tying, as llama.cpp does when output.weight is absent: the classifier is the
@@ -431,26 +427,37 @@ int eng_gguf_model_open(struct eng_model **out, const char *path,
 		in->shared_classifier = true;
 		read_bytes += embd->n_bytes;
 	}
-
-	if (opt->load == ENG_LOAD_REPACK && (rc = repack(m, g, path, err)))
-		goto out;
-	if ((rc = eng_gguf_seal(g, err)))
-		goto out;
-
-	in->format = ENG_FORMAT_GGUF;
-	in->arch = ad->name;
-	in->file_bytes = eng_gguf_file_bytes(g);
 	/* Every tensor the forward pass reads, each once (the embedding whole). */
 	in->weight_bytes = read_bytes - (uint64_t)m->token_embd.row_bytes + embd->n_bytes -
 			   (in->shared_classifier ? embd->n_bytes : 0);
-	in->synthetic = is_synthetic(g);
-	m->gguf = g;
-	g = NULL;
-	*out = m;
-	m = NULL;
-out:
-	if (g)
-		eng_gguf_close(g);
-	eng_model_close(m);
-	return rc;
+	return 0;
+}
+
+int eng_gguf_model_load(struct eng_model *m, const struct eng_model_options *opt,
+			struct eng_error *err)
+{
+	struct eng_gguf_open_options gopt = { .populate = opt->populate,
+					      .hugepages = opt->hugepages,
+					      .copy = opt->load != ENG_LOAD_MMAP };
+	const struct arch_desc *ad;
+	int rc;
+
+	/* The model owns the reader (and its mapping) from here: whatever fails below, the
+	 * caller's eng_model_close releases it. */
+	if ((rc = eng_gguf_open(&m->gguf, m->path, &gopt, err)))
+		return rc;
+	if (!(ad = find_arch(m->gguf, m->path, &rc, err)))
+		return rc;
+	m->arch = ad->arch;
+	if ((rc = read_hparams(m, m->gguf, ad, err)) || (rc = bind_tensors(m, m->gguf, ad, err)))
+		return rc;
+	if (opt->load == ENG_LOAD_REPACK && (rc = repack(m, m->gguf, m->path, err)))
+		return rc;
+	if ((rc = eng_gguf_seal(m->gguf, err)))
+		return rc;
+	m->info.format = ENG_FORMAT_GGUF;
+	m->info.arch = ad->name;
+	m->info.file_bytes = eng_gguf_file_bytes(m->gguf);
+	m->info.synthetic = is_synthetic(m->gguf);
+	return 0;
 }

@@ -1,8 +1,8 @@
-/* engine/model.c: opening llama2.c checkpoints (legacy and "ak42" version 1) as a read-only
- * mapping whose tensors are views, after checking every number the header gives against the
- * file. The layout itself is in llama2c.c. A file with GGUF's magic goes to gguf_model.c. */
+/* engine/model.c: llama2.c checkpoints (legacy and "ak42" version 1) as a read-only mapping
+ * whose tensors are views, after checking every number the header gives against the file; and
+ * closing any model. The layout itself is in llama2c.c. model_open.c decides which loader
+ * reads a file: this one, or gguf_model.c for GGUF's magic. */
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -160,14 +160,6 @@ static int bind_layers(struct eng_model *m)
 	return 0;
 }
 
-/* True when the file at fd starts with GGUF's magic (ggml's docs/gguf.md). */
-static bool is_gguf(int fd)
-{
-	char magic[4];
-	return pread(fd, magic, sizeof(magic), 0) == (ssize_t)sizeof(magic) &&
-	       !memcmp(magic, "GGUF", sizeof(magic));
-}
-
 /* Faults in every page of a read-only mapping, for kernels without MADV_POPULATE_READ. */
 static void populate_by_touch(const void *map, size_t len)
 {
@@ -215,86 +207,43 @@ static int copy_to_huge(struct eng_model *m, int fd, struct eng_error *err)
 	return eng_huge_seal(m->map, m->map_bytes, m->path, err);
 }
 
-int eng_model_open(struct eng_model **out, const char *path, const struct eng_model_options *opt,
-		   struct eng_error *err)
+int eng_llama2c_model_load(struct eng_model *m, int fd, uint64_t file_size,
+			   const struct eng_model_options *opt, struct eng_error *err)
 {
-	static const struct eng_model_options defaults = { 0 };
-	struct eng_model *m = NULL;
+	const char *path = m->path;
 	struct l2c_config c;
 	struct l2c_layout lay;
-	struct stat st;
-	int fd = -1, rc = 0;
+	int rc;
 
-	*out = NULL;
-	if (!opt)
-		opt = &defaults;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		rc = -errno;
-		eng_error_set(err, rc, path, ENG_NO_OFFSET, "cannot open the model: %s",
-			      strerror(errno));
-		goto out;
-	}
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		rc = eng_error_set(err, -EINVAL, path, ENG_NO_OFFSET,
-				   "not a regular file: give the path of a model file");
-		goto out;
-	}
-	if (st.st_size == 0) {
-		rc = eng_error_set(err, -EINVAL, path, 0, "the file is empty");
-		goto out;
-	}
-	if ((unsigned)opt->load > ENG_LOAD_REPACK) {
-		rc = eng_error_set(err, -EINVAL, path, ENG_NO_OFFSET, "unknown load mode %d",
-				   (int)opt->load);
-		goto out;
-	}
-	if (is_gguf(fd)) {
-		close(fd);
-		return eng_gguf_model_open(out, path, opt, err);
-	}
-	if ((uint64_t)st.st_size > SIZE_MAX) {
-		rc = eng_error_set(err, -EFBIG, path, ENG_NO_OFFSET, "too large to map here");
-		goto out;
-	}
-	size_t len = strlen(path);
-	m = calloc(1, sizeof(*m) + len + 1);
-	if (!m) {
-		rc = eng_error_set(err, -ENOMEM, path, ENG_NO_OFFSET, "out of memory");
-		goto out;
-	}
-	memcpy(m->path, path, len + 1);
-	m->map = MAP_FAILED;
-	m->map_len = (size_t)st.st_size;
+	if (file_size > SIZE_MAX)
+		return eng_error_set(err, -EFBIG, path, ENG_NO_OFFSET, "too large to map here");
+	m->map_len = (size_t)file_size;
 	m->map_bytes = m->map_len;
 	rc = opt->load == ENG_LOAD_MMAP ? map_file(m, fd, opt, err) : copy_to_huge(m, fd, err);
 	if (rc)
-		goto out;
+		return rc;
 	const unsigned char *base = m->map;
 	uint64_t file_bytes = m->map_len;
 	if ((rc = parse_header(&c, base, file_bytes, path, err)))
-		goto out;
+		return rc;
 	if ((rc = l2c_layout_compute(&lay, &c, path, err)))
-		goto out;
+		return rc;
 	for (size_t i = 0; i < lay.n; i++) {
 		const struct l2c_span *s = &lay.span[i];
-		if (s->offset + s->bytes > file_bytes) {
-			rc = eng_error_set(err, -EINVAL, path, s->offset,
-					   "tensor '%s' extends past end of file (offset %" PRIu64
-					   ", %" PRIu64 " bytes, file %" PRIu64
-					   " bytes): truncated file, or a header that does not match it",
-					   l2c_tensor_name(s->tensor), s->offset, s->bytes, file_bytes);
-			goto out;
-		}
+		if (s->offset + s->bytes > file_bytes)
+			return eng_error_set(err, -EINVAL, path, s->offset,
+					     "tensor '%s' extends past end of file (offset %" PRIu64
+					     ", %" PRIu64 " bytes, file %" PRIu64
+					     " bytes): truncated file, or a header that does not "
+					     "match it",
+					     l2c_tensor_name(s->tensor), s->offset, s->bytes, file_bytes);
 	}
-	if (lay.end != file_bytes) {
-		rc = eng_error_set(err, -EINVAL, path, lay.end,
-				   "%" PRIu64 " bytes follow the last tensor '%s' (offset %" PRIu64
-				   "): the header's shape or classifier flag does not match the file",
-				   file_bytes - lay.end, l2c_tensor_name(lay.span[lay.n - 1].tensor),
-				   lay.end);
-		goto out;
-	}
+	if (lay.end != file_bytes)
+		return eng_error_set(err, -EINVAL, path, lay.end,
+				     "%" PRIu64 " bytes follow the last tensor '%s' (offset %" PRIu64
+				     "): the header's shape or classifier flag does not match the "
+				     "file", file_bytes - lay.end,
+				     l2c_tensor_name(lay.span[lay.n - 1].tensor), lay.end);
 
 	bind_weights(&m->w, &lay, base);
 	struct eng_model_info *info = &m->info;
@@ -315,17 +264,9 @@ int eng_model_open(struct eng_model **out, const char *path, const struct eng_mo
 	for (size_t i = 0; i < lay.n; i++)
 		if (l2c_tensor_is_weight(lay.span[i].tensor))
 			info->weight_bytes += lay.span[i].bytes;
-	if ((rc = bind_layers(m))) {
-		eng_error_set(err, rc, path, ENG_NO_OFFSET, "out of memory");
-		goto out;
-	}
-	*out = m;
-	m = NULL;
-out:
-	if (fd >= 0)
-		close(fd);
-	eng_model_close(m);
-	return rc;
+	if ((rc = bind_layers(m)))
+		return eng_error_set(err, rc, path, ENG_NO_OFFSET, "out of memory");
+	return 0;
 }
 
 void eng_model_close(struct eng_model *m)

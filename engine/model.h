@@ -1,10 +1,11 @@
 /* engine/model.h: what a loaded model holds, for the forward pass. Internal to engine/.
  *
- * Two loaders fill it: model.c (llama2.c checkpoints, all float32) and gguf_model.c (GGUF
- * files of the llama and falcon architectures, in any ggml type quants.h knows). Both bind
- * the same per-layer view (struct eng_layer) so that one forward pass (session.c) runs
- * either; the llama2.c loader also keeps its float pointers (struct eng_llama_weights), which
- * the tensor table of engine/tensors.c reads.
+ * Two loaders fill it, called by model_open.c: model.c (llama2.c checkpoints, all float32;
+ * declared here) and gguf_model.c (GGUF files of the llama and falcon architectures, in any
+ * ggml type quants.h knows; declared in gguf_model.h). Both bind the same per-layer view
+ * (struct eng_layer) so that one forward pass (session.c) runs either; the llama2.c loader
+ * also keeps its float pointers (struct eng_llama_weights), which the tensor table of
+ * engine/tensors.c reads.
  */
 #ifndef MEMWALL_MODEL_H
 #define MEMWALL_MODEL_H
@@ -94,9 +95,11 @@ struct eng_model {
 	char path[];
 };
 
-/* gguf_model.c: opens a GGUF model (the caller has seen the "GGUF" magic). Same contract as
- * eng_model_open. */
-int eng_gguf_model_open(struct eng_model **out, const char *path,
-			const struct eng_model_options *opt, struct eng_error *err);
+/* Loads the llama2.c checkpoint open at fd (file_size bytes long) into m, which
+ * model_open.c has just allocated (zeroed but for path and map): mapped or copied by
+ * opt->load, every tensor checked against the file's length, then bound. m owns what this
+ * puts in it, also on failure: the caller then closes m. */
+int eng_llama2c_model_load(struct eng_model *m, int fd, uint64_t file_size,
+			   const struct eng_model_options *opt, struct eng_error *err);
 
 #endif

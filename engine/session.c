@@ -723,23 +723,13 @@ static size_t act_bytes_for(int n)
 	return (most + 63) / 64 * 64;
 }
 
-int eng_session_new(struct eng_session **out, struct eng_model *m,
-		    const struct eng_session_options *opt, struct eng_error *err)
+/* The tables a session runs with: the kernels (opt->kernels), the KV cache's element type
+ * and the architecture's forward pass. */
+static int pick_tables(struct eng_session *s, const struct eng_session_options *opt,
+		       struct eng_error *err)
 {
-	static const struct eng_session_options defaults = { .kv_type = ENG_KV_AUTO };
-	const struct eng_model_info *info = &m->info;
-	struct eng_session *s = NULL;
-	int rc = 0;
+	const struct eng_model *m = s->m;
 
-	*out = NULL;
-	if (!opt)
-		opt = &defaults;
-	s = calloc(1, sizeof(*s));
-	if (!s) {
-		rc = eng_error_set(err, -ENOMEM, m->path, ENG_NO_OFFSET, "out of memory");
-		goto out;
-	}
-	s->m = m;
 	s->ops = krn_ops_find(opt->kernels);
 	/* The quant tables have their own names; one this CPU lacks (avx512 without VNNI)
 	 * falls back to the best it runs. */
@@ -748,27 +738,31 @@ int eng_session_new(struct eng_session **out, struct eng_model *m,
 		s->qops = krn_quant_ops_find(NULL);
 	if (!s->ops || !s->qops) {
 		char names[256];
-		rc = eng_error_set(err, -ENOTSUP, "", ENG_NO_OFFSET,
-				   "kernels '%s' are unknown or not supported by this CPU; this "
-				   "build has: %s",
-				   opt->kernels ? opt->kernels : "auto",
-				   kernel_names(names, sizeof(names)));
-		goto out;
+		return eng_error_set(err, -ENOTSUP, "", ENG_NO_OFFSET,
+				     "kernels '%s' are unknown or not supported by this CPU; this "
+				     "build has: %s",
+				     opt->kernels ? opt->kernels : "auto",
+				     kernel_names(names, sizeof(names)));
 	}
 	enum eng_kv_type kv = opt->kv_type == ENG_KV_AUTO ? m->hp.default_kv : opt->kv_type;
-	if ((unsigned)kv >= sizeof(kv_traits) / sizeof(kv_traits[0]) || !kv_traits[kv].name) {
-		rc = eng_error_set(err, -ENOTSUP, "", ENG_NO_OFFSET, "KV cache type %d is unknown",
-				   (int)opt->kv_type);
-		goto out;
-	}
+	if ((unsigned)kv >= sizeof(kv_traits) / sizeof(kv_traits[0]) || !kv_traits[kv].name)
+		return eng_error_set(err, -ENOTSUP, "", ENG_NO_OFFSET,
+				     "KV cache type %d is unknown", (int)opt->kv_type);
 	s->kv = &kv_traits[kv];
-	if ((unsigned)m->arch >= ENG_ARCH_COUNT) {
-		rc = eng_error_set(err, -ENOTSUP, m->path, ENG_NO_OFFSET, "unknown architecture");
-		goto out;
-	}
+	if ((unsigned)m->arch >= ENG_ARCH_COUNT)
+		return eng_error_set(err, -ENOTSUP, m->path, ENG_NO_OFFSET,
+				     "unknown architecture");
 	s->arch = &arch_ops[m->arch];
-	if (opt->hooks)
-		s->hooks = *opt->hooks;
+	return 0;
+}
+
+/* The model's shape, the threads and the context length, copied where the forward pass
+ * reads them. */
+static void set_shape(struct eng_session *s, const struct eng_session_options *opt)
+{
+	const struct eng_model *m = s->m;
+	const struct eng_model_info *info = &m->info;
+
 	s->n_threads = opt->threads > 0 ? opt->threads : 1;
 	s->dim = info->dim;
 	s->hidden_dim = info->hidden_dim;
@@ -787,26 +781,37 @@ int eng_session_new(struct eng_session **out, struct eng_model *m,
 	if (s->arch->neox)
 		while (s->qkv_align % s->head_size)
 			s->qkv_align += ROW_ALIGN;
+}
 
-	size_t kv_cells;
+/* The KV cache's elements per cache (keys or values), into *kv_cells, if the machine can
+ * hold both caches. */
+static int size_kv_cache(const struct eng_session *s, size_t *kv_cells, struct eng_error *err)
+{
 	if (__builtin_mul_overflow((size_t)s->n_layers * (size_t)s->ctx_len, (size_t)s->kv_dim,
-				   &kv_cells)) {
-		rc = eng_error_set(err, -EOVERFLOW, "", ENG_NO_OFFSET,
-				   "a KV cache of %d positions overflows memory sizes", s->ctx_len);
-		goto out;
-	}
+				   kv_cells))
+		return eng_error_set(err, -EOVERFLOW, "", ENG_NO_OFFSET,
+				     "a KV cache of %d positions overflows memory sizes",
+				     s->ctx_len);
 	/* A context the machine cannot hold is refused here, not left to overcommit: a header
 	 * can claim any seq_len, and a cache that outgrows RAM would thrash long before it
 	 * fails (the fuzzers made a 424-byte model ask for 32 GiB). */
-	double kv_bytes = 2.0 * (double)kv_cells * (double)s->kv->elem;
+	double kv_bytes = 2.0 * (double)*kv_cells * (double)s->kv->elem;
 	double ram = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
-	if (ram > 0 && kv_bytes > ram) {
-		rc = eng_error_set(err, -ENOMEM, "", ENG_NO_OFFSET,
-				   "a KV cache of %d positions needs %.1f GiB, more than this "
-				   "machine's %.1f GiB of memory: ask for a shorter context",
-				   s->ctx_len, kv_bytes / 1073741824.0, ram / 1073741824.0);
-		goto out;
-	}
+	if (ram > 0 && kv_bytes > ram)
+		return eng_error_set(err, -ENOMEM, "", ENG_NO_OFFSET,
+				     "a KV cache of %d positions needs %.1f GiB, more than this "
+				     "machine's %.1f GiB of memory: ask for a shorter context",
+				     s->ctx_len, kv_bytes / 1073741824.0, ram / 1073741824.0);
+	return 0;
+}
+
+/* Every buffer of the forward pass, the workers' own and the KV cache of kv_cells elements
+ * per cache. What was allocated before a failure is freed by eng_session_free. */
+static int alloc_buffers(struct eng_session *s, size_t kv_cells, struct eng_error *err)
+{
+	const struct eng_model *m = s->m;
+	int rc = 0;
+
 	int longest = imax(imax(s->dim, s->q_dim), s->hidden_dim);
 	s->act_bytes = act_bytes_for(longest);
 	s->x = alloc_aligned((size_t)s->dim, sizeof(float));
@@ -847,20 +852,18 @@ int eng_session_new(struct eng_session **out, struct eng_model *m,
 		rc = -ENOMEM;
 	if (rc || !s->x || !s->xb || !s->y || !s->y2 || !s->qkv || !s->hb || !s->hb2 || !s->att ||
 	    !s->logits || !s->workers || !s->key_cache || !s->value_cache || !s->rope_freq ||
-	    !s->rope_cos || !s->rope_sin || !s->work) {
-		rc = eng_error_set(err, -ENOMEM, "", ENG_NO_OFFSET,
-				   "out of memory for a session of %d positions", s->ctx_len);
-		goto out;
-	}
-	/* theta_j = base^(-2j / n_rot) (run.c's float formula; ggml's rope gives the same
-	 * angles to float rounding). */
-	for (int j = 0; j < s->n_rot / 2; j++)
-		s->rope_freq[j] = 1.0f / powf(m->hp.rope_base, (float)(2 * j) / (float)s->n_rot);
-	if (m->arch == ENG_ARCH_FALCON)
-		pthread_once(&gelu_once, gelu_table_fill);
+	    !s->rope_cos || !s->rope_sin || !s->work)
+		return eng_error_set(err, -ENOMEM, "", ENG_NO_OFFSET,
+				     "out of memory for a session of %d positions", s->ctx_len);
+	return 0;
+}
 
-	/* Engine-accounted bytes, from the bound tensors: the same sizes and the same rules as
-	 * the tensor table (engine/tensors.c), so the two agree exactly. */
+/* Engine-accounted bytes, from the bound tensors: the same sizes and the same rules as the
+ * tensor table (engine/tensors.c), so the two agree exactly. */
+static void count_step_bytes(struct eng_session *s)
+{
+	const struct eng_model *m = s->m;
+
 	s->emb_row_bytes = m->token_embd.row_bytes;
 	for (int l = 0; l < s->n_layers; l++) {
 		const struct eng_layer *L = &m->layers[l];
@@ -873,6 +876,39 @@ int eng_session_new(struct eng_session **out, struct eng_model *m,
 	s->cls_bytes = vec_bytes(m->out_norm, s->dim) + vec_bytes(m->out_norm_b, s->dim) +
 		       mat_bytes(&m->output);
 	s->kv_pos_bytes = 2 * (uint64_t)s->kv_dim * s->kv->elem; /* one key, one value */
+}
+
+int eng_session_new(struct eng_session **out, struct eng_model *m,
+		    const struct eng_session_options *opt, struct eng_error *err)
+{
+	static const struct eng_session_options defaults = { .kv_type = ENG_KV_AUTO };
+	struct eng_session *s = NULL;
+	size_t kv_cells;
+	int rc = 0;
+
+	*out = NULL;
+	if (!opt)
+		opt = &defaults;
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		rc = eng_error_set(err, -ENOMEM, m->path, ENG_NO_OFFSET, "out of memory");
+		goto out;
+	}
+	s->m = m;
+	if ((rc = pick_tables(s, opt, err)))
+		goto out;
+	if (opt->hooks)
+		s->hooks = *opt->hooks;
+	set_shape(s, opt);
+	if ((rc = size_kv_cache(s, &kv_cells, err)) || (rc = alloc_buffers(s, kv_cells, err)))
+		goto out;
+	/* theta_j = base^(-2j / n_rot) (run.c's float formula; ggml's rope gives the same
+	 * angles to float rounding). */
+	for (int j = 0; j < s->n_rot / 2; j++)
+		s->rope_freq[j] = 1.0f / powf(m->hp.rope_base, (float)(2 * j) / (float)s->n_rot);
+	if (m->arch == ENG_ARCH_FALCON)
+		pthread_once(&gelu_once, gelu_table_fill);
+	count_step_bytes(s);
 
 	if ((rc = eng_pool_new(&s->pool, s->n_threads))) {
 		eng_error_set(err, rc, "", ENG_NO_OFFSET, "cannot start %d threads: %s",

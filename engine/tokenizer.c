@@ -7,7 +7,7 @@
  * code point (or one per byte, as "<0xXX>" pieces, when the code point is not a piece), then
  * repeatedly merge the adjacent pair whose concatenation is the piece of highest score.
  *
- * Every kind of tokenizer sits behind tokenizer.h's ops table; the public functions at the end
+ * Every kind of tokenizer sits behind tokenizer_ops.h's table; the public functions at the end
  * of this file dispatch through it. A .gguf file given to eng_tokenizer_open is read by
  * tokenizer_gguf.c.
  */
@@ -17,7 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tokenizer.h"
+#include "tokenizer_gguf.h"
+#include "tokenizer_ops.h"
 
 struct piece_index {
 	const char *str;

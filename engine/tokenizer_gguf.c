@@ -1,5 +1,5 @@
 /* engine/tokenizer_gguf.c: the tokenizers GGUF files carry in their metadata (engine.h, "GGUF
- * tokenizers"), behind tokenizer.h's ops table.
+ * tokenizers"), behind tokenizer_ops.h's table.
  *
  * Written from the GGUF keys (ggml's docs/gguf.md, "Tokenizer") and from what llama.cpp's
  * src/llama-vocab.cpp and src/unicode.cpp do with them, so that a prompt gets the ids
@@ -27,7 +27,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tokenizer.h"
+#include "tokenizer_gguf.h"
+#include "tokenizer_ops.h"
+#include "tokenizer_unicode.h"
 
 /* llama.h's llama_token_type, the values of tokenizer.ggml.token_type. */
 enum tok_type {
@@ -978,24 +980,20 @@ static int load_merges(struct gguf_tokenizer *t, const struct eng_gguf *g, const
 	return 0;
 }
 
-int eng_tokenizer_from_gguf(struct eng_tokenizer **out, const struct eng_gguf *g,
-			    const char *source, struct eng_error *err)
+/* The tokenizer's kind from tokenizer.ggml.model (SentencePiece or byte-level BPE) with
+ * llama.cpp's defaults for it, and a BPE tokenizer's pre-tokenizer. */
+static int read_kind(struct gguf_tokenizer *t, const struct eng_gguf *g, const char *source,
+		     struct eng_error *err)
 {
-	struct gguf_tokenizer *t = calloc(1, sizeof(*t));
-	const struct eng_gguf_value *tokens = NULL, *scores = NULL, *types = NULL;
 	struct eng_gguf_str model, pre;
 	int rc;
 
-	*out = NULL;
-	if (!t)
-		return eng_error_set(err, -ENOMEM, source, ENG_NO_OFFSET, "out of memory");
-	t->base.ops = &spm_ops;
 	if ((rc = eng_gguf_get_str(g, "tokenizer.ggml.model", &model, err))) {
 		if (rc == -ENOENT)
 			rc = eng_error_set(err, -EINVAL, source, ENG_NO_OFFSET,
 					   "metadata key 'tokenizer.ggml.model' is missing: the file "
 					   "carries no tokenizer (give one with -z)");
-		goto out;
+		return rc;
 	}
 	if (model.len == 5 && !memcmp(model.ptr, "llama", 5)) {
 		t->base.bos = 1; /* llama.cpp's defaults for the kind, before the keys */
@@ -1008,54 +1006,68 @@ int eng_tokenizer_from_gguf(struct eng_tokenizer **out, const struct eng_gguf *g
 		t->base.bos = t->base.eos = 11;
 		t->pre = &pre_tokenizers[0];
 	} else {
-		rc = eng_error_set(err, -EINVAL, source, ENG_NO_OFFSET,
-				   "metadata key 'tokenizer.ggml.model' is '%.*s': memwall reads "
-				   "'llama' (SentencePiece) and 'gpt2' (byte-level BPE) tokenizers",
-				   (int)(model.len > 64 ? 64 : model.len), model.ptr);
-		goto out;
+		return eng_error_set(err, -EINVAL, source, ENG_NO_OFFSET,
+				     "metadata key 'tokenizer.ggml.model' is '%.*s': memwall reads "
+				     "'llama' (SentencePiece) and 'gpt2' (byte-level BPE) "
+				     "tokenizers", (int)(model.len > 64 ? 64 : model.len),
+				     model.ptr);
 	}
-	if (t->bpe && !(rc = eng_gguf_get_str(g, "tokenizer.ggml.pre", &pre, err))) {
-		if (!(t->pre = pre_find(pre.ptr, (size_t)pre.len))) {
-			rc = eng_error_set(err, -EINVAL, source, ENG_NO_OFFSET,
-					   "metadata key 'tokenizer.ggml.pre' is '%.*s': memwall "
-					   "implements the pre-tokenizers default, falcon, gpt-2 "
-					   "(phi-2, mpt, olmo, jais)",
-					   (int)(pre.len > 64 ? 64 : pre.len), pre.ptr);
-			goto out;
-		}
-	} else if (t->bpe && rc != -ENOENT) {
-		goto out;
-	}
-	if ((rc = eng_gguf_get_arr(g, "tokenizer.ggml.tokens", ENG_GGUF_STRING, &tokens, err))) {
+	if (!t->bpe)
+		return 0;
+	if ((rc = eng_gguf_get_str(g, "tokenizer.ggml.pre", &pre, err)))
+		return rc == -ENOENT ? 0 : rc; /* absent: the default pre-tokenizer */
+	if (!(t->pre = pre_find(pre.ptr, (size_t)pre.len)))
+		return eng_error_set(err, -EINVAL, source, ENG_NO_OFFSET,
+				     "metadata key 'tokenizer.ggml.pre' is '%.*s': memwall "
+				     "implements the pre-tokenizers default, falcon, gpt-2 "
+				     "(phi-2, mpt, olmo, jais)",
+				     (int)(pre.len > 64 ? 64 : pre.len), pre.ptr);
+	return 0;
+}
+
+/* The per-token arrays: the pieces (required) and their scores and types (optional, NULL
+ * when absent), checked to be as long as each other. */
+static int find_vocab(const struct eng_gguf *g, const char *source,
+		      const struct eng_gguf_value **tokens, const struct eng_gguf_value **scores,
+		      const struct eng_gguf_value **types, struct eng_error *err)
+{
+	int rc;
+
+	if ((rc = eng_gguf_get_arr(g, "tokenizer.ggml.tokens", ENG_GGUF_STRING, tokens, err))) {
 		if (rc == -ENOENT)
 			rc = eng_error_set(err, -EINVAL, source, ENG_NO_OFFSET,
 					   "metadata key 'tokenizer.ggml.tokens' is missing");
-		goto out;
+		return rc;
 	}
-	uint64_t n = tokens->arr.n;
-	if (n < 1 || n > INT32_MAX) {
-		rc = eng_error_set(err, -EINVAL, source, ENG_NO_OFFSET,
-				   "metadata key 'tokenizer.ggml.tokens' holds %" PRIu64 " tokens",
-				   n);
-		goto out;
-	}
-	rc = eng_gguf_get_arr(g, "tokenizer.ggml.scores", ENG_GGUF_TYPE_COUNT, &scores, err);
+	uint64_t n = (*tokens)->arr.n;
+	if (n < 1 || n > INT32_MAX)
+		return eng_error_set(err, -EINVAL, source, ENG_NO_OFFSET,
+				     "metadata key 'tokenizer.ggml.tokens' holds %" PRIu64
+				     " tokens", n);
+	rc = eng_gguf_get_arr(g, "tokenizer.ggml.scores", ENG_GGUF_TYPE_COUNT, scores, err);
 	if (rc && rc != -ENOENT)
-		goto out;
-	rc = eng_gguf_get_arr(g, "tokenizer.ggml.token_type", ENG_GGUF_TYPE_COUNT, &types, err);
+		return rc;
+	rc = eng_gguf_get_arr(g, "tokenizer.ggml.token_type", ENG_GGUF_TYPE_COUNT, types, err);
 	if (rc && rc != -ENOENT)
-		goto out;
-	rc = 0;
+		return rc;
 	static const char *const keys[2] = { "tokenizer.ggml.scores", "tokenizer.ggml.token_type" };
-	const struct eng_gguf_value *per_token[2] = { scores, types };
-	for (int k = 0; k < 2; k++) {
-		if (per_token[k] && per_token[k]->arr.n != n) {
-			rc = eng_error_set(err, -EINVAL, source, ENG_NO_OFFSET,
-					   "metadata key '%s' holds %" PRIu64 " values for %" PRIu64
-					   " tokens", keys[k], per_token[k]->arr.n, n);
-			goto out;
-		}
-	}
+	const struct eng_gguf_value *per_token[2] = { *scores, *types };
+	for (int k = 0; k < 2; k++)
+		if (per_token[k] && per_token[k]->arr.n != n)
+			return eng_error_set(err, -EINVAL, source, ENG_NO_OFFSET,
+					     "metadata key '%s' holds %" PRIu64 " values for %" PRIu64
+					     " tokens", keys[k], per_token[k]->arr.n, n);
+	return 0;
+}
+
+/* Every token's piece, score, type and shown text into t's tables, then what encoding looks
+ * up: the specials longest first and the id of every byte. */
+static int load_vocab(struct gguf_tokenizer *t, const struct eng_gguf_value *tokens,
+		      const struct eng_gguf_value *scores, const struct eng_gguf_value *types,
+		      const char *source, struct eng_error *err)
+{
+	uint64_t n = tokens->arr.n;
+
 	t->base.vocab_size = (int)n;
 	size_t bytes = 0;
 	for (uint64_t i = 0; i < n; i++)
@@ -1068,10 +1080,8 @@ int eng_tokenizer_from_gguf(struct eng_tokenizer **out, const struct eng_gguf *g
 	t->type = calloc(n, sizeof(*t->type));
 	t->special = calloc(n, sizeof(*t->special));
 	if (!t->text || !t->piece || !t->piece_len || !t->shown || !t->score || !t->type ||
-	    !t->special || strmap_init(&t->ids, n)) {
-		rc = eng_error_set(err, -ENOMEM, source, ENG_NO_OFFSET, "out of memory");
-		goto out;
-	}
+	    !t->special || strmap_init(&t->ids, n))
+		return eng_error_set(err, -ENOMEM, source, ENG_NO_OFFSET, "out of memory");
 	char *at = t->text;
 	for (uint64_t i = 0; i < n; i++) {
 		const struct eng_gguf_str *s = &tokens->arr.items[i].s;
@@ -1088,18 +1098,14 @@ int eng_tokenizer_from_gguf(struct eng_tokenizer **out, const struct eng_gguf *g
 			t->max_piece = t->piece_len[i];
 		double sc = 0;
 		int64_t ty = TT_NORMAL;
-		if (scores && eng_gguf_arr_float(scores, i, &sc)) {
-			rc = eng_error_set(err, -EINVAL, source, ENG_NO_OFFSET,
-					   "metadata key 'tokenizer.ggml.scores' is not an array of "
-					   "numbers");
-			goto out;
-		}
-		if (types && (eng_gguf_arr_int(types, i, &ty) || ty < 0 || ty > TT_BYTE)) {
-			rc = eng_error_set(err, -EINVAL, source, ENG_NO_OFFSET,
-					   "metadata key 'tokenizer.ggml.token_type': token %" PRIu64
-					   " has type %" PRId64 ", outside 0..6", i, ty);
-			goto out;
-		}
+		if (scores && eng_gguf_arr_float(scores, i, &sc))
+			return eng_error_set(err, -EINVAL, source, ENG_NO_OFFSET,
+					     "metadata key 'tokenizer.ggml.scores' is not an array "
+					     "of numbers");
+		if (types && (eng_gguf_arr_int(types, i, &ty) || ty < 0 || ty > TT_BYTE))
+			return eng_error_set(err, -EINVAL, source, ENG_NO_OFFSET,
+					     "metadata key 'tokenizer.ggml.token_type': token %" PRIu64
+					     " has type %" PRId64 ", outside 0..6", i, ty);
 		t->score[i] = (float)sc;
 		t->type[i] = (uint8_t)ty;
 		strmap_put(&t->ids, t->piece[i], t->piece_len[i], (int)i, false);
@@ -1118,19 +1124,49 @@ int eng_tokenizer_from_gguf(struct eng_tokenizer **out, const struct eng_gguf *g
 		if (t->byte_id[b] < 0)
 			t->byte_id[b] = strmap_get(&t->ids, one, 1);
 	}
-	if (t->bpe && (rc = load_merges(t, g, source, err)))
-		goto out;
-	if (t->base.bos >= (int)n)
+	return 0;
+}
+
+/* BOS and EOS ids and the two flags from their keys, over the kind's defaults; a default id
+ * the vocabulary does not have becomes none. */
+static int read_special_ids(struct gguf_tokenizer *t, const struct eng_gguf *g,
+			    struct eng_error *err)
+{
+	int n = t->base.vocab_size, rc;
+
+	if (t->base.bos >= n)
 		t->base.bos = -1;
-	if (t->base.eos >= (int)n)
+	if (t->base.eos >= n)
 		t->base.eos = -1;
-	if ((rc = id_key(g, "tokenizer.ggml.bos_token_id", (int)n, &t->base.bos, err)) ||
-	    (rc = id_key(g, "tokenizer.ggml.eos_token_id", (int)n, &t->base.eos, err)) ||
+	if ((rc = id_key(g, "tokenizer.ggml.bos_token_id", n, &t->base.bos, err)) ||
+	    (rc = id_key(g, "tokenizer.ggml.eos_token_id", n, &t->base.eos, err)) ||
 	    (rc = bool_key(g, "tokenizer.ggml.add_bos_token", &t->base.add_bos, err)) ||
 	    (rc = bool_key(g, "tokenizer.ggml.add_space_prefix", &t->add_space_prefix, err)))
-		goto out;
+		return rc;
 	if (t->base.bos < 0)
 		t->base.add_bos = false;
+	return 0;
+}
+
+int eng_tokenizer_from_gguf(struct eng_tokenizer **out, const struct eng_gguf *g,
+			    const char *source, struct eng_error *err)
+{
+	struct gguf_tokenizer *t = calloc(1, sizeof(*t));
+	const struct eng_gguf_value *tokens = NULL, *scores = NULL, *types = NULL;
+	int rc;
+
+	*out = NULL;
+	if (!t)
+		return eng_error_set(err, -ENOMEM, source, ENG_NO_OFFSET, "out of memory");
+	t->base.ops = &spm_ops;
+	if ((rc = read_kind(t, g, source, err)) ||
+	    (rc = find_vocab(g, source, &tokens, &scores, &types, err)) ||
+	    (rc = load_vocab(t, tokens, scores, types, source, err)))
+		goto out;
+	if (t->bpe && (rc = load_merges(t, g, source, err)))
+		goto out;
+	if ((rc = read_special_ids(t, g, err)))
+		goto out;
 	*out = &t->base;
 	t = NULL;
 out:

@@ -8,7 +8,7 @@
  */
 #include <stddef.h>
 
-#include "tokenizer.h"
+#include "tokenizer_unicode.h"
 
 static const unsigned ranges[1756] = {
 	0x000000, 0x000087, 0x000090, 0x000097, 0x0000ac, 0x0000b3, 0x0000c2, 0x0000eb, 0x0000f0,

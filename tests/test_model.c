@@ -1,5 +1,6 @@
-/* tests/test_model.c: the llama2.c loader: shapes, weight tying, and every kind of bad file
- * refused with an error naming the field or tensor at fault, never a crash.
+/* tests/test_model.c: the llama2.c loader: shapes, weight tying, the load modes and their names,
+ * and every kind of bad file refused with an error naming the field or tensor at fault, never a
+ * crash.
  *
  * The bad files are a synthetic stories260K (eng_synth_llama2c) cut short or patched; the
  * legacy variant is rebuilt from it with the legacy layout.
@@ -235,6 +236,32 @@ out:
 	eng_model_close(hc);
 }
 
+/* The load modes' name table: every mode has its name, each name parses back to its mode,
+ * and anything else is refused without touching the output. */
+static void test_load_mode_names(void)
+{
+	static const char *const want[] = { "mmap", "huge-copy", "repack" };
+	T_EQ_INT(eng_load_mode_count(), 3);
+	for (int m = 0; m < eng_load_mode_count(); m++) {
+		enum eng_load_mode back = (enum eng_load_mode)-1;
+		T_EQ_STR(eng_load_mode_name((enum eng_load_mode)m), want[m]);
+		T_EQ_INT(eng_load_mode_parse(want[m], &back), 0);
+		T_EQ_INT((int)back, m);
+	}
+	T_ASSERT(eng_load_mode_name((enum eng_load_mode)eng_load_mode_count()) == NULL);
+	T_ASSERT(eng_load_mode_name((enum eng_load_mode)-1) == NULL);
+	static const char *const bad_names[] = { "", "MMAP", "huge_copy", "hugecopy", "repack ",
+						 "mmap-populate", "auto" };
+	for (size_t i = 0; i < sizeof(bad_names) / sizeof(bad_names[0]); i++) {
+		enum eng_load_mode keep = ENG_LOAD_HUGE_COPY;
+		T_EQ_INT(eng_load_mode_parse(bad_names[i], &keep), -EINVAL);
+		T_EQ_INT((int)keep, ENG_LOAD_HUGE_COPY);
+	}
+	enum eng_load_mode keep = ENG_LOAD_REPACK;
+	T_EQ_INT(eng_load_mode_parse(NULL, &keep), -EINVAL);
+	T_EQ_INT((int)keep, ENG_LOAD_REPACK);
+}
+
 /* A file cut inside the header names the field it cuts. */
 static void test_truncated_header(void)
 {
@@ -428,6 +455,7 @@ int main(void)
 	T_ASSERT(good_bytes != NULL);
 	test_good();
 	test_huge_copy();
+	test_load_mode_names();
 	test_truncated_header();
 	test_truncated_tensor();
 	test_bad_numbers();

@@ -14,7 +14,7 @@
 
 #include "gguf.h"
 #include "test.h"
-#include "tokenizer.h"
+#include "tokenizer_gguf.h"
 
 static char dir[] = "/tmp/mw-test-tokgguf-XXXXXX";
 

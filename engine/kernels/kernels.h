@@ -1,69 +1,16 @@
-/* engine/kernels/kernels.h: the ops table that hides each instruction set.
+/* engine/kernels/kernels.h: the registry of ISA tables (kernels.c), for the engine.
  *
- * One table per ISA (ref.c, x86/avx2.c, x86/avx512.c, arm/neon.c), one line per table in
- * kernels.c's registry. The engine calls only through a `const struct krn_ops *`, so adding an
- * ISA is one file plus one line, and no function body carries `#if __AVX2__` chains.
- *
- * Each ISA file is compiled with only its own -m flags (engine/kernels/meson.build), so nothing
- * in it may run before its table's supported() said yes; supported() itself lives in a file
- * compiled without ISA flags (x86/cpu.c) for that reason.
- *
- * Conventions for every kernel: no alignment is assumed (pointers only need float alignment),
- * any n >= 0 is valid (tails are handled inside), and arrays passed as distinct arguments do not
- * overlap unless a comment says so. Results may differ from ref.c by reassociation only: each
- * table may split a reduction into as many partial sums as it likes (tests/test_kernels.c
- * states the tolerance that allows).
+ * The table's shape, its conventions and the tables themselves are in ops.h, which this
+ * includes. The engine calls only through a `const struct krn_ops *` got from here.
  *
  * Internal to engine/: src/ reaches kernels only through engine.h.
  */
 #ifndef MEMWALL_KERNELS_H
 #define MEMWALL_KERNELS_H
 
-#include <stdbool.h>
 #include <stddef.h>
-#include <stdint.h>
 
-struct krn_ops {
-	const char *name; /* "ref", "avx2", "avx512", "neon" */
-	/* True when the running CPU and OS can execute this table (cpuid + xgetbv, hwcaps). */
-	bool (*supported)(void);
-
-	/* y[r] = dot(w[r * n .. r * n + n), x) for r in [r0, r1). w is row-major (rows, n);
-	 * y is indexed by absolute row and y outside [r0, r1) is left alone. The decode step's hot
-	 * loop: it streams (r1 - r0) * n * 4 bytes of weights that are not in any cache. */
-	void (*matvec_f32)(float *y, const float *w, const float *x, size_t n, size_t r0,
-			   size_t r1);
-	float (*dot_f32)(const float *a, const float *b, size_t n);
-	/* y[i] += a * x[i] */
-	void (*axpy_f32)(float *y, float a, const float *x, size_t n);
-
-	/* Memory streaming, for the bandwidth probe (engine/stream.c). The kernels of McCalpin's
-	 * STREAM benchmark (https://www.cs.virginia.edu/stream/ref.html) plus a read-only one.
-	 * n counts floats. The *_nt variants write with non-temporal stores (no write-allocate
-	 * read of the destination, no cache pollution) and end with a store fence; a table
-	 * without such stores leaves them NULL. */
-	/* Loads a[0..n) and returns their sum, so the loads cannot be optimised away. */
-	float (*stream_read)(const float *a, size_t n);
-	/* dst[i] = src[i] */
-	void (*stream_copy)(float *dst, const float *src, size_t n);
-	void (*stream_copy_nt)(float *dst, const float *src, size_t n);
-	/* a[i] = b[i] + s * c[i] */
-	void (*stream_triad)(float *a, const float *b, const float *c, float s, size_t n);
-	void (*stream_triad_nt)(float *a, const float *b, const float *c, float s, size_t n);
-};
-
-/* The tables, one per ISA file. Only those that meson compiled exist (KRN_HAVE_<ISA> tells
- * kernels.c which); everyone else goes through krn_ops_all() or krn_ops_find(). */
-extern const struct krn_ops krn_ops_ref;
-extern const struct krn_ops krn_ops_avx2;
-extern const struct krn_ops krn_ops_avx512;
-extern const struct krn_ops krn_ops_neon;
-
-/* x86 feature checks for the tables' supported(), in x86/cpu.c, which is compiled without ISA
- * flags so they are safe to call on any x86-64 CPU. Each checks the CPUID bits and that the OS
- * saves the register state (XGETBV), via GCC's __builtin_cpu_supports. */
-bool krn_x86_has_avx2_fma(void);
-bool krn_x86_has_avx512(void); /* F, BW, VL and DQ: what x86/avx512.c is compiled for */
+#include "ops.h"
 
 /* Every table compiled into this build, best first; *n receives the count. Static storage. */
 const struct krn_ops *const *krn_ops_all(size_t *n);

@@ -3,7 +3,7 @@
  * Plain C in the order a reader would write it: one accumulator, left to right. Every other
  * table is tested against this one (tests/test_kernels.c), so it stays simple rather than fast.
  */
-#include "kernels.h"
+#include "ops.h"
 
 static bool ref_supported(void)
 {

@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <strings.h>
 
+#include "quants.h"
 #include "quants_impl.h"
 
 static const struct krn_quant_ops *const compiled[] = {
@@ -29,12 +30,9 @@ static struct krn_quant_ops filled[N_COMPILED];
 static const struct krn_quant_ops *filled_ptrs[N_COMPILED];
 static pthread_once_t fill_once = PTHREAD_ONCE_INIT;
 
-float krn_fp16_table[1 << 16];
-
 static void fill_tables(void)
 {
-	for (uint32_t h = 0; h < (1u << 16); h++)
-		krn_fp16_table[h] = krn_fp16_to_fp32((uint16_t)h);
+	krn_fp16_table_fill();
 	for (size_t i = 0; i < N_COMPILED; i++) {
 		struct krn_quant_ops *o = &filled[i];
 		*o = *compiled[i];
@@ -82,39 +80,6 @@ const struct krn_quant_ops *krn_quant_ops_find(const char *name)
 	}
 	return NULL;
 }
-
-/* CPU checks for the x86 tables, here because this file gets no ISA flags: it runs before we
- * know the answer. __builtin_cpu_supports also checks XCR0, so an OS that does not save the
- * wide registers answers "no" (libgcc's cpuinfo.c). F16C, and AVX512-VNNI, VBMI, VBMI2, GFNI and
- * BITALG, are read from CPUID directly (leaf 1 ECX bit 29; leaf 7 ECX bits 11, 1, 6, 8, 12;
- * Intel SDM vol. 2A, CPUID): clang 14's __builtin_cpu_supports does not know all these names,
- * and the register state they need is the one the avx2 and avx512f checks already confirmed. */
-#if defined(__x86_64__)
-#include <cpuid.h>
-
-static bool cpuid_bit(unsigned leaf, unsigned reg_ecx_bit)
-{
-	unsigned a, b, c, d;
-	if (!__get_cpuid_count(leaf, 0, &a, &b, &c, &d))
-		return false;
-	return (c >> reg_ecx_bit) & 1u;
-}
-
-bool krn_quants_cpu_avx2(void)
-{
-	__builtin_cpu_init();
-	return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpuid_bit(1, 29);
-}
-
-bool krn_quants_cpu_avx512(void)
-{
-	__builtin_cpu_init();
-	return krn_quants_cpu_avx2() && __builtin_cpu_supports("avx512f") &&
-	       __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-	       __builtin_cpu_supports("avx512dq") && cpuid_bit(7, 11) && cpuid_bit(7, 1) &&
-	       cpuid_bit(7, 6) && cpuid_bit(7, 8) && cpuid_bit(7, 12);
-}
-#endif
 
 int krn_type_from_name(const char *name)
 {

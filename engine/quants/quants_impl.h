@@ -1,9 +1,12 @@
 /* engine/quants/quants_impl.h: what the per-ISA files share with the registry. Internal to
- * engine/quants/. */
+ * engine/quants/.
+ *
+ * It includes types.h and not quants.h: the files behind the tables (ref.c, the ISA files,
+ * fp16.c, x86/cpu.c) never see the registry that lists them. */
 #ifndef MEMWALL_QUANTS_IMPL_H
 #define MEMWALL_QUANTS_IMPL_H
 
-#include "quants.h"
+#include "types.h"
 
 /* One table per ISA file; the registry (quants.c) lists those compiled in. */
 extern const struct krn_quant_ops krn_quant_ops_ref;
@@ -11,22 +14,24 @@ extern const struct krn_quant_ops krn_quant_ops_avx2;
 extern const struct krn_quant_ops krn_quant_ops_avx512;
 extern const struct krn_quant_ops krn_quant_ops_neon;
 
-/* Run-time checks for the x86 tables (quants.c, built without ISA flags). The AVX-512 table
+/* Run-time checks for the x86 tables (x86/cpu.c, built without ISA flags). The AVX-512 table
  * needs F, BW, VL, DQ, VNNI, VBMI, VBMI2, GFNI and BITALG (Ice Lake, Zen 4 and later); other
  * AVX-512 CPUs use AVX2. */
 bool krn_quants_cpu_avx2(void);
 bool krn_quants_cpu_avx512(void);
 
-/* fp16 -> fp32 for every half, filled before any table is handed out (quants.c): the SIMD
- * kernels convert their per-block scales with one load. */
+/* fp16 -> fp32 for every half (fp16.c), filled by the registry (quants.c) through
+ * krn_fp16_table_fill before any table is handed out: the SIMD kernels convert their
+ * per-block scales with one load. */
 extern float krn_fp16_table[1 << 16];
+void krn_fp16_table_fill(void);
 
 /* ref.c's activation quantizers, for SIMD files that handle only the bulk of a row. */
 void krn_ref_act_q8_0(const float *x, void *y, size_t n);
 void krn_ref_act_q8_1(const float *x, void *y, size_t n);
 void krn_ref_act_q8_K(const float *x, void *y, size_t n);
 
-/* The x8 layouts (quants.h), one per type that has one: the legacy formats' in x8_legacy.c,
+/* The x8 layouts (types.h), one per type that has one: the legacy formats' in x8_legacy.c,
  * the K-quants' in x8_kquants.c; x8.c indexes them by type. */
 extern const struct krn_x8_layout krn_x8_layout_q8_0;
 extern const struct krn_x8_layout krn_x8_layout_q5_0;

@@ -10,7 +10,6 @@
 #include <float.h>
 #include <math.h>
 
-#include "quants.h"
 #include "quants_impl.h"
 
 /* ---- Unpacking: every weight block as integers q[] plus per-group scale and min ------------

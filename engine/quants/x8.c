@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "quants.h"
 #include "quants_impl.h"
 
 static const struct krn_x8_layout *const layouts[KRN_TYPE_COUNT] = {

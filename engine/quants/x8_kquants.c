@@ -1,4 +1,4 @@
-/* engine/quants/x8_kquants.c: the x8 layouts (quants.h) of the K-quants q4_K, q5_K, q6_K.
+/* engine/quants/x8_kquants.c: the x8 layouts (types.h) of the K-quants q4_K, q5_K, q6_K.
  *
  * Shaped, as x8_legacy.c's, for a kernel that keeps row r of the group in 32-bit lane r of a
  * ymm and multiplies with vpdpbusd: every 32 bytes of quants hold four consecutive elements of

@@ -1,4 +1,4 @@
-/* engine/quants/x8_legacy.c: the x8 layouts (quants.h) of the legacy formats q8_0, q5_0 and
+/* engine/quants/x8_legacy.c: the x8 layouts (types.h) of the legacy formats q8_0, q5_0 and
  * q4_0.
  *
  * All three are shaped for a kernel that keeps row r of the group in 32-bit lane r of a ymm and

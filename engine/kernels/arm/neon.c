@@ -9,7 +9,7 @@
 #include <arm_neon.h>
 #include <sys/auxv.h>
 
-#include "kernels.h"
+#include "ops.h"
 
 #ifndef HWCAP_ASIMD
 #define HWCAP_ASIMD (1 << 1) /* arch/arm64/include/uapi/asm/hwcap.h */

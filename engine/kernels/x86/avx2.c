@@ -7,7 +7,7 @@
  */
 #include <immintrin.h>
 
-#include "kernels.h"
+#include "ops.h"
 
 /* Lanes [0, n) of an 8-lane vector, n <= 8: a sliding window over eight -1s then eight 0s. */
 static inline __m256i tail_mask(size_t n)

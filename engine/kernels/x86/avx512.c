@@ -7,7 +7,7 @@
  */
 #include <immintrin.h>
 
-#include "kernels.h"
+#include "ops.h"
 
 /* Lanes [0, n) of a 16-lane vector, for tails; n <= 16. */
 static inline __mmask16 tail_mask(size_t n)

@@ -5,7 +5,7 @@
  * XGETBV, so a kernel that disabled the wide registers' state is answered "no" (GCC's
  * libgcc/config/i386/cpuinfo.c, get_available_features).
  */
-#include "kernels.h"
+#include "ops.h"
 
 bool krn_x86_has_avx2_fma(void)
 {

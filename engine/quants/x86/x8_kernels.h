@@ -1,4 +1,4 @@
-/* engine/quants/x86/x8_kernels.h: the x86 kernels for weights in the x8 layout (quants.h),
+/* engine/quants/x86/x8_kernels.h: the x86 kernels for weights in the x8 layout (types.h),
  * for the tables of avx512.c (avx512_x8l.c: the legacy formats, avx512_x8k.c: the K-quants)
  * and avx2.c (avx2_x8l.c, avx2_x8k.c; AVX2 CPUs without AVX-512). Each has krn_matvec_fn's
  * signature and contract. Internal to engine/quants/x86/. */

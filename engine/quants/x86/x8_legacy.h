@@ -21,7 +21,7 @@ static inline __m256i bcast4(const int8_t *p)
 
 /* What every group needs of each activation block of a tile, prepared once per tile and call:
  * -offset * (sum of its bytes), where the weights' quants are unsigned as value + offset, and
- * its scale. A tile is at most two tiles' width less a block (quants.h). */
+ * its scale. A tile is at most two tiles' width less a block (types.h). */
 #define X8_PREPARED (2 * KRN_X8_TILE_COLS / KRN_QK)
 
 struct x8_act {
@@ -52,7 +52,7 @@ static inline __m256 block_tail(__m256 acc, const uint8_t *g, __m256i p, float d
 }
 
 /* Groups r0 / 8 .. r1 / 8 of an x8 tensor of `rows` rows of a legacy type; bs is the type's
- * block size in bytes, offset its quants' (0: signed). Tile by tile (quants.h): for each
+ * block size in bytes, offset its quants' (0: signed). Tile by tile (types.h): for each
  * group its blocks of the tile in order, even and odd blocks in two FMA chains, each group's
  * sums kept in out from one tile to the next, so the order of the sums depends on n only,
  * never on r0 and r1. */
