@@ -11,11 +11,6 @@
 #include "engine.h"
 #include "mw.h"
 
-/* TEMPORARY (engine branch) */
-const char *eng_load_mode_name(enum eng_load_mode m);
-int eng_load_mode_parse(const char *name, enum eng_load_mode *out);
-int eng_load_mode_count(void);
-
 enum mw_need { MW_NEED_REQUIRED, MW_NEED_OPTIONAL, MW_NEED_OFF };
 
 /* model.format; the names are "llama2c" and "gguf" (mw_model_format_name). */
