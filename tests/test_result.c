@@ -295,8 +295,50 @@ static void test_reference(void)
 	json_decref(doc);
 }
 
+/* A record written by memwall before schema /2 (tests/data/results/v1-stories260k-run.json,
+ * made by commit 9f2d492) still validates, is still checked on the figures it carries, and a
+ * record of a schema this memwall does not know is refused with its version named. */
+static void test_schema_versions(void)
+{
+	char path[4096];
+	const char *data = getenv("MEMWALL_TEST_DATA");
+	snprintf(path, sizeof(path), "%s/results/v1-stories260k-run.json", data ? data : "tests/data");
+	json_t *doc = NULL;
+	struct mw_error err;
+	mw_error_clear(&err);
+	int rc = mw_result_load(&doc, path, &err);
+	T_EQ_INT(rc, 0);
+	if (rc)
+		return;
+	T_EQ_STR(json_string_value(json_object_get(doc, "schema")), "memwall-result/1");
+	rc = mw_result_validate(doc, path, &err);
+	if (rc)
+		mw_error_print(&err);
+	T_EQ_INT(rc, 0);
+
+	/* An edited figure of a /1 record is still caught. */
+	json_t *tok = json_object_get(json_object_get(json_object_get(doc, "summary"), "metrics"),
+				      "tok_per_s");
+	double mean = json_number_value(json_object_get(tok, "mean"));
+	json_object_set_new(tok, "mean", json_real(mean * 2));
+	T_EQ_INT(mw_result_validate(doc, path, &err), MW_RESULT_INCONSISTENT);
+	T_CONTAINS(err.field, "tok_per_s");
+	json_object_set_new(tok, "mean", json_real(mean));
+
+	/* A /2 record must carry the figures /2 added: dropping one is caught. */
+	json_object_set_new(doc, "schema", json_string("memwall-result/2"));
+	T_EQ_INT(mw_result_validate(doc, path, &err), MW_RESULT_INCONSISTENT);
+	T_CONTAINS(err.text, "missing");
+
+	json_object_set_new(doc, "schema", json_string("memwall-result/3"));
+	T_EQ_INT(mw_result_validate(doc, path, &err), MW_RESULT_MALFORMED);
+	T_CONTAINS(err.text, "memwall-result/3");
+	json_decref(doc);
+}
+
 int main(void)
 {
+	test_schema_versions();
 	snprintf(scratch, sizeof(scratch), "/tmp/mw-test-result-XXXXXX");
 	if (!mkdtemp(scratch))
 		t_skip("cannot create a scratch folder in /tmp");

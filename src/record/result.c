@@ -510,6 +510,15 @@ int mw_result_validate(const json_t *doc, const char *source, struct mw_error *e
 	if (!schema)
 		return mw_error_set(err, MW_RESULT_MALFORMED, "(built in)", "result.schema.json",
 				    "the embedded schema does not parse: a build problem");
+	const char *version = json_string_value(json_object_get(doc, "schema"));
+	if (version && strncmp(version, "memwall-result/", 15) == 0 &&
+	    strcmp(version, "memwall-result/1") && strcmp(version, MW_RESULT_SCHEMA_ID)) {
+		rc = mw_error_set(err, MW_RESULT_MALFORMED, source, "schema",
+				  "\"%s\" is a schema this memwall cannot read (it reads "
+				  "memwall-result/1 and %s): the record comes from a newer memwall; "
+				  "validate it with that version", version, MW_RESULT_SCHEMA_ID);
+		goto out;
+	}
 	rc = mw_schema_check(schema, doc, source, err);
 	if (rc) {
 		rc = MW_RESULT_MALFORMED;
