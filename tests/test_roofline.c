@@ -121,6 +121,54 @@ static void test_constructed_records(void)
 	T_CONTAINS(p.text, "LLC 36.0 MiB");
 }
 
+/* A protocol's roofline inputs reach the roofline of its records: they come before the run's
+ * bandwidth probe and the record's caches. And a total-only backend's record is checked on its
+ * total (mb_per_token_basis "total"), not on a read figure it never had. */
+static void test_record_inputs(void)
+{
+	json_t *doc = NULL;
+	struct mw_error err;
+	struct mw_record_view v;
+	struct eng_tensor_table *t = NULL;
+	const char *path = t_data("results/falcon7b-all-controllers.json");
+	mw_error_clear(&err);
+	T_EQ_INT(mw_result_load(&doc, path, &err), 0);
+	if (!doc)
+		return;
+	T_EQ_INT(mw_record_view_load(doc, path, &v, &t, &err), 0);
+	double measured = v.measured_bytes;
+	T_ASSERT(!isnan(measured));
+	T_ASSERT(v.bw_gbps != 12.5);
+	eng_tensor_table_free(t);
+
+	if (!json_object_get(doc, "protocol")) /* the constructed record has none */
+		json_object_set_new(doc, "protocol", json_object());
+	json_t *proto = json_object_get(doc, "protocol");
+	if (!json_object_get(proto, "document"))
+		json_object_set_new(proto, "document", json_object());
+	json_t *pdoc = json_object_get(proto, "document");
+	json_object_set_new(pdoc, "roofline", json_pack("{s:f, s:I}", "bandwidth_gbps", 12.5,
+							"llc_bytes", (json_int_t)(7 << 20)));
+	/* As a resctrl run would record it: a total, and no read figure. */
+	json_t *m = json_object_get(json_object_get(doc, "summary"), "metrics");
+	json_t *rd = json_object_get(m, "dram_read_bytes_per_token");
+	json_object_set_new(m, "dram_total_bytes_per_token", json_deep_copy(rd));
+	json_object_set_new(json_object_get(m, "dram_total_bytes_per_token"), "mean",
+			    json_real(measured * 1.25));
+	json_object_set_new(rd, "measured", json_false());
+	json_object_set_new(json_object_get(json_object_get(doc, "counters"), "dram"),
+			    "mb_per_token_basis", json_string("total"));
+	T_EQ_INT(mw_record_view_load(doc, path, &v, &t, &err), 0);
+	T_NEAR(v.bw_gbps, 12.5, 0);
+	T_CONTAINS(v.bw_source, "protocol");
+	T_EQ_U64(v.llc_bytes, 7u << 20);
+	T_CONTAINS(v.llc_source, "protocol");
+	T_NEAR(v.measured_bytes, measured * 1.25, 1e-6 * measured);
+	T_CONTAINS(v.measured_note, "dram_total_bytes_per_token");
+	eng_tensor_table_free(t);
+	json_decref(doc);
+}
+
 /* The AIOS reference: 2340 MB/token is about half of what a Falcon-7B Q4_K_M step streams. */
 static void test_aios_reference(void)
 {
@@ -235,6 +283,7 @@ static void test_peak(void)
 
 int main(void)
 {
+	test_record_inputs();
 	test_peak();
 	test_model_file();
 	test_arithmetic();
