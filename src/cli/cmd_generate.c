@@ -38,13 +38,6 @@ struct gen_args {
 	enum eng_load_mode load;
 };
 
-/* --load's names (engine.h, enum eng_load_mode). */
-static const char *const load_names[] = {
-	[ENG_LOAD_MMAP] = "mmap",
-	[ENG_LOAD_HUGE_COPY] = "huge-copy",
-	[ENG_LOAD_REPACK] = "repack",
-};
-
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -261,16 +254,12 @@ static int parse_args(struct gen_args *a, int argc, char **argv)
 		case O_KV: a->kv_name = optarg; break;
 		case O_POPULATE: a->populate = true; break;
 		case O_HUGE: a->hugepages = true; break;
-		case O_LOAD: {
-			size_t i = 0, n = sizeof(load_names) / sizeof(load_names[0]);
-			while (i < n && strcmp(optarg, load_names[i]))
-				i++;
-			if (i == n)
+		case O_LOAD:
+			/* The engine owns the names (eng_load_mode_name). */
+			if (eng_load_mode_parse(optarg, &a->load))
 				return mw_fail(MW_EXIT_USAGE, VERB,
 					       "--load %s: give mmap, huge-copy or repack", optarg);
-			a->load = (enum eng_load_mode)i;
 			break;
-		}
 		case O_HOOKS: a->hooks_bench = true; break;
 		case O_PROMPT_IDS: a->prompt_ids = optarg; break;
 		case O_LOGITS: a->logits_path = optarg; break;
