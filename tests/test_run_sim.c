@@ -754,6 +754,101 @@ static void test_resctrl_unavailable(void)
 	run_case(c, &x);
 }
 
+/* An external engine (`memwall generate`, as tests/test_external.c runs it) under the resctrl
+ * sim. Per process the external runner reads the counters six times: an idle window before
+ * (2 reads), the process's start and end, an idle window after (2 reads); so each process
+ * moves one step of every domain, and its idle windows two. */
+static void test_external(void)
+{
+	struct sim_case *c = resctrl("external");
+	uint64_t step = 0;
+	for (int i = 0; i < c->n; i++)
+		step += c->in[i].step;
+	char body[2048], path[1024];
+	snprintf(body, sizeof(body),
+		 "{\"name\": \"sim-external\", \"model\": {\"format\": \"llama2c\", \"synth\": "
+		 "{\"shape\": \"stories260K\", \"seed\": 42}},\n"
+		 " \"engine\": {\"kind\": \"external\", \"threads\": 1, \"command\": [\"memwall\", "
+		 "\"generate\", \"-m\", \"{model}\", \"-n\", \"{n}\", \"-t\", \"{threads}\", "
+		 "\"--seed\", \"{seed}\", \"--temperature\", \"0\", \"--ids\"],\n"
+		 "  \"adapter\": {\"name\": \"memwall-tokens\", \"stream\": \"stderr\", \"pattern\": "
+		 "\"memwall generate: {decode} tokens ({prompt} prompt)\"}},\n"
+		 " \"decode_tokens\": 40, \"differential\": {\"short_tokens\": 10}, \"runs\": 2, "
+		 "\"warmup_runs\": 1, \"idle_baseline_ms\": 5,\n"
+		 " \"counters\": {\"dram\": \"required\", \"backend\": \"resctrl\", "
+		 "\"energy\": \"off\"},\n"
+		 " \"drift\": {\"max_bandwidth_change_pct\": 50, \"probe_ms\": 0}}\n");
+	use_case(c);
+	struct t_output o = run_protocol(c->name, body, path, sizeof(path));
+	if (o.status != 0 || !path[0])
+		fprintf(stderr, "external: memwall run exited %d:\n%s\n%s\n", o.status, o.out, o.err);
+	T_EQ_INT(o.status, 0);
+	t_output_free(&o);
+	json_t *doc = path[0] ? json_load_file(path, 0, NULL) : NULL;
+	T_ASSERT(doc != NULL);
+	if (!doc)
+		return;
+	T_EQ_STR(json_string_value(get(doc, "counters", "dram", "mb_per_token_basis")), "total");
+	const json_t *reps = get(doc, "external", "repetitions", NULL), *rep;
+	T_EQ_INT(json_array_size(reps), 3);
+	double sum = 0;
+	int n = 0;
+	size_t i;
+	json_array_foreach(reps, i, rep) {
+		double net[2], tokens[2];
+		for (int k = 0; k < 2; k++) {
+			const json_t *proc = json_object_get(rep, k ? "long" : "short");
+			const json_t *idle = json_object_get(proc, "idle");
+			struct want one = { "measured", step }, two = { "measured", 2 * step };
+			struct want none = { "not-provided", 0 };
+			check_value("external process dram_total_bytes",
+				    json_object_get(proc, "dram_total_bytes"), &one);
+			check_value("external process dram_read_bytes",
+				    json_object_get(proc, "dram_read_bytes"), &none);
+			check_value("external idle dram_total_bytes",
+				    json_object_get(idle, "dram_total_bytes"), &two);
+			T_EQ_STR(json_string_value(get(proc, "dram_state", "total", NULL)),
+				 "measured");
+			T_EQ_STR(json_string_value(get(proc, "dram_state", "read", NULL)),
+				 "not-provided");
+			/* net of the idle rate over both idle windows, times the process's wall */
+			double idle_s = (num(idle, "before_ns") + num(idle, "after_ns")) * 1e-9;
+			T_ASSERT(idle_s > 0);
+			net[k] = (double)step - 2.0 * (double)step / idle_s *
+				 num(proc, "wall_ns") * 1e-9;
+			tokens[k] = num(json_object_get(proc, "adapter"), "decode_tokens");
+		}
+		T_EQ_INT(tokens[0], 10);
+		T_EQ_INT(tokens[1], 40);
+		double want = (net[1] - net[0]) / (tokens[1] - tokens[0]) / 1e6;
+		const json_t *figs = json_object_get(rep, "figures");
+		T_NEAR(num(figs, "dram_MB_per_token"), want, 1e-9 * fabs(want) + 1e-15);
+		T_NEAR(num(figs, "dram_total_MB_per_token"), want, 1e-9 * fabs(want) + 1e-15);
+		T_NEAR(num(figs, "dram_MB_per_token_whole_process"), net[1] / tokens[1] / 1e6,
+		       1e-9 * fabs(net[1] / tokens[1] / 1e6) + 1e-15);
+		T_ASSERT(json_is_null(json_object_get(figs, "dram_read_MB_per_token")));
+		if (!json_is_true(json_object_get(rep, "warmup"))) {
+			sum += want;
+			n++;
+		}
+	}
+	const json_t *m = get(doc, "summary", "metrics", "dram_MB_per_token");
+	T_EQ_INT(n, 2);
+	T_EQ_INT(json_integer_value(json_object_get(m, "n")), n);
+	T_NEAR(num(m, "mean"), sum / n, 1e-9 * fabs(sum / n) + 1e-15);
+	const char *why = json_string_value(json_object_get(
+		get(doc, "summary", "metrics", "dram_read_MB_per_token"), "reason"));
+	T_CONTAINS(why, "not provided: the resctrl backend has no read/write split");
+	check_no_zero(doc, NULL, "external");
+	const char *vargv[] = { "memwall", "validate", path, NULL };
+	o = t_run(vargv);
+	if (o.status)
+		fprintf(stderr, "external: validate: %s%s", o.out, o.err);
+	T_EQ_INT(o.status, 0);
+	t_output_free(&o);
+	json_decref(doc);
+}
+
 int main(void)
 {
 	if (!getenv("MEMWALL_BIN"))
@@ -770,6 +865,7 @@ int main(void)
 	test_wrap();
 	test_fail_mid_run();
 	test_resctrl_unavailable();
+	test_external();
 
 	char cmd[300];
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", scratch);
