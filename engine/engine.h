@@ -96,7 +96,7 @@ const struct eng_model_info *eng_model_info(const struct eng_model *m);
 
 /* ---- Tensor table ----------------------------------------------------------------------------
  * (engine/tensors.c) Every tensor of a model with its type, shape, bytes in the file and bytes
- * one decode step reads: the input of the analytic model (src/analytic.c). Built from the
+ * one decode step reads: the input of the analytic model (src/analysis/analytic.c). Built from the
  * model's own tensor table (the llama2.c layout, a GGUF file's tensor infos), or from a
  * built-in description of a file that is not at hand (eng_tensors_from_shape). */
 

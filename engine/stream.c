@@ -1,6 +1,6 @@
 /* engine/stream.c: stream a known number of bytes through memory with pinned threads.
  *
- * The yardstick of `memwall bandwidth` (src/cmd_bandwidth.c) and of counter calibration. Each
+ * The yardstick of `memwall bandwidth` (src/cli/cmd_bandwidth.c) and of counter calibration. Each
  * worker owns one mapping, pinned to one CPU and first-touched by that worker, and runs the ops
  * table's stream kernels over it. Timing: the workers meet at a spinning barrier right before
  * they read the clock, so a run measures from the first worker's start to the last worker's

@@ -11,7 +11,7 @@
 #      one run of `memwall generate` then one of llama.cpp (scripts/llama-node.mjs, the
 #      node-llama-cpp package's llama.cpp v0.5.0, when installed: `npm install --prefix
 #      scripts/llama-node --omit=optional --no-audit --no-fund`), interleaved so that both see
-#      the same machine load; both print src/adapters.h's memwall-tokens line, read here;
+#      the same machine load; both print src/run/adapters.h's memwall-tokens line, read here;
 #   3. reports the median decode tok/s of each and their ratio, memwall's engine-accounted
 #      bytes per token, and that times tok/s as a fraction of the median read bandwidth
 #      (`memwall bandwidth --kernel read`, GB = 1e9 bytes) measured just before.

@@ -7,7 +7,7 @@
 //
 // Generates greedily (temperature 0; SEED is passed on but greedy decoding does not use it) and
 // prints, like llama-completion:
-//   stdout: the generated text, then one line for memwall's generic adapter (src/adapters.h):
+//   stdout: the generated text, then one line for memwall's generic adapter (src/run/adapters.h):
 //           memwall-tokens: decode=N prompt=M decode_ms=T decode_steps=N-1 prompt_ms=P load_ms=L
 //   stderr: llama.cpp's own perf block (llama_perf_context_print: ...), which memwall's
 //           llama-completion adapter reads; its warnings and errors

@@ -1,4 +1,4 @@
-/* tests/test_adapters.c: src/adapters.c against real llama.cpp v0.5.0 output (../shared, read
+/* tests/test_adapters.c: src/run/adapters/registry.c against real llama.cpp v0.5.0 output (../shared, read
  * in place), against our own fixtures for other llama.cpp versions (tests/data/llamacpp/,
  * described in its README), and against bad input: every bad file must produce its error,
  * and no prefix or corruption of any file may crash a parser. */

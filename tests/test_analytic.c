@@ -1,5 +1,5 @@
 /* tests/test_analytic.c: the tensor table (engine/tensors.c) and the analytic model of a decode
- * step (src/analytic.c), against hand arithmetic written out here, the engine's own
+ * step (src/analysis/analytic.c), against hand arithmetic written out here, the engine's own
  * accounting, and the Falcon-7B Q4_K_M type mix documented with the shared GGUF fixtures. */
 #include <errno.h>
 #include <fcntl.h>

@@ -1,4 +1,4 @@
-/* tests/test_attribution.c: weights / KV / remainder per decode token (src/attribution.c) on
+/* tests/test_attribution.c: weights / KV / remainder per decode token (src/analysis/attribution.c) on
  * constructed records whose split is known. */
 #include <math.h>
 #include <stdio.h>

@@ -2,7 +2,7 @@
  * once into one folder, never leaves a damaged or clobbered result record.
  *
  * What the results folder may hold afterwards, and why:
- *   - NAME.json, NAME-N.json: whole records that `memwall validate` accepts. src/result.c writes
+ *   - NAME.json, NAME-N.json: whole records that `memwall validate` accepts. src/record/result.c writes
  *     a record to a temporary file, fsyncs it and renames it into place with RENAME_NOREPLACE
  *     (or link(), which refuses an existing name too), so a record name only ever points at a
  *     complete file, and a second run never replaces a first one's record.

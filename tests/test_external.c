@@ -5,7 +5,7 @@
  * differential figures from the raw process records itself, for every counter the record
  * holds: (B2 - B1) / (N2 - N1), and the whole-process B2 / N2 beside it. Engine-accounted
  * bytes: `memwall generate` does not print them yet, so that arithmetic is checked by putting
- * known byte counts into the raw records and deriving again (src/differential.c), which also
+ * known byte counts into the raw records and deriving again (src/record/differential.c), which also
  * shows `memwall validate` catching the edit. Then the refusals: an output without a token
  * line makes the run invalid with the reason; a short count (EOS) is invalid unless
  * allow_short; a prompt holding shell syntax reaches the program as one verbatim argument. */

@@ -1,5 +1,5 @@
 /* tests/test_llama_node.c: scripts/llama-node.mjs, stock llama.cpp (v0.5.0, prebuilt in the
- * node-llama-cpp npm package) as an external engine, read back through src/adapters.c.
+ * node-llama-cpp npm package) as an external engine, read back through src/run/adapters/registry.c.
  *
  * The script prints llama.cpp's own perf block on stderr and a memwall-tokens line on stdout;
  * the two adapters must agree on the token counts. That checks, against real llama.cpp code,

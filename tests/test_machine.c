@@ -1,4 +1,4 @@
-/* tests/test_machine.c: src/machine.c against a tiny recorded tree (written here into a scratch
+/* tests/test_machine.c: src/base/machine.c against a tiny recorded tree (written here into a scratch
  * root): fields it can read are filled, the rest are null with a reason; and the live machine
  * yields a description with every field present. */
 #include <sys/stat.h>

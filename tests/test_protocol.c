@@ -1,4 +1,4 @@
-/* tests/test_protocol.c: src/protocol.c and src/jschema.c: the shipped protocols, defaults,
+/* tests/test_protocol.c: src/run/protocol.c and src/base/jschema.c: the shipped protocols, defaults,
  * path resolution, and a folder of bad protocols each with the error it must produce
  * (tests/data/protocols/bad/NAME.json beside NAME.err: line 1 the field, line 2 a piece of
  * the message). */

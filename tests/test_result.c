@@ -1,4 +1,4 @@
-/* tests/test_result.c: src/result.c and src/sha256.c: deriving and validating records (an
+/* tests/test_result.c: src/record/result.c and src/sha256.c: deriving and validating records (an
  * edited figure must be caught and named), unique atomic writes that survive SIGKILL, the
  * shipped reference record, and SHA-256 against FIPS 180-4's examples. */
 #include <dirent.h>

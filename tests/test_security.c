@@ -2,13 +2,13 @@
  * starved environment.
  *
  *   - A secret in the environment never reaches the result record: memwall records an
- *     allow-list of variables (src/machine.c, results/README.md), never the environment.
+ *     allow-list of variables (src/base/machine.c, results/README.md), never the environment.
  *   - A protocol's relative paths resolve against the protocol's folder, whatever the current
  *     directory (the loader's side: tests/test_protocol.c).
  *   - A prompt longer than the model's context is refused with exit 2, by run and generate.
  *   - A model larger than the available memory is refused with exit 3 before it is mapped,
  *     unless --force; swap in use before the runs, or growing during them, is recorded with
- *     a warning. /proc/meminfo is faked through $MEMWALL_MEMINFO (src/machine.h).
+ *     a warning. /proc/meminfo is faked through $MEMWALL_MEMINFO (src/base/machine.h).
  * External engines' commands are expanded into argv without a shell, so prompt text cannot
  * inject a command: tests/test_external.c (test_injection) checks that. */
 #include <signal.h>

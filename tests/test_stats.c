@@ -1,4 +1,4 @@
-/* tests/test_stats.c: src/stats.c against values computed by hand (arithmetic in the comments)
+/* tests/test_stats.c: src/record/stats.c against values computed by hand (arithmetic in the comments)
  * and against published tables of Student's t. */
 #include <math.h>
 

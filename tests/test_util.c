@@ -1,4 +1,4 @@
-/* tests/test_util.c: src/util.c: option parsing, error formatting, version string. */
+/* tests/test_util.c: src/base/util.c: option parsing, error formatting, version string. */
 #include <errno.h>
 #include <limits.h>
 

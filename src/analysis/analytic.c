@@ -1,4 +1,4 @@
-/* src/analytic.c: the analytic model of a decode step (analytic.h). */
+/* src/analysis/analytic.c: the analytic model of a decode step (analytic.h). */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>

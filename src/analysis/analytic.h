@@ -1,4 +1,4 @@
-/* src/analytic.h: the analytic model of one decode step, from a model's tensor table.
+/* src/analysis/analytic.h: the analytic model of one decode step, from a model's tensor table.
  *
  * Every figure is computed from the tensor table (engine.h, eng_model_tensors and friends):
  * never measured, never sampled. Byte counts are exact; FLOPs count a multiply-add as 2 and

@@ -1,4 +1,4 @@
-/* src/attribution.c: weights / KV / remainder per decode token (attribution.h). */
+/* src/analysis/attribution.c: weights / KV / remainder per decode token (attribution.h). */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* src/attribution.h: where each decode token's bytes go, from a result record: weights, KV
+/* src/analysis/attribution.h: where each decode token's bytes go, from a result record: weights, KV
  * cache, and the remainder of the measured DRAM bytes (activations, spills and everything
  * else): the decomposition AIOS is built on (MB/token = weight reads + KV reads + activation
  * spill), shown by `memwall report`.

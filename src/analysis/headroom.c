@@ -1,4 +1,4 @@
-/* src/headroom.c: the Model Contract measurements of `memwall headroom` (headroom.h). */
+/* src/analysis/headroom.c: the Model Contract measurements of `memwall headroom` (headroom.h). */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* src/headroom.h: `memwall headroom`'s measurements against AIOS's projections and Model
+/* src/analysis/headroom.h: `memwall headroom`'s measurements against AIOS's projections and Model
  * Contract (protocols/projections/aios.json). Everything is computed from the real model:
  * its tensor table, its weights, and forward passes of the engine over calibration prompts.
  * Nothing is sampled or simulated. */

@@ -1,4 +1,4 @@
-/* src/roofline.c: roofline arithmetic, the plausibility check, a result record's view, and the
+/* src/analysis/roofline.c: roofline arithmetic, the plausibility check, a result record's view, and the
  * roofline chart (roofline.h). */
 #include <errno.h>
 #include <math.h>

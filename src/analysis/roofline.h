@@ -1,4 +1,4 @@
-/* src/roofline.h: the roofline (Williams, Waterman and Patterson, CACM 2009) of a decode step,
+/* src/analysis/roofline.h: the roofline (Williams, Waterman and Patterson, CACM 2009) of a decode step,
  * and the plausibility check of a measured MB/token against the analytic floor.
  *
  * Inputs are the analytic model (analytic.h), a bandwidth roof and a compute roof; measured

@@ -1,4 +1,4 @@
-/* src/embedded.h: files compiled into the memwall binary by src/embed.c: the protocol and
+/* src/base/embedded.h: files compiled into the memwall binary by src/base/embed.c: the protocol and
  * result schemas and the default protocol, so an installed memwall needs no source tree. */
 #ifndef MEMWALL_EMBEDDED_H
 #define MEMWALL_EMBEDDED_H

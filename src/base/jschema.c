@@ -1,4 +1,4 @@
-/* src/jschema.c: a validator for the subset of JSON Schema described in jschema.h.
+/* src/base/jschema.c: a validator for the subset of JSON Schema described in jschema.h.
  *
  * Keyword meanings follow "JSON Schema Validation" (draft 2020-12), sections 6.1-6.5; $ref is
  * resolved only against "#/$defs/NAME" in the root schema. */

@@ -1,4 +1,4 @@
-/* src/jschema.h: checks a JSON document against the subset of JSON Schema (draft 2020-12)
+/* src/base/jschema.h: checks a JSON document against the subset of JSON Schema (draft 2020-12)
  * that memwall's own schemas use, so protocol and result errors name the field at fault.
  *
  * Supported keywords: type (a name or a list), enum, const, required, properties,

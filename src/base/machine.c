@@ -1,4 +1,4 @@
-/* src/machine.c: machine provenance for result records.
+/* src/base/machine.c: machine provenance for result records.
  *
  * Each field has one reader in the table below; a reader returns the value or NULL with the
  * reason it could not tell. Paths are the documented kernel interfaces: Documentation/
@@ -307,7 +307,7 @@ int mw_meminfo(const char *root, const char *key, uint64_t *bytes)
  * the environment at large holds tokens, keys and paths that a shared record must not carry.
  * Kept short on purpose; results/README.md lists them. */
 static const char *const env_allowed[] = {
-	"MEMWALL_CACHE_DIR",     /* where synthetic models are made (src/protocol.c) */
+	"MEMWALL_CACHE_DIR",     /* where synthetic models are made (src/run/protocol.c) */
 	"MEMWALL_COUNTERS",      /* the counter backend (probes/counter.c) */
 	"MEMWALL_SIM_SCRIPT",    /* the simulated PMU's script (probes/counter_sim.c) */
 	"MEMWALL_SYSFS_ROOT",    /* a recorded sysfs tree in place of /sys (probes/sysfs.c) */

@@ -1,4 +1,4 @@
-/* src/machine.h: what machine a result came from (provenance), read from /proc and /sys. */
+/* src/base/machine.h: what machine a result came from (provenance), read from /proc and /sys. */
 #ifndef MEMWALL_MACHINE_H
 #define MEMWALL_MACHINE_H
 

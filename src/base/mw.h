@@ -1,4 +1,4 @@
-/* src/mw.h: what every part of the memwall command shares. */
+/* src/base/mw.h: what every part of the memwall command shares. */
 #ifndef MEMWALL_MW_H
 #define MEMWALL_MW_H
 

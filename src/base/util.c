@@ -1,4 +1,4 @@
-/* src/util.c: errors, option parsing, the clock, the CPU count and the version string. */
+/* src/base/util.c: errors, option parsing, the clock, the CPU count and the version string. */
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>

@@ -1,4 +1,4 @@
-/* src/cmd_bandwidth.c: `memwall bandwidth`, the memory-bandwidth probe: the roofline's yardstick.
+/* src/cli/cmd_bandwidth.c: `memwall bandwidth`, the memory-bandwidth probe: the roofline's yardstick.
  *
  * Runs the engine's streaming kernels (engine.h, "Memory streaming") with pinned threads over
  * a working set of at least 8x the last-level cache, several times each, and reports the best

@@ -1,4 +1,4 @@
-/* src/cmd_calibrate.c: `memwall calibrate`, DRAM counters checked against known traffic.
+/* src/cli/cmd_calibrate.c: `memwall calibrate`, DRAM counters checked against known traffic.
  *
  * Streams a known number of bytes with the engine's streaming kernels (engine.h, "Memory
  * streaming"): a read-only pass, then a copy pass with non-temporal stores where the kernel

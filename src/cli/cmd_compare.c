@@ -1,4 +1,4 @@
-/* src/cmd_compare.c: `memwall compare`: is NEW a significant regression from BASE?
+/* src/cli/cmd_compare.c: `memwall compare`: is NEW a significant regression from BASE?
  * What a CI job on a bare-metal runner calls. */
 #include <getopt.h>
 #include <math.h>

@@ -1,4 +1,4 @@
-/* src/cmd_doctor.c: `memwall doctor`, what this machine can measure, and why not when it can't.
+/* src/cli/cmd_doctor.c: `memwall doctor`, what this machine can measure, and why not when it can't.
  *
  * Every availability it reports comes from trying the open (prb_dram_open, prb_set_add) and
  * classifying the errno (prb_explain); nothing is predicted from the uid or the paranoid level.

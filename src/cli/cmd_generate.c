@@ -1,8 +1,8 @@
-/* src/cmd_generate.c: `memwall generate`: run a model (llama2.c or GGUF) from a prompt and
+/* src/cli/cmd_generate.c: `memwall generate`: run a model (llama2.c or GGUF) from a prompt and
  * print what it writes, then one summary line (tokens, decode tok/s, time to first token) on
  * stderr. For checking an engine from the command line it also takes token ids directly
  * (--prompt-ids), writes the logits of every position (--logits), and prints the generic
- * adapter line of src/adapters.h (--report-line) so the external-engine runner can drive it. */
+ * adapter line of src/run/adapters.h (--report-line) so the external-engine runner can drive it. */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -61,7 +61,7 @@ static void usage(FILE *f)
 		"      --logits FILE     write the logits of every position to FILE as JSON:\n"
 		"                        {\"full_logits\": {\"0\": [...], ...}, \"tokens\": [...]}\n"
 		"      --report-line     print \"memwall-tokens: decode=N prompt=M decode_ms=T ...\"\n"
-		"                        on stderr (src/adapters.h), for the external-engine runner\n"
+		"                        on stderr (src/run/adapters.h), for the external-engine runner\n"
 		"  -n, --steps N         tokens to generate after the prompt (default 256)\n"
 		"      --temperature T   0 is greedy (default 1.0)\n"
 		"      --topp P          nucleus sampling in (0, 1); 0 or 1 turns it off (default 0.9)\n"
@@ -176,7 +176,7 @@ static int eng_fail(int code, const struct eng_error *e)
 }
 
 /* A model larger than the memory available is refused before it is mapped, as memwall run
- * does (src/machine.h): paging would make it crawl, and can stall the machine. */
+ * does (src/base/machine.h): paging would make it crawl, and can stall the machine. */
 static int check_memory(const char *path)
 {
 	struct stat st;

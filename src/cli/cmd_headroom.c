@@ -1,4 +1,4 @@
-/* src/cmd_headroom.c: `memwall headroom MODEL`: AIOS's projected MB/token reductions next to a
+/* src/cli/cmd_headroom.c: `memwall headroom MODEL`: AIOS's projected MB/token reductions next to a
  * measured (or analytic) baseline, and its Model Contract checked on the real model.
  *
  * AIOS's own headroom script samples random vectors instead of reading the model; here every

@@ -1,4 +1,4 @@
-/* src/cmd_import_aios.c: `memwall import-aios FILE.json`: an AIOS baseline result as a memwall
+/* src/cli/cmd_import_aios.c: `memwall import-aios FILE.json`: an AIOS baseline result as a memwall
  * reference record, marked with what the AIOS baseline script did and did not measure.
  *
  * The script's own output format could not be retrieved when this was written, so the input

@@ -1,4 +1,4 @@
-/* src/cmd_report.c: `memwall report`: a result record's tables and charts. */
+/* src/cli/cmd_report.c: `memwall report`: a result record's tables and charts. */
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>

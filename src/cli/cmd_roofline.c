@@ -1,4 +1,4 @@
-/* src/cmd_roofline.c: `memwall roofline MODEL|RESULT`: how far a decode step is from what the
+/* src/cli/cmd_roofline.c: `memwall roofline MODEL|RESULT`: how far a decode step is from what the
  * hardware allows, and whether a measured MB/token is even plausible.
  *
  * The analytic model (analytic.h) comes from the model's own tensor table: the file given, the

@@ -1,4 +1,4 @@
-/* src/cmd_run.c: `memwall run`: execute a protocol, write its result record, print a summary. */
+/* src/cli/cmd_run.c: `memwall run`: execute a protocol, write its result record, print a summary. */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* src/cmd_synth.c: `memwall synth`: write a deterministic synthetic model (real shape, seeded
+/* src/cli/cmd_synth.c: `memwall synth`: write a deterministic synthetic model (real shape, seeded
  * random weights), marked as synthetic so every report names it so.
  *
  * One row per architecture and file format in `writers`; a new one (say GGUF for another

@@ -1,4 +1,4 @@
-/* src/cmd_validate.c: `memwall validate`: schema and internal consistency of result records. */
+/* src/cli/cmd_validate.c: `memwall validate`: schema and internal consistency of result records. */
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>

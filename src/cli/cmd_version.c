@@ -1,4 +1,4 @@
-/* src/cmd_version.c: `memwall version` (also `memwall --version`). */
+/* src/cli/cmd_version.c: `memwall version` (also `memwall --version`). */
 #include <stdio.h>
 #include <string.h>
 

@@ -1,4 +1,4 @@
-/* src/differential.c: the differential method's arithmetic (see differential.h). */
+/* src/record/differential.c: the differential method's arithmetic (see differential.h). */
 #include <errno.h>
 #include <math.h>
 #include <stdbool.h>

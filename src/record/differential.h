@@ -1,4 +1,4 @@
-/* src/differential.h: the differential method, the arithmetic behind an external engine's
+/* src/record/differential.h: the differential method, the arithmetic behind an external engine's
  * figures (results/README.md, "External engines").
  *
  * A foreign program's counters cover everything it did: loading the model, evaluating the

@@ -1,4 +1,4 @@
-/* src/report.c: summary tables (markdown, CSV, JSON) and gnuplot charts of a result record. */
+/* src/record/report.c: summary tables (markdown, CSV, JSON) and gnuplot charts of a result record. */
 #include <errno.h>
 #include <math.h>
 #include <stdint.h>

@@ -1,4 +1,4 @@
-/* src/report.h: printing result records as tables and plotting them with gnuplot. */
+/* src/record/report.h: printing result records as tables and plotting them with gnuplot. */
 #ifndef MEMWALL_REPORT_H
 #define MEMWALL_REPORT_H
 

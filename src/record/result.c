@@ -1,4 +1,4 @@
-/* src/result.c: deriving, validating, reading and writing result records. */
+/* src/record/result.c: deriving, validating, reading and writing result records. */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>

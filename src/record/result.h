@@ -1,4 +1,4 @@
-/* src/result.h: result records (results/README.md documents the format).
+/* src/record/result.h: result records (results/README.md documents the format).
  *
  * A record holds raw data (per-token latencies and byte counts, window durations, counter
  * deltas) and figures derived from it (per-run figures, summary statistics, acceptance, drift

@@ -1,4 +1,4 @@
-/* src/stats.c: summaries, Student's t distribution, percentiles and Welch's t-test. */
+/* src/record/stats.c: summaries, Student's t distribution, percentiles and Welch's t-test. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

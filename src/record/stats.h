@@ -1,4 +1,4 @@
-/* src/stats.h: the statistics memwall reports: summaries, t-based confidence intervals,
+/* src/record/stats.h: the statistics memwall reports: summaries, t-based confidence intervals,
  * percentiles and Welch's t-test. Pure functions of their inputs; NaN marks a figure that
  * the sample cannot give (an sd from one value, a CV of a zero mean). */
 #ifndef MEMWALL_STATS_H

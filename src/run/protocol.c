@@ -1,4 +1,4 @@
-/* src/protocol.c: loading and checking protocol files.
+/* src/run/protocol.c: loading and checking protocol files.
  *
  * Two layers: the embedded protocols/protocol.schema.json catches unknown fields, wrong types
  * and out-of-range values with the field's path; the code below adds the rules a schema

@@ -1,4 +1,4 @@
-/* src/protocol.h: protocol files (protocols/NAME.json): what `memwall run` executes.
+/* src/run/protocol.h: protocol files (protocols/NAME.json): what `memwall run` executes.
  * The fields and their defaults are documented in protocols/README.md. */
 #ifndef MEMWALL_PROTOCOL_H
 #define MEMWALL_PROTOCOL_H
@@ -60,7 +60,7 @@ struct mw_protocol {
 				      * command[0] resolved against the protocol's folder when it
 				      * holds a '/'; NULL for builtin engines */
 		size_t n_command;
-		const char *adapter; /* an adapter name from src/adapters.c */
+		const char *adapter; /* an adapter name from src/run/adapters/registry.c */
 		enum mw_adapter_stream adapter_stream; /* the protocol's, else the adapter's */
 		bool adapter_stream_given;
 		const char *adapter_pattern; /* memwall-tokens only; NULL when absent */

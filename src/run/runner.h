@@ -1,4 +1,6 @@
-/* src/runner.h: executes a protocol and builds its result record (`memwall run`). */
+/* src/run/runner.h: the run layer's public face: executes a protocol and builds its result
+ * record (`memwall run`). The options and statuses here are what every part of src/run/ shares;
+ * mw_runner_run is the pipeline (src/run/pipeline.c). */
 #ifndef MEMWALL_RUNNER_H
 #define MEMWALL_RUNNER_H
 
@@ -38,16 +40,5 @@ enum mw_run_status {
  * and keeps what was measured; a second one kills as usual. */
 enum mw_run_status mw_runner_run(const struct mw_protocol *p, const struct mw_run_options *opt,
 				 json_t **out, struct mw_error *err);
-
-/* The external-engine path of mw_runner_run (src/runner_external.c): runs the protocol's
- * command at two lengths per repetition and derives figures by the differential method
- * (src/differential.h). Same contract as mw_runner_run. */
-enum mw_run_status mw_runner_external(const struct mw_protocol *p, const struct mw_run_options *opt,
-				      json_t **out, struct mw_error *err);
-
-/* The cached synthetic model's path for p (which must be synthetic): CACHE/synth/SHAPE-seedN.bin.
- * Generates it on first use (atomically: a temporary file renamed into place). 0 or -errno. */
-int mw_runner_synth_path(const struct mw_protocol *p, char *path, size_t n, FILE *log,
-			 struct mw_error *err);
 
 #endif

@@ -1,4 +1,4 @@
-/* tests/fuzz/fuzz_protocol.c: the protocol parser (src/protocol.c: JSON, the embedded schema
+/* tests/fuzz/fuzz_protocol.c: the protocol parser (src/run/protocol.c: JSON, the embedded schema
  * through jschema.c, and the rules a schema cannot say) on arbitrary bytes. Files are not
  * checked (flags 0): the fuzzer explores the document, not the disk.
  *

@@ -1,4 +1,4 @@
-/* tests/fuzz/fuzz_result.c: the result validator (src/result.c, jschema.c: what `memwall
+/* tests/fuzz/fuzz_result.c: the result validator (src/record/result.c, jschema.c: what `memwall
  * validate` runs) on arbitrary bytes.
  *
  * Its contract: 0, MW_RESULT_MALFORMED (not of the schema) or MW_RESULT_INCONSISTENT (a figure

@@ -187,7 +187,7 @@ int parse_generic(const char *buf, size_t len, const struct mw_adapter_opts *opt
 		else
 			set_unknown(res, "no '" GEN_PREFIX " decode=N ...' line in the output, so "
 					 "the number of generated tokens is unknown: make the "
-					 "program print one (see src/adapters.h)");
+					 "program print one (see src/run/adapters.h)");
 		rc = 0;
 		goto out;
 	}

@@ -2,7 +2,7 @@
  * of adapters.h over it. The rows live one file per adapter in this folder; a new adapter is
  * one file plus one row here.
  *
- * The table lives here rather than in src/run/adapters.c so that the adapter files, which
+ * The table lives here rather than in src/run/adapters/registry.c so that the adapter files, which
  * include adapters.h for its types, do not form a cycle with the file that calls them
  * (scripts/check-layout.sh counts a .c and its own .h as one node). */
 #include <errno.h>
