@@ -245,7 +245,7 @@ static int process_once(struct ext *x, long n, const char *label, json_t **out, 
 	json_t *jargv = json_array();
 	struct mw_spawn s = { .cpus = cpus, .timeout_ms = p->engine.timeout_s * 1000,
 			   .hook = open_software, .ctx = x };
-	struct mw_adapter_result res;
+	struct mw_adapter_result res = { 0 }; /* an adapter that stops early leaves the rest unset */
 	struct mw_error aerr;
 	struct idle_sum before = idle_start(x), after = before;
 	char *buf = NULL;
