@@ -1,0 +1,103 @@
+/* src/record/compare.h: whether two result records may be compared, and a verdict per metric.
+ *
+ * `memwall compare` (src/cli/cmd_compare.c) is a thin shell around this module; the output
+ * formats are in compare_out.c. Two records are comparable when their effective settings
+ * match (the table settings[] in compare.c); each metric then gets one verdict from the Welch
+ * t-test over the runs and a threshold, or "not comparable" with the reason. */
+#ifndef MEMWALL_RECORD_COMPARE_H
+#define MEMWALL_RECORD_COMPARE_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "metrics.h"
+
+enum mw_cmp_verdict {
+	MW_CMP_SAME,           /* no significant change, or one within the threshold */
+	MW_CMP_IMPROVEMENT,    /* significant, beyond the threshold, in the good direction */
+	MW_CMP_REGRESSION,     /* significant, beyond the threshold, in the bad direction */
+	MW_CMP_INCONCLUSIVE,   /* beyond the threshold but not significant: more runs needed */
+	MW_CMP_NOT_COMPARABLE, /* unmeasured on a side, drifted, acceptance failed, n < 2 */
+	MW_N_CMP_VERDICTS,
+};
+
+/* "same", "improvement", "regression", "inconclusive", "not-comparable". Static storage. */
+const char *mw_cmp_verdict_name(enum mw_cmp_verdict v);
+
+/* Exit codes of `memwall compare`, worst first where several apply (README.md, "compare"). */
+enum mw_compare_exit {
+	MW_COMPARE_PASS = 0,           /* no regression; every required metric compared */
+	MW_COMPARE_REGRESSION = 1,     /* a metric regressed */
+	MW_COMPARE_REFUSED = 2,        /* bad usage, an unreadable record, or settings differ */
+	MW_COMPARE_NOT_COMPARABLE = 3, /* a required metric could not be compared */
+	MW_COMPARE_INCONCLUSIVE = 4,   /* a required metric changed more than the runs resolve */
+};
+
+struct mw_compare_opts {
+	double max_regress_pct; /* a change beyond this many percent counts (default 5) */
+	double alpha;           /* significance level of the t-test (0.05) */
+	double power;           /* for runs_needed (0.8) */
+	const char *const *require; /* metric names a CI job needs compared; NULL: the default */
+	size_t n_require;
+	bool force;             /* compare records whose settings differ */
+};
+
+/* Fills the defaults: 5 %, alpha 0.05, power 0.8, required dram_MB_per_token and tok_per_s. */
+void mw_compare_opts_default(struct mw_compare_opts *o);
+
+/* One setting that differs: the field as the README names it, each side's value as JSON text,
+ * and where the value came from. */
+struct mw_setting_diff {
+	char field[64];
+	char base[160], new[160];
+	char note[320];
+};
+
+struct mw_metric_cmp {
+	const struct mw_metric *metric;
+	bool required;
+	enum mw_cmp_verdict verdict;
+	char reason[1024];       /* why not comparable or inconclusive; "" otherwise */
+	size_t n[2];            /* runs, [0] base, [1] new; 0 when not measured */
+	double mean[2], sd[2];  /* NaN when not measured */
+	double delta, change_pct, t, df, p; /* NaN when not computed */
+	long runs_needed;       /* inconclusive: runs per side that would resolve it at the
+				 * observed variance; -1 more than MW_COMPARE_MAX_RUNS; 0 n/a */
+};
+
+enum { MW_COMPARE_MAX_DIFFS = 16, MW_COMPARE_MAX_RUNS = 1000 };
+
+struct mw_comparison {
+	struct mw_compare_opts opts;
+	size_t n_diffs;
+	struct mw_setting_diff diffs[MW_COMPARE_MAX_DIFFS];
+	bool compared;          /* false: refused (settings differ and not forced) */
+	size_t n;               /* metrics in m[] */
+	struct mw_metric_cmp m[MW_N_METRICS];
+	size_t count[MW_N_CMP_VERDICTS];
+	int exit_code;          /* enum mw_compare_exit */
+	char exit_reason[256];
+};
+
+/* Checks opts->require against the metric table: 0, or -EINVAL with *bad set to the first
+ * unknown name (borrowed from opts). */
+int mw_compare_check_require(const struct mw_compare_opts *o, const char **bad);
+
+/* Compares two validated records: settings first, then (when they match, or when forced)
+ * every metric either record carries and every required one. Fills *c completely. */
+void mw_compare(const json_t *base, const json_t *new, const struct mw_compare_opts *o,
+		struct mw_comparison *c);
+
+/* Runs per side that a two-sided Welch t-test at level alpha needs to detect a difference
+ * delta with the given power, with standard deviations sd1 and sd2 (equal n per side);
+ * -1 when more than MW_COMPARE_MAX_RUNS would be needed, 0 when it cannot be said (no
+ * spread). */
+long mw_compare_runs_needed(double delta, double sd1, double sd2, double alpha, double power);
+
+/* The output formats (compare_out.c). paths[2]: the records as named on the command line. */
+void mw_compare_print_md(FILE *f, const struct mw_comparison *c, const char *const paths[2]);
+void mw_compare_print_json(FILE *f, const struct mw_comparison *c, const char *const paths[2]);
+void mw_compare_print_junit(FILE *f, const struct mw_comparison *c, const char *const paths[2]);
+
+#endif

@@ -1,0 +1,231 @@
+/* src/record/compare_out.c: a comparison as Markdown, JSON (memwall-compare/1) or JUnit XML.
+ * The JSON field names are documented in README.md ("compare") and are a contract: add
+ * fields, never rename them. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "compare.h"
+
+/* ---- Markdown */
+
+/* A figure with its sign and fixed decimals, or nothing when there is none. */
+static void md_num(FILE *f, int decimals, double x)
+{
+	if (isfinite(x))
+		fprintf(f, "%+.*f", decimals, x);
+}
+
+void mw_compare_print_md(FILE *f, const struct mw_comparison *c, const char *const paths[2])
+{
+	fprintf(f, "## memwall compare\n\nBASE `%s`, NEW `%s`\n\n", paths[0], paths[1]);
+	if (c->n_diffs) {
+		fprintf(f, "%s: the records' settings differ:\n\n| setting | BASE | NEW | note |\n"
+			"|---|---|---|---|\n", c->compared ? "**forced** (--force)" : "**refused**");
+		for (size_t i = 0; i < c->n_diffs; i++)
+			fprintf(f, "| %s | %s | %s | %s |\n", c->diffs[i].field, c->diffs[i].base,
+				c->diffs[i].new, c->diffs[i].note);
+		fprintf(f, "\n");
+	}
+	if (c->compared) {
+		fprintf(f, "| metric | required | base mean +/- sd (n) | new mean +/- sd (n) | delta "
+			"| %% | p (Welch) | verdict | why |\n"
+			"|---|---|---:|---:|---:|---:|---:|---|---|\n");
+		for (size_t i = 0; i < c->n; i++) {
+			const struct mw_metric_cmp *m = &c->m[i];
+			fprintf(f, "| %s | %s |", m->metric->name, m->required ? "yes" : "");
+			for (int s = 0; s < 2; s++) {
+				if (m->n[s])
+					fprintf(f, " %.6g +/- %.3g (%zu) |", m->mean[s], m->sd[s],
+						m->n[s]);
+				else
+					fprintf(f, " not measured |");
+			}
+			fprintf(f, " ");
+			md_num(f, 4, m->delta);
+			fprintf(f, " | ");
+			md_num(f, 2, m->change_pct);
+			fprintf(f, " | ");
+			if (isfinite(m->p))
+				fprintf(f, "%.3g", m->p);
+			fprintf(f, " | %s%s | %s |\n",
+				m->verdict == MW_CMP_REGRESSION ? "**REGRESSION**"
+								   : mw_cmp_verdict_name(m->verdict),
+				"", m->reason);
+		}
+		fprintf(f, "\nA verdict needs a change beyond %g %% with p < %g (Welch's t-test over "
+			"the runs); units are the record's (memwall report).\n",
+			c->opts.max_regress_pct, c->opts.alpha);
+	}
+	fprintf(f, "\n%zu regression%s, %zu improvement%s, %zu same, %zu inconclusive, %zu not "
+		"comparable. Exit %d: %s.\n", c->count[MW_CMP_REGRESSION],
+		c->count[MW_CMP_REGRESSION] == 1 ? "" : "s", c->count[MW_CMP_IMPROVEMENT],
+		c->count[MW_CMP_IMPROVEMENT] == 1 ? "" : "s", c->count[MW_CMP_SAME],
+		c->count[MW_CMP_INCONCLUSIVE], c->count[MW_CMP_NOT_COMPARABLE],
+		c->exit_code, c->exit_reason);
+}
+
+/* ---- JSON */
+
+static json_t *num(double x)
+{
+	return isfinite(x) ? json_real(x) : json_null();
+}
+
+static json_t *metric_json(const struct mw_metric_cmp *m)
+{
+	json_t *o = json_pack("{s:s, s:s, s:b, s:s, s:s*}", "name", m->metric->name, "unit",
+			      m->metric->unit, "required", m->required, "verdict",
+			      mw_cmp_verdict_name(m->verdict), "reason", m->reason[0] ? m->reason : NULL);
+	static const char *const side[2] = { "base", "new" };
+	for (int s = 0; s < 2; s++)
+		json_object_set_new(o, side[s], m->n[s] ? json_pack("{s:I, s:o, s:o}", "n",
+			(json_int_t)m->n[s], "mean", num(m->mean[s]), "sd", num(m->sd[s]))
+							: json_null());
+	json_object_set_new(o, "delta", num(m->delta));
+	json_object_set_new(o, "change_pct", num(m->change_pct));
+	json_object_set_new(o, "t", num(m->t));
+	json_object_set_new(o, "df", num(m->df));
+	json_object_set_new(o, "p", num(m->p));
+	json_object_set_new(o, "runs_needed_per_side",
+			    m->verdict != MW_CMP_INCONCLUSIVE ? json_null()
+			    : m->runs_needed > 0 ? json_integer(m->runs_needed)
+						  : json_string("more than 1000"));
+	return o;
+}
+
+void mw_compare_print_json(FILE *f, const struct mw_comparison *c, const char *const paths[2])
+{
+	json_t *diffs = json_array(), *metrics = json_array(), *counts = json_object();
+	for (size_t i = 0; i < c->n_diffs; i++) {
+		json_t *b = json_loads(c->diffs[i].base, JSON_DECODE_ANY, NULL);
+		json_t *n = json_loads(c->diffs[i].new, JSON_DECODE_ANY, NULL);
+		json_array_append_new(diffs, json_pack("{s:s, s:o, s:o, s:s}", "field",
+			c->diffs[i].field, "base", b ? b : json_null(), "new", n ? n : json_null(),
+			"note", c->diffs[i].note));
+	}
+	for (size_t i = 0; i < c->n; i++)
+		json_array_append_new(metrics, metric_json(&c->m[i]));
+	for (int v = 0; v < MW_N_CMP_VERDICTS; v++)
+		json_object_set_new(counts, mw_cmp_verdict_name((enum mw_cmp_verdict)v),
+				    json_integer((json_int_t)c->count[v]));
+	json_t *req = json_array();
+	for (size_t i = 0; i < c->opts.n_require; i++)
+		json_array_append_new(req, json_string(c->opts.require[i]));
+	json_t *doc = json_pack("{s:s, s:s, s:s, s:b, s:b, s:o, s:f, s:f, s:f, s:o, s:o, s:o,"
+				" s:i, s:s}",
+		"schema", "memwall-compare/1", "base", paths[0], "new", paths[1],
+		"comparable", c->n_diffs == 0, "forced", c->compared && c->n_diffs,
+		"differences", diffs, "max_regress_pct", c->opts.max_regress_pct,
+		"alpha", c->opts.alpha, "power", c->opts.power, "required", req,
+		"metrics", metrics, "counts", counts, "exit_code", c->exit_code,
+		"exit_reason", c->exit_reason);
+	if (doc)
+		json_dumpf(doc, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
+	fputc('\n', f);
+	json_decref(doc);
+}
+
+/* ---- JUnit XML: the dialect of Jenkins' and GitLab's JUnit readers and GitHub's test
+ * reporters (testsuites > testsuite > testcase, with failure and skipped children). */
+
+static void xml_text(FILE *f, const char *s)
+{
+	static const struct { char c; const char *ent; } ents[] = {
+		{ '&', "&amp;" }, { '<', "&lt;" }, { '>', "&gt;" }, { '"', "&quot;" },
+		{ '\'', "&apos;" },
+	};
+	for (; *s; s++) {
+		size_t i;
+		for (i = 0; i < sizeof(ents) / sizeof(ents[0]) && ents[i].c != *s; i++)
+			;
+		if (i < sizeof(ents) / sizeof(ents[0]))
+			fputs(ents[i].ent, f);
+		else if ((unsigned char)*s >= 0x20 || *s == '\n' || *s == '\t')
+			fputc(*s, f);
+	}
+}
+
+/* A metric fails the job when it regressed, or when it is required and was not compared or
+ * not resolved; an unrequired metric that was not is reported as skipped. */
+static const char *junit_outcome(const struct mw_metric_cmp *m)
+{
+	if (m->verdict == MW_CMP_REGRESSION)
+		return "failure";
+	if (m->verdict == MW_CMP_NOT_COMPARABLE || m->verdict == MW_CMP_INCONCLUSIVE)
+		return m->required ? "failure" : "skipped";
+	return NULL;
+}
+
+static void junit_case(FILE *f, const struct mw_metric_cmp *m)
+{
+	char msg[900];
+	const char *what = junit_outcome(m);
+	if (m->verdict == MW_CMP_NOT_COMPARABLE)
+		snprintf(msg, sizeof(msg), "%s%s: %s", mw_cmp_verdict_name(m->verdict),
+			 m->required ? " (required)" : "", m->reason);
+	else
+		snprintf(msg, sizeof(msg), "%s: %.6g -> %.6g (%+.2f %%, p = %.3g)%s%s",
+			 mw_cmp_verdict_name(m->verdict), m->mean[0], m->mean[1], m->change_pct, m->p,
+			 m->reason[0] ? ": " : "", m->reason);
+	fprintf(f, "    <testcase classname=\"memwall.compare\" name=\"%s\" time=\"0\">",
+		m->metric->name);
+	if (what) {
+		fprintf(f, "\n      <%s message=\"", what);
+		xml_text(f, msg);
+		if (!strcmp(what, "failure"))
+			fprintf(f, "\" type=\"%s\">", mw_cmp_verdict_name(m->verdict));
+		else
+			fprintf(f, "\">");
+		xml_text(f, m->metric->unit);
+		fprintf(f, "</%s>\n    ", what);
+	} else {
+		fprintf(f, "<system-out>");
+		xml_text(f, msg);
+		fprintf(f, "</system-out>");
+	}
+	fprintf(f, "</testcase>\n");
+}
+
+void mw_compare_print_junit(FILE *f, const struct mw_comparison *c, const char *const paths[2])
+{
+	size_t failures = 0, skipped = 0, tests = c->compared ? c->n : 1;
+	for (size_t i = 0; c->compared && i < c->n; i++) {
+		const char *w = junit_outcome(&c->m[i]);
+		failures += w && !strcmp(w, "failure");
+		skipped += w && !strcmp(w, "skipped");
+	}
+	if (!c->compared)
+		failures = 1;
+	fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"memwall "
+		"compare\" tests=\"%zu\" failures=\"%zu\">\n  <testsuite name=\"memwall compare\" "
+		"tests=\"%zu\" failures=\"%zu\" errors=\"0\" skipped=\"%zu\">\n", tests, failures,
+		tests, failures, skipped);
+	fprintf(f, "    <properties>\n");
+	const char *const keys[2] = { "base", "new" };
+	for (int s = 0; s < 2; s++) {
+		fprintf(f, "      <property name=\"%s\" value=\"", keys[s]);
+		xml_text(f, paths[s]);
+		fprintf(f, "\"/>\n");
+	}
+	fprintf(f, "      <property name=\"exit_code\" value=\"%d\"/>\n      <property "
+		"name=\"exit_reason\" value=\"", c->exit_code);
+	xml_text(f, c->exit_reason);
+	fprintf(f, "\"/>\n      <property name=\"forced\" value=\"%s\"/>\n    </properties>\n",
+		c->compared && c->n_diffs ? "true" : "false");
+	if (!c->compared) {
+		/* Refused: one testcase says why, so the CI page shows it and not an empty suite. */
+		fprintf(f, "    <testcase classname=\"memwall.compare\" name=\"comparability\" "
+			"time=\"0\">\n      <failure message=\"settings differ\" type=\"refused\">");
+		for (size_t i = 0; i < c->n_diffs; i++) {
+			char line[700];
+			snprintf(line, sizeof(line), "%s: BASE %s, NEW %s (%s)\n", c->diffs[i].field,
+				 c->diffs[i].base, c->diffs[i].new, c->diffs[i].note);
+			xml_text(f, line);
+		}
+		fprintf(f, "</failure>\n    </testcase>\n");
+	}
+	for (size_t i = 0; c->compared && i < c->n; i++)
+		junit_case(f, &c->m[i]);
+	fprintf(f, "  </testsuite>\n</testsuites>\n");
+}
