@@ -9,11 +9,11 @@
 
 /* ---- Markdown */
 
-/* A figure with its sign and fixed decimals, or nothing when there is none. */
-static void md_num(FILE *f, int decimals, double x)
+/* A signed figure to `digits` significant digits, or nothing when there is none. */
+static void md_num(FILE *f, int digits, double x)
 {
 	if (isfinite(x))
-		fprintf(f, "%+.*f", decimals, x);
+		fprintf(f, "%+.*g", digits, x);
 }
 
 void mw_compare_print_md(FILE *f, const struct mw_comparison *c, const char *const paths[2])
@@ -44,7 +44,7 @@ void mw_compare_print_md(FILE *f, const struct mw_comparison *c, const char *con
 			fprintf(f, " ");
 			md_num(f, 4, m->delta);
 			fprintf(f, " | ");
-			md_num(f, 2, m->change_pct);
+			md_num(f, 3, m->change_pct);
 			fprintf(f, " | ");
 			if (isfinite(m->p))
 				fprintf(f, "%.3g", m->p);
