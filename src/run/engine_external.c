@@ -30,6 +30,7 @@
 
 #include "adapters.h"
 #include "control.h"
+#include "drift.h"
 #include "run_state.h"
 #include "result.h"
 #include "spawn.h"
@@ -118,6 +119,7 @@ struct ext {
 	char sw_reason[1024];        /* the first software event that could not be opened */
 	const struct mw_adapter *adapter;
 	enum mw_adapter_stream stream;
+	struct mw_drift drift;       /* the bandwidth probe, before and after the repetitions */
 };
 
 /* The spawn hook: software counters on the child, with inherit, enabled before it execs. */
@@ -163,7 +165,33 @@ static json_t *software_json(struct ext *x)
 struct idle_sum {
 	uint64_t ns;
 	struct prb_bytes rd, wr, tot;
+	struct energy_sum { double j; enum prb_state state; } energy; /* package energy */
 };
+
+/* Package energy between two readings, with its state: measured only when both were. */
+static struct energy_sum energy_delta(const struct mw_snap *later, const struct mw_snap *earlier)
+{
+	if (later->energy != PRB_MEASURED)
+		return (struct energy_sum){ 0, later->energy };
+	if (earlier->energy != PRB_MEASURED)
+		return (struct energy_sum){ 0, earlier->energy };
+	return (struct energy_sum){ later->joules - earlier->joules, PRB_MEASURED };
+}
+
+static void energy_add(struct energy_sum *sum, struct energy_sum e)
+{
+	if (sum->state != PRB_MEASURED)
+		return;
+	if (e.state != PRB_MEASURED)
+		*sum = e;
+	else
+		sum->j += e.j;
+}
+
+static json_t *energy_json(struct energy_sum e)
+{
+	return e.state == PRB_MEASURED ? json_real(e.j) : json_null();
+}
 
 static void bytes_add(struct prb_bytes *sum, struct prb_bytes b)
 {
@@ -175,12 +203,12 @@ static void bytes_add(struct prb_bytes *sum, struct prb_bytes b)
 		sum->bytes += b.bytes;
 }
 
-/* An idle window of idle_baseline_ms on the DRAM counters, added to *sum. Without DRAM
- * counters there is nothing to count, so no time is spent. */
+/* An idle window of idle_baseline_ms on the system-wide counters (DRAM, package energy),
+ * added to *sum. Without either there is nothing to count, so no time is spent. */
 static void idle_window(struct ext *x, struct idle_sum *sum)
 {
 	struct mw_counters *c = &x->run->ctr;
-	if (!c->dram || x->run->p->idle_baseline_ms <= 0)
+	if ((!c->dram && !c->eset) || x->run->p->idle_baseline_ms <= 0)
 		return;
 	mw_counters_read(c, x->s0);
 	mw_run_sleep_ms(x->run->p->idle_baseline_ms);
@@ -190,12 +218,14 @@ static void idle_window(struct ext *x, struct idle_sum *sum)
 	bytes_add(&sum->rd, x->delta.read);
 	bytes_add(&sum->wr, x->delta.write);
 	bytes_add(&sum->tot, x->delta.total);
+	energy_add(&sum->energy, energy_delta(x->s1, x->s0));
 }
 
 static struct idle_sum idle_start(const struct ext *x)
 {
 	enum prb_state st = x->run->ctr.dram ? PRB_MEASURED : PRB_NOT_RUN;
-	return (struct idle_sum){ 0, { 0, st }, { 0, st }, { 0, st } };
+	enum prb_state est = x->run->ctr.eset ? PRB_MEASURED : PRB_NOT_RUN;
+	return (struct idle_sum){ 0, { 0, st }, { 0, st }, { 0, st }, { 0, est } };
 }
 
 static json_t *idle_json(const struct idle_sum *before, const struct idle_sum *after)
@@ -204,10 +234,11 @@ static json_t *idle_json(const struct idle_sum *before, const struct idle_sum *a
 	bytes_add(&s.rd, after->rd);
 	bytes_add(&s.wr, after->wr);
 	bytes_add(&s.tot, after->tot);
-	return json_pack("{s:I, s:I, s:o, s:o, s:o}", "before_ns", (json_int_t)before->ns,
+	energy_add(&s.energy, after->energy);
+	return json_pack("{s:I, s:I, s:o, s:o, s:o, s:o}", "before_ns", (json_int_t)before->ns,
 			 "after_ns", (json_int_t)after->ns, "dram_read_bytes", mw_bytes_json(s.rd),
 			 "dram_write_bytes", mw_bytes_json(s.wr), "dram_total_bytes",
-			 mw_bytes_json(s.tot));
+			 mw_bytes_json(s.tot), "energy_j", energy_json(s.energy));
 }
 
 static json_t *opt_count(bool known, int64_t v)
@@ -282,6 +313,7 @@ static int process_once(struct ext *x, long n, const char *label, json_t **out, 
 	}
 	mw_counters_read(&x->run->ctr, x->s1);
 	mw_snap_dram_delta(x->s1, x->s0, &x->delta);
+	struct energy_sum energy = energy_delta(x->s1, x->s0);
 	bool dram_open = x->s0->dram_open;
 	json_t *sw = software_json(x);
 	idle_window(x, &after);
@@ -352,8 +384,13 @@ static int process_once(struct ext *x, long n, const char *label, json_t **out, 
 		"valid", !why[0], "invalid_reason", why[0] ? json_string(why) : json_null(),
 		"stderr_tail", tail_of(s.err, s.err_len));
 	jargv = NULL;
-	if (*out)
+	if (*out) {
 		mw_window_set_dram(*out, dram_open, &x->delta);
+		json_object_set_new(*out, "energy_j", energy_json(energy));
+		if (x->run->ctr.eset)
+			json_object_set_new(*out, "energy_state",
+					    json_string(prb_state_name(energy.state)));
+	}
 	if (!*out)
 		rc = mw_error_set(err, -ENOMEM, "", "", "cannot build the run's record");
 out:
@@ -481,12 +518,13 @@ static json_t *engine_json(struct ext *x)
 	json_object_set_new(x->version, "requested", json_string(x->run->o->llama_bin
 								 ? x->run->o->llama_bin
 								 : p->engine.command[0]));
-	json_t *e = json_pack("{s:s, s:n, s:i, s:o, s:O, s:o, s:{s:s, s:s, s:o}}", "kind",
+	json_t *e = json_pack("{s:s, s:n, s:i, s:o, s:O, s:o, s:{s:s, s:s, s:o, s:s}}", "kind",
 			      "external", "kernels", "threads", pl->threads, "cpus", cpus,
 			      "program", x->version, "command", tmpl, "adapter", "name",
 			      x->adapter->name, "stream", stream_name(x->stream), "pattern",
 			      p->engine.adapter_pattern ? json_string(p->engine.adapter_pattern)
-							: json_null());
+							: json_null(), "token_times",
+			      x->adapter->token_times);
 	return e;
 }
 
@@ -501,6 +539,7 @@ static enum mw_run_status external_execute(struct mw_run *run, struct mw_error *
 	mw_run_say(run->o, "differential method: %d repetition%s (+%d warm-up) of %d and %d "
 		   "tokens, %d threads%s", pl->runs, pl->runs == 1 ? "" : "s", pl->warmups,
 		   pl->short_tokens, pl->decode, pl->threads, pl->pinned ? ", pinned" : "");
+	mw_drift_step(&x->drift, run, 0);
 	int total = pl->warmups + pl->runs;
 	for (int i = 0; i < total && !mw_run_stopped() && !run->stop_why[0]; i++)
 		if ((rc = repetition(x, i, reps, err))) {
@@ -515,8 +554,7 @@ static enum mw_run_status external_execute(struct mw_run *run, struct mw_error *
 			json_array_append_new(run->software, json_string(mw_sw_events[i].event));
 	run->runs = json_array();
 	run->engine = engine_json(x);
-	run->drift = json_pack("{s:b, s:s}", "measured", 0, "reason",
-			       "the bandwidth drift probe runs only with memwall's own engine");
+	mw_drift_step(&x->drift, run, 1);
 	run->external = json_pack("{s:s, s:i, s:i, s:b, s:o}", "method", "differential",
 				  "short_tokens", pl->short_tokens, "long_tokens", pl->decode,
 				  "allow_short", pl->p->allow_short, "repetitions", reps);
@@ -538,7 +576,7 @@ static void external_close(struct mw_run *run)
 
 const struct mw_engine_row mw_engine_external = {
 	.kind = MW_ENGINE_EXTERNAL,
-	.energy = false,
+	.energy = true,
 	.prepare = external_prepare,
 	.execute = external_execute,
 	.summarize = external_summarize,
