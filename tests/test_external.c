@@ -291,6 +291,102 @@ static void test_timings(void)
 	t_output_free(&o);
 }
 
+/* measure.method "aios-whole-process": one process of N per repetition, the requested count
+ * assumed, the first uncore_imc_free_running instance's reads / 2^20 / N under AIOS's name
+ * only. The arithmetic is checked on known counts put into the raw records (no DRAM counters
+ * here), with the statistics recomputed by the test: population sd (ddof 0), CV < 5 %. */
+static const char aios_head[] =
+	"{\"name\": \"aios-ext\", \"model\": {\"format\": \"llama2c\", \"synth\": "
+	"{\"shape\": \"stories260K\"}},\n"
+	" \"engine\": {\"kind\": \"external\", \"threads_rule\": \"cpu-count-halved\", "
+	"\"command\": [\"memwall\", \"generate\", \"-m\", \"{model}\", \"-n\", \"{n}\", "
+	"\"-t\", \"{threads}\", \"--temperature\", \"0\", \"--ids\"],\n"
+	"  \"adapter\": {\"name\": \"memwall-tokens\", \"stream\": \"stderr\"}},\n"
+	" \"measure\": {\"method\": \"aios-whole-process\"},\n"
+	" \"decode_tokens\": 24, \"runs\": 3, \"warmup_runs\": 1, \"idle_baseline_ms\": 0, "
+	"\"drift\": {\"probe_ms\": 0}";
+
+static void test_aios_method(void)
+{
+	struct t_output o;
+	char body[2048];
+	snprintf(body, sizeof(body), "%s}\n", aios_head);
+	json_t *doc = run_protocol("aios", body, "bin", &o);
+	T_EQ_INT(o.status, 0);
+	T_CONTAINS(o.err, "24 tokens assumed (AIOS's method)");
+	T_ASSERT(doc != NULL);
+	if (!doc) {
+		t_output_free(&o);
+		return;
+	}
+	long online = sysconf(_SC_NPROCESSORS_ONLN);
+	T_EQ_INT(json_integer_value(get(doc, "engine", "threads", NULL)),
+		 online >= 2 ? online / 2 : 1);
+	T_EQ_STR(json_string_value(get(doc, "external", "method", NULL)), "aios-whole-process");
+	json_t *reps = (json_t *)(uintptr_t)get(doc, "external", "repetitions", NULL), *rep;
+	T_EQ_INT(json_array_size(reps), 4);
+	/* memwall's own metrics are never filled by AIOS's method. */
+	const json_t *m = get(doc, "summary", "metrics", NULL);
+	T_ASSERT(json_is_false(get(m, "dram_MB_per_token", "measured", NULL)));
+	T_CONTAINS(json_string_value(get(m, "dram_MB_per_token", "reason", NULL)), "AIOS's method");
+	T_ASSERT(get(doc, "summary", "aios_method", "aios_method_MB_per_token") != NULL);
+
+	/* Known bytes: the first free-running instance read 2^20 x (2000 + 10 i) bytes. */
+	size_t i;
+	double v[4], sum = 0;
+	json_array_foreach(reps, i, rep) {
+		json_t *l = json_object_get(rep, "long");
+		T_ASSERT(json_is_null(json_object_get(rep, "short")));
+		T_ASSERT(json_is_true(json_object_get(l, "valid")));
+		double bytes = 1048576.0 * (2000 + 10 * (double)i);
+		json_object_set_new(l, "aios_counter", json_pack("{s:s, s:I, s:n}", "pmu",
+				    "uncore_imc_free_running_0", "read_bytes", (json_int_t)bytes,
+				    "reason"));
+		v[i] = bytes / 1048576.0 / 24;
+		if (i > 0)
+			sum += v[i];
+	}
+	struct mw_error err;
+	mw_error_clear(&err);
+	T_EQ_INT(mw_result_validate(doc, "edited aios record", &err), MW_RESULT_INCONSISTENT);
+	T_EQ_INT(mw_result_derive(doc, "edited aios record", &err), 0);
+	const json_t *a = get(doc, "summary", "aios_method", "aios_method_MB_per_token");
+	double mean = sum / 3, ss = 0;
+	for (i = 1; i < 4; i++) {
+		T_NEAR(num(get(json_array_get(reps, i), "figures", NULL, NULL),
+			   "aios_method_MB_per_token"), v[i], 1e-9);
+		ss += (v[i] - mean) * (v[i] - mean);
+	}
+	T_EQ_INT(json_integer_value(json_object_get(a, "n")), 3);
+	T_NEAR(num(a, "mean"), mean, 1e-9);
+	T_NEAR(num(a, "sd_population"), sqrt(ss / 3), 1e-9);
+	T_NEAR(num(a, "cv_pct_population"), 100 * sqrt(ss / 3) / mean, 1e-9);
+	T_ASSERT(json_is_true(json_object_get(a, "pass")) == (100 * sqrt(ss / 3) / mean < 5));
+	T_EQ_STR(json_string_value(get(doc, "summary", "aios_method", "counter")),
+		 "uncore_imc_free_running_0");
+	m = get(doc, "summary", "metrics", NULL);
+	T_ASSERT(json_is_false(get(m, "dram_MB_per_token", "measured", NULL)));
+	T_EQ_INT(mw_result_validate(doc, "re-derived aios record", &err), 0);
+	json_decref(doc);
+	t_output_free(&o);
+
+	/* Refusals: AIOS's method is for external programs, with one length. */
+	static const struct {
+		const char *tail, *want;
+	} bad[] = {
+		{ ", \"differential\": {\"short_tokens\": 4}}", "AIOS's method runs one length" },
+		{ ", \"allow_short\": true}", "AIOS's method runs one length" },
+	};
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(body, sizeof(body), "%s%s\n", aios_head, bad[i].tail);
+		doc = run_protocol("aios-bad", body, NULL, &o);
+		T_EQ_INT(o.status, 2);
+		T_CONTAINS(o.err, bad[i].want);
+		json_decref(doc);
+		t_output_free(&o);
+	}
+}
+
 /* The program prints no token line: the run is invalid, stops, and says why and what to do. */
 static void test_no_token_line(void)
 {
@@ -495,6 +591,7 @@ int main(void)
 	setenv("MEMWALL_CACHE_DIR", cache, 1);
 	test_generate();
 	test_timings();
+	test_aios_method();
 	test_no_token_line();
 	test_short_count();
 	test_injection();

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "aios_method.h"
 #include "differential.h"
 #include "metrics.h"
 #include "stats.h"
@@ -241,6 +242,9 @@ int mw_differential_derive(json_t *doc, const char *source, struct mw_error *err
 	char name[128], unit[256];
 	int rc;
 
+	const char *method = json_string_value(json_object_get(ext, "method"));
+	if (method && !strcmp(method, MW_AIOS_METHOD))
+		return mw_aios_method_derive(doc, source, err);
 	const char *basis = !strcmp(mw_dram_basis(doc), "total") ? "dram_total_bytes"
 								 : "dram_read_bytes";
 	if (!json_is_array(reps))

@@ -251,6 +251,36 @@ static json_t *opt_ms(bool known, double v)
 	return known ? mw_json_num(v) : json_null();
 }
 
+/* AIOS's method counts one counter: the first uncore_imc_free_running instance by name (its
+ * script sorts perf's accepted events so that such a name wins). The instance's read bytes
+ * over the process, or null with the reason when this machine's DRAM backend has none. */
+static json_t *aios_counter_json(const struct ext *x)
+{
+	static const char prefix[] = "uncore_imc_free_running";
+	const struct mw_counters *c = &x->run->ctr;
+	const struct prb_dram_status *st = c->dram ? prb_dram_status(c->dram) : NULL;
+	int best = -1;
+	for (int i = 0; st && i < st->n_instances && i < x->delta.n_instances; i++)
+		if (!strncmp(st->instances[i].pmu, prefix, sizeof(prefix) - 1) &&
+		    (best < 0 || strcmp(st->instances[i].pmu, st->instances[best].pmu) < 0))
+			best = i;
+	if (best < 0) {
+		char why[1200];
+		if (!st)
+			snprintf(why, sizeof(why), "DRAM is not measured: %s", c->dram_reason);
+		else
+			snprintf(why, sizeof(why), "this machine's DRAM backend (%s) has no "
+				 "uncore_imc_free_running instance, the counter AIOS's script prefers; "
+				 "memwall does not guess which counter the script would have taken "
+				 "instead", st->backend);
+		return json_pack("{s:n, s:n, s:s}", "pmu", "read_bytes", "reason", why);
+	}
+	const struct prb_bytes rd = x->delta.inst[best].read;
+	return json_pack("{s:s, s:o, s:o}", "pmu", st->instances[best].pmu, "read_bytes",
+			 mw_bytes_json(rd), "reason", rd.state == PRB_MEASURED ? json_null()
+			 : json_string(prb_state_name(rd.state)));
+}
+
 /* The last TAIL_MAX bytes of text, from a line start where one is near. */
 static const char *tail_of(const char *text, size_t len)
 {
@@ -279,6 +309,8 @@ static int process_once(struct ext *x, long n, const char *label, json_t **out, 
 	struct mw_adapter_result res = { 0 }; /* an adapter that stops early leaves the rest unset */
 	struct mw_error aerr;
 	struct idle_sum before = idle_start(x), after = before;
+	/* AIOS's method has no idle windows and takes the command's success as the count. */
+	const bool aios = p->measure == MW_MEASURE_AIOS;
 	char *buf = NULL;
 	int rc = 0;
 
@@ -304,7 +336,8 @@ static int process_once(struct ext *x, long n, const char *label, json_t **out, 
 	}
 	s.argv = argv;
 
-	idle_window(x, &before);
+	if (!aios)
+		idle_window(x, &before);
 	mw_counters_read(&x->run->ctr, x->s0);
 	if ((rc = mw_spawn_run(&s, err))) {
 		prb_set_free(x->sset);
@@ -316,7 +349,8 @@ static int process_once(struct ext *x, long n, const char *label, json_t **out, 
 	struct energy_sum energy = energy_delta(x->s1, x->s0);
 	bool dram_open = x->s0->dram_open;
 	json_t *sw = software_json(x);
-	idle_window(x, &after);
+	if (!aios)
+		idle_window(x, &after);
 
 	/* The adapter reads the stream the protocol names (stdout then stderr for "both"). */
 	const char *text = x->stream == MW_ADAPTER_STDOUT ? s.out : s.err;
@@ -353,6 +387,8 @@ static int process_once(struct ext *x, long n, const char *label, json_t **out, 
 	else if (s.exit_code != 0)
 		snprintf(why, wn, "exited with status %d%s%s", s.exit_code,
 			 arc ? ": " : "", arc ? aerr.text : "");
+	else if (aios)
+		; /* the command succeeded: AIOS's script then assumes the requested count */
 	else if (arc)
 		snprintf(why, wn, "%s%s%s", aerr.field[0] ? aerr.field : "",
 			 aerr.field[0] ? ": " : "", aerr.text);
@@ -387,6 +423,8 @@ static int process_once(struct ext *x, long n, const char *label, json_t **out, 
 	if (*out) {
 		mw_window_set_dram(*out, dram_open, &x->delta);
 		json_object_set_new(*out, "energy_j", energy_json(energy));
+		if (aios)
+			json_object_set_new(*out, "aios_counter", aios_counter_json(x));
 		if (x->run->ctr.eset)
 			json_object_set_new(*out, "energy_state",
 					    json_string(prb_state_name(energy.state)));
@@ -423,6 +461,19 @@ static void external_summarize(const struct mw_run *run, const json_t *doc)
 	};
 	const struct mw_run_options *o = run->o;
 	const json_t *m = json_object_get(json_object_get(doc, "summary"), "metrics");
+	if (run->p->measure == MW_MEASURE_AIOS) {
+		const json_t *a = json_object_get(json_object_get(json_object_get(doc, "summary"),
+								  "aios_method"), "aios_method_MB_per_token");
+		if (json_is_true(json_object_get(a, "measured")))
+			mw_run_say(o, "AIOS's method \"MB\"/token (MiB, one controller, whole process, "
+				   "assumed count; not memwall's figure): %.6g, CV %.3g%% (population)",
+				   json_number_value(json_object_get(a, "mean")),
+				   json_number_value(json_object_get(a, "cv_pct_population")));
+		else
+			mw_run_say(o, "AIOS's method MB/token: not measured (%s)",
+				   json_string_value(json_object_get(a, "reason")));
+		return;
+	}
 	const json_t *tok = json_object_get(m, "tok_per_s");
 	if (json_is_true(json_object_get(tok, "measured")))
 		mw_run_say(o, "decode tok/s (engine's own timings): %.4g", json_number_value(
@@ -475,7 +526,8 @@ static int repetition(struct ext *x, int i, json_t *reps, struct mw_error *err)
 	const int len[2] = { run->plan.short_tokens, run->plan.decode };
 	static const char *const name[2] = { "short", "long" };
 	int rc;
-	for (int k = 0; k < 2 && !run->stop_why[0]; k++) {
+	/* AIOS's method: one process of N tokens per repetition, kept as the long run. */
+	for (int k = run->p->measure == MW_MEASURE_AIOS; k < 2 && !run->stop_why[0]; k++) {
 		char label[64], why[1024];
 		snprintf(label, sizeof(label), "repetition %d%s, %s run", i + 1,
 			 warm ? " (warm-up)" : "", name[k]);
@@ -489,12 +541,17 @@ static int repetition(struct ext *x, int i, json_t *reps, struct mw_error *err)
 			snprintf(run->stop_why, sizeof(run->stop_why), "%s (%d tokens) is invalid: %s",
 				 label, len[k], why);
 			mw_run_say(run->o, "%s", run->stop_why);
+		} else if (run->p->measure == MW_MEASURE_AIOS) {
+			mw_run_say(run->o, "%s: exited 0, %d tokens assumed (AIOS's method), %.3f s "
+				   "wall", label, len[k], secs);
 		} else {
 			mw_run_say(run->o, "%s: %lld tokens confirmed by %s, %.3f s wall", label,
 			    (long long)json_integer_value(json_object_get(ad, "decode_tokens")),
 			    x->adapter->name, secs);
 		}
 	}
+	if (!proc[0])
+		proc[0] = json_null();
 	if (!proc[1])
 		proc[1] = json_null();
 	json_array_append_new(reps, json_pack("{s:i, s:b, s:o, s:o, s:{}}", "index", i, "warmup",
@@ -536,9 +593,17 @@ static enum mw_run_status external_execute(struct mw_run *run, struct mw_error *
 	int rc;
 	if (!reps)
 		return MW_RUN_ENVIRONMENT;
-	mw_run_say(run->o, "differential method: %d repetition%s (+%d warm-up) of %d and %d "
-		   "tokens, %d threads%s", pl->runs, pl->runs == 1 ? "" : "s", pl->warmups,
-		   pl->short_tokens, pl->decode, pl->threads, pl->pinned ? ", pinned" : "");
+	bool aios = pl->p->measure == MW_MEASURE_AIOS;
+	if (aios)
+		mw_run_say(run->o, "AIOS's method (whole process, one controller, assumed count): "
+			   "%d repetition%s (+%d warm-up) of %d tokens, %d threads%s", pl->runs,
+			   pl->runs == 1 ? "" : "s", pl->warmups, pl->decode, pl->threads,
+			   pl->pinned ? ", pinned" : "");
+	else
+		mw_run_say(run->o, "differential method: %d repetition%s (+%d warm-up) of %d and "
+			   "%d tokens, %d threads%s", pl->runs, pl->runs == 1 ? "" : "s",
+			   pl->warmups, pl->short_tokens, pl->decode, pl->threads,
+			   pl->pinned ? ", pinned" : "");
 	mw_drift_step(&x->drift, run, 0);
 	int total = pl->warmups + pl->runs;
 	for (int i = 0; i < total && !mw_run_stopped() && !run->stop_why[0]; i++)
@@ -555,9 +620,11 @@ static enum mw_run_status external_execute(struct mw_run *run, struct mw_error *
 	run->runs = json_array();
 	run->engine = engine_json(x);
 	mw_drift_step(&x->drift, run, 1);
-	run->external = json_pack("{s:s, s:i, s:i, s:b, s:o}", "method", "differential",
-				  "short_tokens", pl->short_tokens, "long_tokens", pl->decode,
-				  "allow_short", pl->p->allow_short, "repetitions", reps);
+	run->external = json_pack("{s:s, s:i, s:b, s:o}", "method", aios ? "aios-whole-process"
+				  : "differential", "long_tokens", pl->decode, "allow_short",
+				  pl->p->allow_short, "repetitions", reps);
+	if (run->external && !aios)
+		json_object_set_new(run->external, "short_tokens", json_integer(pl->short_tokens));
 	return run->engine && run->drift && run->external ? MW_RUN_DONE : MW_RUN_ENVIRONMENT;
 }
 
