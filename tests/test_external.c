@@ -89,6 +89,38 @@ static void check_counter(const json_t *rep, const char *raw, bool software, con
 	T_NEAR(num(fig, whole), b2 / n2 / scale, 1e-9 * fabs(b2) / scale);
 }
 
+/* Package energy: measured around each process, net of the idle share like DRAM, and checked
+ * with the test's own arithmetic; or not measured with the counter's own reason, never 0. */
+static void check_energy(const json_t *doc)
+{
+	const json_t *reps = get(doc, "external", "repetitions", NULL), *rep;
+	const json_t *m = get(doc, "summary", "metrics", "energy_J_per_token");
+	size_t i;
+	if (!json_is_true(get(doc, "counters", "energy", "measured"))) {
+		const char *why = json_string_value(get(doc, "counters", "energy", "reason"));
+		T_ASSERT(why && !strstr(why, "not read around external engines"));
+		T_ASSERT(json_is_false(json_object_get(m, "measured")));
+		T_EQ_STR(json_string_value(json_object_get(m, "reason")), why);
+		json_array_foreach(reps, i, rep)
+			T_ASSERT(json_is_null(get(rep, "long", "energy_j", NULL)));
+		return;
+	}
+	json_array_foreach(reps, i, rep) {
+		double b[2];
+		const char *side[2] = { "short", "long" };
+		for (int k = 0; k < 2; k++) {
+			const json_t *p = json_object_get(rep, side[k]), *idle = json_object_get(p, "idle");
+			double ns = num(idle, "before_ns") + num(idle, "after_ns");
+			double rate = ns > 0 ? num(idle, "energy_j") / (ns * 1e-9) : 0;
+			b[k] = num(p, "energy_j") - rate * num(p, "wall_ns") * 1e-9;
+		}
+		double n1 = num(get(rep, "short", "adapter", NULL), "decode_tokens");
+		double n2 = num(get(rep, "long", "adapter", NULL), "decode_tokens");
+		T_NEAR(num(json_object_get(rep, "figures"), "energy_J_per_token"),
+		       (b[1] - b[0]) / (n2 - n1), 1e-9 * fabs(b[1]));
+	}
+}
+
 static void test_generate(void)
 {
 	struct t_output o;
@@ -102,7 +134,8 @@ static void test_generate(void)
 		"  \"adapter\": {\"name\": \"memwall-tokens\", \"stream\": \"stderr\", \"pattern\": "
 		"\"memwall generate: {decode} tokens ({prompt} prompt)\"}},\n"
 		" \"decode_tokens\": 160, \"differential\": {\"short_tokens\": 40}, \"runs\": 3, "
-		"\"warmup_runs\": 1, \"idle_baseline_ms\": 20}\n",
+		"\"warmup_runs\": 1, \"idle_baseline_ms\": 20,\n"
+		" \"drift\": {\"probe_ms\": 50, \"max_bandwidth_change_pct\": 1000}}\n",
 		"bin", &o);
 	if (o.status != 0)
 		fprintf(stderr, "memwall run exited %d:\n%s\n%s\n", o.status, o.out, o.err);
@@ -177,6 +210,13 @@ static void test_generate(void)
 					  "dram_read_MB_per_token", NULL)));
 	}
 
+	/* The drift probe runs around the repetitions, as with the builtin engine. */
+	T_ASSERT(json_is_true(get(doc, "drift", "measured", NULL)));
+	T_ASSERT(num(json_object_get(doc, "drift"), "before_gbps") > 0);
+	T_ASSERT(num(json_object_get(doc, "drift"), "after_gbps") > 0);
+	T_CONTAINS(o.err, "bandwidth probe before the runs: ");
+	check_energy(doc);
+
 	/* Engine-accounted bytes: the same arithmetic, on counts put into the raw records. Each
 	 * run "loads" 10^6 bytes and then reads 3000 per prompt and decode token. */
 	json_array_foreach(reps, i, rep) {
@@ -203,6 +243,150 @@ static void test_generate(void)
 	t_output_free(&o);
 }
 
+/* The generic memwall-tokens line carries decode_ms and decode_steps: the mean time per
+ * decode step is measured from them (the engine's own timings); percentiles are not, with a
+ * reason naming what the adapter reads. */
+static void test_timings(void)
+{
+	struct t_output o;
+	json_t *doc = run_protocol(
+		"timings",
+		"{\"name\": \"timings-ext\", \"model\": {\"format\": \"llama2c\", \"synth\": "
+		"{\"shape\": \"stories260K\"}},\n"
+		" \"engine\": {\"kind\": \"external\", \"threads\": 1, \"command\": [\"memwall\", "
+		"\"generate\", \"-m\", \"{model}\", \"-n\", \"{n}\", \"-t\", \"{threads}\", "
+		"\"--temperature\", \"0\", \"--ids\", \"--report-line\"],\n"
+		"  \"adapter\": {\"name\": \"memwall-tokens\", \"stream\": \"stderr\"}},\n"
+		" \"decode_tokens\": 24, \"differential\": {\"short_tokens\": 8}, \"runs\": 2, "
+		"\"warmup_runs\": 0, \"idle_baseline_ms\": 0, \"drift\": {\"probe_ms\": 0}}\n",
+		"bin", &o);
+	T_EQ_INT(o.status, 0);
+	T_ASSERT(doc != NULL);
+	if (!doc) {
+		t_output_free(&o);
+		return;
+	}
+	const json_t *reps = get(doc, "external", "repetitions", NULL), *rep;
+	const json_t *m = get(doc, "summary", "metrics", NULL);
+	size_t i;
+	double sum = 0;
+	json_array_foreach(reps, i, rep) {
+		const json_t *ad = get(rep, "long", "adapter", NULL);
+		double want = num(ad, "eval_ms") * 1e6 / num(ad, "eval_runs");
+		T_ASSERT(want > 0);
+		T_NEAR(num(json_object_get(rep, "figures"), "latency_mean_ns"), want, 1e-9 * want);
+		sum += want;
+	}
+	T_NEAR(num(json_object_get(m, "latency_mean_ns"), "mean"), sum / 2, 1e-9 * sum);
+	T_ASSERT(json_is_false(get(m, "latency_p99_ns", "measured", NULL)));
+	T_CONTAINS(json_string_value(get(m, "latency_p50_ns", "reason", NULL)),
+		   "the memwall-tokens adapter reads decode_ms over decode_steps");
+	/* Turned off by the protocol: said so, not measured. */
+	T_ASSERT(json_is_false(get(doc, "drift", "measured", NULL)));
+	T_CONTAINS(json_string_value(get(doc, "drift", "reason", NULL)), "drift.probe_ms is 0");
+	struct mw_error err;
+	mw_error_clear(&err);
+	T_EQ_INT(mw_result_validate(doc, "timings record", &err), 0);
+	json_decref(doc);
+	t_output_free(&o);
+}
+
+/* measure.method "aios-whole-process": one process of N per repetition, the requested count
+ * assumed, the first uncore_imc_free_running instance's reads / 2^20 / N under AIOS's name
+ * only. The arithmetic is checked on known counts put into the raw records (no DRAM counters
+ * here), with the statistics recomputed by the test: population sd (ddof 0), CV < 5 %. */
+static const char aios_head[] =
+	"{\"name\": \"aios-ext\", \"model\": {\"format\": \"llama2c\", \"synth\": "
+	"{\"shape\": \"stories260K\"}},\n"
+	" \"engine\": {\"kind\": \"external\", \"threads_rule\": \"cpu-count-halved\", "
+	"\"command\": [\"memwall\", \"generate\", \"-m\", \"{model}\", \"-n\", \"{n}\", "
+	"\"-t\", \"{threads}\", \"--temperature\", \"0\", \"--ids\"],\n"
+	"  \"adapter\": {\"name\": \"memwall-tokens\", \"stream\": \"stderr\"}},\n"
+	" \"measure\": {\"method\": \"aios-whole-process\"},\n"
+	" \"decode_tokens\": 24, \"runs\": 3, \"warmup_runs\": 1, \"idle_baseline_ms\": 0, "
+	"\"drift\": {\"probe_ms\": 0}";
+
+static void test_aios_method(void)
+{
+	struct t_output o;
+	char body[2048];
+	snprintf(body, sizeof(body), "%s}\n", aios_head);
+	json_t *doc = run_protocol("aios", body, "bin", &o);
+	T_EQ_INT(o.status, 0);
+	T_CONTAINS(o.err, "24 tokens assumed (AIOS's method)");
+	T_ASSERT(doc != NULL);
+	if (!doc) {
+		t_output_free(&o);
+		return;
+	}
+	long online = sysconf(_SC_NPROCESSORS_ONLN);
+	T_EQ_INT(json_integer_value(get(doc, "engine", "threads", NULL)),
+		 online >= 2 ? online / 2 : 1);
+	T_EQ_STR(json_string_value(get(doc, "external", "method", NULL)), "aios-whole-process");
+	json_t *reps = (json_t *)(uintptr_t)get(doc, "external", "repetitions", NULL), *rep;
+	T_EQ_INT(json_array_size(reps), 4);
+	/* memwall's own metrics are never filled by AIOS's method. */
+	const json_t *m = get(doc, "summary", "metrics", NULL);
+	T_ASSERT(json_is_false(get(m, "dram_MB_per_token", "measured", NULL)));
+	T_CONTAINS(json_string_value(get(m, "dram_MB_per_token", "reason", NULL)), "AIOS's method");
+	T_ASSERT(get(doc, "summary", "aios_method", "aios_method_MB_per_token") != NULL);
+
+	/* Known bytes: the first free-running instance read 2^20 x (2000 + 10 i) bytes. */
+	size_t i;
+	double v[4], sum = 0;
+	json_array_foreach(reps, i, rep) {
+		json_t *l = json_object_get(rep, "long");
+		T_ASSERT(json_is_null(json_object_get(rep, "short")));
+		T_ASSERT(json_is_true(json_object_get(l, "valid")));
+		double bytes = 1048576.0 * (2000 + 10 * (double)i);
+		json_object_set_new(l, "aios_counter", json_pack("{s:s, s:I, s:n}", "pmu",
+				    "uncore_imc_free_running_0", "read_bytes", (json_int_t)bytes,
+				    "reason"));
+		v[i] = bytes / 1048576.0 / 24;
+		if (i > 0)
+			sum += v[i];
+	}
+	struct mw_error err;
+	mw_error_clear(&err);
+	T_EQ_INT(mw_result_validate(doc, "edited aios record", &err), MW_RESULT_INCONSISTENT);
+	T_EQ_INT(mw_result_derive(doc, "edited aios record", &err), 0);
+	const json_t *a = get(doc, "summary", "aios_method", "aios_method_MB_per_token");
+	double mean = sum / 3, ss = 0;
+	for (i = 1; i < 4; i++) {
+		T_NEAR(num(get(json_array_get(reps, i), "figures", NULL, NULL),
+			   "aios_method_MB_per_token"), v[i], 1e-9);
+		ss += (v[i] - mean) * (v[i] - mean);
+	}
+	T_EQ_INT(json_integer_value(json_object_get(a, "n")), 3);
+	T_NEAR(num(a, "mean"), mean, 1e-9);
+	T_NEAR(num(a, "sd_population"), sqrt(ss / 3), 1e-9);
+	T_NEAR(num(a, "cv_pct_population"), 100 * sqrt(ss / 3) / mean, 1e-9);
+	T_ASSERT(json_is_true(json_object_get(a, "pass")) == (100 * sqrt(ss / 3) / mean < 5));
+	T_EQ_STR(json_string_value(get(doc, "summary", "aios_method", "counter")),
+		 "uncore_imc_free_running_0");
+	m = get(doc, "summary", "metrics", NULL);
+	T_ASSERT(json_is_false(get(m, "dram_MB_per_token", "measured", NULL)));
+	T_EQ_INT(mw_result_validate(doc, "re-derived aios record", &err), 0);
+	json_decref(doc);
+	t_output_free(&o);
+
+	/* Refusals: AIOS's method is for external programs, with one length. */
+	static const struct {
+		const char *tail, *want;
+	} bad[] = {
+		{ ", \"differential\": {\"short_tokens\": 4}}", "AIOS's method runs one length" },
+		{ ", \"allow_short\": true}", "AIOS's method runs one length" },
+	};
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(body, sizeof(body), "%s%s\n", aios_head, bad[i].tail);
+		doc = run_protocol("aios-bad", body, NULL, &o);
+		T_EQ_INT(o.status, 2);
+		T_CONTAINS(o.err, bad[i].want);
+		json_decref(doc);
+		t_output_free(&o);
+	}
+}
+
 /* The program prints no token line: the run is invalid, stops, and says why and what to do. */
 static void test_no_token_line(void)
 {
@@ -213,7 +397,7 @@ static void test_no_token_line(void)
 		"{\"shape\": \"stories260K\"}}, \"engine\": {\"kind\": \"external\", \"command\": "
 		"[\"memwall\", \"generate\", \"-m\", \"{model}\", \"-n\", \"{n}\", \"--ids\"], "
 		"\"adapter\": {\"name\": \"memwall-tokens\", \"stream\": \"both\"}}, "
-		"\"decode_tokens\": 8, \"runs\": 2, \"idle_baseline_ms\": 0}",
+		"\"decode_tokens\": 8, \"runs\": 2, \"idle_baseline_ms\": 0, \"drift\": {\"probe_ms\": 0}}",
 		"bin", &o);
 	T_EQ_INT(o.status, 1);
 	T_CONTAINS(o.err, "repetition 1 (warm-up), short run (2 tokens) is invalid: no "
@@ -246,7 +430,7 @@ static void test_short_count(void)
 		"{\"shape\": \"stories260K\"}}, \"engine\": {\"kind\": \"external\", \"command\": "
 		"[\"printf\", \"memwall-tokens: decode=3\\\\n%%.0s%%.0s\", \"{n}\", \"{model}\"], "
 		"\"adapter\": {\"name\": \"memwall-tokens\", \"stream\": \"stdout\"}}, "
-		"\"decode_tokens\": 16, \"runs\": 1, \"warmup_runs\": 0, \"idle_baseline_ms\": 0%s}";
+		"\"decode_tokens\": 16, \"runs\": 1, \"warmup_runs\": 0, \"idle_baseline_ms\": 0, \"drift\": {\"probe_ms\": 0}%s}";
 	char body[1024];
 	struct t_output o;
 	snprintf(body, sizeof(body), fmt, "", "");
@@ -300,7 +484,7 @@ static void test_injection(void)
 		 "\"external\", \"command\": [\"printf\", \"memwall-tokens: decode=%%s\\\\n[%%s]\\\\n"
 		 "%%.0s\", \"{n}\", \"{prompt}\", \"{model}\"], \"adapter\": {\"name\": "
 		 "\"memwall-tokens\", \"stream\": \"stdout\"}}, \"decode_tokens\": 8, \"runs\": 1, "
-		 "\"warmup_runs\": 0, \"idle_baseline_ms\": 0}", jprompt);
+		 "\"warmup_runs\": 0, \"idle_baseline_ms\": 0, \"drift\": {\"probe_ms\": 0}}", jprompt);
 	json_t *doc = run_protocol("inject", body, NULL, &o);
 	if (o.status != 0)
 		fprintf(stderr, "%s\n", o.err);
@@ -335,7 +519,7 @@ static void test_pinning(void)
 		 "[%d], \"command\": [\"sh\", \"-c\", \"grep Cpus_allowed_list /proc/self/status "
 		 ">&2; echo memwall-tokens: decode=$0 >&2; echo threads=$2 >&2\", \"{n}\", "
 		 "\"{model}\", \"{threads}\"], \"adapter\": {\"name\": \"memwall-tokens\"}}, "
-		 "\"decode_tokens\": 8, \"runs\": 1, \"warmup_runs\": 0, \"idle_baseline_ms\": 0}",
+		 "\"decode_tokens\": 8, \"runs\": 1, \"warmup_runs\": 0, \"idle_baseline_ms\": 0, \"drift\": {\"probe_ms\": 0}}",
 		 cpu);
 	json_t *doc = run_protocol("pin", body, NULL, &o);
 	if (o.status != 0)
@@ -406,6 +590,8 @@ int main(void)
 	snprintf(cache, sizeof(cache), "%s/cache", scratch);
 	setenv("MEMWALL_CACHE_DIR", cache, 1);
 	test_generate();
+	test_timings();
+	test_aios_method();
 	test_no_token_line();
 	test_short_count();
 	test_injection();

@@ -71,7 +71,7 @@ static json_t *run(const char *name, const char *stream, struct t_output *o)
 		 "  \"adapter\": {\"name\": \"llama-completion\", \"stream\": \"%s\"}, "
 		 "\"timeout_s\": 60},\n"
 		 " \"decode_tokens\": 32, \"differential\": {\"short_tokens\": 8}, \"runs\": 2, "
-		 "\"warmup_runs\": 0, \"idle_baseline_ms\": 0}\n",
+		 "\"warmup_runs\": 0, \"idle_baseline_ms\": 0, \"drift\": {\"probe_ms\": 0}}\n",
 		 name, model, script, stream);
 	FILE *f = fopen(proto, "w");
 	if (!f) {

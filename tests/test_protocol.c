@@ -312,8 +312,82 @@ static void test_schema_enums(void)
 	json_decref(schema);
 }
 
-int main(void)
+/* No shipped protocol or projections file carries a placeholder: each is a baseline someone
+ * runs as it is. */
+static void scan_placeholders(const char *dir)
 {
+	static const char *const markers[] = { "TODO", "placeholder", "TBD", "XXX", "FIXME" };
+	char path[4600];
+	size_t len;
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	T_ASSERT(d != NULL);
+	while (d && (de = readdir(d))) {
+		if (!ends_with(de->d_name, ".json"))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		char *text = slurp(path, &len);
+		T_ASSERT(text != NULL);
+		for (size_t k = 0; text && k < sizeof(markers) / sizeof(markers[0]); k++) {
+			const char *hit = strcasestr(text, markers[k]);
+			if (hit)
+				fprintf(stderr, "%s: placeholder marker '%s' at byte %zu\n", path,
+					markers[k], (size_t)(hit - text));
+			T_ASSERT(hit == NULL);
+		}
+		free(text);
+	}
+	if (d)
+		closedir(d);
+}
+
+static void test_no_placeholders(void)
+{
+	char dir[4096];
+	snprintf(dir, sizeof(dir), "%s/protocols", root());
+	scan_placeholders(dir);
+	snprintf(dir, sizeof(dir), "%s/protocols/projections", root());
+	scan_placeholders(dir);
+}
+
+/* The AIOS protocols carry AIOS's baseline prompt byte for byte (the shared reference copy,
+ * when it is at hand: MEMWALL_SHARED). Returns false when it is not, so main can skip. */
+static bool test_aios_prompt(void)
+{
+	static const char *const names[] = { "falcon7b-q4km-llamacpp.json",
+					      "falcon7b-q4km-llamacpp-aios-method.json" };
+	const char *shared = getenv("MEMWALL_SHARED");
+	char path[4600];
+	size_t len = 0;
+	snprintf(path, sizeof(path), "%s/reference/aios/baseline-prompt.txt", shared ? shared : "");
+	char *want = shared ? slurp(path, &len) : NULL;
+	if (!want) {
+		fprintf(stderr, "skip: AIOS prompt comparison: %s not readable (set MEMWALL_SHARED to "
+			"the shared reference folder)\n", path);
+		return false;
+	}
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		struct mw_protocol *p = NULL;
+		struct mw_error err;
+		mw_error_clear(&err);
+		snprintf(path, sizeof(path), "%s/protocols/%s", root(), names[i]);
+		T_EQ_INT(mw_protocol_load(&p, path, 0, &err), 0);
+		T_ASSERT(p && p->prompt && strlen(p->prompt) == len && !memcmp(p->prompt, want, len));
+		mw_protocol_free(p);
+	}
+	free(want);
+	return true;
+}
+
+/* With --aios-prompt, only the comparison with the shared reference: its own test row
+ * (tests/meson.build), so a machine without ../shared skips that and nothing else. */
+int main(int argc, char **argv)
+{
+	if (argc > 1 && !strcmp(argv[1], "--aios-prompt")) {
+		bool compared = test_aios_prompt();
+		int rc = t_done();
+		return rc == 0 && !compared ? 77 : rc;
+	}
 	test_schema_enums();
 	test_shipped();
 	test_embedded_default();
@@ -321,5 +395,6 @@ int main(void)
 	test_relative();
 	test_bad();
 	test_schema_subset();
+	test_no_placeholders();
 	return t_done();
 }

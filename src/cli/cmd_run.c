@@ -40,7 +40,9 @@ static void usage(FILE *f)
 		"                (refused otherwise: paging would distort every figure; the record\n"
 		"                says it was forced)\n\n"
 		"External engines (engine.kind \"external\") run at two lengths per repetition and\n"
-		"are measured by the differential method (protocols/README.md). Output adapters\n"
+		"are measured by the differential method (protocols/README.md); a protocol with\n"
+		"measure.method \"aios-whole-process\" is measured by AIOS's baseline method instead,\n"
+		"faults included, its figure filed under summary.aios_method. Output adapters\n"
 		"(engine.adapter.name):\n");
 	size_t n;
 	const struct mw_adapter *a = mw_adapter_list(&n);

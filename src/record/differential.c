@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "aios_method.h"
 #include "differential.h"
 #include "metrics.h"
 #include "stats.h"
@@ -44,6 +45,8 @@ static const struct mw_diff_counter counters[] = {
 	  "MiB/token (MiB = 2^20 bytes; engine-accounted)", "engine" },
 	{ "task_clock_ns", true, false, "task_clock_ns_per_token", 1,
 	  "ns/token (CPU time of every thread of the program)", "software" },
+	{ "energy_j", false, true, "energy_J_per_token", 1,
+	  "J/token (package energy, the whole package: RAPL counts every core)", "energy" },
 	{ "page_faults", true, false, "page_faults_per_token", 1, "faults/token", "software" },
 	{ "context_switches", true, false, "context_switches_per_token", 1, "switches/token",
 	  "software" },
@@ -53,7 +56,7 @@ static const struct mw_diff_counter counters[] = {
 #define N_COUNTERS (sizeof(counters) / sizeof(counters[0]))
 
 /* Figures that are not counters: the engine's own timings and the idle rate. */
-enum { F_TOK_S, F_PREFILL_TOK_S, F_IDLE_RATE, F_OTHER };
+enum { F_TOK_S, F_PREFILL_TOK_S, F_LAT_MEAN, F_IDLE_RATE, F_OTHER };
 static const struct {
 	const char *name, *unit, *needs;
 } others[F_OTHER] = {
@@ -61,6 +64,9 @@ static const struct {
 		      "timing" },
 	[F_PREFILL_TOK_S] = { "prefill_tok_per_s",
 			      "token/s (prefill, the engine's own timings, long run)", "timing" },
+	[F_LAT_MEAN] = { "latency_mean_ns",
+			 "ns/token (mean decode step, the engine's own eval timings: eval time / eval "
+			 "runs, long run)", "timing" },
 	[F_IDLE_RATE] = { "idle_dram_read_bytes_per_s",
 			  "byte/s (idle baseline around the long run, subtracted)", "dram_read" },
 };
@@ -156,6 +162,7 @@ static int derive_repetition(json_t *rep, size_t idx, const char *basis, const c
 	const double values[F_OTHER] = {
 		[F_TOK_S] = ok && eval_ms > 0 ? steps / (eval_ms * 1e-3) : NAN,
 		[F_PREFILL_TOK_S] = ok && prompt_ms > 0 ? prompt / (prompt_ms * 1e-3) : NAN,
+		[F_LAT_MEAN] = ok && steps > 0 ? eval_ms * 1e6 / steps : NAN,
 		[F_IDLE_RATE] = ok ? rate : NAN,
 	};
 	for (size_t k = 0; k < F_OTHER; k++)
@@ -181,6 +188,15 @@ static const char *reason_for(const json_t *doc, const char *needs, size_t count
 	if (!strcmp(needs, "timing"))
 		return "the program's output gives no decode (or prompt) timing the adapter could "
 		       "read: tok/s comes only from the engine's own timings";
+	if (!strcmp(needs, "latency")) {
+		const json_t *ad = json_object_get(json_object_get(doc, "engine"), "adapter");
+		const char *name = json_string_value(json_object_get(ad, "name"));
+		const char *times = json_string_value(json_object_get(ad, "token_times"));
+		snprintf(buf, n, "percentiles need each token's time, and the program's output "
+			 "does not give it: the %s adapter reads %s (latency_mean_ns is that mean)",
+			 name ? name : "output", times ? times : "no per-token times");
+		return buf;
+	}
 	return "an external program's per-token figures are not visible to memwall: it reads "
 	       "counters around the whole process";
 }
@@ -226,6 +242,9 @@ int mw_differential_derive(json_t *doc, const char *source, struct mw_error *err
 	char name[128], unit[256];
 	int rc;
 
+	const char *method = json_string_value(json_object_get(ext, "method"));
+	if (method && !strcmp(method, MW_AIOS_METHOD))
+		return mw_aios_method_derive(doc, source, err);
 	const char *basis = !strcmp(mw_dram_basis(doc), "total") ? "dram_total_bytes"
 								 : "dram_read_bytes";
 	if (!json_is_array(reps))
@@ -277,8 +296,10 @@ int mw_differential_derive(json_t *doc, const char *source, struct mw_error *err
 			json_object_set_new(m, met[k].name,
 					    json_pack("{s:s, s:b, s:s}", "unit", met[k].unit,
 						      "measured", 0, "reason",
-						      reason_for(doc, met[k].needs ? met[k].needs : "",
-								 counted, why, sizeof(why))));
+						      reason_for(doc, met[k].needs ? met[k].needs
+								 : !strncmp(met[k].name, "latency_", 8)
+								 ? "latency" : "", counted, why,
+								 sizeof(why))));
 	json_object_set(sum, "metrics", m);
 	json_object_set(doc, "summary", sum);
 	rc = 0;

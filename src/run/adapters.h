@@ -113,6 +113,10 @@ struct mw_adapter {
 	mw_adapter_detect_fn detect;
 	mw_adapter_parse_fn parse;
 	const char *summary;
+	/* What the output tells of each token's time. None of llama.cpp's outputs prints a time
+	 * per token, so per-token latency percentiles are not measured around a foreign program;
+	 * the record says why with this text. */
+	const char *token_times;
 };
 
 /* The adapter called name, or NULL. Returns a pointer into a static table. */

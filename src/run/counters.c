@@ -79,7 +79,7 @@ int mw_counters_open(struct mw_counters *c, const struct mw_plan *pl, bool energ
 	}
 	if (!energy)
 		snprintf(c->energy_reason, sizeof(c->energy_reason),
-			 "package energy is not read around external engines yet");
+			 "this engine row does not read package energy");
 	if (!c->dram && p->counters.dram == MW_NEED_REQUIRED)
 		return mw_error_set(err, -ENODEV, p->source, "counters.dram",
 				    "DRAM counters are required by this protocol but unavailable: "

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "control.h"
+#include "drift.h"
 #include "engine.h"
 #include "machine.h"
 #include "run_state.h"
@@ -63,9 +64,7 @@ struct builtin {
 	int n_layers;
 	uint64_t *pl_rd, *pl_wr; /* (n_layers, 2): attention and FFN of each layer */
 
-	/* The drift probe, before and after the runs. */
-	double bw[2];
-	char drift_method[256], drift_why[512];
+	struct mw_drift drift; /* the bandwidth probe, before and after the runs */
 };
 
 static void series_add(struct series *s, size_t i, struct prb_bytes b)
@@ -213,7 +212,7 @@ static json_t *software_json(struct builtin *b)
 	return o;
 }
 
-/* ---- preflight and the drift probe ---------------------------------------------------------- */
+/* ---- preflight ---------------------------------------------------------------------------- */
 
 static void warn(json_t *list, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void warn(json_t *list, const char *fmt, ...)
@@ -301,85 +300,6 @@ static void swap_check_after(struct builtin *b)
 	     (double)((json_int_t)(st - sf) - json_integer_value(before)) / 1048576.0);
 	mw_run_say(b->run->o, "warning: %s",
 		   json_string_value(json_array_get(w, json_array_size(w) - 1)));
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
-/* Read bandwidth in GB/s (10^9 bytes/s): the median of STREAM-style read passes over a working
- * set of 8x the last-level cache (at least 64 MiB), for about probe_ms. */
-static int drift_probe(const struct builtin *b, double *gbps, char *method, size_t mn,
-		       char *why, size_t wn)
-{
-	const struct mw_protocol *p = b->run->p;
-	struct eng_stream *s = NULL;
-	struct eng_error eerr;
-	uint64_t llc = 0;
-	double rates[256];
-	int n = 0, rc;
-	eng_error_clear(&eerr);
-	if (eng_llc_size(&llc, NULL, 0) || llc == 0)
-		llc = 32u << 20;
-	uint64_t bytes = llc * 8 > (64u << 20) ? llc * 8 : (64u << 20);
-	struct eng_stream_options so = { .threads = b->run->plan.threads, .bytes = bytes,
-					 .kernels = p->engine.kernels };
-	if ((rc = eng_stream_new(&s, &so, &eerr))) {
-		snprintf(why, wn, "the bandwidth probe could not start: %.400s", eerr.text);
-		return rc;
-	}
-	uint64_t t0 = mw_now_ns(), budget = (uint64_t)p->drift.probe_ms * 1000000u;
-	while (n < 256 && (n < 3 || mw_now_ns() - t0 < budget) && !mw_run_stopped()) {
-		struct eng_stream_sample smp;
-		if ((rc = eng_stream_run(s, ENG_STREAM_READ, false, &smp))) {
-			snprintf(why, wn, "the bandwidth probe failed: %s", strerror(-rc));
-			goto out;
-		}
-		rates[n++] = (double)smp.bytes_read / smp.seconds / 1e9;
-	}
-	qsort(rates, (size_t)n, sizeof(rates[0]), cmp_double);
-	*gbps = n % 2 ? rates[n / 2] : 0.5 * (rates[n / 2 - 1] + rates[n / 2]);
-	snprintf(method, mn, "median of %d read passes (eng_stream READ, %s kernels) over %.0f MiB "
-		 "with %d threads, GB = 10^9 bytes", n, eng_stream_kernels(s),
-		 (double)eng_stream_bytes(s) / 1048576.0, b->run->plan.threads);
-	rc = n ? 0 : -EINTR;
-	if (!n)
-		snprintf(why, wn, "interrupted");
-out:
-	eng_stream_free(s);
-	return rc;
-}
-
-/* The drift probe before (when=0) or after (1) the runs; the drift block after the second. */
-static void drift(struct builtin *b, int when)
-{
-	char *method = b->drift_method, *why = b->drift_why;
-	double *bw = b->bw;
-	const struct mw_protocol *p = b->run->p;
-	if (when == 0)
-		method[0] = why[0] = '\0';
-	bw[when] = NAN;
-	if (p->drift.probe_ms <= 0)
-		snprintf(why, sizeof(b->drift_why), "turned off by the protocol (drift.probe_ms is 0)");
-	else if (mw_run_stopped())
-		snprintf(why, sizeof(b->drift_why), "interrupted before the closing bandwidth probe");
-	else if ((when == 0 || !isnan(bw[0])) &&
-		 drift_probe(b, &bw[when], method, sizeof(b->drift_method), why, sizeof(b->drift_why)) == 0)
-		mw_run_say(b->run->o, "bandwidth probe %s the runs: %.1f GB/s",
-			   when ? "after" : "before", bw[when]);
-	else
-		bw[when] = NAN;
-	if (when == 0)
-		return;
-	bool ok = !isnan(bw[0]) && !isnan(bw[1]);
-	b->run->drift = json_pack("{s:b, s:o, s:o, s:o, s:o, s:f}", "measured", ok, "reason",
-				  ok ? json_null() : json_string(why[0] ? why : "not measured"),
-				  "method", method[0] ? json_string(method) : json_null(),
-				  "before_gbps", mw_json_num(bw[0]), "after_gbps",
-				  mw_json_num(bw[1]), "tolerance_pct",
-				  p->drift.max_bandwidth_change_pct);
 }
 
 /* ---- prepare: the model, the prompt, the CPUs ----------------------------------------------- */
@@ -784,7 +704,7 @@ static enum mw_run_status builtin_execute(struct mw_run *run, struct mw_error *e
 	run->kernels = eng_session_kernels(b->sess);
 	if (!(run->runs = json_array()))
 		return MW_RUN_ENVIRONMENT;
-	drift(b, 0);
+	mw_drift_step(&b->drift, run, 0);
 	int total = run->plan.warmups + run->plan.runs;
 	for (int i = 0; i < total && !mw_run_stopped(); i++) {
 		bool warm = i < run->plan.warmups;
@@ -809,7 +729,7 @@ static enum mw_run_status builtin_execute(struct mw_run *run, struct mw_error *e
 			say_text(b);
 	}
 	eng_sampler_free(samp);
-	drift(b, 1);
+	mw_drift_step(&b->drift, run, 1);
 	swap_check_after(b);
 	run->engine = engine_json(b);
 	run->model = model_json(b);

@@ -30,6 +30,7 @@
 
 #include "adapters.h"
 #include "control.h"
+#include "drift.h"
 #include "run_state.h"
 #include "result.h"
 #include "spawn.h"
@@ -118,6 +119,7 @@ struct ext {
 	char sw_reason[1024];        /* the first software event that could not be opened */
 	const struct mw_adapter *adapter;
 	enum mw_adapter_stream stream;
+	struct mw_drift drift;       /* the bandwidth probe, before and after the repetitions */
 };
 
 /* The spawn hook: software counters on the child, with inherit, enabled before it execs. */
@@ -163,7 +165,33 @@ static json_t *software_json(struct ext *x)
 struct idle_sum {
 	uint64_t ns;
 	struct prb_bytes rd, wr, tot;
+	struct energy_sum { double j; enum prb_state state; } energy; /* package energy */
 };
+
+/* Package energy between two readings, with its state: measured only when both were. */
+static struct energy_sum energy_delta(const struct mw_snap *later, const struct mw_snap *earlier)
+{
+	if (later->energy != PRB_MEASURED)
+		return (struct energy_sum){ 0, later->energy };
+	if (earlier->energy != PRB_MEASURED)
+		return (struct energy_sum){ 0, earlier->energy };
+	return (struct energy_sum){ later->joules - earlier->joules, PRB_MEASURED };
+}
+
+static void energy_add(struct energy_sum *sum, struct energy_sum e)
+{
+	if (sum->state != PRB_MEASURED)
+		return;
+	if (e.state != PRB_MEASURED)
+		*sum = e;
+	else
+		sum->j += e.j;
+}
+
+static json_t *energy_json(struct energy_sum e)
+{
+	return e.state == PRB_MEASURED ? json_real(e.j) : json_null();
+}
 
 static void bytes_add(struct prb_bytes *sum, struct prb_bytes b)
 {
@@ -175,12 +203,12 @@ static void bytes_add(struct prb_bytes *sum, struct prb_bytes b)
 		sum->bytes += b.bytes;
 }
 
-/* An idle window of idle_baseline_ms on the DRAM counters, added to *sum. Without DRAM
- * counters there is nothing to count, so no time is spent. */
+/* An idle window of idle_baseline_ms on the system-wide counters (DRAM, package energy),
+ * added to *sum. Without either there is nothing to count, so no time is spent. */
 static void idle_window(struct ext *x, struct idle_sum *sum)
 {
 	struct mw_counters *c = &x->run->ctr;
-	if (!c->dram || x->run->p->idle_baseline_ms <= 0)
+	if ((!c->dram && !c->eset) || x->run->p->idle_baseline_ms <= 0)
 		return;
 	mw_counters_read(c, x->s0);
 	mw_run_sleep_ms(x->run->p->idle_baseline_ms);
@@ -190,12 +218,14 @@ static void idle_window(struct ext *x, struct idle_sum *sum)
 	bytes_add(&sum->rd, x->delta.read);
 	bytes_add(&sum->wr, x->delta.write);
 	bytes_add(&sum->tot, x->delta.total);
+	energy_add(&sum->energy, energy_delta(x->s1, x->s0));
 }
 
 static struct idle_sum idle_start(const struct ext *x)
 {
 	enum prb_state st = x->run->ctr.dram ? PRB_MEASURED : PRB_NOT_RUN;
-	return (struct idle_sum){ 0, { 0, st }, { 0, st }, { 0, st } };
+	enum prb_state est = x->run->ctr.eset ? PRB_MEASURED : PRB_NOT_RUN;
+	return (struct idle_sum){ 0, { 0, st }, { 0, st }, { 0, st }, { 0, est } };
 }
 
 static json_t *idle_json(const struct idle_sum *before, const struct idle_sum *after)
@@ -204,10 +234,11 @@ static json_t *idle_json(const struct idle_sum *before, const struct idle_sum *a
 	bytes_add(&s.rd, after->rd);
 	bytes_add(&s.wr, after->wr);
 	bytes_add(&s.tot, after->tot);
-	return json_pack("{s:I, s:I, s:o, s:o, s:o}", "before_ns", (json_int_t)before->ns,
+	energy_add(&s.energy, after->energy);
+	return json_pack("{s:I, s:I, s:o, s:o, s:o, s:o}", "before_ns", (json_int_t)before->ns,
 			 "after_ns", (json_int_t)after->ns, "dram_read_bytes", mw_bytes_json(s.rd),
 			 "dram_write_bytes", mw_bytes_json(s.wr), "dram_total_bytes",
-			 mw_bytes_json(s.tot));
+			 mw_bytes_json(s.tot), "energy_j", energy_json(s.energy));
 }
 
 static json_t *opt_count(bool known, int64_t v)
@@ -218,6 +249,36 @@ static json_t *opt_count(bool known, int64_t v)
 static json_t *opt_ms(bool known, double v)
 {
 	return known ? mw_json_num(v) : json_null();
+}
+
+/* AIOS's method counts one counter: the first uncore_imc_free_running instance by name (its
+ * script sorts perf's accepted events so that such a name wins). The instance's read bytes
+ * over the process, or null with the reason when this machine's DRAM backend has none. */
+static json_t *aios_counter_json(const struct ext *x)
+{
+	static const char prefix[] = "uncore_imc_free_running";
+	const struct mw_counters *c = &x->run->ctr;
+	const struct prb_dram_status *st = c->dram ? prb_dram_status(c->dram) : NULL;
+	int best = -1;
+	for (int i = 0; st && i < st->n_instances && i < x->delta.n_instances; i++)
+		if (!strncmp(st->instances[i].pmu, prefix, sizeof(prefix) - 1) &&
+		    (best < 0 || strcmp(st->instances[i].pmu, st->instances[best].pmu) < 0))
+			best = i;
+	if (best < 0) {
+		char why[1200];
+		if (!st)
+			snprintf(why, sizeof(why), "DRAM is not measured: %s", c->dram_reason);
+		else
+			snprintf(why, sizeof(why), "this machine's DRAM backend (%s) has no "
+				 "uncore_imc_free_running instance, the counter AIOS's script prefers; "
+				 "memwall does not guess which counter the script would have taken "
+				 "instead", st->backend);
+		return json_pack("{s:n, s:n, s:s}", "pmu", "read_bytes", "reason", why);
+	}
+	const struct prb_bytes rd = x->delta.inst[best].read;
+	return json_pack("{s:s, s:o, s:o}", "pmu", st->instances[best].pmu, "read_bytes",
+			 mw_bytes_json(rd), "reason", rd.state == PRB_MEASURED ? json_null()
+			 : json_string(prb_state_name(rd.state)));
 }
 
 /* The last TAIL_MAX bytes of text, from a line start where one is near. */
@@ -248,6 +309,8 @@ static int process_once(struct ext *x, long n, const char *label, json_t **out, 
 	struct mw_adapter_result res = { 0 }; /* an adapter that stops early leaves the rest unset */
 	struct mw_error aerr;
 	struct idle_sum before = idle_start(x), after = before;
+	/* AIOS's method has no idle windows and takes the command's success as the count. */
+	const bool aios = p->measure == MW_MEASURE_AIOS;
 	char *buf = NULL;
 	int rc = 0;
 
@@ -273,7 +336,8 @@ static int process_once(struct ext *x, long n, const char *label, json_t **out, 
 	}
 	s.argv = argv;
 
-	idle_window(x, &before);
+	if (!aios)
+		idle_window(x, &before);
 	mw_counters_read(&x->run->ctr, x->s0);
 	if ((rc = mw_spawn_run(&s, err))) {
 		prb_set_free(x->sset);
@@ -282,9 +346,11 @@ static int process_once(struct ext *x, long n, const char *label, json_t **out, 
 	}
 	mw_counters_read(&x->run->ctr, x->s1);
 	mw_snap_dram_delta(x->s1, x->s0, &x->delta);
+	struct energy_sum energy = energy_delta(x->s1, x->s0);
 	bool dram_open = x->s0->dram_open;
 	json_t *sw = software_json(x);
-	idle_window(x, &after);
+	if (!aios)
+		idle_window(x, &after);
 
 	/* The adapter reads the stream the protocol names (stdout then stderr for "both"). */
 	const char *text = x->stream == MW_ADAPTER_STDOUT ? s.out : s.err;
@@ -321,6 +387,8 @@ static int process_once(struct ext *x, long n, const char *label, json_t **out, 
 	else if (s.exit_code != 0)
 		snprintf(why, wn, "exited with status %d%s%s", s.exit_code,
 			 arc ? ": " : "", arc ? aerr.text : "");
+	else if (aios)
+		; /* the command succeeded: AIOS's script then assumes the requested count */
 	else if (arc)
 		snprintf(why, wn, "%s%s%s", aerr.field[0] ? aerr.field : "",
 			 aerr.field[0] ? ": " : "", aerr.text);
@@ -352,8 +420,15 @@ static int process_once(struct ext *x, long n, const char *label, json_t **out, 
 		"valid", !why[0], "invalid_reason", why[0] ? json_string(why) : json_null(),
 		"stderr_tail", tail_of(s.err, s.err_len));
 	jargv = NULL;
-	if (*out)
+	if (*out) {
 		mw_window_set_dram(*out, dram_open, &x->delta);
+		json_object_set_new(*out, "energy_j", energy_json(energy));
+		if (aios)
+			json_object_set_new(*out, "aios_counter", aios_counter_json(x));
+		if (x->run->ctr.eset)
+			json_object_set_new(*out, "energy_state",
+					    json_string(prb_state_name(energy.state)));
+	}
 	if (!*out)
 		rc = mw_error_set(err, -ENOMEM, "", "", "cannot build the run's record");
 out:
@@ -386,6 +461,19 @@ static void external_summarize(const struct mw_run *run, const json_t *doc)
 	};
 	const struct mw_run_options *o = run->o;
 	const json_t *m = json_object_get(json_object_get(doc, "summary"), "metrics");
+	if (run->p->measure == MW_MEASURE_AIOS) {
+		const json_t *a = json_object_get(json_object_get(json_object_get(doc, "summary"),
+								  "aios_method"), "aios_method_MB_per_token");
+		if (json_is_true(json_object_get(a, "measured")))
+			mw_run_say(o, "AIOS's method \"MB\"/token (MiB, one controller, whole process, "
+				   "assumed count; not memwall's figure): %.6g, CV %.3g%% (population)",
+				   json_number_value(json_object_get(a, "mean")),
+				   json_number_value(json_object_get(a, "cv_pct_population")));
+		else
+			mw_run_say(o, "AIOS's method MB/token: not measured (%s)",
+				   json_string_value(json_object_get(a, "reason")));
+		return;
+	}
 	const json_t *tok = json_object_get(m, "tok_per_s");
 	if (json_is_true(json_object_get(tok, "measured")))
 		mw_run_say(o, "decode tok/s (engine's own timings): %.4g", json_number_value(
@@ -438,7 +526,8 @@ static int repetition(struct ext *x, int i, json_t *reps, struct mw_error *err)
 	const int len[2] = { run->plan.short_tokens, run->plan.decode };
 	static const char *const name[2] = { "short", "long" };
 	int rc;
-	for (int k = 0; k < 2 && !run->stop_why[0]; k++) {
+	/* AIOS's method: one process of N tokens per repetition, kept as the long run. */
+	for (int k = run->p->measure == MW_MEASURE_AIOS; k < 2 && !run->stop_why[0]; k++) {
 		char label[64], why[1024];
 		snprintf(label, sizeof(label), "repetition %d%s, %s run", i + 1,
 			 warm ? " (warm-up)" : "", name[k]);
@@ -452,12 +541,17 @@ static int repetition(struct ext *x, int i, json_t *reps, struct mw_error *err)
 			snprintf(run->stop_why, sizeof(run->stop_why), "%s (%d tokens) is invalid: %s",
 				 label, len[k], why);
 			mw_run_say(run->o, "%s", run->stop_why);
+		} else if (run->p->measure == MW_MEASURE_AIOS) {
+			mw_run_say(run->o, "%s: exited 0, %d tokens assumed (AIOS's method), %.3f s "
+				   "wall", label, len[k], secs);
 		} else {
 			mw_run_say(run->o, "%s: %lld tokens confirmed by %s, %.3f s wall", label,
 			    (long long)json_integer_value(json_object_get(ad, "decode_tokens")),
 			    x->adapter->name, secs);
 		}
 	}
+	if (!proc[0])
+		proc[0] = json_null();
 	if (!proc[1])
 		proc[1] = json_null();
 	json_array_append_new(reps, json_pack("{s:i, s:b, s:o, s:o, s:{}}", "index", i, "warmup",
@@ -481,12 +575,13 @@ static json_t *engine_json(struct ext *x)
 	json_object_set_new(x->version, "requested", json_string(x->run->o->llama_bin
 								 ? x->run->o->llama_bin
 								 : p->engine.command[0]));
-	json_t *e = json_pack("{s:s, s:n, s:i, s:o, s:O, s:o, s:{s:s, s:s, s:o}}", "kind",
+	json_t *e = json_pack("{s:s, s:n, s:i, s:o, s:O, s:o, s:{s:s, s:s, s:o, s:s}}", "kind",
 			      "external", "kernels", "threads", pl->threads, "cpus", cpus,
 			      "program", x->version, "command", tmpl, "adapter", "name",
 			      x->adapter->name, "stream", stream_name(x->stream), "pattern",
 			      p->engine.adapter_pattern ? json_string(p->engine.adapter_pattern)
-							: json_null());
+							: json_null(), "token_times",
+			      x->adapter->token_times);
 	return e;
 }
 
@@ -498,9 +593,18 @@ static enum mw_run_status external_execute(struct mw_run *run, struct mw_error *
 	int rc;
 	if (!reps)
 		return MW_RUN_ENVIRONMENT;
-	mw_run_say(run->o, "differential method: %d repetition%s (+%d warm-up) of %d and %d "
-		   "tokens, %d threads%s", pl->runs, pl->runs == 1 ? "" : "s", pl->warmups,
-		   pl->short_tokens, pl->decode, pl->threads, pl->pinned ? ", pinned" : "");
+	bool aios = pl->p->measure == MW_MEASURE_AIOS;
+	if (aios)
+		mw_run_say(run->o, "AIOS's method (whole process, one controller, assumed count): "
+			   "%d repetition%s (+%d warm-up) of %d tokens, %d threads%s", pl->runs,
+			   pl->runs == 1 ? "" : "s", pl->warmups, pl->decode, pl->threads,
+			   pl->pinned ? ", pinned" : "");
+	else
+		mw_run_say(run->o, "differential method: %d repetition%s (+%d warm-up) of %d and "
+			   "%d tokens, %d threads%s", pl->runs, pl->runs == 1 ? "" : "s",
+			   pl->warmups, pl->short_tokens, pl->decode, pl->threads,
+			   pl->pinned ? ", pinned" : "");
+	mw_drift_step(&x->drift, run, 0);
 	int total = pl->warmups + pl->runs;
 	for (int i = 0; i < total && !mw_run_stopped() && !run->stop_why[0]; i++)
 		if ((rc = repetition(x, i, reps, err))) {
@@ -515,11 +619,12 @@ static enum mw_run_status external_execute(struct mw_run *run, struct mw_error *
 			json_array_append_new(run->software, json_string(mw_sw_events[i].event));
 	run->runs = json_array();
 	run->engine = engine_json(x);
-	run->drift = json_pack("{s:b, s:s}", "measured", 0, "reason",
-			       "the bandwidth drift probe runs only with memwall's own engine");
-	run->external = json_pack("{s:s, s:i, s:i, s:b, s:o}", "method", "differential",
-				  "short_tokens", pl->short_tokens, "long_tokens", pl->decode,
-				  "allow_short", pl->p->allow_short, "repetitions", reps);
+	mw_drift_step(&x->drift, run, 1);
+	run->external = json_pack("{s:s, s:i, s:b, s:o}", "method", aios ? "aios-whole-process"
+				  : "differential", "long_tokens", pl->decode, "allow_short",
+				  pl->p->allow_short, "repetitions", reps);
+	if (run->external && !aios)
+		json_object_set_new(run->external, "short_tokens", json_integer(pl->short_tokens));
 	return run->engine && run->drift && run->external ? MW_RUN_DONE : MW_RUN_ENVIRONMENT;
 }
 
@@ -538,7 +643,7 @@ static void external_close(struct mw_run *run)
 
 const struct mw_engine_row mw_engine_external = {
 	.kind = MW_ENGINE_EXTERNAL,
-	.energy = false,
+	.energy = true,
 	.prepare = external_prepare,
 	.execute = external_execute,
 	.summarize = external_summarize,

@@ -190,6 +190,12 @@ static enum mw_run_status resolve_threads(struct mw_plan *pl, const struct mw_ru
 		CPU_SET(p->engine.cpus[i], &pl->cpus);
 	pl->pinned = p->engine.n_cpus > 0;
 	pl->threads = o->threads > 0 ? o->threads : p->engine.threads;
+	if (pl->threads <= 0 && p->engine.threads_halved && !pl->pinned) {
+		/* The AIOS baseline script's rule: os.cpu_count() // 2, at least 1. Python's
+		 * cpu_count is the online CPUs, whatever this process's affinity. */
+		long online = sysconf(_SC_NPROCESSORS_ONLN);
+		pl->threads = online >= 2 ? (int)(online / 2) : 1;
+	}
 	if (pl->threads <= 0)
 		pl->threads = pl->pinned ? (int)p->engine.n_cpus : mw_cpus_allowed();
 	if (!pl->pinned || pl->threads <= (int)p->engine.n_cpus)

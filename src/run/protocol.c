@@ -396,6 +396,26 @@ static int parse_engine(struct mw_protocol *p, struct mw_error *err)
 				    json_object_get(d, "differential") ? "differential" : "allow_short",
 				    "only external engines are measured by the differential method; "
 				    "memwall's own engine is read at every token: drop it");
+	const char *rule = str_or(engine, "threads_rule", "all");
+	p->engine.threads_halved = !strcmp(rule, "cpu-count-halved");
+	if (p->engine.threads_halved && p->engine.threads > 0)
+		return mw_error_set(err, -EINVAL, src, "engine.threads_rule",
+				    "a rule applies only when engine.threads is 0 (%d here): drop "
+				    "one of them", p->engine.threads);
+	const json_t *measure = json_object_get(d, "measure");
+	const char *method = str_or(measure, "method", "differential");
+	p->measure = strcmp(method, "aios-whole-process") ? MW_MEASURE_DIFFERENTIAL
+							  : MW_MEASURE_AIOS;
+	if (p->measure == MW_MEASURE_AIOS && !external)
+		return mw_error_set(err, -EINVAL, src, "measure.method",
+				    "\"aios-whole-process\" measures an external program (the AIOS "
+				    "baseline script wraps llama.cpp): set engine.kind \"external\"");
+	if (p->measure == MW_MEASURE_AIOS &&
+	    (json_object_get(d, "differential") || json_object_get(d, "allow_short")))
+		return mw_error_set(err, -EINVAL, src,
+				    json_object_get(d, "differential") ? "differential" : "allow_short",
+				    "AIOS's method runs one length and assumes its token count, so "
+				    "it takes no short run and no allow_short: drop it");
 	v = json_object_get(engine, "cpus");
 	if (json_array_size(v)) {
 		p->engine.n_cpus = json_array_size(v);

@@ -51,6 +51,9 @@ struct mw_protocol {
 	struct {
 		enum mw_engine_kind kind;
 		int threads;         /* 0: one per CPU the process may run on */
+		/* engine.threads_rule "cpu-count-halved": with threads 0, the AIOS baseline
+		 * script's rule, online CPUs / 2 (at least 1), instead of every allowed CPU */
+		bool threads_halved;
 		int *cpus;           /* CPUs to pin to; NULL when not pinned */
 		size_t n_cpus;
 		const char *kernels; /* "auto" by default */
@@ -66,6 +69,12 @@ struct mw_protocol {
 		const char *adapter_pattern; /* memwall-tokens only; NULL when absent */
 		int timeout_s;       /* per process; default 600 */
 	} engine;
+
+	/* measure.method: how an external engine is measured. DIFFERENTIAL is memwall's
+	 * (below); AIOS reproduces the AIOS baseline script's method, faults included
+	 * (protocols/README.md, "AIOS's method"): one process of decode_tokens per repetition,
+	 * the first uncore_imc_free_running instance's reads, the requested count assumed. */
+	enum mw_measure_method { MW_MEASURE_DIFFERENTIAL, MW_MEASURE_AIOS } measure;
 
 	/* The differential method (external engines): every repetition runs the program at
 	 * short_tokens and at decode_tokens. Default short_tokens: decode_tokens / 4, at least 1. */

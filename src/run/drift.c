@@ -1,0 +1,90 @@
+/* src/run/drift.c: the bandwidth drift probe (drift.h). */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "control.h"
+#include "drift.h"
+#include "engine.h"
+#include "metrics.h"
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+/* Read bandwidth in GB/s (10^9 bytes/s): the median of STREAM-style read passes over a working
+ * set of 8x the last-level cache (at least 64 MiB), for about probe_ms. */
+static int probe(const struct mw_run *run, double *gbps, char *method, size_t mn, char *why,
+		 size_t wn)
+{
+	const struct mw_protocol *p = run->p;
+	struct eng_stream *s = NULL;
+	struct eng_error eerr;
+	uint64_t llc = 0;
+	double rates[256];
+	int n = 0, rc;
+	eng_error_clear(&eerr);
+	if (eng_llc_size(&llc, NULL, 0) || llc == 0)
+		llc = 32u << 20;
+	uint64_t bytes = llc * 8 > (64u << 20) ? llc * 8 : (64u << 20);
+	struct eng_stream_options so = { .threads = run->plan.threads, .bytes = bytes,
+					 .kernels = p->engine.kernels };
+	if ((rc = eng_stream_new(&s, &so, &eerr))) {
+		snprintf(why, wn, "the bandwidth probe could not start: %.400s", eerr.text);
+		return rc;
+	}
+	uint64_t t0 = mw_now_ns(), budget = (uint64_t)p->drift.probe_ms * 1000000u;
+	while (n < 256 && (n < 3 || mw_now_ns() - t0 < budget) && !mw_run_stopped()) {
+		struct eng_stream_sample smp;
+		if ((rc = eng_stream_run(s, ENG_STREAM_READ, false, &smp))) {
+			snprintf(why, wn, "the bandwidth probe failed: %s", strerror(-rc));
+			goto out;
+		}
+		rates[n++] = (double)smp.bytes_read / smp.seconds / 1e9;
+	}
+	qsort(rates, (size_t)n, sizeof(rates[0]), cmp_double);
+	if (n)
+		*gbps = n % 2 ? rates[n / 2] : 0.5 * (rates[n / 2 - 1] + rates[n / 2]);
+	snprintf(method, mn, "median of %d read passes (eng_stream READ, %s kernels) over %.0f MiB "
+		 "with %d threads, GB = 10^9 bytes", n, eng_stream_kernels(s),
+		 (double)eng_stream_bytes(s) / 1048576.0, run->plan.threads);
+	rc = n ? 0 : -EINTR;
+	if (!n)
+		snprintf(why, wn, "interrupted");
+out:
+	eng_stream_free(s);
+	return rc;
+}
+
+void mw_drift_step(struct mw_drift *d, struct mw_run *run, int when)
+{
+	const struct mw_protocol *p = run->p;
+	double *bw = d->gbps;
+	if (when == 0) {
+		d->method[0] = d->why[0] = '\0';
+		bw[1] = NAN;
+	}
+	bw[when] = NAN;
+	if (p->drift.probe_ms <= 0)
+		snprintf(d->why, sizeof(d->why), "turned off by the protocol (drift.probe_ms is 0)");
+	else if (mw_run_stopped())
+		snprintf(d->why, sizeof(d->why), "interrupted before the closing bandwidth probe");
+	else if ((when == 0 || !isnan(bw[0])) &&
+		 probe(run, &bw[when], d->method, sizeof(d->method), d->why, sizeof(d->why)) == 0)
+		mw_run_say(run->o, "bandwidth probe %s the runs: %.1f GB/s",
+			   when ? "after" : "before", bw[when]);
+	else
+		bw[when] = NAN;
+	if (when == 0)
+		return;
+	bool ok = !isnan(bw[0]) && !isnan(bw[1]);
+	json_decref(run->drift);
+	run->drift = json_pack("{s:b, s:o, s:o, s:o, s:o, s:f}", "measured", ok, "reason",
+			       ok ? json_null() : json_string(d->why[0] ? d->why : "not measured"),
+			       "method", d->method[0] ? json_string(d->method) : json_null(),
+			       "before_gbps", mw_json_num(bw[0]), "after_gbps", mw_json_num(bw[1]),
+			       "tolerance_pct", p->drift.max_bandwidth_change_pct);
+}
