@@ -9,6 +9,42 @@
 
 #include "file.h"
 
+int mw_name_check(const char *name, char *why, size_t n)
+{
+	size_t chars = 0, bytes = strlen(name);
+	for (size_t b = 0; b < bytes; b++)
+		chars += ((unsigned char)name[b] & 0xC0) != 0x80;
+	if (!chars) {
+		snprintf(why, n, "is empty");
+		return -EINVAL;
+	}
+	if (chars > MW_NAME_MAX) {
+		snprintf(why, n, "is %zu characters long", chars);
+		return -EINVAL;
+	}
+	if (name[0] == '.') {
+		snprintf(why, n, "starts with '.' (a hidden file, or a path: \"..\")");
+		return -EINVAL;
+	}
+	chars = 0;
+	for (size_t b = 0; b < bytes; b++) {
+		unsigned char c = (unsigned char)name[b];
+		if ((c & 0xC0) != 0x80)
+			chars++;
+		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		    c == '-' || c == '_' || c == '.')
+			continue;
+		if (c >= 0x21 && c < 0x7f)
+			snprintf(why, n, "character %zu is '%c'", chars, c);
+		else
+			snprintf(why, n, "character %zu is %s (byte 0x%02x)", chars,
+				 c == '\n' ? "a newline" : c < 0x80 ? "a control character or space"
+				 : "not ASCII", c);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 const char *mw_file_kind(mode_t m)
 {
 	static const struct {

@@ -18,6 +18,19 @@
 
 #define MW_FILE_ANY_SIZE UINT64_MAX /* no size limit (files that are mapped or streamed) */
 
+/* Names from data that become file names (a protocol's name in its records' names, a
+ * synthetic model's shape in the cache's file names): ASCII letters, digits, '-', '_' and
+ * '.', not starting with '.', 1 to MW_NAME_MAX characters. Nothing else can reach a path: no
+ * '/', no "..", no hidden file, no newline, no byte a shell or a terminal would read. */
+#define MW_NAME_MAX 64
+#define MW_NAME_RULE "letters, digits, '-', '_' and '.', not starting with '.', at most 64 " \
+		     "characters"
+
+/* 0 when name follows the rule above; else -EINVAL and why[0..n) says what breaks it
+ * ("character 3 is '/'", "starts with '.'", "is 70 characters long"), counting characters
+ * (UTF-8 code points), not bytes. */
+int mw_name_check(const char *name, char *why, size_t n);
+
 /* What kind of file mode m is, as a phrase: "a FIFO", "a directory", "a character device",
  * "a block device", "a socket", "a symbolic link", "a regular file". Static storage. */
 const char *mw_file_kind(mode_t m);
