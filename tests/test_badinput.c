@@ -15,6 +15,7 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "adapters.h"
@@ -29,7 +30,8 @@
 
 /* GGUF_MODEL: a GGUF file through the model loader (eng_model_open), past the reader. */
 enum format {
-	LLAMA2C, GGUF, GGUF_MODEL, TOKENIZER, PROTOCOL, RESULT, SYSFS, ADAPTER, FORMAT_COUNT
+	LLAMA2C, GGUF, GGUF_MODEL, TOKENIZER, PROTOCOL, RESULT, SYSFS, ADAPTER, SPECIAL,
+	FORMAT_COUNT
 };
 
 struct bad_case {
@@ -192,6 +194,44 @@ static const struct bad_case cases[] = {
 	{ PROTOCOL, "bad/protocol/truncated.json", WHOLE, NULL, -EINVAL, "", "not valid JSON" },
 	{ PROTOCOL, "bad/protocol/unknown-placeholder.json", WHOLE, NULL, -EINVAL,
 	  "engine.command[2]", "unknown placeholder '{modle}'" },
+	/* ---- protocol: names that become file names (src/base/file.h, MW_NAME_RULE), thread
+	 * counts past MW_THREADS_MAX */
+	{ PROTOCOL, "bad/protocol/name-traversal.json", WHOLE, NULL, -EINVAL, "name", "character 1 is '/'" },
+	{ PROTOCOL, "bad/protocol/name-dotdot.json", WHOLE, NULL, -EINVAL, "name", "starts with '.'" },
+	{ PROTOCOL, "bad/protocol/name-dot.json", WHOLE, NULL, -EINVAL, "name", "starts with '.'" },
+	{ PROTOCOL, "bad/protocol/name-hidden.json", WHOLE, NULL, -EINVAL, "name", "starts with '.'" },
+	{ PROTOCOL, "bad/protocol/name-newline.json", WHOLE, NULL, -EINVAL, "name", "a newline" },
+	{ PROTOCOL, "bad/protocol/name-slash.json", WHOLE, NULL, -EINVAL, "name", "character 2 is '/'" },
+	{ PROTOCOL, "bad/protocol/name-backslash.json", WHOLE, NULL, -EINVAL, "name", "character 2 is '\\'" },
+	{ PROTOCOL, "bad/protocol/name-space.json", WHOLE, NULL, -EINVAL, "name", "character 3 is a control character or space" },
+	{ PROTOCOL, "bad/protocol/name-tab.json", WHOLE, NULL, -EINVAL, "name", "character 3 is a control character or space" },
+	{ PROTOCOL, "bad/protocol/name-ctrl.json", WHOLE, NULL, -EINVAL, "name", "character 4 is a control character or space" },
+	{ PROTOCOL, "bad/protocol/name-del.json", WHOLE, NULL, -EINVAL, "name", "character 4 is a control character or space" },
+	{ PROTOCOL, "bad/protocol/name-65.json", WHOLE, NULL, -EINVAL, "name", "at most 64 characters" },
+	{ PROTOCOL, "bad/protocol/name-nonascii.json", WHOLE, NULL, -EINVAL, "name", "character 4 is not ASCII" },
+	{ PROTOCOL, "bad/protocol/name-rtl.json", WHOLE, NULL, -EINVAL, "name", "character 4 is not ASCII" },
+	{ PROTOCOL, "bad/protocol/name-star.json", WHOLE, NULL, -EINVAL, "name", "character 4 is '*'" },
+	{ PROTOCOL, "bad/protocol/name-dollar.json", WHOLE, NULL, -EINVAL, "name", "character 1 is '$'" },
+	{ PROTOCOL, "bad/protocol/name-tilde.json", WHOLE, NULL, -EINVAL, "name", "character 1 is '~'" },
+	{ PROTOCOL, "bad/protocol/name-quote.json", WHOLE, NULL, -EINVAL, "name", "character 3 is '''" },
+	{ PROTOCOL, "bad/protocol/name-colon.json", WHOLE, NULL, -EINVAL, "name", "character 2 is ':'" },
+	{ PROTOCOL, "bad/protocol/synth-shape-traversal.json", WHOLE, NULL, -EINVAL, "model.synth.shape", "is not allowed" },
+	{ PROTOCOL, "bad/protocol/synth-shape-hidden.json", WHOLE, NULL, -EINVAL, "model.synth.shape", "is not allowed" },
+	{ PROTOCOL, "bad/protocol/synth-arch-slash.json", WHOLE, NULL, -EINVAL, "model.synth.arch", "is not allowed" },
+	{ PROTOCOL, "bad/protocol/synth-quant-newline.json", WHOLE, NULL, -EINVAL, "model.synth.quant", "is not allowed" },
+	{ PROTOCOL, "bad/protocol/threads-1025.json", WHOLE, NULL, -EINVAL, "engine.threads", NULL },
+	{ PROTOCOL, "bad/protocol/threads-100000.json", WHOLE, NULL, -EINVAL, "engine.threads", NULL },
+
+	/* ---- files that are not regular files, given where a protocol or a record is read:
+	 * refused by what they are, never blocking (arg: "protocol" or "record") */
+	{ SPECIAL, "fifo", WHOLE, "protocol", -EINVAL, "", "is a FIFO" },
+	{ SPECIAL, "dir", WHOLE, "protocol", -EINVAL, "", "is a directory" },
+	{ SPECIAL, "/dev/zero", WHOLE, "protocol", -EINVAL, "", "is a character device" },
+	{ SPECIAL, "fifo", WHOLE, "record", -EINVAL, "", "is a FIFO" },
+	{ SPECIAL, "dir", WHOLE, "record", -EINVAL, "", "is a directory" },
+	{ SPECIAL, "/dev/zero", WHOLE, "record", -EINVAL, "", "is a character device" },
+	{ SPECIAL, "big", WHOLE, "record", -EFBIG, "", "limit" },
+	{ SPECIAL, "big", WHOLE, "protocol", -EFBIG, "", "limit" },
 
 	/* ---- result records: `memwall validate` exits 1 naming an edited figure, 2 when the
 	 * record is not of the schema */
@@ -627,16 +667,58 @@ static void run_adapter(const struct bad_case *c, struct outcome *o)
 	free(b);
 }
 
+/* A FIFO, a folder, a device or a sparse file past the size limit, in a protocol's or a
+ * record's place: refused by what it is, without blocking (a FIFO with no writer would
+ * block open() forever: the alarm names the case). */
+static void run_special(const struct bad_case *c, struct outcome *o)
+{
+	char dir[] = "/tmp/mw-badinput-XXXXXX", path[256];
+	struct mw_error err;
+	bool record = !strcmp(c->arg, "record");
+	if (!mkdtemp(dir)) {
+		perror("mkdtemp");
+		exit(1);
+	}
+	snprintf(path, sizeof(path), "%s/%s", dir, c->file);
+	if (c->file[0] == '/') {
+		snprintf(path, sizeof(path), "%s", c->file);
+	} else if (!strcmp(c->file, "fifo")) {
+		T_EQ_INT(mkfifo(path, 0600), 0);
+	} else if (!strcmp(c->file, "dir")) {
+		T_EQ_INT(mkdir(path, 0700), 0);
+	} else { /* "big": one byte past the limit, sparse */
+		int fd = open(path, O_CREAT | O_WRONLY, 0600);
+		T_EQ_INT(ftruncate(fd, (off_t)(record ? MW_RESULT_MAX_BYTES : 16u << 20) + 1), 0);
+		close(fd);
+	}
+	mw_error_clear(&err);
+	if (record) {
+		json_t *doc = NULL;
+		from_mw(o, mw_result_load(&doc, path, &err), &err);
+		T_ASSERT(doc == NULL);
+	} else {
+		struct mw_protocol *p = NULL;
+		from_mw(o, mw_protocol_load(&p, path, MW_PROTOCOL_CHECK_FILES, &err), &err);
+		T_ASSERT(p == NULL);
+	}
+	T_EQ_STR(err.source, path);
+	if (c->file[0] != '/') {
+		if (unlink(path))
+			rmdir(path);
+	}
+	rmdir(dir);
+}
+
 static void (*const runners[FORMAT_COUNT])(const struct bad_case *, struct outcome *) = {
 	[LLAMA2C] = run_llama2c,   [GGUF] = run_gguf,     [GGUF_MODEL] = run_llama2c,
 	[TOKENIZER] = run_tokenizer, [PROTOCOL] = run_protocol, [RESULT] = run_result,
-	[SYSFS] = run_sysfs,       [ADAPTER] = run_adapter,
+	[SYSFS] = run_sysfs,       [ADAPTER] = run_adapter,  [SPECIAL] = run_special,
 };
 
 static const char *const format_names[FORMAT_COUNT] = {
 	[LLAMA2C] = "llama2c",     [GGUF] = "gguf",         [GGUF_MODEL] = "gguf-model",
 	[TOKENIZER] = "tokenizer", [PROTOCOL] = "protocol", [RESULT] = "result",
-	[SYSFS] = "sysfs",         [ADAPTER] = "adapter",
+	[SYSFS] = "sysfs",         [ADAPTER] = "adapter",  [SPECIAL] = "special file",
 };
 
 /* Where each format's errors name the field: in err.field where the error has one, as the
@@ -646,6 +728,7 @@ enum field_at { IN_TEXT, IN_FIELD, IN_SOURCE, IN_STDERR };
 static const enum field_at field_at[FORMAT_COUNT] = {
 	[LLAMA2C] = IN_TEXT,   [GGUF] = IN_TEXT,      [GGUF_MODEL] = IN_TEXT, [TOKENIZER] = IN_TEXT,
 	[PROTOCOL] = IN_FIELD, [RESULT] = IN_STDERR, [SYSFS] = IN_SOURCE,    [ADAPTER] = IN_FIELD,
+	[SPECIAL] = IN_FIELD,
 };
 
 static bool names_field(const struct bad_case *c, const struct outcome *o)

@@ -12,10 +12,14 @@
  * External engines' commands are expanded into argv without a shell, so prompt text cannot
  * inject a command: tests/test_external.c (test_injection) checks that. */
 #include <signal.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <stdbool.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "mw.h"
+#include "redact.h"
 #include "run.h"
 #include "test.h"
 
@@ -179,7 +183,10 @@ static void test_memory(void)
 	T_CONTAINS(o.err, "--force");
 	T_ASSERT(!strstr(o.err, "hashing")); /* refused before the model is read, let alone mapped */
 	t_output_free(&o);
-	T_ASSERT(access(dir, F_OK) != 0); /* refused: nothing written */
+	/* refused: no record written (the folder itself is made before the first run) */
+	json_t *none = record_in(dir, path, sizeof(path));
+	T_ASSERT(none == NULL);
+	json_decref(none);
 
 	const char *fargv[] = { "memwall", "run", proto, "-o", dir, "--force", NULL };
 	o = t_run(fargv);
@@ -285,6 +292,319 @@ static void test_swap_growth(void)
 	json_decref(doc);
 }
 
+/* ---- issue 15: hardening, round two ---------------------------------------------------- */
+
+static void write_text(const char *path, const char *text, mode_t mode)
+{
+	FILE *f = fopen(path, "w");
+	T_ASSERT(f != NULL);
+	if (!f)
+		return;
+	fputs(text, f);
+	fclose(f);
+	chmod(path, mode);
+}
+
+/* A pid that ran and is gone: a child that exited and was reaped. */
+static pid_t dead_pid(void)
+{
+	pid_t pid = fork();
+	if (pid == 0)
+		_exit(0);
+	waitpid(pid, NULL, 0);
+	return pid;
+}
+
+/* synth -o never replaces what is not a regular file, and a regular file only with --force. */
+static void test_synth_target(void)
+{
+	char fifo[600], dir[600], file[600], link[600];
+	snprintf(fifo, sizeof(fifo), "%s/synth-fifo", scratch);
+	snprintf(dir, sizeof(dir), "%s/synth-dir", scratch);
+	snprintf(file, sizeof(file), "%s/synth-file.bin", scratch);
+	snprintf(link, sizeof(link), "%s/synth-link", scratch);
+	T_EQ_INT(mkfifo(fifo, 0600), 0);
+	T_EQ_INT(mkdir(dir, 0700), 0);
+	T_EQ_INT(symlink("/dev/null", link), 0);
+	write_text(file, "precious", 0644);
+	const struct { const char *target, *says; bool force; } refused[] = {
+		{ "/dev/null", "is a character device", true },
+		{ fifo, "is a FIFO", true },
+		{ dir, "is a directory", true },
+		{ link, "is a symbolic link", true },
+		{ file, "--force", false },
+	};
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		const char *argv[] = { "memwall", "synth", "--shape", "stories260K", "-o",
+				       refused[i].target, refused[i].force ? "--force" : NULL, NULL };
+		struct t_output o = t_run(argv);
+		T_EQ_INT(o.status, 2);
+		T_CONTAINS(o.err, refused[i].says);
+		t_output_free(&o);
+	}
+	struct stat st;
+	T_ASSERT(stat("/dev/null", &st) == 0 && S_ISCHR(st.st_mode));
+	T_ASSERT(lstat(fifo, &st) == 0 && S_ISFIFO(st.st_mode));
+	T_ASSERT(lstat(link, &st) == 0 && S_ISLNK(st.st_mode));
+	char *text = slurp(file);
+	T_EQ_STR(text, "precious");
+	free(text);
+	/* --force replaces a regular file; no temporary file is left beside it. */
+	const char *fargv[] = { "memwall", "synth", "--shape", "stories260K", "-o", file, "--force",
+				NULL };
+	struct t_output o = t_run(fargv);
+	T_EQ_INT(o.status, 0);
+	t_output_free(&o);
+	T_ASSERT(stat(file, &st) == 0 && st.st_size > 1000);
+	char cmd[800];
+	snprintf(cmd, sizeof(cmd), "ls -a '%s' | grep -q mw-synth", scratch);
+	T_ASSERT(system(cmd) != 0);
+}
+
+/* The output folder is checked before the first run; stale temporary records of dead
+ * writers (and only those) are removed. */
+static void test_output_dir(void)
+{
+	char file[600], sub[700], ro[600], dir[600], path[1024];
+	snprintf(file, sizeof(file), "%s/not-a-dir", scratch);
+	write_text(file, "x", 0644);
+	snprintf(sub, sizeof(sub), "%s/below", file);
+	snprintf(ro, sizeof(ro), "%s/read-only", scratch);
+	T_EQ_INT(mkdir(ro, 0555), 0);
+	const char *bad[] = { file, sub, geteuid() ? ro : NULL };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]) && bad[i]; i++) {
+		const char *argv[] = { "memwall", "run", smoke, "-o", bad[i], NULL };
+		uint64_t t0 = (uint64_t)time(NULL);
+		struct t_output o = t_run(argv);
+		T_ASSERT(o.status == 2 || o.status == 3);
+		T_CONTAINS(o.err, bad[i]);
+		T_ASSERT(!strstr(o.err, "result written"));
+		T_ASSERT((uint64_t)time(NULL) - t0 < 5); /* refused up front, not after the runs */
+		t_output_free(&o);
+	}
+
+	snprintf(dir, sizeof(dir), "%s/stale", scratch);
+	T_EQ_INT(mkdir(dir, 0755), 0);
+	char dead[800], alive[800], other[800], init[800], bare[800];
+	snprintf(dead, sizeof(dead), "%s/.mw-%ld-smoke-20260101T000000Z.Ab12Cd.tmp", dir,
+		 (long)dead_pid());
+	snprintf(alive, sizeof(alive), "%s/.mw-%ld-smoke-20260101T000000Z.Ef34Gh.tmp", dir,
+		 (long)getpid());
+	snprintf(init, sizeof(init), "%s/.mw-1-smoke.Ij56Kl.tmp", dir);
+	snprintf(other, sizeof(other), "%s/.smoke.Mn78Op.tmp", dir);
+	snprintf(bare, sizeof(bare), "%s/mw-%ld-smoke.Qr90St.tmp", dir, (long)dead_pid());
+	const char *all[] = { dead, alive, init, other, bare };
+	for (size_t i = 0; i < 5; i++)
+		write_text(all[i], "{", 0600);
+	const char *argv[] = { "memwall", "run", smoke, "-o", dir, NULL };
+	struct t_output o = t_run(argv);
+	T_ASSERT(o.status == 0 || o.status == 1);
+	t_output_free(&o);
+	T_ASSERT(access(dead, F_OK) != 0);
+	for (size_t i = 1; i < 5; i++)
+		T_ASSERT(access(all[i], F_OK) == 0);
+	json_t *doc = record_in(dir, path, sizeof(path));
+	T_ASSERT(doc != NULL);
+	json_decref(doc);
+}
+
+/* One thread limit, MW_THREADS_MAX, checked before anything runs, by every verb. */
+static void test_threads(void)
+{
+	char big[16], over[16], proto[700];
+	snprintf(big, sizeof(big), "%d", 100000);
+	snprintf(over, sizeof(over), "%d", MW_THREADS_MAX + 1);
+	const char *const *cases[] = {
+		(const char *[]){ "memwall", "run", smoke, "--threads", big, "-o", scratch, NULL },
+		(const char *[]){ "memwall", "run", smoke, "--threads", over, "-o", scratch, NULL },
+		(const char *[]){ "memwall", "generate", "-m", model, "--threads", over, "-n", "2",
+				  NULL },
+		(const char *[]){ "memwall", "roofline", "--threads", over, NULL },
+		(const char *[]){ "memwall", "bandwidth", "--threads", over, NULL },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct t_output o = t_run(cases[i]);
+		T_EQ_INT(o.status, 2);
+		T_CONTAINS(o.err, "1024");
+		t_output_free(&o);
+	}
+	/* The protocol's schema says the same number. */
+	snprintf(proto, sizeof(proto), "%s/protocols/protocol.schema.json",
+		 getenv("MEMWALL_SOURCE_ROOT"));
+	json_t *schema = json_load_file(proto, 0, NULL);
+	const json_t *t = json_object_get(json_object_get(json_object_get(json_object_get(
+		json_object_get(schema, "properties"), "engine"), "properties"), "threads"),
+		"maximum");
+	T_EQ_INT((int)json_integer_value(t), MW_THREADS_MAX);
+	json_decref(schema);
+}
+
+/* A FIFO, a folder or a device named as an input is refused by what it is, at once. */
+static void test_special_files(void)
+{
+	char fifo[600];
+	snprintf(fifo, sizeof(fifo), "%s/input-fifo", scratch);
+	T_EQ_INT(mkfifo(fifo, 0600), 0);
+	const struct { const char *argv[10]; const char *says; } cases[] = {
+		{ { "memwall", "run", fifo, "-o", scratch, NULL }, "is a FIFO" },
+		{ { "memwall", "run", scratch, "-o", scratch, NULL }, "is a directory" },
+		{ { "memwall", "validate", fifo, NULL }, "is a FIFO" },
+		{ { "memwall", "report", "/dev/zero", NULL }, "is a character device" },
+		{ { "memwall", "generate", "-m", fifo, "-n", "2", NULL }, "is a FIFO" },
+		{ { "memwall", "generate", "-m", model, "-z", fifo, "-n", "2", NULL }, "is a FIFO" },
+		{ { "memwall", "headroom", model, "--calibration", "/dev/zero", NULL },
+		  "is a character device" },
+		{ { "memwall", "headroom", fifo, NULL }, "is a FIFO" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		alarm(20); /* a blocked open() ends the test here, not at meson's timeout */
+		struct t_output o = t_run(cases[i].argv);
+		alarm(0);
+		T_EQ_INT(o.status, 2);
+		T_CONTAINS(o.err, cases[i].says);
+		if (o.status != 2 || !strstr(o.err, cases[i].says))
+			fprintf(stderr, "  case %zu: %s\n", i, o.err);
+		t_output_free(&o);
+	}
+	/* $MEMWALL_MEMINFO at /dev/zero: neither a hang nor a spin. */
+	char dir[600];
+	snprintf(dir, sizeof(dir), "%s/meminfo-zero", scratch);
+	setenv("MEMWALL_MEMINFO", "/dev/zero", 1);
+	const char *argv[] = { "memwall", "run", smoke, "-o", dir, NULL };
+	alarm(60);
+	struct t_output o = t_run(argv);
+	alarm(0);
+	unsetenv("MEMWALL_MEMINFO");
+	T_ASSERT(o.status == 0 || o.status == 1);
+	t_output_free(&o);
+}
+
+/* Secrets named by the environment never reach a record: replaced in the external engine's
+ * stderr tail and --version output and in the recorded environment, with "redacted" set. */
+static void test_redaction(void)
+{
+	char script[600], proto[700], dir[600], path[1024], body[2048];
+	snprintf(script, sizeof(script), "%s/leaky-engine", scratch);
+	write_text(script, "#!/bin/sh\n"
+		   "if [ \"$1\" = --version ]; then echo \"leaky 1.0 key=$MY_API_TOKEN\"; exit 0; fi\n"
+		   "echo \"auth with $MY_API_TOKEN and $DB_PASSWORD\" >&2\n"
+		   "printf 'memwall-tokens: decode=%s\\n[%s]\\n' \"$1\" \"$2\"\n", 0755);
+	snprintf(body, sizeof(body),
+		 "{\"name\": \"leaky\", \"model\": {\"format\": \"llama2c\", \"synth\": "
+		 "{\"shape\": \"stories260K\"}}, \"engine\": {\"kind\": \"external\", \"command\": "
+		 "[\"%s\", \"{n}\", \"x\", \"{model}\"], \"adapter\": {\"name\": "
+		 "\"memwall-tokens\", \"stream\": \"stdout\"}}, \"decode_tokens\": 8, \"runs\": 1, "
+		 "\"warmup_runs\": 0, \"idle_baseline_ms\": 0}", script);
+	snprintf(proto, sizeof(proto), "%s/leaky.json", scratch);
+	write_text(proto, body, 0644);
+	snprintf(dir, sizeof(dir), "%s/leaky-out", scratch);
+	setenv("MY_API_TOKEN", "tok-5f3a9c1e", 1);
+	setenv("DB_PASSWORD", "pw-correct-horse", 1);
+	setenv("OMP_NUM_THREADS", "tok-5f3a9c1e", 1); /* an allowed variable holding a secret */
+	const char *argv[] = { "memwall", "run", proto, "-o", dir, NULL };
+	struct t_output o = t_run(argv);
+	unsetenv("MY_API_TOKEN");
+	unsetenv("DB_PASSWORD");
+	unsetenv("OMP_NUM_THREADS");
+	if (o.status > 1)
+		fprintf(stderr, "%s\n", o.err);
+	T_ASSERT(o.status == 0 || o.status == 1);
+	t_output_free(&o);
+	json_t *doc = record_in(dir, path, sizeof(path));
+	T_ASSERT(doc != NULL);
+	json_decref(doc);
+	char *text = path[0] ? slurp(path) : NULL;
+	T_ASSERT(text != NULL);
+	if (text) {
+		T_ASSERT(!strstr(text, "tok-5f3a9c1e"));
+		T_ASSERT(!strstr(text, "pw-correct-horse"));
+		T_CONTAINS(text, "[redacted:MY_API_TOKEN]");
+		T_CONTAINS(text, "[redacted:DB_PASSWORD]");
+		T_CONTAINS(text, "\"stderr_redacted\": true");
+		T_CONTAINS(text, "\"version_redacted\": true");
+		T_CONTAINS(text, "\"redacted\": true");
+		T_CONTAINS(text, "leaky 1.0 key=[redacted:MY_API_TOKEN]");
+	}
+	free(text);
+	/* The name test itself. */
+	const char *secret[] = { "GH_TOKEN", "AWS_SECRET_ACCESS_KEY", "PGPASSWORD", "my_passwd",
+				 "X_AUTH", "DB_CREDENTIALS", "SSH_PRIVATE", "api_key" };
+	const char *plain[] = { "PATH", "HOME", "PWD", "OLDPWD", "LANG", "OMP_NUM_THREADS" };
+	for (size_t i = 0; i < sizeof(secret) / sizeof(secret[0]); i++)
+		T_ASSERT(mw_secret_name(secret[i]));
+	for (size_t i = 0; i < sizeof(plain) / sizeof(plain[0]); i++)
+		T_ASSERT(!mw_secret_name(plain[i]));
+	bool r;
+	setenv("SHORT_KEY", "abc", 1); /* too short to redact: "abc" would blank out text */
+	setenv("LONG_SECRET", "s3cr3t-value", 1);
+	char *red = mw_redact("abc s3cr3t-values3cr3t-value", 28, NULL, &r);
+	T_EQ_STR(red, "abc [redacted:LONG_SECRET][redacted:LONG_SECRET]");
+	T_ASSERT(r);
+	free(red);
+	red = mw_redact("nothing here", 12, NULL, &r);
+	T_EQ_STR(red, "nothing here");
+	T_ASSERT(!r);
+	free(red);
+	unsetenv("SHORT_KEY");
+	unsetenv("LONG_SECRET");
+}
+
+static bool pid_running(pid_t pid)
+{
+	char path[64], stat[256] = "";
+	snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return false;
+	bool ok = fgets(stat, sizeof(stat), f) != NULL;
+	fclose(f);
+	const char *rp = strrchr(stat, ')');
+	return ok && rp && rp[1] == ' ' && rp[2] != 'Z' && rp[2] != 'X';
+}
+
+/* A wrapper that starts the real engine as a grandchild: on timeout, and when the wrapper
+ * ends on its own, the whole process group goes, grandchild included. */
+static void test_process_group(void)
+{
+	const char *mode[] = { "timeout", "exit" };
+	for (int m = 0; m < 2; m++) {
+		char script[600], pidfile[600], proto[700], dir[600], body[2048];
+		snprintf(script, sizeof(script), "%s/wrapper-%s", scratch, mode[m]);
+		snprintf(pidfile, sizeof(pidfile), "%s/grandchild-%s.pid", scratch, mode[m]);
+		char sh[1500];
+		snprintf(sh, sizeof(sh), "#!/bin/sh\n"
+			 "[ \"$1\" = --version ] && exit 0\n"
+			 "sleep 600 &\n"
+			 "echo $! > '%s'\n"
+			 "printf 'memwall-tokens: decode=%%s\\n[1]\\n' \"$1\"\n"
+			 "%s\n", pidfile, m == 0 ? "sleep 600" : "exit 0");
+		write_text(script, sh, 0755);
+		snprintf(body, sizeof(body),
+			 "{\"name\": \"wrapper-%s\", \"model\": {\"format\": \"llama2c\", \"synth\": "
+			 "{\"shape\": \"stories260K\"}}, \"engine\": {\"kind\": \"external\", "
+			 "\"timeout_s\": 2, \"command\": [\"%s\", \"{n}\", \"{model}\"], \"adapter\": "
+			 "{\"name\": \"memwall-tokens\", \"stream\": \"stdout\"}}, \"decode_tokens\": 8, "
+			 "\"runs\": 1, \"warmup_runs\": 0, \"idle_baseline_ms\": 0}", mode[m], script);
+		snprintf(proto, sizeof(proto), "%s/wrapper-%s.json", scratch, mode[m]);
+		write_text(proto, body, 0644);
+		snprintf(dir, sizeof(dir), "%s/wrapper-out", scratch);
+		const char *argv[] = { "memwall", "run", proto, "-o", dir, NULL };
+		alarm(100);
+		struct t_output o = t_run(argv);
+		alarm(0);
+		t_output_free(&o);
+		char *text = slurp(pidfile);
+		long pid = text ? atol(text) : 0;
+		free(text);
+		T_ASSERT(pid > 0);
+		if (pid > 0 && pid_running((pid_t)pid)) {
+			T_FAIL_AT(__FILE__, __LINE__, "%s: the grandchild %ld outlived the run",
+				  mode[m], pid);
+			kill((pid_t)pid, SIGKILL);
+		}
+	}
+}
+
 int main(void)
 {
 	char cache[512], cmd[2000];
@@ -308,6 +628,12 @@ int main(void)
 	test_memory();
 	test_swap();
 	test_swap_growth();
+	test_synth_target();
+	test_output_dir();
+	test_threads();
+	test_special_files();
+	test_redaction();
+	test_process_group();
 
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", scratch);
 	if (system(cmd))

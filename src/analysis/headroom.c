@@ -6,7 +6,11 @@
 #include <string.h>
 
 #include "embedded.h"
+#include "file.h"
 #include "headroom.h"
+
+/* A calibration file holds prompts: a few KiB to a few MiB of text. */
+#define CALIBRATION_MAX (64u << 20)
 
 static const char *const zone_names[MW_ZONE_COUNT] = {
 	[MW_ZONE_EARLY] = "early",
@@ -23,8 +27,13 @@ int mw_projections_load(json_t **out, const char *path, struct mw_error *err)
 {
 	json_error_t je;
 	const struct mw_embedded *e = path ? NULL : mw_embedded_find("aios.json");
-	*out = path ? json_load_file(path, 0, &je)
-		    : e ? json_loadb(e->data, e->len, 0, &je) : NULL;
+	char *text = NULL;
+	size_t len = 0;
+	int rc;
+	if (path && (rc = mw_file_read(path, "projections file", "", 16u << 20, &text, &len, err)))
+		return rc;
+	*out = path ? json_loadb(text, len, 0, &je) : e ? json_loadb(e->data, e->len, 0, &je) : NULL;
+	free(text);
 	const char *src = path ? path : "protocols/projections/aios.json (built in)";
 	if (!*out)
 		return mw_error_set(err, -EINVAL, src, "", "not JSON: line %d: %s", je.line, je.text);
@@ -83,17 +92,11 @@ int mw_calibration_load(char ***prompts, size_t *n, const char *path, struct mw_
 	*prompts = NULL;
 	*n = 0;
 	if (path) {
-		FILE *f = fopen(path, "rb");
-		if (!f)
-			return mw_error_set(err, -errno, path, "", "cannot open: %s", strerror(errno));
-		FILE *mem = open_memstream(&text, &len);
-		char buf[4096];
-		size_t got;
-		while (mem && (got = fread(buf, 1, sizeof(buf), f)) > 0)
-			fwrite(buf, 1, got, mem);
-		fclose(f);
-		if (!mem || fclose(mem))
-			return mw_error_set(err, -ENOMEM, path, "", "out of memory");
+		/* A regular file of at most CALIBRATION_MAX (src/base/file.h): /dev/zero or a
+		 * FIFO is refused by name, not read until memory runs out. */
+		if ((rc = mw_file_read(path, "calibration file", "", CALIBRATION_MAX, &text, &len,
+				       err)))
+			return rc;
 	} else if (e) {
 		text = strndup(e->data, e->len);
 	}

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "embedded.h"
+#include "file.h"
 #include "roofline.h"
 
 static const char *const verdict_names[] = {
@@ -119,8 +120,8 @@ bool mw_path_is_record(const char *path)
 	size_t n = strlen(path);
 	if (n > 5 && !strcmp(path + n - 5, ".json"))
 		return true;
-	FILE *f = fopen(path, "rb");
-	int c = ' ';
+	int rc, c = ' ';
+	FILE *f = mw_file_fopen(path, "file", "", MW_FILE_ANY_SIZE, &rc, NULL);
 	while (f && (c = fgetc(f)) != EOF && (c == ' ' || c == '\n' || c == '\t' || c == '\r'))
 		;
 	if (f)

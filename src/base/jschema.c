@@ -241,7 +241,12 @@ static int check(struct ctx *c, const json_t *s, const json_t *v, const char *pa
 		} else if (!strcmp(k, "minLength") || !strcmp(k, "maxLength")) {
 			if (json_is_string(v)) {
 				json_int_t lim = json_integer_value(kv);
-				json_int_t n = (json_int_t)json_string_length(v);
+				/* JSON Schema counts characters (code points), not bytes: jansson
+				 * holds valid UTF-8, so count the bytes that start a character. */
+				json_int_t n = 0;
+				const char *t = json_string_value(v);
+				for (size_t b = 0; b < json_string_length(v); b++)
+					n += ((unsigned char)t[b] & 0xC0) != 0x80;
 				if (k[1] == 'i' && n < lim)
 					rc = fail(c, path, "must be at least %lld characters long",
 						  (long long)lim);

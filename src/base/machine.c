@@ -15,7 +15,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "file.h"
 #include "machine.h"
+#include "redact.h"
+
+/* A meminfo file is about 1.5 KiB; a file 1 MiB long is not one. */
+#define MEMINFO_MAX (1u << 20)
 
 struct mctx {
 	const char *root;
@@ -278,7 +283,7 @@ static json_t *r_numa(struct mctx *c, char *w, size_t n)
 
 int mw_meminfo(const char *root, const char *key, uint64_t *bytes)
 {
-	char path[4096], line[256];
+	char path[4096];
 	size_t klen = strlen(key);
 	const char *fake = getenv("MEMWALL_MEMINFO");
 	/* Tests stand a file in for the live /proc/meminfo, to play a machine short of memory
@@ -287,19 +292,22 @@ int mw_meminfo(const char *root, const char *key, uint64_t *bytes)
 		snprintf(path, sizeof(path), "%s", fake);
 	else
 		snprintf(path, sizeof(path), "%s/proc/meminfo", root ? root : "");
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return -errno;
-	int rc = -ENOENT;
-	while (fgets(line, sizeof(line), f)) {
-		if (!strncmp(line, key, klen) && line[klen] == ':') {
+	/* A regular file only, of at most MEMINFO_MAX bytes: a FIFO or /dev/zero named by
+	 * $MEMWALL_MEMINFO must not block or spin (src/base/file.h). */
+	char *text = NULL;
+	int rc = mw_file_read(path, "meminfo file", "", MEMINFO_MAX, &text, NULL, NULL);
+	if (rc)
+		return rc;
+	rc = -ENOENT;
+	for (char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		if (!strncmp(l, key, klen) && l[klen] == ':') {
 			/* proc(5): values are in kB, meaning KiB. */
-			*bytes = strtoull(line + klen + 1, NULL, 10) * 1024;
+			*bytes = strtoull(l + klen + 1, NULL, 10) * 1024;
 			rc = 0;
 			break;
 		}
 	}
-	fclose(f);
+	free(text);
 	return rc;
 }
 
@@ -316,13 +324,19 @@ static const char *const env_allowed[] = {
 	"OMP_NUM_THREADS",       /* read by the external engines that memwall runs */
 };
 
-json_t *mw_environment_allowed(void)
+json_t *mw_environment_allowed(bool *redacted)
 {
 	json_t *o = json_object();
+	*redacted = false;
 	for (size_t i = 0; o && i < sizeof(env_allowed) / sizeof(env_allowed[0]); i++) {
 		const char *v = getenv(env_allowed[i]);
-		if (v)
-			json_object_set_new(o, env_allowed[i], json_string(v));
+		bool r = false;
+		/* An allowed variable can still hold a secret's value (a path with a token). */
+		char *clean = v ? mw_redact(v, strlen(v), NULL, &r) : NULL;
+		if (clean)
+			json_object_set_new(o, env_allowed[i], json_string(clean));
+		*redacted |= r;
+		free(clean);
 	}
 	return o;
 }

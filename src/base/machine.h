@@ -3,6 +3,7 @@
 #define MEMWALL_MACHINE_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 /* Describes this machine as a JSON object: CPU name, vendor, family/model/stepping,
@@ -20,8 +21,9 @@ int mw_meminfo(const char *root, const char *key, uint64_t *bytes);
 
 /* The allow-listed environment variables that are set (MEMWALL_CACHE_DIR, MEMWALL_COUNTERS,
  * MEMWALL_SYSFS_ROOT, MEMWALL_MEMINFO, MEMWALL_INJECT_ERRNO, OMP_NUM_THREADS), as
- * {"NAME": "value"}, for a result record: never the whole environment. New reference. */
-json_t *mw_environment_allowed(void);
+ * {"NAME": "value"}, for a result record: never the whole environment. Values are redacted
+ * (src/base/redact.h); *redacted says whether any was. New reference. */
+json_t *mw_environment_allowed(bool *redacted);
 
 /* Whether a model file of model_bytes fits in the memory available now: -ENOMEM when
  * MemAvailable is below *need (model_bytes plus 10%), else 0, also when MemAvailable cannot

@@ -44,7 +44,10 @@ void mw_error_print(const struct mw_error *err)
 	}
 	if (err->field[0])
 		fprintf(stderr, "%s: ", err->field);
-	fprintf(stderr, "%s\n", err->text);
+	/* A path that failed without saying why (an allocation, most likely) still says
+	 * something: never a bare "memwall: ". */
+	fprintf(stderr, "%s\n", err->text[0] ? err->text : "failed without a description (most "
+		"likely out of memory); please report it");
 }
 
 int mw_fail(int exit_code, const char *verb, const char *fmt, ...)

@@ -20,7 +20,7 @@
 #include "verbs.h"
 
 #define VERB "bandwidth"
-#define MAX_THREADS 256
+#define MAX_THREADS MW_THREADS_MAX
 #define MAX_REPS 10000
 #define LLC_MULTIPLE 8                     /* working set >= 8x LLC: the requirement */
 #define LLC_FALLBACK (32ull << 20)         /* when sysfs does not describe the caches */

@@ -93,10 +93,10 @@ static int parse_args(int argc, char **argv, struct options *o, bool *help)
 					       "--size '%s': want GiB from 0.001 to 4096", optarg);
 			break;
 		case OPT_THREADS:
-			if (mw_parse_long(optarg, 1, 1024, &v) < 0)
+			if (mw_parse_long(optarg, 1, MW_THREADS_MAX, &v) < 0)
 				return mw_fail(MW_EXIT_USAGE, VERB,
-					       "--threads '%s': want a whole number from 1 to 1024",
-					       optarg);
+					       "--threads '%s': want a whole number from 1 to %d",
+					       optarg, MW_THREADS_MAX);
 			o->threads = (int)v;
 			break;
 		case OPT_BACKEND:

@@ -18,6 +18,7 @@
 
 #include "engine.h"
 #include "machine.h"
+#include "file.h"
 #include "mw.h"
 #include "verbs.h"
 
@@ -231,9 +232,9 @@ static int parse_args(struct gen_args *a, int argc, char **argv)
 					       optarg);
 			break;
 		case 't':
-			if (mw_parse_long(optarg, 1, 1024, &a->threads))
-				return mw_fail(MW_EXIT_USAGE, VERB, "--threads %s: give 1 to 1024",
-					       optarg);
+			if (mw_parse_long(optarg, 1, MW_THREADS_MAX, &a->threads))
+				return mw_fail(MW_EXIT_USAGE, VERB, "--threads %s: give 1 to %d",
+					       optarg, MW_THREADS_MAX);
 			break;
 		case O_TEMP:
 			if (mw_parse_double(optarg, 0.0, 1e6, &a->temperature))
@@ -301,6 +302,11 @@ static int open_tokenizer(const struct gen_args *a, bool gguf, int vocab_size,
 	struct eng_error err;
 	eng_error_clear(&err);
 	if (a->tokenizer) {
+		struct mw_error ferr;
+		if (mw_file_check(a->tokenizer, "tokenizer", "", MW_FILE_ANY_SIZE, &ferr)) {
+			mw_error_print(&ferr);
+			return MW_EXIT_USAGE;
+		}
 		if (eng_tokenizer_open(tok, a->tokenizer, vocab_size, &err))
 			return eng_fail(MW_EXIT_USAGE, &err);
 		return 0;
@@ -486,6 +492,13 @@ int mw_cmd_generate(int argc, char **argv)
 	if (rc)
 		return rc < 0 ? MW_EXIT_OK : rc;
 
+	/* A regular file, or a message naming what it is (a FIFO would block the loader). */
+	struct mw_error ferr;
+	if (mw_file_check(a->model, "model", "", MW_FILE_ANY_SIZE, &ferr)) {
+		mw_error_print(&ferr);
+		rc = MW_EXIT_USAGE;
+		goto out;
+	}
 	if (!a->force && (rc = check_memory(a->model)))
 		goto out;
 	g.t0 = now_seconds();

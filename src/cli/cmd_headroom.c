@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 
 #include "analytic.h"
+#include "file.h"
 #include "headroom.h"
 #include "result.h"
 #include "roofline.h"
@@ -216,7 +217,13 @@ struct headroom {
 static int model_open(struct headroom *h)
 {
 	struct eng_error eerr;
+	struct mw_error ferr;
 	eng_error_clear(&eerr);
+	/* A regular file, or a message naming what it is (a FIFO would block the loader). */
+	if (mw_file_check(h->o.model, "model", "", MW_FILE_ANY_SIZE, &ferr)) {
+		mw_error_print(&ferr);
+		return MW_EXIT_USAGE;
+	}
 	h->record_only = mw_path_is_record(h->o.model);
 	h->model_path = h->o.model;
 	if (h->record_only && h->o.result)

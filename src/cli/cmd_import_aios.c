@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "file.h"
 #include "mw.h"
 #include "result.h"
 #include "stats.h"
@@ -484,7 +485,16 @@ int mw_cmd_import_aios(int argc, char **argv)
 		return MW_EXIT_USAGE;
 	}
 	const char *path = argv[optind];
-	in = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+	char *text = NULL;
+	size_t len = 0;
+	/* A regular file of at most a record's size (src/base/file.h). */
+	if (mw_file_read(path, "AIOS record", "", MW_RESULT_MAX_BYTES, &text, &len, &err)) {
+		mw_error_print(&err);
+		code = MW_EXIT_USAGE;
+		goto out;
+	}
+	in = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+	free(text);
 	if (!in) {
 		code = mw_fail(MW_EXIT_USAGE, VERB, "%s:%d: %s", path, jerr.line, jerr.text);
 		goto out;

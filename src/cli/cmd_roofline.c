@@ -113,9 +113,9 @@ static int parse_args(int argc, char **argv, struct options *o, bool *help)
 			o->llc = (uint64_t)v << 20;
 			break;
 		case 't':
-			if (mw_parse_long(optarg, 1, 1024, &v) < 0)
-				return mw_fail(MW_EXIT_USAGE, VERB, "--threads '%s': want 1 to 1024",
-					       optarg);
+			if (mw_parse_long(optarg, 1, MW_THREADS_MAX, &v) < 0)
+				return mw_fail(MW_EXIT_USAGE, VERB, "--threads '%s': want 1 to %d",
+					       optarg, MW_THREADS_MAX);
 			o->threads = (int)v;
 			o->threads_given = true;
 			break;

@@ -86,10 +86,11 @@ int mw_cmd_run(int argc, char **argv)
 		case 'r':
 		case 't':
 		case 'j':
-			if (mw_parse_long(optarg, 1, 1000000, &v))
-				return mw_fail(MW_EXIT_USAGE, "run", "--%s wants a whole number >= 1, "
-					       "got '%s'", c == 'r' ? "runs" : c == 't' ? "tokens"
-					       : "threads", optarg);
+			if (mw_parse_long(optarg, 1, c == 'j' ? MW_THREADS_MAX : 1000000, &v))
+				return mw_fail(MW_EXIT_USAGE, "run", "--%s wants a whole number from 1 "
+					       "to %d, got '%s'", c == 'r' ? "runs" : c == 't' ?
+					       "tokens" : "threads", c == 'j' ? MW_THREADS_MAX : 1000000,
+					       optarg);
 			*(c == 'r' ? &ro.runs : c == 't' ? &ro.tokens : &ro.threads) = (int)v;
 			break;
 		case 'o':
@@ -129,6 +130,13 @@ int mw_cmd_run(int argc, char **argv)
 	if (rc) {
 		mw_error_print(&err);
 		return MW_EXIT_USAGE;
+	}
+	/* The folder is checked (and created) before the first run, not after the last: a
+	 * measurement is never thrown away for want of a place to put it. */
+	if ((rc = mw_result_dir_prepare(dir, &err))) {
+		mw_error_print(&err);
+		mw_protocol_free(p);
+		return rc == -EACCES || rc == -EROFS || rc == -ENOSPC ? MW_EXIT_ENV : MW_EXIT_USAGE;
 	}
 
 	enum mw_run_status st = mw_runner_run(p, &ro, &doc, &err);

@@ -6,15 +6,19 @@
  * default format; --quant, or an architecture without a llama2.c row, picks GGUF.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "engine.h"
+#include "file.h"
 #include "mw.h"
 #include "verbs.h"
 
@@ -23,6 +27,7 @@
 struct synth_request {
 	const char *arch, *shape, *out, *quant, *format;
 	long seed;
+	bool force;
 };
 
 static int write_llama2c(const struct synth_request *r, struct eng_error *err)
@@ -53,7 +58,7 @@ static const struct synth_writer {
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: memwall synth [--arch ARCH] --shape SHAPE [--quant Q] [--format F] -o FILE "
-		   "[--seed S]\n\n"
+		   "[--seed S] [--force]\n\n"
 		   "Writes a deterministic synthetic model: the real shape, seeded random weights of\n"
 		   "a realistic scale (norm weights near 1). The same arguments give the same bytes.\n"
 		   "The file is marked synthetic, and every report on it says so. A GGUF file gets\n"
@@ -65,7 +70,9 @@ static void usage(FILE *f)
 		   "  --quant Q       GGUF quantization: f32 f16 q8_0 q4_0 q5_0 q4_k_m (implies GGUF)\n"
 		   "  --format F      llama2c or gguf (default: the architecture's first, below)\n"
 		   "  -o, --output F  file to write (atomically: a temporary file, then a rename)\n"
-		   "  --seed S        seed (default 1)\n\n"
+		   "  --seed S        seed (default 1)\n"
+		   "  --force         replace FILE when it exists (only a regular file is ever\n"
+		   "                  replaced: a device, a FIFO or a folder is refused)\n\n"
 		   "architectures (format, shapes, default quantization):\n");
 	for (size_t i = 0; i < sizeof(writers) / sizeof(writers[0]); i++)
 		fprintf(f, "  %-8s %-8s %s; shapes: %s%s%s\n", writers[i].arch, writers[i].format,
@@ -88,9 +95,48 @@ static const struct synth_writer *find_writer(const struct synth_request *r)
 	return NULL;
 }
 
+/* What may be written at r->out: nothing there, or a regular file with --force. */
+static int target_check(const struct synth_request *r)
+{
+	struct stat st;
+	if (lstat(r->out, &st)) {
+		if (errno == ENOENT)
+			return 0;
+		return mw_fail(MW_EXIT_ENV, VERB, "%s: %s", r->out, strerror(errno));
+	}
+	if (!S_ISREG(st.st_mode))
+		return mw_fail(MW_EXIT_USAGE, VERB, "%s is %s: synth writes only regular files and "
+			       "never replaces anything else; name a new file", r->out,
+			       mw_file_kind(st.st_mode));
+	if (!r->force)
+		return mw_fail(MW_EXIT_USAGE, VERB, "%s exists: give --force to replace it, or name "
+			       "a new file", r->out);
+	return 0;
+}
+
+/* Renames tmp onto r->out: without --force only if nothing is there (RENAME_NOREPLACE, or
+ * link where the filesystem lacks it); with it, only over a regular file (checked again: the
+ * target may have changed during the write). */
+static int move_into_place(const char *tmp, const struct synth_request *r)
+{
+	int code = target_check(r);
+	if (code)
+		return code;
+	if (r->force ? rename(tmp, r->out) == 0
+		     : renameat2(AT_FDCWD, tmp, AT_FDCWD, r->out, RENAME_NOREPLACE) == 0)
+		return 0;
+	if (!r->force && (errno == EINVAL || errno == ENOSYS || errno == ENOTSUP) &&
+	    link(tmp, r->out) == 0) {
+		unlink(tmp);
+		return 0;
+	}
+	return mw_fail(errno == EEXIST ? MW_EXIT_USAGE : MW_EXIT_ENV, VERB,
+		       "cannot move the model into place at %s: %s", r->out, strerror(errno));
+}
+
 int mw_cmd_synth(int argc, char **argv)
 {
-	enum { O_ARCH = 256, O_SHAPE, O_SEED, O_QUANT, O_FORMAT };
+	enum { O_ARCH = 256, O_SHAPE, O_SEED, O_QUANT, O_FORMAT, O_FORCE };
 	static const struct option longopts[] = {
 		{ "arch", required_argument, NULL, O_ARCH },
 		{ "shape", required_argument, NULL, O_SHAPE },
@@ -98,6 +144,7 @@ int mw_cmd_synth(int argc, char **argv)
 		{ "format", required_argument, NULL, O_FORMAT },
 		{ "output", required_argument, NULL, 'o' },
 		{ "seed", required_argument, NULL, O_SEED },
+		{ "force", no_argument, NULL, O_FORCE },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -112,6 +159,7 @@ int mw_cmd_synth(int argc, char **argv)
 		case O_QUANT: r.quant = optarg; break;
 		case O_FORMAT: r.format = optarg; break;
 		case 'o': r.out = optarg; break;
+		case O_FORCE: r.force = true; break;
 		case O_SEED:
 			if (mw_parse_long(optarg, 0, INT64_MAX, &r.seed))
 				return mw_fail(MW_EXIT_USAGE, VERB, "--seed %s: give a number >= 0",
@@ -143,14 +191,33 @@ int mw_cmd_synth(int argc, char **argv)
 	if (!r.quant)
 		r.quant = w->default_quant;
 
+	int code = target_check(&r);
+	if (code)
+		return code;
+	/* The engine writes (and renames into) a name of ours beside the target; only then is
+	 * it moved onto the target, which is never something that is not ours to replace. */
+	char tmp[4096];
+	const char *slash = strrchr(r.out, '/');
+	snprintf(tmp, sizeof(tmp), "%.*s.mw-synth-%ld-%s", slash ? (int)(slash - r.out + 1) : 0,
+		 r.out, (long)getpid(), slash ? slash + 1 : r.out);
+	struct synth_request rt = r;
+	rt.out = tmp;
 	struct eng_error err;
 	eng_error_clear(&err);
 	double t0 = mw_now_s();
-	int rc = w->write(&r, &err);
+	int rc = w->write(&rt, &err);
 	double seconds = mw_now_s() - t0;
-	if (rc) /* a bad name is usage; anything else is the file system's */
+	if (!strcmp(err.source, tmp)) /* messages name the file the user asked for */
+		snprintf(err.source, sizeof(err.source), "%s", r.out);
+	if (rc) { /* a bad name is usage; anything else is the file system's */
+		unlink(tmp);
 		return mw_fail(rc == -EINVAL ? MW_EXIT_USAGE : MW_EXIT_ENV, VERB, "%s%s%s", err.source,
 			       err.source[0] ? ": " : "", err.text);
+	}
+	if ((code = move_into_place(tmp, &r))) {
+		unlink(tmp);
+		return code;
+	}
 	struct stat st;
 	long long bytes = stat(r.out, &st) == 0 ? (long long)st.st_size : -1;
 	printf("wrote %s: SYNTHETIC model (random weights, not trained), arch %s, shape %s, "

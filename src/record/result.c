@@ -1,7 +1,9 @@
 /* src/record/result.c: deriving, validating, reading and writing result records. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,10 +14,12 @@
 #include "differential.h"
 #include "metrics.h"
 #include "embedded.h"
+#include "file.h"
 #include "jschema.h"
 #include "result.h"
 #include "stats.h"
 
+#define TMP_PREFIX ".mw-" /* temporary records: .mw-PID-STEM.XXXXXX.tmp */
 #define MB 1e6          /* MB = 10^6 bytes */
 #define MIB 1048576.0   /* MiB = 2^20 bytes */
 
@@ -159,7 +163,7 @@ static int derive_run(struct dctx *c, const json_t *doc, json_t *run, size_t idx
 	const struct mw_metric *metrics = mw_metrics(&n_metrics);
 
 	if (!fig)
-		return -ENOMEM;
+		return mw_error_set(c->err, -ENOMEM, c->source, "runs", "out of memory deriving a run's figures");
 	if ((rc = check_tokens(c, run, idx, n, sums)))
 		goto out;
 	double secs = num(dec, "ns") * 1e-9, nt = (double)n, idle_r, idle_t;
@@ -170,7 +174,7 @@ static int derive_run(struct dctx *c, const json_t *doc, json_t *run, size_t idx
 	double eng = num(dec, "engine_bytes") / nt;
 	l = malloc((n ? n : 1) * sizeof(*l));
 	if (!l) {
-		rc = -ENOMEM;
+		rc = mw_error_set(c->err, -ENOMEM, c->source, "runs", "out of memory deriving per-token figures (%zu tokens)", n);
 		goto out;
 	}
 	for (i = 0; i < n; i++)
@@ -335,7 +339,7 @@ static int derive_acceptance(json_t *doc)
 	json_t *list = json_array(), *run;
 	size_t i;
 	if (!list)
-		return -ENOMEM;
+		return -ENOMEM; /* the caller says what it was doing */
 	/* MB/token as defined on what was measured (records before it: the read figure). */
 	const char *mb_metric = json_object_get(m, "dram_MB_per_token") ? "dram_MB_per_token"
 									: "dram_read_MB_per_token";
@@ -419,11 +423,14 @@ int mw_result_derive(json_t *doc, const char *source, struct mw_error *err)
 			return rc;
 	derive_drift(doc);
 	if ((rc = derive_summary(doc)))
-		return rc;
+		return mw_error_set(err, rc, source, "summary", "out of memory deriving the summary");
 	/* External engines: figures by the differential method from the raw processes. */
 	if (json_object_get(doc, "external") && (rc = mw_differential_derive(doc, source, err)))
 		return rc;
-	return derive_acceptance(doc);
+	if ((rc = derive_acceptance(doc)))
+		return mw_error_set(err, rc, source, "acceptance", "out of memory deriving the "
+				    "acceptance verdict");
+	return 0;
 }
 
 /* ---- validating ---------------------------------------------------------------------------- */
@@ -531,7 +538,8 @@ int mw_result_validate(const json_t *doc, const char *source, struct mw_error *e
 	}
 	copy = json_deep_copy(doc);
 	if (!copy) {
-		rc = -ENOMEM;
+		rc = mw_error_set(err, -ENOMEM, source, "", "out of memory copying the record to "
+				  "check its figures");
 		goto out;
 	}
 	rc = mw_result_derive(copy, source, err);
@@ -564,13 +572,21 @@ out:
 int mw_result_load(json_t **out, const char *path, struct mw_error *err)
 {
 	json_error_t jerr;
-	*out = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+	char *text = NULL;
+	size_t len = 0;
+	int rc;
+	*out = NULL;
+	/* A regular file of at most MW_RESULT_MAX_BYTES (src/base/file.h). */
+	if ((rc = mw_file_read(path, "record", "", MW_RESULT_MAX_BYTES, &text, &len, err)))
+		return rc;
+	*out = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+	free(text);
 	if (*out)
 		return 0;
-	struct stat st;
-	if (stat(path, &st) != 0)
-		return mw_error_set(err, -errno, path, "", "cannot open the result: %s",
-				    strerror(errno));
+	if (jerr.position >= 0 && strstr(jerr.text, "out of memory"))
+		return mw_error_set(err, -ENOMEM, path, "", "out of memory parsing the record (%zu "
+				    "bytes; parsing takes about %d times that)", len,
+				    MW_RESULT_MEMORY_FACTOR);
 	mw_error_set(err, MW_RESULT_MALFORMED, path, "", "not valid JSON: %s (column %d)", jerr.text,
 		     jerr.column);
 	if (err)
@@ -610,6 +626,77 @@ static int move_noreplace(const char *tmp, const char *target)
 	return 0;
 }
 
+/* The pid in a temporary file's name: TMP_PREFIX PID '-' ... ".tmp"; 0 when the name is not
+ * one mw_result_write makes. */
+static long tmp_owner(const char *name)
+{
+	size_t n = strlen(name), k = strlen(TMP_PREFIX);
+	char *end;
+	if (strncmp(name, TMP_PREFIX, k) || n < k + 4 || strcmp(name + n - 4, ".tmp") ||
+	    name[k] < '1' || name[k] > '9')
+		return 0;
+	errno = 0;
+	long pid = strtol(name + k, &end, 10);
+	return errno || *end != '-' || pid <= 0 ? 0 : pid;
+}
+
+/* Removes the temporary files in dir that a writer killed mid-write left: our pattern, our
+ * user, a regular file, and a pid that no longer runs. Nothing else is touched. */
+static void remove_stale(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	struct stat st;
+	while (d && (e = readdir(d))) {
+		long pid = tmp_owner(e->d_name);
+		if (!pid || pid == (long)getpid() || (kill((pid_t)pid, 0) == 0 || errno != ESRCH))
+			continue;
+		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISREG(st.st_mode) && st.st_uid == geteuid())
+			unlinkat(dirfd(d), e->d_name, 0);
+	}
+	if (d)
+		closedir(d);
+}
+
+int mw_result_dir_prepare(const char *dir, struct mw_error *err)
+{
+	char probe[4096];
+	struct stat st;
+	int rc, fd;
+	if (!dir[0])
+		return mw_error_set(err, -EINVAL, "-o", "", "the results folder is an empty name");
+	if (stat(dir, &st) == 0 && !S_ISDIR(st.st_mode))
+		return mw_error_set(err, -ENOTDIR, dir, "", "the results folder is %s: name a folder "
+				    "(it is created if needed)", mw_file_kind(st.st_mode));
+	if ((rc = mkdir_p(dir)))
+		return mw_error_set(err, rc, dir, "", "cannot create the results folder: %s",
+				    strerror(-rc));
+	/* Writable for real (access() says nothing of a read-only mount or of ACLs). */
+	snprintf(probe, sizeof(probe), "%s/" TMP_PREFIX "%ld-probe.XXXXXX.tmp", dir, (long)getpid());
+	if ((fd = mkstemps(probe, 4)) < 0)
+		return mw_error_set(err, -errno, dir, "", "cannot write in the results folder: %s",
+				    strerror(errno));
+	close(fd);
+	unlink(probe);
+	remove_stale(dir);
+	return 0;
+}
+
+/* A stem names a file in dir and nothing else: no '/', no leading '.', no control byte. */
+static int stem_check(const char *dir, const char *stem, struct mw_error *err)
+{
+	if (!stem[0] || stem[0] == '.' || strlen(stem) > 200)
+		return mw_error_set(err, -EINVAL, dir, "", "refusing the record name \"%.200s\": "
+				    "empty, hidden or too long", stem);
+	for (const char *c = stem; *c; c++)
+		if (*c == '/' || (unsigned char)*c < 0x20 || *c == 0x7f)
+			return mw_error_set(err, -EINVAL, dir, "", "refusing the record name "
+					    "\"%.200s\": it holds a '/' or a control character",
+					    stem);
+	return 0;
+}
+
 int mw_result_write(const json_t *doc, const char *dir, const char *stem, char *path, size_t n,
 		    struct mw_error *err)
 {
@@ -617,10 +704,13 @@ int mw_result_write(const json_t *doc, const char *dir, const char *stem, char *
 	int fd = -1, dfd = -1, rc;
 	bool have_tmp = false;
 
+	if ((rc = stem_check(dir, stem, err)))
+		return rc;
 	if ((rc = mkdir_p(dir)))
 		return mw_error_set(err, rc, dir, "", "cannot create the results folder: %s",
 				    strerror(-rc));
-	snprintf(tmp, sizeof(tmp), "%s/.%s.XXXXXX.tmp", dir, stem);
+	/* The pid marks whose it is: a later writer removes it only once that pid is gone. */
+	snprintf(tmp, sizeof(tmp), "%s/" TMP_PREFIX "%ld-%s.XXXXXX.tmp", dir, (long)getpid(), stem);
 	fd = mkstemps(tmp, 4);
 	if (fd < 0) {
 		rc = mw_error_set(err, -errno, dir, "", "cannot create a temporary file: %s",

@@ -29,7 +29,15 @@ int mw_result_derive(json_t *doc, const char *source, struct mw_error *err);
  * the recorded and the recomputed value. */
 int mw_result_validate(const json_t *doc, const char *source, struct mw_error *err);
 
-/* Reads a record. *out is a new reference. -errno / -EINVAL (not JSON) with err filled. */
+/* The largest record memwall reads (results/README.md): parsed, a record takes about
+ * MW_RESULT_MEMORY_FACTOR times its size in memory, so 128 MiB needs about 2 GiB. A run of
+ * a million tokens writes about 100 MiB. */
+#define MW_RESULT_MAX_BYTES (128u << 20)
+#define MW_RESULT_MEMORY_FACTOR 16
+
+/* Reads a record: a regular file of at most MW_RESULT_MAX_BYTES (-EFBIG past it, -EINVAL
+ * for a FIFO, a directory or a device, named). *out is a new reference. -errno / -EINVAL (not
+ * JSON) with err filled; -ENOMEM says so. */
 int mw_result_load(json_t **out, const char *path, struct mw_error *err);
 
 /* Writes doc into dir (created if needed) as STEM.json, or STEM-2.json, STEM-3.json, ... when
@@ -39,6 +47,13 @@ int mw_result_load(json_t **out, const char *path, struct mw_error *err);
  * path[0..n) receives the final path. 0 or -errno with err filled. */
 int mw_result_write(const json_t *doc, const char *dir, const char *stem, char *path, size_t n,
 		    struct mw_error *err);
+
+/* Makes dir ready for records, before anything is measured: refuses a name that is not a
+ * folder, creates it (and its parents), checks that a file can be created in it, and removes
+ * the temporary files writers killed mid-write (kill -9) left there: names of the form
+ * ".mw-PID-STEM.XXXXXX.tmp" that mw_result_write makes, owned by this user, whose PID no
+ * longer runs. Nothing else is removed. 0 or -errno with err filled. */
+int mw_result_dir_prepare(const char *dir, struct mw_error *err);
 
 /* The result schema (results/result.schema.json as compiled in). New reference. */
 json_t *mw_result_schema(void);

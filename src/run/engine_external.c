@@ -31,6 +31,7 @@
 #include "adapters.h"
 #include "control.h"
 #include "drift.h"
+#include "redact.h"
 #include "run_state.h"
 #include "result.h"
 #include "spawn.h"
@@ -99,8 +100,14 @@ static json_t *program_version(const char *path)
 	else if (s.exit_code != 0)
 		snprintf(why, sizeof(why), "`--version` exited with status %d%s", s.exit_code,
 			 len ? " (its output is kept)" : "");
-	o = json_pack("{s:o, s:o}", "version", json_stringn(text, len), "version_reason",
-		      why[0] ? json_string(why) : json_null());
+	/* Secrets in the environment stay out of the record (src/base/redact.h). */
+	bool redacted = false;
+	char *clean = mw_redact(text, len, &len, &redacted);
+	o = json_pack("{s:o, s:o, s:b}", "version", clean ? json_stringn(clean, len)
+		      : json_null(), "version_reason", clean ? why[0] ? json_string(why)
+		      : json_null() : json_string("out of memory redacting the output"),
+		      "version_redacted", redacted);
+	free(clean);
 	mw_spawn_free(&s);
 	return o;
 }
@@ -290,6 +297,18 @@ static const char *tail_of(const char *text, size_t len)
 	return nl && nl[1] ? nl + 1 : t;
 }
 
+/* The stderr tail as it enters the record: secrets in the environment replaced (redacted
+ * over the last 64 KiB first, so a value straddling the tail's start is caught whole). */
+static json_t *tail_json(const char *text, size_t len, bool *redacted)
+{
+	size_t start = len > 65536 ? len - 65536 : 0, n = 0;
+	char *clean = mw_redact(text + start, len - start, &n, redacted);
+	json_t *j = clean ? json_string(tail_of(clean, n))
+			  : json_string("(out of memory redacting the program's stderr)");
+	free(clean);
+	return j;
+}
+
 /* One process of a repetition: idle window, the program, idle window; its raw record. *why
  * receives the reason when the run is invalid (left "" otherwise). -errno only when the
  * program could not be started at all. */
@@ -399,11 +418,13 @@ static int process_once(struct ext *x, long n, const char *label, json_t **out, 
 		snprintf(why, wn, "printed more than %u MiB: its output was cut, so the adapter "
 			 "may have missed the timing lines", MW_SPAWN_OUTPUT_MAX >> 20);
 	bool counts = arc == 0 || arc == -ENODATA || arc == -ERANGE || arc == -EPROTO;
+	bool redacted = false;
+	json_t *tail = tail_json(s.err, s.err_len, &redacted);
 	*out = json_pack(
 		"{s:i, s:o, s:o, s:o, s:b, s:I,"
 		" s:o, s:n, s:o,"
 		" s:{s:o, s:o, s:o, s:o, s:o, s:o},"
-		" s:b, s:o, s:s}",
+		" s:b, s:o, s:o, s:b}",
 		"tokens_target", (int)n, "argv", jargv, "exit_code",
 		s.exit_code >= 0 ? json_integer(s.exit_code) : json_null(), "signal",
 		s.term_signal ? json_integer(s.term_signal) : json_null(), "timed_out", s.timed_out,
@@ -418,7 +439,7 @@ static int process_once(struct ext *x, long n, const char *label, json_t **out, 
 		"prompt_ms", opt_ms(counts && res.prompt_ms.known, res.prompt_ms.value),
 		"load_ms", opt_ms(counts && res.load_ms.known, res.load_ms.value),
 		"valid", !why[0], "invalid_reason", why[0] ? json_string(why) : json_null(),
-		"stderr_tail", tail_of(s.err, s.err_len));
+		"stderr_tail", tail, "stderr_redacted", redacted);
 	jargv = NULL;
 	if (*out) {
 		mw_window_set_dram(*out, dram_open, &x->delta);

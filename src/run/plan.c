@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "engine.h"
+#include "file.h"
 #include "machine.h"
 #include "plan.h"
 #include "sha256.h"
@@ -98,10 +99,10 @@ static int synth_path(const struct mw_protocol *p, char *path, size_t n, FILE *l
 static int check_format(const struct mw_plan *pl, struct mw_error *err)
 {
 	char magic[4] = { 0 };
-	FILE *f = fopen(pl->model_path, "rb");
+	int rc;
+	FILE *f = mw_file_fopen(pl->model_path, "model", "model.path", MW_FILE_ANY_SIZE, &rc, err);
 	if (!f)
-		return mw_error_set(err, -errno, pl->model_path, "model.path", "cannot open: %s",
-				    strerror(errno));
+		return rc;
 	size_t n = fread(magic, 1, 4, f);
 	fclose(f);
 	bool gguf = n == 4 && !memcmp(magic, "GGUF", 4);

@@ -18,6 +18,7 @@
 #include "probes.h"
 #include "embedded.h"
 #include "jschema.h"
+#include "file.h"
 #include "protocol.h"
 #include "sha256.h"
 
@@ -93,6 +94,9 @@ static int file_must_exist(const char *source, const char *field, const char *pa
 	struct stat st;
 	if (stat(path, &st) == 0 && S_ISREG(st.st_mode))
 		return 0;
+	if (stat(path, &st) == 0)
+		return mw_error_set(err, -EINVAL, source, field, "%s is %s, not a regular file: name "
+				    "a file", path, mw_file_kind(st.st_mode));
 	if (url)
 		return mw_error_set(err, -ENOENT, source, field,
 				    "%s does not exist; download it first: curl -L --create-dirs "
@@ -100,6 +104,17 @@ static int file_must_exist(const char *source, const char *field, const char *pa
 				    path, path, url);
 	return mw_error_set(err, -ENOENT, source, field, "%s does not exist (and no url is given)",
 			    path);
+}
+
+/* A name from the protocol that becomes part of a file name: refused unless it follows
+ * MW_NAME_RULE (src/base/file.h), so no record or cached model lands outside its folder. */
+static int name_check(const char *src, const char *field, const char *value, struct mw_error *err)
+{
+	char why[128];
+	if (!mw_name_check(value, why, sizeof(why)))
+		return 0;
+	return mw_error_set(err, -EINVAL, src, field, "\"%.80s\" %s; it becomes part of a file "
+			    "name, so use only %s", value, why, MW_NAME_RULE);
 }
 
 /* ---- external engines ---------------------------------------------------------------------- */
@@ -344,6 +359,16 @@ static int parse_model(struct mw_protocol *p, const char *dir, struct mw_error *
 					    "url, size_bytes and sha256");
 		p->model.synth_shape = str_or(synth, "shape", NULL);
 		p->model.synth_seed = (uint64_t)int_or(synth, "seed", 42);
+		/* arch, shape and quant name the cached file (src/run/plan.c) */
+		static const char *const parts[] = { "arch", "shape", "quant" };
+		for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+			const char *v = str_or(synth, parts[i], NULL);
+			char field[32];
+			snprintf(field, sizeof(field), "model.synth.%s", parts[i]);
+			int rc = v ? name_check(src, field, v, err) : 0;
+			if (rc)
+				return rc;
+		}
 	} else {
 		p->model.path = resolve(dir, str_or(model, "path", ""));
 		if (!p->model.path)
@@ -376,6 +401,11 @@ static int parse_engine(struct mw_protocol *p, struct mw_error *err)
 	p->engine.kind = !strcmp(str_or(engine, "kind", "builtin"), "external") ? MW_ENGINE_EXTERNAL
 										 : MW_ENGINE_BUILTIN;
 	p->engine.threads = (int)int_or(engine, "threads", 0);
+	if (int_or(engine, "threads", 0) > MW_THREADS_MAX)
+		return mw_error_set(err, -EINVAL, src, "engine.threads",
+				    "%lld threads is more than the %d memwall allows; give 0 (one "
+				    "per CPU) or at most %d", (long long)int_or(engine, "threads", 0),
+				    MW_THREADS_MAX, MW_THREADS_MAX);
 	p->engine.kernels = str_or(engine, "kernels", "auto");
 	if (eng_load_mode_parse(str_or(engine, "load", "mmap"), &p->engine.load))
 		return mw_error_set(err, -EINVAL, src, "engine.load",
@@ -530,6 +560,8 @@ static int parse_doc(struct mw_protocol *p, const char *dir, unsigned flags,
 	int rc;
 
 	p->name = str_or(p->doc, "name", "");
+	if ((rc = name_check(src, "name", p->name, err)))
+		return rc;
 	p->description = str_or(p->doc, "description", "");
 	if ((rc = parse_model(p, dir, err)) || (rc = parse_engine(p, err)) ||
 	    (rc = parse_workload(p, dir, err)) || (rc = parse_measurement(p, err)))
@@ -597,29 +629,9 @@ int mw_protocol_load(struct mw_protocol **out, const char *path, unsigned flags,
 	int rc;
 
 	*out = NULL;
-	f = fopen(path, "rb");
-	if (!f) {
-		rc = mw_error_set(err, -errno, path, "", "cannot open the protocol: %s",
-				  strerror(errno));
+	/* A regular file of at most 16 MiB (src/base/file.h): never a FIFO that blocks. */
+	if ((rc = mw_file_read(path, "protocol", "", 16u << 20, &text, &len, err)))
 		goto out;
-	}
-	if (fseek(f, 0, SEEK_END) || (long)(len = (size_t)ftell(f)) < 0 || fseek(f, 0, SEEK_SET)) {
-		rc = mw_error_set(err, -EIO, path, "", "cannot read the protocol");
-		goto out;
-	}
-	if (len > (16u << 20)) {
-		rc = mw_error_set(err, -EFBIG, path, "", "%zu bytes is too large for a protocol", len);
-		goto out;
-	}
-	text = malloc(len + 1);
-	if (!text) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	if (fread(text, 1, len, f) != len) {
-		rc = mw_error_set(err, -EIO, path, "", "short read");
-		goto out;
-	}
 	dir = strdup(path);
 	if (!dir) {
 		rc = -ENOMEM;

@@ -6,6 +6,7 @@
 
 #include "machine.h"
 #include "record_build.h"
+#include "redact.h"
 #include "result.h"
 #include "version.h"
 
@@ -25,12 +26,18 @@ static json_t *memwall_json(const struct mw_run *run)
 	bool dirty;
 	git_split(commit, sizeof(commit), &dirty);
 	json_t *cmd = json_array();
-	for (int i = 0; cmd && i < run->o->argc; i++)
-		json_array_append_new(cmd, json_string(run->o->argv[i]));
-	return json_pack("{s:s, s:s, s:b, s:o, s:o, s:o}", "version", mw_version(), "git_commit",
-			 commit, "git_dirty", dirty, "command", cmd, "kernels",
+	bool redacted, r; /* secrets in the environment stay out (src/base/redact.h) */
+	json_t *env = mw_environment_allowed(&redacted);
+	for (int i = 0; cmd && i < run->o->argc; i++) {
+		char *arg = mw_redact(run->o->argv[i], strlen(run->o->argv[i]), NULL, &r);
+		json_array_append_new(cmd, json_string(arg ? arg : "(out of memory)"));
+		redacted |= r;
+		free(arg);
+	}
+	return json_pack("{s:s, s:s, s:b, s:o, s:o, s:o, s:b}", "version", mw_version(),
+			 "git_commit", commit, "git_dirty", dirty, "command", cmd, "kernels",
 			 run->kernels ? json_string(run->kernels) : json_null(), "environment",
-			 mw_environment_allowed());
+			 env, "redacted", redacted);
 }
 
 static json_t *model_json(const struct mw_run *run)

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -15,6 +16,30 @@
 #include "spawn.h"
 
 #define POLL_NS 1000000L      /* how often a running child is checked (1 ms) */
+#define REAP_MS 5000          /* how long the killed group's members are waited for */
+
+/* Kills the program's whole process group (the child leads it: setpgid in the child) and
+ * reaps every member that is ours to reap: a wrapper's real engine would otherwise keep
+ * running, and measure into the next run. Members that left the group (setsid) are beyond
+ * reach; those orphaned by the wrapper are reparented to memwall (a child subreaper), so
+ * waitpid on the group finds them. */
+static void group_end(pid_t pgid)
+{
+	uint64_t until = mw_now_ns() + (uint64_t)REAP_MS * 1000000u;
+	kill(-pgid, SIGKILL);
+	for (;;) {
+		pid_t w = waitpid(-pgid, NULL, WNOHANG);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 || mw_now_ns() > until)
+			break; /* ECHILD: none left */
+		if (w == 0) {
+			struct timespec ts = { 0, POLL_NS };
+			kill(-pgid, SIGKILL); /* one forked after the first kill */
+			nanosleep(&ts, NULL);
+		}
+	}
+}
 
 static char *slurp(int fd, size_t *len, bool *truncated)
 {
@@ -64,6 +89,8 @@ int mw_spawn_run(struct mw_spawn *s, struct mw_error *err)
 				  strerror(errno));
 		goto out;
 	}
+	/* Orphaned grandchildren come to memwall, to be killed and reaped with their group. */
+	prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
 	fflush(NULL);
 	pid = fork();
 	if (pid < 0) {
@@ -74,6 +101,9 @@ int mw_spawn_run(struct mw_spawn *s, struct mw_error *err)
 		/* The child: only async-signal-safe calls from here to exec. */
 		int e[2] = { 0, 0 }, nul = open("/dev/null", O_RDONLY);
 		char c;
+		/* Its own process group, led by itself: the group is what a timeout, an error or
+		 * a stop kills. Also keeps the terminal's Ctrl-C to memwall, which ends the run. */
+		setpgid(0, 0);
 		signal(SIGINT, SIG_DFL);
 		signal(SIGTERM, SIG_DFL);
 		if (nul < 0 || dup2(nul, 0) < 0 || dup2(ofd, 1) < 0 || dup2(efd, 2) < 0) {
@@ -94,6 +124,7 @@ int mw_spawn_run(struct mw_spawn *s, struct mw_error *err)
 			_exit(126);
 		_exit(127);
 	}
+	setpgid(pid, pid); /* both sides set it: no window where a kill misses the group */
 	close(go[0]);
 	close(report[1]);
 	go[0] = report[1] = -1;
@@ -114,7 +145,7 @@ int mw_spawn_run(struct mw_spawn *s, struct mw_error *err)
 	if (got == (ssize_t)sizeof(e)) {
 		static const char *const stage[] = { "", "redirecting its output",
 						     "pinning it to engine.cpus", "executing it" };
-		waitpid(pid, NULL, 0);
+		group_end(pid);
 		pid = -1;
 		rc = mw_error_set(err, -e[1], s->argv[0], e[0] == 2 ? "engine.cpus" : "",
 				  "failed %s: %s", stage[e[0] > 0 && e[0] < 4 ? e[0] : 0],
@@ -137,13 +168,15 @@ int mw_spawn_run(struct mw_spawn *s, struct mw_error *err)
 		if (!killed && (stop || mw_now_ns() > deadline)) {
 			s->timed_out = !stop;
 			s->stopped = stop != 0;
-			kill(pid, SIGKILL);
+			kill(-pid, SIGKILL);
 			killed = true;
 		}
 		struct timespec ts = { 0, POLL_NS };
 		nanosleep(&ts, NULL);
 	}
 	s->wall_ns = mw_now_ns() - t0;
+	/* What the program left running in its group ends with it. */
+	group_end(pid);
 	pid = -1;
 	if (WIFEXITED(status))
 		s->exit_code = WEXITSTATUS(status);
@@ -157,6 +190,7 @@ out:
 	if (pid > 0) {
 		kill(pid, SIGKILL);
 		waitpid(pid, NULL, 0);
+		group_end(pid);
 	}
 	for (int i = 0; i < 2; i++) {
 		if (go[i] >= 0)

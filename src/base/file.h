@@ -1,0 +1,62 @@
+/* src/base/file.h: opening a file a user named (a model, a tokenizer, a protocol, a record, a
+ * calibration file, a stand-in for /proc/meminfo) without trusting it to be one.
+ *
+ * open() on a FIFO blocks until a writer appears, a device can be read forever (/dev/zero) and
+ * a directory opens fine and fails later with a misleading message. Every user-named file in
+ * src/ is opened here: O_NONBLOCK for the open (cleared after), fstat, and anything but a
+ * regular file refused by name ("is a FIFO", "is a directory"). Readers pass a size limit that
+ * fits their format and get a clear error past it. */
+#ifndef MEMWALL_FILE_H
+#define MEMWALL_FILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "mw.h"
+
+#define MW_FILE_ANY_SIZE UINT64_MAX /* no size limit (files that are mapped or streamed) */
+
+/* Names from data that become file names (a protocol's name in its records' names, a
+ * synthetic model's shape in the cache's file names): ASCII letters, digits, '-', '_' and
+ * '.', not starting with '.', 1 to MW_NAME_MAX characters. Nothing else can reach a path: no
+ * '/', no "..", no hidden file, no newline, no byte a shell or a terminal would read. */
+#define MW_NAME_MAX 64
+#define MW_NAME_RULE "letters, digits, '-', '_' and '.', not starting with '.', at most 64 " \
+		     "characters"
+
+/* 0 when name follows the rule above; else -EINVAL and why[0..n) says what breaks it
+ * ("character 3 is '/'", "starts with '.'", "is 70 characters long"), counting characters
+ * (UTF-8 code points), not bytes. */
+int mw_name_check(const char *name, char *why, size_t n);
+
+/* What kind of file mode m is, as a phrase: "a FIFO", "a directory", "a character device",
+ * "a block device", "a socket", "a symbolic link", "a regular file". Static storage. */
+const char *mw_file_kind(mode_t m);
+
+/* Opens path read-only for reading as what ("model", "protocol", ...; names the file in
+ * messages): never blocks, refuses a file that is not regular ("is a FIFO, not a regular
+ * file") and a regular file larger than max_bytes. Returns the descriptor (O_CLOEXEC,
+ * blocking mode restored; the caller closes it), or -errno with err filled (source path,
+ * field field): -ENOENT and others from open, -EINVAL for a non-regular file, -EFBIG past
+ * max_bytes. */
+int mw_file_open(const char *path, const char *what, const char *field, uint64_t max_bytes,
+		 struct mw_error *err);
+
+/* mw_file_open, then the whole file into *text (malloc'd, NUL-terminated; *len bytes, len
+ * may be NULL). Files whose size stat cannot tell (/proc) are read up to max_bytes and
+ * refused past it. 0 or -errno with err filled; -ENOMEM says what was being read. */
+int mw_file_read(const char *path, const char *what, const char *field, uint64_t max_bytes,
+		 char **text, size_t *len, struct mw_error *err);
+
+/* mw_file_open as a stdio stream ("rb"); NULL with *rc and err filled. */
+FILE *mw_file_fopen(const char *path, const char *what, const char *field, uint64_t max_bytes,
+		    int *rc, struct mw_error *err);
+
+/* Checks that path can be opened as a regular file of at most max_bytes (mw_file_open, then
+ * close): for paths handed on to a loader that opens them itself (engine/). 0 or -errno. */
+int mw_file_check(const char *path, const char *what, const char *field, uint64_t max_bytes,
+		  struct mw_error *err);
+
+#endif
