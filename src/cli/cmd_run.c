@@ -1,6 +1,7 @@
 /* src/cli/cmd_run.c: `memwall run`: execute a protocol, write its result record, print a summary. */
 #include <errno.h>
 #include <getopt.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -48,9 +49,49 @@ static void usage(FILE *f)
 		fprintf(f, "  %-18s %s\n", a[i].name, a[i].summary);
 	fprintf(f,
 		"\nCtrl-C or SIGTERM ends the current run and writes a record marked incomplete.\n"
-		"Exit: 0 done (acceptance passed or not measurable here), 1 an acceptance criterion\n"
-		"failed or the run was interrupted, 2 bad protocol or options, 3 this machine cannot\n"
-		"run it (e.g. required DRAM counters are absent; `memwall doctor` explains).\n");
+		"Exit: 0 acceptance passed (a criterion on a counter the protocol made optional\n"
+		"and this machine lacks reads \"not-measured (optional)\" and does not count);\n"
+		"1 a criterion failed, a figure a criterion requires was not measured (e.g. a CV\n"
+		"from one run), or the run was interrupted: the reason is printed; 2 bad protocol\n"
+		"or options; 3 this machine cannot run it (e.g. counters.dram \"required\" and no\n"
+		"DRAM counters: refused before running; `memwall doctor` explains).\n");
+}
+
+/* The acceptance verdict on stderr when it is not a pass: each failed criterion, and each
+ * required one that was not measured, with its figure and why. True when the exit code must
+ * say so (overall "fail" or "not-measured"). */
+static bool acceptance_says(const json_t *doc)
+{
+	const json_t *acc = json_object_get(doc, "acceptance"), *c;
+	const char *overall = json_string_value(json_object_get(acc, "status"));
+	size_t i;
+	if (!overall || !strcmp(overall, "pass"))
+		return false;
+	json_array_foreach(json_object_get(acc, "criteria"), i, c) {
+		const char *s = json_string_value(json_object_get(c, "status"));
+		const char *why = json_string_value(json_object_get(c, "reason"));
+		bool fail = s && !strcmp(s, "fail");
+		bool missing = s && !strcmp(s, "not-measured") &&
+			       !json_is_false(json_object_get(c, "required"));
+		if (!fail && !missing)
+			continue;
+		char *val = json_dumps(json_object_get(c, "value"), JSON_ENCODE_ANY |
+				       JSON_REAL_PRECISION(4));
+		char *lim = json_dumps(json_object_get(c, "limit"), JSON_ENCODE_ANY |
+				       JSON_REAL_PRECISION(4));
+		if (fail)
+			fprintf(stderr, "memwall run: acceptance: %s failed (value %s, limit %s)%s%s\n",
+				json_string_value(json_object_get(c, "criterion")), val ? val : "?",
+				lim ? lim : "?", why ? ": " : "", why ? why : "");
+		else
+			fprintf(stderr, "memwall run: acceptance: %s not measured, and the protocol "
+				"requires it: %s\n", json_string_value(json_object_get(c, "criterion")),
+				why ? why : "no reason recorded");
+		free(val);
+		free(lim);
+	}
+	fprintf(stderr, "memwall run: acceptance: %s (exit 1)\n", overall);
+	return true;
 }
 
 int mw_cmd_run(int argc, char **argv)
@@ -152,10 +193,7 @@ int mw_cmd_run(int argc, char **argv)
 		st == MW_RUN_INTERRUPTED ? " (incomplete)" : "");
 	mw_report_print(stdout, doc, fmt);
 
-	const char *acc = json_string_value(json_object_get(json_object_get(doc, "acceptance"),
-							    "status"));
-	int code = st == MW_RUN_INTERRUPTED || (acc && !strcmp(acc, "fail")) ? MW_EXIT_CHECK
-									    : MW_EXIT_OK;
+	int code = st == MW_RUN_INTERRUPTED || acceptance_says(doc) ? MW_EXIT_CHECK : MW_EXIT_OK;
 	json_decref(doc);
 	mw_protocol_free(p);
 	return code;

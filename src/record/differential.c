@@ -207,6 +207,8 @@ static json_t *metric(const json_t *doc, json_t *reps, const char *name, const c
 			      mw_json_num(s.median), "min", mw_json_num(s.min), "max",
 			      mw_json_num(s.max), "ci95_low", mw_json_num(s.ci95_low), "ci95_high",
 			      mw_json_num(s.ci95_high));
+		if (m)
+			mw_stats_mark_ci(m, &s);
 	} else {
 		char why[1024];
 		m = json_pack("{s:s, s:b, s:s}", "unit", unit, "measured", 0, "reason",

@@ -6,6 +6,7 @@
 
 #include "metrics.h"
 #include "probes.h"
+#include "stats.h"
 
 /* Every figure a run and the summary carry. The unit strings spell out MB and MiB. */
 static const struct mw_metric metrics[] = {
@@ -137,4 +138,19 @@ const char *mw_metric_reason(const json_t *doc, const char *needs, char *buf, si
 	}
 	snprintf(buf, n, "no counter reading was recorded");
 	return buf;
+}
+
+void mw_stats_mark_ci(json_t *o, const struct mw_stats *s)
+{
+	/* Every figure in the metric table is a rate, a count or a time: none can be negative.
+	 * With few runs, Student's t makes the interval wide enough to cross 0 (t(0.975, 1) is
+	 * 12.7); the interval stays as computed and is marked, so no reader prints it as if a
+	 * negative value were possible. */
+	if (!(s->ci95_low < 0))
+		return;
+	char note[200];
+	snprintf(note, sizeof(note), "n too small: the 95%% interval (Student's t, n = %zu) "
+		 "reaches below 0, which this figure cannot", s->n);
+	json_object_set_new(o, "ci95_clamped", json_true());
+	json_object_set_new(o, "ci95_note", json_string(note));
 }

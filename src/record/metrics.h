@@ -41,4 +41,10 @@ const char *mw_dram_basis(const json_t *doc);
  * first window whose state says it was not measured. Written into buf (n bytes), returned. */
 const char *mw_metric_reason(const json_t *doc, const char *needs, char *buf, size_t n);
 
+/* Marks a summary's metric o whose 95% interval (from s) reaches below 0, the physical
+ * bound of every figure in the table: ci95_clamped true and ci95_note saying n is too small.
+ * The interval itself is kept as computed. Nothing is added otherwise. */
+struct mw_stats;
+void mw_stats_mark_ci(json_t *o, const struct mw_stats *s);
+
 #endif

@@ -137,7 +137,12 @@ static void print_md(FILE *f, const json_t *doc)
 		fmt_num(lo, sizeof(lo), num(x, "ci95_low") * s, 6);
 		fmt_num(hi, sizeof(hi), num(x, "ci95_high") * s, 6);
 		char ci[80] = "-";
-		if (!isnan(num(x, "ci95_low")))
+		/* An interval reaching below 0 says nothing a figure that cannot be negative
+		 * could be: the record keeps it as computed, the table says why it is not shown. */
+		if (json_is_true(json_object_get(x, "ci95_clamped")))
+			snprintf(ci, sizeof(ci), "n too small (n=%lld)",
+				 (long long)json_integer_value(json_object_get(x, "n")));
+		else if (!isnan(num(x, "ci95_low")))
 			snprintf(ci, sizeof(ci), "[%s, %s]", lo, hi);
 		fprintf(f, "| %s | %s | %lld | %s | %s | %s | %s | %s | %s | %s |\n", md_rows[i].label,
 			unit, (long long)json_integer_value(json_object_get(x, "n")), mean, sd, cv, med,
@@ -198,8 +203,12 @@ static void print_md(FILE *f, const json_t *doc)
 				snprintf(note_ref, sizeof(note_ref), " [%d]", k + 1);
 				why = NULL;
 			}
-		fprintf(f, "| %s | %s | %s | %s%s%s%s |\n", str(c, "criterion", "?"), lim ? lim : "?",
-			val ? val : "?", str(c, "status", "?"), note_ref, why ? ": " : "", why ? why : "");
+		/* A not-measured criterion the overall status excuses says so. */
+		bool excused = json_is_false(json_object_get(c, "required")) &&
+			       !strcmp(str(c, "status", "?"), "not-measured");
+		fprintf(f, "| %s | %s | %s | %s%s%s%s%s |\n", str(c, "criterion", "?"),
+			lim ? lim : "?", val ? val : "?", str(c, "status", "?"),
+			excused ? " (optional)" : "", note_ref, why ? ": " : "", why ? why : "");
 		free(lim);
 		free(val);
 	}
@@ -239,15 +248,17 @@ static void print_csv(FILE *f, const json_t *doc)
 		csv_field(f, str(x, "unit", ""));
 		fprintf(f, ",%s,%lld", json_is_true(json_object_get(x, "measured")) ? "true" : "false",
 			(long long)json_integer_value(json_object_get(x, "n")));
+		/* A clamped interval: both ends left empty, the reason column says why. */
+		bool clamped = json_is_true(json_object_get(x, "ci95_clamped"));
 		for (size_t i = 0; i < sizeof(cols) / sizeof(cols[0]); i++) {
 			double v = num(x, cols[i]);
-			if (isnan(v))
+			if (isnan(v) || (clamped && !strncmp(cols[i], "ci95", 4)))
 				fputs(",", f);
 			else
 				fprintf(f, ",%.15g", v);
 		}
 		fputc(',', f);
-		csv_field(f, str(x, "reason", ""));
+		csv_field(f, str(x, clamped ? "ci95_note" : "reason", ""));
 		fputc('\n', f);
 	}
 }
@@ -500,7 +511,8 @@ int mw_report_plot(const json_t *doc, const char *dir, FILE *log, struct mw_erro
 			snprintf(vars, sizeof(vars),
 				 "fmt='%s'; datadir=%s; label=%s; note=%s; m=%.9g; lo=%.9g; hi=%.9g; "
 				 "p50=%.9g; p99=%.9g; w=%d; dram=%d",
-				 fmt, qdir, qlabel, qnote, isnan(mm) ? 0 : mm, isnan(lo) ? mm : lo,
+				 fmt, qdir, qlabel, qnote, isnan(mm) ? 0 : mm,
+				 isnan(lo) ? mm : lo < 0 ? 0 : lo,
 				 isnan(hi) ? mm : hi, num(lp, "p50") * 1e-6, num(lp, "p99") * 1e-6,
 				 window, json_is_true(json_object_get(dram, "measured")));
 			if (isnan(mm))
