@@ -20,7 +20,8 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: memwall run [PROTOCOL] [--runs N] [--tokens N] [--threads N] [-o DIR]\n"
 		"                   [--format md|json|csv] [--llama-bin PATH]\n"
-		"                   [--phases[=layers]] [--force]\n\n"
+		"                   [--phases[=layers]] [--force]\n"
+		"                   [--calibration FILE | --no-calibration]\n\n"
 		"Runs a protocol (a protocols/NAME.json file; without one, the built-in\n"
 		"" DEFAULT_PROTOCOL " protocol) with counters read at every token, writes the result\n"
 		"record to DIR (default results/runs) under a new name, and prints its summary.\n\n"
@@ -39,7 +40,17 @@ static void usage(FILE *f)
 		"                attribution; adds readings inside every step\n"
 		"  --force       run even when the model is larger than the memory available\n"
 		"                (refused otherwise: paging would distort every figure; the record\n"
-		"                says it was forced)\n\n"
+		"                says it was forced)\n"
+		"  --calibration FILE\n"
+		"                the DRAM calibration store to read instead of the user's\n"
+		"                ($MEMWALL_STATE_DIR, $XDG_STATE_HOME/memwall or\n"
+		"                ~/.local/state/memwall: calibration.json, written by\n"
+		"                `memwall calibrate`). The record's counters.dram carries its error,\n"
+		"                factors, age and source, and dram_MB_per_token_calibrated stands\n"
+		"                beside the raw figures; a calibration of another machine\n"
+		"                fingerprint or older than 30 days is recorded as stale, not applied\n"
+		"  --no-calibration\n"
+		"                record no calibration (the record says so)\n\n"
 		"External engines (engine.kind \"external\") run at two lengths per repetition and\n"
 		"are measured by the differential method (protocols/README.md). Output adapters\n"
 		"(engine.adapter.name):\n");
@@ -105,6 +116,8 @@ int mw_cmd_run(int argc, char **argv)
 		{ "llama-bin", required_argument, NULL, 'L' },
 		{ "phases", optional_argument, NULL, 'P' },
 		{ "force", no_argument, NULL, 'F' },
+		{ "calibration", required_argument, NULL, 'C' },
+		{ "no-calibration", no_argument, NULL, 'N' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -140,6 +153,12 @@ int mw_cmd_run(int argc, char **argv)
 		case 'F':
 			ro.force = true;
 			break;
+		case 'C':
+			ro.calibration = optarg;
+			break;
+		case 'N':
+			ro.no_calibration = true;
+			break;
 		case 'P':
 			if (optarg && strcmp(optarg, "layers"))
 				return mw_fail(MW_EXIT_USAGE, "run", "--phases takes no value or "
@@ -158,6 +177,9 @@ int mw_cmd_run(int argc, char **argv)
 			return mw_opt_usage_error("run", argv, usage);
 		}
 	}
+	if (ro.calibration && ro.no_calibration)
+		return mw_fail(MW_EXIT_USAGE, "run", "--calibration FILE and --no-calibration "
+			       "contradict each other: give one");
 	if (argc - optind > 1)
 		return mw_fail(MW_EXIT_USAGE, "run", "one protocol at a time (got %d)", argc - optind);
 

@@ -14,6 +14,9 @@ static const struct mw_metric metrics[] = {
 	{ "prefill_tok_per_s", "token/s (prefill)", +1, NULL },
 	{ "dram_MB_per_token", "MB/token (MB = 10^6 bytes; DRAM read, or read + write where the "
 	  "backend has no split: counters.dram.mb_per_token_basis)", -1, "dram" },
+	{ "dram_MB_per_token_calibrated", "MB/token (MB = 10^6 bytes; dram_MB_per_token times the "
+	  "calibration factor of its basis, counters.dram.calibration.factor: an estimate of the "
+	  "bytes moved, beside the counted ones)", -1, "calibration" },
 	{ "dram_read_bytes_per_token", "byte/token", -1, "dram_read" },
 	{ "dram_read_MB_per_token", "MB/token (MB = 10^6 bytes)", -1, "dram_read" },
 	{ "dram_read_MiB_per_token", "MiB/token (MiB = 2^20 bytes)", -1, "dram_read" },
@@ -114,6 +117,17 @@ const char *mw_metric_reason(const json_t *doc, const char *needs, char *buf, si
 	char where[160];
 	if (!needs)
 		return snprintf(buf, n, "no run recorded this figure"), buf;
+	if (!strcmp(needs, "calibration")) {
+		const json_t *d = json_object_get(counters, "dram");
+		const char *why = json_string_value(json_object_get(d, "calibration_reason"));
+		if (json_is_true(json_object_get(d, "measured")) && why)
+			return snprintf(buf, n, "no calibration applied: %s", why), buf;
+		if (json_is_true(json_object_get(d, "measured")) &&
+		    !json_object_get(d, "calibration"))
+			return snprintf(buf, n, "no calibration recorded (a record made before "
+					"`memwall run` read calibrations)"), buf;
+		needs = "dram"; /* calibrated and still no value: the counts are missing */
+	}
 	bool dram = !strncmp(needs, "dram", 4);
 	const json_t *blk = json_object_get(counters, dram ? "dram" : needs);
 	const char *r = json_string_value(json_object_get(blk, "reason"));

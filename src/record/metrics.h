@@ -22,11 +22,12 @@ struct mw_metric {
 	int better;         /* +1 higher is better, -1 lower is better */
 	const char *needs;  /* where a missing value comes from: "dram" (the figure
 			     * mb_per_token_basis names), "dram_read", "dram_write", "dram_total",
-			     * "energy"; NULL for figures every run has */
+			     * "energy", "calibration" (dram and a calibration that is not
+			     * stale: counters.dram.calibration); NULL for figures every run has */
 };
 
 /* The metric table, in report order; *n receives the count (MW_N_METRICS). Static storage. */
-enum { MW_N_METRICS = 21 };
+enum { MW_N_METRICS = 22 };
 const struct mw_metric *mw_metrics(size_t *n);
 
 /* A JSON number, or null for NaN and infinities (JSON has no NaN). New reference. */

@@ -146,6 +146,18 @@ static double net_per_token(const json_t *run, const char *key, double *idle_rat
 	return (num(dec, key) - *idle_rate * secs) / nt;
 }
 
+/* The factor that turns counted MB/token into an estimate of the bytes moved: the recorded
+ * calibration's factor for the MB/token basis, when a calibration was found and is not stale
+ * (counters.dram.calibration); NaN otherwise, so the calibrated figure is null. */
+static double calibration_factor(const json_t *doc)
+{
+	const json_t *cal = json_object_get(json_object_get(json_object_get(doc, "counters"),
+							    "dram"), "calibration");
+	if (!json_is_object(cal) || !json_is_false(json_object_get(cal, "stale")))
+		return NAN;
+	return num(json_object_get(cal, "factor"), mw_dram_basis(doc));
+}
+
 static int derive_run(struct dctx *c, const json_t *doc, json_t *run, size_t idx)
 {
 	const json_t *pre = json_object_get(run, "prefill");
@@ -167,6 +179,7 @@ static int derive_run(struct dctx *c, const json_t *doc, json_t *run, size_t idx
 	double wr = net_per_token(run, "dram_write_bytes", &(double){ 0 });
 	double tot = net_per_token(run, "dram_total_bytes", &idle_t);
 	double basis = !strcmp(mw_dram_basis(doc), "total") ? tot : rd;
+	double cal = calibration_factor(doc);
 	double eng = num(dec, "engine_bytes") / nt;
 	l = malloc((n ? n : 1) * sizeof(*l));
 	if (!l) {
@@ -179,6 +192,7 @@ static int derive_run(struct dctx *c, const json_t *doc, json_t *run, size_t idx
 		nt / secs,
 		num(pre, "tokens") / (num(pre, "ns") * 1e-9),
 		basis / MB,
+		basis / MB * cal,
 		rd,
 		rd / MB,
 		rd / MIB,
@@ -490,7 +504,8 @@ int mw_result_derive(json_t *doc, const char *source, struct mw_error *err)
  * on the figures it carries, as a /1 record is. */
 static bool added_later(const char *key)
 {
-	static const char *const keys[] = { "ci95_clamped", "ci95_note", "roofline" };
+	static const char *const keys[] = { "ci95_clamped", "ci95_note", "roofline",
+					    "dram_MB_per_token_calibrated" };
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
 		if (!strcmp(key, keys[i]))
 			return true;
