@@ -265,6 +265,23 @@ static void test_run_calibrated(void)
 				 ? json_object_get(get(doc, "summary", "metrics", "dram_MB_per_token"),
 						   "mean") : NULL),
 	       1e-9);
+	/* The roofline's plausibility verdict on the measured (simulated) bytes: the ratio to
+	 * the floor, and the verdict the documented limits (0.9, 1.5) give it. */
+	const json_t *roof = json_object_get(doc, "roofline");
+	double meas = num(json_object_get(roof, "measured_bytes_per_token"));
+	double floor_b = num(json_object_get(roof, "floor_bytes_per_token"));
+	T_NEAR(meas, num(get(doc, "summary", "metrics", "dram_read_bytes_per_token")
+				 ? json_object_get(get(doc, "summary", "metrics",
+						       "dram_read_bytes_per_token"), "mean") : NULL),
+	       1e-9 * meas);
+	const json_t *pl = json_object_get(roof, "plausibility");
+	const char *verdict = json_string_value(json_object_get(pl, "verdict"));
+	T_ASSERT(verdict != NULL);
+	if (floor_b > 0 && verdict && strcmp(verdict, "not checked")) {
+		double ratio = meas / floor_b;
+		T_NEAR(num(json_object_get(pl, "ratio")), ratio, 1e-9 * ratio);
+		T_EQ_STR(verdict, ratio < 0.9 ? "IMPLAUSIBLE" : ratio > 1.5 ? "excess" : "plausible");
+	}
 	json_decref(doc);
 	validate(path);
 }

@@ -15,6 +15,7 @@
 #include "record_build.h"
 #include "run_state.h"
 #include "result.h"
+#include "roofline.h"
 
 static const struct mw_engine_row *const rows[MW_ENGINE_COUNT] = {
 	[MW_ENGINE_BUILTIN] = &mw_engine_builtin,
@@ -93,6 +94,10 @@ enum mw_run_status mw_runner_run(const struct mw_protocol *p, const struct mw_ru
 		st = MW_RUN_ENVIRONMENT;
 		goto out;
 	}
+	/* Headroom against the analytic roofline, from the derived figures (analysis/roofline.c). */
+	json_t *roof = mw_roofline_block(doc, "(this run)");
+	if (roof)
+		json_object_set_new(doc, "roofline", roof);
 	if (row->summarize)
 		row->summarize(&run, doc);
 	*out = doc;
