@@ -3,6 +3,7 @@
  * shipped reference record, and SHA-256 against FIPS 180-4's examples. */
 #include <dirent.h>
 #include <math.h>
+#include <stdint.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -195,6 +196,34 @@ static void test_not_measured(void)
 	T_EQ_STR(json_string_value(json_object_get(acc, "status")), "pass");
 	T_ASSERT(json_is_true(json_object_get(json_array_get(json_object_get(acc, "criteria"), 1),
 					      "required"))); /* tok/s CV: always required */
+
+	/* report says the criterion is excused */
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	mw_report_print(f, doc, MW_FORMAT_MD);
+	fclose(f);
+	T_CONTAINS(buf, "| max_cv_mb_per_token_pct | 1.0 | null | not-measured (optional)");
+	T_CONTAINS(buf, "acceptance: pass");
+	free(buf);
+
+	/* A record derived before "required" existed: no key, and the old overall rule (any
+	 * not-measured criterion made it not-measured). It still validates under its rule; the
+	 * same status on a record with the keys is caught. */
+	json_t *old = json_deep_copy(doc);
+	const json_t *oc;
+	json_array_foreach(json_object_get(json_object_get(old, "acceptance"), "criteria"), i, oc)
+		json_object_del((json_t *)(uintptr_t)oc, "required");
+	json_object_set_new(json_object_get(old, "acceptance"), "status",
+			    json_string("not-measured"));
+	T_EQ_INT(mw_result_validate(old, "old.json", &err), 0);
+	json_decref(old);
+	json_t *edited = json_deep_copy(doc);
+	json_object_set_new(json_object_get(edited, "acceptance"), "status",
+			    json_string("not-measured"));
+	T_EQ_INT(mw_result_validate(edited, "edited.json", &err), MW_RESULT_INCONSISTENT);
+	T_EQ_STR(err.field, "acceptance.status");
+	json_decref(edited);
 
 	/* counters.dram "required": the same missing figure is not excused. */
 	json_t *pdoc = json_object_get(json_object_get(doc, "protocol"), "document");

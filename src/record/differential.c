@@ -178,6 +178,9 @@ static const char *reason_for(const json_t *doc, const char *needs, size_t count
 	if (!strcmp(needs, "software"))
 		return "the software counter could not be opened on the program (see "
 		       "counters.software)";
+	if (!strcmp(needs, "calibration"))
+		return "the differential method does not apply a calibration yet: "
+		       "counters.dram.calibration_error_pct says how far to trust dram_MB_per_token";
 	if (!strcmp(needs, "timing"))
 		return "the program's output gives no decode (or prompt) timing the adapter could "
 		       "read: tok/s comes only from the engine's own timings";
