@@ -351,6 +351,136 @@ static void test_verb_reference(void)
 	t_output_free(&o);
 }
 
+/* ---- a record of `memwall run` (stories260K, synthetic, in a scratch cache) ---- */
+
+static char rscratch[256];
+
+/* Runs a short protocol (with a 10 GB/s roofline.bandwidth_gbps) into rscratch and returns
+ * the record's path in path (n bytes), "" when none was written. */
+static void run_record(char *path, size_t n)
+{
+	char proto[512], dir[512], cache[512], state[512];
+	path[0] = '\0';
+	snprintf(rscratch, sizeof(rscratch), "/tmp/mw-test-rec-XXXXXX");
+	if (!mkdtemp(rscratch))
+		return;
+	snprintf(cache, sizeof(cache), "%s/cache", rscratch);
+	snprintf(state, sizeof(state), "%s/state", rscratch);
+	setenv("MEMWALL_CACHE_DIR", cache, 1);
+	setenv("MEMWALL_STATE_DIR", state, 1);
+	snprintf(proto, sizeof(proto), "%s/p.json", rscratch);
+	snprintf(dir, sizeof(dir), "%s/out", rscratch);
+	FILE *f = fopen(proto, "w");
+	if (!f)
+		return;
+	fputs("{\"name\": \"rec\", \"model\": {\"format\": \"llama2c\", \"synth\": "
+	      "{\"shape\": \"stories260K\", \"seed\": 42}}, \"tokenizer\": null,\n"
+	      " \"engine\": {\"kind\": \"builtin\", \"threads\": 1},\n"
+	      " \"prompt_tokens\": [1], \"decode_tokens\": 8, \"runs\": 2, \"warmup_runs\": 0,\n"
+	      " \"counters\": {\"dram\": \"optional\", \"energy\": \"off\"},\n"
+	      " \"idle_baseline_ms\": 2, \"drift\": {\"max_bandwidth_change_pct\": 50, "
+	      "\"probe_ms\": 0},\n \"roofline\": {\"bandwidth_gbps\": 10}}\n", f);
+	fclose(f);
+	const char *argv[] = { "memwall", "run", proto, "-o", dir, NULL };
+	struct t_output o = t_run(argv);
+	T_EQ_INT(o.status, 0);
+	const char *w = strstr(o.err, "result written to ");
+	if (w)
+		snprintf(path, n, "%.*s", (int)strcspn(w + 18, " \n"), w + 18);
+	else
+		fprintf(stderr, "memwall run exited %d:\n%s\n%s\n", o.status, o.out, o.err);
+	t_output_free(&o);
+}
+
+/* A copy of the record at path, edited by edit, written to out. */
+static void record_edit(const char *path, const char *out, void (*edit)(json_t *doc))
+{
+	json_t *doc = json_load_file(path, 0, NULL);
+	T_ASSERT(doc != NULL);
+	if (!doc)
+		return;
+	edit(doc);
+	T_EQ_INT(json_dump_file(doc, out, JSON_INDENT(1)), 0);
+	json_decref(doc);
+}
+
+/* A measured tok/s of -5: what a hand edit or a broken writer leaves. */
+static void edit_negative_tok_s(json_t *doc)
+{
+	json_object_set_new(json_object_get(json_object_get(json_object_get(doc, "summary"),
+							    "metrics"), "tok_per_s"),
+			    "mean", json_real(-5));
+}
+
+static void rm_scratch(void)
+{
+	char cmd[300];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", rscratch);
+	if (!t_failures && system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", rscratch);
+}
+
+/* Falcon-7B's width on the stories260K record: its shape is not the file's any more. */
+static void edit_shape(json_t *doc)
+{
+	json_object_set_new(json_object_get(json_object_get(doc, "model"), "shape"), "dim",
+			    json_integer(4544));
+}
+
+/* --result must validate and be a record of MODEL: another file of the same shape (its
+ * sha256), the record's own file against an edited shape, and an edited record are refused
+ * with the field that differs. */
+static void test_result_of_model(void)
+{
+	char path[1024], other[600], shape[600], bad[600];
+	run_record(path, sizeof(path));
+	T_ASSERT(path[0]);
+	if (!path[0])
+		return;
+	json_t *doc = json_load_file(path, 0, NULL);
+	char model[4096] = "";
+	if (doc)
+		snprintf(model, sizeof(model), "%s", json_string_value(json_object_get(
+			json_object_get(doc, "model"), "path")));
+	json_decref(doc);
+
+	const char *ok[] = { "memwall", "headroom", model, "--result", path, NULL };
+	struct t_output o = t_run(ok);
+	if (o.status)
+		fprintf(stderr, "%s\n%s\n", o.out, o.err);
+	T_EQ_INT(o.status, 0);
+	t_output_free(&o);
+
+	snprintf(other, sizeof(other), "%s/other.bin", rscratch);
+	struct eng_error eerr;
+	eng_error_clear(&eerr);
+	T_EQ_INT(eng_synth_llama2c(other, "stories260K", 7, &eerr), 0);
+	const char *argv[] = { "memwall", "headroom", other, "--result", path, NULL };
+	o = t_run(argv);
+	T_EQ_INT(o.status, 2);
+	T_CONTAINS(o.err, "model.sha256: the record measured ");
+	T_CONTAINS(o.err, "--result must be a record of ");
+	t_output_free(&o);
+
+	snprintf(shape, sizeof(shape), "%s/shape.json", rscratch);
+	record_edit(path, shape, edit_shape);
+	const char *sargv[] = { "memwall", "headroom", model, "--result", shape, NULL };
+	o = t_run(sargv);
+	T_EQ_INT(o.status, 2);
+	T_CONTAINS(o.err, "model.shape.dim: the record measured ");
+	T_CONTAINS(o.err, "with dim 4544");
+	t_output_free(&o);
+
+	snprintf(bad, sizeof(bad), "%s/negative.json", rscratch);
+	record_edit(path, bad, edit_negative_tok_s);
+	const char *bargv[] = { "memwall", "headroom", model, "--result", bad, NULL };
+	o = t_run(bargv);
+	T_EQ_INT(o.status, 2);
+	T_CONTAINS(o.err, "does not validate");
+	t_output_free(&o);
+	rm_scratch();
+}
+
 int main(void)
 {
 	test_verb_reference();
@@ -360,5 +490,6 @@ int main(void)
 	test_r1_falcon_bos();
 	test_r3_stories260k();
 	test_verb();
+	test_result_of_model();
 	return t_done();
 }

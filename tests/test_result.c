@@ -2,11 +2,14 @@
  * edited figure must be caught and named), unique atomic writes that survive SIGKILL, the
  * shipped reference record, and SHA-256 against FIPS 180-4's examples. */
 #include <dirent.h>
+#include <math.h>
+#include <stdint.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "fixture_result.h"
+#include "report.h"
 #include "result.h"
 #include "sha256.h"
 #include "test.h"
@@ -162,7 +165,10 @@ static void test_validate(void)
 }
 
 /* Without DRAM counters every DRAM figure is null, the summary says "not measured" with the
- * counter's reason, and the DRAM acceptance criterion is not-measured: never a pass. */
+ * counter's reason, and the DRAM acceptance criterion is not-measured: never a pass. The
+ * fixture's protocol leaves counters.dram at its default, "optional": the criterion is
+ * excused (required false) and the overall status passes; the same record from a protocol
+ * that requires DRAM is not-measured overall. */
 static void test_not_measured(void)
 {
 	struct fx_spec sp = base_spec;
@@ -184,9 +190,116 @@ static void test_not_measured(void)
 		seen++;
 		T_EQ_STR(json_string_value(json_object_get(c, "status")), "not-measured");
 		T_ASSERT(json_is_null(json_object_get(c, "value")));
+		T_ASSERT(json_is_false(json_object_get(c, "required")));
 	}
 	T_EQ_INT(seen, 1);
-	T_ASSERT(strcmp(json_string_value(json_object_get(acc, "status")), "pass"));
+	T_EQ_STR(json_string_value(json_object_get(acc, "status")), "pass");
+	T_ASSERT(json_is_true(json_object_get(json_array_get(json_object_get(acc, "criteria"), 1),
+					      "required"))); /* tok/s CV: always required */
+
+	/* report says the criterion is excused */
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	mw_report_print(f, doc, MW_FORMAT_MD);
+	fclose(f);
+	T_CONTAINS(buf, "| max_cv_mb_per_token_pct | 1.0 | null | not-measured (optional)");
+	T_CONTAINS(buf, "acceptance: pass");
+	free(buf);
+
+	/* A record derived before "required" existed: no key, and the old overall rule (any
+	 * not-measured criterion made it not-measured). It still validates under its rule; the
+	 * same status on a record with the keys is caught. */
+	json_t *old = json_deep_copy(doc);
+	const json_t *oc;
+	json_array_foreach(json_object_get(json_object_get(old, "acceptance"), "criteria"), i, oc)
+		json_object_del((json_t *)(uintptr_t)oc, "required");
+	json_object_set_new(json_object_get(old, "acceptance"), "status",
+			    json_string("not-measured"));
+	T_EQ_INT(mw_result_validate(old, "old.json", &err), 0);
+	json_decref(old);
+	json_t *edited = json_deep_copy(doc);
+	json_object_set_new(json_object_get(edited, "acceptance"), "status",
+			    json_string("not-measured"));
+	T_EQ_INT(mw_result_validate(edited, "edited.json", &err), MW_RESULT_INCONSISTENT);
+	T_EQ_STR(err.field, "acceptance.status");
+	json_decref(edited);
+
+	/* counters.dram "required": the same missing figure is not excused. */
+	json_t *pdoc = json_object_get(json_object_get(doc, "protocol"), "document");
+	json_object_set_new(pdoc, "counters", json_pack("{s:s}", "dram", "required"));
+	json_object_set_new(doc, "acceptance", json_object());
+	T_EQ_INT(mw_result_derive(doc, "nm.json", &err), 0);
+	acc = json_object_get(doc, "acceptance");
+	T_EQ_STR(json_string_value(json_object_get(acc, "status")), "not-measured");
+	T_ASSERT(json_is_true(json_object_get(json_array_get(json_object_get(acc, "criteria"), 0),
+					      "required")));
+	T_EQ_INT(mw_result_validate(doc, "nm.json", &err), 0);
+
+	/* One measured run: the tok/s CV is a required figure that is missing. */
+	struct fx_spec one = base_spec;
+	one.runs = 1;
+	json_t *d1 = fx_record(&one);
+	if (d1) {
+		T_EQ_STR(json_string_value(json_object_get(json_object_get(d1, "acceptance"),
+							   "status")), "not-measured");
+		json_decref(d1);
+	}
+	json_decref(doc);
+}
+
+/* Two runs far apart: Student's t with 1 degree of freedom (12.706, a table value, not
+ * memwall's) puts the lower end of tok/s's interval below 0. The record keeps the interval
+ * as computed and marks it; the report says "n too small" instead of a negative tok/s. */
+static void test_ci_clamped(void)
+{
+	struct fx_spec sp = base_spec;
+	sp.runs = 2;
+	sp.jitter = 0.9;
+	json_t *doc = NULL;
+	double low = 0;
+	/* The fixture's seed decides how far apart the two runs land: take the first that
+	 * puts the interval below 0 (the arithmetic here, not memwall's, decides). */
+	for (sp.seed = 1; sp.seed < 200 && !(low < 0); sp.seed++) {
+		json_decref(doc);
+		doc = fx_record(&sp);
+		T_ASSERT(doc != NULL);
+		if (!doc)
+			return;
+		const json_t *r;
+		double x[2];
+		size_t i, n = 0;
+		json_array_foreach(json_object_get(doc, "runs"), i, r)
+			if (!json_is_true(json_object_get(r, "warmup")) && n < 2)
+				x[n++] = json_number_value(
+					json_object_get(json_object_get(r, "figures"), "tok_per_s"));
+		T_EQ_INT(n, 2);
+		double mean = (x[0] + x[1]) / 2, sd = fabs(x[0] - x[1]) / sqrt(2.0);
+		low = mean - 12.7062047361747 * sd / sqrt(2.0);
+	}
+	T_ASSERT(low < 0); /* some seed does what this test needs */
+	const json_t *tps = at_summary_tps(doc);
+	T_ASSERT(fabs(json_number_value(json_object_get(tps, "ci95_low")) - low) <
+		 1e-9 * fabs(low));
+	T_ASSERT(json_is_true(json_object_get(tps, "ci95_clamped")));
+	T_CONTAINS(json_string_value(json_object_get(tps, "ci95_note")), "n too small");
+	struct mw_error err;
+	T_EQ_INT(mw_result_validate(doc, "ci.json", &err), 0);
+
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	mw_report_print(f, doc, MW_FORMAT_MD);
+	fclose(f);
+	T_CONTAINS(buf, "| Decode speed | token/s (decode) | 2 |");
+	T_CONTAINS(buf, "n too small (n=2)");
+	T_ASSERT(!strstr(buf, "[-")); /* no interval printed with a negative end */
+	free(buf);
+
+	/* A record whose interval stays above 0 carries no mark. */
+	json_t *ok = fx_record(&base_spec);
+	T_ASSERT(ok && !json_object_get(at_summary_tps(ok), "ci95_clamped"));
+	json_decref(ok);
 	json_decref(doc);
 }
 
@@ -345,6 +458,7 @@ int main(void)
 	test_sha256();
 	test_validate();
 	test_not_measured();
+	test_ci_clamped();
 	test_write_unique();
 	test_write_killed();
 	test_reference();

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "analytic.h"
 #include "result.h"
 #include "roofline.h"
 #include "run.h"
@@ -281,6 +282,151 @@ static void test_peak(void)
 	T_EQ_INT(eng_peak_measure(NULL, 0, 100000, 0.05, &pk, &err), -EINVAL);
 }
 
+/* ---- a record of `memwall run` (stories260K, synthetic, in a scratch cache) ---- */
+
+static char rscratch[256];
+
+/* Runs a short protocol (with a 10 GB/s roofline.bandwidth_gbps) into rscratch and returns
+ * the record's path in path (n bytes), "" when none was written. */
+static void run_record(char *path, size_t n)
+{
+	char proto[512], dir[512], cache[512], state[512];
+	path[0] = '\0';
+	snprintf(rscratch, sizeof(rscratch), "/tmp/mw-test-rec-XXXXXX");
+	if (!mkdtemp(rscratch))
+		return;
+	snprintf(cache, sizeof(cache), "%s/cache", rscratch);
+	snprintf(state, sizeof(state), "%s/state", rscratch);
+	setenv("MEMWALL_CACHE_DIR", cache, 1);
+	setenv("MEMWALL_STATE_DIR", state, 1);
+	snprintf(proto, sizeof(proto), "%s/p.json", rscratch);
+	snprintf(dir, sizeof(dir), "%s/out", rscratch);
+	FILE *f = fopen(proto, "w");
+	if (!f)
+		return;
+	fputs("{\"name\": \"rec\", \"model\": {\"format\": \"llama2c\", \"synth\": "
+	      "{\"shape\": \"stories260K\", \"seed\": 42}}, \"tokenizer\": null,\n"
+	      " \"engine\": {\"kind\": \"builtin\", \"threads\": 1},\n"
+	      " \"prompt_tokens\": [1], \"decode_tokens\": 8, \"runs\": 2, \"warmup_runs\": 0,\n"
+	      " \"counters\": {\"dram\": \"optional\", \"energy\": \"off\"},\n"
+	      " \"idle_baseline_ms\": 2, \"drift\": {\"max_bandwidth_change_pct\": 50, "
+	      "\"probe_ms\": 0},\n \"roofline\": {\"bandwidth_gbps\": 10}}\n", f);
+	fclose(f);
+	const char *argv[] = { "memwall", "run", proto, "-o", dir, NULL };
+	struct t_output o = t_run(argv);
+	T_EQ_INT(o.status, 0);
+	const char *w = strstr(o.err, "result written to ");
+	if (w)
+		snprintf(path, n, "%.*s", (int)strcspn(w + 18, " \n"), w + 18);
+	else
+		fprintf(stderr, "memwall run exited %d:\n%s\n%s\n", o.status, o.out, o.err);
+	t_output_free(&o);
+}
+
+/* A copy of the record at path, edited by edit, written to out. */
+static void record_edit(const char *path, const char *out, void (*edit)(json_t *doc))
+{
+	json_t *doc = json_load_file(path, 0, NULL);
+	T_ASSERT(doc != NULL);
+	if (!doc)
+		return;
+	edit(doc);
+	T_EQ_INT(json_dump_file(doc, out, JSON_INDENT(1)), 0);
+	json_decref(doc);
+}
+
+/* A measured tok/s of -5: what a hand edit or a broken writer leaves. */
+static void edit_negative_tok_s(json_t *doc)
+{
+	json_object_set_new(json_object_get(json_object_get(json_object_get(doc, "summary"),
+							    "metrics"), "tok_per_s"),
+			    "mean", json_real(-5));
+}
+
+static void rm_scratch(void)
+{
+	char cmd[300];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", rscratch);
+	if (!t_failures && system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", rscratch);
+}
+
+/* Every run record carries its roofline: the analytic floor from the model's tensor table
+ * (recomputed here), the protocol's bandwidth roof, the headroom against the measured tok/s
+ * and the plausibility verdict; report prints it. And `memwall roofline` refuses a record
+ * that does not validate instead of printing its tok/s. */
+static void test_run_record(void)
+{
+	char path[1024], bad[600];
+	run_record(path, sizeof(path));
+	T_ASSERT(path[0]);
+	if (!path[0])
+		return;
+	json_t *doc = json_load_file(path, 0, NULL);
+	T_ASSERT(doc != NULL);
+	if (!doc)
+		return;
+	const json_t *r = json_object_get(doc, "roofline");
+	T_ASSERT(json_is_true(json_object_get(r, "computed")));
+	struct eng_tensor_table *t = NULL;
+	struct eng_error eerr;
+	eng_error_clear(&eerr);
+	const char *mp = json_string_value(json_object_get(json_object_get(doc, "model"), "path"));
+	T_EQ_INT(eng_tensors_from_file(mp, &t, &eerr), 0);
+	int pos = (int)json_integer_value(json_object_get(r, "position"));
+	T_ASSERT(pos >= 1 && pos <= 9); /* within the decode window: prompt 1, 8 tokens */
+	uint64_t llc = (uint64_t)json_integer_value(json_object_get(r, "llc_bytes"));
+	struct mw_analytic a;
+	struct mw_analytic_options ao = { .pos = pos, .llc_bytes = llc };
+	if (t) {
+		T_EQ_INT(mw_analytic_compute(t, &ao, &a), 0);
+		double total = (double)a.total;
+		T_EQ_U64((uint64_t)json_integer_value(json_object_get(r, "analytic_bytes_per_token")),
+			 a.total);
+		T_EQ_U64((uint64_t)json_integer_value(json_object_get(r, "floor_bytes_per_token")),
+			 a.weights > llc ? a.weights - llc : 0);
+		T_NEAR(json_number_value(json_object_get(r, "bandwidth_gbps")), 10.0, 0);
+		T_CONTAINS(json_string_value(json_object_get(r, "bandwidth_source")), "protocol");
+		double max = 10e9 / total;
+		T_NEAR(json_number_value(json_object_get(r, "max_tok_s")), max, 1e-9 * max);
+		double tps = json_number_value(json_object_get(json_object_get(json_object_get(
+			json_object_get(doc, "summary"), "metrics"), "tok_per_s"), "mean"));
+		T_NEAR(json_number_value(json_object_get(r, "headroom")), max / tps,
+		       1e-9 * max / tps);
+	}
+	eng_tensor_table_free(t);
+	const json_t *pl = json_object_get(r, "plausibility");
+	const char *verdict = json_string_value(json_object_get(pl, "verdict"));
+	T_ASSERT(verdict != NULL);
+	if (json_is_null(json_object_get(r, "measured_bytes_per_token")))
+		T_EQ_STR(verdict, "not checked");
+	json_decref(doc);
+
+	const char *rargv[] = { "memwall", "report", path, NULL };
+	struct t_output o = t_run(rargv);
+	T_EQ_INT(o.status, 0);
+	T_CONTAINS(o.out, "roofline: analytic floor ");
+	T_CONTAINS(o.out, "roof 10.0 GB/s -> ");
+	t_output_free(&o);
+
+	const char *argv[] = { "memwall", "roofline", path, NULL };
+	o = t_run(argv);
+	T_ASSERT(o.status == 0 || o.status == 1);
+	T_CONTAINS(o.out, "stories260K");
+	t_output_free(&o);
+
+	snprintf(bad, sizeof(bad), "%s/negative.json", rscratch);
+	record_edit(path, bad, edit_negative_tok_s);
+	const char *bargv[] = { "memwall", "roofline", bad, NULL };
+	o = t_run(bargv);
+	T_EQ_INT(o.status, 2);
+	T_CONTAINS(o.err, "does not validate");
+	T_CONTAINS(o.err, "summary.metrics.tok_per_s.mean");
+	T_ASSERT(!strstr(o.out, "-5"));
+	t_output_free(&o);
+	rm_scratch();
+}
+
 int main(void)
 {
 	test_record_inputs();
@@ -291,5 +437,6 @@ int main(void)
 	test_constructed_records();
 	test_aios_reference();
 	test_plot();
+	test_run_record();
 	return t_done();
 }

@@ -12,6 +12,7 @@
 #include "embedded.h"
 #include "file.h"
 #include "roofline.h"
+#include "sha256.h"
 
 static const char *const verdict_names[] = {
 	[MW_VERDICT_NOT_CHECKED] = "not checked",
@@ -379,4 +380,106 @@ int mw_roofline_plot(const struct mw_analytic *a, const struct mw_roofline_input
 			fprintf(log, "memwall roofline: wrote %s/roofline.%s\n", dir, fmt);
 	}
 	return 0;
+}
+
+int mw_record_model_check(const json_t *doc, const char *source, const char *model_path,
+			  bool hash, const struct eng_tensor_table *t, struct mw_error *err)
+{
+	const json_t *m = json_object_get(doc, "model");
+	const char *name = json_string_value(json_object_get(m, "name"));
+	const json_t *fb = json_object_get(m, "file_bytes");
+	struct stat st;
+	if (model_path && json_is_integer(fb) && stat(model_path, &st) == 0 &&
+	    (json_int_t)st.st_size != json_integer_value(fb))
+		return mw_error_set(err, -EINVAL, source, "model.file_bytes",
+				    "the record measured %s, a file of %lld bytes; %s has %lld: give "
+				    "this model's record, or the record's model", name ? name : "?",
+				    (long long)json_integer_value(fb), model_path,
+				    (long long)st.st_size);
+	const char *want = json_string_value(json_object_get(m, "sha256"));
+	if (model_path && hash && want && strlen(want) == 64) {
+		char got[65];
+		int rc = mw_sha256_file(model_path, got, NULL, err);
+		if (rc)
+			return rc;
+		if (strcmp(got, want))
+			return mw_error_set(err, -EINVAL, source, "model.sha256",
+					    "the record measured %s (sha256 %.16s...), not %s "
+					    "(sha256 %.16s...): give this model's record, or the "
+					    "record's model", name ? name : "?", want, model_path, got);
+	}
+	const json_t *shape = json_object_get(m, "shape");
+	if (!t || !json_is_object(shape))
+		return 0;
+	const struct {
+		const char *key;
+		int have;
+	} f[] = { { "dim", t->info.dim }, { "hidden_dim", t->info.hidden_dim },
+		  { "n_layers", t->info.n_layers }, { "n_heads", t->info.n_heads },
+		  { "n_kv_heads", t->info.n_kv_heads }, { "vocab_size", t->info.vocab_size } };
+	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
+		const json_t *v = json_object_get(shape, f[i].key);
+		if (json_is_integer(v) && json_integer_value(v) != f[i].have) {
+			char field[64];
+			snprintf(field, sizeof(field), "model.shape.%s", f[i].key);
+			return mw_error_set(err, -EINVAL, source, field,
+					    "the record measured %s with %s %lld; %s has %s %d: "
+					    "give this model's record, or the record's model",
+					    name ? name : "?", f[i].key,
+					    (long long)json_integer_value(v), t->source, f[i].key,
+					    f[i].have);
+		}
+	}
+	return 0;
+}
+
+/* A JSON number, or null for NaN (JSON has none). */
+static json_t *jnum(double x)
+{
+	return isfinite(x) ? json_real(x) : json_null();
+}
+
+json_t *mw_roofline_block(const json_t *doc, const char *source)
+{
+	struct mw_record_view v;
+	struct eng_tensor_table *t = NULL;
+	struct mw_error err;
+	struct mw_analytic a;
+	mw_error_clear(&err);
+	if (mw_record_view_load(doc, source, &v, &t, &err))
+		return json_pack("{s:b, s:s}", "computed", 0, "reason", err.text);
+	struct mw_analytic_options ao = { .pos = v.pos, .llc_bytes = v.llc_bytes,
+					  .llc_source = v.llc_source };
+	if (mw_analytic_compute(t, &ao, &a)) {
+		eng_tensor_table_free(t);
+		return json_pack("{s:b, s:s}", "computed", 0, "reason", "the model has no layers");
+	}
+	struct mw_roofline_inputs in = { .bw_gbps = v.bw_gbps, .peak_flops = NAN,
+					 .measured_tok_s = v.measured_tok_s,
+					 .measured_bytes = v.measured_bytes };
+	snprintf(in.bw_source, sizeof(in.bw_source), "%s",
+		 isnan(v.bw_gbps) ? "none: the protocol gives no roofline.bandwidth_gbps and "
+				    "the run's drift probe did not run" : v.bw_source);
+	struct mw_roofline r;
+	struct mw_plausibility pl;
+	mw_roofline_compute(&a, &in, &r);
+	mw_plausibility_check(&a, v.measured_bytes, v.instances, v.n_instances, &pl);
+	/* The compute roof is not measured during a run (it would take the cores the run
+	 * measures): the roof here is the bandwidth roof, memory-bound by construction. */
+	json_t *o = json_pack(
+		"{s:b, s:s, s:i, s:s, s:I, s:I, s:I, s:I, s:s, s:o, s:s, s:o, s:o, s:o, s:o, s:o,"
+		" s:s, s:{s:s, s:o, s:s}}",
+		"computed", 1, "model", t->source, "position", v.pos, "position_statement",
+		v.pos_statement, "analytic_bytes_per_token", (json_int_t)a.total,
+		"weights_bytes_per_token", (json_int_t)a.weights, "floor_bytes_per_token",
+		(json_int_t)a.floor, "llc_bytes", (json_int_t)a.llc, "llc_statement",
+		a.llc_statement, "bandwidth_gbps", jnum(in.bw_gbps), "bandwidth_source",
+		in.bw_source, "max_tok_s", jnum(r.max_tok_s_bw), "measured_tok_s",
+		jnum(v.measured_tok_s), "headroom", jnum(r.headroom),
+		"measured_bytes_per_token", jnum(v.measured_bytes), "dram_efficiency",
+		jnum(r.dram_efficiency), "measured_note", v.measured_note, "plausibility",
+		"verdict", mw_verdict_name(pl.verdict), "ratio", jnum(pl.ratio), "text",
+		pl.text);
+	eng_tensor_table_free(t);
+	return o;
 }

@@ -90,6 +90,22 @@ struct mw_record_view {
 int mw_record_view_load(const json_t *doc, const char *source, struct mw_record_view *v,
 			struct eng_tensor_table **table, struct mw_error *err);
 
+/* Whether doc's model is the model at hand: model_path (NULL: none) against model.file_bytes
+ * and, when hash is true, model.sha256; the table t (NULL: none) against model.shape (dim,
+ * hidden_dim, n_layers, n_heads, n_kv_heads, vocab_size). What the record does not say is
+ * not checked. 0, or -EINVAL with err naming source, the field that differs, both values and
+ * the fix; -errno when model_path cannot be hashed. */
+int mw_record_model_check(const json_t *doc, const char *source, const char *model_path,
+			  bool hash, const struct eng_tensor_table *t, struct mw_error *err);
+
+/* A run's roofline block: the analytic floor (bytes per token from the tensor table, at the
+ * decode window's middle position), the bandwidth roof (the protocol's
+ * roofline.bandwidth_gbps, else the run's drift probe), the roof's tok/s, the headroom against
+ * the measured tok/s and the plausibility verdict of the measured DRAM bytes. From a derived
+ * record (its summary is read). New reference; {"computed": false, "reason"} when the model
+ * cannot be described; NULL on ENOMEM. */
+json_t *mw_roofline_block(const json_t *doc, const char *source);
+
 /* Writes roofline.dat and scripts/roofline.gp into dir and runs gnuplot: log-log attainable
  * FLOP/s against FLOPs per byte, the two roofs and the points (analytic step, measured).
  * -ENOENT without gnuplot. */

@@ -19,7 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dram_calibration.h"
 #include "engine.h"
+#include "machine.h"
 #include "mw.h"
 #include "probes.h"
 #include "result.h"
@@ -35,6 +37,8 @@ struct options {
 	const char *backend;
 	const char *sysfs;
 	double max_error; /* percent; < 0: report only */
+	const char *save;  /* --save FILE; NULL: the user's calibration store */
+	bool no_save;      /* --no-save */
 };
 
 static const struct pass {
@@ -50,7 +54,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: memwall calibrate [--json] [--size GiB] [--threads N] [--backend NAME]\n"
-		"                         [--sysfs ROOT] [--max-error PCT]\n\n"
+		"                         [--sysfs ROOT] [--max-error PCT] [--save FILE | --no-save]\n\n"
 		"Checks the DRAM counters against known traffic: streams a known number of bytes\n"
 		"(a read-only pass, then a copy pass with non-temporal stores where possible) and\n"
 		"compares the bytes the memory controllers counted with the bytes moved. Reports the\n"
@@ -61,13 +65,20 @@ static void usage(FILE *f)
 		"  --threads N      pinned streaming threads (default 1)\n"
 		"  --backend NAME   DRAM backend to check (default: the most accurate present)\n"
 		"  --sysfs ROOT     read PMUs from ROOT/bus/event_source/devices\n"
-		"  --max-error PCT  exit 1 when a direction's |error| exceeds PCT (default: report only)\n\n"
+		"  --max-error PCT  exit 1 when a direction's |error| exceeds PCT (default: report only)\n"
+		"  --save FILE      store the result in FILE instead of the user's calibration store\n"
+		"  --no-save        store nothing\n\n"
+		"The result is stored per machine (keyed by a fingerprint of the CPU, microcode,\n"
+		"DIMMs, kernel and DRAM backend) in $MEMWALL_STATE_DIR/calibration.json, else\n"
+		"$XDG_STATE_HOME/memwall/calibration.json, else\n"
+		"~/.local/state/memwall/calibration.json; `memwall run` records it beside its counts.\n\n"
 		"exit codes: 0 reported; 1 --max-error exceeded; 2 bad usage; 3 no DRAM counters here\n");
 }
 
 static int parse_args(int argc, char **argv, struct options *o, bool *help)
 {
-	enum { OPT_JSON = 256, OPT_SIZE, OPT_THREADS, OPT_BACKEND, OPT_SYSFS, OPT_MAX };
+	enum { OPT_JSON = 256, OPT_SIZE, OPT_THREADS, OPT_BACKEND, OPT_SYSFS, OPT_MAX, OPT_SAVE,
+	       OPT_NO_SAVE };
 	static const struct option longopts[] = {
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "size", required_argument, NULL, OPT_SIZE },
@@ -75,6 +86,8 @@ static int parse_args(int argc, char **argv, struct options *o, bool *help)
 		{ "backend", required_argument, NULL, OPT_BACKEND },
 		{ "sysfs", required_argument, NULL, OPT_SYSFS },
 		{ "max-error", required_argument, NULL, OPT_MAX },
+		{ "save", required_argument, NULL, OPT_SAVE },
+		{ "no-save", no_argument, NULL, OPT_NO_SAVE },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -109,6 +122,12 @@ static int parse_args(int argc, char **argv, struct options *o, bool *help)
 			if (mw_parse_double(optarg, 0, 1e6, &o->max_error) < 0)
 				return mw_fail(MW_EXIT_USAGE, VERB,
 					       "--max-error '%s': want a percentage >= 0", optarg);
+			break;
+		case OPT_SAVE:
+			o->save = optarg;
+			break;
+		case OPT_NO_SAVE:
+			o->no_save = true;
 			break;
 		case 'h':
 			*help = true;
@@ -277,6 +296,39 @@ static void print_text(json_t *r)
 	}
 }
 
+/* Stores report in the calibration store under this machine's fingerprint (the store's path
+ * goes into the report as "stored_in"). */
+static int save(const struct options *o, json_t *report, const struct prb_dram_status *st)
+{
+	char path[4096], sha[65];
+	struct mw_error err;
+	json_t *fp = NULL, *machine = mw_machine_describe(NULL);
+	int rc = MW_EXIT_ENV;
+	mw_error_clear(&err);
+	if (o->save)
+		snprintf(path, sizeof(path), "%s", o->save);
+	else if (mw_dramcal_store_path(path, sizeof(path), &err)) {
+		mw_error_print(&err);
+		goto out;
+	}
+	if (!machine || !(fp = mw_dramcal_fingerprint(machine, st, sha))) {
+		rc = mw_fail(MW_EXIT_ENV, VERB, "out of memory");
+		goto out;
+	}
+	if (mw_dramcal_save(path, report, fp, sha, &err)) {
+		mw_error_print(&err);
+		goto out;
+	}
+	json_object_set_new(report, "stored_in", json_string(path));
+	json_object_set_new(report, "fingerprint_sha256", json_string(sha));
+	fprintf(stderr, "memwall calibrate: stored in %s (machine fingerprint %.12s)\n", path, sha);
+	rc = MW_EXIT_OK;
+out:
+	json_decref(fp);
+	json_decref(machine);
+	return rc;
+}
+
 int mw_cmd_calibrate(int argc, char **argv)
 {
 	struct options o = { .gib = 4.0, .threads = 1, .max_error = -1 };
@@ -352,6 +404,8 @@ int mw_cmd_calibrate(int argc, char **argv)
 		}
 	}
 	json_object_set_new(report, "worst_error_pct", json_real(worst));
+	if (!o.no_save && (rc = save(&o, report, st)) != MW_EXIT_OK)
+		goto out;
 	if (o.json) {
 		json_dumpf(report, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 		fputc('\n', stdout);

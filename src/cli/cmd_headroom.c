@@ -43,7 +43,8 @@ static void usage(FILE *f)
 		"R4 activation footprint per layer, R5 manifest presence.\n\n"
 		"  --calibration FILE  prompts, one per line or {\"prompt\": ...} per line for\n"
 		"                      .jsonl (default: protocols/calibration/stories.txt)\n"
-		"  --result RESULT     a result record whose measured MB/token is the baseline\n"
+		"  --result RESULT     a result record whose measured MB/token is the baseline; it\n"
+		"                      must validate and be a record of MODEL (sha256, shape)\n"
 		"  --tokenizer FILE    for R1 (default: tokenizer.bin beside MODEL)\n"
 		"  --epsilon E         R1's near-zero bound |a| <= E (default: the projections file's)\n"
 		"  --kv f32|f16        KV cache type for R2 (default f32 for llama2.c, f16 for GGUF)\n"
@@ -249,9 +250,28 @@ static int baseline_load(struct headroom *h)
 	h->baseline = NAN;
 	if (!h->o.result)
 		return MW_EXIT_OK;
-	if (mw_result_load(&h->rec, h->o.result, &err) ||
-	    mw_record_view_load(h->rec, h->o.result, &h->view, &h->rt, &err)) {
+	if (mw_result_load(&h->rec, h->o.result, &err)) {
 		mw_error_print(&err);
+		return MW_EXIT_USAGE;
+	}
+	/* A baseline from a record that does not validate, or of another model, would make
+	 * every ratio below meaningless. */
+	if (mw_result_validate(h->rec, h->o.result, &err)) {
+		mw_error_print(&err);
+		fprintf(stderr, "memwall " VERB ": %s does not validate (`memwall validate %s` "
+			"says the same): its measured baseline cannot be used\n", h->o.result,
+			h->o.result);
+		return MW_EXIT_USAGE;
+	}
+	if (mw_record_view_load(h->rec, h->o.result, &h->view, &h->rt, &err)) {
+		mw_error_print(&err);
+		return MW_EXIT_USAGE;
+	}
+	if (!h->record_only &&
+	    mw_record_model_check(h->rec, h->o.result, h->o.model, true, h->t, &err)) {
+		mw_error_print(&err);
+		fprintf(stderr, "memwall " VERB ": --result must be a record of %s itself\n",
+			h->o.model);
 		return MW_EXIT_USAGE;
 	}
 	h->pos = h->view.pos;

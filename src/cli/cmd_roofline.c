@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "analytic.h"
 #include "result.h"
@@ -59,6 +60,8 @@ static void usage(FILE *f)
 		"  --kernels T        kernel table for the compute roof (default auto)\n"
 		"  --json             one JSON object on stdout\n"
 		"  --plot DIR         write DIR/roofline.png and .svg with gnuplot\n\n"
+		"A RESULT must validate (`memwall validate`) and, where its model file is here,\n"
+		"still be that model (size and shape); otherwise it is refused (exit 2).\n\n"
 		"Exit status: 0, 1 when a measured MB/token is IMPLAUSIBLE, 2 bad input.\n");
 }
 
@@ -318,6 +321,39 @@ static void print_json(const struct eng_tensor_table *t, const struct mw_analyti
 	json_decref(doc);
 }
 
+/* A record for the roofline: one that validates (its figures agree with its raw data: an
+ * edited or broken record would put any tok/s on the chart) and whose model file, where it is
+ * here, is still the model it measured (size and shape; hashing a 4 GB model is left to
+ * `memwall validate`'s caller). MW_EXIT_OK, or MW_EXIT_USAGE with the reason printed. */
+static int record_open(const char *path, json_t **doc, struct mw_record_view *view,
+		       struct eng_tensor_table **t)
+{
+	struct mw_error err;
+	mw_error_clear(&err);
+	if (mw_result_load(doc, path, &err)) {
+		mw_error_print(&err);
+		return MW_EXIT_USAGE;
+	}
+	if (mw_result_validate(*doc, path, &err)) {
+		mw_error_print(&err);
+		fprintf(stderr, "memwall " VERB ": %s does not validate (`memwall validate %s` "
+			"says the same): the roofline reads only records whose figures agree with "
+			"their raw data\n", path, path);
+		return MW_EXIT_USAGE;
+	}
+	if (mw_record_view_load(*doc, path, view, t, &err)) {
+		mw_error_print(&err);
+		return MW_EXIT_USAGE;
+	}
+	const char *mp = json_string_value(json_object_get(json_object_get(*doc, "model"), "path"));
+	struct stat st;
+	if (mp && stat(mp, &st) == 0 && mw_record_model_check(*doc, path, mp, false, *t, &err)) {
+		mw_error_print(&err);
+		return MW_EXIT_USAGE;
+	}
+	return MW_EXIT_OK;
+}
+
 int mw_cmd_roofline(int argc, char **argv)
 {
 	struct options o = { .bandwidth = NAN, .pos = -1 };
@@ -350,10 +386,8 @@ int mw_cmd_roofline(int argc, char **argv)
 		snprintf(llc_source, sizeof(llc_source), "--llc");
 
 	if (record) {
-		if ((rc = mw_result_load(&doc, o.input, &err)) ||
-		    (rc = mw_record_view_load(doc, o.input, &view, &t, &err))) {
-			mw_error_print(&err);
-			status = MW_EXIT_USAGE;
+		if ((rc = record_open(o.input, &doc, &view, &t))) {
+			status = rc;
 			goto out;
 		}
 		if (!llc && view.llc_bytes) {

@@ -1,6 +1,7 @@
 /* src/cli/cmd_run.c: `memwall run`: execute a protocol, write its result record, print a summary. */
 #include <errno.h>
 #include <getopt.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -19,7 +20,8 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: memwall run [PROTOCOL] [--runs N] [--tokens N] [--threads N] [-o DIR]\n"
 		"                   [--format md|json|csv] [--llama-bin PATH]\n"
-		"                   [--phases[=layers]] [--force]\n\n"
+		"                   [--phases[=layers]] [--force]\n"
+		"                   [--calibration FILE | --no-calibration]\n\n"
 		"Runs a protocol (a protocols/NAME.json file; without one, the built-in\n"
 		"" DEFAULT_PROTOCOL " protocol) with counters read at every token, writes the result\n"
 		"record to DIR (default results/runs) under a new name, and prints its summary.\n\n"
@@ -38,7 +40,17 @@ static void usage(FILE *f)
 		"                attribution; adds readings inside every step\n"
 		"  --force       run even when the model is larger than the memory available\n"
 		"                (refused otherwise: paging would distort every figure; the record\n"
-		"                says it was forced)\n\n"
+		"                says it was forced)\n"
+		"  --calibration FILE\n"
+		"                the DRAM calibration store to read instead of the user's\n"
+		"                ($MEMWALL_STATE_DIR, $XDG_STATE_HOME/memwall or\n"
+		"                ~/.local/state/memwall: calibration.json, written by\n"
+		"                `memwall calibrate`). The record's counters.dram carries its error,\n"
+		"                factors, age and source, and dram_MB_per_token_calibrated stands\n"
+		"                beside the raw figures; a calibration of another machine\n"
+		"                fingerprint or older than 30 days is recorded as stale, not applied\n"
+		"  --no-calibration\n"
+		"                record no calibration (the record says so)\n\n"
 		"External engines (engine.kind \"external\") run at two lengths per repetition and\n"
 		"are measured by the differential method (protocols/README.md); a protocol with\n"
 		"measure.method \"aios-whole-process\" is measured by AIOS's baseline method instead,\n"
@@ -50,9 +62,49 @@ static void usage(FILE *f)
 		fprintf(f, "  %-18s %s\n", a[i].name, a[i].summary);
 	fprintf(f,
 		"\nCtrl-C or SIGTERM ends the current run and writes a record marked incomplete.\n"
-		"Exit: 0 done (acceptance passed or not measurable here), 1 an acceptance criterion\n"
-		"failed or the run was interrupted, 2 bad protocol or options, 3 this machine cannot\n"
-		"run it (e.g. required DRAM counters are absent; `memwall doctor` explains).\n");
+		"Exit: 0 acceptance passed (a criterion on a counter the protocol made optional\n"
+		"and this machine lacks reads \"not-measured (optional)\" and does not count);\n"
+		"1 a criterion failed, a figure a criterion requires was not measured (e.g. a CV\n"
+		"from one run), or the run was interrupted: the reason is printed; 2 bad protocol\n"
+		"or options; 3 this machine cannot run it (e.g. counters.dram \"required\" and no\n"
+		"DRAM counters: refused before running; `memwall doctor` explains).\n");
+}
+
+/* The acceptance verdict on stderr when it is not a pass: each failed criterion, and each
+ * required one that was not measured, with its figure and why. True when the exit code must
+ * say so (overall "fail" or "not-measured"). */
+static bool acceptance_says(const json_t *doc)
+{
+	const json_t *acc = json_object_get(doc, "acceptance"), *c;
+	const char *overall = json_string_value(json_object_get(acc, "status"));
+	size_t i;
+	if (!overall || !strcmp(overall, "pass"))
+		return false;
+	json_array_foreach(json_object_get(acc, "criteria"), i, c) {
+		const char *s = json_string_value(json_object_get(c, "status"));
+		const char *why = json_string_value(json_object_get(c, "reason"));
+		bool fail = s && !strcmp(s, "fail");
+		bool missing = s && !strcmp(s, "not-measured") &&
+			       !json_is_false(json_object_get(c, "required"));
+		if (!fail && !missing)
+			continue;
+		char *val = json_dumps(json_object_get(c, "value"), JSON_ENCODE_ANY |
+				       JSON_REAL_PRECISION(4));
+		char *lim = json_dumps(json_object_get(c, "limit"), JSON_ENCODE_ANY |
+				       JSON_REAL_PRECISION(4));
+		if (fail)
+			fprintf(stderr, "memwall run: acceptance: %s failed (value %s, limit %s)%s%s\n",
+				json_string_value(json_object_get(c, "criterion")), val ? val : "?",
+				lim ? lim : "?", why ? ": " : "", why ? why : "");
+		else
+			fprintf(stderr, "memwall run: acceptance: %s not measured, and the protocol "
+				"requires it: %s\n", json_string_value(json_object_get(c, "criterion")),
+				why ? why : "no reason recorded");
+		free(val);
+		free(lim);
+	}
+	fprintf(stderr, "memwall run: acceptance: %s (exit 1)\n", overall);
+	return true;
 }
 
 int mw_cmd_run(int argc, char **argv)
@@ -66,6 +118,8 @@ int mw_cmd_run(int argc, char **argv)
 		{ "llama-bin", required_argument, NULL, 'L' },
 		{ "phases", optional_argument, NULL, 'P' },
 		{ "force", no_argument, NULL, 'F' },
+		{ "calibration", required_argument, NULL, 'C' },
+		{ "no-calibration", no_argument, NULL, 'N' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -102,6 +156,12 @@ int mw_cmd_run(int argc, char **argv)
 		case 'F':
 			ro.force = true;
 			break;
+		case 'C':
+			ro.calibration = optarg;
+			break;
+		case 'N':
+			ro.no_calibration = true;
+			break;
 		case 'P':
 			if (optarg && strcmp(optarg, "layers"))
 				return mw_fail(MW_EXIT_USAGE, "run", "--phases takes no value or "
@@ -120,6 +180,9 @@ int mw_cmd_run(int argc, char **argv)
 			return mw_opt_usage_error("run", argv, usage);
 		}
 	}
+	if (ro.calibration && ro.no_calibration)
+		return mw_fail(MW_EXIT_USAGE, "run", "--calibration FILE and --no-calibration "
+			       "contradict each other: give one");
 	if (argc - optind > 1)
 		return mw_fail(MW_EXIT_USAGE, "run", "one protocol at a time (got %d)", argc - optind);
 
@@ -162,10 +225,7 @@ int mw_cmd_run(int argc, char **argv)
 		st == MW_RUN_INTERRUPTED ? " (incomplete)" : "");
 	mw_report_print(stdout, doc, fmt);
 
-	const char *acc = json_string_value(json_object_get(json_object_get(doc, "acceptance"),
-							    "status"));
-	int code = st == MW_RUN_INTERRUPTED || (acc && !strcmp(acc, "fail")) ? MW_EXIT_CHECK
-									    : MW_EXIT_OK;
+	int code = st == MW_RUN_INTERRUPTED || acceptance_says(doc) ? MW_EXIT_CHECK : MW_EXIT_OK;
 	json_decref(doc);
 	mw_protocol_free(p);
 	return code;

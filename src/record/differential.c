@@ -185,6 +185,9 @@ static const char *reason_for(const json_t *doc, const char *needs, size_t count
 	if (!strcmp(needs, "software"))
 		return "the software counter could not be opened on the program (see "
 		       "counters.software)";
+	if (!strcmp(needs, "calibration"))
+		return "the differential method does not apply a calibration yet: "
+		       "counters.dram.calibration_error_pct says how far to trust dram_MB_per_token";
 	if (!strcmp(needs, "timing"))
 		return "the program's output gives no decode (or prompt) timing the adapter could "
 		       "read: tok/s comes only from the engine's own timings";
@@ -223,6 +226,8 @@ static json_t *metric(const json_t *doc, json_t *reps, const char *name, const c
 			      mw_json_num(s.median), "min", mw_json_num(s.min), "max",
 			      mw_json_num(s.max), "ci95_low", mw_json_num(s.ci95_low), "ci95_high",
 			      mw_json_num(s.ci95_high));
+		if (m)
+			mw_stats_mark_ci(m, &s);
 	} else {
 		char why[1024];
 		m = json_pack("{s:s, s:b, s:s}", "unit", unit, "measured", 0, "reason",

@@ -6,6 +6,7 @@
 
 #include "metrics.h"
 #include "probes.h"
+#include "stats.h"
 
 /* Every figure a run and the summary carry. The unit strings spell out MB and MiB. */
 static const struct mw_metric metrics[] = {
@@ -13,6 +14,9 @@ static const struct mw_metric metrics[] = {
 	{ "prefill_tok_per_s", "token/s (prefill)", +1, NULL },
 	{ "dram_MB_per_token", "MB/token (MB = 10^6 bytes; DRAM read, or read + write where the "
 	  "backend has no split: counters.dram.mb_per_token_basis)", -1, "dram" },
+	{ "dram_MB_per_token_calibrated", "MB/token (MB = 10^6 bytes; dram_MB_per_token times the "
+	  "calibration factor of its basis, counters.dram.calibration.factor: an estimate of the "
+	  "bytes moved, beside the counted ones)", -1, "calibration" },
 	{ "dram_read_bytes_per_token", "byte/token", -1, "dram_read" },
 	{ "dram_read_MB_per_token", "MB/token (MB = 10^6 bytes)", -1, "dram_read" },
 	{ "dram_read_MiB_per_token", "MiB/token (MiB = 2^20 bytes)", -1, "dram_read" },
@@ -113,6 +117,17 @@ const char *mw_metric_reason(const json_t *doc, const char *needs, char *buf, si
 	char where[160];
 	if (!needs)
 		return snprintf(buf, n, "no run recorded this figure"), buf;
+	if (!strcmp(needs, "calibration")) {
+		const json_t *d = json_object_get(counters, "dram");
+		const char *why = json_string_value(json_object_get(d, "calibration_reason"));
+		if (json_is_true(json_object_get(d, "measured")) && why)
+			return snprintf(buf, n, "no calibration applied: %s", why), buf;
+		if (json_is_true(json_object_get(d, "measured")) &&
+		    !json_object_get(d, "calibration"))
+			return snprintf(buf, n, "no calibration recorded (a record made before "
+					"`memwall run` read calibrations)"), buf;
+		needs = "dram"; /* calibrated and still no value: the counts are missing */
+	}
 	bool dram = !strncmp(needs, "dram", 4);
 	const json_t *blk = json_object_get(counters, dram ? "dram" : needs);
 	const char *r = json_string_value(json_object_get(blk, "reason"));
@@ -137,4 +152,19 @@ const char *mw_metric_reason(const json_t *doc, const char *needs, char *buf, si
 	}
 	snprintf(buf, n, "no counter reading was recorded");
 	return buf;
+}
+
+void mw_stats_mark_ci(json_t *o, const struct mw_stats *s)
+{
+	/* Every figure in the metric table is a rate, a count or a time: none can be negative.
+	 * With few runs, Student's t makes the interval wide enough to cross 0 (t(0.975, 1) is
+	 * 12.7); the interval stays as computed and is marked, so no reader prints it as if a
+	 * negative value were possible. */
+	if (!(s->ci95_low < 0))
+		return;
+	char note[200];
+	snprintf(note, sizeof(note), "n too small: the 95%% interval (Student's t, n = %zu) "
+		 "reaches below 0, which this figure cannot", s->n);
+	json_object_set_new(o, "ci95_clamped", json_true());
+	json_object_set_new(o, "ci95_note", json_string(note));
 }

@@ -22,11 +22,12 @@ struct mw_metric {
 	int better;         /* +1 higher is better, -1 lower is better */
 	const char *needs;  /* where a missing value comes from: "dram" (the figure
 			     * mb_per_token_basis names), "dram_read", "dram_write", "dram_total",
-			     * "energy"; NULL for figures every run has */
+			     * "energy", "calibration" (dram and a calibration that is not
+			     * stale: counters.dram.calibration); NULL for figures every run has */
 };
 
 /* The metric table, in report order; *n receives the count (MW_N_METRICS). Static storage. */
-enum { MW_N_METRICS = 21 };
+enum { MW_N_METRICS = 22 };
 const struct mw_metric *mw_metrics(size_t *n);
 
 /* A JSON number, or null for NaN and infinities (JSON has no NaN). New reference. */
@@ -40,5 +41,11 @@ const char *mw_dram_basis(const json_t *doc);
  * reason when it was not opened, "not provided" when the backend lacks the figure, else the
  * first window whose state says it was not measured. Written into buf (n bytes), returned. */
 const char *mw_metric_reason(const json_t *doc, const char *needs, char *buf, size_t n);
+
+/* Marks a summary's metric o whose 95% interval (from s) reaches below 0, the physical
+ * bound of every figure in the table: ci95_clamped true and ci95_note saying n is too small.
+ * The interval itself is kept as computed. Nothing is added otherwise. */
+struct mw_stats;
+void mw_stats_mark_ci(json_t *o, const struct mw_stats *s);
 
 #endif

@@ -71,6 +71,58 @@ static void fmt_num(char *buf, size_t n, double x, int digits)
 		snprintf(buf, n, "%.*g", digits, x);
 }
 
+/* The run's roofline block (written by `memwall run`): floor, roof, headroom, verdict. */
+static void print_roofline(FILE *f, const json_t *r)
+{
+	if (!json_is_object(r))
+		return;
+	if (!json_is_true(json_object_get(r, "computed"))) {
+		fprintf(f, "roofline: not computed (%s)\n", str(r, "reason", "?"));
+		return;
+	}
+	const json_t *pl = json_object_get(r, "plausibility");
+	fprintf(f, "roofline: analytic floor %.3f MB/token (%s); ", num(r, "floor_bytes_per_token") / 1e6,
+		str(r, "position_statement", "?"));
+	if (isnan(num(r, "max_tok_s")))
+		fprintf(f, "no bandwidth roof (%s)", str(r, "bandwidth_source", "?"));
+	else if (isnan(num(r, "headroom")))
+		fprintf(f, "roof %.1f GB/s -> %.1f tok/s, headroom not measured", num(r, "bandwidth_gbps"),
+			num(r, "max_tok_s"));
+	else
+		fprintf(f, "roof %.1f GB/s -> %.1f tok/s, headroom %.2fx the measured %.1f tok/s",
+			num(r, "bandwidth_gbps"), num(r, "max_tok_s"), num(r, "headroom"),
+			num(r, "measured_tok_s"));
+	fprintf(f, "; measured MB/token: %s\n", str(pl, "verdict", "?"));
+}
+
+/* The acceptance table; a reason already among the metric notes is referred to by number. */
+static void print_acceptance(FILE *f, const json_t *doc, const char (*notes)[1024], int nnotes)
+{
+	const json_t *acc = json_object_get(doc, "acceptance");
+	const json_t *c;
+	size_t i;
+	fprintf(f, "\n| acceptance | limit | value | status |\n|---|---:|---:|---|\n");
+	json_array_foreach(json_object_get(acc, "criteria"), i, c) {
+		char *lim = json_dumps(json_object_get(c, "limit"), JSON_ENCODE_ANY | JSON_REAL_PRECISION(4));
+		char *val = json_dumps(json_object_get(c, "value"), JSON_ENCODE_ANY | JSON_REAL_PRECISION(4));
+		const char *why = str(c, "reason", NULL);
+		char note_ref[16] = "";
+		for (int k = 0; why && k < nnotes; k++)
+			if (!strcmp(notes[k], why)) {
+				snprintf(note_ref, sizeof(note_ref), " [%d]", k + 1);
+				why = NULL;
+			}
+		/* A not-measured criterion the overall status excuses says so. */
+		bool excused = json_is_false(json_object_get(c, "required")) &&
+			       !strcmp(str(c, "status", "?"), "not-measured");
+		fprintf(f, "| %s | %s | %s | %s%s%s%s%s |\n", str(c, "criterion", "?"),
+			lim ? lim : "?", val ? val : "?", str(c, "status", "?"),
+			excused ? " (optional)" : "", note_ref, why ? ": " : "", why ? why : "");
+		free(lim);
+		free(val);
+	}
+}
+
 static void print_md(FILE *f, const json_t *doc)
 {
 	const json_t *p = json_object_get(doc, "protocol");
@@ -137,7 +189,12 @@ static void print_md(FILE *f, const json_t *doc)
 		fmt_num(lo, sizeof(lo), num(x, "ci95_low") * s, 6);
 		fmt_num(hi, sizeof(hi), num(x, "ci95_high") * s, 6);
 		char ci[80] = "-";
-		if (!isnan(num(x, "ci95_low")))
+		/* An interval reaching below 0 says nothing a figure that cannot be negative
+		 * could be: the record keeps it as computed, the table says why it is not shown. */
+		if (json_is_true(json_object_get(x, "ci95_clamped")))
+			snprintf(ci, sizeof(ci), "n too small (n=%lld)",
+				 (long long)json_integer_value(json_object_get(x, "n")));
+		else if (!isnan(num(x, "ci95_low")))
 			snprintf(ci, sizeof(ci), "[%s, %s]", lo, hi);
 		fprintf(f, "| %s | %s | %lld | %s | %s | %s | %s | %s | %s | %s |\n", md_rows[i].label,
 			unit, (long long)json_integer_value(json_object_get(x, "n")), mean, sd, cv, med,
@@ -185,24 +242,8 @@ static void print_md(FILE *f, const json_t *doc)
 			   "switches, %s CPU migrations, %s page faults\n",
 			swbuf[0], swbuf[1], swbuf[2], swbuf[3]);
 
+	print_acceptance(f, doc, (const char(*)[1024])notes, nnotes);
 	const json_t *acc = json_object_get(doc, "acceptance");
-	const json_t *c;
-	fprintf(f, "\n| acceptance | limit | value | status |\n|---|---:|---:|---|\n");
-	json_array_foreach(json_object_get(acc, "criteria"), i, c) {
-		char *lim = json_dumps(json_object_get(c, "limit"), JSON_ENCODE_ANY | JSON_REAL_PRECISION(4));
-		char *val = json_dumps(json_object_get(c, "value"), JSON_ENCODE_ANY | JSON_REAL_PRECISION(4));
-		const char *why = str(c, "reason", NULL);
-		char note_ref[16] = "";
-		for (int k = 0; why && k < nnotes; k++)
-			if (!strcmp(notes[k], why)) {
-				snprintf(note_ref, sizeof(note_ref), " [%d]", k + 1);
-				why = NULL;
-			}
-		fprintf(f, "| %s | %s | %s | %s%s%s%s |\n", str(c, "criterion", "?"), lim ? lim : "?",
-			val ? val : "?", str(c, "status", "?"), note_ref, why ? ": " : "", why ? why : "");
-		free(lim);
-		free(val);
-	}
 	fprintf(f, "\nacceptance: %s\n", str(acc, "status", "?"));
 	const json_t *d = json_object_get(doc, "drift");
 	if (json_is_true(json_object_get(d, "measured")))
@@ -210,6 +251,7 @@ static void print_md(FILE *f, const json_t *doc)
 			num(d, "before_gbps"), num(d, "after_gbps"), num(d, "change_pct"),
 			num(d, "tolerance_pct"),
 			json_is_true(json_object_get(d, "drifted")) ? ": DRIFTED, runs not comparable" : "");
+	print_roofline(f, json_object_get(doc, "roofline"));
 	mw_attribution_print_md(f, doc);
 }
 
@@ -239,15 +281,17 @@ static void print_csv(FILE *f, const json_t *doc)
 		csv_field(f, str(x, "unit", ""));
 		fprintf(f, ",%s,%lld", json_is_true(json_object_get(x, "measured")) ? "true" : "false",
 			(long long)json_integer_value(json_object_get(x, "n")));
+		/* A clamped interval: both ends left empty, the reason column says why. */
+		bool clamped = json_is_true(json_object_get(x, "ci95_clamped"));
 		for (size_t i = 0; i < sizeof(cols) / sizeof(cols[0]); i++) {
 			double v = num(x, cols[i]);
-			if (isnan(v))
+			if (isnan(v) || (clamped && !strncmp(cols[i], "ci95", 4)))
 				fputs(",", f);
 			else
 				fprintf(f, ",%.15g", v);
 		}
 		fputc(',', f);
-		csv_field(f, str(x, "reason", ""));
+		csv_field(f, str(x, clamped ? "ci95_note" : "reason", ""));
 		fputc('\n', f);
 	}
 }
@@ -500,7 +544,8 @@ int mw_report_plot(const json_t *doc, const char *dir, FILE *log, struct mw_erro
 			snprintf(vars, sizeof(vars),
 				 "fmt='%s'; datadir=%s; label=%s; note=%s; m=%.9g; lo=%.9g; hi=%.9g; "
 				 "p50=%.9g; p99=%.9g; w=%d; dram=%d",
-				 fmt, qdir, qlabel, qnote, isnan(mm) ? 0 : mm, isnan(lo) ? mm : lo,
+				 fmt, qdir, qlabel, qnote, isnan(mm) ? 0 : mm,
+				 isnan(lo) ? mm : lo < 0 ? 0 : lo,
 				 isnan(hi) ? mm : hi, num(lp, "p50") * 1e-6, num(lp, "p99") * 1e-6,
 				 window, json_is_true(json_object_get(dram, "measured")));
 			if (isnan(mm))

@@ -150,6 +150,18 @@ static double net_per_token(const json_t *run, const char *key, double *idle_rat
 	return (num(dec, key) - *idle_rate * secs) / nt;
 }
 
+/* The factor that turns counted MB/token into an estimate of the bytes moved: the recorded
+ * calibration's factor for the MB/token basis, when a calibration was found and is not stale
+ * (counters.dram.calibration); NaN otherwise, so the calibrated figure is null. */
+static double calibration_factor(const json_t *doc)
+{
+	const json_t *cal = json_object_get(json_object_get(json_object_get(doc, "counters"),
+							    "dram"), "calibration");
+	if (!json_is_object(cal) || !json_is_false(json_object_get(cal, "stale")))
+		return NAN;
+	return num(json_object_get(cal, "factor"), mw_dram_basis(doc));
+}
+
 static int derive_run(struct dctx *c, const json_t *doc, json_t *run, size_t idx)
 {
 	const json_t *pre = json_object_get(run, "prefill");
@@ -171,6 +183,7 @@ static int derive_run(struct dctx *c, const json_t *doc, json_t *run, size_t idx
 	double wr = net_per_token(run, "dram_write_bytes", &(double){ 0 });
 	double tot = net_per_token(run, "dram_total_bytes", &idle_t);
 	double basis = !strcmp(mw_dram_basis(doc), "total") ? tot : rd;
+	double cal = calibration_factor(doc);
 	double eng = num(dec, "engine_bytes") / nt;
 	l = malloc((n ? n : 1) * sizeof(*l));
 	if (!l) {
@@ -183,6 +196,7 @@ static int derive_run(struct dctx *c, const json_t *doc, json_t *run, size_t idx
 		nt / secs,
 		num(pre, "tokens") / (num(pre, "ns") * 1e-9),
 		basis / MB,
+		basis / MB * cal,
 		rd,
 		rd / MB,
 		rd / MIB,
@@ -277,7 +291,10 @@ static int derive_summary(json_t *doc)
 		if (n) {
 			struct mw_stats s;
 			mw_stats_compute(v, n, &s);
-			json_object_set_new(m, metrics[k].name, stats_json(&s, metrics[k].unit));
+			json_t *st = stats_json(&s, metrics[k].unit);
+			if (st)
+				mw_stats_mark_ci(st, &s);
+			json_object_set_new(m, metrics[k].name, st);
 		} else {
 			const char *why = !measured ? "no complete measured run"
 				: mw_metric_reason(doc, metrics[k].needs, why_buf, sizeof(why_buf));
@@ -306,27 +323,82 @@ out:
 	return rc;
 }
 
+/* One criterion. required < 0 leaves "required" out (a record derived before it existed). */
 static json_t *criterion(const char *name, json_t *limit, json_t *value, const char *status,
-			 const char *reason)
+			 const char *reason, int required)
 {
-	return json_pack("{s:s, s:o, s:o, s:s, s:s?}", "criterion", name, "limit", limit, "value",
-			 value, "status",
-			 status, "reason", reason);
+	json_t *c = json_pack("{s:s, s:o, s:o, s:s, s:s?}", "criterion", name, "limit", limit,
+			      "value", value, "status", status, "reason", reason);
+	if (c && required >= 0)
+		json_object_set_new(c, "required", json_boolean(required));
+	return c;
 }
 
+/* What decides whether a criterion's missing figure is excused. */
+struct acc_ctx {
+	bool legacy;         /* the record was derived before "required": keep its rules */
+	bool dram_optional;  /* DRAM was not opened and the protocol did not require it */
+};
+
 /* A limit on a CV: pass when cv <= limit; not-measured without at least two measured runs or
- * without the counter. */
-static json_t *cv_criterion(const char *name, double limit, const json_t *metric)
+ * without the counter. A missing counter excuses the criterion (required false) only when
+ * the protocol made that counter optional and it was not available; too few runs never do. */
+static json_t *cv_criterion(const struct acc_ctx *a, const char *name, double limit,
+			    const json_t *metric, bool counter_optional)
 {
+	int req = a->legacy ? -1 : 1;
 	if (!json_is_true(json_object_get(metric, "measured")))
 		return criterion(name, json_real(limit), json_null(), "not-measured",
-				 json_string_value(json_object_get(metric, "reason")));
+				 json_string_value(json_object_get(metric, "reason")),
+				 a->legacy ? -1 : !counter_optional);
 	double cv = num(metric, "cv_pct");
 	if (isnan(cv))
 		return criterion(name, json_real(limit), json_null(), "not-measured",
-				 "a CV needs at least 2 measured runs");
+				 "a CV needs at least 2 measured runs", req);
 	return criterion(name, json_real(limit), json_real(cv), cv <= limit ? "pass" : "fail",
-			 NULL);
+			 NULL, req);
+}
+
+/* The context of doc's acceptance: whether its recorded block predates "required" (its
+ * criteria lack the key; validate re-derives such a record under its own rules), and
+ * whether DRAM was optional and absent (counters.dram.measured false, and the protocol's
+ * counters.dram not "required"; absent means "optional", as the protocol loader reads it). */
+static struct acc_ctx acceptance_ctx(const json_t *doc)
+{
+	const json_t *crit = json_object_get(json_object_get(doc, "acceptance"), "criteria");
+	const json_t *need = json_object_get(
+		json_object_get(json_object_get(json_object_get(doc, "protocol"), "document"),
+				"counters"),
+		"dram");
+	const json_t *dram = json_object_get(json_object_get(doc, "counters"), "dram");
+	struct acc_ctx a = {
+		.legacy = json_array_size(crit) > 0 &&
+			  !json_object_get(json_array_get(crit, 0), "required"),
+		.dram_optional = !json_is_true(json_object_get(dram, "measured")) &&
+				 !(json_is_string(need) &&
+				   !strcmp(json_string_value(need), "required")),
+	};
+	return a;
+}
+
+/* Overall: fail when a criterion failed; not-measured when a required figure was not
+ * measured; pass otherwise (a criterion excused as optional does not change it). Records
+ * derived before "required" keep their rule: any not-measured criterion made it
+ * not-measured. */
+static const char *acceptance_overall(const json_t *list, bool legacy)
+{
+	const char *overall = "pass";
+	const json_t *c;
+	size_t i;
+	json_array_foreach(list, i, c) {
+		const char *s = json_string_value(json_object_get(c, "status"));
+		if (!strcmp(s, "fail"))
+			return "fail";
+		if (!strcmp(s, "not-measured") &&
+		    (legacy || json_is_true(json_object_get(c, "required"))))
+			overall = "not-measured";
+	}
+	return overall;
 }
 
 static int derive_acceptance(json_t *doc)
@@ -336,6 +408,8 @@ static int derive_acceptance(json_t *doc)
 	const json_t *m = json_object_get(json_object_get(doc, "summary"), "metrics");
 	const json_t *runs = json_object_get(doc, "runs");
 	const json_t *drift = json_object_get(doc, "drift");
+	struct acc_ctx a = acceptance_ctx(doc);
+	int req = a.legacy ? -1 : 1;
 	json_t *list = json_array(), *run;
 	size_t i;
 	if (!list)
@@ -344,13 +418,14 @@ static int derive_acceptance(json_t *doc)
 	const char *mb_metric = json_object_get(m, "dram_MB_per_token") ? "dram_MB_per_token"
 									: "dram_read_MB_per_token";
 	if (json_object_get(acc, "max_cv_mb_per_token_pct"))
-		json_array_append_new(list, cv_criterion("max_cv_mb_per_token_pct",
+		json_array_append_new(list, cv_criterion(&a, "max_cv_mb_per_token_pct",
 							 num(acc, "max_cv_mb_per_token_pct"),
-							 json_object_get(m, mb_metric)));
+							 json_object_get(m, mb_metric),
+							 a.dram_optional));
 	if (json_object_get(acc, "max_cv_tok_s_pct"))
-		json_array_append_new(list, cv_criterion("max_cv_tok_s_pct",
+		json_array_append_new(list, cv_criterion(&a, "max_cv_tok_s_pct",
 							 num(acc, "max_cv_tok_s_pct"),
-							 json_object_get(m, "tok_per_s")));
+							 json_object_get(m, "tok_per_s"), false));
 	if (json_object_get(acc, "min_tokens")) {
 		json_int_t lim = json_integer_value(json_object_get(acc, "min_tokens")), least = -1;
 		json_array_foreach(runs, i, run) {
@@ -363,39 +438,36 @@ static int derive_acceptance(json_t *doc)
 			least = (json_int_t)mw_differential_least_tokens(doc);
 		json_array_append_new(list, least < 0
 			? criterion("min_tokens", json_integer(lim), json_null(), "not-measured",
-				    "no complete measured run")
+				    "no complete measured run", req)
 			: criterion("min_tokens", json_integer(lim), json_integer(least),
-				    least >= lim ? "pass" : "fail", NULL));
+				    least >= lim ? "pass" : "fail", NULL, req));
 	}
 	/* Two criteria every protocol has: the record is complete, and the machine's bandwidth did
-	 * not drift between the first and the last run. */
+	 * not drift between the first and the last run. The drift probe is memwall's own guard,
+	 * not a figure a protocol's acceptance names: when it could not run (turned off by
+	 * drift.probe_ms 0, an external engine) the criterion says so and is not required. */
 	bool complete = json_is_true(json_object_get(doc, "complete"));
 	json_array_append_new(list, criterion("complete", json_true(), json_boolean(complete),
 					      complete ? "pass" : "fail",
 					      complete ? NULL
 						       : json_string_value(json_object_get(
-								 doc, "incomplete_reason"))));
+								 doc, "incomplete_reason")),
+					      req));
 	if (json_is_true(json_object_get(drift, "measured")))
 		json_array_append_new(list, criterion("bandwidth_drift_pct",
 						      json_real(num(drift, "tolerance_pct")),
 						      mw_json_num(num(drift, "change_pct")),
 						      json_is_true(json_object_get(drift, "drifted"))
-							      ? "fail" : "pass", NULL));
+							      ? "fail" : "pass", NULL, req));
 	else
 		json_array_append_new(list, criterion("bandwidth_drift_pct",
 						      mw_json_num(num(drift, "tolerance_pct")),
 						      json_null(), "not-measured",
-						      json_string_value(json_object_get(drift, "reason"))));
-	const char *overall = "pass";
-	json_array_foreach(list, i, run) {
-		const char *s = json_string_value(json_object_get(run, "status"));
-		if (!strcmp(s, "fail"))
-			overall = "fail";
-		else if (!strcmp(s, "not-measured") && strcmp(overall, "fail"))
-			overall = "not-measured";
-	}
+						      json_string_value(json_object_get(drift, "reason")),
+						      a.legacy ? -1 : 0));
 	json_object_set_new(doc, "acceptance",
-			    json_pack("{s:s, s:o}", "status", overall, "criteria", list));
+			    json_pack("{s:s, s:o}", "status", acceptance_overall(list, a.legacy),
+				      "criteria", list));
 	return 0;
 }
 
@@ -435,6 +507,18 @@ int mw_result_derive(json_t *doc, const char *source, struct mw_error *err)
 
 /* ---- validating ---------------------------------------------------------------------------- */
 
+/* Keys a later memwall derives that records written before them lack: a record is checked
+ * on the figures it carries, as a /1 record is. */
+static bool added_later(const char *key)
+{
+	static const char *const keys[] = { "ci95_clamped", "ci95_note", "roofline",
+					    "dram_MB_per_token_calibrated" };
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		if (!strcmp(key, keys[i]))
+			return true;
+	return false;
+}
+
 /* Compares a recomputed tree with the recorded one; the first difference fills err. */
 static int same(struct dctx *c, const json_t *want, const json_t *got, const char *path)
 {
@@ -455,8 +539,8 @@ static int same(struct dctx *c, const json_t *want, const json_t *got, const cha
 		json_object_foreach((json_t *)(uintptr_t)want, k, v) {
 			snprintf(sub, sizeof(sub), "%s.%s", path, k);
 			const json_t *g = json_object_get(got, k);
-			if (!g && c->v1)
-				continue; /* a figure added after /1 */
+			if (!g && (c->v1 || added_later(k)))
+				continue; /* a figure added after the record was derived */
 			if (!g)
 				return inconsistent(c, sub, "is missing; the raw data give a value");
 			int rc = same(c, v, g, sub);

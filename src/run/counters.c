@@ -151,6 +151,13 @@ void mw_window_set_dram(json_t *window, bool dram_open, const struct prb_dram_sa
 					      prb_state_name(tot.state)));
 }
 
+const char *mw_counters_dram_basis(const struct mw_counters *c)
+{
+	/* MB/token is defined on what was measured: read bytes where the backend splits reads
+	 * from writes, the total where it cannot. */
+	return c->dram && prb_dram_status(c->dram)->provides & PRB_DRAM_READ ? "read" : "total";
+}
+
 json_t *mw_counters_dram_json(const struct mw_counters *c)
 {
 	if (!c->dram)
@@ -167,9 +174,7 @@ json_t *mw_counters_dram_json(const struct mw_counters *c)
 	for (size_t i = 0; i < sizeof(figures) / sizeof(figures[0]); i++)
 		if (st->provides & figures[i].bit)
 			json_array_append_new(provides, json_string(figures[i].name));
-	/* MB/token is defined on what was measured: read bytes where the backend splits reads
-	 * from writes, the total where it cannot. */
-	const char *basis = st->provides & PRB_DRAM_READ ? "read" : "total";
+	const char *basis = mw_counters_dram_basis(c);
 	/* The counter layer says how the counts were read: "sim" marks a simulated PMU. */
 	json_t *o = json_pack("{s:b, s:n, s:s, s:s, s:s, s:o, s:o, s:s, s:n, s:s}", "measured", 1,
 			      "reason", "backend", st->backend, "layer", prb_counter_backend(),

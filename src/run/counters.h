@@ -52,6 +52,10 @@ int mw_counters_open(struct mw_counters *c, const struct mw_plan *pl, bool energ
 void mw_counters_close(struct mw_counters *c);
 void mw_counters_read(struct mw_counters *c, struct mw_snap *s);
 
+/* What MB/token counts with the open DRAM backend: "read" where it splits reads from writes,
+ * "total" where it cannot (the record's counters.dram.mb_per_token_basis). Static storage. */
+const char *mw_counters_dram_basis(const struct mw_counters *c);
+
 /* The record's counters.dram and counters.energy blocks. New references. */
 json_t *mw_counters_dram_json(const struct mw_counters *c);
 json_t *mw_counters_energy_json(const struct mw_counters *c);

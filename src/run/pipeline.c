@@ -10,10 +10,12 @@
 #include <string.h>
 
 #include "control.h"
+#include "dram_calibration.h"
 #include "machine.h"
 #include "record_build.h"
 #include "run_state.h"
 #include "result.h"
+#include "roofline.h"
 
 static const struct mw_engine_row *const rows[MW_ENGINE_COUNT] = {
 	[MW_ENGINE_BUILTIN] = &mw_engine_builtin,
@@ -23,6 +25,7 @@ static const struct mw_engine_row *const rows[MW_ENGINE_COUNT] = {
 static void run_free(struct mw_run *run)
 {
 	json_decref(run->machine);
+	json_decref(run->calibration);
 	json_decref(run->engine);
 	json_decref(run->model);
 	json_decref(run->preflight);
@@ -32,6 +35,23 @@ static void run_free(struct mw_run *run)
 	json_decref(run->external);
 	mw_counters_close(&run->ctr);
 	mw_plan_free(&run->plan);
+}
+
+/* The calibration of this machine's DRAM counters, looked up once the backend is open. */
+static int calibration_find(struct mw_run *run)
+{
+	if (!run->ctr.dram)
+		return 0;
+	char sha[65];
+	json_t *fp = mw_dramcal_fingerprint(run->machine, prb_dram_status(run->ctr.dram), sha);
+	if (!fp)
+		return -ENOMEM;
+	struct mw_dramcal_source src = { .file = run->o->calibration,
+					 .off = run->o->no_calibration };
+	run->calibration = mw_dramcal_for_run(&src, fp, sha, mw_counters_dram_basis(&run->ctr),
+					      run->o->log);
+	json_decref(fp);
+	return run->calibration ? 0 : -ENOMEM;
 }
 
 enum mw_run_status mw_runner_run(const struct mw_protocol *p, const struct mw_run_options *o,
@@ -53,7 +73,7 @@ enum mw_run_status mw_runner_run(const struct mw_protocol *p, const struct mw_ru
 		goto out;
 	}
 	mw_utc_now(run.started, sizeof(run.started), false);
-	if (!(run.machine = mw_machine_describe(NULL))) {
+	if (!(run.machine = mw_machine_describe(NULL)) || calibration_find(&run)) {
 		mw_error_set(err, -ENOMEM, "", "", "out of memory");
 		st = MW_RUN_ENVIRONMENT;
 		goto out;
@@ -74,6 +94,10 @@ enum mw_run_status mw_runner_run(const struct mw_protocol *p, const struct mw_ru
 		st = MW_RUN_ENVIRONMENT;
 		goto out;
 	}
+	/* Headroom against the analytic roofline, from the derived figures (analysis/roofline.c). */
+	json_t *roof = mw_roofline_block(doc, "(this run)");
+	if (roof)
+		json_object_set_new(doc, "roofline", roof);
 	if (row->summarize)
 		row->summarize(&run, doc);
 	*out = doc;

@@ -61,7 +61,10 @@ static json_t *model_json(const struct mw_run *run)
 
 static json_t *counters_json(const struct mw_run *run)
 {
-	return json_pack("{s:o, s:o, s:O}", "dram", mw_counters_dram_json(&run->ctr), "energy",
+	json_t *dram = mw_counters_dram_json(&run->ctr);
+	if (dram && run->calibration)
+		json_object_update(dram, run->calibration);
+	return json_pack("{s:o, s:o, s:O}", "dram", dram, "energy",
 			 mw_counters_energy_json(&run->ctr), "software",
 			 run->software ? run->software : json_array());
 }

@@ -25,6 +25,8 @@ struct mw_run {
 	struct mw_counters ctr;
 	char started[32];      /* created_utc */
 	json_t *machine;       /* mw_machine_describe, taken once before the runs */
+	json_t *calibration;   /* what counters.dram says of calibration (dram_calibration.h);
+				* NULL when DRAM is not measured */
 	/* row: what the record says of the engine, the model and the runs */
 	json_t *engine;        /* the record's engine block (kind, threads, cpus, ...) */
 	json_t *model;         /* model facts the row knows: arch, shape, weight_bytes, synthetic */

@@ -23,6 +23,9 @@ struct mw_run_options {
 			      * FFN, classifier) for the report's attribution; 2: and per layer.
 			      * It adds readings inside every step, so it is off (0) unless asked */
 	bool force;          /* run a model larger than the memory available (else refused) */
+	const char *calibration; /* --calibration FILE: the calibration store to read instead of
+				  * the user's (dram_calibration.h); NULL for the user's */
+	bool no_calibration; /* --no-calibration: record none (the record says so) */
 };
 
 /* What went wrong, for the caller's exit code. */

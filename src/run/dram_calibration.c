@@ -1,0 +1,393 @@
+/* src/run/dram_calibration.c: the calibration store and its use by runs (dram_calibration.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <glob.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dram_calibration.h"
+#include "metrics.h"
+#include "sha256.h"
+#include "version.h"
+
+int mw_dramcal_store_path(char *buf, size_t n, struct mw_error *err)
+{
+	const char *v;
+	if ((v = getenv("MEMWALL_STATE_DIR")) && *v)
+		snprintf(buf, n, "%s/calibration.json", v);
+	else if ((v = getenv("XDG_STATE_HOME")) && *v)
+		snprintf(buf, n, "%s/memwall/calibration.json", v);
+	else if ((v = getenv("HOME")) && *v)
+		snprintf(buf, n, "%s/.local/state/memwall/calibration.json", v);
+	else
+		return mw_error_set(err, -ENOENT, "calibration store", "",
+				    "no state folder: set MEMWALL_STATE_DIR, XDG_STATE_HOME or HOME");
+	return 0;
+}
+
+/* ---- the fingerprint ----------------------------------------------------------------------- */
+
+static void read_line(const char *path, char *buf, size_t n)
+{
+	FILE *f = fopen(path, "r");
+	buf[0] = '\0';
+	if (!f)
+		return;
+	if (!fgets(buf, (int)n, f))
+		buf[0] = '\0';
+	fclose(f);
+	buf[strcspn(buf, "\n")] = '\0';
+}
+
+/* The DIMM layout as the kernel's EDAC driver shows it
+ * (Documentation/admin-guide/ras.rst: /sys/devices/system/edac/mc/mcX/dimmY/{size,
+ * dimm_mem_type}): "mc0/dimm0 16384 MB DDR5", one string per DIMM, or null where there is no
+ * EDAC driver (most desktops and every VM; SMBIOS type 17 needs root). */
+static json_t *dimms_json(void)
+{
+	glob_t g;
+	json_t *a = NULL;
+	if (glob("/sys/devices/system/edac/mc/mc*/dimm*", 0, NULL, &g) != 0)
+		return json_null();
+	a = json_array();
+	for (size_t i = 0; a && i < g.gl_pathc; i++) {
+		char p[4200], size[64], type[64], name[512];
+		snprintf(p, sizeof(p), "%s/size", g.gl_pathv[i]);
+		read_line(p, size, sizeof(size));
+		snprintf(p, sizeof(p), "%s/dimm_mem_type", g.gl_pathv[i]);
+		read_line(p, type, sizeof(type));
+		const char *mc = strstr(g.gl_pathv[i], "/mc/");
+		snprintf(name, sizeof(name), "%s %s MB %s", mc ? mc + 4 : g.gl_pathv[i], size, type);
+		json_array_append_new(a, json_string(name));
+	}
+	globfree(&g);
+	return a ? a : json_null();
+}
+
+json_t *mw_dramcal_fingerprint(const json_t *machine, const struct prb_dram_status *st,
+			       char sha[65])
+{
+	static const char *const keys[] = { "cpu_name", "cpu_family", "cpu_model", "cpu_stepping",
+					    "microcode", "kernel" };
+	json_t *fp = json_object(), *inst = json_array();
+	if (!fp || !inst) {
+		json_decref(fp);
+		json_decref(inst);
+		return NULL;
+	}
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		json_t *v = json_object_get(machine, keys[i]);
+		json_object_set_new(fp, keys[i], v ? json_deep_copy(v) : json_null());
+	}
+	json_object_set_new(fp, "dimms", dimms_json());
+	for (int i = 0; st && i < st->n_instances; i++) {
+		char s[160];
+		snprintf(s, sizeof(s), "%s@%d", st->instances[i].pmu, st->instances[i].cpu);
+		json_array_append_new(inst, json_string(s));
+	}
+	json_object_set_new(fp, "dram_backend", st ? json_string(st->backend) : json_null());
+	json_object_set_new(fp, "dram_instances", inst);
+	char *text = json_dumps(fp, JSON_COMPACT | JSON_SORT_KEYS);
+	if (!text) {
+		json_decref(fp);
+		return NULL;
+	}
+	mw_sha256_hex(text, strlen(text), sha);
+	free(text);
+	return fp;
+}
+
+/* ---- the store ----------------------------------------------------------------------------- */
+
+/* Reads the store at path into *out: a new object, or an empty store when the file does not
+ * exist. Bounded: a file over MW_DRAMCAL_MAX_BYTES is refused, never read. */
+static int store_read(const char *path, json_t **out, struct mw_error *err)
+{
+	struct stat sb;
+	json_error_t jerr;
+	*out = NULL;
+	if (stat(path, &sb) != 0) {
+		if (errno != ENOENT)
+			return mw_error_set(err, -errno, path, "", "cannot read the calibration "
+					    "store: %s", strerror(errno));
+		*out = json_pack("{s:s, s:{}}", "schema", MW_DRAMCAL_SCHEMA, "machines");
+		return *out ? 0 : -ENOMEM;
+	}
+	if (sb.st_size > (off_t)MW_DRAMCAL_MAX_BYTES)
+		return mw_error_set(err, -EFBIG, path, "", "the calibration store is %lld bytes, "
+				    "more than the %u a store can hold: remove the file and run "
+				    "`memwall calibrate` again", (long long)sb.st_size,
+				    MW_DRAMCAL_MAX_BYTES);
+	*out = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+	if (!*out)
+		return mw_error_set(err, -EINVAL, path, "", "not valid JSON: %s (line %d): remove "
+				    "the file and run `memwall calibrate` again", jerr.text,
+				    jerr.line);
+	const char *schema = json_string_value(json_object_get(*out, "schema"));
+	if (!schema || strcmp(schema, MW_DRAMCAL_SCHEMA) ||
+	    !json_is_object(json_object_get(*out, "machines"))) {
+		json_decref(*out);
+		*out = NULL;
+		return mw_error_set(err, -EINVAL, path, "schema", "not a calibration store (want "
+				    "\"schema\": \"" MW_DRAMCAL_SCHEMA "\" and a \"machines\" "
+				    "object): point --calibration at a file `memwall calibrate` "
+				    "wrote");
+	}
+	return 0;
+}
+
+static int mkdir_parents(const char *path)
+{
+	char buf[4096];
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0777) && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	return 0;
+}
+
+/* Writes doc to path through a temporary file in the same folder and rename(2), so a reader
+ * sees the old store or the new one, never half of one. */
+static int write_atomic(const char *path, const json_t *doc, struct mw_error *err)
+{
+	char tmp[4200];
+	int rc = mkdir_parents(path), fd = -1;
+	FILE *f = NULL;
+	if (rc)
+		return mw_error_set(err, rc, path, "", "cannot create the folder: %s (set "
+				    "MEMWALL_STATE_DIR to a writable folder)", strerror(-rc));
+	snprintf(tmp, sizeof(tmp), "%s.tmp-XXXXXX", path);
+	if ((fd = mkstemp(tmp)) < 0)
+		return mw_error_set(err, -errno, path, "", "cannot write next to it: %s (set "
+				    "MEMWALL_STATE_DIR to a writable folder)", strerror(errno));
+	f = fdopen(fd, "w");
+	if (!f || json_dumpf(doc, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER) || fputc('\n', f) < 0 ||
+	    fflush(f) || fsync(fd)) {
+		rc = -(errno ? errno : EIO);
+		goto out;
+	}
+	if (fclose(f)) {
+		f = NULL;
+		rc = -errno;
+		goto out;
+	}
+	f = NULL;
+	fd = -1;
+	if (rename(tmp, path))
+		rc = -errno;
+out:
+	if (f)
+		fclose(f);
+	else if (fd >= 0)
+		close(fd);
+	if (rc) {
+		unlink(tmp);
+		return mw_error_set(err, rc, path, "", "cannot write the calibration store: %s",
+				    strerror(-rc));
+	}
+	return 0;
+}
+
+static double num(const json_t *o, const char *key)
+{
+	const json_t *v = json_object_get(o, key);
+	return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+/* A copy of v, or null where it is absent (json_pack's "O" refuses NULL). */
+static json_t *opt(const json_t *v)
+{
+	return v ? json_deep_copy(v) : json_null();
+}
+
+/* expected / counted from an error in percent: the factor that turns counted bytes into the
+ * bytes the kernel moved. NaN when the error is unknown or the counter saw nothing. */
+static double factor_of(double err_pct)
+{
+	return isnan(err_pct) || err_pct <= -100.0 ? NAN : 1.0 / (1.0 + err_pct / 100.0);
+}
+
+/* The calibration entry for calibrate's report: the read pass gives the read and total
+ * errors (the traffic of decode is mostly reads), the copy pass the write error. Instances:
+ * each one's share of the read pass's total, and its factor were the traffic spread evenly
+ * over the instances (interleaving does that for a large working set; an instance whose
+ * factor stands out counts wrongly, e.g. a wrong .scale). */
+static json_t *entry_of(const json_t *report, const json_t *fingerprint)
+{
+	const json_t *ps = json_object_get(report, "passes");
+	const json_t *rp = json_object_get(ps, "read"), *wp = json_object_get(ps, "write");
+	const json_t *re = json_object_get(rp, "error_pct"), *we = json_object_get(wp, "error_pct");
+	double e[3] = { num(re, "read"), num(we, "write"), num(re, "total") };
+	const json_t *exp = json_object_get(rp, "expected"), *in;
+	double expected = num(exp, "read_bytes") + num(exp, "write_bytes");
+	const json_t *insts = json_object_get(rp, "instances");
+	json_t *ia = json_array();
+	size_t i, n = json_array_size(insts);
+	json_array_foreach(insts, i, in) {
+		double got = num(in, "total_bytes");
+		double f = got > 0 ? expected / (double)n / got : NAN;
+		json_array_append_new(ia, json_pack("{s:o, s:o, s:o, s:o}", "pmu",
+						    opt(json_object_get(in, "pmu")), "cpu",
+						    opt(json_object_get(in, "cpu")), "share_pct",
+						    opt(json_object_get(in, "share_pct")), "factor",
+						    mw_json_num(f)));
+	}
+	char now[32];
+	mw_utc_now(now, sizeof(now), false);
+	return json_pack("{s:s, s:s, s:O, s:o, s:o, s:o, s:{s:o, s:o, s:o}, s:{s:o, s:o, s:o},"
+			 " s:o, s:o}",
+			 "created_utc", now, "memwall_version", mw_version(), "fingerprint",
+			 fingerprint, "backend", opt(json_object_get(report, "backend")),
+			 "working_set_bytes", opt(json_object_get(report, "working_set_bytes")),
+			 "threads", opt(json_object_get(report, "threads")), "error_pct", "read",
+			 mw_json_num(e[0]), "write", mw_json_num(e[1]), "total", mw_json_num(e[2]),
+			 "factor", "read", mw_json_num(factor_of(e[0])), "write",
+			 mw_json_num(factor_of(e[1])), "total", mw_json_num(factor_of(e[2])),
+			 "instances", ia, "passes", opt(ps));
+}
+
+int mw_dramcal_save(const char *path, const json_t *report, const json_t *fingerprint,
+		    const char *sha, struct mw_error *err)
+{
+	json_t *store = NULL, *entry = NULL;
+	int rc = store_read(path, &store, err);
+	if (rc)
+		return rc;
+	entry = entry_of(report, fingerprint);
+	if (!entry) {
+		rc = mw_error_set(err, -ENOMEM, path, "", "out of memory");
+		goto out;
+	}
+	json_object_set(json_object_get(store, "machines"), sha, entry);
+	rc = write_atomic(path, store, err);
+out:
+	json_decref(entry);
+	json_decref(store);
+	return rc;
+}
+
+/* ---- use by a run -------------------------------------------------------------------------- */
+
+/* Days since an ISO 8601 UTC time ("2026-11-25T18:35:36Z"); NaN when it does not parse. */
+static double age_days(const char *utc)
+{
+	struct tm tm = { 0 };
+	if (!utc || !strptime(utc, "%Y-%m-%dT%H:%M:%S", &tm))
+		return NAN;
+	time_t then = timegm(&tm);
+	return difftime(time(NULL), then) / 86400.0;
+}
+
+/* The fields of fingerprint a that differ from b, "kernel, microcode", into buf. */
+static void differences(const json_t *a, const json_t *b, char *buf, size_t n)
+{
+	const char *k;
+	json_t *v;
+	size_t used = 0;
+	buf[0] = '\0';
+	json_object_foreach((json_t *)(uintptr_t)a, k, v) {
+		if (json_equal(v, json_object_get(b, k)))
+			continue;
+		int w = snprintf(buf + used, n - used, "%s%s", used ? ", " : "", k);
+		if (w < 0 || (size_t)w >= n - used)
+			break;
+		used += (size_t)w;
+	}
+	if (!buf[0])
+		snprintf(buf, n, "the fingerprint");
+}
+
+/* The newest entry of a store (for a mismatch: what was calibrated, and how it differs). */
+static const json_t *newest(const json_t *machines)
+{
+	const json_t *best = NULL, *e;
+	const char *k;
+	json_object_foreach((json_t *)(uintptr_t)machines, k, e) {
+		const char *t = json_string_value(json_object_get(e, "created_utc"));
+		const char *bt = json_string_value(json_object_get(best, "created_utc"));
+		if (!best || (t && bt && strcmp(t, bt) > 0))
+			best = e;
+	}
+	return best;
+}
+
+static json_t *without(const char *why, FILE *log)
+{
+	if (log)
+		fprintf(log, "memwall run: DRAM calibration: %s\n", why);
+	return json_pack("{s:n, s:s, s:n}", "calibration_error_pct", "calibration_reason", why,
+			 "calibration");
+}
+
+json_t *mw_dramcal_for_run(const struct mw_dramcal_source *src, const json_t *fingerprint,
+			   const char *sha, const char *basis, FILE *log)
+{
+	char path[1024], why[1600], diff[256];
+	struct mw_error err;
+	json_t *store = NULL, *out = NULL;
+	mw_error_clear(&err);
+	if (src->off)
+		return without("not used (--no-calibration)", log);
+	struct stat sb;
+	if (src->file && stat(src->file, &sb) != 0) {
+		snprintf(why, sizeof(why), "%s: %s (--calibration names a store `memwall "
+			 "calibrate` wrote, e.g. ~/.local/state/memwall/calibration.json)", src->file,
+			 strerror(errno));
+		return without(why, log);
+	}
+	if (src->file)
+		snprintf(path, sizeof(path), "%s", src->file);
+	else if (mw_dramcal_store_path(path, sizeof(path), &err))
+		return without(err.text, log);
+	if (store_read(path, &store, &err)) {
+		snprintf(why, sizeof(why), "%s: %.500s", path, err.text);
+		return without(why, log);
+	}
+	const json_t *machines = json_object_get(store, "machines");
+	const json_t *e = json_object_get(machines, sha);
+	bool match = e != NULL;
+	if (!e && !(e = newest(machines))) {
+		snprintf(why, sizeof(why), "missing: %s has no calibration; run `memwall calibrate` "
+			 "on this machine (or pass --calibration FILE)", path);
+		out = without(why, log);
+		goto out;
+	}
+	double age = age_days(json_string_value(json_object_get(e, "created_utc")));
+	why[0] = '\0';
+	if (!match) {
+		differences(fingerprint, json_object_get(e, "fingerprint"), diff, sizeof(diff));
+		snprintf(why, sizeof(why), "stale: %s holds no calibration of this machine (its "
+			 "newest differs in %s); run `memwall calibrate` again", path, diff);
+	} else if (!(age <= MW_DRAMCAL_MAX_AGE_DAYS)) {
+		snprintf(why, sizeof(why), "stale: the calibration in %s is %.0f days old (more "
+			 "than %.0f); run `memwall calibrate` again", path, age,
+			 MW_DRAMCAL_MAX_AGE_DAYS);
+	}
+	if (why[0] && log)
+		fprintf(log, "memwall run: DRAM calibration: %s\n", why);
+	const json_t *err_pct = json_object_get(json_object_get(e, "error_pct"), basis);
+	out = json_pack("{s:o, s:o, s:{s:s, s:s, s:o, s:o, s:b, s:b, s:o, s:o, s:o, s:o}}",
+			"calibration_error_pct", json_is_number(err_pct) ? opt(err_pct) : json_null(),
+			"calibration_reason", why[0] ? json_string(why) : json_null(),
+			"calibration", "source", path, "fingerprint_sha256", sha, "created_utc",
+			opt(json_object_get(e, "created_utc")), "age_days", mw_json_num(age),
+			"matches", match, "stale", why[0] != '\0', "backend",
+			opt(json_object_get(e, "backend")), "error_pct",
+			opt(json_object_get(e, "error_pct")), "factor",
+			opt(json_object_get(e, "factor")), "instances",
+			opt(json_object_get(e, "instances")));
+out:
+	json_decref(store);
+	return out;
+}
