@@ -391,8 +391,15 @@ static void test_run_record(void)
 		T_NEAR(json_number_value(json_object_get(r, "max_tok_s")), max, 1e-9 * max);
 		double tps = json_number_value(json_object_get(json_object_get(json_object_get(
 			json_object_get(doc, "summary"), "metrics"), "tok_per_s"), "mean"));
-		T_NEAR(json_number_value(json_object_get(r, "headroom")), max / tps,
-		       1e-9 * max / tps);
+		if (a.weights > llc) {
+			T_NEAR(json_number_value(json_object_get(r, "headroom")), max / tps,
+			       1e-9 * max / tps);
+		} else {
+			/* stories260K's weights fit in any LLC: the DRAM roof does not bound it */
+			T_ASSERT(json_is_null(json_object_get(r, "headroom")));
+			T_CONTAINS(json_string_value(json_object_get(r, "headroom_reason")),
+				   "last-level cache");
+		}
 	}
 	eng_tensor_table_free(t);
 	const json_t *pl = json_object_get(r, "plausibility");

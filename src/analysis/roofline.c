@@ -480,6 +480,16 @@ json_t *mw_roofline_block(const json_t *doc, const char *source)
 		jnum(r.dram_efficiency), "measured_note", v.measured_note, "plausibility",
 		"verdict", mw_verdict_name(pl.verdict), "ratio", jnum(pl.ratio), "text",
 		pl.text);
+	/* A model whose weights stay in the last-level cache streams nothing from DRAM per token
+	 * in the steady state (floor 0): the bandwidth roof does not bound it, and a headroom
+	 * below 1 would read as "faster than possible". Say so instead of giving a number. */
+	if (o && a.floor == 0 && !isnan(r.headroom)) {
+		json_object_set_new(o, "headroom", json_null());
+		json_object_set_new(o, "headroom_reason",
+				    json_string("the weights fit in the last-level cache (floor 0 "
+						"DRAM bytes per token): the DRAM bandwidth roof does "
+						"not bound this model"));
+	}
 	eng_tensor_table_free(t);
 	return o;
 }

@@ -86,8 +86,9 @@ static void print_roofline(FILE *f, const json_t *r)
 	if (isnan(num(r, "max_tok_s")))
 		fprintf(f, "no bandwidth roof (%s)", str(r, "bandwidth_source", "?"));
 	else if (isnan(num(r, "headroom")))
-		fprintf(f, "roof %.1f GB/s -> %.1f tok/s, headroom not measured", num(r, "bandwidth_gbps"),
-			num(r, "max_tok_s"));
+		fprintf(f, "roof %.1f GB/s -> %.1f tok/s, headroom not measured (%s)",
+			num(r, "bandwidth_gbps"), num(r, "max_tok_s"),
+			str(r, "headroom_reason", "no measured tok/s"));
 	else
 		fprintf(f, "roof %.1f GB/s -> %.1f tok/s, headroom %.2fx the measured %.1f tok/s",
 			num(r, "bandwidth_gbps"), num(r, "max_tok_s"), num(r, "headroom"),
