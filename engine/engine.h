@@ -286,8 +286,12 @@ int eng_sampler_sample(struct eng_sampler *s, float *logits);
  * U+2581): on -ENOSPC *n receives the count needed. Decoding renders special tokens as their
  * text; a piece holding byte 0 decodes to "". eng_tokenizer_open also takes a .gguf file. */
 
-/* On success *out is new, closed with eng_tokenizer_close. -EINVAL (err names the key) for a
- * file without a tokenizer, an unknown tokenizer.ggml.model, or inconsistent arrays. */
+/* On success *out is new, closed with eng_tokenizer_close. -ENOENT (err says so) for a file
+ * without a tokenizer (no tokenizer.ggml.model): only then may a caller look elsewhere.
+ * -EINVAL (err names the file, the key, what is wrong and the fix) for a broken one: an
+ * unknown tokenizer.ggml.model or .pre, missing tokens or merges, mistyped or inconsistent
+ * arrays. eng_tokenizer_open of a .gguf file says the same, and -EINVAL when the tokenizer's
+ * size is not the model's vocabulary. */
 int eng_tokenizer_open_gguf(struct eng_tokenizer **out, const char *path, struct eng_error *err);
 /* Any tokenizer: BOS and EOS ids (-1 if none), whether the model wants BOS before a prompt
  * (pass it as encode's bos), the vocabulary size, and the kind ("llama2.c", "llama", "gpt2";

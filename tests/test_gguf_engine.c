@@ -42,6 +42,7 @@ struct wmodel {
 	bool rope_keys; /* write rope.freq_base and the epsilon key */
 	uint32_t align;  /* general.alignment; 0: the default */
 	int pad;         /* length of a string key "test.pad", which moves the data section */
+	const char *tok_model; /* tokenizer.ggml.model (and nothing else of a tokenizer), or NULL */
 	size_t n;
 	struct wtensor t[64];
 };
@@ -77,6 +78,8 @@ static int wm_write(const struct wmodel *wm, const char *path)
 		pad[wm->pad < 15 ? wm->pad : 15] = '\0';
 		rc |= eng_gguf_writer_kv_str(w, "test.pad", pad);
 	}
+	if (wm->tok_model)
+		rc |= eng_gguf_writer_kv_str(w, "tokenizer.ggml.model", wm->tok_model);
 	rc |= eng_gguf_writer_kv_str(w, "general.architecture", wm->arch);
 	rc |= kv_u32(w, wm->arch, "embedding_length", wm->dim);
 	rc |= kv_u32(w, wm->arch, "feed_forward_length", wm->hidden);
@@ -542,6 +545,34 @@ static void test_generate_cli(void)
 	path_in_tmp(json, sizeof(json), "gen-logits.json");
 	path_in_tmp(err_path, sizeof(err_path), "gen.err");
 	build_falcon(&wm, &sp, 5);
+	/* A broken tokenizer inside the model is reported as itself, never as a missing
+	 * tokenizer.bin beside it; with a tokenizer.bin there, the GGUF's own error still wins. */
+	static const char *const broken[] = { "wordpiece", "gpt2", "llama" };
+	for (size_t k = 0; k < sizeof(broken) / sizeof(broken[0]); k++) {
+		char bin_tok[512];
+		path_in_tmp(bin_tok, sizeof(bin_tok), "tokenizer.bin");
+		FILE *f = k == 2 ? fopen(bin_tok, "w") : NULL;
+		if (f)
+			fclose(f);
+		wm.tok_model = broken[k];
+		T_EQ_INT(wm_write(&wm, path), 0);
+		snprintf(cmd, sizeof(cmd), "'%s' generate -m '%s' --prompt-ids 11 -n 1 --ids "
+			 ">/dev/null 2>'%s'", bin, path, err_path);
+		int st = system(cmd);
+		T_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) != 0);
+		FILE *e = fopen(err_path, "r");
+		char text[2048] = { 0 };
+		if (e) {
+			(void)!fread(text, 1, sizeof(text) - 1, e);
+			fclose(e);
+		}
+		T_CONTAINS(text, path);
+		T_CONTAINS(text, k == 0 ? "'tokenizer.ggml.model' is 'wordpiece'"
+					: "'tokenizer.ggml.tokens' is missing");
+		T_ASSERT(strstr(text, "tokenizer.bin") == NULL);
+		unlink(bin_tok);
+	}
+	wm.tok_model = NULL;
 	T_EQ_INT(wm_write(&wm, path), 0);
 	free_owned();
 	snprintf(cmd, sizeof(cmd), "'%s' generate -m '%s' --prompt-ids 11,5,299 -n 3 "
