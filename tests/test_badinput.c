@@ -259,6 +259,34 @@ static const struct bad_case cases[] = {
 	  "has 3 entries" },
 	{ RESULT, NULL, WHOLE, "drift.change_pct=-50", 1, "drift.change_pct", "recorded" },
 	{ RESULT, NULL, WHOLE, "kind=42", 2, "kind", NULL },
+	/* token ids outside model.shape.vocab_size (the fixture's ids are 5..11) */
+	{ RESULT, NULL, WHOLE, "model.shape={\"vocab_size\":8}", 1, "runs[0].tokens.ids[3]",
+	  "is 8, outside the model's vocabulary of 8 tokens" },
+	{ RESULT, NULL, WHOLE, "model.shape={\"vocab_size\":6}", 1, "runs[0].tokens.ids[1]",
+	  "outside the model's vocabulary of 6 tokens" },
+	/* protocol.document edited: its figures against what the runs did (4 runs after 1
+	 * warm-up, 1 prompt token, 8 decoded) */
+	{ RESULT, NULL, WHOLE, "protocol.document={\"decode_tokens\":7}", 1,
+	  "runs[0].decode.tokens", "the protocol's decode_tokens is 7" },
+	{ RESULT, NULL, WHOLE, "protocol.overrides={\"decode_tokens\":16}", 1,
+	  "runs[0].decode.tokens", "the protocol's decode_tokens is 16" },
+	{ RESULT, NULL, WHOLE, "protocol.document={\"runs\":3}", 1, "protocol.document.runs",
+	  "is 3, but the record holds 4 measured runs" },
+	{ RESULT, NULL, WHOLE, "protocol.document={\"warmup_runs\":0}", 1,
+	  "protocol.document.warmup_runs", "holds 1 warm-up runs" },
+	{ RESULT, NULL, WHOLE, "protocol.document={\"prompt_tokens\":[1,2,3]}", 1,
+	  "runs[0].prefill.tokens", "prompt_tokens holds 3" },
+	/* sha256: 64 lowercase hex digits */
+	{ RESULT, NULL, WHOLE, "protocol.sha256=\"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\"", 2, "protocol.sha256",
+	  "does not match ^[0-9a-f]{64}$" },
+	{ RESULT, NULL, WHOLE, "protocol.sha256=\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\"", 2, "protocol.sha256", "does not match" },
+	{ RESULT, NULL, WHOLE, "model.sha256=\"1234\"", 2, "model.sha256", "does not match" },
+	{ RESULT, NULL, WHOLE, "model.sha256=\"bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbg\"", 2, "model.sha256", "does not match" },
+	/* a missing required field: named with its object and the value to add */
+	{ RESULT, NULL, WHOLE, "protocol={\"name\":\"x\",\"document\":null}", 2,
+	  "protocol.sha256", "required field 'sha256' is missing from 'protocol': add \"sha256\"" },
+	{ RESULT, NULL, WHOLE, "runs[1]={\"index\":1}", 2, "runs[1].warmup",
+	  "required field 'warmup' is missing from 'runs[1]': add \"warmup\": a value of type boolean" },
 	{ RESULT, NULL, WHOLE, "runs=\"none\"", 2, "runs", NULL },
 	{ RESULT, NULL, 200, NULL, 2, "", "not valid JSON" },
 
