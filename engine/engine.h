@@ -7,6 +7,7 @@
 #ifndef MEMWALL_ENGINE_H
 #define MEMWALL_ENGINE_H
 
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -24,6 +25,15 @@ void eng_error_clear(struct eng_error *err);
 /* Fills err (which may be NULL) and returns code, so a loader can `return eng_error_set(...)`. */
 int eng_error_set(struct eng_error *err, int code, const char *source, uint64_t offset,
 		  const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+/* Cancellation. The engine's long steps (writing a synthetic model, reading a model into
+ * memory for the copying load modes, repacking) check a flag between chunks of at most a few
+ * MB and stop with -ECANCELED, err saying so, leaving no partial file. The flag is the
+ * caller's (a signal handler sets it): the engine only reads it. One per process, as signals
+ * are; NULL (the default) turns the checks off. */
+void eng_cancel_hook(volatile sig_atomic_t *flag);
+/* True when the hooked flag is set. */
+bool eng_cancelled(void);
 
 /* ---- Models ------------------------------------------------------------------------------ */
 
