@@ -7,6 +7,7 @@
 #ifndef MEMWALL_ENGINE_H
 #define MEMWALL_ENGINE_H
 
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -24,6 +25,15 @@ void eng_error_clear(struct eng_error *err);
 /* Fills err (which may be NULL) and returns code, so a loader can `return eng_error_set(...)`. */
 int eng_error_set(struct eng_error *err, int code, const char *source, uint64_t offset,
 		  const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+/* Cancellation. The engine's long steps (writing a synthetic model, reading a model into
+ * memory for the copying load modes, repacking) check a flag between chunks of at most a few
+ * MB and stop with -ECANCELED, err saying so, leaving no partial file. The flag is the
+ * caller's (a signal handler sets it): the engine only reads it. One per process, as signals
+ * are; NULL (the default) turns the checks off. */
+void eng_cancel_hook(volatile sig_atomic_t *flag);
+/* True when the hooked flag is set. */
+bool eng_cancelled(void);
 
 /* ---- Models ------------------------------------------------------------------------------ */
 
@@ -286,8 +296,12 @@ int eng_sampler_sample(struct eng_sampler *s, float *logits);
  * U+2581): on -ENOSPC *n receives the count needed. Decoding renders special tokens as their
  * text; a piece holding byte 0 decodes to "". eng_tokenizer_open also takes a .gguf file. */
 
-/* On success *out is new, closed with eng_tokenizer_close. -EINVAL (err names the key) for a
- * file without a tokenizer, an unknown tokenizer.ggml.model, or inconsistent arrays. */
+/* On success *out is new, closed with eng_tokenizer_close. -ENOENT (err says so) for a file
+ * without a tokenizer (no tokenizer.ggml.model): only then may a caller look elsewhere.
+ * -EINVAL (err names the file, the key, what is wrong and the fix) for a broken one: an
+ * unknown tokenizer.ggml.model or .pre, missing tokens or merges, mistyped or inconsistent
+ * arrays. eng_tokenizer_open of a .gguf file says the same, and -EINVAL when the tokenizer's
+ * size is not the model's vocabulary. */
 int eng_tokenizer_open_gguf(struct eng_tokenizer **out, const char *path, struct eng_error *err);
 /* Any tokenizer: BOS and EOS ids (-1 if none), whether the model wants BOS before a prompt
  * (pass it as encode's bos), the vocabulary size, and the kind ("llama2.c", "llama", "gpt2";

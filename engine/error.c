@@ -1,4 +1,4 @@
-/* engine/error.c: filling struct eng_error. */
+/* engine/error.c: filling struct eng_error, and the cancellation flag (engine.h). */
 #include <stdio.h>
 #include <string.h>
 
@@ -24,4 +24,17 @@ int eng_error_set(struct eng_error *err, int code, const char *source, uint64_t 
 	vsnprintf(err->text, sizeof(err->text), fmt, ap);
 	va_end(ap);
 	return code;
+}
+
+static volatile sig_atomic_t *cancel_flag;
+
+void eng_cancel_hook(volatile sig_atomic_t *flag)
+{
+	cancel_flag = flag;
+}
+
+bool eng_cancelled(void)
+{
+	volatile sig_atomic_t *f = cancel_flag;
+	return f && *f;
 }

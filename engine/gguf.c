@@ -471,6 +471,36 @@ static int read_tensor_info(struct cursor *c, uint64_t i, struct eng_gguf_tensor
 	return read_uint(c, 8, &t->offset, what);
 }
 
+/* Tensor i's data offset against the GGUF writer's layout (gguf.md; llama.cpp's gguf.cpp
+ * refuses the same): the first at 0, each next at the previous one's end rounded up to the
+ * alignment, in the order of the infos. Anything else overlaps a tensor or leaves a gap. */
+static int check_layout(struct cursor *c, uint64_t i, uint64_t expect)
+{
+	const struct eng_gguf_tensor *t = &c->g->tensors[i], *p = i ? t - 1 : NULL;
+	if (t->offset == expect)
+		return 0;
+	uint64_t p_at = p ? p->offset - c->g->data_offset : 0; /* p's is already absolute */
+	if (!p)
+		return fail(c, ENG_NO_OFFSET,
+			    "tensor '%s' (the first) is at data offset %" PRIu64 ", but the "
+			    "first tensor starts the data section (offset 0): the file was not "
+			    "written by a GGUF writer; re-convert the model", t->name, t->offset);
+	if (t->offset < expect)
+		return fail(c, ENG_NO_OFFSET,
+			    "tensor '%s' (data offset %" PRIu64 ") overlaps or precedes tensor "
+			    "'%s' (%" PRIu64 " bytes at data offset %" PRIu64 "): it should be at "
+			    "data offset %" PRIu64 " (the previous tensor's end rounded up to the "
+			    "alignment %" PRIu32 "); re-convert the model",
+			    t->name, t->offset, p->name, p->n_bytes, p_at, expect,
+			    c->g->alignment);
+	return fail(c, ENG_NO_OFFSET,
+		    "tensor '%s' is at data offset %" PRIu64 ", leaving a gap after tensor '%s' "
+		    "(%" PRIu64 " bytes at data offset %" PRIu64 "): it should be at data offset "
+		    "%" PRIu64 " (the previous tensor's end rounded up to the alignment %" PRIu32
+		    "); re-convert the model",
+		    t->name, t->offset, p->name, p->n_bytes, p_at, expect, c->g->alignment);
+}
+
 static int read_tensors(struct cursor *c)
 {
 	struct eng_gguf *g = c->g;
@@ -495,7 +525,7 @@ static int read_tensors(struct cursor *c)
 	}
 	uint64_t a = g->alignment;
 	g->data_offset = (c->pos + a - 1) / a * a;
-	for (uint64_t i = 0; i < g->n_tensors; i++) {
+	for (uint64_t i = 0, expect = 0; i < g->n_tensors; i++) {
 		struct eng_gguf_tensor *t = &g->tensors[i];
 		if (t->offset % a)
 			return fail(c, ENG_NO_OFFSET,
@@ -507,7 +537,19 @@ static int read_tensors(struct cursor *c)
 				    "tensor '%s' (%" PRIu64 " bytes at offset %" PRIu64
 				    ") extends past the end of the file (%" PRIu64 " bytes)",
 				    t->name, t->n_bytes, g->data_offset + t->offset, g->size);
+		if ((rc = check_layout(c, i, expect)))
+			return rc;
+		/* Within the file, so the rounding cannot wrap. */
+		expect = t->offset + (t->n_bytes + a - 1) / a * a;
 		t->offset += g->data_offset;
+		if (t->offset % ENG_GGUF_TENSOR_ALIGN)
+			return fail(c, t->offset,
+				    "tensor '%s' starts at file offset %" PRIu64 ", not a multiple of %d "
+				    "(general.alignment is %" PRIu64 "): memwall reads tensors in place "
+				    "and never from a misaligned address; rewrite the file with "
+				    "general.alignment %d (the default) or more",
+				    t->name, t->offset, ENG_GGUF_TENSOR_ALIGN, a,
+				    ENG_GGUF_DEFAULT_ALIGNMENT);
 		t->data = g->base + t->offset;
 	}
 	return 0;

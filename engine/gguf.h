@@ -43,6 +43,9 @@ enum eng_gguf_type {
 };
 
 #define ENG_GGUF_DEFAULT_ALIGNMENT 32
+/* Every tensor must start at a file offset that is a multiple of this: the kernels read
+ * f32 and the quant blocks' fields in place (general.alignment 1, 2 or 4 may break it). */
+#define ENG_GGUF_TENSOR_ALIGN 8
 #define ENG_GGUF_MAX_DIMS 4       /* GGML_MAX_DIMS */
 #define ENG_GGUF_MAX_NAME 64      /* gguf.md: a tensor name is at most 64 bytes */
 #define ENG_GGUF_MAX_DEPTH 8      /* arrays of arrays nest at most this deep */

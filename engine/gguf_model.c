@@ -238,6 +238,10 @@ static void *repack_worker(void *arg)
 	size_t tmp_bytes = 0;
 	for (size_t i; (i = atomic_fetch_add(&j->next, 1)) < j->n;) {
 		struct eng_mat *m = j->mats[i];
+		if (eng_cancelled()) {
+			atomic_store(&j->rc, -ECANCELED);
+			break;
+		}
 		size_t need = krn_x8_repack_scratch(m->type, (size_t)m->cols, (size_t)m->rows);
 		if (tmp_bytes < need) {
 			void *p = realloc(tmp, need);
@@ -292,7 +296,8 @@ static int repack(struct eng_model *m, const struct eng_gguf *g, const char *pat
 		m->output.x8 = m->token_embd.x8;
 	int rc = atomic_load(&j->rc);
 	if (rc)
-		eng_error_set(err, rc, path, ENG_NO_OFFSET, "out of memory");
+		eng_error_set(err, rc, path, ENG_NO_OFFSET, rc == -ECANCELED
+			      ? "stopped by a signal while repacking the model" : "out of memory");
 	free(j);
 	return rc;
 }

@@ -65,6 +65,8 @@ static int write_tensor(int fd, float *buf, enum l2c_tensor t, uint64_t bytes, u
 	eng_rng_seed(&rng, eng_splitmix64(&mix));
 	uint64_t left = bytes / sizeof(float);
 	while (left) {
+		if (eng_cancelled())
+			return -ECANCELED;
 		size_t n = left < CHUNK_FLOATS ? (size_t)left : CHUNK_FLOATS;
 		for (size_t i = 0; i < n; i++)
 			buf[i] = center + a * (2.0f * eng_rng_float(&rng) - 1.0f);
@@ -179,8 +181,11 @@ int eng_synth_llama2c(const char *path, const char *shape, uint64_t seed, struct
 			rc = -errno;
 	}
 	if (rc) {
-		eng_error_set(err, rc, path, ENG_NO_OFFSET, "cannot write the model: %s",
-			      strerror(-rc));
+		eng_error_set(err, rc, path, ENG_NO_OFFSET, "%s%s",
+			      rc == -ECANCELED ? "stopped by a signal while writing the model: "
+						 "the partial file was removed"
+					       : "cannot write the model: ",
+			      rc == -ECANCELED ? "" : strerror(-rc));
 		goto out;
 	}
 	free(tmp);

@@ -87,6 +87,8 @@ static int write_tensor(struct eng_gguf_writer *w, const struct eng_plan *p, siz
 	if (per_chunk < 1)
 		per_chunk = 1;
 	for (uint64_t first = 0; first < t->ne[1]; first += per_chunk) {
+		if (eng_cancelled())
+			return -ECANCELED;
 		uint64_t last = first + per_chunk < t->ne[1] ? first + per_chunk : t->ne[1];
 		uint64_t n = last - first;
 		int k = n < (uint64_t)threads ? (int)n : threads;
@@ -418,6 +420,11 @@ int eng_synth_gguf(const char *path, const char *arch, const char *shape, const 
 					    p->t[i].ne);
 	for (size_t i = 0; !rc && i < p->n; i++)
 		rc = write_tensor(w, p, i, seed, threads, out, rows);
+	if (rc == -ECANCELED) { /* the temporary file goes with the writer, as below */
+		eng_error_set(err, rc, path, ENG_NO_OFFSET, "stopped by a signal while writing "
+			      "the model: the partial file was removed");
+		goto out;
+	}
 	if (rc) { /* the temporary file goes with the writer: nothing is left behind */
 		eng_error_set(err, rc, path, ENG_NO_OFFSET, "cannot write the model: %s",
 			      strerror(-rc));

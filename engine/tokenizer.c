@@ -156,9 +156,10 @@ static int open_gguf(struct eng_tokenizer **out, const char *path, int vocab_siz
 		eng_gguf_close(g);
 	if (!rc && (*out)->vocab_size != vocab_size) {
 		rc = eng_error_set(err, -EINVAL, path, ENG_NO_OFFSET,
-				   "the tokenizer holds %d tokens but the model's vocabulary has %d: "
-				   "give the tokenizer made for this model (-z)", (*out)->vocab_size,
-				   vocab_size);
+				   "metadata key 'tokenizer.ggml.tokens' holds %d tokens but the "
+				   "model's vocabulary (token_embd.weight's rows) has %d: the "
+				   "tokenizer is not this model's; re-convert the model, or give the "
+				   "tokenizer made for it (-z)", (*out)->vocab_size, vocab_size);
 		eng_tokenizer_close(*out);
 		*out = NULL;
 	}

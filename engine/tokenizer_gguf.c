@@ -31,6 +31,10 @@
 #include "tokenizer_ops.h"
 #include "tokenizer_unicode.h"
 
+
+/* The fix every broken tokenizer key ends with. */
+#define FIX " re-convert the model with llama.cpp's convert_hf_to_gguf.py, or give a tokenizer with -z"
+
 /* llama.h's llama_token_type, the values of tokenizer.ggml.token_type. */
 enum tok_type {
 	TT_UNDEFINED = 0,
@@ -953,7 +957,7 @@ static int load_merges(struct gguf_tokenizer *t, const struct eng_gguf *g, const
 	if (rc == -ENOENT)
 		return eng_error_set(err, -EINVAL, source, ENG_NO_OFFSET,
 				     "metadata key 'tokenizer.ggml.merges' is missing: a gpt2 "
-				     "tokenizer needs its merges");
+				     "tokenizer needs its merges;%s", FIX);
 	if (rc)
 		return rc;
 	if (m->arr.n > INT32_MAX)
@@ -990,7 +994,7 @@ static int read_kind(struct gguf_tokenizer *t, const struct eng_gguf *g, const c
 
 	if ((rc = eng_gguf_get_str(g, "tokenizer.ggml.model", &model, err))) {
 		if (rc == -ENOENT)
-			rc = eng_error_set(err, -EINVAL, source, ENG_NO_OFFSET,
+			rc = eng_error_set(err, -ENOENT, source, ENG_NO_OFFSET,
 					   "metadata key 'tokenizer.ggml.model' is missing: the file "
 					   "carries no tokenizer (give one with -z)");
 		return rc;
@@ -1020,7 +1024,8 @@ static int read_kind(struct gguf_tokenizer *t, const struct eng_gguf *g, const c
 		return eng_error_set(err, -EINVAL, source, ENG_NO_OFFSET,
 				     "metadata key 'tokenizer.ggml.pre' is '%.*s': memwall "
 				     "implements the pre-tokenizers default, falcon, gpt-2 "
-				     "(phi-2, mpt, olmo, jais)",
+				     "(phi-2, mpt, olmo, jais): give a tokenizer with -z, or "
+				     "set the key to the one the model was trained with",
 				     (int)(pre.len > 64 ? 64 : pre.len), pre.ptr);
 	return 0;
 }
@@ -1036,7 +1041,8 @@ static int find_vocab(const struct eng_gguf *g, const char *source,
 	if ((rc = eng_gguf_get_arr(g, "tokenizer.ggml.tokens", ENG_GGUF_STRING, tokens, err))) {
 		if (rc == -ENOENT)
 			rc = eng_error_set(err, -EINVAL, source, ENG_NO_OFFSET,
-					   "metadata key 'tokenizer.ggml.tokens' is missing");
+					   "metadata key 'tokenizer.ggml.tokens' is missing: the "
+					   "tokenizer has no vocabulary;%s", FIX);
 		return rc;
 	}
 	uint64_t n = (*tokens)->arr.n;
@@ -1056,7 +1062,8 @@ static int find_vocab(const struct eng_gguf *g, const char *source,
 		if (per_token[k] && per_token[k]->arr.n != n)
 			return eng_error_set(err, -EINVAL, source, ENG_NO_OFFSET,
 					     "metadata key '%s' holds %" PRIu64 " values for %" PRIu64
-					     " tokens", keys[k], per_token[k]->arr.n, n);
+					     " tokens (one per token):%s", keys[k], per_token[k]->arr.n,
+					     n, FIX);
 	return 0;
 }
 
@@ -1100,12 +1107,14 @@ static int load_vocab(struct gguf_tokenizer *t, const struct eng_gguf_value *tok
 		int64_t ty = TT_NORMAL;
 		if (scores && eng_gguf_arr_float(scores, i, &sc))
 			return eng_error_set(err, -EINVAL, source, ENG_NO_OFFSET,
-					     "metadata key 'tokenizer.ggml.scores' is not an array "
-					     "of numbers");
+					     "metadata key 'tokenizer.ggml.scores': element %" PRIu64
+					     " is %s, not a number (scores are float32):%s", i,
+					     eng_gguf_type_name(scores->arr.type), FIX);
 		if (types && (eng_gguf_arr_int(types, i, &ty) || ty < 0 || ty > TT_BYTE))
 			return eng_error_set(err, -EINVAL, source, ENG_NO_OFFSET,
 					     "metadata key 'tokenizer.ggml.token_type': token %" PRIu64
-					     " has type %" PRId64 ", outside 0..6", i, ty);
+					     " has type %" PRId64 ", outside 0..6 (llama.cpp's "
+					     "llama_token_type):%s", i, ty, FIX);
 		t->score[i] = (float)sc;
 		t->type[i] = (uint8_t)ty;
 		strmap_put(&t->ids, t->piece[i], t->piece_len[i], (int)i, false);

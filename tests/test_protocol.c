@@ -229,11 +229,11 @@ static void test_bad(void)
 static void test_schema_subset(void)
 {
 	struct mw_error err;
-	json_t *schema = json_loads("{\"type\": \"object\", \"pattern\": \"x\"}", 0, NULL);
+	json_t *schema = json_loads("{\"type\": \"object\", \"uniqueItems\": true}", 0, NULL);
 	json_t *doc = json_loads("{}", 0, NULL);
 	T_EQ_INT(mw_schema_check(schema, doc, "d.json", &err), -EINVAL);
 	T_EQ_STR(err.source, "(schema)");
-	T_CONTAINS(err.text, "unsupported schema keyword 'pattern'");
+	T_CONTAINS(err.text, "unsupported schema keyword 'uniqueItems'");
 	json_decref(schema);
 	json_decref(doc);
 

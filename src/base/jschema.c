@@ -4,6 +4,7 @@
  * resolved only against "#/$defs/NAME" in the root schema. */
 #include <errno.h>
 #include <math.h>
+#include <regex.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,6 +80,40 @@ static void list_keys(const json_t *props, char *out, size_t n)
 	}
 }
 
+/* What a field's schema wants, for the fix of a missing one: its type(s), enum or $ref. */
+static void describe(const json_t *s, char *out, size_t n)
+{
+	const json_t *t = json_object_get(s, "type"), *e = json_object_get(s, "enum");
+	const char *ref = json_string_value(json_object_get(s, "$ref"));
+	char *dump = NULL;
+	if (json_is_string(t))
+		snprintf(out, n, "a value of type %s", json_string_value(t));
+	else if (json_is_array(t) && (dump = json_dumps(t, JSON_COMPACT)))
+		snprintf(out, n, "a value of one of the types %s", dump);
+	else if (e && (dump = json_dumps(e, JSON_COMPACT)))
+		snprintf(out, n, "one of %s", dump);
+	else if (ref && !strncmp(ref, "#/$defs/", 8))
+		snprintf(out, n, "a %s (the schema's $defs/%s)", ref + 8, ref + 8);
+	else
+		snprintf(out, n, "a value (see the schema)");
+	free(dump);
+}
+
+/* "pattern": an ECMA-262 regular expression in JSON Schema; ours are also POSIX extended
+ * ones (anchors, classes, counts), which regcomp reads. Applies to strings only. */
+static int check_pattern(struct ctx *c, const json_t *pat, const json_t *v, const char *path)
+{
+	regex_t re;
+	if (!json_is_string(pat) || regcomp(&re, json_string_value(pat), REG_EXTENDED | REG_NOSUB))
+		return bad_schema(c, path, "pattern is not a regular expression");
+	int no = json_is_string(v) && regexec(&re, json_string_value(v), 0, NULL, 0);
+	regfree(&re);
+	if (!no)
+		return 0;
+	return fail(c, path, "is \"%.80s\", which does not match %s", json_string_value(v),
+		    json_string_value(pat));
+}
+
 static int check(struct ctx *c, const json_t *s, const json_t *v, const char *path);
 
 static int check_type(struct ctx *c, const json_t *t, const json_t *v, const char *path)
@@ -144,9 +179,14 @@ static int check_object(struct ctx *c, const json_t *s, const json_t *v, const c
 
 	if (req) {
 		json_array_foreach(req, i, r) {
-			if (!json_object_get(v, json_string_value(r))) {
-				join(sub, sizeof(sub), path, json_string_value(r));
-				return fail(c, sub, "required field is missing");
+			const char *name = json_string_value(r);
+			if (!json_object_get(v, name)) {
+				char want[160];
+				join(sub, sizeof(sub), path, name);
+				describe(props ? json_object_get(props, name) : NULL, want, sizeof(want));
+				return fail(c, sub, "required field '%s' is missing from %s%s%s: add "
+					    "\"%s\": %s there", name, path[0] ? "'" : "the top level",
+					    path, path[0] ? "'" : "", name, want);
 			}
 		}
 	}
@@ -228,6 +268,8 @@ static int check(struct ctx *c, const json_t *s, const json_t *v, const char *pa
 						break;
 				}
 			}
+		} else if (!strcmp(k, "pattern")) {
+			rc = check_pattern(c, kv, v, path);
 		} else if (!strcmp(k, "minItems") || !strcmp(k, "maxItems")) {
 			if (json_is_array(v)) {
 				json_int_t lim = json_integer_value(kv), n = (json_int_t)json_array_size(v);

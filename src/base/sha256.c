@@ -124,6 +124,13 @@ void mw_sha256_hex(const void *data, size_t n, char hex[65])
 	mw_sha256_final(&s, hex);
 }
 
+static volatile sig_atomic_t *cancel_flag;
+
+void mw_sha256_cancel_hook(volatile sig_atomic_t *flag)
+{
+	cancel_flag = flag;
+}
+
 int mw_sha256_file(const char *path, char hex[65], uint64_t *bytes, struct mw_error *err)
 {
 	uint8_t buf[1 << 16];
@@ -134,6 +141,11 @@ int mw_sha256_file(const char *path, char hex[65], uint64_t *bytes, struct mw_er
 		return mw_error_set(err, -errno, path, "", "cannot open: %s", strerror(errno));
 	mw_sha256_init(&s);
 	for (;;) {
+		if (cancel_flag && *cancel_flag) {
+			rc = mw_error_set(err, -ECANCELED, path, "", "stopped by a signal while "
+					  "hashing (%llu bytes hashed)", (unsigned long long)s.len);
+			goto out;
+		}
 		ssize_t n = read(fd, buf, sizeof(buf));
 		if (n < 0 && errno == EINTR)
 			continue;

@@ -311,9 +311,15 @@ static int open_tokenizer(const struct gen_args *a, bool gguf, int vocab_size,
 			return eng_fail(MW_EXIT_USAGE, &err);
 		return 0;
 	}
-	/* A GGUF model carries its tokenizer; a file without one falls through to ids. */
-	if (gguf && eng_tokenizer_open(tok, a->model, vocab_size, &err) == 0)
-		return 0;
+	/* A GGUF model carries its tokenizer: a file without one (-ENOENT) falls through to
+	 * tokenizer.bin, then ids; a broken one is the error to report, not a missing file. */
+	if (gguf) {
+		int rc = eng_tokenizer_open(tok, a->model, vocab_size, &err);
+		if (rc == 0)
+			return 0;
+		if (rc != -ENOENT)
+			return eng_fail(MW_EXIT_USAGE, &err);
+	}
 	*tok = NULL;
 	eng_error_clear(&err);
 	char *copy = strdup(a->model), path[4096];

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -38,6 +39,16 @@ static int write_llama2c(const struct synth_request *r, struct eng_error *err)
 static int write_gguf(const struct synth_request *r, struct eng_error *err)
 {
 	return eng_synth_gguf(r->out, r->arch, r->shape, r->quant, (uint64_t)r->seed, err);
+}
+
+/* SIGINT and SIGTERM set this; the engine's writers check it between chunks (eng_cancel_hook)
+ * and remove their temporary file, which the default action would leave behind. */
+static volatile sig_atomic_t stop_signal;
+
+static void on_signal(int sig)
+{
+	stop_signal = sig;
+	signal(sig, SIG_DFL); /* a second one kills */
 }
 
 static const struct synth_writer {
@@ -203,12 +214,27 @@ int mw_cmd_synth(int argc, char **argv)
 	struct synth_request rt = r;
 	rt.out = tmp;
 	struct eng_error err;
+	struct sigaction sa = { .sa_handler = on_signal }, old_int, old_term;
 	eng_error_clear(&err);
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, &old_int);
+	sigaction(SIGTERM, &sa, &old_term);
+	eng_cancel_hook(&stop_signal);
 	double t0 = mw_now_s();
 	int rc = w->write(&rt, &err);
 	double seconds = mw_now_s() - t0;
+	eng_cancel_hook(NULL);
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGTERM, &old_term, NULL);
 	if (!strcmp(err.source, tmp)) /* messages name the file the user asked for */
 		snprintf(err.source, sizeof(err.source), "%s", r.out);
+	if (rc == -ECANCELED) { /* the shell's convention: 128 + the signal */
+		unlink(tmp);
+		mw_fail(MW_EXIT_ENV, VERB, "%s: stopped by %s after %.1f s: nothing was written "
+			"(the partial file was removed)", r.out,
+			stop_signal == SIGTERM ? "SIGTERM" : "SIGINT (Ctrl-C)", seconds);
+		return 128 + (stop_signal ? stop_signal : SIGINT);
+	}
 	if (rc) { /* a bad name is usage; anything else is the file system's */
 		unlink(tmp);
 		return mw_fail(rc == -EINVAL ? MW_EXIT_USAGE : MW_EXIT_ENV, VERB, "%s%s%s", err.source,

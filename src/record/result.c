@@ -593,6 +593,104 @@ static int check_reference(struct dctx *c, const json_t *doc)
 	return 0;
 }
 
+/* ---- the record against itself: token ids and the protocol's document ------------------- */
+
+/* Every token id a run recorded, and the document's prompt, inside the model's vocabulary
+ * (model.shape.vocab_size, when the record has it). */
+static int check_vocab(struct dctx *c, const json_t *doc)
+{
+	const json_t *vs = json_object_get(json_object_get(json_object_get(doc, "model"), "shape"),
+					   "vocab_size");
+	const json_t *prompt = json_object_get(
+		json_object_get(json_object_get(doc, "protocol"), "document"), "prompt_tokens");
+	const json_t *run, *id;
+	size_t i, j;
+	char f[96];
+	if (!json_is_integer(vs))
+		return 0;
+	json_int_t n = json_integer_value(vs);
+	json_array_foreach(prompt, j, id) {
+		if (json_is_integer(id) && json_integer_value(id) >= n) {
+			snprintf(f, sizeof(f), "protocol.document.prompt_tokens[%zu]", j);
+			return inconsistent(c, f, "is %lld, outside the model's vocabulary of %lld "
+					    "tokens (model.shape.vocab_size): the record was edited",
+					    (long long)json_integer_value(id), (long long)n);
+		}
+	}
+	json_array_foreach(json_object_get(doc, "runs"), i, run) {
+		json_array_foreach(json_object_get(json_object_get(run, "tokens"), "ids"), j, id) {
+			if (json_integer_value(id) < n)
+				continue;
+			snprintf(f, sizeof(f), "runs[%zu].tokens.ids[%zu]", i, j);
+			return inconsistent(c, f, "is %lld, outside the model's vocabulary of %lld "
+					    "tokens (model.shape.vocab_size): the record was edited",
+					    (long long)json_integer_value(id), (long long)n);
+		}
+	}
+	return 0;
+}
+
+/* A figure of the protocol as the run used it: the command line's override, else the
+ * document's; -1 when neither is an integer. */
+static json_int_t protocol_int(const json_t *doc, const char *key)
+{
+	const json_t *p = json_object_get(doc, "protocol");
+	const json_t *v = json_object_get(json_object_get(p, "overrides"), key);
+	if (!json_is_integer(v))
+		v = json_object_get(json_object_get(p, "document"), key);
+	return json_is_integer(v) ? json_integer_value(v) : -1;
+}
+
+/* protocol.sha256 hashes the protocol file, which the record does not hold: the copy in
+ * protocol.document is checked against what the runs did instead. Each complete run decoded
+ * decode_tokens tokens after a prefill of the prompt's; a complete record holds runs measured
+ * runs and warmup_runs warm-ups (an interrupted one at most that many). */
+static int check_document(struct dctx *c, const json_t *doc)
+{
+	const json_t *d = json_object_get(json_object_get(doc, "protocol"), "document");
+	const json_t *prompt = json_object_get(d, "prompt_tokens"), *run;
+	json_int_t decode = protocol_int(doc, "decode_tokens"), runs = protocol_int(doc, "runs");
+	json_int_t warm = protocol_int(doc, "warmup_runs"), n_runs = 0, n_warm = 0;
+	bool complete = json_is_true(json_object_get(doc, "complete"));
+	size_t i;
+	char f[96];
+	/* An external engine's runs are its program's (the external section), not these. */
+	if (!json_is_object(d) || json_object_get(doc, "external"))
+		return 0;
+	json_array_foreach(json_object_get(doc, "runs"), i, run) {
+		bool is_warm = json_is_true(json_object_get(run, "warmup"));
+		n_warm += is_warm;
+		n_runs += !is_warm;
+		json_int_t dec = json_integer_value(json_object_get(json_object_get(run, "decode"),
+								    "tokens"));
+		json_int_t pre = json_integer_value(json_object_get(json_object_get(run, "prefill"),
+								    "tokens"));
+		if (decode >= 0 && json_is_true(json_object_get(run, "complete")) && dec != decode) {
+			snprintf(f, sizeof(f), "runs[%zu].decode.tokens", i);
+			return inconsistent(c, f, "is %lld, but the protocol's decode_tokens is %lld "
+					    "(protocol.document, or protocol.overrides): the document or "
+					    "the run was edited", (long long)dec, (long long)decode);
+		}
+		if (json_is_array(prompt) && pre != (json_int_t)json_array_size(prompt)) {
+			snprintf(f, sizeof(f), "runs[%zu].prefill.tokens", i);
+			return inconsistent(c, f, "is %lld, but protocol.document.prompt_tokens holds "
+					    "%zu: the document or the run was edited", (long long)pre,
+					    json_array_size(prompt));
+		}
+	}
+	static const char *const what[2] = { "runs", "warmup_runs" };
+	json_int_t want[2] = { runs, warm }, got[2] = { n_runs, n_warm };
+	for (int k = 0; k < 2; k++) {
+		if (want[k] < 0 || got[k] == want[k] || (!complete && got[k] < want[k]))
+			continue;
+		snprintf(f, sizeof(f), "protocol.document.%s", what[k]);
+		return inconsistent(c, f, "is %lld, but the record holds %lld %s: the document or "
+				    "the runs were edited", (long long)want[k], (long long)got[k],
+				    k ? "warm-up runs" : "measured runs");
+	}
+	return 0;
+}
+
 int mw_result_validate(const json_t *doc, const char *source, struct mw_error *err)
 {
 	struct dctx c = { .source = source, .err = err };
@@ -620,6 +718,8 @@ int mw_result_validate(const json_t *doc, const char *source, struct mw_error *e
 		rc = check_reference(&c, doc);
 		goto out;
 	}
+	if ((rc = check_vocab(&c, doc)) || (rc = check_document(&c, doc)))
+		goto out;
 	copy = json_deep_copy(doc);
 	if (!copy) {
 		rc = mw_error_set(err, -ENOMEM, source, "", "out of memory copying the record to "

@@ -7,6 +7,8 @@
 #include <time.h>
 
 #include "control.h"
+#include "engine.h"
+#include "sha256.h"
 
 static volatile sig_atomic_t stop_signal;
 
@@ -24,12 +26,17 @@ void mw_run_signals_catch(struct mw_run_signals *saved)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, &saved->old_int);
 	sigaction(SIGTERM, &sa, &saved->old_term);
+	/* The long steps outside the token loop stop on the same flag. */
+	eng_cancel_hook(&stop_signal);
+	mw_sha256_cancel_hook(&stop_signal);
 }
 
 void mw_run_signals_restore(const struct mw_run_signals *saved)
 {
 	sigaction(SIGINT, &saved->old_int, NULL);
 	sigaction(SIGTERM, &saved->old_term, NULL);
+	eng_cancel_hook(NULL);
+	mw_sha256_cancel_hook(NULL);
 }
 
 int mw_run_stopped(void)

@@ -2,7 +2,8 @@
  *
  * On success every view the reader hands out is walked: each key through the typed getters,
  * each numeric array element by element (its first and last 64), each tensor's first and last
- * byte. The input is an exact-size copy, so a view past the end is an ASan report. */
+ * byte. The input is an exact-size copy, so a view past the end is an ASan report. Tensors
+ * it accepts follow the GGUF writer's layout and start 8-byte aligned in the file. */
 #include <errno.h>
 #include <string.h>
 
@@ -73,9 +74,15 @@ static void walk(const struct eng_gguf *g, size_t size)
 		if (rc == 0)
 			walk_array(av, 1);
 	}
+	uint64_t expect = eng_gguf_data_offset(g); /* the writer's layout, in file order */
 	for (uint64_t i = 0; i < eng_gguf_n_tensors(g); i++) {
 		const struct eng_gguf_tensor *t = eng_gguf_tensor(g, i);
 		FUZZ_CHECK(t && eng_gguf_tensor_find(g, t->name) == t);
+		/* Accepted tensors neither overlap nor leave gaps, and start aligned in the file
+		 * whatever general.alignment says. */
+		FUZZ_CHECK(t->offset == expect);
+		FUZZ_CHECK(t->offset % ENG_GGUF_TENSOR_ALIGN == 0);
+		expect = t->offset + (t->n_bytes + a - 1) / a * a;
 		FUZZ_CHECK(t->n_dims >= 1 && t->n_dims <= ENG_GGUF_MAX_DIMS);
 		const struct krn_type_traits *tr = krn_type_traits(t->type);
 		FUZZ_CHECK(tr != NULL);
