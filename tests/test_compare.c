@@ -289,7 +289,7 @@ static void test_threads(void)
 	json_object_set_new(json_object_get(y, "protocol"), "overrides",
 			    json_pack("{s:i}", "threads", 2));
 	json_object_set_new(json_object_get(y, "engine"), "threads", json_integer(2));
-	json_object_set_new(json_object_get(y, "model"), "sha256", json_string("22"));
+	json_object_set_new(json_object_get(y, "model"), "sha256", json_string("2222222222222222222222222222222222222222222222222222222222222222"));
 	write_docs(x, y, pa, pb);
 	struct t_output o = compare_v(pa, pb, NULL);
 	T_EQ_INT(o.status, 2);

@@ -224,10 +224,16 @@ int mw_cmd_synth(int argc, char **argv)
 	int rc = w->write(&rt, &err);
 	double seconds = mw_now_s() - t0;
 	eng_cancel_hook(NULL);
-	sigaction(SIGINT, &old_int, NULL);
-	sigaction(SIGTERM, &old_term, NULL);
 	if (!strcmp(err.source, tmp)) /* messages name the file the user asked for */
 		snprintf(err.source, sizeof(err.source), "%s", r.out);
+	/* A signal that came after the engine's last check still stops us: the file is not in
+	 * place yet, and the handlers stay until it is, so nothing half-done is left behind. */
+	if (rc == 0 && stop_signal)
+		rc = -ECANCELED;
+	if (rc == 0)
+		code = move_into_place(tmp, &r);
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGTERM, &old_term, NULL);
 	if (rc == -ECANCELED) { /* the shell's convention: 128 + the signal */
 		unlink(tmp);
 		mw_fail(MW_EXIT_ENV, VERB, "%s: stopped by %s after %.1f s: nothing was written "
@@ -240,7 +246,7 @@ int mw_cmd_synth(int argc, char **argv)
 		return mw_fail(rc == -EINVAL ? MW_EXIT_USAGE : MW_EXIT_ENV, VERB, "%s%s%s", err.source,
 			       err.source[0] ? ": " : "", err.text);
 	}
-	if ((code = move_into_place(tmp, &r))) {
+	if (code) {
 		unlink(tmp);
 		return code;
 	}
