@@ -8,6 +8,7 @@
 #include "adapters.h"
 #include "mw.h"
 #include "protocol.h"
+#include "protocol_find.h"
 #include "report.h"
 #include "result.h"
 #include "runner.h"
@@ -21,10 +22,15 @@ static void usage(FILE *f)
 		"usage: memwall run [PROTOCOL] [--runs N] [--tokens N] [--threads N] [-o DIR]\n"
 		"                   [--format md|json|csv] [--llama-bin PATH]\n"
 		"                   [--phases[=layers]] [--force]\n"
-		"                   [--calibration FILE | --no-calibration]\n\n"
-		"Runs a protocol (a protocols/NAME.json file; without one, the built-in\n"
-		"" DEFAULT_PROTOCOL " protocol) with counters read at every token, writes the result\n"
-		"record to DIR (default results/runs) under a new name, and prints its summary.\n\n"
+		"                   [--calibration FILE | --no-calibration]\n"
+		"       memwall run --list\n\n"
+		"Runs a protocol with counters read at every token, writes the result record to\n"
+		"DIR (default results/runs) under a new name, and prints its summary. PROTOCOL is a\n"
+		"file's path, or the name of a shipped protocol (stories260k-smoke), looked up in\n"
+		"the data directory's protocols/ ($MEMWALL_DATA_DIR, else " MW_DATA_DIR "),\n"
+		"then, for a memwall run from its build tree, the source tree's protocols/.\n"
+		"Without PROTOCOL: the built-in " DEFAULT_PROTOCOL " protocol.\n\n"
+		"  --list        list the shipped protocols with their descriptions, and exit\n"
 		"  --runs N      measured runs instead of the protocol's (warm-ups stay as given)\n"
 		"  --tokens N    decode tokens per run instead of the protocol's\n"
 		"  --threads N   engine threads instead of the protocol's\n"
@@ -120,6 +126,7 @@ int mw_cmd_run(int argc, char **argv)
 		{ "force", no_argument, NULL, 'F' },
 		{ "calibration", required_argument, NULL, 'C' },
 		{ "no-calibration", no_argument, NULL, 'N' },
+		{ "list", no_argument, NULL, 'l' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -173,6 +180,9 @@ int mw_cmd_run(int argc, char **argv)
 				return mw_fail(MW_EXIT_USAGE, "run", "--format wants md, json or csv, "
 					       "got '%s'", optarg);
 			break;
+		case 'l':
+			mw_protocol_list(stdout);
+			return MW_EXIT_OK;
 		case 'h':
 			usage(stdout);
 			return MW_EXIT_OK;
@@ -186,9 +196,12 @@ int mw_cmd_run(int argc, char **argv)
 	if (argc - optind > 1)
 		return mw_fail(MW_EXIT_USAGE, "run", "one protocol at a time (got %d)", argc - optind);
 
-	if (optind < argc)
-		rc = mw_protocol_load(&p, argv[optind], MW_PROTOCOL_CHECK_FILES, &err);
-	else
+	char found[4096];
+	if (optind < argc) {
+		rc = mw_protocol_find(argv[optind], found, sizeof(found), &err);
+		if (!rc)
+			rc = mw_protocol_load(&p, found, MW_PROTOCOL_CHECK_FILES, &err);
+	} else
 		rc = mw_protocol_load_embedded(&p, DEFAULT_PROTOCOL, &err);
 	if (rc) {
 		mw_error_print(&err);
