@@ -76,13 +76,34 @@ static void usage(FILE *f)
 		"DRAM counters: refused before running; `memwall doctor` explains).\n");
 }
 
+/* Criteria that a busy or unpinned machine fails: run-to-run spread and bandwidth drift. */
+static bool noise_criterion(const char *name)
+{
+	return name && (!strncmp(name, "max_cv_", 7) || !strcmp(name, "bandwidth_drift_pct"));
+}
+
+/* One line of what to do, after the verdict: a newcomer's busy laptop fails a CV limit, and
+ * "acceptance: fail" alone reads as "broken". */
+static void acceptance_hint(bool noisy, bool cv_unmeasured)
+{
+	if (noisy)
+		fprintf(stderr, "memwall run: what to do: the runs varied too much (a busy machine or "
+			"a moving clock): close other programs, pin the CPU governor (sudo cpupower "
+			"frequency-set -g performance), or add runs (--runs 10); the record is kept "
+			"either way\n");
+	else if (cv_unmeasured)
+		fprintf(stderr, "memwall run: what to do: a CV needs at least 2 measured runs: "
+			"--runs 2 or more\n");
+}
+
 /* The acceptance verdict on stderr when it is not a pass: each failed criterion, and each
- * required one that was not measured, with its figure and why. True when the exit code must
- * say so (overall "fail" or "not-measured"). */
+ * required one that was not measured, with its figure and why, then what to do about it.
+ * True when the exit code must say so (overall "fail" or "not-measured"). */
 static bool acceptance_says(const json_t *doc)
 {
 	const json_t *acc = json_object_get(doc, "acceptance"), *c;
 	const char *overall = json_string_value(json_object_get(acc, "status"));
+	bool noisy = false, cv_unmeasured = false;
 	size_t i;
 	if (!overall || !strcmp(overall, "pass"))
 		return false;
@@ -94,6 +115,9 @@ static bool acceptance_says(const json_t *doc)
 			       !json_is_false(json_object_get(c, "required"));
 		if (!fail && !missing)
 			continue;
+		const char *name = json_string_value(json_object_get(c, "criterion"));
+		noisy = noisy || (fail && noise_criterion(name));
+		cv_unmeasured = cv_unmeasured || (missing && noise_criterion(name));
 		char *val = json_dumps(json_object_get(c, "value"), JSON_ENCODE_ANY |
 				       JSON_REAL_PRECISION(4));
 		char *lim = json_dumps(json_object_get(c, "limit"), JSON_ENCODE_ANY |
@@ -110,6 +134,7 @@ static bool acceptance_says(const json_t *doc)
 		free(lim);
 	}
 	fprintf(stderr, "memwall run: acceptance: %s (exit 1)\n", overall);
+	acceptance_hint(noisy, cv_unmeasured);
 	return true;
 }
 
