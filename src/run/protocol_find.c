@@ -53,7 +53,10 @@ int mw_protocol_find(const char *arg, char *path, size_t n, struct mw_error *err
 	int nd = mw_protocol_dirs(dirs, sizeof(dirs[0]));
 	size_t used = 0;
 
-	if (is_file(arg)) {
+	/* Anything that exists under that name is the path meant: a directory or a FIFO is then
+	 * refused by the loader, which says what it is (mw_file_read), never searched past. */
+	struct stat st;
+	if (stat(arg, &st) == 0) {
 		snprintf(path, n, "%s", arg);
 		return 0;
 	}

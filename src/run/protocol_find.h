@@ -1,7 +1,8 @@
 /* src/run/protocol_find.h: where `memwall run NAME` finds a shipped protocol, and `run --list`.
  *
  * A protocol argument is searched for in this order (README.md, "Installing"):
- *   1. a path: the argument names a file (relative to the current directory or absolute);
+ *   1. a path: the argument names something that exists (relative to the current directory
+ *      or absolute; the loader refuses what is not a regular file, saying what it is);
  *   2. the data directory's protocols/: $MEMWALL_DATA_DIR when set, else the compiled-in
  *      PREFIX/DATADIR/memwall (MW_DATA_DIR, from meson's prefix and datadir options);
  *   3. the source tree's protocols/ (MW_SOURCE_ROOT in config.h), only when the running binary
