@@ -3,17 +3,21 @@
 #
 #   scripts/bootstrap.sh         build and run dependencies
 #   scripts/bootstrap.sh --dev   also the test tools: the aarch64 cross compiler and qemu-user
-#                                (NEON kernel tests), clang and its runtime (fuzzing), valgrind
+#                                (NEON kernel tests), clang and its runtime (fuzzing), valgrind,
+#                                node and npm (the real-llama.cpp tests, via node-llama-cpp)
 #
-# Idempotent: it installs only what is missing and says what it installs. Only the Debian/Ubuntu
-# branch is tested by the project; the Fedora and Arch branches are best effort.
+# Idempotent: it installs only what is missing and says what it installs, in one line; the
+# package manager's output goes to $TMPDIR/memwall-bootstrap.log (/tmp without TMPDIR), whose
+# tail is printed, with its path, only when something fails. Exit 1 on a failed install.
+# Only the Debian/Ubuntu branch is tested by the project; the Fedora and Arch branches are
+# best effort. The perf tool (linux-perf) is not installed: memwall opens the counters itself.
 set -eu
 
 dev=0
 for arg in "$@"; do
 	case "$arg" in
 	--dev) dev=1 ;;
-	-h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,14p' "$0"; exit 0 ;;
 	*) echo "bootstrap: unknown option '$arg'" >&2; exit 2 ;;
 	esac
 done
@@ -29,6 +33,26 @@ fi
 
 say() { printf 'bootstrap: %s\n' "$*"; }
 
+# Package managers' output goes to a log, not the terminal: one line says what is installed,
+# and only a failure prints the log's tail and its path.
+log="${TMPDIR:-/tmp}/memwall-bootstrap.log"
+: >"$log" 2>/dev/null || log=/dev/null
+quietly() {
+	printf '+ %s\n' "$*" >>"$log"
+	if ! "$@" >>"$log" 2>&1; then
+		echo "bootstrap: failed: $*" >&2
+		[ "$log" != /dev/null ] && { tail -n 20 "$log" >&2; echo "bootstrap: full log: $log" >&2; }
+		exit 1
+	fi
+}
+
+# node and npm (--dev: the real-llama.cpp tests run node-llama-cpp) are checked by command, not
+# by package: NodeSource's nodejs ships npm inside it and conflicts with Debian's npm package.
+node_pkgs=""
+if [ "$dev" -eq 1 ] && ! { command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; }; then
+	node_pkgs="nodejs npm"
+fi
+
 if command -v apt-get >/dev/null 2>&1; then
 	pkgs="git meson ninja-build pkg-config gcc libc6-dev libjansson-dev libpfm4-dev gnuplot-nox python3"
 	[ "$dev" -eq 1 ] && pkgs="$pkgs gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user clang libclang-rt-dev valgrind"
@@ -36,38 +60,30 @@ if command -v apt-get >/dev/null 2>&1; then
 	for p in $pkgs; do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
 	done
-	# linux-perf (the perf tool) is useful but not required; Ubuntu names it differently.
-	perf_pkg=""
-	if ! command -v perf >/dev/null 2>&1; then
-		perf_pkg="linux-perf"
-	fi
-	if [ -z "$missing" ] && [ -z "$perf_pkg" ]; then
+	missing="$missing${node_pkgs:+ $node_pkgs}"
+	if [ -z "$missing" ]; then
 		say "all packages present"
 		exit 0
 	fi
-	say "installing:$missing${perf_pkg:+ (and $perf_pkg if available)}"
+	say "installing:$missing (apt-get; details in $log)"
 	export DEBIAN_FRONTEND=noninteractive
-	$sudo apt-get update -qq
-	if [ -n "$missing" ]; then
-		# shellcheck disable=SC2086
-		$sudo apt-get install -y -qq --no-install-recommends $missing
-	fi
-	if [ -n "$perf_pkg" ]; then
-		$sudo apt-get install -y -qq --no-install-recommends "$perf_pkg" 2>/dev/null ||
-			say "linux-perf is not available here; memwall does not need it"
-	fi
+	quietly $sudo apt-get update -qq
+	# shellcheck disable=SC2086
+	quietly $sudo apt-get install -y -qq --no-install-recommends $missing
 elif command -v dnf >/dev/null 2>&1; then
-	pkgs="git meson ninja-build pkgconf-pkg-config gcc jansson-devel libpfm-devel gnuplot python3 perf libperf-devel"
+	pkgs="git meson ninja-build pkgconf-pkg-config gcc jansson-devel libpfm-devel gnuplot python3 libperf-devel"
 	[ "$dev" -eq 1 ] && pkgs="$pkgs gcc-aarch64-linux-gnu qemu-user clang compiler-rt valgrind"
-	say "installing (dnf, untested by the project): $pkgs"
+	pkgs="$pkgs${node_pkgs:+ $node_pkgs}"
+	say "installing (dnf, untested by the project): $pkgs (details in $log)"
 	# shellcheck disable=SC2086
-	$sudo dnf install -y $pkgs
+	quietly $sudo dnf install -y $pkgs
 elif command -v pacman >/dev/null 2>&1; then
-	pkgs="git meson ninja pkgconf gcc jansson libpfm4 gnuplot python perf"
+	pkgs="git meson ninja pkgconf gcc jansson libpfm4 gnuplot python"
 	[ "$dev" -eq 1 ] && pkgs="$pkgs aarch64-linux-gnu-gcc qemu-user clang compiler-rt valgrind"
-	say "installing (pacman, untested by the project): $pkgs"
+	pkgs="$pkgs${node_pkgs:+ $node_pkgs}"
+	say "installing (pacman, untested by the project): $pkgs (details in $log)"
 	# shellcheck disable=SC2086
-	$sudo pacman -S --needed --noconfirm $pkgs
+	quietly $sudo pacman -S --needed --noconfirm $pkgs
 else
 	echo "bootstrap: no apt-get, dnf or pacman found; install meson, ninja, pkg-config, gcc," \
 	     "jansson, libpfm4 and gnuplot by hand" >&2

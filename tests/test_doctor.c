@@ -1,6 +1,9 @@
 /* tests/test_doctor.c: `memwall doctor` and `memwall calibrate` from the outside: exit codes,
  * the JSON contract, and the plain "no DRAM counters" answer on a machine without them. */
 #include <jansson.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdlib.h>
 
 #include "run.h"
 #include "test.h"
@@ -133,9 +136,65 @@ static void test_calibrate(void)
 	t_output_free(&o);
 }
 
+static bool on_vm(void)
+{
+	FILE *f = fopen("/proc/cpuinfo", "r");
+	char line[8192];
+	bool vm = false;
+	while (f && fgets(line, sizeof(line), f))
+		vm = vm || (!strncmp(line, "flags", 5) && strstr(line, " hypervisor"));
+	if (f)
+		fclose(f);
+	return vm;
+}
+
+/* --fix: commands for what was refused, naming this binary; nothing for what is fine. */
+static void test_doctor_fix(void)
+{
+	char bin[PATH_MAX];
+	T_ASSERT(realpath(getenv("MEMWALL_BIN"), bin) != NULL);
+
+	/* Every open refused for permission (EACCES), as under perf_event_paranoid 2. */
+	setenv("MEMWALL_INJECT_ERRNO", "13", 1);
+	const char *argv[] = { "memwall", "doctor", "--fix", "--sysfs", tree("sapphire-rapids"), NULL };
+	struct t_output o = t_run(argv);
+	unsetenv("MEMWALL_INJECT_ERRNO");
+	T_EQ_INT(o.status, 0);
+	char want[PATH_MAX + 64];
+	snprintf(want, sizeof(want), "=ep %s\n", bin);
+	T_CONTAINS(o.out, "sudo setcap cap_");
+	T_CONTAINS(o.out, want);
+	FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "r");
+	int paranoid = 2;
+	if (f && fscanf(f, "%d", &paranoid) != 1)
+		paranoid = 2;
+	if (f)
+		fclose(f);
+	if (paranoid > 0)
+		T_CONTAINS(o.out, "\nsudo sysctl -w kernel.perf_event_paranoid=0\n");
+	T_ASSERT(strstr(o.out, "modprobe") == NULL); /* refused, not absent: no driver to load */
+	t_output_free(&o);
+
+	/* Nothing refused: on a VM (this project's) no command at all, and the reason. */
+	const char *vargv[] = { "memwall", "doctor", "--fix", "--sysfs", tree("this-vm"), NULL };
+	o = t_run(vargv);
+	T_EQ_INT(o.status, 0);
+	if (on_vm()) {
+		T_ASSERT(strstr(o.out, "sudo ") == NULL);
+		T_CONTAINS(o.out, "virtual machine");
+	}
+	t_output_free(&o);
+
+	const char *jargv[] = { "memwall", "doctor", "--fix", "--json", NULL };
+	o = t_run(jargv);
+	T_EQ_INT(o.status, 2);
+	t_output_free(&o);
+}
+
 int main(void)
 {
 	test_doctor_without_counters();
+	test_doctor_fix();
 	test_doctor_server_tree();
 	test_calibrate();
 	return t_done();

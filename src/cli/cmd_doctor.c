@@ -3,7 +3,8 @@
  * Every availability it reports comes from trying the open (prb_dram_open, prb_set_add) and
  * classifying the errno (prb_explain); nothing is predicted from the uid or the paranoid level.
  * It is a report: it exits 0 whatever it finds, unless --require-dram asks it to fail (3) when
- * the machine has no usable DRAM counters.
+ * the machine has no usable DRAM counters. --fix turns the same report into the commands that
+ * would fix what is missing, and prints nothing for what opened; it runs none of them.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -12,7 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
+#include <unistd.h>
 
 #include "mw.h"
 #include "probes.h"
@@ -23,6 +26,7 @@
 struct options {
 	bool json;
 	bool require_dram;
+	bool fix;
 	const char *sysfs;
 	const char *backend;
 };
@@ -36,12 +40,16 @@ static const char *const rapl_events[] = { "power/energy-pkg/", "power/energy-ra
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: memwall doctor [--json] [--require-dram] [--sysfs ROOT] [--backend NAME]\n\n"
+		"usage: memwall doctor [--json | --fix] [--require-dram] [--sysfs ROOT] [--backend NAME]\n\n"
 		"Reports what this machine can measure: the CPU, the kernel, perf_event_paranoid,\n"
 		"the PMUs, which DRAM counter backend memwall would use and on which memory-controller\n"
 		"instances (or why there is none), and whether RAPL energy and core events open.\n"
 		"Every answer comes from trying the open, not from guessing.\n\n"
 		"  --json          print the report as one JSON object\n"
+		"  --fix           print, instead of the report, the commands that would enable what\n"
+		"                  is missing (sysctl kernel.perf_event_paranoid, setcap cap_perfmon on\n"
+		"                  this binary, mounting resctrl, loading the uncore driver), each after\n"
+		"                  a comment saying why; nothing for what already works. Runs nothing\n"
 		"  --require-dram  exit 3 when there are no usable DRAM counters (default: always 0)\n"
 		"  --sysfs ROOT    read PMUs from ROOT/bus/event_source/devices (default\n"
 		"                  $MEMWALL_SYSFS_ROOT, else /sys)\n"
@@ -52,9 +60,10 @@ static void usage(FILE *f)
 
 static int parse_args(int argc, char **argv, struct options *o, bool *help)
 {
-	enum { OPT_JSON = 256, OPT_REQUIRE, OPT_SYSFS, OPT_BACKEND };
+	enum { OPT_JSON = 256, OPT_REQUIRE, OPT_SYSFS, OPT_BACKEND, OPT_FIX };
 	static const struct option longopts[] = {
 		{ "json", no_argument, NULL, OPT_JSON },
+		{ "fix", no_argument, NULL, OPT_FIX },
 		{ "require-dram", no_argument, NULL, OPT_REQUIRE },
 		{ "sysfs", required_argument, NULL, OPT_SYSFS },
 		{ "backend", required_argument, NULL, OPT_BACKEND },
@@ -72,6 +81,9 @@ static int parse_args(int argc, char **argv, struct options *o, bool *help)
 		case OPT_REQUIRE:
 			o->require_dram = true;
 			break;
+		case OPT_FIX:
+			o->fix = true;
+			break;
 		case OPT_SYSFS:
 			o->sysfs = optarg;
 			break;
@@ -85,6 +97,8 @@ static int parse_args(int argc, char **argv, struct options *o, bool *help)
 			return mw_opt_error(VERB, c, argv);
 		}
 	}
+	if (o->json && o->fix)
+		return mw_fail(MW_EXIT_USAGE, VERB, "--json and --fix are two outputs: give one");
 	return mw_opt_none_left(VERB, argc, argv);
 }
 
@@ -349,6 +363,125 @@ static void print_text(json_t *r)
 	print_events("software:", json_object_get(r, "software_events"));
 }
 
+/* True when any open in the report was refused for permission: its reason ends "(EACCES)" or
+ * "(EPERM)" (prb_explain). What failed decides, not the uid or the paranoid level. */
+static bool refused(json_t *r)
+{
+	static const char *const groups[] = { "rapl", "core_events", "software_events" };
+	const char *why = json_string_value(json_object_get(json_object_get(r, "dram"), "reason"));
+	const char *key;
+	json_t *v;
+	bool any = why && (strstr(why, "(EACCES)") || strstr(why, "(EPERM)"));
+	for (size_t i = 0; i < sizeof(groups) / sizeof(groups[0]); i++)
+		json_object_foreach(json_object_get(r, groups[i]), key, v) {
+			why = json_string_value(json_object_get(v, "reason"));
+			any = any || (why && (strstr(why, "(EACCES)") || strstr(why, "(EPERM)")));
+		}
+	return any;
+}
+
+/* CAP_PERFMON exists from Linux 5.8 (capabilities(7)); before it, perf needs CAP_SYS_ADMIN. */
+static const char *perf_capability(json_t *r)
+{
+	const char *rel = json_string_value(json_object_get(json_object_get(r, "kernel"), "release"));
+	int major = 0, minor = 0;
+	if (rel && sscanf(rel, "%d.%d", &major, &minor) == 2 && (major < 5 || (major == 5 && minor < 8)))
+		return "cap_sys_admin";
+	return "cap_perfmon";
+}
+
+static void fix_permissions(json_t *r)
+{
+	json_t *par = json_object_get(r, "perf_event_paranoid");
+	char exe[4096];
+	ssize_t k = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	exe[k > 0 ? k : 0] = '\0';
+	char level[32] = "unreadable";
+	if (json_is_integer(par))
+		snprintf(level, sizeof(level), "%lld", json_integer_value(par));
+	printf("# Counters were refused for permission (perf_event_paranoid %s). Either lower the\n"
+	       "# paranoid level for everyone (system-wide and uncore events need <= 0):\n", level);
+	if (!json_is_integer(par) || json_integer_value(par) > 0)
+		printf("sudo sysctl -w kernel.perf_event_paranoid=0\n"
+		       "# (to keep it after a reboot: echo kernel.perf_event_paranoid=0 | "
+		       "sudo tee /etc/sysctl.d/60-memwall.conf)\n");
+	else
+		printf("# (it is %lld already: a security module or a container refuses instead)\n",
+		       json_integer_value(par));
+	printf("# or give this memwall binary the capability, leaving the sysctl alone:\n"
+	       "sudo setcap %s=ep %s\n", perf_capability(r), exe[0] ? exe : MW_BIN_DIR "/memwall");
+	size_t r_len = strlen(MW_BUILD_ROOT);
+	if (!strncmp(exe, MW_BUILD_ROOT, r_len) && exe[r_len] == '/')
+		printf("# (a rebuild replaces this file and drops the capability; after `meson "
+		       "install`, set it on %s/memwall)\n", MW_BIN_DIR);
+}
+
+static bool pmu_present(json_t *r, const char *prefix)
+{
+	json_t *p;
+	size_t i;
+	json_array_foreach(json_object_get(r, "pmus"), i, p) {
+		const char *n = json_string_value(json_object_get(p, "name"));
+		if (n && !strncmp(n, prefix, strlen(prefix)))
+			return true;
+	}
+	return false;
+}
+
+/* DRAM counters absent (not refused): the uncore driver not loaded, or resctrl not mounted. */
+static int fix_dram(json_t *r)
+{
+	json_t *cpu = json_object_get(r, "cpu");
+	const char *vendor = json_string_value(json_object_get(cpu, "vendor"));
+	const char *root = json_string_value(json_object_get(r, "sysfs_root"));
+	char path[4200];
+	struct stat st;
+	int n = 0;
+
+	if (json_is_true(json_object_get(cpu, "hypervisor"))) {
+		printf("# DRAM counters: this is a virtual machine; no command here exposes its memory "
+		       "controllers' PMUs: measure on bare metal\n");
+		return 0;
+	}
+	bool intel = vendor && !strcmp(vendor, "GenuineIntel");
+	bool amd = vendor && !strcmp(vendor, "AuthenticAMD");
+	if (intel && !pmu_present(r, "uncore_imc")) {
+		printf("# DRAM counters: no uncore_imc PMU: load Intel's uncore driver\n"
+		       "sudo modprobe intel_uncore\n");
+		n++;
+	} else if (amd && !pmu_present(r, "amd_umc") && !pmu_present(r, "amd_df")) {
+		printf("# DRAM counters: no amd_umc or amd_df PMU: load AMD's uncore driver "
+		       "(amd_umc needs Linux 6.6+)\n"
+		       "sudo modprobe amd_uncore\n");
+		n++;
+	}
+	/* resctrl's memory-bandwidth monitoring, where the CPU has it (Intel RDT, AMD PQoS). */
+	snprintf(path, sizeof(path), "%s/fs/resctrl/mon_data", root ? root : "/sys");
+	if (cpu_has_flag("cqm_mbm_total") && stat(path, &st) != 0) {
+		printf("# resctrl memory-bandwidth monitoring: the CPU has it, the filesystem is not "
+		       "mounted\nsudo mount -t resctrl resctrl %s/fs/resctrl\n", root ? root : "/sys");
+		n++;
+	}
+	return n;
+}
+
+/* `doctor --fix`: a command for each thing that is missing and fixable, a comment for what
+ * no command can fix, and nothing for what opened. */
+static void print_fixes(json_t *r)
+{
+	int n = 0;
+	if (refused(r)) {
+		fix_permissions(r);
+		n++;
+	}
+	if (!json_is_true(json_object_get(json_object_get(r, "dram"), "available")) &&
+	    !refused(r))
+		n += fix_dram(r);
+	if (!n)
+		printf("# memwall doctor --fix: nothing to run (what is not available here, no "
+		       "command can enable)\n");
+}
+
 int mw_cmd_doctor(int argc, char **argv)
 {
 	struct options o = { 0 };
@@ -366,7 +499,9 @@ int mw_cmd_doctor(int argc, char **argv)
 		return mw_fail(o.require_dram ? MW_EXIT_ENV : MW_EXIT_OK, VERB, "%s: %s", err.source,
 			       err.text);
 	report = build_report(sys, &o, &dram);
-	if (o.json) {
+	if (o.fix) {
+		print_fixes(report);
+	} else if (o.json) {
 		json_dumpf(report, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 		fputc('\n', stdout);
 	} else {

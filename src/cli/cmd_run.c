@@ -8,6 +8,7 @@
 #include "adapters.h"
 #include "mw.h"
 #include "protocol.h"
+#include "protocol_find.h"
 #include "report.h"
 #include "result.h"
 #include "runner.h"
@@ -21,10 +22,15 @@ static void usage(FILE *f)
 		"usage: memwall run [PROTOCOL] [--runs N] [--tokens N] [--threads N] [-o DIR]\n"
 		"                   [--format md|json|csv] [--llama-bin PATH]\n"
 		"                   [--phases[=layers]] [--force]\n"
-		"                   [--calibration FILE | --no-calibration]\n\n"
-		"Runs a protocol (a protocols/NAME.json file; without one, the built-in\n"
-		"" DEFAULT_PROTOCOL " protocol) with counters read at every token, writes the result\n"
-		"record to DIR (default results/runs) under a new name, and prints its summary.\n\n"
+		"                   [--calibration FILE | --no-calibration]\n"
+		"       memwall run --list\n\n"
+		"Runs a protocol with counters read at every token, writes the result record to\n"
+		"DIR (default results/runs) under a new name, and prints its summary. PROTOCOL is a\n"
+		"file's path, or the name of a shipped protocol (stories260k-smoke), looked up in\n"
+		"the data directory's protocols/ ($MEMWALL_DATA_DIR, else " MW_DATA_DIR "),\n"
+		"then, for a memwall run from its build tree, the source tree's protocols/.\n"
+		"Without PROTOCOL: the built-in " DEFAULT_PROTOCOL " protocol.\n\n"
+		"  --list        list the shipped protocols with their descriptions, and exit\n"
 		"  --runs N      measured runs instead of the protocol's (warm-ups stay as given)\n"
 		"  --tokens N    decode tokens per run instead of the protocol's\n"
 		"  --threads N   engine threads instead of the protocol's\n"
@@ -70,13 +76,34 @@ static void usage(FILE *f)
 		"DRAM counters: refused before running; `memwall doctor` explains).\n");
 }
 
+/* Criteria that a busy or unpinned machine fails: run-to-run spread and bandwidth drift. */
+static bool noise_criterion(const char *name)
+{
+	return name && (!strncmp(name, "max_cv_", 7) || !strcmp(name, "bandwidth_drift_pct"));
+}
+
+/* One line of what to do, after the verdict: a newcomer's busy laptop fails a CV limit, and
+ * "acceptance: fail" alone reads as "broken". */
+static void acceptance_hint(bool noisy, bool cv_unmeasured)
+{
+	if (noisy)
+		fprintf(stderr, "memwall run: what to do: the runs varied too much (a busy machine or "
+			"a moving clock): close other programs, pin the CPU governor (sudo cpupower "
+			"frequency-set -g performance), or add runs (--runs 10); the record is kept "
+			"either way\n");
+	else if (cv_unmeasured)
+		fprintf(stderr, "memwall run: what to do: a CV needs at least 2 measured runs: "
+			"--runs 2 or more\n");
+}
+
 /* The acceptance verdict on stderr when it is not a pass: each failed criterion, and each
- * required one that was not measured, with its figure and why. True when the exit code must
- * say so (overall "fail" or "not-measured"). */
+ * required one that was not measured, with its figure and why, then what to do about it.
+ * True when the exit code must say so (overall "fail" or "not-measured"). */
 static bool acceptance_says(const json_t *doc)
 {
 	const json_t *acc = json_object_get(doc, "acceptance"), *c;
 	const char *overall = json_string_value(json_object_get(acc, "status"));
+	bool noisy = false, cv_unmeasured = false;
 	size_t i;
 	if (!overall || !strcmp(overall, "pass"))
 		return false;
@@ -88,6 +115,9 @@ static bool acceptance_says(const json_t *doc)
 			       !json_is_false(json_object_get(c, "required"));
 		if (!fail && !missing)
 			continue;
+		const char *name = json_string_value(json_object_get(c, "criterion"));
+		noisy = noisy || (fail && noise_criterion(name));
+		cv_unmeasured = cv_unmeasured || (missing && noise_criterion(name));
 		char *val = json_dumps(json_object_get(c, "value"), JSON_ENCODE_ANY |
 				       JSON_REAL_PRECISION(4));
 		char *lim = json_dumps(json_object_get(c, "limit"), JSON_ENCODE_ANY |
@@ -104,6 +134,7 @@ static bool acceptance_says(const json_t *doc)
 		free(lim);
 	}
 	fprintf(stderr, "memwall run: acceptance: %s (exit 1)\n", overall);
+	acceptance_hint(noisy, cv_unmeasured);
 	return true;
 }
 
@@ -120,6 +151,7 @@ int mw_cmd_run(int argc, char **argv)
 		{ "force", no_argument, NULL, 'F' },
 		{ "calibration", required_argument, NULL, 'C' },
 		{ "no-calibration", no_argument, NULL, 'N' },
+		{ "list", no_argument, NULL, 'l' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -173,6 +205,9 @@ int mw_cmd_run(int argc, char **argv)
 				return mw_fail(MW_EXIT_USAGE, "run", "--format wants md, json or csv, "
 					       "got '%s'", optarg);
 			break;
+		case 'l':
+			mw_protocol_list(stdout);
+			return MW_EXIT_OK;
 		case 'h':
 			usage(stdout);
 			return MW_EXIT_OK;
@@ -186,9 +221,12 @@ int mw_cmd_run(int argc, char **argv)
 	if (argc - optind > 1)
 		return mw_fail(MW_EXIT_USAGE, "run", "one protocol at a time (got %d)", argc - optind);
 
-	if (optind < argc)
-		rc = mw_protocol_load(&p, argv[optind], MW_PROTOCOL_CHECK_FILES, &err);
-	else
+	char found[4096];
+	if (optind < argc) {
+		rc = mw_protocol_find(argv[optind], found, sizeof(found), &err);
+		if (!rc)
+			rc = mw_protocol_load(&p, found, MW_PROTOCOL_CHECK_FILES, &err);
+	} else
 		rc = mw_protocol_load_embedded(&p, DEFAULT_PROTOCOL, &err);
 	if (rc) {
 		mw_error_print(&err);

@@ -1,0 +1,122 @@
+#!/bin/sh
+# tests/test_first_run.sh: what a newcomer sees on the first run, without installing or
+# rebuilding anything:
+#   bootstrap  with apt-get, dpkg-query and sudo stubbed: quiet on success (no package manager
+#              output), never asks for linux-perf, --dev asks for nodejs and npm when node is
+#              absent; on failure the log's tail and its path, exit 1
+#   build      scripts/build.sh with meson stubbed: ninja's progress lines reach the terminal,
+#              and scripts/run.sh does not throw the build's output away
+#   summary    scripts/test-summary.sh on a planted testlog.json lists each skip with its reason
+#   acceptance a run that fails a CV limit says what to do, in one line, and exits 1
+set -u
+src=${MEMWALL_SOURCE_ROOT:?run under meson test}
+bin=${MEMWALL_BIN:?run under meson test}
+fails=0
+fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+
+tmp=$(mktemp -d /tmp/mw-test-first-XXXXXX) || { echo "SKIP: no scratch folder"; exit 77; }
+trap 'rm -rf "$tmp"' EXIT
+
+# --- bootstrap ---------------------------------------------------------------------------
+# A PATH of stubs and the few real tools bootstrap needs: no node, no npm, no perf.
+stub=$tmp/stub
+mkdir -p "$stub"
+for t in id grep tail sed cat; do
+	p=$(command -v "$t") || { echo "SKIP: no $t"; exit 77; }
+	ln -s "$p" "$stub/$t"
+done
+cat >"$stub/dpkg-query" <<'S'
+#!/bin/sh
+exit 1
+S
+cat >"$stub/sudo" <<'S'
+#!/bin/sh
+exec "$@"
+S
+cat >"$stub/apt-get" <<'S'
+#!/bin/sh
+echo "apt-get $*" >>"$STUB_ARGS"
+i=0
+while [ $i -lt 500 ]; do echo "Unpacking package-$i ..."; i=$((i + 1)); done
+case "$*" in *install*) [ -n "${STUB_FAIL:-}" ] && { echo "E: Unable to locate package nope"; exit 100; } ;; esac
+exit 0
+S
+chmod +x "$stub"/dpkg-query "$stub"/sudo "$stub"/apt-get
+sh_bin=$(command -v sh)
+
+STUB_ARGS=$tmp/args TMPDIR=$tmp PATH=$stub "$sh_bin" "$src/scripts/bootstrap.sh" --dev \
+	>"$tmp/boot.out" 2>&1
+rc=$?
+[ "$rc" -eq 0 ] || { cat "$tmp/boot.out" >&2; fail "bootstrap with a working apt-get: exit $rc"; }
+[ "$(wc -l <"$tmp/boot.out")" -le 3 ] ||
+	fail "bootstrap printed $(wc -l <"$tmp/boot.out") lines on success (want at most 3)"
+grep -q Unpacking "$tmp/boot.out" && fail "bootstrap let the package manager's output through"
+grep -q "Unpacking" "$tmp/memwall-bootstrap.log" 2>/dev/null ||
+	fail "bootstrap kept no log in \$TMPDIR/memwall-bootstrap.log"
+grep -q "linux-perf" "$tmp/args" && fail "bootstrap asks apt-get for linux-perf"
+grep "install" "$tmp/args" | grep -q " nodejs npm" ||
+	fail "bootstrap --dev without node does not install nodejs and npm"
+rm -f "$tmp/args"
+STUB_ARGS=$tmp/args TMPDIR=$tmp PATH=$stub "$sh_bin" "$src/scripts/bootstrap.sh" \
+	>/dev/null 2>&1
+grep -q "nodejs" "$tmp/args" && fail "bootstrap without --dev installs nodejs"
+
+STUB_FAIL=1 STUB_ARGS=$tmp/args TMPDIR=$tmp PATH=$stub "$sh_bin" "$src/scripts/bootstrap.sh" \
+	>"$tmp/bootf.out" 2>&1
+rc=$?
+[ "$rc" -eq 1 ] || fail "bootstrap with a failing apt-get: exit $rc, want 1"
+grep -q "Unable to locate package nope" "$tmp/bootf.out" ||
+	fail "a failed bootstrap does not print the log's tail"
+grep -q "full log: $tmp/memwall-bootstrap.log" "$tmp/bootf.out" ||
+	fail "a failed bootstrap does not name its log"
+[ "$(wc -l <"$tmp/bootf.out")" -le 30 ] ||
+	fail "a failed bootstrap printed $(wc -l <"$tmp/bootf.out") lines (want the tail only)"
+
+# --- build -------------------------------------------------------------------------------
+mkdir -p "$tmp/mstub"
+cat >"$tmp/mstub/meson" <<'S'
+#!/bin/sh
+case "$1" in
+setup) echo "The Meson build system"; mkdir -p "$2"; : >"$2/build.ninja" ;;
+compile) echo "[1/2] Compiling C object a.o"; echo "[2/2] Linking target memwall" ;;
+esac
+S
+chmod +x "$tmp/mstub/meson"
+PATH=$tmp/mstub:$PATH "$src/scripts/build.sh" "$tmp/b" >"$tmp/build.out" 2>&1 ||
+	fail "build.sh with a stub meson: exit $?"
+grep -q "^\[1/2\] Compiling" "$tmp/build.out" || fail "build.sh hides ninja's progress"
+grep -q "The Meson build system" "$tmp/build.out" && fail "build.sh prints meson setup's chatter"
+grep -q "build.sh[^#]*>/dev/null" "$src/scripts/run.sh" &&
+	fail "scripts/run.sh sends the build's progress to /dev/null"
+
+# --- summary -----------------------------------------------------------------------------
+mkdir -p "$tmp/tree/meson-logs"
+cat >"$tmp/tree/meson-logs/testlog.json" <<'S'
+{"name": "memwall:unit / ok_one", "result": "OK", "stdout": "fine\n"}
+{"name": "memwall:e2e / llama_node", "result": "SKIP", "stdout": "checking\nSKIP: node-llama-cpp is not installed (npm install --prefix scripts/llama-node)\n"}
+{"name": "memwall:e2e / quiet_skip", "result": "SKIP", "stdout": "no frobnicator on this machine\n"}
+{"name": "memwall:unit / broken", "result": "FAIL", "stdout": "boom\n"}
+S
+"$src/scripts/test-summary.sh" "$tmp/tree" >"$tmp/sum.out" 2>&1
+grep -qx "skipped: memwall:e2e / llama_node: node-llama-cpp is not installed (npm install --prefix scripts/llama-node)" \
+	"$tmp/sum.out" || fail "the summary does not list llama_node's skip with its reason"
+grep -qx "skipped: memwall:e2e / quiet_skip: no frobnicator on this machine" "$tmp/sum.out" ||
+	fail "the summary does not fall back to a skipping test's last line"
+[ "$(tail -n 1 "$tmp/sum.out")" = "memwall: 1 passed, 1 failed, 2 skipped" ] ||
+	fail "the summary's closing line: $(tail -n 1 "$tmp/sum.out")"
+
+# --- acceptance --------------------------------------------------------------------------
+# The smoke protocol with a CV limit no machine meets.
+sed 's/"max_cv_tok_s_pct": [0-9.]*/"max_cv_tok_s_pct": 0.000001/' \
+	"$src/protocols/stories260k-smoke.json" >"$tmp/strict.json"
+grep -q '"max_cv_tok_s_pct": 0.000001' "$tmp/strict.json" || fail "could not plant the CV limit"
+MEMWALL_CACHE_DIR=$tmp/cache "$bin" run "$tmp/strict.json" -o "$tmp/out" >/dev/null \
+	2>"$tmp/acc.err"
+rc=$?
+[ "$rc" -eq 1 ] || fail "a failed CV limit: exit $rc, want 1"
+[ "$(grep -c "what to do" "$tmp/acc.err")" -eq 1 ] || fail "a failed CV limit: no one-line advice"
+grep "what to do" "$tmp/acc.err" | grep -q "close other programs.*governor.*--runs" ||
+	fail "the advice does not name other programs, the governor and --runs"
+
+[ "$fails" -eq 0 ] || exit 1
+echo "ok: bootstrap, build, summary and acceptance advice"
