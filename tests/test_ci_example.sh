@@ -53,7 +53,13 @@ perf type=25 config=0x30ff cpu=* start=0 step=1638
 SIM
 export MEMWALL_COUNTERS=sim MEMWALL_SIM_SCRIPT="$tmp/sim.txt"
 export MEMWALL_SYSFS_ROOT="$src/tests/data/sysfs/arrow-lake" MEMWALL_CACHE_DIR="$tmp/cache"
-export MEMWALL="$bin" PROTOCOL="$src/protocols/stories260k-smoke.json" OUT="$tmp/ci-out"
+# The smoke protocol, with its tok/s CV limit and drift probe relaxed: its runs take about a
+# millisecond, so on a loaded machine tok/s varies by more than 50 % and compare would rightly
+# call the records "not comparable" (exit 3). This test is about the workflow's exit codes.
+sed -e 's/"max_cv_tok_s_pct": 50.0/"max_cv_tok_s_pct": 100000.0/' -e 's/"probe_ms": 20/"probe_ms": 0/' \
+	"$src/protocols/stories260k-smoke.json" >"$tmp/stories260k-smoke.json"
+grep -q '"probe_ms": 0' "$tmp/stories260k-smoke.json" || fail "could not relax the smoke protocol"
+export MEMWALL="$bin" PROTOCOL="$tmp/stories260k-smoke.json" OUT="$tmp/ci-out"
 export GITHUB_STEP_SUMMARY="$tmp/summary.md"
 cd "$tmp" || exit 1
 
