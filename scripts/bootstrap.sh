@@ -3,7 +3,8 @@
 #
 #   scripts/bootstrap.sh         build and run dependencies
 #   scripts/bootstrap.sh --dev   also the test tools: the aarch64 cross compiler and qemu-user
-#                                (NEON kernel tests), clang and its runtime (fuzzing), valgrind
+#                                (NEON kernel tests), clang and its runtime (fuzzing), valgrind, and the
+#                                PostgreSQL server (the results store's PostgreSQL tests)
 #
 # Idempotent: it installs only what is missing and says what it installs. Only the Debian/Ubuntu
 # branch is tested by the project; the Fedora and Arch branches are best effort.
@@ -30,8 +31,8 @@ fi
 say() { printf 'bootstrap: %s\n' "$*"; }
 
 if command -v apt-get >/dev/null 2>&1; then
-	pkgs="git meson ninja-build pkg-config gcc libc6-dev libjansson-dev libpfm4-dev gnuplot-nox python3"
-	[ "$dev" -eq 1 ] && pkgs="$pkgs gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user clang libclang-rt-dev valgrind"
+	pkgs="git meson ninja-build pkg-config gcc libc6-dev libjansson-dev libpfm4-dev libsqlite3-dev libpq-dev zlib1g-dev gnuplot-nox python3"
+	[ "$dev" -eq 1 ] && pkgs="$pkgs gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user clang libclang-rt-dev valgrind postgresql"
 	missing=""
 	for p in $pkgs; do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
@@ -57,14 +58,14 @@ if command -v apt-get >/dev/null 2>&1; then
 			say "linux-perf is not available here; memwall does not need it"
 	fi
 elif command -v dnf >/dev/null 2>&1; then
-	pkgs="git meson ninja-build pkgconf-pkg-config gcc jansson-devel libpfm-devel gnuplot python3 perf libperf-devel"
-	[ "$dev" -eq 1 ] && pkgs="$pkgs gcc-aarch64-linux-gnu qemu-user clang compiler-rt valgrind"
+	pkgs="git meson ninja-build pkgconf-pkg-config gcc jansson-devel libpfm-devel sqlite-devel libpq-devel zlib-devel gnuplot python3 perf libperf-devel"
+	[ "$dev" -eq 1 ] && pkgs="$pkgs gcc-aarch64-linux-gnu qemu-user clang compiler-rt valgrind postgresql-server"
 	say "installing (dnf, untested by the project): $pkgs"
 	# shellcheck disable=SC2086
 	$sudo dnf install -y $pkgs
 elif command -v pacman >/dev/null 2>&1; then
-	pkgs="git meson ninja pkgconf gcc jansson libpfm4 gnuplot python perf"
-	[ "$dev" -eq 1 ] && pkgs="$pkgs aarch64-linux-gnu-gcc qemu-user clang compiler-rt valgrind"
+	pkgs="git meson ninja pkgconf gcc jansson libpfm4 sqlite postgresql-libs zlib gnuplot python perf"
+	[ "$dev" -eq 1 ] && pkgs="$pkgs aarch64-linux-gnu-gcc qemu-user clang compiler-rt valgrind postgresql"
 	say "installing (pacman, untested by the project): $pkgs"
 	# shellcheck disable=SC2086
 	$sudo pacman -S --needed --noconfirm $pkgs
