@@ -52,7 +52,7 @@ struct db_args {
 static void cell(FILE *f, const json_t *v, bool csv)
 {
 	if (json_is_number(v)) {
-		fprintf(f, "%.4g", json_number_value(v));
+		fprintf(f, csv ? "%.10g" : "%.4g", json_number_value(v));
 	} else if (json_is_string(v)) {
 		const char *s = json_string_value(v);
 		if (!csv) {

@@ -225,11 +225,13 @@ out:
 struct checker {
 	const char *path;
 	json_t *seen;      /* name -> {sha256, bytes} */
+	json_t *records;   /* name -> the record's bytes, validated once its sum is checked */
 	json_t *manifest;
 	FILE *log;
 	int worst;         /* 0, MW_RESULT_INCONSISTENT or MW_RESULT_MALFORMED */
 	struct mw_error first;
-	int records;
+	json_t *changed;   /* names whose sum does not match */
+	int records_n;
 };
 
 static void fail(struct checker *c, int code, const struct mw_error *e)
@@ -247,7 +249,7 @@ static int check_entry(void *ctx, const char *name, const void *data, size_t len
 {
 	struct checker *c = ctx;
 	struct mw_error e;
-	char hex[65], src[700];
+	char hex[65];
 	json_error_t jerr;
 	mw_error_clear(&e);
 	if (!strcmp(name, "manifest.json")) {
@@ -262,19 +264,34 @@ static int check_entry(void *ctx, const char *name, const void *data, size_t len
 	json_object_set_new(c->seen, name, json_pack("{s:s, s:I}", "sha256", hex, "bytes",
 						     (json_int_t)len));
 	size_t n = strlen(name);
-	if (strncmp(name, "records/", 8) || n < 13 || strcmp(name + n - 5, ".json"))
-		return 0;
-	snprintf(src, sizeof(src), "%s:%s", c->path, name);
-	json_t *doc = json_loadb(data, len, 0, &jerr);
-	int rc = doc ? mw_result_validate(doc, src, &e)
-		     : mw_error_set(&e, MW_RESULT_MALFORMED, src, "", "not JSON: %s", jerr.text);
-	if (rc)
-		fail(c, rc == MW_RESULT_INCONSISTENT ? rc : MW_RESULT_MALFORMED, &e);
-	else if (c->log)
-		fprintf(c->log, "%s: valid record\n", src);
-	c->records++;
-	json_decref(doc);
+	if (!strncmp(name, "records/", 8) && n >= 13 && !strcmp(name + n - 5, ".json"))
+		json_object_set_new(c->records, name, json_stringn_nocheck(data, len));
 	return 0;
+}
+
+/* Each record whose bytes match the manifest validates (a changed one is already reported). */
+static void check_records(struct checker *c)
+{
+	const char *name;
+	json_t *text;
+	json_object_foreach(c->records, name, text) {
+		struct mw_error e;
+		json_error_t jerr;
+		char src[700];
+		mw_error_clear(&e);
+		c->records_n++;
+		if (json_object_get(c->changed, name))
+			continue;
+		snprintf(src, sizeof(src), "%s:%s", c->path, name);
+		json_t *doc = json_loadb(json_string_value(text), json_string_length(text), 0, &jerr);
+		int rc = doc ? mw_result_validate(doc, src, &e)
+			     : mw_error_set(&e, MW_RESULT_MALFORMED, src, "", "not JSON: %s", jerr.text);
+		if (rc)
+			fail(c, rc == MW_RESULT_INCONSISTENT ? rc : MW_RESULT_MALFORMED, &e);
+		else if (c->log)
+			fprintf(c->log, "%s: valid record\n", src);
+		json_decref(doc);
+	}
 }
 
 /* Every file the manifest lists is in the archive with its sum and size, and nothing else is. */
@@ -283,6 +300,7 @@ static void check_manifest(struct checker *c)
 	const json_t *files = json_object_get(c->manifest, "files"), *f;
 	struct mw_error e;
 	size_t i;
+	mw_error_clear(&e);
 	if (!json_is_array(files) || strcmp(jstr(c->manifest, "schema", ""), MW_BUNDLE_SCHEMA)) {
 		mw_error_set(&e, MW_RESULT_MALFORMED, c->path, "manifest.json", "not a %s manifest "
 			     "(schema and files[] are required)", MW_BUNDLE_SCHEMA);
@@ -305,6 +323,7 @@ static void check_manifest(struct checker *c)
 				     "archive, %s in the manifest: the file was changed after bundling",
 				     jstr(s, "sha256", "?"), jstr(f, "sha256", "?"));
 			fail(c, MW_RESULT_INCONSISTENT, &e);
+			json_object_set_new(c->changed, name, json_true());
 		}
 		json_object_del(c->seen, name);
 	}
@@ -320,20 +339,24 @@ static void check_manifest(struct checker *c)
 
 int mw_bundle_check(const char *path, FILE *log, struct mw_error *err)
 {
-	struct checker c = { .path = path, .seen = json_object(), .log = log };
+	struct checker c = { .path = path, .seen = json_object(), .records = json_object(),
+			     .changed = json_object(), .log = log };
 	int rc = mw_tar_read(path, MW_RESULT_MAX_BYTES, BUNDLE_MAX_TOTAL, check_entry, &c, err);
 	if (rc) {
 		fail(&c, MW_RESULT_MALFORMED, err);
 	} else if (!c.manifest) {
 		struct mw_error e;
+		mw_error_clear(&e);
 		mw_error_set(&e, MW_RESULT_MALFORMED, path, "manifest.json", "the bundle has no "
 			     "manifest: not written by memwall bundle");
 		fail(&c, MW_RESULT_MALFORMED, &e);
 	} else {
 		check_manifest(&c);
+		check_records(&c);
 	}
-	if (!c.worst && c.records == 0) {
+	if (!c.worst && c.records_n == 0) {
 		struct mw_error e;
+		mw_error_clear(&e);
 		mw_error_set(&e, MW_RESULT_MALFORMED, path, "records/", "the bundle holds no record");
 		fail(&c, MW_RESULT_MALFORMED, &e);
 	}
@@ -342,8 +365,10 @@ int mw_bundle_check(const char *path, FILE *log, struct mw_error *err)
 		*err = c.first;
 	else if (log)
 		fprintf(log, "%s: valid bundle (%d records, every sha256 matches its manifest)\n", path,
-			c.records);
+			c.records_n);
 	json_decref(c.seen);
+	json_decref(c.records);
+	json_decref(c.changed);
 	json_decref(c.manifest);
 	return rc;
 }
