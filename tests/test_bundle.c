@@ -110,6 +110,7 @@ int main(void)
 	T_EQ_INT(mw_bundle_write(paths, 2, out, NULL, &err), 0);
 	T_ASSERT(mw_bundle_is(out));
 	T_ASSERT(!mw_bundle_is(pa));
+	T_ASSERT(!mw_bundle_is("/dev/zero")); /* and never blocks on a FIFO (test_security) */
 	T_EQ_INT(mw_bundle_check(out, NULL, &err), 0);
 
 	/* What it holds: the records' exact bytes, provenance, and a manifest whose sums match. */

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "fixture_result.h"
-#include "report.h"
+#include "report_rows.h"
 #include "run.h"
 #include "sha256.h"
 #include "test.h"
@@ -78,7 +78,7 @@ int main(void)
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
-	mw_report_rows(f, doc, sha, MW_FORMAT_JSONL);
+	mw_report_rows(f, doc, sha, false);
 	fclose(f);
 	size_t lines = 0;
 	for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n"), lines++) {
@@ -102,7 +102,7 @@ int main(void)
 
 	/* sql through the library. */
 	f = open_memstream(&buf, &len);
-	mw_report_rows(f, doc, sha, MW_FORMAT_SQL);
+	mw_report_rows(f, doc, sha, true);
 	fclose(f);
 	check_sql(buf, doc, sha);
 	free(buf);

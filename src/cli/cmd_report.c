@@ -5,6 +5,7 @@
 
 #include "mw.h"
 #include "report.h"
+#include "report_rows.h"
 #include "result.h"
 #include "sha256.h"
 #include "verbs.h"
@@ -80,7 +81,7 @@ int mw_cmd_report(int argc, char **argv)
 	if (fmt == MW_FORMAT_JSONL || fmt == MW_FORMAT_SQL) {
 		char sha[65];
 		bool have = !mw_sha256_file(argv[optind], sha, NULL, &err);
-		mw_report_rows(stdout, doc, have ? sha : NULL, fmt);
+		mw_report_rows(stdout, doc, have ? sha : NULL, fmt == MW_FORMAT_SQL);
 	} else {
 		mw_report_print(stdout, doc, fmt);
 	}

@@ -18,10 +18,14 @@
 bool mw_bundle_is(const char *path)
 {
 	unsigned char m[2] = { 0, 0 };
-	FILE *f = fopen(path, "rb");
-	bool gz = f && fread(m, 1, 2, f) == 2 && m[0] == 0x1f && m[1] == 0x8b;
-	if (f)
-		fclose(f);
+	struct mw_error err;
+	/* mw_file_open never blocks on a FIFO: a path that is not a regular file is not a bundle,
+	 * and the record reader then names what it is. */
+	int fd = mw_file_open(path, "bundle", "", MW_FILE_ANY_SIZE, &err);
+	if (fd < 0)
+		return false;
+	bool gz = read(fd, m, 2) == 2 && m[0] == 0x1f && m[1] == 0x8b;
+	close(fd);
 	return gz;
 }
 

@@ -11,6 +11,7 @@
 #include "embedded.h"
 #include "attribution.h"
 #include "report.h"
+#include "report_rows.h"
 #include "result.h"
 #include "roofline.h"
 #include "stats.h"
@@ -305,7 +306,7 @@ void mw_report_print(FILE *f, const json_t *doc, enum mw_format fmt)
 	} else if (fmt == MW_FORMAT_CSV) {
 		print_csv(f, doc);
 	} else if (fmt == MW_FORMAT_JSONL || fmt == MW_FORMAT_SQL) {
-		mw_report_rows(f, doc, NULL, fmt);
+		mw_report_rows(f, doc, NULL, fmt == MW_FORMAT_SQL);
 	} else {
 		json_t *o = json_pack("{s:O?, s:O?, s:O?, s:O?, s:O?}", "protocol",
 				      json_object_get(json_object_get(doc, "protocol"), "name"),

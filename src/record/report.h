@@ -17,15 +17,6 @@ int mw_format_parse(const char *text, enum mw_format *out);
  * and acceptance objects as JSON. */
 void mw_report_print(FILE *f, const json_t *doc, enum mw_format fmt);
 
-/* The table --format sql creates and fills. */
-#define MW_REPORT_SQL_TABLE "memwall_metrics"
-
-/* One JSON object per line (jsonl), or a CREATE TABLE IF NOT EXISTS and one INSERT per metric
- * (sql), for each of the record's summary metrics: the record's context (sha256 when given,
- * protocol, model, backend, machine, memory configuration) then the metric's figures. NaN and
- * absent figures are null / NULL. results/README.md documents the columns. */
-void mw_report_rows(FILE *f, const json_t *doc, const char *sha256, enum mw_format fmt);
-
 /* Writes the plot data and the gnuplot scripts (compiled into memwall from scripts/NAME.gp)
  * into dir, runs gnuplot on each, and leaves NAME.png and NAME.svg beside them. Names of the
  * charts made go to log. -ENOENT when gnuplot is not installed; -errno otherwise. */

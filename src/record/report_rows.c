@@ -5,9 +5,11 @@
  * The columns are data: one table below feeds both formats, and results/README.md documents each
  * column. SQL types are those SQLite and PostgreSQL share. */
 #include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
-#include "report.h"
+#include "report_rows.h"
 
 enum col_from {
 	FROM_DOC,     /* path is a dotted path in the record */
@@ -125,12 +127,12 @@ static void sql_value(FILE *f, const json_t *v)
 	}
 }
 
-void mw_report_rows(FILE *f, const json_t *doc, const char *sha256, enum mw_format fmt)
+void mw_report_rows(FILE *f, const json_t *doc, const char *sha256, bool sql)
 {
 	const json_t *m = json_object_get(json_object_get(doc, "summary"), "metrics");
 	const char *name;
 	json_t *x;
-	if (fmt == MW_FORMAT_SQL) {
+	if (sql) {
 		fprintf(f, "CREATE TABLE IF NOT EXISTS %s (\n", MW_REPORT_SQL_TABLE);
 		for (size_t i = 0; i < NCOLS; i++)
 			fprintf(f, "  %s %s%s\n", cols[i].name, cols[i].sql_type,
@@ -138,7 +140,7 @@ void mw_report_rows(FILE *f, const json_t *doc, const char *sha256, enum mw_form
 		fprintf(f, ");\n");
 	}
 	json_object_foreach((json_t *)(uintptr_t)m, name, x) {
-		if (fmt == MW_FORMAT_SQL) {
+		if (sql) {
 			fprintf(f, "INSERT INTO %s (", MW_REPORT_SQL_TABLE);
 			for (size_t i = 0; i < NCOLS; i++)
 				fprintf(f, "%s%s", i ? ", " : "", cols[i].name);
@@ -147,7 +149,7 @@ void mw_report_rows(FILE *f, const json_t *doc, const char *sha256, enum mw_form
 		json_t *line = json_object();
 		for (size_t i = 0; i < NCOLS; i++) {
 			json_t *v = value(i, doc, sha256, name, x);
-			if (fmt == MW_FORMAT_SQL) {
+			if (sql) {
 				fputs(i ? ", " : "", f);
 				sql_value(f, v);
 				json_decref(v);
@@ -155,7 +157,7 @@ void mw_report_rows(FILE *f, const json_t *doc, const char *sha256, enum mw_form
 				json_object_set_new(line, cols[i].name, v);
 			}
 		}
-		if (fmt == MW_FORMAT_SQL) {
+		if (sql) {
 			fprintf(f, ");\n");
 		} else {
 			json_dumpf(line, f, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
