@@ -4,7 +4,8 @@
 #   scripts/bootstrap.sh         build and run dependencies
 #   scripts/bootstrap.sh --dev   also the test tools: the aarch64 cross compiler and qemu-user
 #                                (NEON kernel tests), clang and its runtime (fuzzing), valgrind,
-#                                node and npm (the real-llama.cpp tests, via node-llama-cpp)
+#                                node and npm (the real-llama.cpp tests, via node-llama-cpp), and
+#                                the PostgreSQL server (the results store's PostgreSQL tests)
 #
 # Idempotent: it installs only what is missing and says what it installs, in one line; the
 # package manager's output goes to $TMPDIR/memwall-bootstrap.log (/tmp without TMPDIR), whose
@@ -54,8 +55,8 @@ if [ "$dev" -eq 1 ] && ! { command -v node >/dev/null 2>&1 && command -v npm >/d
 fi
 
 if command -v apt-get >/dev/null 2>&1; then
-	pkgs="git meson ninja-build pkg-config gcc libc6-dev libjansson-dev libpfm4-dev gnuplot-nox python3"
-	[ "$dev" -eq 1 ] && pkgs="$pkgs gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user clang libclang-rt-dev valgrind"
+	pkgs="git meson ninja-build pkg-config gcc libc6-dev libjansson-dev libpfm4-dev libsqlite3-dev libpq-dev zlib1g-dev gnuplot-nox python3"
+	[ "$dev" -eq 1 ] && pkgs="$pkgs gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user clang libclang-rt-dev valgrind postgresql"
 	missing=""
 	for p in $pkgs; do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
@@ -71,15 +72,15 @@ if command -v apt-get >/dev/null 2>&1; then
 	# shellcheck disable=SC2086
 	quietly $sudo apt-get install -y -qq --no-install-recommends $missing
 elif command -v dnf >/dev/null 2>&1; then
-	pkgs="git meson ninja-build pkgconf-pkg-config gcc jansson-devel libpfm-devel gnuplot python3 libperf-devel"
-	[ "$dev" -eq 1 ] && pkgs="$pkgs gcc-aarch64-linux-gnu qemu-user clang compiler-rt valgrind"
+	pkgs="git meson ninja-build pkgconf-pkg-config gcc jansson-devel libpfm-devel sqlite-devel libpq-devel zlib-devel gnuplot python3 libperf-devel"
+	[ "$dev" -eq 1 ] && pkgs="$pkgs gcc-aarch64-linux-gnu qemu-user clang compiler-rt valgrind postgresql-server"
 	pkgs="$pkgs${node_pkgs:+ $node_pkgs}"
 	say "installing (dnf, untested by the project): $pkgs (details in $log)"
 	# shellcheck disable=SC2086
 	quietly $sudo dnf install -y $pkgs
 elif command -v pacman >/dev/null 2>&1; then
-	pkgs="git meson ninja pkgconf gcc jansson libpfm4 gnuplot python"
-	[ "$dev" -eq 1 ] && pkgs="$pkgs aarch64-linux-gnu-gcc qemu-user clang compiler-rt valgrind"
+	pkgs="git meson ninja pkgconf gcc jansson libpfm4 sqlite postgresql-libs zlib gnuplot python"
+	[ "$dev" -eq 1 ] && pkgs="$pkgs aarch64-linux-gnu-gcc qemu-user clang compiler-rt valgrind postgresql"
 	pkgs="$pkgs${node_pkgs:+ $node_pkgs}"
 	say "installing (pacman, untested by the project): $pkgs (details in $log)"
 	# shellcheck disable=SC2086

@@ -18,6 +18,7 @@
 #include "file.h"
 #include "machine.h"
 #include "redact.h"
+#include "smbios.h"
 
 /* A meminfo file is about 1.5 KiB; a file 1 MiB long is not one. */
 #define MEMINFO_MAX (1u << 20)
@@ -527,6 +528,15 @@ static json_t *r_clocksource(struct mctx *c, char *w, size_t n)
 			   w, n, NULL);
 }
 
+/* DIMM count, speed and channels: the figure that explains most bandwidth differences between
+ * machines of the same CPU (src/base/smbios.c). */
+static json_t *r_memory_config(struct mctx *c, char *w, size_t n)
+{
+	json_t *o = NULL;
+	mw_smbios_memory_read(c->root, &o, w, n);
+	return o;
+}
+
 static const struct {
 	const char *name;
 	json_t *(*read)(struct mctx *c, char *why, size_t n);
@@ -545,6 +555,7 @@ static const struct {
 	{ "caches", r_caches },
 	{ "numa_nodes", r_numa },
 	{ "mem_total_bytes", r_mem },
+	{ "memory_config", r_memory_config },
 	{ "os", r_os },
 	{ "kernel", r_kernel },
 	{ "kernel_cmdline_perf", r_cmdline },

@@ -5,18 +5,24 @@
 
 #include "mw.h"
 #include "report.h"
+#include "report_rows.h"
 #include "result.h"
+#include "sha256.h"
 #include "verbs.h"
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: memwall report RESULT [--format md|csv|json] [--plot DIR]\n\n"
+	fprintf(f, "usage: memwall report RESULT [--format md|csv|json|jsonl|sql] [--plot DIR]\n\n"
 		   "Prints a result record's summary: every figure with its unit, n, mean, sd, CV,\n"
 		   "median, min/max and 95%% confidence interval, the per-token latency percentiles,\n"
 		   "and the acceptance verdicts. With --plot, also writes PNG and SVG charts to DIR\n"
 		   "with gnuplot: MB/token per run (measured and engine-accounted), tok/s per run,\n"
 		   "the per-token latency ECDF and rolling mean, and the per-controller DRAM split\n"
-		   "when it was measured. The data files and gnuplot scripts stay beside them.\n");
+		   "when it was measured. The data files and gnuplot scripts stay beside them.\n"
+		   "jsonl and sql print one line (an INSERT) per metric with the record's sha256,\n"
+		   "protocol, model, backend and machine, as llama-bench does: concatenate them for\n"
+		   "many records; the sql creates table memwall_metrics and loads into SQLite\n"
+		   "(results/README.md lists the columns).\n");
 }
 
 int mw_cmd_report(int argc, char **argv)
@@ -39,7 +45,8 @@ int mw_cmd_report(int argc, char **argv)
 		case 'f':
 			if (mw_format_parse(optarg, &fmt))
 				return mw_fail(MW_EXIT_USAGE, "report",
-					       "--format wants md, csv or json, got '%s'", optarg);
+					       "--format wants md, csv, json, jsonl or sql, got '%s'",
+					       optarg);
 			break;
 		case 'p':
 			plot = optarg;
@@ -71,7 +78,13 @@ int mw_cmd_report(int argc, char **argv)
 				"figures are shown as they are:\n");
 		mw_error_print(&err);
 	}
-	mw_report_print(stdout, doc, fmt);
+	if (fmt == MW_FORMAT_JSONL || fmt == MW_FORMAT_SQL) {
+		char sha[65];
+		bool have = !mw_sha256_file(argv[optind], sha, NULL, &err);
+		mw_report_rows(stdout, doc, have ? sha : NULL, fmt == MW_FORMAT_SQL);
+	} else {
+		mw_report_print(stdout, doc, fmt);
+	}
 	if (plot && (rc = mw_report_plot(doc, plot, stderr, &err))) {
 		mw_error_print(&err);
 		json_decref(doc);

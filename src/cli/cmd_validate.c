@@ -3,17 +3,19 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "bundle.h"
 #include "mw.h"
 #include "result.h"
 #include "verbs.h"
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: memwall validate RESULT...\n\n"
+	fprintf(f, "usage: memwall validate RESULT|BUNDLE...\n\n"
 		   "Checks each result record against the result schema (results/result.schema.json)\n"
 		   "and recomputes every derived figure (per-run figures, summary statistics,\n"
 		   "acceptance, drift verdict) from the raw per-token data, so an edited figure is\n"
-		   "caught. Exit: 0 all valid, 1 a figure disagrees with the raw data (the field is\n"
+		   "caught. A bundle (memwall bundle's tar.gz) is checked file by file against its\n"
+		   "manifest's sha256 sums, and each record in it as above. Exit: 0 all valid, 1 a figure disagrees with the raw data (the field is\n"
 		   "named), 2 unreadable or not of the schema.\n");
 }
 
@@ -41,6 +43,13 @@ int mw_cmd_validate(int argc, char **argv)
 		struct mw_error err;
 		json_t *doc = NULL;
 		mw_error_clear(&err);
+		if (mw_bundle_is(argv[i])) {
+			int brc = mw_bundle_check(argv[i], stdout, &err);
+			int code = !brc ? MW_EXIT_OK : brc == MW_RESULT_INCONSISTENT ? MW_EXIT_CHECK
+										: MW_EXIT_USAGE;
+			worst = code > worst ? code : worst;
+			continue;
+		}
 		int rc = mw_result_load(&doc, argv[i], &err);
 		if (!rc)
 			rc = mw_result_validate(doc, argv[i], &err);

@@ -11,6 +11,7 @@
 #include "embedded.h"
 #include "attribution.h"
 #include "report.h"
+#include "report_rows.h"
 #include "result.h"
 #include "roofline.h"
 #include "stats.h"
@@ -20,7 +21,8 @@ int mw_format_parse(const char *text, enum mw_format *out)
 	static const struct {
 		const char *name;
 		enum mw_format fmt;
-	} names[] = { { "md", MW_FORMAT_MD }, { "csv", MW_FORMAT_CSV }, { "json", MW_FORMAT_JSON } };
+	} names[] = { { "md", MW_FORMAT_MD }, { "csv", MW_FORMAT_CSV }, { "json", MW_FORMAT_JSON },
+		      { "jsonl", MW_FORMAT_JSONL }, { "sql", MW_FORMAT_SQL } };
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (!strcmp(text, names[i].name)) {
 			*out = names[i].fmt;
@@ -303,6 +305,8 @@ void mw_report_print(FILE *f, const json_t *doc, enum mw_format fmt)
 		print_md(f, doc);
 	} else if (fmt == MW_FORMAT_CSV) {
 		print_csv(f, doc);
+	} else if (fmt == MW_FORMAT_JSONL || fmt == MW_FORMAT_SQL) {
+		mw_report_rows(f, doc, NULL, fmt == MW_FORMAT_SQL);
 	} else {
 		json_t *o = json_pack("{s:O?, s:O?, s:O?, s:O?, s:O?}", "protocol",
 				      json_object_get(json_object_get(doc, "protocol"), "name"),

@@ -7,9 +7,10 @@
 
 #include "mw.h"
 
-enum mw_format { MW_FORMAT_MD, MW_FORMAT_CSV, MW_FORMAT_JSON };
+/* The formats of `report`; jsonl and sql are one line or row per metric (report_rows.c). */
+enum mw_format { MW_FORMAT_MD, MW_FORMAT_CSV, MW_FORMAT_JSON, MW_FORMAT_JSONL, MW_FORMAT_SQL };
 
-/* "md", "csv" or "json"; -EINVAL otherwise. */
+/* "md", "csv", "json", "jsonl" or "sql"; -EINVAL otherwise. */
 int mw_format_parse(const char *text, enum mw_format *out);
 
 /* Prints the record's summary: markdown tables, one CSV table of every metric, or the summary
