@@ -671,7 +671,10 @@ static int check_document(struct dctx *c, const json_t *doc)
 					    "(protocol.document, or protocol.overrides): the document or "
 					    "the run was edited", (long long)dec, (long long)decode);
 		}
-		if (json_is_array(prompt) && pre != (json_int_t)json_array_size(prompt)) {
+		/* A run stopped by a signal may have stopped inside its prefill. */
+		json_int_t n_prompt = (json_int_t)json_array_size(prompt);
+		bool run_complete = json_is_true(json_object_get(run, "complete"));
+		if (json_is_array(prompt) && (run_complete ? pre != n_prompt : pre > n_prompt)) {
 			snprintf(f, sizeof(f), "runs[%zu].prefill.tokens", i);
 			return inconsistent(c, f, "is %lld, but protocol.document.prompt_tokens holds "
 					    "%zu: the document or the run was edited", (long long)pre,
