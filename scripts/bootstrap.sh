@@ -56,7 +56,7 @@ fi
 
 if command -v apt-get >/dev/null 2>&1; then
 	pkgs="git meson ninja-build pkg-config gcc libc6-dev libjansson-dev libpfm4-dev libsqlite3-dev libpq-dev zlib1g-dev gnuplot-nox python3"
-	[ "$dev" -eq 1 ] && pkgs="$pkgs gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user clang libclang-rt-dev valgrind postgresql"
+	[ "$dev" -eq 1 ] && pkgs="$pkgs gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user clang libclang-rt-dev valgrind postgresql sqlite3"
 	missing=""
 	for p in $pkgs; do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"

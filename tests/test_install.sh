@@ -49,6 +49,24 @@ else
 		fail "the record's protocol.source is not the installed file ($dest/protocols/...)"
 fi
 
+# 1b. The installed binary's results store and formats (issue 19's path from a fresh install):
+# the record goes into an SQLite store that then holds a row, and the sql output loads into
+# SQLite (through the store's own library: `memwall db` runs the statements of a file).
+if [ -n "$rec" ]; then
+	db="$tmp/results.db"
+	"$bin" db --db "$db" import "$rec" >"$tmp/db.out" 2>&1 || { cat "$tmp/db.out" >&2; fail "db import: exit $?"; }
+	"$bin" db --db "$db" list --format csv >"$tmp/dblist.out" 2>&1 || fail "db list: exit $?"
+	grep -q "stories260k-smoke" "$tmp/dblist.out" || { cat "$tmp/dblist.out" >&2; fail "the store holds no row for the record"; }
+	"$bin" report "$rec" --format jsonl >"$tmp/r.jsonl" 2>&1 || fail "report --format jsonl: exit $?"
+	[ "$(grep -c '^{.*}$' "$tmp/r.jsonl")" -gt 0 ] || fail "report --format jsonl printed no JSON lines"
+	"$bin" report "$rec" --format sql >"$tmp/r.sql" 2>&1 || fail "report --format sql: exit $?"
+	if command -v sqlite3 >/dev/null 2>&1; then
+		n=$(sqlite3 "$tmp/loaded.db" <"$tmp/r.sql" >/dev/null 2>&1 &&
+		    sqlite3 "$tmp/loaded.db" "select count(*) from sqlite_master where type='table';")
+		[ "${n:-0}" -gt 0 ] || fail "report --format sql did not load into sqlite3"
+	fi
+fi
+
 # 2. --list names the installed protocols with a description, under the data directory.
 MEMWALL_DATA_DIR=$dest "$bin" run --list >"$tmp/list.out" 2>&1 || fail "run --list: exit $?"
 grep -q "^$dest/protocols:" "$tmp/list.out" || fail "run --list: no header for $dest/protocols"
