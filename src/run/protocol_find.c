@@ -62,13 +62,15 @@ int mw_protocol_find(const char *arg, char *path, size_t n, struct mw_error *err
 	}
 	/* A name is one path component: "../x" or "a/b" is a path that did not exist. */
 	bool name = arg[0] && !strchr(arg, '/');
+	char cand[8300];
 	for (int i = 0; name && i < nd; i++) {
-		snprintf(path, n, "%s/%s", dirs[i], arg);
-		if (is_file(path))
-			return 0;
-		snprintf(path, n, "%s/%s.json", dirs[i], arg);
-		if (is_file(path))
-			return 0;
+		for (int json = 0; json < 2; json++) {
+			snprintf(cand, sizeof(cand), "%s/%s%s", dirs[i], arg, json ? ".json" : "");
+			if (is_file(cand) && strlen(cand) < n) {
+				memcpy(path, cand, strlen(cand) + 1);
+				return 0;
+			}
+		}
 		int w = snprintf(searched + used, sizeof(searched) - used, "%s%s", i ? ", " : "",
 				 dirs[i]);
 		if (w > 0 && (size_t)w < sizeof(searched) - used)
