@@ -203,3 +203,39 @@ void krn_avx512_matvec_x8_q6_K(float *y, const void *w, size_t rows, const void 
 	x8k_matvec(y, w, rows, xq, n / KRN_QK_K, r0, r1, sizeof(block_q6_K), q6_prepare,
 		   block_q6_Kx8);
 }
+
+/* ---- Several tokens at once ------------------------------------------------------------------
+ *
+ * q4_K: each vector of quants loaded and split into its nibbles once for X8K_MM_TOK tokens'
+ * eight sub-block chains; the tail is k4_tail, token by token, as the matvec's. */
+static inline __attribute__((always_inline)) void
+mm_q4_K(__m256 *acc, const uint8_t *g, const block_q8_K *const *ys, const void *const *preps,
+	int nt)
+{
+	const __m256i lo = _mm256_set1_epi8(0x0f), hi = _mm256_set1_epi8((char)0xf0);
+	__m256i s[X8K_MM_TOK][8];
+	for (int t = 0; t < nt; t++)
+		for (int j = 0; j < 8; j++)
+			s[t][j] = _mm256_setzero_si256();
+	const uint8_t *p = g + 128;
+	for (int q = 0; q < 8; q++)
+		for (int c = 0; c < 4; c++, p += 32) {
+			__m256i v = loadu(p);
+			__m256i vl = _mm256_and_si256(v, lo), vh = _mm256_and_si256(v, hi);
+			for (int t = 0; t < nt; t++) {
+				const int8_t *a = ys[t]->qs + 64 * c + 4 * q;
+				s[t][2 * c] = dot_bcast(s[t][2 * c], vl, a);
+				s[t][2 * c + 1] = dot_bcast(s[t][2 * c + 1], vh, a + 32);
+			}
+		}
+	for (int t = 0; t < nt; t++)
+		acc[t] = k4_tail(acc[t], g, ys[t], preps[t], s[t], 4);
+}
+
+void krn_avx512_matmul_x8_q4_K(float *y, size_t ldy, const void *w, size_t rows,
+			       const void *xq, size_t ldx, size_t n_tok, size_t n, size_t r0,
+			       size_t r1)
+{
+	x8k_matmul(y, ldy, w, rows, xq, ldx, n_tok, n / KRN_QK_K, r0, r1, sizeof(block_q4_K),
+		   k4_prepare, mm_q4_K);
+}
