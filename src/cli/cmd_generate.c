@@ -492,17 +492,18 @@ static void summary_print(const struct gen *g)
 	if (generated > 1)
 		snprintf(rate, sizeof(rate), "%.2f",
 			 (double)(generated - 1) / (g->t_end - g->t_first));
+	/* The prompt's rate, after the fields that scripts and adapters match on. */
 	char pp[48] = "";
 	double prompt_s = g->t_prompt_end - g->t_loop;
 	if (prompt_s > 0)
-		snprintf(pp, sizeof(pp), " at %.1f tok/s", (double)g->n_prompt / prompt_s);
+		snprintf(pp, sizeof(pp), ", prompt %.1f tok/s", (double)g->n_prompt / prompt_s);
 	fprintf(stderr,
-		"memwall %s: %ld tokens (%d prompt%s), %s tok/s decode, first token %.1f ms "
-		"(load %.1f ms), kernels %s, threads %ld, kv %s%s%s\n",
-		VERB, generated, g->n_prompt, pp, rate, (g->t_first - g->t0) * 1e3,
+		"memwall %s: %ld tokens (%d prompt), %s tok/s decode, first token %.1f ms "
+		"(load %.1f ms), kernels %s, threads %ld, kv %s%s%s%s\n",
+		VERB, generated, g->n_prompt, rate, (g->t_first - g->t0) * 1e3,
 		(g->t_loaded - g->t0) * 1e3, eng_session_kernels(g->session), a->threads,
 		a->kv != ENG_KV_AUTO ? kv_names[a->kv]
-		: g->info->format == ENG_FORMAT_GGUF ? "f16" : "f32",
+		: g->info->format == ENG_FORMAT_GGUF ? "f16" : "f32", pp,
 		a->hooks_bench ? ", no-op hooks" : "",
 		g->info->synthetic ? ", synthetic model (random weights)" : "");
 	/* adapters.h's generic line: the decode rate covers the steps after the first
