@@ -207,7 +207,53 @@ void krn_avx512_matvec_x8_q6_K(float *y, const void *w, size_t rows, const void 
 /* ---- Several tokens at once ------------------------------------------------------------------
  *
  * q4_K: each vector of quants loaded and split into its nibbles once for X8K_MM_TOK tokens'
- * eight sub-block chains; the tail is k4_tail, token by token, as the matvec's. */
+ * eight sub-block chains, and the tail's unpacking of the eight rows' scales and mins (k4_tail's,
+ * the same operations) once for all of them; each token's integer sums and float steps are
+ * k4_tail's, so it gets the matvec's bits. */
+static inline __attribute__((always_inline)) void
+mm_k4_tail(__m256 *acc, const uint8_t *g, const block_q8_K *const *ys, const void *const *preps,
+	   __m256i s[][8], int nt, int shift)
+{
+	const __m256i m6 = _mm256_set1_epi8(0x3f), m4 = _mm256_set1_epi8(0x0f);
+	__m256i w0 = loadu(g + 32), w1 = loadu(g + 64), w2 = loadu(g + 96);
+	__m256i sc[2] = {
+		_mm256_and_si256(w0, m6),
+		_mm256_and_si256(_mm256_ternarylogic_epi32(w2, _mm256_srli_epi32(w0, 2), m4, 0xe4),
+				 m6),
+	};
+	__m256i mn[2] = {
+		_mm256_and_si256(w1, m6),
+		_mm256_and_si256(_mm256_ternarylogic_epi32(_mm256_srli_epi32(w2, 4),
+							   _mm256_srli_epi32(w1, 2), m4, 0xe4),
+				 m6),
+	};
+	__m256i even[X8K_MM_TOK], odd[X8K_MM_TOK];
+	for (int t = 0; t < nt; t++)
+		even[t] = odd[t] = _mm256_setzero_si256();
+	for (int j = 0; j < 8; j += 2) {
+		__m256i se = _mm256_shuffle_epi8(sc[j / 4], byte_of_dword(j % 4));
+		__m256i so = _mm256_shuffle_epi8(sc[j / 4], byte_of_dword(j % 4 + 1));
+		for (int t = 0; t < nt; t++) {
+			even[t] = _mm256_add_epi32(even[t], _mm256_mullo_epi32(s[t][j], se));
+			odd[t] = _mm256_add_epi32(odd[t], _mm256_mullo_epi32(s[t][j + 1], so));
+		}
+	}
+	const __m256 hd = halves8(g), hm = halves8(g + 16);
+	for (int t = 0; t < nt; t++) {
+		const int8_t *prep = preps[t];
+		__m256i mhi = dot_bcast(_mm256_setzero_si256(), mn[0], prep);
+		__m256i mlo = dot_bcast(_mm256_setzero_si256(), mn[0], prep + 8);
+		mhi = dot_bcast(mhi, mn[1], prep + 4);
+		mlo = dot_bcast(mlo, mn[1], prep + 12);
+		__m256i mins = _mm256_add_epi32(_mm256_slli_epi32(mhi, 7), mlo);
+		__m256i isum = _mm256_add_epi32(_mm256_slli_epi32(even[t], shift), odd[t]);
+		__m256 d = _mm256_mul_ps(hd, _mm256_set1_ps(ys[t]->d / (float)(1 << shift)));
+		__m256 dm = _mm256_mul_ps(hm, _mm256_set1_ps(ys[t]->d));
+		acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), d, acc[t]);
+		acc[t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(mins), dm, acc[t]);
+	}
+}
+
 static inline __attribute__((always_inline)) void
 mm_q4_K(__m256 *acc, const uint8_t *g, const block_q8_K *const *ys, const void *const *preps,
 	int nt)
@@ -228,8 +274,7 @@ mm_q4_K(__m256 *acc, const uint8_t *g, const block_q8_K *const *ys, const void *
 				s[t][2 * c + 1] = dot_bcast(s[t][2 * c + 1], vh, a + 32);
 			}
 		}
-	for (int t = 0; t < nt; t++)
-		acc[t] = k4_tail(acc[t], g, ys[t], preps[t], s[t], 4);
+	mm_k4_tail(acc, g, ys, preps, s, nt, 4);
 }
 
 void krn_avx512_matmul_x8_q4_K(float *y, size_t ldy, const void *w, size_t rows,
