@@ -284,3 +284,58 @@ void krn_avx512_matmul_x8_q4_K(float *y, size_t ldy, const void *w, size_t rows,
 	x8k_matmul(y, ldy, w, rows, xq, ldx, n_tok, n / KRN_QK_K, r0, r1, sizeof(block_q4_K),
 		   k4_prepare, mm_q4_K);
 }
+
+/* q6_K: block_q6_Kx8's unpacking (the AND, the GF(2) affine map, the merge) and its pairs'
+ * scales once for the tokens; each token's chains start at its own offsets (q6_prepare) and
+ * take the matvec's integer steps. */
+static inline __attribute__((always_inline)) void
+mm_q6_K(__m256 *acc, const uint8_t *g, const block_q8_K *const *ys, const void *const *preps,
+	int nt)
+{
+	const __m256i low6 = _mm256_set1_epi8(0x3f), top2 = _mm256_set1_epi8((char)0xc0);
+	__m256i even[X8K_MM_TOK], odd[X8K_MM_TOK];
+	for (int t = 0; t < nt; t++)
+		even[t] = odd[t] = _mm256_setzero_si256();
+	const uint8_t *p = g + 144;
+	for (int pp = 0; pp < 8; pp++, p += 192) {
+		__m256i sa[X8K_MM_TOK], sb[X8K_MM_TOK];
+		for (int t = 0; t < nt; t++) {
+			const int32_t *off = preps[t];
+			sa[t] = _mm256_set1_epi32(off[2 * pp]);
+			sb[t] = _mm256_set1_epi32(off[2 * pp + 1]);
+		}
+		for (int k = 0; k < 4; k++) {
+			__m256i v = loadu(p + 32 * k);
+			__m256i l = _mm256_gf2p8affine_epi64_epi8(loadu(p + 128 + 32 * (k / 2)),
+								  bits_move(4 * (k % 2), 2, 4), 0);
+			__m256i b4 = _mm256_ternarylogic_epi32(v, l, top2, 0xec);
+			__m256i a6 = _mm256_and_si256(v, low6);
+			for (int t = 0; t < nt; t++) {
+				const int8_t *a = ys[t]->qs + 32 * pp + 4 * k;
+				sa[t] = dot_bcast(sa[t], a6, a);
+				sb[t] = dot_bcast(sb[t], b4, a + 16);
+			}
+		}
+		const uint8_t *sc = g + 16 + 16 * pp;
+		__m256i sca = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)sc));
+		__m256i scb = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(sc + 8)));
+		for (int t = 0; t < nt; t++) {
+			even[t] = _mm256_add_epi32(even[t], _mm256_mullo_epi32(sa[t], sca));
+			odd[t] = _mm256_add_epi32(odd[t], _mm256_mullo_epi32(sb[t], scb));
+		}
+	}
+	const __m256 hd = halves8(g);
+	for (int t = 0; t < nt; t++) {
+		__m256i isum = _mm256_add_epi32(_mm256_slli_epi32(even[t], 2), odd[t]);
+		__m256 d = _mm256_mul_ps(hd, _mm256_set1_ps(ys[t]->d * 0.25f));
+		acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), d, acc[t]);
+	}
+}
+
+void krn_avx512_matmul_x8_q6_K(float *y, size_t ldy, const void *w, size_t rows,
+			       const void *xq, size_t ldx, size_t n_tok, size_t n, size_t r0,
+			       size_t r1)
+{
+	x8k_matmul(y, ldy, w, rows, xq, ldx, n_tok, n / KRN_QK_K, r0, r1, sizeof(block_q6_K),
+		   q6_prepare, mm_q6_K);
+}
