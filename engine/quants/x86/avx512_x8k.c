@@ -277,6 +277,43 @@ mm_q4_K(__m256 *acc, const uint8_t *g, const block_q8_K *const *ys, const void *
 	mm_k4_tail(acc, g, ys, preps, s, nt, 4);
 }
 
+/* q5_K: block_q5_Kx8's unpacking once for the tokens, the tail mm_k4_tail's (odd sub-blocks
+ * times 8) */
+static inline __attribute__((always_inline)) void
+mm_q5_K(__m256 *acc, const uint8_t *g, const block_q8_K *const *ys, const void *const *preps,
+	int nt)
+{
+	const __m256i low5 = _mm256_set1_epi8(0x1f), top3 = _mm256_set1_epi8((char)0xe0);
+	__m256i s[X8K_MM_TOK][8];
+	for (int t = 0; t < nt; t++)
+		for (int j = 0; j < 8; j++)
+			s[t][j] = _mm256_setzero_si256();
+	const uint8_t *p = g + 128;
+	for (int q = 0; q < 8; q++, p += 160) {
+		__m256i low2 = loadu(p + 128);
+		for (int c = 0; c < 4; c++) {
+			__m256i v = loadu(p + 32 * c);
+			__m256i l = _mm256_gf2p8affine_epi64_epi8(low2, bits_move(2 * c, 3, 2), 0);
+			__m256i h8 = _mm256_ternarylogic_epi32(v, l, top3, 0xec);
+			__m256i a5 = _mm256_and_si256(v, low5);
+			for (int t = 0; t < nt; t++) {
+				const int8_t *a = ys[t]->qs + 64 * c + 4 * q;
+				s[t][2 * c] = dot_bcast(s[t][2 * c], a5, a);
+				s[t][2 * c + 1] = dot_bcast(s[t][2 * c + 1], h8, a + 32);
+			}
+		}
+	}
+	mm_k4_tail(acc, g, ys, preps, s, nt, 3);
+}
+
+void krn_avx512_matmul_x8_q5_K(float *y, size_t ldy, const void *w, size_t rows,
+			       const void *xq, size_t ldx, size_t n_tok, size_t n, size_t r0,
+			       size_t r1)
+{
+	x8k_matmul(y, ldy, w, rows, xq, ldx, n_tok, n / KRN_QK_K, r0, r1, sizeof(block_q5_K),
+		   k4_prepare, mm_q5_K);
+}
+
 void krn_avx512_matmul_x8_q4_K(float *y, size_t ldy, const void *w, size_t rows,
 			       const void *xq, size_t ldx, size_t n_tok, size_t n, size_t r0,
 			       size_t r1)

@@ -33,6 +33,9 @@ void krn_avx512_matmul_x8_q4_0(float *y, size_t ldy, const void *w, size_t rows,
 void krn_avx512_matmul_x8_q4_K(float *y, size_t ldy, const void *w, size_t rows,
 			       const void *xq, size_t ldx, size_t n_tok, size_t n, size_t r0,
 			       size_t r1);
+void krn_avx512_matmul_x8_q5_K(float *y, size_t ldy, const void *w, size_t rows,
+			       const void *xq, size_t ldx, size_t n_tok, size_t n, size_t r0,
+			       size_t r1);
 void krn_avx512_matmul_x8_q6_K(float *y, size_t ldy, const void *w, size_t rows,
 			       const void *xq, size_t ldx, size_t n_tok, size_t n, size_t r0,
 			       size_t r1);
