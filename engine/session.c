@@ -19,6 +19,13 @@
  * O(rows * n) of weights). Weights of any ggml type run through the quant tables
  * (quants/quants.h) on activations quantized to the weight's vec_dot_type, exactly as ggml's
  * CPU mul_mat does, so results track llama.cpp's. No step allocates.
+ *
+ * A pass runs n_tok tokens at once (eng_session_step: one; eng_session_prefill: a chunk):
+ * every vector above has a row per token, each matrix phase reads its weights once for all
+ * of them through the multi-token kernels (krn_quant_matmul, krn_matmul_f32), which give each
+ * token the one-token kernels' bits, and attention runs each token over the cache up to its
+ * own position, its keys and values written in the same pass before the barrier. Only the
+ * last token of a pass that wants logits goes through the classifier.
  */
 #include <errno.h>
 #include <math.h>
@@ -60,9 +67,13 @@ enum act_vec { VEC_XN, VEC_XB, VEC_HB, VEC_COUNT };
 
 /* One thread's private state, alone in its cache lines. */
 struct worker {
-	_Alignas(64) float *xn;       /* (dim) this thread's normalised copy of x */
+	_Alignas(64) float *xn;       /* (chunk, dim) this thread's normalised copies of x */
 	unsigned char *act;           /* (VEC_COUNT, ACT_COUNT, act_bytes) quantized vectors */
 	bool valid[VEC_COUNT][ACT_COUNT];
+	/* A pass of several tokens: each vector's rows quantized to one activation type at a
+	 * time (that of bslot[vec], -1 for none yet), act_bytes apart. */
+	unsigned char *bact;          /* (VEC_COUNT, chunk, act_bytes); NULL when chunk is 1 */
+	int bslot[VEC_COUNT];
 	uint16_t *h16;                /* (q_dim + ctx_len) an F16 cache's queries and attention
 				       * weights, rounded to f16 */
 };
@@ -73,7 +84,7 @@ struct eng_session;
 
 struct arch_ops {
 	void (*norm)(float *out, const float *x, const float *w, const float *b, int n, float eps);
-	void (*rope)(const struct eng_session *s, float *vec, int a, int b);
+	void (*rope)(const struct eng_session *s, int k, float *vec, int a, int b);
 	void (*qkv)(struct eng_session *s, struct worker *w, int l, int a, int b);
 	void (*layer)(struct eng_session *s, struct worker *w, int tid, int l);
 	bool neox; /* RoPE pairs span the head: QKV chunks must hold whole heads */
@@ -101,26 +112,31 @@ struct eng_session {
 	int qkv_align; /* row alignment of the QKV phase's chunks (whole heads for NeoX RoPE) */
 	int heads_share; /* heads per claim of the attention phase: n_heads / threads, rounded up */
 	int next_pos;  /* positions 0..next_pos-1 are in the cache */
+	int chunk;     /* the most tokens one pass runs (eng_session_prefill's chunk) */
+	int n_tok;     /* tokens in the pass being run, at positions pos .. pos + n_tok - 1 */
+	bool want_logits; /* the pass ends with the classifier, on its last token */
 
-	float *x;      /* (dim) the residual stream */
+	/* A pass's vectors, one row per token of it (decode: one row). */
+	float *x;      /* (chunk, dim) the residual stream */
 	void *emb_row; /* (a plain embedding row) the lookup's row out of an x8 table, else NULL */
-	float *xb;     /* (q_dim) attention output, heads side by side */
-	float *y;      /* (dim) output of wo (falcon: kept until the FFN's residual add) */
-	float *y2;     /* (dim) output of the down projection */
-	float *qkv;    /* (q_dim + 2 kv_dim) this position's q | k | v */
-	float *hb;     /* (hidden_dim) the FFN activation: SiLU(gate) * up, or GELU(up) */
-	float *hb2;    /* (hidden_dim) llama's up projection */
+	float *xb;     /* (chunk, q_dim) attention output, heads side by side */
+	float *y;      /* (chunk, dim) output of wo (falcon: kept until the FFN's residual add) */
+	float *y2;     /* (chunk, dim) output of the down projection */
+	float *qkv;    /* (chunk, qkv_dim) each position's q | k | v */
+	float *hb;     /* (chunk, hidden_dim) the FFN activation: SiLU(gate) * up, or GELU(up) */
+	float *hb2;    /* (chunk, hidden_dim) llama's up projection */
 	float *att;    /* (n_heads, ctx_len) attention weights */
 	float *logits; /* (vocab_size) */
+	int qkv_dim;   /* q_dim + 2 kv_dim */
 	struct worker *workers; /* (threads) */
 	size_t act_bytes;       /* one quantized vector of the longest input, any type */
 	void *key_cache;   /* (layer, ctx_len, kv_dim) of kv->elem bytes */
 	void *value_cache; /* (layer, ctx_len, kv_dim) */
 	float *rope_freq;  /* (n_rot / 2) */
-	float *rope_cos;   /* (n_rot / 2) at the current position */
-	float *rope_sin;   /* (n_rot / 2) */
+	float *rope_cos;   /* (chunk, n_rot / 2) at each position of the pass */
+	float *rope_sin;   /* (chunk, n_rot / 2) */
 
-	int pos; /* the step being run */
+	int pos; /* the pass's first position */
 	struct work_counter *work; /* (WORK_PER_LAYER * n_layers + 1) next chunk of each phase */
 	int n_work;
 
@@ -191,12 +207,50 @@ static const void *act_get(const struct eng_session *s, struct worker *w, enum a
 static void act_reset(struct worker *w, enum act_vec vec)
 {
 	memset(w->valid[vec], 0, sizeof(w->valid[vec]));
+	w->bslot[vec] = -1;
 }
 
-/* y[r] = row r of m . x for r in [a, b), x being vector `vec` of this thread. F32 weights go
- * through the f32 kernel table; others through the quant table on the quantized x, as ggml's
- * mul_mat does. */
-static void mat_rows(const struct eng_session *s, struct worker *w, enum act_vec vec, float *y,
+/* The pass's n_tok rows of x (ldx floats apart) quantized to type t for this thread, act_bytes
+ * apart, converted on first use since x last changed (act_reset) or another type was asked
+ * for. */
+static const void *act_get_rows(const struct eng_session *s, struct worker *w, enum act_vec vec,
+				const float *x, size_t ldx, int n, uint32_t t)
+{
+	int slot = 0;
+	while (slot < ACT_COUNT && act_types[slot] != t)
+		slot++;
+	unsigned char *buf = w->bact + (size_t)vec * (size_t)s->chunk * s->act_bytes;
+	if (w->bslot[vec] != slot) {
+		for (int k = 0; k < s->n_tok; k++)
+			s->qops->quantize_act[t](x + (size_t)k * ldx, buf + (size_t)k * s->act_bytes,
+						 (size_t)n);
+		w->bslot[vec] = slot;
+	}
+	return buf;
+}
+
+/* A pass of several tokens: y[k * ldy + r] = row r of m . (row k of x, ldx floats apart) for
+ * each token k, through the multi-token kernels, which give each token the bits that the
+ * one-token path below gives it. */
+static void mat_rows_tokens(const struct eng_session *s, struct worker *w, enum act_vec vec,
+			    float *y, size_t ldy, const struct eng_mat *m, const float *x,
+			    size_t ldx, int a, int b)
+{
+	if (m->type == KRN_TYPE_F32) {
+		krn_matmul_f32(s->ops, y, ldy, m->data, x, ldx, (size_t)s->n_tok, (size_t)m->cols,
+			       (size_t)a, (size_t)b);
+		return;
+	}
+	const void *xq = act_get_rows(s, w, vec, x, ldx, m->cols,
+				      krn_type_traits(m->type)->vec_dot_type);
+	krn_quant_matmul(s->qops, m->type, m->x8, y, ldy, m->data, (size_t)m->rows, xq,
+			 s->act_bytes, (size_t)s->n_tok, (size_t)m->cols, (size_t)a, (size_t)b);
+}
+
+/* y[r] = row r of m . x for r in [a, b), x being vector `vec` of this thread: one token. F32
+ * weights go through the f32 kernel table; others through the quant table on the quantized x,
+ * as ggml's mul_mat does. */
+static void mat_row1(const struct eng_session *s, struct worker *w, enum act_vec vec, float *y,
 		     const struct eng_mat *m, const float *x, int a, int b)
 {
 	if (m->type == KRN_TYPE_F32) {
@@ -210,6 +264,16 @@ static void mat_rows(const struct eng_session *s, struct worker *w, enum act_vec
 	else
 		krn_quant_matvec(s->qops, m->type, y, m->data, xq, (size_t)m->cols, (size_t)a,
 				 (size_t)b);
+}
+
+/* mat_row1 for each token of the pass, rows ldy and ldx floats apart. */
+static void mat_rows(const struct eng_session *s, struct worker *w, enum act_vec vec, float *y,
+		     size_t ldy, const struct eng_mat *m, const float *x, size_t ldx, int a, int b)
+{
+	if (s->n_tok > 1)
+		mat_rows_tokens(s, w, vec, y, ldy, m, x, ldx, a, b);
+	else
+		mat_row1(s, w, vec, y, m, x, a, b);
 }
 
 /* RMSNorm (Zhang and Sennrich 2019): x / sqrt(mean(x^2) + eps) * w, the sum in double as
@@ -245,14 +309,16 @@ static void norm_layer(float *out, const float *x, const float *w, const float *
 
 /* RoPE (Su et al. 2021), NORM mode (llama2.c's run.c, ggml's rope mode 0): rotates the
  * adjacent pairs (2j, 2j+1) of each head, for the first n_rot dimensions; on elements
- * [a, b) of vec, a and b even. */
-static void rope_norm(const struct eng_session *s, float *vec, int a, int b)
+ * [a, b) of vec, a and b even, at the position of the pass's token k. */
+static void rope_norm(const struct eng_session *s, int k, float *vec, int a, int b)
 {
+	const float *cs = s->rope_cos + (size_t)k * (size_t)(s->n_rot / 2);
+	const float *sn_ = s->rope_sin + (size_t)k * (size_t)(s->n_rot / 2);
 	for (int i = a; i < b; i += 2) {
 		int j = (i % s->head_size) / 2;
 		if (2 * j >= s->n_rot)
 			continue;
-		float c = s->rope_cos[j], sn = s->rope_sin[j], v0 = vec[i], v1 = vec[i + 1];
+		float c = cs[j], sn = sn_[j], v0 = vec[i], v1 = vec[i + 1];
 		vec[i] = v0 * c - v1 * sn;
 		vec[i + 1] = v0 * sn + v1 * c;
 	}
@@ -260,12 +326,14 @@ static void rope_norm(const struct eng_session *s, float *vec, int a, int b)
 
 /* RoPE, NeoX mode (ggml's GGML_ROPE_TYPE_NEOX, which falcon uses): pairs (j, j + n_rot / 2)
  * of each head. [a, b) covers whole heads (the QKV phase's chunks are head-aligned). */
-static void rope_neox(const struct eng_session *s, float *vec, int a, int b)
+static void rope_neox(const struct eng_session *s, int k, float *vec, int a, int b)
 {
 	int half = s->n_rot / 2;
+	const float *cs = s->rope_cos + (size_t)k * (size_t)half;
+	const float *sn_ = s->rope_sin + (size_t)k * (size_t)half;
 	for (int h = a; h < b; h += s->head_size)
 		for (int j = 0; j < half; j++) {
-			float c = s->rope_cos[j], sn = s->rope_sin[j], v0 = vec[h + j],
+			float c = cs[j], sn = sn_[j], v0 = vec[h + j],
 			      v1 = vec[h + j + half];
 			vec[h + j] = v0 * c - v1 * sn;
 			vec[h + j + half] = v0 * sn + v1 * c;
@@ -333,19 +401,23 @@ static void phase_edge(struct eng_session *s, int tid, enum eng_phase end, int e
 /* ---- The KV cache: how each element type stores and reads (a table, kv_traits) ---------- */
 
 /* Element (l, pos, i) of a row-major cache: (layer, ctx_len, kv_dim). */
-static size_t kv_row(const struct eng_session *s, int l)
+static size_t kv_row(const struct eng_session *s, int l, int pos)
 {
-	return ((size_t)l * (size_t)s->ctx_len + (size_t)s->pos) * (size_t)s->kv_dim;
+	return ((size_t)l * (size_t)s->ctx_len + (size_t)pos) * (size_t)s->kv_dim;
 }
 
-static void store_k_f32(const struct eng_session *s, int l, const float *k, int a, int b)
+static void store_k_f32(const struct eng_session *s, int l, int pos, const float *k, int a,
+			int b)
 {
-	memcpy((float *)s->key_cache + kv_row(s, l) + a, k + a, (size_t)(b - a) * sizeof(float));
+	memcpy((float *)s->key_cache + kv_row(s, l, pos) + a, k + a,
+	       (size_t)(b - a) * sizeof(float));
 }
 
-static void store_v_f32(const struct eng_session *s, int l, const float *v, int a, int b)
+static void store_v_f32(const struct eng_session *s, int l, int pos, const float *v, int a,
+			int b)
 {
-	memcpy((float *)s->value_cache + kv_row(s, l) + a, v + a, (size_t)(b - a) * sizeof(float));
+	memcpy((float *)s->value_cache + kv_row(s, l, pos) + a, v + a,
+	       (size_t)(b - a) * sizeof(float));
 }
 
 /* Heads [h0, h1) over positions 0..pos in float: scores q.k / sqrt(head_size), softmax, sum
@@ -355,29 +427,32 @@ static void store_v_f32(const struct eng_session *s, int l, const float *v, int 
  * on stories110M at position 128 this took attention from 5.3% to 2.4% of decode time
  * (perf record -e cpu-clock). Each head still sums its positions in order, so the result is
  * the same as head by head, whatever the split. */
-static void attend_f32(struct eng_session *s, struct worker *w, int l, int h0, int h1)
+static void attend_f32(struct eng_session *s, struct worker *w, int l, int k, int h0, int h1)
 {
+	const float *qk = s->qkv + (size_t)k * (size_t)s->qkv_dim;
+	float *xb = s->xb + (size_t)k * (size_t)s->q_dim;
+	int pos = s->pos + k;
 	(void)w;
 	size_t hs = (size_t)s->head_size, kv = (size_t)s->kv_dim, ctx = (size_t)s->ctx_len;
 	int kv_mul = s->n_heads / s->n_kv_heads;
 	const float *keys = (const float *)s->key_cache + (size_t)l * ctx * kv;
 	const float *values = (const float *)s->value_cache + (size_t)l * ctx * kv;
 	float scale = 1.0f / sqrtf((float)s->head_size);
-	for (int t = 0; t <= s->pos; t++) {
+	for (int t = 0; t <= pos; t++) {
 		const float *krow = keys + (size_t)t * kv;
 		for (int h = h0; h < h1; h++)
 			s->att[(size_t)h * ctx + (size_t)t] =
-				s->ops->dot_f32(s->qkv + (size_t)h * hs,
+				s->ops->dot_f32(qk + (size_t)h * hs,
 						krow + (size_t)(h / kv_mul) * hs, hs) * scale;
 	}
 	for (int h = h0; h < h1; h++) {
-		softmax(s->att + (size_t)h * ctx, s->pos + 1);
-		memset(s->xb + (size_t)h * hs, 0, hs * sizeof(float));
+		softmax(s->att + (size_t)h * ctx, pos + 1);
+		memset(xb + (size_t)h * hs, 0, hs * sizeof(float));
 	}
-	for (int t = 0; t <= s->pos; t++) {
+	for (int t = 0; t <= pos; t++) {
 		const float *vrow = values + (size_t)t * kv;
 		for (int h = h0; h < h1; h++)
-			s->ops->axpy_f32(s->xb + (size_t)h * hs, s->att[(size_t)h * ctx + (size_t)t],
+			s->ops->axpy_f32(xb + (size_t)h * hs, s->att[(size_t)h * ctx + (size_t)t],
 					 vrow + (size_t)(h / kv_mul) * hs, hs);
 	}
 }
@@ -386,16 +461,18 @@ static void attend_f32(struct eng_session *s, struct worker *w, int l, int h0, i
  * row-major; values transposed, (layer, kv_dim, ctx_len), so that each output element is one
  * dot product over the positions; the query and the softmax weights are rounded to F16 first,
  * since ggml's mul_mat converts its second operand to the F16 weight's vec_dot_type. */
-static void store_k_f16(const struct eng_session *s, int l, const float *k, int a, int b)
+static void store_k_f16(const struct eng_session *s, int l, int pos, const float *k, int a,
+			int b)
 {
-	uint16_t *d = (uint16_t *)s->key_cache + kv_row(s, l);
+	uint16_t *d = (uint16_t *)s->key_cache + kv_row(s, l, pos);
 	for (int i = a; i < b; i++)
 		d[i] = krn_fp32_to_fp16(k[i]);
 }
 
-static void store_v_f16(const struct eng_session *s, int l, const float *v, int a, int b)
+static void store_v_f16(const struct eng_session *s, int l, int pos, const float *v, int a,
+			int b)
 {
-	uint16_t *d = (uint16_t *)s->value_cache + kv_row(s, l);
+	uint16_t *d = (uint16_t *)s->value_cache + kv_row(s, l, pos);
 	for (int i = a; i < b; i++)
 		d[i] = krn_fp32_to_fp16(v[i]);
 }
@@ -406,8 +483,11 @@ static void store_v_f16(const struct eng_session *s, int l, const float *v, int 
  * (head by head, at 128 positions, attention was 8% of a stories110M step). Numerics are
  * llama.cpp's for an F16 cache: q rounded to f16 for the scores, softmax in f32, and the
  * probabilities rounded to f16 before they weight the values. */
-static void attend_f16(struct eng_session *s, struct worker *w, int l, int h0, int h1)
+static void attend_f16(struct eng_session *s, struct worker *w, int l, int k, int h0, int h1)
 {
+	const float *qk = s->qkv + (size_t)k * (size_t)s->qkv_dim;
+	float *xb = s->xb + (size_t)k * (size_t)s->q_dim;
+	int pos = s->pos + k;
 	size_t hs = (size_t)s->head_size, kv = (size_t)s->kv_dim, ctx = (size_t)s->ctx_len;
 	int kv_mul = s->n_heads / s->n_kv_heads;
 	const uint16_t *keys = (const uint16_t *)s->key_cache + (size_t)l * ctx * kv;
@@ -416,8 +496,8 @@ static void attend_f16(struct eng_session *s, struct worker *w, int l, int h0, i
 	krn_from_float_fn to_f16 = s->qops->quantize_act[KRN_TYPE_F16];
 	float scale = 1.0f / sqrtf((float)s->head_size);
 	uint16_t *p16 = w->h16 + s->q_dim;
-	to_f16(s->qkv + (size_t)h0 * hs, w->h16, (size_t)(h1 - h0) * hs);
-	for (int t = 0; t <= s->pos; t++) {
+	to_f16(qk + (size_t)h0 * hs, w->h16, (size_t)(h1 - h0) * hs);
+	for (int t = 0; t <= pos; t++) {
 		const uint16_t *krow = keys + (size_t)t * kv;
 		for (int h = h0; h < h1; h++) {
 			float *a = &s->att[(size_t)h * ctx + (size_t)t];
@@ -427,16 +507,16 @@ static void attend_f16(struct eng_session *s, struct worker *w, int l, int h0, i
 	}
 	for (int h = h0; h < h1; h++) {
 		float *att = s->att + (size_t)h * ctx;
-		softmax(att, s->pos + 1);
-		to_f16(att, p16, (size_t)s->pos + 1);
-		for (int t = 0; t <= s->pos; t++)
+		softmax(att, pos + 1);
+		to_f16(att, p16, (size_t)pos + 1);
+		for (int t = 0; t <= pos; t++)
 			att[t] = krn_fp16_to_fp32(p16[t]);
-		memset(s->xb + (size_t)h * hs, 0, hs * sizeof(float));
+		memset(xb + (size_t)h * hs, 0, hs * sizeof(float));
 	}
-	for (int t = 0; t <= s->pos; t++) {
+	for (int t = 0; t <= pos; t++) {
 		const uint16_t *vrow = values + (size_t)t * kv;
 		for (int h = h0; h < h1; h++)
-			s->qops->axpy_f16(s->xb + (size_t)h * hs, s->att[(size_t)h * ctx + (size_t)t],
+			s->qops->axpy_f16(xb + (size_t)h * hs, s->att[(size_t)h * ctx + (size_t)t],
 					  vrow + (size_t)(h / kv_mul) * hs, hs);
 	}
 }
@@ -444,11 +524,12 @@ static void attend_f16(struct eng_session *s, struct worker *w, int l, int h0, i
 struct kv_traits {
 	const char *name;
 	size_t elem; /* bytes per element */
-	/* Rows [a, b) of this position's key or value into layer l's cache. */
-	void (*store_k)(const struct eng_session *s, int l, const float *k, int a, int b);
-	void (*store_v)(const struct eng_session *s, int l, const float *v, int a, int b);
-	/* Heads [h0, h1) of layer l attend over positions 0..pos: those heads of s->xb. */
-	void (*attend)(struct eng_session *s, struct worker *w, int l, int h0, int h1);
+	/* Rows [a, b) of position pos's key or value into layer l's cache. */
+	void (*store_k)(const struct eng_session *s, int l, int pos, const float *k, int a, int b);
+	void (*store_v)(const struct eng_session *s, int l, int pos, const float *v, int a, int b);
+	/* Heads [h0, h1) of the pass's token k (at position pos + k) in layer l attend over
+	 * positions 0..pos + k: those heads of its row of s->xb. */
+	void (*attend)(struct eng_session *s, struct worker *w, int l, int k, int h0, int h1);
 };
 
 static const struct kv_traits kv_traits[] = {
@@ -456,23 +537,26 @@ static const struct kv_traits kv_traits[] = {
 	[ENG_KV_F16] = { "f16", sizeof(uint16_t), store_k_f16, store_v_f16, attend_f16 },
 };
 
-/* After rows [a, b) of q | k | v are computed: RoPE on q and k, and the cache write of k
- * and v, for those rows. */
+/* After rows [a, b) of q | k | v are computed for every token of the pass: RoPE on q and k,
+ * and the cache write of k and v, for those rows. */
 static void qkv_finish(struct eng_session *s, int l, int a, int b)
 {
-	float *q = s->qkv, *k = q + s->q_dim, *v = k + s->kv_dim;
 	int qa = a, qb = imin(b, s->q_dim);
-	if (qa < qb)
-		s->arch->rope(s, q, qa, qb);
 	int ka = imax(a, s->q_dim) - s->q_dim, kb = imin(b, s->q_dim + s->kv_dim) - s->q_dim;
-	if (ka < kb) {
-		s->arch->rope(s, k, ka, kb);
-		s->kv->store_k(s, l, k, ka, kb);
-	}
 	int va = imax(a, s->q_dim + s->kv_dim) - s->q_dim - s->kv_dim,
 	    vb = imin(b, s->q_dim + 2 * s->kv_dim) - s->q_dim - s->kv_dim;
-	if (va < vb)
-		s->kv->store_v(s, l, v, va, vb);
+	for (int t = 0; t < s->n_tok; t++) {
+		float *q = s->qkv + (size_t)t * (size_t)s->qkv_dim, *k = q + s->q_dim,
+		      *v = k + s->kv_dim;
+		if (qa < qb)
+			s->arch->rope(s, t, q, qa, qb);
+		if (ka < kb) {
+			s->arch->rope(s, t, k, ka, kb);
+			s->kv->store_k(s, l, s->pos + t, k, ka, kb);
+		}
+		if (va < vb)
+			s->kv->store_v(s, l, s->pos + t, v, va, vb);
+	}
 }
 
 /* Llama: rows [a, b) of q | k | v from the three matrices (one phase, one barrier). */
@@ -480,44 +564,79 @@ static void qkv_llama(struct eng_session *s, struct worker *w, int l, int a, int
 {
 	const struct eng_layer *L = &s->m->layers[l];
 	float *q = s->qkv, *k = q + s->q_dim, *v = k + s->kv_dim;
+	size_t ld = (size_t)s->qkv_dim, dim = (size_t)s->dim;
 	int qa = a, qb = imin(b, s->q_dim);
 	if (qa < qb)
-		mat_rows(s, w, VEC_XN, q, &L->wq, w->xn, qa, qb);
+		mat_rows(s, w, VEC_XN, q, ld, &L->wq, w->xn, dim, qa, qb);
 	int ka = imax(a, s->q_dim) - s->q_dim, kb = imin(b, s->q_dim + s->kv_dim) - s->q_dim;
 	if (ka < kb)
-		mat_rows(s, w, VEC_XN, k, &L->wk, w->xn, ka, kb);
+		mat_rows(s, w, VEC_XN, k, ld, &L->wk, w->xn, dim, ka, kb);
 	int va = imax(a, s->q_dim + s->kv_dim) - s->q_dim - s->kv_dim,
 	    vb = imin(b, s->q_dim + 2 * s->kv_dim) - s->q_dim - s->kv_dim;
 	if (va < vb)
-		mat_rows(s, w, VEC_XN, v, &L->wv, w->xn, va, vb);
+		mat_rows(s, w, VEC_XN, v, ld, &L->wv, w->xn, dim, va, vb);
 }
 
 /* Falcon: rows [a, b) of the fused QKV matrix, whose rows are already q | k | v. */
 static void qkv_falcon(struct eng_session *s, struct worker *w, int l, int a, int b)
 {
-	mat_rows(s, w, VEC_XN, s->qkv, &s->m->layers[l].wqkv, w->xn, a, b);
+	mat_rows(s, w, VEC_XN, s->qkv, (size_t)s->qkv_dim, &s->m->layers[l].wqkv, w->xn,
+		 (size_t)s->dim, a, b);
 }
 
-/* The attention block up to wo's output in s->y: norm, q|k|v, RoPE, cache, heads. */
+/* norm over each token's row of x into this thread's xn */
+static void norm_rows(const struct eng_session *s, struct worker *w, const float *nw,
+		      const float *nb)
+{
+	for (int t = 0; t < s->n_tok; t++)
+		s->arch->norm(w->xn + (size_t)t * (size_t)s->dim, s->x + (size_t)t * (size_t)s->dim,
+			      nw, nb, s->dim, s->m->hp.norm_eps);
+}
+
+/* The attention block up to wo's input in s->xb: norm, q|k|v, RoPE, cache, heads. Each token
+ * of a pass attends to the cache up to its own position: the cache so far and the tokens of
+ * the pass before it, whose keys and values the QKV phase wrote before the barrier. */
 static void attention(struct eng_session *s, struct worker *w, int tid, int l)
 {
 	const struct eng_layer *L = &s->m->layers[l];
 	int work = l * WORK_PER_LAYER, a, b;
-	s->arch->norm(w->xn, s->x, L->attn_norm, L->attn_norm_b, s->dim, s->m->hp.norm_eps);
+	norm_rows(s, w, L->attn_norm, L->attn_norm_b);
 	act_reset(w, VEC_XN);
 	act_reset(w, VEC_XB);
 	act_reset(w, VEC_HB);
-	while (take(s, work + WORK_QKV, s->q_dim + 2 * s->kv_dim, s->qkv_align,
+	while (take(s, work + WORK_QKV, s->qkv_dim, s->qkv_align,
 		    imax(MIN_CHUNK_ROWS, s->qkv_align), &a, &b)) {
 		s->arch->qkv(s, w, l, a, b);
 		qkv_finish(s, l, a, b);
 	}
 	eng_pool_barrier(s->pool, tid);
 	/* An even share of heads per claim, so that each thread's heads are one contiguous
-	 * piece of every cache row; a late thread's share still goes to whoever is free. */
+	 * piece of every cache row; a late thread's share still goes to whoever is free. The
+	 * thread that holds a head runs it for every token of the pass (s->att is per head). */
 	while (take(s, work + WORK_HEADS, s->n_heads, 1, s->heads_share, &a, &b))
-		s->kv->attend(s, w, l, a, b);
+		for (int t = 0; t < s->n_tok; t++)
+			s->kv->attend(s, w, l, t, a, b);
 	eng_pool_barrier(s->pool, tid);
+}
+
+/* dst[t][r] += src[t][r] for rows [a, b) of every token of the pass, rows n apart */
+static void add_rows(const struct eng_session *s, float *dst, const float *src, int n, int a,
+		     int b)
+{
+	for (int t = 0; t < s->n_tok; t++)
+		for (int r = a; r < b; r++)
+			dst[(size_t)t * (size_t)n + (size_t)r] += src[(size_t)t * (size_t)n + (size_t)r];
+}
+
+/* The FFN-activation hook (engine.h), once per token of the pass: hb is complete here and is
+ * written again only in the next layer's FFN, behind barriers this thread has yet to reach. */
+static void ffn_act_hook(const struct eng_session *s, int tid, int l)
+{
+	if (!s->hooks.ffn_act || tid)
+		return;
+	for (int t = 0; t < s->n_tok; t++)
+		s->hooks.ffn_act(s->hooks.ctx, l, s->hb + (size_t)t * (size_t)s->hidden_dim,
+				 s->hidden_dim);
 }
 
 /* Llama's block: x += wo attn; x += down (SiLU(gate h) * up h), h = RMSNorm(x). */
@@ -525,34 +644,33 @@ static void layer_llama(struct eng_session *s, struct worker *w, int tid, int l)
 {
 	const struct eng_layer *L = &s->m->layers[l];
 	int work = l * WORK_PER_LAYER, a, b;
+	size_t dim = (size_t)s->dim, hid = (size_t)s->hidden_dim;
 	attention(s, w, tid, l);
 	while (take_rows(s, work + WORK_WO, s->dim, &a, &b)) {
-		mat_rows(s, w, VEC_XB, s->y, &L->wo, s->xb, a, b);
-		for (int r = a; r < b; r++)
-			s->x[r] += s->y[r];
+		mat_rows(s, w, VEC_XB, s->y, dim, &L->wo, s->xb, (size_t)s->q_dim, a, b);
+		add_rows(s, s->x, s->y, s->dim, a, b);
 	}
 	phase_edge(s, tid, ENG_PHASE_ATTENTION, l, ENG_PHASE_FFN, l);
 
 	/* SwiGLU (Shazeer 2020); gate and up share one phase and one quantized input. */
-	norm_rms(w->xn, s->x, L->ffn_norm, NULL, s->dim, s->m->hp.norm_eps);
+	norm_rows(s, w, L->ffn_norm, NULL);
 	act_reset(w, VEC_XN);
 	while (take_rows(s, work + WORK_UP, s->hidden_dim, &a, &b)) {
-		mat_rows(s, w, VEC_XN, s->hb, &L->w_gate, w->xn, a, b);
-		mat_rows(s, w, VEC_XN, s->hb2, &L->w_up, w->xn, a, b);
-		for (int r = a; r < b; r++) {
-			float gate = s->hb[r];
-			s->hb[r] = gate * (1.0f / (1.0f + expf(-gate))) * s->hb2[r];
+		mat_rows(s, w, VEC_XN, s->hb, hid, &L->w_gate, w->xn, dim, a, b);
+		mat_rows(s, w, VEC_XN, s->hb2, hid, &L->w_up, w->xn, dim, a, b);
+		for (int t = 0; t < s->n_tok; t++) {
+			float *hb = s->hb + (size_t)t * hid, *hb2 = s->hb2 + (size_t)t * hid;
+			for (int r = a; r < b; r++) {
+				float gate = hb[r];
+				hb[r] = gate * (1.0f / (1.0f + expf(-gate))) * hb2[r];
+			}
 		}
 	}
 	eng_pool_barrier(s->pool, tid);
-	/* The FFN-activation hook (engine.h): hb is complete here and is written again only
-	 * in the next layer's FFN, behind barriers this thread has yet to reach. */
-	if (s->hooks.ffn_act && tid == 0)
-		s->hooks.ffn_act(s->hooks.ctx, l, s->hb, s->hidden_dim);
+	ffn_act_hook(s, tid, l);
 	while (take_rows(s, work + WORK_DOWN, s->dim, &a, &b)) {
-		mat_rows(s, w, VEC_HB, s->y2, &L->w_down, s->hb, a, b);
-		for (int r = a; r < b; r++)
-			s->x[r] += s->y2[r];
+		mat_rows(s, w, VEC_HB, s->y2, dim, &L->w_down, s->hb, hid, a, b);
+		add_rows(s, s->x, s->y2, s->dim, a, b);
 	}
 }
 
@@ -562,24 +680,30 @@ static void layer_falcon(struct eng_session *s, struct worker *w, int tid, int l
 {
 	const struct eng_layer *L = &s->m->layers[l];
 	int work = l * WORK_PER_LAYER, a, b;
+	size_t dim = (size_t)s->dim, hid = (size_t)s->hidden_dim;
 	attention(s, w, tid, l);
 	while (take_rows(s, work + WORK_WO, s->dim, &a, &b))
-		mat_rows(s, w, VEC_XB, s->y, &L->wo, s->xb, a, b);
+		mat_rows(s, w, VEC_XB, s->y, dim, &L->wo, s->xb, (size_t)s->q_dim, a, b);
 	phase_edge(s, tid, ENG_PHASE_ATTENTION, l, ENG_PHASE_FFN, l);
 
 	/* The FFN reads the same normed input as attention: this thread's xn is unchanged. */
 	while (take_rows(s, work + WORK_UP, s->hidden_dim, &a, &b)) {
-		mat_rows(s, w, VEC_XN, s->hb, &L->w_up, w->xn, a, b);
-		for (int r = a; r < b; r++)
-			s->hb[r] = gelu_f16(s->hb[r]);
+		mat_rows(s, w, VEC_XN, s->hb, hid, &L->w_up, w->xn, dim, a, b);
+		for (int t = 0; t < s->n_tok; t++)
+			for (int r = a; r < b; r++)
+				s->hb[(size_t)t * hid + (size_t)r] =
+					gelu_f16(s->hb[(size_t)t * hid + (size_t)r]);
 	}
 	eng_pool_barrier(s->pool, tid);
-	if (s->hooks.ffn_act && tid == 0)
-		s->hooks.ffn_act(s->hooks.ctx, l, s->hb, s->hidden_dim);
+	ffn_act_hook(s, tid, l);
 	while (take_rows(s, work + WORK_DOWN, s->dim, &a, &b)) {
-		mat_rows(s, w, VEC_HB, s->y2, &L->w_down, s->hb, a, b);
-		for (int r = a; r < b; r++)
-			s->x[r] = (s->y2[r] + s->y[r]) + s->x[r];
+		mat_rows(s, w, VEC_HB, s->y2, dim, &L->w_down, s->hb, hid, a, b);
+		for (int t = 0; t < s->n_tok; t++) {
+			float *x = s->x + (size_t)t * dim;
+			const float *y = s->y + (size_t)t * dim, *y2 = s->y2 + (size_t)t * dim;
+			for (int r = a; r < b; r++)
+				x[r] = (y2[r] + y[r]) + x[r];
+		}
 	}
 }
 
@@ -603,10 +727,82 @@ static void forward_worker(void *arg, int tid)
 		else
 			phase_edge(s, tid, ENG_PHASE_FFN, l, ENG_PHASE_CLASSIFIER, -1);
 	}
-	s->arch->norm(w->xn, s->x, m->out_norm, m->out_norm_b, s->dim, m->hp.norm_eps);
+	if (!s->want_logits)
+		return;
+	/* The classifier, on the pass's last token only: the logits nobody reads are not
+	 * computed. */
+	const float *x = s->x + (size_t)(s->n_tok - 1) * (size_t)s->dim;
+	s->arch->norm(w->xn, x, m->out_norm, m->out_norm_b, s->dim, m->hp.norm_eps);
 	act_reset(w, VEC_XN);
 	while (take_rows(s, s->n_work - 1, s->vocab_size, &a, &b))
-		mat_rows(s, w, VEC_XN, s->logits, &m->output, w->xn, a, b);
+		mat_row1(s, w, VEC_XN, s->logits, &m->output, w->xn, a, b);
+}
+
+/* Engine-accounted bytes of the pass just run (engine.h, struct eng_step_bytes): each weight
+ * once, however many tokens shared it, an embedding row per token, the classifier only when it
+ * ran, and each token's cache reads and writes. */
+static void pass_bytes(const struct eng_session *s, struct eng_step_bytes *b)
+{
+	uint64_t layers = (uint64_t)s->n_layers, n = (uint64_t)s->n_tok, p = (uint64_t)s->pos;
+	memset(b, 0, sizeof(*b));
+	b->kv_read = (n * (p + 1) + n * (n - 1) / 2) * layers * s->kv_pos_bytes;
+	b->kv_write = n * layers * s->kv_pos_bytes;
+	b->by_phase[ENG_PHASE_ATTENTION] = n * s->emb_row_bytes + s->att_bytes;
+	b->by_phase[ENG_PHASE_FFN] = s->ffn_bytes;
+	b->by_phase[ENG_PHASE_CLASSIFIER] = s->want_logits ? s->cls_bytes : 0;
+	b->weights = b->by_phase[ENG_PHASE_ATTENTION] + b->by_phase[ENG_PHASE_FFN] +
+		     b->by_phase[ENG_PHASE_CLASSIFIER];
+	b->by_phase[ENG_PHASE_ATTENTION] += b->kv_read + b->kv_write;
+}
+
+/* One pass of the forward over n tokens at positions pos .. pos + n - 1 (n <= chunk), the
+ * callers having checked them; with want_logits, the last token's logits. */
+static void run_pass(struct eng_session *s, const int *tokens, int n, int pos, bool want_logits,
+		     struct eng_step_bytes *bytes)
+{
+	int half = s->n_rot / 2;
+	s->pos = pos;
+	s->n_tok = n;
+	s->want_logits = want_logits;
+	for (int t = 0; t < n; t++)
+		for (int j = 0; j < half; j++) {
+			float val = (float)(pos + t) * s->rope_freq[j];
+			s->rope_cos[(size_t)t * (size_t)half + (size_t)j] = cosf(val);
+			s->rope_sin[(size_t)t * (size_t)half + (size_t)j] = sinf(val);
+		}
+	if (s->hooks.phase)
+		s->hooks.phase(s->hooks.ctx, ENG_PHASE_ATTENTION, 0, true);
+	/* The embedding lookup is exact: the row dequantized, as ggml's get_rows does. */
+	const struct eng_mat *e = &s->m->token_embd;
+	for (int t = 0; t < n; t++) {
+		const char *row = (const char *)e->data + (size_t)tokens[t] * e->row_bytes;
+		float *x = s->x + (size_t)t * (size_t)s->dim;
+		if (e->x8) {
+			krn_x8_row(e->type, e->data, (size_t)e->rows, (size_t)e->cols,
+				   (size_t)tokens[t], s->emb_row);
+			row = s->emb_row;
+		}
+		if (e->type == KRN_TYPE_F32)
+			memcpy(x, row, (size_t)s->dim * sizeof(float));
+		else
+			krn_type_traits(e->type)->to_float(row, x, (size_t)s->dim);
+	}
+	/* Published to the workers by the pool's release. */
+	for (int i = 0; i < s->n_work; i++)
+		atomic_store_explicit(&s->work[i].next, 0, memory_order_relaxed);
+	eng_pool_run(s->pool, forward_worker, s);
+	if (s->hooks.phase)
+		s->hooks.phase(s->hooks.ctx, ENG_PHASE_CLASSIFIER, -1, false);
+	s->next_pos = pos + n;
+
+	if (bytes || s->hooks.token) {
+		struct eng_step_bytes b;
+		pass_bytes(s, &b);
+		if (bytes)
+			*bytes = b;
+		if (s->hooks.token)
+			s->hooks.token(s->hooks.ctx, pos + n - 1, tokens[n - 1], &b);
+	}
 }
 
 int eng_session_step(struct eng_session *s, int token, int pos, const float **logits,
@@ -615,51 +811,35 @@ int eng_session_step(struct eng_session *s, int token, int pos, const float **lo
 	if (token < 0 || token >= s->vocab_size || pos < 0 || pos >= s->ctx_len ||
 	    pos > s->next_pos)
 		return -EINVAL;
-	s->pos = pos;
-	for (int j = 0; j < s->n_rot / 2; j++) {
-		float val = (float)pos * s->rope_freq[j];
-		s->rope_cos[j] = cosf(val);
-		s->rope_sin[j] = sinf(val);
-	}
-	if (s->hooks.phase)
-		s->hooks.phase(s->hooks.ctx, ENG_PHASE_ATTENTION, 0, true);
-	/* The embedding lookup is exact: the row dequantized, as ggml's get_rows does. */
-	const struct eng_mat *e = &s->m->token_embd;
-	const char *row = (const char *)e->data + (size_t)token * e->row_bytes;
-	if (e->x8) {
-		krn_x8_row(e->type, e->data, (size_t)e->rows, (size_t)e->cols, (size_t)token,
-			   s->emb_row);
-		row = s->emb_row;
-	}
-	if (e->type == KRN_TYPE_F32)
-		memcpy(s->x, row, (size_t)s->dim * sizeof(float));
-	else
-		krn_type_traits(e->type)->to_float(row, s->x, (size_t)s->dim);
-	/* Published to the workers by the pool's release. */
-	for (int i = 0; i < s->n_work; i++)
-		atomic_store_explicit(&s->work[i].next, 0, memory_order_relaxed);
-	eng_pool_run(s->pool, forward_worker, s);
-	if (s->hooks.phase)
-		s->hooks.phase(s->hooks.ctx, ENG_PHASE_CLASSIFIER, -1, false);
-	s->next_pos = pos + 1;
-
-	if (bytes || s->hooks.token) {
-		struct eng_step_bytes b = { 0 };
-		uint64_t layers = (uint64_t)s->n_layers;
-		b.kv_read = (uint64_t)(pos + 1) * layers * s->kv_pos_bytes;
-		b.kv_write = layers * s->kv_pos_bytes;
-		b.by_phase[ENG_PHASE_ATTENTION] = s->emb_row_bytes + s->att_bytes;
-		b.by_phase[ENG_PHASE_FFN] = s->ffn_bytes;
-		b.by_phase[ENG_PHASE_CLASSIFIER] = s->cls_bytes;
-		b.weights = b.by_phase[ENG_PHASE_ATTENTION] + b.by_phase[ENG_PHASE_FFN] +
-			    b.by_phase[ENG_PHASE_CLASSIFIER];
-		b.by_phase[ENG_PHASE_ATTENTION] += b.kv_read + b.kv_write;
-		if (bytes)
-			*bytes = b;
-		if (s->hooks.token)
-			s->hooks.token(s->hooks.ctx, pos, token, &b);
-	}
+	run_pass(s, &token, 1, pos, true, bytes);
 	*logits = s->logits;
+	return 0;
+}
+
+int eng_session_prefill(struct eng_session *s, const int *tokens, int n, int pos0,
+			const float **logits, struct eng_step_bytes *bytes)
+{
+	if (n < 1 || pos0 < 0 || pos0 > s->next_pos || n > s->ctx_len - pos0)
+		return -EINVAL;
+	for (int i = 0; i < n; i++)
+		if (tokens[i] < 0 || tokens[i] >= s->vocab_size)
+			return -EINVAL;
+	if (bytes)
+		memset(bytes, 0, sizeof(*bytes));
+	for (int i = 0; i < n; i += s->chunk) {
+		int nt = imin(s->chunk, n - i);
+		struct eng_step_bytes b;
+		run_pass(s, tokens + i, nt, pos0 + i, logits && i + nt == n, bytes ? &b : NULL);
+		if (!bytes)
+			continue;
+		bytes->weights += b.weights;
+		bytes->kv_read += b.kv_read;
+		bytes->kv_write += b.kv_write;
+		for (int k = 0; k < ENG_PHASE_COUNT; k++)
+			bytes->by_phase[k] += b.by_phase[k];
+	}
+	if (logits)
+		*logits = s->logits;
 	return 0;
 }
 
@@ -775,6 +955,8 @@ static void set_shape(struct eng_session *s, const struct eng_session_options *o
 	s->kv_dim = s->head_size * info->n_kv_heads;
 	s->vocab_size = info->vocab_size;
 	s->ctx_len = opt->ctx_len > 0 ? opt->ctx_len : info->seq_len;
+	s->chunk = imin(opt->prefill_chunk > 0 ? opt->prefill_chunk : ENG_PREFILL_CHUNK, s->ctx_len);
+	s->qkv_dim = s->q_dim + 2 * s->kv_dim;
 	s->heads_share = (s->n_heads + s->n_threads - 1) / s->n_threads;
 	/* Whole heads per QKV chunk for NeoX RoPE: the least multiple of both. */
 	s->qkv_align = ROW_ALIGN;
@@ -814,13 +996,14 @@ static int alloc_buffers(struct eng_session *s, size_t kv_cells, struct eng_erro
 
 	int longest = imax(imax(s->dim, s->q_dim), s->hidden_dim);
 	s->act_bytes = act_bytes_for(longest);
-	s->x = alloc_aligned((size_t)s->dim, sizeof(float));
-	s->xb = alloc_aligned((size_t)s->q_dim, sizeof(float));
-	s->y = alloc_aligned((size_t)s->dim, sizeof(float));
-	s->y2 = alloc_aligned((size_t)s->dim, sizeof(float));
-	s->qkv = alloc_aligned((size_t)(s->q_dim + 2 * s->kv_dim), sizeof(float));
-	s->hb = alloc_aligned((size_t)s->hidden_dim, sizeof(float));
-	s->hb2 = alloc_aligned((size_t)s->hidden_dim, sizeof(float));
+	size_t c = (size_t)s->chunk;
+	s->x = alloc_aligned(c * (size_t)s->dim, sizeof(float));
+	s->xb = alloc_aligned(c * (size_t)s->q_dim, sizeof(float));
+	s->y = alloc_aligned(c * (size_t)s->dim, sizeof(float));
+	s->y2 = alloc_aligned(c * (size_t)s->dim, sizeof(float));
+	s->qkv = alloc_aligned(c * (size_t)s->qkv_dim, sizeof(float));
+	s->hb = alloc_aligned(c * (size_t)s->hidden_dim, sizeof(float));
+	s->hb2 = alloc_aligned(c * (size_t)s->hidden_dim, sizeof(float));
 	s->att = alloc_aligned((size_t)s->n_heads * (size_t)s->ctx_len, sizeof(float));
 	s->logits = alloc_aligned((size_t)s->vocab_size, sizeof(float));
 	s->workers = alloc_aligned((size_t)s->n_threads, sizeof(*s->workers));
@@ -828,8 +1011,15 @@ static int alloc_buffers(struct eng_session *s, size_t kv_cells, struct eng_erro
 		memset(s->workers, 0, (size_t)s->n_threads * sizeof(*s->workers));
 		for (int t = 0; t < s->n_threads; t++) {
 			struct worker *w = &s->workers[t];
-			w->xn = alloc_aligned((size_t)s->dim, sizeof(float));
+			w->xn = alloc_aligned(c * (size_t)s->dim, sizeof(float));
 			w->act = alloc_aligned((size_t)VEC_COUNT * ACT_COUNT, s->act_bytes);
+			for (int v = 0; v < VEC_COUNT; v++)
+				w->bslot[v] = -1;
+			if (c > 1 && !(w->bact = alloc_aligned((size_t)VEC_COUNT * c,
+								s->act_bytes))) {
+				rc = -ENOMEM;
+				break;
+			}
 			w->h16 = alloc_aligned((size_t)(s->q_dim + s->ctx_len), sizeof(uint16_t));
 			if (!w->xn || !w->act || !w->h16) {
 				rc = -ENOMEM;
@@ -844,8 +1034,8 @@ static int alloc_buffers(struct eng_session *s, size_t kv_cells, struct eng_erro
 	advise_huge(s->key_cache, kv_cells * s->kv->elem);
 	advise_huge(s->value_cache, kv_cells * s->kv->elem);
 	s->rope_freq = alloc_aligned((size_t)s->n_rot / 2 + 1, sizeof(float));
-	s->rope_cos = alloc_aligned((size_t)s->n_rot / 2 + 1, sizeof(float));
-	s->rope_sin = alloc_aligned((size_t)s->n_rot / 2 + 1, sizeof(float));
+	s->rope_cos = alloc_aligned(c * ((size_t)s->n_rot / 2 + 1), sizeof(float));
+	s->rope_sin = alloc_aligned(c * ((size_t)s->n_rot / 2 + 1), sizeof(float));
 	s->n_work = WORK_PER_LAYER * s->n_layers + 1;
 	s->work = alloc_aligned((size_t)s->n_work, sizeof(*s->work));
 	if (m->token_embd.x8 && !(s->emb_row = alloc_aligned(m->token_embd.row_bytes, 1)))
@@ -931,6 +1121,7 @@ void eng_session_free(struct eng_session *s)
 		for (int t = 0; t < s->n_threads; t++) {
 			free(s->workers[t].xn);
 			free(s->workers[t].act);
+			free(s->workers[t].bact);
 			free(s->workers[t].h16);
 		}
 	free(s->workers);

@@ -15,7 +15,12 @@
 #      bytes), per run, and their median, against both probes;
 #   5. time to first token (model load included) with and without --populate and with
 #      --load huge-copy, and the cost of the instrumentation hooks (no-op callbacks,
-#      --hooks-bench, against none), at 1 thread.
+#      --hooks-bench, against none), at 1 thread;
+#   6. prompt processing, pp128: a 128-token prompt (-n 1) at each thread count, on GGUF
+#      stories110M of each BENCH_PP_QUANTS (default "q4_0 q8_0", synthesized into BUILDDIR/bench/,
+#      plus the f32 llama2.c model), per load mode, in the engine's default prefill chunks
+#      against --prefill-chunk 1 (token by token, the path before eng_session_prefill),
+#      interleaved, median of BENCH_REPS: the prompt tok/s the summary line reports.
 #
 # Engine-accounted bytes per token are computed from the model's header, the way the engine
 # accounts them (engine.h, struct eng_step_bytes): every weight matrix and norm, the
@@ -23,10 +28,12 @@
 # the positions the tok/s figure covers (1 .. n-1: the first token is timed separately).
 #
 # Environment: BENCH_REPS (default 5), BENCH_STEPS (default 256), BENCH_THREADS (default "1 2"),
-# BENCH_LOADS (default "mmap huge-copy"), BENCH_PROBE_REPS (default 5), BENCH_NO_BUILD=1.
+# BENCH_LOADS (default "mmap huge-copy"), BENCH_PROBE_REPS (default 5), BENCH_NO_BUILD=1,
+# BENCH_PP_QUANTS (default "q4_0 q8_0"), BENCH_PP_LOADS (default "mmap repack"), BENCH_PP_ONLY=1
+# (step 6 alone).
 set -eu
 case "${1:-}" in
--h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+-h|--help) sed -n '2,34p' "$0"; exit 0 ;;
 esac
 cd "$(dirname "$0")/.."
 builddir=${1:-build}
@@ -87,6 +94,46 @@ gen() {
 	"$mw" generate -m "$model" -n "$steps" --ids --temperature 0 "$@" 2>&1 >/dev/null |
 		sed -n 's/.* \([0-9.]*\) tok\/s decode, first token \([0-9.]*\) ms.*/\1 \2/p'
 }
+
+# Step 6, pp128: prints a table of prompt tok/s, chunked against token by token.
+pp_quants=${BENCH_PP_QUANTS:-q4_0 q8_0}
+pp_loads=${BENCH_PP_LOADS:-mmap repack}
+pp128() {
+	ids=1
+	for i in $(seq 127); do ids="$ids,$((100 + (i * 37) % 3000))"; done
+	set --
+	for q in $pp_quants; do
+		f="$builddir/bench/stories110M-$q.gguf"
+		[ -f "$f" ] || "$mw" synth --shape stories110M --quant "$q" -o "$f" >&2
+		set -- "$@" "$f"
+	done
+	set -- "$@" "$model"
+	echo "prompt processing, pp128 (tok/s, median of $reps, 128-token prompt, -n 1):"
+	printf '  %-22s %-7s %-7s %10s %10s %7s\n' model threads load chunked "1 by 1" ratio
+	for f in "$@"; do
+		for t in $threads_list; do
+			for load in $pp_loads; do
+				a="" b=""
+				for _ in $(seq "$reps"); do
+					a="$a $(pp_one "$f" "$t" "$load")"
+					b="$b $(pp_one "$f" "$t" "$load" --prefill-chunk 1)"
+				done
+				ma=$(echo "$a" | tr ' ' '\n' | grep . | median)
+				mb=$(echo "$b" | tr ' ' '\n' | grep . | median)
+				printf '  %-22s %-7s %-7s %10.1f %10.1f %6.2fx\n' "$(basename "$f")" "$t" \
+					"$load" "$ma" "$mb" "$(echo "$ma $mb" | awk '{ print $1 / $2 }')"
+			done
+		done
+	done
+}
+pp_one() {
+	"$mw" generate -m "$1" -t "$2" --load "$3" --prompt-ids "$ids" -n 1 --ids \
+		--temperature 0 ${4:-} ${5:-} 2>&1 >/dev/null | sed -n 's/.*, prompt \([0-9.]*\) tok\/s.*/\1/p'
+}
+if [ "${BENCH_PP_ONLY:-0}" = 1 ]; then
+	pp128
+	exit 0
+fi
 
 echo "memwall engine benchmark: $("$mw" version | head -n 1)"
 echo "model: $model (SYNTHETIC stories110M), $steps tokens from BOS, greedy, $reps runs each"
@@ -176,4 +223,6 @@ n=$(echo "$none" | tr ' ' '\n' | grep . | median)
 h=$(echo "$hooked" | tr ' ' '\n' | grep . | median)
 echo "$n $h" | awk '{ printf "hooks (1 thread, median tok/s): %.2f without, %.2f with no-op callbacks: %+.2f%% (goal: cost <= 0.5%%)\n", $1, $2, 100 * ($1 - $2) / $1 }'
 echo "  runs without:$none; with:$hooked"
+echo
+pp128
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"

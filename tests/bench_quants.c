@@ -14,7 +14,11 @@
  * to trust: noise from other processes hits both halves of a round alike.
  *
  * Types with an x8 layout (quants.h) are also timed repacked, through each table's own x8
- * kernel, on a line of their own. BENCH_QUANTS_N sets the row length (default 4096).
+ * kernel, on a line of their own, and, where the table has a multi-token kernel
+ * (krn_quant_matmul), for MM_TOK tokens at once: its figure is weight bytes times tokens per
+ * second (what MM_TOK one-token passes would have to stream to keep up) and its ratio to the
+ * x8 matvec's rate, the gain a prompt chunk gets. BENCH_QUANTS_N sets the row length (default
+ * 4096).
  *
  * Usage: bench_quants [mb] [reps] [type...]; pin it (taskset -c 1) for stable figures.
  */
@@ -29,6 +33,7 @@
 
 #define HUGE (2u << 20)
 #define MAX_REPS 64
+#define MM_TOK 64 /* the engine's default prefill chunk (ENG_PREFILL_CHUNK) */
 
 static double now(void)
 {
@@ -91,7 +96,9 @@ static void bench(uint32_t t, double mb, int reps, const struct krn_ops *kops)
 	uint8_t *w = map_huge(bytes, &len);
 	float *f = malloc(n * sizeof(float)), *y = malloc(rows * sizeof(float));
 	uint8_t *aq = malloc(n * 4);
-	if (!w || !f || !y || !aq) {
+	float *ymm = malloc(rows * MM_TOK * sizeof(float));
+	uint8_t *aqs = malloc(MM_TOK * n * 4);
+	if (!w || !f || !y || !aq || !ymm || !aqs) {
 		fprintf(stderr, "bench_quants: out of memory for %.0f MB\n", mb);
 		exit(1);
 	}
@@ -124,9 +131,12 @@ static void bench(uint32_t t, double mb, int reps, const struct krn_ops *kops)
 		if (!ops->supported() || ops == all[n_ops - 1])
 			continue; /* ref: a correctness yardstick, not a speed one */
 		double gb_mv[MAX_REPS], gb_row[MAX_REPS], r_mv[MAX_REPS], r_row[MAX_REPS], gb_rd[MAX_REPS];
-		double gb_x8[MAX_REPS], r_x8[MAX_REPS];
-		bool x8 = w8 && krn_quant_x8_native(ops, t);
+		double gb_x8[MAX_REPS], r_x8[MAX_REPS], gb_mm[MAX_REPS], r_mm[MAX_REPS];
+		bool x8 = w8 && krn_quant_x8_native(ops, t), mm = x8 && ops->matmul_x8[t];
 		ops->quantize_act[tr->vec_dot_type](f, aq, n);
+		size_t ab = krn_row_size(tr->vec_dot_type, n);
+		for (size_t k = 0; k < MM_TOK; k++)
+			memcpy(aqs + k * ab, aq, ab);
 		krn_quant_matvec(ops, t, y, w, aq, n, 0, rows); /* warm up */
 		for (int k = 0; k < reps; k++) {
 			double t0 = now();
@@ -139,7 +149,13 @@ static void bench(uint32_t t, double mb, int reps, const struct krn_ops *kops)
 			if (x8)
 				krn_quant_matvec_x8(ops, t, y, w8, rows, aq, n, 0, rows);
 			double t4 = now();
+			if (mm)
+				krn_quant_matmul(ops, t, true, ymm, rows, w8, rows, aqs, ab, MM_TOK, n, 0,
+						 rows);
+			double t5 = now();
 			gb_x8[k] = (double)bytes / (t4 - t3) / 1e9;
+			gb_mm[k] = (double)bytes * MM_TOK / (t5 - t4) / 1e9;
+			r_mm[k] = gb_mm[k] / gb_x8[k];
 			gb_rd[k] = (double)bytes / (t1 - t0) / 1e9;
 			gb_mv[k] = (double)bytes / (t2 - t1) / 1e9;
 			gb_row[k] = (double)bytes / (t3 - t2) / 1e9;
@@ -155,6 +171,10 @@ static void bench(uint32_t t, double mb, int reps, const struct krn_ops *kops)
 		if (x8)
 			printf("%-5s %7.1f MB %-6s x8 matvec %6.2f GB/s (%.2fx read)\n", tr->name,
 			       (double)bytes / 1e6, ops->name, median(gb_x8, reps), median(r_x8, reps));
+		if (mm)
+			printf("%-5s %7.1f MB %-6s x8 matmul of %d tokens %6.1f GB/s of weights x "
+			       "tokens (%.2fx the x8 matvec)\n", tr->name, (double)bytes / 1e6, ops->name,
+			       MM_TOK, median(gb_mm, reps), median(r_mm, reps));
 		fflush(stdout);
 	}
 	munmap(w, len);
@@ -163,6 +183,8 @@ static void bench(uint32_t t, double mb, int reps, const struct krn_ops *kops)
 	free(f);
 	free(y);
 	free(aq);
+	free(ymm);
+	free(aqs);
 }
 
 int main(int argc, char **argv)

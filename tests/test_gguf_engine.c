@@ -786,6 +786,81 @@ out:
 	json_decref(ref);
 }
 
+/* eng_session_prefill in chunks of 1, 3, 8 and 64 tokens, on 1 and 2 threads, gives the last
+ * prompt token's logits with the bits that stepping token by token gives (the multi-token
+ * kernels promise each token the one-token kernels' bits), within the fixture's tolerance of
+ * llama.cpp's, and a prompt split in two calls (the second from pos0 > 0, on the cache the
+ * first wrote) gives the same. */
+static void prefill_one(const char *name, json_t *tols, enum eng_load_mode load)
+{
+	static const int chunks[] = { 1, 3, 8, 64 };
+	char rel[256];
+	json_error_t jerr;
+	struct eng_error err;
+	struct eng_model *m = NULL;
+	snprintf(rel, sizeof(rel), "fixtures/gguf/logits/%s.json", name);
+	json_t *ref = json_load_file(t_shared(rel), 0, &jerr);
+	snprintf(rel, sizeof(rel), "fixtures/gguf/models/%s.gguf", name);
+	double tol = fmax(1e-4, 2.0 * jnum(json_object_get(tols, name),
+					   "ref_f64_dequant_max_abs"));
+	struct eng_model_options mo = { .load = load };
+	T_ASSERT(ref != NULL);
+	if (!ref || eng_model_open(&m, t_shared(rel), &mo, &err)) {
+		json_decref(ref);
+		return;
+	}
+	json_t *toks = json_object_get(ref, "tokens"), *full = json_object_get(ref, "full_logits");
+	int n = (int)json_array_size(toks), V = eng_model_info(m)->vocab_size, tok[64];
+	T_ASSERT(n >= 5 && n <= 64);
+	for (int i = 0; i < n && i < 64; i++)
+		tok[i] = (int)json_integer_value(json_array_get(toks, (size_t)i));
+	float *lg = malloc((size_t)n * (size_t)V * sizeof(float));
+	struct eng_session_options so = { .threads = 1, .kv_type = ENG_KV_F32 };
+	T_EQ_INT(run_tokens(m, &so, tok, n, lg, NULL), 0);
+	const float *want_last = lg + (size_t)(n - 1) * (size_t)V,
+		    *want_split = lg + (size_t)(n - 5) * (size_t)V;
+	double worst = 0.0;
+	char key[24];
+	snprintf(key, sizeof(key), "%d", n - 1);
+	json_t *row = json_object_get(full, key);
+	for (size_t c = 0; c < sizeof(chunks) / sizeof(chunks[0]); c++)
+		for (int threads = 1; threads <= 2; threads++) {
+			struct eng_session *s = NULL;
+			struct eng_session_options po = { .threads = threads, .kv_type = ENG_KV_F32,
+							  .prefill_chunk = chunks[c] };
+			const float *got = NULL;
+			if (eng_session_new(&s, m, &po, &err)) {
+				T_FAIL_AT(__FILE__, __LINE__, "%s: %s", name, err.text);
+				continue;
+			}
+			T_EQ_INT(eng_session_prefill(s, tok, n, 0, &got, NULL), 0);
+			if (got && memcmp(got, want_last, (size_t)V * sizeof(float)))
+				T_FAIL_AT(__FILE__, __LINE__, "%s: prefill in chunks of %d on %d "
+					  "threads: logits differ from the token-by-token path",
+					  name, chunks[c], threads);
+			for (int v = 0; got && v < V; v++)
+				worst = fmax(worst, fabs((double)got[v] -
+						    json_number_value(json_array_get(row, (size_t)v))));
+			/* in two calls: n - 4 tokens, then 4 more after them */
+			T_EQ_INT(eng_session_prefill(s, tok, n - 4, 0, &got, NULL), 0);
+			T_ASSERT(got && !memcmp(got, want_split, (size_t)V * sizeof(float)));
+			T_EQ_INT(eng_session_prefill(s, tok + n - 4, 4, n - 4, &got, NULL), 0);
+			T_ASSERT(got && !memcmp(got, want_last, (size_t)V * sizeof(float)));
+			T_EQ_INT(eng_session_prefill(s, tok, 1, n + 1, &got, NULL), -EINVAL);
+			t_checks += 2;
+			eng_session_free(s);
+		}
+	if (!(worst <= tol))
+		T_FAIL_AT(__FILE__, __LINE__, "%s: prefill's last logits %.3g from llama.cpp's > %.3g",
+			  name, worst, tol);
+	printf("%-20s %-6s prefill in chunks of 1, 3, 8, 64 on 1-2 threads: the token-by-token "
+	       "bits; max |d| %.2e from llama.cpp's\n", name,
+	       load == ENG_LOAD_REPACK ? "repack" : "mmap", worst);
+	free(lg);
+	eng_model_close(m);
+	json_decref(ref);
+}
+
 /* The F16 cache (the default for GGUF) against the F32-cache logits: within twice what
  * llama.cpp's own default (F16 cache) moves them, tolerances.json's defaults_f16kv_* figure. */
 static void f16_cache_one(const char *name, json_t *tols)
@@ -839,6 +914,8 @@ static void test_fixtures(void)
 	for (size_t i = 0; i < sizeof(fixture_models) / sizeof(fixture_models[0]); i++) {
 		golden_one(fixture_models[i], tols, NULL, ENG_LOAD_MMAP);
 		golden_one(fixture_models[i], tols, NULL, ENG_LOAD_REPACK);
+		prefill_one(fixture_models[i], tols, ENG_LOAD_MMAP);
+		prefill_one(fixture_models[i], tols, ENG_LOAD_REPACK);
 	}
 	/* The reference tables on two files of different activation types, and on a repacked
 	 * file (the x8 rows unpacked per call). */

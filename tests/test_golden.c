@@ -67,6 +67,51 @@ static void generate(struct eng_model *m, const char *kernels, int threads, int 
 	eng_session_free(s);
 }
 
+/* The first PROMPT tokens the token-by-token path fed (BOS, then its own greedy choices) as a
+ * prompt to eng_session_prefill in chunks of `chunk`, then greedy: the last prompt token's
+ * logits have the token-by-token path's bits, and so every token after them is the same. */
+#define PROMPT 20
+static void check_prefill(struct eng_model *m, const char *kernels, int threads, int chunk,
+			  const int *want, int n)
+{
+	struct eng_session *s = NULL, *st = NULL;
+	struct eng_error err;
+	eng_error_clear(&err);
+	struct eng_session_options o = { .threads = threads, .kernels = kernels,
+					 .prefill_chunk = chunk };
+	int vocab = eng_model_info(m)->vocab_size, prompt[PROMPT], token = 0;
+	prompt[0] = ENG_TOKEN_BOS;
+	for (int i = 1; i < PROMPT; i++)
+		prompt[i] = want[i - 1];
+	const float *logits = NULL, *step_logits = NULL;
+	T_EQ_INT(eng_session_new(&s, m, &o, &err), 0);
+	T_EQ_INT(eng_session_new(&st, m, &o, &err), 0);
+	for (int pos = 0; st && pos < PROMPT; pos++)
+		T_EQ_INT(eng_session_step(st, prompt[pos], pos, &step_logits, NULL), 0);
+	if (s)
+		T_EQ_INT(eng_session_prefill(s, prompt, PROMPT, 0, &logits, NULL), 0);
+	T_ASSERT(logits && step_logits &&
+		 !memcmp(logits, step_logits, sizeof(float) * (size_t)vocab));
+	for (int pos = PROMPT; logits && pos <= n; pos++) {
+		int best = 0;
+		for (int v = 1; v < vocab; v++)
+			if (logits[v] > logits[best])
+				best = v;
+		if (best != want[pos - 1]) {
+			fprintf(stderr, "prefill (%s, %d threads, chunks of %d): position %d: token "
+				"%d, token by token %d\n", kernels, threads, chunk, pos - 1, best,
+				want[pos - 1]);
+			T_EQ_INT(best, want[pos - 1]);
+			break;
+		}
+		token = best;
+		if (pos < n)
+			T_EQ_INT(eng_session_step(s, token, pos, &logits, NULL), 0);
+	}
+	eng_session_free(s);
+	eng_session_free(st);
+}
+
 /* Exact up to EXACT; after that equal until a step whose margin is within float error. */
 static void compare(const char *what, const int *got, const int *want, int n)
 {
@@ -148,6 +193,12 @@ int main(void)
 	compare("ref vs auto kernels", ref, autok, n_ref);
 	T_ASSERT(!memcmp(autok, two, sizeof(int) * (size_t)n_ref));
 	T_ASSERT(!memcmp(ref, ref2, sizeof(int) * (size_t)n_ref));
+	static const int chunks[] = { 1, 3, 8, 64 };
+	for (size_t c = 0; c < sizeof(chunks) / sizeof(chunks[0]); c++) {
+		check_prefill(m, "auto", 1, chunks[c], autok, n_ref);
+		check_prefill(m, "auto", 2, chunks[c], autok, n_ref);
+		check_prefill(m, "ref", 1, chunks[c], ref, n_ref);
+	}
 
 	char dir[] = "/tmp/mw-test-golden-XXXXXX", tok[4200];
 	if (mkdtemp(dir)) {

@@ -466,6 +466,82 @@ static void check_x8(const struct krn_quant_ops *ops, const struct krn_quant_ops
 	}
 }
 
+/* krn_quant_matmul (several tokens against one pass over the weights) gives every token the
+ * bits krn_quant_matvec(_x8) gives it alone: plain rows (13 rows, not a multiple of eight: the
+ * fallback over row blocks) for every type, and x8 rows for every type with a layout (the
+ * table's own matmul_x8 where it has one), over token counts around the kernels' register
+ * blocks (4 legacy, 2 K-quants) and chunks (16), on a range of groups that starts inside the
+ * tensor, and row lengths of one and several tiles (18176 columns: four). */
+static void check_matmul(const struct krn_quant_ops *ops)
+{
+	static const size_t lengths[] = { 256, 768, 4544, 18176 };
+	static const size_t tokens[] = { 1, 2, 3, 5, 17, 21 };
+	const size_t rows_x8 = 3 * KRN_X8, rows_plain = 13, n_tok_max = 21;
+	for (size_t k = 0; k < N_WEIGHT_TYPES; k++) {
+		uint32_t t = weight_types[k], vt = krn_type_traits(t)->vec_dot_type;
+		for (size_t l = 0; l < sizeof(lengths) / sizeof(lengths[0]); l++) {
+			size_t n = lengths[l], rb = krn_row_size(t, n), ab = krn_row_size(vt, n);
+			if (!rb || (l == 3 && !krn_x8_layout(t)))
+				continue;
+			float *act = malloc(n * sizeof(float));
+			float *y = calloc(n_tok_max * rows_x8, sizeof(float)), y1[3 * KRN_X8];
+			uint8_t *w = malloc(rows_x8 * rb), *x8 = malloc(rows_x8 * rb),
+				*tmp = malloc(krn_x8_repack_scratch(t, n, rows_x8)),
+				*aq = malloc(n_tok_max * ab);
+			T_ASSERT(act && y && w && x8 && tmp && aq);
+			for (size_t j = 0; j < n_tok_max; j++) {
+				for (size_t i = 0; i < n; i++)
+					act[i] = 2.0f * next_unit();
+				ops->quantize_act[vt](act, aq + j * ab, n);
+			}
+			for (size_t r = 0; r < rows_x8; r++)
+				random_weights(t, w + r * rb, n, r % 3 == 1);
+			memcpy(x8, w, rows_x8 * rb);
+			if (krn_x8_layout(t))
+				krn_x8_repack(t, x8, n, rows_x8, tmp);
+			for (int layout = 0; layout < 2; layout++) {
+				bool is_x8 = layout == 1;
+				if (is_x8 && !krn_x8_layout(t))
+					break;
+				size_t rows = is_x8 ? rows_x8 : rows_plain, r0 = is_x8 ? KRN_X8 : 2;
+				const uint8_t *wl = is_x8 ? x8 : w;
+				for (size_t c = 0; c < sizeof(tokens) / sizeof(tokens[0]); c++) {
+					size_t nt = tokens[c];
+					krn_quant_matmul(ops, t, is_x8, y, rows_x8, wl, rows, aq, ab, nt,
+							 n, r0, rows);
+					for (size_t j = 0; j < nt; j++) {
+						const void *xj = aq + j * ab;
+						if (is_x8)
+							krn_quant_matvec_x8(ops, t, y1, wl, rows, xj, n,
+									    r0, rows);
+						else
+							krn_quant_matvec(ops, t, y1, wl, xj, n, r0,
+									 rows);
+						for (size_t r = r0; r < rows; r++)
+							if (memcmp(&y1[r], &y[j * rows_x8 + r],
+								   sizeof(float)))
+								T_FAIL_AT(__FILE__, __LINE__,
+									  "%s %s%s n %zu: matmul of %zu "
+									  "tokens, token %zu row %zu: "
+									  "%.9g, matvec %.9g",
+									  ops->name,
+									  krn_type_traits(t)->name,
+									  is_x8 ? " x8" : "", n, nt, j, r,
+									  y[j * rows_x8 + r], y1[r]);
+						t_checks++;
+					}
+				}
+			}
+			free(act);
+			free(y);
+			free(w);
+			free(x8);
+			free(tmp);
+			free(aq);
+		}
+	}
+}
+
 /* Activation quantizers where the largest magnitude is reached twice, with both signs: Q8_K
  * takes its scale's sign from the first, so a vectorised search must find the first. */
 static void check_act_ties(const struct krn_quant_ops *ops, const struct krn_quant_ops *ref)
@@ -571,6 +647,7 @@ static void check_isas_vs_ref(void)
 		check_long_rows(ops, ref);
 		check_short_legacy_rows(ops, ref);
 		check_x8(ops, ref);
+		check_matmul(ops);
 		check_act_ties(ops, ref);
 		check_axpy_f16(ops, ref);
 	}

@@ -12,8 +12,10 @@
  * memwall's code.
  *
  * The builtin runner reads the counters once at open (read k = 0), then per run: twice for the
- * idle window, once at prefill start, once after each prompt token, once after each decode
- * token. So run r (warm-up included, from 0) reads k = R r + 1 ... R (r + 1), R = 3 + P + D.
+ * idle window, once at prefill start, once after each chunk of the prompt (engine.h's
+ * eng_session_prefill: one token hook per chunk; the P tokens are one chunk), once after each
+ * decode token. So run r (warm-up included, from 0) reads k = R r + 1 ... R (r + 1),
+ * R = 3 + PRE + D.
  * A figure that was not measured must be null with its state, never 0.
  */
 #include <math.h>
@@ -27,7 +29,8 @@
 
 #define P 3                 /* prompt tokens */
 #define D 8                 /* decode tokens */
-#define R (3 + P + D)       /* counter reads per run */
+#define PRE 1               /* prefill chunks: P tokens within ENG_PREFILL_CHUNK */
+#define R (3 + PRE + D)     /* counter reads per run */
 #define RUNS 3
 #define WARMUP 1
 #define NRUNS (RUNS + WARMUP)
@@ -493,7 +496,7 @@ static void check_record(const struct sim_case *c, const char *path, const struc
 		const json_t *tok = json_object_get(run, "tokens");
 		T_ASSERT(json_is_true(json_object_get(run, "complete")));
 		T_EQ_INT(json_integer_value(json_object_get(dec, "tokens")), D);
-		int base = R * r, pre0 = base + 3, pre1 = base + 3 + P;
+		int base = R * r, pre0 = base + 3, pre1 = base + 3 + PRE;
 		struct want wi[N_FIG], wp[N_FIG], wd[N_FIG], series[N_FIG];
 		for (int f = 0; f < N_FIG; f++) {
 			wi[f] = want_sum(c, (enum fig)f, base + 1, base + 2);
@@ -728,7 +731,7 @@ static void test_wrap(void)
 	/* controller 0's read counter passes 2^64 and controller 1's, 48 bits wide, passes 2^48,
 	 * in the middle of the first measured run's decode */
 	struct sim_case *c = arrow_lake("wrap");
-	int k = R + 3 + P + D / 2;
+	int k = R + 3 + PRE + D / 2;
 	c->in[0].ev[0].start = UINT64_MAX - (uint64_t)k * c->in[0].ev[0].step + 1;
 	c->in[1].ev[0].bits = 48;
 	c->in[1].ev[0].start = (1ull << 48) - (uint64_t)k * c->in[1].ev[0].step + 1;
@@ -738,7 +741,7 @@ static void test_wrap(void)
 }
 
 /* Reads after this one fail: the middle of the second measured run's decode. */
-#define FAIL_AFTER (R * (WARMUP + 1) + 3 + P + D / 2)
+#define FAIL_AFTER (R * (WARMUP + 1) + 3 + PRE + D / 2)
 
 static void test_fail_mid_run(void)
 {

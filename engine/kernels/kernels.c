@@ -39,3 +39,20 @@ const struct krn_ops *krn_ops_find(const char *name)
 	}
 	return NULL;
 }
+
+/* 32 rows of 4544 floats (Falcon-7B's width) are 580 KB, within Zen 4's 1 MB L2. */
+#define MATMUL_BLOCK_ROWS 32
+
+void krn_matmul_f32(const struct krn_ops *ops, float *y, size_t ldy, const float *w,
+		    const float *x, size_t ldx, size_t n_tok, size_t n, size_t r0, size_t r1)
+{
+	if (ops->matmul_f32) {
+		ops->matmul_f32(y, ldy, w, x, ldx, n_tok, n, r0, r1);
+		return;
+	}
+	for (size_t a = r0; a < r1; a += MATMUL_BLOCK_ROWS) {
+		size_t b = r1 - a < MATMUL_BLOCK_ROWS ? r1 : a + MATMUL_BLOCK_ROWS;
+		for (size_t k = 0; k < n_tok; k++)
+			ops->matvec_f32(y + k * ldy, w, x + k * ldx, n, a, b);
+	}
+}

@@ -18,4 +18,9 @@ const struct krn_ops *const *krn_ops_all(size_t *n);
  * unknown or that ISA is not supported on this CPU. Static storage. */
 const struct krn_ops *krn_ops_find(const char *name);
 
+/* ops->matmul_f32 (ops.h) where the table has one; otherwise its matvec_f32 over the tokens, a
+ * block of rows at a time, so each block is read from the caches for all but the first. */
+void krn_matmul_f32(const struct krn_ops *ops, float *y, size_t ldy, const float *w,
+		    const float *x, size_t ldx, size_t n_tok, size_t n, size_t r0, size_t r1);
+
 #endif

@@ -36,6 +36,13 @@ struct krn_ops {
 	 * loop: it streams (r1 - r0) * n * 4 bytes of weights that are not in any cache. */
 	void (*matvec_f32)(float *y, const float *w, const float *x, size_t n, size_t r0,
 			   size_t r1);
+	/* Several tokens against one pass over w: y[t * ldy + r] = dot(w row r, x + t * ldx) for
+	 * r in [r0, r1) and t in [0, n_tok). Token by token the same bits as this table's
+	 * matvec_f32 (a prompt run in chunks agrees exactly with one run token by token); what
+	 * changes is that each row is loaded once for several tokens. Optional: NULL where a
+	 * table has none, and krn_matmul_f32 (kernels.h) loops matvec_f32 instead. */
+	void (*matmul_f32)(float *y, size_t ldy, const float *w, const float *x, size_t ldx,
+			   size_t n_tok, size_t n, size_t r0, size_t r1);
 	float (*dot_f32)(const float *a, const float *b, size_t n);
 	/* y[i] += a * x[i] */
 	void (*axpy_f32)(float *y, float a, const float *x, size_t n);

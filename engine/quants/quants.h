@@ -66,4 +66,16 @@ void krn_x8_row(uint32_t t, const void *w, size_t rows, size_t n, size_t r, void
 void krn_quant_matvec_x8(const struct krn_quant_ops *ops, uint32_t t, float *y, const void *w,
 			 size_t rows, const void *xq, size_t n, size_t r0, size_t r1);
 
+/* Several tokens at once (types.h's krn_matmul_x8_fn convention): y[t * ldy + r] = dot(row r
+ * of w, token t's activation at (const char *)xq + t * ldx) for r in [r0, r1), t in
+ * [0, n_tok). w has `rows` rows of n elements of type t, plain or (x8) in the x8 layout, in
+ * which case r0 and r1 are multiples of KRN_X8. Where ops has a matmul_x8 kernel for the type
+ * it runs; everywhere else (plain rows, every type, every ISA: the reference path) the rows are
+ * taken a block at a time and the one-token kernels run over the tokens, so the block is read
+ * from the caches for all but the first. Either way each token's result has the bits that
+ * krn_quant_matvec / krn_quant_matvec_x8 give it alone. */
+void krn_quant_matmul(const struct krn_quant_ops *ops, uint32_t t, bool x8, float *y,
+		      size_t ldy, const void *w, size_t rows, const void *xq, size_t ldx,
+		      size_t n_tok, size_t n, size_t r0, size_t r1);
+
 #endif

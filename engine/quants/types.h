@@ -212,6 +212,16 @@ typedef void (*krn_matvec_fn)(float *y, const void *w, size_t row_bytes, const v
 typedef void (*krn_matvec_x8_fn)(float *y, const void *w, size_t rows, const void *xq, size_t n,
 				 size_t r0, size_t r1);
 
+/* Several tokens against one pass over the weights (prefill, batched decode, speculative
+ * verification): y[t * ldy + r] = dot(row r, xq_t) for r in [r0, r1), both multiples of
+ * KRN_X8, and t in [0, n_tok), token t's activation (quantized to the vec_dot_type) at
+ * (const char *)xq + t * ldx. Token by token it gives the same bits as the same table's
+ * matvec_x8, so a prompt run in chunks and one run token by token agree exactly; what changes
+ * is that each block of weights is loaded and decoded once for several tokens. */
+typedef void (*krn_matmul_x8_fn)(float *y, size_t ldy, const void *w, size_t rows,
+				 const void *xq, size_t ldx, size_t n_tok, size_t n, size_t r0,
+				 size_t r1);
+
 struct krn_type_traits {
 	const char *name;       /* ggml's name: "q4_K", "f16", ... */
 	uint32_t block_size;    /* elements per block */
@@ -248,6 +258,10 @@ struct krn_quant_ops {
 	 * Taken from base when NULL; where no table has one, krn_quant_matvec_x8 unpacks the
 	 * rows and calls vec_dot. */
 	krn_matvec_x8_fn matvec_x8[KRN_TYPE_COUNT];
+	/* Optional multi-token kernels for the x8 layout, indexed by the weight type; never
+	 * filled from base (they must match this table's own matvec_x8 bit for bit). NULL:
+	 * krn_quant_matmul loops matvec_x8 over the tokens, a block of rows at a time. */
+	krn_matmul_x8_fn matmul_x8[KRN_TYPE_COUNT];
 	/* y[i] += a * x[i] for f16 x: attention's weighted sum over an f16 value cache, one
 	 * position's row at a time. Taken from base, then ref, when NULL. */
 	void (*axpy_f16)(float *y, float a, const uint16_t *x, size_t n);

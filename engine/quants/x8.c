@@ -131,3 +131,27 @@ void krn_quant_matvec_x8(const struct krn_quant_ops *ops, uint32_t t, float *y, 
 	else
 		matvec_x8_unpacked(ops, t, y, w, rows, xq, n, r0, r1);
 }
+
+/* Rows per block of the fallback: 64 rows of stories110M's widest q8_0 matrix are 140 KB, of
+ * Falcon-7B's ffn_down (18176 columns of q4_K) 650 KB, within Zen 4's 1 MB L2 either way. */
+#define MATMUL_BLOCK_ROWS 64
+
+void krn_quant_matmul(const struct krn_quant_ops *ops, uint32_t t, bool x8, float *y,
+		      size_t ldy, const void *w, size_t rows, const void *xq, size_t ldx,
+		      size_t n_tok, size_t n, size_t r0, size_t r1)
+{
+	if (x8 && ops->matmul_x8[t]) {
+		ops->matmul_x8[t](y, ldy, w, rows, xq, ldx, n_tok, n, r0, r1);
+		return;
+	}
+	for (size_t a = r0; a < r1; a += MATMUL_BLOCK_ROWS) {
+		size_t b = r1 - a < MATMUL_BLOCK_ROWS ? r1 : a + MATMUL_BLOCK_ROWS;
+		for (size_t k = 0; k < n_tok; k++) {
+			const void *xk = (const char *)xq + k * ldx;
+			if (x8)
+				krn_quant_matvec_x8(ops, t, y + k * ldy, w, rows, xk, n, a, b);
+			else
+				krn_quant_matvec(ops, t, y + k * ldy, w, xk, n, a, b);
+		}
+	}
+}

@@ -32,7 +32,7 @@ static const char *const kv_names[] = {
 
 struct gen_args {
 	const char *model, *tokenizer, *prompt, *kernels, *kv_name, *prompt_ids, *logits_path;
-	long steps, threads, seed;
+	long steps, threads, seed, prefill_chunk;
 	double temperature, topp;
 	bool ids, populate, hugepages, hooks_bench, report_line, force;
 	enum eng_kv_type kv;
@@ -46,7 +46,7 @@ static void usage(FILE *f)
 		"                        [--temperature T] [--topp P] [--seed S] [-t|--threads N]\n"
 		"                        [--kernels ref|auto|avx2|avx512|neon] [--ids] [--kv f32|f16]\n"
 		"                        [--populate] [--hugepages] [--load mmap|huge-copy|repack]\n"
-		"                        [--hooks-bench] [--force]\n"
+		"                        [--hooks-bench] [--force] [--prefill-chunk N]\n"
 		"                        [--prompt-ids ID,ID,...] [--logits FILE.json] [--report-line]\n\n"
 		"Runs a llama2.c checkpoint or a GGUF model (llama, falcon) from BOS (and the prompt)\n"
 		"and prints the text it generates as it goes, then one line on stderr: tokens, decode\n"
@@ -83,6 +83,9 @@ static void usage(FILE *f)
 		"                        repack: huge-copy, with the quantized matrices this CPU\n"
 		"                        has x8 kernels for interleaved by eight rows, the layout\n"
 		"                        those kernels read (as llama.cpp's CPU repack buffers)\n"
+		"      --prefill-chunk N tokens of the prompt per pass over the weights (default 64;\n"
+		"                        1 runs the prompt token by token); --logits runs it token\n"
+		"                        by token, since it writes every position's logits\n"
 		"      --hooks-bench     install no-op per-token and per-phase hooks, to measure what\n"
 		"                        the instrumentation costs against a run without them\n"
 		"      --force           run a model larger than the memory available (refused\n"
@@ -194,7 +197,7 @@ static int check_memory(const char *path)
 static int parse_args(struct gen_args *a, int argc, char **argv)
 {
 	enum { O_TEMP = 256, O_TOPP, O_SEED, O_KERNELS, O_IDS, O_KV, O_POPULATE, O_HUGE, O_HOOKS,
-	       O_PROMPT_IDS, O_LOGITS, O_REPORT, O_LOAD, O_FORCE };
+	       O_PROMPT_IDS, O_LOGITS, O_REPORT, O_LOAD, O_FORCE, O_CHUNK };
 	static const struct option longopts[] = {
 		{ "model", required_argument, NULL, 'm' },
 		{ "tokenizer", required_argument, NULL, 'z' },
@@ -215,6 +218,7 @@ static int parse_args(struct gen_args *a, int argc, char **argv)
 		{ "logits", required_argument, NULL, O_LOGITS },
 		{ "report-line", no_argument, NULL, O_REPORT },
 		{ "force", no_argument, NULL, O_FORCE },
+		{ "prefill-chunk", required_argument, NULL, O_CHUNK },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -266,6 +270,11 @@ static int parse_args(struct gen_args *a, int argc, char **argv)
 		case O_LOGITS: a->logits_path = optarg; break;
 		case O_REPORT: a->report_line = true; break;
 		case O_FORCE: a->force = true; break;
+		case O_CHUNK:
+			if (mw_parse_long(optarg, 1, 1L << 16, &a->prefill_chunk))
+				return mw_fail(MW_EXIT_USAGE, VERB,
+					       "--prefill-chunk %s: give a positive count", optarg);
+			break;
 		case 'h':
 			usage(stdout);
 			return -1;
@@ -391,24 +400,53 @@ static int prompt_encode(struct gen *g)
 	return 0;
 }
 
+/* The whole prompt in passes of --prefill-chunk tokens (eng_session_prefill), its text
+ * printed as the token-by-token loop prints it; *logits receives the last token's. */
+static int prefill(struct gen *g, const float **logits)
+{
+	int rc = eng_session_prefill(g->session, g->prompt, g->n_prompt, 0, logits, NULL);
+	if (rc)
+		return mw_fail(MW_EXIT_ENV, VERB, "prefill of %d tokens failed: %s", g->n_prompt,
+			       strerror(-rc));
+	for (int pos = 0; pos < g->n_prompt; pos++) {
+		g->fed[g->n_fed++] = g->prompt[pos];
+		if (pos + 1 < g->n_prompt && g->tok && !g->a.ids)
+			print_piece(eng_tokenizer_decode(g->tok, g->prompt[pos], g->prompt[pos + 1]));
+	}
+	g->t_prompt_end = now_seconds();
+	return 0;
+}
+
 /* Feeds the prompt, then samples -n tokens, printing each as it comes. Text shows the prompt
- * too, as run.c does; --ids shows only the generated tokens. */
+ * too, as run.c does; --ids shows only the generated tokens. The prompt goes through
+ * eng_session_prefill, except with --logits, which needs every position's logits. */
 static int generate_tokens(struct gen *g)
 {
 	const struct gen_args *a = &g->a;
-	int vocab_size = g->info->vocab_size, token = g->prompt[0], rc;
+	int vocab_size = g->info->vocab_size, token = g->prompt[0], rc, pos = 0;
+	const float *logits = NULL;
+	bool prefilled = !g->logits_file;
 
 	g->t_loop = g->t_prompt_end = now_seconds();
-	for (int pos = 0; g->generated < a->steps; pos++) {
-		const float *logits;
-		if ((rc = eng_session_step(g->session, token, pos, &logits, &g->bytes)))
+	if (prefilled) {
+		if ((rc = prefill(g, &logits)))
+			return rc;
+		pos = g->n_prompt - 1;
+		token = g->prompt[pos];
+	}
+	for (; g->generated < a->steps; pos++) {
+		if (prefilled && pos + 1 == g->n_prompt) {
+			/* the prompt's last token, already run by prefill */
+		} else if ((rc = eng_session_step(g->session, token, pos, &logits, &g->bytes))) {
 			return mw_fail(MW_EXIT_ENV, VERB, "step %d failed: %s", pos, strerror(-rc));
-		g->fed[g->n_fed++] = token;
+		} else {
+			g->fed[g->n_fed++] = token;
+		}
 		if (pos >= g->n_prompt)
 			g->kv_read_sum += g->bytes.kv_read;
 		if (g->logits_file)
 			write_logits(g->logits_file, pos, logits, vocab_size);
-		if (pos + 1 == g->n_prompt)
+		if (pos + 1 == g->n_prompt && g->logits_file)
 			g->t_prompt_end = now_seconds();
 		int next;
 		if (pos + 1 < g->n_prompt) {
@@ -460,13 +498,18 @@ static void summary_print(const struct gen *g)
 	if (generated > 1)
 		snprintf(rate, sizeof(rate), "%.2f",
 			 (double)(generated - 1) / (g->t_end - g->t_first));
+	/* The prompt's rate, after the fields that scripts and adapters match on. */
+	char pp[48] = "";
+	double prompt_s = g->t_prompt_end - g->t_loop;
+	if (prompt_s > 0)
+		snprintf(pp, sizeof(pp), ", prompt %.1f tok/s", (double)g->n_prompt / prompt_s);
 	fprintf(stderr,
 		"memwall %s: %ld tokens (%d prompt), %s tok/s decode, first token %.1f ms "
-		"(load %.1f ms), kernels %s, threads %ld, kv %s%s%s\n",
+		"(load %.1f ms), kernels %s, threads %ld, kv %s%s%s%s\n",
 		VERB, generated, g->n_prompt, rate, (g->t_first - g->t0) * 1e3,
 		(g->t_loaded - g->t0) * 1e3, eng_session_kernels(g->session), a->threads,
 		a->kv != ENG_KV_AUTO ? kv_names[a->kv]
-		: g->info->format == ENG_FORMAT_GGUF ? "f16" : "f32",
+		: g->info->format == ENG_FORMAT_GGUF ? "f16" : "f32", pp,
 		a->hooks_bench ? ", no-op hooks" : "",
 		g->info->synthetic ? ", synthetic model (random weights)" : "");
 	/* adapters.h's generic line: the decode rate covers the steps after the first
@@ -530,7 +573,8 @@ int mw_cmd_generate(int argc, char **argv)
 	static const struct eng_hooks noop_hooks = { .phase = noop_phase, .token = noop_token };
 	struct eng_session_options sopt = { .threads = (int)a->threads, .kernels = a->kernels,
 					    .kv_type = a->kv,
-					    .hooks = a->hooks_bench ? &noop_hooks : NULL };
+					    .hooks = a->hooks_bench ? &noop_hooks : NULL,
+					    .prefill_chunk = (int)a->prefill_chunk };
 	if (eng_session_new(&g.session, g.model, &sopt, &err)) {
 		rc = eng_fail(MW_EXIT_USAGE, &err);
 		goto out;

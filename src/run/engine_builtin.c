@@ -2,9 +2,10 @@
  *
  * Counters are read inside the engine's token hook, right after each step, so every decode
  * token gets its own latency, DRAM bytes and energy: the in-process view no outside tool has.
- * Windows follow one another without gaps: the decode window starts at the last prefill
- * token's reading, and each token's latency runs from the previous token's reading to its
- * own (so it includes sampling the token it was fed). Hence a window's totals are exactly the
+ * Windows follow one another without gaps: the decode window starts at the prefill's last
+ * reading (the prompt runs in chunks, one token hook per chunk), and each token's latency runs
+ * from the previous token's reading to its own (so it includes sampling the token it was
+ * fed). Hence a window's totals are exactly the
  * sums of its tokens, which `memwall validate` checks. A figure that was not measured at some
  * token (a counter that did not run, a read that failed, a figure the backend does not
  * provide) makes that figure null for the whole run, with its state recorded. */
@@ -583,8 +584,12 @@ static json_t *run_once(struct builtin *b, struct eng_sampler *samp, int index, 
 	mw_counters_read(&b->run->ctr, &b->pre0);
 	b->last = b->pre0;
 	*rc = 0;
-	for (size_t i = 0; i < b->n_prompt && !mw_run_stopped() && !*rc; i++, pos++)
-		*rc = eng_session_step(b->sess, b->prompt[i], pos, &logits, NULL);
+	/* The prompt in the session's chunks (eng_session_prefill): the token hook comes once per
+	 * chunk with the chunk's bytes, so pre_engine still sums the prompt's engine bytes. */
+	if (!mw_run_stopped()) {
+		*rc = eng_session_prefill(b->sess, b->prompt, (int)b->n_prompt, 0, &logits, NULL);
+		pos = *rc ? 0 : (int)b->n_prompt;
+	}
 	if (*rc || mw_run_stopped()) {
 		json_t *r = *rc ? NULL : stopped_run(b, index, warmup, idle, pos);
 		json_decref(idle);

@@ -59,4 +59,8 @@ const struct krn_quant_ops krn_quant_ops_avx2 = {
 		[KRN_TYPE_Q5_K] = krn_avx2_matvec_x8_q5_K,
 		[KRN_TYPE_Q6_K] = krn_avx2_matvec_x8_q6_K,
 	},
+	.matmul_x8 = {
+		[KRN_TYPE_Q4_0] = krn_avx2_matmul_x8_q4_0,
+		[KRN_TYPE_Q8_0] = krn_avx2_matmul_x8_q8_0,
+	},
 };

@@ -114,3 +114,72 @@ void krn_avx2_matvec_x8_q4_0(float *y, const void *w, size_t rows, const void *x
 {
 	x8_matvec(y, w, rows, xq, n / KRN_QK, r0, r1, sizeof(block_q4_0), 8, block_q4_0x8);
 }
+
+/* ---- Several tokens at once ------------------------------------------------------------------
+ *
+ * The blocks above, with what depends on the weights alone (the loads, q8_0's |q|, q4_0's
+ * nibbles) done once for X8_MM_TOK tokens; each token's products and sums are the matvec's,
+ * in int16 where it sums in int16, so each token gets the matvec's bits. */
+
+static inline __attribute__((always_inline)) void
+mm_q8_0(__m256 *acc, const uint8_t *g, const block_q8_0 *const *ys, const int32_t *base,
+	const float *dy, int nt)
+{
+	const __m256i flip = _mm256_set1_epi8((char)0x80), ones = _mm256_set1_epi16(1);
+	__m256i s[X8_MM_TOK];
+	(void)base;
+	for (int t = 0; t < nt; t++)
+		s[t] = _mm256_setzero_si256();
+	for (int c = 0; c < 8; c++) {
+		__m256i q = _mm256_xor_si256(loadu(g + 16 + 32 * c), flip), aq = _mm256_abs_epi8(q);
+		for (int t = 0; t < nt; t++) {
+			__m256i p = _mm256_maddubs_epi16(aq, _mm256_sign_epi8(bcast4(ys[t]->qs + 4 * c),
+									     q));
+			s[t] = _mm256_add_epi32(s[t], _mm256_madd_epi16(p, ones));
+		}
+	}
+	for (int t = 0; t < nt; t++)
+		acc[t] = block_tail(acc[t], g, s[t], dy[(size_t)t * X8_PREPARED]);
+}
+
+static inline __attribute__((always_inline)) void
+mm_q4_0(__m256 *acc, const uint8_t *g, const block_q8_0 *const *ys, const int32_t *base,
+	const float *dy, int nt)
+{
+	const __m256i lo = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
+	__m256i pa[X8_MM_TOK], ph[X8_MM_TOK];
+	for (int t = 0; t < nt; t++)
+		pa[t] = ph[t] = _mm256_setzero_si256();
+	for (int c = 0; c < 4; c++) {
+		__m256i q = loadu(g + 16 + 32 * c);
+		__m256i a = _mm256_and_si256(q, lo);
+		__m256i h = _mm256_and_si256(_mm256_srli_epi16(q, 4), lo);
+		for (int t = 0; t < nt; t++) {
+			pa[t] = _mm256_add_epi16(pa[t], _mm256_maddubs_epi16(a, bcast4(ys[t]->qs +
+										      4 * c)));
+			ph[t] = _mm256_add_epi16(ph[t], _mm256_maddubs_epi16(h, bcast4(ys[t]->qs + 16 +
+										      4 * c)));
+		}
+	}
+	for (int t = 0; t < nt; t++) {
+		__m256i p = _mm256_madd_epi16(_mm256_add_epi16(pa[t], ph[t]), ones);
+		acc[t] = block_tail(acc[t], g,
+				    _mm256_add_epi32(p, _mm256_set1_epi32(base[(size_t)t *
+									       X8_PREPARED])),
+				    dy[(size_t)t * X8_PREPARED]);
+	}
+}
+
+void krn_avx2_matmul_x8_q8_0(float *y, size_t ldy, const void *w, size_t rows, const void *xq,
+			     size_t ldx, size_t n_tok, size_t n, size_t r0, size_t r1)
+{
+	x8_matmul(y, ldy, w, rows, xq, ldx, n_tok, n / KRN_QK, r0, r1, sizeof(block_q8_0), 0,
+		  mm_q8_0);
+}
+
+void krn_avx2_matmul_x8_q4_0(float *y, size_t ldy, const void *w, size_t rows, const void *xq,
+			     size_t ldx, size_t n_tok, size_t n, size_t r0, size_t r1)
+{
+	x8_matmul(y, ldy, w, rows, xq, ldx, n_tok, n / KRN_QK, r0, r1, sizeof(block_q4_0), 8,
+		  mm_q4_0);
+}

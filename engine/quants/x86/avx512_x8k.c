@@ -203,3 +203,176 @@ void krn_avx512_matvec_x8_q6_K(float *y, const void *w, size_t rows, const void 
 	x8k_matvec(y, w, rows, xq, n / KRN_QK_K, r0, r1, sizeof(block_q6_K), q6_prepare,
 		   block_q6_Kx8);
 }
+
+/* ---- Several tokens at once ------------------------------------------------------------------
+ *
+ * q4_K: each vector of quants loaded and split into its nibbles once for X8K_MM_TOK tokens'
+ * eight sub-block chains, and the tail's unpacking of the eight rows' scales and mins (k4_tail's,
+ * the same operations) once for all of them; each token's integer sums and float steps are
+ * k4_tail's, so it gets the matvec's bits. */
+static inline __attribute__((always_inline)) void
+mm_k4_tail(__m256 *acc, const uint8_t *g, const block_q8_K *const *ys, const void *const *preps,
+	   __m256i s[][8], int nt, int shift)
+{
+	const __m256i m6 = _mm256_set1_epi8(0x3f), m4 = _mm256_set1_epi8(0x0f);
+	__m256i w0 = loadu(g + 32), w1 = loadu(g + 64), w2 = loadu(g + 96);
+	__m256i sc[2] = {
+		_mm256_and_si256(w0, m6),
+		_mm256_and_si256(_mm256_ternarylogic_epi32(w2, _mm256_srli_epi32(w0, 2), m4, 0xe4),
+				 m6),
+	};
+	__m256i mn[2] = {
+		_mm256_and_si256(w1, m6),
+		_mm256_and_si256(_mm256_ternarylogic_epi32(_mm256_srli_epi32(w2, 4),
+							   _mm256_srli_epi32(w1, 2), m4, 0xe4),
+				 m6),
+	};
+	__m256i even[X8K_MM_TOK], odd[X8K_MM_TOK];
+	for (int t = 0; t < nt; t++)
+		even[t] = odd[t] = _mm256_setzero_si256();
+	for (int j = 0; j < 8; j += 2) {
+		__m256i se = _mm256_shuffle_epi8(sc[j / 4], byte_of_dword(j % 4));
+		__m256i so = _mm256_shuffle_epi8(sc[j / 4], byte_of_dword(j % 4 + 1));
+		for (int t = 0; t < nt; t++) {
+			even[t] = _mm256_add_epi32(even[t], _mm256_mullo_epi32(s[t][j], se));
+			odd[t] = _mm256_add_epi32(odd[t], _mm256_mullo_epi32(s[t][j + 1], so));
+		}
+	}
+	const __m256 hd = halves8(g), hm = halves8(g + 16);
+	for (int t = 0; t < nt; t++) {
+		const int8_t *prep = preps[t];
+		__m256i mhi = dot_bcast(_mm256_setzero_si256(), mn[0], prep);
+		__m256i mlo = dot_bcast(_mm256_setzero_si256(), mn[0], prep + 8);
+		mhi = dot_bcast(mhi, mn[1], prep + 4);
+		mlo = dot_bcast(mlo, mn[1], prep + 12);
+		__m256i mins = _mm256_add_epi32(_mm256_slli_epi32(mhi, 7), mlo);
+		__m256i isum = _mm256_add_epi32(_mm256_slli_epi32(even[t], shift), odd[t]);
+		__m256 d = _mm256_mul_ps(hd, _mm256_set1_ps(ys[t]->d / (float)(1 << shift)));
+		__m256 dm = _mm256_mul_ps(hm, _mm256_set1_ps(ys[t]->d));
+		acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), d, acc[t]);
+		acc[t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(mins), dm, acc[t]);
+	}
+}
+
+static inline __attribute__((always_inline)) void
+mm_q4_K(__m256 *acc, const uint8_t *g, const block_q8_K *const *ys, const void *const *preps,
+	int nt)
+{
+	const __m256i lo = _mm256_set1_epi8(0x0f), hi = _mm256_set1_epi8((char)0xf0);
+	__m256i s[X8K_MM_TOK][8];
+	for (int t = 0; t < nt; t++)
+		for (int j = 0; j < 8; j++)
+			s[t][j] = _mm256_setzero_si256();
+	const uint8_t *p = g + 128;
+	for (int q = 0; q < 8; q++)
+		for (int c = 0; c < 4; c++, p += 32) {
+			__m256i v = loadu(p);
+			__m256i vl = _mm256_and_si256(v, lo), vh = _mm256_and_si256(v, hi);
+			for (int t = 0; t < nt; t++) {
+				const int8_t *a = ys[t]->qs + 64 * c + 4 * q;
+				s[t][2 * c] = dot_bcast(s[t][2 * c], vl, a);
+				s[t][2 * c + 1] = dot_bcast(s[t][2 * c + 1], vh, a + 32);
+			}
+		}
+	mm_k4_tail(acc, g, ys, preps, s, nt, 4);
+}
+
+/* q5_K: block_q5_Kx8's unpacking once for the tokens, the tail mm_k4_tail's (odd sub-blocks
+ * times 8) */
+static inline __attribute__((always_inline)) void
+mm_q5_K(__m256 *acc, const uint8_t *g, const block_q8_K *const *ys, const void *const *preps,
+	int nt)
+{
+	const __m256i low5 = _mm256_set1_epi8(0x1f), top3 = _mm256_set1_epi8((char)0xe0);
+	__m256i s[X8K_MM_TOK][8];
+	for (int t = 0; t < nt; t++)
+		for (int j = 0; j < 8; j++)
+			s[t][j] = _mm256_setzero_si256();
+	const uint8_t *p = g + 128;
+	for (int q = 0; q < 8; q++, p += 160) {
+		__m256i low2 = loadu(p + 128);
+		for (int c = 0; c < 4; c++) {
+			__m256i v = loadu(p + 32 * c);
+			__m256i l = _mm256_gf2p8affine_epi64_epi8(low2, bits_move(2 * c, 3, 2), 0);
+			__m256i h8 = _mm256_ternarylogic_epi32(v, l, top3, 0xec);
+			__m256i a5 = _mm256_and_si256(v, low5);
+			for (int t = 0; t < nt; t++) {
+				const int8_t *a = ys[t]->qs + 64 * c + 4 * q;
+				s[t][2 * c] = dot_bcast(s[t][2 * c], a5, a);
+				s[t][2 * c + 1] = dot_bcast(s[t][2 * c + 1], h8, a + 32);
+			}
+		}
+	}
+	mm_k4_tail(acc, g, ys, preps, s, nt, 3);
+}
+
+void krn_avx512_matmul_x8_q5_K(float *y, size_t ldy, const void *w, size_t rows,
+			       const void *xq, size_t ldx, size_t n_tok, size_t n, size_t r0,
+			       size_t r1)
+{
+	x8k_matmul(y, ldy, w, rows, xq, ldx, n_tok, n / KRN_QK_K, r0, r1, sizeof(block_q5_K),
+		   k4_prepare, mm_q5_K);
+}
+
+void krn_avx512_matmul_x8_q4_K(float *y, size_t ldy, const void *w, size_t rows,
+			       const void *xq, size_t ldx, size_t n_tok, size_t n, size_t r0,
+			       size_t r1)
+{
+	x8k_matmul(y, ldy, w, rows, xq, ldx, n_tok, n / KRN_QK_K, r0, r1, sizeof(block_q4_K),
+		   k4_prepare, mm_q4_K);
+}
+
+/* q6_K: block_q6_Kx8's unpacking (the AND, the GF(2) affine map, the merge) and its pairs'
+ * scales once for the tokens; each token's chains start at its own offsets (q6_prepare) and
+ * take the matvec's integer steps. */
+static inline __attribute__((always_inline)) void
+mm_q6_K(__m256 *acc, const uint8_t *g, const block_q8_K *const *ys, const void *const *preps,
+	int nt)
+{
+	const __m256i low6 = _mm256_set1_epi8(0x3f), top2 = _mm256_set1_epi8((char)0xc0);
+	__m256i even[X8K_MM_TOK], odd[X8K_MM_TOK];
+	for (int t = 0; t < nt; t++)
+		even[t] = odd[t] = _mm256_setzero_si256();
+	const uint8_t *p = g + 144;
+	for (int pp = 0; pp < 8; pp++, p += 192) {
+		__m256i sa[X8K_MM_TOK], sb[X8K_MM_TOK];
+		for (int t = 0; t < nt; t++) {
+			const int32_t *off = preps[t];
+			sa[t] = _mm256_set1_epi32(off[2 * pp]);
+			sb[t] = _mm256_set1_epi32(off[2 * pp + 1]);
+		}
+		for (int k = 0; k < 4; k++) {
+			__m256i v = loadu(p + 32 * k);
+			__m256i l = _mm256_gf2p8affine_epi64_epi8(loadu(p + 128 + 32 * (k / 2)),
+								  bits_move(4 * (k % 2), 2, 4), 0);
+			__m256i b4 = _mm256_ternarylogic_epi32(v, l, top2, 0xec);
+			__m256i a6 = _mm256_and_si256(v, low6);
+			for (int t = 0; t < nt; t++) {
+				const int8_t *a = ys[t]->qs + 32 * pp + 4 * k;
+				sa[t] = dot_bcast(sa[t], a6, a);
+				sb[t] = dot_bcast(sb[t], b4, a + 16);
+			}
+		}
+		const uint8_t *sc = g + 16 + 16 * pp;
+		__m256i sca = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)sc));
+		__m256i scb = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(sc + 8)));
+		for (int t = 0; t < nt; t++) {
+			even[t] = _mm256_add_epi32(even[t], _mm256_mullo_epi32(sa[t], sca));
+			odd[t] = _mm256_add_epi32(odd[t], _mm256_mullo_epi32(sb[t], scb));
+		}
+	}
+	const __m256 hd = halves8(g);
+	for (int t = 0; t < nt; t++) {
+		__m256i isum = _mm256_add_epi32(_mm256_slli_epi32(even[t], 2), odd[t]);
+		__m256 d = _mm256_mul_ps(hd, _mm256_set1_ps(ys[t]->d * 0.25f));
+		acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), d, acc[t]);
+	}
+}
+
+void krn_avx512_matmul_x8_q6_K(float *y, size_t ldy, const void *w, size_t rows,
+			       const void *xq, size_t ldx, size_t n_tok, size_t n, size_t r0,
+			       size_t r1)
+{
+	x8k_matmul(y, ldy, w, rows, xq, ldx, n_tok, n / KRN_QK_K, r0, r1, sizeof(block_q6_K),
+		   q6_prepare, mm_q6_K);
+}

@@ -120,3 +120,113 @@ void krn_avx512_matvec_x8_q4_0(float *y, const void *w, size_t rows, const void 
 {
 	x8_matvec(y, w, rows, xq, n / KRN_QK, r0, r1, sizeof(block_q4_0), 8, block_q4_0x8);
 }
+
+/* ---- Several tokens at once ------------------------------------------------------------------
+ *
+ * Each 32-byte vector of quants is loaded (and for q4_0 split into its two nibbles) once and
+ * multiplied into X8_MM_TOK tokens' chains, the activation dword a broadcast memory operand of
+ * vpdpbusd. The integer sums are exact, so their order is free; the float tail is
+ * block_tail's, token by token, as the matvec's. */
+
+static inline __m256i dot_bcast(__m256i acc, __m256i u, const int8_t *p)
+{
+	__asm__("vpdpbusd %2%{1to8%}, %1, %0" : "+v"(acc) : "v"(u), "m"(*(const int32_t *)p));
+	return acc;
+}
+
+static inline __attribute__((always_inline)) void
+mm_q8_0(__m256 *acc, const uint8_t *g, const block_q8_0 *const *ys, const int32_t *base,
+	const float *dy, int nt)
+{
+	__m256i s[X8_MM_TOK][2];
+	for (int t = 0; t < nt; t++) {
+		s[t][0] = _mm256_set1_epi32(base[(size_t)t * X8_PREPARED]);
+		s[t][1] = _mm256_setzero_si256();
+	}
+	for (int c = 0; c < 8; c++) {
+		__m256i v = loadu(g + 16 + 32 * c);
+		for (int t = 0; t < nt; t++)
+			s[t][c % 2] = dot_bcast(s[t][c % 2], v, ys[t]->qs + 4 * c);
+	}
+	for (int t = 0; t < nt; t++)
+		acc[t] = block_tail(acc[t], g, _mm256_add_epi32(s[t][0], s[t][1]),
+				    dy[(size_t)t * X8_PREPARED]);
+}
+
+/* q4_0: the high nibbles shifted down once for all the tokens (the matvec's & 0xf0 and a
+ * shift of the sum give the same integer). */
+static inline __attribute__((always_inline)) void
+mm_q4_0(__m256 *acc, const uint8_t *g, const block_q8_0 *const *ys, const int32_t *base,
+	const float *dy, int nt)
+{
+	const __m256i lo = _mm256_set1_epi8(0x0f);
+	__m256i s[X8_MM_TOK][2];
+	for (int t = 0; t < nt; t++) {
+		s[t][0] = _mm256_set1_epi32(base[(size_t)t * X8_PREPARED]);
+		s[t][1] = _mm256_setzero_si256();
+	}
+	for (int c = 0; c < 4; c++) {
+		__m256i q = loadu(g + 16 + 32 * c);
+		__m256i a = _mm256_and_si256(q, lo);
+		__m256i h = _mm256_and_si256(_mm256_srli_epi16(q, 4), lo);
+		for (int t = 0; t < nt; t++) {
+			s[t][0] = dot_bcast(s[t][0], a, ys[t]->qs + 4 * c);
+			s[t][1] = dot_bcast(s[t][1], h, ys[t]->qs + 16 + 4 * c);
+		}
+	}
+	for (int t = 0; t < nt; t++)
+		acc[t] = block_tail(acc[t], g, _mm256_add_epi32(s[t][0], s[t][1]),
+				    dy[(size_t)t * X8_PREPARED]);
+}
+
+/* q5_0: the unpacking of block_q5_0x8 (the AND, the GF(2) affine map and the merge) once
+ * for the tokens; each token's a and 8h sums are the matvec's integers. */
+static inline __attribute__((always_inline)) void
+mm_q5_0(__m256 *acc, const uint8_t *g, const block_q8_0 *const *ys, const int32_t *base,
+	const float *dy, int nt)
+{
+	const __m256i low5 = _mm256_set1_epi8(0x1f), top3 = _mm256_set1_epi8((char)0xe0);
+	__m256i sa[X8_MM_TOK], sh[X8_MM_TOK];
+	for (int t = 0; t < nt; t++) {
+		sa[t] = _mm256_set1_epi32(base[(size_t)t * X8_PREPARED]);
+		sh[t] = _mm256_setzero_si256();
+	}
+	__m256i low2 = loadu(g + 144);
+	for (int c = 0; c < 4; c++) {
+		const long long m = (long long)(1ull << (2 * c) << 32 | 1ull << (2 * c + 1) << 24);
+		__m256i q = loadu(g + 16 + 32 * c);
+		__m256i l = _mm256_gf2p8affine_epi64_epi8(low2, _mm256_set1_epi64x(m), 0);
+		__m256i h8 = _mm256_ternarylogic_epi32(q, l, top3, 0xec), a = _mm256_and_si256(q, low5);
+		for (int t = 0; t < nt; t++) {
+			sa[t] = dot_bcast(sa[t], a, ys[t]->qs + 4 * c);
+			sh[t] = dot_bcast(sh[t], h8, ys[t]->qs + 16 + 4 * c);
+		}
+	}
+	for (int t = 0; t < nt; t++)
+		acc[t] = block_tail(acc[t], g, _mm256_add_epi32(sa[t], _mm256_srai_epi32(sh[t], 3)),
+				    dy[(size_t)t * X8_PREPARED]);
+}
+
+void krn_avx512_matmul_x8_q5_0(float *y, size_t ldy, const void *w, size_t rows,
+			       const void *xq, size_t ldx, size_t n_tok, size_t n, size_t r0,
+			       size_t r1)
+{
+	x8_matmul(y, ldy, w, rows, xq, ldx, n_tok, n / KRN_QK, r0, r1, sizeof(block_q5_0), 16,
+		  mm_q5_0);
+}
+
+void krn_avx512_matmul_x8_q8_0(float *y, size_t ldy, const void *w, size_t rows,
+			       const void *xq, size_t ldx, size_t n_tok, size_t n, size_t r0,
+			       size_t r1)
+{
+	x8_matmul(y, ldy, w, rows, xq, ldx, n_tok, n / KRN_QK, r0, r1, sizeof(block_q8_0), 128,
+		  mm_q8_0);
+}
+
+void krn_avx512_matmul_x8_q4_0(float *y, size_t ldy, const void *w, size_t rows,
+			       const void *xq, size_t ldx, size_t n_tok, size_t n, size_t r0,
+			       size_t r1)
+{
+	x8_matmul(y, ldy, w, rows, xq, ldx, n_tok, n / KRN_QK, r0, r1, sizeof(block_q4_0), 8,
+		  mm_q4_0);
+}

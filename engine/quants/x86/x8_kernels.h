@@ -20,6 +20,26 @@ void krn_avx512_matvec_x8_q5_K(float *y, const void *w, size_t rows, const void 
 void krn_avx512_matvec_x8_q6_K(float *y, const void *w, size_t rows, const void *xq,
 			       size_t n, size_t r0, size_t r1);
 
+/* krn_matmul_x8_fn's (types.h): several tokens at once, the matvec's bits token by token */
+void krn_avx512_matmul_x8_q8_0(float *y, size_t ldy, const void *w, size_t rows,
+			       const void *xq, size_t ldx, size_t n_tok, size_t n, size_t r0,
+			       size_t r1);
+void krn_avx512_matmul_x8_q5_0(float *y, size_t ldy, const void *w, size_t rows,
+			       const void *xq, size_t ldx, size_t n_tok, size_t n, size_t r0,
+			       size_t r1);
+void krn_avx512_matmul_x8_q4_0(float *y, size_t ldy, const void *w, size_t rows,
+			       const void *xq, size_t ldx, size_t n_tok, size_t n, size_t r0,
+			       size_t r1);
+void krn_avx512_matmul_x8_q4_K(float *y, size_t ldy, const void *w, size_t rows,
+			       const void *xq, size_t ldx, size_t n_tok, size_t n, size_t r0,
+			       size_t r1);
+void krn_avx512_matmul_x8_q5_K(float *y, size_t ldy, const void *w, size_t rows,
+			       const void *xq, size_t ldx, size_t n_tok, size_t n, size_t r0,
+			       size_t r1);
+void krn_avx512_matmul_x8_q6_K(float *y, size_t ldy, const void *w, size_t rows,
+			       const void *xq, size_t ldx, size_t n_tok, size_t n, size_t r0,
+			       size_t r1);
+
 void krn_avx2_matvec_x8_q8_0(float *y, const void *w, size_t rows, const void *xq,
 			     size_t n, size_t r0, size_t r1);
 void krn_avx2_matvec_x8_q5_0(float *y, const void *w, size_t rows, const void *xq,
@@ -32,5 +52,9 @@ void krn_avx2_matvec_x8_q5_K(float *y, const void *w, size_t rows, const void *x
 			     size_t n, size_t r0, size_t r1);
 void krn_avx2_matvec_x8_q6_K(float *y, const void *w, size_t rows, const void *xq,
 			     size_t n, size_t r0, size_t r1);
+void krn_avx2_matmul_x8_q8_0(float *y, size_t ldy, const void *w, size_t rows, const void *xq,
+			     size_t ldx, size_t n_tok, size_t n, size_t r0, size_t r1);
+void krn_avx2_matmul_x8_q4_0(float *y, size_t ldy, const void *w, size_t rows, const void *xq,
+			     size_t ldx, size_t n_tok, size_t n, size_t r0, size_t r1);
 
 #endif

@@ -61,3 +61,71 @@ x8k_matvec(float *out, const uint8_t *w, size_t rows, const block_q8_K *y, size_
 		}
 	}
 }
+
+/* ---- Several tokens at once (krn_matmul_x8_fn) ----------------------------------------------
+ *
+ * x8k_matvec's sums, token by token in the same order (so the same bits), with each
+ * super-block of eight rows loaded and unpacked once for X8K_MM_TOK tokens (the per-token
+ * chains of eight sub-block sums fill the registers at two). The activation is prepared per
+ * tile for X8K_MM_CHUNK tokens (32 KB on the stack). */
+#define X8K_MM_TOK 2
+#define X8K_MM_CHUNK 16
+
+/* acc[t] for t < nt (a constant after inlining): x8k_matvec's block on token t's
+ * super-block ys[t] with its prepared slot preps[t]. */
+typedef void (*x8k_mm_block_fn)(__m256 *acc, const uint8_t *g, const block_q8_K *const *ys,
+				const void *const *preps, int nt);
+
+static inline __attribute__((always_inline)) void
+x8k_mm_group(float *y, size_t ldy, const uint8_t *g, size_t bs, const block_q8_K *const *ys,
+	     uint8_t (*prep)[X8K_PREPARED][X8K_SLOT], size_t len, bool first,
+	     x8k_mm_block_fn block, int nt)
+{
+	__m256 acc[X8K_MM_TOK];
+	for (int t = 0; t < nt; t++)
+		acc[t] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(y + (size_t)t * ldy);
+	for (size_t i = 0; i < len; i++, g += KRN_X8 * bs) {
+		const block_q8_K *yi[X8K_MM_TOK];
+		const void *pi[X8K_MM_TOK];
+		for (int t = 0; t < nt; t++) {
+			yi[t] = ys[t] + i;
+			pi[t] = prep[t][i];
+		}
+		block(acc, g, yi, pi, nt);
+	}
+	for (int t = 0; t < nt; t++)
+		_mm256_storeu_ps(y + (size_t)t * ldy, acc[t]);
+}
+
+static inline __attribute__((always_inline)) void
+x8k_matmul(float *y, size_t ldy, const uint8_t *w, size_t rows, const uint8_t *xq, size_t ldx,
+	   size_t n_tok, size_t nb, size_t r0, size_t r1, size_t bs,
+	   void (*prepare)(const block_q8_K *y, void *slot), x8k_mm_block_fn block)
+{
+	_Alignas(64) uint8_t prep[X8K_MM_CHUNK][X8K_PREPARED][X8K_SLOT];
+	size_t tb, n_tiles = krn_x8_tiles(nb, KRN_QK_K, &tb);
+	for (size_t k = 0; k < n_tiles; k++) {
+		const size_t i0 = k * tb, len = k + 1 < n_tiles ? tb : nb - i0;
+		for (size_t t0 = 0; t0 < n_tok; t0 += X8K_MM_CHUNK) {
+			size_t nt = n_tok - t0 < X8K_MM_CHUNK ? n_tok - t0 : X8K_MM_CHUNK;
+			const block_q8_K *ys[X8K_MM_CHUNK];
+			for (size_t tt = 0; tt < nt; tt++) {
+				ys[tt] = (const block_q8_K *)(const void *)(xq + (t0 + tt) * ldx) +
+					 i0;
+				for (size_t i = 0; prepare && i < len; i++)
+					prepare(&ys[tt][i], prep[tt][i]);
+			}
+			for (size_t r = r0; r < r1; r += KRN_X8) {
+				const uint8_t *g = w + (i0 * rows + r * len) * bs;
+				float *yr = y + t0 * ldy + r;
+				size_t tt = 0;
+				for (; tt + X8K_MM_TOK <= nt; tt += X8K_MM_TOK)
+					x8k_mm_group(yr + tt * ldy, ldy, g, bs, ys + tt, prep + tt,
+						     len, k == 0, block, X8K_MM_TOK);
+				for (; tt < nt; tt++)
+					x8k_mm_group(yr + tt * ldy, ldy, g, bs, ys + tt, prep + tt,
+						     len, k == 0, block, 1);
+			}
+		}
+	}
+}

@@ -87,3 +87,90 @@ x8_matvec(float *out, const uint8_t *w, size_t rows, const block_q8_0 *y, size_t
 		}
 	}
 }
+
+/* ---- Several tokens at once (krn_matmul_x8_fn) ----------------------------------------------
+ *
+ * The same sums as x8_matvec, token by token, in the same order (so the same bits), with the
+ * loops turned so that each block of eight rows is loaded and unpacked once for X8_MM_TOK
+ * tokens: a group's tile of weights (at most 34 KB) is read from L1 for every token after the
+ * first X8_MM_TOK. The activation's per-block sums and scales are prepared once per tile for
+ * X8_MM_CHUNK tokens (32 KB on the stack); the tile's weights are streamed once per chunk. */
+#define X8_MM_TOK 4
+#define X8_MM_CHUNK 16
+
+struct x8_mm_act {
+	int32_t base[X8_MM_CHUNK][X8_PREPARED];
+	float dy[X8_MM_CHUNK][X8_PREPARED];
+};
+
+/* acc[t] for t < nt (a constant after inlining): as x8_matvec's block on token t's block ys[t],
+ * whose prepared base and dy are base[t * X8_PREPARED] and dy[t * X8_PREPARED]. */
+typedef void (*x8_mm_block_fn)(__m256 *acc, const uint8_t *g, const block_q8_0 *const *ys,
+			       const int32_t *base, const float *dy, int nt);
+
+/* One group, nt tokens from the chunk's tt-th: y points at the first one's row r. */
+static inline __attribute__((always_inline)) void
+x8_mm_group(float *y, size_t ldy, const uint8_t *g, size_t bs, const block_q8_0 *const *ys,
+	    const struct x8_mm_act *a, size_t tt, size_t len, bool first, x8_mm_block_fn block,
+	    int nt)
+{
+	__m256 acc0[X8_MM_TOK], acc1[X8_MM_TOK];
+	for (int t = 0; t < nt; t++) {
+		acc0[t] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(y + (size_t)t * ldy);
+		acc1[t] = _mm256_setzero_ps();
+	}
+	size_t i = 0;
+	for (; i + 2 <= len; i += 2, g += 2 * KRN_X8 * bs) {
+		const block_q8_0 *y0[X8_MM_TOK], *y1[X8_MM_TOK];
+		for (int t = 0; t < nt; t++) {
+			y0[t] = ys[t] + i;
+			y1[t] = ys[t] + i + 1;
+		}
+		block(acc0, g, y0, &a->base[tt][i], &a->dy[tt][i], nt);
+		block(acc1, g + KRN_X8 * bs, y1, &a->base[tt][i + 1], &a->dy[tt][i + 1], nt);
+	}
+	if (i < len) {
+		const block_q8_0 *y0[X8_MM_TOK];
+		for (int t = 0; t < nt; t++)
+			y0[t] = ys[t] + i;
+		block(acc0, g, y0, &a->base[tt][i], &a->dy[tt][i], nt);
+	}
+	for (int t = 0; t < nt; t++)
+		_mm256_storeu_ps(y + (size_t)t * ldy, _mm256_add_ps(acc0[t], acc1[t]));
+}
+
+/* krn_matmul_x8_fn for a legacy type (bs, offset and the tiles as x8_matvec's). */
+static inline __attribute__((always_inline)) void
+x8_matmul(float *y, size_t ldy, const uint8_t *w, size_t rows, const uint8_t *xq, size_t ldx,
+	  size_t n_tok, size_t nb, size_t r0, size_t r1, size_t bs, int offset,
+	  x8_mm_block_fn block)
+{
+	struct x8_mm_act a;
+	size_t tb, n_tiles = krn_x8_tiles(nb, KRN_QK, &tb);
+	for (size_t k = 0; k < n_tiles; k++) {
+		const size_t i0 = k * tb, len = k + 1 < n_tiles ? tb : nb - i0;
+		for (size_t t0 = 0; t0 < n_tok; t0 += X8_MM_CHUNK) {
+			size_t nt = n_tok - t0 < X8_MM_CHUNK ? n_tok - t0 : X8_MM_CHUNK;
+			const block_q8_0 *ys[X8_MM_CHUNK];
+			for (size_t tt = 0; tt < nt; tt++) {
+				ys[tt] = (const block_q8_0 *)(const void *)(xq + (t0 + tt) * ldx) +
+					 i0;
+				for (size_t i = 0; i < len; i++) {
+					a.base[tt][i] = offset ? act_base(&ys[tt][i], offset) : 0;
+					a.dy[tt][i] = krn_fp16_table[ys[tt][i].d];
+				}
+			}
+			for (size_t r = r0; r < r1; r += KRN_X8) {
+				const uint8_t *g = w + (i0 * rows + r * len) * bs;
+				float *yr = y + t0 * ldy + r;
+				size_t tt = 0;
+				for (; tt + X8_MM_TOK <= nt; tt += X8_MM_TOK)
+					x8_mm_group(yr + tt * ldy, ldy, g, bs, ys + tt, &a, tt, len,
+						    k == 0, block, X8_MM_TOK);
+				for (; tt < nt; tt++)
+					x8_mm_group(yr + tt * ldy, ldy, g, bs, ys + tt, &a, tt, len,
+						    k == 0, block, 1);
+			}
+		}
+	}
+}
