@@ -463,7 +463,7 @@ static int logits_close(struct gen *g)
 	return 0;
 }
 
-/* The report line's engine-accounted fields, per decode step (the last step's when the
+/* The --report-line's engine-accounted line ("memwall-bytes: engine_bytes_per_token=N ..."), per decode step (the last step's when the
  * prompt's were the only ones): weight bytes read and skipped, the exact-zero fraction of
  * the FFN activations, and the fraction of down-projection blocks that were all zero (what a
  * sparsity map skips: sparsity.h's granularity). */
@@ -516,6 +516,10 @@ static void summary_print(const struct gen *g)
 	if (generated > 1)
 		fprintf(stderr, " decode_ms=%.3f decode_steps=%ld", (g->t_end - g->t_first) * 1e3,
 			generated - 1);
+	fputc('\n', stderr);
+	/* A line of its own: the memwall-tokens adapter (src/run/adapters.h) refuses keys it
+	 * does not know. */
+	fputs("memwall-bytes:", stderr);
 	report_bytes(g);
 	fputc('\n', stderr);
 	/* Engine-accounted, per decode step (engine.h): the weights are the tensor table's
