@@ -79,6 +79,24 @@ struct eng_model_options {
 	enum eng_load_mode load;
 };
 
+/* The FFN's activation. Llama models gate: hb = act(w1 x) * (w3 x), act SiLU (SwiGLU, the
+ * default) or ReLU / ReLU^2 (ReGLU, as ReluLLaMA and ProSparse; ReLU^2 after So et al. 2021's
+ * Primer); falcon's MLP is GELU(up x). ReLU and ReLU^2 give exact zeros, which a session with
+ * sparsity_map skips in the down projection. In the file: llama2.c "ak42" v1 header byte 37
+ * (0 SiLU, 1 ReLU, 2 ReLU^2; export.py leaves it zero); GGUF key
+ * "llama.feed_forward_activation" ("silu", "relu", "relu2"; absent means SiLU). */
+enum eng_ffn_act {
+	ENG_ACT_SILU,
+	ENG_ACT_RELU,
+	ENG_ACT_RELU2,
+	ENG_ACT_GELU,
+	ENG_ACT_COUNT,
+};
+/* "silu", "relu", "relu2", "gelu"; static storage; NULL for a value out of range. */
+const char *eng_ffn_act_name(enum eng_ffn_act a);
+/* name -> activation: 0, or -EINVAL (exact match). */
+int eng_ffn_act_parse(const char *name, enum eng_ffn_act *out);
+
 struct eng_model_info {
 	enum eng_format format;
 	const char *arch;     /* "llama", "falcon" */
@@ -91,6 +109,7 @@ struct eng_model_info {
 	int seq_len;          /* context the model was trained for */
 	bool shared_classifier; /* classifier aliases the embedding table */
 	bool synthetic;       /* written by `memwall synth`: random weights, real shape */
+	enum eng_ffn_act ffn_act;
 	uint64_t file_bytes;
 	uint64_t weight_bytes; /* bytes of every tensor the forward pass reads (the legacy
 				* format's unused RoPE tables are not counted) */
@@ -204,7 +223,15 @@ enum eng_phase {
 /* Bytes one step read and wrote, computed from tensor shapes (engine-accounted), never
  * measured. */
 struct eng_step_bytes {
-	uint64_t weights;  /* every weight byte the step read, embedding row included */
+	uint64_t weights;  /* every weight byte the step read, embedding row included (with a
+			    * sparsity map, less the bytes it skipped) */
+	uint64_t weights_skipped; /* weight bytes a sparsity map let the step skip (not read) */
+	/* The FFN activations that fed the down projections (llama: every layer's hb): how many
+	 * were exactly zero, and the down projection's column blocks (the skip granularity:
+	 * max(32, the weight's block size) columns across every row) that were all zero, which a
+	 * sparsity map skips. Counted with or without the map. */
+	uint64_t act_zero, act_total;
+	uint64_t down_blocks_zero, down_blocks;
 	uint64_t kv_read;  /* KV-cache bytes read by attention at this position */
 	uint64_t kv_write; /* KV-cache bytes written for this position */
 	uint64_t by_phase[ENG_PHASE_COUNT]; /* weights + kv bytes split by phase; the embedding
@@ -240,6 +267,10 @@ struct eng_session_options {
 	 * token by token. Each token of a chunk costs the session (dim * 5 + q_dim + kv_dim * 2
 	 * + hidden_dim * 2) floats, and each thread dim floats and three quantized vectors. */
 	int prefill_chunk;
+	/* Skip, in each down projection, the column blocks whose activations are all exactly
+	 * zero (engine/sparsity.c); the bytes skipped are not counted in weights. Results
+	 * differ from the dense run's by float rounding only (runs of blocks are summed apart). */
+	bool sparsity_map;
 };
 
 /* The default prefill chunk: 64 tokens share each pass over the weights. pp128 on synthetic
@@ -348,6 +379,13 @@ const char *eng_tokenizer_kind(const struct eng_tokenizer *t);
  * bytes. Written to a temporary file beside path, synced, then renamed over it, so a reader
  * never sees a partial model; -EINVAL with the valid names for an unknown shape. */
 int eng_synth_llama2c(const char *path, const char *shape, uint64_t seed, struct eng_error *err);
+/* The same with the FFN activation act (SiLU, ReLU or ReLU^2; -EINVAL for GELU). For ReLU and
+ * ReLU^2 the gate rows (w1) come in clusters of 32 that share a direction (std 0.02) plus a
+ * small per-row part (std 0.002), so a cluster's 32 activations are zero together on about
+ * 45% of tokens (engine/sparsity.h, synth_gate_row): exact zeros in whole blocks, as ReLU
+ * models' co-activated neurons give them. SiLU gives the bytes eng_synth_llama2c writes. */
+int eng_synth_llama2c_act(const char *path, const char *shape, uint64_t seed,
+			  enum eng_ffn_act act, struct eng_error *err);
 
 /* ---- Synthetic GGUF models -------------------------------------------------------------------
  * (engine/synth_gguf.c, shapes in engine/shapes.c) A GGUF file with a real model's shape and
@@ -364,6 +402,10 @@ int eng_synth_llama2c(const char *path, const char *shape, uint64_t seed, struct
 struct eng_tensor_table;
 int eng_synth_gguf(const char *path, const char *arch, const char *shape, const char *quant,
 		   uint64_t seed, struct eng_error *err);
+/* The same with the FFN activation act (eng_synth_llama2c_act's gate rows; written as
+ * llama.feed_forward_activation). Only llama takes ReLU or ReLU^2 (-EINVAL otherwise). */
+int eng_synth_gguf_act(const char *path, const char *arch, const char *shape, const char *quant,
+		       uint64_t seed, enum eng_ffn_act act, struct eng_error *err);
 /* What eng_synth_gguf would write, without writing it: every tensor in file order with its
  * type, shape and bytes (data NULL); info.weight_bytes sums them. *out is new, freed with
  * eng_tensor_table_free. */

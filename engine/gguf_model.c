@@ -148,6 +148,27 @@ static bool is_synthetic(const struct eng_gguf *g)
 	return !eng_gguf_get_bool(g, "memwall.synthetic", &b, NULL) && b;
 }
 
+/* The FFN activation (engine.h): falcon's is GELU; llama's is SiLU unless the file says
+ * llama.feed_forward_activation = "relu" or "relu2" (memwall's key: llama.cpp has none). */
+static int read_ffn_act(struct eng_model *m, const char *arch, struct eng_error *err)
+{
+	char key[96], name[16];
+	struct eng_gguf_str v;
+	m->info.ffn_act = m->arch == ENG_ARCH_FALCON ? ENG_ACT_GELU : ENG_ACT_SILU;
+	snprintf(key, sizeof(key), "%s.feed_forward_activation", arch);
+	if (eng_gguf_get_str(m->gguf, key, &v, NULL))
+		return 0;
+	snprintf(name, sizeof(name), "%.*s", (int)(v.len < 15 ? v.len : 15), v.ptr);
+	enum eng_ffn_act a;
+	if (m->arch != ENG_ARCH_LLAMA || v.len >= 15 || eng_ffn_act_parse(name, &a) ||
+	    a == ENG_ACT_GELU)
+		return eng_error_set(err, -EINVAL, m->path, ENG_NO_OFFSET,
+				     "key '%s' is '%s': memwall runs 'silu', 'relu' or 'relu2' "
+				     "for llama", key, name);
+	m->info.ffn_act = a;
+	return 0;
+}
+
 /* Finds, checks and binds one tensor into dst (a struct eng_mat, or a const float * for a
  * B_VECTOR), adding what a step reads of it to *bytes. */
 static int bind_one(const struct eng_gguf *g, const struct bind *b, int layer,
@@ -464,5 +485,5 @@ int eng_gguf_model_load(struct eng_model *m, const struct eng_model_options *opt
 	m->info.arch = ad->name;
 	m->info.file_bytes = eng_gguf_file_bytes(m->gguf);
 	m->info.synthetic = is_synthetic(m->gguf);
-	return 0;
+	return read_ffn_act(m, ad->name, err);
 }

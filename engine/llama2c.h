@@ -27,6 +27,11 @@
  * padding at this offset; export.py leaves the padding zero, so a trained model never has it. */
 #define L2C_SYNTH_MARKER "memwall-synthetic"
 #define L2C_SYNTH_MARKER_OFFSET 64u
+/* memwall's FFN activation (engine.h, enum eng_ffn_act): one byte of the version-1 header's
+ * padding, 0 SiLU (export.py's zero: every trained file), 1 ReLU, 2 ReLU^2. A reader that
+ * ignores it runs a ReLU model as SiLU; memwall refuses a value above 2. */
+#define L2C_ACT_OFFSET 37u
+#define L2C_ACT_MAX 2u
 
 enum l2c_tensor {
 	L2C_TOKEN_EMBEDDING,
@@ -51,6 +56,7 @@ struct l2c_config {
 	int version; /* 0: legacy, 1: "ak42" version 1 */
 	int32_t dim, hidden_dim, n_layers, n_heads, n_kv_heads, vocab_size, seq_len;
 	bool shared_classifier;
+	enum eng_ffn_act ffn_act; /* version 1's byte 37; SiLU for legacy files */
 };
 
 /* Where one tensor sits in the file. */

@@ -2,6 +2,7 @@
  * whose tensors are views, after checking every number the header gives against the file; and
  * closing any model. The layout itself is in llama2c.c. model_open.c decides which loader
  * reads a file: this one, or gguf_model.c for GGUF's magic. */
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -23,6 +24,11 @@ struct header_field {
 	size_t member; /* offsetof in struct l2c_config, or SIZE_MAX for magic/padding */
 };
 
+/* The header byte is the enum's value (llama2c.h). */
+static_assert(ENG_ACT_SILU == 0 && ENG_ACT_RELU == 1 && ENG_ACT_RELU2 == 2 &&
+		      L2C_ACT_MAX == ENG_ACT_RELU2,
+	      "llama2.c header byte 37 codes follow enum eng_ffn_act");
+
 #define FIELD(n, off) { #n, off, 4, offsetof(struct l2c_config, n) }
 static const struct header_field legacy_fields[] = {
 	FIELD(dim, 0), FIELD(hidden_dim, 4), FIELD(n_layers, 8), FIELD(n_heads, 12),
@@ -33,7 +39,8 @@ static const struct header_field v1_fields[] = {
 	FIELD(dim, 8), FIELD(hidden_dim, 12), FIELD(n_layers, 16), FIELD(n_heads, 20),
 	FIELD(n_kv_heads, 24), FIELD(vocab_size, 28), FIELD(seq_len, 32),
 	{ "shared_classifier", 36, 1, SIZE_MAX },
-	{ "header padding", 37, L2C_V1_HEADER_BYTES - 37, SIZE_MAX },
+	{ "ffn_activation", L2C_ACT_OFFSET, 1, SIZE_MAX },
+	{ "header padding", 38, L2C_V1_HEADER_BYTES - 38, SIZE_MAX },
 };
 #undef FIELD
 
@@ -80,6 +87,11 @@ static int parse_header(struct l2c_config *c, const unsigned char *p, uint64_t l
 					     "header field 'shared_classifier' is %u: it must be 0 or 1",
 					     p[36]);
 		c->shared_classifier = p[36] == 1;
+		if (p[L2C_ACT_OFFSET] > L2C_ACT_MAX)
+			return eng_error_set(err, -EINVAL, path, L2C_ACT_OFFSET,
+					     "header field 'ffn_activation' is %u: it must be 0 "
+					     "(SiLU), 1 (ReLU) or 2 (ReLU^2)", p[L2C_ACT_OFFSET]);
+		c->ffn_act = (enum eng_ffn_act)p[L2C_ACT_OFFSET];
 	} else {
 		c->shared_classifier = c->vocab_size > 0;
 	}
@@ -257,6 +269,7 @@ int eng_llama2c_model_load(struct eng_model *m, int fd, uint64_t file_size,
 	info->vocab_size = c.vocab_size < 0 ? -c.vocab_size : c.vocab_size;
 	info->seq_len = c.seq_len;
 	info->shared_classifier = c.shared_classifier;
+	info->ffn_act = c.ffn_act;
 	info->synthetic = c.version == 1 &&
 			  !memcmp(base + L2C_SYNTH_MARKER_OFFSET, L2C_SYNTH_MARKER,
 				  strlen(L2C_SYNTH_MARKER));

@@ -42,6 +42,7 @@
 #include "model.h"
 #include "pool.h"
 #include "quants.h"
+#include "sparsity.h"
 
 /* Rows per chunk of a split matvec are a multiple of 16: 16 rows of any width start on a
  * 64-byte boundary whenever the matrix does, and a kernel that works on groups of rows sees the
@@ -76,6 +77,7 @@ struct worker {
 	int bslot[VEC_COUNT];
 	uint16_t *h16;                /* (q_dim + ctx_len) an F16 cache's queries and attention
 				       * weights, rounded to f16 */
+	uint8_t *nz;                  /* (hidden_dim) the down projection's nonzero blocks */
 };
 
 /* What differs between architectures (model.h's enum eng_arch); the table is below the
@@ -143,6 +145,9 @@ struct eng_session {
 	/* Engine-accounted bytes that do not depend on the position: every tensor's bytes as
 	 * the step reads them (engine.h's tensor-table rules), summed per phase. */
 	uint64_t emb_row_bytes, att_bytes, ffn_bytes, cls_bytes, kv_pos_bytes;
+	/* The sparsity map (sparsity.h): on or off, and this step's counts, kept by thread 0. */
+	bool sparse;
+	uint64_t act_zero, down_blocks_zero, skipped_bytes;
 };
 
 static int imin(int a, int b)
@@ -639,6 +644,16 @@ static void ffn_act_hook(const struct eng_session *s, int tid, int l)
 				 s->hidden_dim);
 }
 
+/* The down projection's rows [a, b) over the nonzero blocks of this thread's map. */
+static void down_sparse(const struct eng_session *s, struct worker *w, const struct eng_mat *m,
+			int a, int b)
+{
+	const void *xq = m->type == KRN_TYPE_F32
+			 ? NULL
+			 : act_get(s, w, VEC_HB, s->hb, m->cols, krn_type_traits(m->type)->vec_dot_type);
+	sparse_rows(s->ops, s->qops, s->y2, m, s->hb, xq, w->nz, a, b);
+}
+
 /* Llama's block: x += wo attn; x += down (SiLU(gate h) * up h), h = RMSNorm(x). */
 static void layer_llama(struct eng_session *s, struct worker *w, int tid, int l)
 {
@@ -660,16 +675,31 @@ static void layer_llama(struct eng_session *s, struct worker *w, int tid, int l)
 		mat_rows(s, w, VEC_XN, s->hb2, hid, &L->w_up, w->xn, dim, a, b);
 		for (int t = 0; t < s->n_tok; t++) {
 			float *hb = s->hb + (size_t)t * hid, *hb2 = s->hb2 + (size_t)t * hid;
-			for (int r = a; r < b; r++) {
-				float gate = hb[r];
-				hb[r] = gate * (1.0f / (1.0f + expf(-gate))) * hb2[r];
-			}
+			for (int r = a; r < b; r++)
+				hb[r] = sparse_glu(s->m->info.ffn_act, hb[r], hb2[r]);
 		}
 	}
 	eng_pool_barrier(s->pool, tid);
 	ffn_act_hook(s, tid, l);
+	/* The sparsity map is one token's (decode): a pass of several tokens (prefill) reads the
+	 * down projection whole, and its zero counts are not kept. Every thread maps the zero
+	 * blocks itself (O(hidden_dim)); thread 0 counts them. */
+	bool sparse = s->sparse && s->n_tok == 1;
+	if (s->n_tok == 1) {
+		uint64_t zero = 0, zero_blocks = 0;
+		sparse_map(&L->w_down, s->hb, w->nz, &zero, &zero_blocks);
+		if (tid == 0) {
+			s->act_zero += zero;
+			s->down_blocks_zero += zero_blocks;
+			if (sparse)
+				s->skipped_bytes += sparse_skipped_bytes(&L->w_down, w->nz);
+		}
+	}
 	while (take_rows(s, work + WORK_DOWN, s->dim, &a, &b)) {
-		mat_rows(s, w, VEC_HB, s->y2, dim, &L->w_down, s->hb, hid, a, b);
+		if (sparse)
+			down_sparse(s, w, &L->w_down, a, b);
+		else
+			mat_rows(s, w, VEC_HB, s->y2, dim, &L->w_down, s->hb, hid, a, b);
 		add_rows(s, s->x, s->y2, s->dim, a, b);
 	}
 }
@@ -750,8 +780,18 @@ static void pass_bytes(const struct eng_session *s, struct eng_step_bytes *b)
 	b->by_phase[ENG_PHASE_ATTENTION] = n * s->emb_row_bytes + s->att_bytes;
 	b->by_phase[ENG_PHASE_FFN] = s->ffn_bytes;
 	b->by_phase[ENG_PHASE_CLASSIFIER] = s->want_logits ? s->cls_bytes : 0;
+	/* The down-projection blocks the sparsity map skipped were not read (engine/sparsity.c) */
+	b->by_phase[ENG_PHASE_FFN] -= s->skipped_bytes;
 	b->weights = b->by_phase[ENG_PHASE_ATTENTION] + b->by_phase[ENG_PHASE_FFN] +
 		     b->by_phase[ENG_PHASE_CLASSIFIER];
+	b->weights_skipped = s->skipped_bytes;
+	if (s->m->arch == ENG_ARCH_LLAMA && n == 1) {
+		const struct eng_mat *down = &s->m->layers[0].w_down;
+		b->act_zero = s->act_zero;
+		b->act_total = layers * (uint64_t)s->hidden_dim;
+		b->down_blocks_zero = s->down_blocks_zero;
+		b->down_blocks = layers * (uint64_t)sparse_blocks(down);
+	}
 	b->by_phase[ENG_PHASE_ATTENTION] += b->kv_read + b->kv_write;
 }
 
@@ -790,6 +830,7 @@ static void run_pass(struct eng_session *s, const int *tokens, int n, int pos, b
 	/* Published to the workers by the pool's release. */
 	for (int i = 0; i < s->n_work; i++)
 		atomic_store_explicit(&s->work[i].next, 0, memory_order_relaxed);
+	s->act_zero = s->down_blocks_zero = s->skipped_bytes = 0;
 	eng_pool_run(s->pool, forward_worker, s);
 	if (s->hooks.phase)
 		s->hooks.phase(s->hooks.ctx, ENG_PHASE_CLASSIFIER, -1, false);
@@ -1021,7 +1062,8 @@ static int alloc_buffers(struct eng_session *s, size_t kv_cells, struct eng_erro
 				break;
 			}
 			w->h16 = alloc_aligned((size_t)(s->q_dim + s->ctx_len), sizeof(uint16_t));
-			if (!w->xn || !w->act || !w->h16) {
+			w->nz = alloc_aligned((size_t)s->hidden_dim, 1);
+			if (!w->xn || !w->act || !w->h16 || !w->nz) {
 				rc = -ENOMEM;
 				break;
 			}
@@ -1090,6 +1132,8 @@ int eng_session_new(struct eng_session **out, struct eng_model *m,
 	if (opt->hooks)
 		s->hooks = *opt->hooks;
 	set_shape(s, opt);
+	/* Only llama's gated FFN has a map (falcon's GELU is never exactly zero in practice). */
+	s->sparse = opt->sparsity_map && m->arch == ENG_ARCH_LLAMA;
 	if ((rc = size_kv_cache(s, &kv_cells, err)) || (rc = alloc_buffers(s, kv_cells, err)))
 		goto out;
 	/* theta_j = base^(-2j / n_rot) (run.c's float formula; ggml's rope gives the same
@@ -1123,6 +1167,7 @@ void eng_session_free(struct eng_session *s)
 			free(s->workers[t].act);
 			free(s->workers[t].bact);
 			free(s->workers[t].h16);
+			free(s->workers[t].nz);
 		}
 	free(s->workers);
 	free(s->x);

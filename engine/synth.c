@@ -22,6 +22,7 @@
 
 #include "llama2c.h"
 #include "rng.h"
+#include "sparsity.h"
 
 /* The TinyStories models of karpathy/llama2.c's README ("models" table; hidden_dim from
  * model.py's rule: 2/3 of 4 dim, rounded up to a multiple of 32). */
@@ -51,6 +52,21 @@ static int write_all(int fd, const void *buf, size_t len)
 		p += k;
 		len -= (size_t)k;
 	}
+	return 0;
+}
+
+/* A ReLU model's w1 (layer, hidden_dim, dim), row by row (sparsity.h's clustered rows). */
+static int write_gate(int fd, float *buf, const struct l2c_config *c, uint64_t seed)
+{
+	for (int l = 0; l < c->n_layers; l++)
+		for (int r = 0; r < c->hidden_dim; r++) {
+			if (eng_cancelled())
+				return -ECANCELED;
+			synth_gate_row(buf, (size_t)c->dim, seed, l, (uint64_t)r);
+			int rc = write_all(fd, buf, (size_t)c->dim * sizeof(float));
+			if (rc)
+				return rc;
+		}
 	return 0;
 }
 
@@ -106,6 +122,12 @@ static void sync_dir(const char *path)
 
 int eng_synth_llama2c(const char *path, const char *shape, uint64_t seed, struct eng_error *err)
 {
+	return eng_synth_llama2c_act(path, shape, seed, ENG_ACT_SILU, err);
+}
+
+int eng_synth_llama2c_act(const char *path, const char *shape, uint64_t seed,
+			  enum eng_ffn_act act, struct eng_error *err)
+{
 	const struct shape *sh = NULL;
 	struct l2c_layout lay;
 	unsigned char header[L2C_V1_HEADER_BYTES] = { 0 };
@@ -128,6 +150,10 @@ int eng_synth_llama2c(const char *path, const char *shape, uint64_t seed, struct
 		.n_heads = sh->n_heads, .n_kv_heads = sh->n_kv_heads, .vocab_size = sh->vocab_size,
 		.seq_len = sh->seq_len, .shared_classifier = true,
 	};
+	if (act != ENG_ACT_SILU && act != ENG_ACT_RELU && act != ENG_ACT_RELU2)
+		return eng_error_set(err, -EINVAL, "", ENG_NO_OFFSET,
+				     "activation '%s': a llama2.c model takes silu, relu or relu2",
+				     eng_ffn_act_name(act) ? eng_ffn_act_name(act) : "?");
 	if ((rc = l2c_layout_compute(&lay, &c, path, err)))
 		return rc;
 
@@ -138,9 +164,11 @@ int eng_synth_llama2c(const char *path, const char *shape, uint64_t seed, struct
 	memcpy(header + 4, &version, 4);
 	memcpy(header + 8, params, sizeof(params));
 	header[36] = 1; /* shared_classifier */
+	header[L2C_ACT_OFFSET] = (unsigned char)act;
 	snprintf((char *)header + L2C_SYNTH_MARKER_OFFSET,
-		 L2C_V1_HEADER_BYTES - L2C_SYNTH_MARKER_OFFSET, "%s seed=%" PRIu64 " shape=%s",
-		 L2C_SYNTH_MARKER, seed, sh->name);
+		 L2C_V1_HEADER_BYTES - L2C_SYNTH_MARKER_OFFSET, "%s seed=%" PRIu64 " shape=%s%s%s",
+		 L2C_SYNTH_MARKER, seed, sh->name, act ? " activation=" : "",
+		 act ? eng_ffn_act_name(act) : "");
 
 	size_t len = strlen(path);
 	tmp = malloc(len + 8);
@@ -164,7 +192,9 @@ int eng_synth_llama2c(const char *path, const char *shape, uint64_t seed, struct
 	else
 		rc = write_all(fd, header, sizeof(header));
 	for (size_t i = 0; !rc && i < lay.n; i++)
-		rc = write_tensor(fd, buf, lay.span[i].tensor, lay.span[i].bytes, seed);
+		rc = act != ENG_ACT_SILU && lay.span[i].tensor == L2C_W1
+			     ? write_gate(fd, buf, &c, seed)
+			     : write_tensor(fd, buf, lay.span[i].tensor, lay.span[i].bytes, seed);
 	if (!rc && fsync(fd))
 		rc = -errno;
 	/* Drop the pages just written from the page cache: write() cached them as small folios,

@@ -24,6 +24,7 @@
 #include "quants.h"
 #include "rng.h"
 #include "shapes.h"
+#include "sparsity.h"
 #include "tensors.h"
 
 #define MATRIX_STD 0.02f   /* llama2.c model.py's init, as synth.c */
@@ -43,6 +44,7 @@ struct job {
 	size_t row_bytes;
 	unsigned char *out;
 	float *row;        /* (ne[0]) scratch */
+	bool relu_gate;    /* a ReLU model's ffn_gate: sparsity.h's clustered rows */
 };
 
 static void fill_row(const struct job *j, uint64_t r)
@@ -56,8 +58,11 @@ static void fill_row(const struct job *j, uint64_t r)
 	float a = j->t->fill == ENG_FILL_NORM	? NORM_SPREAD
 		  : j->t->fill == ENG_FILL_BIAS ? BIAS_SPREAD
 						: MATRIX_STD * sqrtf(3.0f);
-	for (uint64_t i = 0; i < j->t->ne[0]; i++)
-		j->row[i] = center + a * (2.0f * eng_rng_float(&rng) - 1.0f);
+	if (j->relu_gate)
+		synth_gate_row(j->row, (size_t)j->t->ne[0], j->seed, j->t->layer, r);
+	else
+		for (uint64_t i = 0; i < j->t->ne[0]; i++)
+			j->row[i] = center + a * (2.0f * eng_rng_float(&rng) - 1.0f);
 	krn_type_traits(j->t->type)->from_float_ref(j->row, j->out + (r - j->first) * j->row_bytes,
 						    (size_t)j->t->ne[0]);
 }
@@ -79,9 +84,11 @@ static int cpu_count(void)
 
 /* Writes tensor i of the plan through w. */
 static int write_tensor(struct eng_gguf_writer *w, const struct eng_plan *p, size_t i,
-			uint64_t seed, int threads, unsigned char *out, float *rows)
+			uint64_t seed, enum eng_ffn_act act, int threads, unsigned char *out,
+			float *rows)
 {
 	const struct eng_plan_tensor *t = &p->t[i];
+	bool relu_gate = act != ENG_ACT_SILU && strstr(t->name, ".ffn_gate.");
 	size_t row_bytes = krn_row_size(t->type, t->ne[0]);
 	uint64_t per_chunk = CHUNK_BYTES / row_bytes;
 	if (per_chunk < 1)
@@ -100,7 +107,8 @@ static int write_tensor(struct eng_gguf_writer *w, const struct eng_plan *p, siz
 						.r0 = first + n * (uint64_t)j / (uint64_t)k,
 						.r1 = first + n * (uint64_t)(j + 1) / (uint64_t)k,
 						.first = first, .row_bytes = row_bytes, .out = out,
-						.row = rows + (size_t)j * t->ne[0] };
+						.row = rows + (size_t)j * t->ne[0],
+						.relu_gate = relu_gate };
 		for (int j = 1; j < k; j++) {
 			if (pthread_create(&tid[j], NULL, run_job, &jobs[j]))
 				break; /* the caller's thread does what no worker took */
@@ -307,7 +315,8 @@ static int kv_arch_f32(struct eng_gguf_writer *w, const char *arch, const char *
 	return eng_gguf_writer_kv_f32(w, full, v);
 }
 
-static int write_metadata(struct eng_gguf_writer *w, const struct eng_plan *p, uint64_t seed)
+static int write_metadata(struct eng_gguf_writer *w, const struct eng_plan *p, uint64_t seed,
+			  enum eng_ffn_act act)
 {
 	const struct eng_shape *s = p->shape;
 	bool falcon = !strcmp(s->arch, "falcon");
@@ -330,7 +339,10 @@ static int write_metadata(struct eng_gguf_writer *w, const struct eng_plan *p, u
 	    (rc = kv_arch_u32(w, s->arch, "feed_forward_length", (uint32_t)s->hidden)) ||
 	    (rc = kv_arch_u32(w, s->arch, "block_count", (uint32_t)s->layers)) ||
 	    (rc = kv_arch_u32(w, s->arch, "attention.head_count", (uint32_t)s->heads)) ||
-	    (rc = kv_arch_u32(w, s->arch, "attention.head_count_kv", (uint32_t)s->kv_heads)))
+	    (rc = kv_arch_u32(w, s->arch, "attention.head_count_kv", (uint32_t)s->kv_heads)) ||
+	    (act != ENG_ACT_SILU &&
+	     (rc = eng_gguf_writer_kv_str(w, "llama.feed_forward_activation",
+					  eng_ffn_act_name(act)))))
 		return rc;
 	if (falcon) {
 		if ((rc = kv_arch_f32(w, s->arch, "attention.layer_norm_epsilon", 1e-5f)) ||
@@ -391,6 +403,12 @@ int eng_synth_gguf_plan(const char *arch, const char *shape, const char *quant,
 int eng_synth_gguf(const char *path, const char *arch, const char *shape, const char *quant,
 		   uint64_t seed, struct eng_error *err)
 {
+	return eng_synth_gguf_act(path, arch, shape, quant, seed, ENG_ACT_SILU, err);
+}
+
+int eng_synth_gguf_act(const char *path, const char *arch, const char *shape, const char *quant,
+		       uint64_t seed, enum eng_ffn_act act, struct eng_error *err)
+{
 	struct eng_plan *p = NULL;
 	struct eng_gguf_writer *w = NULL;
 	unsigned char *out = NULL;
@@ -399,6 +417,12 @@ int eng_synth_gguf(const char *path, const char *arch, const char *shape, const 
 
 	if ((rc = eng_plan_new(&p, arch, shape, quant, err)))
 		return rc;
+	if (act != ENG_ACT_SILU && (strcmp(p->shape->arch, "llama") || act == ENG_ACT_GELU)) {
+		rc = eng_error_set(err, -EINVAL, "", ENG_NO_OFFSET,
+				   "activation '%s': only llama models take relu or relu2",
+				   eng_ffn_act_name(act) ? eng_ffn_act_name(act) : "?");
+		goto out;
+	}
 	uint64_t widest = 0, biggest_chunk = 0;
 	for (size_t i = 0; i < p->n; i++) {
 		uint64_t rb = krn_row_size(p->t[i].type, p->t[i].ne[0]);
@@ -414,12 +438,12 @@ int eng_synth_gguf(const char *path, const char *arch, const char *shape, const 
 	}
 	if ((rc = eng_gguf_writer_new(&w, path, 0, err)))
 		goto out;
-	rc = write_metadata(w, p, seed);
+	rc = write_metadata(w, p, seed, act);
 	for (size_t i = 0; !rc && i < p->n; i++)
 		rc = eng_gguf_writer_tensor(w, p->t[i].name, p->t[i].type, p->t[i].n_dims,
 					    p->t[i].ne);
 	for (size_t i = 0; !rc && i < p->n; i++)
-		rc = write_tensor(w, p, i, seed, threads, out, rows);
+		rc = write_tensor(w, p, i, seed, act, threads, out, rows);
 	if (rc == -ECANCELED) { /* the temporary file goes with the writer, as below */
 		eng_error_set(err, rc, path, ENG_NO_OFFSET, "stopped by a signal while writing "
 			      "the model: the partial file was removed");

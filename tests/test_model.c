@@ -272,7 +272,8 @@ static void test_truncated_header(void)
 		{ 0, 4, "magic" }, { 4, 8, "version" }, { 8, 12, "'dim'" },
 		{ 12, 16, "'hidden_dim'" }, { 16, 20, "'n_layers'" }, { 20, 24, "'n_heads'" },
 		{ 24, 28, "'n_kv_heads'" }, { 28, 32, "'vocab_size'" }, { 32, 36, "'seq_len'" },
-		{ 36, 37, "'shared_classifier'" }, { 37, 256, "'header padding'" },
+		{ 36, 37, "'shared_classifier'" }, { 37, 38, "'ffn_activation'" },
+		{ 38, 256, "'header padding'" },
 	}, lg[] = {
 		{ 4, 8, "'hidden_dim'" }, { 8, 12, "'n_layers'" }, { 12, 16, "'n_heads'" },
 		{ 16, 20, "'n_kv_heads'" }, { 20, 24, "'vocab_size'" }, { 24, 28, "'seq_len'" },

@@ -34,7 +34,7 @@ struct gen_args {
 	const char *model, *tokenizer, *prompt, *kernels, *kv_name, *prompt_ids, *logits_path;
 	long steps, threads, seed, prefill_chunk;
 	double temperature, topp;
-	bool ids, populate, hugepages, hooks_bench, report_line, force;
+	bool ids, populate, hugepages, hooks_bench, report_line, force, sparsity_map;
 	enum eng_kv_type kv;
 	enum eng_load_mode load;
 };
@@ -46,7 +46,7 @@ static void usage(FILE *f)
 		"                        [--temperature T] [--topp P] [--seed S] [-t|--threads N]\n"
 		"                        [--kernels ref|auto|avx2|avx512|neon] [--ids] [--kv f32|f16]\n"
 		"                        [--populate] [--hugepages] [--load mmap|huge-copy|repack]\n"
-		"                        [--hooks-bench] [--force] [--prefill-chunk N]\n"
+		"                        [--hooks-bench] [--force] [--prefill-chunk N] [--sparsity-map]\n"
 		"                        [--prompt-ids ID,ID,...] [--logits FILE.json] [--report-line]\n\n"
 		"Runs a llama2.c checkpoint or a GGUF model (llama, falcon) from BOS (and the prompt)\n"
 		"and prints the text it generates as it goes, then one line on stderr: tokens, decode\n"
@@ -88,6 +88,10 @@ static void usage(FILE *f)
 		"                        by token, since it writes every position's logits\n"
 		"      --hooks-bench     install no-op per-token and per-phase hooks, to measure what\n"
 		"                        the instrumentation costs against a run without them\n"
+		"      --sparsity-map    skip, in each down projection, the weight blocks whose\n"
+		"                        activations are all exactly zero (ReLU models; a block is\n"
+		"                        32 columns, or the quant block); the report counts only the\n"
+		"                        bytes read, and gives the zero and skipped fractions\n"
 		"      --force           run a model larger than the memory available (refused\n"
 		"                        otherwise: paging would make it crawl)\n");
 }
@@ -197,7 +201,7 @@ static int check_memory(const char *path)
 static int parse_args(struct gen_args *a, int argc, char **argv)
 {
 	enum { O_TEMP = 256, O_TOPP, O_SEED, O_KERNELS, O_IDS, O_KV, O_POPULATE, O_HUGE, O_HOOKS,
-	       O_PROMPT_IDS, O_LOGITS, O_REPORT, O_LOAD, O_FORCE, O_CHUNK };
+	       O_PROMPT_IDS, O_LOGITS, O_REPORT, O_LOAD, O_FORCE, O_CHUNK, O_SPARSE };
 	static const struct option longopts[] = {
 		{ "model", required_argument, NULL, 'm' },
 		{ "tokenizer", required_argument, NULL, 'z' },
@@ -219,6 +223,7 @@ static int parse_args(struct gen_args *a, int argc, char **argv)
 		{ "report-line", no_argument, NULL, O_REPORT },
 		{ "force", no_argument, NULL, O_FORCE },
 		{ "prefill-chunk", required_argument, NULL, O_CHUNK },
+		{ "sparsity-map", no_argument, NULL, O_SPARSE },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -275,6 +280,7 @@ static int parse_args(struct gen_args *a, int argc, char **argv)
 				return mw_fail(MW_EXIT_USAGE, VERB,
 					       "--prefill-chunk %s: give a positive count", optarg);
 			break;
+		case O_SPARSE: a->sparsity_map = true; break;
 		case 'h':
 			usage(stdout);
 			return -1;
@@ -361,6 +367,9 @@ struct gen {
 	long generated;
 	struct eng_step_bytes bytes; /* the last step's */
 	uint64_t kv_read_sum;        /* over the decode steps */
+	/* Over the decode steps: weight bytes read and skipped, exact-zero FFN activations and
+	 * all-zero down-projection blocks, and their totals. */
+	uint64_t weights_sum, skipped_sum, zero_sum, act_sum, zblocks_sum, blocks_sum;
 };
 
 /* Encodes -p or --prompt-ids after BOS into g->prompt, and shortens -n to what the model's
@@ -442,8 +451,15 @@ static int generate_tokens(struct gen *g)
 		} else {
 			g->fed[g->n_fed++] = token;
 		}
-		if (pos >= g->n_prompt)
+		if (pos >= g->n_prompt) {
 			g->kv_read_sum += g->bytes.kv_read;
+			g->weights_sum += g->bytes.weights;
+			g->skipped_sum += g->bytes.weights_skipped;
+			g->zero_sum += g->bytes.act_zero;
+			g->act_sum += g->bytes.act_total;
+			g->zblocks_sum += g->bytes.down_blocks_zero;
+			g->blocks_sum += g->bytes.down_blocks;
+		}
 		if (g->logits_file)
 			write_logits(g->logits_file, pos, logits, vocab_size);
 		if (pos + 1 == g->n_prompt && g->logits_file)
@@ -485,6 +501,27 @@ static int logits_close(struct gen *g)
 	return 0;
 }
 
+/* The --report-line's engine-accounted line ("memwall-bytes: engine_bytes_per_token=N ..."), per decode step (the last step's when the
+ * prompt's were the only ones): weight bytes read and skipped, the exact-zero fraction of
+ * the FFN activations, and the fraction of down-projection blocks that were all zero (what a
+ * sparsity map skips: sparsity.h's granularity). */
+static void report_bytes(const struct gen *g)
+{
+	uint64_t steps = g->generated > 1 ? (uint64_t)(g->generated - 1) : 0;
+	double weights = steps ? (double)g->weights_sum / (double)steps : (double)g->bytes.weights;
+	double skipped = steps ? (double)g->skipped_sum / (double)steps
+			       : (double)g->bytes.weights_skipped;
+	uint64_t zero = steps ? g->zero_sum : g->bytes.act_zero;
+	uint64_t acts = steps ? g->act_sum : g->bytes.act_total;
+	uint64_t zb = steps ? g->zblocks_sum : g->bytes.down_blocks_zero;
+	uint64_t blocks = steps ? g->blocks_sum : g->bytes.down_blocks;
+	fprintf(stderr, " engine_bytes_per_token=%.0f weights_skipped_per_token=%.0f sparsity_map=%d",
+		weights, skipped, g->a.sparsity_map ? 1 : 0);
+	if (acts)
+		fprintf(stderr, " ffn_zero_fraction=%.4f down_blocks_zero_fraction=%.4f",
+			(double)zero / (double)acts, blocks ? (double)zb / (double)blocks : 0.0);
+}
+
 /* The summary line on stderr, and with --report-line the generic adapter line and the
  * engine-accounted bytes. */
 static void summary_print(const struct gen *g)
@@ -523,12 +560,26 @@ static void summary_print(const struct gen *g)
 		fprintf(stderr, " decode_ms=%.3f decode_steps=%ld", (g->t_end - g->t_first) * 1e3,
 			generated - 1);
 	fputc('\n', stderr);
+	/* A line of its own: the memwall-tokens adapter (src/run/adapters.h) refuses keys it
+	 * does not know. */
+	fputs("memwall-bytes:", stderr);
+	report_bytes(g);
+	fputc('\n', stderr);
 	/* Engine-accounted, per decode step (engine.h): the weights are the tensor table's
 	 * per-token bytes; the KV read grows with the position, so its mean is given. */
 	fprintf(stderr, "memwall generate: engine-accounted bytes per token: weights %" PRIu64
 		", kv read %.0f (mean of the decode steps), kv write %" PRIu64 "\n",
 		g->bytes.weights, generated > 1 ? (double)g->kv_read_sum / (double)(generated - 1)
 						: (double)g->bytes.kv_read, g->bytes.kv_write);
+	if (g->bytes.act_total)
+		fprintf(stderr, "memwall generate: FFN activations (%s): %.1f%% exactly zero; "
+			"down-projection blocks all zero: %.1f%%%s\n",
+			eng_ffn_act_name(g->info->ffn_act),
+			100.0 * (double)(generated > 1 ? g->zero_sum : g->bytes.act_zero) /
+				(double)(generated > 1 ? g->act_sum : g->bytes.act_total),
+			100.0 * (double)(generated > 1 ? g->zblocks_sum : g->bytes.down_blocks_zero) /
+				(double)(generated > 1 ? g->blocks_sum : g->bytes.down_blocks),
+			a->sparsity_map ? " (skipped by --sparsity-map)" : "");
 }
 
 int mw_cmd_generate(int argc, char **argv)
@@ -574,7 +625,8 @@ int mw_cmd_generate(int argc, char **argv)
 	struct eng_session_options sopt = { .threads = (int)a->threads, .kernels = a->kernels,
 					    .kv_type = a->kv,
 					    .hooks = a->hooks_bench ? &noop_hooks : NULL,
-					    .prefill_chunk = (int)a->prefill_chunk };
+					    .prefill_chunk = (int)a->prefill_chunk,
+					    .sparsity_map = a->sparsity_map };
 	if (eng_session_new(&g.session, g.model, &sopt, &err)) {
 		rc = eng_fail(MW_EXIT_USAGE, &err);
 		goto out;
