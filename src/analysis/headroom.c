@@ -176,6 +176,14 @@ static void on_ffn_act(void *ctx, int layer, const float *act, int n)
 	L->near += near;
 }
 
+static void add_bytes(struct mw_r1 *r, const struct eng_step_bytes *b)
+{
+	r->dense_bytes += b->weights + b->weights_skipped + b->kv_read + b->kv_write;
+	r->skipped_bytes += b->weights_skipped;
+	r->down_blocks_zero += b->down_blocks_zero;
+	r->down_blocks += b->down_blocks;
+}
+
 /* n sequences of MW_R1_SELF_TOKENS tokens sampled from the model itself, from its BOS. */
 static int self_generated(struct eng_session *s, const struct eng_model_info *info, int bos,
 			  size_t n, struct mw_r1 *out, const char *model_path, struct mw_error *err)
@@ -194,11 +202,13 @@ static int self_generated(struct eng_session *s, const struct eng_model_info *in
 		int token = bos;
 		for (int pos = 0; pos < steps; pos++) {
 			const float *logits;
-			if ((rc = eng_session_step(s, token, pos, &logits, NULL))) {
+			struct eng_step_bytes b;
+			if ((rc = eng_session_step(s, token, pos, &logits, &b))) {
 				mw_error_set(err, rc, model_path, "", "the engine failed at sequence "
 					     "%zu, position %d", p + 1, pos);
 				break;
 			}
+			add_bytes(out, &b);
 			memcpy(copy, logits, (size_t)info->vocab_size * sizeof(float));
 			token = eng_sampler_sample(samp, copy);
 		}
@@ -245,7 +255,9 @@ int mw_r1_measure(const char *model_path, const char *tokenizer_path, char *cons
 	out->layer = calloc((size_t)info->n_layers, sizeof(*out->layer));
 	struct r1_ctx ctx = { .r = out, .epsilon = (float)epsilon };
 	struct eng_hooks hooks = { .ctx = &ctx, .ffn_act = on_ffn_act };
-	struct eng_session_options so = { .threads = 1, .hooks = &hooks };
+	/* The sparsity map on: its skips are counted (engine-accounted) on the same steps. */
+	struct eng_session_options so = { .threads = 1, .hooks = &hooks, .sparsity_map = true };
+	out->map_applies = !info->arch || strcmp(info->arch, "falcon");
 	if (!out->layer) {
 		rc = mw_error_set(err, -ENOMEM, model_path, "", "out of memory");
 		goto out;
@@ -286,11 +298,13 @@ int mw_r1_measure(const char *model_path, const char *tokenizer_path, char *cons
 			n = info->seq_len; /* the model's context bounds a prompt */
 		for (int i = 0; i < n; i++) {
 			const float *logits;
-			if ((rc = eng_session_step(s, ids[i], i, &logits, NULL))) {
+			struct eng_step_bytes b;
+			if ((rc = eng_session_step(s, ids[i], i, &logits, &b))) {
 				mw_error_set(err, rc, model_path, "", "the engine failed at prompt "
 					     "%zu, position %d", p + 1, i);
 				goto out;
 			}
+			add_bytes(out, &b);
 		}
 		out->prompts++;
 		out->tokens += (size_t)n;
@@ -322,10 +336,24 @@ static const char *kind_of(const char *name)
 	return dot ? dot + 1 : name;
 }
 
-static int cosine(const struct eng_tensor *a, const struct eng_tensor *b, float *ra, float *rb,
-		  double *out)
+double mw_r3_threshold(int layer, int n_layers)
 {
-	double ab = 0, aa = 0, bb = 0;
+	int L = n_layers;
+	if (layer < L / 10)
+		return 0.99;
+	if (layer < 4 * L / 10)
+		return 0.97;
+	if (layer <= 6 * L / 10)
+		return 0.95;
+	if (layer < 9 * L / 10)
+		return 0.97;
+	return 0.99;
+}
+
+static int cosine(const struct eng_tensor *a, const struct eng_tensor *b, float *ra, float *rb,
+		  double *out, double *delta_ratio)
+{
+	double ab = 0, aa = 0, bb = 0, dd = 0;
 	int rc;
 	for (uint64_t r = 0; r < a->rows; r++) {
 		if ((rc = eng_tensor_dequantize(a, r, ra)) || (rc = eng_tensor_dequantize(b, r, rb)))
@@ -334,9 +362,11 @@ static int cosine(const struct eng_tensor *a, const struct eng_tensor *b, float 
 			ab += (double)ra[i] * rb[i];
 			aa += (double)ra[i] * ra[i];
 			bb += (double)rb[i] * rb[i];
+			dd += ((double)rb[i] - ra[i]) * ((double)rb[i] - ra[i]);
 		}
 	}
 	*out = aa > 0 && bb > 0 ? ab / sqrt(aa * bb) : NAN;
+	*delta_ratio = aa > 0 ? sqrt(dd / aa) : NAN;
 	return 0;
 }
 
@@ -347,6 +377,8 @@ int mw_r3_measure(const struct eng_tensor_table *t, struct mw_r3 *out)
 	int rc = 0, L = t->info.n_layers;
 
 	memset(out, 0, sizeof(*out));
+	out->core_first = 4 * L / 10;
+	out->core_last = 6 * L / 10;
 	for (size_t i = 0; i < t->n; i++)
 		if (t->t[i].layer >= 0 && t->t[i].rows > 1) {
 			if (!t->t[i].data)
@@ -370,8 +402,12 @@ int mw_r3_measure(const struct eng_tensor_table *t, struct mw_r3 *out)
 			    b->rows != a->rows || b->cols != a->cols)
 				continue;
 			struct mw_r3_pair *p = &out->pairs[out->n];
-			if ((rc = cosine(a, b, ra, rb, &p->cosine)))
+			if ((rc = cosine(a, b, ra, rb, &p->cosine, &p->delta_ratio)))
 				goto out;
+			p->threshold = mw_r3_threshold(b->layer, L);
+			p->aliasable = p->cosine >= p->threshold; /* false for NAN */
+			p->core = b->layer >= out->core_first && b->layer <= out->core_last;
+			p->step_bytes = b->step_bytes;
 			snprintf(p->kind, sizeof(p->kind), "%s", kind_of(a->name));
 			p->layer = a->layer;
 			p->zone = L > 2 ? (enum mw_zone)(3 * a->layer / (L - 1)) : MW_ZONE_EARLY;
@@ -387,6 +423,14 @@ int mw_r3_measure(const struct eng_tensor_table *t, struct mw_r3 *out)
 	}
 	for (size_t k = 0; k < out->n; k++) {
 		const struct mw_r3_pair *p = &out->pairs[k];
+		out->blocks++;
+		out->aliasable += p->aliasable;
+		if (p->core) {
+			out->core_blocks++;
+			out->core_aliasable += p->aliasable;
+			out->core_bytes += p->step_bytes;
+			out->core_aliasable_bytes += p->aliasable ? p->step_bytes : 0;
+		}
 		if (isnan(p->cosine))
 			continue;
 		out->zone_n[p->zone]++;
@@ -400,6 +444,8 @@ int mw_r3_measure(const struct eng_tensor_table *t, struct mw_r3 *out)
 		else
 			out->zone_mean[z] = out->zone_min[z] = out->zone_max[z] = NAN;
 	}
+	out->aliasing_ratio = out->core_blocks ? (double)out->core_aliasable / out->core_blocks
+					       : NAN;
 out:
 	free(ra);
 	free(rb);
@@ -413,4 +459,35 @@ void mw_r3_free(struct mw_r3 *r)
 	free(r->pairs);
 	r->pairs = NULL;
 	r->n = 0;
+}
+
+/* ---- R4 ---------------------------------------------------------------------------------------- */
+
+void mw_r4_compute(const struct eng_tensor_table *t, int positions, struct mw_r4 *out)
+{
+	const struct eng_model_info *in = &t->info;
+	uint64_t dim = (uint64_t)in->dim, hidden = (uint64_t)in->hidden_dim;
+	uint64_t q_dim = (uint64_t)in->n_heads * (uint64_t)t->head_dim;
+	uint64_t kv_dim = (uint64_t)in->n_kv_heads * (uint64_t)t->head_dim;
+	bool falcon = in->arch && !strcmp(in->arch, "falcon");
+
+	memset(out, 0, sizeof(*out));
+	out->positions = positions;
+	out->contract_bytes = (2 * dim + 4 * hidden) * 2;
+	/* session.c's per-token vectors: x, y, y2 (dim each), xb (q_dim), qkv (q_dim + 2 kv_dim),
+	 * hb (hidden) and, for llama's gated FFN, hb2 (hidden); all f32. */
+	uint64_t elems = 3 * dim + q_dim + (q_dim + 2 * kv_dim) + hidden + (falcon ? 0 : hidden);
+	out->engine_bytes = elems * 4;
+	out->attention_bytes = (uint64_t)in->n_heads * (uint64_t)positions * 4;
+}
+
+uint64_t mw_down_bytes(const struct eng_tensor_table *t)
+{
+	uint64_t n = 0;
+	for (size_t i = 0; i < t->n; i++) {
+		const char *k = kind_of(t->t[i].name);
+		if (t->t[i].layer >= 0 && (!strcmp(k, "w2") || !strcmp(k, "ffn_down.weight")))
+			n += t->t[i].step_bytes;
+	}
+	return n;
 }

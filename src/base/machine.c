@@ -232,6 +232,29 @@ static long long size_bytes(const char *s)
 	return v;
 }
 
+int mw_cache_size(const char *root, int level, uint64_t *bytes, char *source, size_t n)
+{
+	struct mctx c = { .root = root ? root : "" };
+	char path[256], text[64];
+	*bytes = 0;
+	for (int i = 0; i < 16; i++) {
+		snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu0/cache/index%d/level", i);
+		if (read_text(&c, path, text, sizeof(text)) || atoi(text) != level)
+			continue;
+		snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu0/cache/index%d/type", i);
+		if (read_text(&c, path, text, sizeof(text)) || !strcmp(text, "Instruction"))
+			continue;
+		snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
+		if (read_text(&c, path, text, sizeof(text)) || size_bytes(text) <= 0)
+			continue;
+		*bytes = (uint64_t)size_bytes(text);
+		if (source)
+			snprintf(source, n, "%s%s", c.root, path);
+		return 0;
+	}
+	return -ENOENT;
+}
+
 static json_t *r_caches(struct mctx *c, char *w, size_t n)
 {
 	json_t *arr = json_array();

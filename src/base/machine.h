@@ -19,6 +19,11 @@ json_t *mw_machine_describe(const char *root);
  * With root NULL, $MEMWALL_MEMINFO (for tests only) names a file read in its place. */
 int mw_meminfo(const char *root, const char *key, uint64_t *bytes);
 
+/* Size in bytes of CPU 0's data or unified cache of the given level (2 for L2), from
+ * root/sys/devices/system/cpu/cpu0/cache/index*; source (may be NULL) receives the size
+ * file. -ENOENT when sysfs does not say (a container, a VM without cache topology). */
+int mw_cache_size(const char *root, int level, uint64_t *bytes, char *source, size_t n);
+
 /* The allow-listed environment variables that are set (MEMWALL_CACHE_DIR, MEMWALL_COUNTERS,
  * MEMWALL_SYSFS_ROOT, MEMWALL_MEMINFO, MEMWALL_INJECT_ERRNO, OMP_NUM_THREADS), as
  * {"NAME": "value"}, for a result record: never the whole environment. Values are redacted

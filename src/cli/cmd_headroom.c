@@ -17,6 +17,8 @@
 #include "analytic.h"
 #include "file.h"
 #include "headroom.h"
+#include "machine.h"
+#include "mechanisms.h"
 #include "result.h"
 #include "roofline.h"
 #include "verbs.h"
@@ -208,8 +210,12 @@ struct headroom {
 	struct mw_r3 r3;
 	bool r3_ok;
 	char r3_reason[300];
+	struct mw_r4 r4;
+	uint64_t l2, llc; /* 0: unknown */
+	char l2_src[300];
 	bool has_manifest;
 	char manifest[4200];
+	json_t *mech; /* the mechanisms table, stolen by out */
 	json_t *out; /* the document */
 };
 
@@ -299,6 +305,7 @@ static int baseline_analytic(struct headroom *h)
 	char llc_src[300] = "";
 	if (eng_llc_size(&llc, llc_src, sizeof(llc_src)))
 		llc = 0;
+	h->llc = llc;
 	struct mw_analytic_options ao = { .pos = h->pos, .kv_elem_bytes = o->kv_bytes,
 					  .llc_bytes = llc, .llc_source = llc_src };
 	ao.act_elem_bytes = 4;
@@ -364,6 +371,9 @@ static void contract_formulas(struct headroom *h)
 	h->r4_limit = contract_num(h->proj, "R4", "limit_bytes");
 	h->r4_between = !isnan(h->r4_limit) && (double)h->a.activation_layer > h->r4_limit &&
 			(double)h->a.activation_layer <= h->r4_limit * 1.024;
+	mw_r4_compute(t, h->pos + 1, &h->r4);
+	if (mw_cache_size(NULL, 2, &h->l2, h->l2_src, sizeof(h->l2_src)))
+		h->l2 = 0;
 }
 
 /* R1: the engine over the calibration prompts, with the tokenizer beside the model (or
@@ -474,6 +484,26 @@ static json_t *r3_object(const struct headroom *h)
 			mw_json_num(r3->pairs[k].cosine)));
 	json_object_set_new(r3j, "zones", zones);
 	json_object_set_new(r3j, "pairs", pairs);
+	json_object_set_new(r3j, "aliasing", json_pack(
+		"{s:s, s:i, s:i, s:i, s:i, s:o, s:f, s:b, s:i, s:i, s:s}", "method",
+		"whole-tensor cosine of each matrix of layer l with the same matrix of layer l - 1 "
+		"(dequantized); aliasable when >= the zone threshold of layer l (0.99 below "
+		"floor(0.1 L), 0.97 below floor(0.4 L), 0.95 up to floor(0.6 L), 0.97 below "
+		"floor(0.9 L), 0.99 from there)", "core_first_layer", r3->core_first,
+		"core_last_layer", r3->core_last, "core_blocks", r3->core_blocks,
+		"core_aliasable", r3->core_aliasable, "aliasing_ratio",
+		mw_json_num(r3->aliasing_ratio), "limit", MW_R3_ALIASING_MIN, "pass",
+		r3->core_blocks && r3->aliasing_ratio >= MW_R3_ALIASING_MIN, "blocks", r3->blocks,
+		"aliasable", r3->aliasable, "note", "AIOS's validation/headroom.py (commit "
+		"4d28f33d) samples synthetic random weights instead of reading the model's tensors; "
+		"these cosines are of the model's own weights"));
+	for (size_t k = 0; k < r3->n; k++) {
+		json_t *pj = json_array_get(pairs, k);
+		json_object_set_new(pj, "threshold", json_real(r3->pairs[k].threshold));
+		json_object_set_new(pj, "aliasable", json_boolean(r3->pairs[k].aliasable));
+		json_object_set_new(pj, "core", json_boolean(r3->pairs[k].core));
+		json_object_set_new(pj, "delta_ratio", mw_json_num(r3->pairs[k].delta_ratio));
+	}
 	return r3j;
 }
 
@@ -482,7 +512,7 @@ static json_t *document_build(struct headroom *h)
 {
 	const struct mw_analytic *a = &h->a;
 	json_t *r1j = r1_object(h), *r3j = r3_object(h);
-	return json_pack(
+	json_t *doc = json_pack(
 		"{s:s, s:b, s:s, s:O, s:{s:f, s:s, s:s, s:s}, s:o,"
 		" s:{s:o, s:{s:f, s:I, s:i, s:o, s:o},"
 		"    s:{s:I, s:o, s:s, s:I, s:o, s:b}, s:o, s:{s:b, s:s}}}",
@@ -505,6 +535,30 @@ static json_t *document_build(struct headroom *h)
 		"R3", r3j,
 		"R5", "manifest_present", h->has_manifest, "looked_for", h->has_manifest ? h->manifest
 			: "MODEL.manifest.json and manifest.json in the model's folder");
+	json_t *r4 = json_object_get(json_object_get(doc, "contract"), "R4");
+	if (r4) {
+		const struct mw_r4 *f = &h->r4;
+		json_object_set_new(r4, "contract_formula_bytes", json_integer((json_int_t)
+				    f->contract_bytes));
+		json_object_set_new(r4, "contract_formula", json_string("(2 d_model + 4 d_ffn) x 2 B"));
+		json_object_set_new(r4, "contract_pass", json_boolean(f->contract_bytes <=
+								       MW_R4_LIMIT_BYTES));
+		json_object_set_new(r4, "engine_buffers_bytes", json_integer((json_int_t)
+				    f->engine_bytes));
+		json_object_set_new(r4, "engine_attention_bytes", json_integer((json_int_t)
+				    f->attention_bytes));
+		json_object_set_new(r4, "positions", json_integer(f->positions));
+		json_object_set_new(r4, "l2_bytes", h->l2 ? json_integer((json_int_t)h->l2)
+							  : json_null());
+		json_object_set_new(r4, "l2_source", json_string(h->l2 ? h->l2_src : "unavailable: "
+					"sysfs gives no L2 size here"));
+		json_object_set_new(r4, "fits_l2", h->l2 ? json_boolean(
+			f->contract_bytes <= h->l2 && f->engine_bytes + f->attention_bytes <= h->l2)
+			: json_null());
+	}
+	if (doc && h->mech)
+		json_object_set(doc, "mechanisms", h->mech);
+	return doc;
 }
 
 static void report_print(const struct headroom *h)
@@ -560,6 +614,16 @@ static void report_print(const struct headroom *h)
 			else
 				printf("     %-6s no pairs (too few layers)\n",
 				       mw_zone_name((enum mw_zone)z));
+		printf("     aliasing (whole-tensor cosine of each matrix with the layer before's, "
+		       "aliasable at >= its layer's zone threshold 0.99/0.97/0.95/0.97/0.99):\n"
+		       "     core zone layers %d..%d: %d of %d blocks aliasable, ratio %.1f %% "
+		       "against >= %.0f %%: %s; all layers: %d of %d\n", r3->core_first,
+		       r3->core_last, r3->core_aliasable, r3->core_blocks, 100 * r3->aliasing_ratio,
+		       100 * MW_R3_ALIASING_MIN, !r3->core_blocks ? "no blocks"
+		       : r3->aliasing_ratio >= MW_R3_ALIASING_MIN ? "pass" : "FAIL", r3->aliasable,
+		       r3->blocks);
+		printf("     (AIOS's validation/headroom.py samples synthetic random weights, not "
+		       "the model's; these are the model's own tensors)\n");
 	} else {
 		printf("  R3 cross-layer similarity: %s\n", h->r3_reason);
 	}
@@ -569,9 +633,51 @@ static void report_print(const struct headroom *h)
 	       r4_limit / 1e3,
 	       isnan(r4_limit) ? "no limit" : (double)a->activation_layer <= r4_limit ? "pass" : "FAIL",
 	       h->r4_between ? " (but within 200 KiB: the verdict hangs on KB vs KiB)" : "");
+	const struct mw_r4 *f = &h->r4;
+	printf("     contract formula (2 d_model + 4 d_ffn) x 2 B: %llu B against 200 KB: %s; "
+	       "engine's f32 buffers %llu B + attention weights %llu B at %d positions; L2 %s: "
+	       "%s\n", (unsigned long long)f->contract_bytes,
+	       f->contract_bytes <= MW_R4_LIMIT_BYTES ? "pass" : "FAIL",
+	       (unsigned long long)f->engine_bytes, (unsigned long long)f->attention_bytes,
+	       f->positions, h->l2 ? h->l2_src : "unknown (sysfs gives no L2 size)",
+	       !h->l2 ? "not compared" : f->contract_bytes <= h->l2 &&
+	       f->engine_bytes + f->attention_bytes <= h->l2 ? "both fit" : "DO NOT both fit");
+	if (h->l2)
+		printf("     L2 = %llu B\n", (unsigned long long)h->l2);
 	printf("  R5 manifest: %s\n", h->has_manifest ? h->manifest : h->model_path ? "absent "
 	       "(looked for MODEL.manifest.json and manifest.json beside the model)"
 	       : "not checked: the model file is not here");
+}
+
+static void figure_print(const json_t *f)
+{
+	const json_t *pct = json_object_get(f, "reduction_pct");
+	if (json_is_number(pct))
+		printf(" %.2f %%: ", json_number_value(pct));
+	else
+		printf(" ");
+	printf("%s (%s) |", json_string_value(json_object_get(f, "text")),
+	       json_string_value(json_object_get(f, "kind")));
+}
+
+/* The mechanisms as a markdown table: projection, prediction, measurement, each with its
+ * kind and source. */
+static void mechanisms_print(const struct headroom *h)
+{
+	size_t i;
+	json_t *m;
+	printf("\n## Mechanisms: AIOS's projection, memwall's prediction, the measurement\n\n"
+	       "| rule | AIOS's projection | memwall's prediction for this model | measured |\n"
+	       "|---|---|---|---|\n");
+	json_array_foreach(h->mech, i, m) {
+		const json_t *pr = json_object_get(m, "projection");
+		printf("| %s %s | %s |", json_string_value(json_object_get(m, "rule")),
+		       json_string_value(json_object_get(m, "mechanism")),
+		       json_string_value(json_object_get(pr, "text")));
+		figure_print(json_object_get(m, "prediction"));
+		figure_print(json_object_get(m, "measurement"));
+		printf("\n");
+	}
 }
 
 int mw_cmd_headroom(int argc, char **argv)
@@ -602,6 +708,12 @@ int mw_cmd_headroom(int argc, char **argv)
 	contract_r3(&h);
 	h.has_manifest = h.model_path && find_manifest(h.model_path, h.manifest,
 						       sizeof(h.manifest));
+	struct mw_mech_inputs mi = { .proj = h.proj, .t = h.t, .a = &h.a,
+				     .r1 = h.r1_ok ? &h.r1 : NULL, .r1_reason = h.r1_reason,
+				     .r3 = h.r3_ok ? &h.r3 : NULL, .r3_reason = h.r3_reason,
+				     .r4 = &h.r4, .l2 = h.l2, .llc = h.llc,
+				     .manifest = h.has_manifest };
+	h.mech = mw_mechanisms_build(&mi);
 
 	/* The document, then text or JSON from it. */
 	h.out = document_build(&h);
@@ -615,8 +727,10 @@ int mw_cmd_headroom(int argc, char **argv)
 		goto out;
 	}
 	report_print(&h);
+	mechanisms_print(&h);
 out:
 	json_decref(h.out);
+	json_decref(h.mech);
 	json_decref(h.proj);
 	json_decref(h.rec);
 	mw_calibration_free(h.prompts, h.n_prompts);

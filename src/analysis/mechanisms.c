@@ -1,0 +1,203 @@
+/* src/analysis/mechanisms.c: projection, prediction and measurement per mechanism
+ * (mechanisms.h). */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "mechanisms.h"
+
+static json_t *num(double x)
+{
+	return isfinite(x) ? json_real(x) : json_null();
+}
+
+/* The first tier of the projections file whose requirements name rule: AIOS projects tiers,
+ * not mechanisms one by one. */
+static json_t *projection(const json_t *proj, const char *rule)
+{
+	size_t i;
+	json_t *p;
+	char text[600];
+	json_array_foreach(json_object_get(proj, "projections"), i, p) {
+		const char *req = json_string_value(json_object_get(p, "requirements"));
+		const char *tier = json_string_value(json_object_get(p, "tier"));
+		const json_t *range = json_object_get(p, "range_pct");
+		if (!req || !tier || !strstr(req, rule) || json_array_size(range) != 2)
+			continue;
+		snprintf(text, sizeof(text), "tier %s (%s): %.0f-%.0f %% less MB/token, for the "
+			 "tier's requirements together against an unoptimized baseline; AIOS gives "
+			 "no figure for %s alone (%s)", tier, req,
+			 json_number_value(json_array_get(range, 0)),
+			 json_number_value(json_array_get(range, 1)), rule,
+			 json_string_value(json_object_get(proj, "source")) ?
+			 json_string_value(json_object_get(proj, "source")) : "projections file");
+		return json_pack("{s:s, s:s, s:O}", "kind", "projection (AIOS's, not a "
+				 "measurement)", "text", text, "range_pct", range);
+	}
+	return json_pack("{s:s, s:s, s:n}", "kind", "projection", "text",
+			 "none in the projections file", "range_pct");
+}
+
+static json_t *figure(const char *kind, double pct, const char *text)
+{
+	return json_pack("{s:s, s:o, s:s}", "kind", kind, "reduction_pct", num(pct), "text", text);
+}
+
+#define PREDICTION "prediction (memwall's analytic, not a measurement)"
+#define MEASUREMENT "measurement (engine-accounted bytes)"
+#define NOT_MEASURED "not measured"
+
+static void r1(const struct mw_mech_inputs *in, json_t **pred, json_t **meas)
+{
+	char p[900], m[900];
+	double down = (double)mw_down_bytes(in->t), total = (double)in->a->total;
+	const struct mw_r1 *r = in->r1;
+	if (!r) {
+		snprintf(p, sizeof(p), "no prediction: R1's activations were not measured (%.700s)",
+			 in->r1_reason);
+		*pred = figure(PREDICTION, NAN, p);
+		snprintf(m, sizeof(m), "not measured: needs forward passes with the sparsity map "
+			 "(%.700s)", in->r1_reason);
+		*meas = figure(NOT_MEASURED, NAN, m);
+		return;
+	}
+	uint64_t zeros = 0, n = 0;
+	for (int l = 0; l < r->n_layers; l++) {
+		zeros += r->layer[l].zeros;
+		n += r->layer[l].n;
+	}
+	double zf = n ? (double)zeros / (double)n : NAN;
+	snprintf(p, sizeof(p), "FFN down projections are %.1f %% of a dense decode step's bytes "
+		 "(analytic, %.0f of %.0f B) x the exact-zero fraction of their input, %.2f %% "
+		 "(measured by R1 above): the saving if every zero activation skipped its column",
+		 100 * down / total, down, total, 100 * zf);
+	*pred = figure(PREDICTION, 100 * down / total * zf, p);
+	if (!r->map_applies) {
+		*meas = figure(NOT_MEASURED, NAN, "not measured: the engine's sparsity map covers "
+			       "llama-architecture models only (needs a ReLU llama model and "
+			       "--sparsity-map)");
+		return;
+	}
+	snprintf(m, sizeof(m), "the engine's sparsity map (generate --sparsity-map) on R1's %zu "
+		 "steps skipped %llu of %llu B (all-zero down-projection column blocks: %llu of "
+		 "%llu)%s", r->tokens, (unsigned long long)r->skipped_bytes,
+		 (unsigned long long)r->dense_bytes, (unsigned long long)r->down_blocks_zero,
+		 (unsigned long long)r->down_blocks,
+		 r->skipped_bytes ? "" : "; a SiLU model has no exact zeros to skip, a ReLU model "
+		 "(memwall synth --activation relu) does");
+	*meas = figure(MEASUREMENT, r->dense_bytes ? 100.0 * (double)r->skipped_bytes /
+			(double)r->dense_bytes : NAN, m);
+}
+
+static void r2(const struct mw_mech_inputs *in, json_t **pred, json_t **meas)
+{
+	static const int ctx[] = MW_MECH_R2_CONTEXTS;
+	const struct eng_tensor_table *t = in->t;
+	char p[1200];
+	size_t o = 0;
+	double pct = NAN;
+	o += (size_t)snprintf(p + o, sizeof(p) - o, "KV cache read per token at context C "
+			      "(analytic, %d B per element, this engine's) vs the contract's "
+			      "L x H_kv x d_head x C x 4, and the share of a step's bytes that "
+			      "would go if KV reads left DRAM once the cache fits the LLC (%.1f "
+			      "MiB%s):", in->a->kv_elem_bytes, (double)in->llc / 1048576.0,
+			      in->llc ? "" : ", unknown: taken as fitting nothing");
+	for (size_t i = 0; i < sizeof(ctx) / sizeof(ctx[0]) && o < sizeof(p); i++) {
+		uint64_t kv = mw_analytic_kv_bytes(t->info.n_layers, t->info.n_kv_heads,
+						   t->head_dim, in->a->kv_elem_bytes,
+						   (uint64_t)ctx[i]);
+		uint64_t contract = (uint64_t)t->info.n_layers * (uint64_t)t->info.n_kv_heads *
+				    (uint64_t)t->head_dim * (uint64_t)ctx[i] * 4;
+		bool fits = in->llc && kv <= in->llc;
+		double share = 100.0 * (double)kv / ((double)in->a->weights + (double)kv);
+		pct = fits ? share : 0;
+		o += (size_t)snprintf(p + o, sizeof(p) - o, " %dK: %.2f MiB (contract %.2f MiB), "
+				      "%s, %.1f %%;", ctx[i] / 1024, (double)kv / 1048576.0,
+				      (double)contract / 1048576.0, fits ? "fits" : "does not fit",
+				      fits ? share : 0.0);
+	}
+	if (t->info.seq_len < 4096 && o < sizeof(p))
+		snprintf(p + o, sizeof(p) - o, " (the model's own context is %d: longer ones are "
+			 "the formula's)", t->info.seq_len);
+	*pred = figure(PREDICTION, pct, p);
+	*meas = figure(NOT_MEASURED, NAN, "not measured: engine-accounted bytes count every KV "
+		       "read whether the cache holds it or not; a KV read served from L3 shows "
+		       "only in DRAM counters");
+}
+
+static void r3(const struct mw_mech_inputs *in, json_t **pred, json_t **meas)
+{
+	char p[900];
+	const struct mw_r3 *r = in->r3;
+	if (!r) {
+		snprintf(p, sizeof(p), "no prediction: %.800s", in->r3_reason);
+		*pred = figure(PREDICTION, NAN, p);
+	} else {
+		double total = (double)in->a->total;
+		snprintf(p, sizeof(p), "core zone (layers %d..%d): %llu B per step (analytic); its "
+			 "aliasable blocks, %d of %d by cosine of the model's own tensors "
+			 "(aliasing ratio %.1f %%), carry %llu B: stored once as a canonical they "
+			 "would save at most that, %.2f %% of %.0f B (deltas counted as free)",
+			 r->core_first, r->core_last, (unsigned long long)r->core_bytes,
+			 r->core_aliasable, r->core_blocks, 100 * r->aliasing_ratio,
+			 (unsigned long long)r->core_aliasable_bytes,
+			 100 * (double)r->core_aliasable_bytes / total, total);
+		*pred = figure(PREDICTION, 100 * (double)r->core_aliasable_bytes / total, p);
+	}
+	*meas = figure(NOT_MEASURED, NAN, "not measured: this engine stores every layer whole; "
+		       "canonical + delta storage is issue 18's R3 engine part");
+}
+
+static void r4(const struct mw_mech_inputs *in, json_t **pred, json_t **meas)
+{
+	char p[900];
+	const struct mw_r4 *r = in->r4;
+	uint64_t engine = r->engine_bytes + r->attention_bytes;
+	bool fits = in->l2 && r->contract_bytes <= in->l2 && engine <= in->l2;
+	snprintf(p, sizeof(p), "one layer's activations: %llu B by the contract's formula, %llu B "
+		 "in this engine's f32 buffers plus %llu B of attention weights at %d positions, "
+		 "against L2 %s%.0f KiB: %s", (unsigned long long)r->contract_bytes,
+		 (unsigned long long)r->engine_bytes, (unsigned long long)r->attention_bytes,
+		 r->positions, in->l2 ? "" : "unknown ", (double)in->l2 / 1024.0,
+		 fits ? "both fit, so there is no activation spill to remove: 0 %"
+		      : "no prediction (a spill's bytes are not in the analytic model)");
+	*pred = figure(PREDICTION, fits ? 0.0 : NAN, p);
+	*meas = figure(NOT_MEASURED, NAN, "not measured: activation traffic is not in the "
+		       "engine's accounting (it counts weights and KV); a spill shows only in DRAM "
+		       "counters");
+}
+
+static void r5(const struct mw_mech_inputs *in, json_t **pred, json_t **meas)
+{
+	*pred = figure(PREDICTION, 0.0, "0 %: this engine reads every weight once per decode "
+		       "step whatever their order in the file, so frequency ordering changes no "
+		       "engine-accounted byte (no effect on this engine)");
+	*meas = figure(NOT_MEASURED, NAN, in->manifest
+		       ? "not measured: a manifest is present, but the engine does not read one"
+		       : "not measured: no frequency-ordered checkpoint (no manifest beside the "
+			 "model)");
+}
+
+json_t *mw_mechanisms_build(const struct mw_mech_inputs *in)
+{
+	static const struct {
+		const char *rule, *name;
+		void (*fn)(const struct mw_mech_inputs *, json_t **, json_t **);
+	} rows[] = {
+		{ "R1", "activation sparsity: skip weight columns of exact-zero activations", r1 },
+		{ "R2", "bounded KV: a cache small enough to stay in L3", r2 },
+		{ "R3", "canonical + delta weights in the core zone", r3 },
+		{ "R4", "activations per layer within L2", r4 },
+		{ "R5", "frequency-ordered checkpoint", r5 },
+	};
+	json_t *out = json_array();
+	for (size_t i = 0; out && i < sizeof(rows) / sizeof(rows[0]); i++) {
+		json_t *pred = NULL, *meas = NULL;
+		rows[i].fn(in, &pred, &meas);
+		json_array_append_new(out, json_pack("{s:s, s:s, s:o, s:o, s:o}", "rule",
+						     rows[i].rule, "mechanism", rows[i].name,
+						     "projection", projection(in->proj, rows[i].rule),
+						     "prediction", pred, "measurement", meas));
+	}
+	return out;
+}
