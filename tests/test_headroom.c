@@ -9,6 +9,7 @@
 
 #include "analytic.h"
 #include "headroom.h"
+#include "machine.h"
 #include "run.h"
 #include "test.h"
 
@@ -303,6 +304,241 @@ static void test_r3_stories260k(void)
 	unlink(path);
 }
 
+
+/* ---- R3 aliasing on a model built with known similarity ---- */
+
+/* A legacy llama2.c file of L_KNOWN layers whose matrix j of layer k is c_j + (k - 5) s_j d_j:
+ * a canonical (layer 5, in the core zone) plus k - 5 deltas, with c and d uniform in [-1, 1) from two seeds and the delta's
+ * scale s_j set per matrix, so that some adjacent pairs pass their zone threshold and some
+ * fail. */
+#define L_KNOWN 10
+#define K_DIM 16
+#define K_HIDDEN 32
+#define K_VOCAB 32
+#define K_SEQ 16
+#define K_MID 5
+static const double k_scale[7] = { 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.8 };
+
+static float unit(uint64_t *st)
+{
+	*st = *st * 6364136223846793005ull + 1442695040888963407ull;
+	return (float)((double)(*st >> 11) / 9007199254740992.0 * 2 - 1);
+}
+
+/* matrix j's rows x cols elements: their canonical and delta (seeded by j). */
+static void known_parts(int j, size_t n, float *c, float *d)
+{
+	uint64_t sc = 1000 + (uint64_t)j, sd = 2000 + (uint64_t)j;
+	for (size_t i = 0; i < n; i++) {
+		c[i] = unit(&sc);
+		d[i] = (float)(k_scale[j] * unit(&sd));
+	}
+}
+
+static const size_t k_rows[7] = { K_DIM, K_DIM, K_DIM, K_DIM, K_HIDDEN, K_DIM, K_HIDDEN };
+static const size_t k_cols[7] = { K_DIM, K_DIM, K_DIM, K_DIM, K_DIM, K_HIDDEN, K_DIM };
+static const char *const k_kind[7] = { "wq", "wk", "wv", "wo", "w1", "w2", "w3" };
+
+static void write_floats(FILE *f, float v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		fwrite(&v, sizeof(v), 1, f);
+}
+
+static bool write_known(const char *path)
+{
+	FILE *f = fopen(path, "wb");
+	if (!f)
+		return false;
+	int32_t hdr[7] = { K_DIM, K_HIDDEN, L_KNOWN, 2, 2, K_VOCAB, K_SEQ };
+	fwrite(hdr, sizeof(hdr), 1, f);
+	write_floats(f, 0.01f, (size_t)K_VOCAB * K_DIM); /* token_embedding */
+	write_floats(f, 1.0f, (size_t)L_KNOWN * K_DIM);  /* rms_att */
+	float c[K_HIDDEN * K_DIM], d[K_HIDDEN * K_DIM], w[K_HIDDEN * K_DIM];
+	for (int j = 0; j < 7; j++) {
+		if (j == 4) /* rms_ffn sits between wo and w1 */
+			write_floats(f, 1.0f, (size_t)L_KNOWN * K_DIM);
+		size_t n = k_rows[j] * k_cols[j];
+		known_parts(j, n, c, d);
+		for (int k = 0; k < L_KNOWN; k++) {
+			for (size_t i = 0; i < n; i++)
+				w[i] = c[i] + (float)(k - K_MID) * d[i];
+			fwrite(w, sizeof(float), n, f);
+		}
+	}
+	write_floats(f, 1.0f, K_DIM);                       /* rms_final */
+	write_floats(f, 0.0f, (size_t)K_SEQ * (K_DIM / 4)); /* freq_cis_real, imag */
+	write_floats(f, 0.0f, (size_t)K_SEQ * (K_DIM / 4));
+	return fclose(f) == 0;
+}
+
+/* AIOS's thresholds by layer, written out for 10 layers (floor(0.1 L) = 1, floor(0.4 L) = 4,
+ * floor(0.6 L) = 6, floor(0.9 L) = 9) and 5 (0, 2, 3, 4). */
+static const double want_thr10[10] = { 0.99, 0.97, 0.97, 0.97, 0.95, 0.95, 0.95, 0.97, 0.97,
+				       0.99 };
+static const double want_thr5[5] = { 0.97, 0.97, 0.95, 0.95, 0.99 };
+
+static void test_r3_known(void)
+{
+	for (int l = 0; l < 10; l++)
+		T_NEAR(mw_r3_threshold(l, 10), want_thr10[l], 0);
+	for (int l = 0; l < 5; l++)
+		T_NEAR(mw_r3_threshold(l, 5), want_thr5[l], 0);
+	/* 32 layers: 0-2 0.99, 3-11 0.97, 12-19 0.95, 20-27 0.97, 28-31 0.99 */
+	T_NEAR(mw_r3_threshold(2, 32), 0.99, 0);
+	T_NEAR(mw_r3_threshold(3, 32), 0.97, 0);
+	T_NEAR(mw_r3_threshold(12, 32), 0.95, 0);
+	T_NEAR(mw_r3_threshold(19, 32), 0.95, 0);
+	T_NEAR(mw_r3_threshold(20, 32), 0.97, 0);
+	T_NEAR(mw_r3_threshold(28, 32), 0.99, 0);
+
+	char path[] = "/tmp/mw-known-XXXXXX";
+	int fd = mkstemp(path);
+	close(fd);
+	T_ASSERT(write_known(path));
+	struct eng_tensor_table *t = NULL;
+	struct eng_error eerr;
+	eng_error_clear(&eerr);
+	T_EQ_INT(eng_tensors_from_file(path, &t, &eerr), 0);
+	if (!t) {
+		fprintf(stderr, "%s\n", eerr.text);
+		unlink(path);
+		return;
+	}
+	struct mw_r3 r3;
+	T_EQ_INT(mw_r3_measure(t, &r3), 0);
+	T_EQ_INT(r3.n, 7 * (L_KNOWN - 1));
+	T_EQ_INT(r3.core_first, 4);
+	T_EQ_INT(r3.core_last, 6);
+	/* The cosine of c + m d and c + (m + 1) d, m = k - K_MID, from the dot products cc, cd
+	 * and dd. */
+	int core = 0, core_alias = 0, checked = 0, mixed[2] = { 0, 0 };
+	float c[K_HIDDEN * K_DIM], d[K_HIDDEN * K_DIM];
+	for (int j = 0; j < 7; j++) {
+		size_t n = k_rows[j] * k_cols[j];
+		known_parts(j, n, c, d);
+		double cc = 0, cd = 0, dd = 0;
+		for (size_t i = 0; i < n; i++) {
+			cc += (double)c[i] * c[i];
+			cd += (double)c[i] * d[i];
+			dd += (double)d[i] * d[i];
+		}
+		for (int k = 0; k + 1 < L_KNOWN; k++) {
+			double m = k - K_MID;
+			double a2 = cc + 2 * m * cd + m * m * dd;
+			double b2 = cc + 2 * (m + 1) * cd + (m + 1) * (m + 1) * dd;
+			double ab = cc + (2 * m + 1) * cd + m * (m + 1) * dd;
+			double want = ab / sqrt(a2 * b2), delta = sqrt(dd / a2);
+			bool alias = want >= want_thr10[k + 1];
+			mixed[alias]++;
+			if (k + 1 >= 4 && k + 1 <= 6) {
+				core++;
+				core_alias += alias;
+			}
+			for (size_t q = 0; q < r3.n; q++) {
+				const struct mw_r3_pair *p = &r3.pairs[q];
+				if (strcmp(p->kind, k_kind[j]) || p->layer != k)
+					continue;
+				T_NEAR(p->cosine, want, 1e-6);
+				T_NEAR(p->delta_ratio, delta, 1e-6);
+				T_NEAR(p->threshold, want_thr10[k + 1], 0);
+				T_ASSERT(p->aliasable == alias);
+				T_ASSERT(p->core == (k + 1 >= 4 && k + 1 <= 6));
+				checked++;
+			}
+		}
+	}
+	T_EQ_INT(checked, 7 * (L_KNOWN - 1));
+	T_ASSERT(mixed[0] > 0 && mixed[1] > 0); /* the construction exercises both sides */
+	T_EQ_INT(r3.core_blocks, core);
+	T_EQ_INT(r3.core_aliasable, core_alias);
+	T_NEAR(r3.aliasing_ratio, (double)core_alias / core, 1e-12);
+	T_ASSERT(core_alias > 0 && core_alias < core);
+	mw_r3_free(&r3);
+	eng_tensor_table_free(t);
+
+	/* The verb reports the same ratio and its verdict against 70 %. */
+	const char *argv[] = { "memwall", "headroom", path, "--json", NULL };
+	struct t_output o = t_run(argv);
+	T_EQ_INT(o.status, 0);
+	json_t *doc = o.out ? json_loads(o.out, 0, NULL) : NULL;
+	const json_t *al = json_object_get(json_object_get(json_object_get(doc, "contract"),
+							   "R3"), "aliasing");
+	T_NEAR(json_number_value(json_object_get(al, "aliasing_ratio")), (double)core_alias / core,
+	       1e-9);
+	T_ASSERT(json_is_boolean(json_object_get(al, "pass")) &&
+		 json_is_true(json_object_get(al, "pass")) == ((double)core_alias / core >= 0.70));
+	T_CONTAINS(json_string_value(json_object_get(al, "note")), "synthetic random weights");
+	json_decref(doc);
+	t_output_free(&o);
+	unlink(path);
+}
+
+/* R4: the contract's formula and the engine's buffers, written out. */
+static void test_r4_figures(void)
+{
+	struct eng_tensor_table *t = NULL;
+	struct eng_error err;
+	struct mw_r4 r;
+	eng_error_clear(&err);
+	T_EQ_INT(eng_tensors_from_shape("falcon-7b q4_k_m", &t, &err), 0);
+	if (t) {
+		mw_r4_compute(t, 129, &r);
+		/* (2 x 4544 + 4 x 18176) x 2 */
+		T_EQ_U64(r.contract_bytes, 163584u);
+		/* x, y, y2 (3 x 4544), xb (71 x 64), qkv (4544 + 2 x 64), hb (18176): no hb2 */
+		T_EQ_U64(r.engine_bytes, (3u * 4544 + 4544 + 4544 + 128 + 18176) * 4);
+		T_EQ_U64(r.attention_bytes, 71u * 129 * 4);
+		eng_tensor_table_free(t);
+	}
+	char synth[] = "/tmp/mw-r4-XXXXXX";
+	int fd = mkstemp(synth);
+	close(fd);
+	T_EQ_INT(eng_synth_llama2c(synth, "stories260K", 1, &err), 0);
+	T_EQ_INT(eng_tensors_from_file(synth, &t, &err), 0);
+	unlink(synth);
+	if (t) {
+		mw_r4_compute(t, 10, &r);
+		T_EQ_U64(r.contract_bytes, (2u * 64 + 4 * 172) * 2);
+		/* 3 x 64, xb 64, qkv 64 + 2 x 32, hb and hb2 2 x 172 */
+		T_EQ_U64(r.engine_bytes, (3u * 64 + 64 + 128 + 2 * 172) * 4);
+		T_EQ_U64(r.attention_bytes, 8u * 10 * 4);
+		eng_tensor_table_free(t);
+	}
+	/* L2 from a recorded sysfs tree: the data or unified cache of the level, never the
+	 * instruction cache. */
+	char root[] = "/tmp/mw-sysfs-XXXXXX", dir[300], file[400], src[400];
+	if (!mkdtemp(root))
+		return;
+	static const char *const caches[][3] = { { "1", "Instruction", "32K" },
+						 { "1", "Data", "48K" },
+						 { "2", "Unified", "2048K" } };
+	for (int i = 0; i < 3; i++) {
+		const char *names[] = { "level", "type", "size" };
+		snprintf(dir, sizeof(dir), "mkdir -p %s/sys/devices/system/cpu/cpu0/cache/index%d",
+			 root, i);
+		T_EQ_INT(system(dir), 0);
+		for (int k = 0; k < 3; k++) {
+			snprintf(file, sizeof(file), "%s/sys/devices/system/cpu/cpu0/cache/index%d/%s",
+				 root, i, names[k]);
+			FILE *f = fopen(file, "w");
+			if (f) {
+				fprintf(f, "%s\n", caches[i][k]);
+				fclose(f);
+			}
+		}
+	}
+	uint64_t bytes = 0;
+	T_EQ_INT(mw_cache_size(root, 2, &bytes, src, sizeof(src)), 0);
+	T_EQ_U64(bytes, 2048u << 10);
+	T_CONTAINS(src, "index2/size");
+	T_EQ_INT(mw_cache_size(root, 1, &bytes, NULL, 0), 0);
+	T_EQ_U64(bytes, 48u << 10);
+	T_EQ_INT(mw_cache_size(root, 3, &bytes, NULL, 0), -ENOENT);
+	snprintf(dir, sizeof(dir), "rm -rf %s", root);
+	T_EQ_INT(system(dir), 0);
+}
+
 /* The verb on the real stories260K: JSON with every rule. */
 static void test_verb(void)
 {
@@ -489,6 +725,8 @@ int main(void)
 	test_r1_stories260k();
 	test_r1_falcon_bos();
 	test_r3_stories260k();
+	test_r3_known();
+	test_r4_figures();
 	test_verb();
 	test_result_of_model();
 	return t_done();
