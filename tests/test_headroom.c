@@ -561,8 +561,61 @@ static void test_verb(void)
 	T_ASSERT(json_is_false(json_object_get(json_object_get(c, "R5"), "manifest_present")));
 	T_ASSERT(json_is_false(json_object_get(doc, "synthetic")));
 	T_EQ_INT(json_array_size(json_object_get(doc, "projections")), 12);
+	/* R1 to R5, each projection AIOS's, each missing measurement null with its reason */
+	const json_t *mech = json_object_get(doc, "mechanisms");
+	T_EQ_INT(json_array_size(mech), 5);
+	for (size_t i = 0; i < json_array_size(mech); i++) {
+		const json_t *m = json_array_get(mech, i);
+		char rule[24];
+		snprintf(rule, sizeof(rule), "R%zu", i + 1);
+		T_EQ_STR(json_string_value(json_object_get(m, "rule")), rule);
+		T_CONTAINS(json_string_value(json_object_get(json_object_get(m, "projection"),
+							     "kind")), "projection");
+		T_CONTAINS(json_string_value(json_object_get(json_object_get(m, "prediction"),
+							     "kind")), "prediction");
+		const json_t *meas = json_object_get(m, "measurement");
+		if (i > 0) {
+			T_ASSERT(json_is_null(json_object_get(meas, "reduction_pct")));
+			T_CONTAINS(json_string_value(json_object_get(meas, "text")), "not measured");
+		}
+	}
+	/* SiLU: the map runs and skips nothing, a measured 0 */
+	T_NEAR(json_number_value(json_object_get(json_object_get(json_array_get(mech, 0),
+								 "measurement"), "reduction_pct")),
+	       0, 0);
 	json_decref(doc);
 	t_output_free(&o);
+}
+
+/* R1 on a synthetic ReLU model: the engine's sparsity map skips bytes, and the measured
+ * reduction is its skipped bytes over the dense bytes of the same steps, recomputed here. */
+static void test_verb_relu(void)
+{
+	char path[] = "/tmp/mw-relu-XXXXXX";
+	int fd = mkstemp(path);
+	close(fd);
+	struct eng_error eerr;
+	eng_error_clear(&eerr);
+	T_EQ_INT(eng_synth_llama2c_act(path, "stories260K", 5, ENG_ACT_RELU, &eerr), 0);
+	const char *argv[] = { "memwall", "headroom", path, "--json", NULL };
+	struct t_output o = t_run(argv);
+	T_EQ_INT(o.status, 0);
+	json_t *doc = o.out ? json_loads(o.out, 0, NULL) : NULL;
+	const json_t *map = json_object_get(json_object_get(json_object_get(doc, "contract"), "R1"),
+					    "sparsity_map");
+	double skipped = (double)json_integer_value(json_object_get(map, "skipped_bytes"));
+	double dense = (double)json_integer_value(json_object_get(map, "dense_bytes"));
+	T_ASSERT(skipped > 0 && dense > skipped);
+	const json_t *r1 = json_array_get(json_object_get(doc, "mechanisms"), 0);
+	const json_t *meas = json_object_get(r1, "measurement");
+	T_CONTAINS(json_string_value(json_object_get(meas, "kind")), "measurement");
+	T_NEAR(json_number_value(json_object_get(meas, "reduction_pct")), 100 * skipped / dense,
+	       1e-9);
+	T_ASSERT(json_number_value(json_object_get(json_object_get(r1, "prediction"),
+						   "reduction_pct")) > 0);
+	json_decref(doc);
+	t_output_free(&o);
+	unlink(path);
 }
 
 /* The AIOS reference in MODEL's place: the built-in Falcon-7B Q4_K_M description, the
@@ -728,6 +781,7 @@ int main(void)
 	test_r3_known();
 	test_r4_figures();
 	test_verb();
+	test_verb_relu();
 	test_result_of_model();
 	return t_done();
 }

@@ -458,6 +458,11 @@ static json_t *r1_object(const struct headroom *h)
 	json_object_set_new(r1j, "sequences", json_integer((json_int_t)r1->prompts));
 	json_object_set_new(r1j, "tokens", json_integer((json_int_t)r1->tokens));
 	json_object_set_new(r1j, "layers", layers);
+	json_object_set_new(r1j, "sparsity_map", json_pack(
+		"{s:b, s:I, s:I, s:I, s:I, s:s}", "applies", r1->map_applies, "dense_bytes",
+		(json_int_t)r1->dense_bytes, "skipped_bytes", (json_int_t)r1->skipped_bytes,
+		"down_blocks_zero", (json_int_t)r1->down_blocks_zero, "down_blocks",
+		(json_int_t)r1->down_blocks, "kind", "engine-accounted, over the same steps"));
 	return r1j;
 }
 
