@@ -1081,8 +1081,8 @@ static int size_kv_cache(const struct eng_session *s, size_t *kv_cells, struct e
 	if (__builtin_mul_overflow((size_t)s->n_seq * (size_t)s->n_layers * (size_t)s->ctx_len,
 				   (size_t)s->kv_dim, kv_cells))
 		return eng_error_set(err, -EOVERFLOW, "", ENG_NO_OFFSET,
-				     "a KV cache of %d sequences of %d positions overflows memory "
-				     "sizes", s->n_seq, s->ctx_len);
+				     "a KV cache of %d positions (x %d sequences) overflows memory "
+				     "sizes", s->ctx_len, s->n_seq);
 	/* A context the machine cannot hold is refused here, not left to overcommit: a header
 	 * can claim any seq_len, and a cache that outgrows RAM would thrash long before it
 	 * fails (the fuzzers made a 424-byte model ask for 32 GiB). */
@@ -1090,9 +1090,9 @@ static int size_kv_cache(const struct eng_session *s, size_t *kv_cells, struct e
 	double ram = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
 	if (ram > 0 && kv_bytes > ram)
 		return eng_error_set(err, -ENOMEM, "", ENG_NO_OFFSET,
-				     "a KV cache of %d x %d positions needs %.1f GiB, more than this "
-				     "machine's %.1f GiB of memory: ask for a shorter context or "
-				     "fewer sequences", s->n_seq, s->ctx_len, kv_bytes / 1073741824.0, ram / 1073741824.0);
+				     "a KV cache of %d positions (x %d sequences) needs %.1f GiB, "
+				     "more than this machine's %.1f GiB of memory: ask for a shorter "
+				     "context or fewer sequences", s->ctx_len, s->n_seq, kv_bytes / 1073741824.0, ram / 1073741824.0);
 	return 0;
 }
 
