@@ -26,6 +26,11 @@
  * token the one-token kernels' bits, and attention runs each token over the cache up to its
  * own position, its keys and values written in the same pass before the barrier. Only the
  * last token of a pass that wants logits goes through the classifier.
+ *
+ * A session may hold n_seq sequences (issue 17's batched decode): each token of a pass carries
+ * its sequence and position (tseq, tpos), writes and reads only its sequence's region of the
+ * cache, and a batched step (eng_session_step_seqs) runs one token of each sequence in one
+ * pass, through the same multi-token kernels, with every token through the classifier.
  */
 #include <errno.h>
 #include <math.h>
