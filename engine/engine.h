@@ -271,6 +271,12 @@ struct eng_session_options {
 	 * zero (engine/sparsity.c); the bytes skipped are not counted in weights. Results
 	 * differ from the dense run's by float rounding only (runs of blocks are summed apart). */
 	bool sparsity_map;
+	/* Sequences decoded together (eng_session_step_seqs), each with its own region of the
+	 * KV cache (a whole cache of ctx_len positions: memory grows n_seq times, pages are
+	 * touched only as positions fill) and its own positions; <= 0 means 1. Each token of a
+	 * batched step costs what a prefill token does; eng_session_step and
+	 * eng_session_prefill run sequence 0. */
+	int n_seq;
 };
 
 /* The default prefill chunk: 64 tokens share each pass over the weights. pp128 on synthetic
@@ -307,6 +313,25 @@ int eng_session_step(struct eng_session *s, int token, int pos, const float **lo
  * or the context. */
 int eng_session_prefill(struct eng_session *s, const int *tokens, int n, int pos0,
 			const float **logits, struct eng_step_bytes *bytes);
+/* eng_session_prefill into sequence seq's region of the cache (0 <= seq < n_seq); positions
+ * are that sequence's. -EINVAL also for a seq out of range. */
+int eng_session_prefill_seq(struct eng_session *s, int seq, const int *tokens, int n, int pos0,
+			    const float **logits, struct eng_step_bytes *bytes);
+/* Batched decode (issue 17): one token of each of n distinct sequences in one pass, token t
+ * of sequence seqs[t] (seqs NULL: sequence t) at position pos[t] of that sequence (each as
+ * eng_session_step's pos). Each weight is read once for all n tokens (the multi-token
+ * kernels, which give each token the one-token kernels' bits: each sequence gets what a
+ * session of its own would give it), and each token attends only to its own sequence's
+ * cache. *logits receives n rows of vocab_size floats, row t for token t; borrowed, valid
+ * until the next call. bytes (may be NULL): each weight counted once for the step (the
+ * embedding row once per token), the classifier once, KV reads and writes summed over the
+ * sequences. Hooks as for a prefill pass. -EINVAL for n outside [1, n_seq], a sequence out of
+ * range or given twice, a token outside the vocabulary, or a position beyond its sequence's
+ * next one or the context. */
+int eng_session_step_seqs(struct eng_session *s, int n, const int *seqs, const int *tokens,
+			  const int *pos, const float **logits, struct eng_step_bytes *bytes);
+/* The session's sequence count (n_seq, at least 1). */
+int eng_session_n_seq(const struct eng_session *s);
 
 /* ---- Tokenizer and sampler ---------------------------------------------------------------- */
 

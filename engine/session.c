@@ -26,6 +26,11 @@
  * token the one-token kernels' bits, and attention runs each token over the cache up to its
  * own position, its keys and values written in the same pass before the barrier. Only the
  * last token of a pass that wants logits goes through the classifier.
+ *
+ * A session may hold n_seq sequences (issue 17's batched decode): each token of a pass carries
+ * its sequence and position (tseq, tpos), writes and reads only its sequence's region of the
+ * cache, and a batched step (eng_session_step_seqs) runs one token of each sequence in one
+ * pass, through the same multi-token kernels, with every token through the classifier.
  */
 #include <errno.h>
 #include <math.h>
@@ -113,10 +118,14 @@ struct eng_session {
 	int vocab_size, ctx_len;
 	int qkv_align; /* row alignment of the QKV phase's chunks (whole heads for NeoX RoPE) */
 	int heads_share; /* heads per claim of the attention phase: n_heads / threads, rounded up */
-	int next_pos;  /* positions 0..next_pos-1 are in the cache */
-	int chunk;     /* the most tokens one pass runs (eng_session_prefill's chunk) */
-	int n_tok;     /* tokens in the pass being run, at positions pos .. pos + n_tok - 1 */
+	int n_seq;     /* sequences, each with its own region of the cache and positions */
+	int *next_pos; /* (n_seq) positions 0..next_pos[q]-1 of sequence q are in the cache */
+	int chunk;     /* the most tokens one pass runs (eng_session_prefill's chunk, >= n_seq) */
+	int n_tok;     /* tokens in the pass being run */
+	int *tseq;     /* (chunk) the sequence of each token of the pass */
+	int *tpos;     /* (chunk) the position of each token of the pass in its sequence */
 	bool want_logits; /* the pass ends with the classifier, on its last token */
+	bool all_logits;  /* ... on every token of the pass (a batched step) */
 
 	/* A pass's vectors, one row per token of it (decode: one row). */
 	float *x;      /* (chunk, dim) the residual stream */
@@ -128,17 +137,16 @@ struct eng_session {
 	float *hb;     /* (chunk, hidden_dim) the FFN activation: SiLU(gate) * up, or GELU(up) */
 	float *hb2;    /* (chunk, hidden_dim) llama's up projection */
 	float *att;    /* (n_heads, ctx_len) attention weights */
-	float *logits; /* (vocab_size) */
+	float *logits; /* (n_seq, vocab_size) */
 	int qkv_dim;   /* q_dim + 2 kv_dim */
 	struct worker *workers; /* (threads) */
 	size_t act_bytes;       /* one quantized vector of the longest input, any type */
-	void *key_cache;   /* (layer, ctx_len, kv_dim) of kv->elem bytes */
-	void *value_cache; /* (layer, ctx_len, kv_dim) */
+	void *key_cache;   /* (n_seq, layer, ctx_len, kv_dim) of kv->elem bytes */
+	void *value_cache; /* (n_seq, layer, ctx_len, kv_dim) */
 	float *rope_freq;  /* (n_rot / 2) */
 	float *rope_cos;   /* (chunk, n_rot / 2) at each position of the pass */
 	float *rope_sin;   /* (chunk, n_rot / 2) */
 
-	int pos; /* the pass's first position */
 	struct work_counter *work; /* (WORK_PER_LAYER * n_layers + 1) next chunk of each phase */
 	int n_work;
 
@@ -405,23 +413,26 @@ static void phase_edge(struct eng_session *s, int tid, enum eng_phase end, int e
 
 /* ---- The KV cache: how each element type stores and reads (a table, kv_traits) ---------- */
 
-/* Element (l, pos, i) of a row-major cache: (layer, ctx_len, kv_dim). */
-static size_t kv_row(const struct eng_session *s, int l, int pos)
+/* Element (q, l, pos, i) of a row-major cache: (n_seq, layer, ctx_len, kv_dim). Each
+ * sequence's region is a whole single-sequence cache, so a sequence reads what a session of
+ * its own would read. */
+static size_t kv_row(const struct eng_session *s, int q, int l, int pos)
 {
-	return ((size_t)l * (size_t)s->ctx_len + (size_t)pos) * (size_t)s->kv_dim;
+	return (((size_t)q * (size_t)s->n_layers + (size_t)l) * (size_t)s->ctx_len + (size_t)pos) *
+	       (size_t)s->kv_dim;
 }
 
-static void store_k_f32(const struct eng_session *s, int l, int pos, const float *k, int a,
+static void store_k_f32(const struct eng_session *s, int q, int l, int pos, const float *k, int a,
 			int b)
 {
-	memcpy((float *)s->key_cache + kv_row(s, l, pos) + a, k + a,
+	memcpy((float *)s->key_cache + kv_row(s, q, l, pos) + a, k + a,
 	       (size_t)(b - a) * sizeof(float));
 }
 
-static void store_v_f32(const struct eng_session *s, int l, int pos, const float *v, int a,
+static void store_v_f32(const struct eng_session *s, int q, int l, int pos, const float *v, int a,
 			int b)
 {
-	memcpy((float *)s->value_cache + kv_row(s, l, pos) + a, v + a,
+	memcpy((float *)s->value_cache + kv_row(s, q, l, pos) + a, v + a,
 	       (size_t)(b - a) * sizeof(float));
 }
 
@@ -436,12 +447,12 @@ static void attend_f32(struct eng_session *s, struct worker *w, int l, int k, in
 {
 	const float *qk = s->qkv + (size_t)k * (size_t)s->qkv_dim;
 	float *xb = s->xb + (size_t)k * (size_t)s->q_dim;
-	int pos = s->pos + k;
+	int pos = s->tpos[k];
 	(void)w;
 	size_t hs = (size_t)s->head_size, kv = (size_t)s->kv_dim, ctx = (size_t)s->ctx_len;
 	int kv_mul = s->n_heads / s->n_kv_heads;
-	const float *keys = (const float *)s->key_cache + (size_t)l * ctx * kv;
-	const float *values = (const float *)s->value_cache + (size_t)l * ctx * kv;
+	const float *keys = (const float *)s->key_cache + kv_row(s, s->tseq[k], l, 0);
+	const float *values = (const float *)s->value_cache + kv_row(s, s->tseq[k], l, 0);
 	float scale = 1.0f / sqrtf((float)s->head_size);
 	for (int t = 0; t <= pos; t++) {
 		const float *krow = keys + (size_t)t * kv;
@@ -466,18 +477,18 @@ static void attend_f32(struct eng_session *s, struct worker *w, int l, int k, in
  * row-major; values transposed, (layer, kv_dim, ctx_len), so that each output element is one
  * dot product over the positions; the query and the softmax weights are rounded to F16 first,
  * since ggml's mul_mat converts its second operand to the F16 weight's vec_dot_type. */
-static void store_k_f16(const struct eng_session *s, int l, int pos, const float *k, int a,
+static void store_k_f16(const struct eng_session *s, int q, int l, int pos, const float *k, int a,
 			int b)
 {
-	uint16_t *d = (uint16_t *)s->key_cache + kv_row(s, l, pos);
+	uint16_t *d = (uint16_t *)s->key_cache + kv_row(s, q, l, pos);
 	for (int i = a; i < b; i++)
 		d[i] = krn_fp32_to_fp16(k[i]);
 }
 
-static void store_v_f16(const struct eng_session *s, int l, int pos, const float *v, int a,
+static void store_v_f16(const struct eng_session *s, int q, int l, int pos, const float *v, int a,
 			int b)
 {
-	uint16_t *d = (uint16_t *)s->value_cache + kv_row(s, l, pos);
+	uint16_t *d = (uint16_t *)s->value_cache + kv_row(s, q, l, pos);
 	for (int i = a; i < b; i++)
 		d[i] = krn_fp32_to_fp16(v[i]);
 }
@@ -492,11 +503,11 @@ static void attend_f16(struct eng_session *s, struct worker *w, int l, int k, in
 {
 	const float *qk = s->qkv + (size_t)k * (size_t)s->qkv_dim;
 	float *xb = s->xb + (size_t)k * (size_t)s->q_dim;
-	int pos = s->pos + k;
+	int pos = s->tpos[k];
 	size_t hs = (size_t)s->head_size, kv = (size_t)s->kv_dim, ctx = (size_t)s->ctx_len;
 	int kv_mul = s->n_heads / s->n_kv_heads;
-	const uint16_t *keys = (const uint16_t *)s->key_cache + (size_t)l * ctx * kv;
-	const uint16_t *values = (const uint16_t *)s->value_cache + (size_t)l * ctx * kv;
+	const uint16_t *keys = (const uint16_t *)s->key_cache + kv_row(s, s->tseq[k], l, 0);
+	const uint16_t *values = (const uint16_t *)s->value_cache + kv_row(s, s->tseq[k], l, 0);
 	krn_vec_dot_fn dot = s->qops->vec_dot[KRN_TYPE_F16];
 	krn_from_float_fn to_f16 = s->qops->quantize_act[KRN_TYPE_F16];
 	float scale = 1.0f / sqrtf((float)s->head_size);
@@ -529,11 +540,13 @@ static void attend_f16(struct eng_session *s, struct worker *w, int l, int k, in
 struct kv_traits {
 	const char *name;
 	size_t elem; /* bytes per element */
-	/* Rows [a, b) of position pos's key or value into layer l's cache. */
-	void (*store_k)(const struct eng_session *s, int l, int pos, const float *k, int a, int b);
-	void (*store_v)(const struct eng_session *s, int l, int pos, const float *v, int a, int b);
-	/* Heads [h0, h1) of the pass's token k (at position pos + k) in layer l attend over
-	 * positions 0..pos + k: those heads of its row of s->xb. */
+	/* Rows [a, b) of sequence q's key or value at position pos into layer l's cache. */
+	void (*store_k)(const struct eng_session *s, int q, int l, int pos, const float *k, int a,
+			int b);
+	void (*store_v)(const struct eng_session *s, int q, int l, int pos, const float *v, int a,
+			int b);
+	/* Heads [h0, h1) of the pass's token k (sequence tseq[k], position tpos[k]) in layer l
+	 * attend over positions 0..tpos[k] of its sequence: those heads of its row of s->xb. */
 	void (*attend)(struct eng_session *s, struct worker *w, int l, int k, int h0, int h1);
 };
 
@@ -557,10 +570,10 @@ static void qkv_finish(struct eng_session *s, int l, int a, int b)
 			s->arch->rope(s, t, q, qa, qb);
 		if (ka < kb) {
 			s->arch->rope(s, t, k, ka, kb);
-			s->kv->store_k(s, l, s->pos + t, k, ka, kb);
+			s->kv->store_k(s, s->tseq[t], l, s->tpos[t], k, ka, kb);
 		}
 		if (va < vb)
-			s->kv->store_v(s, l, s->pos + t, v, va, vb);
+			s->kv->store_v(s, s->tseq[t], l, s->tpos[t], v, va, vb);
 	}
 }
 
@@ -759,11 +772,19 @@ static void forward_worker(void *arg, int tid)
 	}
 	if (!s->want_logits)
 		return;
+	act_reset(w, VEC_XN);
+	if (s->all_logits) {
+		/* A batched step: every sequence's logits, the classifier read once for all. */
+		norm_rows(s, w, m->out_norm, m->out_norm_b);
+		while (take_rows(s, s->n_work - 1, s->vocab_size, &a, &b))
+			mat_rows(s, w, VEC_XN, s->logits, (size_t)s->vocab_size, &m->output, w->xn,
+				 (size_t)s->dim, a, b);
+		return;
+	}
 	/* The classifier, on the pass's last token only: the logits nobody reads are not
 	 * computed. */
 	const float *x = s->x + (size_t)(s->n_tok - 1) * (size_t)s->dim;
 	s->arch->norm(w->xn, x, m->out_norm, m->out_norm_b, s->dim, m->hp.norm_eps);
-	act_reset(w, VEC_XN);
 	while (take_rows(s, s->n_work - 1, s->vocab_size, &a, &b))
 		mat_row1(s, w, VEC_XN, s->logits, &m->output, w->xn, a, b);
 }
@@ -773,9 +794,12 @@ static void forward_worker(void *arg, int tid)
  * ran, and each token's cache reads and writes. */
 static void pass_bytes(const struct eng_session *s, struct eng_step_bytes *b)
 {
-	uint64_t layers = (uint64_t)s->n_layers, n = (uint64_t)s->n_tok, p = (uint64_t)s->pos;
+	uint64_t layers = (uint64_t)s->n_layers, n = (uint64_t)s->n_tok, cells = 0;
 	memset(b, 0, sizeof(*b));
-	b->kv_read = (n * (p + 1) + n * (n - 1) / 2) * layers * s->kv_pos_bytes;
+	/* Each token reads its own sequence's cache up to its position. */
+	for (int t = 0; t < s->n_tok; t++)
+		cells += (uint64_t)s->tpos[t] + 1;
+	b->kv_read = cells * layers * s->kv_pos_bytes;
 	b->kv_write = n * layers * s->kv_pos_bytes;
 	b->by_phase[ENG_PHASE_ATTENTION] = n * s->emb_row_bytes + s->att_bytes;
 	b->by_phase[ENG_PHASE_FFN] = s->ffn_bytes;
@@ -795,18 +819,19 @@ static void pass_bytes(const struct eng_session *s, struct eng_step_bytes *b)
 	b->by_phase[ENG_PHASE_ATTENTION] += b->kv_read + b->kv_write;
 }
 
-/* One pass of the forward over n tokens at positions pos .. pos + n - 1 (n <= chunk), the
- * callers having checked them; with want_logits, the last token's logits. */
-static void run_pass(struct eng_session *s, const int *tokens, int n, int pos, bool want_logits,
-		     struct eng_step_bytes *bytes)
+/* One pass of the forward over n tokens (n <= chunk), token t of sequence tseq[t] at position
+ * tpos[t] (the callers have filled both and checked them); with want_logits, the last token's
+ * logits, or with all_logits every token's, row t of s->logits. */
+static void run_pass(struct eng_session *s, const int *tokens, int n, bool want_logits,
+		     bool all_logits, struct eng_step_bytes *bytes)
 {
 	int half = s->n_rot / 2;
-	s->pos = pos;
 	s->n_tok = n;
-	s->want_logits = want_logits;
+	s->want_logits = want_logits || all_logits;
+	s->all_logits = all_logits;
 	for (int t = 0; t < n; t++)
 		for (int j = 0; j < half; j++) {
-			float val = (float)(pos + t) * s->rope_freq[j];
+			float val = (float)s->tpos[t] * s->rope_freq[j];
 			s->rope_cos[(size_t)t * (size_t)half + (size_t)j] = cosf(val);
 			s->rope_sin[(size_t)t * (size_t)half + (size_t)j] = sinf(val);
 		}
@@ -834,7 +859,8 @@ static void run_pass(struct eng_session *s, const int *tokens, int n, int pos, b
 	eng_pool_run(s->pool, forward_worker, s);
 	if (s->hooks.phase)
 		s->hooks.phase(s->hooks.ctx, ENG_PHASE_CLASSIFIER, -1, false);
-	s->next_pos = pos + n;
+	for (int t = 0; t < n; t++)
+		s->next_pos[s->tseq[t]] = s->tpos[t] + 1;
 
 	if (bytes || s->hooks.token) {
 		struct eng_step_bytes b;
@@ -842,7 +868,7 @@ static void run_pass(struct eng_session *s, const int *tokens, int n, int pos, b
 		if (bytes)
 			*bytes = b;
 		if (s->hooks.token)
-			s->hooks.token(s->hooks.ctx, pos + n - 1, tokens[n - 1], &b);
+			s->hooks.token(s->hooks.ctx, s->tpos[n - 1], tokens[n - 1], &b);
 	}
 }
 
@@ -850,9 +876,11 @@ int eng_session_step(struct eng_session *s, int token, int pos, const float **lo
 		     struct eng_step_bytes *bytes)
 {
 	if (token < 0 || token >= s->vocab_size || pos < 0 || pos >= s->ctx_len ||
-	    pos > s->next_pos)
+	    pos > s->next_pos[0])
 		return -EINVAL;
-	run_pass(s, &token, 1, pos, true, bytes);
+	s->tseq[0] = 0;
+	s->tpos[0] = pos;
+	run_pass(s, &token, 1, true, false, bytes);
 	*logits = s->logits;
 	return 0;
 }
@@ -860,7 +888,23 @@ int eng_session_step(struct eng_session *s, int token, int pos, const float **lo
 int eng_session_prefill(struct eng_session *s, const int *tokens, int n, int pos0,
 			const float **logits, struct eng_step_bytes *bytes)
 {
-	if (n < 1 || pos0 < 0 || pos0 > s->next_pos || n > s->ctx_len - pos0)
+	return eng_session_prefill_seq(s, 0, tokens, n, pos0, logits, bytes);
+}
+
+static void bytes_add(struct eng_step_bytes *sum, const struct eng_step_bytes *b)
+{
+	sum->weights += b->weights;
+	sum->kv_read += b->kv_read;
+	sum->kv_write += b->kv_write;
+	for (int k = 0; k < ENG_PHASE_COUNT; k++)
+		sum->by_phase[k] += b->by_phase[k];
+}
+
+int eng_session_prefill_seq(struct eng_session *s, int seq, const int *tokens, int n, int pos0,
+			    const float **logits, struct eng_step_bytes *bytes)
+{
+	if (seq < 0 || seq >= s->n_seq || n < 1 || pos0 < 0 || pos0 > s->next_pos[seq] ||
+	    n > s->ctx_len - pos0)
 		return -EINVAL;
 	for (int i = 0; i < n; i++)
 		if (tokens[i] < 0 || tokens[i] >= s->vocab_size)
@@ -870,18 +914,44 @@ int eng_session_prefill(struct eng_session *s, const int *tokens, int n, int pos
 	for (int i = 0; i < n; i += s->chunk) {
 		int nt = imin(s->chunk, n - i);
 		struct eng_step_bytes b;
-		run_pass(s, tokens + i, nt, pos0 + i, logits && i + nt == n, bytes ? &b : NULL);
-		if (!bytes)
-			continue;
-		bytes->weights += b.weights;
-		bytes->kv_read += b.kv_read;
-		bytes->kv_write += b.kv_write;
-		for (int k = 0; k < ENG_PHASE_COUNT; k++)
-			bytes->by_phase[k] += b.by_phase[k];
+		for (int t = 0; t < nt; t++) {
+			s->tseq[t] = seq;
+			s->tpos[t] = pos0 + i + t;
+		}
+		run_pass(s, tokens + i, nt, logits && i + nt == n, false, bytes ? &b : NULL);
+		if (bytes)
+			bytes_add(bytes, &b);
 	}
 	if (logits)
 		*logits = s->logits;
 	return 0;
+}
+
+int eng_session_step_seqs(struct eng_session *s, int n, const int *seqs, const int *tokens,
+			  const int *pos, const float **logits, struct eng_step_bytes *bytes)
+{
+	if (n < 1 || n > s->n_seq)
+		return -EINVAL;
+	for (int t = 0; t < n; t++) {
+		int q = seqs ? seqs[t] : t;
+		if (q < 0 || q >= s->n_seq || tokens[t] < 0 || tokens[t] >= s->vocab_size ||
+		    pos[t] < 0 || pos[t] >= s->ctx_len || pos[t] > s->next_pos[q])
+			return -EINVAL;
+		/* One token per sequence: two of one sequence would need causal order. */
+		for (int u = 0; u < t; u++)
+			if (s->tseq[u] == q)
+				return -EINVAL;
+		s->tseq[t] = q;
+		s->tpos[t] = pos[t];
+	}
+	run_pass(s, tokens, n, true, true, bytes);
+	*logits = s->logits;
+	return 0;
+}
+
+int eng_session_n_seq(const struct eng_session *s)
+{
+	return s->n_seq;
 }
 
 /* Uninitialised 64-byte aligned room for n elements of elem bytes; NULL on overflow. */
@@ -997,6 +1067,9 @@ static void set_shape(struct eng_session *s, const struct eng_session_options *o
 	s->vocab_size = info->vocab_size;
 	s->ctx_len = opt->ctx_len > 0 ? opt->ctx_len : info->seq_len;
 	s->chunk = imin(opt->prefill_chunk > 0 ? opt->prefill_chunk : ENG_PREFILL_CHUNK, s->ctx_len);
+	s->n_seq = opt->n_seq > 0 ? opt->n_seq : 1;
+	/* A batched step runs one token of each sequence in one pass. */
+	s->chunk = imax(s->chunk, s->n_seq);
 	s->qkv_dim = s->q_dim + 2 * s->kv_dim;
 	s->heads_share = (s->n_heads + s->n_threads - 1) / s->n_threads;
 	/* Whole heads per QKV chunk for NeoX RoPE: the least multiple of both. */
@@ -1010,11 +1083,11 @@ static void set_shape(struct eng_session *s, const struct eng_session_options *o
  * hold both caches. */
 static int size_kv_cache(const struct eng_session *s, size_t *kv_cells, struct eng_error *err)
 {
-	if (__builtin_mul_overflow((size_t)s->n_layers * (size_t)s->ctx_len, (size_t)s->kv_dim,
-				   kv_cells))
+	if (__builtin_mul_overflow((size_t)s->n_seq * (size_t)s->n_layers * (size_t)s->ctx_len,
+				   (size_t)s->kv_dim, kv_cells))
 		return eng_error_set(err, -EOVERFLOW, "", ENG_NO_OFFSET,
-				     "a KV cache of %d positions overflows memory sizes",
-				     s->ctx_len);
+				     "a KV cache of %d positions (x %d sequences) overflows memory "
+				     "sizes", s->ctx_len, s->n_seq);
 	/* A context the machine cannot hold is refused here, not left to overcommit: a header
 	 * can claim any seq_len, and a cache that outgrows RAM would thrash long before it
 	 * fails (the fuzzers made a 424-byte model ask for 32 GiB). */
@@ -1022,9 +1095,9 @@ static int size_kv_cache(const struct eng_session *s, size_t *kv_cells, struct e
 	double ram = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
 	if (ram > 0 && kv_bytes > ram)
 		return eng_error_set(err, -ENOMEM, "", ENG_NO_OFFSET,
-				     "a KV cache of %d positions needs %.1f GiB, more than this "
-				     "machine's %.1f GiB of memory: ask for a shorter context",
-				     s->ctx_len, kv_bytes / 1073741824.0, ram / 1073741824.0);
+				     "a KV cache of %d positions (x %d sequences) needs %.1f GiB, "
+				     "more than this machine's %.1f GiB of memory: ask for a shorter "
+				     "context or fewer sequences", s->ctx_len, s->n_seq, kv_bytes / 1073741824.0, ram / 1073741824.0);
 	return 0;
 }
 
@@ -1046,7 +1119,10 @@ static int alloc_buffers(struct eng_session *s, size_t kv_cells, struct eng_erro
 	s->hb = alloc_aligned(c * (size_t)s->hidden_dim, sizeof(float));
 	s->hb2 = alloc_aligned(c * (size_t)s->hidden_dim, sizeof(float));
 	s->att = alloc_aligned((size_t)s->n_heads * (size_t)s->ctx_len, sizeof(float));
-	s->logits = alloc_aligned((size_t)s->vocab_size, sizeof(float));
+	s->logits = alloc_aligned((size_t)s->n_seq * (size_t)s->vocab_size, sizeof(float));
+	s->next_pos = calloc((size_t)s->n_seq, sizeof(int));
+	s->tseq = calloc(c, sizeof(int));
+	s->tpos = calloc(c, sizeof(int));
 	s->workers = alloc_aligned((size_t)s->n_threads, sizeof(*s->workers));
 	if (s->workers) {
 		memset(s->workers, 0, (size_t)s->n_threads * sizeof(*s->workers));
@@ -1083,7 +1159,8 @@ static int alloc_buffers(struct eng_session *s, size_t kv_cells, struct eng_erro
 	if (m->token_embd.x8 && !(s->emb_row = alloc_aligned(m->token_embd.row_bytes, 1)))
 		rc = -ENOMEM;
 	if (rc || !s->x || !s->xb || !s->y || !s->y2 || !s->qkv || !s->hb || !s->hb2 || !s->att ||
-	    !s->logits || !s->workers || !s->key_cache || !s->value_cache || !s->rope_freq ||
+	    !s->logits || !s->next_pos || !s->tseq || !s->tpos || !s->workers || !s->key_cache ||
+	    !s->value_cache || !s->rope_freq ||
 	    !s->rope_cos || !s->rope_sin || !s->work)
 		return eng_error_set(err, -ENOMEM, "", ENG_NO_OFFSET,
 				     "out of memory for a session of %d positions", s->ctx_len);
@@ -1180,6 +1257,9 @@ void eng_session_free(struct eng_session *s)
 	free(s->hb2);
 	free(s->att);
 	free(s->logits);
+	free(s->next_pos);
+	free(s->tseq);
+	free(s->tpos);
 	free(s->key_cache);
 	free(s->value_cache);
 	free(s->rope_freq);

@@ -1,5 +1,6 @@
 /* tests/test_generate.c: `memwall generate` end to end on a synthetic stories260K: ids, the
- * summary line, no-op hooks changing nothing, and bad input. */
+ * summary line, no-op hooks changing nothing, and bad input; --batch N and --prompts FILE
+ * against one-sequence runs (and on a llama.cpp fixture when ../shared is at hand). */
 #include <unistd.h>
 
 #include "engine.h"
@@ -15,6 +16,157 @@ static int count_lines(const char *s)
 	for (; s && *s; s++)
 		n += *s == '\n';
 	return n;
+}
+
+/* Sequence i's block of a --batch run's stdout: what follows "# sequence i (seed S)\n" up to
+ * the next such line. Malloc'd; "" when absent. */
+static char *seq_block(const char *out, int i)
+{
+	char head[64];
+	snprintf(head, sizeof(head), "# sequence %d (", i);
+	const char *p = out ? strstr(out, head) : NULL;
+	if (!p)
+		return strdup("");
+	p = strchr(p, '\n');
+	p = p ? p + 1 : "";
+	const char *end = strstr(p, "# sequence ");
+	return strndup(p, end ? (size_t)(end - p) : strlen(p));
+}
+
+/* generate's stdout for one sequence: -m model, the prompt ids, seed, temperature. */
+static char *single_ids(const char *m, const char *ids, long seed, const char *temp)
+{
+	char sd[32];
+	snprintf(sd, sizeof(sd), "%ld", seed);
+	const char *argv[] = { "memwall", "generate", "-m", m, "-n", "10", "--ids", "--prompt-ids",
+			       ids, "--seed", sd, "--temperature", temp, NULL };
+	struct t_output o = t_run(argv);
+	T_EQ_INT(o.status, 0);
+	char *r = strdup(o.out ? o.out : "");
+	t_output_free(&o);
+	return r;
+}
+
+/* --batch n (same prompt, seeds 3 + i) against n one-sequence runs. */
+static void batch_same_prompt(const char *m, int n, const char *temp)
+{
+	char nb[16];
+	snprintf(nb, sizeof(nb), "%d", n);
+	const char *argv[] = { "memwall", "generate", "-m", m, "-n", "10", "--ids", "--prompt-ids",
+			       "1,300,301", "--seed", "3", "--temperature", temp, "--batch", nb,
+			       "--report-line", NULL };
+	struct t_output o = t_run(argv);
+	T_EQ_INT(o.status, 0);
+	for (int i = 0; i < n; i++) {
+		char *want = single_ids(m, "1,300,301", 3 + i, temp), *got = seq_block(o.out, i);
+		T_EQ_STR(got, want);
+		free(want);
+		free(got);
+	}
+	char *extra = seq_block(o.out, n);
+	T_EQ_STR(extra, "");
+	free(extra);
+	char want_batch[64];
+	snprintf(want_batch, sizeof(want_batch), "batch %d, ", n);
+	T_CONTAINS(o.err, want_batch);
+	T_CONTAINS(o.err, "tok/s decode");
+	T_CONTAINS(o.err, "tok/s per sequence");
+	T_CONTAINS(o.err, "memwall-tokens: decode=");
+	T_CONTAINS(o.err, "memwall-bytes: engine_bytes_per_token=");
+	t_output_free(&o);
+}
+
+/* engine_bytes_per_token of --batch n: the tensor table's step bytes once per step, plus an
+ * embedding row per token, shared by the n tokens. */
+static void batch_bytes(const char *m, int n)
+{
+	char nb[16];
+	snprintf(nb, sizeof(nb), "%d", n);
+	const char *argv[] = { "memwall", "generate", "-m", m, "-n", "6", "--ids", "--temperature",
+			       "0", "--batch", nb, "--report-line", NULL };
+	struct t_output o = t_run(argv);
+	T_EQ_INT(o.status, 0);
+	struct eng_model *mod = NULL;
+	struct eng_tensor_table *t = NULL;
+	struct eng_error err;
+	T_EQ_INT(eng_model_open(&mod, m, NULL, &err), 0);
+	if (mod)
+		T_EQ_INT(eng_model_tensors(mod, &t, &err), 0);
+	double sum = 0, row = 0;
+	for (size_t k = 0; t && k < t->n; k++) {
+		sum += (double)t->t[k].step_bytes;
+		if (t->t[k].cls == ENG_TENSOR_EMBEDDING)
+			row = (double)t->t[k].step_bytes;
+	}
+	const char *p = o.err ? strstr(o.err, "engine_bytes_per_token=") : NULL;
+	T_ASSERT(p);
+	if (p)
+		T_NEAR(strtod(p + strlen("engine_bytes_per_token="), NULL),
+		       (sum + (n - 1) * row) / n, 0.51);
+	eng_tensor_table_free(t);
+	eng_model_close(mod);
+	t_output_free(&o);
+}
+
+/* --prompts: lines of different lengths, cycled over an odd batch, each sequence as a run of
+ * its own with that line's ids and seed 5 + i. */
+static void batch_prompts(const char *m)
+{
+	static const char *const lines[] = { "1", "1,5,9,13,17,21", "1,7,8" };
+	char path[4300];
+	snprintf(path, sizeof(path), "%s/prompts.txt", dir);
+	FILE *f = fopen(path, "w");
+	T_ASSERT(f);
+	if (!f)
+		return;
+	fprintf(f, "ids:%s\n\nids:%s\nids:%s\n", lines[0], lines[1], lines[2]);
+	fclose(f);
+	const char *argv[] = { "memwall", "generate", "-m", m, "-n", "10", "--ids", "--prompts",
+			       path, "--seed", "5", "--temperature", "0.7", "--batch", "5", NULL };
+	struct t_output o = t_run(argv);
+	T_EQ_INT(o.status, 0);
+	for (int i = 0; i < 5; i++) {
+		char *want = single_ids(m, lines[i % 3], 5 + i, "0.7"), *got = seq_block(o.out, i);
+		T_EQ_STR(got, want);
+		free(want);
+		free(got);
+	}
+	t_output_free(&o);
+	/* Without --batch: one sequence per line. */
+	const char *per_line[] = { "memwall", "generate", "-m", m, "-n", "4", "--ids", "--prompts",
+				   path, NULL };
+	o = t_run(per_line);
+	T_EQ_INT(o.status, 0);
+	T_CONTAINS(o.out, "# sequence 2 (");
+	T_ASSERT(!strstr(o.out ? o.out : "", "# sequence 3 ("));
+	t_output_free(&o);
+	const char *both[] = { "memwall", "generate", "-m", m, "--prompts", path, "-p", "x", NULL };
+	o = t_run(both);
+	T_EQ_INT(o.status, 2);
+	t_output_free(&o);
+	unlink(path);
+}
+
+static void check_batch(void)
+{
+	static const int sizes[] = { 1, 2, 3, 4, 8 };
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+		batch_same_prompt(model, sizes[i], "0");
+	batch_same_prompt(model, 3, "0.8");
+	batch_bytes(model, 1);
+	batch_bytes(model, 4);
+	batch_prompts(model);
+	/* A llama.cpp fixture (GGUF Q4_0, F16 KV), when ../shared is beside the checkout. */
+	const char *shared = getenv("MEMWALL_SHARED");
+	char gguf[4200];
+	snprintf(gguf, sizeof(gguf), "%s/fixtures/gguf/models/tiny-llama-Q4_0.gguf",
+		 shared ? shared : "");
+	if (shared && access(gguf, R_OK) == 0) {
+		batch_same_prompt(gguf, 4, "0");
+		batch_same_prompt(gguf, 3, "0.8");
+	} else {
+		printf("generate: %s absent, the fixture's --batch check skipped\n", gguf);
+	}
 }
 
 int main(void)
@@ -74,6 +226,8 @@ int main(void)
 	a = t_run(kv);
 	T_EQ_INT(a.status, 2);
 	t_output_free(&a);
+
+	check_batch();
 
 	unlink(model);
 	rmdir(dir);

@@ -20,6 +20,7 @@
 #include "machine.h"
 #include "file.h"
 #include "mw.h"
+#include "generate.h"
 #include "verbs.h"
 
 #define VERB "generate"
@@ -30,14 +31,6 @@ static const char *const kv_names[] = {
 	[ENG_KV_F16] = "f16",
 };
 
-struct gen_args {
-	const char *model, *tokenizer, *prompt, *kernels, *kv_name, *prompt_ids, *logits_path;
-	long steps, threads, seed, prefill_chunk;
-	double temperature, topp;
-	bool ids, populate, hugepages, hooks_bench, report_line, force, sparsity_map;
-	enum eng_kv_type kv;
-	enum eng_load_mode load;
-};
 
 static void usage(FILE *f)
 {
@@ -47,7 +40,8 @@ static void usage(FILE *f)
 		"                        [--kernels ref|auto|avx2|avx512|neon] [--ids] [--kv f32|f16]\n"
 		"                        [--populate] [--hugepages] [--load mmap|huge-copy|repack]\n"
 		"                        [--hooks-bench] [--force] [--prefill-chunk N] [--sparsity-map]\n"
-		"                        [--prompt-ids ID,ID,...] [--logits FILE.json] [--report-line]\n\n"
+		"                        [--prompt-ids ID,ID,...] [--logits FILE.json] [--report-line]\n"
+		"                        [--batch N] [--prompts FILE]\n\n"
 		"Runs a llama2.c checkpoint or a GGUF model (llama, falcon) from BOS (and the prompt)\n"
 		"and prints the text it generates as it goes, then one line on stderr: tokens, decode\n"
 		"tok/s, time to first token (model load included), kernels, threads, and whether the\n"
@@ -91,7 +85,16 @@ static void usage(FILE *f)
 		"      --sparsity-map    skip, in each down projection, the weight blocks whose\n"
 		"                        activations are all exactly zero (ReLU models; a block is\n"
 		"                        32 columns, or the quant block); the report counts only the\n"
-		"                        bytes read, and gives the zero and skipped fractions\n"
+		"                        bytes read, and gives the zero and skipped fractions\n");
+	fprintf(f,
+		"      --batch N         decode N sequences together, one token of each per pass over\n"
+		"                        the weights (each with its own KV cache and sampler, sequence\n"
+		"                        i seeded with --seed + i); each sequence's output is printed\n"
+		"                        after the run, under a \"# sequence I\" line; the summary gives\n"
+		"                        the aggregate and the per-sequence decode tok/s\n"
+		"      --prompts FILE    one prompt per line (a line \"ids:1,300,301\" gives token ids);\n"
+		"                        sequence i takes line i (cycling); without --batch, one\n"
+		"                        sequence per line\n"
 		"      --force           run a model larger than the memory available (refused\n"
 		"                        otherwise: paging would make it crawl)\n");
 }
@@ -201,7 +204,7 @@ static int check_memory(const char *path)
 static int parse_args(struct gen_args *a, int argc, char **argv)
 {
 	enum { O_TEMP = 256, O_TOPP, O_SEED, O_KERNELS, O_IDS, O_KV, O_POPULATE, O_HUGE, O_HOOKS,
-	       O_PROMPT_IDS, O_LOGITS, O_REPORT, O_LOAD, O_FORCE, O_CHUNK, O_SPARSE };
+	       O_PROMPT_IDS, O_LOGITS, O_REPORT, O_LOAD, O_FORCE, O_CHUNK, O_SPARSE, O_BATCH, O_PROMPTS };
 	static const struct option longopts[] = {
 		{ "model", required_argument, NULL, 'm' },
 		{ "tokenizer", required_argument, NULL, 'z' },
@@ -224,6 +227,8 @@ static int parse_args(struct gen_args *a, int argc, char **argv)
 		{ "force", no_argument, NULL, O_FORCE },
 		{ "prefill-chunk", required_argument, NULL, O_CHUNK },
 		{ "sparsity-map", no_argument, NULL, O_SPARSE },
+		{ "batch", required_argument, NULL, O_BATCH },
+		{ "prompts", required_argument, NULL, O_PROMPTS },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -281,6 +286,11 @@ static int parse_args(struct gen_args *a, int argc, char **argv)
 					       "--prefill-chunk %s: give a positive count", optarg);
 			break;
 		case O_SPARSE: a->sparsity_map = true; break;
+		case O_BATCH:
+			if (mw_parse_long(optarg, 1, 256, &a->batch))
+				return mw_fail(MW_EXIT_USAGE, VERB, "--batch %s: give 1 to 256", optarg);
+			break;
+		case O_PROMPTS: a->prompts_path = optarg; break;
 		case 'h':
 			usage(stdout);
 			return -1;
@@ -297,6 +307,11 @@ static int parse_args(struct gen_args *a, int argc, char **argv)
 		return mw_fail(MW_EXIT_USAGE, VERB, "give the model with -m FILE (see --help)");
 	if (a->prompt && a->prompt_ids)
 		return mw_fail(MW_EXIT_USAGE, VERB, "give -p TEXT or --prompt-ids, not both");
+	if (a->prompts_path && (a->prompt || a->prompt_ids))
+		return mw_fail(MW_EXIT_USAGE, VERB, "give --prompts FILE or -p/--prompt-ids, not both");
+	if ((a->batch || a->prompts_path) && a->logits_path)
+		return mw_fail(MW_EXIT_USAGE, VERB, "--logits writes one sequence's logits: run "
+			       "without --batch and --prompts");
 	if (a->kv_name) {
 		size_t i, n = sizeof(kv_names) / sizeof(kv_names[0]);
 		for (i = 0; i < n && strcmp(kv_names[i], a->kv_name); i++)
@@ -616,6 +631,12 @@ int mw_cmd_generate(int argc, char **argv)
 		goto out;
 	if (!g.tok && a->prompt) {
 		rc = mw_fail(MW_EXIT_USAGE, VERB, "a prompt needs the model's tokenizer: give -z FILE");
+		goto out;
+	}
+	if (a->batch || a->prompts_path) {
+		struct gen_open go = { .model = g.model, .info = g.info, .tok = g.tok, .t0 = g.t0,
+				       .t_loaded = g.t_loaded };
+		rc = mw_generate_batch(a, &go);
 		goto out;
 	}
 	if ((rc = prompt_encode(&g)))

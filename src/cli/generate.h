@@ -1,0 +1,35 @@
+/* src/cli/generate.h: `memwall generate`'s options, shared by the one-sequence path
+ * (cmd_generate.c, which parses them) and batched decode (gen_batch.c). */
+#ifndef MEMWALL_CLI_GENERATE_H
+#define MEMWALL_CLI_GENERATE_H
+
+#include <stdbool.h>
+
+#include "engine.h"
+
+struct gen_args {
+	const char *model, *tokenizer, *prompt, *kernels, *kv_name, *prompt_ids, *logits_path;
+	const char *prompts_path; /* --prompts FILE: one prompt per line, or NULL */
+	long steps, threads, seed, prefill_chunk;
+	long batch;               /* --batch N; 0 when not given */
+	double temperature, topp;
+	bool ids, populate, hugepages, hooks_bench, report_line, force, sparsity_map;
+	enum eng_kv_type kv;
+	enum eng_load_mode load;
+};
+
+/* What the one-sequence path opened and measured before decoding, lent to the batch. */
+struct gen_open {
+	struct eng_model *model;          /* borrowed */
+	const struct eng_model_info *info; /* borrowed */
+	struct eng_tokenizer *tok;        /* borrowed; NULL: token ids are printed */
+	double t0, t_loaded;              /* CLOCK_MONOTONIC seconds: start, model loaded */
+};
+
+/* `memwall generate --batch N` / `--prompts FILE`: N sequences decoded together in one session
+ * (eng_session_step_seqs), sequence i sampled with seed + i; prints each sequence's output
+ * after the run, then the summary and, with --report-line, the adapter and bytes lines.
+ * Returns an MW_EXIT_* code (messages printed). */
+int mw_generate_batch(const struct gen_args *a, const struct gen_open *o);
+
+#endif
