@@ -25,8 +25,9 @@
  *                 forward pass (required)
  *   prompt        prompt tokens evaluated
  *   decode_ms     wall time of the single-token forward passes, in ms
- *   decode_steps  how many forward passes decode_ms covers; when absent, decode_ms covers all
- *                 `decode` tokens. tok/s = decode_steps / decode_ms.
+ *   decode_steps  how many tokens decode_ms covers (one per forward pass, or N per pass when
+ *                 `memwall generate --batch N` decodes N sequences together); when absent,
+ *                 decode_ms covers all `decode` tokens. tok/s = decode_steps / decode_ms.
  *   prompt_ms     wall time of the prompt's forward pass(es), in ms
  *   load_ms       model load time, in ms
  * Keys may come in any order, separated by blanks; an unknown key or a key given twice is an
