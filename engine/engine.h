@@ -277,6 +277,10 @@ struct eng_session_options {
 	 * batched step costs what a prefill token does; eng_session_step and
 	 * eng_session_prefill run sequence 0. */
 	int n_seq;
+	/* The most tokens of an eng_session_verify pass (speculative decoding), each of which
+	 * keeps its logits: the session holds that many rows of vocab_size floats; <= 0 means
+	 * none (eng_session_verify refuses every call). */
+	int verify_tokens;
 };
 
 /* The default prefill chunk: 64 tokens share each pass over the weights. pp128 on synthetic
@@ -332,6 +336,20 @@ int eng_session_step_seqs(struct eng_session *s, int n, const int *seqs, const i
 			  const int *pos, const float **logits, struct eng_step_bytes *bytes);
 /* The session's sequence count (n_seq, at least 1). */
 int eng_session_n_seq(const struct eng_session *s);
+/* Speculative decoding's verification (issue 17): tokens[0..n) at positions pos0 ..
+ * pos0 + n - 1 of sequence 0 in one pass, as eng_session_prefill runs a chunk (each weight
+ * read once, causal attention), but with every token through the classifier: *logits receives
+ * n rows of vocab_size floats, row t the logits after token t, the bits eng_session_step would
+ * give it (borrowed, valid until the next call). n is at most the session's verify_tokens.
+ * bytes (may be NULL): the pass's, each weight and the classifier once, an embedding row per
+ * token. The cache keeps all n positions; to drop the rejected ones, eng_session_truncate.
+ * -EINVAL as for eng_session_prefill, or for n beyond verify_tokens. */
+int eng_session_verify(struct eng_session *s, const int *tokens, int n, int pos0,
+		       const float **logits, struct eng_step_bytes *bytes);
+/* Forgets sequence 0's positions from pos on: the next step or pass may start at pos at
+ * most (the cache's later cells are overwritten as positions refill). -EINVAL for pos < 0 or
+ * beyond the next position. */
+int eng_session_truncate(struct eng_session *s, int pos);
 
 /* ---- Tokenizer and sampler ---------------------------------------------------------------- */
 

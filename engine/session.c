@@ -125,7 +125,7 @@ struct eng_session {
 	int *tseq;     /* (chunk) the sequence of each token of the pass */
 	int *tpos;     /* (chunk) the position of each token of the pass in its sequence */
 	bool want_logits; /* the pass ends with the classifier, on its last token */
-	bool all_logits;  /* ... on every token of the pass (a batched step) */
+	bool all_logits;  /* ... on every token of the pass (a batched step, a verification) */
 
 	/* A pass's vectors, one row per token of it (decode: one row). */
 	float *x;      /* (chunk, dim) the residual stream */
@@ -137,7 +137,9 @@ struct eng_session {
 	float *hb;     /* (chunk, hidden_dim) the FFN activation: SiLU(gate) * up, or GELU(up) */
 	float *hb2;    /* (chunk, hidden_dim) llama's up projection */
 	float *att;    /* (n_heads, ctx_len) attention weights */
-	float *logits; /* (n_seq, vocab_size) */
+	float *logits; /* (logit_rows, vocab_size) */
+	int logit_rows; /* the most tokens of a pass with all_logits: n_seq, or verify_tokens */
+	int verify_tokens; /* the most tokens of an eng_session_verify pass */
 	int qkv_dim;   /* q_dim + 2 kv_dim */
 	struct worker *workers; /* (threads) */
 	size_t act_bytes;       /* one quantized vector of the longest input, any type */
@@ -774,7 +776,8 @@ static void forward_worker(void *arg, int tid)
 		return;
 	act_reset(w, VEC_XN);
 	if (s->all_logits) {
-		/* A batched step: every sequence's logits, the classifier read once for all. */
+		/* A batched step or a verification: every token's logits, the classifier read
+		 * once for all. */
 		norm_rows(s, w, m->out_norm, m->out_norm_b);
 		while (take_rows(s, s->n_work - 1, s->vocab_size, &a, &b))
 			mat_rows(s, w, VEC_XN, s->logits, (size_t)s->vocab_size, &m->output, w->xn,
@@ -954,6 +957,32 @@ int eng_session_n_seq(const struct eng_session *s)
 	return s->n_seq;
 }
 
+int eng_session_verify(struct eng_session *s, const int *tokens, int n, int pos0,
+		       const float **logits, struct eng_step_bytes *bytes)
+{
+	if (n < 1 || n > s->verify_tokens || pos0 < 0 || pos0 > s->next_pos[0] ||
+	    n > s->ctx_len - pos0)
+		return -EINVAL;
+	for (int t = 0; t < n; t++) {
+		if (tokens[t] < 0 || tokens[t] >= s->vocab_size)
+			return -EINVAL;
+		s->tseq[t] = 0;
+		s->tpos[t] = pos0 + t;
+	}
+	/* all_logits: the classifier over every token of the pass, row t for token t. */
+	run_pass(s, tokens, n, true, true, bytes);
+	*logits = s->logits;
+	return 0;
+}
+
+int eng_session_truncate(struct eng_session *s, int pos)
+{
+	if (pos < 0 || pos > s->next_pos[0])
+		return -EINVAL;
+	s->next_pos[0] = pos;
+	return 0;
+}
+
 /* Uninitialised 64-byte aligned room for n elements of elem bytes; NULL on overflow. */
 static void *alloc_aligned(size_t n, size_t elem)
 {
@@ -1068,8 +1097,11 @@ static void set_shape(struct eng_session *s, const struct eng_session_options *o
 	s->ctx_len = opt->ctx_len > 0 ? opt->ctx_len : info->seq_len;
 	s->chunk = imin(opt->prefill_chunk > 0 ? opt->prefill_chunk : ENG_PREFILL_CHUNK, s->ctx_len);
 	s->n_seq = opt->n_seq > 0 ? opt->n_seq : 1;
-	/* A batched step runs one token of each sequence in one pass. */
-	s->chunk = imax(s->chunk, s->n_seq);
+	s->verify_tokens = imin(imax(opt->verify_tokens, 0), s->ctx_len);
+	/* A batched step runs one token of each sequence in one pass, a verification its
+	 * tokens. */
+	s->chunk = imax(imax(s->chunk, s->n_seq), s->verify_tokens);
+	s->logit_rows = imax(s->n_seq, s->verify_tokens);
 	s->qkv_dim = s->q_dim + 2 * s->kv_dim;
 	s->heads_share = (s->n_heads + s->n_threads - 1) / s->n_threads;
 	/* Whole heads per QKV chunk for NeoX RoPE: the least multiple of both. */
@@ -1119,7 +1151,7 @@ static int alloc_buffers(struct eng_session *s, size_t kv_cells, struct eng_erro
 	s->hb = alloc_aligned(c * (size_t)s->hidden_dim, sizeof(float));
 	s->hb2 = alloc_aligned(c * (size_t)s->hidden_dim, sizeof(float));
 	s->att = alloc_aligned((size_t)s->n_heads * (size_t)s->ctx_len, sizeof(float));
-	s->logits = alloc_aligned((size_t)s->n_seq * (size_t)s->vocab_size, sizeof(float));
+	s->logits = alloc_aligned((size_t)s->logit_rows * (size_t)s->vocab_size, sizeof(float));
 	s->next_pos = calloc((size_t)s->n_seq, sizeof(int));
 	s->tseq = calloc(c, sizeof(int));
 	s->tpos = calloc(c, sizeof(int));

@@ -41,7 +41,7 @@ static void usage(FILE *f)
 		"                        [--populate] [--hugepages] [--load mmap|huge-copy|repack]\n"
 		"                        [--hooks-bench] [--force] [--prefill-chunk N] [--sparsity-map]\n"
 		"                        [--prompt-ids ID,ID,...] [--logits FILE.json] [--report-line]\n"
-		"                        [--batch N] [--prompts FILE]\n\n"
+		"                        [--batch N] [--prompts FILE] [--speculate lookup[:K[:NG]]]\n\n"
 		"Runs a llama2.c checkpoint or a GGUF model (llama, falcon) from BOS (and the prompt)\n"
 		"and prints the text it generates as it goes, then one line on stderr: tokens, decode\n"
 		"tok/s, time to first token (model load included), kernels, threads, and whether the\n"
@@ -95,6 +95,12 @@ static void usage(FILE *f)
 		"      --prompts FILE    one prompt per line (a line \"ids:1,300,301\" gives token ids);\n"
 		"                        sequence i takes line i (cycling); without --batch, one\n"
 		"                        sequence per line\n"
+		"      --speculate lookup[:K[:NG]]\n"
+		"                        greedy decoding (needs --temperature 0) with prompt-lookup\n"
+		"                        drafts: the K tokens (default 4) that followed the last NG\n"
+		"                        tokens (default 3, else 2) earlier in the context, checked in\n"
+		"                        one pass over the weights; the output is plain greedy's, the\n"
+		"                        summary adds the acceptance rate and passes per token\n"
 		"      --force           run a model larger than the memory available (refused\n"
 		"                        otherwise: paging would make it crawl)\n");
 }
@@ -204,7 +210,8 @@ static int check_memory(const char *path)
 static int parse_args(struct gen_args *a, int argc, char **argv)
 {
 	enum { O_TEMP = 256, O_TOPP, O_SEED, O_KERNELS, O_IDS, O_KV, O_POPULATE, O_HUGE, O_HOOKS,
-	       O_PROMPT_IDS, O_LOGITS, O_REPORT, O_LOAD, O_FORCE, O_CHUNK, O_SPARSE, O_BATCH, O_PROMPTS };
+	       O_PROMPT_IDS, O_LOGITS, O_REPORT, O_LOAD, O_FORCE, O_CHUNK, O_SPARSE, O_BATCH, O_PROMPTS,
+	       O_SPEC };
 	static const struct option longopts[] = {
 		{ "model", required_argument, NULL, 'm' },
 		{ "tokenizer", required_argument, NULL, 'z' },
@@ -229,6 +236,7 @@ static int parse_args(struct gen_args *a, int argc, char **argv)
 		{ "sparsity-map", no_argument, NULL, O_SPARSE },
 		{ "batch", required_argument, NULL, O_BATCH },
 		{ "prompts", required_argument, NULL, O_PROMPTS },
+		{ "speculate", required_argument, NULL, O_SPEC },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -291,6 +299,11 @@ static int parse_args(struct gen_args *a, int argc, char **argv)
 				return mw_fail(MW_EXIT_USAGE, VERB, "--batch %s: give 1 to 256", optarg);
 			break;
 		case O_PROMPTS: a->prompts_path = optarg; break;
+		case O_SPEC:
+			if (mw_speculate_parse(optarg, &a->spec_k, &a->spec_ng))
+				return MW_EXIT_USAGE;
+			a->speculate = true;
+			break;
 		case 'h':
 			usage(stdout);
 			return -1;
@@ -312,6 +325,9 @@ static int parse_args(struct gen_args *a, int argc, char **argv)
 	if ((a->batch || a->prompts_path) && a->logits_path)
 		return mw_fail(MW_EXIT_USAGE, VERB, "--logits writes one sequence's logits: run "
 			       "without --batch and --prompts");
+	if (a->speculate && (a->batch || a->prompts_path || a->logits_path))
+		return mw_fail(MW_EXIT_USAGE, VERB, "--speculate decodes one sequence and keeps no "
+			       "per-position logits: run it without --batch, --prompts and --logits");
 	if (a->kv_name) {
 		size_t i, n = sizeof(kv_names) / sizeof(kv_names[0]);
 		for (i = 0; i < n && strcmp(kv_names[i], a->kv_name); i++)
@@ -641,6 +657,12 @@ int mw_cmd_generate(int argc, char **argv)
 	}
 	if ((rc = prompt_encode(&g)))
 		goto out;
+	if (a->speculate) {
+		struct gen_open go = { .model = g.model, .info = g.info, .tok = g.tok, .t0 = g.t0,
+				       .t_loaded = g.t_loaded };
+		rc = mw_generate_spec(a, &go, g.prompt, g.n_prompt);
+		goto out;
+	}
 
 	static const struct eng_hooks noop_hooks = { .phase = noop_phase, .token = noop_token };
 	struct eng_session_options sopt = { .threads = (int)a->threads, .kernels = a->kernels,

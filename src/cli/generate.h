@@ -13,6 +13,8 @@ struct gen_args {
 	long steps, threads, seed, prefill_chunk;
 	long batch;               /* --batch N; 0 when not given */
 	double temperature, topp;
+	bool speculate;           /* --speculate lookup[:K[:NG]] */
+	int spec_k, spec_ng;      /* its draft length K, its n-gram size (0: 3, then 2) */
 	bool ids, populate, hugepages, hooks_bench, report_line, force, sparsity_map;
 	enum eng_kv_type kv;
 	enum eng_load_mode load;
@@ -31,5 +33,15 @@ struct gen_open {
  * after the run, then the summary and, with --report-line, the adapter and bytes lines.
  * Returns an MW_EXIT_* code (messages printed). */
 int mw_generate_batch(const struct gen_args *a, const struct gen_open *o);
+
+/* Parses --speculate's "lookup[:K[:NG]]" into *k and *ng (0: NG 3, then 2). Returns 0, or
+ * MW_EXIT_USAGE (message printed). */
+int mw_speculate_parse(const char *arg, int *k, int *ng);
+/* `memwall generate --speculate lookup`: greedy decoding of prompt[0..n_prompt) (BOS first)
+ * with prompt-lookup drafts verified one pass each (gen_spec.c); prints what the plain path
+ * prints, then the summary and, with --report-line, the adapter and bytes lines with the
+ * speculation's figures. Returns an MW_EXIT_* code (messages printed). */
+int mw_generate_spec(const struct gen_args *a, const struct gen_open *o, const int *prompt,
+		     int n_prompt);
 
 #endif
