@@ -21,6 +21,13 @@ set grid ytics lc rgb '#dddddd'
 set key outside bottom center horizontal
 set xtics rotate by -30
 set yrange [0:*]
-plot datadir.'/instances.dat' using 2:xtic(1) lc rgb '#1f77b4' title 'read', \
-     '' using 3 lc rgb '#ff7f0e' title 'written', \
-     '' using 4 lc rgb '#2ca02c' title 'read + written'
+# cols: which columns hold a figure (1 read, 2 written, 4 total); a backend without a
+# read/write split (resctrl, amd_df) has only the total, and a column that is NaN throughout
+# cannot be drawn as a histogram.
+if (!exists('cols')) cols = 7
+f = datadir.'/instances.dat'
+cmd = ''
+if (cols & 1) { cmd = cmd.sprintf("'%s' using 2:xtic(1) lc rgb '#1f77b4' title 'read'", f) }
+if (cols & 2) { cmd = cmd.(strlen(cmd) ? ', ' : '').sprintf("'%s' using 3%s lc rgb '#ff7f0e' title 'written'", f, strlen(cmd) ? '' : ':xtic(1)') }
+if (cols & 4) { cmd = cmd.(strlen(cmd) ? ', ' : '').sprintf("'%s' using 4%s lc rgb '#2ca02c' title 'read + written'", f, strlen(cmd) ? '' : ':xtic(1)') }
+eval('plot '.cmd)

@@ -620,6 +620,32 @@ static void check_record(const struct sim_case *c, const char *path, const struc
 		T_CONTAINS(o.out, line);
 	}
 	t_output_free(&o);
+
+	/* The charts, where gnuplot exists: the per-controller split is drawn for every backend,
+	 * with only the total where there is no read/write split (gnuplot refuses a histogram of
+	 * a column that is NaN throughout). */
+	if (system("command -v gnuplot >/dev/null 2>&1") == 0) {
+		char plots[1100], png[1200];
+		snprintf(plots, sizeof(plots), "%s.plots", path);
+		const char *pargv[] = { "memwall", "report", path, "--plot", plots, NULL };
+		o = t_run(pargv);
+		if (o.status)
+			fprintf(stderr, "%s: report --plot: %s", c->name, o.err);
+		T_EQ_INT(o.status, 0);
+		t_output_free(&o);
+		/* drawn when some controller has a figure in some run; never from NaN alone */
+		bool any = false;
+		size_t ri, ii;
+		json_t *r, *e;
+		json_array_foreach(json_object_get(doc, "runs"), ri, r)
+			json_array_foreach(json_object_get(json_object_get(r, "decode"),
+							   "dram_instances"), ii, e)
+				any |= json_is_number(json_object_get(e, "read_bytes")) ||
+				       json_is_number(json_object_get(e, "total_bytes"));
+		snprintf(png, sizeof(png), "%s/dram_split.png", plots);
+		struct stat st;
+		T_EQ_INT(stat(png, &st) == 0 && st.st_size > 0, any);
+	}
 	json_decref(doc);
 }
 

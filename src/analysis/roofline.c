@@ -11,6 +11,7 @@
 
 #include "embedded.h"
 #include "file.h"
+#include "jschema.h"
 #include "roofline.h"
 #include "sha256.h"
 
@@ -130,33 +131,22 @@ bool mw_path_is_record(const char *path)
 	return c == '{';
 }
 
-static const json_t *at(const json_t *o, const char *path)
-{
-	char key[128];
-	while (o && *path) {
-		size_t n = strcspn(path, ".");
-		snprintf(key, sizeof(key), "%.*s", (int)n, path);
-		o = json_object_get(o, key);
-		path += n + (path[n] == '.');
-	}
-	return o;
-}
 
 static double num_at(const json_t *o, const char *path)
 {
-	const json_t *v = at(o, path);
+	const json_t *v = mw_json_at(o, path);
 	return json_is_number(v) ? json_number_value(v) : NAN;
 }
 
 static const char *str_at(const json_t *o, const char *path)
 {
-	return json_string_value(at(o, path));
+	return json_string_value(mw_json_at(o, path));
 }
 
 /* The largest cache in machine.caches (the records' sysfs copy). */
 static uint64_t record_llc(const json_t *doc, int *level)
 {
-	const json_t *caches = at(doc, "machine.caches"), *c;
+	const json_t *caches = mw_json_at(doc, "machine.caches"), *c;
 	uint64_t best = 0;
 	size_t i;
 	*level = 0;
@@ -207,7 +197,7 @@ int mw_record_view_load(const json_t *doc, const char *source, struct mw_record_
 	*table = NULL;
 	memset(v, 0, sizeof(*v));
 	v->reference = str_at(doc, "kind") && !strcmp(str_at(doc, "kind"), "reference");
-	v->synthetic = json_is_true(at(doc, "model.synthetic"));
+	v->synthetic = json_is_true(mw_json_at(doc, "model.synthetic"));
 	eng_error_clear(&eerr);
 	if (path && stat(path, &st) == 0) {
 		if ((rc = eng_tensors_from_file(path, table, &eerr)))
@@ -235,8 +225,8 @@ int mw_record_view_load(const json_t *doc, const char *source, struct mw_record_
 	bool total = basis && !strcmp(basis, "total");
 	const char *bytes_key = total ? "summary.metrics.dram_total_bytes_per_token"
 				      : "summary.metrics.dram_read_bytes_per_token";
-	const json_t *bytes = at(doc, bytes_key);
-	const json_t *mb = at(doc, total ? "summary.metrics.dram_total_MB_per_token"
+	const json_t *bytes = mw_json_at(doc, bytes_key);
+	const json_t *mb = mw_json_at(doc, total ? "summary.metrics.dram_total_MB_per_token"
 					 : "summary.metrics.dram_read_MB_per_token");
 	if (json_is_true(json_object_get(bytes, "measured"))) {
 		v->measured_bytes = num_at(bytes, "mean");
@@ -263,7 +253,7 @@ int mw_record_view_load(const json_t *doc, const char *source, struct mw_record_
 			 : str_at(doc, "counters.dram.reason") ? str_at(doc, "counters.dram.reason")
 							       : "the record has no DRAM figure");
 	}
-	const json_t *inst = at(doc, "counters.dram.instances"), *e;
+	const json_t *inst = mw_json_at(doc, "counters.dram.instances"), *e;
 	size_t i;
 	json_array_foreach(inst, i, e) {
 		if (json_is_string(e) && v->n_instances < sizeof(v->instances) / sizeof(v->instances[0]))

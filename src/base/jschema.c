@@ -329,3 +329,15 @@ int mw_schema_check(const json_t *schema, const json_t *doc, const char *source,
 	struct ctx c = { .root = schema, .source = source, .err = err };
 	return check(&c, schema, doc, "");
 }
+
+const json_t *mw_json_at(const json_t *o, const char *path)
+{
+	char key[128];
+	while (o && *path) {
+		size_t n = strcspn(path, ".");
+		snprintf(key, sizeof(key), "%.*s", (int)n, path);
+		o = json_object_get(o, key);
+		path += n + (path[n] == '.');
+	}
+	return o;
+}

@@ -21,6 +21,10 @@
 int mw_schema_check(const json_t *schema, const json_t *doc, const char *source,
 		    struct mw_error *err);
 
+/* The value at a dotted path of objects ("machine.kernel.release"); NULL when any step is
+ * absent. Borrowed from o. */
+const json_t *mw_json_at(const json_t *o, const char *path);
+
 /* The JSON type name of v as JSON Schema spells it: "object", "integer", "number", ... */
 const char *mw_json_type_name(const json_t *v);
 

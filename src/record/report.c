@@ -5,10 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include "embedded.h"
 #include "attribution.h"
 #include "report.h"
 #include "report_rows.h"
@@ -348,7 +346,7 @@ static void arr_stats(const json_t *arr, double scale, double *mean, double *sd)
 	free(x);
 }
 
-static int write_data(const json_t *doc, const char *dir, bool *have_split, int window,
+static int write_data(const json_t *doc, const char *dir, unsigned *split_cols, int window,
 		      struct mw_error *err)
 {
 	char path[4200];
@@ -434,8 +432,10 @@ static int write_data(const json_t *doc, const char *dir, bool *have_split, int 
 	fclose(g);
 	free(lat);
 
-	/* instances.dat: the per-instance split, summed over measured runs. */
-	*have_split = false;
+	/* instances.dat: the per-instance split, summed over measured runs. *split_cols says
+	 * which of its columns (bit 0 read, 1 written, 2 total) hold a figure for some instance:
+	 * only those are drawn (a histogram of a column that is NaN throughout is an error). */
+	*split_cols = 0;
 	const json_t *first = NULL;
 	json_array_foreach(runs, i, run)
 		if (run_counts(run) && json_array_size(json_object_get(json_object_get(run, "decode"),
@@ -464,33 +464,14 @@ static int write_data(const json_t *doc, const char *dir, bool *have_split, int 
 			}
 			fprintf(g, "%s %.9g %.9g %.9g\n", str(v, "pmu", "?"), rd / toks * 1e-6,
 				wr / toks * 1e-6, tot / toks * 1e-6);
+			*split_cols |= (isfinite(rd / toks) ? 1u : 0) | (isfinite(wr / toks) ? 2u : 0) |
+				       (isfinite(tot / toks) ? 4u : 0);
 		}
 		fclose(g);
-		*have_split = true;
 	}
 	return rc;
 fail:
 	return mw_error_set(err, -errno, path, "", "cannot write: %s", strerror(errno));
-}
-
-/* Runs gnuplot -e VARS SCRIPT in dir. 0, -ENOENT without gnuplot, -EIO when it fails. */
-static int gnuplot(const char *dir, const char *vars, const char *script)
-{
-	pid_t pid = fork();
-	if (pid < 0)
-		return -errno;
-	if (pid == 0) {
-		if (chdir(dir))
-			_exit(126);
-		execlp("gnuplot", "gnuplot", "-e", vars, script, (char *)NULL);
-		_exit(127);
-	}
-	int st = 0;
-	if (waitpid(pid, &st, 0) < 0)
-		return -errno;
-	if (WIFEXITED(st) && WEXITSTATUS(st) == 127)
-		return -ENOENT;
-	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -EIO;
 }
 
 int mw_report_plot(const json_t *doc, const char *dir, FILE *log, struct mw_error *err)
@@ -498,8 +479,8 @@ int mw_report_plot(const json_t *doc, const char *dir, FILE *log, struct mw_erro
 	static const char *const scripts[] = { "mb_per_token.gp", "tok_s.gp", "latency.gp",
 					       "dram_split.gp" };
 	const int window = 16;
-	bool split = false;
-	char path[4200], label[600], note[1200], qlabel[1300], qnote[2500], qdir[4300];
+	unsigned split = 0;
+	char label[600], note[1200], qlabel[1300], qnote[2500], qdir[4300];
 	char vars[16384];
 	int rc;
 
@@ -507,20 +488,12 @@ int mw_report_plot(const json_t *doc, const char *dir, FILE *log, struct mw_erro
 		return mw_error_set(err, -errno, dir, "", "cannot create: %s", strerror(errno));
 	if ((rc = write_data(doc, dir, &split, window, err)))
 		return rc;
-	for (size_t i = 0; i < sizeof(scripts) / sizeof(scripts[0]); i++) {
-		const struct mw_embedded *e = mw_embedded_find(scripts[i]);
-		snprintf(path, sizeof(path), "%s/%s", dir, scripts[i]);
-		FILE *f = fopen(path, "w");
-		if (!e || !f || fwrite(e->data, 1, e->len, f) != e->len) {
-			if (f)
-				fclose(f);
-			return mw_error_set(err, -EIO, path, "", "cannot write the gnuplot script");
-		}
-		fclose(f);
-	}
-
 	const json_t *m = json_object_get(json_object_get(doc, "summary"), "metrics");
-	const json_t *dram = json_object_get(m, "dram_read_MB_per_token");
+	/* MB/token as the record defines it (read, or the total without a split); records
+	 * before schema /2 have only the read figure. */
+	const json_t *dram = json_object_get(m, "dram_MB_per_token");
+	if (!dram)
+		dram = json_object_get(m, "dram_read_MB_per_token");
 	const json_t *tps = json_object_get(m, "tok_per_s");
 	const json_t *lp = json_object_get(json_object_get(doc, "summary"), "latency_pooled_ns");
 	const json_t *model = json_object_get(doc, "model");
@@ -528,11 +501,12 @@ int mw_report_plot(const json_t *doc, const char *dir, FILE *log, struct mw_erro
 		 str(model, "name", "?"),
 		 json_is_true(json_object_get(model, "synthetic")) ? " (synthetic)" : "");
 	if (json_is_true(json_object_get(dram, "measured")))
-		snprintf(note, sizeof(note), "DRAM read %.6g MB/token, CV %.3g%% over %lld runs",
+		snprintf(note, sizeof(note), "DRAM %s %.6g MB/token, CV %.3g%% over %lld runs",
+			 strcmp(mw_dram_basis(doc), "total") ? "read" : "read + written",
 			 num(dram, "mean"), num(dram, "cv_pct"),
 			 (long long)json_integer_value(json_object_get(dram, "n")));
 	else
-		snprintf(note, sizeof(note), "DRAM read: not measured here (the reason is in the "
+		snprintf(note, sizeof(note), "DRAM: not measured here (the reason is in the "
 			 "record's counters.dram.reason)");
 	mw_gnuplot_quote(qlabel, sizeof(qlabel), label);
 	mw_gnuplot_quote(qnote, sizeof(qnote), note);
@@ -548,20 +522,16 @@ int mw_report_plot(const json_t *doc, const char *dir, FILE *log, struct mw_erro
 			double mm = num(tps, "mean"), lo = num(tps, "ci95_low"), hi = num(tps, "ci95_high");
 			snprintf(vars, sizeof(vars),
 				 "fmt='%s'; datadir=%s; label=%s; note=%s; m=%.9g; lo=%.9g; hi=%.9g; "
-				 "p50=%.9g; p99=%.9g; w=%d; dram=%d",
+				 "p50=%.9g; p99=%.9g; w=%d; dram=%d; cols=%u",
 				 fmt, qdir, qlabel, qnote, isnan(mm) ? 0 : mm,
 				 isnan(lo) ? mm : lo < 0 ? 0 : lo,
 				 isnan(hi) ? mm : hi, num(lp, "p50") * 1e-6, num(lp, "p99") * 1e-6,
-				 window, json_is_true(json_object_get(dram, "measured")));
+				 window, json_is_true(json_object_get(dram, "measured")), split);
 			if (isnan(mm))
 				strncat(vars, "; m=NaN", sizeof(vars) - strlen(vars) - 1);
-			rc = gnuplot(dir, vars, scripts[i]);
-			if (rc == -ENOENT)
-				return mw_error_set(err, rc, "gnuplot", "", "gnuplot is not installed: "
-						    "scripts/bootstrap.sh installs it (gnuplot-nox)");
-			if (rc)
-				return mw_error_set(err, rc, path, "", "gnuplot failed on %s (its "
-						    "messages are above)", scripts[i]);
+			/* writes the built-in script into dir and runs it there (roofline.c) */
+			if ((rc = mw_gnuplot_embedded(dir, vars, scripts[i], err)))
+				return rc;
 			if (log)
 				fprintf(log, "memwall report: wrote %s/%.*s.%s\n", dir,
 					(int)(strlen(scripts[i]) - 3), scripts[i], fmt);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "jschema.h"
 #include "report_rows.h"
 
 enum col_from {
@@ -59,18 +60,6 @@ static const struct {
 };
 #define NCOLS (sizeof(cols) / sizeof(cols[0]))
 
-/* The value at a dotted path ("machine.kernel.release"); NULL when absent. Borrowed. */
-static const json_t *at(const json_t *o, const char *path)
-{
-	char key[64];
-	while (o && *path) {
-		size_t n = strcspn(path, ".");
-		snprintf(key, sizeof(key), "%.*s", (int)n, path);
-		o = json_object_get(o, key);
-		path += n + (path[n] == '.');
-	}
-	return o;
-}
 
 /* Column i's value for one metric: a new reference (json null when absent). */
 static json_t *value(size_t i, const json_t *doc, const char *sha, const char *name,
@@ -83,7 +72,7 @@ static json_t *value(size_t i, const json_t *doc, const char *sha, const char *n
 	case FROM_NAME:
 		return json_string(name);
 	case FROM_DOC:
-		v = at(doc, cols[i].path);
+		v = mw_json_at(doc, cols[i].path);
 		break;
 	case FROM_METRIC:
 		v = json_object_get(metric, cols[i].path);
