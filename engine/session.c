@@ -43,6 +43,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "alias.h"
 #include "kernels.h"
 #include "model.h"
 #include "pool.h"
@@ -83,6 +84,8 @@ struct worker {
 	uint16_t *h16;                /* (q_dim + ctx_len) an F16 cache's queries and attention
 				       * weights, rounded to f16 */
 	uint8_t *nz;                  /* (hidden_dim) the down projection's nonzero blocks */
+	float *dy;                    /* (chunk, widest output) a delta's product (alias.h);
+				       * NULL for a model without canonical + delta layers */
 };
 
 /* What differs between architectures (model.h's enum eng_arch); the table is below the
@@ -281,14 +284,20 @@ static void mat_row1(const struct eng_session *s, struct worker *w, enum act_vec
 				 (size_t)b);
 }
 
-/* mat_row1 for each token of the pass, rows ldy and ldx floats apart. */
+/* mat_row1 for each token of the pass, rows ldy and ldx floats apart. A canonical + delta
+ * matrix (alias.h) adds D x, a second pass of the same kernels over the same quantized x. */
 static void mat_rows(const struct eng_session *s, struct worker *w, enum act_vec vec, float *y,
 		     size_t ldy, const struct eng_mat *m, const float *x, size_t ldx, int a, int b)
 {
-	if (s->n_tok > 1)
-		mat_rows_tokens(s, w, vec, y, ldy, m, x, ldx, a, b);
-	else
-		mat_row1(s, w, vec, y, m, x, a, b);
+	for (const struct eng_mat *p = m; p; p = p->delta) {
+		float *out = p == m ? y : w->dy;
+		if (s->n_tok > 1)
+			mat_rows_tokens(s, w, vec, out, ldy, p, x, ldx, a, b);
+		else
+			mat_row1(s, w, vec, out, p, x, a, b);
+		if (p != m)
+			alias_add(y, w->dy, ldy, s->n_tok, a, b);
+	}
 }
 
 /* RMSNorm (Zhang and Sennrich 2019): x / sqrt(mean(x^2) + eps) * w, the sum in double as
@@ -667,6 +676,14 @@ static void down_sparse(const struct eng_session *s, struct worker *w, const str
 			 ? NULL
 			 : act_get(s, w, VEC_HB, s->hb, m->cols, krn_type_traits(m->type)->vec_dot_type);
 	sparse_rows(s->ops, s->qops, s->y2, m, s->hb, xq, w->nz, a, b);
+	if (m->delta) { /* canonical + delta (alias.h): the delta's same blocks */
+		xq = m->delta->type == KRN_TYPE_F32
+		     ? NULL
+		     : act_get(s, w, VEC_HB, s->hb, m->cols,
+			       krn_type_traits(m->delta->type)->vec_dot_type);
+		sparse_rows(s->ops, s->qops, w->dy, m->delta, s->hb, xq, w->nz, a, b);
+		alias_add(s->y2, w->dy, (size_t)s->dim, 1, a, b);
+	}
 }
 
 /* Llama's block: x += wo attn; x += down (SiLU(gate h) * up h), h = RMSNorm(x). */
@@ -812,6 +829,7 @@ static void pass_bytes(const struct eng_session *s, struct eng_step_bytes *b)
 	b->weights = b->by_phase[ENG_PHASE_ATTENTION] + b->by_phase[ENG_PHASE_FFN] +
 		     b->by_phase[ENG_PHASE_CLASSIFIER];
 	b->weights_skipped = s->skipped_bytes;
+	b->weights_unique = b->weights - (s->m->alias ? s->m->alias->reuse_bytes : 0);
 	if (s->m->arch == ENG_ARCH_LLAMA && n == 1) {
 		const struct eng_mat *down = &s->m->layers[0].w_down;
 		b->act_zero = s->act_zero;
@@ -897,6 +915,7 @@ int eng_session_prefill(struct eng_session *s, const int *tokens, int n, int pos
 static void bytes_add(struct eng_step_bytes *sum, const struct eng_step_bytes *b)
 {
 	sum->weights += b->weights;
+	sum->weights_unique += b->weights_unique;
 	sum->kv_read += b->kv_read;
 	sum->kv_write += b->kv_write;
 	for (int k = 0; k < ENG_PHASE_COUNT; k++)
@@ -1020,9 +1039,12 @@ static const char *kernel_names(char *buf, size_t len)
 }
 
 /* Bytes of a matrix as a step reads it: all of it. */
+/* A canonical + delta matrix reads both (the canonical's bytes once per layer that uses it:
+ * touched bytes; eng_step_bytes.weights_unique takes the repeats out). */
 static uint64_t mat_bytes(const struct eng_mat *m)
 {
-	return m->data ? (uint64_t)m->rows * m->row_bytes : 0;
+	return m->data ? (uint64_t)m->rows * m->row_bytes + (m->delta ? mat_bytes(m->delta) : 0)
+		       : 0;
 }
 
 static uint64_t vec_bytes(const float *v, int n)
@@ -1171,6 +1193,12 @@ static int alloc_buffers(struct eng_session *s, size_t kv_cells, struct eng_erro
 			}
 			w->h16 = alloc_aligned((size_t)(s->q_dim + s->ctx_len), sizeof(uint16_t));
 			w->nz = alloc_aligned((size_t)s->hidden_dim, 1);
+			if (m->alias && !(w->dy = alloc_aligned(c * (size_t)imax(longest,
+									     s->qkv_dim),
+								 sizeof(float)))) {
+				rc = -ENOMEM;
+				break;
+			}
 			if (!w->xn || !w->act || !w->h16 || !w->nz) {
 				rc = -ENOMEM;
 				break;
@@ -1277,6 +1305,7 @@ void eng_session_free(struct eng_session *s)
 			free(s->workers[t].bact);
 			free(s->workers[t].h16);
 			free(s->workers[t].nz);
+			free(s->workers[t].dy);
 		}
 	free(s->workers);
 	free(s->x);

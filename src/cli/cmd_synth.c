@@ -30,6 +30,8 @@ struct synth_request {
 	long seed;
 	bool force;
 	enum eng_ffn_act act;
+	bool cd_on;                 /* --canonical-delta */
+	struct eng_canonical_delta cd;
 };
 
 static int write_llama2c(const struct synth_request *r, struct eng_error *err)
@@ -39,8 +41,8 @@ static int write_llama2c(const struct synth_request *r, struct eng_error *err)
 
 static int write_gguf(const struct synth_request *r, struct eng_error *err)
 {
-	return eng_synth_gguf_act(r->out, r->arch, r->shape, r->quant, (uint64_t)r->seed, r->act,
-				  err);
+	return eng_synth_gguf_cd(r->out, r->arch, r->shape, r->quant, (uint64_t)r->seed, r->act,
+				 r->cd_on ? &r->cd : NULL, err);
 }
 
 /* SIGINT and SIGTERM set this; the engine's writers check it between chunks (eng_cancel_hook)
@@ -71,7 +73,7 @@ static const struct synth_writer {
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: memwall synth [--arch ARCH] --shape SHAPE [--quant Q] [--format F] -o FILE "
-		   "[--seed S] [--activation A] [--force]\n\n"
+		   "[--seed S] [--activation A] [--canonical-delta[=SPEC]] [--force]\n\n"
 		   "Writes a deterministic synthetic model: the real shape, seeded random weights of\n"
 		   "a realistic scale (norm weights near 1). The same arguments give the same bytes.\n"
 		   "The file is marked synthetic, and every report on it says so. A GGUF file gets\n"
@@ -88,6 +90,14 @@ static void usage(FILE *f)
 		   "                  models get gate rows in clusters of 32 that are zero together\n"
 		   "                  on ~42%% of tokens (~50%% of activations are exactly zero), for\n"
 		   "                  generate --sparsity-map (engine/sparsity.h)\n"
+		   "  --canonical-delta[=SPEC]  GGUF: the core-zone layers (floor(0.4 L)..floor(0.6 L))\n"
+		   "                  share one canonical W_c per matrix, each storing a delta D_l\n"
+		   "                  (W_l = W_c + D_l; issue 18 R3, engine/alias.h). SPEC, comma-\n"
+		   "                  separated: rel=R (std(D)/std(W_c), default 0.05: adjacent\n"
+		   "                  layers' cosine 0.9975), delta=TYPE (default by base type:\n"
+		   "                  f32/f16 -> q8_0, q8_0/q5_0/q4_0 -> q4_0, q4_K -> q2_K),\n"
+		   "                  layers=A-B, and split (default: W_c once + compact deltas) or\n"
+		   "                  dense (the baseline twin: each W_l whole, same floats)\n"
 		   "  --force         replace FILE when it exists (only a regular file is ever\n"
 		   "                  replaced: a device, a FIFO or a folder is refused)\n\n"
 		   "architectures (format, shapes, default quantization):\n");
@@ -153,7 +163,7 @@ static int move_into_place(const char *tmp, const struct synth_request *r)
 
 int mw_cmd_synth(int argc, char **argv)
 {
-	enum { O_ARCH = 256, O_SHAPE, O_SEED, O_QUANT, O_FORMAT, O_FORCE, O_ACT };
+	enum { O_ARCH = 256, O_SHAPE, O_SEED, O_QUANT, O_FORMAT, O_FORCE, O_ACT, O_CD };
 	static const struct option longopts[] = {
 		{ "arch", required_argument, NULL, O_ARCH },
 		{ "shape", required_argument, NULL, O_SHAPE },
@@ -163,6 +173,7 @@ int mw_cmd_synth(int argc, char **argv)
 		{ "seed", required_argument, NULL, O_SEED },
 		{ "force", no_argument, NULL, O_FORCE },
 		{ "activation", required_argument, NULL, O_ACT },
+		{ "canonical-delta", optional_argument, NULL, O_CD },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -183,6 +194,14 @@ int mw_cmd_synth(int argc, char **argv)
 				return mw_fail(MW_EXIT_USAGE, VERB,
 					       "--activation %s: give silu, relu or relu2", optarg);
 			break;
+		case O_CD: {
+			struct eng_error e;
+			eng_error_clear(&e);
+			if (eng_canonical_delta_parse(optarg, &r.cd, &e))
+				return mw_fail(MW_EXIT_USAGE, VERB, "%s: %s", e.source, e.text);
+			r.cd_on = true;
+			break;
+		}
 		case O_SEED:
 			if (mw_parse_long(optarg, 0, INT64_MAX, &r.seed))
 				return mw_fail(MW_EXIT_USAGE, VERB, "--seed %s: give a number >= 0",
@@ -213,6 +232,9 @@ int mw_cmd_synth(int argc, char **argv)
 			       "choice (use --format gguf)", w->format);
 	if (!r.quant)
 		r.quant = w->default_quant;
+	if (r.cd_on && strcmp(w->format, "gguf"))
+		return mw_fail(MW_EXIT_USAGE, VERB, "--canonical-delta writes GGUF only: add "
+			       "--format gguf (or --quant Q)");
 
 	int code = target_check(&r);
 	if (code)
@@ -265,9 +287,11 @@ int mw_cmd_synth(int argc, char **argv)
 	struct stat st;
 	long long bytes = stat(r.out, &st) == 0 ? (long long)st.st_size : -1;
 	printf("wrote %s: SYNTHETIC model (random weights, not trained), arch %s, shape %s, "
-	       "seed %ld, %s%s%s%s%s, %lld bytes in %.1f s\n",
+	       "seed %ld, %s%s%s%s%s%s, %lld bytes in %.1f s\n",
 	       r.out, w->arch, r.shape, r.seed, w->description, r.quant ? " " : "",
 	       r.quant ? r.quant : "", r.act ? ", activation " : "",
-	       r.act ? eng_ffn_act_name(r.act) : "", bytes, seconds);
+	       r.act ? eng_ffn_act_name(r.act) : "",
+	       !r.cd_on ? "" : r.cd.dense ? ", canonical+delta dense twin" : ", canonical+delta",
+	       bytes, seconds);
 	return MW_EXIT_OK;
 }
