@@ -160,6 +160,12 @@ struct eng_tensor {
 			      * table once, as the classifier's read */
 	const void *data;    /* its bytes, borrowed from the model or file; NULL for a table
 			      * built from a description */
+	/* Canonical + delta files (engine/alias.h): a delta "blk.N.K.delta" points at its
+	 * canonical "canonical.K.weight" in the same table (the layer's weight is their sum,
+	 * eng_tensor_weight_row); a canonical counts the deltas that use it, and its step_bytes
+	 * are file_bytes x that count (read once per layer). NULL / 0 otherwise. */
+	const struct eng_tensor *canonical;
+	int canonical_users;
 };
 
 struct eng_tensor_table {
@@ -195,6 +201,9 @@ void eng_tensor_table_free(struct eng_tensor_table *t);
 /* Dequantizes row `row` of tensor t (t->cols floats) into out. -EINVAL for a tensor without
  * data or a row past the end, -ENOTSUP for a type memwall cannot dequantize. */
 int eng_tensor_dequantize(const struct eng_tensor *t, uint64_t row, float *out);
+/* Row `row` of the layer weight t stands for: eng_tensor_dequantize's, plus its canonical's
+ * row for a delta tensor (W_l = W_c + D_l). tmp holds t->cols floats. */
+int eng_tensor_weight_row(const struct eng_tensor *t, uint64_t row, float *out, float *tmp);
 /* "embedding", "attention", ... Static storage. */
 const char *eng_tensor_class_name(enum eng_tensor_class c);
 
