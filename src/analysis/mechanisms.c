@@ -173,6 +173,13 @@ static void r3(const struct mw_mech_inputs *in, json_t **pred, json_t **meas)
 			 r->core_aliasable, r->core_blocks, 100 * r->aliasing_ratio,
 			 (unsigned long long)r->core_aliasable_bytes,
 			 100 * (double)r->core_aliasable_bytes / total, total);
+		const struct mw_r3_engine *e = in->r3_engine;
+		size_t o = strlen(p);
+		if (e && e->canonical && o < sizeof(p))
+			snprintf(p + o, sizeof(p) - o, "; this file already stores layers %d..%d as "
+				 "canonical + delta, so those bytes are its deltas' (run the dense twin, "
+				 "synth --canonical-delta=dense, for the prediction before the split)",
+				 e->info.first, e->info.last);
 		*pred = figure(PREDICTION, 100 * (double)r->core_aliasable_bytes / total, p);
 	}
 	r3_measured(in, meas);
