@@ -83,13 +83,10 @@ int alias_open(struct eng_model *m, const struct eng_gguf *g, struct eng_error *
 				     "metadata keys 'memwall.canonical_delta.first' %" PRId64
 				     " and '.last' %" PRId64 " must name layers 0 <= first <= last "
 				     "< block_count (%d)", first, last, m->info.n_layers);
-	struct eng_alias *a = calloc(1, sizeof(*a));
-	if (a)
-		a->delta = calloc((size_t)m->info.n_layers * ALIAS_KINDS, sizeof(*a->delta));
-	if (!a || !a->delta) {
-		alias_free(a);
+	struct eng_alias *a = calloc(1, sizeof(*a) + (size_t)m->info.n_layers * ALIAS_KINDS *
+						     sizeof(a->delta[0]));
+	if (!a)
 		return eng_error_set(err, -ENOMEM, m->path, ENG_NO_OFFSET, "out of memory");
-	}
 	a->first = (int)first;
 	a->last = (int)last;
 	m->alias = a;
@@ -146,14 +143,6 @@ void alias_finish(struct eng_model *m)
 			memcpy((char *)&m->layers[l] + kind_fields[k], &v, sizeof(v));
 		}
 	}
-}
-
-void alias_free(struct eng_alias *a)
-{
-	if (!a)
-		return;
-	free(a->delta);
-	free(a);
 }
 
 void alias_add(float *y, const float *d, size_t ld, int n_tok, int a, int b)

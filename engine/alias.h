@@ -33,11 +33,13 @@
 struct eng_alias {
 	int first, last;                 /* layers that share the canonicals */
 	struct eng_mat canon[ALIAS_KINDS]; /* data NULL for a kind the architecture lacks */
-	struct eng_mat *delta;           /* (n_layers, ALIAS_KINDS); bound for first..last only */
 	uint64_t canon_bytes;            /* every canonical once */
 	uint64_t delta_bytes;            /* every delta */
 	uint64_t reuse_bytes;            /* canonical bytes read more than once per step:
 					  * sum over canonicals of bytes x (users - 1) */
+	/* (n_layers, ALIAS_KINDS); bound for first..last only. One allocation with the struct,
+	 * so that eng_model_close frees it with free() and model.c needs no part of this file. */
+	struct eng_mat delta[];
 };
 
 /* The kind index of the struct eng_layer field at offset `field`, or -1. */
@@ -51,7 +53,7 @@ uint32_t alias_delta_type(uint32_t base);
 void alias_names(const char *layer_fmt, char *canon, char *delta);
 
 /* Reads the canonical + delta metadata of g: with form "split", m->alias is new (owned by m,
- * freed by alias_free) with first/last checked against the layer count; else it stays NULL.
+ * one allocation that eng_model_close frees) with first/last checked against the layer count; else it stays NULL.
  * Bad metadata is -EINVAL naming the key. */
 int alias_open(struct eng_model *m, const struct eng_gguf *g, struct eng_error *err);
 /* Layer l's matrices come from a canonical and a delta. */
@@ -64,7 +66,6 @@ struct eng_mat *alias_mat(struct eng_alias *a, int n_layers, size_t i);
 /* After binding (and repacking): each covered layer's matrices become views of the canonical
  * with .delta pointing at the layer's delta; the byte sums are set. */
 void alias_finish(struct eng_model *m);
-void alias_free(struct eng_alias *a);
 
 /* y[t * ld + r] += d[t * ld + r] for the pass's tokens t < n_tok and rows [a, b). */
 void alias_add(float *y, const float *d, size_t ld, int n_tok, int a, int b);

@@ -11,7 +11,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "alias.h"
 #include "gguf.h"
 #include "hugecopy.h"
 #include "llama2c.h"
@@ -292,7 +291,7 @@ void eng_model_close(struct eng_model *m)
 	if (m->gguf)
 		eng_gguf_close(m->gguf);
 	free(m->layers);
-	alias_free(m->alias);
+	free(m->alias); /* one allocation (alias.h) */
 	free(m);
 }
 
