@@ -249,7 +249,9 @@ struct eng_step_bytes {
 	 * counts each canonical once per step, plus every delta and every other weight: what
 	 * DRAM would serve if the canonicals stayed in the last-level cache between the layers
 	 * that share them (true only when they fit it: compare eng_model_canonical_bytes with
-	 * eng_llc_size). Equal to weights for any other model. */
+	 * eng_llc_size). Equal to weights for any other model. With a sparsity map it takes
+	 * each canonical's repeats out whole, so it undercounts by the canonical down-projection
+	 * blocks one layer skipped and another read. */
 	uint64_t weights_unique;
 	/* The FFN activations that fed the down projections (llama: every layer's hb): how many
 	 * were exactly zero, and the down projection's column blocks (the skip granularity:

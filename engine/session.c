@@ -724,7 +724,9 @@ static void layer_llama(struct eng_session *s, struct worker *w, int tid, int l)
 			s->act_zero += zero;
 			s->down_blocks_zero += zero_blocks;
 			if (sparse)
-				s->skipped_bytes += sparse_skipped_bytes(&L->w_down, w->nz);
+				s->skipped_bytes += sparse_skipped_bytes(&L->w_down, w->nz) +
+						    (L->w_down.delta /* canonical + delta */
+						     ? sparse_skipped_bytes(L->w_down.delta, w->nz) : 0);
 		}
 	}
 	while (take_rows(s, work + WORK_DOWN, s->dim, &a, &b)) {
