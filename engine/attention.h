@@ -2,8 +2,9 @@
  * heads attend over one sequence's layer of the KV cache in blocks of positions with an online
  * softmax (a running maximum and sum per head, Milakov & Gimelshein 2018, "Online normalizer
  * calculation for softmax"; the per-block form is FlashAttention's, Dao et al. 2022, Alg. 1):
- * the scores of all positions are never stored, and the heads that share a KV head (GQA, MQA:
- * falcon has one) read each block of keys and values while it is still in L1. */
+ * the scores of all positions are never stored (the naive path writes and rereads n_heads x
+ * context floats), and the heads that share a KV head (GQA, MQA: falcon has one) read each
+ * block's keys and values once for all of them. */
 #ifndef MEMWALL_ENGINE_ATTENTION_H
 #define MEMWALL_ENGINE_ATTENTION_H
 
@@ -25,8 +26,12 @@ struct attn_job {
 };
 
 /* Positions per block for a cache of elem-byte elements: one KV head's keys and values of a
- * block take ATTN_BLOCK_BYTES (16 KiB, half a 32 KiB L1d, leaving room for the queries and
- * outputs), clamped to [16, 256] and to ctx_len. */
+ * block take ATTN_BLOCK_BYTES (16 KiB, half a 32 KiB L1d), clamped to [16, 256] and to
+ * ctx_len. The block is read row by row (each position's slices of all the call's heads
+ * side by side, one forward stream); its rows are read twice, for the scores and for the
+ * values, the second time from L1 (one KV head, MQA) or L2 (several: stories15M's 6 heads of
+ * 48 in f16 take 196 KiB a block), and the block's scores, at most ATTN_HEAD_GROUP x 256
+ * floats, stay in L1. */
 #define ATTN_BLOCK_BYTES 16384
 /* Heads run together at most (their running maxima and sums live on the stack). */
 #define ATTN_HEAD_GROUP 32

@@ -259,8 +259,8 @@ struct eng_hooks {
 
 /* The attention kernel over the KV cache (issue 18 R2). NAIVE is run.c's: every score of a
  * head stored, softmaxed, then the values summed (session.c, attend_f32 / attend_f16).
- * BLOCKED is block-streaming attention (engine/attention.c): blocks of positions whose keys
- * and values of one KV head stay in L1, an online softmax, each block shared by the query
+ * BLOCKED is block-streaming attention (engine/attention.c): blocks of positions (16 KiB of
+ * one KV head's keys and values), an online softmax, each block read once for all the query
  * heads of its KV head; results equal NAIVE's to float rounding (an F16 cache's probabilities
  * are not rounded to f16 before they weight the values, as NAIVE rounds them after llama.cpp).
  * AUTO runs a token BLOCKED when it attends over at least ENG_ATTN_AUTO_POSITIONS positions,
@@ -273,7 +273,7 @@ enum eng_attention {
 };
 /* Where AUTO switches to BLOCKED, in positions attended over. Measured with scripts/bench-kv.sh
  * (see its header and README.md's "Long contexts"); indicative, a shared machine. */
-#define ENG_ATTN_AUTO_POSITIONS 1024
+#define ENG_ATTN_AUTO_POSITIONS 512
 /* "auto", "naive", "blocked"; static storage; NULL for a value out of range. */
 const char *eng_attention_name(enum eng_attention a);
 /* name -> kernel: 0, or -EINVAL (exact match; *out left alone). */

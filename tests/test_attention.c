@@ -33,8 +33,11 @@
 #include <math.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "attention.h"
 #include "engine.h"
+#include "run.h"
 #include "test.h"
 
 /* ---- the kernel against a double reference -------------------------------------------- */
@@ -329,6 +332,78 @@ static void names(void)
 	T_EQ_INT(attn_block_positions(8, 4, 100), 100);
 }
 
+static double key(const char *s, const char *name)
+{
+	char k[64];
+	snprintf(k, sizeof(k), " %s=", name);
+	const char *p = s ? strstr(s, k) : NULL;
+	T_ASSERT(p);
+	return p ? strtod(p + strlen(k), NULL) : -1;
+}
+
+/* R2 end to end on a synthetic stories260K (5 layers, 4 KV heads of 8, F32 cache: 2 x 5 x 32
+ * x 4 = 1280 B per position): generate --context C -n 2 reads C + 1 positions at its one
+ * decode step, with either kernel, and the same ids; headroom --kv-read puts the figure in
+ * R2's measured column, equal to the formula, and flags one that is not. */
+static void long_context(const char *model)
+{
+	char kvr[64];
+	char *first = NULL;
+	for (int a = 0; a < 3; a++) {
+		static const char *const kinds[] = { "naive", "blocked", "auto" };
+		const char *argv[] = { "memwall", "generate", "-m", model, "--context", "700", "-n",
+				       "2", "--ids", "--temperature", "0", "--report-line",
+				       "--attention", kinds[a], NULL };
+		struct t_output o = t_run(argv);
+		T_EQ_INT(o.status, 0);
+		T_NEAR(key(o.err, "kv_read_per_token"), 701.0 * 1280.0, 0);
+		T_NEAR(key(o.err, "context"), 700, 0);
+		T_CONTAINS(o.err, kinds[a]);
+		if (!first)
+			first = o.out ? strdup(o.out) : NULL;
+		else
+			T_EQ_STR(o.out, first);
+		t_output_free(&o);
+	}
+	free(first);
+	for (int bad = 0; bad < 2; bad++) {
+		snprintf(kvr, sizeof(kvr), "700=%d,4096=%d", 701 * 1280 + bad, 4097 * 1280);
+		const char *argv[] = { "memwall", "headroom", model, "--json", "--kv-read", kvr,
+				       NULL };
+		struct t_output o = t_run(argv);
+		T_EQ_INT(o.status, 0);
+		json_error_t je;
+		json_t *doc = o.out ? json_loads(o.out, 0, &je) : NULL;
+		const json_t *r2 = json_array_get(json_object_get(doc, "mechanisms"), 1);
+		const json_t *meas = json_object_get(r2, "measurement");
+		T_EQ_STR(json_string_value(json_object_get(r2, "rule")), "R2");
+		T_CONTAINS(json_string_value(json_object_get(meas, "kind")), "engine-accounted");
+		const char *text = json_string_value(json_object_get(meas, "text"));
+		T_CONTAINS(text, "C=4096: 5244160 B");
+		T_CONTAINS(text, bad ? "DIFFERENT" : "equal");
+		/* contract at 4096: 5 x 4 x 8 x 4096 x 4 */
+		T_CONTAINS(text, "contract at C: 2621440 B");
+		json_decref(doc);
+		t_output_free(&o);
+	}
+	const char *bad[] = { "memwall", "headroom", model, "--kv-read", "4096", NULL };
+	struct t_output o = t_run(bad);
+	T_EQ_INT(o.status, 2);
+	T_CONTAINS(o.err, "CONTEXT=BYTES");
+	t_output_free(&o);
+	const char *both[] = { "memwall", "generate", "-m", model, "--context", "10", "-p", "x",
+			       NULL };
+	o = t_run(both);
+	T_EQ_INT(o.status, 2);
+	T_CONTAINS(o.err, "--context");
+	t_output_free(&o);
+	const char *attn[] = { "memwall", "generate", "-m", model, "--attention", "flash", NULL };
+	o = t_run(attn);
+	T_EQ_INT(o.status, 2);
+	T_CONTAINS(o.err, "naive");
+	t_output_free(&o);
+}
+
 int main(void)
 {
 	names();
@@ -352,6 +427,7 @@ int main(void)
 	T_EQ_INT(eng_synth_llama2c(model, "stories260K", 3, &err), 0);
 	model_case(model, ENG_KV_F32);
 	model_case(model, ENG_KV_F16);
+	long_context(model);
 	unlink(model);
 	rmdir(dir);
 

@@ -227,6 +227,8 @@ static int check_memory(const char *path)
 		       (double)need / 1048576.0);
 }
 
+static int check_args(struct gen_args *a);
+
 static int parse_args(struct gen_args *a, int argc, char **argv)
 {
 	enum { O_TEMP = 256, O_TOPP, O_SEED, O_KERNELS, O_IDS, O_KV, O_POPULATE, O_HUGE, O_HOOKS,
@@ -356,6 +358,12 @@ static int parse_args(struct gen_args *a, int argc, char **argv)
 	}
 	if (optind < argc)
 		return mw_fail(MW_EXIT_USAGE, VERB, "unexpected argument '%s'", argv[optind]);
+	return check_args(a);
+}
+
+/* The options' combinations, once all are read. */
+static int check_args(struct gen_args *a)
+{
 	if (!a->model)
 		return mw_fail(MW_EXIT_USAGE, VERB, "give the model with -m FILE (see --help)");
 	if (a->prompt && a->prompt_ids)
