@@ -9,14 +9,16 @@
 #   2. for each context C in BENCH_CONTEXTS (default "1024 2048 4096") and each attention
 #      kernel (naive, blocked), BENCH_REPS runs (default 3), interleaved, of
 #      `memwall generate --context C -n BENCH_STEPS --attention A --report-line`: C seeded
-#      tokens prefilled, then BENCH_STEPS decoded; the best decode tok/s of the runs is kept
-#      (the machine may be shared: the best run is the least disturbed; indicative only);
+#      tokens prefilled, then BENCH_STEPS decoded; of the runs, the best decode tok/s (wall
+#      clock) and the least decode CPU ms per token (decode_cpu_ms_per_token: the process's
+#      CPU time, which on a shared machine does not count the time others held the CPU, but
+#      still feels their cache traffic) are kept; indicative only;
 #   3. prints per row: the engine-accounted KV bytes read per decode token (kv_read_per_token,
 #      the mean over the decode positions C .. C + n - 2), the same per position of context
 #      (divided by the mean number of cells read), the AIOS Model Contract's R2 formula at C,
 #      L x H_kv x d_head x C x 4 (K and V in fp16), the engine-accounted weight bytes per
 #      token, memwall's prediction of the KV bytes per token that must come from DRAM, and the
-#      decode tok/s of each kernel.
+#      decode tok/s and CPU ms per token of each kernel.
 #
 # The prediction: the contract claims KV DRAM reads fall to 0 once the cache fits L3. A decode
 # step reads every weight and the whole cache; with an LRU-like LLC, data survives from one
@@ -28,10 +30,11 @@
 # counters (memwall run with a probe on a bare-metal box).
 #
 # Environment: BENCH_CONTEXTS, BENCH_REPS, BENCH_STEPS (default 32), BENCH_THREADS (default 1),
-# BENCH_MODELS (default "falcon-tiny stories15M"), BENCH_NO_BUILD=1.
+# BENCH_MODELS (default "falcon-tiny stories15M"), BENCH_NO_BUILD=1, MEMWALL (the binary; default
+# BUILDDIR/src/memwall).
 set -eu
 case "${1:-}" in
--h|--help) sed -n '2,31p' "$0"; exit 0 ;;
+-h|--help) sed -n '2,32p' "$0"; exit 0 ;;
 esac
 cd "$(dirname "$0")/.."
 builddir=${1:-build}
@@ -41,7 +44,7 @@ steps=${BENCH_STEPS:-32}
 threads=${BENCH_THREADS:-1}
 models=${BENCH_MODELS:-falcon-tiny stories15M}
 [ "${BENCH_NO_BUILD:-0}" = 1 ] || ninja -C "$builddir" >/dev/null
-mw=$builddir/src/memwall
+mw=${MEMWALL:-$builddir/src/memwall}
 dir=$builddir/bench-kv
 mkdir -p "$dir"
 
@@ -66,8 +69,8 @@ field() { sed -n "s/.* $1=\([0-9.]*\).*/\1/p" | head -n 1; }
 echo "# R2 long-context table: SYNTHETIC models (random weights), GGUF q8_0, F16 KV cache,"
 echo "# $threads thread(s), $steps decode tokens, best of $reps runs; tok/s indicative (shared"
 echo "# machine). Bytes are engine-accounted (never DRAM). LLC: $llc B (sysfs cpu0 index3)."
-printf '%-12s %6s %14s %10s %14s %12s %16s %10s %10s\n' model context kv_read/token \
-	kv/position contract_R2 weights/token dram_kv_predicted naive_t/s blocked_t/s
+printf '%-12s %6s %13s %6s %12s %12s %14s %9s %9s %9s %9s\n' model context kv_read/token \
+	kv/pos contract_R2 weights/token dram_kv_pred naive_t/s block_t/s naive_ms block_ms
 for m in $models; do
 	set -- $(shape "$m")
 	arch=$1 layers=$2 kvh=$3 hd=$4
@@ -75,7 +78,7 @@ for m in $models; do
 	[ -f "$file" ] || "$mw" synth --arch "$arch" --shape "$m" --quant q8_0 --format gguf \
 		-o "$file" >/dev/null
 	for c in $contexts; do
-		best_naive=0 best_blocked=0 kv= w=
+		best_naive=0 best_blocked=0 cpu_naive=999999 cpu_blocked=999999 kv= w=
 		i=0
 		while [ "$i" -lt "$reps" ]; do
 			for a in naive blocked; do
@@ -85,10 +88,17 @@ for m in $models; do
 				rate=$(printf '%s\n' "$err" | sed -n 's/.* \([0-9.]*\) tok\/s decode.*/\1/p')
 				kv=$(printf '%s\n' "$err" | field kv_read_per_token)
 				w=$(printf '%s\n' "$err" | field engine_bytes_per_token)
+				cpu=$(printf '%s\n' "$err" | field decode_cpu_ms_per_token)
+				if [ -z "$rate" ] || [ -z "$cpu" ]; then
+					printf '%s\n' "$err" >&2
+					exit 1
+				fi
 				if [ "$a" = naive ]; then
 					best_naive=$(echo "if ($rate > $best_naive) $rate else $best_naive" | bc)
+					cpu_naive=$(echo "if ($cpu < $cpu_naive) $cpu else $cpu_naive" | bc)
 				else
 					best_blocked=$(echo "if ($rate > $best_blocked) $rate else $best_blocked" | bc)
+					cpu_blocked=$(echo "if ($cpu < $cpu_blocked) $cpu else $cpu_blocked" | bc)
 				fi
 			done
 			i=$((i + 1))
@@ -99,11 +109,12 @@ for m in $models; do
 		contract=$((layers * kvh * hd * c * 4))
 		kvc=$((perpos * c))
 		if [ "$llc" -gt 0 ] && [ $((${w%.*} + kvc)) -le "$llc" ]; then
-			pred="0 (fits LLC)"
+			pred="0 (fits)"
 		else
 			pred="$kvc"
 		fi
-		printf '%-12s %6s %14s %10s %14s %12s %16s %10s %10s\n' "$m" "$c" "$kv" "$perpos" \
-			"$contract" "$w" "$pred" "$best_naive" "$best_blocked"
+		printf '%-12s %6s %13s %6s %12s %12s %14s %9s %9s %9s %9s\n' "$m" "$c" "$kv" \
+			"$perpos" "$contract" "$w" "$pred" "$best_naive" "$best_blocked" \
+			"$(printf %.4f "$cpu_naive")" "$(printf %.4f "$cpu_blocked")"
 	done
 done

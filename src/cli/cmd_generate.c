@@ -132,6 +132,16 @@ static double now_seconds(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* CPU time of the whole process: on a machine shared with other work, decode's CPU time per
+ * token (decode_cpu_ms_per_token=, scripts/bench-kv.sh) varies less than its wall time, which
+ * counts the time other processes held the CPU. */
+static double cpu_seconds(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 /* The hooks --hooks-bench installs: called like the harness's, doing nothing. */
 static void noop_phase(void *ctx, enum eng_phase phase, int layer, bool begin)
 {
@@ -453,6 +463,7 @@ struct gen {
 	float *scratch;    /* the sampler's copy of the logits */
 	/* now_seconds() at: start, model loaded, loop start, prompt done, first and last token */
 	double t0, t_loaded, t_loop, t_prompt_end, t_first, t_end;
+	double cpu_first, cpu_end; /* cpu_seconds() at the first and last token */
 	long generated;
 	struct eng_step_bytes bytes; /* the last step's */
 	uint64_t kv_read_sum;        /* over the decode steps */
@@ -587,8 +598,10 @@ static int generate_tokens(struct gen *g)
 			/* The sampler scales logits in place; the session's are borrowed. */
 			memcpy(g->scratch, logits, (size_t)vocab_size * sizeof(*g->scratch));
 			next = eng_sampler_sample(g->sampler, g->scratch);
-			if (++g->generated == 1)
+			if (++g->generated == 1) {
 				g->t_first = now_seconds();
+				g->cpu_first = cpu_seconds();
+			}
 		}
 		if (g->tok && !a->ids)
 			print_piece(eng_tokenizer_decode(g->tok, token, next));
@@ -598,6 +611,7 @@ static int generate_tokens(struct gen *g)
 		token = next;
 	}
 	g->t_end = now_seconds();
+	g->cpu_end = cpu_seconds();
 	return 0;
 }
 
@@ -638,6 +652,9 @@ static void report_bytes(const struct gen *g)
 	fprintf(stderr, " kv_read_per_token=%.0f context=%d attention=%s",
 		steps ? (double)g->kv_read_sum / (double)steps : (double)g->bytes.kv_read,
 		g->n_prompt, eng_attention_name(g->a.attention));
+	if (steps)
+		fprintf(stderr, " decode_cpu_ms_per_token=%.4f",
+			(g->cpu_end - g->cpu_first) * 1e3 / (double)steps);
 	if (acts)
 		fprintf(stderr, " ffn_zero_fraction=%.4f down_blocks_zero_fraction=%.4f",
 			(double)zero / (double)acts, blocks ? (double)zb / (double)blocks : 0.0);
