@@ -256,7 +256,8 @@ int mw_generate_spec(const struct gen_args *a, const struct gen_open *o, const i
 					    .kv_type = a->kv,
 					    .prefill_chunk = (int)a->prefill_chunk,
 					    .sparsity_map = a->sparsity_map,
-					    .verify_tokens = a->spec_k + 1 };
+					    .verify_tokens = a->spec_k + 1,
+					    .attention = a->attention, .ctx_len = a->ctx_len };
 	if (eng_session_new(&sp.session, o->model, &sopt, &err)) {
 		rc = mw_fail(MW_EXIT_USAGE, VERB, "%s%s%s", err.source, err.source[0] ? ": " : "",
 			     err.text);
