@@ -115,6 +115,63 @@ void mw_roofline_compute(const struct mw_analytic *a, const struct mw_roofline_i
 				       ? NAN : in->measured_bytes / (double)a->total;
 }
 
+void mw_roofline_batch(const struct mw_analytic *a, const struct mw_roofline_inputs *in, int n,
+		       struct mw_roofline_point *out)
+{
+	mw_analytic_batch(a, n, &out->b);
+	out->tok_s_memory = isnan(in->bw_gbps) ? NAN : in->bw_gbps * 1e9 / out->b.bytes;
+	out->tok_s_compute = isnan(in->peak_flops) || a->flops <= 0 ? NAN
+								     : in->peak_flops / a->flops;
+	bool mem = !isnan(out->tok_s_memory), cmp = !isnan(out->tok_s_compute);
+	out->bound = !mem && !cmp ? "none"
+		     : !cmp || (mem && out->tok_s_memory <= out->tok_s_compute) ? "memory"
+										   : "compute";
+	out->tok_s = !strcmp(out->bound, "memory") ? out->tok_s_memory
+		     : !strcmp(out->bound, "compute") ? out->tok_s_compute : NAN;
+}
+
+static void cell(FILE *f, double v, int prec, const char *unit)
+{
+	if (isnan(v))
+		fputs(" n/a |", f);
+	else
+		fprintf(f, " %.*f%s |", prec, v, unit);
+}
+
+void mw_roofline_batch_print(FILE *f, const struct mw_analytic *a,
+			     const struct mw_roofline_inputs *in, const int *ns, size_t count)
+{
+	struct mw_roofline_point p0;
+	fprintf(f, "\n### Batched decode: the predicted curve (analytic, MB = 10^6 bytes)\n\n"
+		   "| N | weights MB/token | KV MB/token | MB/token | GFLOP/step | memory roof "
+		   "tok/s | compute roof tok/s | predicted tok/s | bound | speedup vs N=%d |\n"
+		   "|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|\n", ns[0]);
+	mw_roofline_batch(a, in, ns[0], &p0);
+	for (size_t i = 0; i < count; i++) {
+		struct mw_roofline_point p;
+		mw_roofline_batch(a, in, ns[i], &p);
+		fprintf(f, "| %d |", ns[i]);
+		cell(f, p.b.weight_bytes / 1e6, 3, "");
+		cell(f, p.b.kv_bytes / 1e6, 4, "");
+		cell(f, p.b.bytes / 1e6, 3, "");
+		cell(f, p.b.step_flops / 1e9, 3, "");
+		cell(f, p.tok_s_memory, 1, "");
+		cell(f, p.tok_s_compute, 1, "");
+		cell(f, p.tok_s, 1, "");
+		fprintf(f, " %s |", p.bound);
+		/* Without roofs the speedup is the memory-bound one: bytes per token fall. */
+		cell(f, isnan(p.tok_s) ? p0.b.bytes / p.b.bytes : p.tok_s / p0.tok_s, 2, "x");
+		fputc('\n', f);
+	}
+	fprintf(f, "\nWeights (less the embedding, read once per token) are shared by the N "
+		   "sequences of a step; the KV cache is each sequence's own; FLOPs per token do not "
+		   "change, so the compute roof is the same for every N.%s\n",
+		isnan(in->bw_gbps) && isnan(in->peak_flops)
+			? " No roof is known: the speedup column is the memory-bound one, MB/token "
+			  "at N=1 over MB/token at N."
+			: "");
+}
+
 /* ---- A result record's view ------------------------------------------------------------------ */
 
 bool mw_path_is_record(const char *path)
