@@ -78,7 +78,7 @@ int mw_analytic_compute(const struct eng_tensor_table *t, const struct mw_analyt
 	return 0;
 }
 
-void mw_analytic_batch(const struct mw_analytic *a, int n, struct mw_analytic_batch *out)
+void mw_analytic_batch(const struct mw_analytic *a, double n, struct mw_analytic_batch *out)
 {
 	double shared = (double)(a->weights - a->embedding_row);
 	n = n > 0 ? n : 1;
@@ -99,4 +99,15 @@ double mw_analytic_spec_bytes(const struct mw_analytic *a, int k, double acc,
 	if (tokens_per_pass)
 		*tokens_per_pass = yield;
 	return pass / yield;
+}
+
+void mw_analytic_per_pass(struct mw_analytic *a, double n)
+{
+	struct mw_analytic_batch b;
+	if (!(n > 1))
+		return;
+	mw_analytic_batch(a, n, &b);
+	a->weights = (uint64_t)llround(b.weight_bytes);
+	a->total = a->weights + a->kv_read + a->kv_write;
+	a->floor = (uint64_t)llround((double)a->floor / n);
 }

@@ -62,14 +62,18 @@ int mw_analytic_compute(const struct eng_tensor_table *t, const struct mw_analyt
  * token: weights (weights - embedding_row) / n + embedding_row, KV kv_read + kv_write (not
  * shared), FLOPs the same per token, n times per step. */
 struct mw_analytic_batch {
-	int n;
+	double n;             /* tokens per pass: a batch's N, or speculation's mean yield */
 	double weight_bytes;  /* per generated token */
 	double kv_bytes;      /* per generated token */
 	double bytes;         /* per generated token: the two above */
 	double step_bytes;    /* one step: n tokens */
 	double step_flops;    /* one step: n x flops */
 };
-void mw_analytic_batch(const struct mw_analytic *a, int n, struct mw_analytic_batch *out);
+void mw_analytic_batch(const struct mw_analytic *a, double n, struct mw_analytic_batch *out);
+/* Rescales a to per generated token when each pass over the weights yields n tokens (a batch
+ * of n, or speculation's mean yield): weights, total and floor as mw_analytic_batch shares
+ * them; KV and FLOPs stay per token. */
+void mw_analytic_per_pass(struct mw_analytic *a, double n);
 
 /* Prompt-lookup speculation with k draft tokens, each accepted with probability acc
  * independently of the others (Leviathan, Kalman and Matias 2023, eq. 1): a verification pass

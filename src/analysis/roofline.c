@@ -226,8 +226,16 @@ static void record_pos(const json_t *doc, struct mw_record_view *v)
 		if (json_is_true(json_object_get(r, "warmup")))
 			continue;
 		double pre = num_at(r, "prefill.tokens"), dec = num_at(r, "decode.tokens");
+		double steps = num_at(r, "decode.steps");
 		if (isnan(pre) || isnan(dec) || dec < 1)
 			continue;
+		/* A batch's windows count every sequence's tokens; each sits at its own
+		 * positions (engine.batch sequences of the same lengths). */
+		const json_t *nb = json_object_get(json_object_get(doc, "engine"), "batch");
+		double batch = json_is_integer(nb) ? (double)json_integer_value(nb) : 1;
+		v->tokens_per_pass = steps > 0 ? dec / steps : 1;
+		pre /= batch;
+		dec /= batch;
 		v->pos = (int)(pre + (dec - 1) / 2);
 		snprintf(v->pos_statement, sizeof(v->pos_statement),
 			 "position %d: the middle of the decode window (%.0f prompt + %.0f decode "
@@ -501,6 +509,8 @@ json_t *mw_roofline_block(const json_t *doc, const char *source)
 		eng_tensor_table_free(t);
 		return json_pack("{s:b, s:s}", "computed", 0, "reason", "the model has no layers");
 	}
+	/* Figures per generated token: a pass of a batch or a verification shares its weights. */
+	mw_analytic_per_pass(&a, v.tokens_per_pass);
 	struct mw_roofline_inputs in = { .bw_gbps = v.bw_gbps, .peak_flops = NAN,
 					 .measured_tok_s = v.measured_tok_s,
 					 .measured_bytes = v.measured_bytes };

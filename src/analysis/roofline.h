@@ -95,6 +95,8 @@ struct mw_record_view {
 	char pos_statement[256];
 	uint64_t llc_bytes;      /* from machine.caches; 0 when the record does not say */
 	char llc_source[256];
+	double tokens_per_pass;  /* decode tokens per engine pass (a batch's N, speculation's
+				  * yield; runs[].steps); 1 without steps */
 	double measured_bytes;   /* DRAM read bytes per token (the larger reading when the
 				  * record's MB unit is ambiguous); NAN when not measured */
 	char measured_note[512]; /* the unit read, or why not measured */

@@ -691,7 +691,11 @@ static int parse_variants(struct mw_protocol *p, const char *dir, unsigned flags
 		json_object_del(x->p->doc, "variants");
 		if ((rc = variant_apply(x->p->doc, v, "", p->source, i, err)))
 			return rc;
-		if ((rc = parse_doc(x->p, dir, flags, err))) {
+		/* The overrides' values meet the schema as the protocol's own do. */
+		json_t *schema = mw_protocol_schema();
+		rc = schema ? mw_schema_check(schema, x->p->doc, p->source, err) : -ENOMEM;
+		json_decref(schema);
+		if (rc || (rc = parse_doc(x->p, dir, flags, err))) {
 			snprintf(field, sizeof(field), "variants[%zu].%.100s", i,
 				 err ? err->field : "");
 			if (err)
