@@ -372,7 +372,7 @@ static int derive_summary(json_t *doc)
 			  mw_json_num(mw_percentile(pool, npool, 99)), "p99_9",
 			  mw_json_num(mw_percentile(pool, npool, 99.9)), "method",
 			  "Hyndman & Fan (1996) definition 7 (linear interpolation, as R and NumPy), "
-			  "over every decode token (or step, with runs[].steps) of every measured run"));
+			  "over every decode token of every measured run"));
 	json_object_set(doc, "summary", sum);
 	rc = 0;
 out:
