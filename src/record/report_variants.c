@@ -215,6 +215,40 @@ static void print_spec(FILE *f, const struct vrow *rows, size_t n)
 			   "long, which is where it and the measurement part.\n");
 }
 
+/* R1's activations as the R1 variant's runs recorded them (decode.sparsity, summed over the
+ * measured runs), for mechanisms.c's prediction: false when the record has none. */
+static bool r1_from(const struct vrow *rows, size_t n, struct mw_r1 *r1, struct mw_r1_layer *l)
+{
+	const json_t *run;
+	size_t i;
+	*r1 = (struct mw_r1){ .n_layers = 1, .layer = l, .map_applies = true };
+	*l = (struct mw_r1_layer){ 0 };
+	for (size_t k = 0; k < n; k++) {
+		if (!rows[k].mech || strcmp(rows[k].mech, "R1"))
+			continue;
+		json_array_foreach(json_object_get(rows[k].rec, "runs"), i, run) {
+			const json_t *d = json_object_get(run, "decode");
+			const json_t *sp = json_object_get(d, "sparsity");
+			if (json_is_true(json_object_get(run, "warmup")) || !sp)
+				continue;
+			uint64_t skipped = (uint64_t)json_integer_value(
+				json_object_get(sp, "weights_skipped_bytes"));
+			l->zeros += (uint64_t)json_integer_value(json_object_get(sp, "act_zero"));
+			l->n += (uint64_t)json_integer_value(json_object_get(sp, "act_total"));
+			r1->down_blocks_zero += (uint64_t)json_integer_value(
+				json_object_get(sp, "down_blocks_zero"));
+			r1->down_blocks += (uint64_t)json_integer_value(
+				json_object_get(sp, "down_blocks"));
+			r1->skipped_bytes += skipped;
+			r1->dense_bytes += (uint64_t)json_integer_value(
+				json_object_get(d, "engine_bytes")) + skipped;
+			r1->tokens += (size_t)json_integer_value(json_object_get(d, "tokens"));
+		}
+		break;
+	}
+	return l->n > 0;
+}
+
 /* AIOS's mechanisms: projection and prediction from mechanisms.c, the measurement from the
  * variants that turn a mechanism on against the first variant that turns none on. */
 static void print_mechanisms(FILE *f, const struct vrow *rows, size_t n)
@@ -238,10 +272,14 @@ static void print_mechanisms(FILE *f, const struct vrow *rows, size_t n)
 	    mw_analytic_compute(t, &(struct mw_analytic_options){ .pos = view.pos }, &a))
 		goto out;
 	mw_r4_compute(t, view.pos + 1, &r4);
-	const char *why = "the report reads a record; `memwall headroom MODEL` measures the "
-			  "model's activations for this prediction";
+	const char *why = "the record holds no activations for it (an R1 variant records them "
+			  "in decode.sparsity); `memwall headroom MODEL` measures them";
+	struct mw_r1 r1;
+	struct mw_r1_layer r1_layer;
 	struct mw_mech_inputs mi = { .proj = proj, .t = t, .a = &a, .r1_reason = why,
 				     .r3_reason = why, .r4 = &r4, .llc = view.llc_bytes };
+	if (r1_from(rows, n, &r1, &r1_layer))
+		mi.r1 = &r1;
 	json_t *mech = mw_mechanisms_build(&mi), *m;
 	size_t i;
 	fprintf(f, "\n### AIOS's mechanisms: projection, prediction, measurement (against "

@@ -60,6 +60,10 @@ struct builtin {
 	int *ctx, *pass;       /* speculation: the context, a verification's tokens */
 	struct eng_sampler **samp; /* (batch) one sampler per sequence */
 	uint64_t *lat, *eng;
+	/* ReLU models and sparsity maps (issue 18 R1): the decode window's FFN activations
+	 * (exact zeros of all), the down projections' all-zero column blocks, skipped bytes */
+	bool sparsity;
+	uint64_t act_zero, act_total, blk_zero, blk_total, skipped;
 	struct series rd, wr, tot;
 	double *ej;
 	enum prb_state energy;
@@ -109,6 +113,13 @@ static void on_token(void *ctx, int pos, int token, const struct eng_step_bytes 
 			b->energy = s.energy != PRB_MEASURED ? s.energy : b->last.energy;
 		for (int k = 0; bytes && k < ENG_PHASE_COUNT; k++)
 			b->ph_eng[k] += bytes->by_phase[k];
+		if (bytes) {
+			b->act_zero += bytes->act_zero;
+			b->act_total += bytes->act_total;
+			b->blk_zero += bytes->down_blocks_zero;
+			b->blk_total += bytes->down_blocks;
+			b->skipped += bytes->weights_skipped;
+		}
 	}
 	b->last = s;
 }
@@ -322,6 +333,7 @@ static enum mw_run_status open_model(struct builtin *b, struct mw_error *err)
 		return MW_RUN_BAD_INPUT;
 	}
 	b->mi = eng_model_info(b->model);
+	b->sparsity |= b->mi->ffn_act != ENG_ACT_SILU;
 	return MW_RUN_DONE;
 }
 
@@ -431,6 +443,8 @@ static enum mw_run_status builtin_prepare(struct mw_run *run, struct mw_error *e
 	b->run = run;
 	b->batch = run->p->batch > 0 ? run->p->batch : 1;
 	b->multi = b->batch > 1 || run->p->speculative.on;
+	/* Only where zeros are the point, so a SiLU model's record is as it always was. */
+	b->sparsity = run->p->engine.sparsity_map;
 	if ((st = open_model(b, err)) != MW_RUN_DONE || (st = open_prompt(b, err)) != MW_RUN_DONE ||
 	    (st = check_prompt(b, err)) != MW_RUN_DONE)
 		return st;
@@ -454,6 +468,7 @@ static void run_reset(struct builtin *b)
 	b->n_dec = 0;
 	b->n_ids = 0;
 	b->pre_engine = 0;
+	b->act_zero = b->act_total = b->blk_zero = b->blk_total = b->skipped = 0;
 	b->rd.state = b->wr.state = b->tot.state = PRB_MEASURED;
 	b->energy = PRB_MEASURED;
 	memset(b->ph_eng, 0, sizeof(b->ph_eng));
@@ -541,6 +556,12 @@ static json_t *decode_json(struct builtin *b)
 		json_object_set_new(dec, "energy_j", json_null());
 	if (b->run->o->phases)
 		json_object_set_new(dec, "phases", phases_json(b));
+	if (b->sparsity)
+		json_object_set_new(dec, "sparsity", json_pack(
+			"{s:I, s:I, s:I, s:I, s:I}", "act_zero", (json_int_t)b->act_zero,
+			"act_total", (json_int_t)b->act_total, "down_blocks_zero",
+			(json_int_t)b->blk_zero, "down_blocks", (json_int_t)b->blk_total,
+			"weights_skipped_bytes", (json_int_t)b->skipped));
 	return dec;
 }
 
