@@ -300,6 +300,31 @@ static void check_spec(const json_t *rec, const struct model *m, const json_t *i
 	}
 }
 
+/* A ReLU model with the sparsity map: what the map skipped and what the engine counted make
+ * the dense pass's bytes, and the map skipped something. */
+static void check_map(const json_t *rec, const struct model *m)
+{
+	size_t i;
+	json_t *run;
+	T_ASSERT(json_is_true(at(rec, "engine", "sparsity_map")));
+	T_EQ_STR(json_string_value(at(json_object_get(rec, "model"), "synth", "activation")),
+		 "relu");
+	json_array_foreach(json_object_get(rec, "runs"), i, run) {
+		const json_t *sp = at(run, "decode", "sparsity");
+		uint64_t dense = 0;
+		for (int s = 0; s < D; s++)
+			dense += pass_bytes(m, 1, 1, P + s);
+		T_ASSERT(sp != NULL);
+		T_EQ_U64((uint64_t)ival(run, "decode", "engine_bytes") +
+			 (uint64_t)json_integer_value(json_object_get(sp, "weights_skipped_bytes")),
+			 dense);
+		T_ASSERT(json_integer_value(json_object_get(sp, "weights_skipped_bytes")) > 0);
+		T_ASSERT(json_integer_value(json_object_get(sp, "act_zero")) > 0);
+		T_ASSERT(json_integer_value(json_object_get(sp, "act_zero")) <
+			 json_integer_value(json_object_get(sp, "act_total")));
+	}
+}
+
 static const char *const tiny =
 	"{\"name\": \"%s\", \"model\": {\"format\": \"llama2c\", \"synth\": {\"shape\": "
 	"\"stories260K\", \"seed\": 7}}, \"tokenizer\": null, \"engine\": {\"kind\": \"builtin\", "
@@ -314,7 +339,9 @@ static void test_variants_run(void)
 	snprintf(body, sizeof(body), tiny, "tiny-variants", "off", "", 0,
 		 ", \"variants\": [{\"name\": \"b1\"}, {\"name\": \"b2\", \"batch\": 2}, "
 		 "{\"name\": \"b3\", \"batch\": 3}, {\"name\": \"lookup\", \"speculative\": "
-		 "{\"mode\": \"lookup\", \"draft_tokens\": 3}}]");
+		 "{\"mode\": \"lookup\", \"draft_tokens\": 3}}, {\"name\": \"relu-map\", "
+		 "\"model\": {\"synth\": {\"activation\": \"relu\"}}, \"engine\": "
+		 "{\"sparsity_map\": true}}]");
 	struct t_output o = run_protocol("tiny-variants", body, path, sizeof(path));
 	T_EQ_INT(o.status, 0);
 	if (o.status || !path[0]) {
@@ -325,7 +352,7 @@ static void test_variants_run(void)
 	json_t *doc = json_load_file(path, 0, &je);
 	T_ASSERT(doc != NULL);
 	const json_t *vs = json_object_get(doc, "variants");
-	T_EQ_INT(json_array_size(vs), 4);
+	T_EQ_INT(json_array_size(vs), 5);
 	const json_t *r1 = json_object_get(json_array_get(vs, 0), "record");
 	struct model m = model_of(json_string_value(at(r1, "model", "path")));
 	const json_t *ids1 = at(json_array_get(json_object_get(r1, "runs"), 1), "tokens", "ids");
@@ -341,9 +368,11 @@ static void test_variants_run(void)
 	check_batch(json_object_get(json_array_get(vs, 1), "record"), &m, 2, ids1);
 	check_batch(json_object_get(json_array_get(vs, 2), "record"), &m, 3, ids1);
 	check_spec(json_object_get(json_array_get(vs, 3), "record"), &m, ids1);
+	check_map(json_object_get(json_array_get(vs, 4), "record"), &m);
+	T_ASSERT(!at(run1, "decode", "sparsity")); /* a SiLU model's record is as before */
 	/* the top is the first variant; the protocol is the file with its variants */
 	T_ASSERT(json_equal(json_object_get(doc, "runs"), json_object_get(r1, "runs")));
-	T_EQ_INT(json_array_size(json_object_get(at(doc, "protocol", "document"), "variants")), 4);
+	T_EQ_INT(json_array_size(json_object_get(at(doc, "protocol", "document"), "variants")), 5);
 
 	/* memwall validate accepts the record and refuses an edited variant */
 	const char *argv[] = { "memwall", "validate", path, NULL };
