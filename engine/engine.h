@@ -115,6 +115,15 @@ struct eng_model_info {
 				* format's unused RoPE tables are not counted) */
 };
 
+/* How a model's tensors were placed (eng_model_load_report). */
+struct eng_load_report {
+	enum eng_load_mode mode;
+	int threads;        /* threads that filled the copy (hugecopy.c); 0 under mmap */
+	int64_t huge_bytes; /* bytes of the copy the kernel backs with 2 MiB pages (the copy's
+			     * AnonHugePages in /proc/self/smaps, read right after the fill);
+			     * 0 under mmap; negative (-errno) when smaps could not be read */
+};
+
 /* Maps the model at path read-only (or copies it, opt->load); tensors are views into the
  * mapping. On success *out is a new model the caller closes with eng_model_close. */
 int eng_model_open(struct eng_model **out, const char *path, const struct eng_model_options *opt,
@@ -122,6 +131,8 @@ int eng_model_open(struct eng_model **out, const char *path, const struct eng_mo
 void eng_model_close(struct eng_model *m);
 /* Borrowed; valid until eng_model_close. */
 const struct eng_model_info *eng_model_info(const struct eng_model *m);
+/* Borrowed; valid until eng_model_close. */
+const struct eng_load_report *eng_model_load_report(const struct eng_model *m);
 
 /* ---- Tensor table ----------------------------------------------------------------------------
  * (engine/tensors.c) Every tensor of a model with its type, shape, bytes in the file and bytes

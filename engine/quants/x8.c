@@ -72,6 +72,23 @@ void krn_x8_repack(uint32_t t, void *w, size_t n, size_t rows, void *tmp)
 	}
 }
 
+void krn_x8_pack(uint32_t t, void *dst, const void *src, size_t n, size_t rows, size_t g0,
+		 size_t g1)
+{
+	const struct krn_type_traits *tr = krn_type_traits(t);
+	const struct krn_x8_layout *lay = krn_x8_layout(t);
+	size_t row_bytes = krn_row_size(t, n), nb = n / tr->block_size, bs = tr->type_size;
+	for (size_t g = g0; g < g1; g++) {
+		const uint8_t *rows8 = (const uint8_t *)src + g * KRN_X8 * row_bytes;
+		for (size_t i = 0; i < nb; i++) {
+			const void *blk[KRN_X8];
+			group_blocks(rows8, row_bytes, i * bs, blk);
+			lay->pack((uint8_t *)dst + krn_x8_offset(rows, nb, tr->block_size, bs, g, i),
+				  blk);
+		}
+	}
+}
+
 void krn_x8_row(uint32_t t, const void *w, size_t rows, size_t n, size_t r, void *dst)
 {
 	const struct krn_type_traits *tr = krn_type_traits(t);
