@@ -34,6 +34,7 @@ struct builtin {
 	struct mw_run *run;
 	struct eng_model *model;
 	const struct eng_model_info *mi;
+	double load_s; /* eng_model_open's wall time */
 	struct eng_tokenizer *tok;
 	int *prompt;
 	size_t n_prompt;
@@ -312,10 +313,12 @@ static enum mw_run_status open_model(struct builtin *b, struct mw_error *err)
 	int rc;
 	eng_error_clear(&eerr);
 	struct eng_model_options mopt = { .populate = true, .load = pl->p->engine.load };
+	double t0 = mw_now_s();
 	if ((rc = eng_model_open(&b->model, pl->model_path, &mopt, &eerr))) {
 		mw_error_set(err, rc, pl->model_path, "model.path", "%s", eerr.text);
 		return MW_RUN_BAD_INPUT;
 	}
+	b->load_s = mw_now_s() - t0;
 	b->mi = eng_model_info(b->model);
 	return MW_RUN_DONE;
 }
@@ -680,9 +683,15 @@ static json_t *engine_json(const struct builtin *b)
 		for (size_t i = 0; i < pl->p->engine.n_cpus; i++)
 			json_array_append_new(cpus, json_integer(pl->p->engine.cpus[i]));
 	}
-	return json_pack("{s:s, s:s, s:s, s:i, s:o}", "kind", "builtin", "kernels",
+	/* results/README.md: how the weights came in; the model is mapped with MAP_POPULATE
+	 * here, so under mmap too every page is in when load_ms ends. */
+	const struct eng_load_report *lr = eng_model_load_report(b->model);
+	return json_pack("{s:s, s:s, s:s, s:i, s:o, s:f, s:i, s:o}", "kind", "builtin", "kernels",
 			 eng_session_kernels(b->sess), "load",
-			 eng_load_mode_name(pl->p->engine.load), "threads", pl->threads, "cpus", cpus);
+			 eng_load_mode_name(pl->p->engine.load), "threads", pl->threads, "cpus", cpus,
+			 "load_ms", b->load_s * 1e3, "load_threads", lr->threads,
+			 "huge_page_bytes", lr->mode == ENG_LOAD_MMAP || lr->huge_bytes < 0
+				 ? json_null() : json_integer((json_int_t)lr->huge_bytes));
 }
 
 static json_t *model_json(const struct builtin *b)
