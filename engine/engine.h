@@ -268,8 +268,19 @@ struct eng_hooks {
 	void (*ffn_act)(void *ctx, int layer, const float *act, int n);
 };
 
+/* Where a session's threads run (engine/pool.c). */
+enum eng_pin {
+	ENG_PIN_CPUS, /* the default: thread t on the t-th CPU of the caller's affinity mask */
+	ENG_PIN_NONE, /* wherever the scheduler puts them */
+};
+/* "cpus", "none"; static storage; NULL out of range. */
+const char *eng_pin_name(enum eng_pin p);
+/* name -> pin: 0, or -EINVAL (exact match). */
+int eng_pin_parse(const char *name, enum eng_pin *out);
+
 struct eng_session_options {
 	int threads;          /* <= 0 means 1 */
+	enum eng_pin pin;     /* ENG_PIN_CPUS (zero) unless set */
 	const char *kernels;  /* NULL or "auto": best for this CPU; "ref", "avx2", "avx512", "neon" */
 	enum eng_kv_type kv_type;
 	int ctx_len;          /* <= 0 means the model's seq_len */

@@ -46,7 +46,7 @@ static void work(void *arg, int tid)
 static void run(int threads, int runs)
 {
 	struct eng_pool *pool = NULL;
-	T_EQ_INT(eng_pool_new(&pool, threads), 0);
+	T_EQ_INT(eng_pool_new(&pool, threads, ENG_PIN_NONE), 0);
 	if (!pool)
 		return;
 	int n = threads < 1 ? 1 : threads;

@@ -40,6 +40,7 @@ static void usage(FILE *f)
 		"                        [--temperature T] [--topp P] [--seed S] [-t|--threads N]\n"
 		"                        [--kernels ref|auto|avx2|avx512|neon] [--ids] [--kv f32|f16]\n"
 		"                        [--populate] [--hugepages] [--load mmap|huge-copy|repack]\n"
+		"                        [--pin cpus|none]\n"
 		"                        [--hooks-bench] [--force] [--prefill-chunk N] [--sparsity-map]\n"
 		"                        [--prompt-ids ID,ID,...] [--logits FILE.json] [--report-line]\n"
 		"                        [--batch N] [--prompts FILE] [--speculate lookup[:K[:NG]]]\n\n"
@@ -67,6 +68,9 @@ static void usage(FILE *f)
 		"      --ids             print token ids, one per line, instead of text\n"
 		"      --kv TYPE         KV cache element type: auto (default: f16 for GGUF, as\n"
 		"                        llama.cpp; f32 for llama2.c), f32 or f16\n"
+		);
+	/* Two pieces: C11 promises string literals of 4095 bytes, no more. */
+	fputs(
 		"      --populate        map the model with MAP_POPULATE (fault it all in at load)\n"
 		"      --hugepages       ask for huge pages on the model's mapping (madvise)\n"
 		"      --load MODE       repack (default): the file copied into anonymous memory in\n"
@@ -80,6 +84,9 @@ static void usage(FILE *f)
 		"                        pages; weights stream at 0.83-0.93x of the roof), whose\n"
 		"                        pages fault in during the first token: the summary counts\n"
 		"                        those faults and the first token's time includes them\n"
+		"      --pin cpus|none   cpus (default): thread t runs on the t-th CPU of the\n"
+		"                        affinity mask (taskset), the summary names them; none:\n"
+		"                        where the scheduler puts it\n"
 		"      --prefill-chunk N tokens of the prompt per pass over the weights (default 64;\n"
 		"                        1 runs the prompt token by token); --logits runs it token\n"
 		"                        by token, since it writes every position's logits\n"
@@ -88,7 +95,7 @@ static void usage(FILE *f)
 		"      --sparsity-map    skip, in each down projection, the weight blocks whose\n"
 		"                        activations are all exactly zero (ReLU models; a block is\n"
 		"                        32 columns, or the quant block); the report counts only the\n"
-		"                        bytes read, and gives the zero and skipped fractions\n");
+		"                        bytes read, and gives the zero and skipped fractions\n", f);
 	fprintf(f,
 		"      --batch N         decode N sequences together, one token of each per pass over\n"
 		"                        the weights (each with its own KV cache and sampler, sequence\n"
@@ -213,7 +220,7 @@ static int check_memory(const char *path)
 static int parse_args(struct gen_args *a, int argc, char **argv)
 {
 	enum { O_TEMP = 256, O_TOPP, O_SEED, O_KERNELS, O_IDS, O_KV, O_POPULATE, O_HUGE, O_HOOKS,
-	       O_PROMPT_IDS, O_LOGITS, O_REPORT, O_LOAD, O_FORCE, O_CHUNK, O_SPARSE, O_BATCH, O_PROMPTS,
+	       O_PROMPT_IDS, O_LOGITS, O_REPORT, O_LOAD, O_PIN, O_FORCE, O_CHUNK, O_SPARSE, O_BATCH, O_PROMPTS,
 	       O_SPEC };
 	static const struct option longopts[] = {
 		{ "model", required_argument, NULL, 'm' },
@@ -230,6 +237,7 @@ static int parse_args(struct gen_args *a, int argc, char **argv)
 		{ "populate", no_argument, NULL, O_POPULATE },
 		{ "hugepages", no_argument, NULL, O_HUGE },
 		{ "load", required_argument, NULL, O_LOAD },
+		{ "pin", required_argument, NULL, O_PIN },
 		{ "hooks-bench", no_argument, NULL, O_HOOKS },
 		{ "prompt-ids", required_argument, NULL, O_PROMPT_IDS },
 		{ "logits", required_argument, NULL, O_LOGITS },
@@ -280,6 +288,12 @@ static int parse_args(struct gen_args *a, int argc, char **argv)
 		case O_KV: a->kv_name = optarg; break;
 		case O_POPULATE: a->populate = true; break;
 		case O_HUGE: a->hugepages = true; break;
+		case O_PIN:
+			if (eng_pin_parse(optarg, &a->pin))
+				return mw_fail(MW_EXIT_USAGE, VERB,
+					       "--pin %s: give cpus (each thread on its own CPU of the "
+					       "affinity mask, the default) or none", optarg);
+			break;
 		case O_LOAD:
 			/* The engine owns the names (eng_load_mode_name). */
 			if (eng_load_mode_parse(optarg, &a->load))
@@ -607,9 +621,10 @@ static void summary_print(const struct gen *g)
 	load_explain(g, how, sizeof(how));
 	fprintf(stderr,
 		"memwall %s: %ld tokens (%d prompt), %s tok/s decode, first token %.1f ms "
-		"(load %.1f ms%s), kernels %s, threads %ld, kv %s%s%s%s\n",
+		"(load %.1f ms%s), kernels %s, threads %ld (pin %s), kv %s%s%s%s\n",
 		VERB, generated, g->n_prompt, rate, (g->t_first - g->t0) * 1e3,
 		(g->t_loaded - g->t0) * 1e3, how, eng_session_kernels(g->session), a->threads,
+		eng_pin_name(a->pin),
 		a->kv != ENG_KV_AUTO ? kv_names[a->kv]
 		: g->info->format == ENG_FORMAT_GGUF ? "f16" : "f32", pp,
 		a->hooks_bench ? ", no-op hooks" : "",
@@ -628,11 +643,11 @@ static void summary_print(const struct gen *g)
 	/* A line of its own, as memwall-bytes: time to first token and how the model came in. */
 	const struct eng_load_report *lr = eng_model_load_report(g->model);
 	fprintf(stderr, "memwall-load: mode=%s ttft_ms=%.3f load_ms=%.3f load_threads=%d "
-		"huge_page_bytes=%lld first_token_faults=%ld first_token_major_faults=%ld\n",
+		"huge_page_bytes=%lld first_token_faults=%ld first_token_major_faults=%ld pin=%s\n",
 		eng_load_mode_name(lr->mode), (g->t_first - g->t0) * 1e3,
 		(g->t_loaded - g->t0) * 1e3, lr->threads, (long long)lr->huge_bytes,
 		faults(&g->ru_first) - faults(&g->ru_loaded),
-		g->ru_first.ru_majflt - g->ru_loaded.ru_majflt);
+		g->ru_first.ru_majflt - g->ru_loaded.ru_majflt, eng_pin_name(a->pin));
 	/* A line of its own: the memwall-tokens adapter (src/run/adapters.h) refuses keys it
 	 * does not know. */
 	fputs("memwall-bytes:", stderr);
@@ -712,7 +727,8 @@ int mw_cmd_generate(int argc, char **argv)
 	}
 
 	static const struct eng_hooks noop_hooks = { .phase = noop_phase, .token = noop_token };
-	struct eng_session_options sopt = { .threads = (int)a->threads, .kernels = a->kernels,
+	struct eng_session_options sopt = { .threads = (int)a->threads, .pin = a->pin,
+					    .kernels = a->kernels,
 					    .kv_type = a->kv,
 					    .hooks = a->hooks_bench ? &noop_hooks : NULL,
 					    .prefill_chunk = (int)a->prefill_chunk,

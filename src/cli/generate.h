@@ -18,6 +18,7 @@ struct gen_args {
 	bool ids, populate, hugepages, hooks_bench, report_line, force, sparsity_map;
 	enum eng_kv_type kv;
 	enum eng_load_mode load;
+	enum eng_pin pin;
 };
 
 /* What the one-sequence path opened and measured before decoding, lent to the batch. */

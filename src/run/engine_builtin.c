@@ -658,6 +658,7 @@ static enum mw_run_status start_session(struct builtin *b, struct mw_error *err)
 				       .phase = o->phases ? on_phase : NULL };
 	struct eng_session_options sopt = {
 		.threads = b->run->plan.threads,
+		.pin = p->engine.pin,
 		.kernels = p->engine.kernels,
 		.kv_type = ENG_KV_AUTO, /* GGUF: F16, as llama.cpp (the tensor table assumes it) */
 		.ctx_len = (int)b->n_prompt + b->run->plan.decode,
@@ -686,9 +687,10 @@ static json_t *engine_json(const struct builtin *b)
 	/* results/README.md: how the weights came in; the model is mapped with MAP_POPULATE
 	 * here, so under mmap too every page is in when load_ms ends. */
 	const struct eng_load_report *lr = eng_model_load_report(b->model);
-	return json_pack("{s:s, s:s, s:s, s:i, s:o, s:f, s:i, s:o}", "kind", "builtin", "kernels",
-			 eng_session_kernels(b->sess), "load",
+	return json_pack("{s:s, s:s, s:s, s:i, s:o, s:s, s:f, s:i, s:o}", "kind", "builtin",
+			 "kernels", eng_session_kernels(b->sess), "load",
 			 eng_load_mode_name(pl->p->engine.load), "threads", pl->threads, "cpus", cpus,
+			 "pin", eng_pin_name(pl->p->engine.pin),
 			 "load_ms", b->load_s * 1e3, "load_threads", lr->threads,
 			 "huge_page_bytes", lr->mode == ENG_LOAD_MMAP || lr->huge_bytes < 0
 				 ? json_null() : json_integer((json_int_t)lr->huge_bytes));
