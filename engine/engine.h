@@ -540,4 +540,13 @@ int eng_stream_run(struct eng_stream *s, enum eng_stream_kind kind, bool nontemp
  * say (a container, a VM without cache topology): the caller then picks and states a default. */
 int eng_llc_size(uint64_t *bytes, char *source, size_t source_len);
 
+/* The read roof's working set, one rule for every figure memwall calls the roof (`memwall
+ * bandwidth`, the runner's drift probe, hence a record's roof): ENG_ROOF_LLC_MULTIPLE times
+ * the last-level cache (eng_llc_size), or that many times ENG_ROOF_LLC_FALLBACK when sysfs
+ * does not say. *llc_known (may be NULL) says which. Measured with ENG_STREAM_READ on buffers
+ * advised MADV_HUGEPAGE (eng_stream_options.hugepages), by pinned threads. */
+#define ENG_ROOF_LLC_MULTIPLE 8
+#define ENG_ROOF_LLC_FALLBACK (32ull << 20)
+uint64_t eng_roof_bytes(uint64_t *llc, bool *llc_known);
+
 #endif
