@@ -241,10 +241,9 @@ static int bind_one(const struct eng_gguf *g, const struct bind *b, int layer,
 /* The matrices a layer may have (struct eng_layer). */
 #define LAYER_MATS 8
 
-static bool repackable(const struct eng_mat *m)
+static bool repackable(const struct krn_quant_ops *ops, const struct eng_mat *m)
 {
-	return m->data && krn_quant_x8_native(krn_quant_ops_find(NULL), m->type) &&
-	       m->rows % KRN_X8 == 0;
+	return m->data && krn_quant_x8_native(ops, m->type) && m->rows % KRN_X8 == 0;
 }
 
 static int by_data(const void *a, const void *b)
@@ -273,18 +272,21 @@ static int plan_fill(struct eng_model *m, const struct eng_gguf_fill *f, bool x8
 	if (!mats)
 		return -ENOMEM;
 	if (x8) {
+		/* Found once: finding the table asks cpuid, which traps to the hypervisor in a VM
+		 * (5% of a stories110M load when it was asked per matrix). */
+		const struct krn_quant_ops *ops = krn_quant_ops_find(NULL);
 		/* A tied classifier is the embedding's bytes: packed once, both views say so. */
 		struct eng_mat *top[2] = { &m->token_embd,
 					   m->info.shared_classifier ? NULL : &m->output };
 		for (int i = 0; i < 2; i++)
-			if (top[i] && repackable(top[i]))
+			if (top[i] && repackable(ops, top[i]))
 				mats[n++] = top[i];
 		for (int l_ = 0; l_ < m->info.n_layers; l_++) {
 			struct eng_layer *L = &m->layers[l_];
 			struct eng_mat *lm[LAYER_MATS] = { &L->wq, &L->wk, &L->wv, &L->wqkv, &L->wo,
 							   &L->w_gate, &L->w_up, &L->w_down };
 			for (size_t i = 0; i < LAYER_MATS; i++)
-				if (repackable(lm[i]) && n < cap)
+				if (repackable(ops, lm[i]) && n < cap)
 					mats[n++] = lm[i];
 		}
 		qsort(mats, n, sizeof(*mats), by_data);
