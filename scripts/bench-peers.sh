@@ -17,7 +17,8 @@
 #      by memwall (`generate`, its defaults: --load repack, --pin cpus), llama.cpp
 #      (`llama-bench -p PP -n 0 -t T` and `-p 0 -n TG -t T`) and ik_llama.cpp (the same, decode
 #      with `-rtr 1 -fa 0`, its best decode setting here); on the llama2.c checkpoint, decode by
-#      memwall and by llama2.c's run.c (`run_st`, single-threaded: run at 1 thread only);
+#      memwall and by llama2.c's run.c (`run_st`, single-threaded: run at 1 thread only; it
+#      reads the legacy layout, so it gets the same tensors rewritten in it);
 #   5. the pool's barrier cost: decode per token on stories260K (the model fits in L2, so the
 #      step is mostly synchronisation) at 1 and at 2 threads, pinned and unpinned; the
 #      difference per token bounds what the barriers cost;
@@ -73,6 +74,39 @@ if [ "$have_l2c" = 1 ] && [ ! -f "$l2c_tok" ]; then
 	echo "note: run.c's tokenizer $l2c_tok is absent (LLAMA2C_TOKENIZER): run.c skipped" >&2
 	have_l2c=0
 fi
+
+# legacy V1 OUT: the llama2.c "ak42" version-1 checkpoint V1 rewritten in the legacy layout,
+# the one run.c reads (export.py legacy_export: the 7-int header, a negative vocabulary for an
+# unshared classifier, the tensors in the legacy order with run.c's unused RoPE tables zeroed).
+legacy() {
+	python3 - "$1" "$2" <<'PY'
+import struct, sys
+src, out = sys.argv[1], sys.argv[2]
+b = open(src, "rb").read()
+magic, version = struct.unpack_from("<Ii", b, 0)
+assert magic == 0x616B3432 and version == 1, "not an ak42 version-1 checkpoint"
+d, h, L, nh, nkv, V, S = struct.unpack_from("<7i", b, 8)
+shared = b[36]
+kv = d * nkv // nh
+f = 4
+sizes = [("rms_att", L * d), ("rms_ffn", L * d), ("rms_final", d), ("tok", V * d),
+         ("wq", L * d * d), ("wk", L * kv * d), ("wv", L * kv * d), ("wo", L * d * d),
+         ("w1", L * h * d), ("w2", L * d * h), ("w3", L * h * d)]
+t, pos = {}, 256
+for name, n in sizes:
+    t[name] = b[pos:pos + n * f]
+    pos += n * f
+wcls = b"" if shared else b[pos:pos + V * d * f]
+zeros = bytes(S * (d // nh // 2) * f)
+with open(out + ".tmp", "wb") as o:
+    o.write(struct.pack("<7i", d, h, L, nh, nkv, V if shared else -V, S))
+    for name in ("tok", "rms_att", "wq", "wk", "wv", "wo", "rms_ffn", "w1", "w2", "w3", "rms_final"):
+        o.write(t[name])
+    o.write(zeros + zeros + wcls)
+import os
+os.rename(out + ".tmp", out)
+PY
+}
 
 # synth FORMAT QUANT: the model's path, written on first use.
 synth() {
@@ -148,6 +182,10 @@ echo "(synthetic models: random weights, real shapes; every figure indicative of
 models=""
 for q in $quants; do models="$models $q:$(synth gguf "$q")"; done
 l2c=$(synth llama2c f32)
+l2c_legacy="$dir/stories110M-f32-legacy.bin"
+if [ "$have_l2c" = 1 ] && [ ! -f "$l2c_legacy" ]; then
+	legacy "$l2c" "$l2c_legacy" || { echo "note: no legacy checkpoint: run.c skipped" >&2; have_l2c=0; }
+fi
 
 for t in $threads_list; do rec roof_before - - "$t" "$(probe "$t")"; done
 
@@ -179,7 +217,7 @@ for t in $threads_list; do
 			[ "$have_ik" = 1 ] && run_lb "$ik_bench" ik_llama.cpp "$name" "$file" "$t" -rtr 1 -fa 0
 		done
 		run_mw f32-llama2c "$l2c" "$t"
-		[ "$have_l2c" = 1 ] && [ "$t" = 1 ] && run_l2c "$l2c"
+		[ "$have_l2c" = 1 ] && [ "$t" = 1 ] && run_l2c "$l2c_legacy"
 		r=$((r + 1))
 	done
 done
