@@ -592,11 +592,12 @@ static void load_explain(const struct gen *g, char *buf, size_t n)
 		return;
 	}
 	if (lr->huge_bytes < 0)
-		snprintf(buf, n, ", %s on %d threads, huge pages unknown", eng_load_mode_name(lr->mode),
-			 lr->threads);
+		snprintf(buf, n, ", %s on %d thread%s, huge pages unknown",
+			 eng_load_mode_name(lr->mode), lr->threads, lr->threads == 1 ? "" : "s");
 	else
-		snprintf(buf, n, ", %s on %d threads, %.0f MB in 2 MiB pages",
-			 eng_load_mode_name(lr->mode), lr->threads, (double)lr->huge_bytes / 1e6);
+		snprintf(buf, n, ", %s on %d thread%s, %.0f MB in 2 MiB pages",
+			 eng_load_mode_name(lr->mode), lr->threads, lr->threads == 1 ? "" : "s",
+			 (double)lr->huge_bytes / 1e6);
 }
 
 /* The summary line on stderr, and with --report-line the generic adapter line and the
