@@ -10,6 +10,7 @@
 
 #include "result.h"
 #include "run.h"
+#include "engine.h"
 #include "test.h"
 
 static char scratch[256], outdir[512], proto[4096];
@@ -95,6 +96,27 @@ static void test_smoke(void)
 	T_ASSERT(json_integer_value(get(run1, "software", "task_clock_ns", NULL)) > 0);
 	T_ASSERT(json_is_string(get(doc, "machine", "cpu_vendor", NULL)) ||
 		 json_is_string(get(doc, "machine", "unavailable", "cpu_vendor")));
+
+	/* How the weights came in, and the threads' pinning (protocols/README.md). */
+	const json_t *eng = json_object_get(doc, "engine");
+	T_EQ_STR(json_string_value(json_object_get(eng, "load")), "huge-copy");
+	T_EQ_STR(json_string_value(json_object_get(eng, "pin")), "cpus");
+	T_ASSERT(json_number_value(json_object_get(eng, "load_ms")) > 0);
+	T_ASSERT(json_integer_value(json_object_get(eng, "load_threads")) >= 1);
+	T_ASSERT(json_is_integer(json_object_get(eng, "huge_page_bytes")) ||
+		 json_is_null(json_object_get(eng, "huge_page_bytes")));
+	/* The drift probe is memwall bandwidth's read roof: 8x the LLC (8x 32 MiB when sysfs is
+	 * silent) in 2 MiB pages. */
+	const char *method = json_string_value(get(doc, "drift", "method", NULL));
+	if (method) {
+		uint64_t llc = 0;
+		if (eng_llc_size(&llc, NULL, 0) || !llc)
+			llc = 32u << 20;
+		char want[64];
+		snprintf(want, sizeof(want), "over %.0f MiB in 2 MiB pages", 8.0 * (double)llc / 1048576.0);
+		T_CONTAINS(method, want);
+		T_CONTAINS(method, "as memwall bandwidth --kernel read");
+	}
 
 	/* DRAM: measured with numbers, or not measured with a reason everywhere; never a 0. */
 	const json_t *dram = get(doc, "counters", "dram", NULL);
