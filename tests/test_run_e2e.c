@@ -101,7 +101,13 @@ static void test_smoke(void)
 	const json_t *eng = json_object_get(doc, "engine");
 	T_EQ_STR(json_string_value(json_object_get(eng, "load")), "huge-copy");
 	T_EQ_STR(json_string_value(json_object_get(eng, "pin")), "cpus");
-	T_ASSERT(json_number_value(json_object_get(eng, "load_ms")) > 0);
+	double load_ms = json_number_value(json_object_get(eng, "load_ms"));
+	T_ASSERT(load_ms > 0);
+	/* Time to first token: the load, then the first run's prefill (its raw ns). */
+	double prefill_ns = (double)json_integer_value(get(json_array_get(json_object_get(doc,
+		"runs"), 0), "prefill", "ns", NULL));
+	T_ASSERT(prefill_ns > 0);
+	T_NEAR(json_number_value(json_object_get(eng, "ttft_ms")), load_ms + prefill_ns / 1e6, 1e-6);
 	T_ASSERT(json_integer_value(json_object_get(eng, "load_threads")) >= 1);
 	T_ASSERT(json_is_integer(json_object_get(eng, "huge_page_bytes")) ||
 		 json_is_null(json_object_get(eng, "huge_page_bytes")));

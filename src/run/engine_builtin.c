@@ -34,7 +34,8 @@ struct builtin {
 	struct mw_run *run;
 	struct eng_model *model;
 	const struct eng_model_info *mi;
-	double load_s; /* eng_model_open's wall time */
+	double load_s;     /* eng_model_open's wall time */
+	uint64_t first_ns; /* the first run's prefill: its prompt in, its first token's logits out */
 	struct eng_tokenizer *tok;
 	int *prompt;
 	size_t n_prompt;
@@ -687,11 +688,12 @@ static json_t *engine_json(const struct builtin *b)
 	/* results/README.md: how the weights came in; the model is mapped with MAP_POPULATE
 	 * here, so under mmap too every page is in when load_ms ends. */
 	const struct eng_load_report *lr = eng_model_load_report(b->model);
-	return json_pack("{s:s, s:s, s:s, s:i, s:o, s:s, s:f, s:i, s:o}", "kind", "builtin",
+	return json_pack("{s:s, s:s, s:s, s:i, s:o, s:s, s:f, s:f, s:i, s:o}", "kind", "builtin",
 			 "kernels", eng_session_kernels(b->sess), "load",
 			 eng_load_mode_name(pl->p->engine.load), "threads", pl->threads, "cpus", cpus,
 			 "pin", eng_pin_name(pl->p->engine.pin),
-			 "load_ms", b->load_s * 1e3, "load_threads", lr->threads,
+			 "load_ms", b->load_s * 1e3, "ttft_ms", b->load_s * 1e3 + (double)b->first_ns / 1e6,
+			 "load_threads", lr->threads,
 			 "huge_page_bytes", lr->mode == ENG_LOAD_MMAP || lr->huge_bytes < 0
 				 ? json_null() : json_integer((json_int_t)lr->huge_bytes));
 }
@@ -739,6 +741,8 @@ static enum mw_run_status builtin_execute(struct mw_run *run, struct mw_error *e
 				     "the engine failed in run %d: %s", i + 1, strerror(-rc));
 			return MW_RUN_ENVIRONMENT;
 		}
+		if (i == 0)
+			b->first_ns = b->pre1.ns - b->pre0.ns;
 		say_run(b, one, i, total, warm);
 		json_array_append_new(run->runs, one);
 		if (b->tok && i == 0)
