@@ -45,17 +45,22 @@ enum eng_format {
 };
 
 /* Where the tensors live.
- *  - ENG_LOAD_MMAP (the default) keeps the zero-copy file mapping.
+ *  - ENG_LOAD_MMAP (the zero value of struct eng_model_options, so the library's default;
+ *    `memwall generate` defaults to ENG_LOAD_REPACK) keeps the zero-copy file mapping: its
+ *    pages fault in as the first token touches them.
  *  - ENG_LOAD_HUGE_COPY reads the file into anonymous memory advised for 2 MiB transparent
  *    huge pages and makes that the model's mapping (read-only; tensors are views into it, a
  *    tied classifier still aliases the embedding): for kernels and file systems that give file
  *    pages no huge pages, where the weights then stream at 0.83-0.93x of the same read in
  *    2 MiB pages (measured on a Zen 4 VM, scripts/bench-engine.sh). It costs the read at load
  *    and the file's size in RAM besides the page cache; every page is in at open, so populate
- *    and hugepages do not apply.
+ *    and hugepages do not apply. The copy is made in one pass on every CPU of the caller's
+ *    affinity mask (hugecopy.c), 2 MiB pieces at a time; eng_model_load_report says with how
+ *    many threads and how much of it the kernel gave 2 MiB pages.
  *  - ENG_LOAD_REPACK is the huge copy with every quantized matrix whose type has an x8 kernel
  *    in this CPU's best quant table, and whose rows are a multiple of 8, interleaved by eight
- *    rows (quants.h): the layout those kernels read, as ggml's CPU repack buffers do. Sizes do
+ *    rows (quants.h) on the way from the file, in the same pass: the layout those kernels read,
+ *    as ggml's CPU repack buffers do. Sizes do
  *    not change, so neither do the bytes a step reads. A session whose --kernels table has no
  *    x8 kernel for a type still runs it, slowly (the rows unpacked per call). */
 enum eng_load_mode {
