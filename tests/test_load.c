@@ -113,6 +113,44 @@ static int check_image(const char *path, enum eng_load_mode mode)
 	return packed;
 }
 
+/* krn_x8_pack on every type with an x8 layout, rows wide enough to be tiled (KRN_X8_TILE_COLS;
+ * Falcon-7B's ffn_down is, no synthetic model here is), the last tile shorter, packed group by
+ * group in separate calls out of place: the bytes krn_x8_repack gives in place. The bytes are
+ * random: packing moves and re-encodes bits without reading them as numbers. */
+static void check_pack_tiled(void)
+{
+	int types = 0;
+	for (uint32_t t = 0; t < KRN_TYPE_COUNT; t++) {
+		if (!krn_x8_layout(t))
+			continue;
+		const struct krn_type_traits *tr = krn_type_traits(t);
+		/* 2.25 tiles of blocks: two whole tiles and a short one */
+		size_t n = (size_t)KRN_X8_TILE_COLS * 9 / 4 / tr->block_size * tr->block_size;
+		size_t rows = 3 * KRN_X8, bytes = krn_row_size(t, n) * rows, tb;
+		T_ASSERT(krn_x8_tiles(n / tr->block_size, tr->block_size, &tb) == 2);
+		unsigned char *src = malloc(bytes), *want = malloc(bytes), *got = malloc(bytes);
+		void *tmp = malloc(krn_x8_repack_scratch(t, n, rows));
+		srand(t + 1);
+		for (size_t i = 0; i < bytes; i++)
+			src[i] = (unsigned char)rand();
+		memcpy(want, src, bytes);
+		krn_x8_repack(t, want, n, rows, tmp);
+		memset(got, 0xa5, bytes);
+		krn_x8_pack(t, got, src, n, rows, 2, 3);
+		krn_x8_pack(t, got, src, n, rows, 0, 2);
+		if (memcmp(got, want, bytes))
+			T_FAIL_AT(__FILE__, __LINE__, "type %s: krn_x8_pack differs from krn_x8_repack "
+				  "on %zu x %zu", tr->name, rows, n);
+		T_ASSERT(memcmp(src, want, bytes) != 0); /* the layout did move bytes */
+		types++;
+		free(src);
+		free(want);
+		free(got);
+		free(tmp);
+	}
+	T_ASSERT(types >= 6);
+}
+
 /* Lines of /proc/self/maps plus entries of /proc/self/fd: what a load could leave behind. */
 static int leftovers(void)
 {
@@ -200,6 +238,7 @@ int main(void)
 		perror("mkdtemp");
 		return 1;
 	}
+	check_pack_tiled();
 	for (size_t i = 0; i < sizeof(models) / sizeof(models[0]); i++) {
 		snprintf(path, sizeof(path), "%s/%s-%s.gguf", dir, models[i].shape, models[i].quant);
 		if (eng_synth_gguf(path, models[i].arch, models[i].shape, models[i].quant, 7, &err)) {
