@@ -53,7 +53,7 @@ struct eng_pool {
 	void *arg;
 	bool stop;
 	bool pinned;          /* thread t runs on cpus[t] */
-	cpu_set_t caller_set; /* the caller's affinity before, restored at eng_pool_free */
+	cpu_set_t caller_set; /* the caller's affinity when the pool was made */
 	int cpus[];           /* (n) */
 };
 
@@ -180,17 +180,33 @@ void eng_pool_barrier(struct eng_pool *p, int tid)
 	}
 }
 
+/* The caller's thread is thread 0 only inside a run: pinned for the run, its own mask back
+ * after, so whatever it does between runs (a bandwidth probe that reads its mask to place
+ * its own threads, a second pool) sees the mask it set. Three syscalls a run, a few
+ * microseconds against a decode step's milliseconds. */
+static bool pin_caller(const struct eng_pool *p, cpu_set_t *saved)
+{
+	if (!p->pinned || pthread_getaffinity_np(pthread_self(), sizeof(*saved), saved))
+		return false;
+	pin_self(p->cpus[0]);
+	return true;
+}
+
 void eng_pool_run(struct eng_pool *p, eng_pool_fn fn, void *arg)
 {
+	cpu_set_t saved;
+	bool pinned = pin_caller(p, &saved);
 	if (p->n == 1) {
 		fn(arg, 0);
-		return;
+	} else {
+		p->fn = fn;
+		p->arg = arg;
+		eng_pool_release(p); /* publishes fn and arg: workers read them after the bump */
+		fn(arg, 0);
+		eng_pool_gather(p);
 	}
-	p->fn = fn;
-	p->arg = arg;
-	eng_pool_release(p); /* publishes fn and arg: workers read them after seeing the bump */
-	fn(arg, 0);
-	eng_pool_gather(p);
+	if (pinned)
+		(void)pthread_setaffinity_np(pthread_self(), sizeof(saved), &saved);
 }
 
 int eng_pool_threads(const struct eng_pool *p)
@@ -219,8 +235,6 @@ int eng_pool_new(struct eng_pool **out, int threads, enum eng_pin pin)
 	}
 	p->n = threads;
 	p->pinned = pin == ENG_PIN_CPUS && plan_cpus(p);
-	if (p->pinned)
-		pin_self(p->cpus[0]);
 	p->threads = calloc((size_t)threads, sizeof(*p->threads));
 	if (!p->threads) {
 		rc = -ENOMEM;
@@ -258,8 +272,6 @@ void eng_pool_free(struct eng_pool *p)
 		for (int t = 1; t <= p->started; t++)
 			pthread_join(p->threads[t], NULL);
 	}
-	if (p->pinned)
-		(void)pthread_setaffinity_np(pthread_self(), sizeof(p->caller_set), &p->caller_set);
 	free(p->threads);
 	free(p);
 }

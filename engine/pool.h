@@ -15,9 +15,9 @@ struct eng_pool;
 typedef void (*eng_pool_fn)(void *arg, int tid);
 
 /* Starts threads - 1 workers. With ENG_PIN_CPUS, thread t is pinned to the t-th CPU of the
- * caller's affinity mask (wrapping), the caller's thread (thread 0) included, until
- * eng_pool_free gives it its mask back. On success *out is a new pool freed with
- * eng_pool_free. */
+ * caller's affinity mask as it is now (wrapping): the workers for their life, the caller's
+ * thread (thread 0) for the length of each eng_pool_run, its own mask restored after. On
+ * success *out is a new pool freed with eng_pool_free. */
 int eng_pool_new(struct eng_pool **out, int threads, enum eng_pin pin);
 void eng_pool_free(struct eng_pool *p);
 int eng_pool_threads(const struct eng_pool *p);

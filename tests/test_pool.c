@@ -1,6 +1,7 @@
 /* tests/test_pool.c: the engine's thread pool: every thread runs, barriers hold every thread
  * until all arrive, gather/release lets thread 0 act alone; pinned, thread t runs on the t-th
- * CPU of the caller's mask and the caller gets its mask back. Also meant for ThreadSanitizer. */
+ * CPU of the caller's mask and the caller has its own mask between runs. Also meant for
+ * ThreadSanitizer. */
 #include <errno.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -96,6 +97,14 @@ static void check_pinning(int threads)
 		T_EQ_INT(eng_pool_cpu(pool, t), order[t % n]);
 		T_EQ_INT(w.cpu[t], order[t % n]);
 	}
+	/* Between runs the caller has its own mask: a probe or a second pool sees every CPU. */
+	T_EQ_INT(sched_getaffinity(0, sizeof(after), &after), 0);
+	T_ASSERT(CPU_EQUAL(&before, &after));
+	struct eng_pool *second = NULL;
+	T_EQ_INT(eng_pool_new(&second, threads, ENG_PIN_CPUS), 0);
+	for (int t = 0; second && t < threads; t++)
+		T_EQ_INT(eng_pool_cpu(second, t), order[t % n]);
+	eng_pool_free(second);
 	eng_pool_free(pool);
 	T_EQ_INT(sched_getaffinity(0, sizeof(after), &after), 0);
 	T_ASSERT(CPU_EQUAL(&before, &after));
