@@ -45,17 +45,22 @@ enum eng_format {
 };
 
 /* Where the tensors live.
- *  - ENG_LOAD_MMAP (the default) keeps the zero-copy file mapping.
+ *  - ENG_LOAD_MMAP (the zero value of struct eng_model_options, so the library's default;
+ *    `memwall generate` defaults to ENG_LOAD_REPACK) keeps the zero-copy file mapping: its
+ *    pages fault in as the first token touches them.
  *  - ENG_LOAD_HUGE_COPY reads the file into anonymous memory advised for 2 MiB transparent
  *    huge pages and makes that the model's mapping (read-only; tensors are views into it, a
  *    tied classifier still aliases the embedding): for kernels and file systems that give file
  *    pages no huge pages, where the weights then stream at 0.83-0.93x of the same read in
  *    2 MiB pages (measured on a Zen 4 VM, scripts/bench-engine.sh). It costs the read at load
  *    and the file's size in RAM besides the page cache; every page is in at open, so populate
- *    and hugepages do not apply.
+ *    and hugepages do not apply. The copy is made in one pass on every CPU of the caller's
+ *    affinity mask (hugecopy.c), 2 MiB pieces at a time; eng_model_load_report says with how
+ *    many threads and how much of it the kernel gave 2 MiB pages.
  *  - ENG_LOAD_REPACK is the huge copy with every quantized matrix whose type has an x8 kernel
  *    in this CPU's best quant table, and whose rows are a multiple of 8, interleaved by eight
- *    rows (quants.h): the layout those kernels read, as ggml's CPU repack buffers do. Sizes do
+ *    rows (quants.h) on the way from the file, in the same pass: the layout those kernels read,
+ *    as ggml's CPU repack buffers do. Sizes do
  *    not change, so neither do the bytes a step reads. A session whose --kernels table has no
  *    x8 kernel for a type still runs it, slowly (the rows unpacked per call). */
 enum eng_load_mode {
@@ -115,6 +120,15 @@ struct eng_model_info {
 				* format's unused RoPE tables are not counted) */
 };
 
+/* How a model's tensors were placed (eng_model_load_report). */
+struct eng_load_report {
+	enum eng_load_mode mode;
+	int threads;        /* threads that filled the copy (hugecopy.c); 0 under mmap */
+	int64_t huge_bytes; /* bytes of the copy the kernel backs with 2 MiB pages (the copy's
+			     * AnonHugePages in /proc/self/smaps, read right after the fill);
+			     * 0 under mmap; negative (-errno) when smaps could not be read */
+};
+
 /* Maps the model at path read-only (or copies it, opt->load); tensors are views into the
  * mapping. On success *out is a new model the caller closes with eng_model_close. */
 int eng_model_open(struct eng_model **out, const char *path, const struct eng_model_options *opt,
@@ -131,6 +145,8 @@ struct eng_canonical_info {
 	uint64_t canonical_bytes, delta_bytes, dense_bytes;
 };
 bool eng_model_canonical(const struct eng_model *m, struct eng_canonical_info *out);
+/* Borrowed; valid until eng_model_close. */
+const struct eng_load_report *eng_model_load_report(const struct eng_model *m);
 
 /* ---- Tensor table ----------------------------------------------------------------------------
  * (engine/tensors.c) Every tensor of a model with its type, shape, bytes in the file and bytes
@@ -309,9 +325,19 @@ enum eng_attention {
 const char *eng_attention_name(enum eng_attention a);
 /* name -> kernel: 0, or -EINVAL (exact match; *out left alone). */
 int eng_attention_parse(const char *name, enum eng_attention *out);
+/* Where a session's threads run (engine/pool.c). */
+enum eng_pin {
+	ENG_PIN_CPUS, /* the default: thread t on the t-th CPU of the caller's affinity mask */
+	ENG_PIN_NONE, /* wherever the scheduler puts them */
+};
+/* "cpus", "none"; static storage; NULL out of range. */
+const char *eng_pin_name(enum eng_pin p);
+/* name -> pin: 0, or -EINVAL (exact match). */
+int eng_pin_parse(const char *name, enum eng_pin *out);
 
 struct eng_session_options {
 	int threads;          /* <= 0 means 1 */
+	enum eng_pin pin;     /* ENG_PIN_CPUS (zero) unless set */
 	const char *kernels;  /* NULL or "auto": best for this CPU; "ref", "avx2", "avx512", "neon" */
 	enum eng_kv_type kv_type;
 	int ctx_len;          /* <= 0 means the model's seq_len */
@@ -596,5 +622,14 @@ int eng_stream_run(struct eng_stream *s, enum eng_stream_kind kind, bool nontemp
  * source (may be NULL) receives the sysfs file it came from. 0, or -ENOENT when sysfs does not
  * say (a container, a VM without cache topology): the caller then picks and states a default. */
 int eng_llc_size(uint64_t *bytes, char *source, size_t source_len);
+
+/* The read roof's working set, one rule for every figure memwall calls the roof (`memwall
+ * bandwidth`, the runner's drift probe, hence a record's roof): ENG_ROOF_LLC_MULTIPLE times
+ * the last-level cache (eng_llc_size), or that many times ENG_ROOF_LLC_FALLBACK when sysfs
+ * does not say. *llc_known (may be NULL) says which. Measured with ENG_STREAM_READ on buffers
+ * advised MADV_HUGEPAGE (eng_stream_options.hugepages), by pinned threads. */
+#define ENG_ROOF_LLC_MULTIPLE 8
+#define ENG_ROOF_LLC_FALLBACK (32ull << 20)
+uint64_t eng_roof_bytes(uint64_t *llc, bool *llc_known);
 
 #endif

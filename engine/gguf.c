@@ -65,6 +65,12 @@ struct eng_gguf {
 	bool mapped;      /* base is ours to munmap, map_bytes long */
 	bool writable;    /* a copy not yet sealed (eng_gguf_seal) */
 	size_t map_bytes;
+	/* opt->copy: the tensors' bytes live in an anonymous copy (data, data_bytes long, filled
+	 * by the caller, eng_gguf_fill_target) while the metadata stays a view of the file's
+	 * mapping at base; fd is the file until sealed. Otherwise data is base. */
+	uint8_t *data;
+	size_t data_bytes;
+	int fd;
 	uint32_t version, alignment;
 	uint64_t data_offset;
 	uint64_t n_kv, n_tensors;
@@ -550,7 +556,7 @@ static int read_tensors(struct cursor *c)
 				    "general.alignment %d (the default) or more",
 				    t->name, t->offset, ENG_GGUF_TENSOR_ALIGN, a,
 				    ENG_GGUF_DEFAULT_ALIGNMENT);
-		t->data = g->base + t->offset;
+		t->data = (g->data ? g->data : g->base) + t->offset;
 	}
 	return 0;
 }
@@ -593,6 +599,7 @@ static int gguf_new(struct eng_gguf **out, const char *name)
 	if (!g)
 		return -ENOMEM;
 	snprintf(g->path, sizeof(g->path), "%s", name ? name : "");
+	g->fd = -1;
 	*out = g;
 	return 0;
 }
@@ -636,20 +643,14 @@ int eng_gguf_open(struct eng_gguf **out, const char *path, const struct eng_gguf
 		goto out;
 	}
 	g->size = (uint64_t)st.st_size;
-	if (g->size && opt && opt->copy) {
-		void *p;
-		if (g->size > SIZE_MAX) {
-			rc = eng_error_set(err, -EFBIG, path, ENG_NO_OFFSET, "too large to copy here");
-			goto out;
-		}
-		if ((rc = eng_huge_copy(fd, (size_t)g->size, path, &p, &g->map_bytes, err)))
-			goto out;
-		g->base = p;
-		g->mapped = true;
-		g->writable = true;
-	} else if (g->size) {
-		int flags = MAP_PRIVATE | (opt && opt->populate ? MAP_POPULATE : 0);
-		void *p = mmap(NULL, (size_t)g->size, PROT_READ, flags, fd, 0);
+	if (g->size > SIZE_MAX) {
+		rc = eng_error_set(err, -EFBIG, path, ENG_NO_OFFSET, "too large to map here");
+		goto out;
+	}
+	if (g->size) {
+		bool populate = opt && opt->populate && !opt->copy;
+		void *p = mmap(NULL, (size_t)g->size, PROT_READ,
+			       MAP_PRIVATE | (populate ? MAP_POPULATE : 0), fd, 0);
 		if (p == MAP_FAILED) {
 			rc = eng_error_set(err, -errno, path, ENG_NO_OFFSET, "mmap of %" PRIu64
 					   " bytes failed: %s", g->size, strerror(errno));
@@ -658,10 +659,21 @@ int eng_gguf_open(struct eng_gguf **out, const char *path, const struct eng_gguf
 		g->base = p;
 		g->mapped = true;
 		g->map_bytes = (size_t)g->size;
-		if (opt && opt->hugepages)
+		if (opt && opt->hugepages && !opt->copy)
 			madvise(p, (size_t)g->size, MADV_HUGEPAGE); /* advice: failure is harmless */
 	} else {
 		g->base = (const uint8_t *)"";
+	}
+	/* The copy is allocated before parsing so that the tensors point into it at once; the
+	 * caller fills it (eng_gguf_fill_target), which is where the time goes. */
+	if (g->size && opt && opt->copy) {
+		void *p;
+		if ((rc = eng_huge_alloc((size_t)g->size, path, &p, &g->data_bytes, err)))
+			goto out;
+		g->data = p;
+		g->writable = true;
+		g->fd = fd;
+		fd = -1;
 	}
 	if ((rc = parse(g, err)))
 		goto out;
@@ -680,6 +692,10 @@ void eng_gguf_close(struct eng_gguf *g)
 		return;
 	if (g->mapped)
 		munmap((void *)(uintptr_t)g->base, g->map_bytes);
+	if (g->data)
+		munmap(g->data, g->data_bytes);
+	if (g->fd >= 0)
+		close(g->fd);
 	for (size_t i = 0; i < g->n_allocs; i++)
 		free(g->allocs[i]);
 	free(g->allocs);
@@ -691,19 +707,38 @@ void *eng_gguf_writable(const struct eng_gguf *g, const void *p)
 	return g->writable ? (void *)(uintptr_t)p : NULL;
 }
 
+int eng_gguf_fill_target(const struct eng_gguf *g, struct eng_gguf_fill *f)
+{
+	if (!g->writable)
+		return -EINVAL;
+	*f = (struct eng_gguf_fill){ .dst = g->data, .src = g->base, .bytes = (size_t)g->size,
+				     .fd = g->fd };
+	return 0;
+}
+
 int eng_gguf_seal(struct eng_gguf *g, struct eng_error *err)
 {
 	if (!g->writable)
 		return 0;
 	g->writable = false;
-	return eng_huge_seal((void *)(uintptr_t)g->base, g->map_bytes, g->path, err);
+	close(g->fd);
+	g->fd = -1;
+	/* The file's pages past the metadata were read once, for the fill: their page table
+	 * entries go (the page cache keeps the pages), so the process maps the weights once. */
+	long pg = sysconf(_SC_PAGESIZE);
+	size_t keep = pg > 0 ? (size_t)((g->data_offset + (uint64_t)pg - 1) / (uint64_t)pg *
+					(uint64_t)pg) : g->map_bytes;
+	if (keep < g->map_bytes)
+		(void)madvise((void *)(uintptr_t)(g->base + keep), g->map_bytes - keep,
+			      MADV_DONTNEED);
+	return eng_huge_seal(g->data, g->data_bytes, g->path, err);
 }
 
 uint32_t eng_gguf_version(const struct eng_gguf *g) { return g->version; }
 uint32_t eng_gguf_alignment(const struct eng_gguf *g) { return g->alignment; }
 uint64_t eng_gguf_data_offset(const struct eng_gguf *g) { return g->data_offset; }
 uint64_t eng_gguf_file_bytes(const struct eng_gguf *g) { return g->size; }
-const void *eng_gguf_base(const struct eng_gguf *g) { return g->base; }
+const void *eng_gguf_base(const struct eng_gguf *g) { return g->data ? g->data : g->base; }
 uint64_t eng_gguf_n_kv(const struct eng_gguf *g) { return g->n_kv; }
 uint64_t eng_gguf_n_tensors(const struct eng_gguf *g) { return g->n_tensors; }
 

@@ -92,7 +92,8 @@ struct eng_gguf;
 struct eng_gguf_open_options {
 	bool populate;  /* MAP_POPULATE */
 	bool hugepages; /* madvise(MADV_HUGEPAGE) */
-	bool copy;      /* read into anonymous 2 MiB pages (hugecopy.h), writable until sealed */
+	bool copy;      /* tensors in anonymous 2 MiB pages (hugecopy.h) the caller fills
+			 * (eng_gguf_fill_target), writable until sealed */
 };
 
 /* Maps and parses path (opt may be NULL). On success *out is a new handle the caller closes
@@ -106,14 +107,25 @@ int eng_gguf_open_mem(struct eng_gguf **out, const char *name, const void *buf, 
 void eng_gguf_close(struct eng_gguf *g);
 /* p (a pointer into g's data) as writable, while g is an unsealed copy; else NULL. */
 void *eng_gguf_writable(const struct eng_gguf *g, const void *p);
-/* Makes an unsealed copy read-only (a no-op otherwise). */
+/* An unsealed copy's fill: dst (bytes long, the image of the whole file: a tensor's data is
+ * dst + its offset) is to get the file's bytes, from the file fd or its mapping src, each as
+ * it is or rearranged. Borrowed from g, valid until eng_gguf_seal. */
+struct eng_gguf_fill {
+	uint8_t *dst;
+	const uint8_t *src;
+	size_t bytes;
+	int fd;
+};
+/* 0 with *f set while g is an unsealed copy; -EINVAL otherwise. */
+int eng_gguf_fill_target(const struct eng_gguf *g, struct eng_gguf_fill *f);
+/* Makes an unsealed copy read-only (a no-op otherwise), and closes the file. */
 int eng_gguf_seal(struct eng_gguf *g, struct eng_error *err);
 
 uint32_t eng_gguf_version(const struct eng_gguf *g);
 uint32_t eng_gguf_alignment(const struct eng_gguf *g);
 uint64_t eng_gguf_data_offset(const struct eng_gguf *g); /* start of the data section */
 uint64_t eng_gguf_file_bytes(const struct eng_gguf *g);
-const void *eng_gguf_base(const struct eng_gguf *g);     /* the whole mapping */
+const void *eng_gguf_base(const struct eng_gguf *g);     /* what tensors' offsets count from */
 
 uint64_t eng_gguf_n_kv(const struct eng_gguf *g);
 /* The i-th key/value in file order; *key receives its NUL-terminated name. Borrowed. */

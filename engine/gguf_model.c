@@ -19,6 +19,7 @@
 #include "alias.h"
 #include "gguf.h"
 #include "gguf_model.h"
+#include "hugecopy.h"
 #include "model.h"
 #include "quants.h"
 
@@ -252,99 +253,110 @@ static int bind_split(const struct eng_gguf *g, const struct bind *b, int l,
 	return bind_one(g, &db, l, x, alias_delta_slot(m->alias, l, k), m->path, err, bytes);
 }
 
-/* ENG_LOAD_REPACK: the matrices to put in the x8 layout, in the unsealed copy: those whose
- * type this CPU's best quant table has an x8 kernel for, with whole groups of eight rows. */
-struct repack_job {
-	size_t n, cap;
-	atomic_size_t next;
-	const struct eng_gguf *g;
-	atomic_int rc;
-	struct eng_mat *mats[]; /* (cap) */
-};
+/* The copying load modes (ENG_LOAD_HUGE_COPY, ENG_LOAD_REPACK): the reader has allocated the
+ * copy and pointed the tensors into it; this fills it in one pass on every CPU the process may
+ * use (hugecopy.c). Under repack, the matrices whose type this CPU's best quant table has an
+ * x8 kernel for, with whole groups of eight rows, are packed from the file's mapping straight
+ * into the x8 layout; every other byte is read as it is. */
 
-/* The matrices a layer may have (struct eng_layer), for repack's list. */
+/* The matrices a layer may have (struct eng_layer). */
 #define LAYER_MATS 8
 
-static void repack_add(struct repack_job *j, struct eng_mat *m)
+static bool repackable(const struct krn_quant_ops *ops, const struct eng_mat *m)
 {
-	if (m->data && krn_quant_x8_native(krn_quant_ops_find(NULL), m->type) &&
-	    m->rows % KRN_X8 == 0 && j->n < j->cap)
-		j->mats[j->n++] = m;
+	return m->data && krn_quant_x8_native(ops, m->type) && m->rows % KRN_X8 == 0;
 }
 
-/* One thread's share: matrices taken from the shared counter until none is left. */
-static void *repack_worker(void *arg)
+static int by_data(const void *a, const void *b)
 {
-	struct repack_job *j = arg;
-	void *tmp = NULL;
-	size_t tmp_bytes = 0;
-	for (size_t i; (i = atomic_fetch_add(&j->next, 1)) < j->n;) {
-		struct eng_mat *m = j->mats[i];
-		if (eng_cancelled()) {
-			atomic_store(&j->rc, -ECANCELED);
-			break;
-		}
-		size_t need = krn_x8_repack_scratch(m->type, (size_t)m->cols, (size_t)m->rows);
-		if (tmp_bytes < need) {
-			void *p = realloc(tmp, need);
-			if (!p) {
-				atomic_store(&j->rc, -ENOMEM);
-				break;
-			}
-			tmp = p;
-			tmp_bytes = need;
-		}
-		krn_x8_repack(m->type, eng_gguf_writable(j->g, m->data), (size_t)m->cols,
-			      (size_t)m->rows, tmp);
-		m->x8 = true;
-	}
-	free(tmp);
-	return NULL;
+	const struct eng_mat *x = *(struct eng_mat *const *)a, *y = *(struct eng_mat *const *)b;
+	return (const char *)x->data < (const char *)y->data ? -1 : x->data != y->data;
 }
 
-/* Repacks on every CPU this process may use (up to 8): packing is byte shuffling at a few
- * GB/s a core, seconds for Falcon-7B's 5 GB on one. A tied classifier is the embedding's
- * bytes: repacked once, both views say so. */
-static int repack(struct eng_model *m, const struct eng_gguf *g, const char *path,
-		  struct eng_error *err)
+/* A piece of one matrix: groups [from, to) packed (krn_x8_pack). */
+static void pack_piece(const struct eng_fill_piece *p, uint8_t *dst, const uint8_t *src)
 {
-	size_t cap = (size_t)m->info.n_layers * LAYER_MATS * 2 + 2 + ALIAS_KINDS;
-	struct repack_job *j = calloc(1, sizeof(*j) + cap * sizeof(j->mats[0]));
-	if (!j)
-		return eng_error_set(err, -ENOMEM, path, ENG_NO_OFFSET, "out of memory");
-	j->cap = cap;
-	j->g = g;
-	repack_add(j, &m->token_embd);
-	if (!m->info.shared_classifier)
-		repack_add(j, &m->output);
-	for (int l = 0; l < m->info.n_layers; l++) {
-		struct eng_layer *L = &m->layers[l];
-		struct eng_mat *mats[LAYER_MATS] = { &L->wq, &L->wk, &L->wv, &L->wqkv, &L->wo,
-						     &L->w_gate, &L->w_up, &L->w_down };
-		for (size_t i = 0; i < LAYER_MATS; i++)
-			repack_add(j, mats[i]);
+	const struct eng_mat *m = p->arg;
+	size_t off = (size_t)((const uint8_t *)m->data - dst);
+	krn_x8_pack(m->type, dst + off, src + off, (size_t)m->cols, (size_t)m->rows, p->from,
+		    p->to);
+}
+
+/* The pieces in file order: plain bytes up to each packed matrix, the matrix in ranges of
+ * groups of about ENG_FILL_PIECE bytes, plain bytes to the end. */
+static int plan_fill(struct eng_model *m, const struct eng_gguf_fill *f, bool x8,
+		     struct eng_fill_list *l)
+{
+	/* the layers' matrices, and canonicals (once) and deltas (alias.h) */
+	size_t cap = (size_t)m->info.n_layers * LAYER_MATS * 2 + 2 + ALIAS_KINDS, n = 0, pos = 0;
+	struct eng_mat **mats = calloc(cap, sizeof(*mats));
+	int rc = 0;
+	if (!mats)
+		return -ENOMEM;
+	if (x8) {
+		/* Found once: finding the table asks cpuid, which traps to the hypervisor in a VM
+		 * (5% of a stories110M load when it was asked per matrix). */
+		const struct krn_quant_ops *ops = krn_quant_ops_find(NULL);
+		/* A tied classifier is the embedding's bytes: packed once, both views say so. */
+		struct eng_mat *top[2] = { &m->token_embd,
+					   m->info.shared_classifier ? NULL : &m->output };
+		for (int i = 0; i < 2; i++)
+			if (top[i] && repackable(ops, top[i]))
+				mats[n++] = top[i];
+		for (int l_ = 0; l_ < m->info.n_layers; l_++) {
+			struct eng_layer *L = &m->layers[l_];
+			struct eng_mat *lm[LAYER_MATS] = { &L->wq, &L->wk, &L->wv, &L->wqkv, &L->wo,
+							   &L->w_gate, &L->w_up, &L->w_down };
+			for (size_t i = 0; i < LAYER_MATS; i++)
+				if (repackable(ops, lm[i]) && n < cap)
+					mats[n++] = lm[i];
+		}
+		/* Canonicals and deltas; the covered layers' views get the flag in alias_finish */
+		struct eng_mat *am;
+		for (size_t i = 0; (am = alias_mat(m->alias, m->info.n_layers, i)); i++)
+			if (repackable(ops, am) && n < cap)
+				mats[n++] = am;
+		qsort(mats, n, sizeof(*mats), by_data);
 	}
-	/* Canonicals (once) and deltas; the covered layers' views get the flag in alias_finish */
-	struct eng_mat *am;
-	for (size_t i = 0; (am = alias_mat(m->alias, m->info.n_layers, i)); i++)
-		repack_add(j, am);
-	cpu_set_t set;
-	int cpus = sched_getaffinity(0, sizeof(set), &set) ? 1 : CPU_COUNT(&set);
-	pthread_t th[8];
-	int n_th = 0;
-	for (; n_th < (cpus > 8 ? 8 : cpus) - 1; n_th++)
-		if (pthread_create(&th[n_th], NULL, repack_worker, j))
+	for (size_t i = 0; i < n && !rc; i++) {
+		struct eng_mat *w = mats[i];
+		size_t off = (size_t)((const uint8_t *)w->data - f->dst);
+		size_t group = KRN_X8 * w->row_bytes, groups = (size_t)w->rows / KRN_X8;
+		size_t step = ENG_FILL_PIECE / group ? ENG_FILL_PIECE / group : 1;
+		if ((rc = eng_fill_add_plain(l, pos, off)))
 			break;
-	repack_worker(j);
-	for (int i = 0; i < n_th; i++)
-		pthread_join(th[i], NULL);
+		for (size_t g0 = 0; g0 < groups && !rc; g0 += step) {
+			size_t g1 = groups - g0 < step ? groups : g0 + step;
+			rc = eng_fill_add(l, (struct eng_fill_piece){ .off = off + g0 * group,
+								      .len = (g1 - g0) * group,
+								      .fn = pack_piece, .arg = w,
+								      .from = g0, .to = g1 });
+		}
+		w->x8 = true;
+		pos = off + groups * group;
+	}
+	if (!rc)
+		rc = eng_fill_add_plain(l, pos, f->bytes);
 	if (m->info.shared_classifier)
 		m->output.x8 = m->token_embd.x8;
-	int rc = atomic_load(&j->rc);
-	if (rc)
-		eng_error_set(err, rc, path, ENG_NO_OFFSET, rc == -ECANCELED
-			      ? "stopped by a signal while repacking the model" : "out of memory");
-	free(j);
+	free(mats);
+	return rc;
+}
+
+static int fill_copy(struct eng_model *m, bool x8, struct eng_error *err)
+{
+	struct eng_gguf_fill f;
+	struct eng_fill_list l = { 0 };
+	int rc;
+	if ((rc = eng_gguf_fill_target(m->gguf, &f)))
+		return eng_error_set(err, rc, m->path, ENG_NO_OFFSET, "the model is not a copy");
+	if ((rc = plan_fill(m, &f, x8, &l)))
+		rc = eng_error_set(err, rc, m->path, ENG_NO_OFFSET, "out of memory");
+	else
+		rc = eng_huge_fill(f.dst, f.fd, f.src, &l, m->path, &m->load.threads, err);
+	free(l.v);
+	if (!rc)
+		m->load.huge_bytes = eng_huge_pages_bytes(f.dst);
 	return rc;
 }
 
@@ -508,7 +520,8 @@ int eng_gguf_model_load(struct eng_model *m, const struct eng_model_options *opt
 	if ((rc = read_hparams(m, m->gguf, ad, err)) || (rc = alias_open(m, m->gguf, err)) ||
 	    (rc = bind_tensors(m, m->gguf, ad, err)))
 		return rc;
-	if (opt->load == ENG_LOAD_REPACK && (rc = repack(m, m->gguf, m->path, err)))
+	if (opt->load != ENG_LOAD_MMAP &&
+	    (rc = fill_copy(m, opt->load == ENG_LOAD_REPACK, err)))
 		return rc;
 	alias_finish(m);
 	if ((rc = eng_gguf_seal(m->gguf, err)))

@@ -212,10 +212,11 @@ static int map_file(struct eng_model *m, int fd, const struct eng_model_options 
 static int copy_to_huge(struct eng_model *m, int fd, struct eng_error *err)
 {
 	void *map;
-	int rc = eng_huge_copy(fd, m->map_len, m->path, &map, &m->map_bytes, err);
+	int rc = eng_huge_copy(fd, m->map_len, m->path, &map, &m->map_bytes, &m->load.threads, err);
 	if (rc)
 		return rc;
 	m->map = map;
+	m->load.huge_bytes = eng_huge_pages_bytes(map);
 	return eng_huge_seal(m->map, m->map_bytes, m->path, err);
 }
 

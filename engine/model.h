@@ -92,6 +92,7 @@ struct eng_model {
 	struct eng_layer *layers;   /* (n_layers), owned */
 	struct eng_alias *alias;    /* canonical + delta layers (alias.h), owned; NULL if none */
 	struct eng_gguf *gguf;      /* GGUF models: owns the mapping (map stays MAP_FAILED) */
+	struct eng_load_report load; /* how the loader placed the tensors */
 	/* llama2.c: the whole file, PROT_READ; MAP_SHARED of the file, or with the copying load
 	 * modes an anonymous copy in 2 MiB pages; MAP_FAILED when unmapped */
 	void *map;

@@ -101,6 +101,7 @@ int eng_model_open(struct eng_model **out, const char *path, const struct eng_mo
 	}
 	memcpy(m->path, path, len + 1);
 	m->map = MAP_FAILED;
+	m->load.mode = opt->load;
 	if (is_gguf(fd)) {
 		/* The GGUF reader opens the file itself. */
 		close(fd);
@@ -118,4 +119,9 @@ out:
 		close(fd);
 	eng_model_close(m);
 	return rc;
+}
+
+const struct eng_load_report *eng_model_load_report(const struct eng_model *m)
+{
+	return &m->load;
 }

@@ -11,10 +11,13 @@
 #include <limits.h>
 #include <linux/futex.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <assert.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -49,6 +52,9 @@ struct eng_pool {
 	eng_pool_fn fn; /* the current run, published by the bump of release */
 	void *arg;
 	bool stop;
+	bool pinned;          /* thread t runs on cpus[t] */
+	cpu_set_t caller_set; /* the caller's affinity when the pool was made */
+	int cpus[];           /* (n) */
 };
 
 struct worker {
@@ -97,12 +103,43 @@ static void arrive_and_wait(struct eng_pool *p)
 	word_wait(&p->release, gen);
 }
 
+/* Thread t on the t-th CPU of the caller's mask (wrapping when there are more threads than
+ * CPUs), as llama.cpp's --cpu-mask and eng_stream do: a thread that stays on its CPU keeps its
+ * L1/L2 and its slice of the rows, and the barrier's cache lines bounce between fixed cores.
+ * Returns false, pinning nothing, when the mask cannot be read. */
+static bool plan_cpus(struct eng_pool *p)
+{
+	if (sched_getaffinity(0, sizeof(p->caller_set), &p->caller_set))
+		return false;
+	int n = 0, order[CPU_SETSIZE];
+	for (int c = 0; c < CPU_SETSIZE; c++)
+		if (CPU_ISSET(c, &p->caller_set))
+			order[n++] = c;
+	if (!n)
+		return false;
+	for (int t = 0; t < p->n; t++)
+		p->cpus[t] = order[t % n];
+	return true;
+}
+
+static void pin_self(int cpu)
+{
+	cpu_set_t one;
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	/* Advice in effect: a refused pin (a cgroup's cpuset changed under us) leaves the thread
+	 * free to run anywhere, which is slower, never wrong. */
+	(void)pthread_setaffinity_np(pthread_self(), sizeof(one), &one);
+}
+
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
 	struct eng_pool *p = w->pool;
 	int tid = w->tid;
 	free(w);
+	if (p->pinned)
+		pin_self(p->cpus[tid]);
 	/* release starts at 0 and only thread 0 bumps it, after eng_pool_new has returned. */
 	uint32_t gen = 0;
 	for (;;) {
@@ -143,17 +180,33 @@ void eng_pool_barrier(struct eng_pool *p, int tid)
 	}
 }
 
+/* The caller's thread is thread 0 only inside a run: pinned for the run, its own mask back
+ * after, so whatever it does between runs (a bandwidth probe that reads its mask to place
+ * its own threads, a second pool) sees the mask it set. Three syscalls a run, a few
+ * microseconds against a decode step's milliseconds. */
+static bool pin_caller(const struct eng_pool *p, cpu_set_t *saved)
+{
+	if (!p->pinned || pthread_getaffinity_np(pthread_self(), sizeof(*saved), saved))
+		return false;
+	pin_self(p->cpus[0]);
+	return true;
+}
+
 void eng_pool_run(struct eng_pool *p, eng_pool_fn fn, void *arg)
 {
+	cpu_set_t saved;
+	bool pinned = pin_caller(p, &saved);
 	if (p->n == 1) {
 		fn(arg, 0);
-		return;
+	} else {
+		p->fn = fn;
+		p->arg = arg;
+		eng_pool_release(p); /* publishes fn and arg: workers read them after the bump */
+		fn(arg, 0);
+		eng_pool_gather(p);
 	}
-	p->fn = fn;
-	p->arg = arg;
-	eng_pool_release(p); /* publishes fn and arg: workers read them after seeing the bump */
-	fn(arg, 0);
-	eng_pool_gather(p);
+	if (pinned)
+		(void)pthread_setaffinity_np(pthread_self(), sizeof(saved), &saved);
 }
 
 int eng_pool_threads(const struct eng_pool *p)
@@ -161,7 +214,13 @@ int eng_pool_threads(const struct eng_pool *p)
 	return p->n;
 }
 
-int eng_pool_new(struct eng_pool **out, int threads)
+int eng_pool_cpu(const struct eng_pool *p, int tid)
+{
+	return p->pinned && tid >= 0 && tid < p->n ? p->cpus[tid] : -1;
+}
+
+
+int eng_pool_new(struct eng_pool **out, int threads, enum eng_pin pin)
 {
 	struct eng_pool *p = NULL;
 	int rc = 0;
@@ -169,12 +228,13 @@ int eng_pool_new(struct eng_pool **out, int threads)
 	*out = NULL;
 	if (threads < 1)
 		threads = 1;
-	p = calloc(1, sizeof(*p));
+	p = calloc(1, sizeof(*p) + (size_t)threads * sizeof(p->cpus[0]));
 	if (!p) {
 		rc = -ENOMEM;
 		goto out;
 	}
 	p->n = threads;
+	p->pinned = pin == ENG_PIN_CPUS && plan_cpus(p);
 	p->threads = calloc((size_t)threads, sizeof(*p->threads));
 	if (!p->threads) {
 		rc = -ENOMEM;
@@ -214,4 +274,23 @@ void eng_pool_free(struct eng_pool *p)
 	}
 	free(p->threads);
 	free(p);
+}
+
+static const char *const pin_names[] = { [ENG_PIN_CPUS] = "cpus", [ENG_PIN_NONE] = "none" };
+static_assert(sizeof(pin_names) / sizeof(pin_names[0]) == ENG_PIN_NONE + 1,
+	      "a name for every enum eng_pin");
+
+const char *eng_pin_name(enum eng_pin p)
+{
+	return (unsigned)p < sizeof(pin_names) / sizeof(pin_names[0]) ? pin_names[p] : NULL;
+}
+
+int eng_pin_parse(const char *name, enum eng_pin *out)
+{
+	for (size_t i = 0; name && i < sizeof(pin_names) / sizeof(pin_names[0]); i++)
+		if (!strcmp(name, pin_names[i])) {
+			*out = (enum eng_pin)i;
+			return 0;
+		}
+	return -EINVAL;
 }

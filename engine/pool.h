@@ -8,14 +8,21 @@
 #ifndef MEMWALL_POOL_H
 #define MEMWALL_POOL_H
 
+#include "engine.h" /* enum eng_pin */
+
 struct eng_pool;
 
 typedef void (*eng_pool_fn)(void *arg, int tid);
 
-/* Starts threads - 1 workers. On success *out is a new pool freed with eng_pool_free. */
-int eng_pool_new(struct eng_pool **out, int threads);
+/* Starts threads - 1 workers. With ENG_PIN_CPUS, thread t is pinned to the t-th CPU of the
+ * caller's affinity mask as it is now (wrapping): the workers for their life, the caller's
+ * thread (thread 0) for the length of each eng_pool_run, its own mask restored after. On
+ * success *out is a new pool freed with eng_pool_free. */
+int eng_pool_new(struct eng_pool **out, int threads, enum eng_pin pin);
 void eng_pool_free(struct eng_pool *p);
 int eng_pool_threads(const struct eng_pool *p);
+/* The CPU thread tid is pinned to, or -1 when the pool is not pinned. */
+int eng_pool_cpu(const struct eng_pool *p, int tid);
 
 /* Runs fn(arg, tid) on every thread, tid 0 on the caller's; returns when all have returned. */
 void eng_pool_run(struct eng_pool *p, eng_pool_fn fn, void *arg);

@@ -1336,7 +1336,7 @@ int eng_session_new(struct eng_session **out, struct eng_model *m,
 		pthread_once(&gelu_once, gelu_table_fill);
 	count_step_bytes(s);
 
-	if ((rc = eng_pool_new(&s->pool, s->n_threads))) {
+	if ((rc = eng_pool_new(&s->pool, s->n_threads, opt->pin))) {
 		eng_error_set(err, rc, "", ENG_NO_OFFSET, "cannot start %d threads: %s",
 			      s->n_threads, strerror(-rc));
 		goto out;

@@ -439,3 +439,16 @@ int eng_llc_size(uint64_t *bytes, char *source, size_t source_len)
 	}
 	return *bytes ? 0 : -ENOENT;
 }
+
+uint64_t eng_roof_bytes(uint64_t *llc, bool *llc_known)
+{
+	uint64_t c = 0;
+	bool known = eng_llc_size(&c, NULL, 0) == 0 && c > 0;
+	if (!known)
+		c = ENG_ROOF_LLC_FALLBACK;
+	if (llc)
+		*llc = c;
+	if (llc_known)
+		*llc_known = known;
+	return ENG_ROOF_LLC_MULTIPLE * c;
+}

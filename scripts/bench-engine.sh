@@ -204,8 +204,8 @@ echo
 # Time to first token, model load included, page cache warm; interleaved, median of $reps.
 plain="" populate="" huge=""
 for _ in $(seq "$reps"); do
-	plain="$plain $(gen -n 2 -t 1 | cut -d' ' -f2)"
-	populate="$populate $(gen -n 2 -t 1 --populate | cut -d' ' -f2)"
+	plain="$plain $(gen -n 2 -t 1 --load mmap | cut -d' ' -f2)"
+	populate="$populate $(gen -n 2 -t 1 --load mmap --populate | cut -d' ' -f2)"
 	huge="$huge $(gen -n 2 -t 1 --load huge-copy | cut -d' ' -f2)"
 done
 printf 'time to first token (ms, median, 1 thread, file in page cache): %.1f mmap, %.1f mmap --populate, %.1f --load huge-copy\n' \

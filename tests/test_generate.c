@@ -1,6 +1,9 @@
 /* tests/test_generate.c: `memwall generate` end to end on a synthetic stories260K: ids, the
  * summary line, no-op hooks changing nothing, and bad input; --batch N and --prompts FILE
  * against one-sequence runs (and on a llama.cpp fixture when ../shared is at hand). */
+#include <math.h>
+#include <sched.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "engine.h"
@@ -169,6 +172,65 @@ static void check_batch(void)
 	}
 }
 
+/* A number after KEY= in s; NaN when absent. */
+static double num_after(const char *s, const char *key)
+{
+	const char *p = s ? strstr(s, key) : NULL;
+	return p ? strtod(p + strlen(key), NULL) : NAN;
+}
+
+/* Load modes and pinning: the same tokens whatever the mode; the memwall-load line says which
+ * mode ran, and time to first token contains the load; under mmap the summary counts the
+ * first token's page faults instead of calling the load done. */
+static void check_load(void)
+{
+	static const char *const modes[] = { NULL, "mmap", "huge-copy", "repack" };
+	static const char *const pins[] = { "cpus", "none", "none", "cpus" };
+	char *want = NULL;
+	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+		const char *argv[] = { "memwall", "generate", "-m", model, "-n", "12", "--ids",
+				       "--temperature", "0", "-t", "2", "--report-line", "--pin",
+				       pins[i], modes[i] ? "--load" : NULL, modes[i], NULL };
+		struct t_output o = t_run(argv);
+		T_EQ_INT(o.status, 0);
+		if (!want)
+			want = strdup(o.out ? o.out : "");
+		else
+			T_EQ_STR(o.out, want);
+		char line[64];
+		snprintf(line, sizeof(line), "memwall-load: mode=%s ", modes[i] ? modes[i] : "repack");
+		T_CONTAINS(o.err, line);
+		snprintf(line, sizeof(line), "(pin %s)", pins[i]);
+		T_CONTAINS(o.err, line);
+		double ttft = num_after(o.err, "ttft_ms="), load = num_after(o.err, " load_ms=");
+		T_ASSERT(ttft >= load && load > 0);
+		double threads = num_after(o.err, "load_threads=");
+		if (modes[i] && !strcmp(modes[i], "mmap")) {
+			T_CONTAINS(o.err, "page faults");
+			T_CONTAINS(o.err, "counted in its time");
+			T_NEAR(threads, 0, 0);
+		} else {
+			/* One thread per 2 MiB piece of the file at most, and per CPU of the mask. */
+			struct stat st;
+			cpu_set_t set;
+			T_EQ_INT(stat(model, &st), 0);
+			T_EQ_INT(sched_getaffinity(0, sizeof(set), &set), 0);
+			long pieces = (long)((st.st_size + (2 << 20) - 1) / (2 << 20));
+			long want_t = pieces < CPU_COUNT(&set) ? pieces : CPU_COUNT(&set);
+			T_NEAR(threads, (double)want_t, 0);
+			snprintf(line, sizeof(line), "on %ld thread%s", want_t, want_t == 1 ? "," : "s,");
+			T_CONTAINS(o.err, line);
+		}
+		t_output_free(&o);
+	}
+	free(want);
+	const char *bad[] = { "memwall", "generate", "-m", model, "--pin", "all", NULL };
+	struct t_output o = t_run(bad);
+	T_EQ_INT(o.status, 2);
+	T_CONTAINS(o.err, "--pin all");
+	t_output_free(&o);
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir))
@@ -228,6 +290,7 @@ int main(void)
 	t_output_free(&a);
 
 	check_batch();
+	check_load();
 
 	unlink(model);
 	rmdir(dir);

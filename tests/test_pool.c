@@ -1,6 +1,11 @@
 /* tests/test_pool.c: the engine's thread pool: every thread runs, barriers hold every thread
- * until all arrive, gather/release lets thread 0 act alone. Also meant for ThreadSanitizer. */
+ * until all arrive, gather/release lets thread 0 act alone; pinned, thread t runs on the t-th
+ * CPU of the caller's mask and the caller has its own mask between runs. Also meant for
+ * ThreadSanitizer. */
+#include <errno.h>
+#include <sched.h>
 #include <stdatomic.h>
+#include <string.h>
 
 #include "pool.h"
 #include "test.h"
@@ -43,10 +48,10 @@ static void work(void *arg, int tid)
 	}
 }
 
-static void run(int threads, int runs)
+static void run(int threads, int runs, enum eng_pin pin)
 {
 	struct eng_pool *pool = NULL;
-	T_EQ_INT(eng_pool_new(&pool, threads), 0);
+	T_EQ_INT(eng_pool_new(&pool, threads, pin), 0);
 	if (!pool)
 		return;
 	int n = threads < 1 ? 1 : threads;
@@ -62,13 +67,83 @@ static void run(int threads, int runs)
 	eng_pool_free(pool);
 }
 
+/* Each thread's CPU, read inside the run (sched_getcpu). */
+struct where {
+	int cpu[MAX_THREADS];
+};
+
+static void where_am_i(void *arg, int tid)
+{
+	((struct where *)arg)->cpu[tid] = sched_getcpu();
+}
+
+static void check_pinning(int threads)
+{
+	cpu_set_t before, after;
+	int order[CPU_SETSIZE], n = 0;
+	T_EQ_INT(sched_getaffinity(0, sizeof(before), &before), 0);
+	for (int c = 0; c < CPU_SETSIZE; c++)
+		if (CPU_ISSET(c, &before))
+			order[n++] = c;
+	struct eng_pool *pool = NULL;
+	T_EQ_INT(eng_pool_new(&pool, threads, ENG_PIN_CPUS), 0);
+	if (!pool || !n)
+		return;
+	struct where w;
+	memset(&w, 0xff, sizeof(w));
+	eng_pool_run(pool, where_am_i, &w);
+	for (int t = 0; t < threads; t++) {
+		/* the t-th CPU of the mask, wrapping: the test's own count of the mask */
+		T_EQ_INT(eng_pool_cpu(pool, t), order[t % n]);
+		T_EQ_INT(w.cpu[t], order[t % n]);
+	}
+	/* Between runs the caller has its own mask: a probe or a second pool sees every CPU. */
+	T_EQ_INT(sched_getaffinity(0, sizeof(after), &after), 0);
+	T_ASSERT(CPU_EQUAL(&before, &after));
+	struct eng_pool *second = NULL;
+	T_EQ_INT(eng_pool_new(&second, threads, ENG_PIN_CPUS), 0);
+	for (int t = 0; second && t < threads; t++)
+		T_EQ_INT(eng_pool_cpu(second, t), order[t % n]);
+	eng_pool_free(second);
+	eng_pool_free(pool);
+	T_EQ_INT(sched_getaffinity(0, sizeof(after), &after), 0);
+	T_ASSERT(CPU_EQUAL(&before, &after));
+
+	T_EQ_INT(eng_pool_new(&pool, threads, ENG_PIN_NONE), 0);
+	if (pool)
+		T_EQ_INT(eng_pool_cpu(pool, 0), -1);
+	eng_pool_free(pool);
+}
+
+static void check_pin_names(void)
+{
+	enum eng_pin p = ENG_PIN_NONE;
+	T_EQ_INT(eng_pin_parse("cpus", &p), 0);
+	T_EQ_INT(p, ENG_PIN_CPUS);
+	T_EQ_STR(eng_pin_name(ENG_PIN_CPUS), "cpus");
+	T_EQ_INT(eng_pin_parse("none", &p), 0);
+	T_EQ_INT(p, ENG_PIN_NONE);
+	T_EQ_STR(eng_pin_name(ENG_PIN_NONE), "none");
+	T_EQ_INT(eng_pin_parse("CPUS", &p), -EINVAL);
+	T_EQ_INT(eng_pin_parse("", &p), -EINVAL);
+	T_EQ_INT(eng_pin_parse(NULL, &p), -EINVAL);
+	T_EQ_INT(p, ENG_PIN_NONE);
+	T_ASSERT(eng_pin_name((enum eng_pin)7) == NULL);
+}
+
 int main(void)
 {
-	run(0, 3);
-	run(1, 10);
-	run(2, 200);
-	run(3, 20); /* more threads than this VM's cores: the futex path */
-	run(MAX_THREADS, 5);
+	run(0, 3, ENG_PIN_NONE);
+	run(1, 10, ENG_PIN_NONE);
+	run(2, 200, ENG_PIN_NONE);
+	run(3, 20, ENG_PIN_NONE); /* more threads than this VM's cores: the futex path */
+	run(MAX_THREADS, 5, ENG_PIN_NONE);
+	run(2, 100, ENG_PIN_CPUS);
+	run(3, 20, ENG_PIN_CPUS); /* more threads than CPUs: two share one */
+	check_pinning(1);
+	check_pinning(2);
+	check_pinning(3);
+	check_pin_names();
 	eng_pool_free(NULL);
 	return t_done();
 }

@@ -132,6 +132,8 @@ static void test_defaults(void)
 	T_EQ_INT(p->engine.kind, MW_ENGINE_BUILTIN);
 	T_EQ_STR(mw_engine_kind_name(p->engine.kind), "builtin");
 	T_EQ_INT(p->engine.threads, 0);
+	T_EQ_INT(p->engine.load, ENG_LOAD_MMAP); /* older protocols keep their meaning */
+	T_EQ_INT(p->engine.pin, ENG_PIN_CPUS);
 	T_ASSERT(p->engine.cpus == NULL);
 	T_EQ_INT(p->n_prompt_tokens, 1);
 	T_EQ_INT(p->prompt_tokens[0], 1);
@@ -299,6 +301,9 @@ static void test_schema_enums(void)
 	for (n = 0; n < (size_t)eng_load_mode_count(); n++)
 		names[n] = eng_load_mode_name((enum eng_load_mode)n);
 	check_enum(schema, "engine/load", names, n, NULL);
+	for (n = 0; eng_pin_name((enum eng_pin)n); n++)
+		names[n] = eng_pin_name((enum eng_pin)n);
+	check_enum(schema, "engine/pin", names, n, NULL);
 	for (n = 0; n < MW_ENGINE_COUNT; n++)
 		names[n] = mw_engine_kind_name((enum mw_engine_kind)n);
 	check_enum(schema, "engine/kind", names, n, NULL);

@@ -10,6 +10,7 @@
 
 #include "result.h"
 #include "run.h"
+#include "engine.h"
 #include "test.h"
 
 static char scratch[256], outdir[512], proto[4096];
@@ -95,6 +96,33 @@ static void test_smoke(void)
 	T_ASSERT(json_integer_value(get(run1, "software", "task_clock_ns", NULL)) > 0);
 	T_ASSERT(json_is_string(get(doc, "machine", "cpu_vendor", NULL)) ||
 		 json_is_string(get(doc, "machine", "unavailable", "cpu_vendor")));
+
+	/* How the weights came in, and the threads' pinning (protocols/README.md). */
+	const json_t *eng = json_object_get(doc, "engine");
+	T_EQ_STR(json_string_value(json_object_get(eng, "load")), "huge-copy");
+	T_EQ_STR(json_string_value(json_object_get(eng, "pin")), "cpus");
+	double load_ms = json_number_value(json_object_get(eng, "load_ms"));
+	T_ASSERT(load_ms > 0);
+	/* Time to first token: the load, then the first run's prefill (its raw ns). */
+	double prefill_ns = (double)json_integer_value(get(json_array_get(json_object_get(doc,
+		"runs"), 0), "prefill", "ns", NULL));
+	T_ASSERT(prefill_ns > 0);
+	T_NEAR(json_number_value(json_object_get(eng, "ttft_ms")), load_ms + prefill_ns / 1e6, 1e-6);
+	T_ASSERT(json_integer_value(json_object_get(eng, "load_threads")) >= 1);
+	T_ASSERT(json_is_integer(json_object_get(eng, "huge_page_bytes")) ||
+		 json_is_null(json_object_get(eng, "huge_page_bytes")));
+	/* The drift probe is memwall bandwidth's read roof: 8x the LLC (8x 32 MiB when sysfs is
+	 * silent) in 2 MiB pages. */
+	const char *method = json_string_value(get(doc, "drift", "method", NULL));
+	if (method) {
+		uint64_t llc = 0;
+		if (eng_llc_size(&llc, NULL, 0) || !llc)
+			llc = 32u << 20;
+		char want[64];
+		snprintf(want, sizeof(want), "over %.0f MiB in 2 MiB pages", 8.0 * (double)llc / 1048576.0);
+		T_CONTAINS(method, want);
+		T_CONTAINS(method, "as memwall bandwidth --kernel read");
+	}
 
 	/* DRAM: measured with numbers, or not measured with a reason everywhere; never a 0. */
 	const json_t *dram = get(doc, "counters", "dram", NULL);

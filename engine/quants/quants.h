@@ -59,6 +59,12 @@ size_t krn_x8_repack_scratch(uint32_t t, size_t n, size_t rows);
 /* Repacks `rows` rows (a multiple of KRN_X8) of n elements of type t at w, in place, into the
  * x8 layout; tmp holds krn_x8_repack_scratch bytes. */
 void krn_x8_repack(uint32_t t, void *w, size_t n, size_t rows, void *tmp);
+/* Out of place: groups [g0, g1) of eight rows of the plain tensor src (rows rows of n
+ * elements of type t) written where the x8 layout of the whole tensor puts them in dst; the
+ * rest of dst is left alone, so threads may pack disjoint group ranges of one tensor at once.
+ * All groups give the bytes krn_x8_repack gives in place. */
+void krn_x8_pack(uint32_t t, void *dst, const void *src, size_t n, size_t rows, size_t g0,
+		 size_t g1);
 /* Copies row r of an x8 tensor of `rows` rows of n elements of type t into dst, in the plain
  * layout. */
 void krn_x8_row(uint32_t t, const void *w, size_t rows, size_t n, size_t r, void *dst);

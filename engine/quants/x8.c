@@ -72,6 +72,29 @@ void krn_x8_repack(uint32_t t, void *w, size_t n, size_t rows, void *tmp)
 	}
 }
 
+void krn_x8_pack(uint32_t t, void *dst, const void *src, size_t n, size_t rows, size_t g0,
+		 size_t g1)
+{
+	const struct krn_type_traits *tr = krn_type_traits(t);
+	const struct krn_x8_layout *lay = krn_x8_layout(t);
+	size_t row_bytes = krn_row_size(t, n), nb = n / tr->block_size, bs = tr->type_size, tb;
+	size_t n_tiles = krn_x8_tiles(nb, tr->block_size, &tb);
+	/* krn_x8_offset walked tile by tile: a tile's blocks of one group are consecutive, so the
+	 * offset is computed once per tile rather than with two divisions per block. */
+	for (size_t g = g0; g < g1; g++) {
+		const uint8_t *rows8 = (const uint8_t *)src + g * KRN_X8 * row_bytes;
+		for (size_t k = 0; k < n_tiles; k++) {
+			size_t i0 = k * tb, i1 = k + 1 < n_tiles ? i0 + tb : nb;
+			uint8_t *o = (uint8_t *)dst + krn_x8_offset(rows, nb, tr->block_size, bs, g, i0);
+			for (size_t i = i0; i < i1; i++, o += KRN_X8 * bs) {
+				const void *blk[KRN_X8];
+				group_blocks(rows8, row_bytes, i * bs, blk);
+				lay->pack(o, blk);
+			}
+		}
+	}
+}
+
 void krn_x8_row(uint32_t t, const void *w, size_t rows, size_t n, size_t r, void *dst)
 {
 	const struct krn_type_traits *tr = krn_type_traits(t);

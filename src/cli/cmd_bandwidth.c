@@ -22,8 +22,8 @@
 #define VERB "bandwidth"
 #define MAX_THREADS MW_THREADS_MAX
 #define MAX_REPS 10000
-#define LLC_MULTIPLE 8                     /* working set >= 8x LLC: the requirement */
-#define LLC_FALLBACK (32ull << 20)         /* when sysfs does not describe the caches */
+#define LLC_MULTIPLE ENG_ROOF_LLC_MULTIPLE /* working set >= 8x LLC: the requirement */
+#define LLC_FALLBACK ENG_ROOF_LLC_FALLBACK /* when sysfs does not describe the caches */
 #define GB 1e9
 #define MAX_TABLES 8
 
@@ -381,7 +381,7 @@ int mw_cmd_bandwidth(int argc, char **argv)
 	if (!llc_known)
 		llc = LLC_FALLBACK;
 	if (!o.bytes)
-		o.bytes = LLC_MULTIPLE * llc;
+		o.bytes = eng_roof_bytes(NULL, NULL); /* the drift probe's rule too */
 	if (o.bytes < LLC_MULTIPLE * llc)
 		fprintf(stderr,
 			"memwall bandwidth: warning: --size %llu MiB is below %dx the LLC (%llu "

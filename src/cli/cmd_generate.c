@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -39,6 +40,7 @@ static void usage(FILE *f)
 		"                        [--temperature T] [--topp P] [--seed S] [-t|--threads N]\n"
 		"                        [--kernels ref|auto|avx2|avx512|neon] [--ids] [--kv f32|f16]\n"
 		"                        [--populate] [--hugepages] [--load mmap|huge-copy|repack]\n"
+		"                        [--pin cpus|none]\n"
 		"                        [--hooks-bench] [--force] [--prefill-chunk N] [--sparsity-map]\n"
 		"                        [--prompt-ids ID,ID,...] [--logits FILE.json] [--report-line]\n"
 		"                        [--batch N] [--prompts FILE] [--speculate lookup[:K[:NG]]]\n"
@@ -68,17 +70,25 @@ static void usage(FILE *f)
 		"      --ids             print token ids, one per line, instead of text\n"
 		"      --kv TYPE         KV cache element type: auto (default: f16 for GGUF, as\n"
 		"                        llama.cpp; f32 for llama2.c), f32 or f16\n"
+		);
+	/* Two pieces: C11 promises string literals of 4095 bytes, no more. */
+	fputs(
 		"      --populate        map the model with MAP_POPULATE (fault it all in at load)\n"
 		"      --hugepages       ask for huge pages on the model's mapping (madvise)\n"
-		"      --load MODE       mmap (default): the tensors are views of the file mapping;\n"
-		"                        huge-copy: read the file into anonymous memory in 2 MiB\n"
-		"                        pages and run from that, for kernels and file systems that\n"
-		"                        give file mappings no huge pages, where weights stream at\n"
-		"                        0.83-0.93x of the roof; costs the read at load and the\n"
-		"                        model's size in RAM;\n"
-		"                        repack: huge-copy, with the quantized matrices this CPU\n"
-		"                        has x8 kernels for interleaved by eight rows, the layout\n"
-		"                        those kernels read (as llama.cpp's CPU repack buffers)\n"
+		"      --load MODE       repack (default): the file copied into anonymous memory in\n"
+		"                        2 MiB pages in one pass on every CPU of the affinity mask,\n"
+		"                        the quantized matrices this CPU has x8 kernels for\n"
+		"                        interleaved by eight rows on the way (the layout those\n"
+		"                        kernels read, as llama.cpp's CPU repack buffers); costs the\n"
+		"                        model's size in RAM; a llama2.c checkpoint is just copied;\n"
+		"                        huge-copy: the same copy without the interleaving;\n"
+		"                        mmap: the tensors are views of the file mapping (4 KiB\n"
+		"                        pages; weights stream at 0.83-0.93x of the roof), whose\n"
+		"                        pages fault in during the first token: the summary counts\n"
+		"                        those faults and the first token's time includes them\n"
+		"      --pin cpus|none   cpus (default): thread t runs on the t-th CPU of the\n"
+		"                        affinity mask (taskset), the summary names them; none:\n"
+		"                        where the scheduler puts it\n"
 		"      --prefill-chunk N tokens of the prompt per pass over the weights (default 64;\n"
 		"                        1 runs the prompt token by token); --logits runs it token\n"
 		"                        by token, since it writes every position's logits\n"
@@ -87,7 +97,7 @@ static void usage(FILE *f)
 		"      --sparsity-map    skip, in each down projection, the weight blocks whose\n"
 		"                        activations are all exactly zero (ReLU models; a block is\n"
 		"                        32 columns, or the quant block); the report counts only the\n"
-		"                        bytes read, and gives the zero and skipped fractions\n");
+		"                        bytes read, and gives the zero and skipped fractions\n", f);
 	fprintf(f,
 		"      --batch N         decode N sequences together, one token of each per pass over\n"
 		"                        the weights (each with its own KV cache and sampler, sequence\n"
@@ -242,8 +252,8 @@ static int check_args(struct gen_args *a);
 static int parse_args(struct gen_args *a, int argc, char **argv)
 {
 	enum { O_TEMP = 256, O_TOPP, O_SEED, O_KERNELS, O_IDS, O_KV, O_POPULATE, O_HUGE, O_HOOKS,
-	       O_PROMPT_IDS, O_LOGITS, O_REPORT, O_LOAD, O_FORCE, O_CHUNK, O_SPARSE, O_BATCH, O_PROMPTS,
-	       O_SPEC, O_ATTN, O_CONTEXT, O_DRAFT };
+	       O_PROMPT_IDS, O_LOGITS, O_REPORT, O_LOAD, O_PIN, O_FORCE, O_CHUNK, O_SPARSE, O_BATCH,
+	       O_PROMPTS, O_SPEC, O_ATTN, O_CONTEXT, O_DRAFT };
 	static const struct option longopts[] = {
 		{ "model", required_argument, NULL, 'm' },
 		{ "tokenizer", required_argument, NULL, 'z' },
@@ -259,6 +269,7 @@ static int parse_args(struct gen_args *a, int argc, char **argv)
 		{ "populate", no_argument, NULL, O_POPULATE },
 		{ "hugepages", no_argument, NULL, O_HUGE },
 		{ "load", required_argument, NULL, O_LOAD },
+		{ "pin", required_argument, NULL, O_PIN },
 		{ "hooks-bench", no_argument, NULL, O_HOOKS },
 		{ "prompt-ids", required_argument, NULL, O_PROMPT_IDS },
 		{ "logits", required_argument, NULL, O_LOGITS },
@@ -312,6 +323,12 @@ static int parse_args(struct gen_args *a, int argc, char **argv)
 		case O_KV: a->kv_name = optarg; break;
 		case O_POPULATE: a->populate = true; break;
 		case O_HUGE: a->hugepages = true; break;
+		case O_PIN:
+			if (eng_pin_parse(optarg, &a->pin))
+				return mw_fail(MW_EXIT_USAGE, VERB,
+					       "--pin %s: give cpus (each thread on its own CPU of the "
+					       "affinity mask, the default) or none", optarg);
+			break;
 		case O_LOAD:
 			/* The engine owns the names (eng_load_mode_name). */
 			if (eng_load_mode_parse(optarg, &a->load))
@@ -464,6 +481,8 @@ struct gen {
 	/* now_seconds() at: start, model loaded, loop start, prompt done, first and last token */
 	double t0, t_loaded, t_loop, t_prompt_end, t_first, t_end;
 	double cpu_first, cpu_end; /* cpu_seconds() at the first and last token */
+	/* Page faults by then: under mmap the weights come in during the first token. */
+	struct rusage ru_loaded, ru_first;
 	long generated;
 	struct eng_step_bytes bytes; /* the last step's */
 	uint64_t kv_read_sum;        /* over the decode steps */
@@ -603,6 +622,7 @@ static int generate_tokens(struct gen *g)
 			if (++g->generated == 1) {
 				g->t_first = now_seconds();
 				g->cpu_first = cpu_seconds();
+				getrusage(RUSAGE_SELF, &g->ru_first);
 			}
 		}
 		if (g->tok && !a->ids)
@@ -685,6 +705,32 @@ static void report_bytes(const struct gen *g)
 	report_canonical(g, weights, unique);
 }
 
+static long faults(const struct rusage *r)
+{
+	return r->ru_minflt + r->ru_majflt;
+}
+
+/* What the load figure covers. A copy is in memory when the load ends: its threads and how
+ * much of it the kernel gave 2 MiB pages. A mapping is not: the pages the first token touches
+ * are faulted in during it, so they are counted there (in the first token's time), and said. */
+static void load_explain(const struct gen *g, char *buf, size_t n)
+{
+	const struct eng_load_report *lr = eng_model_load_report(g->model);
+	if (lr->mode == ENG_LOAD_MMAP) {
+		snprintf(buf, n, ", mmap: %ld page faults (%ld major) in the first token, counted "
+			 "in its time", faults(&g->ru_first) - faults(&g->ru_loaded),
+			 g->ru_first.ru_majflt - g->ru_loaded.ru_majflt);
+		return;
+	}
+	if (lr->huge_bytes < 0)
+		snprintf(buf, n, ", %s on %d thread%s, huge pages unknown",
+			 eng_load_mode_name(lr->mode), lr->threads, lr->threads == 1 ? "" : "s");
+	else
+		snprintf(buf, n, ", %s on %d thread%s, %.0f MB in 2 MiB pages",
+			 eng_load_mode_name(lr->mode), lr->threads, lr->threads == 1 ? "" : "s",
+			 (double)lr->huge_bytes / 1e6);
+}
+
 /* The summary line on stderr, and with --report-line the generic adapter line and the
  * engine-accounted bytes. */
 static void summary_print(const struct gen *g)
@@ -703,11 +749,14 @@ static void summary_print(const struct gen *g)
 	double prompt_s = g->t_prompt_end - g->t_loop;
 	if (prompt_s > 0)
 		snprintf(pp, sizeof(pp), ", prompt %.1f tok/s", (double)g->n_prompt / prompt_s);
+	char how[160];
+	load_explain(g, how, sizeof(how));
 	fprintf(stderr,
 		"memwall %s: %ld tokens (%d prompt), %s tok/s decode, first token %.1f ms "
-		"(load %.1f ms), kernels %s, threads %ld, kv %s%s%s%s\n",
+		"(load %.1f ms%s), kernels %s, threads %ld (pin %s), kv %s%s%s%s\n",
 		VERB, generated, g->n_prompt, rate, (g->t_first - g->t0) * 1e3,
-		(g->t_loaded - g->t0) * 1e3, eng_session_kernels(g->session), a->threads,
+		(g->t_loaded - g->t0) * 1e3, how, eng_session_kernels(g->session), a->threads,
+		eng_pin_name(a->pin),
 		a->kv != ENG_KV_AUTO ? kv_names[a->kv]
 		: g->info->format == ENG_FORMAT_GGUF ? "f16" : "f32", pp,
 		a->hooks_bench ? ", no-op hooks" : "",
@@ -723,6 +772,14 @@ static void summary_print(const struct gen *g)
 		fprintf(stderr, " decode_ms=%.3f decode_steps=%ld", (g->t_end - g->t_first) * 1e3,
 			generated - 1);
 	fputc('\n', stderr);
+	/* A line of its own, as memwall-bytes: time to first token and how the model came in. */
+	const struct eng_load_report *lr = eng_model_load_report(g->model);
+	fprintf(stderr, "memwall-load: mode=%s ttft_ms=%.3f load_ms=%.3f load_threads=%d "
+		"huge_page_bytes=%lld first_token_faults=%ld first_token_major_faults=%ld pin=%s\n",
+		eng_load_mode_name(lr->mode), (g->t_first - g->t0) * 1e3,
+		(g->t_loaded - g->t0) * 1e3, lr->threads, (long long)lr->huge_bytes,
+		faults(&g->ru_first) - faults(&g->ru_loaded),
+		g->ru_first.ru_majflt - g->ru_loaded.ru_majflt, eng_pin_name(a->pin));
 	/* A line of its own: the memwall-tokens adapter (src/run/adapters.h) refuses keys it
 	 * does not know. */
 	fputs("memwall-bytes:", stderr);
@@ -747,8 +804,13 @@ static void summary_print(const struct gen *g)
 
 int mw_cmd_generate(int argc, char **argv)
 {
+	/* The fastest correct load is the default (repack: a llama2.c checkpoint, which has
+	 * nothing to interleave, is then copied into 2 MiB pages). */
 	struct gen g = { .a = { .steps = 256, .threads = 1, .seed = 1, .temperature = 1.0,
-				.topp = 0.9, .kv = ENG_KV_AUTO } };
+				.topp = 0.9, .kv = ENG_KV_AUTO, .load = ENG_LOAD_REPACK } };
+	/* Time to first token counts from here: the verb's start, after exec and the dynamic
+	 * loader (a few ms); the model check, the load and the prompt are all inside it. */
+	g.t0 = now_seconds();
 	const struct gen_args *a = &g.a;
 	struct eng_error err;
 	int rc = parse_args(&g.a, argc, argv);
@@ -764,7 +826,6 @@ int mw_cmd_generate(int argc, char **argv)
 	}
 	if (!a->force && (rc = check_memory(a->model)))
 		goto out;
-	g.t0 = now_seconds();
 	eng_error_clear(&err);
 	struct eng_model_options mopt = { .populate = a->populate, .hugepages = a->hugepages,
 					  .load = a->load };
@@ -773,6 +834,7 @@ int mw_cmd_generate(int argc, char **argv)
 		goto out;
 	}
 	g.t_loaded = now_seconds();
+	getrusage(RUSAGE_SELF, &g.ru_loaded);
 	g.info = eng_model_info(g.model);
 	if ((rc = open_tokenizer(a, g.info->format == ENG_FORMAT_GGUF, g.info->vocab_size,
 				 &g.tok)))
@@ -798,7 +860,8 @@ int mw_cmd_generate(int argc, char **argv)
 	}
 
 	static const struct eng_hooks noop_hooks = { .phase = noop_phase, .token = noop_token };
-	struct eng_session_options sopt = { .threads = (int)a->threads, .kernels = a->kernels,
+	struct eng_session_options sopt = { .threads = (int)a->threads, .pin = a->pin,
+					    .kernels = a->kernels,
 					    .kv_type = a->kv,
 					    .hooks = a->hooks_bench ? &noop_hooks : NULL,
 					    .prefill_chunk = (int)a->prefill_chunk,

@@ -23,6 +23,7 @@ struct gen_args {
 	bool spec_draft;          /* --speculate draft:K (K in spec_k) */
 	enum eng_kv_type kv;
 	enum eng_load_mode load;
+	enum eng_pin pin;
 };
 
 /* What the one-sequence path opened and measured before decoding, lent to the batch. */

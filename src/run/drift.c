@@ -15,23 +15,24 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* Read bandwidth in GB/s (10^9 bytes/s): the median of STREAM-style read passes over a working
- * set of 8x the last-level cache (at least 64 MiB), for about probe_ms. */
+/* Read bandwidth in GB/s (10^9 bytes/s), measured as `memwall bandwidth --kernel read` does
+ * (the roof a record's roofline uses, src/analysis/roofline.c): eng_stream's read kernel of the
+ * protocol's table ("auto": the best this CPU runs, bandwidth's first) over eng_roof_bytes
+ * in buffers advised for 2 MiB pages, by pinned threads; the median of the passes that fit in
+ * about probe_ms. Before, the probe read 4 KiB pages over max(8x LLC, 64 MiB) and reported
+ * 17-21 GB/s where `memwall bandwidth` gave 29-33 on the same VM (issue 16). */
 static int probe(const struct mw_run *run, double *gbps, char *method, size_t mn, char *why,
 		 size_t wn)
 {
 	const struct mw_protocol *p = run->p;
 	struct eng_stream *s = NULL;
 	struct eng_error eerr;
-	uint64_t llc = 0;
 	double rates[256];
 	int n = 0, rc;
 	eng_error_clear(&eerr);
-	if (eng_llc_size(&llc, NULL, 0) || llc == 0)
-		llc = 32u << 20;
-	uint64_t bytes = llc * 8 > (64u << 20) ? llc * 8 : (64u << 20);
-	struct eng_stream_options so = { .threads = run->plan.threads, .bytes = bytes,
-					 .kernels = p->engine.kernels };
+	struct eng_stream_options so = { .threads = run->plan.threads,
+					 .bytes = eng_roof_bytes(NULL, NULL),
+					 .kernels = p->engine.kernels, .hugepages = true };
 	if ((rc = eng_stream_new(&s, &so, &eerr))) {
 		snprintf(why, wn, "the bandwidth probe could not start: %.400s", eerr.text);
 		return rc;
@@ -48,8 +49,9 @@ static int probe(const struct mw_run *run, double *gbps, char *method, size_t mn
 	qsort(rates, (size_t)n, sizeof(rates[0]), cmp_double);
 	if (n)
 		*gbps = n % 2 ? rates[n / 2] : 0.5 * (rates[n / 2 - 1] + rates[n / 2]);
-	snprintf(method, mn, "median of %d read passes (eng_stream READ, %s kernels) over %.0f MiB "
-		 "with %d threads, GB = 10^9 bytes", n, eng_stream_kernels(s),
+	snprintf(method, mn, "median of %d read passes (eng_stream READ, %s kernels, as memwall "
+		 "bandwidth --kernel read) over %.0f MiB in 2 MiB pages with %d pinned threads, "
+		 "GB = 10^9 bytes", n, eng_stream_kernels(s),
 		 (double)eng_stream_bytes(s) / 1048576.0, run->plan.threads);
 	rc = n ? 0 : -EINTR;
 	if (!n)

@@ -35,6 +35,8 @@ struct builtin {
 	struct mw_run *run;
 	struct eng_model *model;
 	const struct eng_model_info *mi;
+	double load_s;     /* eng_model_open's wall time */
+	uint64_t first_ns; /* the first run's prefill: its prompt in, its first token's logits out */
 	struct eng_tokenizer *tok;
 	int *prompt;
 	size_t n_prompt;
@@ -328,10 +330,12 @@ static enum mw_run_status open_model(struct builtin *b, struct mw_error *err)
 	int rc;
 	eng_error_clear(&eerr);
 	struct eng_model_options mopt = { .populate = true, .load = pl->p->engine.load };
+	double t0 = mw_now_s();
 	if ((rc = eng_model_open(&b->model, pl->model_path, &mopt, &eerr))) {
 		mw_error_set(err, rc, pl->model_path, "model.path", "%s", eerr.text);
 		return MW_RUN_BAD_INPUT;
 	}
+	b->load_s = mw_now_s() - t0;
 	b->mi = eng_model_info(b->model);
 	b->sparsity |= b->mi->ffn_act != ENG_ACT_SILU;
 	return MW_RUN_DONE;
@@ -806,6 +810,7 @@ static enum mw_run_status start_session(struct builtin *b, struct mw_error *err)
 				       .phase = o->phases ? on_phase : NULL };
 	struct eng_session_options sopt = {
 		.threads = b->run->plan.threads,
+		.pin = p->engine.pin,
 		.kernels = p->engine.kernels,
 		.kv_type = ENG_KV_AUTO, /* GGUF: F16, as llama.cpp (the tensor table assumes it) */
 		.ctx_len = (int)b->n_prompt + b->run->plan.decode,
@@ -834,10 +839,17 @@ static json_t *engine_json(const struct builtin *b)
 		for (size_t i = 0; i < pl->p->engine.n_cpus; i++)
 			json_array_append_new(cpus, json_integer(pl->p->engine.cpus[i]));
 	}
-	json_t *e = json_pack("{s:s, s:s, s:s, s:i, s:o}", "kind", "builtin", "kernels",
-			      eng_session_kernels(b->sess), "load",
+	/* results/README.md: how the weights came in; the model is mapped with MAP_POPULATE
+	 * here, so under mmap too every page is in when load_ms ends. */
+	const struct eng_load_report *lr = eng_model_load_report(b->model);
+	json_t *e = json_pack("{s:s, s:s, s:s, s:i, s:o, s:s, s:f, s:f, s:i, s:o}", "kind",
+			      "builtin", "kernels", eng_session_kernels(b->sess), "load",
 			      eng_load_mode_name(pl->p->engine.load), "threads", pl->threads, "cpus",
-			      cpus);
+			      cpus, "pin", eng_pin_name(pl->p->engine.pin), "load_ms", b->load_s * 1e3,
+			      "ttft_ms", b->load_s * 1e3 + (double)b->first_ns / 1e6, "load_threads",
+			      lr->threads, "huge_page_bytes",
+			      lr->mode == ENG_LOAD_MMAP || lr->huge_bytes < 0
+				      ? json_null() : json_integer((json_int_t)lr->huge_bytes));
 	/* Only what a protocol asked for, so a plain protocol's record is as it always was. */
 	if (e && b->batch > 1)
 		json_object_set_new(e, "batch", json_integer(b->batch));
@@ -896,6 +908,8 @@ static enum mw_run_status builtin_execute(struct mw_run *run, struct mw_error *e
 				     "the engine failed in run %d: %s", i + 1, strerror(-rc));
 			return MW_RUN_ENVIRONMENT;
 		}
+		if (i == 0)
+			b->first_ns = b->pre1.ns - b->pre0.ns;
 		say_run(b, one, i, total, warm);
 		json_array_append_new(run->runs, one);
 		if (b->tok && i == 0)

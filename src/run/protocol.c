@@ -290,6 +290,10 @@ static int parse_external(struct mw_protocol *p, const json_t *engine, const cha
 		return mw_error_set(err, -EINVAL, src, "engine.load",
 				    "memwall's load modes do not apply to an external engine: "
 				    "drop it");
+	if (json_object_get(engine, "pin"))
+		return mw_error_set(err, -EINVAL, src, "engine.pin",
+				    "memwall's thread pinning does not apply to an external engine "
+				    "(pin it with engine.cpus): drop it");
 	return 0;
 }
 
@@ -419,6 +423,10 @@ static int parse_engine(struct mw_protocol *p, struct mw_error *err)
 		return mw_error_set(err, -EINVAL, src, "engine.load",
 				    "unknown load mode \"%s\" (mmap, huge-copy or repack)",
 				    str_or(engine, "load", ""));
+	if (eng_pin_parse(str_or(engine, "pin", "cpus"), &p->engine.pin))
+		return mw_error_set(err, -EINVAL, src, "engine.pin",
+				    "unknown pinning \"%s\": give \"cpus\" (each thread on its own "
+				    "CPU, the default) or \"none\"", str_or(engine, "pin", ""));
 	bool external = p->engine.kind == MW_ENGINE_EXTERNAL;
 	static const char *const external_only[] = { "command", "adapter", "timeout_s" };
 	for (i = 0; !external && i < sizeof(external_only) / sizeof(external_only[0]); i++)

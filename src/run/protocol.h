@@ -60,6 +60,7 @@ struct mw_protocol {
 		size_t n_cpus;
 		const char *kernels; /* "auto" by default */
 		enum eng_load_mode load; /* its names are the engine's (eng_load_mode_name) */
+		enum eng_pin pin;        /* the session's threads (eng_pin_name) */
 		/* External engines only (kind "external"); protocols/README.md documents them. */
 		char **command;      /* argv template with {model} {prompt} {n} {threads} {seed};
 				      * command[0] resolved against the protocol's folder when it
