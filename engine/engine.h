@@ -478,6 +478,22 @@ int eng_synth_llama2c(const char *path, const char *shape, uint64_t seed, struct
  * models' co-activated neurons give them. SiLU gives the bytes eng_synth_llama2c writes. */
 int eng_synth_llama2c_act(const char *path, const char *shape, uint64_t seed,
 			  enum eng_ffn_act act, struct eng_error *err);
+/* Activation statistics set explicitly (ReLU and ReLU^2 only; engine/synth.c, "bias
+ * channel"): channel 0 of the residual stream is a constant 1 (every embedding row's first
+ * value; wo's and w2's row 0 are zero, so no layer writes it), and each gate row's weight on
+ * it is a bias. relu_sparsity in [0, 1) (< 0: unset, no bias) is the zero fraction the
+ * live neurons' bias aims at, for a Gaussian pre-activation at the residual norm these
+ * weights give (a model of it, not a fit: the measured fraction differs and is what to
+ * report); dead_fraction in [0, 1) of the neurons (chosen per row from the seed) get a bias
+ * of -10 standard deviations: they never fire in practice, but their rows are not zero.
+ * Written in the header's synthetic marker. */
+struct eng_synth_sparsity {
+	double relu_sparsity;
+	double dead_fraction;
+};
+int eng_synth_llama2c_sparse(const char *path, const char *shape, uint64_t seed,
+			     enum eng_ffn_act act, const struct eng_synth_sparsity *sp,
+			     struct eng_error *err);
 
 /* ---- Synthetic GGUF models -------------------------------------------------------------------
  * (engine/synth_gguf.c, shapes in engine/shapes.c) A GGUF file with a real model's shape and

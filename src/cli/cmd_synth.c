@@ -30,11 +30,14 @@ struct synth_request {
 	long seed;
 	bool force;
 	enum eng_ffn_act act;
+	struct eng_synth_sparsity sp; /* --relu-sparsity, --dead-fraction */
+	bool stats;                   /* either was given */
 };
 
 static int write_llama2c(const struct synth_request *r, struct eng_error *err)
 {
-	return eng_synth_llama2c_act(r->out, r->shape, (uint64_t)r->seed, r->act, err);
+	return eng_synth_llama2c_sparse(r->out, r->shape, (uint64_t)r->seed, r->act,
+					r->stats ? &r->sp : NULL, err);
 }
 
 static int write_gguf(const struct synth_request *r, struct eng_error *err)
@@ -88,6 +91,14 @@ static void usage(FILE *f)
 		   "                  models get gate rows in clusters of 32 that are zero together\n"
 		   "                  on ~42%% of tokens (~50%% of activations are exactly zero), for\n"
 		   "                  generate --sparsity-map (engine/sparsity.h)\n"
+		   "  --relu-sparsity P  (relu/relu2, llama2c) aim live neurons' zero fraction at P:\n"
+		   "                  residual channel 0 is a constant 1 that gate rows weigh as a\n"
+		   "                  bias, set for a Gaussian pre-activation (the measured fraction\n"
+		   "                  differs: generate --report-line gives it). Published: ~90%%\n"
+		   "                  zeros in ReLU-fied Llama (ProSparse, Song et al. 2024)\n"
+		   "  --dead-fraction F  (relu/relu2, llama2c) neurons (chosen per row from the seed)\n"
+		   "                  with a -10 sigma bias: they never fire in practice, their rows\n"
+		   "                  are not zero (dead neurons: Voita et al. 2023, OPT)\n"
 		   "  --force         replace FILE when it exists (only a regular file is ever\n"
 		   "                  replaced: a device, a FIFO or a folder is refused)\n\n"
 		   "architectures (format, shapes, default quantization):\n");
@@ -153,7 +164,8 @@ static int move_into_place(const char *tmp, const struct synth_request *r)
 
 int mw_cmd_synth(int argc, char **argv)
 {
-	enum { O_ARCH = 256, O_SHAPE, O_SEED, O_QUANT, O_FORMAT, O_FORCE, O_ACT };
+	enum { O_ARCH = 256, O_SHAPE, O_SEED, O_QUANT, O_FORMAT, O_FORCE, O_ACT, O_RELU_SP,
+	       O_DEAD };
 	static const struct option longopts[] = {
 		{ "arch", required_argument, NULL, O_ARCH },
 		{ "shape", required_argument, NULL, O_SHAPE },
@@ -163,10 +175,12 @@ int mw_cmd_synth(int argc, char **argv)
 		{ "seed", required_argument, NULL, O_SEED },
 		{ "force", no_argument, NULL, O_FORCE },
 		{ "activation", required_argument, NULL, O_ACT },
+		{ "relu-sparsity", required_argument, NULL, O_RELU_SP },
+		{ "dead-fraction", required_argument, NULL, O_DEAD },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct synth_request r = { .arch = "llama", .seed = 1 };
+	struct synth_request r = { .arch = "llama", .seed = 1, .sp = { -1.0, 0.0 } };
 	int c;
 	optind = 1;
 	opterr = 0;
@@ -182,6 +196,15 @@ int mw_cmd_synth(int argc, char **argv)
 			if (eng_ffn_act_parse(optarg, &r.act) || r.act == ENG_ACT_GELU)
 				return mw_fail(MW_EXIT_USAGE, VERB,
 					       "--activation %s: give silu, relu or relu2", optarg);
+			break;
+		case O_RELU_SP:
+		case O_DEAD:
+			if (mw_parse_double(optarg, 0.0, 0.999,
+					    c == O_DEAD ? &r.sp.dead_fraction : &r.sp.relu_sparsity))
+				return mw_fail(MW_EXIT_USAGE, VERB, "--%s %s: give a fraction in "
+					       "[0, 0.999]", c == O_DEAD ? "dead-fraction" :
+					       "relu-sparsity", optarg);
+			r.stats = true;
 			break;
 		case O_SEED:
 			if (mw_parse_long(optarg, 0, INT64_MAX, &r.seed))
@@ -213,6 +236,9 @@ int mw_cmd_synth(int argc, char **argv)
 			       "choice (use --format gguf)", w->format);
 	if (!r.quant)
 		r.quant = w->default_quant;
+	if (r.stats && (w->write != write_llama2c || r.act == ENG_ACT_SILU))
+		return mw_fail(MW_EXIT_USAGE, VERB, "--relu-sparsity and --dead-fraction need "
+			       "--activation relu or relu2 and the llama2c format");
 
 	int code = target_check(&r);
 	if (code)
