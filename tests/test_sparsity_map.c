@@ -1,0 +1,298 @@
+/* tests/test_sparsity_map.c: static sparsity maps (engine/sparsity_map.c, the session's
+ * static skipping and its verify mode) and the synthetic activation statistics
+ * (eng_synth_llama2c_sparse). A map calibrated on some prompts runs other prompts with the
+ * same greedy ids as the dense run, and the bytes it saves are recomputed here from the
+ * activations and the map; a map made wrong on purpose has its misses counted exactly; map
+ * files round-trip and bad ones are refused naming the file and the field. */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "engine.h"
+#include "test.h"
+
+#define STEPS 16
+
+static char dir[] = "/tmp/mw-test-sparsity-map-XXXXXX";
+
+struct seen {
+	const struct eng_sparsity_map *map; /* static map in use, or NULL */
+	struct eng_sparsity_map *count;     /* calibration: neurons fired */
+	uint64_t row_bytes;                 /* an F32 gate or up row: dim floats */
+	int dim, last_layer;
+	uint64_t zero, zero_blocks_bytes, dead, fired_last;
+	bool sparse;
+	int steps;
+};
+
+static void on_act(void *ctx, int layer, const float *act, int n)
+{
+	struct seen *s = ctx;
+	if (s->count)
+		for (int r = 0; r < n; r++)
+			s->count->fired[(size_t)layer * (size_t)n + (size_t)r] += act[r] != 0.0f;
+	for (int r = 0; r < n; r++) {
+		s->zero += act[r] == 0.0f;
+		s->dead += s->map && eng_sparsity_map_dead(s->map, layer, r);
+		s->fired_last += layer == s->last_layer && act[r] != 0.0f;
+	}
+	for (int k = 0; k * 32 < n; k++) { /* the down projection's 32-column blocks */
+		int c1 = (k + 1) * 32 < n ? (k + 1) * 32 : n, z = 0;
+		for (int c = k * 32; c < c1; c++)
+			z += act[c] == 0.0f;
+		if (z == c1 - k * 32)
+			s->zero_blocks_bytes += (uint64_t)s->dim * (uint64_t)(c1 - k * 32) * 4;
+	}
+}
+
+static void on_token(void *ctx, int pos, int token, const struct eng_step_bytes *b)
+{
+	struct seen *s = ctx;
+	(void)pos;
+	(void)token;
+	if (s->sparse) {
+		/* F32, plain rows: a dead neuron's gate row, a zero activation's up row, and the
+		 * down projection's all-zero blocks are not read. */
+		T_EQ_U64(b->gate_rows_skipped, s->dead);
+		T_EQ_U64(b->up_rows_skipped, s->zero);
+		T_EQ_U64(b->weights_skipped,
+			 s->zero_blocks_bytes + (s->dead + s->zero) * s->row_bytes);
+	}
+	s->zero = s->zero_blocks_bytes = s->dead = 0;
+	s->steps++;
+}
+
+/* Runs prompt (n ids) then greedy steps to STEPS positions, or with force feeds force[] at
+ * every position (teacher forcing). Returns the summed map_misses. */
+static uint64_t run(struct eng_model *m, const struct eng_session_options *base,
+		    struct seen *seen, const int *prompt, int n, const int *force, int *ids)
+{
+	const struct eng_model_info *info = eng_model_info(m);
+	struct eng_hooks hooks = { .ctx = seen, .token = on_token, .ffn_act = on_act };
+	struct eng_session_options opt = *base;
+	struct eng_session *s = NULL;
+	struct eng_error err;
+	uint64_t misses = 0;
+	opt.threads = 2;
+	opt.hooks = &hooks;
+	seen->sparse = opt.sparsity_map;
+	seen->map = opt.sparsity_static;
+	seen->dim = info->dim;
+	seen->row_bytes = (uint64_t)info->dim * 4;
+	T_EQ_INT(eng_session_new(&s, m, &opt, &err), 0);
+	if (!s)
+		return 0;
+	int token = prompt[0];
+	for (int pos = 0; pos < STEPS; pos++) {
+		const float *lg;
+		struct eng_step_bytes b;
+		T_EQ_INT(eng_session_step(s, token, pos, &lg, &b), 0);
+		misses += b.map_misses;
+		int best = 0;
+		for (int i = 1; i < info->vocab_size; i++)
+			if (lg[i] > lg[best])
+				best = i;
+		if (ids)
+			ids[pos] = best;
+		token = force ? force[pos + 1 < STEPS ? pos + 1 : pos]
+		      : pos + 1 < n ? prompt[pos + 1] : best;
+	}
+	eng_session_free(s);
+	return misses;
+}
+
+static void write_text(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	T_ASSERT(f != NULL);
+	if (f) {
+		fputs(text, f);
+		fclose(f);
+	}
+}
+
+/* A bad map file is refused with the file and the field named. */
+static void check_bad(const char *path, const char *text, const struct eng_model_info *info,
+		      const char *field)
+{
+	struct eng_sparsity_map *m = NULL;
+	struct eng_error err;
+	write_text(path, text);
+	T_ASSERT(eng_sparsity_map_load(&m, path, info, &err) == -EINVAL);
+	T_ASSERT(m == NULL);
+	T_EQ_STR(err.source, path);
+	T_CONTAINS(err.text, field);
+}
+
+static void check_files(const struct eng_sparsity_map *map, const struct eng_model_info *info)
+{
+	char p[256];
+	struct eng_sparsity_map *back = NULL;
+	struct eng_error err;
+	snprintf(p, sizeof(p), "%s/map.txt", dir);
+	T_EQ_INT(eng_sparsity_map_save(map, p, &err), 0);
+	T_EQ_INT(eng_sparsity_map_load(&back, p, info, &err), 0);
+	if (back) {
+		T_EQ_U64(back->tokens, map->tokens);
+		T_ASSERT(!memcmp(back->fired, map->fired, (size_t)map->n_layers *
+				 (size_t)map->hidden_dim * sizeof(uint32_t)));
+	}
+	eng_sparsity_map_free(back);
+	char text[4096];
+	snprintf(text, sizeof(text), "memwall-sparsity-map 1\nlayers %d hidden %d dim %d tokens 9\n",
+		 info->n_layers, info->hidden_dim + 1, info->dim);
+	check_bad(p, text, info, "'hidden'");
+	snprintf(text, sizeof(text), "memwall-sparsity-map 1\nlayers %d hidden %d dim %d tokens 9\n",
+		 info->n_layers + 1, info->hidden_dim, info->dim);
+	check_bad(p, text, info, "'layers'");
+	/* truncated: the header and half of layer 0 */
+	snprintf(text, sizeof(text), "memwall-sparsity-map 1\nlayers %d hidden %d dim %d tokens 9\n"
+		 "layer 0 1 2 3\n", info->n_layers, info->hidden_dim, info->dim);
+	check_bad(p, text, info, "line 3");
+	snprintf(text, sizeof(text), "memwall-sparsity-map 1\nlayers %d hidden %d dim %d tokens 9\n",
+		 info->n_layers, info->hidden_dim, info->dim);
+	check_bad(p, text, info, "'layer 0'");
+	check_bad(p, "hello\n", info, "not a sparsity map");
+	unlink(p);
+}
+
+/* The synthetic statistics: no options give eng_synth_llama2c_act's bytes; the options are
+ * in the header's marker. */
+static void check_synth(void)
+{
+	char a[256], b[256];
+	struct eng_error err;
+	snprintf(a, sizeof(a), "%s/a.bin", dir);
+	snprintf(b, sizeof(b), "%s/b.bin", dir);
+	T_EQ_INT(eng_synth_llama2c_act(a, "stories260K", 5, ENG_ACT_RELU, &err), 0);
+	T_EQ_INT(eng_synth_llama2c_sparse(b, "stories260K", 5, ENG_ACT_RELU, NULL, &err), 0);
+	FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+	int ca, cb;
+	bool same = fa && fb;
+	while (same && (ca = fgetc(fa)) != EOF) {
+		cb = fgetc(fb);
+		same = ca == cb;
+	}
+	T_ASSERT(same && fgetc(fb) == EOF);
+	if (fa)
+		fclose(fa);
+	if (fb)
+		fclose(fb);
+	struct eng_synth_sparsity sp = { 0.9, 0.25 };
+	T_EQ_INT(eng_synth_llama2c_sparse(b, "stories260K", 5, ENG_ACT_RELU, &sp, &err), 0);
+	char head[256] = { 0 };
+	fb = fopen(b, "rb");
+	T_ASSERT(fb && fread(head, 1, sizeof(head) - 1, fb) == sizeof(head) - 1);
+	if (fb)
+		fclose(fb);
+	for (size_t i = 0; i < sizeof(head) - 1; i++)
+		head[i] = head[i] ? head[i] : ' ';
+	T_CONTAINS(head, "relu_sparsity=0.900 dead_fraction=0.250");
+	struct eng_synth_sparsity bad = { 0.5, 1.0 };
+	T_ASSERT(eng_synth_llama2c_sparse(b, "stories260K", 5, ENG_ACT_RELU, &bad, &err) < 0);
+	T_ASSERT(eng_synth_llama2c_sparse(b, "stories260K", 5, ENG_ACT_SILU, &sp, &err) < 0);
+	unlink(a);
+	unlink(b);
+}
+
+int main(void)
+{
+	struct eng_error err;
+	char p[256];
+	if (!mkdtemp(dir))
+		return 1;
+	check_synth();
+
+	/* stories260K, ReLU, 30% dead neurons, live ones aimed at 80% zeros. */
+	snprintf(p, sizeof(p), "%s/relu.bin", dir);
+	struct eng_synth_sparsity sp = { 0.8, 0.3 };
+	T_EQ_INT(eng_synth_llama2c_sparse(p, "stories260K", 2, ENG_ACT_RELU, &sp, &err), 0);
+	struct eng_model *m = NULL;
+	T_EQ_INT(eng_model_open(&m, p, NULL, &err), 0);
+	if (!m)
+		return t_done();
+	const struct eng_model_info *info = eng_model_info(m);
+	struct eng_sparsity_map *map = eng_sparsity_map_new(info->n_layers, info->hidden_dim,
+							    info->dim);
+	T_ASSERT(map != NULL);
+	if (!map)
+		return t_done();
+
+	/* Calibration: 24 prompts of 4 ids, STEPS positions each (dense). */
+	struct eng_session_options dense = { 0 };
+	struct seen cal = { .count = map, .last_layer = -1 };
+	for (int k = 0; k < 24; k++) {
+		int prompt[4] = { 1, 3 + 17 * k % 500, 7 + 29 * k % 500, 11 + 5 * k % 500 };
+		run(m, &dense, &cal, prompt, 4, NULL, NULL);
+	}
+	map->tokens = (uint64_t)cal.steps;
+	uint64_t dead = 0;
+	for (int l = 0; l < info->n_layers; l++)
+		for (int r = 0; r < info->hidden_dim; r++)
+			dead += eng_sparsity_map_dead(map, l, r);
+	fprintf(stderr, "calibrated %d tokens: %llu of %d neurons dead\n", cal.steps,
+		(unsigned long long)dead, info->n_layers * info->hidden_dim);
+	T_ASSERT(dead > 0);
+	check_files(map, info);
+
+	/* Other prompts: the static map's ids are the dense run's; bytes recomputed in
+	 * on_token; with verify, the misses are counted (and the output unchanged). */
+	struct eng_session_options st = { .sparsity_map = true, .sparsity_static = map };
+	struct eng_session_options ver = st;
+	ver.sparsity_verify = true;
+	for (int k = 0; k < 3; k++) {
+		int prompt[3] = { 1, 400 + 3 * k, 250 + 11 * k }, id_d[STEPS], id_s[STEPS],
+		    id_v[STEPS];
+		struct seen sd = { .last_layer = -1 }, ss = sd, sv = sd;
+		run(m, &dense, &sd, prompt, 3, NULL, id_d);
+		run(m, &st, &ss, prompt, 3, NULL, id_s);
+		uint64_t misses = run(m, &ver, &sv, prompt, 3, NULL, id_v);
+		fprintf(stderr, "prompt %d: %llu misses over %d steps\n", k,
+			(unsigned long long)misses, STEPS);
+		for (int i = 0; i < STEPS; i++) {
+			T_EQ_INT(id_s[i], id_d[i]);
+			T_EQ_INT(id_v[i], id_s[i]);
+		}
+	}
+
+	/* A wrong map: every neuron of the last layer dead. Fed the same tokens, the last
+	 * layer's gate sees what it sees without a static map (the earlier layers compute the
+	 * same), so the misses are the activations that fired there in that run. */
+	struct eng_sparsity_map *wrong = eng_sparsity_map_new(info->n_layers, info->hidden_dim,
+							      info->dim);
+	T_ASSERT(wrong != NULL);
+	if (wrong) {
+		wrong->tokens = 1;
+		for (size_t i = 0; i < (size_t)(info->n_layers - 1) * (size_t)info->hidden_dim; i++)
+			wrong->fired[i] = 1;
+		int force[STEPS];
+		for (int i = 0; i < STEPS; i++)
+			force[i] = i ? 100 + 13 * i : 1;
+		struct eng_session_options on = { .sparsity_map = true };
+		struct eng_session_options wv = { .sparsity_map = true, .sparsity_static = wrong,
+						  .sparsity_verify = true };
+		struct seen so = { .last_layer = info->n_layers - 1 }, sw = so;
+		run(m, &on, &so, force, STEPS, force, NULL);
+		uint64_t misses = run(m, &wv, &sw, force, STEPS, force, NULL);
+		fprintf(stderr, "wrong map: %llu misses, %llu last-layer activations fired\n",
+			(unsigned long long)misses, (unsigned long long)so.fired_last);
+		T_ASSERT(so.fired_last > 0);
+		T_EQ_U64(misses, so.fired_last);
+		T_EQ_U64(sw.fired_last, 0); /* the map's neurons were taken as zero */
+		/* a map of another shape is refused by the session */
+		struct eng_sparsity_map *other = eng_sparsity_map_new(info->n_layers, 8, info->dim);
+		struct eng_session_options so2 = { .sparsity_map = true, .sparsity_static = other };
+		struct eng_session *s = NULL;
+		T_ASSERT(other && eng_session_new(&s, m, &so2, &err) == -EINVAL);
+		eng_sparsity_map_free(other);
+	}
+	eng_sparsity_map_free(wrong);
+	eng_sparsity_map_free(map);
+	eng_model_close(m);
+	unlink(p);
+	rmdir(dir);
+	return t_done();
+}
