@@ -326,6 +326,13 @@ int eng_sparsity_map_load(struct eng_sparsity_map **out, const char *path,
 /* Writes m to path atomically (a temporary file beside it, renamed over it). */
 int eng_sparsity_map_save(const struct eng_sparsity_map *m, const char *path,
 			  struct eng_error *err);
+/* AIOS's R5, a frequency-ordered layout: writes to out (atomically) a copy of the llama2.c
+ * "ak42" v1 model in with each layer's FFN neurons (w1 and w3 rows, w2 columns: a
+ * function-preserving permutation) ordered by m's firing counts, most first, so neurons
+ * that fire together share the down projection's blocks. A synthetic marker gets
+ * " ffn_order=frequency". */
+int eng_sparsity_reorder_llama2c(const char *in, const char *out,
+				 const struct eng_sparsity_map *m, struct eng_error *err);
 /* Whether neuron r of layer l is dead in m (never fired in calibration). */
 static inline bool eng_sparsity_map_dead(const struct eng_sparsity_map *m, int l, int r)
 {

@@ -24,7 +24,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: memwall sparsity-calibrate -m MODEL --prompts FILE -o MAP [-n STEPS]\n"
-		"                                  [-z TOKENIZER] [-t THREADS]\n\n"
+		"                                  [-z TOKENIZER] [-t THREADS] [--reorder OUT]\n\n"
 		"The calibration pass of a static sparsity map (ReLU models): runs each prompt of\n"
 		"FILE from position 0, then STEPS greedy tokens after it, and writes MAP: per layer,\n"
 		"on how many of the tokens each FFN neuron's activation was nonzero. Neurons that\n"
@@ -37,7 +37,12 @@ static void usage(FILE *f)
 		"  -o, --output MAP      the map to write (atomically)\n"
 		"  -n, --steps N         greedy tokens after each prompt (default 32)\n"
 		"  -z, --tokenizer FILE  for text lines: llama2.c tokenizer.bin or a GGUF file\n"
-		"  -t, --threads N       threads (default 1)\n");
+		"  -t, --threads N       threads (default 1)\n"
+		"      --reorder OUT     also write OUT, a copy of the model (llama2.c ak42 v1) with\n"
+		"                        each layer's FFN neurons ordered by their firing counts, most\n"
+		"                        first (w1/w3 rows, w2 columns: the function is unchanged):\n"
+		"                        AIOS's R5 frequency-ordered layout, for measuring what it\n"
+		"                        does to block-granularity skipping\n");
 }
 
 struct calib {
@@ -177,10 +182,11 @@ int mw_cmd_sparsity_calibrate(int argc, char **argv)
 		{ "steps", required_argument, NULL, 'n' },
 		{ "tokenizer", required_argument, NULL, 'z' },
 		{ "threads", required_argument, NULL, 't' },
+		{ "reorder", required_argument, NULL, 'R' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *model = NULL, *prompts = NULL, *out = NULL, *tokpath = NULL;
+	const char *model = NULL, *prompts = NULL, *out = NULL, *tokpath = NULL, *reorder = NULL;
 	long steps = 32, threads = 1;
 	struct eng_model *m = NULL;
 	struct eng_tokenizer *tok = NULL;
@@ -195,6 +201,7 @@ int mw_cmd_sparsity_calibrate(int argc, char **argv)
 		case 'P': prompts = optarg; break;
 		case 'o': out = optarg; break;
 		case 'z': tokpath = optarg; break;
+		case 'R': reorder = optarg; break;
 		case 'n':
 			if (mw_parse_long(optarg, 0, 1L << 20, &steps))
 				return mw_fail(MW_EXIT_USAGE, VERB, "-n %s: give a count >= 0", optarg);
@@ -243,6 +250,14 @@ int mw_cmd_sparsity_calibrate(int argc, char **argv)
 		goto out;
 	}
 	summary_print(c.map, out);
+	if (reorder) {
+		if (eng_sparsity_reorder_llama2c(model, reorder, c.map, &err)) {
+			rc = mw_fail(MW_EXIT_USAGE, VERB, "--reorder: %s: %s", err.source, err.text);
+			goto out;
+		}
+		fprintf(stderr, "memwall %s: wrote %s: FFN neurons ordered by firing frequency\n",
+			VERB, reorder);
+	}
 out:
 	eng_session_free(c.session);
 	eng_sparsity_map_free(c.map);
