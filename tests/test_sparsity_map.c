@@ -198,6 +198,125 @@ static void check_synth(void)
 	unlink(b);
 }
 
+/* Quantized models (GGUF q8_0 and q4_0; plain, and repacked into x8 where this CPU has the
+ * kernels): a static map made here (the last layer's neurons 0..15 and every other four dead)
+ * run teacher-forced with verify. The bytes skipped are recomputed from the activations and
+ * the map: gate rows of dead units, up rows of all-zero units, the down projection's all-zero
+ * 32-column blocks (a unit: a row, or an x8 group of eight, which the map skips only when all
+ * eight are dead); the misses are the dead neurons that fired in the run without the map. */
+struct qseen {
+	const struct eng_sparsity_map *map;
+	uint64_t row_bytes, block_bytes; /* a gate/up row; 32 columns of one down row */
+	int dim, layers;
+	bool x8_ok;
+	uint64_t g1, g8, u1, u8, down, fired_dead;
+	bool checked;
+};
+
+static void q_act(void *ctx, int layer, const float *act, int n)
+{
+	struct qseen *s = ctx;
+	for (int g = 0; g < n; g += 8) {
+		int dead = 0, zero = 0;
+		for (int r = g; r < g + 8 && r < n; r++) {
+			bool d = s->map && eng_sparsity_map_dead(s->map, layer, r);
+			dead += d;
+			zero += act[r] == 0.0f;
+			s->fired_dead += layer == s->layers - 1 && (r < 16 || (r / 4) % 2 == 0) &&
+					 act[r] != 0.0f;
+		}
+		s->g1 += (uint64_t)dead;
+		s->g8 += dead == 8 ? 8 : 0;
+		s->u1 += (uint64_t)zero;
+		s->u8 += zero == 8 ? 8 : 0;
+	}
+	for (int k = 0; k * 32 < n; k++) {
+		int z = 0;
+		for (int c = k * 32; c < (k + 1) * 32 && c < n; c++)
+			z += act[c] == 0.0f;
+		s->down += z == 32 ? (uint64_t)s->dim * s->block_bytes : 0;
+	}
+}
+
+static void q_token(void *ctx, int pos, int token, const struct eng_step_bytes *b)
+{
+	struct qseen *s = ctx;
+	(void)pos;
+	(void)token;
+	if (s->map) {
+		bool x8 = s->x8_ok && b->gate_rows_skipped == s->g8 && b->up_rows_skipped == s->u8;
+		T_EQ_U64(b->gate_rows_skipped, x8 ? s->g8 : s->g1);
+		T_EQ_U64(b->up_rows_skipped, x8 ? s->u8 : s->u1);
+		T_EQ_U64(b->weights_skipped,
+			 s->down + (b->gate_rows_skipped + b->up_rows_skipped) * s->row_bytes);
+		s->checked = true;
+	}
+	s->g1 = s->g8 = s->u1 = s->u8 = s->down = 0;
+}
+
+static uint64_t q_run(struct eng_model *m, const struct eng_sparsity_map *map, struct qseen *qs,
+		      const int *force)
+{
+	struct eng_hooks hooks = { .ctx = qs, .token = q_token, .ffn_act = q_act };
+	struct eng_session_options opt = { .threads = 2, .hooks = &hooks, .sparsity_map = true,
+					   .sparsity_static = map, .sparsity_verify = map != NULL };
+	struct eng_session *s = NULL;
+	struct eng_error err;
+	uint64_t misses = 0;
+	qs->map = map;
+	T_EQ_INT(eng_session_new(&s, m, &opt, &err), 0);
+	for (int pos = 0; s && pos < STEPS; pos++) {
+		const float *lg;
+		struct eng_step_bytes b;
+		T_EQ_INT(eng_session_step(s, force[pos], pos, &lg, &b), 0);
+		misses += b.map_misses;
+	}
+	eng_session_free(s);
+	return misses;
+}
+
+static void check_quant(const char *quant, uint64_t block_bytes, enum eng_load_mode load)
+{
+	char p[256];
+	struct eng_error err;
+	struct eng_model *m = NULL;
+	snprintf(p, sizeof(p), "%s/q.gguf", dir);
+	T_EQ_INT(eng_synth_gguf_act(p, "llama", "llama-tiny", quant, 4, ENG_ACT_RELU, &err), 0);
+	struct eng_model_options mo = { .load = load };
+	T_EQ_INT(eng_model_open(&m, p, &mo, &err), 0);
+	if (!m)
+		return;
+	const struct eng_model_info *info = eng_model_info(m);
+	struct eng_sparsity_map *map = eng_sparsity_map_new(info->n_layers, info->hidden_dim,
+							    info->dim);
+	T_ASSERT(map != NULL);
+	if (!map)
+		return;
+	map->tokens = 1;
+	for (int l = 0; l < info->n_layers; l++)
+		for (int r = 0; r < info->hidden_dim; r++)
+			map->fired[(size_t)l * (size_t)info->hidden_dim + (size_t)r] =
+				l < info->n_layers - 1 || !(r < 16 || (r / 4) % 2 == 0);
+	int force[STEPS];
+	for (int i = 0; i < STEPS; i++)
+		force[i] = i ? 40 + 7 * i : 1;
+	struct qseen base = { .row_bytes = (uint64_t)info->dim / 32 * block_bytes,
+			      .block_bytes = block_bytes, .dim = info->dim,
+			      .layers = info->n_layers, .x8_ok = load == ENG_LOAD_REPACK };
+	struct qseen off = base, on = base;
+	q_run(m, NULL, &off, force);
+	uint64_t misses = q_run(m, map, &on, force);
+	fprintf(stderr, "%s %s: %llu misses, %llu dead activations fired without the map\n",
+		quant, eng_load_mode_name(load), (unsigned long long)misses,
+		(unsigned long long)off.fired_dead);
+	T_ASSERT(on.checked);
+	T_ASSERT(off.fired_dead > 0);
+	T_EQ_U64(misses, off.fired_dead);
+	eng_sparsity_map_free(map);
+	eng_model_close(m);
+	unlink(p);
+}
+
 int main(void)
 {
 	struct eng_error err;
@@ -205,6 +324,10 @@ int main(void)
 	if (!mkdtemp(dir))
 		return 1;
 	check_synth();
+	check_quant("q8_0", 34, ENG_LOAD_MMAP);
+	check_quant("q8_0", 34, ENG_LOAD_REPACK);
+	check_quant("q4_0", 18, ENG_LOAD_MMAP);
+	check_quant("q4_0", 18, ENG_LOAD_REPACK);
 
 	/* stories260K, ReLU, 30% dead neurons, live ones aimed at 80% zeros. */
 	snprintf(p, sizeof(p), "%s/relu.bin", dir);
