@@ -283,6 +283,7 @@ struct eng_session_options {
 	 * keep the block map (a quant block cannot be transposed without requantizing). */
 	bool sparsity_neuron;
 	/* With sparsity_map: a static map from a calibration pass (eng_sparsity_map_load):
+	 * on one-token steps (a prefill pass of several tokens runs dense, as the map does),
 	 * the neurons it marks dead have their gate and up rows and down columns skipped
 	 * without being computed. Not exact by construction. Borrowed; must outlive the
 	 * session. sparsity_verify computes the skipped gate rows anyway and counts in

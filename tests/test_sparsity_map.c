@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "engine.h"
+#include "run.h"
 #include "test.h"
 
 #define STEPS 16
@@ -317,6 +318,62 @@ static void check_quant(const char *quant, uint64_t block_bytes, enum eng_load_m
 	unlink(p);
 }
 
+/* The command line: sparsity-calibrate writes a map of the tokens it ran, generate takes it
+ * (and says map_misses= with --sparsity-verify) and refuses a bad one naming file and field. */
+static void check_cli(const char *model, const struct eng_model_info *info)
+{
+	char prompts[256], map[256], bad[256], arg[300], badarg[300];
+	snprintf(prompts, sizeof(prompts), "%s/prompts.txt", dir);
+	snprintf(map, sizeof(map), "%s/cli.map", dir);
+	snprintf(bad, sizeof(bad), "%s/bad.map", dir);
+	write_text(prompts, "ids:1,5,9\n\nids:1,7\n");
+	const char *cal[] = { "memwall", "sparsity-calibrate", "-m", model, "--prompts", prompts,
+			      "-o", map, "-n", "4", NULL };
+	struct t_output o = t_run(cal);
+	T_EQ_INT(o.status, 0);
+	struct eng_sparsity_map *m = NULL;
+	struct eng_error err;
+	T_EQ_INT(eng_sparsity_map_load(&m, map, info, &err), 0);
+	if (m)
+		T_EQ_U64(m->tokens, (3 + 4) + (2 + 4)); /* each prompt, then 4 greedy tokens */
+	eng_sparsity_map_free(m);
+	free(o.out);
+	free(o.err);
+
+	snprintf(arg, sizeof(arg), "--sparsity-map=%s", map);
+	const char *ver[] = { "memwall", "generate", "-m", model, "-n", "4", "--temperature", "0",
+			      "--ids", "--report-line", arg, "--sparsity-verify", NULL };
+	o = t_run(ver);
+	T_EQ_INT(o.status, 0);
+	T_CONTAINS(o.err, "static_map=1");
+	T_CONTAINS(o.err, "map_misses=");
+	free(o.out);
+	free(o.err);
+
+	char text[256];
+	snprintf(text, sizeof(text), "memwall-sparsity-map 1\nlayers %d hidden %d dim %d tokens 9\n",
+		 info->n_layers, info->hidden_dim + 1, info->dim);
+	write_text(bad, text);
+	snprintf(badarg, sizeof(badarg), "--sparsity-map=%s", bad);
+	const char *gb[] = { "memwall", "generate", "-m", model, "-n", "4", "--ids", badarg, NULL };
+	o = t_run(gb);
+	T_EQ_INT(o.status, 2);
+	T_CONTAINS(o.err, bad);
+	T_CONTAINS(o.err, "'hidden'");
+	free(o.out);
+	free(o.err);
+	const char *nv[] = { "memwall", "generate", "-m", model, "-n", "4", "--ids",
+			     "--sparsity-map", "--sparsity-verify", NULL };
+	o = t_run(nv);
+	T_EQ_INT(o.status, 2);
+	T_CONTAINS(o.err, "--sparsity-map=MAP");
+	free(o.out);
+	free(o.err);
+	unlink(prompts);
+	unlink(map);
+	unlink(bad);
+}
+
 int main(void)
 {
 	struct eng_error err;
@@ -448,6 +505,7 @@ int main(void)
 		eng_model_close(mo);
 	}
 	unlink(q);
+	check_cli(p, info);
 	eng_sparsity_map_free(map);
 	eng_model_close(m);
 	unlink(p);
