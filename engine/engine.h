@@ -522,6 +522,12 @@ int eng_synth_gguf(const char *path, const char *arch, const char *shape, const 
  * llama.feed_forward_activation). Only llama takes ReLU or ReLU^2 (-EINVAL otherwise). */
 int eng_synth_gguf_act(const char *path, const char *arch, const char *shape, const char *quant,
 		       uint64_t seed, enum eng_ffn_act act, struct eng_error *err);
+/* The same with eng_synth_llama2c_sparse's activation statistics (sp may be NULL: the bytes
+ * of eng_synth_gguf_act), written as memwall.synthetic.bias_channel, .relu_sparsity and
+ * .dead_fraction. The embedding's column 0 holds the channel's 1 in the embedding's type. */
+int eng_synth_gguf_sparse(const char *path, const char *arch, const char *shape,
+			  const char *quant, uint64_t seed, enum eng_ffn_act act,
+			  const struct eng_synth_sparsity *sp, struct eng_error *err);
 /* What eng_synth_gguf would write, without writing it: every tensor in file order with its
  * type, shape and bytes (data NULL); info.weight_bytes sums them. *out is new, freed with
  * eng_tensor_table_free. */

@@ -55,60 +55,21 @@ static int write_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
-/* The bias channel (engine.h, eng_synth_llama2c_sparse): residual channel 0 holds
- * BIAS_CHANNEL in every layer, and gate row r's weight on it is its bias. */
-#define BIAS_CHANNEL 1.0f
-#define DEAD_SIGMAS 10.0
-
-/* Phi^-1(p) by bisection on the normal CDF 0.5 erfc(-z / sqrt 2): enough for a bias. */
-static double normal_quantile(double p)
-{
-	double lo = -10.0, hi = 10.0;
-	for (int i = 0; i < 80; i++) {
-		double mid = 0.5 * (lo + hi);
-		if (0.5 * erfc(-mid / sqrt(2.0)) < p)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	return 0.5 * (lo + hi);
-}
-
-/* Whether neuron r of layer l is one of the dead_fraction chosen from the seed. */
-static bool dead_neuron(const struct eng_synth_sparsity *sp, uint64_t seed, int l, uint64_t r)
-{
-	uint64_t m = seed ^ 0xd1b54a32d192ed03ull ^ ((uint64_t)l << 40) ^ r * 0x94d049bb133111ebull;
-	return sp && (double)(eng_splitmix64(&m) >> 11) * 0x1.0p-53 < sp->dead_fraction;
-}
-
-/* The gate bias of layer l: -z sigma R_l / BIAS_CHANNEL makes P(pre-activation <= 0) = P for
- * a pre-activation w . x of standard deviation sigma R_l (sigma: a gate row's per-weight
- * std, shared and per-row parts; R_l: the norm of the residual's other channels before layer
- * l's FFN). R_l is modelled, not measured: the embedding's dim (0.02)^2 plus l + 1/2
- * attention outputs of dim (0.02^2 dim)^2 each (wo times v, each std 0.02 over dim inputs
- * of a normed vector); on seed 1 stories15M ReLU it is within 5% of the measured
- * 1.44, 2.33, 3.03, 3.62, 4.09, 4.53 (layers 0-5). */
-static float gate_bias(const struct l2c_config *c, int l, double z)
-{
-	double d = c->dim, sigma = hypot(SPARSE_SHARED_STD, SPARSE_NOISE_STD);
-	double att = 0.02 * 0.02 * d, r2 = d * 0.02 * 0.02 + ((double)l + 0.5) * d * att * att;
-	return (float)(-z * sigma * sqrt(r2) / BIAS_CHANNEL);
-}
-
 /* A ReLU model's w1 (layer, hidden_dim, dim), row by row (sparsity.h's clustered rows), with
  * sp the bias channel's weights in column 0. */
 static int write_gate(int fd, float *buf, const struct l2c_config *c, uint64_t seed,
 		      const struct eng_synth_sparsity *sp)
 {
-	double z = sp && sp->relu_sparsity >= 0.0 ? normal_quantile(sp->relu_sparsity) : 0.0;
+	double z = synth_bias_z(sp);
 	for (int l = 0; l < c->n_layers; l++)
 		for (int r = 0; r < c->hidden_dim; r++) {
 			if (eng_cancelled())
 				return -ECANCELED;
 			synth_gate_row(buf, (size_t)c->dim, seed, l, (uint64_t)r);
 			if (sp)
-				buf[0] = gate_bias(c, l, dead_neuron(sp, seed, l, (uint64_t)r)
-							 ? DEAD_SIGMAS : z);
+				buf[0] = synth_gate_bias(c->dim, l, synth_dead_neuron(sp, seed, l,
+										      (uint64_t)r)
+								   ? SYNTH_DEAD_SIGMAS : z);
 			int rc = write_all(fd, buf, (size_t)c->dim * sizeof(float));
 			if (rc)
 				return rc;
@@ -116,8 +77,8 @@ static int write_gate(int fd, float *buf, const struct l2c_config *c, uint64_t s
 	return 0;
 }
 
-/* The bias channel's fixes to values [i0, i0 + n) of tensor t: the embedding's column 0
- * is BIAS_CHANNEL, wo's and w2's row 0 of each layer zero. */
+/* The bias channel's fixes (sparsity.h) to values [i0, i0 + n) of tensor t: the
+ * embedding's column 0 is SYNTH_BIAS_CHANNEL, wo's and w2's row 0 of each layer zero. */
 static void bias_channel(float *buf, size_t n, uint64_t i0, enum l2c_tensor t,
 			 const struct l2c_config *c)
 {
@@ -125,7 +86,7 @@ static void bias_channel(float *buf, size_t n, uint64_t i0, enum l2c_tensor t,
 	for (size_t i = 0; i < n; i++) {
 		uint64_t k = i0 + i;
 		if (t == L2C_TOKEN_EMBEDDING && k % d == 0)
-			buf[i] = BIAS_CHANNEL;
+			buf[i] = SYNTH_BIAS_CHANNEL;
 		else if ((t == L2C_WO || t == L2C_W2) && k % (d * cols) < cols)
 			buf[i] = 0.0f;
 	}

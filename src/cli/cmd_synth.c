@@ -42,8 +42,8 @@ static int write_llama2c(const struct synth_request *r, struct eng_error *err)
 
 static int write_gguf(const struct synth_request *r, struct eng_error *err)
 {
-	return eng_synth_gguf_act(r->out, r->arch, r->shape, r->quant, (uint64_t)r->seed, r->act,
-				  err);
+	return eng_synth_gguf_sparse(r->out, r->arch, r->shape, r->quant, (uint64_t)r->seed,
+				     r->act, r->stats ? &r->sp : NULL, err);
 }
 
 /* SIGINT and SIGTERM set this; the engine's writers check it between chunks (eng_cancel_hook)
@@ -91,12 +91,12 @@ static void usage(FILE *f)
 		   "                  models get gate rows in clusters of 32 that are zero together\n"
 		   "                  on ~42%% of tokens (~50%% of activations are exactly zero), for\n"
 		   "                  generate --sparsity-map (engine/sparsity.h)\n"
-		   "  --relu-sparsity P  (relu/relu2, llama2c) aim live neurons' zero fraction at P:\n"
+		   "  --relu-sparsity P  (relu/relu2) aim live neurons' zero fraction at P:\n"
 		   "                  residual channel 0 is a constant 1 that gate rows weigh as a\n"
 		   "                  bias, set for a Gaussian pre-activation (the measured fraction\n"
 		   "                  differs: generate --report-line gives it). Published: ~90%%\n"
 		   "                  zeros in ReLU-fied Llama (ProSparse, Song et al. 2024)\n"
-		   "  --dead-fraction F  (relu/relu2, llama2c) neurons (chosen per row from the seed)\n"
+		   "  --dead-fraction F  (relu/relu2) neurons (chosen per row from the seed)\n"
 		   "                  with a -10 sigma bias: they never fire in practice, their rows\n"
 		   "                  are not zero (dead neurons: Voita et al. 2023, OPT)\n"
 		   "  --force         replace FILE when it exists (only a regular file is ever\n"
@@ -236,9 +236,9 @@ int mw_cmd_synth(int argc, char **argv)
 			       "choice (use --format gguf)", w->format);
 	if (!r.quant)
 		r.quant = w->default_quant;
-	if (r.stats && (w->write != write_llama2c || r.act == ENG_ACT_SILU))
+	if (r.stats && r.act == ENG_ACT_SILU)
 		return mw_fail(MW_EXIT_USAGE, VERB, "--relu-sparsity and --dead-fraction need "
-			       "--activation relu or relu2 and the llama2c format");
+			       "--activation relu or relu2");
 
 	int code = target_check(&r);
 	if (code)
