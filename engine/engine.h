@@ -122,6 +122,15 @@ int eng_model_open(struct eng_model **out, const char *path, const struct eng_mo
 void eng_model_close(struct eng_model *m);
 /* Borrowed; valid until eng_model_close. */
 const struct eng_model_info *eng_model_info(const struct eng_model *m);
+/* Canonical + delta storage (issue 18 R3, engine/alias.h): the layers first..last that share
+ * canonical weights, the canonicals' bytes (each once), the deltas' bytes, and the bytes a
+ * dense twin would read for those layers' matrices instead (the canonical's type, per layer).
+ * false (and *out zeroed) for a model stored whole. */
+struct eng_canonical_info {
+	int first, last;
+	uint64_t canonical_bytes, delta_bytes, dense_bytes;
+};
+bool eng_model_canonical(const struct eng_model *m, struct eng_canonical_info *out);
 
 /* ---- Tensor table ----------------------------------------------------------------------------
  * (engine/tensors.c) Every tensor of a model with its type, shape, bytes in the file and bytes
@@ -151,6 +160,12 @@ struct eng_tensor {
 			      * table once, as the classifier's read */
 	const void *data;    /* its bytes, borrowed from the model or file; NULL for a table
 			      * built from a description */
+	/* Canonical + delta files (engine/alias.h): a delta "blk.N.K.delta" points at its
+	 * canonical "canonical.K.weight" in the same table (the layer's weight is their sum,
+	 * eng_tensor_weight_row); a canonical counts the deltas that use it, and its step_bytes
+	 * are file_bytes x that count (read once per layer). NULL / 0 otherwise. */
+	const struct eng_tensor *canonical;
+	int canonical_users;
 };
 
 struct eng_tensor_table {
@@ -186,6 +201,9 @@ void eng_tensor_table_free(struct eng_tensor_table *t);
 /* Dequantizes row `row` of tensor t (t->cols floats) into out. -EINVAL for a tensor without
  * data or a row past the end, -ENOTSUP for a type memwall cannot dequantize. */
 int eng_tensor_dequantize(const struct eng_tensor *t, uint64_t row, float *out);
+/* Row `row` of the layer weight t stands for: eng_tensor_dequantize's, plus its canonical's
+ * row for a delta tensor (W_l = W_c + D_l). tmp holds t->cols floats. */
+int eng_tensor_weight_row(const struct eng_tensor *t, uint64_t row, float *out, float *tmp);
 /* "embedding", "attention", ... Static storage. */
 const char *eng_tensor_class_name(enum eng_tensor_class c);
 
@@ -226,6 +244,15 @@ struct eng_step_bytes {
 	uint64_t weights;  /* every weight byte the step read, embedding row included (with a
 			    * sparsity map, less the bytes it skipped) */
 	uint64_t weights_skipped; /* weight bytes a sparsity map let the step skip (not read) */
+	/* Canonical + delta models (engine/alias.h): weights counts a canonical once per layer
+	 * that uses it with that layer's delta (the bytes the matmuls touch); weights_unique
+	 * counts each canonical once per step, plus every delta and every other weight: what
+	 * DRAM would serve if the canonicals stayed in the last-level cache between the layers
+	 * that share them (true only when they fit it: compare eng_model_canonical_bytes with
+	 * eng_llc_size). Equal to weights for any other model. With a sparsity map it takes
+	 * each canonical's repeats out whole, so it undercounts by the canonical down-projection
+	 * blocks one layer skipped and another read. */
+	uint64_t weights_unique;
 	/* The FFN activations that fed the down projections (llama: every layer's hb): how many
 	 * were exactly zero, and the down projection's column blocks (the skip granularity:
 	 * max(32, the weight's block size) columns across every row) that were all zero, which a
@@ -528,6 +555,30 @@ int eng_synth_gguf_act(const char *path, const char *arch, const char *shape, co
 int eng_synth_gguf_sparse(const char *path, const char *arch, const char *shape,
 			  const char *quant, uint64_t seed, enum eng_ffn_act act,
 			  const struct eng_synth_sparsity *sp, struct eng_error *err);
+/* Canonical + delta weights (issue 18 R3, engine/alias.h): the layers first..last share one
+ * canonical W_c per matrix kind and each stores a delta D_l, W_l = W_c + D_l. */
+struct eng_canonical_delta {
+	double rel_std;         /* std(D_l) / std(W_c); 0 means ENG_CD_REL_STD */
+	const char *delta_type; /* ggml type name of the deltas; NULL or "auto": per base type
+				 * (f32/f16 -> q8_0, q8_0/q5_0/q4_0 -> q4_0, q4_K -> q2_K,
+				 * q5_K -> q3_K, q6_K -> q4_K) */
+	bool dense;             /* write the dense twin: each W_l whole, in the model's types */
+	int first, last;        /* the shared layers; first < 0: the contract's core zone,
+				 * floor(0.4 L) .. floor(0.6 L) */
+};
+/* 0.05: the adjacent shared layers' cosine is 1 / (1 + 0.05^2) = 0.9975, above the core
+ * zone's 0.95 threshold, and ||D_l|| / ||W_c|| = 5 %, below the contract's 10 %. */
+#define ENG_CD_REL_STD 0.05
+/* SPEC: comma-separated "rel=R" (0 < R <= 1), "delta=TYPE", "layers=A-B", "dense" or "split"
+ * (the default); NULL or "" gives the defaults. -EINVAL with err naming the item. */
+int eng_canonical_delta_parse(const char *spec, struct eng_canonical_delta *out,
+			      struct eng_error *err);
+/* eng_synth_gguf_act writing a canonical + delta model (cd: the split form, or with
+ * cd->dense its dense twin), metadata memwall.canonical_delta.* (engine/alias.h). -EINVAL
+ * for layers outside the model, a delta type no row length divides, a bad rel_std. */
+int eng_synth_gguf_cd(const char *path, const char *arch, const char *shape, const char *quant,
+		      uint64_t seed, enum eng_ffn_act act, const struct eng_canonical_delta *cd,
+		      struct eng_error *err);
 /* What eng_synth_gguf would write, without writing it: every tensor in file order with its
  * type, shape and bytes (data NULL); info.weight_bytes sums them. *out is new, freed with
  * eng_tensor_table_free. */

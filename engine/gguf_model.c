@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alias.h"
 #include "gguf.h"
 #include "gguf_model.h"
 #include "model.h"
@@ -231,6 +232,26 @@ static int bind_one(const struct eng_gguf *g, const struct bind *b, int layer,
 	return 0;
 }
 
+/* A layer whose matrices share a canonical (alias.h): binds b's canonical once, at the first
+ * such layer, and layer l's delta, each checked as bind_one checks the whole matrix. */
+static int bind_split(const struct eng_gguf *g, const struct bind *b, int l,
+		      const uint64_t x[X_COUNT], struct eng_model *m, struct eng_error *err,
+		      uint64_t *bytes)
+{
+	char canon[ENG_GGUF_MAX_NAME + 16], delta[ENG_GGUF_MAX_NAME + 16];
+	int k = alias_kind(b->field), rc;
+	if (k < 0)
+		return 0;
+	alias_names(b->name, canon, delta);
+	struct bind cb = *b, db = *b;
+	cb.name = canon;
+	db.name = delta;
+	if (l == m->alias->first &&
+	    (rc = bind_one(g, &cb, l, x, alias_canon_slot(m->alias, k), m->path, err, bytes)))
+		return rc;
+	return bind_one(g, &db, l, x, alias_delta_slot(m->alias, l, k), m->path, err, bytes);
+}
+
 /* ENG_LOAD_REPACK: the matrices to put in the x8 layout, in the unsealed copy: those whose
  * type this CPU's best quant table has an x8 kernel for, with whole groups of eight rows. */
 struct repack_job {
@@ -287,7 +308,7 @@ static void *repack_worker(void *arg)
 static int repack(struct eng_model *m, const struct eng_gguf *g, const char *path,
 		  struct eng_error *err)
 {
-	size_t cap = (size_t)m->info.n_layers * LAYER_MATS + 2;
+	size_t cap = (size_t)m->info.n_layers * LAYER_MATS * 2 + 2 + ALIAS_KINDS;
 	struct repack_job *j = calloc(1, sizeof(*j) + cap * sizeof(j->mats[0]));
 	if (!j)
 		return eng_error_set(err, -ENOMEM, path, ENG_NO_OFFSET, "out of memory");
@@ -303,6 +324,10 @@ static int repack(struct eng_model *m, const struct eng_gguf *g, const char *pat
 		for (size_t i = 0; i < LAYER_MATS; i++)
 			repack_add(j, mats[i]);
 	}
+	/* Canonicals (once) and deltas; the covered layers' views get the flag in alias_finish */
+	struct eng_mat *am;
+	for (size_t i = 0; (am = alias_mat(m->alias, m->info.n_layers, i)); i++)
+		repack_add(j, am);
 	cpu_set_t set;
 	int cpus = sched_getaffinity(0, sizeof(set), &set) ? 1 : CPU_COUNT(&set);
 	pthread_t th[8];
@@ -442,7 +467,12 @@ static int bind_tensors(struct eng_model *m, const struct eng_gguf *g,
 		for (int l = 0; l < ((b->flags & B_LAYER) ? in->n_layers : 1); l++) {
 			void *dst = (b->flags & B_LAYER) ? (char *)&m->layers[l] + b->field
 							 : (char *)m + b->field;
-			if ((rc = bind_one(g, b, l, x, dst, path, err, &read_bytes)))
+			if ((b->flags & B_LAYER) && !(b->flags & B_VECTOR) &&
+			    alias_covers(m->alias, l))
+				rc = bind_split(g, b, l, x, m, err, &read_bytes);
+			else
+				rc = bind_one(g, b, l, x, dst, path, err, &read_bytes);
+			if (rc)
 				return rc;
 		}
 	}
@@ -475,10 +505,12 @@ int eng_gguf_model_load(struct eng_model *m, const struct eng_model_options *opt
 	if (!(ad = find_arch(m->gguf, m->path, &rc, err)))
 		return rc;
 	m->arch = ad->arch;
-	if ((rc = read_hparams(m, m->gguf, ad, err)) || (rc = bind_tensors(m, m->gguf, ad, err)))
+	if ((rc = read_hparams(m, m->gguf, ad, err)) || (rc = alias_open(m, m->gguf, err)) ||
+	    (rc = bind_tensors(m, m->gguf, ad, err)))
 		return rc;
 	if (opt->load == ENG_LOAD_REPACK && (rc = repack(m, m->gguf, m->path, err)))
 		return rc;
+	alias_finish(m);
 	if ((rc = eng_gguf_seal(m->gguf, err)))
 		return rc;
 	m->info.format = ENG_FORMAT_GGUF;

@@ -291,6 +291,7 @@ void eng_model_close(struct eng_model *m)
 	if (m->gguf)
 		eng_gguf_close(m->gguf);
 	free(m->layers);
+	free(m->alias); /* one allocation (alias.h) */
 	free(m);
 }
 

@@ -16,6 +16,7 @@
 #include "engine.h"
 
 struct eng_gguf;
+struct eng_alias;
 
 /* Views into the model's mapping (never copies); rows are the outputs of each projection,
  * as llama2.c stores them: y = W x with W row-major (rows, cols). */
@@ -42,6 +43,9 @@ struct eng_mat {
 	int rows, cols;
 	size_t row_bytes; /* of a row in the plain layout */
 	bool x8;          /* rows interleaved by eight (quants.h), by ENG_LOAD_REPACK */
+	/* Canonical + delta (alias.h): this is the shared canonical W_c and the layer's weight
+	 * is W_c + *delta (same shape, its own type); NULL for a matrix stored whole. */
+	const struct eng_mat *delta;
 };
 
 /* One block's tensors; what an architecture does not have stays NULL. */
@@ -86,6 +90,7 @@ struct eng_model {
 	const float *out_norm_b;    /* (dim) falcon's output LayerNorm bias, else NULL */
 	struct eng_mat output;      /* (vocab, dim); the same view as token_embd when tied */
 	struct eng_layer *layers;   /* (n_layers), owned */
+	struct eng_alias *alias;    /* canonical + delta layers (alias.h), owned; NULL if none */
 	struct eng_gguf *gguf;      /* GGUF models: owns the mapping (map stays MAP_FAILED) */
 	/* llama2.c: the whole file, PROT_READ; MAP_SHARED of the file, or with the copying load
 	 * modes an anonymous copy in 2 MiB pages; MAP_FAILED when unmapped */

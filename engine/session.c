@@ -43,6 +43,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "alias.h"
 #include "kernels.h"
 #include "model.h"
 #include "pool.h"
@@ -87,6 +88,8 @@ struct worker {
 	/* This pass's sparse FFN counts over the rows this thread claimed (engine.h's
 	 * eng_step_bytes): gate and up rows skipped, their bytes, static-map misses. */
 	uint64_t gate_skip, up_skip, row_skip_bytes, misses;
+	float *dy;                    /* (chunk, widest output) a delta's product (alias.h);
+				       * NULL for a model without canonical + delta layers */
 };
 
 /* What differs between architectures (model.h's enum eng_arch); the table is below the
@@ -289,14 +292,20 @@ static void mat_row1(const struct eng_session *s, struct worker *w, enum act_vec
 				 (size_t)b);
 }
 
-/* mat_row1 for each token of the pass, rows ldy and ldx floats apart. */
+/* mat_row1 for each token of the pass, rows ldy and ldx floats apart. A canonical + delta
+ * matrix (alias.h) adds D x, a second pass of the same kernels over the same quantized x. */
 static void mat_rows(const struct eng_session *s, struct worker *w, enum act_vec vec, float *y,
 		     size_t ldy, const struct eng_mat *m, const float *x, size_t ldx, int a, int b)
 {
-	if (s->n_tok > 1)
-		mat_rows_tokens(s, w, vec, y, ldy, m, x, ldx, a, b);
-	else
-		mat_row1(s, w, vec, y, m, x, a, b);
+	for (const struct eng_mat *p = m; p; p = p->delta) {
+		float *out = p == m ? y : w->dy;
+		if (s->n_tok > 1)
+			mat_rows_tokens(s, w, vec, out, ldy, p, x, ldx, a, b);
+		else
+			mat_row1(s, w, vec, out, p, x, a, b);
+		if (p != m)
+			alias_add(y, w->dy, ldy, s->n_tok, a, b);
+	}
 }
 
 /* RMSNorm (Zhang and Sennrich 2019): x / sqrt(mean(x^2) + eps) * w, the sum in double as
@@ -675,6 +684,14 @@ static void down_sparse(const struct eng_session *s, struct worker *w, const str
 			 ? NULL
 			 : act_get(s, w, VEC_HB, s->hb, m->cols, krn_type_traits(m->type)->vec_dot_type);
 	sparse_rows(s->ops, s->qops, s->y2, m, s->hb, xq, w->nz, a, b);
+	if (m->delta) { /* canonical + delta (alias.h): the delta's same blocks */
+		xq = m->delta->type == KRN_TYPE_F32
+		     ? NULL
+		     : act_get(s, w, VEC_HB, s->hb, m->cols,
+			       krn_type_traits(m->delta->type)->vec_dot_type);
+		sparse_rows(s->ops, s->qops, w->dy, m->delta, s->hb, xq, w->nz, a, b);
+		alias_add(s->y2, w->dy, (size_t)s->dim, 1, a, b);
+	}
 }
 
 /* Rows [a, b) of m (one token, x vector `vec`), computed in runs of units holding a row that
@@ -684,7 +701,7 @@ static uint64_t rows_live(const struct eng_session *s, struct worker *w, enum ac
 			  float *y, const struct eng_mat *m, const float *x, const uint8_t *live,
 			  int a, int b)
 {
-	int g = m->x8 ? KRN_X8 : 1;
+	int g = m->x8 || (m->delta && m->delta->x8) ? KRN_X8 : 1;
 	uint64_t skipped = 0;
 	for (int r = a; r < b;) {
 		int r1 = r;
@@ -697,8 +714,8 @@ static uint64_t rows_live(const struct eng_session *s, struct worker *w, enum ac
 				break;
 			r1 = u1;
 		}
-		if (r1 > r)
-			mat_row1(s, w, vec, y, m, x, r, r1);
+		if (r1 > r) /* mat_rows: a canonical + delta matrix adds its delta's rows */
+			mat_rows(s, w, vec, y, (size_t)s->hidden_dim, m, x, (size_t)s->dim, r, r1);
 		if (r1 >= b)
 			break;
 		int u1 = imin(r1 + g, b); /* a dead unit */
@@ -708,6 +725,12 @@ static uint64_t rows_live(const struct eng_session *s, struct worker *w, enum ac
 		r = u1;
 	}
 	return skipped;
+}
+
+/* One row of m as a step reads it: a canonical + delta matrix's row and its delta's. */
+static uint64_t row_bytes(const struct eng_mat *m)
+{
+	return m->row_bytes + (m->delta ? m->delta->row_bytes : 0);
 }
 
 /* Gate and up rows [a, b) of one token with a sparsity map: the static map's dead neurons'
@@ -723,7 +746,8 @@ static void ffn_up_sparse(struct eng_session *s, struct worker *w, int l, int a,
 	for (int r = a; r < b; r++)
 		live[r] = !s->smap || !eng_sparsity_map_dead(s->smap, l, r);
 	if (s->smap && s->sverify) {
-		mat_row1(s, w, VEC_XN, s->hb2, &L->w_gate, w->xn, a, b);
+		mat_rows(s, w, VEC_XN, s->hb2, (size_t)s->hidden_dim, &L->w_gate, w->xn,
+			 (size_t)s->dim, a, b);
 		for (int r = a; r < b; r++)
 			w->misses += !live[r] && s->hb2[r] > 0.0f;
 	}
@@ -738,7 +762,7 @@ static void ffn_up_sparse(struct eng_session *s, struct worker *w, int l, int a,
 		s->hb[r] = live[r] ? sparse_glu(act, s->hb[r], s->hb2[r]) : 0.0f;
 	w->gate_skip += gate;
 	w->up_skip += up;
-	w->row_skip_bytes += gate * L->w_gate.row_bytes + up * L->w_up.row_bytes;
+	w->row_skip_bytes += gate * row_bytes(&L->w_gate) + up * row_bytes(&L->w_up);
 }
 
 /* The down projection's rows [a, b) from its transposed copy wt (hidden_dim rows of dim):
@@ -804,7 +828,9 @@ static void layer_llama(struct eng_session *s, struct worker *w, int tid, int l)
 			if (sparse && wt)
 				s->skipped_bytes += zero * (uint64_t)s->dim * sizeof(float);
 			else if (sparse)
-				s->skipped_bytes += sparse_skipped_bytes(&L->w_down, w->nz);
+				s->skipped_bytes += sparse_skipped_bytes(&L->w_down, w->nz) +
+						    (L->w_down.delta /* canonical + delta */
+						     ? sparse_skipped_bytes(L->w_down.delta, w->nz) : 0);
 		}
 	}
 	while (take_rows(s, work + WORK_DOWN, s->dim, &a, &b)) {
@@ -920,6 +946,7 @@ static void pass_bytes(const struct eng_session *s, struct eng_step_bytes *b)
 	b->weights = b->by_phase[ENG_PHASE_ATTENTION] + b->by_phase[ENG_PHASE_FFN] +
 		     b->by_phase[ENG_PHASE_CLASSIFIER];
 	b->weights_skipped += s->skipped_bytes;
+	b->weights_unique = b->weights - (s->m->alias ? s->m->alias->reuse_bytes : 0);
 	if (s->m->arch == ENG_ARCH_LLAMA && n == 1) {
 		const struct eng_mat *down = &s->m->layers[0].w_down;
 		b->act_zero = s->act_zero;
@@ -1009,6 +1036,7 @@ int eng_session_prefill(struct eng_session *s, const int *tokens, int n, int pos
 static void bytes_add(struct eng_step_bytes *sum, const struct eng_step_bytes *b)
 {
 	sum->weights += b->weights;
+	sum->weights_unique += b->weights_unique;
 	sum->kv_read += b->kv_read;
 	sum->kv_write += b->kv_write;
 	for (int k = 0; k < ENG_PHASE_COUNT; k++)
@@ -1132,9 +1160,12 @@ static const char *kernel_names(char *buf, size_t len)
 }
 
 /* Bytes of a matrix as a step reads it: all of it. */
+/* A canonical + delta matrix reads both (the canonical's bytes once per layer that uses it:
+ * touched bytes; eng_step_bytes.weights_unique takes the repeats out). */
 static uint64_t mat_bytes(const struct eng_mat *m)
 {
-	return m->data ? (uint64_t)m->rows * m->row_bytes : 0;
+	return m->data ? (uint64_t)m->rows * m->row_bytes + (m->delta ? mat_bytes(m->delta) : 0)
+		       : 0;
 }
 
 static uint64_t vec_bytes(const float *v, int n)
@@ -1283,6 +1314,12 @@ static int alloc_buffers(struct eng_session *s, size_t kv_cells, struct eng_erro
 			}
 			w->h16 = alloc_aligned((size_t)(s->q_dim + s->ctx_len), sizeof(uint16_t));
 			w->nz = alloc_aligned((size_t)s->hidden_dim, 1);
+			if (m->alias && !(w->dy = alloc_aligned(c * (size_t)imax(longest,
+									     s->qkv_dim),
+								 sizeof(float)))) {
+				rc = -ENOMEM;
+				break;
+			}
 			w->live = alloc_aligned((size_t)s->hidden_dim, 1);
 			if (!w->xn || !w->act || !w->h16 || !w->nz || !w->live) {
 				rc = -ENOMEM;
@@ -1350,12 +1387,13 @@ static int sparse_setup(struct eng_session *s, const struct eng_session_options 
 		return 0;
 	for (int l = 0; l < s->n_layers; l++) {
 		const struct eng_mat *d = &m->layers[l].w_down;
-		if (d->type != KRN_TYPE_F32 || d->x8)
+		if (d->type != KRN_TYPE_F32 || d->x8 || d->delta)
 			return eng_error_set(err, -ENOTSUP, m->path, ENG_NO_OFFSET,
 					     "per-neuron sparsity needs F32 down projections "
-					     "(layer %d's is %s): use the block map "
-					     "(--sparsity-map without --sparsity-neuron)",
-					     l, krn_type_traits(d->type)->name);
+					     "without a canonical + delta split (layer %d's is "
+					     "%s%s): use the block map (--sparsity-map without "
+					     "--sparsity-neuron)", l, krn_type_traits(d->type)->name,
+					     d->delta ? " + delta" : "");
 	}
 	s->down_t = calloc((size_t)(unsigned)s->n_layers, sizeof(float *));
 	if (!s->down_t)
@@ -1436,6 +1474,7 @@ void eng_session_free(struct eng_session *s)
 			free(s->workers[t].h16);
 			free(s->workers[t].nz);
 			free(s->workers[t].live);
+			free(s->workers[t].dy);
 		}
 	if (s->down_t)
 		for (int l = 0; l < s->n_layers; l++)

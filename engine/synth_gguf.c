@@ -21,6 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "alias.h"
 #include "quants.h"
 #include "rng.h"
 #include "shapes.h"
@@ -37,6 +38,8 @@
 
 struct job {
 	const struct eng_plan_tensor *t;
+	const struct alias_out *o; /* what t stands for (a canonical + delta role, alias.h) */
+	float rel_std;
 	uint64_t seed;
 	size_t tensor;     /* index in the plan, part of every row's seed */
 	uint64_t r0, r1;   /* rows this worker fills */
@@ -63,7 +66,9 @@ static void fill_row(const struct job *j, uint64_t r)
 	float a = j->t->fill == ENG_FILL_NORM	? NORM_SPREAD
 		  : j->t->fill == ENG_FILL_BIAS ? BIAS_SPREAD
 						: MATRIX_STD * sqrtf(3.0f);
-	if (j->relu_gate)
+	if (j->o->role != ALIAS_PLAIN)
+		alias_row(j->row, j->o, j->seed, j->rel_std, r);
+	else if (j->relu_gate)
 		synth_gate_row(j->row, (size_t)j->t->ne[0], j->seed, j->t->layer, r);
 	else
 		for (uint64_t i = 0; i < j->t->ne[0]; i++)
@@ -95,12 +100,14 @@ static int cpu_count(void)
 	return n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : n;
 }
 
-/* Writes tensor i of the plan through w. */
-static int write_tensor(struct eng_gguf_writer *w, const struct eng_plan *p, size_t i,
+/* Writes tensor o (plan tensor o->index, or what alias.h makes of it) through w, with sp's
+ * bias channel (sparsity.h; NULL: none) in a model of width dim. */
+static int write_tensor(struct eng_gguf_writer *w, const struct alias_out *o, float rel_std,
 			uint64_t seed, enum eng_ffn_act act, const struct eng_synth_sparsity *sp,
-			int threads, unsigned char *out, float *rows)
+			int dim, int threads, unsigned char *out, float *rows)
 {
-	const struct eng_plan_tensor *t = &p->t[i];
+	const struct eng_plan_tensor *t = &o->t;
+	size_t i = o->index;
 	bool relu_gate = act != ENG_ACT_SILU && strstr(t->name, ".ffn_gate.");
 	int fix = !sp ? FIX_NONE
 		  : !strcmp(t->name, "token_embd.weight") ? FIX_EMBD
@@ -121,13 +128,14 @@ static int write_tensor(struct eng_gguf_writer *w, const struct eng_plan *p, siz
 		pthread_t tid[MAX_THREADS];
 		int started = 0, rc = 0;
 		for (int j = 0; j < k; j++)
-			jobs[j] = (struct job){ .t = t, .seed = seed, .tensor = i,
+			jobs[j] = (struct job){ .t = t, .o = o, .rel_std = rel_std, .seed = seed,
+						.tensor = i,
 						.r0 = first + n * (uint64_t)j / (uint64_t)k,
 						.r1 = first + n * (uint64_t)(j + 1) / (uint64_t)k,
 						.first = first, .row_bytes = row_bytes, .out = out,
 						.row = rows + (size_t)j * t->ne[0],
 						.relu_gate = relu_gate, .sp = sp, .fix = fix,
-						.z = synth_bias_z(sp), .dim = p->shape->dim };
+						.z = synth_bias_z(sp), .dim = dim };
 		for (int j = 1; j < k; j++) {
 			if (pthread_create(&tid[j], NULL, run_job, &jobs[j]))
 				break; /* the caller's thread does what no worker took */
@@ -348,8 +356,25 @@ static int write_sparsity_kv(struct eng_gguf_writer *w, const struct eng_synth_s
 	return eng_gguf_writer_kv(w, "memwall.synthetic.dead_fraction", &df);
 }
 
+/* memwall.canonical_delta.* (alias.h) */
+static int write_cd_metadata(struct eng_gguf_writer *w, const struct eng_plan *p,
+			     const struct eng_canonical_delta *cd)
+{
+	int L = p->shape->layers, first = cd->first >= 0 ? cd->first : 4 * L / 10,
+	    last = cd->first >= 0 ? cd->last : 6 * L / 10, rc;
+	const char *dt = cd->delta_type ? cd->delta_type : "auto";
+	if ((rc = eng_gguf_writer_kv_str(w, "memwall.canonical_delta.form",
+					 cd->dense ? "dense" : "split")) ||
+	    (rc = eng_gguf_writer_kv_u32(w, "memwall.canonical_delta.first", (uint32_t)first)) ||
+	    (rc = eng_gguf_writer_kv_u32(w, "memwall.canonical_delta.last", (uint32_t)last)) ||
+	    (rc = eng_gguf_writer_kv_f32(w, "memwall.canonical_delta.rel_std",
+					 (float)cd->rel_std)))
+		return rc;
+	return eng_gguf_writer_kv_str(w, "memwall.canonical_delta.delta_type", dt);
+}
+
 static int write_metadata(struct eng_gguf_writer *w, const struct eng_plan *p, uint64_t seed,
-			  enum eng_ffn_act act)
+			  enum eng_ffn_act act, const struct eng_canonical_delta *cd)
 {
 	const struct eng_shape *s = p->shape;
 	bool falcon = !strcmp(s->arch, "falcon");
@@ -357,7 +382,8 @@ static int write_metadata(struct eng_gguf_writer *w, const struct eng_plan *p, u
 	struct vocab v;
 	int rc;
 
-	snprintf(name, sizeof(name), "synthetic %s", s->name);
+	snprintf(name, sizeof(name), "synthetic %s%s", s->name,
+		 !cd ? "" : cd->dense ? " canonical+delta (dense twin)" : " canonical+delta");
 	struct eng_gguf_value yes = { .type = ENG_GGUF_BOOL, .b = true };
 	struct eng_gguf_value seed_v = { .type = ENG_GGUF_UINT64, .u = seed };
 	if ((rc = eng_gguf_writer_kv_str(w, "general.architecture", s->arch)) ||
@@ -376,6 +402,8 @@ static int write_metadata(struct eng_gguf_writer *w, const struct eng_plan *p, u
 	    (act != ENG_ACT_SILU &&
 	     (rc = eng_gguf_writer_kv_str(w, "llama.feed_forward_activation",
 					  eng_ffn_act_name(act)))))
+		return rc;
+	if (cd && (rc = write_cd_metadata(w, p, cd)))
 		return rc;
 	if (falcon) {
 		if ((rc = kv_arch_f32(w, s->arch, "attention.layer_norm_epsilon", 1e-5f)) ||
@@ -433,6 +461,10 @@ int eng_synth_gguf_plan(const char *arch, const char *shape, const char *quant,
 	return rc;
 }
 
+static int synth_gguf(const char *path, const char *arch, const char *shape, const char *quant,
+		      uint64_t seed, enum eng_ffn_act act, const struct eng_canonical_delta *cd,
+		      const struct eng_synth_sparsity *sp, struct eng_error *err);
+
 int eng_synth_gguf(const char *path, const char *arch, const char *shape, const char *quant,
 		   uint64_t seed, struct eng_error *err)
 {
@@ -442,14 +474,31 @@ int eng_synth_gguf(const char *path, const char *arch, const char *shape, const 
 int eng_synth_gguf_act(const char *path, const char *arch, const char *shape, const char *quant,
 		       uint64_t seed, enum eng_ffn_act act, struct eng_error *err)
 {
-	return eng_synth_gguf_sparse(path, arch, shape, quant, seed, act, NULL, err);
+	return synth_gguf(path, arch, shape, quant, seed, act, NULL, NULL, err);
+}
+
+int eng_synth_gguf_cd(const char *path, const char *arch, const char *shape, const char *quant,
+		      uint64_t seed, enum eng_ffn_act act, const struct eng_canonical_delta *cd,
+		      struct eng_error *err)
+{
+	return synth_gguf(path, arch, shape, quant, seed, act, cd, NULL, err);
 }
 
 int eng_synth_gguf_sparse(const char *path, const char *arch, const char *shape,
 			  const char *quant, uint64_t seed, enum eng_ffn_act act,
 			  const struct eng_synth_sparsity *sp, struct eng_error *err)
 {
+	return synth_gguf(path, arch, shape, quant, seed, act, NULL, sp, err);
+}
+
+/* eng_synth_gguf_cd and eng_synth_gguf_sparse: one of cd and sp, or neither. */
+static int synth_gguf(const char *path, const char *arch, const char *shape, const char *quant,
+		      uint64_t seed, enum eng_ffn_act act, const struct eng_canonical_delta *cd,
+		      const struct eng_synth_sparsity *sp, struct eng_error *err)
+{
 	struct eng_plan *p = NULL;
+	struct alias_out *o = NULL;
+	size_t n_out = 0;
 	struct eng_gguf_writer *w = NULL;
 	unsigned char *out = NULL;
 	float *rows = NULL;
@@ -470,11 +519,18 @@ int eng_synth_gguf_sparse(const char *path, const char *arch, const char *shape,
 				   "relu_sparsity below 1 and a dead_fraction in [0, 1)");
 		goto out;
 	}
+	if (cd && !(cd->rel_std > 0 && cd->rel_std <= 1)) {
+		rc = eng_error_set(err, -EINVAL, "", ENG_NO_OFFSET, "canonical + delta: rel_std "
+				   "%g must be in (0, 1]", cd->rel_std);
+		goto out;
+	}
+	if ((rc = alias_plan(p, cd, &o, &n_out, err)))
+		goto out;
 	uint64_t widest = 0, biggest_chunk = 0;
-	for (size_t i = 0; i < p->n; i++) {
-		uint64_t rb = krn_row_size(p->t[i].type, p->t[i].ne[0]);
+	for (size_t i = 0; i < n_out; i++) {
+		uint64_t rb = krn_row_size(o[i].t.type, o[i].t.ne[0]);
 		uint64_t chunk = rb > CHUNK_BYTES ? rb : CHUNK_BYTES / rb * rb;
-		widest = p->t[i].ne[0] > widest ? p->t[i].ne[0] : widest;
+		widest = o[i].t.ne[0] > widest ? o[i].t.ne[0] : widest;
 		biggest_chunk = chunk > biggest_chunk ? chunk : biggest_chunk;
 	}
 	out = malloc((size_t)biggest_chunk);
@@ -485,14 +541,15 @@ int eng_synth_gguf_sparse(const char *path, const char *arch, const char *shape,
 	}
 	if ((rc = eng_gguf_writer_new(&w, path, 0, err)))
 		goto out;
-	rc = write_metadata(w, p, seed, act);
+	rc = write_metadata(w, p, seed, act, cd);
 	if (!rc && sp)
 		rc = write_sparsity_kv(w, sp);
-	for (size_t i = 0; !rc && i < p->n; i++)
-		rc = eng_gguf_writer_tensor(w, p->t[i].name, p->t[i].type, p->t[i].n_dims,
-					    p->t[i].ne);
-	for (size_t i = 0; !rc && i < p->n; i++)
-		rc = write_tensor(w, p, i, seed, act, sp, threads, out, rows);
+	for (size_t i = 0; !rc && i < n_out; i++)
+		rc = eng_gguf_writer_tensor(w, o[i].t.name, o[i].t.type, o[i].t.n_dims,
+					    o[i].t.ne);
+	for (size_t i = 0; !rc && i < n_out; i++)
+		rc = write_tensor(w, &o[i], cd ? (float)cd->rel_std : 0.0f, seed, act, sp,
+				  p->shape->dim, threads, out, rows);
 	if (rc == -ECANCELED) { /* the temporary file goes with the writer, as below */
 		eng_error_set(err, rc, path, ENG_NO_OFFSET, "stopped by a signal while writing "
 			      "the model: the partial file was removed");
@@ -517,6 +574,7 @@ int eng_synth_gguf_sparse(const char *path, const char *arch, const char *shape,
 out:
 	eng_gguf_writer_abort(w);
 	eng_plan_free(p);
+	free(o);
 	free(out);
 	free(rows);
 	return rc;

@@ -210,6 +210,8 @@ static const struct {
 	{ "ffn_norm", ENG_TENSOR_NORM },
 	{ "attn_", ENG_TENSOR_ATTENTION },
 	{ "ffn_", ENG_TENSOR_FFN },
+	{ "canonical.attn_", ENG_TENSOR_ATTENTION }, /* canonical + delta (alias.h) */
+	{ "canonical.ffn_", ENG_TENSOR_FFN },
 };
 
 /* The layer of "blk.N.rest" (and *rest), or -1 with *rest = name. */
@@ -223,6 +225,32 @@ static int gguf_layer(const char *name, const char **rest)
 	}
 	return -1;
 }
+
+/* Canonical + delta files (engine/alias.h): each "blk.N.K.delta" gets its canonical
+ * "canonical.K.weight", and a canonical's step bytes are its bytes once per layer that reads
+ * it (the engine's touched bytes, engine/session.c). */
+static void link_canonicals(struct table *tb)
+{
+	for (size_t i = 0; i < tb->pub.n; i++) {
+		struct eng_tensor *d = &tb->pub.t[i];
+		const char *rest;
+		size_t len = strlen(d->name);
+		if (gguf_layer(d->name, &rest) < 0 || len < 6 || strcmp(d->name + len - 6, ".delta"))
+			continue;
+		char want[NAME_LEN];
+		snprintf(want, sizeof(want), "canonical.%.*s.weight",
+			 (int)(strlen(rest) - 6), rest);
+		for (size_t j = 0; j < tb->pub.n; j++) {
+			struct eng_tensor *c = &tb->pub.t[j];
+			if (strcmp(c->name, want) || c->rows != d->rows || c->cols != d->cols)
+				continue;
+			d->canonical = c;
+			c->step_bytes = (c->canonical_users++ ? c->step_bytes : 0) + c->file_bytes;
+			break;
+		}
+	}
+}
+
 
 /* An integer hyperparameter "ARCH.key". -ENOENT is an error only when required. */
 static int arch_int(const struct eng_gguf *g, const char *arch, const char *key, bool required,
@@ -332,6 +360,7 @@ int eng_tensors_from_gguf(const struct eng_gguf *g, const char *source,
 				   "tensor 'token_embd.weight' is missing: not a model file");
 		goto out;
 	}
+	link_canonicals(tb);
 	if (!have_output) { /* tied, as llama.cpp does when output.weight is absent */
 		in->shared_classifier = true;
 		table_add(tb, &(struct eng_tensor){ .type_id = embd->type_id, .layer = -1,
@@ -497,6 +526,18 @@ out:
 	if (g)
 		eng_gguf_close(g);
 	return rc;
+}
+
+int eng_tensor_weight_row(const struct eng_tensor *t, uint64_t row, float *out, float *tmp)
+{
+	int rc = eng_tensor_dequantize(t, row, out);
+	if (rc || !t->canonical)
+		return rc;
+	if ((rc = eng_tensor_dequantize(t->canonical, row, tmp)))
+		return rc;
+	for (uint64_t i = 0; i < t->cols; i++)
+		out[i] += tmp[i];
+	return 0;
 }
 
 int eng_tensor_dequantize(const struct eng_tensor *t, uint64_t row, float *out)

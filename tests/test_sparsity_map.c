@@ -439,6 +439,85 @@ static void check_cli(const char *model, const struct eng_model_info *info)
 	unlink(bad);
 }
 
+/* A canonical + delta model (layers 2..3 of stories15M q8_0 share a canonical, each with a
+ * q4_0 delta): a skipped up row is the canonical's row and the delta's, a skipped down block
+ * both matrices' 32 columns; greedy ids as dense. */
+struct cdseen {
+	uint64_t up, down;
+	bool checked;
+};
+
+static bool cd_layer(int layer)
+{
+	return layer >= 2 && layer <= 3;
+}
+
+static void cd_act(void *ctx, int layer, const float *act, int n)
+{
+	struct cdseen *s = ctx;
+	uint64_t row = 288 / 32 * (34 + (cd_layer(layer) ? 18 : 0)); /* q8_0 (+ q4_0) */
+	for (int r = 0; r < n; r++)
+		s->up += act[r] == 0.0f ? row : 0;
+	for (int k = 0; k * 32 < n; k++) {
+		int z = 0;
+		for (int c = k * 32; c < (k + 1) * 32; c++)
+			z += act[c] == 0.0f;
+		s->down += z == 32 ? 288u * (34u + (cd_layer(layer) ? 18u : 0u)) : 0;
+	}
+}
+
+static void cd_token(void *ctx, int pos, int token, const struct eng_step_bytes *b)
+{
+	struct cdseen *s = ctx;
+	(void)pos;
+	(void)token;
+	if (b->weights_skipped) {
+		T_EQ_U64(b->weights_skipped, s->up + s->down);
+		s->checked = true;
+	}
+	s->up = s->down = 0;
+}
+
+static void check_canonical_delta(void)
+{
+	char p[256];
+	struct eng_error err;
+	struct eng_model *m = NULL;
+	struct eng_canonical_delta cd = { .rel_std = 0.05, .delta_type = "q4_0", .first = 2,
+					  .last = 3 };
+	snprintf(p, sizeof(p), "%s/cd.gguf", dir);
+	T_EQ_INT(eng_synth_gguf_cd(p, "llama", "stories15M", "q8_0", 3, ENG_ACT_RELU, &cd, &err),
+		 0);
+	T_EQ_INT(eng_model_open(&m, p, NULL, &err), 0);
+	if (!m) {
+		fprintf(stderr, "%s\n", err.text);
+		return;
+	}
+	int ids[2][STEPS];
+	struct cdseen seen = { 0 };
+	for (int k = 0; k < 2; k++) {
+		struct eng_hooks h = { .ctx = &seen, .token = cd_token, .ffn_act = cd_act };
+		struct eng_session_options o = { .threads = 2, .hooks = &h, .sparsity_map = k };
+		struct eng_session *s = NULL;
+		T_EQ_INT(eng_session_new(&s, m, &o, &err), 0);
+		int token = 1;
+		for (int pos = 0; s && pos < STEPS; pos++) {
+			const float *lg;
+			T_EQ_INT(eng_session_step(s, token, pos, &lg, NULL), 0);
+			int best = 0;
+			for (int i = 1; i < eng_model_info(m)->vocab_size; i++)
+				best = lg[i] > lg[best] ? i : best;
+			ids[k][pos] = token = best;
+		}
+		eng_session_free(s);
+	}
+	T_ASSERT(seen.checked);
+	for (int i = 0; i < STEPS; i++)
+		T_EQ_INT(ids[1][i], ids[0][i]);
+	eng_model_close(m);
+	unlink(p);
+}
+
 int main(void)
 {
 	struct eng_error err;
@@ -450,6 +529,7 @@ int main(void)
 	check_quant("q8_0", 34, ENG_LOAD_REPACK);
 	check_quant("q4_0", 18, ENG_LOAD_MMAP);
 	check_quant("q4_0", 18, ENG_LOAD_REPACK);
+	check_canonical_delta();
 
 	/* stories260K, ReLU, 30% dead neurons, live ones aimed at 80% zeros. */
 	snprintf(p, sizeof(p), "%s/relu.bin", dir);

@@ -350,13 +350,35 @@ double mw_r3_threshold(int layer, int n_layers)
 	return 0.99;
 }
 
+/* The kind's length without a ".weight" or ".delta" suffix: a canonical + delta layer's
+ * "attn_q.delta" (engine/alias.h) pairs with its neighbour's "attn_q.weight". */
+static size_t kind_stem(const char *kind)
+{
+	size_t n = strlen(kind);
+	if (n > 7 && !strcmp(kind + n - 7, ".weight"))
+		return n - 7;
+	if (n > 6 && !strcmp(kind + n - 6, ".delta"))
+		return n - 6;
+	return n;
+}
+
+static bool same_kind(const char *a, const char *b)
+{
+	size_t n = kind_stem(a);
+	return n == kind_stem(b) && !memcmp(a, b, n);
+}
+
+/* Over the layers' weights as the engine runs them: a delta tensor's rows are canonical +
+ * delta (eng_tensor_weight_row), so a canonical + delta model's layers are compared as
+ * reconstructed. tmp holds a row. */
 static int cosine(const struct eng_tensor *a, const struct eng_tensor *b, float *ra, float *rb,
-		  double *out, double *delta_ratio)
+		  float *tmp, double *out, double *delta_ratio)
 {
 	double ab = 0, aa = 0, bb = 0, dd = 0;
 	int rc;
 	for (uint64_t r = 0; r < a->rows; r++) {
-		if ((rc = eng_tensor_dequantize(a, r, ra)) || (rc = eng_tensor_dequantize(b, r, rb)))
+		if ((rc = eng_tensor_weight_row(a, r, ra, tmp)) ||
+		    (rc = eng_tensor_weight_row(b, r, rb, tmp)))
 			return rc;
 		for (uint64_t i = 0; i < a->cols; i++) {
 			ab += (double)ra[i] * rb[i];
@@ -372,7 +394,7 @@ static int cosine(const struct eng_tensor *a, const struct eng_tensor *b, float 
 
 int mw_r3_measure(const struct eng_tensor_table *t, struct mw_r3 *out)
 {
-	float *ra = NULL, *rb = NULL;
+	float *ra = NULL, *rb = NULL, *tmp = NULL;
 	uint64_t max_cols = 0;
 	int rc = 0, L = t->info.n_layers;
 
@@ -388,7 +410,8 @@ int mw_r3_measure(const struct eng_tensor_table *t, struct mw_r3 *out)
 	out->pairs = calloc(t->n ? t->n : 1, sizeof(*out->pairs));
 	ra = malloc((max_cols ? max_cols : 1) * sizeof(float));
 	rb = malloc((max_cols ? max_cols : 1) * sizeof(float));
-	if (!out->pairs || !ra || !rb) {
+	tmp = malloc((max_cols ? max_cols : 1) * sizeof(float));
+	if (!out->pairs || !ra || !rb || !tmp) {
 		rc = -ENOMEM;
 		goto out;
 	}
@@ -398,17 +421,18 @@ int mw_r3_measure(const struct eng_tensor_table *t, struct mw_r3 *out)
 			continue;
 		for (size_t j = 0; j < t->n; j++) {
 			const struct eng_tensor *b = &t->t[j];
-			if (b->layer != a->layer + 1 || strcmp(kind_of(a->name), kind_of(b->name)) ||
+			if (b->layer != a->layer + 1 || !same_kind(kind_of(a->name), kind_of(b->name)) ||
 			    b->rows != a->rows || b->cols != a->cols)
 				continue;
 			struct mw_r3_pair *p = &out->pairs[out->n];
-			if ((rc = cosine(a, b, ra, rb, &p->cosine, &p->delta_ratio)))
+			if ((rc = cosine(a, b, ra, rb, tmp, &p->cosine, &p->delta_ratio)))
 				goto out;
 			p->threshold = mw_r3_threshold(b->layer, L);
 			p->aliasable = p->cosine >= p->threshold; /* false for NAN */
 			p->core = b->layer >= out->core_first && b->layer <= out->core_last;
 			p->step_bytes = b->step_bytes;
-			snprintf(p->kind, sizeof(p->kind), "%s", kind_of(a->name));
+			snprintf(p->kind, sizeof(p->kind), "%.*s", (int)kind_stem(kind_of(a->name)),
+				 kind_of(a->name));
 			p->layer = a->layer;
 			p->zone = L > 2 ? (enum mw_zone)(3 * a->layer / (L - 1)) : MW_ZONE_EARLY;
 			if (p->zone >= MW_ZONE_COUNT)
@@ -449,8 +473,41 @@ int mw_r3_measure(const struct eng_tensor_table *t, struct mw_r3 *out)
 out:
 	free(ra);
 	free(rb);
+	free(tmp);
 	if (rc)
 		mw_r3_free(out);
+	return rc;
+}
+
+int mw_r3_engine_measure(const char *model_path, struct mw_r3_engine *out,
+			 struct mw_error *err)
+{
+	struct eng_model *m = NULL;
+	struct eng_session *s = NULL;
+	struct eng_error e;
+	struct eng_step_bytes b;
+	const float *logits;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	eng_error_clear(&e);
+	struct eng_session_options so = { .threads = 1, .ctx_len = 8 };
+	if ((rc = eng_model_open(&m, model_path, NULL, &e)) ||
+	    (rc = eng_session_new(&s, m, &so, &e))) {
+		mw_error_set(err, rc, model_path, "", "%s", e.text);
+		goto out;
+	}
+	if ((rc = eng_session_step(s, ENG_TOKEN_BOS, 0, &logits, &b))) {
+		mw_error_set(err, rc, model_path, "", "the engine failed at position 0");
+		goto out;
+	}
+	out->canonical = eng_model_canonical(m, &out->info);
+	out->touched = b.weights;
+	out->unique = b.weights_unique;
+	out->dense = b.weights - out->info.delta_bytes;
+out:
+	eng_session_free(s);
+	eng_model_close(m);
 	return rc;
 }
 

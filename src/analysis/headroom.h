@@ -103,6 +103,18 @@ double mw_r3_threshold(int layer, int n_layers);
 int mw_r3_measure(const struct eng_tensor_table *t, struct mw_r3 *out);
 void mw_r3_free(struct mw_r3 *r);
 
+/* R3's engine side: one decode step of the model as the engine stores it (BOS at position 0,
+ * one thread), engine-accounted. For canonical + delta storage (engine/alias.h) the dense
+ * twin's bytes are the step's touched bytes less the deltas' (each shared layer's matrices
+ * read whole, in the canonical's type). */
+struct mw_r3_engine {
+	bool canonical;                   /* the model has canonical + delta layers */
+	struct eng_canonical_info info;
+	uint64_t touched, unique, dense;  /* eng_step_bytes weights, weights_unique; the twin's */
+};
+int mw_r3_engine_measure(const char *model_path, struct mw_r3_engine *out,
+			 struct mw_error *err);
+
 /* R4: one layer's activations at batch 1. */
 struct mw_r4 {
 	uint64_t contract_bytes;  /* (2 d_model + 4 d_ffn) x 2 B: the contract's formula */

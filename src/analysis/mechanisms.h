@@ -23,6 +23,7 @@ struct mw_mech_inputs {
 	const char *r1_reason;             /* why not, then */
 	const struct mw_r3 *r3;            /* NULL when R3 was not measured */
 	const char *r3_reason;
+	const struct mw_r3_engine *r3_engine; /* NULL when the engine did not run the model */
 	const struct mw_r4 *r4;
 	uint64_t l2, llc;                  /* 0: unknown */
 	bool manifest;

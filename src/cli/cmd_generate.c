@@ -433,6 +433,7 @@ struct gen {
 	/* ... and gate and up rows skipped, static-map misses (engine.h) */
 	uint64_t gate_sum, up_sum, miss_sum;
 	struct eng_sparsity_map *smap; /* --sparsity-map=MAP, or NULL */
+	uint64_t unique_sum; /* weights_unique (canonical + delta models) */
 };
 
 /* Encodes -p or --prompt-ids after BOS into g->prompt, and shortens -n to what the model's
@@ -518,6 +519,7 @@ static int generate_tokens(struct gen *g)
 			g->kv_read_sum += g->bytes.kv_read;
 			g->weights_sum += g->bytes.weights;
 			g->skipped_sum += g->bytes.weights_skipped;
+			g->unique_sum += g->bytes.weights_unique;
 			g->zero_sum += g->bytes.act_zero;
 			g->act_sum += g->bytes.act_total;
 			g->zblocks_sum += g->bytes.down_blocks_zero;
@@ -567,6 +569,25 @@ static int logits_close(struct gen *g)
 	return 0;
 }
 
+/* Canonical + delta models (engine/alias.h, issue 18 R3): the canonicals' bytes against the
+ * last-level cache, and both per-token figures against the dense twin's, which reads each
+ * shared layer's matrices whole in the canonical's type instead of canonical + delta. */
+static void report_canonical(const struct gen *g, double touched, double unique)
+{
+	struct eng_canonical_info ci;
+	uint64_t llc = 0;
+	if (!eng_model_canonical(g->model, &ci))
+		return;
+	bool llc_known = eng_llc_size(&llc, NULL, 0) == 0 && llc > 0;
+	double dense = touched - (double)ci.delta_bytes;
+	fprintf(stderr, " canonical_layers=%d-%d canonical_bytes=%" PRIu64 " delta_bytes=%" PRIu64
+		" dense_twin_bytes_per_token=%.0f touched_saving=%.4f unique_saving=%.4f"
+		" llc_bytes=%" PRIu64 " canonical_fits_llc=%s",
+		ci.first, ci.last, ci.canonical_bytes, ci.delta_bytes, dense,
+		(dense - touched) / dense, (dense - unique) / dense, llc,
+		!llc_known ? "unknown" : ci.canonical_bytes <= llc ? "yes" : "no");
+}
+
 /* The --report-line's engine-accounted line ("memwall-bytes: engine_bytes_per_token=N ..."), per decode step (the last step's when the
  * prompt's were the only ones): weight bytes read and skipped, the exact-zero fraction of
  * the FFN activations, and the fraction of down-projection blocks that were all zero (what a
@@ -586,6 +607,10 @@ static void report_bytes(const struct gen *g)
 	if (acts)
 		fprintf(stderr, " ffn_zero_fraction=%.4f down_blocks_zero_fraction=%.4f",
 			(double)zero / (double)acts, blocks ? (double)zb / (double)blocks : 0.0);
+	double unique = steps ? (double)g->unique_sum / (double)steps
+			      : (double)g->bytes.weights_unique;
+	fprintf(stderr, " weights_unique_per_token=%.0f", unique);
+	report_canonical(g, weights, unique);
 	if (!g->a.sparsity_map)
 		return;
 	double n = steps ? (double)steps : 1.0;

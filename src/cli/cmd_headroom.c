@@ -213,6 +213,8 @@ struct headroom {
 	struct mw_r3 r3;
 	bool r3_ok;
 	char r3_reason[300];
+	struct mw_r3_engine r3e; /* R3's engine-accounted run (canonical + delta models) */
+	bool r3e_ok;
 	struct mw_r4 r4;
 	uint64_t l2, llc; /* 0: unknown */
 	char l2_src[300];
@@ -426,6 +428,8 @@ static void contract_r1(struct headroom *h)
 static void contract_r3(struct headroom *h)
 {
 	int rc = mw_r3_measure(h->t, &h->r3);
+	struct mw_error e3;
+	h->r3e_ok = h->model_path && !mw_r3_engine_measure(h->model_path, &h->r3e, &e3);
 	h->r3_ok = !rc;
 	if (rc)
 		snprintf(h->r3_reason, sizeof(h->r3_reason), "not measured: %s",
@@ -719,6 +723,7 @@ int mw_cmd_headroom(int argc, char **argv)
 	struct mw_mech_inputs mi = { .proj = h.proj, .t = h.t, .a = &h.a,
 				     .r1 = h.r1_ok ? &h.r1 : NULL, .r1_reason = h.r1_reason,
 				     .r3 = h.r3_ok ? &h.r3 : NULL, .r3_reason = h.r3_reason,
+				     .r3_engine = h.r3e_ok ? &h.r3e : NULL,
 				     .r4 = &h.r4, .l2 = h.l2, .llc = h.llc,
 				     .manifest = h.has_manifest };
 	h.mech = mw_mechanisms_build(&mi);

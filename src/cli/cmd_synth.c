@@ -32,6 +32,8 @@ struct synth_request {
 	enum eng_ffn_act act;
 	struct eng_synth_sparsity sp; /* --relu-sparsity, --dead-fraction */
 	bool stats;                   /* either was given */
+	bool cd_on;                 /* --canonical-delta */
+	struct eng_canonical_delta cd;
 };
 
 static int write_llama2c(const struct synth_request *r, struct eng_error *err)
@@ -42,8 +44,11 @@ static int write_llama2c(const struct synth_request *r, struct eng_error *err)
 
 static int write_gguf(const struct synth_request *r, struct eng_error *err)
 {
-	return eng_synth_gguf_sparse(r->out, r->arch, r->shape, r->quant, (uint64_t)r->seed,
-				     r->act, r->stats ? &r->sp : NULL, err);
+	if (r->stats)
+		return eng_synth_gguf_sparse(r->out, r->arch, r->shape, r->quant,
+					     (uint64_t)r->seed, r->act, &r->sp, err);
+	return eng_synth_gguf_cd(r->out, r->arch, r->shape, r->quant, (uint64_t)r->seed, r->act,
+				 r->cd_on ? &r->cd : NULL, err);
 }
 
 /* SIGINT and SIGTERM set this; the engine's writers check it between chunks (eng_cancel_hook)
@@ -74,7 +79,7 @@ static const struct synth_writer {
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: memwall synth [--arch ARCH] --shape SHAPE [--quant Q] [--format F] -o FILE "
-		   "[--seed S] [--activation A] [--force]\n\n"
+		   "[--seed S] [--activation A] [--canonical-delta[=SPEC]] [--force]\n\n"
 		   "Writes a deterministic synthetic model: the real shape, seeded random weights of\n"
 		   "a realistic scale (norm weights near 1). The same arguments give the same bytes.\n"
 		   "The file is marked synthetic, and every report on it says so. A GGUF file gets\n"
@@ -99,6 +104,14 @@ static void usage(FILE *f)
 		   "  --dead-fraction F  (relu/relu2) neurons (chosen per row from the seed)\n"
 		   "                  with a -10 sigma bias: they never fire in practice, their rows\n"
 		   "                  are not zero (dead neurons: Voita et al. 2023, OPT)\n"
+		   "  --canonical-delta[=SPEC]  GGUF: the core-zone layers (floor(0.4 L)..floor(0.6 L))\n"
+		   "                  share one canonical W_c per matrix, each storing a delta D_l\n"
+		   "                  (W_l = W_c + D_l; issue 18 R3, engine/alias.h). SPEC, comma-\n"
+		   "                  separated: rel=R (std(D)/std(W_c), default 0.05: adjacent\n"
+		   "                  layers' cosine 0.9975), delta=TYPE (default by base type:\n"
+		   "                  f32/f16 -> q8_0, q8_0/q5_0/q4_0 -> q4_0, q4_K -> q2_K),\n"
+		   "                  layers=A-B, and split (default: W_c once + compact deltas) or\n"
+		   "                  dense (the baseline twin: each W_l whole, same floats)\n"
 		   "  --force         replace FILE when it exists (only a regular file is ever\n"
 		   "                  replaced: a device, a FIFO or a folder is refused)\n\n"
 		   "architectures (format, shapes, default quantization):\n");
@@ -164,7 +177,7 @@ static int move_into_place(const char *tmp, const struct synth_request *r)
 
 int mw_cmd_synth(int argc, char **argv)
 {
-	enum { O_ARCH = 256, O_SHAPE, O_SEED, O_QUANT, O_FORMAT, O_FORCE, O_ACT, O_RELU_SP,
+	enum { O_ARCH = 256, O_SHAPE, O_SEED, O_QUANT, O_FORMAT, O_FORCE, O_ACT, O_CD, O_RELU_SP,
 	       O_DEAD };
 	static const struct option longopts[] = {
 		{ "arch", required_argument, NULL, O_ARCH },
@@ -177,6 +190,7 @@ int mw_cmd_synth(int argc, char **argv)
 		{ "activation", required_argument, NULL, O_ACT },
 		{ "relu-sparsity", required_argument, NULL, O_RELU_SP },
 		{ "dead-fraction", required_argument, NULL, O_DEAD },
+		{ "canonical-delta", optional_argument, NULL, O_CD },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -206,6 +220,14 @@ int mw_cmd_synth(int argc, char **argv)
 					       "relu-sparsity", optarg);
 			r.stats = true;
 			break;
+		case O_CD: {
+			struct eng_error e;
+			eng_error_clear(&e);
+			if (eng_canonical_delta_parse(optarg, &r.cd, &e))
+				return mw_fail(MW_EXIT_USAGE, VERB, "%s: %s", e.source, e.text);
+			r.cd_on = true;
+			break;
+		}
 		case O_SEED:
 			if (mw_parse_long(optarg, 0, INT64_MAX, &r.seed))
 				return mw_fail(MW_EXIT_USAGE, VERB, "--seed %s: give a number >= 0",
@@ -239,6 +261,12 @@ int mw_cmd_synth(int argc, char **argv)
 	if (r.stats && r.act == ENG_ACT_SILU)
 		return mw_fail(MW_EXIT_USAGE, VERB, "--relu-sparsity and --dead-fraction need "
 			       "--activation relu or relu2");
+	if (r.cd_on && strcmp(w->format, "gguf"))
+		return mw_fail(MW_EXIT_USAGE, VERB, "--canonical-delta writes GGUF only: add "
+			       "--format gguf (or --quant Q)");
+	if (r.stats && r.cd_on)
+		return mw_fail(MW_EXIT_USAGE, VERB, "--relu-sparsity and --dead-fraction do not "
+			       "combine with --canonical-delta");
 
 	int code = target_check(&r);
 	if (code)
@@ -291,9 +319,11 @@ int mw_cmd_synth(int argc, char **argv)
 	struct stat st;
 	long long bytes = stat(r.out, &st) == 0 ? (long long)st.st_size : -1;
 	printf("wrote %s: SYNTHETIC model (random weights, not trained), arch %s, shape %s, "
-	       "seed %ld, %s%s%s%s%s, %lld bytes in %.1f s\n",
+	       "seed %ld, %s%s%s%s%s%s, %lld bytes in %.1f s\n",
 	       r.out, w->arch, r.shape, r.seed, w->description, r.quant ? " " : "",
 	       r.quant ? r.quant : "", r.act ? ", activation " : "",
-	       r.act ? eng_ffn_act_name(r.act) : "", bytes, seconds);
+	       r.act ? eng_ffn_act_name(r.act) : "",
+	       !r.cd_on ? "" : r.cd.dense ? ", canonical+delta dense twin" : ", canonical+delta",
+	       bytes, seconds);
 	return MW_EXIT_OK;
 }

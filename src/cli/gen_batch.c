@@ -31,6 +31,7 @@ struct batch {
 	float *scratch;        /* the sampler's copy of one sequence's logits */
 	double t_loop, t_prompt_end, t_first, t_end;
 	uint64_t weights_sum, kv_read_sum, kv_write_sum; /* over the decode steps */
+	uint64_t unique_sum; /* weights_unique (canonical + delta models, engine/alias.h) */
 	struct eng_step_bytes bytes; /* the last step's */
 };
 
@@ -239,6 +240,7 @@ static int decode(struct batch *b)
 			goto out;
 		}
 		b->weights_sum += b->bytes.weights;
+		b->unique_sum += b->bytes.weights_unique;
 		b->kv_read_sum += b->bytes.kv_read;
 		b->kv_write_sum += b->bytes.kv_write;
 		for (int i = 0; i < n; i++) {
@@ -315,9 +317,11 @@ static void summary_print(const struct batch *b)
 	double per_tok = decoded ? (double)b->weights_sum / (double)decoded : 0.0;
 	fprintf(stderr, "memwall-bytes: engine_bytes_per_token=%.0f weights_skipped_per_token=0 "
 		"sparsity_map=%d batch=%d kv_read_per_token=%.0f kv_write_per_token=%.0f "
-		"decode_tok_s_per_sequence=%s\n", per_tok, a->sparsity_map ? 1 : 0, b->n,
+		"decode_tok_s_per_sequence=%s weights_unique_per_token=%.0f\n", per_tok,
+		a->sparsity_map ? 1 : 0, b->n,
 		decoded ? (double)b->kv_read_sum / (double)decoded : 0.0,
-		decoded ? (double)b->kv_write_sum / (double)decoded : 0.0, per_seq);
+		decoded ? (double)b->kv_write_sum / (double)decoded : 0.0, per_seq,
+		decoded ? (double)b->unique_sum / (double)decoded : 0.0);
 	fprintf(stderr, "memwall generate: engine-accounted bytes per step of %d tokens: weights "
 		"%" PRIu64 " (%.0f per token), kv read %.0f (mean), kv write %" PRIu64 "\n", b->n,
 		b->bytes.weights, per_tok, passes ? (double)b->kv_read_sum / (double)passes : 0.0,
