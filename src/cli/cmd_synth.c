@@ -175,6 +175,21 @@ static int move_into_place(const char *tmp, const struct synth_request *r)
 		       "cannot move the model into place at %s: %s", r->out, strerror(errno));
 }
 
+/* The options that pick a model variant, against each other and the format. */
+static int check_variants(const struct synth_request *r, const struct synth_writer *w)
+{
+	if (r->stats && r->act == ENG_ACT_SILU)
+		return mw_fail(MW_EXIT_USAGE, VERB, "--relu-sparsity and --dead-fraction need "
+			       "--activation relu or relu2");
+	if (r->cd_on && strcmp(w->format, "gguf"))
+		return mw_fail(MW_EXIT_USAGE, VERB, "--canonical-delta writes GGUF only: add "
+			       "--format gguf (or --quant Q)");
+	if (r->stats && r->cd_on)
+		return mw_fail(MW_EXIT_USAGE, VERB, "--relu-sparsity and --dead-fraction do not "
+			       "combine with --canonical-delta");
+	return 0;
+}
+
 int mw_cmd_synth(int argc, char **argv)
 {
 	enum { O_ARCH = 256, O_SHAPE, O_SEED, O_QUANT, O_FORMAT, O_FORCE, O_ACT, O_CD, O_RELU_SP,
@@ -258,17 +273,10 @@ int mw_cmd_synth(int argc, char **argv)
 			       "choice (use --format gguf)", w->format);
 	if (!r.quant)
 		r.quant = w->default_quant;
-	if (r.stats && r.act == ENG_ACT_SILU)
-		return mw_fail(MW_EXIT_USAGE, VERB, "--relu-sparsity and --dead-fraction need "
-			       "--activation relu or relu2");
-	if (r.cd_on && strcmp(w->format, "gguf"))
-		return mw_fail(MW_EXIT_USAGE, VERB, "--canonical-delta writes GGUF only: add "
-			       "--format gguf (or --quant Q)");
-	if (r.stats && r.cd_on)
-		return mw_fail(MW_EXIT_USAGE, VERB, "--relu-sparsity and --dead-fraction do not "
-			       "combine with --canonical-delta");
-
-	int code = target_check(&r);
+	int code = check_variants(&r, w);
+	if (code)
+		return code;
+	code = target_check(&r);
 	if (code)
 		return code;
 	/* The engine writes (and renames into) a name of ours beside the target; only then is
