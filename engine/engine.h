@@ -290,6 +290,32 @@ struct eng_hooks {
 	void (*ffn_act)(void *ctx, int layer, const float *act, int n);
 };
 
+/* The attention kernel over the KV cache (issue 18 R2). NAIVE is run.c's: every score of a
+ * head stored, softmaxed, then the values summed (session.c, attend_f32 / attend_f16).
+ * BLOCKED is block-streaming attention (engine/attention.c): blocks of positions (16 KiB of
+ * one KV head's keys and values), an online softmax, each block read once for all the query
+ * heads of its KV head; results equal NAIVE's to float rounding (an F16 cache's probabilities
+ * are not rounded to f16 before they weight the values, as NAIVE rounds them after llama.cpp).
+ * AUTO runs a token BLOCKED when it attends over at least ENG_ATTN_AUTO_POSITIONS positions,
+ * else NAIVE. */
+enum eng_attention {
+	ENG_ATTN_AUTO,
+	ENG_ATTN_NAIVE,
+	ENG_ATTN_BLOCKED,
+	ENG_ATTN_COUNT,
+};
+/* Where AUTO switches to BLOCKED, in positions attended over. scripts/bench-kv.sh, 1 thread,
+ * synthetic falcon-tiny and stories15M q8_0, F16 cache, least decode CPU ms per token of 5
+ * runs on a shared 2-core Zen 4 VM (indicative): blocked took 2-10 % less than naive at every
+ * context from 256 to 4096. The switch sits at 512, not lower, so that short contexts (the
+ * golden fixtures, llama.cpp's comparisons) keep naive's llama.cpp numerics for an F16 cache,
+ * where the gain is a few percent of a step. */
+#define ENG_ATTN_AUTO_POSITIONS 512
+/* "auto", "naive", "blocked"; static storage; NULL for a value out of range. */
+const char *eng_attention_name(enum eng_attention a);
+/* name -> kernel: 0, or -EINVAL (exact match; *out left alone). */
+int eng_attention_parse(const char *name, enum eng_attention *out);
+
 struct eng_session_options {
 	int threads;          /* <= 0 means 1 */
 	const char *kernels;  /* NULL or "auto": best for this CPU; "ref", "avx2", "avx512", "neon" */
@@ -328,6 +354,8 @@ struct eng_session_options {
 	 * keeps its logits: the session holds that many rows of vocab_size floats; <= 0 means
 	 * none (eng_session_verify refuses every call). */
 	int verify_tokens;
+	/* The attention kernel (ENG_ATTN_AUTO, the zero value, by default). */
+	enum eng_attention attention;
 };
 
 /* A static sparsity map (engine/sparsity_map.c): from a calibration pass, how many of its

@@ -44,6 +44,7 @@
 #include <unistd.h>
 
 #include "alias.h"
+#include "attention.h"
 #include "kernels.h"
 #include "model.h"
 #include "pool.h"
@@ -90,6 +91,7 @@ struct worker {
 	uint64_t gate_skip, up_skip, row_skip_bytes, misses;
 	float *dy;                    /* (chunk, widest output) a delta's product (alias.h);
 				       * NULL for a model without canonical + delta layers */
+	float *blk;                   /* (ATTN_HEAD_GROUP, attn_block) blocked attention's scores */
 };
 
 /* What differs between architectures (model.h's enum eng_arch); the table is below the
@@ -125,6 +127,8 @@ struct eng_session {
 	int vocab_size, ctx_len;
 	int qkv_align; /* row alignment of the QKV phase's chunks (whole heads for NeoX RoPE) */
 	int heads_share; /* heads per claim of the attention phase: n_heads / threads, rounded up */
+	enum eng_attention attn; /* the attention kernel (engine.h) */
+	int attn_block;  /* positions per block of blocked attention (attention.h) */
 	int n_seq;     /* sequences, each with its own region of the cache and positions */
 	int *next_pos; /* (n_seq) positions 0..next_pos[q]-1 of sequence q are in the cache */
 	int chunk;     /* the most tokens one pass runs (eng_session_prefill's chunk, >= n_seq) */
@@ -556,6 +560,38 @@ static void attend_f16(struct eng_session *s, struct worker *w, int l, int k, in
 	}
 }
 
+/* Block-streaming attention (engine/attention.c) over the same cache rows as attend_f32. */
+static void attend_blocked_f32(struct eng_session *s, struct worker *w, int l, int k, int h0,
+			       int h1)
+{
+	struct attn_job j = {
+		.keys = (const float *)s->key_cache + kv_row(s, s->tseq[k], l, 0),
+		.values = (const float *)s->value_cache + kv_row(s, s->tseq[k], l, 0),
+		.n_pos = s->tpos[k] + 1, .head_size = s->head_size, .kv_dim = s->kv_dim,
+		.kv_mul = s->n_heads / s->n_kv_heads, .block = s->attn_block,
+		.scale = 1.0f / sqrtf((float)s->head_size), .scores = w->blk,
+	};
+	attn_blocked_f32(s->ops, &j, s->qkv + (size_t)k * (size_t)s->qkv_dim,
+			 s->xb + (size_t)k * (size_t)s->q_dim, h0, h1);
+}
+
+/* The same over an F16 cache, the query rounded to f16 as attend_f16 rounds it. */
+static void attend_blocked_f16(struct eng_session *s, struct worker *w, int l, int k, int h0,
+			       int h1)
+{
+	size_t hs = (size_t)s->head_size;
+	const float *qk = s->qkv + (size_t)k * (size_t)s->qkv_dim;
+	struct attn_job j = {
+		.keys = (const uint16_t *)s->key_cache + kv_row(s, s->tseq[k], l, 0),
+		.values = (const uint16_t *)s->value_cache + kv_row(s, s->tseq[k], l, 0),
+		.n_pos = s->tpos[k] + 1, .head_size = s->head_size, .kv_dim = s->kv_dim,
+		.kv_mul = s->n_heads / s->n_kv_heads, .block = s->attn_block,
+		.scale = 1.0f / sqrtf((float)s->head_size), .scores = w->blk,
+	};
+	s->qops->quantize_act[KRN_TYPE_F16](qk + (size_t)h0 * hs, w->h16, (size_t)(h1 - h0) * hs);
+	attn_blocked_f16(s->qops, &j, w->h16, s->xb + (size_t)k * (size_t)s->q_dim, h0, h1);
+}
+
 struct kv_traits {
 	const char *name;
 	size_t elem; /* bytes per element */
@@ -567,11 +603,16 @@ struct kv_traits {
 	/* Heads [h0, h1) of the pass's token k (sequence tseq[k], position tpos[k]) in layer l
 	 * attend over positions 0..tpos[k] of its sequence: those heads of its row of s->xb. */
 	void (*attend)(struct eng_session *s, struct worker *w, int l, int k, int h0, int h1);
+	/* The same, block-streaming (ENG_ATTN_BLOCKED). */
+	void (*attend_blocked)(struct eng_session *s, struct worker *w, int l, int k, int h0,
+			       int h1);
 };
 
 static const struct kv_traits kv_traits[] = {
-	[ENG_KV_F32] = { "f32", sizeof(float), store_k_f32, store_v_f32, attend_f32 },
-	[ENG_KV_F16] = { "f16", sizeof(uint16_t), store_k_f16, store_v_f16, attend_f16 },
+	[ENG_KV_F32] = { "f32", sizeof(float), store_k_f32, store_v_f32, attend_f32,
+			 attend_blocked_f32 },
+	[ENG_KV_F16] = { "f16", sizeof(uint16_t), store_k_f16, store_v_f16, attend_f16,
+			 attend_blocked_f16 },
 };
 
 /* After rows [a, b) of q | k | v are computed for every token of the pass: RoPE on q and k,
@@ -651,8 +692,12 @@ static void attention(struct eng_session *s, struct worker *w, int tid, int l)
 	 * piece of every cache row; a late thread's share still goes to whoever is free. The
 	 * thread that holds a head runs it for every token of the pass (s->att is per head). */
 	while (take(s, work + WORK_HEADS, s->n_heads, 1, s->heads_share, &a, &b))
-		for (int t = 0; t < s->n_tok; t++)
-			s->kv->attend(s, w, l, t, a, b);
+		for (int t = 0; t < s->n_tok; t++) {
+			bool blocked = s->attn == ENG_ATTN_BLOCKED ||
+				       (s->attn == ENG_ATTN_AUTO &&
+					s->tpos[t] + 1 >= ENG_ATTN_AUTO_POSITIONS);
+			(blocked ? s->kv->attend_blocked : s->kv->attend)(s, w, l, t, a, b);
+		}
 	eng_pool_barrier(s->pool, tid);
 }
 
@@ -1212,6 +1257,11 @@ static int pick_tables(struct eng_session *s, const struct eng_session_options *
 		return eng_error_set(err, -ENOTSUP, "", ENG_NO_OFFSET,
 				     "KV cache type %d is unknown", (int)opt->kv_type);
 	s->kv = &kv_traits[kv];
+	if ((unsigned)opt->attention >= ENG_ATTN_COUNT)
+		return eng_error_set(err, -EINVAL, "", ENG_NO_OFFSET,
+				     "attention kernel %d is unknown (give auto, naive or blocked)",
+				     (int)opt->attention);
+	s->attn = opt->attention;
 	if ((unsigned)m->arch >= ENG_ARCH_COUNT)
 		return eng_error_set(err, -ENOTSUP, m->path, ENG_NO_OFFSET,
 				     "unknown architecture");
@@ -1247,6 +1297,7 @@ static void set_shape(struct eng_session *s, const struct eng_session_options *o
 	s->logit_rows = imax(s->n_seq, s->verify_tokens);
 	s->qkv_dim = s->q_dim + 2 * s->kv_dim;
 	s->heads_share = (s->n_heads + s->n_threads - 1) / s->n_threads;
+	s->attn_block = attn_block_positions(s->head_size, s->kv->elem, s->ctx_len);
 	/* Whole heads per QKV chunk for NeoX RoPE: the least multiple of both. */
 	s->qkv_align = ROW_ALIGN;
 	if (s->arch->neox)
@@ -1320,8 +1371,10 @@ static int alloc_buffers(struct eng_session *s, size_t kv_cells, struct eng_erro
 				rc = -ENOMEM;
 				break;
 			}
+			w->blk = alloc_aligned((size_t)ATTN_HEAD_GROUP * (size_t)s->attn_block,
+					       sizeof(float));
 			w->live = alloc_aligned((size_t)s->hidden_dim, 1);
-			if (!w->xn || !w->act || !w->h16 || !w->nz || !w->live) {
+			if (!w->xn || !w->act || !w->h16 || !w->nz || !w->blk || !w->live) {
 				rc = -ENOMEM;
 				break;
 			}
@@ -1475,6 +1528,7 @@ void eng_session_free(struct eng_session *s)
 			free(s->workers[t].nz);
 			free(s->workers[t].live);
 			free(s->workers[t].dy);
+			free(s->workers[t].blk);
 		}
 	if (s->down_t)
 		for (int l = 0; l < s->n_layers; l++)

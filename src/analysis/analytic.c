@@ -1,6 +1,7 @@
 /* src/analysis/analytic.c: the analytic model of a decode step (analytic.h). */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 
 #include "analytic.h"
@@ -75,4 +76,38 @@ int mw_analytic_compute(const struct eng_tensor_table *t, const struct mw_analyt
 	out->floor = out->weights > out->llc ? out->weights - out->llc : 0;
 	out->far_larger_than_llc = out->weights / 4 >= out->llc;
 	return 0;
+}
+
+void mw_analytic_batch(const struct mw_analytic *a, double n, struct mw_analytic_batch *out)
+{
+	double shared = (double)(a->weights - a->embedding_row);
+	n = n > 0 ? n : 1;
+	out->n = n;
+	out->weight_bytes = shared / n + (double)a->embedding_row;
+	out->kv_bytes = (double)(a->kv_read + a->kv_write);
+	out->bytes = out->weight_bytes + out->kv_bytes;
+	out->step_bytes = out->bytes * n;
+	out->step_flops = a->flops * n;
+}
+
+double mw_analytic_spec_bytes(const struct mw_analytic *a, int k, double acc,
+			      double *tokens_per_pass)
+{
+	double yield = acc >= 1.0 ? k + 1.0 : (1.0 - pow(acc, k + 1.0)) / (1.0 - acc);
+	double pass = (double)(a->weights - a->embedding_row) +
+		      (k + 1.0) * (double)(a->embedding_row + a->kv_read + a->kv_write);
+	if (tokens_per_pass)
+		*tokens_per_pass = yield;
+	return pass / yield;
+}
+
+void mw_analytic_per_pass(struct mw_analytic *a, double n)
+{
+	struct mw_analytic_batch b;
+	if (!(n > 1))
+		return;
+	mw_analytic_batch(a, n, &b);
+	a->weights = (uint64_t)llround(b.weight_bytes);
+	a->total = a->weights + a->kv_read + a->kv_write;
+	a->floor = (uint64_t)llround((double)a->floor / n);
 }

@@ -56,6 +56,33 @@ struct mw_analytic {
 int mw_analytic_compute(const struct eng_tensor_table *t, const struct mw_analytic_options *o,
 			struct mw_analytic *out);
 
+/* Batched decode (issue 17): one step of n sequences reads every weight once for all n
+ * tokens, except the embedding, one row per token (as the engine counts it: engine.h,
+ * eng_session_step_seqs); each sequence reads and writes its own KV cache. Per generated
+ * token: weights (weights - embedding_row) / n + embedding_row, KV kv_read + kv_write (not
+ * shared), FLOPs the same per token, n times per step. */
+struct mw_analytic_batch {
+	double n;             /* tokens per pass: a batch's N, or speculation's mean yield */
+	double weight_bytes;  /* per generated token */
+	double kv_bytes;      /* per generated token */
+	double bytes;         /* per generated token: the two above */
+	double step_bytes;    /* one step: n tokens */
+	double step_flops;    /* one step: n x flops */
+};
+void mw_analytic_batch(const struct mw_analytic *a, double n, struct mw_analytic_batch *out);
+/* Rescales a to per generated token when each pass over the weights yields n tokens (a batch
+ * of n, or speculation's mean yield): weights, total and floor as mw_analytic_batch shares
+ * them; KV and FLOPs stay per token. */
+void mw_analytic_per_pass(struct mw_analytic *a, double n);
+
+/* Prompt-lookup speculation with k draft tokens, each accepted with probability acc
+ * independently of the others (Leviathan, Kalman and Matias 2023, eq. 1): a verification pass
+ * yields (1 - acc^(k+1)) / (1 - acc) tokens on average (k + 1 at acc = 1) and reads every
+ * weight once, the embedding and the KV cache once per token it runs (k + 1). Returns the
+ * predicted bytes per generated token; *tokens_per_pass (may be NULL) the expected yield. */
+double mw_analytic_spec_bytes(const struct mw_analytic *a, int k, double acc,
+			      double *tokens_per_pass);
+
 /* Bytes of a KV cache holding `positions` positions: K and V, every layer, kv_heads x
  * head_dim elements of elem_bytes each. */
 uint64_t mw_analytic_kv_bytes(int n_layers, int n_kv_heads, int head_dim, int elem_bytes,

@@ -15,6 +15,15 @@
 #include "engine.h"
 #include "headroom.h"
 
+/* R2's measurement: the engine-accounted KV bytes one decode token read at a context
+ * (`memwall generate --context C -n 2 --report-line`'s kv_read_per_token: the token at position
+ * C, which attends over C + 1 positions). */
+struct mw_r2_measured {
+	int context;
+	uint64_t kv_read;
+};
+#define MW_MECH_R2_MAX 8
+
 struct mw_mech_inputs {
 	const json_t *proj;                /* the projections file */
 	const struct eng_tensor_table *t;
@@ -25,6 +34,8 @@ struct mw_mech_inputs {
 	const char *r3_reason;
 	const struct mw_r3_engine *r3_engine; /* NULL when the engine did not run the model */
 	const struct mw_r4 *r4;
+	const struct mw_r2_measured *r2;   /* n_r2 measurements, NULL when none was given */
+	size_t n_r2;
 	uint64_t l2, llc;                  /* 0: unknown */
 	bool manifest;
 };

@@ -115,6 +115,63 @@ void mw_roofline_compute(const struct mw_analytic *a, const struct mw_roofline_i
 				       ? NAN : in->measured_bytes / (double)a->total;
 }
 
+void mw_roofline_batch(const struct mw_analytic *a, const struct mw_roofline_inputs *in, int n,
+		       struct mw_roofline_point *out)
+{
+	mw_analytic_batch(a, n, &out->b);
+	out->tok_s_memory = isnan(in->bw_gbps) ? NAN : in->bw_gbps * 1e9 / out->b.bytes;
+	out->tok_s_compute = isnan(in->peak_flops) || a->flops <= 0 ? NAN
+								     : in->peak_flops / a->flops;
+	bool mem = !isnan(out->tok_s_memory), cmp = !isnan(out->tok_s_compute);
+	out->bound = !mem && !cmp ? "none"
+		     : !cmp || (mem && out->tok_s_memory <= out->tok_s_compute) ? "memory"
+										   : "compute";
+	out->tok_s = !strcmp(out->bound, "memory") ? out->tok_s_memory
+		     : !strcmp(out->bound, "compute") ? out->tok_s_compute : NAN;
+}
+
+static void cell(FILE *f, double v, int prec, const char *unit)
+{
+	if (isnan(v))
+		fputs(" n/a |", f);
+	else
+		fprintf(f, " %.*f%s |", prec, v, unit);
+}
+
+void mw_roofline_batch_print(FILE *f, const struct mw_analytic *a,
+			     const struct mw_roofline_inputs *in, const int *ns, size_t count)
+{
+	struct mw_roofline_point p0;
+	fprintf(f, "\n### Batched decode: the predicted curve (analytic, MB = 10^6 bytes)\n\n"
+		   "| N | weights MB/token | KV MB/token | MB/token | GFLOP/step | memory roof "
+		   "tok/s | compute roof tok/s | predicted tok/s | bound | speedup vs N=%d |\n"
+		   "|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|\n", ns[0]);
+	mw_roofline_batch(a, in, ns[0], &p0);
+	for (size_t i = 0; i < count; i++) {
+		struct mw_roofline_point p;
+		mw_roofline_batch(a, in, ns[i], &p);
+		fprintf(f, "| %d |", ns[i]);
+		cell(f, p.b.weight_bytes / 1e6, 3, "");
+		cell(f, p.b.kv_bytes / 1e6, 4, "");
+		cell(f, p.b.bytes / 1e6, 3, "");
+		cell(f, p.b.step_flops / 1e9, 3, "");
+		cell(f, p.tok_s_memory, 1, "");
+		cell(f, p.tok_s_compute, 1, "");
+		cell(f, p.tok_s, 1, "");
+		fprintf(f, " %s |", p.bound);
+		/* Without roofs the speedup is the memory-bound one: bytes per token fall. */
+		cell(f, isnan(p.tok_s) ? p0.b.bytes / p.b.bytes : p.tok_s / p0.tok_s, 2, "x");
+		fputc('\n', f);
+	}
+	fprintf(f, "\nWeights (less the embedding, read once per token) are shared by the N "
+		   "sequences of a step; the KV cache is each sequence's own; FLOPs per token do not "
+		   "change, so the compute roof is the same for every N.%s\n",
+		isnan(in->bw_gbps) && isnan(in->peak_flops)
+			? " No roof is known: the speedup column is the memory-bound one, MB/token "
+			  "at N=1 over MB/token at N."
+			: "");
+}
+
 /* ---- A result record's view ------------------------------------------------------------------ */
 
 bool mw_path_is_record(const char *path)
@@ -169,8 +226,16 @@ static void record_pos(const json_t *doc, struct mw_record_view *v)
 		if (json_is_true(json_object_get(r, "warmup")))
 			continue;
 		double pre = num_at(r, "prefill.tokens"), dec = num_at(r, "decode.tokens");
+		double steps = num_at(r, "decode.steps");
 		if (isnan(pre) || isnan(dec) || dec < 1)
 			continue;
+		/* A batch's windows count every sequence's tokens; each sits at its own
+		 * positions (engine.batch sequences of the same lengths). */
+		const json_t *nb = json_object_get(json_object_get(doc, "engine"), "batch");
+		double batch = json_is_integer(nb) ? (double)json_integer_value(nb) : 1;
+		v->tokens_per_pass = steps > 0 ? dec / steps : 1;
+		pre /= batch;
+		dec /= batch;
 		v->pos = (int)(pre + (dec - 1) / 2);
 		snprintf(v->pos_statement, sizeof(v->pos_statement),
 			 "position %d: the middle of the decode window (%.0f prompt + %.0f decode "
@@ -444,6 +509,8 @@ json_t *mw_roofline_block(const json_t *doc, const char *source)
 		eng_tensor_table_free(t);
 		return json_pack("{s:b, s:s}", "computed", 0, "reason", "the model has no layers");
 	}
+	/* Figures per generated token: a pass of a batch or a verification shares its weights. */
+	mw_analytic_per_pass(&a, v.tokens_per_pass);
 	struct mw_roofline_inputs in = { .bw_gbps = v.bw_gbps, .peak_flops = NAN,
 					 .measured_tok_s = v.measured_tok_s,
 					 .measured_bytes = v.measured_bytes };

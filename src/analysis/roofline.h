@@ -64,6 +64,23 @@ struct mw_roofline {
 void mw_roofline_compute(const struct mw_analytic *a, const struct mw_roofline_inputs *in,
 			 struct mw_roofline *out);
 
+/* One point of the batch curve (issue 17): the analytic bytes per generated token at batch n
+ * (mw_analytic_batch) under the two roofs. Aggregate tok/s: the memory roof BW / bytes per
+ * token rises towards n x (weights dominate) while the compute roof peak / FLOPs per token
+ * stays, since every token costs its own FLOPs. */
+struct mw_roofline_point {
+	struct mw_analytic_batch b;
+	double tok_s_memory;  /* NAN without a bandwidth roof */
+	double tok_s_compute; /* NAN without a compute roof */
+	double tok_s;         /* the smaller of the two that exist; NAN: neither */
+	const char *bound;    /* "memory", "compute" or "none" */
+};
+void mw_roofline_batch(const struct mw_analytic *a, const struct mw_roofline_inputs *in, int n,
+		       struct mw_roofline_point *out);
+/* The curve for ns[0..count) as a markdown table on f, with the speedup against ns[0]. */
+void mw_roofline_batch_print(FILE *f, const struct mw_analytic *a,
+			     const struct mw_roofline_inputs *in, const int *ns, size_t count);
+
 /* True when path names a result record (a .json file, or one whose first byte is '{'), not
  * a model file. */
 bool mw_path_is_record(const char *path);
@@ -78,6 +95,8 @@ struct mw_record_view {
 	char pos_statement[256];
 	uint64_t llc_bytes;      /* from machine.caches; 0 when the record does not say */
 	char llc_source[256];
+	double tokens_per_pass;  /* decode tokens per engine pass (a batch's N, speculation's
+				  * yield; runs[].steps); 1 without steps */
 	double measured_bytes;   /* DRAM read bytes per token (the larger reading when the
 				  * record's MB unit is ambiguous); NAN when not measured */
 	char measured_note[512]; /* the unit read, or why not measured */

@@ -42,7 +42,9 @@ static void usage(FILE *f)
 		"                        [--hooks-bench] [--force] [--prefill-chunk N]\n"
 		"                        [--sparsity-map[=MAP]] [--sparsity-neuron] [--sparsity-verify]\n"
 		"                        [--prompt-ids ID,ID,...] [--logits FILE.json] [--report-line]\n"
-		"                        [--batch N] [--prompts FILE] [--speculate lookup[:K[:NG]]]\n\n"
+		"                        [--batch N] [--prompts FILE] [--speculate lookup[:K[:NG]]]\n"
+		"                        [--speculate draft:K --draft MODEL]\n"
+		"                        [--attention auto|naive|blocked] [--context N]\n\n"
 		"Runs a llama2.c checkpoint or a GGUF model (llama, falcon) from BOS (and the prompt)\n"
 		"and prints the text it generates as it goes, then one line on stderr: tokens, decode\n"
 		"tok/s, time to first token (model load included), kernels, threads, and whether the\n"
@@ -113,14 +115,42 @@ static void usage(FILE *f)
 		"                        tokens (default 3, else 2) earlier in the context, checked in\n"
 		"                        one pass over the weights; the output is plain greedy's, the\n"
 		"                        summary adds the acceptance rate and passes per token\n"
+		"      --speculate draft:K --draft MODEL\n"
+		"                        greedy decoding (needs --temperature 0) with a draft model:\n"
+		"                        MODEL (same vocabulary size, e.g. a smaller model of the\n"
+		"                        family) proposes K tokens greedily, the model checks them in\n"
+		"                        one pass; both caches drop the rejected ones. The output is\n"
+		"                        plain greedy's; the summary and memwall-bytes line add the\n"
+		"                        acceptance rate and weight bytes per token of both models\n"
+		"      --attention KIND  attention over the KV cache: naive (every score stored,\n"
+		"                        then softmax, then values), blocked (block-streaming: blocks\n"
+		"                        of positions that stay in L1, an online softmax), auto\n"
+		"                        (default: blocked for tokens attending over %d positions\n"
+		"                        or more); results agree to float rounding\n"
+		"      --context N       prefill N seeded tokens (BOS, then ids drawn with --seed)\n"
+		"                        instead of a prompt, then decode -n tokens at that context\n"
+		"                        (the session holds N + n positions, past the model's own\n"
+		"                        context if need be); --report-line's memwall-bytes line\n"
+		"                        gives kv_read_per_token= (scripts/bench-kv.sh)\n"
 		"      --force           run a model larger than the memory available (refused\n"
-		"                        otherwise: paging would make it crawl)\n");
+		"                        otherwise: paging would make it crawl)\n",
+		ENG_ATTN_AUTO_POSITIONS);
 }
 
 static double now_seconds(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* CPU time of the whole process: on a machine shared with other work, decode's CPU time per
+ * token (decode_cpu_ms_per_token=, scripts/bench-kv.sh) varies less than its wall time, which
+ * counts the time other processes held the CPU. */
+static double cpu_seconds(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
@@ -219,11 +249,13 @@ static int check_memory(const char *path)
 		       (double)need / 1048576.0);
 }
 
+static int check_args(struct gen_args *a);
+
 static int parse_args(struct gen_args *a, int argc, char **argv)
 {
 	enum { O_TEMP = 256, O_TOPP, O_SEED, O_KERNELS, O_IDS, O_KV, O_POPULATE, O_HUGE, O_HOOKS,
 	       O_PROMPT_IDS, O_LOGITS, O_REPORT, O_LOAD, O_FORCE, O_CHUNK, O_SPARSE, O_BATCH, O_PROMPTS,
-	       O_SPEC, O_SNEURON, O_SVERIFY };
+	       O_SPEC, O_ATTN, O_CONTEXT, O_DRAFT, O_SNEURON, O_SVERIFY };
 	static const struct option longopts[] = {
 		{ "model", required_argument, NULL, 'm' },
 		{ "tokenizer", required_argument, NULL, 'z' },
@@ -251,6 +283,9 @@ static int parse_args(struct gen_args *a, int argc, char **argv)
 		{ "batch", required_argument, NULL, O_BATCH },
 		{ "prompts", required_argument, NULL, O_PROMPTS },
 		{ "speculate", required_argument, NULL, O_SPEC },
+		{ "attention", required_argument, NULL, O_ATTN },
+		{ "context", required_argument, NULL, O_CONTEXT },
+		{ "draft", required_argument, NULL, O_DRAFT },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -319,10 +354,27 @@ static int parse_args(struct gen_args *a, int argc, char **argv)
 			break;
 		case O_PROMPTS: a->prompts_path = optarg; break;
 		case O_SPEC:
-			if (mw_speculate_parse(optarg, &a->spec_k, &a->spec_ng))
+			if (!strncmp(optarg, "draft", 5) && (!optarg[5] || optarg[5] == ':')) {
+				if (mw_draft_parse(optarg, &a->spec_k))
+					return MW_EXIT_USAGE;
+				a->spec_draft = true;
+			} else if (mw_speculate_parse(optarg, &a->spec_k, &a->spec_ng)) {
 				return MW_EXIT_USAGE;
+			}
 			a->speculate = true;
 			break;
+		case O_ATTN:
+			/* The engine owns the names (eng_attention_name). */
+			if (eng_attention_parse(optarg, &a->attention))
+				return mw_fail(MW_EXIT_USAGE, VERB, "--attention %s: give auto, naive "
+					       "or blocked", optarg);
+			break;
+		case O_CONTEXT:
+			if (mw_parse_long(optarg, 1, 1L << 20, &a->context))
+				return mw_fail(MW_EXIT_USAGE, VERB, "--context %s: give a token count "
+					       "from 1 to %ld", optarg, 1L << 20);
+			break;
+		case O_DRAFT: a->draft = optarg; break;
 		case 'h':
 			usage(stdout);
 			return -1;
@@ -335,6 +387,12 @@ static int parse_args(struct gen_args *a, int argc, char **argv)
 	}
 	if (optind < argc)
 		return mw_fail(MW_EXIT_USAGE, VERB, "unexpected argument '%s'", argv[optind]);
+	return check_args(a);
+}
+
+/* The options' combinations, once all are read. */
+static int check_args(struct gen_args *a)
+{
 	if (!a->model)
 		return mw_fail(MW_EXIT_USAGE, VERB, "give the model with -m FILE (see --help)");
 	if ((a->sparsity_neuron || a->sparsity_verify) && !a->sparsity_map)
@@ -357,6 +415,16 @@ static int parse_args(struct gen_args *a, int argc, char **argv)
 	if (a->speculate && (a->batch || a->prompts_path || a->logits_path))
 		return mw_fail(MW_EXIT_USAGE, VERB, "--speculate decodes one sequence and keeps no "
 			       "per-position logits: run it without --batch, --prompts and --logits");
+	if (a->context && (a->prompt || a->prompt_ids || a->prompts_path || a->batch ||
+			   a->logits_path))
+		return mw_fail(MW_EXIT_USAGE, VERB, "--context N makes the prompt (N seeded tokens): "
+			       "give it without -p, --prompt-ids, --prompts, --batch and --logits");
+	if (!!a->draft != a->spec_draft)
+		return mw_fail(MW_EXIT_USAGE, VERB, a->draft
+			       ? "--draft %s: give it with --speculate draft:K (K draft tokens)"
+			       : "--speculate draft:K needs the draft model: give --draft MODEL (or "
+			       "--speculate lookup[:K[:NG]], drafts from the context)%s", a->draft
+			       ? a->draft : "");
 	if (a->kv_name) {
 		size_t i, n = sizeof(kv_names) / sizeof(kv_names[0]);
 		for (i = 0; i < n && strcmp(kv_names[i], a->kv_name); i++)
@@ -424,6 +492,7 @@ struct gen {
 	float *scratch;    /* the sampler's copy of the logits */
 	/* now_seconds() at: start, model loaded, loop start, prompt done, first and last token */
 	double t0, t_loaded, t_loop, t_prompt_end, t_first, t_end;
+	double cpu_first, cpu_end; /* cpu_seconds() at the first and last token */
 	long generated;
 	struct eng_step_bytes bytes; /* the last step's */
 	uint64_t kv_read_sum;        /* over the decode steps */
@@ -435,6 +504,31 @@ struct gen {
 	struct eng_sparsity_map *smap; /* --sparsity-map=MAP, or NULL */
 	uint64_t unique_sum; /* weights_unique (canonical + delta models) */
 };
+
+/* --context N: the prompt is BOS and N - 1 ids drawn from --seed (splitmix64, Steele et al.
+ * 2014), uniform over the vocabulary: deterministic, and with no repetition for prompt-lookup
+ * to find. The session gets N + steps positions, beyond the model's own context if need be
+ * (RoPE extends; a synthetic model's output means nothing anyway, the bytes and time do). */
+static int context_prompt(struct gen *g)
+{
+	const struct gen_args *a = &g->a;
+	uint64_t x = (uint64_t)a->seed;
+	free(g->prompt);
+	g->prompt = malloc((size_t)a->context * sizeof(*g->prompt));
+	if (!g->prompt)
+		return mw_fail(MW_EXIT_ENV, VERB, "out of memory for --context %ld", a->context);
+	g->prompt[0] = g->tok && eng_tokenizer_bos(g->tok) >= 0 ? eng_tokenizer_bos(g->tok)
+								 : ENG_TOKEN_BOS;
+	for (long i = 1; i < a->context; i++) {
+		uint64_t z = (x += 0x9E3779B97F4A7C15ULL);
+		z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+		z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+		g->prompt[i] = (int)((z ^ (z >> 31)) % (uint64_t)g->info->vocab_size);
+	}
+	g->n_prompt = (int)a->context;
+	g->a.ctx_len = (int)(a->context + a->steps);
+	return 0;
+}
 
 /* Encodes -p or --prompt-ids after BOS into g->prompt, and shortens -n to what the model's
  * context leaves. */
@@ -458,6 +552,8 @@ static int prompt_encode(struct gen *g)
 	if (a->prompt_ids && (rc = parse_ids(a->prompt_ids, g->info->vocab_size, g->prompt, cap,
 					     &g->n_prompt)))
 		return rc;
+	if (a->context)
+		return context_prompt(g);
 	if (g->n_prompt < 1)
 		return mw_fail(MW_EXIT_USAGE, VERB, "-p: the prompt encodes to no token");
 	long positions = g->n_prompt - 1 + a->steps;
@@ -539,8 +635,10 @@ static int generate_tokens(struct gen *g)
 			/* The sampler scales logits in place; the session's are borrowed. */
 			memcpy(g->scratch, logits, (size_t)vocab_size * sizeof(*g->scratch));
 			next = eng_sampler_sample(g->sampler, g->scratch);
-			if (++g->generated == 1)
+			if (++g->generated == 1) {
 				g->t_first = now_seconds();
+				g->cpu_first = cpu_seconds();
+			}
 		}
 		if (g->tok && !a->ids)
 			print_piece(eng_tokenizer_decode(g->tok, token, next));
@@ -550,6 +648,7 @@ static int generate_tokens(struct gen *g)
 		token = next;
 	}
 	g->t_end = now_seconds();
+	g->cpu_end = cpu_seconds();
 	return 0;
 }
 
@@ -604,6 +703,14 @@ static void report_bytes(const struct gen *g)
 	uint64_t blocks = steps ? g->blocks_sum : g->bytes.down_blocks;
 	fprintf(stderr, " engine_bytes_per_token=%.0f weights_skipped_per_token=%.0f sparsity_map=%d",
 		weights, skipped, g->a.sparsity_map ? 1 : 0);
+	/* KV bytes per decode step grow with the position: the mean over the steps, at the
+	 * context the steps ran at (--context N: N to N + n). */
+	fprintf(stderr, " kv_read_per_token=%.0f context=%d attention=%s",
+		steps ? (double)g->kv_read_sum / (double)steps : (double)g->bytes.kv_read,
+		g->n_prompt, eng_attention_name(g->a.attention));
+	if (steps)
+		fprintf(stderr, " decode_cpu_ms_per_token=%.4f",
+			(g->cpu_end - g->cpu_first) * 1e3 / (double)steps);
 	if (acts)
 		fprintf(stderr, " ffn_zero_fraction=%.4f down_blocks_zero_fraction=%.4f",
 			(double)zero / (double)acts, blocks ? (double)zb / (double)blocks : 0.0);
@@ -732,7 +839,8 @@ int mw_cmd_generate(int argc, char **argv)
 	if (a->speculate) {
 		struct gen_open go = { .model = g.model, .info = g.info, .tok = g.tok, .t0 = g.t0,
 				       .t_loaded = g.t_loaded };
-		rc = mw_generate_spec(a, &go, g.prompt, g.n_prompt);
+		rc = a->spec_draft ? mw_generate_draft(a, &go, g.prompt, g.n_prompt)
+				   : mw_generate_spec(a, &go, g.prompt, g.n_prompt);
 		goto out;
 	}
 
@@ -742,6 +850,7 @@ int mw_cmd_generate(int argc, char **argv)
 					    .hooks = a->hooks_bench ? &noop_hooks : NULL,
 					    .prefill_chunk = (int)a->prefill_chunk,
 					    .sparsity_map = a->sparsity_map,
+					    .attention = a->attention, .ctx_len = a->ctx_len,
 					    .sparsity_neuron = a->sparsity_neuron,
 					    .sparsity_verify = a->sparsity_verify };
 	if (a->sparsity_static) {

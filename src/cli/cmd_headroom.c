@@ -30,6 +30,8 @@ struct options {
 	double epsilon; /* NAN: the projections file's */
 	int kv_bytes;   /* 0: the model's default cache type */
 	bool json;
+	struct mw_r2_measured r2[MW_MECH_R2_MAX]; /* --kv-read C=BYTES, R2's measured column */
+	size_t n_r2;
 };
 
 static void usage(FILE *f)
@@ -37,7 +39,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: memwall headroom MODEL [--calibration FILE.jsonl] [--json]\n"
 		"                        [--result RESULT] [--tokenizer FILE] [--epsilon E]\n"
-		"                        [--kv f32|f16] [--projections FILE]\n\n"
+		"                        [--kv f32|f16] [--projections FILE] [--kv-read C=BYTES,...]\n\n"
 		"Compares AIOS's projected MB/token reductions with a baseline (the measured one of\n"
 		"--result, else the analytic one), and checks AIOS's Model Contract on the real\n"
 		"model: R1 FFN activation sparsity over calibration prompts run by the engine, R2 KV\n"
@@ -54,14 +56,45 @@ static void usage(FILE *f)
 		"  --epsilon E         R1's near-zero bound |a| <= E (default: the projections file's)\n"
 		"  --kv f32|f16        KV cache type for R2 (default f32 for llama2.c, f16 for GGUF)\n"
 		"  --projections FILE  default: protocols/projections/aios.json (built in)\n"
+		"  --kv-read C=BYTES   R2's measurement: the engine-accounted KV bytes a decode\n"
+		"                      token read at context C (kv_read_per_token of generate\n"
+		"                      --context C -n 2 --report-line); a list, or repeated\n"
 		"  --json              one JSON object on stdout\n\n"
 		"Every figure is a projection (AIOS's) or computed from the model; a synthetic model's\n"
 		"figures are labelled synthetic. Exit 0, or 2 for bad input.\n");
 }
 
+/* --kv-read "C=BYTES[,C=BYTES...]" appended to o->r2. */
+static int kv_read_parse(const char *arg, struct options *o)
+{
+	const char *p = arg;
+	while (*p) {
+		char *end;
+		errno = 0;
+		long c = strtol(p, &end, 10);
+		if (end == p || *end != '=' || c < 1 || c > (1L << 20))
+			goto bad;
+		p = end + 1;
+		unsigned long long b = strtoull(p, &end, 10);
+		if (end == p || errno || (*end && *end != ',') || *p == '-')
+			goto bad;
+		if (o->n_r2 == MW_MECH_R2_MAX)
+			return mw_fail(MW_EXIT_USAGE, VERB, "--kv-read: at most %d measurements",
+				       MW_MECH_R2_MAX);
+		o->r2[o->n_r2++] = (struct mw_r2_measured){ (int)c, (uint64_t)b };
+		p = *end ? end + 1 : end;
+	}
+	if (o->n_r2)
+		return 0;
+bad:
+	return mw_fail(MW_EXIT_USAGE, VERB, "--kv-read '%s': want CONTEXT=BYTES[,...], e.g. "
+		       "4096=2105344 (kv_read_per_token of generate --context 4096 -n 2 "
+		       "--report-line)", arg);
+}
+
 static int parse_args(int argc, char **argv, struct options *o, bool *help)
 {
-	enum { OPT_CAL = 256, OPT_RESULT, OPT_TOK, OPT_EPS, OPT_KV, OPT_PROJ, OPT_JSON };
+	enum { OPT_CAL = 256, OPT_RESULT, OPT_TOK, OPT_EPS, OPT_KV, OPT_PROJ, OPT_JSON, OPT_KVREAD };
 	static const struct option longopts[] = {
 		{ "calibration", required_argument, NULL, OPT_CAL },
 		{ "result", required_argument, NULL, OPT_RESULT },
@@ -70,6 +103,7 @@ static int parse_args(int argc, char **argv, struct options *o, bool *help)
 		{ "kv", required_argument, NULL, OPT_KV },
 		{ "projections", required_argument, NULL, OPT_PROJ },
 		{ "json", no_argument, NULL, OPT_JSON },
+		{ "kv-read", required_argument, NULL, OPT_KVREAD },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -103,6 +137,10 @@ static int parse_args(int argc, char **argv, struct options *o, bool *help)
 			break;
 		case OPT_JSON:
 			o->json = true;
+			break;
+		case OPT_KVREAD:
+			if (kv_read_parse(optarg, o))
+				return MW_EXIT_USAGE;
 			break;
 		case 'h':
 			*help = true;
@@ -725,6 +763,7 @@ int mw_cmd_headroom(int argc, char **argv)
 				     .r3 = h.r3_ok ? &h.r3 : NULL, .r3_reason = h.r3_reason,
 				     .r3_engine = h.r3e_ok ? &h.r3e : NULL,
 				     .r4 = &h.r4, .l2 = h.l2, .llc = h.llc,
+				     .r2 = h.o.r2, .n_r2 = h.o.n_r2,
 				     .manifest = h.has_manifest };
 	h.mech = mw_mechanisms_build(&mi);
 

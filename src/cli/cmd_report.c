@@ -22,7 +22,14 @@ static void usage(FILE *f)
 		   "jsonl and sql print one line (an INSERT) per metric with the record's sha256,\n"
 		   "protocol, model, backend and machine, as llama-bench does: concatenate them for\n"
 		   "many records; the sql creates table memwall_metrics and loads into SQLite\n"
-		   "(results/README.md lists the columns).\n");
+		   "(results/README.md lists the columns).\n"
+		   "A record of variants (protocols/README.md) also gets a table of the variants:\n"
+		   "measured MB/token (DRAM where measured, else engine-accounted, named so), tok/s\n"
+		   "and speedup beside the analytic prediction; for batch variants the claim \"near-2x\n"
+		   "decode throughput at batch size 2\" beside prediction and measurement; for\n"
+		   "speculation the acceptance and bytes per accepted token; for mechanisms AIOS's\n"
+		   "projection, memwall's prediction and the measurement. --plot adds batch.png:\n"
+		   "MB/token and tok/s against N, measured and predicted.\n");
 }
 
 int mw_cmd_report(int argc, char **argv)

@@ -36,12 +36,48 @@ struct options {
 	bool threads_given;
 	uint64_t llc;     /* 0: from sysfs or the record */
 	bool json;
+	int batch[16];    /* --batch 1,2,4,8: the batch curve's N; n_batch 0: none */
+	size_t n_batch;
+	int spec_k;       /* --speculate K:ACC; 0: none */
+	double spec_acc;
 };
+
+/* "1,2,4,8": 1 to 16 values from 1 to 64 (the protocol's batch range). */
+static int parse_batch(const char *arg, struct options *o)
+{
+	const char *s = arg;
+	o->n_batch = 0;
+	while (*s) {
+		char *end;
+		long v = strtol(s, &end, 10);
+		if (end == s || v < 1 || v > 64 || (*end && *end != ',') ||
+		    o->n_batch == sizeof(o->batch) / sizeof(o->batch[0]))
+			return mw_fail(MW_EXIT_USAGE, VERB, "--batch '%s': want up to 16 batch sizes "
+				       "from 1 to 64 separated by commas, e.g. 1,2,4,8", arg);
+		o->batch[o->n_batch++] = (int)v;
+		s = *end ? end + 1 : end;
+	}
+	return o->n_batch ? 0 : mw_fail(MW_EXIT_USAGE, VERB, "--batch '': give e.g. 1,2,4,8");
+}
+
+static int parse_spec(const char *arg, struct options *o)
+{
+	char *end;
+	long k = strtol(arg, &end, 10);
+	if (end != arg && *end == ':' && k >= 1 && k <= 32 &&
+	    !mw_parse_double(end + 1, 0.0, 1.0, &o->spec_acc)) {
+		o->spec_k = (int)k;
+		return 0;
+	}
+	return mw_fail(MW_EXIT_USAGE, VERB, "--speculate '%s': want K:ACC, K draft tokens 1 to 32 "
+		       "and ACC the acceptance rate 0 to 1, e.g. 4:0.6", arg);
+}
 
 static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: memwall roofline MODEL|RESULT [--bandwidth GBPS] [--json] [--plot DIR]\n"
+		"                        [--batch N,N,...] [--speculate K:ACC]\n"
 		"                        [--pos N] [--kv f32|f16] [--llc MiB] [-t N] [--kernels T]\n\n"
 		"The analytic model of one decode step from the model's tensor table (weights read\n"
 		"per token, KV cache read and written, activations, FLOPs, the DRAM floor), its\n"
@@ -58,7 +94,12 @@ static void usage(FILE *f)
 		"  --llc MiB          LLC size for the floor (default: sysfs, or the record's)\n"
 		"  -t, --threads N    threads for the probes run now (default: every allowed CPU)\n"
 		"  --kernels T        kernel table for the compute roof (default auto)\n"
-		"  --json             one JSON object on stdout\n"
+		"  --batch 1,2,4,8    also the batched-decode curve: per N, weight, KV and total\n"
+		"                     MB per generated token, the memory and compute roofs' tok/s,\n"
+		"                     the predicted tok/s and the speedup against the first N\n"
+		"  --speculate K:ACC  also prompt-lookup speculation's predicted MB per generated\n"
+		"                     token with K draft tokens accepted at rate ACC (0 to 1)\n"
+		"  --json             one JSON object on stdout (without the two above)\n"
 		"  --plot DIR         write DIR/roofline.png and .svg with gnuplot\n\n"
 		"A RESULT must validate (`memwall validate`) and, where its model file is here,\n"
 		"still be that model (size and shape); otherwise it is refused (exit 2).\n\n"
@@ -67,7 +108,8 @@ static void usage(FILE *f)
 
 static int parse_args(int argc, char **argv, struct options *o, bool *help)
 {
-	enum { OPT_BW = 256, OPT_JSON, OPT_PLOT, OPT_POS, OPT_KV, OPT_LLC, OPT_KERNELS };
+	enum { OPT_BW = 256, OPT_JSON, OPT_PLOT, OPT_POS, OPT_KV, OPT_LLC, OPT_KERNELS, OPT_BATCH,
+	       OPT_SPEC };
 	static const struct option longopts[] = {
 		{ "bandwidth", required_argument, NULL, OPT_BW },
 		{ "json", no_argument, NULL, OPT_JSON },
@@ -77,6 +119,8 @@ static int parse_args(int argc, char **argv, struct options *o, bool *help)
 		{ "llc", required_argument, NULL, OPT_LLC },
 		{ "threads", required_argument, NULL, 't' },
 		{ "kernels", required_argument, NULL, OPT_KERNELS },
+		{ "batch", required_argument, NULL, OPT_BATCH },
+		{ "speculate", required_argument, NULL, OPT_SPEC },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -124,6 +168,14 @@ static int parse_args(int argc, char **argv, struct options *o, bool *help)
 			break;
 		case OPT_KERNELS:
 			o->kernels = optarg;
+			break;
+		case OPT_BATCH:
+			if (parse_batch(optarg, o))
+				return MW_EXIT_USAGE;
+			break;
+		case OPT_SPEC:
+			if (parse_spec(optarg, o))
+				return MW_EXIT_USAGE;
 			break;
 		case 'h':
 			*help = true;
@@ -464,6 +516,14 @@ int mw_cmd_roofline(int argc, char **argv)
 		print_json(t, &a, &in, &r, &pl, pos, pos_statement, view.measured_note);
 	else
 		print_text(t, &a, &in, &r, &pl, pos_statement, view.measured_note);
+	if (!o.json && o.n_batch)
+		mw_roofline_batch_print(stdout, &a, &in, o.batch, o.n_batch);
+	if (!o.json && o.spec_k) {
+		double yield, bytes = mw_analytic_spec_bytes(&a, o.spec_k, o.spec_acc, &yield);
+		printf("\nspeculation K=%d, acceptance %.2f: %.2f tokens per verification pass, "
+		       "predicted %.3f MB per generated token (plain decoding %.3f), analytic\n",
+		       o.spec_k, o.spec_acc, yield, bytes / 1e6, (double)a.total / 1e6);
+	}
 	fflush(stdout);
 	if (o.plot) {
 		char label[700];

@@ -179,6 +179,7 @@ static int open_engine(struct batch *b)
 	struct eng_error err;
 	eng_error_clear(&err);
 	struct eng_session_options sopt = { .threads = (int)a->threads, .kernels = a->kernels,
+					    .attention = a->attention,
 					    .kv_type = a->kv,
 					    .prefill_chunk = (int)a->prefill_chunk,
 					    .sparsity_map = a->sparsity_map, .n_seq = b->n };

@@ -1,6 +1,7 @@
 /* src/cli/gen_spec.c: `memwall generate --speculate lookup[:K[:NG]]` (issue 17): speculative
  * greedy decoding without a draft model, after prompt-lookup decoding (Saxena 2023; llama.cpp's
- * lookup example). After each token, the last NG tokens of the context (prompt and generated)
+ * lookup example); the drafting and verification live in src/run/speculate.c, shared with the
+ * runner. After each token, the last NG tokens of the context (prompt and generated)
  * are looked up earlier in it, most recent match first, and the K tokens that followed become
  * the draft. One pass (eng_session_verify) runs the last token and the draft with every
  * token's logits: the longest prefix of the draft that the greedy argmax agrees with is
@@ -19,6 +20,7 @@
 #include "engine.h"
 #include "generate.h"
 #include "mw.h"
+#include "speculate.h"
 
 #define VERB "generate"
 
@@ -74,48 +76,12 @@ bad:
 		       arg);
 }
 
-/* The draft: the tokens that followed an earlier occurrence of the context's last ng tokens,
- * for ng from ng_max down to ng_min: the most recent occurrence followed by k tokens, else
- * the one followed by the most (a run of one token repeated matches just before the end
- * first); up to k of them into out. Returns their count (0: no match). */
-static int draft(const int *ctx, int n, int ng_min, int ng_max, int k, int *out)
-{
-	for (int ng = ng_max; ng >= ng_min; ng--) {
-		if (n < ng + 1)
-			continue;
-		const int *tail = ctx + n - ng;
-		int best = -1, best_len = 0;
-		for (int j = n - ng - 1; j >= 0 && best_len < k; j--) {
-			int len = n - (j + ng) < k ? n - (j + ng) : k;
-			if (len > best_len && !memcmp(ctx + j, tail, (size_t)ng * sizeof(*ctx))) {
-				best = j + ng;
-				best_len = len;
-			}
-		}
-		if (best >= 0) {
-			memcpy(out, ctx + best, (size_t)best_len * sizeof(*ctx));
-			return best_len;
-		}
-	}
-	return 0;
-}
-
-/* The greedy choice, as the sampler makes it at temperature 0 (the first of equal maxima). */
-static int argmax(const float *x, int n)
-{
-	int best = 0;
-	for (int i = 1; i < n; i++)
-		if (x[i] > x[best])
-			best = i;
-	return best;
-}
-
-/* Appends token to the context and prints it: its text after the previous token, or its id. */
-static void emit(struct spec *sp, int token)
+/* Prints the context's token at idx (already appended): its text after the previous token,
+ * or its id. */
+static void emit_at(struct spec *sp, int idx)
 {
 	const struct eng_tokenizer *tok = sp->o->tok;
-	int prev = sp->ctx[sp->n_ctx - 1];
-	sp->ctx[sp->n_ctx++] = token;
+	int prev = sp->ctx[idx - 1], token = sp->ctx[idx];
 	sp->generated++;
 	if (tok && !sp->a->ids) {
 		const char *piece = eng_tokenizer_decode(tok, prev, token);
@@ -149,7 +115,8 @@ static int prompt_run(struct spec *sp)
 		}
 	}
 	sp->t_prompt_end = now_seconds();
-	emit(sp, argmax(logits, sp->o->info->vocab_size));
+	sp->ctx[sp->n_ctx++] = mw_spec_argmax(logits, sp->o->info->vocab_size);
+	emit_at(sp, sp->n_ctx - 1);
 	sp->t_first = sp->t_end = now_seconds();
 	return 0;
 }
@@ -163,33 +130,21 @@ static int decode(struct spec *sp)
 	int vocab = sp->o->info->vocab_size, rc;
 	int ng_max = a->spec_ng ? a->spec_ng : 3, ng_min = a->spec_ng ? a->spec_ng : 2;
 	while (sp->generated < a->steps) {
-		int pos0 = sp->n_ctx - 1, room = (int)(a->steps - sp->generated - 1);
-		int k = draft(sp->ctx, sp->n_ctx, ng_min, ng_max,
-			      a->spec_k < room ? a->spec_k : room, sp->pass + 1);
-		const float *logits;
-		struct eng_step_bytes bytes;
-		sp->pass[0] = sp->ctx[pos0];
-		if ((rc = eng_session_verify(sp->session, sp->pass, k + 1, pos0, &logits, &bytes)))
-			return mw_fail(MW_EXIT_ENV, VERB, "verification of %d tokens at %d failed: "
-				       "%s", k + 1, pos0, strerror(-rc));
-		int i = 0, next;
-		while (i < k && (next = argmax(logits + (size_t)i * (size_t)vocab, vocab)) ==
-				sp->pass[1 + i])
-			i++;
-		next = argmax(logits + (size_t)i * (size_t)vocab, vocab);
-		/* Positions after the last accepted token hold the rejected draft's keys. */
-		if ((rc = eng_session_truncate(sp->session, pos0 + i + 1)))
-			return mw_fail(MW_EXIT_ENV, VERB, "truncate at %d failed: %s", pos0 + i + 1,
+		int room = (int)(a->steps - sp->generated - 1), n0 = sp->n_ctx;
+		struct mw_spec_pass ps;
+		if ((rc = mw_spec_step(sp->session, vocab, sp->ctx, &sp->n_ctx,
+				       a->spec_k < room ? a->spec_k : room, ng_min, ng_max, sp->pass,
+				       &ps)))
+			return mw_fail(MW_EXIT_ENV, VERB, "verification at %d failed: %s", n0 - 1,
 				       strerror(-rc));
-		for (int t = 0; t < i; t++)
-			emit(sp, sp->pass[1 + t]);
-		emit(sp, next);
+		for (int t = n0; t < sp->n_ctx; t++)
+			emit_at(sp, t);
 		sp->passes++;
-		sp->proposed += k;
-		sp->accepted += i;
-		sp->weights_sum += bytes.weights;
-		sp->skipped_sum += bytes.weights_skipped;
-		sp->kv_read_sum += bytes.kv_read;
+		sp->proposed += ps.drafted;
+		sp->accepted += ps.accepted;
+		sp->weights_sum += ps.bytes.weights;
+		sp->skipped_sum += ps.bytes.weights_skipped;
+		sp->kv_read_sum += ps.bytes.kv_read;
 	}
 	sp->t_end = now_seconds();
 	return 0;
@@ -256,7 +211,8 @@ int mw_generate_spec(const struct gen_args *a, const struct gen_open *o, const i
 					    .kv_type = a->kv,
 					    .prefill_chunk = (int)a->prefill_chunk,
 					    .sparsity_map = a->sparsity_map,
-					    .verify_tokens = a->spec_k + 1 };
+					    .verify_tokens = a->spec_k + 1,
+					    .attention = a->attention, .ctx_len = a->ctx_len };
 	if (eng_session_new(&sp.session, o->model, &sopt, &err)) {
 		rc = mw_fail(MW_EXIT_USAGE, VERB, "%s%s%s", err.source, err.source[0] ? ": " : "",
 			     err.text);

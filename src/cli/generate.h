@@ -19,6 +19,11 @@ struct gen_args {
 	/* --sparsity-map=MAP's static map file, or NULL; --sparsity-neuron, --sparsity-verify */
 	const char *sparsity_static;
 	bool sparsity_neuron, sparsity_verify;
+	enum eng_attention attention; /* --attention auto|naive|blocked */
+	long context;             /* --context N: N seeded tokens for a prompt; 0 when not given */
+	int ctx_len;              /* the session's positions: the model's, or context + steps */
+	const char *draft;        /* --draft MODEL (with --speculate draft:K), or NULL */
+	bool spec_draft;          /* --speculate draft:K (K in spec_k) */
 	enum eng_kv_type kv;
 	enum eng_load_mode load;
 };
@@ -40,6 +45,15 @@ int mw_generate_batch(const struct gen_args *a, const struct gen_open *o);
 /* Parses --speculate's "lookup[:K[:NG]]" into *k and *ng (0: NG 3, then 2). Returns 0, or
  * MW_EXIT_USAGE (message printed). */
 int mw_speculate_parse(const char *arg, int *k, int *ng);
+/* Parses --speculate's "draft:K" into *k (draft tokens per pass, 1 to 32; default 4).
+ * Returns 0, or MW_EXIT_USAGE (message printed). */
+int mw_draft_parse(const char *arg, int *k);
+/* `memwall generate --speculate draft:K --draft MODEL`: greedy decoding of prompt[0..n_prompt)
+ * with a draft model's greedy proposals verified one pass each (gen_draft.c); prints what the
+ * plain path prints, then the summary and, with --report-line, the adapter and bytes lines
+ * with acceptance and both models' weight bytes. Returns an MW_EXIT_* code. */
+int mw_generate_draft(const struct gen_args *a, const struct gen_open *o, const int *prompt,
+		      int n_prompt);
 /* `memwall generate --speculate lookup`: greedy decoding of prompt[0..n_prompt) (BOS first)
  * with prompt-lookup drafts verified one pass each (gen_spec.c); prints what the plain path
  * prints, then the summary and, with --report-line, the adapter and bytes lines with the

@@ -10,6 +10,7 @@
 #include "attribution.h"
 #include "report.h"
 #include "report_rows.h"
+#include "report_variants.h"
 #include "result.h"
 #include "roofline.h"
 #include "stats.h"
@@ -301,6 +302,7 @@ void mw_report_print(FILE *f, const json_t *doc, enum mw_format fmt)
 {
 	if (fmt == MW_FORMAT_MD) {
 		print_md(f, doc);
+		mw_report_variants(f, doc);
 	} else if (fmt == MW_FORMAT_CSV) {
 		print_csv(f, doc);
 	} else if (fmt == MW_FORMAT_JSONL || fmt == MW_FORMAT_SQL) {
@@ -537,5 +539,7 @@ int mw_report_plot(const json_t *doc, const char *dir, FILE *log, struct mw_erro
 					(int)(strlen(scripts[i]) - 3), scripts[i], fmt);
 		}
 	}
+	if ((rc = mw_report_variants_plot(doc, dir, log, err)))
+		return rc;
 	return mw_attribution_plot(doc, dir, log, err);
 }

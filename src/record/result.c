@@ -1,4 +1,5 @@
-/* src/record/result.c: deriving, validating, reading and writing result records. */
+/* src/record/result.c: deriving and validating result records (reading and writing them:
+ * result_file.c). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -19,7 +20,6 @@
 #include "result.h"
 #include "stats.h"
 
-#define TMP_PREFIX ".mw-" /* temporary records: .mw-PID-STEM.XXXXXX.tmp */
 #define MB 1e6          /* MB = 10^6 bytes */
 #define MIB 1048576.0   /* MiB = 2^20 bytes */
 
@@ -113,7 +113,34 @@ static int check_instances(struct dctx *c, const json_t *dec, size_t idx)
 	return 0;
 }
 
-/* Per-token arrays against the window totals they must add up to. */
+/* Where a run's per-pass arrays are: runs[].tokens, one entry per token, when each pass of
+ * the engine decodes one token; runs[].steps, one entry per pass, when a pass yields several
+ * (a batch, a speculative verification: results/README.md, Steps). */
+static const json_t *per_pass(const json_t *run)
+{
+	const json_t *steps = json_object_get(run, "steps");
+	return steps ? steps : json_object_get(run, "tokens");
+}
+
+/* runs[].steps: the passes' token counts add up to the window's tokens. */
+static int check_steps(struct dctx *c, const json_t *run, size_t idx, size_t n, size_t *n_pass)
+{
+	const json_t *dec = json_object_get(run, "decode"), *steps = json_object_get(run, "steps");
+	char f[160];
+	double sum;
+	*n_pass = n;
+	if (!steps)
+		return 0;
+	*n_pass = (size_t)json_integer_value(json_object_get(dec, "steps"));
+	snprintf(f, sizeof(f), "runs[%zu].steps.tokens", idx);
+	int rc = array_sum(c, json_object_get(steps, "tokens"), *n_pass, f, &sum);
+	if (!rc && (isnan(sum) || sum != (double)n))
+		rc = inconsistent(c, f, "the steps yield %.0f tokens, the window counts %zu", sum,
+				  n);
+	return rc;
+}
+
+/* Per-token (or per-step) arrays against the window totals they must add up to. */
 static int check_tokens(struct dctx *c, const json_t *run, size_t idx, size_t n, double *sums)
 {
 	static const char *const per_token[] = { "latency_ns", "engine_bytes", "dram_read_bytes",
@@ -121,11 +148,16 @@ static int check_tokens(struct dctx *c, const json_t *run, size_t idx, size_t n,
 	static const char *const window_key[] = { "ns", "engine_bytes", "dram_read_bytes",
 						  "dram_write_bytes", "dram_total_bytes", "energy_j" };
 	const json_t *dec = json_object_get(run, "decode"), *tok = json_object_get(run, "tokens");
+	const json_t *arr = per_pass(run);
+	const char *where = arr == tok ? "tokens" : "steps";
 	char f[160];
+	size_t n_pass;
 	int rc;
+	if ((rc = check_steps(c, run, idx, n, &n_pass)))
+		return rc;
 	for (size_t i = 0; i < sizeof(per_token) / sizeof(per_token[0]); i++) {
-		snprintf(f, sizeof(f), "runs[%zu].tokens.%s", idx, per_token[i]);
-		if ((rc = array_sum(c, json_object_get(tok, per_token[i]), n, f, &sums[i])))
+		snprintf(f, sizeof(f), "runs[%zu].%s.%s", idx, where, per_token[i]);
+		if ((rc = array_sum(c, json_object_get(arr, per_token[i]), n_pass, f, &sums[i])))
 			return rc;
 		snprintf(f, sizeof(f), "runs[%zu].decode.%s", idx, window_key[i]);
 		if ((rc = check_total(c, dec, window_key[i], sums[i], f)))
@@ -162,11 +194,37 @@ static double calibration_factor(const json_t *doc)
 	return num(json_object_get(cal, "factor"), mw_dram_basis(doc));
 }
 
+/* Speculation (runs[].steps with drafted and accepted): the share of draft tokens the model
+ * accepted, the tokens a pass yields, and the engine bytes per accepted token: every token a
+ * verification yields is accepted (its drafted prefix and the model's own next token), so
+ * that is the decode window's engine bytes over its tokens, named for what it compares with. */
+static void spec_figures(const json_t *run, json_t *fig, double eng_per_token)
+{
+	const json_t *steps = json_object_get(run, "steps");
+	const json_t *dr = json_object_get(steps, "drafted"), *ac = json_object_get(steps, "accepted");
+	double drafted = 0, accepted = 0, passes = (double)json_array_size(dr);
+	size_t i;
+	json_t *x;
+	if (!json_is_array(dr) || !json_is_array(ac))
+		return;
+	json_array_foreach(dr, i, x)
+		drafted += json_number_value(x);
+	json_array_foreach(ac, i, x)
+		accepted += json_number_value(x);
+	double nt = (double)json_integer_value(json_object_get(json_object_get(run, "decode"),
+								"tokens"));
+	json_object_set_new(fig, "spec_acceptance", mw_json_num(drafted > 0 ? accepted / drafted
+									  : NAN));
+	json_object_set_new(fig, "spec_tokens_per_pass", mw_json_num(passes > 0 ? nt / passes
+									       : NAN));
+	json_object_set_new(fig, "engine_bytes_per_accepted_token", mw_json_num(eng_per_token));
+}
+
 static int derive_run(struct dctx *c, const json_t *doc, json_t *run, size_t idx)
 {
 	const json_t *pre = json_object_get(run, "prefill");
 	const json_t *dec = json_object_get(run, "decode");
-	const json_t *lat = json_object_get(json_object_get(run, "tokens"), "latency_ns");
+	const json_t *lat = json_object_get(per_pass(run), "latency_ns");
 	json_t *fig = json_object();
 	double *l = NULL, sums[6];
 	int rc = 0;
@@ -185,12 +243,13 @@ static int derive_run(struct dctx *c, const json_t *doc, json_t *run, size_t idx
 	double basis = !strcmp(mw_dram_basis(doc), "total") ? tot : rd;
 	double cal = calibration_factor(doc);
 	double eng = num(dec, "engine_bytes") / nt;
-	l = malloc((n ? n : 1) * sizeof(*l));
+	size_t n_lat = json_array_size(lat); /* n, or the passes with runs[].steps */
+	l = malloc((n_lat ? n_lat : 1) * sizeof(*l));
 	if (!l) {
 		rc = mw_error_set(c->err, -ENOMEM, c->source, "runs", "out of memory deriving per-token figures (%zu tokens)", n);
 		goto out;
 	}
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n_lat; i++)
 		l[i] = json_number_value(json_array_get(lat, i));
 	const double values[] = {
 		nt / secs,
@@ -211,14 +270,15 @@ static int derive_run(struct dctx *c, const json_t *doc, json_t *run, size_t idx
 		eng / MIB,
 		num(dec, "energy_j") / nt,
 		n ? sums[0] / nt : NAN,
-		mw_percentile(l, n, 50),
-		mw_percentile(l, n, 90),
-		mw_percentile(l, n, 99),
-		mw_percentile(l, n, 99.9),
+		mw_percentile(l, n_lat, 50),
+		mw_percentile(l, n_lat, 90),
+		mw_percentile(l, n_lat, 99),
+		mw_percentile(l, n_lat, 99.9),
 	};
 	_Static_assert(sizeof(values) / sizeof(values[0]) == MW_N_METRICS, "one value per metric");
 	for (i = 0; i < n_metrics; i++)
 		json_object_set_new(fig, metrics[i].name, n ? mw_json_num(values[i]) : json_null());
+	spec_figures(run, fig, eng);
 	json_object_set(run, "figures", fig);
 out:
 	free(l);
@@ -259,8 +319,8 @@ static int derive_summary(json_t *doc)
 		if (!run_counts(run))
 			continue;
 		measured++;
-		const json_t *lat = json_object_get(json_object_get(run, "tokens"), "latency_ns");
-		tokens += json_array_size(lat);
+		const json_t *lat = json_object_get(per_pass(run), "latency_ns");
+		tokens += json_array_size(json_object_get(json_object_get(run, "tokens"), "ids"));
 		if (npool + json_array_size(lat) > cap) {
 			cap = 2 * (npool + json_array_size(lat));
 			double *np = realloc(pool, cap * sizeof(double));
@@ -651,6 +711,13 @@ static int check_document(struct dctx *c, const json_t *doc)
 	const json_t *prompt = json_object_get(d, "prompt_tokens"), *run;
 	json_int_t decode = protocol_int(doc, "decode_tokens"), runs = protocol_int(doc, "runs");
 	json_int_t warm = protocol_int(doc, "warmup_runs"), n_runs = 0, n_warm = 0;
+	/* A batch decodes decode_tokens for each of its sequences, after a prefill of each. */
+	/* The engine block says what ran (a record of variants: its first variant, which the
+	 * runs at the top are). */
+	const json_t *eb = json_object_get(json_object_get(doc, "engine"), "batch");
+	json_int_t batch = json_is_integer(eb) ? json_integer_value(eb) : 1;
+	if (decode >= 0)
+		decode *= batch;
 	bool complete = json_is_true(json_object_get(doc, "complete"));
 	size_t i;
 	char f[96];
@@ -672,13 +739,14 @@ static int check_document(struct dctx *c, const json_t *doc)
 					    "the run was edited", (long long)dec, (long long)decode);
 		}
 		/* A run stopped by a signal may have stopped inside its prefill. */
-		json_int_t n_prompt = (json_int_t)json_array_size(prompt);
+		json_int_t n_prompt = (json_int_t)json_array_size(prompt) * batch;
 		bool run_complete = json_is_true(json_object_get(run, "complete"));
 		if (json_is_array(prompt) && (run_complete ? pre != n_prompt : pre > n_prompt)) {
 			snprintf(f, sizeof(f), "runs[%zu].prefill.tokens", i);
 			return inconsistent(c, f, "is %lld, but protocol.document.prompt_tokens holds "
-					    "%zu: the document or the run was edited", (long long)pre,
-					    json_array_size(prompt));
+					    "%zu (times the batch, %lld): the document or the run was "
+					    "edited", (long long)pre, json_array_size(prompt),
+					    (long long)batch);
 		}
 	}
 	static const char *const what[2] = { "runs", "warmup_runs" };
@@ -748,218 +816,16 @@ int mw_result_validate(const json_t *doc, const char *source, struct mw_error *e
 		    (rc = same(&c, json_object_get(copy, derived[i]), json_object_get(doc, derived[i]),
 			       derived[i])))
 			goto out;
+	/* A record of variants (protocols/README.md, Variants) holds each one's whole record. */
+	json_array_foreach(json_object_get(doc, "variants"), i, run) {
+		char vsrc[600];
+		snprintf(vsrc, sizeof(vsrc), "%.400s variants[%zu] (%.64s)", source, i,
+			 json_string_value(json_object_get(run, "name")));
+		if ((rc = mw_result_validate(json_object_get(run, "record"), vsrc, err)))
+			goto out;
+	}
 out:
 	json_decref(copy);
 	json_decref(schema);
-	return rc;
-}
-
-/* ---- files --------------------------------------------------------------------------------- */
-
-int mw_result_load(json_t **out, const char *path, struct mw_error *err)
-{
-	json_error_t jerr;
-	char *text = NULL;
-	size_t len = 0;
-	int rc;
-	*out = NULL;
-	/* A regular file of at most MW_RESULT_MAX_BYTES (src/base/file.h). */
-	if ((rc = mw_file_read(path, "record", "", MW_RESULT_MAX_BYTES, &text, &len, err)))
-		return rc;
-	*out = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
-	free(text);
-	if (*out)
-		return 0;
-	if (jerr.position >= 0 && strstr(jerr.text, "out of memory"))
-		return mw_error_set(err, -ENOMEM, path, "", "out of memory parsing the record (%zu "
-				    "bytes; parsing takes about %d times that)", len,
-				    MW_RESULT_MEMORY_FACTOR);
-	mw_error_set(err, MW_RESULT_MALFORMED, path, "", "not valid JSON: %s (column %d)", jerr.text,
-		     jerr.column);
-	if (err)
-		err->line = jerr.line;
-	return MW_RESULT_MALFORMED;
-}
-
-static int mkdir_p(const char *dir)
-{
-	char buf[4096];
-	snprintf(buf, sizeof(buf), "%s", dir);
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(buf, 0777) && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(buf, 0777) && errno != EEXIST)
-		return -errno;
-	return 0;
-}
-
-/* Moves tmp to target unless target exists. 0, -EEXIST, or -errno. */
-static int move_noreplace(const char *tmp, const char *target)
-{
-	if (renameat2(AT_FDCWD, tmp, AT_FDCWD, target, RENAME_NOREPLACE) == 0)
-		return 0;
-	if (errno != EINVAL && errno != ENOSYS && errno != ENOTSUP)
-		return -errno;
-	/* The filesystem has no RENAME_NOREPLACE: link() refuses an existing name just as well,
-	 * and the record appears whole, since tmp was complete and synced before. */
-	if (link(tmp, target))
-		return -errno;
-	unlink(tmp);
-	return 0;
-}
-
-/* The pid in a temporary file's name: TMP_PREFIX PID '-' ... ".tmp"; 0 when the name is not
- * one mw_result_write makes. */
-static long tmp_owner(const char *name)
-{
-	size_t n = strlen(name), k = strlen(TMP_PREFIX);
-	char *end;
-	if (strncmp(name, TMP_PREFIX, k) || n < k + 4 || strcmp(name + n - 4, ".tmp") ||
-	    name[k] < '1' || name[k] > '9')
-		return 0;
-	errno = 0;
-	long pid = strtol(name + k, &end, 10);
-	return errno || *end != '-' || pid <= 0 ? 0 : pid;
-}
-
-/* Removes the temporary files in dir that a writer killed mid-write left: our pattern, our
- * user, a regular file, and a pid that no longer runs. Nothing else is touched. */
-static void remove_stale(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	struct stat st;
-	while (d && (e = readdir(d))) {
-		long pid = tmp_owner(e->d_name);
-		if (!pid || pid == (long)getpid() || (kill((pid_t)pid, 0) == 0 || errno != ESRCH))
-			continue;
-		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-		    S_ISREG(st.st_mode) && st.st_uid == geteuid())
-			unlinkat(dirfd(d), e->d_name, 0);
-	}
-	if (d)
-		closedir(d);
-}
-
-int mw_result_dir_prepare(const char *dir, struct mw_error *err)
-{
-	char probe[4096];
-	struct stat st;
-	int rc, fd;
-	if (!dir[0])
-		return mw_error_set(err, -EINVAL, "-o", "", "the results folder is an empty name");
-	if (stat(dir, &st) == 0 && !S_ISDIR(st.st_mode))
-		return mw_error_set(err, -ENOTDIR, dir, "", "the results folder is %s: name a folder "
-				    "(it is created if needed)", mw_file_kind(st.st_mode));
-	if ((rc = mkdir_p(dir)))
-		return mw_error_set(err, rc, dir, "", "cannot create the results folder: %s",
-				    strerror(-rc));
-	/* Writable for real (access() says nothing of a read-only mount or of ACLs). */
-	snprintf(probe, sizeof(probe), "%s/" TMP_PREFIX "%ld-probe.XXXXXX.tmp", dir, (long)getpid());
-	if ((fd = mkstemps(probe, 4)) < 0)
-		return mw_error_set(err, -errno, dir, "", "cannot write in the results folder: %s",
-				    strerror(errno));
-	close(fd);
-	unlink(probe);
-	remove_stale(dir);
-	return 0;
-}
-
-/* A stem names a file in dir and nothing else: no '/', no leading '.', no control byte. */
-static int stem_check(const char *dir, const char *stem, struct mw_error *err)
-{
-	if (!stem[0] || stem[0] == '.' || strlen(stem) > 200)
-		return mw_error_set(err, -EINVAL, dir, "", "refusing the record name \"%.200s\": "
-				    "empty, hidden or too long", stem);
-	for (const char *c = stem; *c; c++)
-		if (*c == '/' || (unsigned char)*c < 0x20 || *c == 0x7f)
-			return mw_error_set(err, -EINVAL, dir, "", "refusing the record name "
-					    "\"%.200s\": it holds a '/' or a control character",
-					    stem);
-	return 0;
-}
-
-int mw_result_write(const json_t *doc, const char *dir, const char *stem, char *path, size_t n,
-		    struct mw_error *err)
-{
-	char tmp[4096], *text = NULL;
-	int fd = -1, dfd = -1, rc;
-	bool have_tmp = false;
-
-	if ((rc = stem_check(dir, stem, err)))
-		return rc;
-	if ((rc = mkdir_p(dir)))
-		return mw_error_set(err, rc, dir, "", "cannot create the results folder: %s",
-				    strerror(-rc));
-	/* The pid marks whose it is: a later writer removes it only once that pid is gone. */
-	snprintf(tmp, sizeof(tmp), "%s/" TMP_PREFIX "%ld-%s.XXXXXX.tmp", dir, (long)getpid(), stem);
-	fd = mkstemps(tmp, 4);
-	if (fd < 0) {
-		rc = mw_error_set(err, -errno, dir, "", "cannot create a temporary file: %s",
-				  strerror(errno));
-		goto out;
-	}
-	have_tmp = true;
-	/* One buffer, then large writes: json_dumpfd would make a syscall per token. */
-	text = json_dumps(doc, JSON_INDENT(1) | JSON_REAL_PRECISION(17));
-	if (!text) {
-		rc = mw_error_set(err, -ENOMEM, tmp, "", "cannot serialise the record");
-		goto out;
-	}
-	size_t len = strlen(text), done = 0;
-	while (done < len) {
-		ssize_t w = write(fd, text + done, len - done);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			rc = mw_error_set(err, -EIO, tmp, "", "cannot write the record: %s",
-					  strerror(errno));
-			goto out;
-		}
-		done += (size_t)w;
-	}
-	if (fchmod(fd, 0644) || write(fd, "\n", 1) != 1) {
-		rc = mw_error_set(err, -EIO, tmp, "", "cannot write the record: %s", strerror(errno));
-		goto out;
-	}
-	if (fsync(fd)) {
-		rc = mw_error_set(err, -errno, tmp, "", "fsync failed: %s", strerror(errno));
-		goto out;
-	}
-	close(fd);
-	fd = -1;
-	for (int i = 1; i < 1000; i++) {
-		if (i == 1)
-			snprintf(path, n, "%s/%s.json", dir, stem);
-		else
-			snprintf(path, n, "%s/%s-%d.json", dir, stem, i);
-		rc = move_noreplace(tmp, path);
-		if (rc != -EEXIST)
-			break;
-	}
-	if (rc) {
-		rc = mw_error_set(err, rc, path, "", "cannot move the record into place: %s",
-				  strerror(-rc));
-		goto out;
-	}
-	have_tmp = false;
-	/* The rename is durable only once the directory entry is. */
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0 || fsync(dfd))
-		rc = mw_error_set(err, -errno, dir, "", "fsync of the folder failed: %s",
-				  strerror(errno));
-out:
-	if (fd >= 0)
-		close(fd);
-	if (dfd >= 0)
-		close(dfd);
-	if (have_tmp)
-		unlink(tmp);
-	free(text);
 	return rc;
 }

@@ -23,6 +23,7 @@
 #include "run_state.h"
 #include "result.h"
 #include "sha256.h"
+#include "speculate.h"
 
 /* A per-token byte figure over a run: values, and the first state that was not measured. */
 struct series {
@@ -50,10 +51,19 @@ struct builtin {
 	struct mw_snap last, pre0, pre1; /* previous hook's reading, prefill start and end */
 	struct prb_dram_sample delta;    /* scratch */
 	uint64_t pre_engine;
-	size_t n_dec, cap;
-	int *ids;
-	int fed;
+	size_t n_dec, cap;     /* passes of the decode window (one token each when plain) */
+	int *ids;              /* (decode * batch) the tokens decoded, pass by pass */
+	size_t n_ids;
+	int batch;             /* sequences (protocol batch) */
+	bool multi;            /* passes yield several tokens: runs[].steps (batch, speculation) */
+	uint32_t *step_tok, *step_drafted, *step_accepted; /* (decode) per pass */
+	int *ctx, *pass;       /* speculation: the context, a verification's tokens */
+	struct eng_sampler **samp; /* (batch) one sampler per sequence */
 	uint64_t *lat, *eng;
+	/* ReLU models and sparsity maps (issue 18 R1): the decode window's FFN activations
+	 * (exact zeros of all), the down projections' all-zero column blocks, skipped bytes */
+	bool sparsity;
+	uint64_t act_zero, act_total, blk_zero, blk_total, skipped;
 	struct series rd, wr, tot;
 	double *ej;
 	enum prb_state energy;
@@ -89,7 +99,6 @@ static void on_token(void *ctx, int pos, int token, const struct eng_step_bytes 
 		b->pre_engine += eng;
 	} else if (b->n_dec < b->cap) {
 		size_t i = b->n_dec++;
-		b->ids[i] = b->fed;
 		b->lat[i] = s.ns - b->last.ns;
 		b->eng[i] = eng;
 		if (s.dram_open) {
@@ -104,6 +113,13 @@ static void on_token(void *ctx, int pos, int token, const struct eng_step_bytes 
 			b->energy = s.energy != PRB_MEASURED ? s.energy : b->last.energy;
 		for (int k = 0; bytes && k < ENG_PHASE_COUNT; k++)
 			b->ph_eng[k] += bytes->by_phase[k];
+		if (bytes) {
+			b->act_zero += bytes->act_zero;
+			b->act_total += bytes->act_total;
+			b->blk_zero += bytes->down_blocks_zero;
+			b->blk_total += bytes->down_blocks;
+			b->skipped += bytes->weights_skipped;
+		}
 	}
 	b->last = s;
 }
@@ -317,6 +333,7 @@ static enum mw_run_status open_model(struct builtin *b, struct mw_error *err)
 		return MW_RUN_BAD_INPUT;
 	}
 	b->mi = eng_model_info(b->model);
+	b->sparsity |= b->mi->ffn_act != ENG_ACT_SILU;
 	return MW_RUN_DONE;
 }
 
@@ -385,16 +402,23 @@ static enum mw_run_status check_prompt(const struct builtin *b, struct mw_error 
 
 static int alloc_buffers(struct builtin *b)
 {
-	size_t n = (size_t)b->run->plan.decode;
+	size_t n = (size_t)b->run->plan.decode, nb = (size_t)b->batch;
+	int k = b->run->p->speculative.draft_tokens;
 	b->cap = n;
-	b->ids = calloc(n, sizeof(*b->ids));
+	b->ids = calloc(n * nb, sizeof(*b->ids));
+	b->step_tok = calloc(n, sizeof(*b->step_tok));
+	b->step_drafted = calloc(n, sizeof(*b->step_drafted));
+	b->step_accepted = calloc(n, sizeof(*b->step_accepted));
+	b->ctx = calloc(b->n_prompt + n + (size_t)k + 2, sizeof(*b->ctx));
+	b->pass = calloc((size_t)k + 1, sizeof(*b->pass));
+	b->samp = calloc(nb, sizeof(*b->samp));
 	b->lat = calloc(n, sizeof(*b->lat));
 	b->eng = calloc(n, sizeof(*b->eng));
 	b->rd.v = calloc(n, sizeof(uint64_t));
 	b->wr.v = calloc(n, sizeof(uint64_t));
 	b->tot.v = calloc(n, sizeof(uint64_t));
 	b->ej = calloc(n, sizeof(*b->ej));
-	b->logits_copy = malloc((size_t)b->mi->vocab_size * sizeof(float));
+	b->logits_copy = malloc((size_t)b->mi->vocab_size * nb * sizeof(float));
 	if (b->run->o->phases > 1) {
 		b->n_layers = b->mi->n_layers;
 		b->pl_rd = calloc(2 * (size_t)b->n_layers, sizeof(*b->pl_rd));
@@ -403,7 +427,8 @@ static int alloc_buffers(struct builtin *b)
 			return -ENOMEM;
 	}
 	return b->ids && b->lat && b->eng && b->rd.v && b->wr.v && b->tot.v && b->ej &&
-	       b->logits_copy ? 0 : -ENOMEM;
+	       b->logits_copy && b->step_tok && b->step_drafted && b->step_accepted && b->ctx &&
+	       b->pass && b->samp ? 0 : -ENOMEM;
 }
 
 static enum mw_run_status builtin_prepare(struct mw_run *run, struct mw_error *err)
@@ -416,6 +441,10 @@ static enum mw_run_status builtin_prepare(struct mw_run *run, struct mw_error *e
 		return MW_RUN_ENVIRONMENT;
 	}
 	b->run = run;
+	b->batch = run->p->batch > 0 ? run->p->batch : 1;
+	b->multi = b->batch > 1 || run->p->speculative.on;
+	/* Only where zeros are the point, so a SiLU model's record is as it always was. */
+	b->sparsity = run->p->engine.sparsity_map;
 	if ((st = open_model(b, err)) != MW_RUN_DONE || (st = open_prompt(b, err)) != MW_RUN_DONE ||
 	    (st = check_prompt(b, err)) != MW_RUN_DONE)
 		return st;
@@ -437,7 +466,9 @@ static enum mw_run_status builtin_prepare(struct mw_run *run, struct mw_error *e
 static void run_reset(struct builtin *b)
 {
 	b->n_dec = 0;
+	b->n_ids = 0;
 	b->pre_engine = 0;
+	b->act_zero = b->act_total = b->blk_zero = b->blk_total = b->skipped = 0;
 	b->rd.state = b->wr.state = b->tot.state = PRB_MEASURED;
 	b->energy = PRB_MEASURED;
 	memset(b->ph_eng, 0, sizeof(b->ph_eng));
@@ -501,7 +532,10 @@ static json_t *decode_json(struct builtin *b)
 	uint64_t engsum = 0;
 	for (size_t i = 0; i < b->n_dec; i++)
 		engsum += b->eng[i];
-	json_t *dec = window_json(b->n_dec, engsum, &b->pre1, &b->last, &b->delta);
+	json_t *dec = window_json(b->multi ? b->n_ids : b->n_dec, engsum, &b->pre1, &b->last,
+				  &b->delta);
+	if (dec && b->multi)
+		json_object_set_new(dec, "steps", json_integer((json_int_t)b->n_dec));
 	bool dram = b->run->ctr.dram != NULL;
 	if (dram) {
 		/* A figure not measured at one token is not measured for the run. */
@@ -522,20 +556,52 @@ static json_t *decode_json(struct builtin *b)
 		json_object_set_new(dec, "energy_j", json_null());
 	if (b->run->o->phases)
 		json_object_set_new(dec, "phases", phases_json(b));
+	if (b->sparsity)
+		json_object_set_new(dec, "sparsity", json_pack(
+			"{s:I, s:I, s:I, s:I, s:I}", "act_zero", (json_int_t)b->act_zero,
+			"act_total", (json_int_t)b->act_total, "down_blocks_zero",
+			(json_int_t)b->blk_zero, "down_blocks", (json_int_t)b->blk_total,
+			"weights_skipped_bytes", (json_int_t)b->skipped));
 	return dec;
 }
 
-static json_t *tokens_json(const struct builtin *b)
+static json_t *u32_array(const uint32_t *v, size_t n)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; a && i < n; i++)
+		json_array_append_new(a, json_integer((json_int_t)v[i]));
+	return a;
+}
+
+/* The per-pass figures (latency, engine and DRAM bytes, energy): under runs[].tokens with
+ * one token per pass, else under runs[].steps with the tokens each pass yielded (and, for
+ * speculation, its draft and what was accepted of it), tokens keeping only the ids. */
+static json_t *tokens_json(const struct builtin *b, json_t *run)
 {
 	bool dram = b->run->ctr.dram != NULL;
 	json_t *ids = json_array(), *ej = json_array();
-	for (size_t i = 0; i < b->n_dec; i++) {
+	for (size_t i = 0; i < b->n_ids; i++)
 		json_array_append_new(ids, json_integer(b->ids[i]));
+	for (size_t i = 0; i < b->n_dec; i++)
 		json_array_append_new(ej, mw_json_num(b->ej[i]));
-	}
 	if (b->energy != PRB_MEASURED) {
 		json_decref(ej);
 		ej = json_null();
+	}
+	if (b->multi) {
+		json_t *st = json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "tokens",
+				       u32_array(b->step_tok, b->n_dec), "latency_ns",
+				       u64_array(b->lat, b->n_dec), "engine_bytes",
+				       u64_array(b->eng, b->n_dec), "dram_read_bytes",
+				       series_json(&b->rd, dram, b->n_dec), "dram_write_bytes",
+				       series_json(&b->wr, dram, b->n_dec), "dram_total_bytes",
+				       series_json(&b->tot, dram, b->n_dec), "energy_j", ej);
+		if (st && b->run->p->speculative.on) {
+			json_object_set_new(st, "drafted", u32_array(b->step_drafted, b->n_dec));
+			json_object_set_new(st, "accepted", u32_array(b->step_accepted, b->n_dec));
+		}
+		json_object_set_new(run, "steps", st);
+		return json_pack("{s:o}", "ids", ids);
 	}
 	return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "ids", ids, "latency_ns",
 			 u64_array(b->lat, b->n_dec), "engine_bytes", u64_array(b->eng, b->n_dec),
@@ -560,14 +626,98 @@ static json_t *stopped_run(struct builtin *b, int index, bool warmup, const json
 			 "tokens", empty, "figures");
 }
 
+/* The prompt into every sequence's region of the cache, each in the session's chunks (the
+ * token hook comes once per chunk, so pre_engine sums the prompts' engine bytes); each
+ * sequence's last logits into its row of logits_copy. */
+static int prefill_all(struct builtin *b)
+{
+	size_t vocab = (size_t)b->mi->vocab_size;
+	int rc = 0;
+	for (int q = 0; q < b->batch && !rc && !mw_run_stopped(); q++) {
+		const float *logits;
+		rc = eng_session_prefill_seq(b->sess, q, b->prompt, (int)b->n_prompt, 0, &logits,
+					     NULL);
+		if (!rc)
+			memcpy(b->logits_copy + (size_t)q * vocab, logits, vocab * sizeof(float));
+	}
+	return rc;
+}
+
+/* One token per pass: sample, step. */
+static int decode_plain(struct builtin *b, int pos)
+{
+	size_t vocab = (size_t)b->mi->vocab_size;
+	int rc = 0;
+	for (int i = 0; i < b->run->plan.decode && !mw_run_stopped() && !rc; i++, pos++) {
+		const float *logits;
+		int t = eng_sampler_sample(b->samp[0], b->logits_copy);
+		b->ids[b->n_ids++] = t;
+		if (!(rc = eng_session_step(b->sess, t, pos, &logits, NULL)))
+			memcpy(b->logits_copy, logits, vocab * sizeof(float));
+	}
+	return rc;
+}
+
+/* A batch: each pass one token of every sequence (eng_session_step_seqs), sequence q sampled
+ * by its own sampler from its own row of logits. */
+static int decode_batch(struct builtin *b, int pos)
+{
+	size_t vocab = (size_t)b->mi->vocab_size, n = (size_t)b->batch;
+	int rc = 0, tok[64], at[64]; /* the protocol schema caps batch at 64 */
+	for (int i = 0; i < b->run->plan.decode && !mw_run_stopped() && !rc; i++, pos++) {
+		const float *logits;
+		for (size_t q = 0; q < n; q++) {
+			tok[q] = eng_sampler_sample(b->samp[q], b->logits_copy + q * vocab);
+			at[q] = pos;
+			b->ids[b->n_ids++] = tok[q];
+		}
+		rc = eng_session_step_seqs(b->sess, (int)n, NULL, tok, at, &logits, NULL);
+		if (!rc) {
+			memcpy(b->logits_copy, logits, n * vocab * sizeof(float));
+			if (b->n_dec)
+				b->step_tok[b->n_dec - 1] = (uint32_t)n;
+		}
+	}
+	return rc;
+}
+
+/* Prompt-lookup speculation (src/run/speculate.c): each pass runs the context's last token
+ * and a draft, and decodes that token and the accepted part of the draft, the tokens plain
+ * decoding would feed; the model's next token waits for the next pass, as plain decoding's
+ * sampled token does. So the ids equal plain greedy decoding's. */
+static int decode_spec(struct builtin *b)
+{
+	const struct mw_protocol *p = b->run->p;
+	int vocab = b->mi->vocab_size, decode = b->run->plan.decode, fed = 0, rc = 0;
+	int ng_max = p->speculative.ngram ? p->speculative.ngram : 3;
+	int ng_min = p->speculative.ngram ? p->speculative.ngram : 2, n_ctx = (int)b->n_prompt;
+	memcpy(b->ctx, b->prompt, b->n_prompt * sizeof(int));
+	b->ctx[n_ctx++] = mw_spec_argmax(b->logits_copy, vocab);
+	while (fed < decode && !mw_run_stopped() && !rc) {
+		int room = decode - fed - 1, n0 = n_ctx;
+		int k = p->speculative.draft_tokens < room ? p->speculative.draft_tokens : room;
+		struct mw_spec_pass ps;
+		if ((rc = mw_spec_step(b->sess, vocab, b->ctx, &n_ctx, k, ng_min, ng_max, b->pass,
+				       &ps)))
+			break;
+		for (int t = 0; t <= ps.accepted; t++)
+			b->ids[b->n_ids++] = b->ctx[n0 - 1 + t];
+		fed += ps.accepted + 1;
+		if (b->n_dec) {
+			b->step_tok[b->n_dec - 1] = (uint32_t)ps.accepted + 1;
+			b->step_drafted[b->n_dec - 1] = (uint32_t)ps.drafted;
+			b->step_accepted[b->n_dec - 1] = (uint32_t)ps.accepted;
+		}
+	}
+	return rc;
+}
+
 /* One run: idle window, prefill, decode. Returns its record (complete or not); NULL with
  * *rc set when the engine failed. */
-static json_t *run_once(struct builtin *b, struct eng_sampler *samp, int index, bool warmup,
-			int *rc)
+static json_t *run_once(struct builtin *b, int index, bool warmup, int *rc)
 {
 	struct mw_snap i0, i1;
-	const float *logits = NULL;
-	int pos = 0, vocab = b->mi->vocab_size;
+	int pos = 0;
 
 	/* Idle baseline: what the machine moves while memwall sleeps. */
 	mw_counters_read(&b->run->ctr, &i0);
@@ -584,11 +734,9 @@ static json_t *run_once(struct builtin *b, struct eng_sampler *samp, int index, 
 	mw_counters_read(&b->run->ctr, &b->pre0);
 	b->last = b->pre0;
 	*rc = 0;
-	/* The prompt in the session's chunks (eng_session_prefill): the token hook comes once per
-	 * chunk with the chunk's bytes, so pre_engine still sums the prompt's engine bytes. */
 	if (!mw_run_stopped()) {
-		*rc = eng_session_prefill(b->sess, b->prompt, (int)b->n_prompt, 0, &logits, NULL);
-		pos = *rc ? 0 : (int)b->n_prompt;
+		*rc = prefill_all(b);
+		pos = *rc || mw_run_stopped() ? 0 : (int)b->n_prompt;
 	}
 	if (*rc || mw_run_stopped()) {
 		json_t *r = *rc ? NULL : stopped_run(b, index, warmup, idle, pos);
@@ -597,21 +745,23 @@ static json_t *run_once(struct builtin *b, struct eng_sampler *samp, int index, 
 	}
 	b->pre1 = b->last;
 	b->phase = PH_DECODE;
-	for (int i = 0; i < b->run->plan.decode && !mw_run_stopped() && !*rc; i++, pos++) {
-		memcpy(b->logits_copy, logits, (size_t)vocab * sizeof(float));
-		b->fed = eng_sampler_sample(samp, b->logits_copy);
-		*rc = eng_session_step(b->sess, b->fed, pos, &logits, NULL);
-	}
+	*rc = b->run->p->speculative.on ? decode_spec(b)
+	      : b->batch > 1		 ? decode_batch(b, pos)
+					 : decode_plain(b, pos);
 	if (*rc) {
 		json_decref(idle);
 		return NULL;
 	}
-	bool complete = !mw_run_stopped() && b->n_dec == (size_t)b->run->plan.decode;
-	return json_pack("{s:i, s:b, s:b, s:o, s:o, s:o, s:o, s:o, s:{}}", "index", index,
-			 "warmup", warmup, "complete", complete, "idle", idle, "prefill",
-			 window_json(b->n_prompt, b->pre_engine, &b->pre0, &b->pre1, &b->delta),
-			 "decode", decode_json(b), "tokens", tokens_json(b), "software",
-			 software_json(b), "figures");
+	bool complete = !mw_run_stopped() &&
+			b->n_ids == (size_t)b->run->plan.decode * (size_t)b->batch;
+	json_t *r = json_pack("{s:i, s:b, s:b, s:o, s:o, s:o, s:o, s:{}}", "index", index,
+			      "warmup", warmup, "complete", complete, "idle", idle, "prefill",
+			      window_json(b->n_prompt * (size_t)b->batch, b->pre_engine, &b->pre0,
+					  &b->pre1, &b->delta),
+			      "decode", decode_json(b), "software", software_json(b), "figures");
+	if (r)
+		json_object_set_new(r, "tokens", tokens_json(b, r));
+	return r;
 }
 
 /* ---- the runs ------------------------------------------------------------------------------- */
@@ -623,7 +773,8 @@ static void say_text(const struct builtin *b)
 	char text[241];
 	size_t len = 0;
 	int prev = b->prompt[b->n_prompt - 1];
-	for (size_t i = 0; i < b->n_dec && len < sizeof(text) - 1; i++) {
+	/* A batch's ids go pass by pass: sequence 0's are every batch-th. */
+	for (size_t i = 0; i < b->n_ids && len < sizeof(text) - 1; i += (size_t)b->batch) {
 		const char *piece = eng_tokenizer_decode(b->tok, prev, b->ids[i]);
 		prev = b->ids[i];
 		for (; piece && *piece && len < sizeof(text) - 1; piece++)
@@ -659,6 +810,9 @@ static enum mw_run_status start_session(struct builtin *b, struct mw_error *err)
 		.kv_type = ENG_KV_AUTO, /* GGUF: F16, as llama.cpp (the tensor table assumes it) */
 		.ctx_len = (int)b->n_prompt + b->run->plan.decode,
 		.hooks = &b->hooks,
+		.sparsity_map = p->engine.sparsity_map,
+		.n_seq = b->batch,
+		.verify_tokens = p->speculative.on ? p->speculative.draft_tokens + 1 : 0,
 	};
 	if ((rc = eng_session_new(&b->sess, b->model, &sopt, &eerr))) {
 		mw_error_set(err, rc, b->run->plan.model_path, "engine", "cannot start a session: %s",
@@ -680,9 +834,20 @@ static json_t *engine_json(const struct builtin *b)
 		for (size_t i = 0; i < pl->p->engine.n_cpus; i++)
 			json_array_append_new(cpus, json_integer(pl->p->engine.cpus[i]));
 	}
-	return json_pack("{s:s, s:s, s:s, s:i, s:o}", "kind", "builtin", "kernels",
-			 eng_session_kernels(b->sess), "load",
-			 eng_load_mode_name(pl->p->engine.load), "threads", pl->threads, "cpus", cpus);
+	json_t *e = json_pack("{s:s, s:s, s:s, s:i, s:o}", "kind", "builtin", "kernels",
+			      eng_session_kernels(b->sess), "load",
+			      eng_load_mode_name(pl->p->engine.load), "threads", pl->threads, "cpus",
+			      cpus);
+	/* Only what a protocol asked for, so a plain protocol's record is as it always was. */
+	if (e && b->batch > 1)
+		json_object_set_new(e, "batch", json_integer(b->batch));
+	if (e && pl->p->speculative.on)
+		json_object_set_new(e, "speculative", json_pack(
+			"{s:s, s:i, s:i}", "mode", "lookup", "draft_tokens",
+			pl->p->speculative.draft_tokens, "ngram", pl->p->speculative.ngram));
+	if (e && pl->p->engine.sparsity_map)
+		json_object_set_new(e, "sparsity_map", json_true());
+	return e;
 }
 
 static json_t *model_json(const struct builtin *b)
@@ -700,7 +865,6 @@ static enum mw_run_status builtin_execute(struct mw_run *run, struct mw_error *e
 {
 	struct builtin *b = run->state;
 	enum mw_run_status st;
-	struct eng_sampler *samp = NULL;
 	int rc = 0;
 
 	software_open(b);
@@ -713,17 +877,21 @@ static enum mw_run_status builtin_execute(struct mw_run *run, struct mw_error *e
 	int total = run->plan.warmups + run->plan.runs;
 	for (int i = 0; i < total && !mw_run_stopped(); i++) {
 		bool warm = i < run->plan.warmups;
-		/* The sampler restarts for each run so every run decodes the same tokens. */
-		eng_sampler_free(samp);
-		samp = NULL;
-		if ((rc = eng_sampler_new(&samp, b->mi->vocab_size, &b->samp_opt))) {
-			mw_error_set(err, -EINVAL, run->p->source, "sampling",
-				     "the engine refused these settings");
-			return MW_RUN_BAD_INPUT;
+		/* The samplers restart for each run so every run decodes the same tokens; sequence
+		 * q of a batch samples with seed + q (as generate --batch). */
+		for (int q = 0; q < b->batch; q++) {
+			struct eng_sampler_options so = b->samp_opt;
+			so.seed += (uint64_t)q;
+			eng_sampler_free(b->samp[q]);
+			b->samp[q] = NULL;
+			if ((rc = eng_sampler_new(&b->samp[q], b->mi->vocab_size, &so))) {
+				mw_error_set(err, -EINVAL, run->p->source, "sampling",
+					     "the engine refused these settings");
+				return MW_RUN_BAD_INPUT;
+			}
 		}
-		json_t *one = run_once(b, samp, i, warm, &rc);
+		json_t *one = run_once(b, i, warm, &rc);
 		if (rc) {
-			eng_sampler_free(samp);
 			mw_error_set(err, rc, run->plan.model_path, "",
 				     "the engine failed in run %d: %s", i + 1, strerror(-rc));
 			return MW_RUN_ENVIRONMENT;
@@ -733,7 +901,6 @@ static enum mw_run_status builtin_execute(struct mw_run *run, struct mw_error *e
 		if (b->tok && i == 0)
 			say_text(b);
 	}
-	eng_sampler_free(samp);
 	mw_drift_step(&b->drift, run, 1);
 	swap_check_after(b);
 	run->engine = engine_json(b);
@@ -748,6 +915,14 @@ static void builtin_close(struct mw_run *run)
 	if (!b)
 		return;
 	free(b->logits_copy);
+	for (int q = 0; b->samp && q < b->batch; q++)
+		eng_sampler_free(b->samp[q]);
+	free(b->samp);
+	free(b->step_tok);
+	free(b->step_drafted);
+	free(b->step_accepted);
+	free(b->ctx);
+	free(b->pass);
 	eng_session_free(b->sess);
 	eng_tokenizer_close(b->tok);
 	eng_model_close(b->model);

@@ -5,8 +5,12 @@
  *   counters  DRAM, energy: opened once, required ones checked (counters.c);
  *   execute   the row's warm-ups and measured runs;
  *   record    built in one place (record_build.c) and derived (src/record/result.c).
+ *
+ * A protocol of variants (protocols/README.md, Variants) runs this once per variant, each a
+ * whole protocol, and keeps every variant's record in one (variants_run below).
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "control.h"
@@ -54,8 +58,9 @@ static int calibration_find(struct mw_run *run)
 	return run->calibration ? 0 : -ENOMEM;
 }
 
-enum mw_run_status mw_runner_run(const struct mw_protocol *p, const struct mw_run_options *o,
-				 json_t **out, struct mw_error *err)
+/* One protocol (or one variant of one), start to record. */
+static enum mw_run_status run_one(const struct mw_protocol *p, const struct mw_run_options *o,
+				  json_t **out, struct mw_error *err)
 {
 	const struct mw_engine_row *row = rows[p->engine.kind];
 	struct mw_run run = { .p = p, .o = o };
@@ -107,4 +112,75 @@ out:
 	row->close(&run);
 	run_free(&run);
 	return st;
+}
+
+/* The record of a protocol of variants: the first variant's record at the top (so report,
+ * compare and the store read it as any record), the protocol as written, and every variant's
+ * whole record under variants[] with its name and overrides. */
+static json_t *variants_record(const struct mw_protocol *p, json_t *const *recs, size_t n,
+			       const char *stop_why)
+{
+	json_t *doc = json_deep_copy(recs[0]), *list = json_array();
+	json_t *proto = json_object_get(doc, "protocol");
+	if (!doc || !list || !proto) {
+		json_decref(doc);
+		json_decref(list);
+		return NULL;
+	}
+	json_object_set_new(proto, "source", json_string(p->source));
+	json_object_set_new(proto, "sha256", json_string(p->sha256));
+	json_object_set(proto, "document", p->doc);
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(list, json_pack("{s:s, s:O, s:O}", "name", p->variants[i].name,
+						      "overrides", p->variants[i].overrides, "record",
+						      recs[i]));
+	json_object_set_new(doc, "variants", list);
+	if (stop_why[0]) {
+		json_object_set_new(doc, "complete", json_false());
+		json_object_set_new(doc, "incomplete_reason", json_string(stop_why));
+	}
+	return doc;
+}
+
+static enum mw_run_status variants_run(const struct mw_protocol *p,
+				       const struct mw_run_options *o, json_t **out,
+				       struct mw_error *err)
+{
+	json_t **recs = calloc(p->n_variants, sizeof(*recs));
+	enum mw_run_status st = MW_RUN_DONE;
+	char why[512] = "";
+	size_t n = 0;
+	if (!recs) {
+		mw_error_set(err, -ENOMEM, "", "", "out of memory");
+		return MW_RUN_ENVIRONMENT;
+	}
+	for (; n < p->n_variants && st == MW_RUN_DONE; n++) {
+		mw_run_say(o, "variant %zu/%zu: %s", n + 1, p->n_variants, p->variants[n].name);
+		st = run_one(p->variants[n].p, o, &recs[n], err);
+		if (st == MW_RUN_INTERRUPTED)
+			snprintf(why, sizeof(why), "variant %s: %.400s", p->variants[n].name,
+				 json_string_value(json_object_get(recs[n], "incomplete_reason")));
+		else if (st != MW_RUN_DONE)
+			break;
+	}
+	if (st == MW_RUN_DONE || st == MW_RUN_INTERRUPTED) {
+		if (n < p->n_variants && !why[0])
+			snprintf(why, sizeof(why), "stopped after %zu of %zu variants", n,
+				 p->n_variants);
+		if (!(*out = variants_record(p, recs, n, why))) {
+			mw_error_set(err, -ENOMEM, "", "", "cannot build the result record");
+			st = MW_RUN_ENVIRONMENT;
+		}
+	}
+	for (size_t i = 0; i < p->n_variants; i++)
+		json_decref(recs[i]);
+	free(recs);
+	return st;
+}
+
+enum mw_run_status mw_runner_run(const struct mw_protocol *p, const struct mw_run_options *o,
+				 json_t **out, struct mw_error *err)
+{
+	*out = NULL;
+	return p->n_variants ? variants_run(p, o, out, err) : run_one(p, o, out, err);
 }

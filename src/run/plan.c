@@ -51,11 +51,16 @@ static int synth_path(const struct mw_protocol *p, char *path, size_t n, FILE *l
 				    "no cache folder: set MEMWALL_CACHE_DIR, XDG_CACHE_HOME or HOME");
 	strncat(dir, "/synth", sizeof(dir) - strlen(dir) - 1);
 	const char *arch = p->model.synth_arch, *quant = p->model.synth_quant;
+	/* A non-SiLU activation is in the name ("-relu"), so the SiLU files keep theirs. */
+	enum eng_ffn_act act = p->model.synth_act;
+	char act_part[16] = "";
+	if (act != ENG_ACT_SILU)
+		snprintf(act_part, sizeof(act_part), "-%s", p->model.synth_activation);
 	if (arch && quant)
-		snprintf(path, n, "%s/%s-%s-%s-seed%llu.gguf", dir, arch, p->model.synth_shape,
-			 quant, (unsigned long long)p->model.synth_seed);
+		snprintf(path, n, "%s/%s-%s-%s%s-seed%llu.gguf", dir, arch, p->model.synth_shape,
+			 quant, act_part, (unsigned long long)p->model.synth_seed);
 	else
-		snprintf(path, n, "%s/%s-seed%llu.bin", dir, p->model.synth_shape,
+		snprintf(path, n, "%s/%s%s-seed%llu.bin", dir, p->model.synth_shape, act_part,
 			 (unsigned long long)p->model.synth_seed);
 	if (stat(path, &st) == 0)
 		return 0;
@@ -76,9 +81,10 @@ static int synth_path(const struct mw_protocol *p, char *path, size_t n, FILE *l
 			(unsigned long long)p->model.synth_seed, path);
 	snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, (int)getpid());
 	eng_error_clear(&eerr);
-	rc = arch && quant ? eng_synth_gguf(tmp, arch, p->model.synth_shape, quant,
-					    p->model.synth_seed, &eerr)
-			   : eng_synth_llama2c(tmp, p->model.synth_shape, p->model.synth_seed, &eerr);
+	rc = arch && quant ? eng_synth_gguf_act(tmp, arch, p->model.synth_shape, quant,
+						p->model.synth_seed, act, &eerr)
+			   : eng_synth_llama2c_act(tmp, p->model.synth_shape, p->model.synth_seed,
+						   act, &eerr);
 	if (rc) {
 		unlink(tmp);
 		return mw_error_set(err, rc, eerr.source[0] ? eerr.source : tmp, "model.synth",
@@ -237,8 +243,10 @@ enum mw_run_status mw_plan_resolve(struct mw_plan *pl, const struct mw_protocol 
 	if (p->model.synth_shape) {
 		if ((rc = synth_path(p, pl->model_path, sizeof(pl->model_path), o->log, err)))
 			return rc == -EINVAL ? MW_RUN_BAD_INPUT : MW_RUN_ENVIRONMENT;
-		snprintf(pl->model_name, sizeof(pl->model_name), "synthetic %s (seed %llu)",
-			 p->model.synth_shape, (unsigned long long)p->model.synth_seed);
+		snprintf(pl->model_name, sizeof(pl->model_name), "synthetic %s%s%s (seed %llu)",
+			 p->model.synth_shape, p->model.synth_act != ENG_ACT_SILU ? " " : "",
+			 p->model.synth_act != ENG_ACT_SILU ? p->model.synth_activation : "",
+			 (unsigned long long)p->model.synth_seed);
 	} else {
 		snprintf(pl->model_path, sizeof(pl->model_path), "%s", p->model.path);
 		const char *base = strrchr(pl->model_path, '/');

@@ -358,6 +358,14 @@ static int parse_model(struct mw_protocol *p, const char *dir, struct mw_error *
 					    "a synthetic model is generated, not downloaded: drop "
 					    "url, size_bytes and sha256");
 		p->model.synth_shape = str_or(synth, "shape", NULL);
+		p->model.synth_activation = str_or(synth, "activation", "silu");
+		/* The schema admits only the engine's names */
+		eng_ffn_act_parse(p->model.synth_activation, &p->model.synth_act);
+		if (gguf && p->model.synth_act != ENG_ACT_SILU && strcmp(p->model.synth_arch, "llama"))
+			return mw_error_set(err, -EINVAL, src, "model.synth.activation",
+					    "%s FFNs are for \"arch\": \"llama\" (falcon's MLP is "
+					    "GELU): drop activation or synthesise a llama",
+					    p->model.synth_activation);
 		p->model.synth_seed = (uint64_t)int_or(synth, "seed", 42);
 		/* arch, shape and quant name the cached file (src/run/plan.c) */
 		static const char *const parts[] = { "arch", "shape", "quant" };
@@ -553,6 +561,151 @@ static int parse_measurement(struct mw_protocol *p, struct mw_error *err)
 	return 0;
 }
 
+/* batch, speculative and engine.sparsity_map: what the builtin engine decodes, checked
+ * against each other and the sampling. */
+static int parse_decoding(struct mw_protocol *p, struct mw_error *err)
+{
+	const char *src = p->source;
+	const json_t *d = p->doc, *spec = json_object_get(d, "speculative");
+	bool builtin = p->engine.kind == MW_ENGINE_BUILTIN;
+	p->batch = (int)int_or(d, "batch", 1);
+	p->engine.sparsity_map = json_is_true(json_object_get(json_object_get(d, "engine"),
+							      "sparsity_map"));
+	p->speculative.on = json_is_object(spec);
+	p->speculative.draft_tokens = (int)int_or(spec, "draft_tokens", 4);
+	p->speculative.ngram = (int)int_or(spec, "ngram", 0);
+	static const char *const builtin_only[3] = { "batch", "speculative",
+						     "engine.sparsity_map" };
+	bool given[3] = { p->batch > 1, p->speculative.on, p->engine.sparsity_map };
+	for (int i = 0; i < 3 && !builtin; i++)
+		if (given[i])
+			return mw_error_set(err, -EINVAL, src, builtin_only[i],
+					    "is for memwall's own engine (engine.kind \"builtin\"): an "
+					    "external program's decoding is its own; drop the field");
+	if (p->speculative.on && p->sampling.temperature != 0.0)
+		return mw_error_set(err, -EINVAL, src, "speculative",
+				    "verifies drafts against greedy decoding: give sampling."
+				    "temperature 0 (sampling at %g would need rejection sampling, "
+				    "which memwall does not do)", p->sampling.temperature);
+	if (p->speculative.on && p->batch > 1)
+		return mw_error_set(err, -EINVAL, src, "speculative",
+				    "runs one sequence: drop it or set batch to 1 (it is %d); "
+				    "compare the two as variants instead", p->batch);
+	return 0;
+}
+
+static const char *const variant_keys[] = {
+	"batch", "speculative", "engine.load", "engine.threads", "engine.sparsity_map",
+	"model.synth.activation", "model.synth.shape", "model.synth.quant", NULL,
+};
+
+const char *const *mw_variant_keys(void)
+{
+	return variant_keys;
+}
+
+/* Sets the variant's overrides (obj, at the dotted prefix) into doc: a key of the table
+ * replaces the value (null removes it); an object whose key prefixes table entries is
+ * walked. */
+static int variant_apply(json_t *doc, json_t *obj, const char *prefix, const char *src,
+			 size_t idx, struct mw_error *err)
+{
+	const char *key;
+	json_t *v;
+	json_object_foreach(obj, key, v) {
+		char path[128], field[160];
+		if (!*prefix && !strcmp(key, "name"))
+			continue;
+		snprintf(path, sizeof(path), "%s%s%s", prefix, *prefix ? "." : "", key);
+		bool exact = false, inner = false;
+		for (size_t i = 0; variant_keys[i]; i++) {
+			size_t n = strlen(path);
+			exact |= !strcmp(variant_keys[i], path);
+			inner |= !strncmp(variant_keys[i], path, n) && variant_keys[i][n] == '.';
+		}
+		snprintf(field, sizeof(field), "variants[%zu].%s", idx, path);
+		if (inner && json_is_object(v)) {
+			json_t *sub = json_object_get(doc, key);
+			if (!json_is_object(sub)) {
+				sub = json_object();
+				json_object_set_new(doc, key, sub);
+			}
+			int rc = variant_apply(sub, v, path, src, idx, err);
+			if (rc)
+				return rc;
+		} else if (exact) {
+			if (json_is_null(v))
+				json_object_del(doc, key);
+			else
+				json_object_set(doc, key, v);
+		} else {
+			char list[512] = "";
+			for (size_t i = 0; variant_keys[i]; i++)
+				snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
+					 i ? ", " : "", variant_keys[i]);
+			return mw_error_set(err, -EINVAL, src, field,
+					    "is not something a variant may override; a variant "
+					    "overrides %s (nested as in the protocol: {\"engine\": "
+					    "{\"load\": \"repack\"}}); put other settings in the "
+					    "protocol itself", list);
+		}
+	}
+	return 0;
+}
+
+static int parse_doc(struct mw_protocol *p, const char *dir, unsigned flags,
+		     struct mw_error *err);
+
+/* Each variant: this document with its overrides, parsed and checked as a protocol of its
+ * own; an error names the variant's field. */
+static int parse_variants(struct mw_protocol *p, const char *dir, unsigned flags,
+			  struct mw_error *err)
+{
+	json_t *list = json_object_get(p->doc, "variants"), *v;
+	size_t i;
+	if (!list)
+		return 0;
+	p->n_variants = json_array_size(list);
+	if (!(p->variants = calloc(p->n_variants, sizeof(*p->variants))))
+		return -ENOMEM;
+	json_array_foreach(list, i, v) {
+		struct mw_variant *x = &p->variants[i];
+		char field[160];
+		int rc;
+		x->name = json_string_value(json_object_get(v, "name"));
+		x->overrides = v;
+		for (size_t j = 0; j < i; j++)
+			if (!strcmp(p->variants[j].name, x->name)) {
+				snprintf(field, sizeof(field), "variants[%zu].name", i);
+				return mw_error_set(err, -EINVAL, p->source, field,
+						    "\"%s\" names variants[%zu] too: give each "
+						    "variant its own name", x->name, j);
+			}
+		snprintf(field, sizeof(field), "variants[%zu].name", i);
+		if ((rc = name_check(p->source, field, x->name, err)))
+			return rc;
+		if (!(x->p = calloc(1, sizeof(*x->p))) || !(x->p->source = strdup(p->source)) ||
+		    !(x->p->doc = json_deep_copy(p->doc)))
+			return -ENOMEM;
+		memcpy(x->p->sha256, p->sha256, sizeof(p->sha256));
+		json_object_del(x->p->doc, "variants");
+		if ((rc = variant_apply(x->p->doc, v, "", p->source, i, err)))
+			return rc;
+		/* The overrides' values meet the schema as the protocol's own do. */
+		json_t *schema = mw_protocol_schema();
+		rc = schema ? mw_schema_check(schema, x->p->doc, p->source, err) : -ENOMEM;
+		json_decref(schema);
+		if (rc || (rc = parse_doc(x->p, dir, flags, err))) {
+			snprintf(field, sizeof(field), "variants[%zu].%.100s", i,
+				 err ? err->field : "");
+			if (err)
+				snprintf(err->field, sizeof(err->field), "%.120s", field);
+			return rc;
+		}
+	}
+	return 0;
+}
+
 static int parse_doc(struct mw_protocol *p, const char *dir, unsigned flags,
 		     struct mw_error *err)
 {
@@ -564,7 +717,8 @@ static int parse_doc(struct mw_protocol *p, const char *dir, unsigned flags,
 		return rc;
 	p->description = str_or(p->doc, "description", "");
 	if ((rc = parse_model(p, dir, err)) || (rc = parse_engine(p, err)) ||
-	    (rc = parse_workload(p, dir, err)) || (rc = parse_measurement(p, err)))
+	    (rc = parse_workload(p, dir, err)) || (rc = parse_measurement(p, err)) ||
+	    (rc = parse_decoding(p, err)))
 		return rc;
 	if (flags & MW_PROTOCOL_CHECK_FILES) {
 		if (p->model.path &&
@@ -609,7 +763,8 @@ int mw_protocol_parse(struct mw_protocol **out, const char *text, size_t len, co
 	}
 	if ((rc = mw_schema_check(schema, p->doc, source, err)))
 		goto out;
-	rc = parse_doc(p, dir, flags, err);
+	if (!(rc = parse_doc(p, dir, flags, err)))
+		rc = parse_variants(p, dir, flags, err);
 out:
 	json_decref(schema);
 	if (rc) {
@@ -675,5 +830,8 @@ void mw_protocol_free(struct mw_protocol *p)
 		free(p->engine.command[i]);
 	free(p->engine.command);
 	free(p->prompt_tokens);
+	for (size_t i = 0; p->variants && i < p->n_variants; i++)
+		mw_protocol_free(p->variants[i].p);
+	free(p->variants);
 	free(p);
 }

@@ -40,6 +40,8 @@ struct mw_protocol {
 		uint64_t synth_seed;
 		const char *synth_arch;  /* gguf synth only: "falcon", "llama" (eng_synth_gguf) */
 		const char *synth_quant; /* gguf synth only: "q4_k_m", "q8_0", ... */
+		const char *synth_activation; /* "silu" (default), "relu", "relu2" */
+		enum eng_ffn_act synth_act;
 	} model;
 
 	struct {
@@ -68,7 +70,26 @@ struct mw_protocol {
 		bool adapter_stream_given;
 		const char *adapter_pattern; /* memwall-tokens only; NULL when absent */
 		int timeout_s;       /* per process; default 600 */
+		bool sparsity_map;   /* builtin only: eng_session_options.sparsity_map */
 	} engine;
+
+	/* batch: sequences decoded together (builtin only; 1 by default). Every sequence gets
+	 * the prompt; sequence i samples with sampling.seed + i. */
+	int batch;
+	/* speculative: prompt-lookup speculation (builtin, temperature 0, batch 1 only). */
+	struct {
+		bool on;
+		int draft_tokens;    /* K: 4 by default */
+		int ngram;           /* NG; 0: 3, then 2 (as generate --speculate lookup) */
+	} speculative;
+	/* variants: the protocol runs once per variant. Each is a whole protocol: this one's
+	 * document with the variant's overrides and without "variants"; NULL and 0 without. */
+	struct mw_variant {
+		const char *name;    /* borrowed from doc */
+		const json_t *overrides; /* the variant's object as written, borrowed from doc */
+		struct mw_protocol *p; /* owned */
+	} *variants;
+	size_t n_variants;
 
 	/* measure.method: how an external engine is measured. DIFFERENTIAL is memwall's
 	 * (below); AIOS reproduces the AIOS baseline script's method, faults included
@@ -149,6 +170,10 @@ struct mw_command_values {
  * otherwise; other braces are kept as they are. v NULL only checks. */
 int mw_command_expand(const char *arg, const struct mw_command_values *v, const char *source,
 		      const char *field, char **out, struct mw_error *err);
+
+/* The keys a variant may override, dotted ("engine.load"), NULL-terminated; static storage.
+ * A new override is one entry in this table (src/run/protocol.c, variant_keys). */
+const char *const *mw_variant_keys(void);
 
 /* The protocol schema (protocols/protocol.schema.json as compiled in). New reference. */
 json_t *mw_protocol_schema(void);

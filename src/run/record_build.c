@@ -48,6 +48,8 @@ static json_t *model_json(const struct mw_run *run)
 		? json_pack("{s:s, s:I}", "shape", p->model.synth_shape, "seed",
 			    (json_int_t)p->model.synth_seed)
 		: json_null();
+	if (json_is_object(synth) && p->model.synth_act != ENG_ACT_SILU)
+		json_object_set_new(synth, "activation", json_string(p->model.synth_activation));
 	json_t *m = json_pack("{s:s, s:s, s:s, s:I, s:s, s:b, s:o, s:n, s:n, s:n}", "format",
 			      mw_model_format_name(p->model.format), "name", pl->model_name, "path",
 			      pl->model_path, "file_bytes", (json_int_t)pl->model_bytes, "sha256",
