@@ -275,6 +275,12 @@ struct eng_step_bytes {
 	 * sparsity map skips. Counted with or without the map. */
 	uint64_t act_zero, act_total;
 	uint64_t down_blocks_zero, down_blocks;
+	/* With a sparsity map (one-token steps): the up rows (w3) not read because their gate
+	 * was <= 0 or a static map marked the neuron dead, the gate rows (w1) a static map let
+	 * the step skip, and, with sparsity_verify, the neurons the static map skipped that
+	 * fired all the same (its misses). In rows of the matrices (a skipped x8 group counts
+	 * its eight). */
+	uint64_t up_rows_skipped, gate_rows_skipped, map_misses;
 	uint64_t kv_read;  /* KV-cache bytes read by attention at this position */
 	uint64_t kv_write; /* KV-cache bytes written for this position */
 	uint64_t by_phase[ENG_PHASE_COUNT]; /* weights + kv bytes split by phase; the embedding
@@ -350,6 +356,20 @@ struct eng_session_options {
 	 * zero (engine/sparsity.c); the bytes skipped are not counted in weights. Results
 	 * differ from the dense run's by float rounding only (runs of blocks are summed apart). */
 	bool sparsity_map;
+	/* With sparsity_map and F32 plain down projections: a transposed copy of each down
+	 * projection (hidden_dim rows of dim, one per neuron, as PowerInfer and Deja Vu store
+	 * it), so every zero activation skips its own row: no block granularity. Other types
+	 * keep the block map (a quant block cannot be transposed without requantizing). */
+	bool sparsity_neuron;
+	/* With sparsity_map: a static map from a calibration pass (eng_sparsity_map_load):
+	 * on one-token steps (a prefill pass of several tokens runs dense, as the map does),
+	 * the neurons it marks dead have their gate and up rows and down columns skipped
+	 * without being computed. Not exact by construction. Borrowed; must outlive the
+	 * session. sparsity_verify computes the skipped gate rows anyway and counts in
+	 * map_misses the neurons that fired (their activation is still taken as zero, so the
+	 * output and the bytes are the unverified run's). */
+	const struct eng_sparsity_map *sparsity_static;
+	bool sparsity_verify;
 	/* Sequences decoded together (eng_session_step_seqs), each with its own region of the
 	 * KV cache (a whole cache of ctx_len positions: memory grows n_seq times, pages are
 	 * touched only as positions fill) and its own positions; <= 0 means 1. Each token of a
@@ -363,6 +383,43 @@ struct eng_session_options {
 	/* The attention kernel (ENG_ATTN_AUTO, the zero value, by default). */
 	enum eng_attention attention;
 };
+
+/* A static sparsity map (engine/sparsity_map.c): from a calibration pass, how many of its
+ * tokens each FFN neuron of each layer fired on (activation nonzero). Neurons with a count
+ * of zero are the map's dead neurons. On disk a text file:
+ *   memwall-sparsity-map 1
+ *   layers L hidden H dim D tokens T
+ *   layer 0 c_0 c_1 ... c_{H-1}
+ *   ... one line per layer, in order */
+struct eng_sparsity_map {
+	int n_layers, hidden_dim, dim;
+	uint64_t tokens;  /* activations counted per neuron */
+	uint32_t *fired;  /* (n_layers, hidden_dim) tokens on which each neuron was nonzero */
+};
+/* A zeroed map for a model's shape; NULL when out of memory. Freed with
+ * eng_sparsity_map_free. */
+struct eng_sparsity_map *eng_sparsity_map_new(int n_layers, int hidden_dim, int dim);
+void eng_sparsity_map_free(struct eng_sparsity_map *m);
+/* Reads path into a new map (*out, the caller frees it) and checks it against the model
+ * info: wrong shape, a missing or short layer, a bad header name the file, the line and
+ * the field. */
+int eng_sparsity_map_load(struct eng_sparsity_map **out, const char *path,
+			  const struct eng_model_info *info, struct eng_error *err);
+/* Writes m to path atomically (a temporary file beside it, renamed over it). */
+int eng_sparsity_map_save(const struct eng_sparsity_map *m, const char *path,
+			  struct eng_error *err);
+/* AIOS's R5, a frequency-ordered layout: writes to out (atomically) a copy of the llama2.c
+ * "ak42" v1 model in with each layer's FFN neurons (w1 and w3 rows, w2 columns: a
+ * function-preserving permutation) ordered by m's firing counts, most first, so neurons
+ * that fire together share the down projection's blocks. A synthetic marker gets
+ * " ffn_order=frequency". */
+int eng_sparsity_reorder_llama2c(const char *in, const char *out,
+				 const struct eng_sparsity_map *m, struct eng_error *err);
+/* Whether neuron r of layer l is dead in m (never fired in calibration). */
+static inline bool eng_sparsity_map_dead(const struct eng_sparsity_map *m, int l, int r)
+{
+	return m->fired[(size_t)l * (size_t)m->hidden_dim + (size_t)r] == 0;
+}
 
 /* The default prefill chunk: 64 tokens share each pass over the weights. pp128 on synthetic
  * stories110M q4_0 and q8_0, repacked, 1 thread (Zen 4, a shared machine, three runs each):
@@ -510,6 +567,22 @@ int eng_synth_llama2c(const char *path, const char *shape, uint64_t seed, struct
  * models' co-activated neurons give them. SiLU gives the bytes eng_synth_llama2c writes. */
 int eng_synth_llama2c_act(const char *path, const char *shape, uint64_t seed,
 			  enum eng_ffn_act act, struct eng_error *err);
+/* Activation statistics set explicitly (ReLU and ReLU^2 only; engine/synth.c, "bias
+ * channel"): channel 0 of the residual stream is a constant 1 (every embedding row's first
+ * value; wo's and w2's row 0 are zero, so no layer writes it), and each gate row's weight on
+ * it is a bias. relu_sparsity in [0, 1) (< 0: unset, no bias) is the zero fraction the
+ * live neurons' bias aims at, for a Gaussian pre-activation at the residual norm these
+ * weights give (a model of it, not a fit: the measured fraction differs and is what to
+ * report); dead_fraction in [0, 1) of the neurons (chosen per row from the seed) get a bias
+ * of -10 standard deviations: they never fire in practice, but their rows are not zero.
+ * Written in the header's synthetic marker. */
+struct eng_synth_sparsity {
+	double relu_sparsity;
+	double dead_fraction;
+};
+int eng_synth_llama2c_sparse(const char *path, const char *shape, uint64_t seed,
+			     enum eng_ffn_act act, const struct eng_synth_sparsity *sp,
+			     struct eng_error *err);
 
 /* ---- Synthetic GGUF models -------------------------------------------------------------------
  * (engine/synth_gguf.c, shapes in engine/shapes.c) A GGUF file with a real model's shape and
@@ -530,6 +603,12 @@ int eng_synth_gguf(const char *path, const char *arch, const char *shape, const 
  * llama.feed_forward_activation). Only llama takes ReLU or ReLU^2 (-EINVAL otherwise). */
 int eng_synth_gguf_act(const char *path, const char *arch, const char *shape, const char *quant,
 		       uint64_t seed, enum eng_ffn_act act, struct eng_error *err);
+/* The same with eng_synth_llama2c_sparse's activation statistics (sp may be NULL: the bytes
+ * of eng_synth_gguf_act), written as memwall.synthetic.bias_channel, .relu_sparsity and
+ * .dead_fraction. The embedding's column 0 holds the channel's 1 in the embedding's type. */
+int eng_synth_gguf_sparse(const char *path, const char *arch, const char *shape,
+			  const char *quant, uint64_t seed, enum eng_ffn_act act,
+			  const struct eng_synth_sparsity *sp, struct eng_error *err);
 /* Canonical + delta weights (issue 18 R3, engine/alias.h): the layers first..last share one
  * canonical W_c per matrix kind and each stores a delta D_l, W_l = W_c + D_l. */
 struct eng_canonical_delta {

@@ -85,6 +85,10 @@ struct worker {
 	uint16_t *h16;                /* (q_dim + ctx_len) an F16 cache's queries and attention
 				       * weights, rounded to f16 */
 	uint8_t *nz;                  /* (hidden_dim) the down projection's nonzero blocks */
+	uint8_t *live;                /* (hidden_dim) rows of gate or up this step computes */
+	/* This pass's sparse FFN counts over the rows this thread claimed (engine.h's
+	 * eng_step_bytes): gate and up rows skipped, their bytes, static-map misses. */
+	uint64_t gate_skip, up_skip, row_skip_bytes, misses;
 	float *dy;                    /* (chunk, widest output) a delta's product (alias.h);
 				       * NULL for a model without canonical + delta layers */
 	float *blk;                   /* (ATTN_HEAD_GROUP, attn_block) blocked attention's scores */
@@ -165,6 +169,10 @@ struct eng_session {
 	/* The sparsity map (sparsity.h): on or off, and this step's counts, kept by thread 0. */
 	bool sparse;
 	uint64_t act_zero, down_blocks_zero, skipped_bytes;
+	const struct eng_sparsity_map *smap; /* static map of dead neurons, or NULL */
+	bool sverify;   /* compute the static map's skipped gate rows anyway, count misses */
+	float **down_t; /* (n_layers) each (hidden_dim, dim): transposed F32 down projections for
+			 * per-neuron skipping (sparsity_neuron), else NULL */
 };
 
 static int imin(int a, int b)
@@ -731,6 +739,94 @@ static void down_sparse(const struct eng_session *s, struct worker *w, const str
 	}
 }
 
+/* Rows [a, b) of m (one token, x vector `vec`), computed in runs of units holding a row that
+ * live marks; a unit is a row, or an x8 group of eight. The rows of the other units are set
+ * to zero and not read. Returns the rows skipped. */
+static uint64_t rows_live(const struct eng_session *s, struct worker *w, enum act_vec vec,
+			  float *y, const struct eng_mat *m, const float *x, const uint8_t *live,
+			  int a, int b)
+{
+	int g = m->x8 || (m->delta && m->delta->x8) ? KRN_X8 : 1;
+	uint64_t skipped = 0;
+	for (int r = a; r < b;) {
+		int r1 = r;
+		for (;;) { /* extend the run over live units */
+			int u1 = imin(r1 + g, b);
+			bool any = false;
+			for (int k = r1; k < u1; k++)
+				any |= live[k] != 0;
+			if (!any || r1 >= b)
+				break;
+			r1 = u1;
+		}
+		if (r1 > r) /* mat_rows: a canonical + delta matrix adds its delta's rows */
+			mat_rows(s, w, vec, y, (size_t)s->hidden_dim, m, x, (size_t)s->dim, r, r1);
+		if (r1 >= b)
+			break;
+		int u1 = imin(r1 + g, b); /* a dead unit */
+		for (int k = r1; k < u1; k++)
+			y[k] = 0.0f;
+		skipped += (uint64_t)(u1 - r1);
+		r = u1;
+	}
+	return skipped;
+}
+
+/* One row of m as a step reads it: a canonical + delta matrix's row and its delta's. */
+static uint64_t row_bytes(const struct eng_mat *m)
+{
+	return m->row_bytes + (m->delta ? m->delta->row_bytes : 0);
+}
+
+/* Gate and up rows [a, b) of one token with a sparsity map: the static map's dead neurons'
+ * gate rows are not read (with sverify they are, into hb2, to count the map's misses), and
+ * for ReLU-family activations an up row is read only where act(gate) is nonzero: exact,
+ * since act(gate) * up is then 0 whatever up is. */
+static void ffn_up_sparse(struct eng_session *s, struct worker *w, int l, int a, int b)
+{
+	const struct eng_layer *L = &s->m->layers[l];
+	enum eng_ffn_act act = s->m->info.ffn_act;
+	bool relu = act == ENG_ACT_RELU || act == ENG_ACT_RELU2;
+	uint8_t *live = w->live;
+	for (int r = a; r < b; r++)
+		live[r] = !s->smap || !eng_sparsity_map_dead(s->smap, l, r);
+	if (s->smap && s->sverify) {
+		mat_rows(s, w, VEC_XN, s->hb2, (size_t)s->hidden_dim, &L->w_gate, w->xn,
+			 (size_t)s->dim, a, b);
+		for (int r = a; r < b; r++)
+			w->misses += !live[r] && s->hb2[r] > 0.0f;
+	}
+	uint64_t gate = rows_live(s, w, VEC_XN, s->hb, &L->w_gate, w->xn, live, a, b);
+	for (int r = a; r < b; r++) {
+		if (!live[r])
+			s->hb[r] = 0.0f; /* a dead neuron inside a computed x8 group */
+		live[r] = live[r] && (!relu || s->hb[r] > 0.0f);
+	}
+	uint64_t up = rows_live(s, w, VEC_XN, s->hb2, &L->w_up, w->xn, live, a, b);
+	for (int r = a; r < b; r++)
+		s->hb[r] = live[r] ? sparse_glu(act, s->hb[r], s->hb2[r]) : 0.0f;
+	w->gate_skip += gate;
+	w->up_skip += up;
+	w->row_skip_bytes += gate * row_bytes(&L->w_gate) + up * row_bytes(&L->w_up);
+}
+
+/* The down projection's rows [a, b) from its transposed copy wt (hidden_dim rows of dim):
+ * only the rows of nonzero activations are read. */
+static void down_neuron(const struct eng_session *s, const float *wt, int a, int b)
+{
+	float *y = s->y2;
+	for (int r = a; r < b; r++)
+		y[r] = 0.0f;
+	for (int j = 0; j < s->hidden_dim; j++) {
+		float h = s->hb[j];
+		if (h == 0.0f)
+			continue;
+		const float *row = wt + (size_t)j * (size_t)s->dim;
+		for (int r = a; r < b; r++)
+			y[r] += h * row[r];
+	}
+}
+
 /* Llama's block: x += wo attn; x += down (SiLU(gate h) * up h), h = RMSNorm(x). */
 static void layer_llama(struct eng_session *s, struct worker *w, int tid, int l)
 {
@@ -747,7 +843,12 @@ static void layer_llama(struct eng_session *s, struct worker *w, int tid, int l)
 	/* SwiGLU (Shazeer 2020); gate and up share one phase and one quantized input. */
 	norm_rows(s, w, L->ffn_norm, NULL);
 	act_reset(w, VEC_XN);
+	bool sparse = s->sparse && s->n_tok == 1;
 	while (take_rows(s, work + WORK_UP, s->hidden_dim, &a, &b)) {
+		if (sparse) {
+			ffn_up_sparse(s, w, l, a, b);
+			continue;
+		}
 		mat_rows(s, w, VEC_XN, s->hb, hid, &L->w_gate, w->xn, dim, a, b);
 		mat_rows(s, w, VEC_XN, s->hb2, hid, &L->w_up, w->xn, dim, a, b);
 		for (int t = 0; t < s->n_tok; t++) {
@@ -760,22 +861,27 @@ static void layer_llama(struct eng_session *s, struct worker *w, int tid, int l)
 	ffn_act_hook(s, tid, l);
 	/* The sparsity map is one token's (decode): a pass of several tokens (prefill) reads the
 	 * down projection whole, and its zero counts are not kept. Every thread maps the zero
-	 * blocks itself (O(hidden_dim)); thread 0 counts them. */
-	bool sparse = s->sparse && s->n_tok == 1;
+	 * blocks itself (O(hidden_dim)); thread 0 counts them. A transposed copy (down_t)
+	 * skips one row of dim floats per zero activation instead. */
+	const float *wt = s->down_t ? s->down_t[l] : NULL;
 	if (s->n_tok == 1) {
 		uint64_t zero = 0, zero_blocks = 0;
 		sparse_map(&L->w_down, s->hb, w->nz, &zero, &zero_blocks);
 		if (tid == 0) {
 			s->act_zero += zero;
 			s->down_blocks_zero += zero_blocks;
-			if (sparse)
+			if (sparse && wt)
+				s->skipped_bytes += zero * (uint64_t)s->dim * sizeof(float);
+			else if (sparse)
 				s->skipped_bytes += sparse_skipped_bytes(&L->w_down, w->nz) +
 						    (L->w_down.delta /* canonical + delta */
 						     ? sparse_skipped_bytes(L->w_down.delta, w->nz) : 0);
 		}
 	}
 	while (take_rows(s, work + WORK_DOWN, s->dim, &a, &b)) {
-		if (sparse)
+		if (sparse && wt)
+			down_neuron(s, wt, a, b);
+		else if (sparse)
 			down_sparse(s, w, &L->w_down, a, b);
 		else
 			mat_rows(s, w, VEC_HB, s->y2, dim, &L->w_down, s->hb, hid, a, b);
@@ -871,11 +977,20 @@ static void pass_bytes(const struct eng_session *s, struct eng_step_bytes *b)
 	b->by_phase[ENG_PHASE_ATTENTION] = n * s->emb_row_bytes + s->att_bytes;
 	b->by_phase[ENG_PHASE_FFN] = s->ffn_bytes;
 	b->by_phase[ENG_PHASE_CLASSIFIER] = s->want_logits ? s->cls_bytes : 0;
-	/* The down-projection blocks the sparsity map skipped were not read (engine/sparsity.c) */
+	/* The down-projection blocks (or rows) and the gate and up rows the sparsity map
+	 * skipped were not read (engine/sparsity.c, ffn_up_sparse). */
 	b->by_phase[ENG_PHASE_FFN] -= s->skipped_bytes;
+	for (int t = 0; t < s->n_threads; t++) {
+		const struct worker *w = &s->workers[t];
+		b->by_phase[ENG_PHASE_FFN] -= w->row_skip_bytes;
+		b->weights_skipped += w->row_skip_bytes;
+		b->gate_rows_skipped += w->gate_skip;
+		b->up_rows_skipped += w->up_skip;
+		b->map_misses += w->misses;
+	}
 	b->weights = b->by_phase[ENG_PHASE_ATTENTION] + b->by_phase[ENG_PHASE_FFN] +
 		     b->by_phase[ENG_PHASE_CLASSIFIER];
-	b->weights_skipped = s->skipped_bytes;
+	b->weights_skipped += s->skipped_bytes;
 	b->weights_unique = b->weights - (s->m->alias ? s->m->alias->reuse_bytes : 0);
 	if (s->m->arch == ENG_ARCH_LLAMA && n == 1) {
 		const struct eng_mat *down = &s->m->layers[0].w_down;
@@ -924,6 +1039,10 @@ static void run_pass(struct eng_session *s, const int *tokens, int n, bool want_
 	for (int i = 0; i < s->n_work; i++)
 		atomic_store_explicit(&s->work[i].next, 0, memory_order_relaxed);
 	s->act_zero = s->down_blocks_zero = s->skipped_bytes = 0;
+	for (int t = 0; t < s->n_threads; t++) {
+		struct worker *w = &s->workers[t];
+		w->gate_skip = w->up_skip = w->row_skip_bytes = w->misses = 0;
+	}
 	eng_pool_run(s->pool, forward_worker, s);
 	if (s->hooks.phase)
 		s->hooks.phase(s->hooks.ctx, ENG_PHASE_CLASSIFIER, -1, false);
@@ -1254,7 +1373,8 @@ static int alloc_buffers(struct eng_session *s, size_t kv_cells, struct eng_erro
 			}
 			w->blk = alloc_aligned((size_t)ATTN_HEAD_GROUP * (size_t)s->attn_block,
 					       sizeof(float));
-			if (!w->xn || !w->act || !w->h16 || !w->nz || !w->blk) {
+			w->live = alloc_aligned((size_t)s->hidden_dim, 1);
+			if (!w->xn || !w->act || !w->h16 || !w->nz || !w->blk || !w->live) {
 				rc = -ENOMEM;
 				break;
 			}
@@ -1302,6 +1422,50 @@ static void count_step_bytes(struct eng_session *s)
 	s->kv_pos_bytes = 2 * (uint64_t)s->kv_dim * s->kv->elem; /* one key, one value */
 }
 
+/* The sparsity map's options (engine.h): the static map checked against the model, and
+ * the transposed down projections of per-neuron skipping. */
+static int sparse_setup(struct eng_session *s, const struct eng_session_options *opt,
+			struct eng_error *err)
+{
+	const struct eng_model *m = s->m;
+	const struct eng_sparsity_map *sm = opt->sparsity_static;
+	if (sm && (sm->n_layers != s->n_layers || sm->hidden_dim != s->hidden_dim))
+		return eng_error_set(err, -EINVAL, m->path, ENG_NO_OFFSET,
+				     "the static sparsity map has %d layers of %d neurons, the "
+				     "model %d of %d: calibrate on this model",
+				     sm->n_layers, sm->hidden_dim, s->n_layers, s->hidden_dim);
+	s->smap = sm;
+	s->sverify = sm && opt->sparsity_verify;
+	if (!opt->sparsity_neuron)
+		return 0;
+	for (int l = 0; l < s->n_layers; l++) {
+		const struct eng_mat *d = &m->layers[l].w_down;
+		if (d->type != KRN_TYPE_F32 || d->x8 || d->delta)
+			return eng_error_set(err, -ENOTSUP, m->path, ENG_NO_OFFSET,
+					     "per-neuron sparsity needs F32 down projections "
+					     "without a canonical + delta split (layer %d's is "
+					     "%s%s): use the block map (--sparsity-map without "
+					     "--sparsity-neuron)", l, krn_type_traits(d->type)->name,
+					     d->delta ? " + delta" : "");
+	}
+	s->down_t = calloc((size_t)(unsigned)s->n_layers, sizeof(float *));
+	if (!s->down_t)
+		return eng_error_set(err, -ENOMEM, m->path, ENG_NO_OFFSET, "out of memory");
+	for (int l = 0; l < s->n_layers; l++) {
+		const float *d = m->layers[l].w_down.data; /* (dim, hidden_dim) */
+		float *t = s->down_t[l] = alloc_aligned((size_t)s->hidden_dim * (size_t)s->dim,
+						       sizeof(float));
+		if (!t)
+			return eng_error_set(err, -ENOMEM, m->path, ENG_NO_OFFSET,
+					     "out of memory for the transposed down projections");
+		for (int r = 0; r < s->dim; r++)
+			for (int j = 0; j < s->hidden_dim; j++)
+				t[(size_t)j * (size_t)s->dim + (size_t)r] =
+					d[(size_t)r * (size_t)s->hidden_dim + (size_t)j];
+	}
+	return 0;
+}
+
 int eng_session_new(struct eng_session **out, struct eng_model *m,
 		    const struct eng_session_options *opt, struct eng_error *err)
 {
@@ -1326,6 +1490,8 @@ int eng_session_new(struct eng_session **out, struct eng_model *m,
 	set_shape(s, opt);
 	/* Only llama's gated FFN has a map (falcon's GELU is never exactly zero in practice). */
 	s->sparse = opt->sparsity_map && m->arch == ENG_ARCH_LLAMA;
+	if (s->sparse && (rc = sparse_setup(s, opt, err)))
+		goto out;
 	if ((rc = size_kv_cache(s, &kv_cells, err)) || (rc = alloc_buffers(s, kv_cells, err)))
 		goto out;
 	/* theta_j = base^(-2j / n_rot) (run.c's float formula; ggml's rope gives the same
@@ -1360,9 +1526,14 @@ void eng_session_free(struct eng_session *s)
 			free(s->workers[t].bact);
 			free(s->workers[t].h16);
 			free(s->workers[t].nz);
+			free(s->workers[t].live);
 			free(s->workers[t].dy);
 			free(s->workers[t].blk);
 		}
+	if (s->down_t)
+		for (int l = 0; l < s->n_layers; l++)
+			free(s->down_t[l]);
+	free(s->down_t);
 	free(s->workers);
 	free(s->x);
 	free(s->emb_row);

@@ -14,6 +14,7 @@
 #define MEMWALL_SPARSITY_H
 
 #include <math.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -65,6 +66,18 @@ static inline void synth_gate_row(float *row, size_t n, uint64_t seed, int layer
 		row[i] = as * (2.0f * eng_rng_float(&shared) - 1.0f) +
 			 an * (2.0f * eng_rng_float(&noise) - 1.0f);
 }
+
+/* The synthetic bias channel (engine.h, struct eng_synth_sparsity): residual channel 0 is
+ * SYNTH_BIAS_CHANNEL in every layer (embedding column 0; wo's and w2's row 0 zero), and a
+ * gate row's weight on it is its bias: synth_gate_bias(dim, layer, z) for a live neuron aimed
+ * at a zero fraction P (z = synth_bias_z: Phi^-1(P), 0 when unset), and z = SYNTH_DEAD_SIGMAS
+ * for the dead neurons synth_dead_neuron picks (dead_fraction of them, per row from the
+ * seed). Shared by the llama2.c and GGUF writers. */
+#define SYNTH_BIAS_CHANNEL 1.0f
+#define SYNTH_DEAD_SIGMAS 10.0
+double synth_bias_z(const struct eng_synth_sparsity *sp);
+bool synth_dead_neuron(const struct eng_synth_sparsity *sp, uint64_t seed, int l, uint64_t r);
+float synth_gate_bias(int dim, int l, double z);
 
 /* Columns per skippable block of matrix m. */
 int sparse_block_cols(const struct eng_mat *m);

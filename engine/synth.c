@@ -55,14 +55,21 @@ static int write_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
-/* A ReLU model's w1 (layer, hidden_dim, dim), row by row (sparsity.h's clustered rows). */
-static int write_gate(int fd, float *buf, const struct l2c_config *c, uint64_t seed)
+/* A ReLU model's w1 (layer, hidden_dim, dim), row by row (sparsity.h's clustered rows), with
+ * sp the bias channel's weights in column 0. */
+static int write_gate(int fd, float *buf, const struct l2c_config *c, uint64_t seed,
+		      const struct eng_synth_sparsity *sp)
 {
+	double z = synth_bias_z(sp);
 	for (int l = 0; l < c->n_layers; l++)
 		for (int r = 0; r < c->hidden_dim; r++) {
 			if (eng_cancelled())
 				return -ECANCELED;
 			synth_gate_row(buf, (size_t)c->dim, seed, l, (uint64_t)r);
+			if (sp)
+				buf[0] = synth_gate_bias(c->dim, l, synth_dead_neuron(sp, seed, l,
+										      (uint64_t)r)
+								   ? SYNTH_DEAD_SIGMAS : z);
 			int rc = write_all(fd, buf, (size_t)c->dim * sizeof(float));
 			if (rc)
 				return rc;
@@ -70,8 +77,25 @@ static int write_gate(int fd, float *buf, const struct l2c_config *c, uint64_t s
 	return 0;
 }
 
-/* Streams one tensor of `bytes` bytes of seeded values to fd. */
-static int write_tensor(int fd, float *buf, enum l2c_tensor t, uint64_t bytes, uint64_t seed)
+/* The bias channel's fixes (sparsity.h) to values [i0, i0 + n) of tensor t: the
+ * embedding's column 0 is SYNTH_BIAS_CHANNEL, wo's and w2's row 0 of each layer zero. */
+static void bias_channel(float *buf, size_t n, uint64_t i0, enum l2c_tensor t,
+			 const struct l2c_config *c)
+{
+	uint64_t d = (uint64_t)c->dim, cols = t == L2C_W2 ? (uint64_t)c->hidden_dim : d;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t k = i0 + i;
+		if (t == L2C_TOKEN_EMBEDDING && k % d == 0)
+			buf[i] = SYNTH_BIAS_CHANNEL;
+		else if ((t == L2C_WO || t == L2C_W2) && k % (d * cols) < cols)
+			buf[i] = 0.0f;
+	}
+}
+
+/* Streams one tensor of `bytes` bytes of seeded values to fd (with sp, the bias channel's
+ * fixes). */
+static int write_tensor(int fd, float *buf, enum l2c_tensor t, uint64_t bytes, uint64_t seed,
+			const struct l2c_config *c, const struct eng_synth_sparsity *sp)
 {
 	bool norm = t == L2C_RMS_ATT || t == L2C_RMS_FFN || t == L2C_RMS_FINAL;
 	/* Uniform on [-a, a] has standard deviation a / sqrt(3). */
@@ -86,6 +110,8 @@ static int write_tensor(int fd, float *buf, enum l2c_tensor t, uint64_t bytes, u
 		size_t n = left < CHUNK_FLOATS ? (size_t)left : CHUNK_FLOATS;
 		for (size_t i = 0; i < n; i++)
 			buf[i] = center + a * (2.0f * eng_rng_float(&rng) - 1.0f);
+		if (sp)
+			bias_channel(buf, n, bytes / sizeof(float) - left, t, c);
 		int rc = write_all(fd, buf, n * sizeof(float));
 		if (rc)
 			return rc;
@@ -128,6 +154,13 @@ int eng_synth_llama2c(const char *path, const char *shape, uint64_t seed, struct
 int eng_synth_llama2c_act(const char *path, const char *shape, uint64_t seed,
 			  enum eng_ffn_act act, struct eng_error *err)
 {
+	return eng_synth_llama2c_sparse(path, shape, seed, act, NULL, err);
+}
+
+int eng_synth_llama2c_sparse(const char *path, const char *shape, uint64_t seed,
+			     enum eng_ffn_act act, const struct eng_synth_sparsity *sp,
+			     struct eng_error *err)
+{
 	const struct shape *sh = NULL;
 	struct l2c_layout lay;
 	unsigned char header[L2C_V1_HEADER_BYTES] = { 0 };
@@ -154,6 +187,11 @@ int eng_synth_llama2c_act(const char *path, const char *shape, uint64_t seed,
 		return eng_error_set(err, -EINVAL, "", ENG_NO_OFFSET,
 				     "activation '%s': a llama2.c model takes silu, relu or relu2",
 				     eng_ffn_act_name(act) ? eng_ffn_act_name(act) : "?");
+	if (sp && (act == ENG_ACT_SILU || !(sp->relu_sparsity < 1.0) ||
+		   !(sp->dead_fraction >= 0.0 && sp->dead_fraction < 1.0)))
+		return eng_error_set(err, -EINVAL, "", ENG_NO_OFFSET,
+				     "activation statistics need a ReLU or ReLU^2 model, a "
+				     "relu_sparsity below 1 and a dead_fraction in [0, 1)");
 	if ((rc = l2c_layout_compute(&lay, &c, path, err)))
 		return rc;
 
@@ -169,6 +207,13 @@ int eng_synth_llama2c_act(const char *path, const char *shape, uint64_t seed,
 		 L2C_V1_HEADER_BYTES - L2C_SYNTH_MARKER_OFFSET, "%s seed=%" PRIu64 " shape=%s%s%s",
 		 L2C_SYNTH_MARKER, seed, sh->name, act ? " activation=" : "",
 		 act ? eng_ffn_act_name(act) : "");
+	if (sp) {
+		size_t used = strlen((char *)header + L2C_SYNTH_MARKER_OFFSET);
+		snprintf((char *)header + L2C_SYNTH_MARKER_OFFSET + used,
+			 L2C_V1_HEADER_BYTES - L2C_SYNTH_MARKER_OFFSET - used,
+			 " bias_channel=0 relu_sparsity=%.3f dead_fraction=%.3f",
+			 sp->relu_sparsity < 0.0 ? 0.5 : sp->relu_sparsity, sp->dead_fraction);
+	}
 
 	size_t len = strlen(path);
 	tmp = malloc(len + 8);
@@ -193,8 +238,9 @@ int eng_synth_llama2c_act(const char *path, const char *shape, uint64_t seed,
 		rc = write_all(fd, header, sizeof(header));
 	for (size_t i = 0; !rc && i < lay.n; i++)
 		rc = act != ENG_ACT_SILU && lay.span[i].tensor == L2C_W1
-			     ? write_gate(fd, buf, &c, seed)
-			     : write_tensor(fd, buf, lay.span[i].tensor, lay.span[i].bytes, seed);
+			     ? write_gate(fd, buf, &c, seed, sp)
+			     : write_tensor(fd, buf, lay.span[i].tensor, lay.span[i].bytes, seed,
+					    &c, sp);
 	if (!rc && fsync(fd))
 		rc = -errno;
 	/* Drop the pages just written from the page cache: write() cached them as small folios,

@@ -48,6 +48,11 @@ struct job {
 	unsigned char *out;
 	float *row;        /* (ne[0]) scratch */
 	bool relu_gate;    /* a ReLU model's ffn_gate: sparsity.h's clustered rows */
+	/* The bias channel (sparsity.h), or NULL: which of its fixes this tensor takes */
+	const struct eng_synth_sparsity *sp;
+	enum { FIX_NONE, FIX_EMBD, FIX_ROW0, FIX_GATE } fix;
+	double z;          /* the live neurons' bias, in standard deviations */
+	int dim;
 };
 
 static void fill_row(const struct job *j, uint64_t r)
@@ -68,6 +73,14 @@ static void fill_row(const struct job *j, uint64_t r)
 	else
 		for (uint64_t i = 0; i < j->t->ne[0]; i++)
 			j->row[i] = center + a * (2.0f * eng_rng_float(&rng) - 1.0f);
+	if (j->fix == FIX_EMBD)
+		j->row[0] = SYNTH_BIAS_CHANNEL;
+	else if (j->fix == FIX_ROW0 && r == 0)
+		memset(j->row, 0, (size_t)j->t->ne[0] * sizeof(float));
+	else if (j->fix == FIX_GATE)
+		j->row[0] = synth_gate_bias(j->dim, j->t->layer,
+					    synth_dead_neuron(j->sp, j->seed, j->t->layer, r)
+						    ? SYNTH_DEAD_SIGMAS : j->z);
 	krn_type_traits(j->t->type)->from_float_ref(j->row, j->out + (r - j->first) * j->row_bytes,
 						    (size_t)j->t->ne[0]);
 }
@@ -87,14 +100,20 @@ static int cpu_count(void)
 	return n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : n;
 }
 
-/* Writes tensor o (plan tensor o->index, or what alias.h makes of it) through w. */
+/* Writes tensor o (plan tensor o->index, or what alias.h makes of it) through w, with sp's
+ * bias channel (sparsity.h; NULL: none) in a model of width dim. */
 static int write_tensor(struct eng_gguf_writer *w, const struct alias_out *o, float rel_std,
-			uint64_t seed, enum eng_ffn_act act, int threads, unsigned char *out,
-			float *rows)
+			uint64_t seed, enum eng_ffn_act act, const struct eng_synth_sparsity *sp,
+			int dim, int threads, unsigned char *out, float *rows)
 {
 	const struct eng_plan_tensor *t = &o->t;
 	size_t i = o->index;
 	bool relu_gate = act != ENG_ACT_SILU && strstr(t->name, ".ffn_gate.");
+	int fix = !sp ? FIX_NONE
+		  : !strcmp(t->name, "token_embd.weight") ? FIX_EMBD
+		  : strstr(t->name, ".attn_output.weight") || strstr(t->name, ".ffn_down.weight")
+			  ? FIX_ROW0
+		  : relu_gate ? FIX_GATE : FIX_NONE;
 	size_t row_bytes = krn_row_size(t->type, t->ne[0]);
 	uint64_t per_chunk = CHUNK_BYTES / row_bytes;
 	if (per_chunk < 1)
@@ -115,7 +134,8 @@ static int write_tensor(struct eng_gguf_writer *w, const struct alias_out *o, fl
 						.r1 = first + n * (uint64_t)(j + 1) / (uint64_t)k,
 						.first = first, .row_bytes = row_bytes, .out = out,
 						.row = rows + (size_t)j * t->ne[0],
-						.relu_gate = relu_gate };
+						.relu_gate = relu_gate, .sp = sp, .fix = fix,
+						.z = synth_bias_z(sp), .dim = dim };
 		for (int j = 1; j < k; j++) {
 			if (pthread_create(&tid[j], NULL, run_job, &jobs[j]))
 				break; /* the caller's thread does what no worker took */
@@ -322,6 +342,20 @@ static int kv_arch_f32(struct eng_gguf_writer *w, const char *arch, const char *
 	return eng_gguf_writer_kv_f32(w, full, v);
 }
 
+/* The bias channel's statistics (sparsity.h), as the llama2.c marker gives them. */
+static int write_sparsity_kv(struct eng_gguf_writer *w, const struct eng_synth_sparsity *sp)
+{
+	struct eng_gguf_value ch = { .type = ENG_GGUF_UINT32, .u = 0 };
+	struct eng_gguf_value rs = { .type = ENG_GGUF_FLOAT32,
+				     .f = sp->relu_sparsity < 0.0 ? 0.5f : (float)sp->relu_sparsity };
+	struct eng_gguf_value df = { .type = ENG_GGUF_FLOAT32, .f = (float)sp->dead_fraction };
+	int rc;
+	if ((rc = eng_gguf_writer_kv(w, "memwall.synthetic.bias_channel", &ch)) ||
+	    (rc = eng_gguf_writer_kv(w, "memwall.synthetic.relu_sparsity", &rs)))
+		return rc;
+	return eng_gguf_writer_kv(w, "memwall.synthetic.dead_fraction", &df);
+}
+
 /* memwall.canonical_delta.* (alias.h) */
 static int write_cd_metadata(struct eng_gguf_writer *w, const struct eng_plan *p,
 			     const struct eng_canonical_delta *cd)
@@ -427,6 +461,10 @@ int eng_synth_gguf_plan(const char *arch, const char *shape, const char *quant,
 	return rc;
 }
 
+static int synth_gguf(const char *path, const char *arch, const char *shape, const char *quant,
+		      uint64_t seed, enum eng_ffn_act act, const struct eng_canonical_delta *cd,
+		      const struct eng_synth_sparsity *sp, struct eng_error *err);
+
 int eng_synth_gguf(const char *path, const char *arch, const char *shape, const char *quant,
 		   uint64_t seed, struct eng_error *err)
 {
@@ -436,12 +474,27 @@ int eng_synth_gguf(const char *path, const char *arch, const char *shape, const 
 int eng_synth_gguf_act(const char *path, const char *arch, const char *shape, const char *quant,
 		       uint64_t seed, enum eng_ffn_act act, struct eng_error *err)
 {
-	return eng_synth_gguf_cd(path, arch, shape, quant, seed, act, NULL, err);
+	return synth_gguf(path, arch, shape, quant, seed, act, NULL, NULL, err);
 }
 
 int eng_synth_gguf_cd(const char *path, const char *arch, const char *shape, const char *quant,
 		      uint64_t seed, enum eng_ffn_act act, const struct eng_canonical_delta *cd,
 		      struct eng_error *err)
+{
+	return synth_gguf(path, arch, shape, quant, seed, act, cd, NULL, err);
+}
+
+int eng_synth_gguf_sparse(const char *path, const char *arch, const char *shape,
+			  const char *quant, uint64_t seed, enum eng_ffn_act act,
+			  const struct eng_synth_sparsity *sp, struct eng_error *err)
+{
+	return synth_gguf(path, arch, shape, quant, seed, act, NULL, sp, err);
+}
+
+/* eng_synth_gguf_cd and eng_synth_gguf_sparse: one of cd and sp, or neither. */
+static int synth_gguf(const char *path, const char *arch, const char *shape, const char *quant,
+		      uint64_t seed, enum eng_ffn_act act, const struct eng_canonical_delta *cd,
+		      const struct eng_synth_sparsity *sp, struct eng_error *err)
 {
 	struct eng_plan *p = NULL;
 	struct alias_out *o = NULL;
@@ -457,6 +510,13 @@ int eng_synth_gguf_cd(const char *path, const char *arch, const char *shape, con
 		rc = eng_error_set(err, -EINVAL, "", ENG_NO_OFFSET,
 				   "activation '%s': only llama models take relu or relu2",
 				   eng_ffn_act_name(act) ? eng_ffn_act_name(act) : "?");
+		goto out;
+	}
+	if (sp && (act == ENG_ACT_SILU || !(sp->relu_sparsity < 1.0) ||
+		   !(sp->dead_fraction >= 0.0 && sp->dead_fraction < 1.0))) {
+		rc = eng_error_set(err, -EINVAL, "", ENG_NO_OFFSET,
+				   "activation statistics need a ReLU or ReLU^2 llama model, a "
+				   "relu_sparsity below 1 and a dead_fraction in [0, 1)");
 		goto out;
 	}
 	if (cd && !(cd->rel_std > 0 && cd->rel_std <= 1)) {
@@ -482,12 +542,14 @@ int eng_synth_gguf_cd(const char *path, const char *arch, const char *shape, con
 	if ((rc = eng_gguf_writer_new(&w, path, 0, err)))
 		goto out;
 	rc = write_metadata(w, p, seed, act, cd);
+	if (!rc && sp)
+		rc = write_sparsity_kv(w, sp);
 	for (size_t i = 0; !rc && i < n_out; i++)
 		rc = eng_gguf_writer_tensor(w, o[i].t.name, o[i].t.type, o[i].t.n_dims,
 					    o[i].t.ne);
 	for (size_t i = 0; !rc && i < n_out; i++)
-		rc = write_tensor(w, &o[i], cd ? (float)cd->rel_std : 0.0f, seed, act, threads,
-				  out, rows);
+		rc = write_tensor(w, &o[i], cd ? (float)cd->rel_std : 0.0f, seed, act, sp,
+				  p->shape->dim, threads, out, rows);
 	if (rc == -ECANCELED) { /* the temporary file goes with the writer, as below */
 		eng_error_set(err, rc, path, ENG_NO_OFFSET, "stopped by a signal while writing "
 			      "the model: the partial file was removed");

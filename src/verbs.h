@@ -22,6 +22,7 @@
 	MW_VERB(report, "print a result record's tables; --plot renders its charts with gnuplot") \
 	MW_VERB(roofline, "analytic bytes and FLOPs per token, roofline, headroom, plausibility of a record") \
 	MW_VERB(run, "run a protocol with counters at every token and write its result record") \
+	MW_VERB(sparsity_calibrate, "the calibration pass of a static sparsity map: which FFN neurons never fire") \
 	MW_VERB(synth, "write a deterministic synthetic model of a real shape") \
 	MW_VERB(validate, "check a result record's schema and recompute its figures from the raw data") \
 	MW_VERB(version, "print the version, git commit and build configuration")

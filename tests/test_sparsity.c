@@ -1,8 +1,11 @@
 /* tests/test_sparsity.c: ReLU FFN activations and the sparsity map (engine/sparsity.h, issue 18
  * R1). Synthetic ReLU and ReLU^2 models (llama2.c F32, GGUF Q8_0 and Q4_0, and Q8_0 repacked
- * into the x8 layout) run greedily dense and with the map: the ids are the same, the logits
- * agree to rounding, and the bytes the map saves are exactly the all-zero blocks' bytes, as
- * this test recomputes them from the activations it reads back through the ffn_act hook. */
+ * into the x8 layout) run greedily dense and with the map (and F32 with per-neuron down
+ * skipping): the ids are the same, the logits agree to rounding, and the bytes the map saves
+ * are exactly the all-zero blocks' (or zero neurons') bytes plus the up rows of zero
+ * activations, as this test recomputes them from the activations it reads back through the
+ * ffn_act hook. */
+#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -22,6 +25,11 @@ struct seen {
 	uint64_t tail_bytes;  /* the last, shorter block's (f32 rows not a multiple of 32) */
 	int rows;             /* rows of the down projection (dim) */
 	uint64_t zero, total, zero_blocks, blocks, skip_bytes;
+	uint64_t up_row_bytes; /* one row of the up projection (dim columns) */
+	bool x8_ok;            /* repacked: an up row may be skipped by 8-row groups */
+	bool neuron;           /* per-neuron down skipping: dim floats per zero activation */
+	/* up rows whose activations are all zero, by single rows and by groups of eight */
+	uint64_t up1, up8;
 	bool sparse, checked_all;
 	int steps;
 };
@@ -43,6 +51,14 @@ static void on_act(void *ctx, int layer, const float *act, int n)
 		}
 	}
 	s->total += (uint64_t)n;
+	/* The up rows a map skips: those whose act(gate) is zero (a row; an 8-row group). */
+	for (int g = 0; g < n; g += 8) {
+		int z = 0, g1 = g + 8 < n ? g + 8 : n;
+		for (int r = g; r < g1; r++)
+			z += act[r] == 0.0f;
+		s->up1 += (uint64_t)z;
+		s->up8 += z == g1 - g ? (uint64_t)z : 0;
+	}
 }
 
 static void on_token(void *ctx, int pos, int token, const struct eng_step_bytes *b)
@@ -54,8 +70,16 @@ static void on_token(void *ctx, int pos, int token, const struct eng_step_bytes 
 	T_EQ_U64(b->act_total, s->total);
 	T_EQ_U64(b->down_blocks_zero, s->zero_blocks);
 	T_EQ_U64(b->down_blocks, s->blocks);
-	T_EQ_U64(b->weights_skipped, s->sparse ? s->skip_bytes : 0);
-	s->zero = s->total = s->zero_blocks = s->blocks = s->skip_bytes = 0;
+	uint64_t up = b->up_rows_skipped;
+	if (!s->sparse)
+		T_EQ_U64(up, 0);
+	else if (!(s->x8_ok && up == s->up8))
+		T_EQ_U64(up, s->up1);
+	/* down: the all-zero blocks, or one row of dim floats per zero activation */
+	uint64_t down = s->neuron ? s->zero * (uint64_t)s->rows * 4 : s->skip_bytes;
+	T_EQ_U64(b->weights_skipped, s->sparse ? down + up * s->up_row_bytes : 0);
+	T_EQ_U64(b->gate_rows_skipped, 0);
+	s->zero = s->total = s->zero_blocks = s->blocks = s->skip_bytes = s->up1 = s->up8 = 0;
 	s->steps++;
 }
 
@@ -67,7 +91,7 @@ static void run(struct eng_model *m, bool sparse, int threads, struct seen *seen
 	const struct eng_model_info *info = eng_model_info(m);
 	struct eng_hooks hooks = { .ctx = seen, .token = on_token, .ffn_act = on_act };
 	struct eng_session_options opt = { .threads = threads, .hooks = &hooks,
-					   .sparsity_map = sparse };
+					   .sparsity_map = sparse, .sparsity_neuron = seen->neuron };
 	struct eng_session *s = NULL;
 	struct eng_error err;
 	seen->sparse = sparse;
@@ -95,7 +119,7 @@ static void run(struct eng_model *m, bool sparse, int threads, struct seen *seen
 
 /* block_bytes: one 32-column block of one row of the down projection in its type. */
 static void check_model(const char *path, enum eng_ffn_act act, enum eng_load_mode load,
-			uint64_t block_bytes, uint64_t tail_bytes)
+			uint64_t block_bytes, uint64_t tail_bytes, bool neuron)
 {
 	struct eng_model_options mopt = { .load = load };
 	struct eng_model *m = NULL;
@@ -114,8 +138,10 @@ static void check_model(const char *path, enum eng_ffn_act act, enum eng_load_mo
 	struct eng_step_bytes bd[STEPS], bs[STEPS];
 	uint64_t zd = 0, ad = 0, zbd = 0, bkd = 0, zs = 0, as = 0, zbs = 0, bks = 0;
 	struct seen sd = { .block_bytes = block_bytes, .tail_bytes = tail_bytes,
-			   .rows = info->dim };
+			   .rows = info->dim, .up_row_bytes = (uint64_t)info->dim / 32 * block_bytes,
+			   .x8_ok = load == ENG_LOAD_REPACK, .neuron = neuron };
 	struct seen ss = sd;
+	sd.neuron = false;
 	run(m, false, 1, &sd, id_d, ld, bd, &zd, &ad, &zbd, &bkd);
 	run(m, true, 2, &ss, id_s, ls, bs, &zs, &as, &zbs, &bks);
 	T_EQ_INT(sd.steps, STEPS);
@@ -137,9 +163,9 @@ static void check_model(const char *path, enum eng_ffn_act act, enum eng_load_mo
 		T_EQ_U64(bs[p].act_zero, bd[p].act_zero); /* the same activations, up to rounding */
 	}
 	double zero_frac = (double)zs / (double)as, skip_frac = (double)zbs / (double)bks;
-	fprintf(stderr, "%s (%s): zero fraction %.3f, block-skipped fraction %.3f, logits "
-		"max diff %.2g\n", path, eng_ffn_act_name(act), zero_frac, skip_frac,
-		(double)worst);
+	fprintf(stderr, "%s (%s%s): zero fraction %.3f, block-skipped fraction %.3f, logits "
+		"max diff %.2g\n", path, eng_ffn_act_name(act), neuron ? ", per neuron" : "",
+		zero_frac, skip_frac, (double)worst);
 	T_ASSERT(skip_frac <= zero_frac);
 	T_ASSERT(zero_frac > 0.25 && zero_frac < 0.75); /* ReLU of the clustered rows: ~half */
 	T_ASSERT(skip_frac > 0.15);                   /* the clusters make whole blocks zero */
@@ -184,11 +210,13 @@ int main(void)
 	/* llama2.c, F32: stories260K's hidden_dim 172 leaves a 12-column tail block. */
 	snprintf(p, sizeof(p), "%s/relu.bin", dir);
 	T_EQ_INT(eng_synth_llama2c_act(p, "stories260K", 1, ENG_ACT_RELU, &err), 0);
-	check_model(p, ENG_ACT_RELU, ENG_LOAD_MMAP, 32 * 4, 12 * 4);
+	check_model(p, ENG_ACT_RELU, ENG_LOAD_MMAP, 32 * 4, 12 * 4, false);
+	check_model(p, ENG_ACT_RELU, ENG_LOAD_MMAP, 32 * 4, 12 * 4, true);
 	unlink(p);
 	snprintf(p, sizeof(p), "%s/relu2.bin", dir);
 	T_EQ_INT(eng_synth_llama2c_act(p, "stories260K", 2, ENG_ACT_RELU2, &err), 0);
-	check_model(p, ENG_ACT_RELU2, ENG_LOAD_MMAP, 32 * 4, 12 * 4);
+	check_model(p, ENG_ACT_RELU2, ENG_LOAD_MMAP, 32 * 4, 12 * 4, false);
+	check_model(p, ENG_ACT_RELU2, ENG_LOAD_MMAP, 32 * 4, 12 * 4, true);
 	unlink(p);
 	snprintf(p, sizeof(p), "%s/silu.bin", dir);
 	T_EQ_INT(eng_synth_llama2c(p, "stories260K", 1, &err), 0);
@@ -199,15 +227,27 @@ int main(void)
 	/* GGUF: Q8_0 (34-byte blocks), plain and repacked by eight rows, and Q4_0 (18). */
 	snprintf(p, sizeof(p), "%s/relu-q8.gguf", dir);
 	T_EQ_INT(eng_synth_gguf_act(p, "llama", "llama-tiny", "q8_0", 1, ENG_ACT_RELU, &err), 0);
-	check_model(p, ENG_ACT_RELU, ENG_LOAD_MMAP, 34, 0);
-	check_model(p, ENG_ACT_RELU, ENG_LOAD_REPACK, 34, 0);
+	check_model(p, ENG_ACT_RELU, ENG_LOAD_MMAP, 34, 0, false);
+	check_model(p, ENG_ACT_RELU, ENG_LOAD_REPACK, 34, 0, false);
 	unlink(p);
 	snprintf(p, sizeof(p), "%s/relu2-q4.gguf", dir);
 	T_EQ_INT(eng_synth_gguf_act(p, "llama", "llama-tiny", "q4_0", 3, ENG_ACT_RELU2, &err), 0);
-	check_model(p, ENG_ACT_RELU2, ENG_LOAD_MMAP, 18, 0);
+	check_model(p, ENG_ACT_RELU2, ENG_LOAD_MMAP, 18, 0, false);
+	check_model(p, ENG_ACT_RELU2, ENG_LOAD_REPACK, 18, 0, false);
 	unlink(p);
 	name = "falcon";
 	T_ASSERT(eng_synth_gguf_act(p, name, "falcon-tiny", "q8_0", 1, ENG_ACT_RELU, &err) < 0);
+	/* Per-neuron down skipping needs F32 down projections: a clear refusal otherwise. */
+	snprintf(p, sizeof(p), "%s/relu-q8.gguf", dir);
+	T_EQ_INT(eng_synth_gguf_act(p, "llama", "llama-tiny", "q8_0", 1, ENG_ACT_RELU, &err), 0);
+	struct eng_model *m = NULL;
+	struct eng_session *s = NULL;
+	T_EQ_INT(eng_model_open(&m, p, NULL, &err), 0);
+	struct eng_session_options no = { .sparsity_map = true, .sparsity_neuron = true };
+	T_ASSERT(m && eng_session_new(&s, m, &no, &err) == -ENOTSUP);
+	T_ASSERT(strstr(err.text, "F32") && strstr(err.text, "q8_0"));
+	eng_model_close(m);
+	unlink(p);
 	rmdir(dir);
 	return t_done();
 }

@@ -47,10 +47,28 @@ static json_t *figure(const char *kind, double pct, const char *text)
 #define MEASUREMENT "measurement (engine-accounted bytes)"
 #define NOT_MEASURED "not measured"
 
+/* Per-step bytes of the layers' tensors of one kind ("w3" in llama2.c, "ffn_up.weight" in
+ * GGUF: the name after "layers.N." or "blk.N."). */
+static double layer_kind_bytes(const struct eng_tensor_table *t, const char *l2c,
+			       const char *gguf)
+{
+	double n = 0;
+	for (size_t i = 0; i < t->n; i++) {
+		const char *dot = strchr(t->t[i].name, '.');
+		dot = dot ? strchr(dot + 1, '.') : NULL;
+		const char *k = dot ? dot + 1 : t->t[i].name;
+		if (t->t[i].layer >= 0 && (!strcmp(k, l2c) || !strcmp(k, gguf)))
+			n += (double)t->t[i].step_bytes;
+	}
+	return n;
+}
+
 static void r1(const struct mw_mech_inputs *in, json_t **pred, json_t **meas)
 {
-	char p[900], m[900];
+	char p[1100], m[1100];
 	double down = (double)mw_down_bytes(in->t), total = (double)in->a->total;
+	double up = layer_kind_bytes(in->t, "w3", "ffn_up.weight");
+	double gate = layer_kind_bytes(in->t, "w1", "ffn_gate.weight");
 	const struct mw_r1 *r = in->r1;
 	if (!r) {
 		snprintf(p, sizeof(p), "no prediction: R1's activations were not measured (%.700s)",
@@ -67,11 +85,15 @@ static void r1(const struct mw_mech_inputs *in, json_t **pred, json_t **meas)
 		n += r->layer[l].n;
 	}
 	double zf = n ? (double)zeros / (double)n : NAN;
-	snprintf(p, sizeof(p), "FFN down projections are %.1f %% of a dense decode step's bytes "
-		 "(analytic, %.0f of %.0f B) x the exact-zero fraction of their input, %.2f %% "
-		 "(measured by R1 above): the saving if every zero activation skipped its column",
-		 100 * down / total, down, total, 100 * zf);
-	*pred = figure(PREDICTION, 100 * down / total * zf, p);
+	snprintf(p, sizeof(p), "FFN up and down projections are %.1f %% of a dense decode "
+		 "step's bytes (analytic, %.0f + %.0f of %.0f B) x the exact-zero fraction of the "
+		 "activations, %.2f %% (measured by R1 above): the exact saving if every zero "
+		 "activation skipped its up row and down column (the gate must be read to know: a "
+		 "static map of dead neurons also skips gate rows, %.1f %% more at most, not "
+		 "exactly). Ceiling, every FFN matrix skipped: %.1f %%",
+		 100 * (down + up) / total, up, down, total, 100 * zf, 100 * gate / total,
+		 100 * (down + up + gate) / total);
+	*pred = figure(PREDICTION, 100 * (down + up) / total * zf, p);
 	if (!r->map_applies) {
 		*meas = figure(NOT_MEASURED, NAN, "not measured: the engine's sparsity map covers "
 			       "llama-architecture models only (needs a ReLU llama model and "
@@ -79,8 +101,10 @@ static void r1(const struct mw_mech_inputs *in, json_t **pred, json_t **meas)
 		return;
 	}
 	snprintf(m, sizeof(m), "the engine's sparsity map (generate --sparsity-map) on R1's %zu "
-		 "steps skipped %llu of %llu B (all-zero down-projection column blocks: %llu of "
-		 "%llu)%s", r->tokens, (unsigned long long)r->skipped_bytes,
+		 "steps skipped %llu of %llu B: up rows of zero activations (exact) and all-zero "
+		 "down-projection column blocks, %llu of %llu (the block granularity is where "
+		 "this falls short of the prediction; --sparsity-neuron on F32 models and a static "
+		 "map, --sparsity-map=MAP, go further: see README's R1 section)%s", r->tokens, (unsigned long long)r->skipped_bytes,
 		 (unsigned long long)r->dense_bytes, (unsigned long long)r->down_blocks_zero,
 		 (unsigned long long)r->down_blocks,
 		 r->skipped_bytes ? "" : "; a SiLU model has no exact zeros to skip, a ReLU model "
@@ -257,9 +281,12 @@ static void r4(const struct mw_mech_inputs *in, json_t **pred, json_t **meas)
 
 static void r5(const struct mw_mech_inputs *in, json_t **pred, json_t **meas)
 {
-	*pred = figure(PREDICTION, 0.0, "0 %: this engine reads every weight once per decode "
-		       "step whatever their order in the file, so frequency ordering changes no "
-		       "engine-accounted byte (no effect on this engine)");
+	*pred = figure(PREDICTION, 0.0, "0 % dense: this engine reads every weight once per "
+		       "decode step whatever their order in the file, so frequency ordering "
+		       "changes no engine-accounted byte of a dense step. With a sparsity map it "
+		       "can only matter at block granularity (32-column down blocks, 8-row x8 "
+		       "groups): per-row up skipping and per-neuron down skipping are exact in any "
+		       "order (README, R1 and R5)");
 	*meas = figure(NOT_MEASURED, NAN, in->manifest
 		       ? "not measured: a manifest is present, but the engine does not read one"
 		       : "not measured: no frequency-ordered checkpoint (no manifest beside the "

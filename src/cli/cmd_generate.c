@@ -41,7 +41,8 @@ static void usage(FILE *f)
 		"                        [--kernels ref|auto|avx2|avx512|neon] [--ids] [--kv f32|f16]\n"
 		"                        [--populate] [--hugepages] [--load mmap|huge-copy|repack]\n"
 		"                        [--pin cpus|none]\n"
-		"                        [--hooks-bench] [--force] [--prefill-chunk N] [--sparsity-map]\n"
+		"                        [--hooks-bench] [--force] [--prefill-chunk N]\n"
+		"                        [--sparsity-map[=MAP]] [--sparsity-neuron] [--sparsity-verify]\n"
 		"                        [--prompt-ids ID,ID,...] [--logits FILE.json] [--report-line]\n"
 		"                        [--batch N] [--prompts FILE] [--speculate lookup[:K[:NG]]]\n"
 		"                        [--speculate draft:K --draft MODEL]\n"
@@ -93,11 +94,22 @@ static void usage(FILE *f)
 		"                        1 runs the prompt token by token); --logits runs it token\n"
 		"                        by token, since it writes every position's logits\n"
 		"      --hooks-bench     install no-op per-token and per-phase hooks, to measure what\n"
-		"                        the instrumentation costs against a run without them\n"
-		"      --sparsity-map    skip, in each down projection, the weight blocks whose\n"
-		"                        activations are all exactly zero (ReLU models; a block is\n"
-		"                        32 columns, or the quant block); the report counts only the\n"
-		"                        bytes read, and gives the zero and skipped fractions\n", f);
+		"                        the instrumentation costs against a run without them\n", f);
+	fprintf(f,
+		"      --sparsity-map[=MAP]\n"
+		"                        ReLU models, one-token steps: skip, in each down projection,\n"
+		"                        the weight blocks whose activations are all exactly zero (a\n"
+		"                        block is 32 columns, or the quant block), and the up rows\n"
+		"                        whose gate is <= 0 (a row; an 8-row group when repacked):\n"
+		"                        exact. With MAP (memwall sparsity-calibrate) also the gate\n"
+		"                        and up rows and down columns of the neurons MAP marks dead:\n"
+		"                        not exact by construction. The report counts only the bytes\n"
+		"                        read, and gives the zero and skipped fractions\n"
+		"      --sparsity-neuron with --sparsity-map, F32 models: skip the down projection\n"
+		"                        per neuron (a transposed copy, one row per neuron) instead of\n"
+		"                        per 32-column block\n"
+		"      --sparsity-verify with --sparsity-map=MAP: compute the gate rows MAP skips anyway\n"
+		"                        and count the dead neurons that fired (map_misses=)\n");
 	fprintf(f,
 		"      --batch N         decode N sequences together, one token of each per pass over\n"
 		"                        the weights (each with its own KV cache and sampler, sequence\n"
@@ -253,7 +265,7 @@ static int parse_args(struct gen_args *a, int argc, char **argv)
 {
 	enum { O_TEMP = 256, O_TOPP, O_SEED, O_KERNELS, O_IDS, O_KV, O_POPULATE, O_HUGE, O_HOOKS,
 	       O_PROMPT_IDS, O_LOGITS, O_REPORT, O_LOAD, O_PIN, O_FORCE, O_CHUNK, O_SPARSE, O_BATCH,
-	       O_PROMPTS, O_SPEC, O_ATTN, O_CONTEXT, O_DRAFT };
+	       O_PROMPTS, O_SPEC, O_ATTN, O_CONTEXT, O_DRAFT, O_SNEURON, O_SVERIFY };
 	static const struct option longopts[] = {
 		{ "model", required_argument, NULL, 'm' },
 		{ "tokenizer", required_argument, NULL, 'z' },
@@ -276,7 +288,9 @@ static int parse_args(struct gen_args *a, int argc, char **argv)
 		{ "report-line", no_argument, NULL, O_REPORT },
 		{ "force", no_argument, NULL, O_FORCE },
 		{ "prefill-chunk", required_argument, NULL, O_CHUNK },
-		{ "sparsity-map", no_argument, NULL, O_SPARSE },
+		{ "sparsity-map", optional_argument, NULL, O_SPARSE },
+		{ "sparsity-neuron", no_argument, NULL, O_SNEURON },
+		{ "sparsity-verify", no_argument, NULL, O_SVERIFY },
 		{ "batch", required_argument, NULL, O_BATCH },
 		{ "prompts", required_argument, NULL, O_PROMPTS },
 		{ "speculate", required_argument, NULL, O_SPEC },
@@ -345,7 +359,12 @@ static int parse_args(struct gen_args *a, int argc, char **argv)
 				return mw_fail(MW_EXIT_USAGE, VERB,
 					       "--prefill-chunk %s: give a positive count", optarg);
 			break;
-		case O_SPARSE: a->sparsity_map = true; break;
+		case O_SPARSE:
+			a->sparsity_map = true;
+			a->sparsity_static = optarg;
+			break;
+		case O_SNEURON: a->sparsity_neuron = true; break;
+		case O_SVERIFY: a->sparsity_verify = true; break;
 		case O_BATCH:
 			if (mw_parse_long(optarg, 1, 256, &a->batch))
 				return mw_fail(MW_EXIT_USAGE, VERB, "--batch %s: give 1 to 256", optarg);
@@ -393,6 +412,16 @@ static int check_args(struct gen_args *a)
 {
 	if (!a->model)
 		return mw_fail(MW_EXIT_USAGE, VERB, "give the model with -m FILE (see --help)");
+	if ((a->sparsity_neuron || a->sparsity_verify) && !a->sparsity_map)
+		return mw_fail(MW_EXIT_USAGE, VERB, "--sparsity-neuron and --sparsity-verify need "
+			       "--sparsity-map");
+	if ((a->sparsity_static || a->sparsity_neuron) &&
+	    (a->batch || a->prompts_path || a->speculate))
+		return mw_fail(MW_EXIT_USAGE, VERB, "--sparsity-map=MAP and --sparsity-neuron run "
+			       "one sequence: drop --batch, --prompts and --speculate");
+	if (a->sparsity_verify && !a->sparsity_static)
+		return mw_fail(MW_EXIT_USAGE, VERB, "--sparsity-verify checks a static map: give "
+			       "--sparsity-map=MAP");
 	if (a->prompt && a->prompt_ids)
 		return mw_fail(MW_EXIT_USAGE, VERB, "give -p TEXT or --prompt-ids, not both");
 	if (a->prompts_path && (a->prompt || a->prompt_ids))
@@ -489,6 +518,9 @@ struct gen {
 	/* Over the decode steps: weight bytes read and skipped, exact-zero FFN activations and
 	 * all-zero down-projection blocks, and their totals. */
 	uint64_t weights_sum, skipped_sum, zero_sum, act_sum, zblocks_sum, blocks_sum;
+	/* ... and gate and up rows skipped, static-map misses (engine.h) */
+	uint64_t gate_sum, up_sum, miss_sum;
+	struct eng_sparsity_map *smap; /* --sparsity-map=MAP, or NULL */
 	uint64_t unique_sum; /* weights_unique (canonical + delta models) */
 };
 
@@ -607,6 +639,9 @@ static int generate_tokens(struct gen *g)
 			g->act_sum += g->bytes.act_total;
 			g->zblocks_sum += g->bytes.down_blocks_zero;
 			g->blocks_sum += g->bytes.down_blocks;
+			g->gate_sum += g->bytes.gate_rows_skipped;
+			g->up_sum += g->bytes.up_rows_skipped;
+			g->miss_sum += g->bytes.map_misses;
 		}
 		if (g->logits_file)
 			write_logits(g->logits_file, pos, logits, vocab_size);
@@ -703,6 +738,18 @@ static void report_bytes(const struct gen *g)
 			      : (double)g->bytes.weights_unique;
 	fprintf(stderr, " weights_unique_per_token=%.0f", unique);
 	report_canonical(g, weights, unique);
+	if (!g->a.sparsity_map)
+		return;
+	double n = steps ? (double)steps : 1.0;
+	fprintf(stderr, " sparsity_granularity=%s up_rows_skipped_per_token=%.1f "
+		"gate_rows_skipped_per_token=%.1f",
+		g->a.sparsity_neuron ? "neuron" : "block",
+		(double)(steps ? g->up_sum : g->bytes.up_rows_skipped) / n,
+		(double)(steps ? g->gate_sum : g->bytes.gate_rows_skipped) / n);
+	if (g->smap)
+		fprintf(stderr, " static_map=1");
+	if (g->a.sparsity_verify)
+		fprintf(stderr, " map_misses=%" PRIu64, steps ? g->miss_sum : g->bytes.map_misses);
 }
 
 static long faults(const struct rusage *r)
@@ -866,7 +913,16 @@ int mw_cmd_generate(int argc, char **argv)
 					    .hooks = a->hooks_bench ? &noop_hooks : NULL,
 					    .prefill_chunk = (int)a->prefill_chunk,
 					    .sparsity_map = a->sparsity_map,
-					    .attention = a->attention, .ctx_len = a->ctx_len };
+					    .attention = a->attention, .ctx_len = a->ctx_len,
+					    .sparsity_neuron = a->sparsity_neuron,
+					    .sparsity_verify = a->sparsity_verify };
+	if (a->sparsity_static) {
+		if (eng_sparsity_map_load(&g.smap, a->sparsity_static, g.info, &err)) {
+			rc = eng_fail(MW_EXIT_USAGE, &err);
+			goto out;
+		}
+		sopt.sparsity_static = g.smap;
+	}
 	if (eng_session_new(&g.session, g.model, &sopt, &err)) {
 		rc = eng_fail(MW_EXIT_USAGE, &err);
 		goto out;
@@ -908,6 +964,7 @@ out:
 	free(g.scratch);
 	eng_sampler_free(g.sampler);
 	eng_session_free(g.session);
+	eng_sparsity_map_free(g.smap);
 	eng_tokenizer_close(g.tok);
 	eng_model_close(g.model);
 	return rc;

@@ -30,17 +30,23 @@ struct synth_request {
 	long seed;
 	bool force;
 	enum eng_ffn_act act;
+	struct eng_synth_sparsity sp; /* --relu-sparsity, --dead-fraction */
+	bool stats;                   /* either was given */
 	bool cd_on;                 /* --canonical-delta */
 	struct eng_canonical_delta cd;
 };
 
 static int write_llama2c(const struct synth_request *r, struct eng_error *err)
 {
-	return eng_synth_llama2c_act(r->out, r->shape, (uint64_t)r->seed, r->act, err);
+	return eng_synth_llama2c_sparse(r->out, r->shape, (uint64_t)r->seed, r->act,
+					r->stats ? &r->sp : NULL, err);
 }
 
 static int write_gguf(const struct synth_request *r, struct eng_error *err)
 {
+	if (r->stats)
+		return eng_synth_gguf_sparse(r->out, r->arch, r->shape, r->quant,
+					     (uint64_t)r->seed, r->act, &r->sp, err);
 	return eng_synth_gguf_cd(r->out, r->arch, r->shape, r->quant, (uint64_t)r->seed, r->act,
 				 r->cd_on ? &r->cd : NULL, err);
 }
@@ -90,6 +96,14 @@ static void usage(FILE *f)
 		   "                  models get gate rows in clusters of 32 that are zero together\n"
 		   "                  on ~42%% of tokens (~50%% of activations are exactly zero), for\n"
 		   "                  generate --sparsity-map (engine/sparsity.h)\n"
+		   "  --relu-sparsity P  (relu/relu2) aim live neurons' zero fraction at P:\n"
+		   "                  residual channel 0 is a constant 1 that gate rows weigh as a\n"
+		   "                  bias, set for a Gaussian pre-activation (the measured fraction\n"
+		   "                  differs: generate --report-line gives it). Published: ~90%%\n"
+		   "                  zeros in ReLU-fied Llama (ProSparse, Song et al. 2024)\n"
+		   "  --dead-fraction F  (relu/relu2) neurons (chosen per row from the seed)\n"
+		   "                  with a -10 sigma bias: they never fire in practice, their rows\n"
+		   "                  are not zero (dead neurons: Voita et al. 2023, OPT)\n"
 		   "  --canonical-delta[=SPEC]  GGUF: the core-zone layers (floor(0.4 L)..floor(0.6 L))\n"
 		   "                  share one canonical W_c per matrix, each storing a delta D_l\n"
 		   "                  (W_l = W_c + D_l; issue 18 R3, engine/alias.h). SPEC, comma-\n"
@@ -161,9 +175,25 @@ static int move_into_place(const char *tmp, const struct synth_request *r)
 		       "cannot move the model into place at %s: %s", r->out, strerror(errno));
 }
 
+/* The options that pick a model variant, against each other and the format. */
+static int check_variants(const struct synth_request *r, const struct synth_writer *w)
+{
+	if (r->stats && r->act == ENG_ACT_SILU)
+		return mw_fail(MW_EXIT_USAGE, VERB, "--relu-sparsity and --dead-fraction need "
+			       "--activation relu or relu2");
+	if (r->cd_on && strcmp(w->format, "gguf"))
+		return mw_fail(MW_EXIT_USAGE, VERB, "--canonical-delta writes GGUF only: add "
+			       "--format gguf (or --quant Q)");
+	if (r->stats && r->cd_on)
+		return mw_fail(MW_EXIT_USAGE, VERB, "--relu-sparsity and --dead-fraction do not "
+			       "combine with --canonical-delta");
+	return 0;
+}
+
 int mw_cmd_synth(int argc, char **argv)
 {
-	enum { O_ARCH = 256, O_SHAPE, O_SEED, O_QUANT, O_FORMAT, O_FORCE, O_ACT, O_CD };
+	enum { O_ARCH = 256, O_SHAPE, O_SEED, O_QUANT, O_FORMAT, O_FORCE, O_ACT, O_CD, O_RELU_SP,
+	       O_DEAD };
 	static const struct option longopts[] = {
 		{ "arch", required_argument, NULL, O_ARCH },
 		{ "shape", required_argument, NULL, O_SHAPE },
@@ -173,11 +203,13 @@ int mw_cmd_synth(int argc, char **argv)
 		{ "seed", required_argument, NULL, O_SEED },
 		{ "force", no_argument, NULL, O_FORCE },
 		{ "activation", required_argument, NULL, O_ACT },
+		{ "relu-sparsity", required_argument, NULL, O_RELU_SP },
+		{ "dead-fraction", required_argument, NULL, O_DEAD },
 		{ "canonical-delta", optional_argument, NULL, O_CD },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct synth_request r = { .arch = "llama", .seed = 1 };
+	struct synth_request r = { .arch = "llama", .seed = 1, .sp = { -1.0, 0.0 } };
 	int c;
 	optind = 1;
 	opterr = 0;
@@ -193,6 +225,15 @@ int mw_cmd_synth(int argc, char **argv)
 			if (eng_ffn_act_parse(optarg, &r.act) || r.act == ENG_ACT_GELU)
 				return mw_fail(MW_EXIT_USAGE, VERB,
 					       "--activation %s: give silu, relu or relu2", optarg);
+			break;
+		case O_RELU_SP:
+		case O_DEAD:
+			if (mw_parse_double(optarg, 0.0, 0.999,
+					    c == O_DEAD ? &r.sp.dead_fraction : &r.sp.relu_sparsity))
+				return mw_fail(MW_EXIT_USAGE, VERB, "--%s %s: give a fraction in "
+					       "[0, 0.999]", c == O_DEAD ? "dead-fraction" :
+					       "relu-sparsity", optarg);
+			r.stats = true;
 			break;
 		case O_CD: {
 			struct eng_error e;
@@ -232,11 +273,10 @@ int mw_cmd_synth(int argc, char **argv)
 			       "choice (use --format gguf)", w->format);
 	if (!r.quant)
 		r.quant = w->default_quant;
-	if (r.cd_on && strcmp(w->format, "gguf"))
-		return mw_fail(MW_EXIT_USAGE, VERB, "--canonical-delta writes GGUF only: add "
-			       "--format gguf (or --quant Q)");
-
-	int code = target_check(&r);
+	int code = check_variants(&r, w);
+	if (code)
+		return code;
+	code = target_check(&r);
 	if (code)
 		return code;
 	/* The engine writes (and renames into) a name of ours beside the target; only then is

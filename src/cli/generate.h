@@ -16,6 +16,9 @@ struct gen_args {
 	bool speculate;           /* --speculate lookup[:K[:NG]] */
 	int spec_k, spec_ng;      /* its draft length K, its n-gram size (0: 3, then 2) */
 	bool ids, populate, hugepages, hooks_bench, report_line, force, sparsity_map;
+	/* --sparsity-map=MAP's static map file, or NULL; --sparsity-neuron, --sparsity-verify */
+	const char *sparsity_static;
+	bool sparsity_neuron, sparsity_verify;
 	enum eng_attention attention; /* --attention auto|naive|blocked */
 	long context;             /* --context N: N seeded tokens for a prompt; 0 when not given */
 	int ctx_len;              /* the session's positions: the model's, or context + steps */
