@@ -120,6 +120,13 @@ static void test_protocol(void)
 	    "variants[0].engine.load");
 	bad(", \"variants\": [{\"name\": \"a\", \"batch\": 2, \"speculative\": {\"mode\": "
 	    "\"lookup\"}}]", "variants[0].speculative");
+	bad(", \"engine\": {\"attention\": \"flash\"}", "engine.attention");
+	bad(", \"engine\": {\"context\": 1}", "engine.context");
+	bad(", \"engine\": {\"context\": 64}, \"prompt_tokens\": [1, 2]", "engine.context");
+	bad(", \"model\": {\"format\": \"llama2c\", \"synth\": {\"shape\": \"stories15M\", "
+	    "\"canonical_delta\": \"split\"}}", "model.synth.canonical_delta");
+	bad(", \"variants\": [{\"name\": \"a\", \"baseline\": \"b\"}]", "variants[0].baseline");
+	bad(", \"variants\": [{\"name\": \"a\", \"baseline\": \"a\"}]", "variants[0].baseline");
 	/* The table of overrides is what the error lists. */
 	const char *const *keys = mw_variant_keys();
 	size_t n = 0;
@@ -421,6 +428,108 @@ static void test_variants_run(void)
 	free(v.err);
 }
 
+/* Issue 18's mechanisms as variants: engine.context and engine.attention (R2), a canonical +
+ * delta model and its dense twin (R3), each measured against the baseline it names. The
+ * record's decode.engine_split is checked against the tensor tables: KV read per decode token
+ * at position C + s is (C + s + 1) positions' K and V, the weights once per step, and the
+ * unique weights count each canonical once (its step_bytes count it once per user). */
+#define CTX 40
+static const char *const mech =
+	"{\"name\": \"mech\", \"model\": {\"format\": \"llama2c\", \"synth\": {\"shape\": "
+	"\"stories260K\", \"seed\": 7}}, \"tokenizer\": null, \"engine\": {\"kind\": \"builtin\", "
+	"\"threads\": 1}, \"decode_tokens\": 6, \"runs\": 2, \"warmup_runs\": 0, \"sampling\": "
+	"{\"temperature\": 0, \"seed\": 42}, \"counters\": {\"dram\": \"off\", \"energy\": "
+	"\"off\"}, \"idle_baseline_ms\": 0, \"drift\": {\"probe_ms\": 0}, \"variants\": ["
+	"{\"name\": \"naive\", \"engine\": {\"context\": 40, \"attention\": \"naive\"}}, "
+	"{\"name\": \"blocked\", \"baseline\": \"naive\", \"engine\": {\"context\": 40, "
+	"\"attention\": \"blocked\"}}, "
+	"{\"name\": \"twin\", \"model\": {\"format\": \"gguf\", \"synth\": {\"shape\": "
+	"\"stories15M\", \"arch\": \"llama\", \"quant\": \"q8_0\", \"canonical_delta\": "
+	"\"dense\"}}}, "
+	"{\"name\": \"split\", \"baseline\": \"twin\", \"model\": {\"format\": \"gguf\", "
+	"\"synth\": {\"shape\": \"stories15M\", \"arch\": \"llama\", \"quant\": \"q8_0\", "
+	"\"canonical_delta\": \"split\"}}}]}";
+
+static uint64_t split_of(const json_t *run, const char *key)
+{
+	return (uint64_t)json_integer_value(json_object_get(at(run, "decode", "engine_split"), key));
+}
+
+/* Unique weight bytes of a step: every canonical once, whatever its users. */
+static uint64_t unique_of(const char *path)
+{
+	struct eng_tensor_table *t = NULL;
+	struct eng_error e;
+	uint64_t u = 0;
+	eng_error_clear(&e);
+	T_EQ_INT(eng_tensors_from_file(path, &t, &e), 0);
+	for (size_t i = 0; t && i < t->n; i++)
+		u += t->t[i].canonical_users > 1
+			? t->t[i].step_bytes / (uint64_t)t->t[i].canonical_users : t->t[i].step_bytes;
+	eng_tensor_table_free(t);
+	return u;
+}
+
+static void test_mechanisms_run(void)
+{
+	char path[1024];
+	struct t_output o = run_protocol("mech", mech, path, sizeof(path));
+	T_EQ_INT(o.status, 0);
+	if (o.status || !path[0]) {
+		fprintf(stderr, "%s\n", o.err);
+		return;
+	}
+	json_error_t je;
+	json_t *doc = json_load_file(path, 0, &je);
+	const json_t *vs = json_object_get(doc, "variants");
+	T_EQ_INT(json_array_size(vs), 4);
+	for (size_t k = 0; k < 4; k++) {
+		const json_t *rec = json_object_get(json_array_get(vs, k), "record");
+		const char *mp = json_string_value(at(rec, "model", "path"));
+		struct model m = model_of(mp);
+		uint64_t uniq = unique_of(mp);
+		const json_t *run = json_array_get(json_object_get(rec, "runs"), 1);
+		int c = k < 2 ? CTX : 1; /* the twins' prompt is the default, BOS */
+		uint64_t kvp = k < 2 ? m.kv_pos : m.kv_pos / 2, kv = 0; /* GGUF: an f16 cache */
+		for (int s = 0; s < D; s++)
+			kv += kvp * (uint64_t)(c + s + 1);
+		T_EQ_U64(split_of(run, "kv_read"), kv);
+		T_EQ_U64(split_of(run, "kv_write"), kvp * D);
+		T_EQ_U64(split_of(run, "weights"), m.w * D);
+		T_EQ_U64(split_of(run, "weights_unique"), uniq * D);
+		if (k == 3)
+			T_ASSERT(uniq < m.w); /* the split form shares its canonicals */
+		if (k < 2) {
+			T_EQ_INT(json_integer_value(at(rec, "engine", "context")), CTX);
+			T_EQ_STR(json_string_value(at(rec, "engine", "attention")),
+				 k ? "blocked" : "naive");
+		}
+	}
+	/* the two attention kernels decode the same ids */
+	T_ASSERT(json_equal(at(json_array_get(json_object_get(json_object_get(json_array_get(vs, 0),
+		"record"), "runs"), 1), "tokens", "ids"), at(json_array_get(json_object_get(
+		json_object_get(json_array_get(vs, 1), "record"), "runs"), 1), "tokens", "ids")));
+	const char *argv[] = { "memwall", "validate", path, NULL };
+	struct t_output v = t_run(argv);
+	T_EQ_INT(v.status, 0);
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	mw_report_variants(f, doc);
+	fclose(f);
+	T_CONTAINS(text, "variant blocked: ");
+	T_CONTAINS(text, "against naive's");
+	T_CONTAINS(text, "variant split: ");
+	T_CONTAINS(text, "against twin's");
+	T_CONTAINS(text, "unique weight bytes");
+	free(text);
+	json_decref(doc);
+	free(o.out);
+	free(o.err);
+	free(v.out);
+	free(v.err);
+}
+
 /* DRAM MB/token of a batch divides by every generated token: the simulated resctrl counters
  * step by S bytes at every read, so the decode window (one read per pass, D passes) counts
  * D x S and the idle window (two reads) S; the figure is (D S - S / idle_ns x decode_ns) /
@@ -545,6 +654,7 @@ int main(void)
 	test_protocol();
 	test_roofline_curve();
 	test_variants_run();
+	test_mechanisms_run();
 	test_sim_dram();
 
 	char cmd[300];

@@ -71,6 +71,11 @@ char *mw_utc_now(char *buf, size_t n, bool compact);
 /* CPUs this process may run on (sched_getaffinity); 1 when that cannot be read. */
 int mw_cpus_allowed(void);
 
+/* A long context's tokens (generate --context, protocol engine.context): out[0] = bos, then
+ * n - 1 ids uniform over [0, vocab) drawn from seed with splitmix64 (Steele et al. 2014):
+ * deterministic, and with no repetition for prompt-lookup to find. */
+void mw_context_tokens(int *out, int n, int bos, int vocab, uint64_t seed);
+
 /* The version string, e.g. "0.1.0 (git 1a2b3c4d5e6f+dirty)"; static storage. */
 const char *mw_version(void);
 

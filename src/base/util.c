@@ -147,3 +147,17 @@ const char *mw_version(void)
 		snprintf(buf, sizeof(buf), "%s (git %s)", MW_VERSION, MW_GIT_DESCRIBE);
 	return buf;
 }
+
+void mw_context_tokens(int *out, int n, int bos, int vocab, uint64_t seed)
+{
+	uint64_t x = seed;
+	if (n < 1)
+		return;
+	out[0] = bos;
+	for (int i = 1; i < n; i++) {
+		uint64_t z = (x += 0x9E3779B97F4A7C15ULL);
+		z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+		z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+		out[i] = (int)((z ^ (z >> 31)) % (uint64_t)vocab);
+	}
+}

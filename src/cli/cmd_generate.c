@@ -524,26 +524,20 @@ struct gen {
 	uint64_t unique_sum; /* weights_unique (canonical + delta models) */
 };
 
-/* --context N: the prompt is BOS and N - 1 ids drawn from --seed (splitmix64, Steele et al.
- * 2014), uniform over the vocabulary: deterministic, and with no repetition for prompt-lookup
- * to find. The session gets N + steps positions, beyond the model's own context if need be
- * (RoPE extends; a synthetic model's output means nothing anyway, the bytes and time do). */
+/* --context N: the prompt is BOS and N - 1 seeded ids (mw_context_tokens). The session gets
+ * N + steps positions, beyond the model's own context if need be (RoPE extends; a synthetic
+ * model's output means nothing anyway, the bytes and time do). */
 static int context_prompt(struct gen *g)
 {
 	const struct gen_args *a = &g->a;
-	uint64_t x = (uint64_t)a->seed;
 	free(g->prompt);
 	g->prompt = malloc((size_t)a->context * sizeof(*g->prompt));
 	if (!g->prompt)
 		return mw_fail(MW_EXIT_ENV, VERB, "out of memory for --context %ld", a->context);
-	g->prompt[0] = g->tok && eng_tokenizer_bos(g->tok) >= 0 ? eng_tokenizer_bos(g->tok)
-								 : ENG_TOKEN_BOS;
-	for (long i = 1; i < a->context; i++) {
-		uint64_t z = (x += 0x9E3779B97F4A7C15ULL);
-		z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-		z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-		g->prompt[i] = (int)((z ^ (z >> 31)) % (uint64_t)g->info->vocab_size);
-	}
+	mw_context_tokens(g->prompt, (int)a->context,
+			  g->tok && eng_tokenizer_bos(g->tok) >= 0 ? eng_tokenizer_bos(g->tok)
+								   : ENG_TOKEN_BOS,
+			  g->info->vocab_size, (uint64_t)a->seed);
 	g->n_prompt = (int)a->context;
 	g->a.ctx_len = (int)(a->context + a->steps);
 	return 0;

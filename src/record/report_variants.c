@@ -13,6 +13,7 @@
 
 #include "analytic.h"
 #include "embedded.h"
+#include "jschema.h"
 #include "mechanisms.h"
 #include "report_variants.h"
 #include "roofline.h"
@@ -23,13 +24,16 @@
 #define CLAIM_SOURCE "published notes on the theoretical limits of CPU inference (quoted in " \
 		     "memwall issue 17)"
 
-/* Which variant override measures which of AIOS's mechanisms (Model Contract rules). A new
- * mechanism's override is one row: R2's long-context attention and R3's canonical + delta
- * weights join here when their overrides exist (protocols/aios-mechanisms.json). */
+/* Which variant override measures which of AIOS's mechanisms (Model Contract rules): the
+ * override at path turns rule on when it is true (value NULL) or equals value. A new
+ * mechanism is one row. Each such variant is measured against its "baseline" variant, else
+ * the first variant that turns no mechanism on (protocols/README.md, aios-mechanisms). */
 static const struct {
-	const char *rule, *section, *key;
+	const char *rule, *path, *value;
 } mech_keys[] = {
-	{ "R1", "engine", "sparsity_map" },
+	{ "R1", "engine.sparsity_map", NULL },
+	{ "R2", "engine.attention", "blocked" },
+	{ "R3", "model.synth.canonical_delta", "split" },
 };
 
 struct vrow {
@@ -40,6 +44,9 @@ struct vrow {
 	bool dram;             /* mb is DRAM's (else engine-accounted) */
 	double pred_mb;        /* analytic MB per generated token; NAN: no tensor table */
 	const char *mech;      /* the rule the variant's overrides turn on; NULL: none */
+	const char *baseline;  /* the variant's "baseline", NULL when it names none */
+	/* decode.engine_split over the measured runs, per generated token (NAN: absent) */
+	double kv_read, w_unique, weights;
 };
 
 static double median(const json_t *rec, const char *metric)
@@ -92,6 +99,27 @@ static double predict(const struct vrow *r)
 	return mb;
 }
 
+/* decode.engine_split summed over the measured runs, per generated token. */
+static void split_fill(struct vrow *r)
+{
+	const json_t *run;
+	size_t i;
+	double kv = 0, wu = 0, w = 0, tok = 0;
+	json_array_foreach(json_object_get(r->rec, "runs"), i, run) {
+		const json_t *d = json_object_get(run, "decode");
+		const json_t *sp = json_object_get(d, "engine_split");
+		if (json_is_true(json_object_get(run, "warmup")) || !sp)
+			continue;
+		kv += (double)json_integer_value(json_object_get(sp, "kv_read"));
+		wu += (double)json_integer_value(json_object_get(sp, "weights_unique"));
+		w += (double)json_integer_value(json_object_get(sp, "weights"));
+		tok += (double)json_integer_value(json_object_get(d, "tokens"));
+	}
+	r->kv_read = tok > 0 ? kv / tok : NAN;
+	r->w_unique = tok > 0 ? wu / tok : NAN;
+	r->weights = tok > 0 ? w / tok : NAN;
+}
+
 static void row_fill(struct vrow *r, const json_t *v)
 {
 	const json_t *rec = json_object_get(v, "record"), *ov = json_object_get(v, "overrides");
@@ -112,10 +140,15 @@ static void row_fill(struct vrow *r, const json_t *v)
 	r->tpp = runs_mean(rec, "spec_tokens_per_pass");
 	r->pred_mb = predict(r);
 	r->mech = NULL;
-	for (size_t k = 0; k < sizeof(mech_keys) / sizeof(mech_keys[0]); k++)
-		if (json_is_true(json_object_get(json_object_get(ov, mech_keys[k].section),
-						 mech_keys[k].key)))
+	for (size_t k = 0; k < sizeof(mech_keys) / sizeof(mech_keys[0]); k++) {
+		const json_t *x = mw_json_at(ov, mech_keys[k].path);
+		if (mech_keys[k].value ? !strcmp(json_string_value(x) ? json_string_value(x) : "",
+						 mech_keys[k].value)
+				       : json_is_true(x))
 			r->mech = mech_keys[k].rule;
+	}
+	r->baseline = json_string_value(json_object_get(ov, "baseline"));
+	split_fill(r);
 }
 
 static void fnum(FILE *f, double v, int prec, const char *unit)
@@ -249,8 +282,76 @@ static bool r1_from(const struct vrow *rows, size_t n, struct mw_r1 *r1, struct 
 	return l->n > 0;
 }
 
-/* AIOS's mechanisms: projection and prediction from mechanisms.c, the measurement from the
- * variants that turn a mechanism on against the first variant that turns none on. */
+/* The variant that rule's row measures against: the one it names, else the first variant
+ * that turns no mechanism on. */
+static const struct vrow *baseline_of(const struct vrow *v, const struct vrow *rows, size_t n)
+{
+	for (size_t k = 0; k < n; k++)
+		if (v->baseline ? !strcmp(rows[k].name, v->baseline) : !rows[k].mech)
+			return &rows[k];
+	return NULL;
+}
+
+/* mechanisms.c's rows for the model and position of variant b's record; NULL when the record
+ * has no tensor table (a model file no longer at hand). New reference. */
+static json_t *mechanisms_for(const struct vrow *b, const struct vrow *rows, size_t n,
+			      const json_t *proj)
+{
+	struct mw_record_view view = { 0 };
+	struct eng_tensor_table *t = NULL;
+	struct mw_analytic a;
+	struct mw_error err;
+	struct mw_r4 r4;
+	json_t *mech = NULL;
+	if (mw_record_view_load(b->rec, "(variant)", &view, &t, &err) || !t ||
+	    mw_analytic_compute(t, &(struct mw_analytic_options){ .pos = view.pos }, &a))
+		goto out;
+	mw_r4_compute(t, view.pos + 1, &r4);
+	const char *why = "the record holds no activations for it (an R1 variant records them "
+			  "in decode.sparsity); `memwall headroom MODEL` measures them";
+	struct mw_r1 r1;
+	struct mw_r1_layer r1_layer;
+	struct mw_mech_inputs mi = { .proj = proj, .t = t, .a = &a, .r1_reason = why,
+				     .r3_reason = "see the measured column", .r4 = &r4,
+				     .llc = view.llc_bytes };
+	if (r1_from(rows, n, &r1, &r1_layer))
+		mi.r1 = &r1;
+	/* R3's prediction reads the weights themselves (their layer-to-layer cosines) */
+	struct mw_r3 r3 = { 0 };
+	if (t->n && t->t[0].data && !mw_r3_measure(t, &r3))
+		mi.r3 = &r3;
+	mech = mw_mechanisms_build(&mi);
+	mw_r3_free(&r3);
+out:
+	eng_tensor_table_free(t);
+	return mech;
+}
+
+/* The measured column of rule's row: variant v against its baseline b, engine-accounted
+ * unless both measured DRAM; R2 adds the KV bytes per token, R3 the unique bytes. */
+static void print_measured(FILE *f, const char *rule, const struct vrow *v, const struct vrow *b)
+{
+	bool dram = v->dram && b->dram;
+	double cut = 100 * (1 - v->mb / b->mb);
+	fprintf(f, " %.1f %% %s MB/token (%s, variant %s: %.4f against %s's %.4f MB)",
+		fabs(cut), cut >= 0 ? "less" : "more", dram ? "DRAM" : "engine-accounted",
+		v->name, v->mb, b->name, b->mb);
+	if (!strcmp(rule, "R2") && !isnan(v->kv_read))
+		fprintf(f, "; KV read per token %.4f MB (%s %.4f MB), engine-accounted: both kernels "
+			   "read every cached byte, so only DRAM counters can show the cache "
+			   "staying in L3", v->kv_read / 1e6, b->name, b->kv_read / 1e6);
+	if (!strcmp(rule, "R3") && !isnan(v->w_unique) && v->w_unique < v->weights)
+		fprintf(f, "; unique weight bytes %.4f MB per token, %.1f %% %s than %s's "
+			   "weights (what DRAM serves only if the canonicals stay in the LLC "
+			   "between the layers that share them)", v->w_unique / 1e6,
+			fabs(100 * (1 - v->w_unique / b->weights)),
+			v->w_unique <= b->weights ? "less" : "more", b->name);
+	fputs(" |\n", f);
+}
+
+/* AIOS's mechanisms: projection and prediction from mechanisms.c for the model of each
+ * mechanism's baseline, the measurement from the variant that turns it on against that
+ * baseline. */
 static void print_mechanisms(FILE *f, const struct vrow *rows, size_t n)
 {
 	const struct vrow *base = NULL;
@@ -262,31 +363,23 @@ static void print_mechanisms(FILE *f, const struct vrow *rows, size_t n)
 	}
 	const struct mw_embedded *pe = mw_embedded_find("aios.json");
 	json_t *proj = pe ? json_loadb((const char *)pe->data, pe->len, 0, NULL) : NULL;
-	struct mw_record_view view = { 0 };
-	struct eng_tensor_table *t = NULL;
-	struct mw_analytic a;
-	struct mw_error err;
-	struct mw_r4 r4;
-	if (!any || !base || !proj ||
-	    mw_record_view_load(base->rec, "(variant)", &view, &t, &err) || !t ||
-	    mw_analytic_compute(t, &(struct mw_analytic_options){ .pos = view.pos }, &a))
-		goto out;
-	mw_r4_compute(t, view.pos + 1, &r4);
-	const char *why = "the record holds no activations for it (an R1 variant records them "
-			  "in decode.sparsity); `memwall headroom MODEL` measures them";
-	struct mw_r1 r1;
-	struct mw_r1_layer r1_layer;
-	struct mw_mech_inputs mi = { .proj = proj, .t = t, .a = &a, .r1_reason = why,
-				     .r3_reason = why, .r4 = &r4, .llc = view.llc_bytes };
-	if (r1_from(rows, n, &r1, &r1_layer))
-		mi.r1 = &r1;
-	json_t *mech = mw_mechanisms_build(&mi), *m;
+	json_t *mech = any && base && proj ? mechanisms_for(base, rows, n, proj) : NULL, *m;
 	size_t i;
-	fprintf(f, "\n### AIOS's mechanisms: projection, prediction, measurement (against "
-		   "variant %s)\n\n| rule | AIOS's projection | memwall's prediction | measured "
-		   "(this record) |\n|---|---|---|---|\n", base->name);
+	if (!mech)
+		goto out;
+	fprintf(f, "\n### AIOS's mechanisms: projection, prediction, measurement\n\n| rule | "
+		   "AIOS's projection | memwall's prediction (the baseline's model) | measured "
+		   "(this record) |\n|---|---|---|---|\n");
 	json_array_foreach(mech, i, m) {
 		const char *rule = json_string_value(json_object_get(m, "rule"));
+		const struct vrow *v = NULL, *b = base;
+		for (size_t k = 0; k < n && !v; k++)
+			if (rows[k].mech && !strcmp(rows[k].mech, rule))
+				v = &rows[k];
+		json_t *own = NULL;
+		if (v && (b = baseline_of(v, rows, n)) && b != base &&
+		    (own = mechanisms_for(b, rows, n, proj)))
+			m = json_array_get(own, i);
 		const json_t *pred = json_object_get(m, "prediction");
 		const json_t *pp = json_object_get(pred, "reduction_pct");
 		fprintf(f, "| %s %s | %s | ", rule, json_string_value(json_object_get(m, "mechanism")),
@@ -294,23 +387,16 @@ static void print_mechanisms(FILE *f, const struct vrow *rows, size_t n)
 		if (json_is_number(pp))
 			fprintf(f, "%.1f %%: ", json_number_value(pp));
 		fprintf(f, "%s |", json_string_value(json_object_get(pred, "text")));
-		const struct vrow *v = NULL;
-		for (size_t k = 0; k < n && !v; k++)
-			if (rows[k].mech && !strcmp(rows[k].mech, rule))
-				v = &rows[k];
-		if (v)
-			fprintf(f, " %.1f %% less MB/token (%s, variant %s: %.4f against %.4f MB) |\n",
-				100 * (1 - v->mb / base->mb),
-				v->dram && base->dram ? "DRAM" : "engine-accounted", v->name, v->mb,
-				base->mb);
+		if (v && b)
+			print_measured(f, rule, v, b);
 		else
 			fprintf(f, " no variant of this record: %s |\n", json_string_value(
 				json_object_get(json_object_get(m, "measurement"), "text")));
+		json_decref(own);
 	}
 	json_decref(mech);
 out:
 	json_decref(proj);
-	eng_tensor_table_free(t);
 }
 
 void mw_report_variants(FILE *f, const json_t *doc)

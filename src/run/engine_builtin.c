@@ -66,6 +66,8 @@ struct builtin {
 	 * (exact zeros of all), the down projections' all-zero column blocks, skipped bytes */
 	bool sparsity;
 	uint64_t act_zero, act_total, blk_zero, blk_total, skipped;
+	/* engine_bytes split (decode.engine_split): weights, unique weights, KV read, written */
+	uint64_t w_sum, wu_sum, kvr_sum, kvw_sum;
 	struct series rd, wr, tot;
 	double *ej;
 	enum prb_state energy;
@@ -116,6 +118,10 @@ static void on_token(void *ctx, int pos, int token, const struct eng_step_bytes 
 		for (int k = 0; bytes && k < ENG_PHASE_COUNT; k++)
 			b->ph_eng[k] += bytes->by_phase[k];
 		if (bytes) {
+			b->w_sum += bytes->weights;
+			b->wu_sum += bytes->weights_unique;
+			b->kvr_sum += bytes->kv_read;
+			b->kvw_sum += bytes->kv_write;
 			b->act_zero += bytes->act_zero;
 			b->act_total += bytes->act_total;
 			b->blk_zero += bytes->down_blocks_zero;
@@ -363,7 +369,17 @@ static enum mw_run_status open_prompt(struct builtin *b, struct mw_error *err)
 			return MW_RUN_BAD_INPUT;
 		}
 	}
-	if (p->prompt) {
+	if (p->engine.context) {
+		if (!(b->prompt = malloc((size_t)p->engine.context * sizeof(int)))) {
+			mw_error_set(err, -ENOMEM, "", "", "out of memory");
+			return MW_RUN_ENVIRONMENT;
+		}
+		mw_context_tokens(b->prompt, p->engine.context,
+				  b->tok && eng_tokenizer_bos(b->tok) >= 0 ? eng_tokenizer_bos(b->tok)
+									   : ENG_TOKEN_BOS,
+				  b->mi->vocab_size, p->sampling.seed);
+		b->n_prompt = (size_t)p->engine.context;
+	} else if (p->prompt) {
 		int cap = (int)strlen(p->prompt) + 3, n = 0;
 		b->prompt = calloc((size_t)cap, sizeof(int));
 		if (!b->prompt ||
@@ -396,7 +412,8 @@ static enum mw_run_status check_prompt(const struct builtin *b, struct mw_error 
 				     b->mi->vocab_size);
 			return MW_RUN_BAD_INPUT;
 		}
-	if ((int64_t)b->n_prompt + decode <= b->mi->seq_len)
+	/* engine.context may go past the trained context (RoPE extends): it measures bytes */
+	if ((int64_t)b->n_prompt + decode <= b->mi->seq_len || p->engine.context)
 		return MW_RUN_DONE;
 	mw_error_set(err, -EINVAL, p->source, "decode_tokens",
 		     "%zu prompt + %d decode tokens exceed the model's context of %d: ask for "
@@ -473,6 +490,7 @@ static void run_reset(struct builtin *b)
 	b->n_ids = 0;
 	b->pre_engine = 0;
 	b->act_zero = b->act_total = b->blk_zero = b->blk_total = b->skipped = 0;
+	b->w_sum = b->wu_sum = b->kvr_sum = b->kvw_sum = 0;
 	b->rd.state = b->wr.state = b->tot.state = PRB_MEASURED;
 	b->energy = PRB_MEASURED;
 	memset(b->ph_eng, 0, sizeof(b->ph_eng));
@@ -540,6 +558,11 @@ static json_t *decode_json(struct builtin *b)
 				  &b->delta);
 	if (dec && b->multi)
 		json_object_set_new(dec, "steps", json_integer((json_int_t)b->n_dec));
+	if (dec)
+		json_object_set_new(dec, "engine_split", json_pack(
+			"{s:I, s:I, s:I, s:I}", "weights", (json_int_t)b->w_sum, "weights_unique",
+			(json_int_t)b->wu_sum, "kv_read", (json_int_t)b->kvr_sum, "kv_write",
+			(json_int_t)b->kvw_sum));
 	bool dram = b->run->ctr.dram != NULL;
 	if (dram) {
 		/* A figure not measured at one token is not measured for the run. */
@@ -816,6 +839,7 @@ static enum mw_run_status start_session(struct builtin *b, struct mw_error *err)
 		.ctx_len = (int)b->n_prompt + b->run->plan.decode,
 		.hooks = &b->hooks,
 		.sparsity_map = p->engine.sparsity_map,
+		.attention = p->engine.attention,
 		.n_seq = b->batch,
 		.verify_tokens = p->speculative.on ? p->speculative.draft_tokens + 1 : 0,
 	};
@@ -859,6 +883,11 @@ static json_t *engine_json(const struct builtin *b)
 			pl->p->speculative.draft_tokens, "ngram", pl->p->speculative.ngram));
 	if (e && pl->p->engine.sparsity_map)
 		json_object_set_new(e, "sparsity_map", json_true());
+	if (e && json_object_get(json_object_get(pl->p->doc, "engine"), "attention"))
+		json_object_set_new(e, "attention",
+				    json_string(eng_attention_name(pl->p->engine.attention)));
+	if (e && pl->p->engine.context)
+		json_object_set_new(e, "context", json_integer(pl->p->engine.context));
 	return e;
 }
 

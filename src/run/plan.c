@@ -53,9 +53,13 @@ static int synth_path(const struct mw_protocol *p, char *path, size_t n, FILE *l
 	const char *arch = p->model.synth_arch, *quant = p->model.synth_quant;
 	/* A non-SiLU activation is in the name ("-relu"), so the SiLU files keep theirs. */
 	enum eng_ffn_act act = p->model.synth_act;
-	char act_part[16] = "";
+	char act_part[32] = "";
 	if (act != ENG_ACT_SILU)
 		snprintf(act_part, sizeof(act_part), "-%s", p->model.synth_activation);
+	/* A canonical + delta model's form is in the name too ("-cd-split", "-cd-dense") */
+	if (p->model.synth_cd)
+		snprintf(act_part + strlen(act_part), sizeof(act_part) - strlen(act_part),
+			 "-cd-%s", p->model.synth_cd);
 	if (arch && quant)
 		snprintf(path, n, "%s/%s-%s-%s%s-seed%llu.gguf", dir, arch, p->model.synth_shape,
 			 quant, act_part, (unsigned long long)p->model.synth_seed);
@@ -81,10 +85,19 @@ static int synth_path(const struct mw_protocol *p, char *path, size_t n, FILE *l
 			(unsigned long long)p->model.synth_seed, path);
 	snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, (int)getpid());
 	eng_error_clear(&eerr);
-	rc = arch && quant ? eng_synth_gguf_act(tmp, arch, p->model.synth_shape, quant,
-						p->model.synth_seed, act, &eerr)
-			   : eng_synth_llama2c_act(tmp, p->model.synth_shape, p->model.synth_seed,
-						   act, &eerr);
+	struct eng_canonical_delta cd;
+	if (p->model.synth_cd && eng_canonical_delta_parse(p->model.synth_cd, &cd, &eerr))
+		return mw_error_set(err, -EINVAL, p->source, "model.synth.canonical_delta", "%s",
+				    eerr.text);
+	if (arch && quant && p->model.synth_cd)
+		rc = eng_synth_gguf_cd(tmp, arch, p->model.synth_shape, quant, p->model.synth_seed,
+				       act, &cd, &eerr);
+	else if (arch && quant)
+		rc = eng_synth_gguf_act(tmp, arch, p->model.synth_shape, quant, p->model.synth_seed,
+					act, &eerr);
+	else
+		rc = eng_synth_llama2c_act(tmp, p->model.synth_shape, p->model.synth_seed, act,
+					   &eerr);
 	if (rc) {
 		unlink(tmp);
 		return mw_error_set(err, rc, eerr.source[0] ? eerr.source : tmp, "model.synth",
@@ -243,9 +256,11 @@ enum mw_run_status mw_plan_resolve(struct mw_plan *pl, const struct mw_protocol 
 	if (p->model.synth_shape) {
 		if ((rc = synth_path(p, pl->model_path, sizeof(pl->model_path), o->log, err)))
 			return rc == -EINVAL ? MW_RUN_BAD_INPUT : MW_RUN_ENVIRONMENT;
-		snprintf(pl->model_name, sizeof(pl->model_name), "synthetic %s%s%s (seed %llu)",
+		snprintf(pl->model_name, sizeof(pl->model_name), "synthetic %s%s%s%s%s (seed %llu)",
 			 p->model.synth_shape, p->model.synth_act != ENG_ACT_SILU ? " " : "",
 			 p->model.synth_act != ENG_ACT_SILU ? p->model.synth_activation : "",
+			 p->model.synth_cd ? " canonical+delta " : "",
+			 p->model.synth_cd ? p->model.synth_cd : "",
 			 (unsigned long long)p->model.synth_seed);
 	} else {
 		snprintf(pl->model_path, sizeof(pl->model_path), "%s", p->model.path);

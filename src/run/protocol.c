@@ -370,6 +370,12 @@ static int parse_model(struct mw_protocol *p, const char *dir, struct mw_error *
 					    "%s FFNs are for \"arch\": \"llama\" (falcon's MLP is "
 					    "GELU): drop activation or synthesise a llama",
 					    p->model.synth_activation);
+		p->model.synth_cd = str_or(synth, "canonical_delta", NULL);
+		if (p->model.synth_cd && !gguf)
+			return mw_error_set(err, -EINVAL, src, "model.synth.canonical_delta",
+					    "canonical + delta models are GGUF only (`memwall synth "
+					    "--canonical-delta`): set \"format\": \"gguf\" with "
+					    "\"arch\" and \"quant\", or drop canonical_delta");
 		p->model.synth_seed = (uint64_t)int_or(synth, "seed", 42);
 		/* arch, shape and quant name the cached file (src/run/plan.c) */
 		static const char *const parts[] = { "arch", "shape", "quant" };
@@ -579,13 +585,18 @@ static int parse_decoding(struct mw_protocol *p, struct mw_error *err)
 	p->batch = (int)int_or(d, "batch", 1);
 	p->engine.sparsity_map = json_is_true(json_object_get(json_object_get(d, "engine"),
 							      "sparsity_map"));
+	const json_t *eng = json_object_get(d, "engine");
+	/* The schema admits only the engine's names and contexts of at least 2 */
+	eng_attention_parse(str_or(eng, "attention", "auto"), &p->engine.attention);
+	p->engine.context = (int)int_or(eng, "context", 0);
 	p->speculative.on = json_is_object(spec);
 	p->speculative.draft_tokens = (int)int_or(spec, "draft_tokens", 4);
 	p->speculative.ngram = (int)int_or(spec, "ngram", 0);
-	static const char *const builtin_only[3] = { "batch", "speculative",
-						     "engine.sparsity_map" };
-	bool given[3] = { p->batch > 1, p->speculative.on, p->engine.sparsity_map };
-	for (int i = 0; i < 3 && !builtin; i++)
+	static const char *const builtin_only[] = { "batch", "speculative", "engine.sparsity_map",
+						    "engine.attention", "engine.context" };
+	bool given[] = { p->batch > 1, p->speculative.on, p->engine.sparsity_map,
+			 json_object_get(eng, "attention") != NULL, p->engine.context > 0 };
+	for (size_t i = 0; i < sizeof(given) / sizeof(given[0]) && !builtin; i++)
 		if (given[i])
 			return mw_error_set(err, -EINVAL, src, builtin_only[i],
 					    "is for memwall's own engine (engine.kind \"builtin\"): an "
@@ -595,6 +606,10 @@ static int parse_decoding(struct mw_protocol *p, struct mw_error *err)
 				    "verifies drafts against greedy decoding: give sampling."
 				    "temperature 0 (sampling at %g would need rejection sampling, "
 				    "which memwall does not do)", p->sampling.temperature);
+	if (p->engine.context && (p->prompt || json_object_get(d, "prompt_tokens")))
+		return mw_error_set(err, -EINVAL, src, "engine.context",
+				    "makes the prompt (BOS and context - 1 seeded ids): drop "
+				    "\"prompt\" and \"prompt_tokens\", or drop engine.context");
 	if (p->speculative.on && p->batch > 1)
 		return mw_error_set(err, -EINVAL, src, "speculative",
 				    "runs one sequence: drop it or set batch to 1 (it is %d); "
@@ -604,7 +619,9 @@ static int parse_decoding(struct mw_protocol *p, struct mw_error *err)
 
 static const char *const variant_keys[] = {
 	"batch", "speculative", "engine.load", "engine.threads", "engine.sparsity_map",
-	"model.synth.activation", "model.synth.shape", "model.synth.quant", NULL,
+	"engine.attention", "engine.context", "model.format", "model.synth.arch",
+	"model.synth.activation", "model.synth.shape", "model.synth.quant",
+	"model.synth.canonical_delta", NULL,
 };
 
 const char *const *mw_variant_keys(void)
@@ -622,7 +639,7 @@ static int variant_apply(json_t *doc, json_t *obj, const char *prefix, const cha
 	json_t *v;
 	json_object_foreach(obj, key, v) {
 		char path[128], field[160];
-		if (!*prefix && !strcmp(key, "name"))
+		if (!*prefix && (!strcmp(key, "name") || !strcmp(key, "baseline")))
 			continue;
 		snprintf(path, sizeof(path), "%s%s%s", prefix, *prefix ? "." : "", key);
 		bool exact = false, inner = false;
@@ -664,6 +681,25 @@ static int variant_apply(json_t *doc, json_t *obj, const char *prefix, const cha
 static int parse_doc(struct mw_protocol *p, const char *dir, unsigned flags,
 		     struct mw_error *err);
 
+/* variants[i].baseline, when given, names another variant of the list. */
+static int baseline_check(const struct mw_protocol *p, const json_t *list, size_t i,
+			  struct mw_error *err)
+{
+	const char *b = json_string_value(json_object_get(json_array_get(list, i), "baseline"));
+	const json_t *v;
+	size_t j;
+	char field[64];
+	if (!b)
+		return 0;
+	json_array_foreach(list, j, v)
+		if (j != i && !strcmp(b, json_string_value(json_object_get(v, "name"))))
+			return 0;
+	snprintf(field, sizeof(field), "variants[%zu].baseline", i);
+	return mw_error_set(err, -EINVAL, p->source, field,
+			    "\"%s\" is not the name of another variant: name the variant this "
+			    "one is measured against, or drop baseline", b);
+}
+
 /* Each variant: this document with its overrides, parsed and checked as a protocol of its
  * own; an error names the variant's field. */
 static int parse_variants(struct mw_protocol *p, const char *dir, unsigned flags,
@@ -691,6 +727,8 @@ static int parse_variants(struct mw_protocol *p, const char *dir, unsigned flags
 			}
 		snprintf(field, sizeof(field), "variants[%zu].name", i);
 		if ((rc = name_check(p->source, field, x->name, err)))
+			return rc;
+		if ((rc = baseline_check(p, list, i, err)))
 			return rc;
 		if (!(x->p = calloc(1, sizeof(*x->p))) || !(x->p->source = strdup(p->source)) ||
 		    !(x->p->doc = json_deep_copy(p->doc)))

@@ -41,6 +41,9 @@ struct mw_protocol {
 		const char *synth_arch;  /* gguf synth only: "falcon", "llama" (eng_synth_gguf) */
 		const char *synth_quant; /* gguf synth only: "q4_k_m", "q8_0", ... */
 		const char *synth_activation; /* "silu" (default), "relu", "relu2" */
+		/* model.synth.canonical_delta (gguf only, issue 18 R3): "split" (the canonical
+		 * + delta form) or "dense" (its dense twin); NULL when absent */
+		const char *synth_cd;
 		enum eng_ffn_act synth_act;
 	} model;
 
@@ -72,6 +75,10 @@ struct mw_protocol {
 		const char *adapter_pattern; /* memwall-tokens only; NULL when absent */
 		int timeout_s;       /* per process; default 600 */
 		bool sparsity_map;   /* builtin only: eng_session_options.sparsity_map */
+		enum eng_attention attention; /* builtin only: eng_session_options.attention */
+		/* engine.context (builtin only, issue 18 R2): the prompt is BOS and context - 1
+		 * seeded ids (mw_context_tokens), 0 when absent */
+		int context;
 	} engine;
 
 	/* batch: sequences decoded together (builtin only; 1 by default). Every sequence gets

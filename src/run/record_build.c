@@ -50,6 +50,8 @@ static json_t *model_json(const struct mw_run *run)
 		: json_null();
 	if (json_is_object(synth) && p->model.synth_act != ENG_ACT_SILU)
 		json_object_set_new(synth, "activation", json_string(p->model.synth_activation));
+	if (json_is_object(synth) && p->model.synth_cd)
+		json_object_set_new(synth, "canonical_delta", json_string(p->model.synth_cd));
 	json_t *m = json_pack("{s:s, s:s, s:s, s:I, s:s, s:b, s:o, s:n, s:n, s:n}", "format",
 			      mw_model_format_name(p->model.format), "name", pl->model_name, "path",
 			      pl->model_path, "file_bytes", (json_int_t)pl->model_bytes, "sha256",
