@@ -346,7 +346,6 @@ static void print_measured(FILE *f, const char *rule, const struct vrow *v, cons
 			   "between the layers that share them)", v->w_unique / 1e6,
 			fabs(100 * (1 - v->w_unique / b->weights)),
 			v->w_unique <= b->weights ? "less" : "more", b->name);
-	fputs(" |\n", f);
 }
 
 /* AIOS's mechanisms: projection and prediction from mechanisms.c for the model of each
@@ -387,9 +386,18 @@ static void print_mechanisms(FILE *f, const struct vrow *rows, size_t n)
 		if (json_is_number(pp))
 			fprintf(f, "%.1f %%: ", json_number_value(pp));
 		fprintf(f, "%s |", json_string_value(json_object_get(pred, "text")));
-		if (v && b)
-			print_measured(f, rule, v, b);
-		else
+		if (v && b) {
+			/* every variant that turns the rule on, each against its own baseline */
+			for (size_t k = (size_t)(v - rows); k < n; k++) {
+				const struct vrow *w = &rows[k], *wb = baseline_of(w, rows, n);
+				if (!w->mech || strcmp(w->mech, rule) || !wb)
+					continue;
+				if (w != v)
+					fputs(" ;", f);
+				print_measured(f, rule, w, wb);
+			}
+			fputs(" |\n", f);
+		} else
 			fprintf(f, " no variant of this record: %s |\n", json_string_value(
 				json_object_get(json_object_get(m, "measurement"), "text")));
 		json_decref(own);
