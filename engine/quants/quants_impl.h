@@ -36,6 +36,8 @@ void krn_ref_act_q8_K(const float *x, void *y, size_t n);
 extern const struct krn_x8_layout krn_x8_layout_q8_0;
 extern const struct krn_x8_layout krn_x8_layout_q5_0;
 extern const struct krn_x8_layout krn_x8_layout_q4_0;
+extern const struct krn_x8_layout krn_x8_layout_q5_1;
+extern const struct krn_x8_layout krn_x8_layout_q4_1;
 extern const struct krn_x8_layout krn_x8_layout_q4_K;
 extern const struct krn_x8_layout krn_x8_layout_q5_K;
 extern const struct krn_x8_layout krn_x8_layout_q6_K;

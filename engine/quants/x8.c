@@ -19,6 +19,8 @@ static const struct krn_x8_layout *const layouts[KRN_TYPE_COUNT] = {
 	[KRN_TYPE_Q4_0] = &krn_x8_layout_q4_0,
 	[KRN_TYPE_Q5_0] = &krn_x8_layout_q5_0,
 	[KRN_TYPE_Q8_0] = &krn_x8_layout_q8_0,
+	[KRN_TYPE_Q4_1] = &krn_x8_layout_q4_1,
+	[KRN_TYPE_Q5_1] = &krn_x8_layout_q5_1,
 	/* x8_kquants.c */
 	[KRN_TYPE_Q4_K] = &krn_x8_layout_q4_K,
 	[KRN_TYPE_Q5_K] = &krn_x8_layout_q5_K,

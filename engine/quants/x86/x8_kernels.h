@@ -13,6 +13,10 @@ void krn_avx512_matvec_x8_q5_0(float *y, const void *w, size_t rows, const void 
 			       size_t n, size_t r0, size_t r1);
 void krn_avx512_matvec_x8_q4_0(float *y, const void *w, size_t rows, const void *xq,
 			       size_t n, size_t r0, size_t r1);
+void krn_avx512_matvec_x8_q4_1(float *y, const void *w, size_t rows, const void *xq,
+			       size_t n, size_t r0, size_t r1);
+void krn_avx512_matvec_x8_q5_1(float *y, const void *w, size_t rows, const void *xq,
+			       size_t n, size_t r0, size_t r1);
 void krn_avx512_matvec_x8_q4_K(float *y, const void *w, size_t rows, const void *xq,
 			       size_t n, size_t r0, size_t r1);
 void krn_avx512_matvec_x8_q5_K(float *y, const void *w, size_t rows, const void *xq,
@@ -28,6 +32,12 @@ void krn_avx512_matmul_x8_q5_0(float *y, size_t ldy, const void *w, size_t rows,
 			       const void *xq, size_t ldx, size_t n_tok, size_t n, size_t r0,
 			       size_t r1);
 void krn_avx512_matmul_x8_q4_0(float *y, size_t ldy, const void *w, size_t rows,
+			       const void *xq, size_t ldx, size_t n_tok, size_t n, size_t r0,
+			       size_t r1);
+void krn_avx512_matmul_x8_q4_1(float *y, size_t ldy, const void *w, size_t rows,
+			       const void *xq, size_t ldx, size_t n_tok, size_t n, size_t r0,
+			       size_t r1);
+void krn_avx512_matmul_x8_q5_1(float *y, size_t ldy, const void *w, size_t rows,
 			       const void *xq, size_t ldx, size_t n_tok, size_t n, size_t r0,
 			       size_t r1);
 void krn_avx512_matmul_x8_q4_K(float *y, size_t ldy, const void *w, size_t rows,
@@ -46,6 +56,10 @@ void krn_avx2_matvec_x8_q5_0(float *y, const void *w, size_t rows, const void *x
 			     size_t n, size_t r0, size_t r1);
 void krn_avx2_matvec_x8_q4_0(float *y, const void *w, size_t rows, const void *xq,
 			     size_t n, size_t r0, size_t r1);
+void krn_avx2_matvec_x8_q4_1(float *y, const void *w, size_t rows, const void *xq,
+			     size_t n, size_t r0, size_t r1);
+void krn_avx2_matvec_x8_q5_1(float *y, const void *w, size_t rows, const void *xq,
+			     size_t n, size_t r0, size_t r1);
 void krn_avx2_matvec_x8_q4_K(float *y, const void *w, size_t rows, const void *xq,
 			     size_t n, size_t r0, size_t r1);
 void krn_avx2_matvec_x8_q5_K(float *y, const void *w, size_t rows, const void *xq,
@@ -55,6 +69,10 @@ void krn_avx2_matvec_x8_q6_K(float *y, const void *w, size_t rows, const void *x
 void krn_avx2_matmul_x8_q8_0(float *y, size_t ldy, const void *w, size_t rows, const void *xq,
 			     size_t ldx, size_t n_tok, size_t n, size_t r0, size_t r1);
 void krn_avx2_matmul_x8_q4_0(float *y, size_t ldy, const void *w, size_t rows, const void *xq,
+			     size_t ldx, size_t n_tok, size_t n, size_t r0, size_t r1);
+void krn_avx2_matmul_x8_q4_1(float *y, size_t ldy, const void *w, size_t rows, const void *xq,
+			     size_t ldx, size_t n_tok, size_t n, size_t r0, size_t r1);
+void krn_avx2_matmul_x8_q5_1(float *y, size_t ldy, const void *w, size_t rows, const void *xq,
 			     size_t ldx, size_t n_tok, size_t n, size_t r0, size_t r1);
 
 #endif
