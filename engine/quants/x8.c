@@ -15,6 +15,9 @@
 
 static const struct krn_x8_layout *const layouts[KRN_TYPE_COUNT] = {
 	[KRN_TYPE_F32] = NULL, /* nothing to interleave: float rows go through the f32 kernels */
+	/* x8_float.c */
+	[KRN_TYPE_F16] = &krn_x8_layout_f16,
+	[KRN_TYPE_BF16] = &krn_x8_layout_bf16,
 	/* x8_legacy.c */
 	[KRN_TYPE_Q4_0] = &krn_x8_layout_q4_0,
 	[KRN_TYPE_Q5_0] = &krn_x8_layout_q5_0,

@@ -50,6 +50,9 @@ const struct krn_quant_ops krn_quant_ops_avx2 = {
 	.quantize_act = { [KRN_TYPE_F16] = act_f16 },
 	.matvec_x8 = {
 		[KRN_TYPE_F32] = NULL, /* f32 rows go through the f32 kernels */
+		/* avx2_x8f.c */
+		[KRN_TYPE_F16] = krn_avx2_matvec_x8_f16,
+		[KRN_TYPE_BF16] = krn_avx2_matvec_x8_bf16,
 		/* avx2_x8l.c */
 		[KRN_TYPE_Q4_0] = krn_avx2_matvec_x8_q4_0,
 		[KRN_TYPE_Q8_0] = krn_avx2_matvec_x8_q8_0,
@@ -62,6 +65,8 @@ const struct krn_quant_ops krn_quant_ops_avx2 = {
 		[KRN_TYPE_Q6_K] = krn_avx2_matvec_x8_q6_K,
 	},
 	.matmul_x8 = {
+		[KRN_TYPE_F16] = krn_avx2_matmul_x8_f16,
+		[KRN_TYPE_BF16] = krn_avx2_matmul_x8_bf16,
 		[KRN_TYPE_Q4_0] = krn_avx2_matmul_x8_q4_0,
 		[KRN_TYPE_Q8_0] = krn_avx2_matmul_x8_q8_0,
 		[KRN_TYPE_Q4_1] = krn_avx2_matmul_x8_q4_1,
