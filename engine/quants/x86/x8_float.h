@@ -30,7 +30,7 @@ typedef void (*xf_act_fn)(float *dst, const uint16_t *src, size_t n);
  * block. */
 static inline __attribute__((always_inline)) void
 xf_unit(float *y, size_t ldy, const uint8_t *g, const float *xa, size_t xs, size_t len,
-	bool first, xf_load_fn load, int nt)
+	bool first, const uint8_t *pf, xf_load_fn load, int nt)
 {
 	__m256 acc[XF_TOK][4];
 	for (int t = 0; t < nt; t++) {
@@ -40,6 +40,8 @@ xf_unit(float *y, size_t ldy, const uint8_t *g, const float *xa, size_t xs, size
 	size_t e = 0;
 	for (; e + 4 <= len; e += 4) {
 		__m256 w[4];
+		if (pf)
+			_mm_prefetch((const char *)(pf + 16 * e), _MM_HINT_T0);
 		for (int j = 0; j < 4; j++)
 			w[j] = load(g + 16 * (e + (size_t)j));
 		for (int t = 0; t < nt; t++)
@@ -89,15 +91,22 @@ xf_matmul(float *y, size_t ldy, const uint8_t *w, size_t rows, const uint8_t *xq
 					for (size_t s = 0; s < pl; s += XF_SUB) {
 						size_t sl = pl - s < XF_SUB ? pl - s : XF_SUB;
 						bool first = k == 0 && p0 + s == 0;
+						/* the next group's unit, fetched during the first
+						 * pass over this one: units are strided when
+						 * several tokens run, and the hardware prefetcher
+						 * does not follow */
+						const uint8_t *pf = nt > 1 && r + KRN_X8 < r1
+									    ? g + 16 * s + len * 16
+									    : NULL;
 						size_t tt = 0;
-						for (; tt + XF_TOK <= nt; tt += XF_TOK)
+						for (; tt + XF_TOK <= nt; tt += XF_TOK, pf = NULL)
 							xf_unit(yr + tt * ldy, ldy, g + 16 * s,
 								xa + tt * span + s, span, sl, first,
-								load, XF_TOK);
-						for (; tt < nt; tt++)
+								pf, load, XF_TOK);
+						for (; tt < nt; tt++, pf = NULL)
 							xf_unit(yr + tt * ldy, ldy, g + 16 * s,
 								xa + tt * span + s, span, sl, first,
-								load, 1);
+								pf, load, 1);
 					}
 				}
 			}
