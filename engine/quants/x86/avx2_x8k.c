@@ -221,3 +221,78 @@ void krn_avx2_matvec_x8_q6_K(float *y, const void *w, size_t rows, const void *x
 	x8k_matvec(y, w, rows, xq, n / KRN_QK_K, r0, r1, sizeof(block_q6_K), NULL,
 		   block_q6_Kx8);
 }
+
+/* ---- q2_K ---------------------------------------------------------------------------------
+ *
+ * One driver for one token and several (x8k_matmul; the matvec is it with one token, so the
+ * two agree bit for bit by construction). For each sub-block (half h, bit pair j, e) its four
+ * chunks' bits 2j are shifted down and masked to 0 .. 3, multiplied by vpmaddubsw and summed
+ * in int16 (at most 4 * 2 * 3 * 128), then one vpmaddwd with the rows' scale in both halves
+ * of each lane widens and scales them: the chunks of a half are read four times, from L1. The
+ * mins go against q2_prepare's bytes (int16 pairs at most 15 * 127 * 2, four of them), the
+ * float tail is k4_tail's. */
+static inline __attribute__((always_inline)) void
+mm_q2_K(__m256 *acc, const uint8_t *g, const block_q8_K *const *ys, const void *const *preps,
+	int nt)
+{
+	const __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(3);
+	__m256i sc[4], isum[X8K_MM_TOK];
+	for (int k = 0; k < 4; k++)
+		sc[k] = _mm256_and_si256(loadu(g + 32 + 32 * k), m4);
+	for (int t = 0; t < nt; t++)
+		isum[t] = _mm256_setzero_si256();
+	for (int h = 0; h < 2; h++)
+		for (int j = 0; j < 4; j++)
+			for (int e = 0; e < 2; e++) {
+				__m256i p[X8K_MM_TOK];
+				for (int t = 0; t < nt; t++)
+					p[t] = _mm256_setzero_si256();
+				for (int q = 4 * e; q < 4 * e + 4; q++) {
+					__m256i v = loadu(g + 160 + 32 * (8 * h + q));
+					__m256i u = _mm256_and_si256(_mm256_srli_epi16(v, 2 * j), m2);
+					for (int t = 0; t < nt; t++)
+						p[t] = _mm256_add_epi16(
+							p[t],
+							_mm256_maddubs_epi16(
+								u, bcast4(ys[t]->qs + 128 * h +
+									  32 * j + 4 * q)));
+				}
+				int sb = 8 * h + 2 * j + e;
+				__m256i scv = _mm256_shuffle_epi8(sc[sb / 4], byte_of_dword_x2(sb % 4));
+				for (int t = 0; t < nt; t++)
+					isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(p[t], scv));
+			}
+	__m256i mn[4];
+	for (int k = 0; k < 4; k++)
+		mn[k] = _mm256_and_si256(_mm256_srli_epi16(loadu(g + 32 + 32 * k), 4), m4);
+	const __m256 hd = halves8(g), hm = halves8(g + 16);
+	for (int t = 0; t < nt; t++) {
+		const int8_t *prep = preps[t];
+		__m256i hi = _mm256_setzero_si256(), lo = _mm256_setzero_si256();
+		for (int k = 0; k < 4; k++) {
+			hi = _mm256_add_epi16(hi, _mm256_maddubs_epi16(mn[k], bcast4(prep + 4 * k)));
+			lo = _mm256_add_epi16(lo,
+					      _mm256_maddubs_epi16(mn[k], bcast4(prep + 16 + 4 * k)));
+		}
+		__m256i mins = _mm256_add_epi32(_mm256_madd_epi16(hi, _mm256_set1_epi16(128)),
+						_mm256_madd_epi16(lo, _mm256_set1_epi16(1)));
+		__m256 d = _mm256_mul_ps(hd, _mm256_set1_ps(ys[t]->d));
+		__m256 dm = _mm256_mul_ps(hm, _mm256_set1_ps(ys[t]->d));
+		acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), d, acc[t]);
+		acc[t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(mins), dm, acc[t]);
+	}
+}
+
+void krn_avx2_matvec_x8_q2_K(float *y, const void *w, size_t rows, const void *xq, size_t n,
+			     size_t r0, size_t r1)
+{
+	x8k_matmul(y, 0, w, rows, xq, 0, 1, n / KRN_QK_K, r0, r1, sizeof(block_q2_K), q2_prepare,
+		   mm_q2_K);
+}
+
+void krn_avx2_matmul_x8_q2_K(float *y, size_t ldy, const void *w, size_t rows, const void *xq,
+			     size_t ldx, size_t n_tok, size_t n, size_t r0, size_t r1)
+{
+	x8k_matmul(y, ldy, w, rows, xq, ldx, n_tok, n / KRN_QK_K, r0, r1, sizeof(block_q2_K),
+		   q2_prepare, mm_q2_K);
+}

@@ -96,4 +96,16 @@ void krn_avx2_matmul_x8_f16(float *y, size_t ldy, const void *w, size_t rows, co
 void krn_avx2_matmul_x8_bf16(float *y, size_t ldy, const void *w, size_t rows, const void *xq,
 			 size_t ldx, size_t n_tok, size_t n, size_t r0, size_t r1);
 
+/* avx512_x8k.c: q2_K */
+void krn_avx512_matvec_x8_q2_K(float *y, const void *w, size_t rows, const void *xq, size_t n,
+			size_t r0, size_t r1);
+void krn_avx512_matmul_x8_q2_K(float *y, size_t ldy, const void *w, size_t rows, const void *xq,
+			size_t ldx, size_t n_tok, size_t n, size_t r0, size_t r1);
+
+/* avx2_x8k.c: q2_K */
+void krn_avx2_matvec_x8_q2_K(float *y, const void *w, size_t rows, const void *xq, size_t n,
+			size_t r0, size_t r1);
+void krn_avx2_matmul_x8_q2_K(float *y, size_t ldy, const void *w, size_t rows, const void *xq,
+			size_t ldx, size_t n_tok, size_t n, size_t r0, size_t r1);
+
 #endif

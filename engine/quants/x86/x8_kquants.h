@@ -31,6 +31,18 @@ static void k4_prepare(const block_q8_K *y, void *slot)
 	}
 }
 
+/* What a q2_K super-block needs of the activation besides its quants: its 16 bsums (|b| <=
+ * 16 * 128) split as k4_prepare's, 128 hi + lo, against the eight rows' 4-bit mins: hi[16],
+ * then lo[16]. */
+static void q2_prepare(const block_q8_K *y, void *slot)
+{
+	int8_t *p = slot;
+	for (int s = 0; s < 16; s++) {
+		p[s] = (int8_t)(y->bsums[s] >> 7);
+		p[16 + s] = (int8_t)(y->bsums[s] & 127);
+	}
+}
+
 /* The activation is prepared tile by tile (quants.h: a tile is at most 31 super-blocks), 64
  * bytes a super-block; each group's accumulator carries over from one tile to the next
  * through out[], so a row's sum is the same sequence of operations whatever the range of
