@@ -41,6 +41,7 @@ extern const struct krn_x8_layout krn_x8_layout_q4_1;
 extern const struct krn_x8_layout krn_x8_layout_f16;
 extern const struct krn_x8_layout krn_x8_layout_bf16;
 extern const struct krn_x8_layout krn_x8_layout_q2_K;
+extern const struct krn_x8_layout krn_x8_layout_q3_K;
 extern const struct krn_x8_layout krn_x8_layout_q4_K;
 extern const struct krn_x8_layout krn_x8_layout_q5_K;
 extern const struct krn_x8_layout krn_x8_layout_q6_K;

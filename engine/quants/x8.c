@@ -26,6 +26,7 @@ static const struct krn_x8_layout *const layouts[KRN_TYPE_COUNT] = {
 	[KRN_TYPE_Q5_1] = &krn_x8_layout_q5_1,
 	/* x8_kquants.c */
 	[KRN_TYPE_Q2_K] = &krn_x8_layout_q2_K,
+	[KRN_TYPE_Q3_K] = &krn_x8_layout_q3_K,
 	[KRN_TYPE_Q4_K] = &krn_x8_layout_q4_K,
 	[KRN_TYPE_Q5_K] = &krn_x8_layout_q5_K,
 	[KRN_TYPE_Q6_K] = &krn_x8_layout_q6_K,

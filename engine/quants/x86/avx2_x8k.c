@@ -296,3 +296,69 @@ void krn_avx2_matmul_x8_q2_K(float *y, size_t ldy, const void *w, size_t rows, c
 	x8k_matmul(y, ldy, w, rows, xq, ldx, n_tok, n / KRN_QK_K, r0, r1, sizeof(block_q2_K),
 		   q2_prepare, mm_q2_K);
 }
+
+/* ---- q3_K ---------------------------------------------------------------------------------
+ *
+ * As q2_K: for each sub-block its four chunks' elements are rebuilt as value plus 4 (0 .. 7)
+ * from qs bits 2j and hmask bit 4h + j by shifts and masks, multiplied by vpmaddubsw and
+ * summed in int16 from the sub-block's -4 * bsums (q3_prepare, in the low half of each lane:
+ * at most 8128 + 4 * 2 * 7 * 128 in all), then one vpmaddwd with the row's signed scale in
+ * both halves widens and scales them. One FMA of d a super-block. */
+static inline __attribute__((always_inline)) void
+mm_q3_K(__m256 *acc, const uint8_t *g, const block_q8_K *const *ys, const void *const *preps,
+	int nt)
+{
+	const __m256i m2 = _mm256_set1_epi8(3), four = _mm256_set1_epi8(4),
+		      k32 = _mm256_set1_epi16(32);
+	__m256i sc[4], isum[X8K_MM_TOK];
+	q3_scales(g, sc);
+	for (int t = 0; t < nt; t++)
+		isum[t] = _mm256_setzero_si256();
+	for (int h = 0; h < 2; h++)
+		for (int j = 0; j < 4; j++)
+			for (int e = 0; e < 2; e++) {
+				int sb = 8 * h + 2 * j + e, hb = 4 * h + j;
+				__m256i p[X8K_MM_TOK];
+				for (int t = 0; t < nt; t++)
+					p[t] = _mm256_set1_epi32(((const int32_t *)preps[t])[sb] &
+								 0xffff);
+				for (int q = 4 * e; q < 4 * e + 4; q++) {
+					__m256i v = loadu(g + 112 + 32 * (8 * h + q));
+					__m256i hv = loadu(g + 624 + 32 * q);
+					__m256i hi = hb >= 2 ? _mm256_srli_epi16(hv, hb - 2)
+							     : _mm256_slli_epi16(hv, 2 - hb);
+					__m256i x = _mm256_or_si256(
+						_mm256_and_si256(_mm256_srli_epi16(v, 2 * j), m2),
+						_mm256_and_si256(hi, four));
+					for (int t = 0; t < nt; t++)
+						p[t] = _mm256_add_epi16(
+							p[t],
+							_mm256_maddubs_epi16(
+								x, bcast4(ys[t]->qs + 128 * h +
+									  32 * j + 4 * q)));
+				}
+				__m256i scv = _mm256_sub_epi16(
+					_mm256_shuffle_epi8(sc[sb / 4], byte_of_dword_x2(sb % 4)), k32);
+				for (int t = 0; t < nt; t++)
+					isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(p[t], scv));
+			}
+	const __m256 hd = halves8(g);
+	for (int t = 0; t < nt; t++) {
+		__m256 d = _mm256_mul_ps(hd, _mm256_set1_ps(ys[t]->d));
+		acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), d, acc[t]);
+	}
+}
+
+void krn_avx2_matvec_x8_q3_K(float *y, const void *w, size_t rows, const void *xq, size_t n,
+			     size_t r0, size_t r1)
+{
+	x8k_matmul(y, 0, w, rows, xq, 0, 1, n / KRN_QK_K, r0, r1, sizeof(block_q3_K), q3_prepare,
+		   mm_q3_K);
+}
+
+void krn_avx2_matmul_x8_q3_K(float *y, size_t ldy, const void *w, size_t rows, const void *xq,
+			     size_t ldx, size_t n_tok, size_t n, size_t r0, size_t r1)
+{
+	x8k_matmul(y, ldy, w, rows, xq, ldx, n_tok, n / KRN_QK_K, r0, r1, sizeof(block_q3_K),
+		   q3_prepare, mm_q3_K);
+}

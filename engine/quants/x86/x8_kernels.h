@@ -108,4 +108,16 @@ void krn_avx2_matvec_x8_q2_K(float *y, const void *w, size_t rows, const void *x
 void krn_avx2_matmul_x8_q2_K(float *y, size_t ldy, const void *w, size_t rows, const void *xq,
 			size_t ldx, size_t n_tok, size_t n, size_t r0, size_t r1);
 
+/* avx512_x8k.c: q3_K */
+void krn_avx512_matvec_x8_q3_K(float *y, const void *w, size_t rows, const void *xq, size_t n,
+			size_t r0, size_t r1);
+void krn_avx512_matmul_x8_q3_K(float *y, size_t ldy, const void *w, size_t rows, const void *xq,
+			size_t ldx, size_t n_tok, size_t n, size_t r0, size_t r1);
+
+/* avx2_x8k.c: q3_K */
+void krn_avx2_matvec_x8_q3_K(float *y, const void *w, size_t rows, const void *xq, size_t n,
+			size_t r0, size_t r1);
+void krn_avx2_matmul_x8_q3_K(float *y, size_t ldy, const void *w, size_t rows, const void *xq,
+			size_t ldx, size_t n_tok, size_t n, size_t r0, size_t r1);
+
 #endif
