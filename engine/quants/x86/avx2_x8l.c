@@ -170,6 +170,47 @@ mm_q4_0(__m256 *acc, const uint8_t *g, const block_q8_0 *const *ys, const int32_
 	}
 }
 
+/* q5_0: block_q5_0x8's rebuilt elements once for the tokens; each token's int16 sums are the
+ * matvec's */
+static inline __attribute__((always_inline)) void
+mm_q5_0(__m256 *acc, const uint8_t *g, const block_q8_0 *const *ys, const int32_t *base,
+	const float *dy, int nt)
+{
+	const __m256i low5 = _mm256_set1_epi8(0x1f), top3 = _mm256_set1_epi8(0x1c),
+		      two = _mm256_set1_epi8(3), ones = _mm256_set1_epi16(1);
+	__m256i pa[X8_MM_TOK], ph[X8_MM_TOK];
+	for (int t = 0; t < nt; t++)
+		pa[t] = ph[t] = _mm256_setzero_si256();
+	__m256i low2 = loadu(g + 144);
+	for (int c = 0; c < 4; c++) {
+		__m256i q = loadu(g + 16 + 32 * c);
+		__m256i a = _mm256_and_si256(q, low5);
+		__m256i h = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 3), top3),
+					    _mm256_and_si256(_mm256_srli_epi16(low2, 2 * c), two));
+		for (int t = 0; t < nt; t++) {
+			pa[t] = _mm256_add_epi16(pa[t],
+						 _mm256_maddubs_epi16(a, bcast4(ys[t]->qs + 4 * c)));
+			ph[t] = _mm256_add_epi16(ph[t], _mm256_maddubs_epi16(
+								h, bcast4(ys[t]->qs + 16 + 4 * c)));
+		}
+	}
+	for (int t = 0; t < nt; t++) {
+		__m256i p = _mm256_add_epi32(_mm256_madd_epi16(pa[t], ones),
+					     _mm256_madd_epi16(ph[t], ones));
+		acc[t] = block_tail(acc[t], g,
+				    _mm256_add_epi32(p, _mm256_set1_epi32(base[(size_t)t *
+									       X8_PREPARED])),
+				    dy[(size_t)t * X8_PREPARED]);
+	}
+}
+
+void krn_avx2_matmul_x8_q5_0(float *y, size_t ldy, const void *w, size_t rows, const void *xq,
+			     size_t ldx, size_t n_tok, size_t n, size_t r0, size_t r1)
+{
+	x8_matmul(y, ldy, w, rows, xq, ldx, n_tok, n / KRN_QK, r0, r1, sizeof(block_q5_0), 16,
+		  mm_q5_0);
+}
+
 void krn_avx2_matmul_x8_q8_0(float *y, size_t ldy, const void *w, size_t rows, const void *xq,
 			     size_t ldx, size_t n_tok, size_t n, size_t r0, size_t r1)
 {

@@ -120,4 +120,14 @@ void krn_avx2_matvec_x8_q3_K(float *y, const void *w, size_t rows, const void *x
 void krn_avx2_matmul_x8_q3_K(float *y, size_t ldy, const void *w, size_t rows, const void *xq,
 			size_t ldx, size_t n_tok, size_t n, size_t r0, size_t r1);
 
+/* avx2: the multi-token kernels of q5_0 (avx2_x8l.c) and q4_K, q5_K, q6_K (avx2_x8k.c) */
+void krn_avx2_matmul_x8_q5_0(float *y, size_t ldy, const void *w, size_t rows, const void *xq,
+			     size_t ldx, size_t n_tok, size_t n, size_t r0, size_t r1);
+void krn_avx2_matmul_x8_q4_K(float *y, size_t ldy, const void *w, size_t rows, const void *xq,
+			     size_t ldx, size_t n_tok, size_t n, size_t r0, size_t r1);
+void krn_avx2_matmul_x8_q5_K(float *y, size_t ldy, const void *w, size_t rows, const void *xq,
+			     size_t ldx, size_t n_tok, size_t n, size_t r0, size_t r1);
+void krn_avx2_matmul_x8_q6_K(float *y, size_t ldy, const void *w, size_t rows, const void *xq,
+			     size_t ldx, size_t n_tok, size_t n, size_t r0, size_t r1);
+
 #endif
