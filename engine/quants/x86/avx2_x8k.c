@@ -1,4 +1,5 @@
-/* engine/quants/x86/avx2_x8k.c: AVX2 kernels for q4_K, q5_K and q6_K in the x8 layout.
+/* engine/quants/x86/avx2_x8k.c: AVX2 kernels for q4_K, q5_K, q6_K, q2_K and q3_K in the x8
+ * layout (q2_K and q3_K: one driver for one token and several, at the end).
  *
  * Eight rows at once, row r in 32-bit lane r of a ymm (layouts: x8_kquants.c), as in
  * avx512_x8k.c, but without vpdpbusd, ternary logic or GF(2) affine maps. Four elements of

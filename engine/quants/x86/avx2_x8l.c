@@ -1,4 +1,5 @@
-/* engine/quants/x86/avx2_x8l.c: AVX2 kernels for q8_0, q5_0 and q4_0 in the x8 layout.
+/* engine/quants/x86/avx2_x8l.c: AVX2 kernels for q8_0, q5_0, q4_0, q5_1 and q4_1 in the x8
+ * layout (q5_1 and q4_1: one driver for one token and several, at the end).
  *
  * The scheme of avx512_x8l.c (layouts: x8_legacy.c): eight rows at once, row r in 32-bit lane
  * r of a ymm, every 32 bytes of quants multiplied with one activation dword broadcast to all

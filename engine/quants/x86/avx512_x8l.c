@@ -1,4 +1,5 @@
-/* engine/quants/x86/avx512_x8l.c: AVX-512 kernels for q8_0, q5_0 and q4_0 in the x8 layout.
+/* engine/quants/x86/avx512_x8l.c: AVX-512 kernels for q8_0, q5_0, q4_0, q5_1 and q4_1 in the x8
+ * layout (q5_1 and q4_1: one driver for one token and several, at the end).
  *
  * Eight rows at once, row r in 32-bit lane r of a ymm (layouts: x8_legacy.c). Each vpdpbusd
  * multiplies four elements of all eight rows with one activation dword broadcast to every
