@@ -401,10 +401,11 @@ static void check_short_legacy_rows(const struct krn_quant_ops *ops,
  * ref's vec_dot on the plain row (bit for bit where the table has no x8 kernel and falls back
  * to its own vec_dot), whatever range of groups it is given. Row lengths: one super-block,
  * stories110M's 768 and 2048, Falcon-7B's 4544 (legacy formats only) and 18176, and 40960, past
- * the 32768 columns (K-quants) and 1024 blocks (legacy) the kernels prepare at a time. */
+ * the 32768 columns (K-quants) and 1024 blocks (legacy) the kernels prepare at a time; 4099
+ * (f16 and bf16 only: one element a block) ends inside the f16/bf16 kernels' four chains. */
 static void check_x8(const struct krn_quant_ops *ops, const struct krn_quant_ops *ref)
 {
-	static const size_t lengths[] = { 256, 768, 2048, 4544, 18176, 40960 };
+	static const size_t lengths[] = { 256, 768, 2048, 4544, 18176, 40960, 4099 };
 	const size_t rows = 3 * KRN_X8;
 	for (size_t k = 0; k < N_WEIGHT_TYPES; k++) {
 		uint32_t t = weight_types[k], vt = krn_type_traits(t)->vec_dot_type;
@@ -471,10 +472,11 @@ static void check_x8(const struct krn_quant_ops *ops, const struct krn_quant_ops
  * fallback over row blocks) for every type, and x8 rows for every type with a layout (the
  * table's own matmul_x8 where it has one), over token counts around the kernels' register
  * blocks (4 legacy, 2 K-quants) and chunks (16), on a range of groups that starts inside the
- * tensor, and row lengths of one and several tiles (18176 columns: four). */
+ * tensor, and row lengths of one and several tiles (18176 columns: four), and for the types of
+ * one element a block an odd one (4099: f16/bf16 x8 rows end inside their four chains). */
 static void check_matmul(const struct krn_quant_ops *ops)
 {
-	static const size_t lengths[] = { 256, 768, 4544, 18176 };
+	static const size_t lengths[] = { 256, 768, 4544, 18176, 4099 };
 	static const size_t tokens[] = { 1, 2, 3, 5, 17, 21 };
 	const size_t rows_x8 = 3 * KRN_X8, rows_plain = 13, n_tok_max = 21;
 	for (size_t k = 0; k < N_WEIGHT_TYPES; k++) {

@@ -32,10 +32,16 @@ void krn_ref_act_q8_1(const float *x, void *y, size_t n);
 void krn_ref_act_q8_K(const float *x, void *y, size_t n);
 
 /* The x8 layouts (types.h), one per type that has one: the legacy formats' in x8_legacy.c,
- * the K-quants' in x8_kquants.c; x8.c indexes them by type. */
+ * the K-quants' in x8_kquants.c, f16's and bf16's in x8_float.c; x8.c indexes them by type. */
 extern const struct krn_x8_layout krn_x8_layout_q8_0;
 extern const struct krn_x8_layout krn_x8_layout_q5_0;
 extern const struct krn_x8_layout krn_x8_layout_q4_0;
+extern const struct krn_x8_layout krn_x8_layout_q5_1;
+extern const struct krn_x8_layout krn_x8_layout_q4_1;
+extern const struct krn_x8_layout krn_x8_layout_f16;
+extern const struct krn_x8_layout krn_x8_layout_bf16;
+extern const struct krn_x8_layout krn_x8_layout_q2_K;
+extern const struct krn_x8_layout krn_x8_layout_q3_K;
 extern const struct krn_x8_layout krn_x8_layout_q4_K;
 extern const struct krn_x8_layout krn_x8_layout_q5_K;
 extern const struct krn_x8_layout krn_x8_layout_q6_K;

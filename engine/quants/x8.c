@@ -15,11 +15,18 @@
 
 static const struct krn_x8_layout *const layouts[KRN_TYPE_COUNT] = {
 	[KRN_TYPE_F32] = NULL, /* nothing to interleave: float rows go through the f32 kernels */
+	/* x8_float.c */
+	[KRN_TYPE_F16] = &krn_x8_layout_f16,
+	[KRN_TYPE_BF16] = &krn_x8_layout_bf16,
 	/* x8_legacy.c */
 	[KRN_TYPE_Q4_0] = &krn_x8_layout_q4_0,
 	[KRN_TYPE_Q5_0] = &krn_x8_layout_q5_0,
 	[KRN_TYPE_Q8_0] = &krn_x8_layout_q8_0,
+	[KRN_TYPE_Q4_1] = &krn_x8_layout_q4_1,
+	[KRN_TYPE_Q5_1] = &krn_x8_layout_q5_1,
 	/* x8_kquants.c */
+	[KRN_TYPE_Q2_K] = &krn_x8_layout_q2_K,
+	[KRN_TYPE_Q3_K] = &krn_x8_layout_q3_K,
 	[KRN_TYPE_Q4_K] = &krn_x8_layout_q4_K,
 	[KRN_TYPE_Q5_K] = &krn_x8_layout_q5_K,
 	[KRN_TYPE_Q6_K] = &krn_x8_layout_q6_K,

@@ -1,4 +1,5 @@
-/* engine/quants/x8_kquants.c: the x8 layouts (types.h) of the K-quants q4_K, q5_K, q6_K.
+/* engine/quants/x8_kquants.c: the x8 layouts (types.h) of the K-quants q4_K, q5_K, q6_K,
+ * q2_K and q3_K.
  *
  * Shaped, as x8_legacy.c's, for a kernel that keeps row r of the group in 32-bit lane r of a
  * ymm and multiplies with vpdpbusd: every 32 bytes of quants hold four consecutive elements of
@@ -7,7 +8,7 @@
  * the kernel gets four elements of every row in one or two instructions, some of them times
  * a power of two that it takes off the sub-block's sum (the scale multiply is per sub-block
  * anyway). Per-row headers (d, dmin, scales) come first, the eight rows' side by side. Kernels:
- * x86/avx512_x8k.c.
+ * x86/avx512_x8k.c, x86/avx2_x8k.c.
  */
 #include "quants_impl.h"
 
@@ -236,3 +237,93 @@ static void unpack_q6_K(void *const dst[KRN_X8], const void *src)
 }
 
 const struct krn_x8_layout krn_x8_layout_q6_K = { pack_q6_K, unpack_q6_K };
+
+/* ---- q2_K: 672 bytes --------------------------------------------------------------------
+ *
+ *   d[8]            bytes 0 .. 15     row r's d
+ *   dmin[8]         bytes 16 .. 31    row r's dmin
+ *   scales[4][32]   bytes 32 .. 159   32 bytes for k = 0 .. 3: byte 4r + m = row r's
+ *                                     scales[4k + m] (scale in the low nibble, min high)
+ *   qs[2][8][32]    bytes 160 ..      for h = 0, 1 and q = 0 .. 7, 32 bytes at 160 +
+ *                                     32 (8h + q): byte 4r + m = row r's qs[32h + 4q + m]
+ *
+ * ggml's bytes unchanged, four at a time per row, as q4_K's: bits 2j of byte 4r + m are
+ * element 128h + 32j + 4q + m (sub-block 8h + 2j + q / 4), so one broadcast activation dword
+ * serves the eight rows for each j. */
+
+static void pack_q2_K(void *dst, const void *const src[KRN_X8])
+{
+	uint8_t *o = dst;
+	for (int r = 0; r < KRN_X8; r++) {
+		const block_q2_K *b = src[r];
+		memcpy(o + 2 * r, &b->d, 2);
+		memcpy(o + 16 + 2 * r, &b->dmin, 2);
+		for (int k = 0; k < 4; k++)
+			memcpy(o + 32 + 32 * k + 4 * r, b->scales + 4 * k, 4);
+		for (int c = 0; c < 16; c++)
+			memcpy(o + 160 + 32 * c + 4 * r, b->qs + 4 * c, 4);
+	}
+}
+
+static void unpack_q2_K(void *const dst[KRN_X8], const void *src)
+{
+	const uint8_t *s = src;
+	for (int r = 0; r < KRN_X8; r++) {
+		block_q2_K *b = dst[r];
+		memcpy(&b->d, s + 2 * r, 2);
+		memcpy(&b->dmin, s + 16 + 2 * r, 2);
+		for (int k = 0; k < 4; k++)
+			memcpy(b->scales + 4 * k, s + 32 + 32 * k + 4 * r, 4);
+		for (int c = 0; c < 16; c++)
+			memcpy(b->qs + 4 * c, s + 160 + 32 * c + 4 * r, 4);
+	}
+}
+
+const struct krn_x8_layout krn_x8_layout_q2_K = { pack_q2_K, unpack_q2_K };
+
+/* ---- q3_K: 880 bytes --------------------------------------------------------------------
+ *
+ *   d[8]            bytes 0 .. 15     row r's d
+ *   scales[3][32]   bytes 16 .. 111   32-bit word k of row r's scales[12] at 16 + 32k + 4r
+ *   qs[2][8][32]    bytes 112 .. 623  for h = 0, 1 and q = 0 .. 7, 32 bytes at 112 +
+ *                                     32 (8h + q): byte 4r + m = row r's qs[32h + 4q + m]
+ *   hmask[8][32]    bytes 624 .. 879  32 bytes for q = 0 .. 7: byte 4r + m = row r's
+ *                                     hmask[4q + m]
+ *
+ * ggml's bytes unchanged, four at a time per row: element 128h + 32j + 4q + m (sub-block
+ * 8h + 2j + q / 4) has its low two bits at bits 2j of qs chunk (h, q) and its high bit at
+ * bit 4h + j of hmask chunk q, so one broadcast activation dword serves the eight rows. The
+ * scales stay packed (ggml's 12 bytes, transposed as q4_K's): the kernel unpacks the eight
+ * rows' with the word operations of one. */
+
+static void pack_q3_K(void *dst, const void *const src[KRN_X8])
+{
+	uint8_t *o = dst;
+	for (int r = 0; r < KRN_X8; r++) {
+		const block_q3_K *b = src[r];
+		memcpy(o + 2 * r, &b->d, 2);
+		for (int k = 0; k < 3; k++)
+			memcpy(o + 16 + 32 * k + 4 * r, b->scales + 4 * k, 4);
+		for (int c = 0; c < 16; c++)
+			memcpy(o + 112 + 32 * c + 4 * r, b->qs + 4 * c, 4);
+		for (int q = 0; q < 8; q++)
+			memcpy(o + 624 + 32 * q + 4 * r, b->hmask + 4 * q, 4);
+	}
+}
+
+static void unpack_q3_K(void *const dst[KRN_X8], const void *src)
+{
+	const uint8_t *s = src;
+	for (int r = 0; r < KRN_X8; r++) {
+		block_q3_K *b = dst[r];
+		memcpy(&b->d, s + 2 * r, 2);
+		for (int k = 0; k < 3; k++)
+			memcpy(b->scales + 4 * k, s + 16 + 32 * k + 4 * r, 4);
+		for (int c = 0; c < 16; c++)
+			memcpy(b->qs + 4 * c, s + 112 + 32 * c + 4 * r, 4);
+		for (int q = 0; q < 8; q++)
+			memcpy(b->hmask + 4 * q, s + 624 + 32 * q + 4 * r, 4);
+	}
+}
+
+const struct krn_x8_layout krn_x8_layout_q3_K = { pack_q3_K, unpack_q3_K };

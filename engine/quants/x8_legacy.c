@@ -1,11 +1,12 @@
-/* engine/quants/x8_legacy.c: the x8 layouts (types.h) of the legacy formats q8_0, q5_0 and
- * q4_0.
+/* engine/quants/x8_legacy.c: the x8 layouts (types.h) of the legacy formats q8_0, q5_0,
+ * q4_0, q5_1 and q4_1.
  *
  * All three are shaped for a kernel that keeps row r of the group in 32-bit lane r of a ymm and
  * multiplies with vpdpbusd (unsigned weight bytes, signed activation bytes): every 32 bytes of
  * quants hold four consecutive elements of each of the eight rows, row r in bytes 4r .. 4r + 3,
  * so one broadcast dword of the activation serves all eight rows. The eight scales come first,
- * side by side, for one vcvtph2ps. Kernels: x86/avx512_x8l.c, x86/avx2_x8l.c.
+ * side by side, for one vcvtph2ps (q4_1's and q5_1's mins after them, at the end of the
+ * file). Kernels: x86/avx512_x8l.c, x86/avx2_x8l.c.
  */
 #include "quants_impl.h"
 
@@ -69,15 +70,47 @@ static uint32_t spread4(uint32_t x)
 
 /* A block's 32 quants, 0 .. 31 (nibble | fifth bit << 4), four bytes per word: packing runs at
  * load over every q5_0 byte of a model (2.7 GB of Falcon-7B), so it works a word at a time. */
-static void q5_quants(const block_q5_0 *b, uint32_t q[KRN_QK / 4])
+static void q5_quants(const uint8_t qh_bytes[4], const uint8_t qs_bytes[KRN_QK / 2],
+		      uint32_t q[KRN_QK / 4])
 {
 	uint32_t qh, qs[4];
-	memcpy(&qh, b->qh, sizeof(qh));
-	memcpy(qs, b->qs, sizeof(qs));
+	memcpy(&qh, qh_bytes, sizeof(qh));
+	memcpy(qs, qs_bytes, sizeof(qs));
 	for (int w = 0; w < 4; w++) {
 		q[w] = (qs[w] & 0x0f0f0f0fu) | spread4(qh >> (4 * w) & 15u) << 4;
 		q[w + 4] = (qs[w] >> 4 & 0x0f0f0f0fu) | spread4(qh >> (16 + 4 * w) & 15u) << 4;
 	}
+}
+
+/* Row r's quants (ggml's qh and qs) into the 160 bytes at o: the four chunks, then low2.
+ * Shared with q5_1, whose quants are laid out the same after its eight mins. */
+static void pack_q5_quants(uint8_t *o, int r, const uint8_t qh[4], const uint8_t qs[KRN_QK / 2])
+{
+	uint32_t q[KRN_QK / 4], low2 = 0;
+	q5_quants(qh, qs, q);
+	for (int c = 0; c < 4; c++) {
+		uint32_t a = q[c], h = q[c + 4];
+		uint32_t v = a | (h >> 2 & 0x07070707u) << 5;
+		memcpy(o + 32 * c + 4 * r, &v, sizeof(v));
+		low2 |= (h & 0x03030303u) << (2 * c);
+	}
+	memcpy(o + 128 + 4 * r, &low2, sizeof(low2));
+}
+
+static void unpack_q5_quants(const uint8_t *s, int r, uint8_t qh_out[4],
+			     uint8_t qs[KRN_QK / 2])
+{
+	uint32_t qh = 0;
+	for (int c = 0; c < 4; c++) {
+		for (int k = 0; k < 4; k++) {
+			int j = 4 * c + k, byte = s[32 * c + 4 * r + k];
+			int a = byte & 0x1f;
+			int h = (byte >> 5) << 2 | (s[128 + 4 * r + k] >> (2 * c) & 3);
+			qs[j] = (uint8_t)((a & 0x0f) | (h & 0x0f) << 4);
+			qh |= (uint32_t)(a >> 4) << j | (uint32_t)(h >> 4) << (j + 16);
+		}
+	}
+	memcpy(qh_out, &qh, sizeof(qh));
 }
 
 static void pack_q5_0(void *dst, const void *const src[KRN_X8])
@@ -85,16 +118,8 @@ static void pack_q5_0(void *dst, const void *const src[KRN_X8])
 	uint8_t *o = dst;
 	for (int r = 0; r < KRN_X8; r++) {
 		const block_q5_0 *b = src[r];
-		uint32_t q[KRN_QK / 4], low2 = 0;
-		q5_quants(b, q);
 		memcpy(o + 2 * r, &b->d, 2);
-		for (int c = 0; c < 4; c++) {
-			uint32_t a = q[c], h = q[c + 4];
-			uint32_t v = a | (h >> 2 & 0x07070707u) << 5;
-			memcpy(o + 16 + 32 * c + 4 * r, &v, sizeof(v));
-			low2 |= (h & 0x03030303u) << (2 * c);
-		}
-		memcpy(o + 144 + 4 * r, &low2, sizeof(low2));
+		pack_q5_quants(o + 16, r, b->qh, b->qs);
 	}
 }
 
@@ -103,18 +128,8 @@ static void unpack_q5_0(void *const dst[KRN_X8], const void *src)
 	const uint8_t *s = src;
 	for (int r = 0; r < KRN_X8; r++) {
 		block_q5_0 *b = dst[r];
-		uint32_t qh = 0;
 		memcpy(&b->d, s + 2 * r, 2);
-		for (int c = 0; c < 4; c++) {
-			for (int k = 0; k < 4; k++) {
-				int j = 4 * c + k, byte = s[16 + 32 * c + 4 * r + k];
-				int a = byte & 0x1f;
-				int h = (byte >> 5) << 2 | (s[144 + 4 * r + k] >> (2 * c) & 3);
-				b->qs[j] = (uint8_t)((a & 0x0f) | (h & 0x0f) << 4);
-				qh |= (uint32_t)(a >> 4) << j | (uint32_t)(h >> 4) << (j + 16);
-			}
-		}
-		memcpy(b->qh, &qh, sizeof(qh));
+		unpack_q5_quants(s + 16, r, b->qh, b->qs);
 	}
 }
 
@@ -154,3 +169,63 @@ static void unpack_q4_0(void *const dst[KRN_X8], const void *src)
 }
 
 const struct krn_x8_layout krn_x8_layout_q4_0 = { pack_q4_0, unpack_q4_0 };
+
+/* ---- q4_1 and q5_1: q4_0's and q5_0's layouts with the eight mins after the scales --------
+ *
+ *   d[8]           bytes 0 .. 15     row r's d
+ *   m[8]           bytes 16 .. 31    row r's m
+ *   then q4_0's qs[4][32] (q4_1: 160 bytes) or q5_0's q[4][32] and low2[32] (q5_1: 192 bytes),
+ *   32 bytes later than in q4_0 / q5_0 and without an offset: the quants are 0 .. 15 / 0 .. 31
+ *   and the min term m * s comes from the Q8_1 activation's s.
+ *
+ * The kernel converts the eight mins with one vcvtph2ps, as the scales. */
+
+static void pack_q4_1(void *dst, const void *const src[KRN_X8])
+{
+	uint8_t *o = dst;
+	for (int r = 0; r < KRN_X8; r++) {
+		const block_q4_1 *b = src[r];
+		memcpy(o + 2 * r, &b->d, 2);
+		memcpy(o + 16 + 2 * r, &b->m, 2);
+		for (int c = 0; c < 4; c++)
+			memcpy(o + 32 + 32 * c + 4 * r, b->qs + 4 * c, 4);
+	}
+}
+
+static void unpack_q4_1(void *const dst[KRN_X8], const void *src)
+{
+	const uint8_t *s = src;
+	for (int r = 0; r < KRN_X8; r++) {
+		block_q4_1 *b = dst[r];
+		memcpy(&b->d, s + 2 * r, 2);
+		memcpy(&b->m, s + 16 + 2 * r, 2);
+		for (int c = 0; c < 4; c++)
+			memcpy(b->qs + 4 * c, s + 32 + 32 * c + 4 * r, 4);
+	}
+}
+
+const struct krn_x8_layout krn_x8_layout_q4_1 = { pack_q4_1, unpack_q4_1 };
+
+static void pack_q5_1(void *dst, const void *const src[KRN_X8])
+{
+	uint8_t *o = dst;
+	for (int r = 0; r < KRN_X8; r++) {
+		const block_q5_1 *b = src[r];
+		memcpy(o + 2 * r, &b->d, 2);
+		memcpy(o + 16 + 2 * r, &b->m, 2);
+		pack_q5_quants(o + 32, r, b->qh, b->qs);
+	}
+}
+
+static void unpack_q5_1(void *const dst[KRN_X8], const void *src)
+{
+	const uint8_t *s = src;
+	for (int r = 0; r < KRN_X8; r++) {
+		block_q5_1 *b = dst[r];
+		memcpy(&b->d, s + 2 * r, 2);
+		memcpy(&b->m, s + 16 + 2 * r, 2);
+		unpack_q5_quants(s + 32, r, b->qh, b->qs);
+	}
+}
+
+const struct krn_x8_layout krn_x8_layout_q5_1 = { pack_q5_1, unpack_q5_1 };

@@ -50,17 +50,34 @@ const struct krn_quant_ops krn_quant_ops_avx2 = {
 	.quantize_act = { [KRN_TYPE_F16] = act_f16 },
 	.matvec_x8 = {
 		[KRN_TYPE_F32] = NULL, /* f32 rows go through the f32 kernels */
+		/* avx2_x8f.c */
+		[KRN_TYPE_F16] = krn_avx2_matvec_x8_f16,
+		[KRN_TYPE_BF16] = krn_avx2_matvec_x8_bf16,
 		/* avx2_x8l.c */
 		[KRN_TYPE_Q4_0] = krn_avx2_matvec_x8_q4_0,
 		[KRN_TYPE_Q8_0] = krn_avx2_matvec_x8_q8_0,
 		[KRN_TYPE_Q5_0] = krn_avx2_matvec_x8_q5_0,
+		[KRN_TYPE_Q4_1] = krn_avx2_matvec_x8_q4_1,
+		[KRN_TYPE_Q5_1] = krn_avx2_matvec_x8_q5_1,
 		/* avx2_x8k.c */
+		[KRN_TYPE_Q2_K] = krn_avx2_matvec_x8_q2_K,
+		[KRN_TYPE_Q3_K] = krn_avx2_matvec_x8_q3_K,
 		[KRN_TYPE_Q4_K] = krn_avx2_matvec_x8_q4_K,
 		[KRN_TYPE_Q5_K] = krn_avx2_matvec_x8_q5_K,
 		[KRN_TYPE_Q6_K] = krn_avx2_matvec_x8_q6_K,
 	},
 	.matmul_x8 = {
+		[KRN_TYPE_F16] = krn_avx2_matmul_x8_f16,
+		[KRN_TYPE_BF16] = krn_avx2_matmul_x8_bf16,
+		[KRN_TYPE_Q2_K] = krn_avx2_matmul_x8_q2_K,
+		[KRN_TYPE_Q3_K] = krn_avx2_matmul_x8_q3_K,
 		[KRN_TYPE_Q4_0] = krn_avx2_matmul_x8_q4_0,
 		[KRN_TYPE_Q8_0] = krn_avx2_matmul_x8_q8_0,
+		[KRN_TYPE_Q5_0] = krn_avx2_matmul_x8_q5_0,
+		[KRN_TYPE_Q4_K] = krn_avx2_matmul_x8_q4_K,
+		[KRN_TYPE_Q5_K] = krn_avx2_matmul_x8_q5_K,
+		[KRN_TYPE_Q6_K] = krn_avx2_matmul_x8_q6_K,
+		[KRN_TYPE_Q4_1] = krn_avx2_matmul_x8_q4_1,
+		[KRN_TYPE_Q5_1] = krn_avx2_matmul_x8_q5_1,
 	},
 };

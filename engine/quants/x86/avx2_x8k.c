@@ -1,4 +1,5 @@
-/* engine/quants/x86/avx2_x8k.c: AVX2 kernels for q4_K, q5_K and q6_K in the x8 layout.
+/* engine/quants/x86/avx2_x8k.c: AVX2 kernels for q4_K, q5_K, q6_K, q2_K and q3_K in the x8
+ * layout (q2_K and q3_K: one driver for one token and several, at the end).
  *
  * Eight rows at once, row r in 32-bit lane r of a ymm (layouts: x8_kquants.c), as in
  * avx512_x8k.c, but without vpdpbusd, ternary logic or GF(2) affine maps. Four elements of
@@ -220,4 +221,311 @@ void krn_avx2_matvec_x8_q6_K(float *y, const void *w, size_t rows, const void *x
 {
 	x8k_matvec(y, w, rows, xq, n / KRN_QK_K, r0, r1, sizeof(block_q6_K), NULL,
 		   block_q6_Kx8);
+}
+
+/* ---- Several tokens at once ------------------------------------------------------------------
+ *
+ * The blocks above with what depends on the weights alone (the loads, the unpacking of the
+ * quants, the rows' scales and mins) done once for X8K_MM_TOK tokens; each token's int16 and
+ * int32 sums are the block's integers (exact, so their order is free) and its float steps are
+ * the block's (k4_tail, or q6_K's one FMA), so it gets the matvec's bits. */
+
+static inline __attribute__((always_inline)) void
+mm_q4_K(__m256 *acc, const uint8_t *g, const block_q8_K *const *ys, const void *const *preps,
+	int nt)
+{
+	const __m256i m4 = _mm256_set1_epi8(0x0f);
+	__m256i scale[8], mn[2], isum[X8K_MM_TOK];
+	k4_scales(g, scale, mn);
+	for (int t = 0; t < nt; t++)
+		isum[t] = _mm256_setzero_si256();
+	for (int q0 = 0; q0 < 8; q0 += 4)
+		for (int c = 0; c < 4; c++) {
+			__m256i s0[X8K_MM_TOK], s1[X8K_MM_TOK];
+			for (int t = 0; t < nt; t++)
+				s0[t] = s1[t] = _mm256_setzero_si256();
+			for (int q = q0; q < q0 + 4; q++) {
+				__m256i v = loadu(g + 128 + 32 * (4 * q + c));
+				__m256i lo = _mm256_and_si256(v, m4);
+				__m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+				for (int t = 0; t < nt; t++) {
+					const int8_t *a = ys[t]->qs + 64 * c + 4 * q;
+					s0[t] = _mm256_add_epi16(s0[t],
+								 _mm256_maddubs_epi16(lo, bcast4(a)));
+					s1[t] = _mm256_add_epi16(s1[t],
+								 _mm256_maddubs_epi16(hi, bcast4(a + 32)));
+				}
+			}
+			for (int t = 0; t < nt; t++) {
+				isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(s0[t], scale[2 * c]));
+				isum[t] = _mm256_add_epi32(isum[t],
+							   _mm256_madd_epi16(s1[t], scale[2 * c + 1]));
+			}
+		}
+	for (int t = 0; t < nt; t++)
+		acc[t] = k4_tail(acc[t], g, ys[t], preps[t], isum[t], mn);
+}
+
+static inline __attribute__((always_inline)) void
+mm_q5_K(__m256 *acc, const uint8_t *g, const block_q8_K *const *ys, const void *const *preps,
+	int nt)
+{
+	const __m256i m5 = _mm256_set1_epi8(0x1f), m3 = _mm256_set1_epi8(0x1c);
+	const __m256i m2 = _mm256_set1_epi8(0x03);
+	__m256i scale[8], mn[2], isum[X8K_MM_TOK];
+	k4_scales(g, scale, mn);
+	for (int t = 0; t < nt; t++)
+		isum[t] = _mm256_setzero_si256();
+	for (int q0 = 0; q0 < 8; q0 += 4)
+		for (int c = 0; c < 4; c++) {
+			__m256i s0[X8K_MM_TOK], s1[X8K_MM_TOK];
+			for (int t = 0; t < nt; t++)
+				s0[t] = s1[t] = _mm256_setzero_si256();
+			for (int q = q0; q < q0 + 4; q++) {
+				const uint8_t *p = g + 128 + 160 * q;
+				__m256i v = loadu(p + 32 * c), low2 = loadu(p + 128);
+				__m256i l = _mm256_and_si256(
+					c ? _mm256_srli_epi16(low2, 2 * c) : low2, m2);
+				__m256i h = _mm256_or_si256(
+					_mm256_and_si256(_mm256_srli_epi16(v, 3), m3), l);
+				__m256i a5 = _mm256_and_si256(v, m5);
+				for (int t = 0; t < nt; t++) {
+					const int8_t *a = ys[t]->qs + 64 * c + 4 * q;
+					s0[t] = _mm256_add_epi16(s0[t],
+								 _mm256_maddubs_epi16(a5, bcast4(a)));
+					s1[t] = _mm256_add_epi16(s1[t],
+								 _mm256_maddubs_epi16(h, bcast4(a + 32)));
+				}
+			}
+			for (int t = 0; t < nt; t++) {
+				isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(s0[t], scale[2 * c]));
+				isum[t] = _mm256_add_epi32(isum[t],
+							   _mm256_madd_epi16(s1[t], scale[2 * c + 1]));
+			}
+		}
+	for (int t = 0; t < nt; t++)
+		acc[t] = k4_tail(acc[t], g, ys[t], preps[t], isum[t], mn);
+}
+
+static inline __attribute__((always_inline)) void
+mm_q6_K(__m256 *acc, const uint8_t *g, const block_q8_K *const *ys, const void *const *preps,
+	int nt)
+{
+	(void)preps;
+	const __m256i m6 = _mm256_set1_epi8(0x3f), m4 = _mm256_set1_epi8(0x0f);
+	const __m256i top = _mm256_set1_epi8(0x30);
+	const __m128i pairs = _mm_setr_epi8(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
+	const __m256i first = word_of_dword_x2(0), second = word_of_dword_x2(1);
+	__m256i isum[X8K_MM_TOK], off[X8K_MM_TOK];
+	for (int t = 0; t < nt; t++)
+		isum[t] = off[t] = _mm256_setzero_si256();
+	const uint8_t *p = g + 144;
+	for (int pp = 0; pp < 8; pp++, p += 192) {
+		__m128i sc8 = _mm_loadu_si128((const __m128i *)(g + 16 + 16 * pp));
+		__m256i sc = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(sc8, pairs));
+		for (int t = 0; t < nt; t++)
+			off[t] = _mm256_add_epi32(off[t], _mm256_madd_epi16(
+								  sc, bcast4(ys[t]->bsums + 2 * pp)));
+		__m256i sa = _mm256_shuffle_epi8(sc, first), sb = _mm256_shuffle_epi8(sc, second);
+		for (int j = 0; j < 2; j++) {
+			__m256i lo4 = loadu(p + 128 + 32 * j);
+			__m256i ta[X8K_MM_TOK], tb[X8K_MM_TOK];
+			for (int t = 0; t < nt; t++)
+				ta[t] = tb[t] = _mm256_setzero_si256();
+			for (int k = 2 * j; k < 2 * j + 2; k++) {
+				__m256i v = loadu(p + 32 * k);
+				__m256i n = _mm256_and_si256(k % 2 ? _mm256_srli_epi16(lo4, 4) : lo4, m4);
+				__m256i b = _mm256_or_si256(
+					_mm256_and_si256(_mm256_srli_epi16(v, 2), top), n);
+				__m256i a6 = _mm256_and_si256(v, m6);
+				for (int t = 0; t < nt; t++) {
+					const int8_t *a = ys[t]->qs + 32 * pp + 4 * k;
+					ta[t] = _mm256_add_epi16(ta[t],
+								 _mm256_maddubs_epi16(a6, bcast4(a)));
+					tb[t] = _mm256_add_epi16(tb[t],
+								 _mm256_maddubs_epi16(b, bcast4(a + 16)));
+				}
+			}
+			for (int t = 0; t < nt; t++) {
+				isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(ta[t], sa));
+				isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(tb[t], sb));
+			}
+		}
+	}
+	const __m256 hd = halves8(g);
+	for (int t = 0; t < nt; t++) {
+		__m256i is = _mm256_sub_epi32(isum[t], _mm256_slli_epi32(off[t], 5));
+		__m256 d = _mm256_mul_ps(hd, _mm256_set1_ps(ys[t]->d));
+		acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is), d, acc[t]);
+	}
+}
+
+void krn_avx2_matmul_x8_q4_K(float *y, size_t ldy, const void *w, size_t rows, const void *xq,
+			     size_t ldx, size_t n_tok, size_t n, size_t r0, size_t r1)
+{
+	x8k_matmul(y, ldy, w, rows, xq, ldx, n_tok, n / KRN_QK_K, r0, r1, sizeof(block_q4_K),
+		   k4_prepare, mm_q4_K);
+}
+
+void krn_avx2_matmul_x8_q5_K(float *y, size_t ldy, const void *w, size_t rows, const void *xq,
+			     size_t ldx, size_t n_tok, size_t n, size_t r0, size_t r1)
+{
+	x8k_matmul(y, ldy, w, rows, xq, ldx, n_tok, n / KRN_QK_K, r0, r1, sizeof(block_q5_K),
+		   k4_prepare, mm_q5_K);
+}
+
+void krn_avx2_matmul_x8_q6_K(float *y, size_t ldy, const void *w, size_t rows, const void *xq,
+			     size_t ldx, size_t n_tok, size_t n, size_t r0, size_t r1)
+{
+	x8k_matmul(y, ldy, w, rows, xq, ldx, n_tok, n / KRN_QK_K, r0, r1, sizeof(block_q6_K), NULL,
+		   mm_q6_K);
+}
+
+/* ---- q2_K ---------------------------------------------------------------------------------
+ *
+ * One driver for one token and several (x8k_matmul; the matvec is it with one token, so the
+ * two agree bit for bit by construction). For each sub-block (half h, bit pair j, e) its four
+ * chunks' bits 2j are shifted down and masked to 0 .. 3, multiplied by vpmaddubsw and summed
+ * in int16 (at most 4 * 2 * 3 * 128), then one vpmaddwd with the rows' scale in both halves
+ * of each lane widens and scales them: the chunks of a half are read four times, from L1. The
+ * mins go against q2_prepare's bytes (int16 pairs at most 15 * 127 * 2, four of them), the
+ * float tail is k4_tail's. */
+static inline __attribute__((always_inline)) void
+mm_q2_K(__m256 *acc, const uint8_t *g, const block_q8_K *const *ys, const void *const *preps,
+	int nt)
+{
+	const __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(3);
+	__m256i sc[4], isum[X8K_MM_TOK];
+	for (int k = 0; k < 4; k++)
+		sc[k] = _mm256_and_si256(loadu(g + 32 + 32 * k), m4);
+	for (int t = 0; t < nt; t++)
+		isum[t] = _mm256_setzero_si256();
+	/* unrolled, so that the shift counts and pshufb controls are constants */
+#pragma GCC unroll 2
+	for (int h = 0; h < 2; h++)
+#pragma GCC unroll 4
+		for (int j = 0; j < 4; j++)
+#pragma GCC unroll 2
+			for (int e = 0; e < 2; e++) {
+				__m256i p[X8K_MM_TOK];
+				for (int t = 0; t < nt; t++)
+					p[t] = _mm256_setzero_si256();
+				for (int q = 4 * e; q < 4 * e + 4; q++) {
+					__m256i v = loadu(g + 160 + 32 * (8 * h + q));
+					__m256i u = _mm256_and_si256(_mm256_srli_epi16(v, 2 * j), m2);
+					for (int t = 0; t < nt; t++)
+						p[t] = _mm256_add_epi16(
+							p[t],
+							_mm256_maddubs_epi16(
+								u, bcast4(ys[t]->qs + 128 * h +
+									  32 * j + 4 * q)));
+				}
+				int sb = 8 * h + 2 * j + e;
+				__m256i scv = _mm256_shuffle_epi8(sc[sb / 4], byte_of_dword_x2(sb % 4));
+				for (int t = 0; t < nt; t++)
+					isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(p[t], scv));
+			}
+	__m256i mn[4];
+	for (int k = 0; k < 4; k++)
+		mn[k] = _mm256_and_si256(_mm256_srli_epi16(loadu(g + 32 + 32 * k), 4), m4);
+	const __m256 hd = halves8(g), hm = halves8(g + 16);
+	for (int t = 0; t < nt; t++) {
+		const int8_t *prep = preps[t];
+		__m256i hi = _mm256_setzero_si256(), lo = _mm256_setzero_si256();
+		for (int k = 0; k < 4; k++) {
+			hi = _mm256_add_epi16(hi, _mm256_maddubs_epi16(mn[k], bcast4(prep + 4 * k)));
+			lo = _mm256_add_epi16(lo,
+					      _mm256_maddubs_epi16(mn[k], bcast4(prep + 16 + 4 * k)));
+		}
+		__m256i mins = _mm256_add_epi32(_mm256_madd_epi16(hi, _mm256_set1_epi16(128)),
+						_mm256_madd_epi16(lo, _mm256_set1_epi16(1)));
+		__m256 d = _mm256_mul_ps(hd, _mm256_set1_ps(ys[t]->d));
+		__m256 dm = _mm256_mul_ps(hm, _mm256_set1_ps(ys[t]->d));
+		acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), d, acc[t]);
+		acc[t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(mins), dm, acc[t]);
+	}
+}
+
+void krn_avx2_matvec_x8_q2_K(float *y, const void *w, size_t rows, const void *xq, size_t n,
+			     size_t r0, size_t r1)
+{
+	x8k_matmul(y, 0, w, rows, xq, 0, 1, n / KRN_QK_K, r0, r1, sizeof(block_q2_K), q2_prepare,
+		   mm_q2_K);
+}
+
+void krn_avx2_matmul_x8_q2_K(float *y, size_t ldy, const void *w, size_t rows, const void *xq,
+			     size_t ldx, size_t n_tok, size_t n, size_t r0, size_t r1)
+{
+	x8k_matmul(y, ldy, w, rows, xq, ldx, n_tok, n / KRN_QK_K, r0, r1, sizeof(block_q2_K),
+		   q2_prepare, mm_q2_K);
+}
+
+/* ---- q3_K ---------------------------------------------------------------------------------
+ *
+ * As q2_K: for each sub-block its four chunks' elements are rebuilt as value plus 4 (0 .. 7)
+ * from qs bits 2j and hmask bit 4h + j by shifts and masks, multiplied by vpmaddubsw and
+ * summed in int16 from the sub-block's -4 * bsums (q3_prepare, in the low half of each lane:
+ * at most 8128 + 4 * 2 * 7 * 128 in all), then one vpmaddwd with the row's signed scale in
+ * both halves widens and scales them. One FMA of d a super-block. */
+static inline __attribute__((always_inline)) void
+mm_q3_K(__m256 *acc, const uint8_t *g, const block_q8_K *const *ys, const void *const *preps,
+	int nt)
+{
+	const __m256i m2 = _mm256_set1_epi8(3), four = _mm256_set1_epi8(4),
+		      k32 = _mm256_set1_epi16(32);
+	__m256i sc[4], isum[X8K_MM_TOK];
+	q3_scales(g, sc);
+	for (int t = 0; t < nt; t++)
+		isum[t] = _mm256_setzero_si256();
+	/* unrolled, so that the shift counts and pshufb controls are constants */
+#pragma GCC unroll 2
+	for (int h = 0; h < 2; h++)
+#pragma GCC unroll 4
+		for (int j = 0; j < 4; j++)
+#pragma GCC unroll 2
+			for (int e = 0; e < 2; e++) {
+				int sb = 8 * h + 2 * j + e, hb = 4 * h + j;
+				__m256i p[X8K_MM_TOK];
+				for (int t = 0; t < nt; t++)
+					p[t] = _mm256_set1_epi32(((const int32_t *)preps[t])[sb] &
+								 0xffff);
+				for (int q = 4 * e; q < 4 * e + 4; q++) {
+					__m256i v = loadu(g + 112 + 32 * (8 * h + q));
+					__m256i hv = loadu(g + 624 + 32 * q);
+					__m256i hi = hb >= 2 ? _mm256_srli_epi16(hv, hb - 2)
+							     : _mm256_slli_epi16(hv, 2 - hb);
+					__m256i x = _mm256_or_si256(
+						_mm256_and_si256(_mm256_srli_epi16(v, 2 * j), m2),
+						_mm256_and_si256(hi, four));
+					for (int t = 0; t < nt; t++)
+						p[t] = _mm256_add_epi16(
+							p[t],
+							_mm256_maddubs_epi16(
+								x, bcast4(ys[t]->qs + 128 * h +
+									  32 * j + 4 * q)));
+				}
+				__m256i scv = _mm256_sub_epi16(
+					_mm256_shuffle_epi8(sc[sb / 4], byte_of_dword_x2(sb % 4)), k32);
+				for (int t = 0; t < nt; t++)
+					isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(p[t], scv));
+			}
+	const __m256 hd = halves8(g);
+	for (int t = 0; t < nt; t++) {
+		__m256 d = _mm256_mul_ps(hd, _mm256_set1_ps(ys[t]->d));
+		acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), d, acc[t]);
+	}
+}
+
+void krn_avx2_matvec_x8_q3_K(float *y, const void *w, size_t rows, const void *xq, size_t n,
+			     size_t r0, size_t r1)
+{
+	x8k_matmul(y, 0, w, rows, xq, 0, 1, n / KRN_QK_K, r0, r1, sizeof(block_q3_K), q3_prepare,
+		   mm_q3_K);
+}
+
+void krn_avx2_matmul_x8_q3_K(float *y, size_t ldy, const void *w, size_t rows, const void *xq,
+			     size_t ldx, size_t n_tok, size_t n, size_t r0, size_t r1)
+{
+	x8k_matmul(y, ldy, w, rows, xq, ldx, n_tok, n / KRN_QK_K, r0, r1, sizeof(block_q3_K),
+		   q3_prepare, mm_q3_K);
 }

@@ -1,4 +1,5 @@
-/* engine/quants/x86/avx2_x8l.c: AVX2 kernels for q8_0, q5_0 and q4_0 in the x8 layout.
+/* engine/quants/x86/avx2_x8l.c: AVX2 kernels for q8_0, q5_0, q4_0, q5_1 and q4_1 in the x8
+ * layout (q5_1 and q4_1: one driver for one token and several, at the end).
  *
  * The scheme of avx512_x8l.c (layouts: x8_legacy.c): eight rows at once, row r in 32-bit lane
  * r of a ymm, every 32 bytes of quants multiplied with one activation dword broadcast to all
@@ -170,6 +171,47 @@ mm_q4_0(__m256 *acc, const uint8_t *g, const block_q8_0 *const *ys, const int32_
 	}
 }
 
+/* q5_0: block_q5_0x8's rebuilt elements once for the tokens; each token's int16 sums are the
+ * matvec's */
+static inline __attribute__((always_inline)) void
+mm_q5_0(__m256 *acc, const uint8_t *g, const block_q8_0 *const *ys, const int32_t *base,
+	const float *dy, int nt)
+{
+	const __m256i low5 = _mm256_set1_epi8(0x1f), top3 = _mm256_set1_epi8(0x1c),
+		      two = _mm256_set1_epi8(3), ones = _mm256_set1_epi16(1);
+	__m256i pa[X8_MM_TOK], ph[X8_MM_TOK];
+	for (int t = 0; t < nt; t++)
+		pa[t] = ph[t] = _mm256_setzero_si256();
+	__m256i low2 = loadu(g + 144);
+	for (int c = 0; c < 4; c++) {
+		__m256i q = loadu(g + 16 + 32 * c);
+		__m256i a = _mm256_and_si256(q, low5);
+		__m256i h = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 3), top3),
+					    _mm256_and_si256(_mm256_srli_epi16(low2, 2 * c), two));
+		for (int t = 0; t < nt; t++) {
+			pa[t] = _mm256_add_epi16(pa[t],
+						 _mm256_maddubs_epi16(a, bcast4(ys[t]->qs + 4 * c)));
+			ph[t] = _mm256_add_epi16(ph[t], _mm256_maddubs_epi16(
+								h, bcast4(ys[t]->qs + 16 + 4 * c)));
+		}
+	}
+	for (int t = 0; t < nt; t++) {
+		__m256i p = _mm256_add_epi32(_mm256_madd_epi16(pa[t], ones),
+					     _mm256_madd_epi16(ph[t], ones));
+		acc[t] = block_tail(acc[t], g,
+				    _mm256_add_epi32(p, _mm256_set1_epi32(base[(size_t)t *
+									       X8_PREPARED])),
+				    dy[(size_t)t * X8_PREPARED]);
+	}
+}
+
+void krn_avx2_matmul_x8_q5_0(float *y, size_t ldy, const void *w, size_t rows, const void *xq,
+			     size_t ldx, size_t n_tok, size_t n, size_t r0, size_t r1)
+{
+	x8_matmul(y, ldy, w, rows, xq, ldx, n_tok, n / KRN_QK, r0, r1, sizeof(block_q5_0), 16,
+		  mm_q5_0);
+}
+
 void krn_avx2_matmul_x8_q8_0(float *y, size_t ldy, const void *w, size_t rows, const void *xq,
 			     size_t ldx, size_t n_tok, size_t n, size_t r0, size_t r1)
 {
@@ -182,4 +224,90 @@ void krn_avx2_matmul_x8_q4_0(float *y, size_t ldy, const void *w, size_t rows, c
 {
 	x8_matmul(y, ldy, w, rows, xq, ldx, n_tok, n / KRN_QK, r0, r1, sizeof(block_q4_0), 8,
 		  mm_q4_0);
+}
+
+/* ---- q4_1 and q5_1 (x8_legacy.h's Q8_1 driver) ------------------------------------------------
+ *
+ * block_q4_0x8's and block_q5_0x8's integer work (int16 pair sums within the same bounds: the
+ * quants are the same 0 .. 15 and 0 .. 31) on the quants 32 bytes later, with no offset; the
+ * float tail adds the eight rows' m * s. One token is the driver with one. */
+
+static inline __attribute__((always_inline)) void
+mm_q4_1(__m256 *acc, const uint8_t *g, const block_q8_1 *const *ys, const float *dy,
+	const float *sy, int nt)
+{
+	const __m256i lo = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
+	__m256i pa[X8_MM_TOK], ph[X8_MM_TOK];
+	for (int t = 0; t < nt; t++)
+		pa[t] = ph[t] = _mm256_setzero_si256();
+	for (int c = 0; c < 4; c++) {
+		__m256i q = loadu(g + 32 + 32 * c);
+		__m256i a = _mm256_and_si256(q, lo);
+		__m256i h = _mm256_and_si256(_mm256_srli_epi16(q, 4), lo);
+		for (int t = 0; t < nt; t++) {
+			pa[t] = _mm256_add_epi16(pa[t],
+						 _mm256_maddubs_epi16(a, bcast4(ys[t]->qs + 4 * c)));
+			ph[t] = _mm256_add_epi16(ph[t], _mm256_maddubs_epi16(
+								h, bcast4(ys[t]->qs + 16 + 4 * c)));
+		}
+	}
+	for (int t = 0; t < nt; t++)
+		acc[t] = block_tail1(acc[t], g, _mm256_madd_epi16(_mm256_add_epi16(pa[t], ph[t]), ones),
+				     dy[(size_t)t * X8_PREPARED], sy[(size_t)t * X8_PREPARED]);
+}
+
+static inline __attribute__((always_inline)) void
+mm_q5_1(__m256 *acc, const uint8_t *g, const block_q8_1 *const *ys, const float *dy,
+	const float *sy, int nt)
+{
+	const __m256i low5 = _mm256_set1_epi8(0x1f), top3 = _mm256_set1_epi8(0x1c),
+		      two = _mm256_set1_epi8(3), ones = _mm256_set1_epi16(1);
+	__m256i pa[X8_MM_TOK], ph[X8_MM_TOK];
+	for (int t = 0; t < nt; t++)
+		pa[t] = ph[t] = _mm256_setzero_si256();
+	__m256i low2 = loadu(g + 160);
+	for (int c = 0; c < 4; c++) {
+		__m256i q = loadu(g + 32 + 32 * c);
+		__m256i a = _mm256_and_si256(q, low5);
+		__m256i h = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 3), top3),
+					    _mm256_and_si256(_mm256_srli_epi16(low2, 2 * c), two));
+		for (int t = 0; t < nt; t++) {
+			pa[t] = _mm256_add_epi16(pa[t],
+						 _mm256_maddubs_epi16(a, bcast4(ys[t]->qs + 4 * c)));
+			ph[t] = _mm256_add_epi16(ph[t], _mm256_maddubs_epi16(
+								h, bcast4(ys[t]->qs + 16 + 4 * c)));
+		}
+	}
+	for (int t = 0; t < nt; t++) {
+		__m256i p = _mm256_add_epi32(_mm256_madd_epi16(pa[t], ones),
+					     _mm256_madd_epi16(ph[t], ones));
+		acc[t] = block_tail1(acc[t], g, p, dy[(size_t)t * X8_PREPARED],
+				     sy[(size_t)t * X8_PREPARED]);
+	}
+}
+
+void krn_avx2_matvec_x8_q4_1(float *y, const void *w, size_t rows, const void *xq, size_t n,
+			     size_t r0, size_t r1)
+{
+	x8_matmul1(y, 0, w, rows, xq, 0, 1, n / KRN_QK, r0, r1, sizeof(block_q4_1), mm_q4_1);
+}
+
+void krn_avx2_matvec_x8_q5_1(float *y, const void *w, size_t rows, const void *xq, size_t n,
+			     size_t r0, size_t r1)
+{
+	x8_matmul1(y, 0, w, rows, xq, 0, 1, n / KRN_QK, r0, r1, sizeof(block_q5_1), mm_q5_1);
+}
+
+void krn_avx2_matmul_x8_q4_1(float *y, size_t ldy, const void *w, size_t rows, const void *xq,
+			     size_t ldx, size_t n_tok, size_t n, size_t r0, size_t r1)
+{
+	x8_matmul1(y, ldy, w, rows, xq, ldx, n_tok, n / KRN_QK, r0, r1, sizeof(block_q4_1),
+		   mm_q4_1);
+}
+
+void krn_avx2_matmul_x8_q5_1(float *y, size_t ldy, const void *w, size_t rows, const void *xq,
+			     size_t ldx, size_t n_tok, size_t n, size_t r0, size_t r1)
+{
+	x8_matmul1(y, ldy, w, rows, xq, ldx, n_tok, n / KRN_QK, r0, r1, sizeof(block_q5_1),
+		   mm_q5_1);
 }

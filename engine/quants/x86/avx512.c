@@ -239,19 +239,32 @@ const struct krn_quant_ops krn_quant_ops_avx512 = {
 			  [KRN_TYPE_Q8_K] = act_q8_K },
 	.matvec_x8 = {
 		[KRN_TYPE_F32] = NULL, /* f32 rows go through the f32 kernels */
+		/* avx512_x8f.c */
+		[KRN_TYPE_F16] = krn_avx512_matvec_x8_f16,
+		[KRN_TYPE_BF16] = krn_avx512_matvec_x8_bf16,
 		/* avx512_x8l.c */
 		[KRN_TYPE_Q4_0] = krn_avx512_matvec_x8_q4_0,
 		[KRN_TYPE_Q5_0] = krn_avx512_matvec_x8_q5_0,
 		[KRN_TYPE_Q8_0] = krn_avx512_matvec_x8_q8_0,
+		[KRN_TYPE_Q4_1] = krn_avx512_matvec_x8_q4_1,
+		[KRN_TYPE_Q5_1] = krn_avx512_matvec_x8_q5_1,
 		/* avx512_x8k.c */
+		[KRN_TYPE_Q2_K] = krn_avx512_matvec_x8_q2_K,
+		[KRN_TYPE_Q3_K] = krn_avx512_matvec_x8_q3_K,
 		[KRN_TYPE_Q4_K] = krn_avx512_matvec_x8_q4_K,
 		[KRN_TYPE_Q5_K] = krn_avx512_matvec_x8_q5_K,
 		[KRN_TYPE_Q6_K] = krn_avx512_matvec_x8_q6_K,
 	},
 	.matmul_x8 = {
+		[KRN_TYPE_F16] = krn_avx512_matmul_x8_f16,
+		[KRN_TYPE_BF16] = krn_avx512_matmul_x8_bf16,
+		[KRN_TYPE_Q2_K] = krn_avx512_matmul_x8_q2_K,
+		[KRN_TYPE_Q3_K] = krn_avx512_matmul_x8_q3_K,
 		[KRN_TYPE_Q4_0] = krn_avx512_matmul_x8_q4_0,
 		[KRN_TYPE_Q5_0] = krn_avx512_matmul_x8_q5_0,
 		[KRN_TYPE_Q8_0] = krn_avx512_matmul_x8_q8_0,
+		[KRN_TYPE_Q4_1] = krn_avx512_matmul_x8_q4_1,
+		[KRN_TYPE_Q5_1] = krn_avx512_matmul_x8_q5_1,
 		[KRN_TYPE_Q4_K] = krn_avx512_matmul_x8_q4_K,
 		[KRN_TYPE_Q5_K] = krn_avx512_matmul_x8_q5_K,
 		[KRN_TYPE_Q6_K] = krn_avx512_matmul_x8_q6_K,

@@ -1,4 +1,5 @@
-/* engine/quants/x86/avx512_x8l.c: AVX-512 kernels for q8_0, q5_0 and q4_0 in the x8 layout.
+/* engine/quants/x86/avx512_x8l.c: AVX-512 kernels for q8_0, q5_0, q4_0, q5_1 and q4_1 in the x8
+ * layout (q5_1 and q4_1: one driver for one token and several, at the end).
  *
  * Eight rows at once, row r in 32-bit lane r of a ymm (layouts: x8_legacy.c). Each vpdpbusd
  * multiplies four elements of all eight rows with one activation dword broadcast to every
@@ -229,4 +230,83 @@ void krn_avx512_matmul_x8_q4_0(float *y, size_t ldy, const void *w, size_t rows,
 {
 	x8_matmul(y, ldy, w, rows, xq, ldx, n_tok, n / KRN_QK, r0, r1, sizeof(block_q4_0), 8,
 		  mm_q4_0);
+}
+
+/* ---- q4_1 and q5_1 (x8_legacy.h's Q8_1 driver) ------------------------------------------------
+ *
+ * q4_0's and q5_0's integer work on the quants 32 bytes later, with no offset to start the
+ * sums from; the float tail adds the eight rows' m * s. One token is the driver with one. */
+
+static inline __attribute__((always_inline)) void
+mm_q4_1(__m256 *acc, const uint8_t *g, const block_q8_1 *const *ys, const float *dy,
+	const float *sy, int nt)
+{
+	const __m256i lo = _mm256_set1_epi8(0x0f);
+	__m256i s[X8_MM_TOK][2];
+	for (int t = 0; t < nt; t++)
+		s[t][0] = s[t][1] = _mm256_setzero_si256();
+	for (int c = 0; c < 4; c++) {
+		__m256i q = loadu(g + 32 + 32 * c);
+		__m256i a = _mm256_and_si256(q, lo);
+		__m256i h = _mm256_and_si256(_mm256_srli_epi16(q, 4), lo);
+		for (int t = 0; t < nt; t++) {
+			s[t][0] = dot_bcast(s[t][0], a, ys[t]->qs + 4 * c);
+			s[t][1] = dot_bcast(s[t][1], h, ys[t]->qs + 16 + 4 * c);
+		}
+	}
+	for (int t = 0; t < nt; t++)
+		acc[t] = block_tail1(acc[t], g, _mm256_add_epi32(s[t][0], s[t][1]),
+				     dy[(size_t)t * X8_PREPARED], sy[(size_t)t * X8_PREPARED]);
+}
+
+static inline __attribute__((always_inline)) void
+mm_q5_1(__m256 *acc, const uint8_t *g, const block_q8_1 *const *ys, const float *dy,
+	const float *sy, int nt)
+{
+	const __m256i low5 = _mm256_set1_epi8(0x1f), top3 = _mm256_set1_epi8((char)0xe0);
+	__m256i sa[X8_MM_TOK], sh[X8_MM_TOK];
+	for (int t = 0; t < nt; t++)
+		sa[t] = sh[t] = _mm256_setzero_si256();
+	__m256i low2 = loadu(g + 160);
+	for (int c = 0; c < 4; c++) {
+		const long long m = (long long)(1ull << (2 * c) << 32 | 1ull << (2 * c + 1) << 24);
+		__m256i q = loadu(g + 32 + 32 * c);
+		__m256i l = _mm256_gf2p8affine_epi64_epi8(low2, _mm256_set1_epi64x(m), 0);
+		__m256i h8 = _mm256_ternarylogic_epi32(q, l, top3, 0xec), a = _mm256_and_si256(q, low5);
+		for (int t = 0; t < nt; t++) {
+			sa[t] = dot_bcast(sa[t], a, ys[t]->qs + 4 * c);
+			sh[t] = dot_bcast(sh[t], h8, ys[t]->qs + 16 + 4 * c);
+		}
+	}
+	for (int t = 0; t < nt; t++)
+		acc[t] = block_tail1(acc[t], g, _mm256_add_epi32(sa[t], _mm256_srai_epi32(sh[t], 3)),
+				     dy[(size_t)t * X8_PREPARED], sy[(size_t)t * X8_PREPARED]);
+}
+
+void krn_avx512_matvec_x8_q4_1(float *y, const void *w, size_t rows, const void *xq,
+			       size_t n, size_t r0, size_t r1)
+{
+	x8_matmul1(y, 0, w, rows, xq, 0, 1, n / KRN_QK, r0, r1, sizeof(block_q4_1), mm_q4_1);
+}
+
+void krn_avx512_matvec_x8_q5_1(float *y, const void *w, size_t rows, const void *xq,
+			       size_t n, size_t r0, size_t r1)
+{
+	x8_matmul1(y, 0, w, rows, xq, 0, 1, n / KRN_QK, r0, r1, sizeof(block_q5_1), mm_q5_1);
+}
+
+void krn_avx512_matmul_x8_q4_1(float *y, size_t ldy, const void *w, size_t rows,
+			       const void *xq, size_t ldx, size_t n_tok, size_t n, size_t r0,
+			       size_t r1)
+{
+	x8_matmul1(y, ldy, w, rows, xq, ldx, n_tok, n / KRN_QK, r0, r1, sizeof(block_q4_1),
+		   mm_q4_1);
+}
+
+void krn_avx512_matmul_x8_q5_1(float *y, size_t ldy, const void *w, size_t rows,
+			       const void *xq, size_t ldx, size_t n_tok, size_t n, size_t r0,
+			       size_t r1)
+{
+	x8_matmul1(y, ldy, w, rows, xq, ldx, n_tok, n / KRN_QK, r0, r1, sizeof(block_q5_1),
+		   mm_q5_1);
 }

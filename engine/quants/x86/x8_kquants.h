@@ -31,6 +31,44 @@ static void k4_prepare(const block_q8_K *y, void *slot)
 	}
 }
 
+/* What a q2_K super-block needs of the activation besides its quants: its 16 bsums (|b| <=
+ * 16 * 128) split as k4_prepare's, 128 hi + lo, against the eight rows' 4-bit mins: hi[16],
+ * then lo[16]. */
+static void q2_prepare(const block_q8_K *y, void *slot)
+{
+	int8_t *p = slot;
+	for (int s = 0; s < 16; s++) {
+		p[s] = (int8_t)(y->bsums[s] >> 7);
+		p[16 + s] = (int8_t)(y->bsums[s] & 127);
+	}
+}
+
+/* What a q3_K super-block needs of the activation: its quants are stored plus 4 (0 .. 7), so
+ * each sub-block's sum starts at -4 * bsums[s] (|.| <= 4 * 16 * 128, an int16 too). */
+static void q3_prepare(const block_q8_K *y, void *slot)
+{
+	int32_t *off = slot;
+	for (int s = 0; s < 16; s++)
+		off[s] = -4 * y->bsums[s];
+}
+
+/* q3_K's 16 6-bit scales of the eight rows, plus 32 (0 .. 63), from the header's three words
+ * per row (ggml's dequantize_row_q3_K kmask moves, lane-wise): byte m of sc[k]'s lane r is
+ * row r's scale 4k + m. AVX2 operations only, for both ISAs. */
+static inline __attribute__((always_inline)) void q3_scales(const uint8_t *g, __m256i sc[4])
+{
+	const __m256i m4 = _mm256_set1_epi8(0x0f), top = _mm256_set1_epi8(0x30);
+	__m256i w0 = loadu(g + 16), w1 = loadu(g + 48), w2 = loadu(g + 80);
+	sc[0] = _mm256_or_si256(_mm256_and_si256(w0, m4),
+				_mm256_and_si256(_mm256_slli_epi32(w2, 4), top));
+	sc[1] = _mm256_or_si256(_mm256_and_si256(w1, m4),
+				_mm256_and_si256(_mm256_slli_epi32(w2, 2), top));
+	sc[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(w0, 4), m4),
+				_mm256_and_si256(w2, top));
+	sc[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(w1, 4), m4),
+				_mm256_and_si256(_mm256_srli_epi32(w2, 2), top));
+}
+
 /* The activation is prepared tile by tile (quants.h: a tile is at most 31 super-blocks), 64
  * bytes a super-block; each group's accumulator carries over from one tile to the next
  * through out[], so a row's sum is the same sequence of operations whatever the range of

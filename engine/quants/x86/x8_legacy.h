@@ -174,3 +174,92 @@ x8_matmul(float *y, size_t ldy, const uint8_t *w, size_t rows, const uint8_t *xq
 		}
 	}
 }
+
+/* ---- q4_1 and q5_1, against a Q8_1 activation ---------------------------------------------
+ *
+ * Unsigned quants with no offset (x8_legacy.c): a block's integer dots need nothing prepared
+ * but the activation's scale d and its s (fp16(d * sum(qs))), and the min term m * s of the
+ * eight rows is one more FMA in the block's float tail. One driver serves one token and
+ * several, in x8_matmul's order: the matvec is it with one token, so the two agree bit for
+ * bit by construction. */
+struct x8_mm_act1 {
+	float dy[X8_MM_CHUNK][X8_PREPARED];
+	float sy[X8_MM_CHUNK][X8_PREPARED];
+};
+
+/* block_tail, then + m_x * s_y for the eight rows (their mins at g + 16) */
+static inline __m256 block_tail1(__m256 acc, const uint8_t *g, __m256i p, float dy, float sy)
+{
+	acc = block_tail(acc, g, p, dy);
+	return _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(g + 16))),
+			       _mm256_set1_ps(sy), acc);
+}
+
+/* x8_mm_block_fn for Q8_1 activations: dy and sy as x8_mm_block_fn's dy */
+typedef void (*x8_mm1_block_fn)(__m256 *acc, const uint8_t *g, const block_q8_1 *const *ys,
+				const float *dy, const float *sy, int nt);
+
+static inline __attribute__((always_inline)) void
+x8_mm1_group(float *y, size_t ldy, const uint8_t *g, size_t bs, const block_q8_1 *const *ys,
+	     const struct x8_mm_act1 *a, size_t tt, size_t len, bool first, x8_mm1_block_fn block,
+	     int nt)
+{
+	__m256 acc0[X8_MM_TOK], acc1[X8_MM_TOK];
+	for (int t = 0; t < nt; t++) {
+		acc0[t] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(y + (size_t)t * ldy);
+		acc1[t] = _mm256_setzero_ps();
+	}
+	size_t i = 0;
+	for (; i + 2 <= len; i += 2, g += 2 * KRN_X8 * bs) {
+		const block_q8_1 *y0[X8_MM_TOK], *y1[X8_MM_TOK];
+		for (int t = 0; t < nt; t++) {
+			y0[t] = ys[t] + i;
+			y1[t] = ys[t] + i + 1;
+		}
+		block(acc0, g, y0, &a->dy[tt][i], &a->sy[tt][i], nt);
+		block(acc1, g + KRN_X8 * bs, y1, &a->dy[tt][i + 1], &a->sy[tt][i + 1], nt);
+	}
+	if (i < len) {
+		const block_q8_1 *y0[X8_MM_TOK];
+		for (int t = 0; t < nt; t++)
+			y0[t] = ys[t] + i;
+		block(acc0, g, y0, &a->dy[tt][i], &a->sy[tt][i], nt);
+	}
+	for (int t = 0; t < nt; t++)
+		_mm256_storeu_ps(y + (size_t)t * ldy, _mm256_add_ps(acc0[t], acc1[t]));
+}
+
+/* krn_matmul_x8_fn for q4_1 and q5_1 (bs: the type's block size in bytes) */
+static inline __attribute__((always_inline)) void
+x8_matmul1(float *y, size_t ldy, const uint8_t *w, size_t rows, const uint8_t *xq, size_t ldx,
+	   size_t n_tok, size_t nb, size_t r0, size_t r1, size_t bs, x8_mm1_block_fn block)
+{
+	struct x8_mm_act1 a;
+	size_t tb, n_tiles = krn_x8_tiles(nb, KRN_QK, &tb);
+	for (size_t k = 0; k < n_tiles; k++) {
+		const size_t i0 = k * tb, len = k + 1 < n_tiles ? tb : nb - i0;
+		for (size_t t0 = 0; t0 < n_tok; t0 += X8_MM_CHUNK) {
+			size_t nt = n_tok - t0 < X8_MM_CHUNK ? n_tok - t0 : X8_MM_CHUNK;
+			const block_q8_1 *ys[X8_MM_CHUNK];
+			for (size_t tt = 0; tt < nt; tt++) {
+				ys[tt] = (const block_q8_1 *)(const void *)(xq + (t0 + tt) * ldx) +
+					 i0;
+				for (size_t i = 0; i < len; i++) {
+					a.dy[tt][i] = krn_fp16_table[ys[tt][i].d];
+					a.sy[tt][i] = krn_fp16_table[ys[tt][i].s];
+				}
+			}
+			for (size_t r = r0; r < r1; r += KRN_X8) {
+				const uint8_t *g = w + (i0 * rows + r * len) * bs;
+				float *yr = y + t0 * ldy + r;
+				size_t tt = 0;
+				for (; tt + X8_MM_TOK <= nt; tt += X8_MM_TOK)
+					x8_mm1_group(yr + tt * ldy, ldy, g, bs, ys + tt, &a, tt, len,
+						     k == 0, block, X8_MM_TOK);
+				for (; tt < nt; tt++)
+					x8_mm1_group(yr + tt * ldy, ldy, g, bs, ys + tt, &a, tt, len,
+						     k == 0, block, 1);
+			}
+		}
+	}
+}

@@ -1,0 +1,68 @@
+/* engine/quants/x86/avx512_x8f.c: AVX-512 kernels for f16 and bf16 in the x8 layout (layouts:
+ * x8_float.c; the driver and its order of sums: x8_float.h).
+ *
+ * f16 widens with vcvtph2ps (F16C), bf16 by a zero extension and a 16-bit shift: both exact,
+ * so the products and sums are the same floats whichever way the halves were widened.
+ * AVX512-BF16's vdpbf16ps is not used: it sums pairs of products inside the instruction,
+ * which changes the bits (and ggml's x86 BF16 dot rounds the same way only on that ISA).
+ */
+#include "quants_impl.h"
+#include "x8_kernels.h"
+
+/* AVX-512VL's 32 ymm registers hold four tokens' 16 chains, the four weight vectors and the broadcasts, which the FMAs take as memory operands */
+#define XF_TOK 4
+#include "x8_float.h"
+
+static inline __m256 load_f16x8(const uint8_t *p)
+{
+	return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)p));
+}
+
+static inline __m256 load_bf16x8(const uint8_t *p)
+{
+	__m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)p));
+	return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+}
+
+static void act_f16(float *dst, const uint16_t *src, size_t n)
+{
+	size_t i = 0;
+	for (; i + 8 <= n; i += 8)
+		_mm256_storeu_ps(dst + i, load_f16x8((const uint8_t *)(src + i)));
+	for (; i < n; i++)
+		dst[i] = krn_fp16_table[src[i]];
+}
+
+static void act_bf16(float *dst, const uint16_t *src, size_t n)
+{
+	size_t i = 0;
+	for (; i + 8 <= n; i += 8)
+		_mm256_storeu_ps(dst + i, load_bf16x8((const uint8_t *)(src + i)));
+	for (; i < n; i++)
+		dst[i] = krn_bf16_to_fp32(src[i]);
+}
+
+void krn_avx512_matvec_x8_f16(float *y, const void *w, size_t rows, const void *xq, size_t n,
+			      size_t r0, size_t r1)
+{
+	xf_matmul(y, 0, w, rows, xq, 0, 1, n, r0, r1, load_f16x8, act_f16);
+}
+
+void krn_avx512_matvec_x8_bf16(float *y, const void *w, size_t rows, const void *xq, size_t n,
+			       size_t r0, size_t r1)
+{
+	xf_matmul(y, 0, w, rows, xq, 0, 1, n, r0, r1, load_bf16x8, act_bf16);
+}
+
+void krn_avx512_matmul_x8_f16(float *y, size_t ldy, const void *w, size_t rows, const void *xq,
+			      size_t ldx, size_t n_tok, size_t n, size_t r0, size_t r1)
+{
+	xf_matmul(y, ldy, w, rows, xq, ldx, n_tok, n, r0, r1, load_f16x8, act_f16);
+}
+
+void krn_avx512_matmul_x8_bf16(float *y, size_t ldy, const void *w, size_t rows,
+			       const void *xq, size_t ldx, size_t n_tok, size_t n, size_t r0,
+			       size_t r1)
+{
+	xf_matmul(y, ldy, w, rows, xq, ldx, n_tok, n, r0, r1, load_bf16x8, act_bf16);
+}
