@@ -8,6 +8,7 @@
 #include <arm_neon.h>
 
 #include "quants_impl.h"
+#include "x8_kernels.h"
 
 static bool neon_supported(void)
 {
@@ -357,5 +358,16 @@ const struct krn_quant_ops krn_quant_ops_neon = {
 		[KRN_TYPE_Q5_1] = dot_q5_1, [KRN_TYPE_Q8_0] = dot_q8_0, [KRN_TYPE_Q2_K] = dot_q2_K,
 		[KRN_TYPE_Q3_K] = dot_q3_K, [KRN_TYPE_Q4_K] = dot_q4_K, [KRN_TYPE_Q5_K] = dot_q5_K,
 		[KRN_TYPE_Q6_K] = dot_q6_K,
+	},
+	/* neon_x8l.c */
+	.matvec_x8 = {
+		[KRN_TYPE_Q4_0] = krn_neon_matvec_x8_q4_0,
+		[KRN_TYPE_Q5_0] = krn_neon_matvec_x8_q5_0,
+		[KRN_TYPE_Q8_0] = krn_neon_matvec_x8_q8_0,
+	},
+	.matmul_x8 = {
+		[KRN_TYPE_Q4_0] = krn_neon_matmul_x8_q4_0,
+		[KRN_TYPE_Q5_0] = krn_neon_matmul_x8_q5_0,
+		[KRN_TYPE_Q8_0] = krn_neon_matmul_x8_q8_0,
 	},
 };
