@@ -55,7 +55,7 @@ for arch in armv8-a armv8.2-a+dotprod; do
 		-o "$bin" \
 		"$src/tests/test_quants.c" \
 		"$q/quants.c" "$q/ref.c" "$q/fp16.c" "$q/x8.c" "$q/x8_legacy.c" "$q/x8_kquants.c" \
-		"$q/arm/neon.c" "$q/arm/neon_x8l.c" \
+		"$q/arm/neon.c" "$q/arm/neon_x8l.c" "$q/arm/neon_x8k.c" \
 		-lm
 	echo "== test_quants ($arch)"
 	"$qemu" "$bin"

@@ -359,15 +359,22 @@ const struct krn_quant_ops krn_quant_ops_neon = {
 		[KRN_TYPE_Q3_K] = dot_q3_K, [KRN_TYPE_Q4_K] = dot_q4_K, [KRN_TYPE_Q5_K] = dot_q5_K,
 		[KRN_TYPE_Q6_K] = dot_q6_K,
 	},
-	/* neon_x8l.c */
 	.matvec_x8 = {
+		/* neon_x8l.c */
 		[KRN_TYPE_Q4_0] = krn_neon_matvec_x8_q4_0,
 		[KRN_TYPE_Q5_0] = krn_neon_matvec_x8_q5_0,
 		[KRN_TYPE_Q8_0] = krn_neon_matvec_x8_q8_0,
+		/* neon_x8k.c */
+		[KRN_TYPE_Q4_K] = krn_neon_matvec_x8_q4_K,
+		[KRN_TYPE_Q5_K] = krn_neon_matvec_x8_q5_K,
+		[KRN_TYPE_Q6_K] = krn_neon_matvec_x8_q6_K,
 	},
 	.matmul_x8 = {
 		[KRN_TYPE_Q4_0] = krn_neon_matmul_x8_q4_0,
 		[KRN_TYPE_Q5_0] = krn_neon_matmul_x8_q5_0,
 		[KRN_TYPE_Q8_0] = krn_neon_matmul_x8_q8_0,
+		[KRN_TYPE_Q4_K] = krn_neon_matmul_x8_q4_K,
+		[KRN_TYPE_Q5_K] = krn_neon_matmul_x8_q5_K,
+		[KRN_TYPE_Q6_K] = krn_neon_matmul_x8_q6_K,
 	},
 };
