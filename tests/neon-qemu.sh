@@ -6,8 +6,9 @@
 #  - tests/test_kernels.c with the engine's kernel registry, ref.c, arm/neon.c and stream.c;
 #  - tests/test_quants.c (parts 1 and 2: hand-built blocks, every table against ref, the x8
 #    layout and its kernels, the multi-token path) with the quant registry, ref.c and the
-#    NEON quant files, twice: for ARMv8.0 (byte dots by widening multiplies) and for ARMv8.2
-#    with the dotprod extension (SDOT), the two ways arm/x8_drive.h's dot4x4 is compiled.
+#    NEON quant files, for ARMv8.0 (byte dots by widening multiplies) and for ARMv8.2 with the
+#    dotprod extension (SDOT), the two ways arm/x8_drive.h's dot4x4 is compiled, and with
+#    clang where it is installed.
 # qemu emulates AdvSIMD and dotprod (its default CPU for user mode is "max"), so neon and ref
 # both run and are compared exactly as on an ARM machine; timings under qemu say nothing about
 # an ARM CPU's speed. Exits 77 (skipped) with the reason when the cross tools are absent:
@@ -46,17 +47,29 @@ echo "== test_kernels (armv8-a)"
 "$qemu" "$bin"
 
 q="$src/engine/quants"
-for arch in armv8-a armv8.2-a+dotprod; do
-	bin="$out/test_quants.$(echo "$arch" | tr '+.' '__').aarch64"
+# -ffp-contract=off as engine/quants/meson.build builds the NEON table: the x8 kernels' bits
+# are vec_dot's only so. clang (when installed: it cross-compiles with the same binutils)
+# contracts by default where GCC in C11 mode does not, so it is the build that shows the flag
+# is there.
+quants() { # compiler, -march value, output name
+	bin="$out/test_quants.$3.aarch64"
 	# no jansson for the target: -DT_NO_JANSSON leaves out part 3 (ggml's vectors)
 	# shellcheck disable=SC2086
-	"$cc" $cflags -march="$arch" -DT_NO_JANSSON -DKRN_QUANTS_HAVE_NEON=1 \
+	$1 $cflags -march="$2" -ffp-contract=off -DT_NO_JANSSON -DKRN_QUANTS_HAVE_NEON=1 \
 		-I"$src/engine" -I"$q" -I"$src/tests" \
 		-o "$bin" \
 		"$src/tests/test_quants.c" \
 		"$q/quants.c" "$q/ref.c" "$q/fp16.c" "$q/x8.c" "$q/x8_legacy.c" "$q/x8_kquants.c" \
 		"$q/arm/neon.c" "$q/arm/neon_x8l.c" "$q/arm/neon_x8k.c" \
 		-lm
-	echo "== test_quants ($arch)"
+	echo "== test_quants ($3)"
 	"$qemu" "$bin"
-done
+}
+quants "$cc" armv8-a gcc-armv8
+quants "$cc" armv8.2-a+dotprod gcc-armv8.2-dotprod
+ld=$(command -v aarch64-linux-gnu-ld || true)
+if command -v clang >/dev/null 2>&1 && [ -n "$ld" ]; then
+	quants "clang --target=aarch64-linux-gnu --ld-path=$ld" armv8.2-a+dotprod clang-armv8.2-dotprod
+else
+	echo "NOTE: clang or aarch64-linux-gnu-ld absent: the clang build of test_quants not run"
+fi

@@ -1,9 +1,13 @@
-/* engine/quants/arm/neon.c: the quant dot products for AArch64 Advanced SIMD.
+/* engine/quants/arm/neon.c: the quant dot products for AArch64 Advanced SIMD, and the table
+ * that lists them with the x8 kernels (neon_x8l.c, neon_x8k.c).
  *
  * Baseline ARMv8.0 only (no dotprod extension), so it runs on every AArch64 CPU: a byte dot
  * product is vmull_s8 (s8 x s8 -> s16, exact: |product| <= 2^14) and vpadalq_s16 (pairwise
  * add into s32). Formats are unpacked into signed bytes 16 at a time; per-group scales are
  * applied to the integer sums, as in dot256.h; Q8_1's s and Q8_K's bsums carry the min terms.
+ * The x8 kernels use SDOT where the compiler targets dotprod (x8_drive.h) and give every row
+ * the bits these functions give it: the order of their float operations is part of the
+ * contract.
  */
 #include <arm_neon.h>
 
