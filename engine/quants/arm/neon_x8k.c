@@ -18,8 +18,8 @@ static inline int32x4_t byte_of_lanes(uint8x16_t v, int j)
 	return vreinterpretq_s32_u32(vandq_u32(w, vdupq_n_u32(0xff)));
 }
 
-/* Lanes r (rows) of s[h] plus, over four elements per step, the dots of q[k][h] with the
- * activation's bytes y + 4k, k = 0 .. n - 1. */
+/* s[h], lane r for row 4h + r: the sum over k < n of the dot of q[k][h] (four elements of
+ * each row) with the activation's bytes y + 4k .. y + 4k + 3. */
 static inline void sub_dot(int32x4_t s[2], int8x16_t q[][2], const int8_t *y, int n)
 {
 	s[0] = s[1] = vdupq_n_s32(0);
