@@ -1,11 +1,18 @@
 #!/bin/sh
 # tests/neon-qemu.sh [SOURCE_ROOT [OUT_DIR]]: the NEON kernels, tested for real on an x86 host.
 #
-# Cross-compiles tests/test_kernels.c with the engine's kernel registry, ref.c, arm/neon.c and
-# stream.c for aarch64 (Debian's gcc-aarch64-linux-gnu, statically linked so no aarch64 sysroot
-# is needed at run time) and runs it under qemu-aarch64. qemu emulates AdvSIMD, so neon and ref
-# both run and are compared exactly as on an ARM machine. Exits 77 (skipped) with the reason
-# when the cross tools are absent: `scripts/bootstrap.sh --dev` installs them.
+# Cross-compiles for aarch64 (Debian's gcc-aarch64-linux-gnu, statically linked so no aarch64
+# sysroot is needed at run time) and runs under qemu-aarch64:
+#  - tests/test_kernels.c with the engine's kernel registry, ref.c, arm/neon.c and stream.c;
+#  - tests/test_quants.c (parts 1 and 2: hand-built blocks, every table against ref, the x8
+#    layout and its kernels, the multi-token path) with the quant registry, ref.c and the
+#    NEON quant files, for ARMv8.0 (byte dots by widening multiplies) and for ARMv8.2 with the
+#    dotprod extension (SDOT), the two ways arm/x8_drive.h's dot4x4 is compiled, and with
+#    clang where it is installed.
+# qemu emulates AdvSIMD and dotprod (its default CPU for user mode is "max"), so neon and ref
+# both run and are compared exactly as on an ARM machine; timings under qemu say nothing about
+# an ARM CPU's speed. Exits 77 (skipped) with the reason when the cross tools are absent:
+# `scripts/bootstrap.sh --dev` installs them.
 set -eu
 src=${1:-$(cd "$(dirname "$0")/.." && pwd)}
 out=${2:-${MEMWALL_BUILD_ROOT:-/tmp}/tests}
@@ -21,16 +28,48 @@ for tool in "$cc" "$qemu"; do
 done
 
 mkdir -p "$out"
-bin="$out/test_kernels.aarch64"
 # The project's warning set, so the NEON path is held to the same bar as the native build.
-"$cc" -std=c11 -O2 -D_GNU_SOURCE -DKRN_HAVE_NEON -static -pthread \
-	-Wall -Wextra -Wpedantic -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
-	-Wformat=2 -Wcast-qual -Wwrite-strings -Wvla -Wundef \
+cflags="-std=c11 -O2 -D_GNU_SOURCE -static -pthread
+	-Wall -Wextra -Wpedantic -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
+	-Wformat=2 -Wcast-qual -Wwrite-strings -Wvla -Wundef"
+echo "cross compiler $("$cc" -dumpfullversion); $("$qemu" --version | head -n 1)"
+
+bin="$out/test_kernels.aarch64"
+# shellcheck disable=SC2086 # cflags is a list of words
+"$cc" $cflags -DKRN_HAVE_NEON \
 	-I"$src/engine" -I"$src/engine/kernels" -I"$src/tests" \
 	-o "$bin" \
 	"$src/tests/test_kernels.c" \
 	"$src/engine/kernels/kernels.c" "$src/engine/kernels/ref.c" "$src/engine/kernels/arm/neon.c" \
 	"$src/engine/stream.c" "$src/engine/error.c" \
 	-lm
-echo "built $bin with $("$cc" -dumpfullversion); running under $("$qemu" --version | head -n 1)"
-exec "$qemu" "$bin"
+echo "== test_kernels (armv8-a)"
+"$qemu" "$bin"
+
+q="$src/engine/quants"
+# -ffp-contract=off as engine/quants/meson.build builds the NEON table: the x8 kernels' bits
+# are vec_dot's only so. clang (when installed: it cross-compiles with the same binutils)
+# contracts by default where GCC in C11 mode does not, so it is the build that shows the flag
+# is there.
+quants() { # compiler, -march value, output name
+	bin="$out/test_quants.$3.aarch64"
+	# no jansson for the target: -DT_NO_JANSSON leaves out part 3 (ggml's vectors)
+	# shellcheck disable=SC2086
+	$1 $cflags -march="$2" -ffp-contract=off -DT_NO_JANSSON -DKRN_QUANTS_HAVE_NEON=1 \
+		-I"$src/engine" -I"$q" -I"$src/tests" \
+		-o "$bin" \
+		"$src/tests/test_quants.c" \
+		"$q/quants.c" "$q/ref.c" "$q/fp16.c" "$q/x8.c" "$q/x8_legacy.c" "$q/x8_kquants.c" \
+		"$q/arm/neon.c" "$q/arm/neon_x8l.c" "$q/arm/neon_x8k.c" \
+		-lm
+	echo "== test_quants ($3)"
+	"$qemu" "$bin"
+}
+quants "$cc" armv8-a gcc-armv8
+quants "$cc" armv8.2-a+dotprod gcc-armv8.2-dotprod
+ld=$(command -v aarch64-linux-gnu-ld || true)
+if command -v clang >/dev/null 2>&1 && [ -n "$ld" ]; then
+	quants "clang --target=aarch64-linux-gnu --ld-path=$ld" armv8.2-a+dotprod clang-armv8.2-dotprod
+else
+	echo "NOTE: clang or aarch64-linux-gnu-ld absent: the clang build of test_quants not run"
+fi

@@ -1,13 +1,18 @@
-/* engine/quants/arm/neon.c: the quant dot products for AArch64 Advanced SIMD.
+/* engine/quants/arm/neon.c: the quant dot products for AArch64 Advanced SIMD, and the table
+ * that lists them with the x8 kernels (neon_x8l.c, neon_x8k.c).
  *
  * Baseline ARMv8.0 only (no dotprod extension), so it runs on every AArch64 CPU: a byte dot
  * product is vmull_s8 (s8 x s8 -> s16, exact: |product| <= 2^14) and vpadalq_s16 (pairwise
  * add into s32). Formats are unpacked into signed bytes 16 at a time; per-group scales are
  * applied to the integer sums, as in dot256.h; Q8_1's s and Q8_K's bsums carry the min terms.
+ * The x8 kernels use SDOT where the compiler targets dotprod (x8_drive.h) and give every row
+ * the bits these functions give it: the order of their float operations is part of the
+ * contract.
  */
 #include <arm_neon.h>
 
 #include "quants_impl.h"
+#include "x8_kernels.h"
 
 static bool neon_supported(void)
 {
@@ -357,5 +362,23 @@ const struct krn_quant_ops krn_quant_ops_neon = {
 		[KRN_TYPE_Q5_1] = dot_q5_1, [KRN_TYPE_Q8_0] = dot_q8_0, [KRN_TYPE_Q2_K] = dot_q2_K,
 		[KRN_TYPE_Q3_K] = dot_q3_K, [KRN_TYPE_Q4_K] = dot_q4_K, [KRN_TYPE_Q5_K] = dot_q5_K,
 		[KRN_TYPE_Q6_K] = dot_q6_K,
+	},
+	.matvec_x8 = {
+		/* neon_x8l.c */
+		[KRN_TYPE_Q4_0] = krn_neon_matvec_x8_q4_0,
+		[KRN_TYPE_Q5_0] = krn_neon_matvec_x8_q5_0,
+		[KRN_TYPE_Q8_0] = krn_neon_matvec_x8_q8_0,
+		/* neon_x8k.c */
+		[KRN_TYPE_Q4_K] = krn_neon_matvec_x8_q4_K,
+		[KRN_TYPE_Q5_K] = krn_neon_matvec_x8_q5_K,
+		[KRN_TYPE_Q6_K] = krn_neon_matvec_x8_q6_K,
+	},
+	.matmul_x8 = {
+		[KRN_TYPE_Q4_0] = krn_neon_matmul_x8_q4_0,
+		[KRN_TYPE_Q5_0] = krn_neon_matmul_x8_q5_0,
+		[KRN_TYPE_Q8_0] = krn_neon_matmul_x8_q8_0,
+		[KRN_TYPE_Q4_K] = krn_neon_matmul_x8_q4_K,
+		[KRN_TYPE_Q5_K] = krn_neon_matmul_x8_q5_K,
+		[KRN_TYPE_Q6_K] = krn_neon_matmul_x8_q6_K,
 	},
 };
