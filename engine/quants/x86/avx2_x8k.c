@@ -401,11 +401,11 @@ mm_q2_K(__m256 *acc, const uint8_t *g, const block_q8_K *const *ys, const void *
 	for (int t = 0; t < nt; t++)
 		isum[t] = _mm256_setzero_si256();
 	/* unrolled, so that the shift counts and pshufb controls are constants */
-#pragma GCC unroll 2
+	X8K_UNROLL(2)
 	for (int h = 0; h < 2; h++)
-#pragma GCC unroll 4
+		X8K_UNROLL(4)
 		for (int j = 0; j < 4; j++)
-#pragma GCC unroll 2
+			X8K_UNROLL(2)
 			for (int e = 0; e < 2; e++) {
 				__m256i p[X8K_MM_TOK];
 				for (int t = 0; t < nt; t++)
@@ -478,11 +478,11 @@ mm_q3_K(__m256 *acc, const uint8_t *g, const block_q8_K *const *ys, const void *
 	for (int t = 0; t < nt; t++)
 		isum[t] = _mm256_setzero_si256();
 	/* unrolled, so that the shift counts and pshufb controls are constants */
-#pragma GCC unroll 2
+	X8K_UNROLL(2)
 	for (int h = 0; h < 2; h++)
-#pragma GCC unroll 4
+		X8K_UNROLL(4)
 		for (int j = 0; j < 4; j++)
-#pragma GCC unroll 2
+			X8K_UNROLL(2)
 			for (int e = 0; e < 2; e++) {
 				int sb = 8 * h + 2 * j + e, hb = 4 * h + j;
 				__m256i p[X8K_MM_TOK];

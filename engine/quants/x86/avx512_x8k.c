@@ -402,10 +402,10 @@ mm_q2_K(__m256 *acc, const uint8_t *g, const block_q8_K *const *ys, const void *
 			for (int i = 0; i < 8; i++)
 				s[t][i] = _mm256_setzero_si256();
 		/* unrolled by hand or not at all: GCC left the q loop rolled, s[][] in memory */
-#pragma GCC unroll 8
+		X8K_UNROLL(8)
 		for (int q = 0; q < 8; q++) {
 			__m256i v = loadu(g + 160 + 32 * (8 * h + q));
-#pragma GCC unroll 4
+			X8K_UNROLL(4)
 			for (int j = 0; j < 4; j++) {
 				__m256i u = j ? _mm256_gf2p8affine_epi64_epi8(v, bits_move(2 * j, 0, 2), 0)
 					      : _mm256_and_si256(v, m2);
@@ -482,11 +482,11 @@ mm_q3_K(__m256 *acc, const uint8_t *g, const block_q8_K *const *ys, const void *
 				s[t][i] = _mm256_set1_epi32(off[8 * h + i]);
 		}
 		/* unrolled as q2_K's */
-#pragma GCC unroll 8
+		X8K_UNROLL(8)
 		for (int q = 0; q < 8; q++) {
 			__m256i v = loadu(g + 112 + 32 * (8 * h + q));
 			__m256i hv = loadu(g + 624 + 32 * q);
-#pragma GCC unroll 4
+			X8K_UNROLL(4)
 			for (int j = 0; j < 4; j++) {
 				__m256i l = _mm256_gf2p8affine_epi64_epi8(hv, bits_move(4 * h + j, 2, 1), 0);
 				/* j = 0: (v & m2) | l, ternary-logic table (A & C) | B */
