@@ -22,6 +22,7 @@
 #include "file.h"
 #include "generate.h"
 #include "mw.h"
+#include "speculate.h"
 
 #define VERB "generate"
 
@@ -61,15 +62,6 @@ int mw_draft_parse(const char *arg, int *k)
 			       "per pass, 1 to 32 (default 4)", arg);
 	*k = (int)v;
 	return 0;
-}
-
-static int argmax(const float *x, int n)
-{
-	int best = 0;
-	for (int i = 1; i < n; i++)
-		if (x[i] > x[best])
-			best = i;
-	return best;
 }
 
 /* Appends token to the context and prints it, as the plain path does. */
@@ -148,7 +140,7 @@ static int prompt_run(struct draft_run *r)
 		}
 	}
 	r->t_prompt_end = now_seconds();
-	emit(r, argmax(logits, r->o->info->vocab_size));
+	emit(r, mw_spec_argmax(logits, r->o->info->vocab_size));
 	r->t_first = r->t_end = now_seconds();
 	return 0;
 }
@@ -170,7 +162,7 @@ static int propose(struct draft_run *r, int pos0, int k)
 	r->d_weights += b.weights;
 	r->d_next = pos0 + 1;
 	for (int i = 1; i <= k; i++) {
-		r->pass[i] = argmax(logits, vocab);
+		r->pass[i] = mw_spec_argmax(logits, vocab);
 		if (i == k)
 			break;
 		if ((rc = eng_session_step(r->ds, r->pass[i], r->d_next, &logits, &b)))
@@ -201,9 +193,9 @@ static int decode(struct draft_run *r)
 			return mw_fail(MW_EXIT_ENV, VERB, "verification of %d tokens at %d failed: "
 				       "%s", k + 1, pos0, strerror(-rc));
 		int i = 0;
-		while (i < k && argmax(logits + (size_t)i * (size_t)vocab, vocab) == r->pass[1 + i])
+		while (i < k && mw_spec_argmax(logits + (size_t)i * (size_t)vocab, vocab) == r->pass[1 + i])
 			i++;
-		int next = argmax(logits + (size_t)i * (size_t)vocab, vocab);
+		int next = mw_spec_argmax(logits + (size_t)i * (size_t)vocab, vocab);
 		if ((rc = eng_session_truncate(r->ts, pos0 + i + 1)))
 			return mw_fail(MW_EXIT_ENV, VERB, "truncate at %d failed: %s", pos0 + i + 1,
 				       strerror(-rc));
@@ -276,23 +268,8 @@ int mw_generate_draft(const struct gen_args *a, const struct gen_open *o, const 
 	struct eng_error err;
 	int rc;
 	eng_error_clear(&err);
-	if (a->temperature != 0.0)
-		return mw_fail(MW_EXIT_USAGE, VERB, "--speculate verifies drafts against greedy "
-			       "decoding: give --temperature 0 (sampling at temperature %g would "
-			       "need rejection sampling, which memwall does not do)", a->temperature);
-	if ((rc = draft_open(&r)))
+	if ((rc = mw_spec_session(a, o, &r.ts)) || (rc = draft_open(&r)))
 		goto out;
-	struct eng_session_options sopt = { .threads = (int)a->threads, .kernels = a->kernels,
-					    .kv_type = a->kv,
-					    .prefill_chunk = (int)a->prefill_chunk,
-					    .sparsity_map = a->sparsity_map,
-					    .verify_tokens = a->spec_k + 1,
-					    .attention = a->attention, .ctx_len = a->ctx_len };
-	if (eng_session_new(&r.ts, o->model, &sopt, &err)) {
-		rc = mw_fail(MW_EXIT_USAGE, VERB, "%s%s%s", err.source, err.source[0] ? ": " : "",
-			     err.text);
-		goto out;
-	}
 	r.ctx = malloc((size_t)(n_prompt + a->steps + 1) * sizeof(*r.ctx));
 	r.pass = malloc((size_t)(a->spec_k + 1) * sizeof(*r.pass));
 	if (!r.ctx || !r.pass) {

@@ -196,12 +196,9 @@ static void summary_print(const struct spec *sp)
 		passes_per_tok, decoded > 0 ? (double)sp->kv_read_sum / (double)decoded : 0.0);
 }
 
-int mw_generate_spec(const struct gen_args *a, const struct gen_open *o, const int *prompt,
-		     int n_prompt)
+int mw_spec_session(const struct gen_args *a, const struct gen_open *o, struct eng_session **out)
 {
-	struct spec sp = { .a = a, .o = o, .prompt = prompt, .n_prompt = n_prompt };
 	struct eng_error err;
-	int rc;
 	eng_error_clear(&err);
 	if (a->temperature != 0.0)
 		return mw_fail(MW_EXIT_USAGE, VERB, "--speculate verifies drafts against greedy "
@@ -213,11 +210,21 @@ int mw_generate_spec(const struct gen_args *a, const struct gen_open *o, const i
 					    .sparsity_map = a->sparsity_map,
 					    .verify_tokens = a->spec_k + 1,
 					    .attention = a->attention, .ctx_len = a->ctx_len };
-	if (eng_session_new(&sp.session, o->model, &sopt, &err)) {
-		rc = mw_fail(MW_EXIT_USAGE, VERB, "%s%s%s", err.source, err.source[0] ? ": " : "",
-			     err.text);
+	if (eng_session_new(out, o->model, &sopt, &err))
+		return mw_fail(MW_EXIT_USAGE, VERB, "%s%s%s", err.source, err.source[0] ? ": " : "",
+			       err.text);
+	return 0;
+}
+
+int mw_generate_spec(const struct gen_args *a, const struct gen_open *o, const int *prompt,
+		     int n_prompt)
+{
+	struct spec sp = { .a = a, .o = o, .prompt = prompt, .n_prompt = n_prompt };
+	struct eng_error err;
+	int rc;
+	eng_error_clear(&err);
+	if ((rc = mw_spec_session(a, o, &sp.session)))
 		goto out;
-	}
 	sp.ctx = malloc((size_t)(n_prompt + a->steps + 1) * sizeof(*sp.ctx));
 	sp.pass = malloc((size_t)(a->spec_k + 1) * sizeof(*sp.pass));
 	if (!sp.ctx || !sp.pass) {

@@ -55,6 +55,10 @@ int mw_draft_parse(const char *arg, int *k);
  * with acceptance and both models' weight bytes. Returns an MW_EXIT_* code. */
 int mw_generate_draft(const struct gen_args *a, const struct gen_open *o, const int *prompt,
 		      int n_prompt);
+/* Both speculations' start (gen_spec.c): refuses a temperature other than 0, then opens the
+ * target's session, with room for a verification pass of K + 1 tokens, into *out. Returns 0,
+ * or an MW_EXIT_* code (message printed). */
+int mw_spec_session(const struct gen_args *a, const struct gen_open *o, struct eng_session **out);
 /* `memwall generate --speculate lookup`: greedy decoding of prompt[0..n_prompt) (BOS first)
  * with prompt-lookup drafts verified one pass each (gen_spec.c); prints what the plain path
  * prints, then the summary and, with --report-line, the adapter and bytes lines with the

@@ -13,35 +13,6 @@
 #define XF_TOK 4
 #include "x8_float.h"
 
-static inline __m256 load_f16x8(const uint8_t *p)
-{
-	return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)p));
-}
-
-static inline __m256 load_bf16x8(const uint8_t *p)
-{
-	__m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)p));
-	return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
-}
-
-static void act_f16(float *dst, const uint16_t *src, size_t n)
-{
-	size_t i = 0;
-	for (; i + 8 <= n; i += 8)
-		_mm256_storeu_ps(dst + i, load_f16x8((const uint8_t *)(src + i)));
-	for (; i < n; i++)
-		dst[i] = krn_fp16_table[src[i]];
-}
-
-static void act_bf16(float *dst, const uint16_t *src, size_t n)
-{
-	size_t i = 0;
-	for (; i + 8 <= n; i += 8)
-		_mm256_storeu_ps(dst + i, load_bf16x8((const uint8_t *)(src + i)));
-	for (; i < n; i++)
-		dst[i] = krn_bf16_to_fp32(src[i]);
-}
-
 void krn_avx512_matvec_x8_f16(float *y, const void *w, size_t rows, const void *xq, size_t n,
 			      size_t r0, size_t r1)
 {
