@@ -181,8 +181,7 @@ static void noop_token(void *ctx, int pos, int token, const struct eng_step_byte
 	(void)bytes;
 }
 
-/* Prints a piece, skipping lone control bytes (as run.c's safe_printf does). */
-static void print_piece(const char *piece)
+void mw_gen_print_piece(const char *piece)
 {
 	if (!piece || !piece[0])
 		return;
@@ -593,7 +592,7 @@ static int prefill(struct gen *g, const float **logits)
 	for (int pos = 0; pos < g->n_prompt; pos++) {
 		g->fed[g->n_fed++] = g->prompt[pos];
 		if (pos + 1 < g->n_prompt && g->tok && !g->a.ids)
-			print_piece(eng_tokenizer_decode(g->tok, g->prompt[pos], g->prompt[pos + 1]));
+			mw_gen_print_piece(eng_tokenizer_decode(g->tok, g->prompt[pos], g->prompt[pos + 1]));
 	}
 	g->t_prompt_end = now_seconds();
 	return 0;
@@ -655,7 +654,7 @@ static int generate_tokens(struct gen *g)
 			}
 		}
 		if (g->tok && !a->ids)
-			print_piece(eng_tokenizer_decode(g->tok, token, next));
+			mw_gen_print_piece(eng_tokenizer_decode(g->tok, token, next));
 		else if (pos + 1 >= g->n_prompt)
 			printf("%d\n", next);
 		fflush(stdout);

@@ -271,10 +271,10 @@ static void print_outputs(const struct batch *b)
 			continue;
 		}
 		for (int k = 0; k + 1 < b->n_prompt[i]; k++)
-			fputs(eng_tokenizer_decode(tok, p[k], p[k + 1]), stdout);
+			mw_gen_print_piece(eng_tokenizer_decode(tok, p[k], p[k + 1]));
 		int prev = p[b->n_prompt[i] - 1];
 		for (long k = 0; k < b->steps; k++) {
-			fputs(eng_tokenizer_decode(tok, prev, g[k]), stdout);
+			mw_gen_print_piece(eng_tokenizer_decode(tok, prev, g[k]));
 			prev = g[k];
 		}
 		putchar('\n');

@@ -73,9 +73,7 @@ static void emit(struct draft_run *r, int token)
 	r->generated++;
 	if (tok && !r->a->ids) {
 		const char *piece = eng_tokenizer_decode(tok, prev, token);
-		if (piece && piece[0] && (piece[1] || (unsigned char)piece[0] >= 0x20 ||
-					  piece[0] == '\n' || piece[0] == '\t'))
-			fputs(piece, stdout);
+		mw_gen_print_piece(piece);
 	} else {
 		printf("%d\n", token);
 	}
@@ -134,9 +132,7 @@ static int prompt_run(struct draft_run *r)
 		if (pos + 1 < r->n_prompt && tok && !r->a->ids) {
 			const char *piece = eng_tokenizer_decode(tok, r->prompt[pos],
 								 r->prompt[pos + 1]);
-			if (piece && piece[0] && (piece[1] || (unsigned char)piece[0] >= 0x20 ||
-						  piece[0] == '\n' || piece[0] == '\t'))
-				fputs(piece, stdout);
+			mw_gen_print_piece(piece);
 		}
 	}
 	r->t_prompt_end = now_seconds();

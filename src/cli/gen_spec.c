@@ -85,9 +85,7 @@ static void emit_at(struct spec *sp, int idx)
 	sp->generated++;
 	if (tok && !sp->a->ids) {
 		const char *piece = eng_tokenizer_decode(tok, prev, token);
-		if (piece && piece[0] && (piece[1] || (unsigned char)piece[0] >= 0x20 ||
-					  piece[0] == '\n' || piece[0] == '\t'))
-			fputs(piece, stdout);
+		mw_gen_print_piece(piece);
 	} else {
 		printf("%d\n", token);
 	}
@@ -109,9 +107,7 @@ static int prompt_run(struct spec *sp)
 		if (pos + 1 < sp->n_prompt && tok && !sp->a->ids) {
 			const char *piece = eng_tokenizer_decode(tok, sp->prompt[pos],
 								 sp->prompt[pos + 1]);
-			if (piece && piece[0] && (piece[1] || (unsigned char)piece[0] >= 0x20 ||
-						  piece[0] == '\n' || piece[0] == '\t'))
-				fputs(piece, stdout);
+			mw_gen_print_piece(piece);
 		}
 	}
 	sp->t_prompt_end = now_seconds();
