@@ -181,18 +181,6 @@ static void noop_token(void *ctx, int pos, int token, const struct eng_step_byte
 	(void)bytes;
 }
 
-void mw_gen_print_piece(const char *piece)
-{
-	if (!piece || !piece[0])
-		return;
-	if (!piece[1]) {
-		unsigned char b = (unsigned char)piece[0];
-		if (b < 0x20 && b != '\n' && b != '\t')
-			return;
-	}
-	fputs(piece, stdout);
-}
-
 /* Parses "1,300,301" into ids[0..max); every id must be in the vocabulary. */
 static int parse_ids(const char *list, int vocab_size, int *ids, int max, int *n)
 {

@@ -56,7 +56,7 @@ int mw_draft_parse(const char *arg, int *k);
 int mw_generate_draft(const struct gen_args *a, const struct gen_open *o, const int *prompt,
 		      int n_prompt);
 /* Prints a token's piece to stdout, skipping a lone control byte other than newline and tab
- * (as run.c's safe_printf does); NULL and "" print nothing (cmd_generate.c). */
+ * (as run.c's safe_printf does); NULL and "" print nothing (gen_print.c). */
 void mw_gen_print_piece(const char *piece);
 /* Both speculations' start (gen_spec.c): refuses a temperature other than 0, then opens the
  * target's session, with room for a verification pass of K + 1 tokens, into *out. Returns 0,
