@@ -103,6 +103,25 @@ struct x8_mm_act {
 	float dy[X8_MM_CHUNK][X8_PREPARED];
 };
 
+/* The prefetch of the multi-token drivers (x8_matmul, x8_matmul1). With more tokens than one
+ * call of a group takes, the group's tile is read again from cache between the streams of two
+ * groups, which the hardware prefetcher then loses: the group's first call fetches the next
+ * group's tile a group ahead (pp of 8 tokens +25 %, batch 8 +19 % on a Zen 4 VM; 4 tokens, one
+ * call, stream better without it). x8_pf_distance is that distance, 0 for none. */
+static inline size_t x8_pf_distance(size_t nt, size_t r, size_t r1, size_t len, size_t bs)
+{
+	return nt > X8_MM_TOK && r + KRN_X8 < r1 ? KRN_X8 * len * bs : 0;
+}
+
+static inline __attribute__((always_inline)) void
+x8_prefetch(const uint8_t *g, size_t pf, size_t bytes)
+{
+	if (!pf)
+		return;
+	for (size_t o = 0; o < bytes; o += 64)
+		_mm_prefetch((const char *)(g + pf + o), _MM_HINT_T0);
+}
+
 /* acc[t] for t < nt (a constant after inlining): as x8_matvec's block on token t's block ys[t],
  * whose prepared base and dy are base[t * X8_PREPARED] and dy[t * X8_PREPARED]. */
 typedef void (*x8_mm_block_fn)(__m256 *acc, const uint8_t *g, const block_q8_0 *const *ys,
@@ -122,9 +141,7 @@ x8_mm_group(float *y, size_t ldy, const uint8_t *g, size_t bs, const block_q8_0 
 	size_t i = 0;
 	for (; i + 2 <= len; i += 2, g += 2 * KRN_X8 * bs) {
 		const block_q8_0 *y0[X8_MM_TOK], *y1[X8_MM_TOK];
-		if (pf) /* the next group's same two blocks, a group ahead */
-			for (size_t o = 0; o < 2 * KRN_X8 * bs; o += 64)
-				_mm_prefetch((const char *)(g + pf + o), _MM_HINT_T0);
+		x8_prefetch(g, pf, 2 * KRN_X8 * bs);
 		for (int t = 0; t < nt; t++) {
 			y0[t] = ys[t] + i;
 			y1[t] = ys[t] + i + 1;
@@ -167,12 +184,7 @@ x8_matmul(float *y, size_t ldy, const uint8_t *w, size_t rows, const uint8_t *xq
 				const uint8_t *g = w + (i0 * rows + r * len) * bs;
 				float *yr = y + t0 * ldy + r;
 				size_t tt = 0;
-				/* With more tokens than one call takes, the group's tile is read
-				 * again from cache between the streams of two groups, which the
-				 * hardware prefetcher then loses: the first call fetches the next
-				 * group's tile a group ahead (pp of 8 tokens +25 %, batch 8 +19 %
-				 * on a Zen 4 VM; 4 tokens, one call, streams better without it). */
-				size_t pf = nt > X8_MM_TOK && r + KRN_X8 < r1 ? KRN_X8 * len * bs : 0;
+				size_t pf = x8_pf_distance(nt, r, r1, len, bs);
 				for (; tt + X8_MM_TOK <= nt; tt += X8_MM_TOK)
 					x8_mm_group(yr + tt * ldy, ldy, g, bs, ys + tt, &a, tt, len,
 						    k == 0, block, X8_MM_TOK, tt ? 0 : pf);
@@ -211,7 +223,7 @@ typedef void (*x8_mm1_block_fn)(__m256 *acc, const uint8_t *g, const block_q8_1 
 static inline __attribute__((always_inline)) void
 x8_mm1_group(float *y, size_t ldy, const uint8_t *g, size_t bs, const block_q8_1 *const *ys,
 	     const struct x8_mm_act1 *a, size_t tt, size_t len, bool first, x8_mm1_block_fn block,
-	     int nt)
+	     int nt, size_t pf)
 {
 	__m256 acc0[X8_MM_TOK], acc1[X8_MM_TOK];
 	for (int t = 0; t < nt; t++) {
@@ -221,6 +233,7 @@ x8_mm1_group(float *y, size_t ldy, const uint8_t *g, size_t bs, const block_q8_1
 	size_t i = 0;
 	for (; i + 2 <= len; i += 2, g += 2 * KRN_X8 * bs) {
 		const block_q8_1 *y0[X8_MM_TOK], *y1[X8_MM_TOK];
+		x8_prefetch(g, pf, 2 * KRN_X8 * bs);
 		for (int t = 0; t < nt; t++) {
 			y0[t] = ys[t] + i;
 			y1[t] = ys[t] + i + 1;
@@ -261,13 +274,13 @@ x8_matmul1(float *y, size_t ldy, const uint8_t *w, size_t rows, const uint8_t *x
 			for (size_t r = r0; r < r1; r += KRN_X8) {
 				const uint8_t *g = w + (i0 * rows + r * len) * bs;
 				float *yr = y + t0 * ldy + r;
-				size_t tt = 0;
+				size_t tt = 0, pf = x8_pf_distance(nt, r, r1, len, bs);
 				for (; tt + X8_MM_TOK <= nt; tt += X8_MM_TOK)
 					x8_mm1_group(yr + tt * ldy, ldy, g, bs, ys + tt, &a, tt, len,
-						     k == 0, block, X8_MM_TOK);
+						     k == 0, block, X8_MM_TOK, tt ? 0 : pf);
 				for (; tt < nt; tt++)
 					x8_mm1_group(yr + tt * ldy, ldy, g, bs, ys + tt, &a, tt, len,
-						     k == 0, block, 1);
+						     k == 0, block, 1, tt ? 0 : pf);
 			}
 		}
 	}
