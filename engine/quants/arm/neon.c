@@ -368,6 +368,8 @@ const struct krn_quant_ops krn_quant_ops_neon = {
 		[KRN_TYPE_Q4_0] = krn_neon_matvec_x8_q4_0,
 		[KRN_TYPE_Q5_0] = krn_neon_matvec_x8_q5_0,
 		[KRN_TYPE_Q8_0] = krn_neon_matvec_x8_q8_0,
+		[KRN_TYPE_Q4_1] = krn_neon_matvec_x8_q4_1,
+		[KRN_TYPE_Q5_1] = krn_neon_matvec_x8_q5_1,
 		/* neon_x8k.c */
 		[KRN_TYPE_Q4_K] = krn_neon_matvec_x8_q4_K,
 		[KRN_TYPE_Q5_K] = krn_neon_matvec_x8_q5_K,
@@ -377,6 +379,8 @@ const struct krn_quant_ops krn_quant_ops_neon = {
 		[KRN_TYPE_Q4_0] = krn_neon_matmul_x8_q4_0,
 		[KRN_TYPE_Q5_0] = krn_neon_matmul_x8_q5_0,
 		[KRN_TYPE_Q8_0] = krn_neon_matmul_x8_q8_0,
+		[KRN_TYPE_Q4_1] = krn_neon_matmul_x8_q4_1,
+		[KRN_TYPE_Q5_1] = krn_neon_matmul_x8_q5_1,
 		[KRN_TYPE_Q4_K] = krn_neon_matmul_x8_q4_K,
 		[KRN_TYPE_Q5_K] = krn_neon_matmul_x8_q5_K,
 		[KRN_TYPE_Q6_K] = krn_neon_matmul_x8_q6_K,
