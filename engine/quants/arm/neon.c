@@ -374,6 +374,8 @@ const struct krn_quant_ops krn_quant_ops_neon = {
 		[KRN_TYPE_Q4_K] = krn_neon_matvec_x8_q4_K,
 		[KRN_TYPE_Q5_K] = krn_neon_matvec_x8_q5_K,
 		[KRN_TYPE_Q6_K] = krn_neon_matvec_x8_q6_K,
+		[KRN_TYPE_Q2_K] = krn_neon_matvec_x8_q2_K,
+		[KRN_TYPE_Q3_K] = krn_neon_matvec_x8_q3_K,
 	},
 	.matmul_x8 = {
 		[KRN_TYPE_Q4_0] = krn_neon_matmul_x8_q4_0,
@@ -384,5 +386,7 @@ const struct krn_quant_ops krn_quant_ops_neon = {
 		[KRN_TYPE_Q4_K] = krn_neon_matmul_x8_q4_K,
 		[KRN_TYPE_Q5_K] = krn_neon_matmul_x8_q5_K,
 		[KRN_TYPE_Q6_K] = krn_neon_matmul_x8_q6_K,
+		[KRN_TYPE_Q2_K] = krn_neon_matmul_x8_q2_K,
+		[KRN_TYPE_Q3_K] = krn_neon_matmul_x8_q3_K,
 	},
 };
