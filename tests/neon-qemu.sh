@@ -60,7 +60,7 @@ quants() { # compiler, -march value, output name
 		-o "$bin" \
 		"$src/tests/test_quants.c" \
 		"$q/quants.c" "$q/ref.c" "$q/fp16.c" "$q/x8.c" "$q/x8_legacy.c" "$q/x8_kquants.c" "$q/x8_float.c" \
-		"$q/arm/neon.c" "$q/arm/neon_x8l.c" "$q/arm/neon_x8k.c" \
+		"$q/arm/neon.c" "$q/arm/neon_x8l.c" "$q/arm/neon_x8k.c" "$q/arm/neon_x8f.c" \
 		-lm
 	echo "== test_quants ($3)"
 	"$qemu" "$bin"

@@ -436,6 +436,12 @@ static void check_x8(const struct krn_quant_ops *ops, const struct krn_quant_ops
 				t_checks++;
 			}
 			ref->quantize_act[vt](act, aq, n);
+			/* NEON has kernels of its own for every layout (arm/neon.c's table), so the
+			 * exact checks below and check_matmul's are of them, not of the fallback */
+			if (!strcmp(ops->name, "neon") &&
+			    !(krn_quant_x8_native(ops, t) && ops->matmul_x8[t]))
+				T_FAIL_AT(__FILE__, __LINE__, "neon has no x8 matvec and matmul "
+					  "kernels of its own for %s", krn_type_traits(t)->name);
 			krn_quant_matvec_x8(ops, t, y, x8, rows, aq, n, 0, rows);
 			krn_quant_matvec_x8(ops, t, y2, x8, rows, aq, n, KRN_X8, 2 * KRN_X8);
 			/* NEON's x8 kernels keep its vec_dot's order of float operations

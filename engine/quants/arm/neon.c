@@ -1,5 +1,5 @@
 /* engine/quants/arm/neon.c: the quant dot products for AArch64 Advanced SIMD, and the table
- * that lists them with the x8 kernels (neon_x8l.c, neon_x8k.c).
+ * that lists them with the x8 kernels (neon_x8l.c, neon_x8k.c, neon_x8f.c).
  *
  * Baseline ARMv8.0 only (no dotprod extension), so it runs on every AArch64 CPU: a byte dot
  * product is vmull_s8 (s8 x s8 -> s16, exact: |product| <= 2^14) and vpadalq_s16 (pairwise
@@ -368,17 +368,30 @@ const struct krn_quant_ops krn_quant_ops_neon = {
 		[KRN_TYPE_Q4_0] = krn_neon_matvec_x8_q4_0,
 		[KRN_TYPE_Q5_0] = krn_neon_matvec_x8_q5_0,
 		[KRN_TYPE_Q8_0] = krn_neon_matvec_x8_q8_0,
+		[KRN_TYPE_Q4_1] = krn_neon_matvec_x8_q4_1,
+		[KRN_TYPE_Q5_1] = krn_neon_matvec_x8_q5_1,
 		/* neon_x8k.c */
 		[KRN_TYPE_Q4_K] = krn_neon_matvec_x8_q4_K,
 		[KRN_TYPE_Q5_K] = krn_neon_matvec_x8_q5_K,
 		[KRN_TYPE_Q6_K] = krn_neon_matvec_x8_q6_K,
+		[KRN_TYPE_Q2_K] = krn_neon_matvec_x8_q2_K,
+		[KRN_TYPE_Q3_K] = krn_neon_matvec_x8_q3_K,
+		/* neon_x8f.c */
+		[KRN_TYPE_F16] = krn_neon_matvec_x8_f16,
+		[KRN_TYPE_BF16] = krn_neon_matvec_x8_bf16,
 	},
 	.matmul_x8 = {
 		[KRN_TYPE_Q4_0] = krn_neon_matmul_x8_q4_0,
 		[KRN_TYPE_Q5_0] = krn_neon_matmul_x8_q5_0,
 		[KRN_TYPE_Q8_0] = krn_neon_matmul_x8_q8_0,
+		[KRN_TYPE_Q4_1] = krn_neon_matmul_x8_q4_1,
+		[KRN_TYPE_Q5_1] = krn_neon_matmul_x8_q5_1,
 		[KRN_TYPE_Q4_K] = krn_neon_matmul_x8_q4_K,
 		[KRN_TYPE_Q5_K] = krn_neon_matmul_x8_q5_K,
 		[KRN_TYPE_Q6_K] = krn_neon_matmul_x8_q6_K,
+		[KRN_TYPE_Q2_K] = krn_neon_matmul_x8_q2_K,
+		[KRN_TYPE_Q3_K] = krn_neon_matmul_x8_q3_K,
+		[KRN_TYPE_F16] = krn_neon_matmul_x8_f16,
+		[KRN_TYPE_BF16] = krn_neon_matmul_x8_bf16,
 	},
 };
