@@ -34,7 +34,11 @@
 # ../shared/models/tokenizer.bin).
 #
 # Environment: BENCH_ROUNDS (5), BENCH_THREADS ("1 2"), BENCH_QUANTS, BENCH_PP (128),
-# BENCH_TG (128), BENCH_DIR (/tmp/memwall-bench-peers), BENCH_NO_BUILD=1, BENCH_PROBE_REPS (5).
+# BENCH_TG (128), BENCH_DIR (/tmp/memwall-bench-peers), BENCH_NO_BUILD=1, BENCH_PROBE_REPS (5),
+# BENCH_MODELS (GGUF files to run besides the synthetic ones, each as PATH or NAME=PATH: a real
+# model, or a large synthetic shape such as `memwall synth --shape falcon-7b --quant q4_k_m`'s),
+# BENCH_LLAMA2C (1; 0 leaves out the llama2.c checkpoint and run.c). BENCH_QUANTS="" with
+# BENCH_MODELS runs only the given models.
 set -eu
 case "${1:-}" in
 -h|--help) sed -n '2,40p' "$0"; exit 0 ;;
@@ -181,7 +185,18 @@ echo "rounds $rounds, threads $threads_list, pp $pp, tg $tg; load average: $(cut
 echo "(synthetic models: random weights, real shapes; every figure indicative of this machine)"
 models=""
 for q in $quants; do models="$models $q:$(synth gguf "$q")"; done
-l2c=$(synth llama2c f32)
+for m in ${BENCH_MODELS:-}; do
+	case "$m" in
+	*=*) name=${m%%=*} file=${m#*=} ;;
+	*) file=$m name=$(basename "$m" .gguf) ;;
+	esac
+	[ -f "$file" ] || { echo "BENCH_MODELS: $file is not a file: give GGUF paths" >&2; exit 2; }
+	models="$models $name:$file"
+done
+with_l2c=${BENCH_LLAMA2C:-1}
+[ "$with_l2c" = 1 ] || have_l2c=0
+l2c=""
+[ "$with_l2c" = 1 ] && l2c=$(synth llama2c f32)
 l2c_legacy="$dir/stories110M-f32-legacy.bin"
 if [ "$have_l2c" = 1 ] && [ ! -f "$l2c_legacy" ]; then
 	legacy "$l2c" "$l2c_legacy" || { echo "note: no legacy checkpoint: run.c skipped" >&2; have_l2c=0; }
@@ -192,7 +207,7 @@ for t in $threads_list; do rec roof_before - - "$t" "$(probe "$t")"; done
 # Load: cat against memwall's default load, interleaved, on the cached files.
 r=0
 while [ "$r" -lt "$rounds" ]; do
-	for m in $models "f32-llama2c:$l2c"; do
+	for m in $models ${l2c:+"f32-llama2c:$l2c"}; do
 		name=${m%%:*} file=${m#*:}
 		cat "$file" >/dev/null
 		a=$(now_ns); cat "$file" >/dev/null; b=$(now_ns)
@@ -216,7 +231,7 @@ for t in $threads_list; do
 			[ "$have_ll" = 1 ] && run_lb "$llama_bench" llama.cpp "$name" "$file" "$t"
 			[ "$have_ik" = 1 ] && run_lb "$ik_bench" ik_llama.cpp "$name" "$file" "$t" -rtr 1 -fa 0
 		done
-		run_mw f32-llama2c "$l2c" "$t"
+		[ -n "$l2c" ] && run_mw f32-llama2c "$l2c" "$t"
 		[ "$have_l2c" = 1 ] && [ "$t" = 1 ] && run_l2c "$l2c_legacy"
 		r=$((r + 1))
 	done

@@ -106,7 +106,7 @@ static void check_matvec(const struct krn_ops *k, bool integers)
 
 /* krn_matmul_f32 (the table's matmul_f32, or the matvec loop where it has none) gives each
  * token exactly the bits matvec_f32 gives it alone, for token counts around the register
- * blocks (3 tokens by 2 rows on AVX-512), on every row range, and leaves other rows alone. */
+ * blocks (3 tokens by 4 rows on AVX-512, by 2 rows on AVX2), on every row range, and leaves other rows alone. */
 static void check_matmul(const struct krn_ops *k)
 {
 	static const size_t tokens[] = { 1, 2, 3, 4, 7 };

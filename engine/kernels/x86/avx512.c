@@ -76,71 +76,92 @@ static void avx512_matvec_f32(float *y, const float *w, const float *x, size_t n
 }
 
 /* matmul_f32: nr rows by nt tokens at once (constants after inlining), each pair summed
- * exactly as dot() sums it, so every result has dot()'s bits. Each row's and each token's
- * loads serve nt (nr) FMAs: 2 rows by 3 tokens is 20 loads for 24 FMAs per 32 columns, where
- * the one-token kernel needs two loads per FMA and is bound by them in cache. */
+ * exactly as dot() sums it, so every result has dot()'s bits. dot()'s four 8-lane chains are
+ * held as two 16-lane registers, lo = (s0 | s1) and hi = (s2 | s3): a 512-bit FMA over
+ * columns [i, i + 16) is lane for lane the two 256-bit FMAs dot() does there, and the chains
+ * are split back into 256-bit halves for dot()'s own tail and sum. Each 64-byte load of a row
+ * (a token) serves nt (nr) FMAs: 4 rows by 3 tokens is 14 loads for 24 FMAs per 32 columns,
+ * 24 accumulators and 4 operands of the 32 registers. */
+/* v, which the compiler must now hold in a register: GCC otherwise folds a token's load into
+ * every FMA that uses it (a memory operand each), three loads where one serves. */
+static inline __m512 in_register(__m512 v)
+{
+	__asm__("" : "+v"(v));
+	return v;
+}
+
 static inline __attribute__((always_inline)) void
 mm_tile(float *y, size_t ldy, const float *w, const float *x, size_t ldx, size_t n, int nr,
 	int nt)
 {
-	__m256 s[2][3][4];
+	__m512 lo[4][3], hi[4][3];
 	for (int r = 0; r < nr; r++)
 		for (int t = 0; t < nt; t++)
-			for (int j = 0; j < 4; j++)
-				s[r][t][j] = _mm256_setzero_ps();
+			lo[r][t] = hi[r][t] = _mm512_setzero_ps();
 	size_t i = 0;
-	for (; i + 32 <= n; i += 32)
-		for (int j = 0; j < 4; j++) {
-			__m256 wv[2], xv[3];
-			for (int r = 0; r < nr; r++)
-				wv[r] = _mm256_loadu_ps(w + (size_t)r * n + i + 8 * j);
+	for (; i + 32 <= n; i += 32) {
+		/* One half at a time: 24 accumulators, 3 tokens and 1 row in registers. */
+		__m512 xv[3];
+		for (int t = 0; t < nt; t++)
+			xv[t] = in_register(_mm512_loadu_ps(x + (size_t)t * ldx + i));
+		for (int r = 0; r < nr; r++) {
+			__m512 wv = in_register(_mm512_loadu_ps(w + (size_t)r * n + i));
 			for (int t = 0; t < nt; t++)
-				xv[t] = _mm256_loadu_ps(x + (size_t)t * ldx + i + 8 * j);
-			for (int r = 0; r < nr; r++)
-				for (int t = 0; t < nt; t++)
-					s[r][t][j] = _mm256_fmadd_ps(wv[r], xv[t], s[r][t][j]);
+				lo[r][t] = _mm512_fmadd_ps(wv, xv[t], lo[r][t]);
 		}
-	for (; i + 8 <= n; i += 8)
-		for (int r = 0; r < nr; r++)
+		for (int t = 0; t < nt; t++)
+			xv[t] = in_register(_mm512_loadu_ps(x + (size_t)t * ldx + i + 16));
+		for (int r = 0; r < nr; r++) {
+			__m512 wv = in_register(_mm512_loadu_ps(w + (size_t)r * n + i + 16));
 			for (int t = 0; t < nt; t++)
-				s[r][t][0] = _mm256_fmadd_ps(_mm256_loadu_ps(w + (size_t)r * n + i),
-							     _mm256_loadu_ps(x + (size_t)t * ldx + i),
-							     s[r][t][0]);
-	if (i < n) {
-		__mmask8 m = tail_mask8(n - i);
-		for (int r = 0; r < nr; r++)
-			for (int t = 0; t < nt; t++)
-				s[r][t][1] = _mm256_fmadd_ps(
-					_mm256_maskz_loadu_ps(m, w + (size_t)r * n + i),
-					_mm256_maskz_loadu_ps(m, x + (size_t)t * ldx + i), s[r][t][1]);
+				hi[r][t] = _mm512_fmadd_ps(wv, xv[t], hi[r][t]);
+		}
 	}
 	for (int r = 0; r < nr; r++)
-		for (int t = 0; t < nt; t++)
+		for (int t = 0; t < nt; t++) {
+			const float *wr = w + (size_t)r * n, *xt = x + (size_t)t * ldx;
+			__m256 s0 = _mm512_castps512_ps256(lo[r][t]);
+			__m256 s1 = _mm512_extractf32x8_ps(lo[r][t], 1);
+			__m256 s2 = _mm512_castps512_ps256(hi[r][t]);
+			__m256 s3 = _mm512_extractf32x8_ps(hi[r][t], 1);
+			size_t j = i;
+			for (; j + 8 <= n; j += 8)
+				s0 = _mm256_fmadd_ps(_mm256_loadu_ps(wr + j), _mm256_loadu_ps(xt + j), s0);
+			if (j < n) {
+				__mmask8 m = tail_mask8(n - j);
+				s1 = _mm256_fmadd_ps(_mm256_maskz_loadu_ps(m, wr + j),
+						     _mm256_maskz_loadu_ps(m, xt + j), s1);
+			}
 			y[(size_t)t * ldy + (size_t)r] =
-				hsum256(_mm256_add_ps(_mm256_add_ps(s[r][t][0], s[r][t][1]),
-						      _mm256_add_ps(s[r][t][2], s[r][t][3])));
+				hsum256(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
+		}
 }
 
-/* Rows in blocks of 32 (128 KB at stories110M's 768 columns, in L2), each block run over all
- * the tokens three at a time, two rows at a time. */
+/* Rows in blocks of 32 (96 KB at stories110M's 768 columns, in L2), each block run over all
+ * the tokens three at a time, four rows at a time. */
 static void avx512_matmul_f32(float *y, size_t ldy, const float *w, const float *x, size_t ldx,
 			      size_t n_tok, size_t n, size_t r0, size_t r1)
 {
 	for (size_t a = r0; a < r1; a += 32) {
 		size_t b = r1 - a < 32 ? r1 : a + 32, t = 0;
-		for (; t + 3 <= n_tok; t += 3) {
-			size_t r = a;
-			for (; r + 2 <= b; r += 2)
-				mm_tile(y + t * ldy + r, ldy, w + r * n, x + t * ldx, ldx, n, 2, 3);
-			if (r < b)
-				mm_tile(y + t * ldy + r, ldy, w + r * n, x + t * ldx, ldx, n, 1, 3);
-		}
-		for (; t < n_tok; t++) {
-			size_t r = a;
-			for (; r + 2 <= b; r += 2)
-				mm_tile(y + t * ldy + r, ldy, w + r * n, x + t * ldx, ldx, n, 2, 1);
-			if (r < b)
-				mm_tile(y + t * ldy + r, ldy, w + r * n, x + t * ldx, ldx, n, 1, 1);
+		for (; t < n_tok; t += 3) {
+			size_t nt = n_tok - t < 3 ? n_tok - t : 3, r = a;
+			float *yt = y + t * ldy;
+			const float *xt = x + t * ldx;
+#define MM_ROWS(NR)                                                                          \
+	do {                                                                                 \
+		if (nt == 3)                                                                 \
+			mm_tile(yt + r, ldy, w + r * n, xt, ldx, n, NR, 3);                  \
+		else if (nt == 2)                                                            \
+			mm_tile(yt + r, ldy, w + r * n, xt, ldx, n, NR, 2);                  \
+		else                                                                         \
+			mm_tile(yt + r, ldy, w + r * n, xt, ldx, n, NR, 1);                  \
+	} while (0)
+			for (; r + 4 <= b; r += 4)
+				MM_ROWS(4);
+			for (; r < b; r++)
+				MM_ROWS(1);
+#undef MM_ROWS
 		}
 	}
 }
