@@ -180,6 +180,56 @@ mm_q4_0(__m256 *acc, const uint8_t *g, const block_q8_0 *const *ys, const int32_
 				    dy[(size_t)t * X8_PREPARED]);
 }
 
+/* Two groups (x8_mm2_block_fn): each token's activation dword broadcast into a register
+ * once, for both groups' chains; one chain per group and token (the eight are independent). */
+static inline __attribute__((always_inline)) void
+mm2_q8_0(__m256 (*acc)[X8_MM_TOK], const uint8_t *g, size_t gs, const block_q8_0 *const *ys,
+	 const int32_t *base, const float *dy, int nt)
+{
+	__m256i s[2][X8_MM_TOK];
+	for (int t = 0; t < nt; t++)
+		s[0][t] = s[1][t] = _mm256_set1_epi32(base[(size_t)t * X8_PREPARED]);
+	for (int c = 0; c < 8; c++) {
+		__m256i v0 = loadu(g + 16 + 32 * c), v1 = loadu(g + gs + 16 + 32 * c);
+		for (int t = 0; t < nt; t++) {
+			__m256i b = bcast4(ys[t]->qs + 4 * c);
+			s[0][t] = _mm256_dpbusd_epi32(s[0][t], v0, b);
+			s[1][t] = _mm256_dpbusd_epi32(s[1][t], v1, b);
+		}
+	}
+	for (int h = 0; h < 2; h++)
+		for (int t = 0; t < nt; t++)
+			acc[h][t] = block_tail(acc[h][t], g + h * gs, s[h][t],
+					       dy[(size_t)t * X8_PREPARED]);
+}
+
+static inline __attribute__((always_inline)) void
+mm2_q4_0(__m256 (*acc)[X8_MM_TOK], const uint8_t *g, size_t gs, const block_q8_0 *const *ys,
+	 const int32_t *base, const float *dy, int nt)
+{
+	const __m256i lo = _mm256_set1_epi8(0x0f);
+	__m256i s[2][X8_MM_TOK];
+	for (int t = 0; t < nt; t++)
+		s[0][t] = s[1][t] = _mm256_set1_epi32(base[(size_t)t * X8_PREPARED]);
+	for (int c = 0; c < 4; c++) {
+		__m256i q0 = loadu(g + 16 + 32 * c), q1 = loadu(g + gs + 16 + 32 * c);
+		__m256i a0 = _mm256_and_si256(q0, lo), a1 = _mm256_and_si256(q1, lo);
+		__m256i h0 = _mm256_and_si256(_mm256_srli_epi16(q0, 4), lo);
+		__m256i h1 = _mm256_and_si256(_mm256_srli_epi16(q1, 4), lo);
+		for (int t = 0; t < nt; t++) {
+			__m256i ba = bcast4(ys[t]->qs + 4 * c), bh = bcast4(ys[t]->qs + 16 + 4 * c);
+			s[0][t] = _mm256_dpbusd_epi32(s[0][t], a0, ba);
+			s[1][t] = _mm256_dpbusd_epi32(s[1][t], a1, ba);
+			s[0][t] = _mm256_dpbusd_epi32(s[0][t], h0, bh);
+			s[1][t] = _mm256_dpbusd_epi32(s[1][t], h1, bh);
+		}
+	}
+	for (int h = 0; h < 2; h++)
+		for (int t = 0; t < nt; t++)
+			acc[h][t] = block_tail(acc[h][t], g + h * gs, s[h][t],
+					       dy[(size_t)t * X8_PREPARED]);
+}
+
 /* q5_0: the unpacking of block_q5_0x8 (the AND, the GF(2) affine map and the merge) once
  * for the tokens; each token's a and 8h sums are the matvec's integers. */
 static inline __attribute__((always_inline)) void
@@ -213,7 +263,7 @@ void krn_avx512_matmul_x8_q5_0(float *y, size_t ldy, const void *w, size_t rows,
 			       size_t r1)
 {
 	x8_matmul(y, ldy, w, rows, xq, ldx, n_tok, n / KRN_QK, r0, r1, sizeof(block_q5_0), 16,
-		  mm_q5_0);
+		  mm_q5_0, NULL);
 }
 
 void krn_avx512_matmul_x8_q8_0(float *y, size_t ldy, const void *w, size_t rows,
@@ -221,7 +271,7 @@ void krn_avx512_matmul_x8_q8_0(float *y, size_t ldy, const void *w, size_t rows,
 			       size_t r1)
 {
 	x8_matmul(y, ldy, w, rows, xq, ldx, n_tok, n / KRN_QK, r0, r1, sizeof(block_q8_0), 128,
-		  mm_q8_0);
+		  mm_q8_0, mm2_q8_0);
 }
 
 void krn_avx512_matmul_x8_q4_0(float *y, size_t ldy, const void *w, size_t rows,
@@ -229,7 +279,7 @@ void krn_avx512_matmul_x8_q4_0(float *y, size_t ldy, const void *w, size_t rows,
 			       size_t r1)
 {
 	x8_matmul(y, ldy, w, rows, xq, ldx, n_tok, n / KRN_QK, r0, r1, sizeof(block_q4_0), 8,
-		  mm_q4_0);
+		  mm_q4_0, mm2_q4_0);
 }
 
 /* ---- q4_1 and q5_1 (x8_legacy.h's Q8_1 driver) ------------------------------------------------
