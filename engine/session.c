@@ -58,6 +58,11 @@
 /* The smallest chunk, in rows: ~100 KB of a stories110M matrix, a few microseconds of
  * streaming, well above the cost of claiming it (one contended compare-and-swap). */
 #define MIN_CHUNK_ROWS 32
+/* The smallest chunk of a pass of several tokens: each call of a multi-token kernel prepares
+ * every token's activation blocks again (x8_legacy.h's per-block sums, x8_kquants.h's), work
+ * that a 32-row chunk spends as much time on as on its rows; at 2 threads that preparation
+ * had been 3.3% of a stories110M q8_0 prefill (perf record -e cpu-clock). */
+#define MIN_CHUNK_ROWS_TOKENS 128
 
 /* Activations quantized for non-F32 weights (quants.h): one slot per activation type a weight
  * type may ask for (its vec_dot_type), and per input vector, so that Q, K and V (or the fused
@@ -214,7 +219,8 @@ static bool take(struct eng_session *s, int work, int rows, int align, int min, 
 /* A matvec's next rows, in 16-row multiples. */
 static bool take_rows(struct eng_session *s, int work, int rows, int *a, int *b)
 {
-	return take(s, work, rows, ROW_ALIGN, MIN_CHUNK_ROWS, a, b);
+	return take(s, work, rows, ROW_ALIGN, s->n_tok > 1 ? MIN_CHUNK_ROWS_TOKENS : MIN_CHUNK_ROWS,
+		    a, b);
 }
 
 /* The vector x (n values) quantized to type t for this thread, converted on first use since
@@ -504,16 +510,15 @@ static void store_k_f16(const struct eng_session *s, int q, int l, int pos, cons
 			int b)
 {
 	uint16_t *d = (uint16_t *)s->key_cache + kv_row(s, q, l, pos);
-	for (int i = a; i < b; i++)
-		d[i] = krn_fp32_to_fp16(k[i]);
+	/* the table's f16 conversion: ref's bytes (types.h), eight at a time on x86 */
+	s->qops->quantize_act[KRN_TYPE_F16](k + a, d + a, (size_t)(b - a));
 }
 
 static void store_v_f16(const struct eng_session *s, int q, int l, int pos, const float *v, int a,
 			int b)
 {
 	uint16_t *d = (uint16_t *)s->value_cache + kv_row(s, q, l, pos);
-	for (int i = a; i < b; i++)
-		d[i] = krn_fp32_to_fp16(v[i]);
+	s->qops->quantize_act[KRN_TYPE_F16](v + a, d + a, (size_t)(b - a));
 }
 
 /* As attend_f32, position by position, so that each position's keys and values of these
@@ -683,7 +688,8 @@ static void attention(struct eng_session *s, struct worker *w, int tid, int l)
 	act_reset(w, VEC_XB);
 	act_reset(w, VEC_HB);
 	while (take(s, work + WORK_QKV, s->qkv_dim, s->qkv_align,
-		    imax(MIN_CHUNK_ROWS, s->qkv_align), &a, &b)) {
+		    imax(s->n_tok > 1 ? MIN_CHUNK_ROWS_TOKENS : MIN_CHUNK_ROWS, s->qkv_align), &a,
+		    &b)) {
 		s->arch->qkv(s, w, l, a, b);
 		qkv_finish(s, l, a, b);
 	}
