@@ -258,12 +258,49 @@ mm_q5_0(__m256 *acc, const uint8_t *g, const block_q8_0 *const *ys, const int32_
 				    dy[(size_t)t * X8_PREPARED]);
 }
 
+/* q5_0, two groups: mm_q5_0's unpacking for each, the activation dwords shared */
+static inline __attribute__((always_inline)) void
+mm2_q5_0(__m256 (*acc)[X8_MM_TOK], const uint8_t *g, size_t gs, const block_q8_0 *const *ys,
+	 const int32_t *base, const float *dy, int nt)
+{
+	const __m256i low5 = _mm256_set1_epi8(0x1f), top3 = _mm256_set1_epi8((char)0xe0);
+	__m256i sa[2][X8_MM_TOK], sh[2][X8_MM_TOK];
+	for (int t = 0; t < nt; t++) {
+		sa[0][t] = sa[1][t] = _mm256_set1_epi32(base[(size_t)t * X8_PREPARED]);
+		sh[0][t] = sh[1][t] = _mm256_setzero_si256();
+	}
+	for (int c = 0; c < 4; c++) {
+		const long long m = (long long)(1ull << (2 * c) << 32 | 1ull << (2 * c + 1) << 24);
+		__m256i a[2], h8[2];
+		for (int h = 0; h < 2; h++) {
+			__m256i q = loadu(g + h * gs + 16 + 32 * c);
+			__m256i l = _mm256_gf2p8affine_epi64_epi8(loadu(g + h * gs + 144),
+								  _mm256_set1_epi64x(m), 0);
+			h8[h] = _mm256_ternarylogic_epi32(q, l, top3, 0xec);
+			a[h] = _mm256_and_si256(q, low5);
+		}
+		for (int t = 0; t < nt; t++) {
+			__m256i ba = bcast4(ys[t]->qs + 4 * c), bh = bcast4(ys[t]->qs + 16 + 4 * c);
+			for (int h = 0; h < 2; h++) {
+				sa[h][t] = _mm256_dpbusd_epi32(sa[h][t], a[h], ba);
+				sh[h][t] = _mm256_dpbusd_epi32(sh[h][t], h8[h], bh);
+			}
+		}
+	}
+	for (int h = 0; h < 2; h++)
+		for (int t = 0; t < nt; t++)
+			acc[h][t] = block_tail(acc[h][t], g + h * gs,
+					       _mm256_add_epi32(sa[h][t],
+								_mm256_srai_epi32(sh[h][t], 3)),
+					       dy[(size_t)t * X8_PREPARED]);
+}
+
 void krn_avx512_matmul_x8_q5_0(float *y, size_t ldy, const void *w, size_t rows,
 			       const void *xq, size_t ldx, size_t n_tok, size_t n, size_t r0,
 			       size_t r1)
 {
 	x8_matmul(y, ldy, w, rows, xq, ldx, n_tok, n / KRN_QK, r0, r1, sizeof(block_q5_0), 16,
-		  mm_q5_0, NULL);
+		  mm_q5_0, mm2_q5_0);
 }
 
 void krn_avx512_matmul_x8_q8_0(float *y, size_t ldy, const void *w, size_t rows,
