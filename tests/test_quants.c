@@ -475,7 +475,7 @@ static void check_x8(const struct krn_quant_ops *ops, const struct krn_quant_ops
  * bits krn_quant_matvec(_x8) gives it alone: plain rows (13 rows, not a multiple of eight: the
  * fallback over row blocks) for every type, and x8 rows for every type with a layout (the
  * table's own matmul_x8 where it has one), over token counts around the kernels' register
- * blocks (4 legacy, 2 K-quants) and chunks (16), on a range of three groups that starts inside
+ * blocks (4 legacy, 2 or 4 K-quants) and chunks (16), on a range of three groups that starts inside
  * the tensor (kernels that take groups two at a time do a pair and an odd one), and row lengths of one and several tiles (18176 columns: four), and for the types of
  * one element a block an odd one (4099: f16/bf16 x8 rows end inside their four chains). */
 static void check_matmul(const struct krn_quant_ops *ops)

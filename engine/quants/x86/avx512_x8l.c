@@ -127,7 +127,11 @@ void krn_avx512_matvec_x8_q4_0(float *y, const void *w, size_t rows, const void 
  * Each 32-byte vector of quants is loaded (and for q4_0 split into its two nibbles) once and
  * multiplied into X8_MM_TOK tokens' chains, the activation dword a broadcast memory operand of
  * vpdpbusd. The integer sums are exact, so their order is free; the float tail is
- * block_tail's, token by token, as the matvec's. */
+ * block_tail's, token by token, as the matvec's. q8_0, q4_0 and q5_0 take two groups at once
+ * (mm2_*, x8_legacy.h's x8_mm2_group), each activation dword broadcast into a register once
+ * for both: 64 tokens of 768 columns in cache (tests/bench_quants, 2.6 GHz Zen 4, shared,
+ * indicative) q8_0 135 -> 176, q4_0 74 -> 94, q5_0 81 -> 91 GB/s of weights x tokens, near
+ * two vpdpbusd a cycle for q8_0 and q4_0. */
 
 static inline __m256i dot_bcast(__m256i acc, __m256i u, const int8_t *p)
 {
