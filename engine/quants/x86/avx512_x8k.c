@@ -28,6 +28,22 @@ static inline __m256i dot_bcast(__m256i acc, __m256i u, const int8_t *p)
 	return acc;
 }
 
+/* 16 activation bytes in both halves */
+static inline __m256i bcast16(const int8_t *p)
+{
+	return _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)p));
+}
+
+/* dword k (a constant) of each 128-bit half of v in every lane of that half (of a bcast16:
+ * in all eight); written out since vpshufd takes its selector as an immediate */
+static inline __m256i dword_of(__m256i v, int k)
+{
+	return k == 0 ? _mm256_shuffle_epi32(v, 0x00)
+	       : k == 1 ? _mm256_shuffle_epi32(v, 0x55)
+	       : k == 2 ? _mm256_shuffle_epi32(v, 0xaa)
+			: _mm256_shuffle_epi32(v, 0xff);
+}
+
 /* pshufb control: byte j of every dword, zero-extended to the dword */
 static inline __m256i byte_of_dword(int j)
 {
@@ -158,18 +174,24 @@ block_q6_Kx8(__m256 acc, const uint8_t *g, const block_q8_K *y, const void *prep
 	__m256i even = _mm256_setzero_si256(), odd = _mm256_setzero_si256();
 	const uint8_t *p = g + 144;
 	for (int pp = 0; pp < 8; pp++, p += 192) {
-		__m256i sa = _mm256_set1_epi32(off[2 * pp]);
-		__m256i sb = _mm256_set1_epi32(off[2 * pp + 1]);
+		/* two chains of two per sub-block, added when the pair is done: chains of four
+		 * vpdpbusd left the loop waiting on their latency (exact integers: any order) */
+		__m256i sa2[2] = { _mm256_set1_epi32(off[2 * pp]), _mm256_setzero_si256() };
+		__m256i sb2[2] = { _mm256_set1_epi32(off[2 * pp + 1]), _mm256_setzero_si256() };
+		/* b's activation dwords out of one load by vpshufd, a's by broadcast loads: all
+		 * by loads, or all by shuffles, ran 1-2 GB/s slower */
+		const __m256i yb = bcast16(y->qs + 32 * pp + 16);
 		for (int k = 0; k < 4; k++) {
-			const int8_t *a = y->qs + 32 * pp + 4 * k;
 			__m256i v = loadu(p + 32 * k);
 			__m256i l = _mm256_gf2p8affine_epi64_epi8(loadu(p + 128 + 32 * (k / 2)),
 								  bits_move(4 * (k % 2), 2, 4), 0);
 			/* (v & top2) | l: ternary-logic table (A & C) | B */
 			__m256i b4 = _mm256_ternarylogic_epi32(v, l, top2, 0xec);
-			sa = dot_bcast(sa, _mm256_and_si256(v, low6), a);
-			sb = dot_bcast(sb, b4, a + 16);
+			sa2[k / 2] = dot_bcast(sa2[k / 2], _mm256_and_si256(v, low6),
+					       y->qs + 32 * pp + 4 * k);
+			sb2[k / 2] = _mm256_dpbusd_epi32(sb2[k / 2], b4, dword_of(yb, k));
 		}
+		__m256i sa = _mm256_add_epi32(sa2[0], sa2[1]), sb = _mm256_add_epi32(sb2[0], sb2[1]);
 		/* the pair's scales, eight bytes each, sign-extended by vpmovsxbd from memory */
 		const uint8_t *sc = g + 16 + 16 * pp;
 		__m256i sca = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)sc));
