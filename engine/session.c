@@ -58,6 +58,11 @@
 /* The smallest chunk, in rows: ~100 KB of a stories110M matrix, a few microseconds of
  * streaming, well above the cost of claiming it (one contended compare-and-swap). */
 #define MIN_CHUNK_ROWS 32
+/* The smallest chunk of a pass of several tokens: each call of a multi-token kernel prepares
+ * every token's activation blocks again (x8_legacy.h's per-block sums, x8_kquants.h's), work
+ * that a 32-row chunk spends as much time on as on its rows; at 2 threads that preparation
+ * had been 3.3% of a stories110M q8_0 prefill (perf record -e cpu-clock). */
+#define MIN_CHUNK_ROWS_TOKENS 128
 
 /* Activations quantized for non-F32 weights (quants.h): one slot per activation type a weight
  * type may ask for (its vec_dot_type), and per input vector, so that Q, K and V (or the fused
@@ -214,7 +219,8 @@ static bool take(struct eng_session *s, int work, int rows, int align, int min, 
 /* A matvec's next rows, in 16-row multiples. */
 static bool take_rows(struct eng_session *s, int work, int rows, int *a, int *b)
 {
-	return take(s, work, rows, ROW_ALIGN, MIN_CHUNK_ROWS, a, b);
+	return take(s, work, rows, ROW_ALIGN, s->n_tok > 1 ? MIN_CHUNK_ROWS_TOKENS : MIN_CHUNK_ROWS,
+		    a, b);
 }
 
 /* The vector x (n values) quantized to type t for this thread, converted on first use since
@@ -326,6 +332,33 @@ static void norm_rms(float *out, const float *x, const float *w, const float *b,
 		out[i] = w[i] * (scale * x[i]);
 }
 
+/* norm_rms on n_tok rows of x (ld floats apart) into out (the same): four rows at a time,
+ * so that four sums in double, each still in norm_rms's order, run side by side; one row's
+ * sum is a chain of dependent additions, and prefill's norms had been 2% of its time. */
+static void norm_rms_rows(float *out, const float *x, size_t ld, int n_tok, const float *w,
+			  int n, float eps)
+{
+	int t = 0;
+	for (; t + 4 <= n_tok; t += 4) {
+		const float *x0 = x + (size_t)t * ld;
+		double ss[4] = { 0.0, 0.0, 0.0, 0.0 };
+		for (int i = 0; i < n; i++)
+			for (int k = 0; k < 4; k++) {
+				float v = x0[(size_t)k * ld + (size_t)i];
+				ss[k] += (double)(v * v);
+			}
+		for (int k = 0; k < 4; k++) {
+			float scale = 1.0f / sqrtf((float)(ss[k] / n) + eps);
+			const float *xk = x0 + (size_t)k * ld;
+			float *o = out + (size_t)(t + k) * ld;
+			for (int i = 0; i < n; i++)
+				o[i] = w[i] * (scale * xk[i]);
+		}
+	}
+	for (; t < n_tok; t++)
+		norm_rms(out + (size_t)t * ld, x + (size_t)t * ld, w, NULL, n, eps);
+}
+
 /* LayerNorm (Ba et al. 2016) with weight and bias, the sums in double as ggml's norm does. */
 static void norm_layer(float *out, const float *x, const float *w, const float *b, int n,
 		       float eps)
@@ -350,13 +383,18 @@ static void rope_norm(const struct eng_session *s, int k, float *vec, int a, int
 {
 	const float *cs = s->rope_cos + (size_t)k * (size_t)(s->n_rot / 2);
 	const float *sn_ = s->rope_sin + (size_t)k * (size_t)(s->n_rot / 2);
-	for (int i = a; i < b; i += 2) {
-		int j = (i % s->head_size) / 2;
-		if (2 * j >= s->n_rot)
-			continue;
-		float c = cs[j], sn = sn_[j], v0 = vec[i], v1 = vec[i + 1];
-		vec[i] = v0 * c - v1 * sn;
-		vec[i + 1] = v0 * sn + v1 * c;
+	/* head by head, so that the inner loop has no division and the compiler vectorizes it
+	 * (the same operations on each pair) */
+	int hs = s->head_size, rot = imin(s->n_rot, hs);
+	for (int i = a; i < b;) {
+		int h = i - i % hs, end = imin(b, h + rot);
+		float *v = vec + h;
+		for (int j = (i - h) / 2; h + 2 * j < end; j++) {
+			float c = cs[j], sn = sn_[j], v0 = v[2 * j], v1 = v[2 * j + 1];
+			v[2 * j] = v0 * c - v1 * sn;
+			v[2 * j + 1] = v0 * sn + v1 * c;
+		}
+		i = h + hs;
 	}
 }
 
@@ -504,16 +542,15 @@ static void store_k_f16(const struct eng_session *s, int q, int l, int pos, cons
 			int b)
 {
 	uint16_t *d = (uint16_t *)s->key_cache + kv_row(s, q, l, pos);
-	for (int i = a; i < b; i++)
-		d[i] = krn_fp32_to_fp16(k[i]);
+	/* the table's f16 conversion: ref's bytes (types.h), eight at a time on x86 */
+	s->qops->quantize_act[KRN_TYPE_F16](k + a, d + a, (size_t)(b - a));
 }
 
 static void store_v_f16(const struct eng_session *s, int q, int l, int pos, const float *v, int a,
 			int b)
 {
 	uint16_t *d = (uint16_t *)s->value_cache + kv_row(s, q, l, pos);
-	for (int i = a; i < b; i++)
-		d[i] = krn_fp32_to_fp16(v[i]);
+	s->qops->quantize_act[KRN_TYPE_F16](v + a, d + a, (size_t)(b - a));
 }
 
 /* As attend_f32, position by position, so that each position's keys and values of these
@@ -557,6 +594,42 @@ static void attend_f16(struct eng_session *s, struct worker *w, int l, int k, in
 		for (int h = h0; h < h1; h++)
 			s->qops->axpy_f16(xb + (size_t)h * hs, s->att[(size_t)h * ctx + (size_t)t],
 					  vrow + (size_t)(h / kv_mul) * hs, hs);
+	}
+}
+
+/* attend_f16 for a token of a pass of several (prefill), head by head: each head's scores
+ * over the positions by one krn_dot_f16_rows and its weighted values by one
+ * krn_axpy_f16_rows, the same operations as attend_f16's calls per position and head, so the
+ * same bits; a pass's cache rows were written just before and are read from the caches, so
+ * the position-major order that decode needs buys nothing here, while a call per position and
+ * head had made attention 15% of a stories110M prefill (perf record -e cpu-clock). */
+static void attend_f16_pass(struct eng_session *s, struct worker *w, int l, int k, int h0, int h1)
+{
+	const float *qk = s->qkv + (size_t)k * (size_t)s->qkv_dim;
+	float *xb = s->xb + (size_t)k * (size_t)s->q_dim;
+	int pos = s->tpos[k];
+	size_t hs = (size_t)s->head_size, kv = (size_t)s->kv_dim, ctx = (size_t)s->ctx_len;
+	size_t n_pos = (size_t)pos + 1;
+	int kv_mul = s->n_heads / s->n_kv_heads;
+	const uint16_t *keys = (const uint16_t *)s->key_cache + kv_row(s, s->tseq[k], l, 0);
+	const uint16_t *values = (const uint16_t *)s->value_cache + kv_row(s, s->tseq[k], l, 0);
+	krn_from_float_fn to_f16 = s->qops->quantize_act[KRN_TYPE_F16];
+	float scale = 1.0f / sqrtf((float)s->head_size);
+	uint16_t *p16 = w->h16 + s->q_dim;
+	to_f16(qk + (size_t)h0 * hs, w->h16, (size_t)(h1 - h0) * hs);
+	for (int h = h0; h < h1; h++) {
+		float *att = s->att + (size_t)h * ctx;
+		size_t kvh = (size_t)(h / kv_mul) * hs;
+		krn_dot_f16_rows(s->qops, hs, att, keys + kvh, kv, n_pos,
+				 w->h16 + (size_t)(h - h0) * hs);
+		for (size_t t = 0; t < n_pos; t++)
+			att[t] *= scale;
+		softmax(att, pos + 1);
+		to_f16(att, p16, n_pos);
+		for (size_t t = 0; t < n_pos; t++)
+			att[t] = krn_fp16_to_fp32(p16[t]);
+		memset(xb + (size_t)h * hs, 0, hs * sizeof(float));
+		krn_axpy_f16_rows(s->qops, xb + (size_t)h * hs, att, values + kvh, kv, n_pos, hs);
 	}
 }
 
@@ -606,13 +679,15 @@ struct kv_traits {
 	/* The same, block-streaming (ENG_ATTN_BLOCKED). */
 	void (*attend_blocked)(struct eng_session *s, struct worker *w, int l, int k, int h0,
 			       int h1);
+	/* attend's bits for a token of a pass of several, whose cache rows are in the caches */
+	void (*attend_pass)(struct eng_session *s, struct worker *w, int l, int k, int h0, int h1);
 };
 
 static const struct kv_traits kv_traits[] = {
 	[ENG_KV_F32] = { "f32", sizeof(float), store_k_f32, store_v_f32, attend_f32,
-			 attend_blocked_f32 },
+			 attend_blocked_f32, attend_f32 },
 	[ENG_KV_F16] = { "f16", sizeof(uint16_t), store_k_f16, store_v_f16, attend_f16,
-			 attend_blocked_f16 },
+			 attend_blocked_f16, attend_f16_pass },
 };
 
 /* After rows [a, b) of q | k | v are computed for every token of the pass: RoPE on q and k,
@@ -666,6 +741,10 @@ static void qkv_falcon(struct eng_session *s, struct worker *w, int l, int a, in
 static void norm_rows(const struct eng_session *s, struct worker *w, const float *nw,
 		      const float *nb)
 {
+	if (s->arch->norm == norm_rms) {
+		norm_rms_rows(w->xn, s->x, (size_t)s->dim, s->n_tok, nw, s->dim, s->m->hp.norm_eps);
+		return;
+	}
 	for (int t = 0; t < s->n_tok; t++)
 		s->arch->norm(w->xn + (size_t)t * (size_t)s->dim, s->x + (size_t)t * (size_t)s->dim,
 			      nw, nb, s->dim, s->m->hp.norm_eps);
@@ -683,7 +762,8 @@ static void attention(struct eng_session *s, struct worker *w, int tid, int l)
 	act_reset(w, VEC_XB);
 	act_reset(w, VEC_HB);
 	while (take(s, work + WORK_QKV, s->qkv_dim, s->qkv_align,
-		    imax(MIN_CHUNK_ROWS, s->qkv_align), &a, &b)) {
+		    imax(s->n_tok > 1 ? MIN_CHUNK_ROWS_TOKENS : MIN_CHUNK_ROWS, s->qkv_align), &a,
+		    &b)) {
 		s->arch->qkv(s, w, l, a, b);
 		qkv_finish(s, l, a, b);
 	}
@@ -691,12 +771,18 @@ static void attention(struct eng_session *s, struct worker *w, int tid, int l)
 	/* An even share of heads per claim, so that each thread's heads are one contiguous
 	 * piece of every cache row; a late thread's share still goes to whoever is free. The
 	 * thread that holds a head runs it for every token of the pass (s->att is per head). */
+	/* A pass of one sequence's tokens (a prompt's chunk, a verification) reads cache rows it
+	 * has just written or read: attend_pass. A batch of sequences' steps reads each one's
+	 * cache as decode does. */
+	bool pass = s->n_tok > 1 && s->tseq[0] == s->tseq[s->n_tok - 1];
 	while (take(s, work + WORK_HEADS, s->n_heads, 1, s->heads_share, &a, &b))
 		for (int t = 0; t < s->n_tok; t++) {
 			bool blocked = s->attn == ENG_ATTN_BLOCKED ||
 				       (s->attn == ENG_ATTN_AUTO &&
 					s->tpos[t] + 1 >= ENG_ATTN_AUTO_POSITIONS);
-			(blocked ? s->kv->attend_blocked : s->kv->attend)(s, w, l, t, a, b);
+			(blocked ? s->kv->attend_blocked
+			 : pass	 ? s->kv->attend_pass
+				 : s->kv->attend)(s, w, l, t, a, b);
 		}
 	eng_pool_barrier(s->pool, tid);
 }

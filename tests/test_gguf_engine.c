@@ -786,8 +786,9 @@ out:
 	json_decref(ref);
 }
 
-/* eng_session_prefill in chunks of 1, 3, 8 and 64 tokens, on 1 and 2 threads, gives the last
- * prompt token's logits with the bits that stepping token by token gives (the multi-token
+/* eng_session_prefill in chunks of 1, 3, 8 and 64 tokens, on 1 and 2 threads, with an F32 and
+ * an F16 cache, gives the last prompt token's logits with the bits that stepping token by
+ * token gives (the multi-token
  * kernels promise each token the one-token kernels' bits), within the fixture's tolerance of
  * llama.cpp's, and a prompt split in two calls (the second from pos0 > 0, on the cache the
  * first wrote) gives the same. */
@@ -815,46 +816,52 @@ static void prefill_one(const char *name, json_t *tols, enum eng_load_mode load)
 	for (int i = 0; i < n && i < 64; i++)
 		tok[i] = (int)json_integer_value(json_array_get(toks, (size_t)i));
 	float *lg = malloc((size_t)n * (size_t)V * sizeof(float));
-	struct eng_session_options so = { .threads = 1, .kv_type = ENG_KV_F32 };
-	T_EQ_INT(run_tokens(m, &so, tok, n, lg, NULL), 0);
-	const float *want_last = lg + (size_t)(n - 1) * (size_t)V,
-		    *want_split = lg + (size_t)(n - 5) * (size_t)V;
 	double worst = 0.0;
 	char key[24];
 	snprintf(key, sizeof(key), "%d", n - 1);
 	json_t *row = json_object_get(full, key);
-	for (size_t c = 0; c < sizeof(chunks) / sizeof(chunks[0]); c++)
-		for (int threads = 1; threads <= 2; threads++) {
-			struct eng_session *s = NULL;
-			struct eng_session_options po = { .threads = threads, .kv_type = ENG_KV_F32,
-							  .prefill_chunk = chunks[c] };
-			const float *got = NULL;
-			if (eng_session_new(&s, m, &po, &err)) {
-				T_FAIL_AT(__FILE__, __LINE__, "%s: %s", name, err.text);
-				continue;
+	/* both caches: an F16 cache's prefill attends through its own path (attend_f16_pass) */
+	static const enum eng_kv_type kvs[] = { ENG_KV_F32, ENG_KV_F16 };
+	for (size_t kt = 0; kt < sizeof(kvs) / sizeof(kvs[0]); kt++) {
+		struct eng_session_options so = { .threads = 1, .kv_type = kvs[kt] };
+		T_EQ_INT(run_tokens(m, &so, tok, n, lg, NULL), 0);
+		const float *want_last = lg + (size_t)(n - 1) * (size_t)V,
+			    *want_split = lg + (size_t)(n - 5) * (size_t)V;
+		for (size_t c = 0; c < sizeof(chunks) / sizeof(chunks[0]); c++)
+			for (int threads = 1; threads <= 2; threads++) {
+				struct eng_session *s = NULL;
+				struct eng_session_options po = { .threads = threads, .kv_type = kvs[kt],
+								  .prefill_chunk = chunks[c] };
+				const float *got = NULL;
+				if (eng_session_new(&s, m, &po, &err)) {
+					T_FAIL_AT(__FILE__, __LINE__, "%s: %s", name, err.text);
+					continue;
+				}
+				T_EQ_INT(eng_session_prefill(s, tok, n, 0, &got, NULL), 0);
+				if (got && memcmp(got, want_last, (size_t)V * sizeof(float)))
+					T_FAIL_AT(__FILE__, __LINE__, "%s: prefill in chunks of %d on %d "
+						  "threads, %s cache: logits differ from the "
+						  "token-by-token path", name, chunks[c], threads,
+						  kvs[kt] == ENG_KV_F16 ? "F16" : "F32");
+				/* llama.cpp's logits are the fixture's: against the F32 cache */
+				for (int v = 0; got && kvs[kt] == ENG_KV_F32 && v < V; v++)
+					worst = fmax(worst, fabs((double)got[v] -
+							    json_number_value(json_array_get(row, (size_t)v))));
+				/* in two calls: n - 4 tokens, then 4 more after them */
+				T_EQ_INT(eng_session_prefill(s, tok, n - 4, 0, &got, NULL), 0);
+				T_ASSERT(got && !memcmp(got, want_split, (size_t)V * sizeof(float)));
+				T_EQ_INT(eng_session_prefill(s, tok + n - 4, 4, n - 4, &got, NULL), 0);
+				T_ASSERT(got && !memcmp(got, want_last, (size_t)V * sizeof(float)));
+				T_EQ_INT(eng_session_prefill(s, tok, 1, n + 1, &got, NULL), -EINVAL);
+				t_checks += 2;
+				eng_session_free(s);
 			}
-			T_EQ_INT(eng_session_prefill(s, tok, n, 0, &got, NULL), 0);
-			if (got && memcmp(got, want_last, (size_t)V * sizeof(float)))
-				T_FAIL_AT(__FILE__, __LINE__, "%s: prefill in chunks of %d on %d "
-					  "threads: logits differ from the token-by-token path",
-					  name, chunks[c], threads);
-			for (int v = 0; got && v < V; v++)
-				worst = fmax(worst, fabs((double)got[v] -
-						    json_number_value(json_array_get(row, (size_t)v))));
-			/* in two calls: n - 4 tokens, then 4 more after them */
-			T_EQ_INT(eng_session_prefill(s, tok, n - 4, 0, &got, NULL), 0);
-			T_ASSERT(got && !memcmp(got, want_split, (size_t)V * sizeof(float)));
-			T_EQ_INT(eng_session_prefill(s, tok + n - 4, 4, n - 4, &got, NULL), 0);
-			T_ASSERT(got && !memcmp(got, want_last, (size_t)V * sizeof(float)));
-			T_EQ_INT(eng_session_prefill(s, tok, 1, n + 1, &got, NULL), -EINVAL);
-			t_checks += 2;
-			eng_session_free(s);
-		}
+	}
 	if (!(worst <= tol))
 		T_FAIL_AT(__FILE__, __LINE__, "%s: prefill's last logits %.3g from llama.cpp's > %.3g",
 			  name, worst, tol);
 	printf("%-20s %-6s prefill in chunks of 1, 3, 8, 64 on 1-2 threads: the token-by-token "
-	       "bits; max |d| %.2e from llama.cpp's\n", name,
+	       "bits (F32 and F16 caches); max |d| %.2e from llama.cpp's\n", name,
 	       load == ENG_LOAD_REPACK ? "repack" : "mmap", worst);
 	free(lg);
 	eng_model_close(m);

@@ -481,14 +481,14 @@ static void check_x8(const struct krn_quant_ops *ops, const struct krn_quant_ops
  * bits krn_quant_matvec(_x8) gives it alone: plain rows (13 rows, not a multiple of eight: the
  * fallback over row blocks) for every type, and x8 rows for every type with a layout (the
  * table's own matmul_x8 where it has one), over token counts around the kernels' register
- * blocks (4 legacy, 2 K-quants) and chunks (16), on a range of groups that starts inside the
- * tensor, and row lengths of one and several tiles (18176 columns: four), and for the types of
+ * blocks (4 legacy, 2 or 4 K-quants) and chunks (16), on a range of three groups that starts inside
+ * the tensor (kernels that take groups two at a time do a pair and an odd one), and row lengths of one and several tiles (18176 columns: four), and for the types of
  * one element a block an odd one (4099: f16/bf16 x8 rows end inside their four chains). */
 static void check_matmul(const struct krn_quant_ops *ops)
 {
 	static const size_t lengths[] = { 256, 768, 4544, 18176, 4099 };
 	static const size_t tokens[] = { 1, 2, 3, 5, 17, 21 };
-	const size_t rows_x8 = 3 * KRN_X8, rows_plain = 13, n_tok_max = 21;
+	const size_t rows_x8 = 4 * KRN_X8, rows_plain = 13, n_tok_max = 21;
 	for (size_t k = 0; k < N_WEIGHT_TYPES; k++) {
 		uint32_t t = weight_types[k], vt = krn_type_traits(t)->vec_dot_type;
 		for (size_t l = 0; l < sizeof(lengths) / sizeof(lengths[0]); l++) {
@@ -496,7 +496,7 @@ static void check_matmul(const struct krn_quant_ops *ops)
 			if (!rb || (l == 3 && !krn_x8_layout(t)))
 				continue;
 			float *act = malloc(n * sizeof(float));
-			float *y = calloc(n_tok_max * rows_x8, sizeof(float)), y1[3 * KRN_X8];
+			float *y = calloc(n_tok_max * rows_x8, sizeof(float)), y1[4 * KRN_X8];
 			uint8_t *w = malloc(rows_x8 * rb), *x8 = malloc(rows_x8 * rb),
 				*tmp = malloc(krn_x8_repack_scratch(t, n, rows_x8)),
 				*aq = malloc(n_tok_max * ab);
@@ -608,6 +608,44 @@ static void check_axpy_f16(const struct krn_quant_ops *ops, const struct krn_qua
 	}
 }
 
+/* krn_dot_f16_rows and krn_axpy_f16_rows (the table's row kernels where it has them) give the
+ * bits of the table's vec_dot[F16] and axpy_f16 called row by row: attention's prefill path
+ * against decode's. Row lengths around the kernels' 16- and 64-element steps and past their
+ * 256-element buffer; rows apart by more than their length, as in a KV cache. */
+static void check_f16_rows(const struct krn_quant_ops *ops)
+{
+	static const size_t lengths[] = { 1, 8, 15, 16, 64, 72, 128, 136, 300 };
+	enum { ROWS = 13, LD = 320 };
+	static uint16_t x[ROWS * LD], y16[LD];
+	for (size_t k = 0; k < sizeof(lengths) / sizeof(lengths[0]); k++) {
+		size_t n = lengths[k];
+		float s[ROWS], s1, a[ROWS], y[LD + 1], y1[LD + 1];
+		for (size_t i = 0; i < ROWS * LD; i++)
+			x[i] = krn_fp32_to_fp16(2.0f * next_unit());
+		for (size_t i = 0; i < n; i++) {
+			y16[i] = krn_fp32_to_fp16(2.0f * next_unit());
+			y[i] = y1[i] = next_unit();
+		}
+		y[n] = y1[n] = 12345.0f;
+		for (size_t r = 0; r < ROWS; r++)
+			a[r] = next_unit();
+		krn_dot_f16_rows(ops, n, s, x, LD, ROWS, y16);
+		krn_axpy_f16_rows(ops, y, a, x, LD, ROWS, n);
+		for (size_t r = 0; r < ROWS; r++) {
+			ops->vec_dot[KRN_TYPE_F16](n, &s1, x + r * LD, y16);
+			ops->axpy_f16(y1, a[r], x + r * LD, n);
+			if (memcmp(&s1, &s[r], sizeof(s1)))
+				T_FAIL_AT(__FILE__, __LINE__, "%s dot_f16_rows n %zu row %zu: %.9g, "
+					  "vec_dot %.9g", ops->name, n, r, s[r], s1);
+			t_checks++;
+		}
+		if (memcmp(y, y1, (n + 1) * sizeof(float)))
+			T_FAIL_AT(__FILE__, __LINE__, "%s axpy_f16_rows n %zu: not axpy_f16's bits",
+				  ops->name, n);
+		t_checks++;
+	}
+}
+
 static void check_isas_vs_ref(void)
 {
 	size_t n_ops;
@@ -662,6 +700,7 @@ static void check_isas_vs_ref(void)
 		check_matmul(ops);
 		check_act_ties(ops, ref);
 		check_axpy_f16(ops, ref);
+		check_f16_rows(ops);
 	}
 	free(act);
 	free(w);

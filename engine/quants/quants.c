@@ -112,3 +112,25 @@ void krn_quant_matvec(const struct krn_quant_ops *ops, uint32_t t, float *y, con
 	for (size_t r = r0; r < r1; r++, p += row)
 		dot(n, &y[r], p, xq);
 }
+
+void krn_dot_f16_rows(const struct krn_quant_ops *ops, size_t n, float *s, const uint16_t *x,
+		      size_t ldx, size_t rows, const uint16_t *y)
+{
+	if (ops->dot_f16_rows) {
+		ops->dot_f16_rows(n, s, x, ldx, rows, y);
+		return;
+	}
+	for (size_t r = 0; r < rows; r++)
+		ops->vec_dot[KRN_TYPE_F16](n, s + r, x + r * ldx, y);
+}
+
+void krn_axpy_f16_rows(const struct krn_quant_ops *ops, float *y, const float *a,
+		       const uint16_t *x, size_t ldx, size_t rows, size_t n)
+{
+	if (ops->axpy_f16_rows) {
+		ops->axpy_f16_rows(y, a, x, ldx, rows, n);
+		return;
+	}
+	for (size_t r = 0; r < rows; r++)
+		ops->axpy_f16(y, a[r], x + r * ldx, n);
+}

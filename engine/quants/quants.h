@@ -84,4 +84,13 @@ void krn_quant_matmul(const struct krn_quant_ops *ops, uint32_t t, bool x8, floa
 		      size_t ldy, const void *w, size_t rows, const void *xq, size_t ldx,
 		      size_t n_tok, size_t n, size_t r0, size_t r1);
 
+/* Attention over `rows` cached F16 positions (rows ldx elements apart): s[r] = row r of x . y
+ * (n elements each), and y[i] += a[r] * x[r * ldx + i] for r in order, i < n. The table's
+ * dot_f16_rows / axpy_f16_rows where it has them, else its vec_dot[F16] / axpy_f16 row by
+ * row: the same bits either way. */
+void krn_dot_f16_rows(const struct krn_quant_ops *ops, size_t n, float *s, const uint16_t *x,
+		      size_t ldx, size_t rows, const uint16_t *y);
+void krn_axpy_f16_rows(const struct krn_quant_ops *ops, float *y, const float *a,
+		       const uint16_t *x, size_t ldx, size_t rows, size_t n);
+
 #endif

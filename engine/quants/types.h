@@ -265,6 +265,14 @@ struct krn_quant_ops {
 	/* y[i] += a * x[i] for f16 x: attention's weighted sum over an f16 value cache, one
 	 * position's row at a time. Taken from base, then ref, when NULL. */
 	void (*axpy_f16)(float *y, float a, const uint16_t *x, size_t n);
+	/* Optional, never filled from base (each must give this table's own vec_dot[F16] and
+	 * axpy_f16 bits); NULL: krn_dot_f16_rows and krn_axpy_f16_rows loop those. Attention
+	 * over a run of cached positions: s[r] = x row r . y (rows ldx apart), and y[i] +=
+	 * a[r] * x[r * ldx + i] row after row. */
+	void (*dot_f16_rows)(size_t n, float *s, const uint16_t *x, size_t ldx, size_t rows,
+			     const uint16_t *y);
+	void (*axpy_f16_rows)(float *y, const float *a, const uint16_t *x, size_t ldx, size_t rows,
+			      size_t n);
 };
 
 /* ---- Rows interleaved by eight (the x8 layout) ---------------------------------------------

@@ -209,21 +209,21 @@ void krn_avx2_matmul_x8_q5_0(float *y, size_t ldy, const void *w, size_t rows, c
 			     size_t ldx, size_t n_tok, size_t n, size_t r0, size_t r1)
 {
 	x8_matmul(y, ldy, w, rows, xq, ldx, n_tok, n / KRN_QK, r0, r1, sizeof(block_q5_0), 16,
-		  mm_q5_0);
+		  mm_q5_0, NULL);
 }
 
 void krn_avx2_matmul_x8_q8_0(float *y, size_t ldy, const void *w, size_t rows, const void *xq,
 			     size_t ldx, size_t n_tok, size_t n, size_t r0, size_t r1)
 {
 	x8_matmul(y, ldy, w, rows, xq, ldx, n_tok, n / KRN_QK, r0, r1, sizeof(block_q8_0), 0,
-		  mm_q8_0);
+		  mm_q8_0, NULL);
 }
 
 void krn_avx2_matmul_x8_q4_0(float *y, size_t ldy, const void *w, size_t rows, const void *xq,
 			     size_t ldx, size_t n_tok, size_t n, size_t r0, size_t r1)
 {
 	x8_matmul(y, ldy, w, rows, xq, ldx, n_tok, n / KRN_QK, r0, r1, sizeof(block_q4_0), 8,
-		  mm_q4_0);
+		  mm_q4_0, NULL);
 }
 
 /* ---- q4_1 and q5_1 (x8_legacy.h's Q8_1 driver) ------------------------------------------------

@@ -28,6 +28,22 @@ static inline __m256i dot_bcast(__m256i acc, __m256i u, const int8_t *p)
 	return acc;
 }
 
+/* 16 activation bytes in both halves */
+static inline __m256i bcast16(const int8_t *p)
+{
+	return _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)p));
+}
+
+/* dword k (a constant) of each 128-bit half of v in every lane of that half (of a bcast16:
+ * in all eight); written out since vpshufd takes its selector as an immediate */
+static inline __m256i dword_of(__m256i v, int k)
+{
+	return k == 0 ? _mm256_shuffle_epi32(v, 0x00)
+	       : k == 1 ? _mm256_shuffle_epi32(v, 0x55)
+	       : k == 2 ? _mm256_shuffle_epi32(v, 0xaa)
+			: _mm256_shuffle_epi32(v, 0xff);
+}
+
 /* pshufb control: byte j of every dword, zero-extended to the dword */
 static inline __m256i byte_of_dword(int j)
 {
@@ -158,18 +174,24 @@ block_q6_Kx8(__m256 acc, const uint8_t *g, const block_q8_K *y, const void *prep
 	__m256i even = _mm256_setzero_si256(), odd = _mm256_setzero_si256();
 	const uint8_t *p = g + 144;
 	for (int pp = 0; pp < 8; pp++, p += 192) {
-		__m256i sa = _mm256_set1_epi32(off[2 * pp]);
-		__m256i sb = _mm256_set1_epi32(off[2 * pp + 1]);
+		/* two chains of two per sub-block, added when the pair is done: chains of four
+		 * vpdpbusd left the loop waiting on their latency (exact integers: any order) */
+		__m256i sa2[2] = { _mm256_set1_epi32(off[2 * pp]), _mm256_setzero_si256() };
+		__m256i sb2[2] = { _mm256_set1_epi32(off[2 * pp + 1]), _mm256_setzero_si256() };
+		/* b's activation dwords out of one load by vpshufd, a's by broadcast loads: all
+		 * by loads, or all by shuffles, ran 1-2 GB/s slower */
+		const __m256i yb = bcast16(y->qs + 32 * pp + 16);
 		for (int k = 0; k < 4; k++) {
-			const int8_t *a = y->qs + 32 * pp + 4 * k;
 			__m256i v = loadu(p + 32 * k);
 			__m256i l = _mm256_gf2p8affine_epi64_epi8(loadu(p + 128 + 32 * (k / 2)),
 								  bits_move(4 * (k % 2), 2, 4), 0);
 			/* (v & top2) | l: ternary-logic table (A & C) | B */
 			__m256i b4 = _mm256_ternarylogic_epi32(v, l, top2, 0xec);
-			sa = dot_bcast(sa, _mm256_and_si256(v, low6), a);
-			sb = dot_bcast(sb, b4, a + 16);
+			sa2[k / 2] = dot_bcast(sa2[k / 2], _mm256_and_si256(v, low6),
+					       y->qs + 32 * pp + 4 * k);
+			sb2[k / 2] = _mm256_dpbusd_epi32(sb2[k / 2], b4, dword_of(yb, k));
 		}
+		__m256i sa = _mm256_add_epi32(sa2[0], sa2[1]), sb = _mm256_add_epi32(sb2[0], sb2[1]);
 		/* the pair's scales, eight bytes each, sign-extended by vpmovsxbd from memory */
 		const uint8_t *sc = g + 16 + 16 * pp;
 		__m256i sca = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)sc));
@@ -207,38 +229,34 @@ void krn_avx512_matvec_x8_q6_K(float *y, const void *w, size_t rows, const void 
 
 /* ---- Several tokens at once ------------------------------------------------------------------
  *
- * q4_K: each vector of quants loaded and split into its nibbles once for X8K_MM_TOK tokens'
- * eight sub-block chains, and the tail's unpacking of the eight rows' scales and mins (k4_tail's,
- * the same operations) once for all of them; each token's integer sums and float steps are
- * k4_tail's, so it gets the matvec's bits. */
-static inline __attribute__((always_inline)) void
-mm_k4_tail(__m256 *acc, const uint8_t *g, const block_q8_K *const *ys, const void *const *preps,
-	   __m256i s[][8], int nt, int shift)
+ * q4_K and q6_K: each vector of quants loaded and unpacked once for X8K_MM_TOK_MAX tokens
+ * (x8k_matmul_tok), one sub-block pair at a time: its two chains a token take the pair's
+ * scales as soon as they are complete, so a token keeps four integer vectors (two chains,
+ * even, odd) and not eight chains. The integer sums are exact, so their order is free; each
+ * token's float steps are the matvec's, and it gets the matvec's bits. q5_K: the eight chains
+ * of block_q5_Kx8 for X8K_MM_TOK tokens. */
+
+/* k4_tail's unpacking of the eight rows' scales (sc) and mins (mn) */
+static inline __attribute__((always_inline)) void k4_scales(const uint8_t *g, __m256i sc[2],
+							     __m256i mn[2])
 {
 	const __m256i m6 = _mm256_set1_epi8(0x3f), m4 = _mm256_set1_epi8(0x0f);
 	__m256i w0 = loadu(g + 32), w1 = loadu(g + 64), w2 = loadu(g + 96);
-	__m256i sc[2] = {
-		_mm256_and_si256(w0, m6),
-		_mm256_and_si256(_mm256_ternarylogic_epi32(w2, _mm256_srli_epi32(w0, 2), m4, 0xe4),
-				 m6),
-	};
-	__m256i mn[2] = {
-		_mm256_and_si256(w1, m6),
-		_mm256_and_si256(_mm256_ternarylogic_epi32(_mm256_srli_epi32(w2, 4),
+	sc[0] = _mm256_and_si256(w0, m6);
+	sc[1] = _mm256_and_si256(_mm256_ternarylogic_epi32(w2, _mm256_srli_epi32(w0, 2), m4, 0xe4),
+				 m6);
+	mn[0] = _mm256_and_si256(w1, m6);
+	mn[1] = _mm256_and_si256(_mm256_ternarylogic_epi32(_mm256_srli_epi32(w2, 4),
 							   _mm256_srli_epi32(w1, 2), m4, 0xe4),
-				 m6),
-	};
-	__m256i even[X8K_MM_TOK], odd[X8K_MM_TOK];
-	for (int t = 0; t < nt; t++)
-		even[t] = odd[t] = _mm256_setzero_si256();
-	for (int j = 0; j < 8; j += 2) {
-		__m256i se = _mm256_shuffle_epi8(sc[j / 4], byte_of_dword(j % 4));
-		__m256i so = _mm256_shuffle_epi8(sc[j / 4], byte_of_dword(j % 4 + 1));
-		for (int t = 0; t < nt; t++) {
-			even[t] = _mm256_add_epi32(even[t], _mm256_mullo_epi32(s[t][j], se));
-			odd[t] = _mm256_add_epi32(odd[t], _mm256_mullo_epi32(s[t][j + 1], so));
-		}
-	}
+				 m6);
+}
+
+/* k4_tail from the scaled sums even and odd on: the mins and the float steps, per token */
+static inline __attribute__((always_inline)) void
+mm_k4_finish(__m256 *acc, const uint8_t *g, const block_q8_K *const *ys,
+	     const void *const *preps, const __m256i mn[2], const __m256i *even,
+	     const __m256i *odd, int nt, int shift)
+{
 	const __m256 hd = halves8(g), hm = halves8(g + 16);
 	for (int t = 0; t < nt; t++) {
 		const int8_t *prep = preps[t];
@@ -255,27 +273,59 @@ mm_k4_tail(__m256 *acc, const uint8_t *g, const block_q8_K *const *ys, const voi
 	}
 }
 
+/* q5_K's tail: its eight chains a token (s) scaled, then mm_k4_finish */
+static inline __attribute__((always_inline)) void
+mm_k4_tail(__m256 *acc, const uint8_t *g, const block_q8_K *const *ys, const void *const *preps,
+	   __m256i s[][8], int nt, int shift)
+{
+	__m256i sc[2], mn[2];
+	k4_scales(g, sc, mn);
+	__m256i even[X8K_MM_TOK], odd[X8K_MM_TOK];
+	for (int t = 0; t < nt; t++)
+		even[t] = odd[t] = _mm256_setzero_si256();
+	for (int j = 0; j < 8; j += 2) {
+		__m256i se = _mm256_shuffle_epi8(sc[j / 4], byte_of_dword(j % 4));
+		__m256i so = _mm256_shuffle_epi8(sc[j / 4], byte_of_dword(j % 4 + 1));
+		for (int t = 0; t < nt; t++) {
+			even[t] = _mm256_add_epi32(even[t], _mm256_mullo_epi32(s[t][j], se));
+			odd[t] = _mm256_add_epi32(odd[t], _mm256_mullo_epi32(s[t][j + 1], so));
+		}
+	}
+	mm_k4_finish(acc, g, ys, preps, mn, even, odd, nt, shift);
+}
+
+/* q4_K: pair c (sub-blocks 2c, 2c + 1) is the nibbles of chunk c of each q, 128 bytes apart */
 static inline __attribute__((always_inline)) void
 mm_q4_K(__m256 *acc, const uint8_t *g, const block_q8_K *const *ys, const void *const *preps,
 	int nt)
 {
 	const __m256i lo = _mm256_set1_epi8(0x0f), hi = _mm256_set1_epi8((char)0xf0);
-	__m256i s[X8K_MM_TOK][8];
+	__m256i sc[2], mn[2];
+	k4_scales(g, sc, mn);
+	__m256i even[X8K_MM_TOK_MAX], odd[X8K_MM_TOK_MAX];
 	for (int t = 0; t < nt; t++)
-		for (int j = 0; j < 8; j++)
-			s[t][j] = _mm256_setzero_si256();
-	const uint8_t *p = g + 128;
-	for (int q = 0; q < 8; q++)
-		for (int c = 0; c < 4; c++, p += 32) {
-			__m256i v = loadu(p);
+		even[t] = odd[t] = _mm256_setzero_si256();
+	for (int c = 0; c < 4; c++) {
+		__m256i s0[X8K_MM_TOK_MAX], s1[X8K_MM_TOK_MAX];
+		for (int t = 0; t < nt; t++)
+			s0[t] = s1[t] = _mm256_setzero_si256();
+		for (int q = 0; q < 8; q++) {
+			__m256i v = loadu(g + 128 + 32 * (4 * q + c));
 			__m256i vl = _mm256_and_si256(v, lo), vh = _mm256_and_si256(v, hi);
 			for (int t = 0; t < nt; t++) {
 				const int8_t *a = ys[t]->qs + 64 * c + 4 * q;
-				s[t][2 * c] = dot_bcast(s[t][2 * c], vl, a);
-				s[t][2 * c + 1] = dot_bcast(s[t][2 * c + 1], vh, a + 32);
+				s0[t] = dot_bcast(s0[t], vl, a);
+				s1[t] = dot_bcast(s1[t], vh, a + 32);
 			}
 		}
-	mm_k4_tail(acc, g, ys, preps, s, nt, 4);
+		__m256i se = _mm256_shuffle_epi8(sc[c / 2], byte_of_dword(2 * c % 4));
+		__m256i so = _mm256_shuffle_epi8(sc[c / 2], byte_of_dword(2 * c % 4 + 1));
+		for (int t = 0; t < nt; t++) {
+			even[t] = _mm256_add_epi32(even[t], _mm256_mullo_epi32(s0[t], se));
+			odd[t] = _mm256_add_epi32(odd[t], _mm256_mullo_epi32(s1[t], so));
+		}
+	}
+	mm_k4_finish(acc, g, ys, preps, mn, even, odd, nt, 4);
 }
 
 /* q5_K: block_q5_Kx8's unpacking once for the tokens, the tail mm_k4_tail's (odd sub-blocks
@@ -319,8 +369,8 @@ void krn_avx512_matmul_x8_q4_K(float *y, size_t ldy, const void *w, size_t rows,
 			       const void *xq, size_t ldx, size_t n_tok, size_t n, size_t r0,
 			       size_t r1)
 {
-	x8k_matmul(y, ldy, w, rows, xq, ldx, n_tok, n / KRN_QK_K, r0, r1, sizeof(block_q4_K),
-		   k4_prepare, mm_q4_K);
+	x8k_matmul_tok(y, ldy, w, rows, xq, ldx, n_tok, n / KRN_QK_K, r0, r1, sizeof(block_q4_K),
+		       k4_prepare, mm_q4_K, X8K_MM_TOK_MAX);
 }
 
 /* q6_K: block_q6_Kx8's unpacking (the AND, the GF(2) affine map, the merge) and its pairs'
@@ -331,12 +381,12 @@ mm_q6_K(__m256 *acc, const uint8_t *g, const block_q8_K *const *ys, const void *
 	int nt)
 {
 	const __m256i low6 = _mm256_set1_epi8(0x3f), top2 = _mm256_set1_epi8((char)0xc0);
-	__m256i even[X8K_MM_TOK], odd[X8K_MM_TOK];
+	__m256i even[X8K_MM_TOK_MAX], odd[X8K_MM_TOK_MAX];
 	for (int t = 0; t < nt; t++)
 		even[t] = odd[t] = _mm256_setzero_si256();
 	const uint8_t *p = g + 144;
 	for (int pp = 0; pp < 8; pp++, p += 192) {
-		__m256i sa[X8K_MM_TOK], sb[X8K_MM_TOK];
+		__m256i sa[X8K_MM_TOK_MAX], sb[X8K_MM_TOK_MAX];
 		for (int t = 0; t < nt; t++) {
 			const int32_t *off = preps[t];
 			sa[t] = _mm256_set1_epi32(off[2 * pp]);
@@ -374,8 +424,8 @@ void krn_avx512_matmul_x8_q6_K(float *y, size_t ldy, const void *w, size_t rows,
 			       const void *xq, size_t ldx, size_t n_tok, size_t n, size_t r0,
 			       size_t r1)
 {
-	x8k_matmul(y, ldy, w, rows, xq, ldx, n_tok, n / KRN_QK_K, r0, r1, sizeof(block_q6_K),
-		   q6_prepare, mm_q6_K);
+	x8k_matmul_tok(y, ldy, w, rows, xq, ldx, n_tok, n / KRN_QK_K, r0, r1, sizeof(block_q6_K),
+		       q6_prepare, mm_q6_K, X8K_MM_TOK_MAX);
 }
 
 /* ---- q2_K ---------------------------------------------------------------------------------

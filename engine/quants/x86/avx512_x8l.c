@@ -127,7 +127,11 @@ void krn_avx512_matvec_x8_q4_0(float *y, const void *w, size_t rows, const void 
  * Each 32-byte vector of quants is loaded (and for q4_0 split into its two nibbles) once and
  * multiplied into X8_MM_TOK tokens' chains, the activation dword a broadcast memory operand of
  * vpdpbusd. The integer sums are exact, so their order is free; the float tail is
- * block_tail's, token by token, as the matvec's. */
+ * block_tail's, token by token, as the matvec's. q8_0, q4_0 and q5_0 take two groups at once
+ * (mm2_*, x8_legacy.h's x8_mm2_group), each activation dword broadcast into a register once
+ * for both: 64 tokens of 768 columns in cache (tests/bench_quants, 2.6 GHz Zen 4, shared,
+ * indicative) q8_0 135 -> 176, q4_0 74 -> 94, q5_0 81 -> 91 GB/s of weights x tokens, near
+ * two vpdpbusd a cycle for q8_0 and q4_0. */
 
 static inline __m256i dot_bcast(__m256i acc, __m256i u, const int8_t *p)
 {
@@ -180,6 +184,56 @@ mm_q4_0(__m256 *acc, const uint8_t *g, const block_q8_0 *const *ys, const int32_
 				    dy[(size_t)t * X8_PREPARED]);
 }
 
+/* Two groups (x8_mm2_block_fn): each token's activation dword broadcast into a register
+ * once, for both groups' chains; one chain per group and token (the eight are independent). */
+static inline __attribute__((always_inline)) void
+mm2_q8_0(__m256 (*acc)[X8_MM_TOK], const uint8_t *g, size_t gs, const block_q8_0 *const *ys,
+	 const int32_t *base, const float *dy, int nt)
+{
+	__m256i s[2][X8_MM_TOK];
+	for (int t = 0; t < nt; t++)
+		s[0][t] = s[1][t] = _mm256_set1_epi32(base[(size_t)t * X8_PREPARED]);
+	for (int c = 0; c < 8; c++) {
+		__m256i v0 = loadu(g + 16 + 32 * c), v1 = loadu(g + gs + 16 + 32 * c);
+		for (int t = 0; t < nt; t++) {
+			__m256i b = bcast4(ys[t]->qs + 4 * c);
+			s[0][t] = _mm256_dpbusd_epi32(s[0][t], v0, b);
+			s[1][t] = _mm256_dpbusd_epi32(s[1][t], v1, b);
+		}
+	}
+	for (int h = 0; h < 2; h++)
+		for (int t = 0; t < nt; t++)
+			acc[h][t] = block_tail(acc[h][t], g + h * gs, s[h][t],
+					       dy[(size_t)t * X8_PREPARED]);
+}
+
+static inline __attribute__((always_inline)) void
+mm2_q4_0(__m256 (*acc)[X8_MM_TOK], const uint8_t *g, size_t gs, const block_q8_0 *const *ys,
+	 const int32_t *base, const float *dy, int nt)
+{
+	const __m256i lo = _mm256_set1_epi8(0x0f);
+	__m256i s[2][X8_MM_TOK];
+	for (int t = 0; t < nt; t++)
+		s[0][t] = s[1][t] = _mm256_set1_epi32(base[(size_t)t * X8_PREPARED]);
+	for (int c = 0; c < 4; c++) {
+		__m256i q0 = loadu(g + 16 + 32 * c), q1 = loadu(g + gs + 16 + 32 * c);
+		__m256i a0 = _mm256_and_si256(q0, lo), a1 = _mm256_and_si256(q1, lo);
+		__m256i h0 = _mm256_and_si256(_mm256_srli_epi16(q0, 4), lo);
+		__m256i h1 = _mm256_and_si256(_mm256_srli_epi16(q1, 4), lo);
+		for (int t = 0; t < nt; t++) {
+			__m256i ba = bcast4(ys[t]->qs + 4 * c), bh = bcast4(ys[t]->qs + 16 + 4 * c);
+			s[0][t] = _mm256_dpbusd_epi32(s[0][t], a0, ba);
+			s[1][t] = _mm256_dpbusd_epi32(s[1][t], a1, ba);
+			s[0][t] = _mm256_dpbusd_epi32(s[0][t], h0, bh);
+			s[1][t] = _mm256_dpbusd_epi32(s[1][t], h1, bh);
+		}
+	}
+	for (int h = 0; h < 2; h++)
+		for (int t = 0; t < nt; t++)
+			acc[h][t] = block_tail(acc[h][t], g + h * gs, s[h][t],
+					       dy[(size_t)t * X8_PREPARED]);
+}
+
 /* q5_0: the unpacking of block_q5_0x8 (the AND, the GF(2) affine map and the merge) once
  * for the tokens; each token's a and 8h sums are the matvec's integers. */
 static inline __attribute__((always_inline)) void
@@ -208,12 +262,49 @@ mm_q5_0(__m256 *acc, const uint8_t *g, const block_q8_0 *const *ys, const int32_
 				    dy[(size_t)t * X8_PREPARED]);
 }
 
+/* q5_0, two groups: mm_q5_0's unpacking for each, the activation dwords shared */
+static inline __attribute__((always_inline)) void
+mm2_q5_0(__m256 (*acc)[X8_MM_TOK], const uint8_t *g, size_t gs, const block_q8_0 *const *ys,
+	 const int32_t *base, const float *dy, int nt)
+{
+	const __m256i low5 = _mm256_set1_epi8(0x1f), top3 = _mm256_set1_epi8((char)0xe0);
+	__m256i sa[2][X8_MM_TOK], sh[2][X8_MM_TOK];
+	for (int t = 0; t < nt; t++) {
+		sa[0][t] = sa[1][t] = _mm256_set1_epi32(base[(size_t)t * X8_PREPARED]);
+		sh[0][t] = sh[1][t] = _mm256_setzero_si256();
+	}
+	for (int c = 0; c < 4; c++) {
+		const long long m = (long long)(1ull << (2 * c) << 32 | 1ull << (2 * c + 1) << 24);
+		__m256i a[2], h8[2];
+		for (int h = 0; h < 2; h++) {
+			__m256i q = loadu(g + h * gs + 16 + 32 * c);
+			__m256i l = _mm256_gf2p8affine_epi64_epi8(loadu(g + h * gs + 144),
+								  _mm256_set1_epi64x(m), 0);
+			h8[h] = _mm256_ternarylogic_epi32(q, l, top3, 0xec);
+			a[h] = _mm256_and_si256(q, low5);
+		}
+		for (int t = 0; t < nt; t++) {
+			__m256i ba = bcast4(ys[t]->qs + 4 * c), bh = bcast4(ys[t]->qs + 16 + 4 * c);
+			for (int h = 0; h < 2; h++) {
+				sa[h][t] = _mm256_dpbusd_epi32(sa[h][t], a[h], ba);
+				sh[h][t] = _mm256_dpbusd_epi32(sh[h][t], h8[h], bh);
+			}
+		}
+	}
+	for (int h = 0; h < 2; h++)
+		for (int t = 0; t < nt; t++)
+			acc[h][t] = block_tail(acc[h][t], g + h * gs,
+					       _mm256_add_epi32(sa[h][t],
+								_mm256_srai_epi32(sh[h][t], 3)),
+					       dy[(size_t)t * X8_PREPARED]);
+}
+
 void krn_avx512_matmul_x8_q5_0(float *y, size_t ldy, const void *w, size_t rows,
 			       const void *xq, size_t ldx, size_t n_tok, size_t n, size_t r0,
 			       size_t r1)
 {
 	x8_matmul(y, ldy, w, rows, xq, ldx, n_tok, n / KRN_QK, r0, r1, sizeof(block_q5_0), 16,
-		  mm_q5_0);
+		  mm_q5_0, mm2_q5_0);
 }
 
 void krn_avx512_matmul_x8_q8_0(float *y, size_t ldy, const void *w, size_t rows,
@@ -221,7 +312,7 @@ void krn_avx512_matmul_x8_q8_0(float *y, size_t ldy, const void *w, size_t rows,
 			       size_t r1)
 {
 	x8_matmul(y, ldy, w, rows, xq, ldx, n_tok, n / KRN_QK, r0, r1, sizeof(block_q8_0), 128,
-		  mm_q8_0);
+		  mm_q8_0, mm2_q8_0);
 }
 
 void krn_avx512_matmul_x8_q4_0(float *y, size_t ldy, const void *w, size_t rows,
@@ -229,7 +320,7 @@ void krn_avx512_matmul_x8_q4_0(float *y, size_t ldy, const void *w, size_t rows,
 			       size_t r1)
 {
 	x8_matmul(y, ldy, w, rows, xq, ldx, n_tok, n / KRN_QK, r0, r1, sizeof(block_q4_0), 8,
-		  mm_q4_0);
+		  mm_q4_0, mm2_q4_0);
 }
 
 /* ---- q4_1 and q5_1 (x8_legacy.h's Q8_1 driver) ------------------------------------------------

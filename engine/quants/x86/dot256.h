@@ -508,6 +508,60 @@ static void axpy_f16(float *y, float a, const uint16_t *x, size_t n)
 		y[i] += a * half(x[i]);
 }
 
+/* dot_f16 of y against each row of x, row by row (types.h dot_f16_rows): the same FMA
+ * chains and the same horizontal sum, so the same bits, with y converted once and no call
+ * per row (a prefill's attention scores had been a call per position and head). */
+static void dot_f16_rows(size_t n, float *s, const uint16_t *x, size_t ldx, size_t rows,
+			 const uint16_t *y)
+{
+	float yf[256];
+	size_t n16 = n / 16 * 16;
+	if (n > sizeof(yf) / sizeof(yf[0])) {
+		for (size_t r = 0; r < rows; r++)
+			dot_f16(n, s + r, x + r * ldx, y);
+		return;
+	}
+	for (size_t i = 0; i < n16; i += 8)
+		_mm256_storeu_ps(yf + i, load_f16(y + i));
+	for (size_t r = 0; r < rows; r++) {
+		const uint16_t *k = x + r * ldx;
+		__m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+		for (size_t i = 0; i < n16; i += 16) {
+			a0 = _mm256_fmadd_ps(load_f16(k + i), _mm256_loadu_ps(yf + i), a0);
+			a1 = _mm256_fmadd_ps(load_f16(k + i + 8), _mm256_loadu_ps(yf + i + 8), a1);
+		}
+		float sum = hsum_ps(_mm256_add_ps(a0, a1));
+		for (size_t i = n16; i < n; i++)
+			sum += half(k[i]) * half(y[i]);
+		s[r] = sum;
+	}
+}
+
+/* axpy_f16 for each row r of x with a[r], in row order (types.h axpy_f16_rows), 64 elements
+ * of y held in registers across the rows instead of loaded and stored for each: each
+ * element takes the same FMAs in the same order, so the same bits. */
+static void axpy_f16_rows(float *y, const float *a, const uint16_t *x, size_t ldx, size_t rows,
+			  size_t n)
+{
+	size_t c = 0;
+	for (; c + 64 <= n; c += 64) {
+		__m256 acc[8];
+		for (int j = 0; j < 8; j++)
+			acc[j] = _mm256_loadu_ps(y + c + 8 * j);
+		for (size_t r = 0; r < rows; r++) {
+			const __m256 av = _mm256_set1_ps(a[r]);
+			const uint16_t *xr = x + r * ldx + c;
+			for (int j = 0; j < 8; j++)
+				acc[j] = _mm256_fmadd_ps(av, load_f16(xr + 8 * j), acc[j]);
+		}
+		for (int j = 0; j < 8; j++)
+			_mm256_storeu_ps(y + c + 8 * j, acc[j]);
+	}
+	if (c < n)
+		for (size_t r = 0; r < rows; r++)
+			axpy_f16(y + c, a[r], x + r * ldx + c, n - c);
+}
+
 static inline __m256 load_bf16(const uint16_t *p)
 {
 	__m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p));

@@ -114,9 +114,11 @@ x8k_matvec(float *out, const uint8_t *w, size_t rows, const block_q8_K *y, size_
  *
  * x8k_matvec's sums, token by token in the same order (so the same bits), with each
  * super-block of eight rows loaded and unpacked once for X8K_MM_TOK tokens (the per-token
- * chains of eight sub-block sums fill the registers at two). The activation is prepared per
- * tile for X8K_MM_CHUNK tokens (32 KB on the stack). */
+ * chains of eight sub-block sums fill the registers at two), or X8K_MM_TOK_MAX for kernels
+ * that keep two chains a token (x8k_matmul_tok). The activation is prepared per tile for
+ * X8K_MM_CHUNK tokens (32 KB on the stack). */
 #define X8K_MM_TOK 2
+#define X8K_MM_TOK_MAX 4
 #define X8K_MM_CHUNK 16
 
 /* acc[t] for t < nt (a constant after inlining): x8k_matvec's block on token t's
@@ -129,12 +131,12 @@ x8k_mm_group(float *y, size_t ldy, const uint8_t *g, size_t bs, const block_q8_K
 	     uint8_t (*prep)[X8K_PREPARED][X8K_SLOT], size_t len, bool first,
 	     x8k_mm_block_fn block, int nt)
 {
-	__m256 acc[X8K_MM_TOK];
+	__m256 acc[X8K_MM_TOK_MAX];
 	for (int t = 0; t < nt; t++)
 		acc[t] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(y + (size_t)t * ldy);
 	for (size_t i = 0; i < len; i++, g += KRN_X8 * bs) {
-		const block_q8_K *yi[X8K_MM_TOK];
-		const void *pi[X8K_MM_TOK];
+		const block_q8_K *yi[X8K_MM_TOK_MAX];
+		const void *pi[X8K_MM_TOK_MAX];
 		for (int t = 0; t < nt; t++) {
 			yi[t] = ys[t] + i;
 			pi[t] = prep[t][i];
@@ -145,10 +147,11 @@ x8k_mm_group(float *y, size_t ldy, const uint8_t *g, size_t bs, const block_q8_K
 		_mm256_storeu_ps(y + (size_t)t * ldy, acc[t]);
 }
 
+/* x8k_matmul with tok tokens a call of block (at most X8K_MM_TOK_MAX; a constant) */
 static inline __attribute__((always_inline)) void
-x8k_matmul(float *y, size_t ldy, const uint8_t *w, size_t rows, const uint8_t *xq, size_t ldx,
-	   size_t n_tok, size_t nb, size_t r0, size_t r1, size_t bs,
-	   void (*prepare)(const block_q8_K *y, void *slot), x8k_mm_block_fn block)
+x8k_matmul_tok(float *y, size_t ldy, const uint8_t *w, size_t rows, const uint8_t *xq,
+	       size_t ldx, size_t n_tok, size_t nb, size_t r0, size_t r1, size_t bs,
+	       void (*prepare)(const block_q8_K *y, void *slot), x8k_mm_block_fn block, int tok)
 {
 	_Alignas(64) uint8_t prep[X8K_MM_CHUNK][X8K_PREPARED][X8K_SLOT];
 	size_t tb, n_tiles = krn_x8_tiles(nb, KRN_QK_K, &tb);
@@ -167,13 +170,22 @@ x8k_matmul(float *y, size_t ldy, const uint8_t *w, size_t rows, const uint8_t *x
 				const uint8_t *g = w + (i0 * rows + r * len) * bs;
 				float *yr = y + t0 * ldy + r;
 				size_t tt = 0;
-				for (; tt + X8K_MM_TOK <= nt; tt += X8K_MM_TOK)
+				for (; tt + (size_t)tok <= nt; tt += (size_t)tok)
 					x8k_mm_group(yr + tt * ldy, ldy, g, bs, ys + tt, prep + tt,
-						     len, k == 0, block, X8K_MM_TOK);
+						     len, k == 0, block, tok);
 				for (; tt < nt; tt++)
 					x8k_mm_group(yr + tt * ldy, ldy, g, bs, ys + tt, prep + tt,
 						     len, k == 0, block, 1);
 			}
 		}
 	}
+}
+
+static inline __attribute__((always_inline)) void
+x8k_matmul(float *y, size_t ldy, const uint8_t *w, size_t rows, const uint8_t *xq, size_t ldx,
+	   size_t n_tok, size_t nb, size_t r0, size_t r1, size_t bs,
+	   void (*prepare)(const block_q8_K *y, void *slot), x8k_mm_block_fn block)
+{
+	x8k_matmul_tok(y, ldy, w, rows, xq, ldx, n_tok, nb, r0, r1, bs, prepare, block,
+		       X8K_MM_TOK);
 }

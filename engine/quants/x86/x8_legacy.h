@@ -159,11 +159,57 @@ x8_mm_group(float *y, size_t ldy, const uint8_t *g, size_t bs, const block_q8_0 
 		_mm256_storeu_ps(y + (size_t)t * ldy, _mm256_add_ps(acc0[t], acc1[t]));
 }
 
-/* krn_matmul_x8_fn for a legacy type (bs, offset and the tiles as x8_matvec's). */
+/* Two groups at once (block2 of x8_matmul): each activation dword, broadcast once, goes into
+ * both groups' chains, so a block of 16 rows and X8_MM_TOK tokens takes 2 + X8_MM_TOK loads
+ * per four columns for 2 * X8_MM_TOK vpdpbusd, where one group took 1 + X8_MM_TOK for
+ * X8_MM_TOK: the loads, not the multiplies, had been the bound. acc[h][t] is group h's
+ * (the second at g + gs) for token t; the sums of each group and token are x8_mm_group's. */
+typedef void (*x8_mm2_block_fn)(__m256 (*acc)[X8_MM_TOK], const uint8_t *g, size_t gs,
+				const block_q8_0 *const *ys, const int32_t *base, const float *dy,
+				int nt);
+
+static inline __attribute__((always_inline)) void
+x8_mm2_group(float *y, size_t ldy, const uint8_t *g, size_t gs, size_t bs,
+	     const block_q8_0 *const *ys, const struct x8_mm_act *a, size_t tt, size_t len,
+	     bool first, x8_mm2_block_fn block, int nt, size_t pf)
+{
+	__m256 acc0[2][X8_MM_TOK], acc1[2][X8_MM_TOK];
+	for (int h = 0; h < 2; h++)
+		for (int t = 0; t < nt; t++) {
+			acc0[h][t] = first ? _mm256_setzero_ps()
+					   : _mm256_loadu_ps(y + (size_t)t * ldy + h * KRN_X8);
+			acc1[h][t] = _mm256_setzero_ps();
+		}
+	size_t i = 0;
+	for (; i + 2 <= len; i += 2, g += 2 * KRN_X8 * bs) {
+		const block_q8_0 *y0[X8_MM_TOK], *y1[X8_MM_TOK];
+		x8_prefetch(g, pf, 2 * KRN_X8 * bs);
+		x8_prefetch(g + gs, pf, 2 * KRN_X8 * bs);
+		for (int t = 0; t < nt; t++) {
+			y0[t] = ys[t] + i;
+			y1[t] = ys[t] + i + 1;
+		}
+		block(acc0, g, gs, y0, &a->base[tt][i], &a->dy[tt][i], nt);
+		block(acc1, g + KRN_X8 * bs, gs, y1, &a->base[tt][i + 1], &a->dy[tt][i + 1], nt);
+	}
+	if (i < len) {
+		const block_q8_0 *y0[X8_MM_TOK];
+		for (int t = 0; t < nt; t++)
+			y0[t] = ys[t] + i;
+		block(acc0, g, gs, y0, &a->base[tt][i], &a->dy[tt][i], nt);
+	}
+	for (int h = 0; h < 2; h++)
+		for (int t = 0; t < nt; t++)
+			_mm256_storeu_ps(y + (size_t)t * ldy + h * KRN_X8,
+					 _mm256_add_ps(acc0[h][t], acc1[h][t]));
+}
+
+/* krn_matmul_x8_fn for a legacy type (bs, offset and the tiles as x8_matvec's); block2 (NULL:
+ * none) takes the groups two at a time, block the odd one left. */
 static inline __attribute__((always_inline)) void
 x8_matmul(float *y, size_t ldy, const uint8_t *w, size_t rows, const uint8_t *xq, size_t ldx,
 	  size_t n_tok, size_t nb, size_t r0, size_t r1, size_t bs, int offset,
-	  x8_mm_block_fn block)
+	  x8_mm_block_fn block, x8_mm2_block_fn block2)
 {
 	struct x8_mm_act a;
 	size_t tb, n_tiles = krn_x8_tiles(nb, KRN_QK, &tb);
@@ -180,7 +226,20 @@ x8_matmul(float *y, size_t ldy, const uint8_t *w, size_t rows, const uint8_t *xq
 					a.dy[tt][i] = krn_fp16_table[ys[tt][i].d];
 				}
 			}
-			for (size_t r = r0; r < r1; r += KRN_X8) {
+			size_t r = r0;
+			for (; block2 && r + KRN_X8 < r1; r += 2 * KRN_X8) {
+				const uint8_t *g = w + (i0 * rows + r * len) * bs;
+				float *yr = y + t0 * ldy + r;
+				size_t tt = 0, gs = KRN_X8 * len * bs;
+				size_t pf = x8_pf_distance(nt, r + KRN_X8, r1, len, bs) * 2;
+				for (; tt + X8_MM_TOK <= nt; tt += X8_MM_TOK)
+					x8_mm2_group(yr + tt * ldy, ldy, g, gs, bs, ys + tt, &a, tt,
+						     len, k == 0, block2, X8_MM_TOK, tt ? 0 : pf);
+				for (; tt < nt; tt++)
+					x8_mm2_group(yr + tt * ldy, ldy, g, gs, bs, ys + tt, &a, tt,
+						     len, k == 0, block2, 1, tt ? 0 : pf);
+			}
+			for (; r < r1; r += KRN_X8) {
 				const uint8_t *g = w + (i0 * rows + r * len) * bs;
 				float *yr = y + t0 * ldy + r;
 				size_t tt = 0;
