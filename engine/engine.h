@@ -46,8 +46,8 @@ enum eng_format {
 
 /* Where the tensors live.
  *  - ENG_LOAD_MMAP (the zero value of struct eng_model_options, so the library's default;
- *    `memwall generate` defaults to ENG_LOAD_REPACK) keeps the zero-copy file mapping: its
- *    pages fault in as the first token touches them.
+ *    `memwall generate` defaults to its own overlap mode: this, then ENG_LOAD_REPACK) keeps
+ *    the zero-copy file mapping: its pages fault in as the first token touches them.
  *  - ENG_LOAD_HUGE_COPY reads the file into anonymous memory advised for 2 MiB transparent
  *    huge pages and makes that the model's mapping (read-only; tensors are views into it, a
  *    tied classifier still aliases the embedding): for kernels and file systems that give file

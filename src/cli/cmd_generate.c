@@ -656,7 +656,7 @@ static void load_explain(const struct gen *g, char *buf, size_t n)
 {
 	const struct eng_load_report *lr = eng_model_load_report(g->model);
 	if (g->overlap) {
-		mw_overlap_explain(&g->ov, buf, n);
+		mw_overlap_explain(&g->ov, g->generated, g->t_first, g->t_end, buf, n);
 		return;
 	}
 	if (lr->mode == ENG_LOAD_MMAP) {
@@ -755,26 +755,22 @@ static void summary_print(const struct gen *g)
 			a->sparsity_map ? " (skipped by --sparsity-map)" : "");
 }
 
-/* Whether to run --load overlap: asked for, or by default on a file of
- * MW_OVERLAP_MIN_BYTES or more; never for the paths that open their own sessions. */
+/* Whether to run --load overlap: asked for, or by default (--load not given); never for the
+ * paths that open their own sessions. */
 static bool overlap_wanted(const struct gen_args *a)
 {
-	struct stat st;
 	bool own = a->batch || a->prompts_path || a->speculate;
 	if (a->overlap && own)
 		fprintf(stderr, "memwall %s: note: --batch, --prompts and --speculate open their own "
 			"sessions; loading with repack instead of overlap\n", VERB);
-	if (own)
-		return false;
-	return a->overlap || (!a->load_set && !stat(a->model, &st) &&
-			      (uint64_t)st.st_size >= MW_OVERLAP_MIN_BYTES);
+	return !own && (a->overlap || !a->load_set);
 }
 
 int mw_cmd_generate(int argc, char **argv)
 {
-	/* The fastest correct load is the default: overlap on large files (overlap_wanted),
-	 * else repack (a llama2.c checkpoint, which has nothing to interleave, is then copied
-	 * into 2 MiB pages). */
+	/* The fastest correct load is the default: overlap (overlap_wanted; its image, and the
+	 * paths without overlap, repack: a llama2.c checkpoint, which has nothing to interleave,
+	 * is then copied into 2 MiB pages). */
 	struct gen g = { .a = { .steps = 256, .threads = 1, .seed = 1, .temperature = 1.0,
 				.topp = 0.9, .kv = ENG_KV_AUTO, .load = ENG_LOAD_REPACK } };
 	/* Time to first token counts from here: the verb's start, after exec and the dynamic

@@ -3,15 +3,18 @@
  * Why: the repacked image (ENG_LOAD_REPACK, engine/hugecopy.c) decodes about 1.8x faster than
  * the file mapping, but building it costs seconds on a 5 GB model, mostly the kernel zeroing
  * fresh anonymous pages (clear_page_erms), while the mapping's first token comes in about
- * half a second. So the first token runs on the mapping while a thread of its own builds the
+ * half a second. So the first token runs on the mapping, then a thread of its own builds the
  * image; before the second token the session's state moves onto a session over the image
  * (eng_session_adopt) and the mapping is closed. The switch point is fixed (waiting for the
  * image if need be), never "whenever the image is ready", so a command always gives the same
- * tokens.
+ * tokens. The image is not built alongside the first token: that slowed the token 1.1-3.8x
+ * even with the image on a CPU of its own (README.md, "Load modes": the two compete for
+ * memory bandwidth and the kernel's page handling). A prompt over MW_OVERLAP_PROMPT_MAX
+ * tokens waits for the image instead.
  *
  * The image's thread is named "mw-image", and so are the fill threads it starts (Linux gives
  * a new thread its creator's name): that is how the first token's page faults are told from
- * the image's (/proc/self/task/TID/stat, proc(5)).
+ * the image's (/proc/self/task/TID/stat, proc(5)) when the image is built before it.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -258,7 +261,20 @@ static const char *state_name(enum mw_image_state s)
 	return (unsigned)s < sizeof(names) / sizeof(names[0]) ? names[s] : "?";
 }
 
-void mw_overlap_explain(const struct mw_overlap *ov, char *buf, size_t n)
+/* Tokens decoded after the first (whose time is the prompt's) and after the switch, per
+ * second from the switch (or the first token, if later) to the last; 0 when there are none. */
+static double rate_after_switch(const struct mw_overlap *ov, long generated, double t_first,
+				double t_end)
+{
+	long after = ov->switched_after > 1 ? ov->switched_after : 1;
+	double from = ov->switched_after >= 1 ? ov->t_switched : t_first;
+	if (ov->state != MW_IMAGE_USED || generated <= after || t_end <= from)
+		return 0;
+	return (double)(generated - after) / (t_end - from);
+}
+
+void mw_overlap_explain(const struct mw_overlap *ov, long generated, double t_first,
+			double t_end, char *buf, size_t n)
 {
 	long faults = ov->faults_first - ov->faults_loaded, major = ov->major_first - ov->major_loaded;
 	int j = ov->switched && !ov->switched_after
@@ -270,12 +286,13 @@ void mw_overlap_explain(const struct mw_overlap *ov, char *buf, size_t n)
 	if (j < 0 || (size_t)j >= n)
 		return;
 	if (ov->state == MW_IMAGE_USED)
-		snprintf(buf + j, n - (size_t)j, "repacked image on %d thread%s (CPUs %s) in %.1f "
-			 "ms, %.0f MB in 2 MiB pages, %s waited %.1f ms for it, switch %.1f ms",
+		snprintf(buf + j, n - (size_t)j, "repacked image on %d thread%s, CPUs %s, in %.1f "
+			 "ms, %.0f MB in 2 MiB pages, %s waited %.1f ms for it, switch %.1f ms, "
+			 "%.2f tok/s decode after it",
 			 ov->image_threads, ov->image_threads == 1 ? "" : "s", ov->cpus,
 			 ov->image_s * 1e3, (double)ov->huge_bytes / 1e6,
 			 ov->switched_after ? "token 2" : "the prompt", ov->wait_s * 1e3,
-			 ov->switch_s * 1e3);
+			 ov->switch_s * 1e3, rate_after_switch(ov, generated, t_first, t_end));
 	else if (ov->state == MW_IMAGE_FAILED)
 		snprintf(buf + j, n - (size_t)j, "the image failed: every token ran on the mapping");
 	else
@@ -292,10 +309,7 @@ void mw_overlap_fields(const struct mw_overlap *ov, long generated, double t_fir
 	j += snprintf(buf + j, n - (size_t)j, " image_threads=%d switch_after=%ld "
 		      "switch_wait_ms=%.3f switch_ms=%.3f", ov->image_threads, ov->switched_after,
 		      ov->wait_s * 1e3, ov->switch_s * 1e3);
-	/* The tokens after the first (whose time is the prompt's) and after the switch. */
-	long after = ov->switched_after > 1 ? ov->switched_after : 1;
-	double from = ov->switched_after >= 1 ? ov->t_switched : t_first;
-	if (j > 0 && (size_t)j < n && generated > after && t_end > from)
-		snprintf(buf + j, n - (size_t)j, " decode_after_switch_tok_s=%.3f",
-			 (double)(generated - after) / (t_end - from));
+	double r = rate_after_switch(ov, generated, t_first, t_end);
+	if (j > 0 && (size_t)j < n && r > 0)
+		snprintf(buf + j, n - (size_t)j, " decode_after_switch_tok_s=%.3f", r);
 }

@@ -14,10 +14,6 @@
  * kernels read the x8 layout, about 3x the mapping's prompt rate); shorter ones run on the
  * mapping. From a measurement on synthetic Falcon-7B Q4_K_M (README.md, "Load modes"). */
 #define MW_OVERLAP_PROMPT_MAX 16
-/* Without --load, files smaller than this load with repack: the image is ready before a
- * mapping's first token would be (README.md, "Load modes", stories110M's figures). */
-#define MW_OVERLAP_MIN_BYTES ((uint64_t)256 << 20)
-
 /* Where the image stands. */
 enum mw_image_state {
 	MW_IMAGE_BUILDING, /* the thread runs, or has not been waited for */
@@ -76,8 +72,10 @@ void mw_overlap_mark(struct mw_overlap *ov, bool first);
 /* Stops the image's thread if it still runs (cancelled: MW_IMAGE_UNUSED), frees what was not
  * used, and unhooks the cancellation flag. Safe on a zeroed ov and twice. */
 void mw_overlap_end(struct mw_overlap *ov);
-/* ", overlap: image ... " for the summary line, into buf. */
-void mw_overlap_explain(const struct mw_overlap *ov, char *buf, size_t n);
+/* ", overlap: first token on the mapping, ... tok/s decode after it" for the summary line,
+ * into buf (arguments as mw_overlap_fields'). */
+void mw_overlap_explain(const struct mw_overlap *ov, long generated, double t_first,
+			double t_end, char *buf, size_t n);
 /* The memwall-load line's overlap fields (" image=used image_ms=... switch_wait_ms=...
  * decode_after_switch_tok_s=..."), into buf: generated tokens in all, the first's and the
  * last's times (CLOCK_MONOTONIC seconds). */
