@@ -7,7 +7,7 @@
  * image; before the second token the session's state moves onto a session over the image
  * (eng_session_adopt) and the mapping is closed. The switch point is fixed (waiting for the
  * image if need be), never "whenever the image is ready", so a command always gives the same
- * tokens. The image is not built alongside the first token: that slowed the token 1.1-3.8x
+ * tokens. The image is not built alongside the first token: that slowed the token 1.1-3.9x
  * even with the image on a CPU of its own (README.md, "Load modes": the two compete for
  * memory bandwidth and the kernel's page handling). A prompt over MW_OVERLAP_PROMPT_MAX
  * tokens waits for the image instead.

@@ -56,7 +56,7 @@ struct mw_overlap {
 int mw_overlap_start(struct mw_overlap *ov, const char *path);
 /* Starts building the image on a thread of its own, on every CPU of the caller's affinity
  * mask; once (later calls do nothing). Called after the first token: built alongside it, the
- * image slowed the first token 1.1-3.8x even on a CPU of its own (README.md, "Load modes").
+ * image slowed the first token 1.1-3.9x even on a CPU of its own (README.md, "Load modes").
  * A thread that cannot start makes the image failed (the switch says so). */
 void mw_overlap_launch(struct mw_overlap *ov);
 /* The switch, once (later calls do nothing): launches the image if need be, waits for it,
