@@ -497,9 +497,11 @@ static int generate_tokens(struct gen *g)
 	const float *logits = NULL;
 	bool prefilled = !g->logits_file;
 
-	g->t_loop = g->t_prompt_end = now_seconds();
+	/* A long prompt waits for the image first: the wait is in the first token's time, not
+	 * in the prompt's. */
 	if (g->overlap && g->n_prompt > MW_OVERLAP_PROMPT_MAX)
 		overlap_switch(g, 0);
+	g->t_loop = g->t_prompt_end = now_seconds();
 	if (prefilled) {
 		if ((rc = prefill(g, &logits)))
 			return rc;

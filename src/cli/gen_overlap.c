@@ -285,14 +285,17 @@ void mw_overlap_explain(const struct mw_overlap *ov, long generated, double t_fi
 			   "major) in it, counted in its time; ", faults, major);
 	if (j < 0 || (size_t)j >= n)
 		return;
+	double r = rate_after_switch(ov, generated, t_first, t_end);
+	char rate[48] = "";
+	if (r > 0)
+		snprintf(rate, sizeof(rate), ", %.2f tok/s decode after it", r);
 	if (ov->state == MW_IMAGE_USED)
 		snprintf(buf + j, n - (size_t)j, "repacked image on %d thread%s, CPUs %s, in %.1f "
-			 "ms, %.0f MB in 2 MiB pages, %s waited %.1f ms for it, switch %.1f ms, "
-			 "%.2f tok/s decode after it",
+			 "ms, %.0f MB in 2 MiB pages, %s waited %.1f ms for it, switch %.1f ms%s",
 			 ov->image_threads, ov->image_threads == 1 ? "" : "s", ov->cpus,
 			 ov->image_s * 1e3, (double)ov->huge_bytes / 1e6,
 			 ov->switched_after ? "token 2" : "the prompt", ov->wait_s * 1e3,
-			 ov->switch_s * 1e3, rate_after_switch(ov, generated, t_first, t_end));
+			 ov->switch_s * 1e3, rate);
 	else if (ov->state == MW_IMAGE_FAILED)
 		snprintf(buf + j, n - (size_t)j, "the image failed: every token ran on the mapping");
 	else
