@@ -46,8 +46,8 @@ enum eng_format {
 
 /* Where the tensors live.
  *  - ENG_LOAD_MMAP (the zero value of struct eng_model_options, so the library's default;
- *    `memwall generate` defaults to ENG_LOAD_REPACK) keeps the zero-copy file mapping: its
- *    pages fault in as the first token touches them.
+ *    `memwall generate` defaults to its own overlap mode: this, then ENG_LOAD_REPACK) keeps
+ *    the zero-copy file mapping: its pages fault in as the first token touches them.
  *  - ENG_LOAD_HUGE_COPY reads the file into anonymous memory advised for 2 MiB transparent
  *    huge pages and makes that the model's mapping (read-only; tensors are views into it, a
  *    tied classifier still aliases the embedding): for kernels and file systems that give file
@@ -488,6 +488,27 @@ int eng_session_verify(struct eng_session *s, const int *tokens, int n, int pos0
  * most (the cache's later cells are overwritten as positions refill). -EINVAL for pos < 0 or
  * beyond the next position. */
 int eng_session_truncate(struct eng_session *s, int pos);
+/* Moves the state a session carries between steps, every sequence's KV cache and next
+ * position, from src into dst (a copy: src is left as it was), so that dst's next step gives
+ * what src's would have given on dst's model: how `memwall generate --load overlap` goes on,
+ * on the repacked image, from a first token run on the file mapping. dst's cache past the
+ * copied positions is forgotten. The sessions may differ in threads, pinning, kernels,
+ * prefill chunk and context (dst's must hold src's positions). -EINVAL, err naming the
+ * field and both values, when the models' shapes (architecture, dim, hidden_dim, layers,
+ * heads, KV heads, head size, RoPE dimensions, vocabulary), the KV cache types or the
+ * sequence counts differ. Whether the two models hold the same weights is the caller's to
+ * know (a different model's cache would give garbage, not an error). */
+int eng_session_adopt(struct eng_session *dst, const struct eng_session *src,
+		      struct eng_error *err);
+/* Sequence seq's next position (positions below it are in the cache), or -EINVAL for a seq
+ * out of range. */
+int eng_session_pos(const struct eng_session *s, int seq);
+/* Read-only view of layer layer's keys and values of sequence seq, for checks: rows of
+ * *row_bytes, position p at p * *row_bytes, valid below eng_session_pos(s, seq); borrowed,
+ * valid until eng_session_free (the next step may write past them). -EINVAL for seq or layer
+ * out of range. */
+int eng_session_kv_view(const struct eng_session *s, int seq, int layer, const void **keys,
+			const void **values, size_t *row_bytes);
 
 /* ---- Tokenizer and sampler ---------------------------------------------------------------- */
 

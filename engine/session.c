@@ -1647,3 +1647,92 @@ const char *eng_session_kernels(const struct eng_session *s)
 {
 	return s->ops->name;
 }
+
+/* ---- Moving a session's state (eng_session_adopt) ----------------------------------------
+ * What a session carries from one step to the next is its KV cache and each sequence's next
+ * position; every other buffer is a pass's scratch, refilled from the embedding row on. So
+ * this is all `memwall generate --load overlap` needs to go on, on a repacked image, from the
+ * first token run on the file mapping. */
+
+/* Why dst cannot take src's state, in err: the first shape field that differs. */
+static int adopt_check(const struct eng_session *dst, const struct eng_session *src,
+		       struct eng_error *err)
+{
+	static const char fix[] = "open both sessions over the same model file with the same "
+				  "--kv and sequence count";
+	const struct { const char *what; long d, s; } f[] = {
+		{ "architecture", (long)dst->m->arch, (long)src->m->arch },
+		{ "dim", dst->dim, src->dim },
+		{ "hidden_dim", dst->hidden_dim, src->hidden_dim },
+		{ "layers", dst->n_layers, src->n_layers },
+		{ "heads", dst->n_heads, src->n_heads },
+		{ "KV heads", dst->n_kv_heads, src->n_kv_heads },
+		{ "head size", dst->head_size, src->head_size },
+		{ "RoPE dimensions", dst->n_rot, src->n_rot },
+		{ "vocabulary", dst->vocab_size, src->vocab_size },
+		{ "sequence count", dst->n_seq, src->n_seq },
+	};
+	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
+		if (f[i].d != f[i].s)
+			return eng_error_set(err, -EINVAL, dst->m->path, ENG_NO_OFFSET,
+					     "cannot adopt the state of a session over %s: its %s is "
+					     "%ld, this session's %ld (%s)", src->m->path, f[i].what,
+					     f[i].s, f[i].d, fix);
+	if (dst->kv != src->kv)
+		return eng_error_set(err, -EINVAL, dst->m->path, ENG_NO_OFFSET,
+				     "cannot adopt the state of a session over %s: its KV cache is "
+				     "%s, this session's %s (%s)", src->m->path, src->kv->name,
+				     dst->kv->name, fix);
+	for (int q = 0; q < src->n_seq; q++)
+		if (src->next_pos[q] > dst->ctx_len)
+			return eng_error_set(err, -EINVAL, dst->m->path, ENG_NO_OFFSET,
+					     "cannot adopt the state of a session over %s: its "
+					     "sequence %d holds %d positions, this session's context "
+					     "%d (give it a context of at least %d)", src->m->path, q,
+					     src->next_pos[q], dst->ctx_len, src->next_pos[q]);
+	return 0;
+}
+
+int eng_session_adopt(struct eng_session *dst, const struct eng_session *src,
+		      struct eng_error *err)
+{
+	int rc;
+	if (dst == src)
+		return 0;
+	if ((rc = adopt_check(dst, src, err)))
+		return rc;
+	size_t row = (size_t)src->kv_dim * src->kv->elem;
+	/* Layer by layer: with different contexts the layers' regions start at different
+	 * offsets in the two caches. */
+	for (int q = 0; q < src->n_seq; q++) {
+		size_t bytes = (size_t)src->next_pos[q] * row;
+		for (int l = 0; l < src->n_layers && bytes; l++) {
+			size_t from = kv_row(src, q, l, 0) * src->kv->elem;
+			size_t to = kv_row(dst, q, l, 0) * dst->kv->elem;
+			memcpy((char *)dst->key_cache + to, (const char *)src->key_cache + from, bytes);
+			memcpy((char *)dst->value_cache + to, (const char *)src->value_cache + from,
+			       bytes);
+		}
+		dst->next_pos[q] = src->next_pos[q];
+	}
+	return 0;
+}
+
+int eng_session_pos(const struct eng_session *s, int seq)
+{
+	if (seq < 0 || seq >= s->n_seq)
+		return -EINVAL;
+	return s->next_pos[seq];
+}
+
+int eng_session_kv_view(const struct eng_session *s, int seq, int layer, const void **keys,
+			const void **values, size_t *row_bytes)
+{
+	if (seq < 0 || seq >= s->n_seq || layer < 0 || layer >= s->n_layers)
+		return -EINVAL;
+	size_t off = kv_row(s, seq, layer, 0) * s->kv->elem;
+	*keys = (const char *)s->key_cache + off;
+	*values = (const char *)s->value_cache + off;
+	*row_bytes = (size_t)s->kv_dim * s->kv->elem;
+	return 0;
+}

@@ -22,6 +22,7 @@
 #include "file.h"
 #include "mw.h"
 #include "generate.h"
+#include "gen_overlap.h"
 #include "verbs.h"
 
 #define VERB "generate"
@@ -32,120 +33,6 @@ static const char *const kv_names[] = {
 	[ENG_KV_F16] = "f16",
 };
 
-
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"usage: memwall generate -m MODEL [-z TOKENIZER] [-p PROMPT] [-n STEPS]\n"
-		"                        [--temperature T] [--topp P] [--seed S] [-t|--threads N]\n"
-		"                        [--kernels ref|auto|avx2|avx512|neon] [--ids] [--kv f32|f16]\n"
-		"                        [--populate] [--hugepages] [--load mmap|huge-copy|repack]\n"
-		"                        [--pin cpus|none]\n"
-		"                        [--hooks-bench] [--force] [--prefill-chunk N]\n"
-		"                        [--sparsity-map[=MAP]] [--sparsity-neuron] [--sparsity-verify]\n"
-		"                        [--prompt-ids ID,ID,...] [--logits FILE.json] [--report-line]\n"
-		"                        [--batch N] [--prompts FILE] [--speculate lookup[:K[:NG]]]\n"
-		"                        [--speculate draft:K --draft MODEL]\n"
-		"                        [--attention auto|naive|blocked] [--context N]\n\n"
-		"Runs a llama2.c checkpoint or a GGUF model (llama, falcon) from BOS (and the prompt)\n"
-		"and prints the text it generates as it goes, then one line on stderr: tokens, decode\n"
-		"tok/s, time to first token (model load included), kernels, threads, and whether the\n"
-		"model is synthetic.\n\n"
-		"  -m, --model FILE      llama2.c checkpoint (legacy or ak42 version 1) or GGUF file\n"
-		"  -z, --tokenizer FILE  llama2.c tokenizer.bin or a GGUF file; default: a GGUF\n"
-		"                        model's own, else tokenizer.bin beside the model, else token\n"
-		"                        ids are printed (as with --ids)\n"
-		"  -p, --prompt TEXT     text to continue (needs a tokenizer)\n"
-		"      --prompt-ids LIST token ids to feed as they are, e.g. 1,300,301 (BOS included\n"
-		"                        only if listed); replaces -p\n"
-		"      --logits FILE     write the logits of every position to FILE as JSON:\n"
-		"                        {\"full_logits\": {\"0\": [...], ...}, \"tokens\": [...]}\n"
-		"      --report-line     print \"memwall-tokens: decode=N prompt=M decode_ms=T ...\"\n"
-		"                        on stderr (src/run/adapters.h), for the external-engine runner\n"
-		"  -n, --steps N         tokens to generate after the prompt (default 256)\n"
-		"      --temperature T   0 is greedy (default 1.0)\n"
-		"      --topp P          nucleus sampling in (0, 1); 0 or 1 turns it off (default 0.9)\n"
-		"      --seed S          sampler seed; the same seed gives the same text (default 1)\n"
-		"  -t, --threads N       threads (default 1)\n"
-		"      --kernels NAME    kernel table (default auto: the best this CPU runs)\n"
-		"      --ids             print token ids, one per line, instead of text\n"
-		"      --kv TYPE         KV cache element type: auto (default: f16 for GGUF, as\n"
-		"                        llama.cpp; f32 for llama2.c), f32 or f16\n"
-		);
-	/* Two pieces: C11 promises string literals of 4095 bytes, no more. */
-	fputs(
-		"      --populate        map the model with MAP_POPULATE (fault it all in at load)\n"
-		"      --hugepages       ask for huge pages on the model's mapping (madvise)\n"
-		"      --load MODE       repack (default): the file copied into anonymous memory in\n"
-		"                        2 MiB pages in one pass on every CPU of the affinity mask,\n"
-		"                        the quantized matrices this CPU has x8 kernels for\n"
-		"                        interleaved by eight rows on the way (the layout those\n"
-		"                        kernels read, as llama.cpp's CPU repack buffers); costs the\n"
-		"                        model's size in RAM; a llama2.c checkpoint is just copied;\n"
-		"                        huge-copy: the same copy without the interleaving;\n"
-		"                        mmap: the tensors are views of the file mapping (4 KiB\n"
-		"                        pages; weights stream at 0.83-0.93x of the roof), whose\n"
-		"                        pages fault in during the first token: the summary counts\n"
-		"                        those faults and the first token's time includes them\n"
-		"      --pin cpus|none   cpus (default): thread t runs on the t-th CPU of the\n"
-		"                        affinity mask (taskset), the summary names them; none:\n"
-		"                        where the scheduler puts it\n"
-		"      --prefill-chunk N tokens of the prompt per pass over the weights (default 64;\n"
-		"                        1 runs the prompt token by token); --logits runs it token\n"
-		"                        by token, since it writes every position's logits\n"
-		"      --hooks-bench     install no-op per-token and per-phase hooks, to measure what\n"
-		"                        the instrumentation costs against a run without them\n", f);
-	fprintf(f,
-		"      --sparsity-map[=MAP]\n"
-		"                        ReLU models, one-token steps: skip, in each down projection,\n"
-		"                        the weight blocks whose activations are all exactly zero (a\n"
-		"                        block is 32 columns, or the quant block), and the up rows\n"
-		"                        whose gate is <= 0 (a row; an 8-row group when repacked):\n"
-		"                        exact. With MAP (memwall sparsity-calibrate) also the gate\n"
-		"                        and up rows and down columns of the neurons MAP marks dead:\n"
-		"                        not exact by construction. The report counts only the bytes\n"
-		"                        read, and gives the zero and skipped fractions\n"
-		"      --sparsity-neuron with --sparsity-map, F32 models: skip the down projection\n"
-		"                        per neuron (a transposed copy, one row per neuron) instead of\n"
-		"                        per 32-column block\n"
-		"      --sparsity-verify with --sparsity-map=MAP: compute the gate rows MAP skips anyway\n"
-		"                        and count the dead neurons that fired (map_misses=)\n");
-	fprintf(f,
-		"      --batch N         decode N sequences together, one token of each per pass over\n"
-		"                        the weights (each with its own KV cache and sampler, sequence\n"
-		"                        i seeded with --seed + i); each sequence's output is printed\n"
-		"                        after the run, under a \"# sequence I\" line; the summary gives\n"
-		"                        the aggregate and the per-sequence decode tok/s\n"
-		"      --prompts FILE    one prompt per line (a line \"ids:1,300,301\" gives token ids);\n"
-		"                        sequence i takes line i (cycling); without --batch, one\n"
-		"                        sequence per line\n"
-		"      --speculate lookup[:K[:NG]]\n"
-		"                        greedy decoding (needs --temperature 0) with prompt-lookup\n"
-		"                        drafts: the K tokens (default 4) that followed the last NG\n"
-		"                        tokens (default 3, else 2) earlier in the context, checked in\n"
-		"                        one pass over the weights; the output is plain greedy's, the\n"
-		"                        summary adds the acceptance rate and passes per token\n"
-		"      --speculate draft:K --draft MODEL\n"
-		"                        greedy decoding (needs --temperature 0) with a draft model:\n"
-		"                        MODEL (same vocabulary size, e.g. a smaller model of the\n"
-		"                        family) proposes K tokens greedily, the model checks them in\n"
-		"                        one pass; both caches drop the rejected ones. The output is\n"
-		"                        plain greedy's; the summary and memwall-bytes line add the\n"
-		"                        acceptance rate and weight bytes per token of both models\n"
-		"      --attention KIND  attention over the KV cache: naive (every score stored,\n"
-		"                        then softmax, then values), blocked (block-streaming: blocks\n"
-		"                        of positions that stay in L1, an online softmax), auto\n"
-		"                        (default: blocked for tokens attending over %d positions\n"
-		"                        or more); results agree to float rounding\n"
-		"      --context N       prefill N seeded tokens (BOS, then ids drawn with --seed)\n"
-		"                        instead of a prompt, then decode -n tokens at that context\n"
-		"                        (the session holds N + n positions, past the model's own\n"
-		"                        context if need be); --report-line's memwall-bytes line\n"
-		"                        gives kv_read_per_token= (scripts/bench-kv.sh)\n"
-		"      --force           run a model larger than the memory available (refused\n"
-		"                        otherwise: paging would make it crawl)\n",
-		ENG_ATTN_AUTO_POSITIONS);
-}
 
 static double now_seconds(void)
 {
@@ -331,10 +218,15 @@ static int parse_args(struct gen_args *a, int argc, char **argv)
 					       "affinity mask, the default) or none", optarg);
 			break;
 		case O_LOAD:
-			/* The engine owns the names (eng_load_mode_name). */
-			if (eng_load_mode_parse(optarg, &a->load))
-				return mw_fail(MW_EXIT_USAGE, VERB,
-					       "--load %s: give mmap, huge-copy or repack", optarg);
+			/* The engine owns its modes' names (eng_load_mode_name); overlap is this
+			 * verb's, two of them in turn. */
+			a->load_set = true;
+			a->overlap = !strcmp(optarg, "overlap");
+			if (a->overlap)
+				a->load = ENG_LOAD_REPACK;
+			else if (eng_load_mode_parse(optarg, &a->load))
+				return mw_fail(MW_EXIT_USAGE, VERB, "--load %s: give overlap, repack, "
+					       "huge-copy or mmap", optarg);
 			break;
 		case O_HOOKS: a->hooks_bench = true; break;
 		case O_PROMPT_IDS: a->prompt_ids = optarg; break;
@@ -380,7 +272,7 @@ static int parse_args(struct gen_args *a, int argc, char **argv)
 			break;
 		case O_DRAFT: a->draft = optarg; break;
 		case 'h':
-			usage(stdout);
+			mw_generate_usage(stdout);
 			return -1;
 		case ':':
 			return mw_fail(MW_EXIT_USAGE, VERB, "%s needs a value", argv[optind - 1]);
@@ -509,6 +401,8 @@ struct gen {
 	uint64_t gate_sum, up_sum, miss_sum;
 	struct eng_sparsity_map *smap; /* --sparsity-map=MAP, or NULL */
 	uint64_t unique_sum; /* weights_unique (canonical + delta models) */
+	bool overlap;        /* --load overlap: the session moves onto the image (ov) */
+	struct mw_overlap ov;
 };
 
 /* --context N: the prompt is BOS and N - 1 seeded ids (mw_context_tokens). The session gets
@@ -586,6 +480,13 @@ static int prefill(struct gen *g, const float **logits)
 	return 0;
 }
 
+/* --load overlap: the session onto the repacked image (or left on the mapping, said). */
+static void overlap_switch(struct gen *g, long after)
+{
+	mw_overlap_switch(&g->ov, &g->model, &g->session, after);
+	g->info = eng_model_info(g->model);
+}
+
 /* Feeds the prompt, then samples -n tokens, printing each as it comes. Text shows the prompt
  * too, as run.c does; --ids shows only the generated tokens. The prompt goes through
  * eng_session_prefill, except with --logits, which needs every position's logits. */
@@ -596,6 +497,10 @@ static int generate_tokens(struct gen *g)
 	const float *logits = NULL;
 	bool prefilled = !g->logits_file;
 
+	/* A long prompt waits for the image first: the wait is in the first token's time, not
+	 * in the prompt's. */
+	if (g->overlap && g->n_prompt > MW_OVERLAP_PROMPT_MAX)
+		overlap_switch(g, 0);
 	g->t_loop = g->t_prompt_end = now_seconds();
 	if (prefilled) {
 		if ((rc = prefill(g, &logits)))
@@ -604,6 +509,9 @@ static int generate_tokens(struct gen *g)
 		token = g->prompt[pos];
 	}
 	for (; g->generated < a->steps; pos++) {
+		/* The switch point is fixed, so a command always gives the same tokens. */
+		if (g->overlap && g->generated == 1)
+			overlap_switch(g, 1);
 		if (prefilled && pos + 1 == g->n_prompt) {
 			/* the prompt's last token, already run by prefill */
 		} else if ((rc = eng_session_step(g->session, token, pos, &logits, &g->bytes))) {
@@ -639,6 +547,11 @@ static int generate_tokens(struct gen *g)
 				g->t_first = now_seconds();
 				g->cpu_first = cpu_seconds();
 				getrusage(RUSAGE_SELF, &g->ru_first);
+				if (g->overlap) {
+					mw_overlap_mark(&g->ov, true);
+					if (a->steps > 1)
+						mw_overlap_launch(&g->ov);
+				}
 			}
 		}
 		if (g->tok && !a->ids)
@@ -744,6 +657,10 @@ static long faults(const struct rusage *r)
 static void load_explain(const struct gen *g, char *buf, size_t n)
 {
 	const struct eng_load_report *lr = eng_model_load_report(g->model);
+	if (g->overlap) {
+		mw_overlap_explain(&g->ov, g->generated, g->t_first, g->t_end, buf, n);
+		return;
+	}
 	if (lr->mode == ENG_LOAD_MMAP) {
 		snprintf(buf, n, ", mmap: %ld page faults (%ld major) in the first token, counted "
 			 "in its time", faults(&g->ru_first) - faults(&g->ru_loaded),
@@ -777,7 +694,7 @@ static void summary_print(const struct gen *g)
 	double prompt_s = g->t_prompt_end - g->t_loop;
 	if (prompt_s > 0)
 		snprintf(pp, sizeof(pp), ", prompt %.1f tok/s", (double)g->n_prompt / prompt_s);
-	char how[160];
+	char how[512];
 	load_explain(g, how, sizeof(how));
 	fprintf(stderr,
 		"memwall %s: %ld tokens (%d prompt), %s tok/s decode, first token %.1f ms "
@@ -801,13 +718,23 @@ static void summary_print(const struct gen *g)
 			generated - 1);
 	fputc('\n', stderr);
 	/* A line of its own, as memwall-bytes: time to first token and how the model came in. */
+	/* Under overlap: the model decoded last (the image, if used) and the faults of every
+	 * thread but the image's (gen_overlap.h). */
 	const struct eng_load_report *lr = eng_model_load_report(g->model);
+	const struct mw_overlap *ov = &g->ov;
+	char ovf[256] = "";
+	if (g->overlap)
+		mw_overlap_fields(ov, generated, g->t_first, g->t_end, ovf, sizeof(ovf));
 	fprintf(stderr, "memwall-load: mode=%s ttft_ms=%.3f load_ms=%.3f load_threads=%d "
-		"huge_page_bytes=%lld first_token_faults=%ld first_token_major_faults=%ld pin=%s\n",
-		eng_load_mode_name(lr->mode), (g->t_first - g->t0) * 1e3,
-		(g->t_loaded - g->t0) * 1e3, lr->threads, (long long)lr->huge_bytes,
-		faults(&g->ru_first) - faults(&g->ru_loaded),
-		g->ru_first.ru_majflt - g->ru_loaded.ru_majflt, eng_pin_name(a->pin));
+		"huge_page_bytes=%lld first_token_faults=%ld first_token_major_faults=%ld pin=%s"
+		"%s\n", g->overlap ? "overlap" : eng_load_mode_name(lr->mode),
+		(g->t_first - g->t0) * 1e3, (g->t_loaded - g->t0) * 1e3, lr->threads,
+		(long long)lr->huge_bytes,
+		g->overlap ? ov->faults_first - ov->faults_loaded
+			   : faults(&g->ru_first) - faults(&g->ru_loaded),
+		g->overlap ? ov->major_first - ov->major_loaded
+			   : g->ru_first.ru_majflt - g->ru_loaded.ru_majflt,
+		eng_pin_name(a->pin), ovf);
 	/* A line of its own: the memwall-tokens adapter (src/run/adapters.h) refuses keys it
 	 * does not know. */
 	fputs("memwall-bytes:", stderr);
@@ -830,10 +757,22 @@ static void summary_print(const struct gen *g)
 			a->sparsity_map ? " (skipped by --sparsity-map)" : "");
 }
 
+/* Whether to run --load overlap: asked for, or by default (--load not given); never for the
+ * paths that open their own sessions. */
+static bool overlap_wanted(const struct gen_args *a)
+{
+	bool own = a->batch || a->prompts_path || a->speculate;
+	if (a->overlap && own)
+		fprintf(stderr, "memwall %s: note: --batch, --prompts and --speculate open their own "
+			"sessions; loading with repack instead of overlap\n", VERB);
+	return !own && (a->overlap || !a->load_set);
+}
+
 int mw_cmd_generate(int argc, char **argv)
 {
-	/* The fastest correct load is the default (repack: a llama2.c checkpoint, which has
-	 * nothing to interleave, is then copied into 2 MiB pages). */
+	/* The fastest correct load is the default: overlap (overlap_wanted; its image, and the
+	 * paths without overlap, repack: a llama2.c checkpoint, which has nothing to interleave,
+	 * is then copied into 2 MiB pages). */
 	struct gen g = { .a = { .steps = 256, .threads = 1, .seed = 1, .temperature = 1.0,
 				.topp = 0.9, .kv = ENG_KV_AUTO, .load = ENG_LOAD_REPACK } };
 	/* Time to first token counts from here: the verb's start, after exec and the dynamic
@@ -855,14 +794,19 @@ int mw_cmd_generate(int argc, char **argv)
 	if (!a->force && (rc = check_memory(a->model)))
 		goto out;
 	eng_error_clear(&err);
+	g.overlap = overlap_wanted(a);
 	struct eng_model_options mopt = { .populate = a->populate, .hugepages = a->hugepages,
-					  .load = a->load };
+					  .load = g.overlap ? ENG_LOAD_MMAP : a->load };
 	if (eng_model_open(&g.model, a->model, &mopt, &err)) {
 		rc = eng_fail(MW_EXIT_USAGE, &err);
 		goto out;
 	}
+	if (g.overlap && (rc = mw_overlap_start(&g.ov, a->model)))
+		goto out;
 	g.t_loaded = now_seconds();
 	getrusage(RUSAGE_SELF, &g.ru_loaded);
+	if (g.overlap)
+		mw_overlap_mark(&g.ov, false);
 	g.info = eng_model_info(g.model);
 	if ((rc = open_tokenizer(a, g.info->format == ENG_FORMAT_GGUF, g.info->vocab_size,
 				 &g.tok)))
@@ -879,6 +823,8 @@ int mw_cmd_generate(int argc, char **argv)
 	}
 	if ((rc = prompt_encode(&g)))
 		goto out;
+	if (g.overlap && g.n_prompt > MW_OVERLAP_PROMPT_MAX)
+		mw_overlap_launch(&g.ov); /* the prompt waits for the image: start it now */
 	if (a->speculate) {
 		struct gen_open go = { .model = g.model, .info = g.info, .tok = g.tok, .t0 = g.t0,
 				       .t_loaded = g.t_loaded };
@@ -904,6 +850,7 @@ int mw_cmd_generate(int argc, char **argv)
 		}
 		sopt.sparsity_static = g.smap;
 	}
+	g.ov.sopt = sopt;
 	if (eng_session_new(&g.session, g.model, &sopt, &err)) {
 		rc = eng_fail(MW_EXIT_USAGE, &err);
 		goto out;
@@ -930,6 +877,7 @@ int mw_cmd_generate(int argc, char **argv)
 	}
 	if ((rc = generate_tokens(&g)))
 		goto out;
+	mw_overlap_end(&g.ov); /* an image no step needed is cancelled */
 	if (g.tok && !a->ids)
 		putchar('\n');
 	fflush(stdout);
@@ -945,6 +893,7 @@ out:
 	free(g.scratch);
 	eng_sampler_free(g.sampler);
 	eng_session_free(g.session);
+	mw_overlap_end(&g.ov);
 	eng_sparsity_map_free(g.smap);
 	eng_tokenizer_close(g.tok);
 	eng_model_close(g.model);

@@ -4,6 +4,7 @@
 #define MEMWALL_CLI_GENERATE_H
 
 #include <stdbool.h>
+#include <stdio.h>
 
 #include "engine.h"
 
@@ -26,6 +27,8 @@ struct gen_args {
 	bool spec_draft;          /* --speculate draft:K (K in spec_k) */
 	enum eng_kv_type kv;
 	enum eng_load_mode load;
+	/* --load overlap (gen_overlap.h); load_set: --load was given (else the default's rule) */
+	bool overlap, load_set;
 	enum eng_pin pin;
 };
 
@@ -55,6 +58,8 @@ int mw_draft_parse(const char *arg, int *k);
  * with acceptance and both models' weight bytes. Returns an MW_EXIT_* code. */
 int mw_generate_draft(const struct gen_args *a, const struct gen_open *o, const int *prompt,
 		      int n_prompt);
+/* `memwall generate --help` to f (gen_usage.c). */
+void mw_generate_usage(FILE *f);
 /* Prints a token's piece to stdout, skipping a lone control byte other than newline and tab
  * (as run.c's safe_printf does); NULL and "" print nothing (gen_print.c). */
 void mw_gen_print_piece(const char *piece);
