@@ -46,4 +46,29 @@ extern const struct krn_x8_layout krn_x8_layout_q4_K;
 extern const struct krn_x8_layout krn_x8_layout_q5_K;
 extern const struct krn_x8_layout krn_x8_layout_q6_K;
 
+/* The packers' word arithmetic (x8_legacy.c, x8_kquants.c): a 32-bit word of each of the
+ * eight rows, row r in lane r as in the layouts, so one value is one 32-byte chunk of a
+ * layout and the arithmetic on it is vector code (GCC's and clang's vector extension: the
+ * same C on every ISA). Words are gathered by building the vector from eight loads: written
+ * into an array first, they were read back before the stores had retired (a store-forwarding
+ * stall per chunk, which made q5_0's packing slower than row by row). */
+typedef uint32_t krn_x8_lanes __attribute__((vector_size(4 * KRN_X8)));
+
+static inline uint32_t krn_x8_word(const void *p, size_t off)
+{
+	uint32_t w;
+	memcpy(&w, (const uint8_t *)p + off, sizeof(w));
+	return w;
+}
+
+/* *v = the 32-bit word at byte off of each of the eight blocks. Through a pointer: a vector
+ * passed or returned by value has another ABI with AVX than without (GCC's -Wpsabi). */
+static inline void krn_x8_lanes_at(krn_x8_lanes *v, const void *const src[KRN_X8], size_t off)
+{
+	*v = (krn_x8_lanes){ krn_x8_word(src[0], off), krn_x8_word(src[1], off),
+			     krn_x8_word(src[2], off), krn_x8_word(src[3], off),
+			     krn_x8_word(src[4], off), krn_x8_word(src[5], off),
+			     krn_x8_word(src[6], off), krn_x8_word(src[7], off) };
+}
+
 #endif
