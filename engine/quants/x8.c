@@ -88,13 +88,14 @@ void krn_x8_pack(uint32_t t, void *dst, const void *src, size_t n, size_t rows, 
 	size_t n_tiles = krn_x8_tiles(nb, tr->block_size, &tb);
 	/* krn_x8_offset walked tile by tile: a tile's blocks of one group are consecutive, so the
 	 * offset is computed once per tile rather than with two divisions per block. */
-	size_t group = KRN_X8 * row_bytes, last = rows / KRN_X8 - 1;
+	size_t group = KRN_X8 * row_bytes;
 	for (size_t g = g0; g < g1; g++) {
 		const uint8_t *rows8 = (const uint8_t *)src + g * group;
-		/* The next group's bytes, fetched while this one is packed: eight rows read side by
-		 * side are eight short streams that the hardware prefetchers do not follow (without
-		 * this, packing from memory ran at 0.15-0.3x of packing from L2; Zen 4 VM). */
-		const char *next = (const char *)rows8 + (g < last ? group : 0);
+		/* The next group's bytes (of these, so that only groups g0 .. g1 - 1 are read),
+		 * fetched while this one is packed: eight rows read side by side are eight short
+		 * streams that the hardware prefetchers do not follow (without this, packing from
+		 * memory ran at 0.15-0.3x of packing from L2; Zen 4 VM). */
+		const char *next = (const char *)rows8 + (g + 1 < g1 ? group : 0);
 		for (size_t k = 0; k < n_tiles; k++) {
 			size_t i0 = k * tb, i1 = k + 1 < n_tiles ? i0 + tb : nb;
 			uint8_t *o = (uint8_t *)dst + krn_x8_offset(rows, nb, tr->block_size, bs, g, i0);
