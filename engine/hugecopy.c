@@ -127,11 +127,15 @@ static void *fill_worker(void *arg)
 		}
 		if (p->fn) {
 			/* The piece's file pages mapped in one call rather than a fault per 64 KiB
-			 * (the fault-around window); advice, so failure (Linux < 5.14) is harmless. */
+			 * (the fault-around window), and unmapped once read (the page cache keeps
+			 * them; a neighbour still reading a shared page faults it back), here on
+			 * every thread rather than all at once by eng_gguf_seal on one; advice, so
+			 * failure (MADV_POPULATE_READ: Linux < 5.14) is harmless. */
 			uintptr_t a = (uintptr_t)(f->src + p->off) & ~(uintptr_t)4095;
-			(void)madvise((void *)a, (uintptr_t)(f->src + p->off + p->len) - a,
-				      MADV_POPULATE_READ);
+			size_t span = (uintptr_t)(f->src + p->off + p->len) - a;
+			(void)madvise((void *)a, span, MADV_POPULATE_READ);
 			p->fn(p, f->dst, f->src);
+			(void)madvise((void *)a, span, MADV_DONTNEED);
 		} else {
 			int rc = read_all(f->fd, f->dst + p->off, p->len, p->off);
 			if (rc) {

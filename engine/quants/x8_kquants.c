@@ -52,14 +52,13 @@ static void unpack_k4_head(uint8_t *b, int r, const uint8_t *s)
 static void pack_q4_K(void *dst, const void *const src[KRN_X8])
 {
 	uint8_t *o = dst;
-	for (int r = 0; r < KRN_X8; r++) {
-		const block_q4_K *b = src[r];
+	for (int r = 0; r < KRN_X8; r++)
 		pack_k4_head(o, r, src[r]);
-		for (int q = 0; q < 8; q++)
-			for (int c = 0; c < 4; c++)
-				memcpy(o + K4_HEAD + 32 * (4 * q + c) + 4 * r,
-				       b->qs + 32 * c + 4 * q, 4);
-	}
+	/* words 8c + q of each row's qs, q = 4j .. 4j + 3, go to chunks 4q + c */
+	for (int c = 0; c < 4; c++)
+		for (int j = 0; j < 2; j++)
+			krn_x8_transpose4(o + K4_HEAD + 32 * (16 * j + c), 128, src,
+					  offsetof(block_q4_K, qs) + 4 * (size_t)(8 * c + 4 * j), 0);
 }
 
 static void unpack_q4_K(void *const dst[KRN_X8], const void *src)
@@ -256,11 +255,11 @@ static void pack_q2_K(void *dst, const void *const src[KRN_X8])
 		const block_q2_K *b = src[r];
 		memcpy(o + 2 * r, &b->d, 2);
 		memcpy(o + 16 + 2 * r, &b->dmin, 2);
-		for (int k = 0; k < 4; k++)
-			memcpy(o + 32 + 32 * k + 4 * r, b->scales + 4 * k, 4);
-		for (int c = 0; c < 16; c++)
-			memcpy(o + 160 + 32 * c + 4 * r, b->qs + 4 * c, 4);
 	}
+	krn_x8_transpose4(o + 32, 32, src, offsetof(block_q2_K, scales), 0);
+	for (int j = 0; j < 4; j++)
+		krn_x8_transpose4(o + 160 + 128 * j, 32, src,
+				  offsetof(block_q2_K, qs) + 16 * (size_t)j, 0);
 }
 
 static void unpack_q2_K(void *const dst[KRN_X8], const void *src)
@@ -302,11 +301,13 @@ static void pack_q3_K(void *dst, const void *const src[KRN_X8])
 		memcpy(o + 2 * r, &b->d, 2);
 		for (int k = 0; k < 3; k++)
 			memcpy(o + 16 + 32 * k + 4 * r, b->scales + 4 * k, 4);
-		for (int c = 0; c < 16; c++)
-			memcpy(o + 112 + 32 * c + 4 * r, b->qs + 4 * c, 4);
-		for (int q = 0; q < 8; q++)
-			memcpy(o + 624 + 32 * q + 4 * r, b->hmask + 4 * q, 4);
 	}
+	for (int j = 0; j < 4; j++)
+		krn_x8_transpose4(o + 112 + 128 * j, 32, src,
+				  offsetof(block_q3_K, qs) + 16 * (size_t)j, 0);
+	for (int j = 0; j < 2; j++)
+		krn_x8_transpose4(o + 624 + 128 * j, 32, src,
+				  offsetof(block_q3_K, hmask) + 16 * (size_t)j, 0);
 }
 
 static void unpack_q3_K(void *const dst[KRN_X8], const void *src)

@@ -21,16 +21,11 @@
 static void pack_q8_0(void *dst, const void *const src[KRN_X8])
 {
 	uint8_t *o = dst;
-	for (int r = 0; r < KRN_X8; r++) {
-		const block_q8_0 *b = src[r];
-		memcpy(o + 2 * r, &b->d, 2);
-		for (int c = 0; c < KRN_QK / 4; c++) { /* a word at a time, as pack_q5_0 */
-			uint32_t v;
-			memcpy(&v, b->qs + 4 * c, sizeof(v));
-			v ^= 0x80808080u;
-			memcpy(o + 16 + 32 * c + 4 * r, &v, sizeof(v));
-		}
-	}
+	for (int r = 0; r < KRN_X8; r++)
+		memcpy(o + 2 * r, &((const block_q8_0 *)src[r])->d, 2);
+	for (int h = 0; h < 2; h++)
+		krn_x8_transpose4(o + 16 + 128 * h, 32, src, offsetof(block_q8_0, qs) + 16 * h,
+				  0x80808080u);
 }
 
 static void unpack_q8_0(void *const dst[KRN_X8], const void *src)
@@ -138,12 +133,9 @@ const struct krn_x8_layout krn_x8_layout_q5_0 = { pack_q5_0, unpack_q5_0 };
 static void pack_q4_0(void *dst, const void *const src[KRN_X8])
 {
 	uint8_t *o = dst;
-	for (int r = 0; r < KRN_X8; r++) {
-		const block_q4_0 *b = src[r];
-		memcpy(o + 2 * r, &b->d, 2);
-		for (int c = 0; c < 4; c++)
-			memcpy(o + 16 + 32 * c + 4 * r, b->qs + 4 * c, 4);
-	}
+	for (int r = 0; r < KRN_X8; r++)
+		memcpy(o + 2 * r, &((const block_q4_0 *)src[r])->d, 2);
+	krn_x8_transpose4(o + 16, 32, src, offsetof(block_q4_0, qs), 0);
 }
 
 static void unpack_q4_0(void *const dst[KRN_X8], const void *src)
@@ -176,9 +168,8 @@ static void pack_q4_1(void *dst, const void *const src[KRN_X8])
 		const block_q4_1 *b = src[r];
 		memcpy(o + 2 * r, &b->d, 2);
 		memcpy(o + 16 + 2 * r, &b->m, 2);
-		for (int c = 0; c < 4; c++)
-			memcpy(o + 32 + 32 * c + 4 * r, b->qs + 4 * c, 4);
 	}
+	krn_x8_transpose4(o + 32, 32, src, offsetof(block_q4_1, qs), 0);
 }
 
 static void unpack_q4_1(void *const dst[KRN_X8], const void *src)
