@@ -72,13 +72,13 @@ static inline void krn_x8_lanes_at(krn_x8_lanes *v, const void *const src[KRN_X8
 }
 
 
-/* The 16 bytes at byte off of each of the eight blocks, as four words per row, written
- * transposed: word c of row r at o + c * stride + 4r (chunk c: word c of the eight rows side
- * by side), each word xor flip (q8_0's sign flip; 0 for a plain move). This is most of what
- * the layouts whose packing only moves words do (q4_0, q4_1, q8_0, q2_K, q3_K, q4_K). Where
- * the compiler has __builtin_shufflevector (GCC 12, clang), a 4 x 4 transpose of 16-byte
- * vectors per four rows, as SSE's _MM_TRANSPOSE4_PS: q4_0 packed at 1.4x the word moves' rate
- * from L2 (Zen 4); otherwise the word moves. */
+/* The 16 bytes at byte off of each of the eight blocks, as four words per row, transposed:
+ * w[c] = word c of the eight rows (a chunk), each word xor flip (q8_0's sign flip; 0 for a
+ * plain move). Where the compiler has __builtin_shufflevector (GCC 12, clang): rows r and
+ * r + 4 in one vector and a 4 x 4 transpose within its halves (SSE's _MM_TRANSPOSE4_PS
+ * pattern; eight shuffles), where building each chunk from eight word loads
+ * (krn_x8_lanes_at) costs four times the instructions: q4_0 packed at 1.4x the word moves'
+ * rate from L2 (Zen 4). */
 #if defined(__has_builtin)
 #if __has_builtin(__builtin_shufflevector)
 #define KRN_X8_SHUFFLE 1
@@ -87,37 +87,45 @@ static inline void krn_x8_lanes_at(krn_x8_lanes *v, const void *const src[KRN_X8
 #ifdef KRN_X8_SHUFFLE
 typedef uint32_t krn_x8_quad __attribute__((vector_size(16)));
 
-static inline void krn_x8_transpose4(uint8_t *o, size_t stride, const void *const src[KRN_X8],
-				     size_t off, uint32_t flip)
+static inline void krn_x8_words4(krn_x8_lanes w[4], const void *const src[KRN_X8], size_t off,
+				 uint32_t flip)
 {
-	for (int h = 0; h < 2; h++) {
-		krn_x8_quad y[4];
-		for (int r = 0; r < 4; r++) {
-			memcpy(&y[r], (const uint8_t *)src[4 * h + r] + off, sizeof(y[r]));
-			y[r] ^= flip;
-		}
-		krn_x8_quad t0 = __builtin_shufflevector(y[0], y[1], 0, 4, 1, 5);
-		krn_x8_quad t1 = __builtin_shufflevector(y[0], y[1], 2, 6, 3, 7);
-		krn_x8_quad t2 = __builtin_shufflevector(y[2], y[3], 0, 4, 1, 5);
-		krn_x8_quad t3 = __builtin_shufflevector(y[2], y[3], 2, 6, 3, 7);
-		krn_x8_quad u[4] = { __builtin_shufflevector(t0, t2, 0, 1, 4, 5),
-				     __builtin_shufflevector(t0, t2, 2, 3, 6, 7),
-				     __builtin_shufflevector(t1, t3, 0, 1, 4, 5),
-				     __builtin_shufflevector(t1, t3, 2, 3, 6, 7) };
-		for (int c = 0; c < 4; c++)
-			memcpy(o + (size_t)c * stride + 16 * h, &u[c], sizeof(u[c]));
+	krn_x8_lanes y[4];
+	for (int r = 0; r < 4; r++) {
+		krn_x8_quad lo, hi;
+		memcpy(&lo, (const uint8_t *)src[r] + off, sizeof(lo));
+		memcpy(&hi, (const uint8_t *)src[r + 4] + off, sizeof(hi));
+		y[r] = __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7) ^ flip;
 	}
+	krn_x8_lanes t0 = __builtin_shufflevector(y[0], y[1], 0, 8, 1, 9, 4, 12, 5, 13);
+	krn_x8_lanes t1 = __builtin_shufflevector(y[0], y[1], 2, 10, 3, 11, 6, 14, 7, 15);
+	krn_x8_lanes t2 = __builtin_shufflevector(y[2], y[3], 0, 8, 1, 9, 4, 12, 5, 13);
+	krn_x8_lanes t3 = __builtin_shufflevector(y[2], y[3], 2, 10, 3, 11, 6, 14, 7, 15);
+	w[0] = __builtin_shufflevector(t0, t2, 0, 1, 8, 9, 4, 5, 12, 13);
+	w[1] = __builtin_shufflevector(t0, t2, 2, 3, 10, 11, 6, 7, 14, 15);
+	w[2] = __builtin_shufflevector(t1, t3, 0, 1, 8, 9, 4, 5, 12, 13);
+	w[3] = __builtin_shufflevector(t1, t3, 2, 3, 10, 11, 6, 7, 14, 15);
 }
 #else
+static inline void krn_x8_words4(krn_x8_lanes w[4], const void *const src[KRN_X8], size_t off,
+				 uint32_t flip)
+{
+	for (int c = 0; c < 4; c++) {
+		krn_x8_lanes_at(&w[c], src, off + 4 * (size_t)c);
+		w[c] ^= flip;
+	}
+}
+#endif
+
+/* krn_x8_words4's four chunks written at o, o + stride, o + 2 stride, o + 3 stride: most of
+ * what the layouts whose packing only moves words do (q4_0, q4_1, q8_0, q2_K, q3_K, q4_K). */
 static inline void krn_x8_transpose4(uint8_t *o, size_t stride, const void *const src[KRN_X8],
 				     size_t off, uint32_t flip)
 {
-	for (int r = 0; r < KRN_X8; r++)
-		for (int c = 0; c < 4; c++) {
-			uint32_t w = krn_x8_word(src[r], off + 4 * (size_t)c) ^ flip;
-			memcpy(o + (size_t)c * stride + 4 * r, &w, sizeof(w));
-		}
+	krn_x8_lanes w[4];
+	krn_x8_words4(w, src, off, flip);
+	for (int c = 0; c < 4; c++)
+		memcpy(o + (size_t)c * stride, &w[c], sizeof(w[c]));
 }
-#endif
 
 #endif

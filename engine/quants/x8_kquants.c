@@ -97,19 +97,20 @@ const struct krn_x8_layout krn_x8_layout_q4_K = { pack_q4_K, unpack_q4_K };
 static void pack_q5_K(void *dst, const void *const src[KRN_X8])
 {
 	uint8_t *o = dst;
-	krn_x8_lanes qh[8];
+	krn_x8_lanes qh[8], qs[32];
 	for (int r = 0; r < KRN_X8; r++)
 		pack_k4_head(o, r, src[r]);
-	for (int w = 0; w < 8; w++)
-		krn_x8_lanes_at(&qh[w], src, offsetof(block_q5_K, qh) + 4 * (size_t)w);
+	for (int j = 0; j < 2; j++)
+		krn_x8_words4(qh + 4 * j, src, offsetof(block_q5_K, qh) + 16 * (size_t)j, 0);
+	for (int j = 0; j < 8; j++)
+		krn_x8_words4(qs + 4 * j, src, offsetof(block_q5_K, qs) + 16 * (size_t)j, 0);
 	/* q[i] = nibble | fifth bit << 4 for i = 64c + l (low nibbles of qs[32c + l], qh bit 2c)
 	 * and 64c + 32 + l (high nibbles, qh bit 2c + 1), four l to a word; the layout's a and h
 	 * are words qq of these */
 	for (int qq = 0; qq < 8; qq++) {
 		krn_x8_lanes low2 = { 0 };
 		for (int c = 0; c < 4; c++) {
-			krn_x8_lanes b;
-			krn_x8_lanes_at(&b, src, offsetof(block_q5_K, qs) + 4 * (size_t)(8 * c + qq));
+			krn_x8_lanes b = qs[8 * c + qq];
 			krn_x8_lanes hb = qh[qq] >> (2 * c);
 			krn_x8_lanes a = (b & 0x0f0f0f0fu) | (hb & 0x01010101u) << 4;
 			krn_x8_lanes h = (b >> 4 & 0x0f0f0f0fu) | (hb >> 1 & 0x01010101u) << 4;
@@ -175,7 +176,11 @@ static void q6_K_set(block_q6_K *b, int i, int v)
 static void pack_q6_K(void *dst, const void *const src[KRN_X8])
 {
 	uint8_t *o = dst;
-	krn_x8_lanes q[64];
+	krn_x8_lanes q[64], ql[32], qh[16];
+	for (int j = 0; j < 8; j++)
+		krn_x8_words4(ql + 4 * j, src, offsetof(block_q6_K, ql) + 16 * (size_t)j, 0);
+	for (int j = 0; j < 4; j++)
+		krn_x8_words4(qh + 4 * j, src, offsetof(block_q6_K, qh) + 16 * (size_t)j, 0);
 	for (int r = 0; r < KRN_X8; r++) {
 		const block_q6_K *b = src[r];
 		memcpy(o + 2 * r, &b->d, 2);
@@ -187,11 +192,7 @@ static void pack_q6_K(void *dst, const void *const src[KRN_X8])
 	 * ql[64h + 32 + l] (s odd), with bits 2s, 2s + 1 of qh[32h + l] on top; four l a word */
 	for (int h = 0; h < 2; h++)
 		for (int w = 0; w < 8; w++) {
-			size_t l = 4 * (size_t)w;
-			krn_x8_lanes l0, l1, hb;
-			krn_x8_lanes_at(&l0, src, offsetof(block_q6_K, ql) + 64 * (size_t)h + l);
-			krn_x8_lanes_at(&l1, src, offsetof(block_q6_K, ql) + 64 * (size_t)h + 32 + l);
-			krn_x8_lanes_at(&hb, src, offsetof(block_q6_K, qh) + 32 * (size_t)h + l);
+			krn_x8_lanes l0 = ql[16 * h + w], l1 = ql[16 * h + 8 + w], hb = qh[8 * h + w];
 			q[32 * h + w] = (l0 & 0x0f0f0f0fu) | (hb & 0x03030303u) << 4;
 			q[32 * h + 8 + w] = (l1 & 0x0f0f0f0fu) | (hb >> 2 & 0x03030303u) << 4;
 			q[32 * h + 16 + w] = (l0 >> 4 & 0x0f0f0f0fu) | (hb >> 4 & 0x03030303u) << 4;

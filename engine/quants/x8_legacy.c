@@ -65,14 +65,14 @@ const struct krn_x8_layout krn_x8_layout_q8_0 = { pack_q8_0, unpack_q8_0 };
 static void pack_q5_quants(uint8_t *o, const void *const src[KRN_X8], size_t qh_off,
 			   size_t qs_off)
 {
-	krn_x8_lanes qh, low2 = { 0 };
+	krn_x8_lanes qh, low2 = { 0 }, qs4[4];
 	krn_x8_lanes_at(&qh, src, qh_off);
+	krn_x8_words4(qs4, src, qs_off, 0);
 	for (int c = 0; c < 4; c++) {
 		/* q[4c + k] (low nibbles, qh bit 4c + k) and h = q[16 + 4c + k] (high nibbles, qh
 		 * bit 16 + 4c + k), k = 0 .. 3 in the word's bytes; bit k of a nibble x goes to
 		 * byte k by the multiply (x | x << 7 | x << 14 | x << 21) */
-		krn_x8_lanes qs;
-		krn_x8_lanes_at(&qs, src, qs_off + 4 * (size_t)c);
+		krn_x8_lanes qs = qs4[c];
 		krn_x8_lanes lo = qh >> (4 * c) & 15u, hi = qh >> (16 + 4 * c) & 15u;
 		krn_x8_lanes a = (qs & 0x0f0f0f0fu) | (lo * 0x204081u & 0x01010101u) << 4;
 		krn_x8_lanes h = (qs >> 4 & 0x0f0f0f0fu) | (hi * 0x204081u & 0x01010101u) << 4;
