@@ -46,6 +46,21 @@ extern const struct krn_x8_layout krn_x8_layout_q4_K;
 extern const struct krn_x8_layout krn_x8_layout_q5_K;
 extern const struct krn_x8_layout krn_x8_layout_q6_K;
 
+/* A layout's pack (types.h) from its packer of one block of each of eight rows: inlined into
+ * each type's run function, where pack is a direct call the compiler may inline too. */
+static inline void krn_x8_run(void (*pack)(void *dst, const void *const blk[KRN_X8]), size_t bs,
+			      void *dst, const void *src, size_t row_bytes, size_t n)
+{
+	const uint8_t *s = src;
+	uint8_t *o = dst;
+	for (size_t i = 0; i < n; i++, s += bs, o += KRN_X8 * bs) {
+		const void *blk[KRN_X8];
+		for (int r = 0; r < KRN_X8; r++)
+			blk[r] = s + (size_t)r * row_bytes;
+		pack(o, blk);
+	}
+}
+
 /* The packers' word arithmetic (x8_legacy.c, x8_kquants.c): a 32-bit word of each of the
  * eight rows, row r in lane r as in the layouts, so one value is one 32-byte chunk of a
  * layout and the arithmetic on it is vector code (GCC's and clang's vector extension: the

@@ -74,7 +74,12 @@ static void unpack_q4_K(void *const dst[KRN_X8], const void *src)
 	}
 }
 
-const struct krn_x8_layout krn_x8_layout_q4_K = { pack_q4_K, unpack_q4_K };
+static void pack_q4_K_run(void *dst, const void *src, size_t row_bytes, size_t n)
+{
+	krn_x8_run(pack_q4_K, sizeof(block_q4_K), dst, src, row_bytes, n);
+}
+
+const struct krn_x8_layout krn_x8_layout_q4_K = { pack_q4_K_run, unpack_q4_K };
 
 /* ---- q5_K: 1408 bytes -------------------------------------------------------------------
  *
@@ -143,7 +148,12 @@ static void unpack_q5_K(void *const dst[KRN_X8], const void *src)
 	}
 }
 
-const struct krn_x8_layout krn_x8_layout_q5_K = { pack_q5_K, unpack_q5_K };
+static void pack_q5_K_run(void *dst, const void *src, size_t row_bytes, size_t n)
+{
+	krn_x8_run(pack_q5_K, sizeof(block_q5_K), dst, src, row_bytes, n);
+}
+
+const struct krn_x8_layout krn_x8_layout_q5_K = { pack_q5_K_run, unpack_q5_K };
 
 /* ---- q6_K: 1680 bytes -------------------------------------------------------------------
  *
@@ -234,7 +244,12 @@ static void unpack_q6_K(void *const dst[KRN_X8], const void *src)
 	}
 }
 
-const struct krn_x8_layout krn_x8_layout_q6_K = { pack_q6_K, unpack_q6_K };
+static void pack_q6_K_run(void *dst, const void *src, size_t row_bytes, size_t n)
+{
+	krn_x8_run(pack_q6_K, sizeof(block_q6_K), dst, src, row_bytes, n);
+}
+
+const struct krn_x8_layout krn_x8_layout_q6_K = { pack_q6_K_run, unpack_q6_K };
 
 /* ---- q2_K: 672 bytes --------------------------------------------------------------------
  *
@@ -277,7 +292,12 @@ static void unpack_q2_K(void *const dst[KRN_X8], const void *src)
 	}
 }
 
-const struct krn_x8_layout krn_x8_layout_q2_K = { pack_q2_K, unpack_q2_K };
+static void pack_q2_K_run(void *dst, const void *src, size_t row_bytes, size_t n)
+{
+	krn_x8_run(pack_q2_K, sizeof(block_q2_K), dst, src, row_bytes, n);
+}
+
+const struct krn_x8_layout krn_x8_layout_q2_K = { pack_q2_K_run, unpack_q2_K };
 
 /* ---- q3_K: 880 bytes --------------------------------------------------------------------
  *
@@ -326,4 +346,9 @@ static void unpack_q3_K(void *const dst[KRN_X8], const void *src)
 	}
 }
 
-const struct krn_x8_layout krn_x8_layout_q3_K = { pack_q3_K, unpack_q3_K };
+static void pack_q3_K_run(void *dst, const void *src, size_t row_bytes, size_t n)
+{
+	krn_x8_run(pack_q3_K, sizeof(block_q3_K), dst, src, row_bytes, n);
+}
+
+const struct krn_x8_layout krn_x8_layout_q3_K = { pack_q3_K_run, unpack_q3_K };

@@ -39,7 +39,12 @@ static void unpack_q8_0(void *const dst[KRN_X8], const void *src)
 	}
 }
 
-const struct krn_x8_layout krn_x8_layout_q8_0 = { pack_q8_0, unpack_q8_0 };
+static void pack_q8_0_run(void *dst, const void *src, size_t row_bytes, size_t n)
+{
+	krn_x8_run(pack_q8_0, sizeof(block_q8_0), dst, src, row_bytes, n);
+}
+
+const struct krn_x8_layout krn_x8_layout_q8_0 = { pack_q8_0_run, unpack_q8_0 };
 
 /* ---- q5_0: 176 bytes --------------------------------------------------------------------
  *
@@ -117,7 +122,12 @@ static void unpack_q5_0(void *const dst[KRN_X8], const void *src)
 	}
 }
 
-const struct krn_x8_layout krn_x8_layout_q5_0 = { pack_q5_0, unpack_q5_0 };
+static void pack_q5_0_run(void *dst, const void *src, size_t row_bytes, size_t n)
+{
+	krn_x8_run(pack_q5_0, sizeof(block_q5_0), dst, src, row_bytes, n);
+}
+
+const struct krn_x8_layout krn_x8_layout_q5_0 = { pack_q5_0_run, unpack_q5_0 };
 
 /* ---- q4_0: 144 bytes --------------------------------------------------------------------
  *
@@ -149,7 +159,12 @@ static void unpack_q4_0(void *const dst[KRN_X8], const void *src)
 	}
 }
 
-const struct krn_x8_layout krn_x8_layout_q4_0 = { pack_q4_0, unpack_q4_0 };
+static void pack_q4_0_run(void *dst, const void *src, size_t row_bytes, size_t n)
+{
+	krn_x8_run(pack_q4_0, sizeof(block_q4_0), dst, src, row_bytes, n);
+}
+
+const struct krn_x8_layout krn_x8_layout_q4_0 = { pack_q4_0_run, unpack_q4_0 };
 
 /* ---- q4_1 and q5_1: q4_0's and q5_0's layouts with the eight mins after the scales --------
  *
@@ -184,7 +199,12 @@ static void unpack_q4_1(void *const dst[KRN_X8], const void *src)
 	}
 }
 
-const struct krn_x8_layout krn_x8_layout_q4_1 = { pack_q4_1, unpack_q4_1 };
+static void pack_q4_1_run(void *dst, const void *src, size_t row_bytes, size_t n)
+{
+	krn_x8_run(pack_q4_1, sizeof(block_q4_1), dst, src, row_bytes, n);
+}
+
+const struct krn_x8_layout krn_x8_layout_q4_1 = { pack_q4_1_run, unpack_q4_1 };
 
 static void pack_q5_1(void *dst, const void *const src[KRN_X8])
 {
@@ -208,4 +228,9 @@ static void unpack_q5_1(void *const dst[KRN_X8], const void *src)
 	}
 }
 
-const struct krn_x8_layout krn_x8_layout_q5_1 = { pack_q5_1, unpack_q5_1 };
+static void pack_q5_1_run(void *dst, const void *src, size_t row_bytes, size_t n)
+{
+	krn_x8_run(pack_q5_1, sizeof(block_q5_1), dst, src, row_bytes, n);
+}
+
+const struct krn_x8_layout krn_x8_layout_q5_1 = { pack_q5_1_run, unpack_q5_1 };
