@@ -14,15 +14,20 @@
  * out of the page cache, no page table for the file) and rearranged ones straight from the
  * file's mapping into their final place, each thread taking 2 MiB pieces from a counter.
  *
- * Tried and not kept (stories110M q4_0, CPU per load, perf; shared 2-vCPU VM): reading a
- * rearranged piece by pread into a 256 KiB buffer and packing from L2 cost what mapping the
- * piece's pages and unmapping them cost (kernel copy against page-table work, each ~15-20% of
- * the load); MADV_POPULATE_WRITE of the destination before packing changed nothing (the
- * zeroing is the same, only earlier). Two threads never faulted the same 2 MiB page at once
- * (thp_fault_alloc: 33 per load of 33 pages). What remains beyond the packing is the kernel
- * zeroing each fresh 2 MiB page (clear_page_erms: 30-67% of a load's CPU, varying from run to
- * run): on this Firecracker guest, memory freed in 8 MiB blocks is reported to the host
- * (page_reporting.page_reporting_order=11) and its first touch faults on the host; `cat`
+ * Tried and not kept (stories110M q4_0, CPU per load, perf; shared 2-vCPU VM):
+ *  - reading a rearranged piece by pread into a 256 KiB buffer and packing from L2: it cost
+ *    what mapping the piece's pages costs (kernel copy against page-table work, each ~15-20%
+ *    of the load);
+ *  - MADV_POPULATE_WRITE of the destination before packing: no change (the same zeroing,
+ *    only earlier);
+ *  - unmapping each piece's file pages once packed, rather than all at once in
+ *    eng_gguf_seal: nothing saved, and with both threads running a TLB-shootdown IPI per
+ *    piece (smp_call_function_many_cond, ~3-5%).
+ * Two threads never faulted one 2 MiB page at once (thp_fault_alloc: 33 per load of 33
+ * pages). What remains besides the packing is the kernel zeroing each fresh 2 MiB page
+ * (clear_page_erms: 30-77% of a load's CPU, varying from run to run): on this Firecracker
+ * guest, memory freed in 8 MiB blocks is reported to the host
+ * (page_reporting.page_reporting_order=11), and its first touch faults on the host. `cat`
  * reads into a buffer that stays in cache and never pays it.
  */
 #include <errno.h>
@@ -138,15 +143,11 @@ static void *fill_worker(void *arg)
 		}
 		if (p->fn) {
 			/* The piece's file pages mapped in one call rather than a fault per 64 KiB
-			 * (the fault-around window), and unmapped once read (the page cache keeps
-			 * them; a neighbour still reading a shared page faults it back), here on
-			 * every thread rather than all at once by eng_gguf_seal on one; advice, so
-			 * failure (MADV_POPULATE_READ: Linux < 5.14) is harmless. */
+			 * (the fault-around window); advice, so failure (Linux < 5.14) is harmless. */
 			uintptr_t a = (uintptr_t)(f->src + p->off) & ~(uintptr_t)4095;
-			size_t span = (uintptr_t)(f->src + p->off + p->len) - a;
-			(void)madvise((void *)a, span, MADV_POPULATE_READ);
+			(void)madvise((void *)a, (uintptr_t)(f->src + p->off + p->len) - a,
+				      MADV_POPULATE_READ);
 			p->fn(p, f->dst, f->src);
-			(void)madvise((void *)a, span, MADV_DONTNEED);
 		} else {
 			int rc = read_all(f->fd, f->dst + p->off, p->len, p->off);
 			if (rc) {
