@@ -183,6 +183,33 @@ static void q6_K_set(block_q6_K *b, int i, int v)
 
 /* Word-wise with the eight rows side by side, as pack_q5_K (a row and a byte at a time it was
  * 5 GB/s from L2, and a sixth of a q4_0 model's load for its q6_K classifier). */
+/* The eight rows' 16 scales, byte s of row r to byte 8s + r of o: a byte transpose, four
+ * scales of the eight rows (a chunk of krn_x8_words4) at a time. */
+#ifdef KRN_X8_SHUFFLE
+typedef uint8_t x8_bytes __attribute__((vector_size(4 * KRN_X8)));
+
+static void q6_K_scales(uint8_t *o, const void *const src[KRN_X8])
+{
+	krn_x8_lanes w[4];
+	krn_x8_words4(w, src, offsetof(block_q6_K, scales), 0);
+	for (int c = 0; c < 4; c++) {
+		/* lane r's byte j (byte 4r + j) to byte 8j + r */
+		x8_bytes v = __builtin_shufflevector((x8_bytes)w[c], (x8_bytes)w[c], 0, 4, 8, 12,
+						     16, 20, 24, 28, 1, 5, 9, 13, 17, 21, 25, 29, 2,
+						     6, 10, 14, 18, 22, 26, 30, 3, 7, 11, 15, 19, 23,
+						     27, 31);
+		memcpy(o + 32 * c, &v, sizeof(v));
+	}
+}
+#else
+static void q6_K_scales(uint8_t *o, const void *const src[KRN_X8])
+{
+	for (int r = 0; r < KRN_X8; r++)
+		for (int s = 0; s < 16; s++)
+			o[8 * s + r] = ((const uint8_t *)src[r])[offsetof(block_q6_K, scales) + s];
+}
+#endif
+
 static void pack_q6_K(void *dst, const void *const src[KRN_X8])
 {
 	uint8_t *o = dst;
@@ -191,12 +218,9 @@ static void pack_q6_K(void *dst, const void *const src[KRN_X8])
 		krn_x8_words4(ql + 4 * j, src, offsetof(block_q6_K, ql) + 16 * (size_t)j, 0);
 	for (int j = 0; j < 4; j++)
 		krn_x8_words4(qh + 4 * j, src, offsetof(block_q6_K, qh) + 16 * (size_t)j, 0);
-	for (int r = 0; r < KRN_X8; r++) {
-		const block_q6_K *b = src[r];
-		memcpy(o + 2 * r, &b->d, 2);
-		for (int s = 0; s < 16; s++)
-			o[16 + 8 * s + r] = (uint8_t)b->scales[s];
-	}
+	for (int r = 0; r < KRN_X8; r++)
+		memcpy(o + 2 * r, &((const block_q6_K *)src[r])->d, 2);
+	q6_K_scales(o + 16, src);
 	/* ggml's dequantize_row_q6_K: for half h and l = 0 .. 31, quants 128h + 32s + l (s = 0 .. 3)
 	 * are the low (s = 0, 1) or high (s = 2, 3) nibbles of ql[64h + l] (s even) or
 	 * ql[64h + 32 + l] (s odd), with bits 2s, 2s + 1 of qh[32h + l] on top; four l a word */
