@@ -13,6 +13,22 @@
  * reads the cached file at about 9 GB/s. Plain bytes now come in by pread (the kernel's copy
  * out of the page cache, no page table for the file) and rearranged ones straight from the
  * file's mapping into their final place, each thread taking 2 MiB pieces from a counter.
+ *
+ * Tried and not kept (stories110M q4_0, CPU per load, perf; shared 2-vCPU VM):
+ *  - reading a rearranged piece by pread into a 256 KiB buffer and packing from L2: it cost
+ *    what mapping the piece's pages costs (kernel copy against page-table work, each ~15-20%
+ *    of the load);
+ *  - MADV_POPULATE_WRITE of the destination before packing: no change (the same zeroing,
+ *    only earlier);
+ *  - unmapping each piece's file pages once packed, rather than all at once in
+ *    eng_gguf_seal: nothing saved, and with both threads running a TLB-shootdown IPI per
+ *    piece (smp_call_function_many_cond, ~3-5%).
+ * Two threads never faulted one 2 MiB page at once (thp_fault_alloc: 33 per load of 33
+ * pages). What remains besides the packing is the kernel zeroing each fresh 2 MiB page
+ * (clear_page_erms: 30-77% of a load's CPU, varying from run to run): on this Firecracker
+ * guest, memory freed in 8 MiB blocks is reported to the host
+ * (page_reporting.page_reporting_order=11), and its first touch faults on the host. `cat`
+ * reads into a buffer that stays in cache and never pays it.
  */
 #include <errno.h>
 #include <inttypes.h>

@@ -4,6 +4,9 @@
  * file as it is; a load stopped by the cancellation flag, before or during the fill, leaves no
  * mapping and no descriptor behind.
  *
+ * The packers that re-encode bits are also checked against their layouts written out element
+ * by element here.
+ *
  * The models are synthetic (eng_synth_gguf): stories15M's embedding (32000 rows of q8_0,
  * 9.8 MB) spans several 2 MiB pieces, so one matrix is packed by several threads.
  */
@@ -13,6 +16,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -152,6 +156,136 @@ static void check_pack_tiled(void)
 	T_ASSERT(types >= 6);
 }
 
+/* ggml's 5- and 6-bit quants (0 .. 31, 0 .. 63) of a block, element by element, as its
+ * dequantize_row_q5_0 / _q5_K / _q6_K read them: the test's own reading of the formats. */
+static int q5_0_quant(const uint8_t *qh4, const uint8_t *qs, int i)
+{
+	uint32_t qh = qh4[0] | qh4[1] << 8 | qh4[2] << 16 | (uint32_t)qh4[3] << 24;
+	return (qs[i % 16] >> (4 * (i / 16)) & 15) | (int)(qh >> i & 1) << 4;
+}
+
+static int q5_K_quant(const uint8_t *b, int i)
+{
+	const uint8_t *qh = b + 16, *qs = b + 48;
+	int c = i / 64, j = i % 64;
+	return (qs[32 * c + j % 32] >> (4 * (j / 32)) & 15) | (qh[j % 32] >> (2 * c + j / 32) & 1) << 4;
+}
+
+static int q6_K_quant(const uint8_t *b, int i)
+{
+	const uint8_t *ql = b, *qh = b + 128;
+	int h = i / 128, s = i % 128 / 32, l = i % 32;
+	return (ql[64 * h + 32 * (s & 1) + l] >> (4 * (s >> 1)) & 15) |
+	       (qh[32 * h + l] >> (2 * s) & 3) << 4;
+}
+
+/* One packed block of the eight rows' blocks b[r], byte by byte as the layout comments of
+ * x8_legacy.c and x8_kquants.c describe it, for the types whose packers re-encode bits. */
+static void layout_q5(uint8_t *o, const uint8_t *const b[KRN_X8], size_t qh_at, size_t qs_at)
+{
+	for (int r = 0; r < KRN_X8; r++)
+		for (int c = 0; c < 4; c++)
+			for (int k = 0; k < 4; k++) {
+				int a = q5_0_quant(b[r] + qh_at, b[r] + qs_at, 4 * c + k);
+				int h = q5_0_quant(b[r] + qh_at, b[r] + qs_at, 16 + 4 * c + k);
+				o[32 * c + 4 * r + k] = (uint8_t)(a | (h >> 2) << 5);
+				o[128 + 4 * r + k] |= (uint8_t)((h & 3) << (2 * c));
+			}
+}
+
+static void layout_block(uint32_t t, uint8_t *o, const uint8_t *const b[KRN_X8])
+{
+	size_t bs = krn_type_traits(t)->type_size;
+	memset(o, 0, KRN_X8 * bs);
+	for (int r = 0; r < KRN_X8; r++) {
+		if (t == KRN_TYPE_Q6_K) {
+			memcpy(o + 2 * r, b[r] + 208, 2);
+			for (int s = 0; s < 16; s++)
+				o[16 + 8 * s + r] = b[r][192 + s];
+			for (int p = 0; p < 8; p++)
+				for (int k = 0; k < 4; k++)
+					for (int m = 0; m < 4; m++) {
+						uint8_t *d = o + 144 + 192 * p + 4 * r + m;
+						int a = q6_K_quant(b[r], 32 * p + 4 * k + m);
+						int v = q6_K_quant(b[r], 32 * p + 16 + 4 * k + m);
+						d[32 * k] = (uint8_t)(a | (v >> 4) << 6);
+						d[128 + 32 * (k / 2)] |= (uint8_t)((v & 15) << (4 * (k % 2)));
+					}
+		} else if (t == KRN_TYPE_Q5_K) {
+			memcpy(o + 2 * r, b[r], 2);
+			memcpy(o + 16 + 2 * r, b[r] + 2, 2);
+			for (int k = 0; k < 3; k++)
+				memcpy(o + 32 + 32 * k + 4 * r, b[r] + 4 + 4 * k, 4);
+			for (int q = 0; q < 8; q++)
+				for (int c = 0; c < 4; c++)
+					for (int m = 0; m < 4; m++) {
+						uint8_t *d = o + 128 + 160 * q + 4 * r + m;
+						int a = q5_K_quant(b[r], 64 * c + 4 * q + m);
+						int h = q5_K_quant(b[r], 64 * c + 32 + 4 * q + m);
+						d[32 * c] = (uint8_t)(a | (h >> 2) << 5);
+						d[128] |= (uint8_t)((h & 3) << (2 * c));
+					}
+		} else if (t == KRN_TYPE_Q5_1) {
+			memcpy(o + 2 * r, b[r], 2);
+			memcpy(o + 16 + 2 * r, b[r] + 2, 2);
+		} else {
+			memcpy(o + 2 * r, b[r], 2);
+		}
+	}
+	if (t == KRN_TYPE_Q5_0)
+		layout_q5(o + 16, b, 2, 6);
+	if (t == KRN_TYPE_Q5_1)
+		layout_q5(o + 32, b, 4, 8);
+}
+
+/* The packers that re-encode bits (q5_0, q5_1, q5_K, q6_K: word vectors, x8_legacy.c and
+ * x8_kquants.c) against the layouts written out element by element above, on random blocks;
+ * and no packer reads past its blocks: the tensor ends at a page that cannot be read (a read
+ * there, say a vector load wider than the last block, would crash the test). */
+static void check_pack_layouts(void)
+{
+	static const uint32_t types[] = { KRN_TYPE_Q5_0, KRN_TYPE_Q5_1, KRN_TYPE_Q5_K,
+					  KRN_TYPE_Q6_K };
+	long pg = sysconf(_SC_PAGESIZE);
+	for (size_t ti = 0; ti < sizeof(types) / sizeof(types[0]); ti++) {
+		uint32_t t = types[ti];
+		const struct krn_type_traits *tr = krn_type_traits(t);
+		size_t nb = 3, n = nb * tr->block_size, rows = 2 * KRN_X8, bs = tr->type_size;
+		size_t rb = krn_row_size(t, n), group = KRN_X8 * rb;
+		size_t span = ((rows * rb + (size_t)pg - 1) / (size_t)pg + 1) * (size_t)pg;
+		uint8_t *map = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+				    -1, 0);
+		T_ASSERT(map != MAP_FAILED);
+		if (map == MAP_FAILED)
+			return;
+		/* the tensor's last byte is the last before the guard page */
+		uint8_t *src = map + span - (size_t)pg - rows * rb;
+		T_EQ_INT(mprotect(map + span - (size_t)pg, (size_t)pg, PROT_NONE), 0);
+		srand(100 + t);
+		for (size_t i = 0; i < rows * rb; i++)
+			src[i] = (uint8_t)rand();
+		uint8_t *got = calloc(rows, rb), *want = calloc(1, KRN_X8 * bs);
+		/* the groups in separate calls, the last first */
+		krn_x8_pack(t, got, src, n, rows, 1, 2);
+		krn_x8_pack(t, got, src, n, rows, 0, 1);
+		for (size_t g = 0; g < rows / KRN_X8; g++)
+			for (size_t i = 0; i < nb; i++) {
+				const uint8_t *blk[KRN_X8];
+				for (int r = 0; r < KRN_X8; r++)
+					blk[r] = src + g * group + (size_t)r * rb + i * bs;
+				layout_block(t, want, blk);
+				size_t at = krn_x8_offset(rows, nb, tr->block_size, bs, g, i);
+				if (memcmp(got + at, want, KRN_X8 * bs))
+					T_FAIL_AT(__FILE__, __LINE__, "type %s: group %zu block %zu "
+						  "packed otherwise than its layout says", tr->name, g,
+						  i);
+			}
+		free(got);
+		free(want);
+		munmap(map, span);
+	}
+}
+
 /* What a load of path could leave behind: open descriptors, mappings of the file, and
  * anonymous mappings of the copy's size (the file's rounded up to 2 MiB; the allocator's own
  * mappings, ASan's among them, come and go in other sizes). */
@@ -249,6 +383,7 @@ int main(void)
 		return 1;
 	}
 	check_pack_tiled();
+	check_pack_layouts();
 	for (size_t i = 0; i < sizeof(models) / sizeof(models[0]); i++) {
 		snprintf(path, sizeof(path), "%s/%s-%s.gguf", dir, models[i].shape, models[i].quant);
 		if (eng_synth_gguf(path, models[i].arch, models[i].shape, models[i].quant, 7, &err)) {

@@ -62,6 +62,7 @@ void krn_x8_repack(uint32_t t, void *w, size_t n, size_t rows, void *tmp);
 /* Out of place: groups [g0, g1) of eight rows of the plain tensor src (rows rows of n
  * elements of type t) written where the x8 layout of the whole tensor puts them in dst; the
  * rest of dst is left alone, so threads may pack disjoint group ranges of one tensor at once.
+ * Only those groups' bytes of src are read (src may be a copy of just them, at their offsets).
  * All groups give the bytes krn_x8_repack gives in place. */
 void krn_x8_pack(uint32_t t, void *dst, const void *src, size_t n, size_t rows, size_t g0,
 		 size_t g1);

@@ -294,8 +294,12 @@ struct krn_quant_ops {
 #define KRN_X8_TILE_COLS 4096
 
 struct krn_x8_layout {
-	/* dst (KRN_X8 * type_size bytes) from one block of each of eight rows, and back */
-	void (*pack)(void *dst, const void *const src[KRN_X8]);
+	/* Blocks 0 .. n - 1 of eight rows (row r's block i at src + r * row_bytes + i * type_size)
+	 * packed into dst, KRN_X8 * type_size bytes a block, in order: a run, so that the call
+	 * and the eight row pointers are not paid per block (packing runs at load over every
+	 * byte of a model). */
+	void (*pack)(void *dst, const void *src, size_t row_bytes, size_t n);
+	/* One packed block at src back to one block of each of eight rows. */
 	void (*unpack)(void *const dst[KRN_X8], const void *src);
 };
 

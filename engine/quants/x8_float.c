@@ -17,6 +17,11 @@ static void pack_16(void *dst, const void *const src[KRN_X8])
 		memcpy(o + 2 * r, src[r], 2);
 }
 
+static void pack_16_run(void *dst, const void *src, size_t row_bytes, size_t n)
+{
+	krn_x8_run(pack_16, 2, dst, src, row_bytes, n);
+}
+
 static void unpack_16(void *const dst[KRN_X8], const void *src)
 {
 	const uint8_t *s = src;
@@ -24,5 +29,5 @@ static void unpack_16(void *const dst[KRN_X8], const void *src)
 		memcpy(dst[r], s + 2 * r, 2);
 }
 
-const struct krn_x8_layout krn_x8_layout_f16 = { pack_16, unpack_16 };
-const struct krn_x8_layout krn_x8_layout_bf16 = { pack_16, unpack_16 };
+const struct krn_x8_layout krn_x8_layout_f16 = { pack_16_run, unpack_16 };
+const struct krn_x8_layout krn_x8_layout_bf16 = { pack_16_run, unpack_16 };

@@ -52,14 +52,13 @@ static void unpack_k4_head(uint8_t *b, int r, const uint8_t *s)
 static void pack_q4_K(void *dst, const void *const src[KRN_X8])
 {
 	uint8_t *o = dst;
-	for (int r = 0; r < KRN_X8; r++) {
-		const block_q4_K *b = src[r];
+	for (int r = 0; r < KRN_X8; r++)
 		pack_k4_head(o, r, src[r]);
-		for (int q = 0; q < 8; q++)
-			for (int c = 0; c < 4; c++)
-				memcpy(o + K4_HEAD + 32 * (4 * q + c) + 4 * r,
-				       b->qs + 32 * c + 4 * q, 4);
-	}
+	/* words 8c + q of each row's qs, q = 4j .. 4j + 3, go to chunks 4q + c */
+	for (int c = 0; c < 4; c++)
+		for (int j = 0; j < 2; j++)
+			krn_x8_transpose4(o + K4_HEAD + 32 * (16 * j + c), 128, src,
+					  offsetof(block_q4_K, qs) + 4 * (size_t)(8 * c + 4 * j), 0);
 }
 
 static void unpack_q4_K(void *const dst[KRN_X8], const void *src)
@@ -75,7 +74,12 @@ static void unpack_q4_K(void *const dst[KRN_X8], const void *src)
 	}
 }
 
-const struct krn_x8_layout krn_x8_layout_q4_K = { pack_q4_K, unpack_q4_K };
+static void pack_q4_K_run(void *dst, const void *src, size_t row_bytes, size_t n)
+{
+	krn_x8_run(pack_q4_K, sizeof(block_q4_K), dst, src, row_bytes, n);
+}
+
+const struct krn_x8_layout krn_x8_layout_q4_K = { pack_q4_K_run, unpack_q4_K };
 
 /* ---- q5_K: 1408 bytes -------------------------------------------------------------------
  *
@@ -91,37 +95,35 @@ const struct krn_x8_layout krn_x8_layout_q4_K = { pack_q4_K, unpack_q4_K };
  * map and a ternary-logic merge): three instructions per 32 bytes, where ggml's qh bits cost a
  * shift, an AND and an OR for each nibble. The same scheme as x8_legacy.c's q5_0. */
 
-/* A super-block's 256 quants, 0 .. 31, decoded once: packing runs at load over every q5_K
- * byte of a model (0.8 GB of Falcon-7B), and element by element it was a fifth of the load. */
-static void q5_K_quants(const block_q5_K *b, uint8_t q[KRN_QK_K])
-{
-	for (int c = 0; c < 4; c++)
-		for (int l = 0; l < 32; l++) {
-			int byte = b->qs[32 * c + l], hb = b->qh[l] >> (2 * c);
-			q[64 * c + l] = (uint8_t)((byte & 0x0f) | (hb & 1) << 4);
-			q[64 * c + 32 + l] = (uint8_t)((byte >> 4) | (hb >> 1 & 1) << 4);
-		}
-}
-
+/* Packing runs at load over every q5_K byte of a model (0.8 GB of Falcon-7B), so it works on
+ * 32-bit words with the eight rows side by side, lane r of each word array being row r (the
+ * layout's own order: one array is one 32-byte chunk): loops the compiler turns into vector
+ * code, where a row at a time and a byte at a time it ran at 4 GB/s from L2 (Zen 4). */
 static void pack_q5_K(void *dst, const void *const src[KRN_X8])
 {
 	uint8_t *o = dst;
-	memset(o + K4_HEAD, 0, KRN_X8 * sizeof(block_q5_K) - K4_HEAD);
-	for (int r = 0; r < KRN_X8; r++) {
-		const block_q5_K *b = src[r];
-		uint8_t v[KRN_QK_K];
-		q5_K_quants(b, v);
+	krn_x8_lanes qh[8], qs[32];
+	for (int r = 0; r < KRN_X8; r++)
 		pack_k4_head(o, r, src[r]);
-		for (int q = 0; q < 8; q++) {
-			uint8_t *p = o + K4_HEAD + 160 * q + 4 * r;
-			for (int c = 0; c < 4; c++)
-				for (int m = 0; m < 4; m++) {
-					int a = v[64 * c + 4 * q + m];
-					int h = v[64 * c + 32 + 4 * q + m];
-					p[32 * c + m] = (uint8_t)(a | (h >> 2) << 5);
-					p[128 + m] |= (uint8_t)((h & 3) << (2 * c));
-				}
+	for (int j = 0; j < 2; j++)
+		krn_x8_words4(qh + 4 * j, src, offsetof(block_q5_K, qh) + 16 * (size_t)j, 0);
+	for (int j = 0; j < 8; j++)
+		krn_x8_words4(qs + 4 * j, src, offsetof(block_q5_K, qs) + 16 * (size_t)j, 0);
+	/* q[i] = nibble | fifth bit << 4 for i = 64c + l (low nibbles of qs[32c + l], qh bit 2c)
+	 * and 64c + 32 + l (high nibbles, qh bit 2c + 1), four l to a word; the layout's a and h
+	 * are words qq of these */
+	for (int qq = 0; qq < 8; qq++) {
+		krn_x8_lanes low2 = { 0 };
+		for (int c = 0; c < 4; c++) {
+			krn_x8_lanes b = qs[8 * c + qq];
+			krn_x8_lanes hb = qh[qq] >> (2 * c);
+			krn_x8_lanes a = (b & 0x0f0f0f0fu) | (hb & 0x01010101u) << 4;
+			krn_x8_lanes h = (b >> 4 & 0x0f0f0f0fu) | (hb >> 1 & 0x01010101u) << 4;
+			krn_x8_lanes v = a | (h >> 2 & 0x07070707u) << 5;
+			memcpy(o + K4_HEAD + 160 * qq + 32 * c, &v, sizeof(v));
+			low2 |= (h & 0x03030303u) << (2 * c);
 		}
+		memcpy(o + K4_HEAD + 160 * qq + 128, &low2, sizeof(low2));
 	}
 }
 
@@ -146,7 +148,12 @@ static void unpack_q5_K(void *const dst[KRN_X8], const void *src)
 	}
 }
 
-const struct krn_x8_layout krn_x8_layout_q5_K = { pack_q5_K, unpack_q5_K };
+static void pack_q5_K_run(void *dst, const void *src, size_t row_bytes, size_t n)
+{
+	krn_x8_run(pack_q5_K, sizeof(block_q5_K), dst, src, row_bytes, n);
+}
+
+const struct krn_x8_layout krn_x8_layout_q5_K = { pack_q5_K_run, unpack_q5_K };
 
 /* ---- q6_K: 1680 bytes -------------------------------------------------------------------
  *
@@ -165,19 +172,6 @@ const struct krn_x8_layout krn_x8_layout_q5_K = { pack_q5_K, unpack_q5_K };
  * where ggml's ql/qh split costs thirteen. Scales side by side sign-extend with one
  * vpmovsxbd each. */
 
-/* A super-block's 256 quants, 0 .. 63, decoded once (as q5_K_quants, for the load's speed). */
-static void q6_K_quants(const block_q6_K *b, uint8_t q[KRN_QK_K])
-{
-	for (int h = 0; h < 2; h++)
-		for (int l = 0; l < 32; l++) {
-			int l0 = b->ql[64 * h + l], l1 = b->ql[64 * h + 32 + l], hb = b->qh[32 * h + l];
-			q[128 * h + l] = (uint8_t)((l0 & 0x0f) | (hb & 3) << 4);
-			q[128 * h + 32 + l] = (uint8_t)((l1 & 0x0f) | (hb >> 2 & 3) << 4);
-			q[128 * h + 64 + l] = (uint8_t)((l0 >> 4) | (hb >> 4 & 3) << 4);
-			q[128 * h + 96 + l] = (uint8_t)((l1 >> 4) | (hb >> 6 & 3) << 4);
-		}
-}
-
 static void q6_K_set(block_q6_K *b, int i, int v)
 {
 	int h = i / 128, s = i % 128 / 32, l = i % 32;
@@ -187,28 +181,66 @@ static void q6_K_set(block_q6_K *b, int i, int v)
 
 #define Q6_HEAD 144
 
+/* Word-wise with the eight rows side by side, as pack_q5_K (a row and a byte at a time it was
+ * 5 GB/s from L2, and a sixth of a q4_0 model's load for its q6_K classifier). */
+/* The eight rows' 16 scales, byte s of row r to byte 8s + r of o: a byte transpose, four
+ * scales of the eight rows (a chunk of krn_x8_words4) at a time. */
+#ifdef KRN_X8_SHUFFLE
+typedef uint8_t x8_bytes __attribute__((vector_size(4 * KRN_X8)));
+
+static void q6_K_scales(uint8_t *o, const void *const src[KRN_X8])
+{
+	krn_x8_lanes w[4];
+	krn_x8_words4(w, src, offsetof(block_q6_K, scales), 0);
+	for (int c = 0; c < 4; c++) {
+		/* lane r's byte j (byte 4r + j) to byte 8j + r */
+		x8_bytes v = __builtin_shufflevector((x8_bytes)w[c], (x8_bytes)w[c], 0, 4, 8, 12,
+						     16, 20, 24, 28, 1, 5, 9, 13, 17, 21, 25, 29, 2,
+						     6, 10, 14, 18, 22, 26, 30, 3, 7, 11, 15, 19, 23,
+						     27, 31);
+		memcpy(o + 32 * c, &v, sizeof(v));
+	}
+}
+#else
+static void q6_K_scales(uint8_t *o, const void *const src[KRN_X8])
+{
+	for (int r = 0; r < KRN_X8; r++)
+		for (int s = 0; s < 16; s++)
+			o[8 * s + r] = ((const uint8_t *)src[r])[offsetof(block_q6_K, scales) + s];
+}
+#endif
+
 static void pack_q6_K(void *dst, const void *const src[KRN_X8])
 {
 	uint8_t *o = dst;
-	memset(o + Q6_HEAD, 0, KRN_X8 * sizeof(block_q6_K) - Q6_HEAD);
-	for (int r = 0; r < KRN_X8; r++) {
-		const block_q6_K *b = src[r];
-		uint8_t q[KRN_QK_K];
-		q6_K_quants(b, q);
-		memcpy(o + 2 * r, &b->d, 2);
-		for (int s = 0; s < 16; s++)
-			o[16 + 8 * s + r] = (uint8_t)b->scales[s];
-		for (int p = 0; p < 8; p++) {
-			uint8_t *d = o + Q6_HEAD + 192 * p + 4 * r;
-			for (int k = 0; k < 4; k++)
-				for (int m = 0; m < 4; m++) {
-					int a = q[32 * p + 4 * k + m];
-					int v = q[32 * p + 16 + 4 * k + m];
-					uint8_t *lo4 = d + 128 + 32 * (k / 2) + m;
-					d[32 * k + m] = (uint8_t)(a | (v >> 4) << 6);
-					*lo4 |= (uint8_t)((v & 0x0f) << (4 * (k % 2)));
-				}
+	krn_x8_lanes q[64], ql[32], qh[16];
+	for (int j = 0; j < 8; j++)
+		krn_x8_words4(ql + 4 * j, src, offsetof(block_q6_K, ql) + 16 * (size_t)j, 0);
+	for (int j = 0; j < 4; j++)
+		krn_x8_words4(qh + 4 * j, src, offsetof(block_q6_K, qh) + 16 * (size_t)j, 0);
+	for (int r = 0; r < KRN_X8; r++)
+		memcpy(o + 2 * r, &((const block_q6_K *)src[r])->d, 2);
+	q6_K_scales(o + 16, src);
+	/* ggml's dequantize_row_q6_K: for half h and l = 0 .. 31, quants 128h + 32s + l (s = 0 .. 3)
+	 * are the low (s = 0, 1) or high (s = 2, 3) nibbles of ql[64h + l] (s even) or
+	 * ql[64h + 32 + l] (s odd), with bits 2s, 2s + 1 of qh[32h + l] on top; four l a word */
+	for (int h = 0; h < 2; h++)
+		for (int w = 0; w < 8; w++) {
+			krn_x8_lanes l0 = ql[16 * h + w], l1 = ql[16 * h + 8 + w], hb = qh[8 * h + w];
+			q[32 * h + w] = (l0 & 0x0f0f0f0fu) | (hb & 0x03030303u) << 4;
+			q[32 * h + 8 + w] = (l1 & 0x0f0f0f0fu) | (hb >> 2 & 0x03030303u) << 4;
+			q[32 * h + 16 + w] = (l0 >> 4 & 0x0f0f0f0fu) | (hb >> 4 & 0x03030303u) << 4;
+			q[32 * h + 24 + w] = (l1 >> 4 & 0x0f0f0f0fu) | (hb >> 6 & 0x03030303u) << 4;
 		}
+	/* pair p: a = q[32p + 4k + m] (word 8p + k), b = q[32p + 16 + 4k + m] (word 8p + 4 + k) */
+	for (int p = 0; p < 8; p++) {
+		krn_x8_lanes v[6];
+		for (int k = 0; k < 4; k++)
+			v[k] = q[8 * p + k] | (q[8 * p + 4 + k] >> 4 & 0x03030303u) << 6;
+		for (int j = 0; j < 2; j++)
+			v[4 + j] = (q[8 * p + 4 + 2 * j] & 0x0f0f0f0fu) |
+				   (q[8 * p + 5 + 2 * j] & 0x0f0f0f0fu) << 4;
+		memcpy(o + Q6_HEAD + 192 * p, v, sizeof(v));
 	}
 }
 
@@ -236,7 +268,12 @@ static void unpack_q6_K(void *const dst[KRN_X8], const void *src)
 	}
 }
 
-const struct krn_x8_layout krn_x8_layout_q6_K = { pack_q6_K, unpack_q6_K };
+static void pack_q6_K_run(void *dst, const void *src, size_t row_bytes, size_t n)
+{
+	krn_x8_run(pack_q6_K, sizeof(block_q6_K), dst, src, row_bytes, n);
+}
+
+const struct krn_x8_layout krn_x8_layout_q6_K = { pack_q6_K_run, unpack_q6_K };
 
 /* ---- q2_K: 672 bytes --------------------------------------------------------------------
  *
@@ -258,11 +295,11 @@ static void pack_q2_K(void *dst, const void *const src[KRN_X8])
 		const block_q2_K *b = src[r];
 		memcpy(o + 2 * r, &b->d, 2);
 		memcpy(o + 16 + 2 * r, &b->dmin, 2);
-		for (int k = 0; k < 4; k++)
-			memcpy(o + 32 + 32 * k + 4 * r, b->scales + 4 * k, 4);
-		for (int c = 0; c < 16; c++)
-			memcpy(o + 160 + 32 * c + 4 * r, b->qs + 4 * c, 4);
 	}
+	krn_x8_transpose4(o + 32, 32, src, offsetof(block_q2_K, scales), 0);
+	for (int j = 0; j < 4; j++)
+		krn_x8_transpose4(o + 160 + 128 * j, 32, src,
+				  offsetof(block_q2_K, qs) + 16 * (size_t)j, 0);
 }
 
 static void unpack_q2_K(void *const dst[KRN_X8], const void *src)
@@ -279,7 +316,12 @@ static void unpack_q2_K(void *const dst[KRN_X8], const void *src)
 	}
 }
 
-const struct krn_x8_layout krn_x8_layout_q2_K = { pack_q2_K, unpack_q2_K };
+static void pack_q2_K_run(void *dst, const void *src, size_t row_bytes, size_t n)
+{
+	krn_x8_run(pack_q2_K, sizeof(block_q2_K), dst, src, row_bytes, n);
+}
+
+const struct krn_x8_layout krn_x8_layout_q2_K = { pack_q2_K_run, unpack_q2_K };
 
 /* ---- q3_K: 880 bytes --------------------------------------------------------------------
  *
@@ -304,11 +346,13 @@ static void pack_q3_K(void *dst, const void *const src[KRN_X8])
 		memcpy(o + 2 * r, &b->d, 2);
 		for (int k = 0; k < 3; k++)
 			memcpy(o + 16 + 32 * k + 4 * r, b->scales + 4 * k, 4);
-		for (int c = 0; c < 16; c++)
-			memcpy(o + 112 + 32 * c + 4 * r, b->qs + 4 * c, 4);
-		for (int q = 0; q < 8; q++)
-			memcpy(o + 624 + 32 * q + 4 * r, b->hmask + 4 * q, 4);
 	}
+	for (int j = 0; j < 4; j++)
+		krn_x8_transpose4(o + 112 + 128 * j, 32, src,
+				  offsetof(block_q3_K, qs) + 16 * (size_t)j, 0);
+	for (int j = 0; j < 2; j++)
+		krn_x8_transpose4(o + 624 + 128 * j, 32, src,
+				  offsetof(block_q3_K, hmask) + 16 * (size_t)j, 0);
 }
 
 static void unpack_q3_K(void *const dst[KRN_X8], const void *src)
@@ -326,4 +370,9 @@ static void unpack_q3_K(void *const dst[KRN_X8], const void *src)
 	}
 }
 
-const struct krn_x8_layout krn_x8_layout_q3_K = { pack_q3_K, unpack_q3_K };
+static void pack_q3_K_run(void *dst, const void *src, size_t row_bytes, size_t n)
+{
+	krn_x8_run(pack_q3_K, sizeof(block_q3_K), dst, src, row_bytes, n);
+}
+
+const struct krn_x8_layout krn_x8_layout_q3_K = { pack_q3_K_run, unpack_q3_K };

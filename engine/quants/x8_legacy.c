@@ -21,16 +21,11 @@
 static void pack_q8_0(void *dst, const void *const src[KRN_X8])
 {
 	uint8_t *o = dst;
-	for (int r = 0; r < KRN_X8; r++) {
-		const block_q8_0 *b = src[r];
-		memcpy(o + 2 * r, &b->d, 2);
-		for (int c = 0; c < KRN_QK / 4; c++) { /* a word at a time, as pack_q5_0 */
-			uint32_t v;
-			memcpy(&v, b->qs + 4 * c, sizeof(v));
-			v ^= 0x80808080u;
-			memcpy(o + 16 + 32 * c + 4 * r, &v, sizeof(v));
-		}
-	}
+	for (int r = 0; r < KRN_X8; r++)
+		memcpy(o + 2 * r, &((const block_q8_0 *)src[r])->d, 2);
+	for (int h = 0; h < 2; h++)
+		krn_x8_transpose4(o + 16 + 128 * h, 32, src, offsetof(block_q8_0, qs) + 16 * h,
+				  0x80808080u);
 }
 
 static void unpack_q8_0(void *const dst[KRN_X8], const void *src)
@@ -44,7 +39,12 @@ static void unpack_q8_0(void *const dst[KRN_X8], const void *src)
 	}
 }
 
-const struct krn_x8_layout krn_x8_layout_q8_0 = { pack_q8_0, unpack_q8_0 };
+static void pack_q8_0_run(void *dst, const void *src, size_t row_bytes, size_t n)
+{
+	krn_x8_run(pack_q8_0, sizeof(block_q8_0), dst, src, row_bytes, n);
+}
+
+const struct krn_x8_layout krn_x8_layout_q8_0 = { pack_q8_0_run, unpack_q8_0 };
 
 /* ---- q5_0: 176 bytes --------------------------------------------------------------------
  *
@@ -62,39 +62,30 @@ const struct krn_x8_layout krn_x8_layout_q8_0 = { pack_q8_0, unpack_q8_0 };
  * the chunk. Spreading ggml's qh bits to bytes instead (a shuffle, an AND and a compare per 32
  * quants, or a mask register) costs three to four. */
 
-/* Bit i of a 4-bit index at the bottom of byte i (spread4[x] = x's bits as four bytes). */
-static uint32_t spread4(uint32_t x)
+/* The eight rows' quants (ggml's qh at qh_off and qs at qs_off of each block) into the 160
+ * bytes at o: the four chunks, then low2. Shared with q5_1, whose quants are laid out the same
+ * after its eight mins. Packing runs at load over every q5_0 byte of a model (2.7 GB of
+ * Falcon-7B), so it works on 32-bit words, the eight rows side by side in the lanes of each
+ * word array as in the layout, in loops the compiler vectorizes. */
+static void pack_q5_quants(uint8_t *o, const void *const src[KRN_X8], size_t qh_off,
+			   size_t qs_off)
 {
-	return (x & 1u) | (x & 2u) << 7 | (x & 4u) << 14 | (x & 8u) << 21;
-}
-
-/* A block's 32 quants, 0 .. 31 (nibble | fifth bit << 4), four bytes per word: packing runs at
- * load over every q5_0 byte of a model (2.7 GB of Falcon-7B), so it works a word at a time. */
-static void q5_quants(const uint8_t qh_bytes[4], const uint8_t qs_bytes[KRN_QK / 2],
-		      uint32_t q[KRN_QK / 4])
-{
-	uint32_t qh, qs[4];
-	memcpy(&qh, qh_bytes, sizeof(qh));
-	memcpy(qs, qs_bytes, sizeof(qs));
-	for (int w = 0; w < 4; w++) {
-		q[w] = (qs[w] & 0x0f0f0f0fu) | spread4(qh >> (4 * w) & 15u) << 4;
-		q[w + 4] = (qs[w] >> 4 & 0x0f0f0f0fu) | spread4(qh >> (16 + 4 * w) & 15u) << 4;
-	}
-}
-
-/* Row r's quants (ggml's qh and qs) into the 160 bytes at o: the four chunks, then low2.
- * Shared with q5_1, whose quants are laid out the same after its eight mins. */
-static void pack_q5_quants(uint8_t *o, int r, const uint8_t qh[4], const uint8_t qs[KRN_QK / 2])
-{
-	uint32_t q[KRN_QK / 4], low2 = 0;
-	q5_quants(qh, qs, q);
+	krn_x8_lanes qh, low2 = { 0 }, qs4[4];
+	krn_x8_lanes_at(&qh, src, qh_off);
+	krn_x8_words4(qs4, src, qs_off, 0);
 	for (int c = 0; c < 4; c++) {
-		uint32_t a = q[c], h = q[c + 4];
-		uint32_t v = a | (h >> 2 & 0x07070707u) << 5;
-		memcpy(o + 32 * c + 4 * r, &v, sizeof(v));
+		/* q[4c + k] (low nibbles, qh bit 4c + k) and h = q[16 + 4c + k] (high nibbles, qh
+		 * bit 16 + 4c + k), k = 0 .. 3 in the word's bytes; bit k of a nibble x goes to
+		 * byte k by the multiply (x | x << 7 | x << 14 | x << 21) */
+		krn_x8_lanes qs = qs4[c];
+		krn_x8_lanes lo = qh >> (4 * c) & 15u, hi = qh >> (16 + 4 * c) & 15u;
+		krn_x8_lanes a = (qs & 0x0f0f0f0fu) | (lo * 0x204081u & 0x01010101u) << 4;
+		krn_x8_lanes h = (qs >> 4 & 0x0f0f0f0fu) | (hi * 0x204081u & 0x01010101u) << 4;
+		krn_x8_lanes v = a | (h >> 2 & 0x07070707u) << 5;
+		memcpy(o + 32 * c, &v, sizeof(v));
 		low2 |= (h & 0x03030303u) << (2 * c);
 	}
-	memcpy(o + 128 + 4 * r, &low2, sizeof(low2));
+	memcpy(o + 128, &low2, sizeof(low2));
 }
 
 static void unpack_q5_quants(const uint8_t *s, int r, uint8_t qh_out[4],
@@ -116,11 +107,9 @@ static void unpack_q5_quants(const uint8_t *s, int r, uint8_t qh_out[4],
 static void pack_q5_0(void *dst, const void *const src[KRN_X8])
 {
 	uint8_t *o = dst;
-	for (int r = 0; r < KRN_X8; r++) {
-		const block_q5_0 *b = src[r];
-		memcpy(o + 2 * r, &b->d, 2);
-		pack_q5_quants(o + 16, r, b->qh, b->qs);
-	}
+	for (int r = 0; r < KRN_X8; r++)
+		memcpy(o + 2 * r, &((const block_q5_0 *)src[r])->d, 2);
+	pack_q5_quants(o + 16, src, offsetof(block_q5_0, qh), offsetof(block_q5_0, qs));
 }
 
 static void unpack_q5_0(void *const dst[KRN_X8], const void *src)
@@ -133,7 +122,12 @@ static void unpack_q5_0(void *const dst[KRN_X8], const void *src)
 	}
 }
 
-const struct krn_x8_layout krn_x8_layout_q5_0 = { pack_q5_0, unpack_q5_0 };
+static void pack_q5_0_run(void *dst, const void *src, size_t row_bytes, size_t n)
+{
+	krn_x8_run(pack_q5_0, sizeof(block_q5_0), dst, src, row_bytes, n);
+}
+
+const struct krn_x8_layout krn_x8_layout_q5_0 = { pack_q5_0_run, unpack_q5_0 };
 
 /* ---- q4_0: 144 bytes --------------------------------------------------------------------
  *
@@ -149,12 +143,9 @@ const struct krn_x8_layout krn_x8_layout_q5_0 = { pack_q5_0, unpack_q5_0 };
 static void pack_q4_0(void *dst, const void *const src[KRN_X8])
 {
 	uint8_t *o = dst;
-	for (int r = 0; r < KRN_X8; r++) {
-		const block_q4_0 *b = src[r];
-		memcpy(o + 2 * r, &b->d, 2);
-		for (int c = 0; c < 4; c++)
-			memcpy(o + 16 + 32 * c + 4 * r, b->qs + 4 * c, 4);
-	}
+	for (int r = 0; r < KRN_X8; r++)
+		memcpy(o + 2 * r, &((const block_q4_0 *)src[r])->d, 2);
+	krn_x8_transpose4(o + 16, 32, src, offsetof(block_q4_0, qs), 0);
 }
 
 static void unpack_q4_0(void *const dst[KRN_X8], const void *src)
@@ -168,7 +159,12 @@ static void unpack_q4_0(void *const dst[KRN_X8], const void *src)
 	}
 }
 
-const struct krn_x8_layout krn_x8_layout_q4_0 = { pack_q4_0, unpack_q4_0 };
+static void pack_q4_0_run(void *dst, const void *src, size_t row_bytes, size_t n)
+{
+	krn_x8_run(pack_q4_0, sizeof(block_q4_0), dst, src, row_bytes, n);
+}
+
+const struct krn_x8_layout krn_x8_layout_q4_0 = { pack_q4_0_run, unpack_q4_0 };
 
 /* ---- q4_1 and q5_1: q4_0's and q5_0's layouts with the eight mins after the scales --------
  *
@@ -187,9 +183,8 @@ static void pack_q4_1(void *dst, const void *const src[KRN_X8])
 		const block_q4_1 *b = src[r];
 		memcpy(o + 2 * r, &b->d, 2);
 		memcpy(o + 16 + 2 * r, &b->m, 2);
-		for (int c = 0; c < 4; c++)
-			memcpy(o + 32 + 32 * c + 4 * r, b->qs + 4 * c, 4);
 	}
+	krn_x8_transpose4(o + 32, 32, src, offsetof(block_q4_1, qs), 0);
 }
 
 static void unpack_q4_1(void *const dst[KRN_X8], const void *src)
@@ -204,7 +199,12 @@ static void unpack_q4_1(void *const dst[KRN_X8], const void *src)
 	}
 }
 
-const struct krn_x8_layout krn_x8_layout_q4_1 = { pack_q4_1, unpack_q4_1 };
+static void pack_q4_1_run(void *dst, const void *src, size_t row_bytes, size_t n)
+{
+	krn_x8_run(pack_q4_1, sizeof(block_q4_1), dst, src, row_bytes, n);
+}
+
+const struct krn_x8_layout krn_x8_layout_q4_1 = { pack_q4_1_run, unpack_q4_1 };
 
 static void pack_q5_1(void *dst, const void *const src[KRN_X8])
 {
@@ -213,8 +213,8 @@ static void pack_q5_1(void *dst, const void *const src[KRN_X8])
 		const block_q5_1 *b = src[r];
 		memcpy(o + 2 * r, &b->d, 2);
 		memcpy(o + 16 + 2 * r, &b->m, 2);
-		pack_q5_quants(o + 32, r, b->qh, b->qs);
 	}
+	pack_q5_quants(o + 32, src, offsetof(block_q5_1, qh), offsetof(block_q5_1, qs));
 }
 
 static void unpack_q5_1(void *const dst[KRN_X8], const void *src)
@@ -228,4 +228,9 @@ static void unpack_q5_1(void *const dst[KRN_X8], const void *src)
 	}
 }
 
-const struct krn_x8_layout krn_x8_layout_q5_1 = { pack_q5_1, unpack_q5_1 };
+static void pack_q5_1_run(void *dst, const void *src, size_t row_bytes, size_t n)
+{
+	krn_x8_run(pack_q5_1, sizeof(block_q5_1), dst, src, row_bytes, n);
+}
+
+const struct krn_x8_layout krn_x8_layout_q5_1 = { pack_q5_1_run, unpack_q5_1 };
