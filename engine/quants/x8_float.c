@@ -4,7 +4,8 @@
  * element i of the eight rows side by side, 16 bytes: row r's half in bytes 2r, 2r + 1. A
  * kernel that keeps row r in 32-bit lane r of a ymm widens the eight to floats with one
  * vcvtph2ps (f16) or a zero extension and a shift (bf16, exact), and multiplies them by one
- * activation element broadcast to all lanes. Kernels: x86/avx512_x8f.c, x86/avx2_x8f.c.
+ * activation element broadcast to all lanes. Kernels: x86/avx512_x8f.c, x86/avx2_x8f.c,
+ * arm/neon_x8f.c.
  *
  * Both formats have the same layout; two names keep the registry (x8.c) one entry a type.
  */

@@ -8,7 +8,7 @@
  * the kernel gets four elements of every row in one or two instructions, some of them times
  * a power of two that it takes off the sub-block's sum (the scale multiply is per sub-block
  * anyway). Per-row headers (d, dmin, scales) come first, the eight rows' side by side. Kernels:
- * x86/avx512_x8k.c, x86/avx2_x8k.c.
+ * x86/avx512_x8k.c, x86/avx2_x8k.c, arm/neon_x8k.c.
  */
 #include "quants_impl.h"
 

@@ -6,7 +6,7 @@
  * quants hold four consecutive elements of each of the eight rows, row r in bytes 4r .. 4r + 3,
  * so one broadcast dword of the activation serves all eight rows. The eight scales come first,
  * side by side, for one vcvtph2ps (q4_1's and q5_1's mins after them, at the end of the
- * file). Kernels: x86/avx512_x8l.c, x86/avx2_x8l.c.
+ * file). Kernels: x86/avx512_x8l.c, x86/avx2_x8l.c, arm/neon_x8l.c.
  */
 #include "quants_impl.h"
 
