@@ -9,6 +9,7 @@
 
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -29,9 +30,12 @@ int eng_error_set(struct eng_error *err, int code, const char *source, uint64_t 
 /* Cancellation. The engine's long steps (writing a synthetic model, reading a model into
  * memory for the copying load modes, repacking) check a flag between chunks of at most a few
  * MB and stop with -ECANCELED, err saying so, leaving no partial file. The flag is the
- * caller's (a signal handler sets it): the engine only reads it. One per process, as signals
- * are; NULL (the default) turns the checks off. */
-void eng_cancel_hook(volatile sig_atomic_t *flag);
+ * caller's (a signal handler sets it, or another thread): the engine only reads it. One per
+ * process, as signals are; NULL (the default) turns the checks off. An atomic_int, not a
+ * volatile sig_atomic_t, because the engine's readers are other threads (the fill's workers,
+ * an image built on its own thread) and only atomics make that defined; a handler may store
+ * to it, the type being lock-free (C11 7.14.1.1). */
+void eng_cancel_hook(atomic_int *flag);
 /* True when the hooked flag is set. */
 bool eng_cancelled(void);
 

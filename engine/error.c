@@ -1,4 +1,5 @@
 /* engine/error.c: filling struct eng_error, and the cancellation flag (engine.h). */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -26,15 +27,19 @@ int eng_error_set(struct eng_error *err, int code, const char *source, uint64_t 
 	return code;
 }
 
-static volatile sig_atomic_t *cancel_flag;
+/* A signal handler may store only to lock-free atomics. */
+_Static_assert(ATOMIC_INT_LOCK_FREE == 2, "the cancellation flag must be lock-free");
 
-void eng_cancel_hook(volatile sig_atomic_t *flag)
+/* The hook itself is atomic too: a caller may swap flags while a fill's threads read it. */
+static _Atomic(atomic_int *) cancel_flag;
+
+void eng_cancel_hook(atomic_int *flag)
 {
-	cancel_flag = flag;
+	atomic_store(&cancel_flag, flag);
 }
 
 bool eng_cancelled(void)
 {
-	volatile sig_atomic_t *f = cancel_flag;
-	return f && *f;
+	atomic_int *f = atomic_load(&cancel_flag);
+	return f && atomic_load_explicit(f, memory_order_relaxed);
 }

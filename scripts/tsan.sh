@@ -6,8 +6,10 @@
 # -fsanitize=thread (clang where present, else gcc: both work on Debian 12 with the kernel's
 # default vm.mmap_rnd_bits of 28; a kernel with 32 bits of mmap randomisation makes older TSan
 # runtimes abort with "unexpected memory mapping", which `setarch -R` works around), then runs
-# test_pool, test_engine and test_golden, and the smoke protocol end to end with 2 engine
-# threads, so the pool's workers and the runner's token hook run side by side.
+# test_pool, test_engine, test_golden and test_overlap, the smoke protocol end to end with 2
+# engine threads, so the pool's workers and the runner's token hook run side by side, and
+# `memwall generate` in its default load (overlap: the image thread, then the session moved
+# onto the image) at 2 threads.
 set -eu
 cd "$(dirname "$0")/.."
 
@@ -18,12 +20,12 @@ if [ ! -f "$builddir/build.ninja" ]; then
 	CC=$cc meson setup "$builddir" -Dwerror=true -Db_sanitize=thread -Db_lundef=false \
 		-Dbuildtype=debugoptimized
 fi
-ninja -C "$builddir" src/memwall tests/test_pool tests/test_engine tests/test_golden
+ninja -C "$builddir" src/memwall tests/test_pool tests/test_engine tests/test_golden tests/test_overlap
 
 # halt_on_error: the first race ends the program with exitcode, so nothing passes over one.
 TSAN_OPTIONS="halt_on_error=1:exitcode=66:second_deadlock_stack=1${TSAN_OPTIONS:+:$TSAN_OPTIONS}"
 export TSAN_OPTIONS
-meson test -C "$builddir" --no-rebuild --print-errorlogs --num-processes 2 pool engine golden
+meson test -C "$builddir" --no-rebuild --print-errorlogs --num-processes 2 pool engine golden overlap
 
 tmp=$(mktemp -d /tmp/mw-tsan-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
@@ -37,4 +39,17 @@ if [ "$status" -gt 1 ] || grep -q "ThreadSanitizer" "$tmp/err"; then
 	echo "tsan.sh: memwall run under ThreadSanitizer failed (exit $status)"
 	exit 1
 fi
-echo "tsan.sh: no ThreadSanitizer reports (test_pool, test_engine, test_golden, 2-thread smoke run)"
+# generate's default load mode at 2 threads: prompt and first token on the mapping, the image
+# built by its own thread, the session moved onto it before token 2.
+"$builddir/src/memwall" synth --shape stories260K --format gguf --quant q8_0 -o "$tmp/m.gguf" \
+	>/dev/null 2>"$tmp/err" &&
+	"$builddir/src/memwall" generate -m "$tmp/m.gguf" --prompt-ids 1 -n 8 -t 2 --ids \
+		--report-line >"$tmp/out" 2>>"$tmp/err" || status=$?
+if [ "$status" -ne 0 ] || grep -q "ThreadSanitizer" "$tmp/err" ||
+	! grep -q "mode=overlap .*image=used" "$tmp/err"; then
+	cat "$tmp/err"
+	echo "tsan.sh: memwall generate (--load overlap) under ThreadSanitizer failed (exit $status)"
+	exit 1
+fi
+echo "tsan.sh: no ThreadSanitizer reports (test_pool, test_engine, test_golden, test_overlap," \
+     "2-thread smoke run, 2-thread generate with --load overlap)"

@@ -59,7 +59,7 @@ static double now_s(void)
 
 static void test_in_process(void)
 {
-	volatile sig_atomic_t flag = SIGTERM;
+	atomic_int flag = SIGTERM;
 	char p[512];
 	struct eng_error err;
 	struct mw_error merr;

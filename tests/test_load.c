@@ -314,7 +314,7 @@ static int leftovers(const char *path)
 	return n;
 }
 
-static volatile sig_atomic_t flag;
+static atomic_int flag;
 
 static void *raise_later(void *arg)
 {

@@ -306,7 +306,7 @@ static void image_fails(void)
 		struct eng_session_options o = { .threads = 1 };
 		struct eng_model *m = open_model(model, ENG_LOAD_MMAP);
 		struct eng_session *s = open_session(m, &o), *s0 = s;
-		static volatile sig_atomic_t stop = 1;
+		static atomic_int stop = 1;
 		const float *la;
 		ov.sopt = o;
 		T_EQ_INT(mw_overlap_start(&ov, stopped ? model : bad), 0);

@@ -124,11 +124,11 @@ void mw_sha256_hex(const void *data, size_t n, char hex[65])
 	mw_sha256_final(&s, hex);
 }
 
-static volatile sig_atomic_t *cancel_flag;
+static _Atomic(atomic_int *) cancel_flag;
 
-void mw_sha256_cancel_hook(volatile sig_atomic_t *flag)
+void mw_sha256_cancel_hook(atomic_int *flag)
 {
-	cancel_flag = flag;
+	atomic_store(&cancel_flag, flag);
 }
 
 int mw_sha256_file(const char *path, char hex[65], uint64_t *bytes, struct mw_error *err)
@@ -141,7 +141,8 @@ int mw_sha256_file(const char *path, char hex[65], uint64_t *bytes, struct mw_er
 		return mw_error_set(err, -errno, path, "", "cannot open: %s", strerror(errno));
 	mw_sha256_init(&s);
 	for (;;) {
-		if (cancel_flag && *cancel_flag) {
+		atomic_int *stop = atomic_load(&cancel_flag);
+		if (stop && atomic_load_explicit(stop, memory_order_relaxed)) {
 			rc = mw_error_set(err, -ECANCELED, path, "", "stopped by a signal while "
 					  "hashing (%llu bytes hashed)", (unsigned long long)s.len);
 			goto out;

@@ -2,7 +2,7 @@
 #ifndef MEMWALL_SHA256_H
 #define MEMWALL_SHA256_H
 
-#include <signal.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -27,6 +27,6 @@ void mw_sha256_hex(const void *data, size_t n, char hex[65]);
 int mw_sha256_file(const char *path, char hex[65], uint64_t *bytes, struct mw_error *err);
 /* The flag a signal handler sets to stop mw_sha256_file within a second (it is checked every
  * 64 KiB); NULL turns the check off. One per process, as signals are. */
-void mw_sha256_cancel_hook(volatile sig_atomic_t *flag);
+void mw_sha256_cancel_hook(atomic_int *flag);
 
 #endif

@@ -53,7 +53,7 @@ static int write_gguf(const struct synth_request *r, struct eng_error *err)
 
 /* SIGINT and SIGTERM set this; the engine's writers check it between chunks (eng_cancel_hook)
  * and remove their temporary file, which the default action would leave behind. */
-static volatile sig_atomic_t stop_signal;
+static atomic_int stop_signal;
 
 static void on_signal(int sig)
 {

@@ -35,7 +35,7 @@ static const char image_comm[] = "mw-image";
 
 /* The engine's cancellation flag while an image is built: only this file sets it, to stop an
  * image nobody will use. */
-static volatile sig_atomic_t image_stop;
+static atomic_int image_stop;
 
 struct mw_image {
 	pthread_t th;

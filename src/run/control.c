@@ -10,7 +10,7 @@
 #include "engine.h"
 #include "sha256.h"
 
-static volatile sig_atomic_t stop_signal;
+static atomic_int stop_signal;
 
 static void on_signal(int sig)
 {
