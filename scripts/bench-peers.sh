@@ -50,7 +50,7 @@ cd "$(dirname "$0")/.."
 builddir=${1:-build}
 rounds=${BENCH_ROUNDS:-5}
 threads_list=${BENCH_THREADS:-1 2}
-quants=${BENCH_QUANTS:-q4_0 q8_0 q4_k_m f32}
+quants=${BENCH_QUANTS-q4_0 q8_0 q4_k_m f32}
 pp=${BENCH_PP:-128}
 tg=${BENCH_TG:-128}
 dir=${BENCH_DIR:-/tmp/memwall-bench-peers}
