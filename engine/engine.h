@@ -425,10 +425,12 @@ static inline bool eng_sparsity_map_dead(const struct eng_sparsity_map *m, int l
 	return m->fired[(size_t)l * (size_t)m->hidden_dim + (size_t)r] == 0;
 }
 
-/* The default prefill chunk: 64 tokens share each pass over the weights. pp128 on synthetic
- * stories110M q4_0 and q8_0, repacked, 1 thread (Zen 4, a shared machine, three runs each):
- * 32 and 64 alike (q4_0 about 730-930 tok/s), 16 and 128 below them. */
-#define ENG_PREFILL_CHUNK 64
+/* The default prefill chunk: 128 tokens share each pass over the weights. pp128 on synthetic
+ * stories110M, repacked, tok/s, three interleaved runs each on a quiet Zen 4 VM, 64 -> 128
+ * tokens: f32 420-441 -> 461-470 at 1 thread and 637-827 -> 866-885 at 2; q4_0, q8_0 and
+ * q4_k_m within noise at both (q4_0 1 thread 987-1257 -> 1221-1247). F32 gains most: the
+ * fewer passes, the fewer times its 440 MB come from DRAM. */
+#define ENG_PREFILL_CHUNK 128
 
 /* On success *out is a new session over m (m must outlive it), freed with eng_session_free.
  * -ENOTSUP for kernels this build or CPU lacks, or an unknown KV type. */

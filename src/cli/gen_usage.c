@@ -82,7 +82,7 @@ void mw_generate_usage(FILE *f)
 		"      --pin cpus|none   cpus (default): thread t runs on the t-th CPU of the\n"
 		"                        affinity mask (taskset), the summary names them; none:\n"
 		"                        where the scheduler puts it\n"
-		"      --prefill-chunk N tokens of the prompt per pass over the weights (default 64;\n"
+		"      --prefill-chunk N tokens of the prompt per pass over the weights (default 128;\n"
 		"                        1 runs the prompt token by token); --logits runs it token\n"
 		"                        by token, since it writes every position's logits\n"
 		"      --hooks-bench     install no-op per-token and per-phase hooks, to measure what\n"

@@ -117,23 +117,39 @@ mm_tile(float *y, size_t ldy, const float *w, const float *x, size_t ldx, size_t
 				hi[r][t] = _mm512_fmadd_ps(wv, xv[t], hi[r][t]);
 		}
 	}
+	/* dot()'s tail, still in the 16-lane registers so nothing leaves them (spilled, their
+	 * 256-bit halves reloaded from the stack cost more than the loop): the 8-column steps
+	 * into s0, lanes 0-7 of lo, and the last columns into s1, lanes 8-15, each by a masked
+	 * FMA, lane for lane dot()'s. Masked-off lanes load nothing, so w + i - 8 never
+	 * faults. */
+	for (; i + 8 <= n; i += 8) {
+		__m512 xv[3];
+		for (int t = 0; t < nt; t++)
+			xv[t] = in_register(_mm512_maskz_loadu_ps(0x00ff, x + (size_t)t * ldx + i));
+		for (int r = 0; r < nr; r++) {
+			__m512 wv = in_register(_mm512_maskz_loadu_ps(0x00ff, w + (size_t)r * n + i));
+			for (int t = 0; t < nt; t++)
+				lo[r][t] = _mm512_mask3_fmadd_ps(wv, xv[t], lo[r][t], 0x00ff);
+		}
+	}
+	if (i < n) {
+		__mmask16 m = (__mmask16)(tail_mask8(n - i) << 8);
+		__m512 xv[3];
+		for (int t = 0; t < nt; t++)
+			xv[t] = in_register(_mm512_maskz_loadu_ps(m, x + (size_t)t * ldx + i - 8));
+		for (int r = 0; r < nr; r++) {
+			__m512 wv = in_register(_mm512_maskz_loadu_ps(m, w + (size_t)r * n + i - 8));
+			for (int t = 0; t < nt; t++)
+				lo[r][t] = _mm512_mask3_fmadd_ps(wv, xv[t], lo[r][t], m);
+		}
+	}
 	for (int r = 0; r < nr; r++)
 		for (int t = 0; t < nt; t++) {
-			const float *wr = w + (size_t)r * n, *xt = x + (size_t)t * ldx;
-			__m256 s0 = _mm512_castps512_ps256(lo[r][t]);
-			__m256 s1 = _mm512_extractf32x8_ps(lo[r][t], 1);
-			__m256 s2 = _mm512_castps512_ps256(hi[r][t]);
-			__m256 s3 = _mm512_extractf32x8_ps(hi[r][t], 1);
-			size_t j = i;
-			for (; j + 8 <= n; j += 8)
-				s0 = _mm256_fmadd_ps(_mm256_loadu_ps(wr + j), _mm256_loadu_ps(xt + j), s0);
-			if (j < n) {
-				__mmask8 m = tail_mask8(n - j);
-				s1 = _mm256_fmadd_ps(_mm256_maskz_loadu_ps(m, wr + j),
-						     _mm256_maskz_loadu_ps(m, xt + j), s1);
-			}
-			y[(size_t)t * ldy + (size_t)r] =
-				hsum256(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
+			__m256 s01 = _mm256_add_ps(_mm512_castps512_ps256(lo[r][t]),
+						   _mm512_extractf32x8_ps(lo[r][t], 1));
+			__m256 s23 = _mm256_add_ps(_mm512_castps512_ps256(hi[r][t]),
+						   _mm512_extractf32x8_ps(hi[r][t], 1));
+			y[(size_t)t * ldy + (size_t)r] = hsum256(_mm256_add_ps(s01, s23));
 		}
 }
 
