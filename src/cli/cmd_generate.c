@@ -34,13 +34,6 @@ static const char *const kv_names[] = {
 };
 
 
-static double now_seconds(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* CPU time of the whole process: on a machine shared with other work, decode's CPU time per
  * token (decode_cpu_ms_per_token=, scripts/bench-kv.sh) varies less than its wall time, which
  * counts the time other processes held the CPU. */
@@ -386,7 +379,7 @@ struct gen {
 	int *fed, n_fed;   /* every token fed, for --logits */
 	FILE *logits_file; /* --logits, or NULL */
 	float *scratch;    /* the sampler's copy of the logits */
-	/* now_seconds() at: start, model loaded, loop start, prompt done, first and last token */
+	/* mw_now_s() at: start, model loaded, loop start, prompt done, first and last token */
 	double t0, t_loaded, t_loop, t_prompt_end, t_first, t_end;
 	double cpu_first, cpu_end; /* cpu_seconds() at the first and last token */
 	/* Page faults by then: under mmap the weights come in during the first token. */
@@ -476,7 +469,7 @@ static int prefill(struct gen *g, const float **logits)
 		if (pos + 1 < g->n_prompt && g->tok && !g->a.ids)
 			mw_gen_print_piece(eng_tokenizer_decode(g->tok, g->prompt[pos], g->prompt[pos + 1]));
 	}
-	g->t_prompt_end = now_seconds();
+	g->t_prompt_end = mw_now_s();
 	return 0;
 }
 
@@ -501,7 +494,7 @@ static int generate_tokens(struct gen *g)
 	 * in the prompt's. */
 	if (g->overlap && g->n_prompt > MW_OVERLAP_PROMPT_MAX)
 		overlap_switch(g, 0);
-	g->t_loop = g->t_prompt_end = now_seconds();
+	g->t_loop = g->t_prompt_end = mw_now_s();
 	if (prefilled) {
 		if ((rc = prefill(g, &logits)))
 			return rc;
@@ -535,7 +528,7 @@ static int generate_tokens(struct gen *g)
 		if (g->logits_file)
 			write_logits(g->logits_file, pos, logits, vocab_size);
 		if (pos + 1 == g->n_prompt && g->logits_file)
-			g->t_prompt_end = now_seconds();
+			g->t_prompt_end = mw_now_s();
 		int next;
 		if (pos + 1 < g->n_prompt) {
 			next = g->prompt[pos + 1];
@@ -544,7 +537,7 @@ static int generate_tokens(struct gen *g)
 			memcpy(g->scratch, logits, (size_t)vocab_size * sizeof(*g->scratch));
 			next = eng_sampler_sample(g->sampler, g->scratch);
 			if (++g->generated == 1) {
-				g->t_first = now_seconds();
+				g->t_first = mw_now_s();
 				g->cpu_first = cpu_seconds();
 				getrusage(RUSAGE_SELF, &g->ru_first);
 				if (g->overlap) {
@@ -561,7 +554,7 @@ static int generate_tokens(struct gen *g)
 		fflush(stdout);
 		token = next;
 	}
-	g->t_end = now_seconds();
+	g->t_end = mw_now_s();
 	g->cpu_end = cpu_seconds();
 	return 0;
 }
@@ -777,7 +770,7 @@ int mw_cmd_generate(int argc, char **argv)
 				.topp = 0.9, .kv = ENG_KV_AUTO, .load = ENG_LOAD_REPACK } };
 	/* Time to first token counts from here: the verb's start, after exec and the dynamic
 	 * loader (a few ms); the model check, the load and the prompt are all inside it. */
-	g.t0 = now_seconds();
+	g.t0 = mw_now_s();
 	const struct gen_args *a = &g.a;
 	struct eng_error err;
 	int rc = parse_args(&g.a, argc, argv);
@@ -803,7 +796,7 @@ int mw_cmd_generate(int argc, char **argv)
 	}
 	if (g.overlap && (rc = mw_overlap_start(&g.ov, a->model)))
 		goto out;
-	g.t_loaded = now_seconds();
+	g.t_loaded = mw_now_s();
 	getrusage(RUSAGE_SELF, &g.ru_loaded);
 	if (g.overlap)
 		mw_overlap_mark(&g.ov, false);

@@ -35,13 +35,6 @@ struct batch {
 	struct eng_step_bytes bytes; /* the last step's */
 };
 
-static double now_seconds(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* "1,300,301" after "ids:" in a --prompts line, or --prompt-ids: into p[0..cap). */
 static int parse_ids(const char *list, int vocab, int *p, int cap, int *n)
 {
@@ -222,7 +215,7 @@ static int decode(struct batch *b)
 		rc = mw_fail(MW_EXIT_ENV, VERB, "out of memory");
 		goto out;
 	}
-	b->t_loop = now_seconds();
+	b->t_loop = mw_now_s();
 	for (int i = 0; i < n; i++) {
 		if ((rc = eng_session_prefill_seq(b->session, i, b->prompt[i], b->n_prompt[i], 0,
 						  &logits, NULL))) {
@@ -233,7 +226,7 @@ static int decode(struct batch *b)
 		tok[i] = b->out[(size_t)i * (size_t)b->steps] = sample(b, i, logits);
 		pos[i] = b->n_prompt[i];
 	}
-	b->t_prompt_end = b->t_first = now_seconds();
+	b->t_prompt_end = b->t_first = mw_now_s();
 	for (long k = 1; k < b->steps; k++) {
 		if ((rc = eng_session_step_seqs(b->session, n, NULL, tok, pos, &logits, &b->bytes))) {
 			rc = mw_fail(MW_EXIT_ENV, VERB, "batched step %ld failed: %s", k,
@@ -250,7 +243,7 @@ static int decode(struct batch *b)
 			pos[i]++;
 		}
 	}
-	b->t_end = now_seconds();
+	b->t_end = mw_now_s();
 out:
 	free(tok);
 	free(pos);

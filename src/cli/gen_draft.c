@@ -42,13 +42,6 @@ struct draft_run {
 	double t_loop, t_prompt_end, t_first, t_end;
 };
 
-static double now_seconds(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 int mw_draft_parse(const char *arg, int *k)
 {
 	*k = 4;
@@ -135,9 +128,9 @@ static int prompt_run(struct draft_run *r)
 			mw_gen_print_piece(piece);
 		}
 	}
-	r->t_prompt_end = now_seconds();
+	r->t_prompt_end = mw_now_s();
 	emit(r, mw_spec_argmax(logits, r->o->info->vocab_size));
-	r->t_first = r->t_end = now_seconds();
+	r->t_first = r->t_end = mw_now_s();
 	return 0;
 }
 
@@ -212,7 +205,7 @@ static int decode(struct draft_run *r)
 		r->t_weights += bytes.weights;
 		r->kv_read_sum += bytes.kv_read;
 	}
-	r->t_end = now_seconds();
+	r->t_end = mw_now_s();
 	return 0;
 }
 
@@ -272,7 +265,7 @@ int mw_generate_draft(const struct gen_args *a, const struct gen_open *o, const 
 		rc = mw_fail(MW_EXIT_ENV, VERB, "out of memory");
 		goto out;
 	}
-	r.t_loop = now_seconds();
+	r.t_loop = mw_now_s();
 	if ((rc = prompt_run(&r)) || (rc = decode(&r)))
 		goto out;
 	if (o->tok && !a->ids)

@@ -48,20 +48,13 @@ struct mw_image {
 	double t_end;
 };
 
-static double now_seconds(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static void *image_main(void *arg)
 {
 	struct mw_image *im = arg;
 	(void)pthread_setname_np(pthread_self(), image_comm);
 	eng_error_clear(&im->err);
 	im->rc = eng_model_open(&im->model, im->path, &im->opt, &im->err);
-	im->t_end = now_seconds();
+	im->t_end = mw_now_s();
 	return NULL;
 }
 
@@ -110,7 +103,7 @@ void mw_overlap_launch(struct mw_overlap *ov)
 		cpus_text(&set, ov->cpus, sizeof(ov->cpus));
 	image_stop = 0;
 	eng_cancel_hook(&image_stop);
-	ov->t_start = now_seconds();
+	ov->t_start = mw_now_s();
 	if ((rc = pthread_create(&im->th, NULL, image_main, im))) {
 		eng_cancel_hook(NULL);
 		im->joined = true;
@@ -147,14 +140,14 @@ void mw_overlap_switch(struct mw_overlap *ov, struct eng_model **model,
 	struct mw_image *im = ov->img;
 	struct eng_session *s = NULL;
 	struct eng_error err;
-	double t = now_seconds();
+	double t = mw_now_s();
 
 	if (!im || ov->switched)
 		return;
 	ov->switched = true;
 	mw_overlap_launch(ov);
 	image_join(ov);
-	ov->wait_s = now_seconds() - t;
+	ov->wait_s = mw_now_s() - t;
 	ov->switched_after = after_tokens;
 	if (ov->state == MW_IMAGE_FAILED) {
 		fprintf(stderr, "memwall %s: --load overlap: the repacked image could not be built "
@@ -162,7 +155,7 @@ void mw_overlap_switch(struct mw_overlap *ov, struct eng_model **model,
 			ov->why);
 		return;
 	}
-	t = now_seconds();
+	t = mw_now_s();
 	eng_error_clear(&err);
 	if (eng_session_new(&s, im->model, &ov->sopt, &err) ||
 	    eng_session_adopt(s, *session, &err)) {
@@ -182,7 +175,7 @@ void mw_overlap_switch(struct mw_overlap *ov, struct eng_model **model,
 	*session = s;
 	*model = im->model;
 	im->model = NULL;
-	ov->t_switched = now_seconds();
+	ov->t_switched = mw_now_s();
 	ov->switch_s = ov->t_switched - t;
 	ov->state = MW_IMAGE_USED;
 }

@@ -38,13 +38,6 @@ struct spec {
 	double t_loop, t_prompt_end, t_first, t_end;
 };
 
-static double now_seconds(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 int mw_speculate_parse(const char *arg, int *k, int *ng)
 {
 	static const char name[] = "lookup";
@@ -110,10 +103,10 @@ static int prompt_run(struct spec *sp)
 			mw_gen_print_piece(piece);
 		}
 	}
-	sp->t_prompt_end = now_seconds();
+	sp->t_prompt_end = mw_now_s();
 	sp->ctx[sp->n_ctx++] = mw_spec_argmax(logits, sp->o->info->vocab_size);
 	emit_at(sp, sp->n_ctx - 1);
-	sp->t_first = sp->t_end = now_seconds();
+	sp->t_first = sp->t_end = mw_now_s();
 	return 0;
 }
 
@@ -142,7 +135,7 @@ static int decode(struct spec *sp)
 		sp->skipped_sum += ps.bytes.weights_skipped;
 		sp->kv_read_sum += ps.bytes.kv_read;
 	}
-	sp->t_end = now_seconds();
+	sp->t_end = mw_now_s();
 	return 0;
 }
 
@@ -227,7 +220,7 @@ int mw_generate_spec(const struct gen_args *a, const struct gen_open *o, const i
 		rc = mw_fail(MW_EXIT_ENV, VERB, "out of memory");
 		goto out;
 	}
-	sp.t_loop = now_seconds();
+	sp.t_loop = mw_now_s();
 	if ((rc = prompt_run(&sp)) || (rc = decode(&sp)))
 		goto out;
 	if (o->tok && !a->ids)

@@ -122,34 +122,8 @@ mm_tile(float *y, size_t ldy, const float *w, const float *x, size_t ldx, size_t
 		}
 }
 
-/* Rows in blocks of 32 (96 KB at stories110M's 768 columns, in L2), each block run over all
- * the tokens three at a time, two rows at a time. */
-static void avx2_matmul_f32(float *y, size_t ldy, const float *w, const float *x, size_t ldx,
-			    size_t n_tok, size_t n, size_t r0, size_t r1)
-{
-	for (size_t a = r0; a < r1; a += 32) {
-		size_t b = r1 - a < 32 ? r1 : a + 32;
-		for (size_t t = 0; t < n_tok; t += 3) {
-			size_t nt = n_tok - t < 3 ? n_tok - t : 3, r = a;
-			float *yt = y + t * ldy;
-			const float *xt = x + t * ldx;
-#define MM_ROWS(NR)                                                                          \
-	do {                                                                                 \
-		if (nt == 3)                                                                 \
-			mm_tile(yt + r, ldy, w + r * n, xt, ldx, n, NR, 3);                  \
-		else if (nt == 2)                                                            \
-			mm_tile(yt + r, ldy, w + r * n, xt, ldx, n, NR, 2);                  \
-		else                                                                         \
-			mm_tile(yt + r, ldy, w + r * n, xt, ldx, n, NR, 1);                  \
-	} while (0)
-			for (; r + 2 <= b; r += 2)
-				MM_ROWS(2);
-			if (r < b)
-				MM_ROWS(1);
-#undef MM_ROWS
-		}
-	}
-}
+#define MM_TILE_ROWS 2
+#include "matmul_f32.h"
 
 static void avx2_axpy_f32(float *y, float a, const float *x, size_t n)
 {
@@ -246,7 +220,7 @@ const struct krn_ops krn_ops_avx2 = {
 	.name = "avx2",
 	.supported = krn_x86_has_avx2_fma,
 	.matvec_f32 = avx2_matvec_f32,
-	.matmul_f32 = avx2_matmul_f32,
+	.matmul_f32 = mm_f32,
 	.dot_f32 = avx2_dot_f32,
 	.axpy_f32 = avx2_axpy_f32,
 	.stream_read = avx2_stream_read,
