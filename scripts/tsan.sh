@@ -40,7 +40,9 @@ if [ "$status" -gt 1 ] || grep -q "ThreadSanitizer" "$tmp/err"; then
 	exit 1
 fi
 # generate's default load mode at 2 threads: prompt and first token on the mapping, the image
-# built by its own thread, the session moved onto it before token 2.
+# built by its own thread, the session moved onto it before token 2. (status starts again:
+# the smoke run's 1, a missed acceptance limit, is no failure of this one.)
+status=0
 "$builddir/src/memwall" synth --shape stories260K --format gguf --quant f16 -o "$tmp/m.gguf" \
 	>/dev/null 2>"$tmp/err" &&
 	"$builddir/src/memwall" generate -m "$tmp/m.gguf" --prompt-ids 1 -n 8 -t 2 --ids \
