@@ -234,29 +234,41 @@ mm2_q4_0(__m256 (*acc)[X8_MM_TOK], const uint8_t *g, size_t gs, const block_q8_0
 					       dy[(size_t)t * X8_PREPARED]);
 }
 
+/* One q5_0 or q5_1 block's integer sums against nt tokens' activation quants qs[t], added to
+ * sa[t] (the low five bits as unsigned bytes) and sh[t] (their top three, eight times over, for
+ * the caller's shift): the 32 x 8 quants at q, their fifth bits at hb. */
+static inline __attribute__((always_inline)) void
+q5_isums(__m256i *sa, __m256i *sh, const uint8_t *q, const uint8_t *hb, const int8_t *const *qs,
+	 int nt)
+{
+	const __m256i low5 = _mm256_set1_epi8(0x1f), top3 = _mm256_set1_epi8((char)0xe0);
+	__m256i low2 = loadu(hb);
+	for (int c = 0; c < 4; c++) {
+		const long long m = (long long)(1ull << (2 * c) << 32 | 1ull << (2 * c + 1) << 24);
+		__m256i v = loadu(q + 32 * c);
+		__m256i l = _mm256_gf2p8affine_epi64_epi8(low2, _mm256_set1_epi64x(m), 0);
+		__m256i h8 = _mm256_ternarylogic_epi32(v, l, top3, 0xec), a = _mm256_and_si256(v, low5);
+		for (int t = 0; t < nt; t++) {
+			sa[t] = dot_bcast(sa[t], a, qs[t] + 4 * c);
+			sh[t] = dot_bcast(sh[t], h8, qs[t] + 16 + 4 * c);
+		}
+	}
+}
+
 /* q5_0: the unpacking of block_q5_0x8 (the AND, the GF(2) affine map and the merge) once
  * for the tokens; each token's a and 8h sums are the matvec's integers. */
 static inline __attribute__((always_inline)) void
 mm_q5_0(__m256 *acc, const uint8_t *g, const block_q8_0 *const *ys, const int32_t *base,
 	const float *dy, int nt)
 {
-	const __m256i low5 = _mm256_set1_epi8(0x1f), top3 = _mm256_set1_epi8((char)0xe0);
 	__m256i sa[X8_MM_TOK], sh[X8_MM_TOK];
+	const int8_t *qs[X8_MM_TOK];
 	for (int t = 0; t < nt; t++) {
 		sa[t] = _mm256_set1_epi32(base[(size_t)t * X8_PREPARED]);
 		sh[t] = _mm256_setzero_si256();
+		qs[t] = ys[t]->qs;
 	}
-	__m256i low2 = loadu(g + 144);
-	for (int c = 0; c < 4; c++) {
-		const long long m = (long long)(1ull << (2 * c) << 32 | 1ull << (2 * c + 1) << 24);
-		__m256i q = loadu(g + 16 + 32 * c);
-		__m256i l = _mm256_gf2p8affine_epi64_epi8(low2, _mm256_set1_epi64x(m), 0);
-		__m256i h8 = _mm256_ternarylogic_epi32(q, l, top3, 0xec), a = _mm256_and_si256(q, low5);
-		for (int t = 0; t < nt; t++) {
-			sa[t] = dot_bcast(sa[t], a, ys[t]->qs + 4 * c);
-			sh[t] = dot_bcast(sh[t], h8, ys[t]->qs + 16 + 4 * c);
-		}
-	}
+	q5_isums(sa, sh, g + 16, g + 144, qs, nt);
 	for (int t = 0; t < nt; t++)
 		acc[t] = block_tail(acc[t], g, _mm256_add_epi32(sa[t], _mm256_srai_epi32(sh[t], 3)),
 				    dy[(size_t)t * X8_PREPARED]);
@@ -354,21 +366,13 @@ static inline __attribute__((always_inline)) void
 mm_q5_1(__m256 *acc, const uint8_t *g, const block_q8_1 *const *ys, const float *dy,
 	const float *sy, int nt)
 {
-	const __m256i low5 = _mm256_set1_epi8(0x1f), top3 = _mm256_set1_epi8((char)0xe0);
 	__m256i sa[X8_MM_TOK], sh[X8_MM_TOK];
-	for (int t = 0; t < nt; t++)
+	const int8_t *qs[X8_MM_TOK];
+	for (int t = 0; t < nt; t++) {
 		sa[t] = sh[t] = _mm256_setzero_si256();
-	__m256i low2 = loadu(g + 160);
-	for (int c = 0; c < 4; c++) {
-		const long long m = (long long)(1ull << (2 * c) << 32 | 1ull << (2 * c + 1) << 24);
-		__m256i q = loadu(g + 32 + 32 * c);
-		__m256i l = _mm256_gf2p8affine_epi64_epi8(low2, _mm256_set1_epi64x(m), 0);
-		__m256i h8 = _mm256_ternarylogic_epi32(q, l, top3, 0xec), a = _mm256_and_si256(q, low5);
-		for (int t = 0; t < nt; t++) {
-			sa[t] = dot_bcast(sa[t], a, ys[t]->qs + 4 * c);
-			sh[t] = dot_bcast(sh[t], h8, ys[t]->qs + 16 + 4 * c);
-		}
+		qs[t] = ys[t]->qs;
 	}
+	q5_isums(sa, sh, g + 32, g + 160, qs, nt);
 	for (int t = 0; t < nt; t++)
 		acc[t] = block_tail1(acc[t], g, _mm256_add_epi32(sa[t], _mm256_srai_epi32(sh[t], 3)),
 				     dy[(size_t)t * X8_PREPARED], sy[(size_t)t * X8_PREPARED]);
