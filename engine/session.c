@@ -864,6 +864,18 @@ static uint64_t row_bytes(const struct eng_mat *m)
 	return m->row_bytes + (m->delta ? m->delta->row_bytes : 0);
 }
 
+/* g[r] = act(g[r]) * u[r] for r in [a, b); SwiGLU's whole range in one kernel call. */
+static void glu_rows(const struct eng_session *s, float *g, const float *u, int a, int b)
+{
+	enum eng_ffn_act act = s->m->info.ffn_act;
+	if (act == ENG_ACT_SILU) {
+		krn_silu_glu(s->ops, g + a, u + a, (size_t)(b - a));
+		return;
+	}
+	for (int r = a; r < b; r++)
+		g[r] = sparse_glu(s->ops, act, g[r], u[r]);
+}
+
 /* Gate and up rows [a, b) of one token with a sparsity map: the static map's dead neurons'
  * gate rows are not read (with sverify they are, into hb2, to count the map's misses), and
  * for ReLU-family activations an up row is read only where act(gate) is nonzero: exact,
@@ -890,7 +902,7 @@ static void ffn_up_sparse(struct eng_session *s, struct worker *w, int l, int a,
 	}
 	uint64_t up = rows_live(s, w, VEC_XN, s->hb2, &L->w_up, w->xn, live, a, b);
 	for (int r = a; r < b; r++)
-		s->hb[r] = live[r] ? sparse_glu(act, s->hb[r], s->hb2[r]) : 0.0f;
+		s->hb[r] = live[r] ? sparse_glu(s->ops, act, s->hb[r], s->hb2[r]) : 0.0f;
 	w->gate_skip += gate;
 	w->up_skip += up;
 	w->row_skip_bytes += gate * row_bytes(&L->w_gate) + up * row_bytes(&L->w_up);
@@ -937,11 +949,8 @@ static void layer_llama(struct eng_session *s, struct worker *w, int tid, int l)
 		}
 		mat_rows(s, w, VEC_XN, s->hb, hid, &L->w_gate, w->xn, dim, a, b);
 		mat_rows(s, w, VEC_XN, s->hb2, hid, &L->w_up, w->xn, dim, a, b);
-		for (int t = 0; t < s->n_tok; t++) {
-			float *hb = s->hb + (size_t)t * hid, *hb2 = s->hb2 + (size_t)t * hid;
-			for (int r = a; r < b; r++)
-				hb[r] = sparse_glu(s->m->info.ffn_act, hb[r], hb2[r]);
-		}
+		for (int t = 0; t < s->n_tok; t++)
+			glu_rows(s, s->hb + (size_t)t * hid, s->hb2 + (size_t)t * hid, a, b);
 	}
 	eng_pool_barrier(s->pool, tid);
 	ffn_act_hook(s, tid, l);

@@ -25,8 +25,10 @@
 #include "rng.h"
 
 /* Activations that feed the down projection, gated: act(gate) * up. ReLU(0) is +0, and
- * 0 * up is an exact zero (for finite up). */
-static inline float sparse_glu(enum eng_ffn_act a, float gate, float up)
+ * 0 * up is an exact zero (for finite up). SwiGLU goes through the kernel table's silu_glu
+ * (ops.h), so one element here has the bits a row range gets from krn_silu_glu. */
+static inline float sparse_glu(const struct krn_ops *ops, enum eng_ffn_act a, float gate,
+			       float up)
 {
 	switch (a) {
 	case ENG_ACT_RELU:
@@ -34,7 +36,8 @@ static inline float sparse_glu(enum eng_ffn_act a, float gate, float up)
 	case ENG_ACT_RELU2:
 		return gate > 0.0f ? gate * gate * up : 0.0f;
 	default: /* SwiGLU (Shazeer 2020) */
-		return gate * (1.0f / (1.0f + expf(-gate))) * up;
+		krn_silu_glu(ops, &gate, &up, 1);
+		return gate;
 	}
 }
 

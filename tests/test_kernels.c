@@ -191,6 +191,78 @@ static void check_axpy(const struct krn_ops *k, bool integers)
 	}
 }
 
+/* Distance in ulps between two floats of the same sign class; 0 for two NaNs. */
+static int64_t ulps(float a, float b)
+{
+	if (isnan(a) || isnan(b))
+		return isnan(a) && isnan(b) ? 0 : INT64_MAX;
+	int32_t ia, ib;
+	memcpy(&ia, &a, sizeof(ia));
+	memcpy(&ib, &b, sizeof(ib));
+	int64_t oa = ia < 0 ? (int64_t)INT32_MIN - ia : ia; /* order-preserving */
+	int64_t ob = ib < 0 ? (int64_t)INT32_MIN - ib : ib;
+	return oa > ob ? oa - ob : ob - oa;
+}
+
+/* silu_glu (through krn_silu_glu, so a table without one is checked on ref's) against the
+ * same float expression on glibc's expf. Both exponentials are within an ulp of e^x (exp.h,
+ * and glibc's stated 0.502 ulp), so the two results may differ only where an exponential
+ * was rounded the other way, on a small share of inputs: by at most 4 ulps, the ulp in e (a
+ * relative 2^-23 at most) carried through 1 + e, the reciprocal and two products, each of
+ * which rounds each side's value by up to half an ulp. A wrong series term or reduction constant moves
+ * nearly every result by many ulps. Special values must match exactly, sign included. Then
+ * the same inputs one at a time and in windows at every offset must give the whole array's
+ * bits (ops.h: a result depends on its element only). */
+static void check_silu_glu(const struct krn_ops *k)
+{
+	enum { SWEEP = 200001 };
+	float *g = malloc(SWEEP * sizeof(float)), *u = malloc(SWEEP * sizeof(float));
+	for (int i = 0; i < SWEEP; i++) {
+		g[i] = i < SWEEP / 2 ? -110.0f + 220.0f * (float)i / (SWEEP / 2) : 8.0f * rng_unit();
+		u[i] = i % 3 == 0 ? 1.0f : 1.5f + rng_unit();
+	}
+	int64_t worst = 0;
+	int differ = 0;
+	for (int i = 0; i < SWEEP; i++) {
+		float want = g[i] * (1.0f / (1.0f + expf(-g[i]))) * u[i], got = g[i];
+		krn_silu_glu(k, &got, &u[i], 1);
+		int64_t d = ulps(got, want);
+		differ += d != 0;
+		worst = d > worst ? d : worst;
+	}
+	if (worst > 4 || differ > SWEEP / 500)
+		fprintf(stderr, "%s silu_glu: %d of %d differ from expf's, by up to %lld ulps\n",
+			k->name, differ, SWEEP, (long long)worst);
+	T_ASSERT(worst <= 4);
+	T_ASSERT(differ <= SWEEP / 500);
+
+	const float specials[] = { 0.0f, -0.0f, 1e-30f, -1e-30f, 88.0f, -88.0f, 104.0f, -104.0f,
+				   200.0f, -200.0f, 3e38f, -3e38f, INFINITY, -INFINITY, NAN };
+	for (size_t i = 0; i < sizeof(specials) / sizeof(specials[0]); i++) {
+		float x = specials[i], one = 1.0f, got = x;
+		float want = x * (1.0f / (1.0f + expf(-x)));
+		krn_silu_glu(k, &got, &one, 1);
+		if (isnan(want)) {
+			T_ASSERT(isnan(got));
+			continue;
+		}
+		T_ASSERT(got == want && signbit(got) == signbit(want));
+	}
+
+	enum { N = 41 };
+	float whole[N], part[N];
+	memcpy(whole, g + SWEEP / 2, sizeof(whole));
+	krn_silu_glu(k, whole, u + SWEEP / 2, N);
+	for (size_t len = 1; len <= N; len += 7)
+		for (size_t at = 0; at + len <= N; at++) {
+			memcpy(part, g + SWEEP / 2, sizeof(part));
+			krn_silu_glu(k, part + at, u + SWEEP / 2 + at, len);
+			T_ASSERT(!memcmp(part + at, whole + at, len * sizeof(float)));
+		}
+	free(g);
+	free(u);
+}
+
 /* Stream kernels on integers only: sums of small integers are exact in any order, and copy and
  * triad are element-wise. Destinations at every float offset within 64 bytes exercise the
  * non-temporal variants' aligned body, head and tail. */
@@ -350,6 +422,7 @@ int main(void)
 		check_dot(k, true);
 		check_axpy(k, false);
 		check_axpy(k, true);
+		check_silu_glu(k);
 		check_stream(k);
 		check_stream_api(k->name, 1);
 		if (cpus >= 2)

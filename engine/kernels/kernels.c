@@ -56,3 +56,8 @@ void krn_matmul_f32(const struct krn_ops *ops, float *y, size_t ldy, const float
 			ops->matvec_f32(y + k * ldy, w, x + k * ldx, n, a, b);
 	}
 }
+
+void krn_silu_glu(const struct krn_ops *ops, float *g, const float *u, size_t n)
+{
+	(ops->silu_glu ? ops->silu_glu : krn_ops_ref.silu_glu)(g, u, n);
+}

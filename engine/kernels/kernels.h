@@ -23,4 +23,7 @@ const struct krn_ops *krn_ops_find(const char *name);
 void krn_matmul_f32(const struct krn_ops *ops, float *y, size_t ldy, const float *w,
 		    const float *x, size_t ldx, size_t n_tok, size_t n, size_t r0, size_t r1);
 
+/* ops->silu_glu (ops.h) where the table has one, ref's otherwise. */
+void krn_silu_glu(const struct krn_ops *ops, float *g, const float *u, size_t n);
+
 #endif

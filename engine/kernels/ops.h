@@ -46,6 +46,12 @@ struct krn_ops {
 	float (*dot_f32)(const float *a, const float *b, size_t n);
 	/* y[i] += a * x[i] */
 	void (*axpy_f32)(float *y, float a, const float *x, size_t n);
+	/* SwiGLU's gate times up: g[i] = g[i] * (1 / (1 + exp(-g[i]))) * u[i], in that order
+	 * in float, exp being exp.h's (within an ulp of expf; see there). Each result depends
+	 * only on g[i] and u[i], never on i or n, so a row gets the same bits in decode's row
+	 * range and in prefill's. Optional: NULL where a table has none, and krn_silu_glu
+	 * (kernels.h) runs ref's instead. */
+	void (*silu_glu)(float *g, const float *u, size_t n);
 
 	/* Memory streaming, for the bandwidth probe (engine/stream.c). The kernels of McCalpin's
 	 * STREAM benchmark (https://www.cs.virginia.edu/stream/ref.html) plus a read-only one.

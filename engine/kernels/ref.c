@@ -3,6 +3,9 @@
  * Plain C in the order a reader would write it: one accumulator, left to right. Every other
  * table is tested against this one (tests/test_kernels.c), so it stays simple rather than fast.
  */
+#include <math.h>
+
+#include "exp.h"
 #include "ops.h"
 
 static bool ref_supported(void)
@@ -29,6 +32,32 @@ static void ref_axpy_f32(float *y, float a, const float *x, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		y[i] += a * x[i];
+}
+
+/* exp.h's e^x. The clamp's comparisons are false for NaN, which then passes through. */
+static float ref_exp(float x)
+{
+	static const double taylor[KRN_EXP_TERMS] = KRN_EXP_TAYLOR;
+	double d = x;
+	if (d != d)
+		return x;
+	if (d < -KRN_EXP_CLAMP)
+		d = -KRN_EXP_CLAMP;
+	if (d > KRN_EXP_CLAMP)
+		d = KRN_EXP_CLAMP;
+	double k = nearbyint(d * KRN_EXP_INVLN2);
+	double r = (d - k * KRN_EXP_LN2_HI) - k * KRN_EXP_LN2_LO;
+	double p = taylor[0];
+	for (int j = 1; j < KRN_EXP_TERMS; j++)
+		p = p * r + taylor[j];
+	p = (p * r + 1.0) * r + 1.0;
+	return (float)ldexp(p, (int)k);
+}
+
+static void ref_silu_glu(float *g, const float *u, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		g[i] = g[i] * (1.0f / (1.0f + ref_exp(-g[i]))) * u[i];
 }
 
 /* Eight partial sums: with one, each add waits for the last (3-4 cycles), which caps a scalar
@@ -64,6 +93,7 @@ const struct krn_ops krn_ops_ref = {
 	.matvec_f32 = ref_matvec_f32,
 	.dot_f32 = ref_dot_f32,
 	.axpy_f32 = ref_axpy_f32,
+	.silu_glu = ref_silu_glu,
 	.stream_read = ref_stream_read,
 	.stream_copy = ref_stream_copy,
 	.stream_copy_nt = NULL, /* portable C has no non-temporal store */

@@ -7,6 +7,7 @@
  */
 #include <immintrin.h>
 
+#include "exp.h"
 #include "ops.h"
 
 /* Lanes [0, n) of a 16-lane vector, for tails; n <= 16. */
@@ -191,6 +192,49 @@ mm_tile(float *y, size_t ldy, const float *w, const float *x, size_t ldx, size_t
 #define MM_TILE_ROWS 4
 #include "matmul_f32.h"
 
+/* exp.h's e^x for eight doubles: the same operations as ref.c's, with vscalefpd for the
+ * 2^k. max and min return their second operand when either is NaN, so NaN passes. */
+static inline __m512d exp8(__m512d d)
+{
+	static const double taylor[KRN_EXP_TERMS] = KRN_EXP_TAYLOR;
+	d = _mm512_min_pd(_mm512_set1_pd(KRN_EXP_CLAMP),
+			  _mm512_max_pd(_mm512_set1_pd(-KRN_EXP_CLAMP), d));
+	__m512d k = _mm512_roundscale_pd(_mm512_mul_pd(d, _mm512_set1_pd(KRN_EXP_INVLN2)),
+					 _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+	__m512d r = _mm512_fnmadd_pd(k, _mm512_set1_pd(KRN_EXP_LN2_HI), d);
+	r = _mm512_fnmadd_pd(k, _mm512_set1_pd(KRN_EXP_LN2_LO), r);
+	__m512d p = _mm512_set1_pd(taylor[0]);
+	for (int j = 1; j < KRN_EXP_TERMS; j++)
+		p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(taylor[j]));
+	p = _mm512_fmadd_pd(_mm512_fmadd_pd(p, r, _mm512_set1_pd(1.0)), r, _mm512_set1_pd(1.0));
+	return _mm512_scalef_pd(p, k);
+}
+
+/* ops.h's silu_glu on 16 lanes: e^-g in two halves of eight doubles, the rest in float. */
+static inline __m512 silu_glu16(__m512 g, __m512 u)
+{
+	__m512 m = _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(g),
+							_mm512_set1_epi32((int)0x80000000u)));
+	__m256 lo = _mm512_cvtpd_ps(exp8(_mm512_cvtps_pd(_mm512_castps512_ps256(m))));
+	__m256 hi = _mm512_cvtpd_ps(exp8(_mm512_cvtps_pd(_mm512_extractf32x8_ps(m, 1))));
+	__m512 e = _mm512_insertf32x8(_mm512_castps256_ps512(lo), hi, 1);
+	__m512 one = _mm512_set1_ps(1.0f);
+	return _mm512_mul_ps(_mm512_mul_ps(g, _mm512_div_ps(one, _mm512_add_ps(one, e))), u);
+}
+
+/* The tail by masks, so each lane goes through the same instructions wherever it sits. */
+static void avx512_silu_glu(float *g, const float *u, size_t n)
+{
+	size_t i = 0;
+	for (; i + 16 <= n; i += 16)
+		_mm512_storeu_ps(g + i, silu_glu16(_mm512_loadu_ps(g + i), _mm512_loadu_ps(u + i)));
+	if (i < n) {
+		__mmask16 m = tail_mask(n - i);
+		_mm512_mask_storeu_ps(g + i, m, silu_glu16(_mm512_maskz_loadu_ps(m, g + i),
+							   _mm512_maskz_loadu_ps(m, u + i)));
+	}
+}
+
 static void avx512_axpy_f32(float *y, float a, const float *x, size_t n)
 {
 	__m512 av = _mm512_set1_ps(a);
@@ -291,6 +335,7 @@ const struct krn_ops krn_ops_avx512 = {
 	.matmul_f32 = mm_f32,
 	.dot_f32 = avx512_dot_f32,
 	.axpy_f32 = avx512_axpy_f32,
+	.silu_glu = avx512_silu_glu,
 	.stream_read = avx512_stream_read,
 	.stream_copy = avx512_stream_copy,
 	.stream_copy_nt = avx512_stream_copy_nt,
