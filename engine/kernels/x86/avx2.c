@@ -7,6 +7,7 @@
  */
 #include <immintrin.h>
 
+#include "exp.h"
 #include "ops.h"
 
 /* Lanes [0, n) of an 8-lane vector, n <= 8: a sliding window over eight -1s then eight 0s. */
@@ -142,6 +143,50 @@ static void avx2_axpy_f32(float *y, float a, const float *x, size_t n)
 
 /* ---- Streaming ---------------------------------------------------------------------------- */
 
+/* exp.h's e^x for four doubles, ref.c's operations: NaN passes the clamp (max and min return
+ * their second operand when either is NaN) and 2^k is built from its exponent field. */
+static inline __m256d exp4(__m256d d)
+{
+	static const double taylor[KRN_EXP_TERMS] = KRN_EXP_TAYLOR;
+	d = _mm256_min_pd(_mm256_set1_pd(KRN_EXP_CLAMP),
+			  _mm256_max_pd(_mm256_set1_pd(-KRN_EXP_CLAMP), d));
+	__m256d k = _mm256_round_pd(_mm256_mul_pd(d, _mm256_set1_pd(KRN_EXP_INVLN2)),
+				    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+	__m256d r = _mm256_fnmadd_pd(k, _mm256_set1_pd(KRN_EXP_LN2_HI), d);
+	r = _mm256_fnmadd_pd(k, _mm256_set1_pd(KRN_EXP_LN2_LO), r);
+	__m256d p = _mm256_set1_pd(taylor[0]);
+	for (int j = 1; j < KRN_EXP_TERMS; j++)
+		p = _mm256_fmadd_pd(p, r, _mm256_set1_pd(taylor[j]));
+	p = _mm256_fmadd_pd(_mm256_fmadd_pd(p, r, _mm256_set1_pd(1.0)), r, _mm256_set1_pd(1.0));
+	__m256i e = _mm256_cvtepi32_epi64(_mm256_cvtpd_epi32(k));
+	e = _mm256_slli_epi64(_mm256_add_epi64(e, _mm256_set1_epi64x(1023)), 52);
+	return _mm256_mul_pd(p, _mm256_castsi256_pd(e));
+}
+
+/* ops.h's silu_glu on 8 lanes: e^-g in two halves of four doubles, the rest in float. */
+static inline __m256 silu_glu8(__m256 g, __m256 u)
+{
+	__m256 m = _mm256_xor_ps(g, _mm256_set1_ps(-0.0f));
+	__m128 lo = _mm256_cvtpd_ps(exp4(_mm256_cvtps_pd(_mm256_castps256_ps128(m))));
+	__m128 hi = _mm256_cvtpd_ps(exp4(_mm256_cvtps_pd(_mm256_extractf128_ps(m, 1))));
+	__m256 e = _mm256_insertf128_ps(_mm256_castps128_ps256(lo), hi, 1);
+	__m256 one = _mm256_set1_ps(1.0f);
+	return _mm256_mul_ps(_mm256_mul_ps(g, _mm256_div_ps(one, _mm256_add_ps(one, e))), u);
+}
+
+/* The tail by masks, so each lane goes through the same instructions wherever it sits. */
+static void avx2_silu_glu(float *g, const float *u, size_t n)
+{
+	size_t i = 0;
+	for (; i + 8 <= n; i += 8)
+		_mm256_storeu_ps(g + i, silu_glu8(_mm256_loadu_ps(g + i), _mm256_loadu_ps(u + i)));
+	if (i < n) {
+		__m256i m = tail_mask(n - i);
+		_mm256_maskstore_ps(g + i, m, silu_glu8(_mm256_maskload_ps(g + i, m),
+							_mm256_maskload_ps(u + i, m)));
+	}
+}
+
 static float avx2_stream_read(const float *a, size_t n)
 {
 	__m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
@@ -223,6 +268,7 @@ const struct krn_ops krn_ops_avx2 = {
 	.matmul_f32 = mm_f32,
 	.dot_f32 = avx2_dot_f32,
 	.axpy_f32 = avx2_axpy_f32,
+	.silu_glu = avx2_silu_glu,
 	.stream_read = avx2_stream_read,
 	.stream_copy = avx2_stream_copy,
 	.stream_copy_nt = avx2_stream_copy_nt,
