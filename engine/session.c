@@ -414,16 +414,17 @@ static void rope_neox(const struct eng_session *s, int k, float *vec, int a, int
 		}
 }
 
-static void softmax(float *x, int n)
+/* The exponentials by the kernel table (exp.h's, 16 at a time on AVX-512), the sum left to
+ * right as before. */
+static void softmax(const struct krn_ops *ops, float *x, int n)
 {
 	float max = x[0], sum = 0.0f;
 	for (int i = 1; i < n; i++)
 		if (x[i] > max)
 			max = x[i];
-	for (int i = 0; i < n; i++) {
-		x[i] = expf(x[i] - max);
+	krn_exp_sub(ops, x, max, (size_t)n);
+	for (int i = 0; i < n; i++)
 		sum += x[i];
-	}
 	for (int i = 0; i < n; i++)
 		x[i] /= sum;
 }
@@ -523,7 +524,7 @@ static void attend_f32(struct eng_session *s, struct worker *w, int l, int k, in
 						krow + (size_t)(h / kv_mul) * hs, hs) * scale;
 	}
 	for (int h = h0; h < h1; h++) {
-		softmax(s->att + (size_t)h * ctx, pos + 1);
+		softmax(s->ops, s->att + (size_t)h * ctx, pos + 1);
 		memset(xb + (size_t)h * hs, 0, hs * sizeof(float));
 	}
 	for (int t = 0; t <= pos; t++) {
@@ -583,7 +584,7 @@ static void attend_f16(struct eng_session *s, struct worker *w, int l, int k, in
 	}
 	for (int h = h0; h < h1; h++) {
 		float *att = s->att + (size_t)h * ctx;
-		softmax(att, pos + 1);
+		softmax(s->ops, att, pos + 1);
 		to_f16(att, p16, (size_t)pos + 1);
 		for (int t = 0; t <= pos; t++)
 			att[t] = krn_fp16_to_fp32(p16[t]);
@@ -624,7 +625,7 @@ static void attend_f16_pass(struct eng_session *s, struct worker *w, int l, int 
 				 w->h16 + (size_t)(h - h0) * hs);
 		for (size_t t = 0; t < n_pos; t++)
 			att[t] *= scale;
-		softmax(att, pos + 1);
+		softmax(s->ops, att, pos + 1);
 		to_f16(att, p16, n_pos);
 		for (size_t t = 0; t < n_pos; t++)
 			att[t] = krn_fp16_to_fp32(p16[t]);

@@ -263,6 +263,53 @@ static void check_silu_glu(const struct krn_ops *k)
 	free(u);
 }
 
+/* exp_sub against glibc's expf of the same float difference: both within an ulp of e^x, so
+ * they differ by at most one, on a small share of inputs (exp.h); special values exactly;
+ * windows at every offset give the whole array's bits. */
+static void check_exp_sub(const struct krn_ops *k)
+{
+	enum { SWEEP = 200001, N = 41 };
+	float *x = malloc(SWEEP * sizeof(float)), *y = malloc(SWEEP * sizeof(float));
+	for (int i = 0; i < SWEEP; i++)
+		x[i] = i < SWEEP / 2 ? -110.0f + 220.0f * (float)i / (SWEEP / 2)
+				     : 10.0f * rng_unit() - 10.0f;
+	float sub = 0.75f * rng_unit();
+	memcpy(y, x, SWEEP * sizeof(float));
+	krn_exp_sub(k, y, sub, SWEEP);
+	int64_t worst = 0;
+	int differ = 0;
+	for (int i = 0; i < SWEEP; i++) {
+		int64_t d = ulps(y[i], expf(x[i] - sub));
+		differ += d != 0;
+		worst = d > worst ? d : worst;
+	}
+	if (worst > 1 || differ > SWEEP / 500)
+		fprintf(stderr, "%s exp_sub: %d of %d differ from expf's, by up to %lld ulps\n",
+			k->name, differ, SWEEP, (long long)worst);
+	T_ASSERT(worst <= 1);
+	T_ASSERT(differ <= SWEEP / 500);
+
+	const float specials[] = { 0.0f, -0.0f, 88.7f, 89.0f, -103.0f, -104.0f, 3e38f, -3e38f,
+				   INFINITY, -INFINITY, NAN };
+	for (size_t i = 0; i < sizeof(specials) / sizeof(specials[0]); i++) {
+		float got = specials[i], want = expf(specials[i]);
+		krn_exp_sub(k, &got, 0.0f, 1);
+		T_ASSERT(isnan(want) ? isnan(got) : got == want);
+	}
+
+	float whole[N], part[N];
+	memcpy(whole, x + SWEEP / 2, sizeof(whole));
+	krn_exp_sub(k, whole, sub, N);
+	for (size_t len = 1; len <= N; len += 5)
+		for (size_t at = 0; at + len <= N; at++) {
+			memcpy(part, x + SWEEP / 2, sizeof(part));
+			krn_exp_sub(k, part + at, sub, len);
+			T_ASSERT(!memcmp(part + at, whole + at, len * sizeof(float)));
+		}
+	free(x);
+	free(y);
+}
+
 /* Stream kernels on integers only: sums of small integers are exact in any order, and copy and
  * triad are element-wise. Destinations at every float offset within 64 bytes exercise the
  * non-temporal variants' aligned body, head and tail. */
@@ -423,6 +470,7 @@ int main(void)
 		check_axpy(k, false);
 		check_axpy(k, true);
 		check_silu_glu(k);
+		check_exp_sub(k);
 		check_stream(k);
 		check_stream_api(k->name, 1);
 		if (cpus >= 2)

@@ -67,6 +67,12 @@ static void ref_silu_glu(float *g, const float *u, size_t n)
 		g[i] = g[i] * (1.0f / (1.0f + ref_exp(-g[i]))) * u[i];
 }
 
+static void ref_exp_sub(float *x, float sub, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		x[i] = ref_exp(x[i] - sub);
+}
+
 /* Eight partial sums: with one, each add waits for the last (3-4 cycles), which caps a scalar
  * read near 4 GB/s, far below memory; eight keep enough loads in flight for a build with only
  * this table (-Dkernels=ref-only) to measure memory rather than add latency. */
@@ -101,6 +107,7 @@ const struct krn_ops krn_ops_ref = {
 	.dot_f32 = ref_dot_f32,
 	.axpy_f32 = ref_axpy_f32,
 	.silu_glu = ref_silu_glu,
+	.exp_sub = ref_exp_sub,
 	.stream_read = ref_stream_read,
 	.stream_copy = ref_stream_copy,
 	.stream_copy_nt = NULL, /* portable C has no non-temporal store */

@@ -163,13 +163,19 @@ static inline __m256d exp4(__m256d d)
 	return _mm256_mul_pd(p, _mm256_castsi256_pd(e));
 }
 
-/* ops.h's silu_glu on 8 lanes: e^-g in two halves of four doubles, the rest in float. */
+/* exp.h's e^x for eight floats, in two halves of four doubles. */
+static inline __m256 exp8f(__m256 x)
+{
+	__m128 lo = _mm256_cvtpd_ps(exp4(_mm256_cvtps_pd(_mm256_castps256_ps128(x))));
+	__m128 hi = _mm256_cvtpd_ps(exp4(_mm256_cvtps_pd(_mm256_extractf128_ps(x, 1))));
+	return _mm256_insertf128_ps(_mm256_castps128_ps256(lo), hi, 1);
+}
+
+/* ops.h's silu_glu on 8 lanes: e^-g by exp8f, the rest in float. */
 static inline __m256 silu_glu8(__m256 g, __m256 u)
 {
 	__m256 m = _mm256_xor_ps(g, _mm256_set1_ps(-0.0f));
-	__m128 lo = _mm256_cvtpd_ps(exp4(_mm256_cvtps_pd(_mm256_castps256_ps128(m))));
-	__m128 hi = _mm256_cvtpd_ps(exp4(_mm256_cvtps_pd(_mm256_extractf128_ps(m, 1))));
-	__m256 e = _mm256_insertf128_ps(_mm256_castps128_ps256(lo), hi, 1);
+	__m256 e = exp8f(m);
 	__m256 one = _mm256_set1_ps(1.0f);
 	return _mm256_mul_ps(_mm256_mul_ps(g, _mm256_div_ps(one, _mm256_add_ps(one, e))), u);
 }
@@ -184,6 +190,18 @@ static void avx2_silu_glu(float *g, const float *u, size_t n)
 		__m256i m = tail_mask(n - i);
 		_mm256_maskstore_ps(g + i, m, silu_glu8(_mm256_maskload_ps(g + i, m),
 							_mm256_maskload_ps(u + i, m)));
+	}
+}
+
+static void avx2_exp_sub(float *x, float sub, size_t n)
+{
+	__m256 s = _mm256_set1_ps(sub);
+	size_t i = 0;
+	for (; i + 8 <= n; i += 8)
+		_mm256_storeu_ps(x + i, exp8f(_mm256_sub_ps(_mm256_loadu_ps(x + i), s)));
+	if (i < n) {
+		__m256i m = tail_mask(n - i);
+		_mm256_maskstore_ps(x + i, m, exp8f(_mm256_sub_ps(_mm256_maskload_ps(x + i, m), s)));
 	}
 }
 
@@ -269,6 +287,7 @@ const struct krn_ops krn_ops_avx2 = {
 	.dot_f32 = avx2_dot_f32,
 	.axpy_f32 = avx2_axpy_f32,
 	.silu_glu = avx2_silu_glu,
+	.exp_sub = avx2_exp_sub,
 	.stream_read = avx2_stream_read,
 	.stream_copy = avx2_stream_copy,
 	.stream_copy_nt = avx2_stream_copy_nt,

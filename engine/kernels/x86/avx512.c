@@ -210,14 +210,20 @@ static inline __m512d exp8(__m512d d)
 	return _mm512_scalef_pd(p, k);
 }
 
-/* ops.h's silu_glu on 16 lanes: e^-g in two halves of eight doubles, the rest in float. */
+/* exp.h's e^x for 16 floats, in two halves of eight doubles. */
+static inline __m512 exp16(__m512 x)
+{
+	__m256 lo = _mm512_cvtpd_ps(exp8(_mm512_cvtps_pd(_mm512_castps512_ps256(x))));
+	__m256 hi = _mm512_cvtpd_ps(exp8(_mm512_cvtps_pd(_mm512_extractf32x8_ps(x, 1))));
+	return _mm512_insertf32x8(_mm512_castps256_ps512(lo), hi, 1);
+}
+
+/* ops.h's silu_glu on 16 lanes: e^-g by exp16, the rest in float. */
 static inline __m512 silu_glu16(__m512 g, __m512 u)
 {
 	__m512 m = _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(g),
 							_mm512_set1_epi32((int)0x80000000u)));
-	__m256 lo = _mm512_cvtpd_ps(exp8(_mm512_cvtps_pd(_mm512_castps512_ps256(m))));
-	__m256 hi = _mm512_cvtpd_ps(exp8(_mm512_cvtps_pd(_mm512_extractf32x8_ps(m, 1))));
-	__m512 e = _mm512_insertf32x8(_mm512_castps256_ps512(lo), hi, 1);
+	__m512 e = exp16(m);
 	__m512 one = _mm512_set1_ps(1.0f);
 	return _mm512_mul_ps(_mm512_mul_ps(g, _mm512_div_ps(one, _mm512_add_ps(one, e))), u);
 }
@@ -232,6 +238,18 @@ static void avx512_silu_glu(float *g, const float *u, size_t n)
 		__mmask16 m = tail_mask(n - i);
 		_mm512_mask_storeu_ps(g + i, m, silu_glu16(_mm512_maskz_loadu_ps(m, g + i),
 							   _mm512_maskz_loadu_ps(m, u + i)));
+	}
+}
+
+static void avx512_exp_sub(float *x, float sub, size_t n)
+{
+	__m512 s = _mm512_set1_ps(sub);
+	size_t i = 0;
+	for (; i + 16 <= n; i += 16)
+		_mm512_storeu_ps(x + i, exp16(_mm512_sub_ps(_mm512_loadu_ps(x + i), s)));
+	if (i < n) {
+		__mmask16 m = tail_mask(n - i);
+		_mm512_mask_storeu_ps(x + i, m, exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + i), s)));
 	}
 }
 
@@ -336,6 +354,7 @@ const struct krn_ops krn_ops_avx512 = {
 	.dot_f32 = avx512_dot_f32,
 	.axpy_f32 = avx512_axpy_f32,
 	.silu_glu = avx512_silu_glu,
+	.exp_sub = avx512_exp_sub,
 	.stream_read = avx512_stream_read,
 	.stream_copy = avx512_stream_copy,
 	.stream_copy_nt = avx512_stream_copy_nt,
