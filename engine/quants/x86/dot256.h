@@ -508,22 +508,57 @@ static void axpy_f16(float *y, float a, const uint16_t *x, size_t n)
 		y[i] += a * half(x[i]);
 }
 
-/* dot_f16 of y against each row of x, row by row (types.h dot_f16_rows): the same FMA
- * chains and the same horizontal sum, so the same bits, with y converted once and no call
- * per row (a prefill's attention scores had been a call per position and head). */
+/* hsum_ps of four vectors at once, in lanes 0-3: the same additions of the same lanes,
+ * lined up by shuffles so that each step is one add for two or four of them. */
+static inline __m128 hsum4_ps(__m256 v0, __m256 v1, __m256 v2, __m256 v3)
+{
+	/* low 128 bits plus high: v0's and v1's side by side, then v2's and v3's */
+	__m256 s01 = _mm256_add_ps(_mm256_permute2f128_ps(v0, v1, 0x20),
+				   _mm256_permute2f128_ps(v0, v1, 0x31));
+	__m256 s23 = _mm256_add_ps(_mm256_permute2f128_ps(v2, v3, 0x20),
+				   _mm256_permute2f128_ps(v2, v3, 0x31));
+	/* lanes 0 + 2 and 1 + 3: (v0, v2) in the low block, (v1, v3) in the high */
+	__m256 t = _mm256_add_ps(_mm256_shuffle_ps(s01, s23, 0x44), _mm256_shuffle_ps(s01, s23, 0xee));
+	/* and their sum: v0, v2 in lanes 0, 1 of the low block, v1, v3 of the high */
+	__m256 u = _mm256_add_ps(_mm256_shuffle_ps(t, t, 0x88), _mm256_shuffle_ps(t, t, 0xdd));
+	return _mm_unpacklo_ps(_mm256_castps256_ps128(u), _mm256_extractf128_ps(u, 1));
+}
+
+/* dot_f16 of y against each row of x (types.h dot_f16_rows): the same FMA chains and the
+ * same horizontal sum, so the same bits, with y converted once, no call per row (a prefill's
+ * attention scores had been a call per position and head) and four rows at a time, their
+ * eight chains in flight together and their sums reduced together (hsum4_ps). */
 static void dot_f16_rows(size_t n, float *s, const uint16_t *x, size_t ldx, size_t rows,
 			 const uint16_t *y)
 {
 	float yf[256];
-	size_t n16 = n / 16 * 16;
+	size_t n16 = n / 16 * 16, r = 0;
 	if (n > sizeof(yf) / sizeof(yf[0])) {
-		for (size_t r = 0; r < rows; r++)
+		for (; r < rows; r++)
 			dot_f16(n, s + r, x + r * ldx, y);
 		return;
 	}
 	for (size_t i = 0; i < n16; i += 8)
 		_mm256_storeu_ps(yf + i, load_f16(y + i));
-	for (size_t r = 0; r < rows; r++) {
+	for (; r + 4 <= rows; r += 4) {
+		__m256 a0[4], a1[4];
+		for (int j = 0; j < 4; j++)
+			a0[j] = a1[j] = _mm256_setzero_ps();
+		for (size_t i = 0; i < n16; i += 16) {
+			__m256 y0 = _mm256_loadu_ps(yf + i), y1 = _mm256_loadu_ps(yf + i + 8);
+			for (int j = 0; j < 4; j++) {
+				const uint16_t *k = x + (r + (size_t)j) * ldx + i;
+				a0[j] = _mm256_fmadd_ps(load_f16(k), y0, a0[j]);
+				a1[j] = _mm256_fmadd_ps(load_f16(k + 8), y1, a1[j]);
+			}
+		}
+		_mm_storeu_ps(s + r, hsum4_ps(_mm256_add_ps(a0[0], a1[0]), _mm256_add_ps(a0[1], a1[1]),
+					      _mm256_add_ps(a0[2], a1[2]), _mm256_add_ps(a0[3], a1[3])));
+		for (size_t j = 0; j < 4 && n16 < n; j++)
+			for (size_t i = n16; i < n; i++)
+				s[r + j] += half(x[(r + j) * ldx + i]) * half(y[i]);
+	}
+	for (; r < rows; r++) {
 		const uint16_t *k = x + r * ldx;
 		__m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
 		for (size_t i = 0; i < n16; i += 16) {
