@@ -124,6 +124,7 @@ mm_tile(float *y, size_t ldy, const float *w, const float *x, size_t ldx, size_t
 }
 
 #define MM_TILE_ROWS 2
+#define MM_ROWS_OUTER 0
 #include "matmul_f32.h"
 
 static void avx2_axpy_f32(float *y, float a, const float *x, size_t n)

@@ -190,6 +190,7 @@ mm_tile(float *y, size_t ldy, const float *w, const float *x, size_t ldx, size_t
 }
 
 #define MM_TILE_ROWS 4
+#define MM_ROWS_OUTER 16384
 #include "matmul_f32.h"
 
 /* exp.h's e^x for eight doubles: the same operations as ref.c's, with vscalefpd for the
