@@ -58,10 +58,12 @@
 /* The smallest chunk, in rows: ~100 KB of a stories110M matrix, a few microseconds of
  * streaming, well above the cost of claiming it (one contended compare-and-swap). */
 #define MIN_CHUNK_ROWS 32
-/* The smallest chunk of a pass of several tokens: each call of a multi-token kernel prepares
- * every token's activation blocks again (x8_legacy.h's per-block sums, x8_kquants.h's), work
- * that a 32-row chunk spends as much time on as on its rows; at 2 threads that preparation
- * had been 3.3% of a stories110M q8_0 prefill (perf record -e cpu-clock). */
+/* The smallest chunk of a pass of several tokens over quantized weights: each call of a
+ * multi-token kernel prepares every token's activation blocks again (x8_legacy.h's per-block
+ * sums, x8_kquants.h's), work that a 32-row chunk spends as much time on as on its rows; at 2
+ * threads that preparation had been 3.3% of a stories110M q8_0 prefill (perf record -e
+ * cpu-clock). F32 weights prepare nothing and keep MIN_CHUNK_ROWS: 128-row chunks of a
+ * 768-row matrix left one of 2 threads waiting for up to a sixth of each phase. */
 #define MIN_CHUNK_ROWS_TOKENS 128
 
 /* Activations quantized for non-F32 weights (quants.h): one slot per activation type a weight
@@ -216,11 +218,17 @@ static bool take(struct eng_session *s, int work, int rows, int align, int min, 
 	return true;
 }
 
-/* A matvec's next rows, in 16-row multiples. */
-static bool take_rows(struct eng_session *s, int work, int rows, int *a, int *b)
+/* The smallest chunk of rows of m for this pass. */
+static int chunk_min(const struct eng_session *s, const struct eng_mat *m)
 {
-	return take(s, work, rows, ROW_ALIGN, s->n_tok > 1 ? MIN_CHUNK_ROWS_TOKENS : MIN_CHUNK_ROWS,
-		    a, b);
+	return s->n_tok > 1 && m->type != KRN_TYPE_F32 ? MIN_CHUNK_ROWS_TOKENS : MIN_CHUNK_ROWS;
+}
+
+/* The next rows of m's matvec or matmul, in 16-row multiples. */
+static bool take_rows(struct eng_session *s, int work, int rows, const struct eng_mat *m,
+		      int *a, int *b)
+{
+	return take(s, work, rows, ROW_ALIGN, chunk_min(s, m), a, b);
 }
 
 /* The vector x (n values) quantized to type t for this thread, converted on first use since
@@ -762,9 +770,8 @@ static void attention(struct eng_session *s, struct worker *w, int tid, int l)
 	act_reset(w, VEC_XN);
 	act_reset(w, VEC_XB);
 	act_reset(w, VEC_HB);
-	while (take(s, work + WORK_QKV, s->qkv_dim, s->qkv_align,
-		    imax(s->n_tok > 1 ? MIN_CHUNK_ROWS_TOKENS : MIN_CHUNK_ROWS, s->qkv_align), &a,
-		    &b)) {
+	int min = imax(chunk_min(s, L->wqkv.data ? &L->wqkv : &L->wq), s->qkv_align);
+	while (take(s, work + WORK_QKV, s->qkv_dim, s->qkv_align, min, &a, &b)) {
 		s->arch->qkv(s, w, l, a, b);
 		qkv_finish(s, l, a, b);
 	}
@@ -933,7 +940,7 @@ static void layer_llama(struct eng_session *s, struct worker *w, int tid, int l)
 	int work = l * WORK_PER_LAYER, a, b;
 	size_t dim = (size_t)s->dim, hid = (size_t)s->hidden_dim;
 	attention(s, w, tid, l);
-	while (take_rows(s, work + WORK_WO, s->dim, &a, &b)) {
+	while (take_rows(s, work + WORK_WO, s->dim, &L->wo, &a, &b)) {
 		mat_rows(s, w, VEC_XB, s->y, dim, &L->wo, s->xb, (size_t)s->q_dim, a, b);
 		add_rows(s, s->x, s->y, s->dim, a, b);
 	}
@@ -943,7 +950,7 @@ static void layer_llama(struct eng_session *s, struct worker *w, int tid, int l)
 	norm_rows(s, w, L->ffn_norm, NULL);
 	act_reset(w, VEC_XN);
 	bool sparse = s->sparse && s->n_tok == 1;
-	while (take_rows(s, work + WORK_UP, s->hidden_dim, &a, &b)) {
+	while (take_rows(s, work + WORK_UP, s->hidden_dim, &L->w_up, &a, &b)) {
 		if (sparse) {
 			ffn_up_sparse(s, w, l, a, b);
 			continue;
@@ -974,7 +981,7 @@ static void layer_llama(struct eng_session *s, struct worker *w, int tid, int l)
 						     ? sparse_skipped_bytes(L->w_down.delta, w->nz) : 0);
 		}
 	}
-	while (take_rows(s, work + WORK_DOWN, s->dim, &a, &b)) {
+	while (take_rows(s, work + WORK_DOWN, s->dim, &L->w_down, &a, &b)) {
 		if (sparse && wt)
 			down_neuron(s, wt, a, b);
 		else if (sparse)
@@ -993,12 +1000,12 @@ static void layer_falcon(struct eng_session *s, struct worker *w, int tid, int l
 	int work = l * WORK_PER_LAYER, a, b;
 	size_t dim = (size_t)s->dim, hid = (size_t)s->hidden_dim;
 	attention(s, w, tid, l);
-	while (take_rows(s, work + WORK_WO, s->dim, &a, &b))
+	while (take_rows(s, work + WORK_WO, s->dim, &L->wo, &a, &b))
 		mat_rows(s, w, VEC_XB, s->y, dim, &L->wo, s->xb, (size_t)s->q_dim, a, b);
 	phase_edge(s, tid, ENG_PHASE_ATTENTION, l, ENG_PHASE_FFN, l);
 
 	/* The FFN reads the same normed input as attention: this thread's xn is unchanged. */
-	while (take_rows(s, work + WORK_UP, s->hidden_dim, &a, &b)) {
+	while (take_rows(s, work + WORK_UP, s->hidden_dim, &L->w_up, &a, &b)) {
 		mat_rows(s, w, VEC_XN, s->hb, hid, &L->w_up, w->xn, dim, a, b);
 		for (int t = 0; t < s->n_tok; t++)
 			for (int r = a; r < b; r++)
@@ -1007,7 +1014,7 @@ static void layer_falcon(struct eng_session *s, struct worker *w, int tid, int l
 	}
 	eng_pool_barrier(s->pool, tid);
 	ffn_act_hook(s, tid, l);
-	while (take_rows(s, work + WORK_DOWN, s->dim, &a, &b)) {
+	while (take_rows(s, work + WORK_DOWN, s->dim, &L->w_down, &a, &b)) {
 		mat_rows(s, w, VEC_HB, s->y2, dim, &L->w_down, s->hb, hid, a, b);
 		for (int t = 0; t < s->n_tok; t++) {
 			float *x = s->x + (size_t)t * dim;
@@ -1045,7 +1052,7 @@ static void forward_worker(void *arg, int tid)
 		/* A batched step or a verification: every token's logits, the classifier read
 		 * once for all. */
 		norm_rows(s, w, m->out_norm, m->out_norm_b);
-		while (take_rows(s, s->n_work - 1, s->vocab_size, &a, &b))
+		while (take_rows(s, s->n_work - 1, s->vocab_size, &m->output, &a, &b))
 			mat_rows(s, w, VEC_XN, s->logits, (size_t)s->vocab_size, &m->output, w->xn,
 				 (size_t)s->dim, a, b);
 		return;
@@ -1054,7 +1061,7 @@ static void forward_worker(void *arg, int tid)
 	 * computed. */
 	const float *x = s->x + (size_t)(s->n_tok - 1) * (size_t)s->dim;
 	s->arch->norm(w->xn, x, m->out_norm, m->out_norm_b, s->dim, m->hp.norm_eps);
-	while (take_rows(s, s->n_work - 1, s->vocab_size, &a, &b))
+	while (take_rows(s, s->n_work - 1, s->vocab_size, &m->output, &a, &b))
 		mat_row1(s, w, VEC_XN, s->logits, &m->output, w->xn, a, b);
 }
 
