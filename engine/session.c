@@ -91,6 +91,9 @@ struct worker {
 	int bslot[VEC_COUNT];
 	uint16_t *h16;                /* (q_dim + ctx_len) an F16 cache's queries and attention
 				       * weights, rounded to f16 */
+	uint16_t *kv16;               /* (2, pass_positions, head_size) one KV head's keys, then
+				       * its values, copied out of an F16 cache for a pass; NULL
+				       * for a chunk of 1 or an F32 cache */
 	uint8_t *nz;                  /* (hidden_dim) the down projection's nonzero blocks */
 	uint8_t *live;                /* (hidden_dim) rows of gate or up this step computes */
 	/* This pass's sparse FFN counts over the rows this thread claimed (engine.h's
@@ -136,6 +139,7 @@ struct eng_session {
 	int heads_share; /* heads per claim of the attention phase: n_heads / threads, rounded up */
 	enum eng_attention attn; /* the attention kernel (engine.h) */
 	int attn_block;  /* positions per block of blocked attention (attention.h) */
+	int pass_positions; /* positions a worker's kv16 holds: a pass's last token's at most */
 	int n_seq;     /* sequences, each with its own region of the cache and positions */
 	int *next_pos; /* (n_seq) positions 0..next_pos[q]-1 of sequence q are in the cache */
 	int chunk;     /* the most tokens one pass runs (eng_session_prefill's chunk, >= n_seq) */
@@ -606,39 +610,72 @@ static void attend_f16(struct eng_session *s, struct worker *w, int l, int k, in
 	}
 }
 
-/* attend_f16 for a token of a pass of several (prefill), head by head: each head's scores
- * over the positions by one krn_dot_f16_rows and its weighted values by one
- * krn_axpy_f16_rows, the same operations as attend_f16's calls per position and head, so the
- * same bits; a pass's cache rows were written just before and are read from the caches, so
- * the position-major order that decode needs buys nothing here, while a call per position and
- * head had made attention 15% of a stories110M prefill (perf record -e cpu-clock). */
-static void attend_f16_pass(struct eng_session *s, struct worker *w, int l, int k, int h0, int h1)
+/* attend_f16 for head h of token k of a pass of several (prefill): the head's scores over
+ * the positions by one krn_dot_f16_rows and its weighted values by one krn_axpy_f16_rows, the
+ * same operations as attend_f16's calls per position and head, so the same bits. keys and
+ * values point at the head's slice of position 0, ld halves apart. A pass's cache rows were
+ * written just before and are read from the caches, so the position-major order that decode
+ * needs buys nothing here, while a call per position and head had made attention 15% of a
+ * stories110M prefill (perf record -e cpu-clock). */
+static void attend_f16_head(struct eng_session *s, struct worker *w, int k, int h,
+			    const uint16_t *keys, const uint16_t *values, size_t ld)
 {
-	const float *qk = s->qkv + (size_t)k * (size_t)s->qkv_dim;
-	float *xb = s->xb + (size_t)k * (size_t)s->q_dim;
-	int pos = s->tpos[k];
-	size_t hs = (size_t)s->head_size, kv = (size_t)s->kv_dim, ctx = (size_t)s->ctx_len;
-	size_t n_pos = (size_t)pos + 1;
-	int kv_mul = s->n_heads / s->n_kv_heads;
-	const uint16_t *keys = (const uint16_t *)s->key_cache + kv_row(s, s->tseq[k], l, 0);
-	const uint16_t *values = (const uint16_t *)s->value_cache + kv_row(s, s->tseq[k], l, 0);
+	size_t hs = (size_t)s->head_size, n_pos = (size_t)s->tpos[k] + 1;
+	float *att = s->att + (size_t)h * (size_t)s->ctx_len;
+	float *out = s->xb + (size_t)k * (size_t)s->q_dim + (size_t)h * hs;
 	krn_from_float_fn to_f16 = s->qops->quantize_act[KRN_TYPE_F16];
 	float scale = 1.0f / sqrtf((float)s->head_size);
 	uint16_t *p16 = w->h16 + s->q_dim;
-	to_f16(qk + (size_t)h0 * hs, w->h16, (size_t)(h1 - h0) * hs);
+	to_f16(s->qkv + (size_t)k * (size_t)s->qkv_dim + (size_t)h * hs, w->h16, hs);
+	krn_dot_f16_rows(s->qops, hs, att, keys, ld, n_pos, w->h16);
+	for (size_t t = 0; t < n_pos; t++)
+		att[t] *= scale;
+	softmax(s->ops, att, (int)n_pos);
+	to_f16(att, p16, n_pos);
+	for (size_t t = 0; t < n_pos; t++)
+		att[t] = krn_fp16_to_fp32(p16[t]);
+	memset(out, 0, hs * sizeof(float));
+	krn_axpy_f16_rows(s->qops, out, att, values, ld, n_pos, hs);
+}
+
+/* attend_pass for an F16 cache: heads [h0, h1) of token k, straight from the cache. */
+static void attend_f16_pass(struct eng_session *s, struct worker *w, int l, int k, int h0, int h1)
+{
+	size_t hs = (size_t)s->head_size, kv = (size_t)s->kv_dim;
+	int kv_mul = s->n_heads / s->n_kv_heads;
+	const uint16_t *keys = (const uint16_t *)s->key_cache + kv_row(s, s->tseq[k], l, 0);
+	const uint16_t *values = (const uint16_t *)s->value_cache + kv_row(s, s->tseq[k], l, 0);
 	for (int h = h0; h < h1; h++) {
-		float *att = s->att + (size_t)h * ctx;
 		size_t kvh = (size_t)(h / kv_mul) * hs;
-		krn_dot_f16_rows(s->qops, hs, att, keys + kvh, kv, n_pos,
-				 w->h16 + (size_t)(h - h0) * hs);
-		for (size_t t = 0; t < n_pos; t++)
-			att[t] *= scale;
-		softmax(s->ops, att, pos + 1);
-		to_f16(att, p16, n_pos);
-		for (size_t t = 0; t < n_pos; t++)
-			att[t] = krn_fp16_to_fp32(p16[t]);
-		memset(xb + (size_t)h * hs, 0, hs * sizeof(float));
-		krn_axpy_f16_rows(s->qops, xb + (size_t)h * hs, att, values + kvh, kv, n_pos, hs);
+		attend_f16_head(s, w, k, h, keys + kvh, values + kvh, kv);
+	}
+}
+
+/* Heads [h0, h1) of every token of a pass over an F16 cache, head by head: each KV head's
+ * keys and values over the pass's positions are first copied out of the cache rows (each a
+ * head_size slice, kv_dim apart) into w->kv16, contiguous, where every token of the pass
+ * then reads them from L1 (64 KB at 128 positions of 64 dimensions). The same kernels on the
+ * same halves as attend_f16_pass, so the same bits. Token by token from the cache, the
+ * slices were spread over the cache's rows and read again per token. */
+static void attend_f16_heads(struct eng_session *s, struct worker *w, int l, int h0, int h1)
+{
+	size_t hs = (size_t)s->head_size, kv = (size_t)s->kv_dim;
+	size_t n_pos = (size_t)s->tpos[s->n_tok - 1] + 1;
+	int kv_mul = s->n_heads / s->n_kv_heads, copied = -1;
+	const uint16_t *keys = (const uint16_t *)s->key_cache + kv_row(s, s->tseq[0], l, 0);
+	const uint16_t *values = (const uint16_t *)s->value_cache + kv_row(s, s->tseq[0], l, 0);
+	uint16_t *kc = w->kv16, *vc = w->kv16 + n_pos * hs;
+	for (int h = h0; h < h1; h++) {
+		if (h / kv_mul != copied) {
+			copied = h / kv_mul;
+			for (size_t t = 0; t < n_pos; t++) {
+				size_t from = t * kv + (size_t)copied * hs;
+				memcpy(kc + t * hs, keys + from, hs * sizeof(uint16_t));
+				memcpy(vc + t * hs, values + from, hs * sizeof(uint16_t));
+			}
+		}
+		for (int k = 0; k < s->n_tok; k++)
+			attend_f16_head(s, w, k, h, kc, vc, hs);
 	}
 }
 
@@ -783,7 +820,17 @@ static void attention(struct eng_session *s, struct worker *w, int tid, int l)
 	 * has just written or read: attend_pass. A batch of sequences' steps reads each one's
 	 * cache as decode does. */
 	bool pass = s->n_tok > 1 && s->tseq[0] == s->tseq[s->n_tok - 1];
-	while (take(s, work + WORK_HEADS, s->n_heads, 1, s->heads_share, &a, &b))
+	/* A pass over an F16 cache, none of whose tokens goes blocked: head by head, each KV
+	 * head's rows copied out once for all the pass's tokens (attend_f16_heads). */
+	int last = s->tpos[s->n_tok - 1] + 1;
+	bool heads = pass && w->kv16 && last <= s->pass_positions &&
+		     (s->attn == ENG_ATTN_NAIVE ||
+		      (s->attn == ENG_ATTN_AUTO && last < ENG_ATTN_AUTO_POSITIONS));
+	while (take(s, work + WORK_HEADS, s->n_heads, 1, s->heads_share, &a, &b)) {
+		if (heads) {
+			attend_f16_heads(s, w, l, a, b);
+			continue;
+		}
 		for (int t = 0; t < s->n_tok; t++) {
 			bool blocked = s->attn == ENG_ATTN_BLOCKED ||
 				       (s->attn == ENG_ATTN_AUTO &&
@@ -792,6 +839,7 @@ static void attention(struct eng_session *s, struct worker *w, int tid, int l)
 			 : pass	 ? s->kv->attend_pass
 				 : s->kv->attend)(s, w, l, t, a, b);
 		}
+	}
 	eng_pool_barrier(s->pool, tid);
 }
 
@@ -1401,6 +1449,7 @@ static void set_shape(struct eng_session *s, const struct eng_session_options *o
 	s->qkv_dim = s->q_dim + 2 * s->kv_dim;
 	s->heads_share = (s->n_heads + s->n_threads - 1) / s->n_threads;
 	s->attn_block = attn_block_positions(s->head_size, s->kv->elem, s->ctx_len);
+	s->pass_positions = imin(s->ctx_len, ENG_ATTN_AUTO_POSITIONS);
 	/* Whole heads per QKV chunk for NeoX RoPE: the least multiple of both. */
 	s->qkv_align = ROW_ALIGN;
 	if (s->arch->neox)
@@ -1467,6 +1516,13 @@ static int alloc_buffers(struct eng_session *s, size_t kv_cells, struct eng_erro
 				break;
 			}
 			w->h16 = alloc_aligned((size_t)(s->q_dim + s->ctx_len), sizeof(uint16_t));
+			if (c > 1 && s->kv == &kv_traits[ENG_KV_F16] &&
+			    !(w->kv16 = alloc_aligned(2 * (size_t)s->pass_positions *
+							      (size_t)s->head_size,
+						      sizeof(uint16_t)))) {
+				rc = -ENOMEM;
+				break;
+			}
 			w->nz = alloc_aligned((size_t)s->hidden_dim, 1);
 			if (m->alias && !(w->dy = alloc_aligned(c * (size_t)imax(longest,
 									     s->qkv_dim),
@@ -1628,6 +1684,7 @@ void eng_session_free(struct eng_session *s)
 			free(s->workers[t].act);
 			free(s->workers[t].bact);
 			free(s->workers[t].h16);
+			free(s->workers[t].kv16);
 			free(s->workers[t].nz);
 			free(s->workers[t].live);
 			free(s->workers[t].dy);
