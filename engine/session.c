@@ -426,18 +426,23 @@ static void rope_neox(const struct eng_session *s, int k, float *vec, int a, int
 		}
 }
 
-/* The exponentials by the kernel table (exp.h's, 16 at a time on AVX-512), the sum left to
- * right as before. */
+/* The maximum in eight running maxima (exact in any order; x > m ? x : m is one vmaxps),
+ * the exponentials and their sum by the kernel table (exp.h's, 16 at a time on AVX-512). */
 static void softmax(const struct krn_ops *ops, float *x, int n)
 {
-	float max = x[0], sum = 0.0f;
-	for (int i = 1; i < n; i++)
-		if (x[i] > max)
-			max = x[i];
-	krn_exp_sub(ops, x, max, (size_t)n);
-	for (int i = 0; i < n; i++)
-		sum += x[i];
-	for (int i = 0; i < n; i++)
+	float m[8], max = x[0];
+	int i = 0;
+	for (int j = 0; j < 8; j++)
+		m[j] = x[0];
+	for (; i + 8 <= n; i += 8)
+		for (int j = 0; j < 8; j++)
+			m[j] = x[i + j] > m[j] ? x[i + j] : m[j];
+	for (; i < n; i++)
+		max = x[i] > max ? x[i] : max;
+	for (int j = 0; j < 8; j++)
+		max = m[j] > max ? m[j] : max;
+	float sum = krn_exp_sub(ops, x, max, (size_t)n);
+	for (i = 0; i < n; i++)
 		x[i] /= sum;
 }
 
@@ -597,9 +602,7 @@ static void attend_f16(struct eng_session *s, struct worker *w, int l, int k, in
 	for (int h = h0; h < h1; h++) {
 		float *att = s->att + (size_t)h * ctx;
 		softmax(s->ops, att, pos + 1);
-		to_f16(att, p16, (size_t)pos + 1);
-		for (int t = 0; t <= pos; t++)
-			att[t] = krn_fp16_to_fp32(p16[t]);
+		krn_round_f16(s->qops, att, p16, (size_t)pos + 1);
 		memset(xb + (size_t)h * hs, 0, hs * sizeof(float));
 	}
 	for (int t = 0; t <= pos; t++) {
@@ -631,9 +634,7 @@ static void attend_f16_head(struct eng_session *s, struct worker *w, int k, int 
 	for (size_t t = 0; t < n_pos; t++)
 		att[t] *= scale;
 	softmax(s->ops, att, (int)n_pos);
-	to_f16(att, p16, n_pos);
-	for (size_t t = 0; t < n_pos; t++)
-		att[t] = krn_fp16_to_fp32(p16[t]);
+	krn_round_f16(s->qops, att, p16, n_pos);
 	memset(out, 0, hs * sizeof(float));
 	krn_axpy_f16_rows(s->qops, out, att, values, ld, n_pos, hs);
 }

@@ -278,8 +278,9 @@ static void check_silu_glu(const struct krn_ops *k)
 }
 
 /* exp_sub against glibc's expf of the same float difference: both within an ulp of e^x, so
- * they differ by at most one, on a small share of inputs (exp.h); special values exactly;
- * windows at every offset give the whole array's bits. */
+ * they differ by at most one, on a small share of inputs (exp.h); its sum within the bound
+ * of any summation order; special values exactly; windows at every offset give the whole
+ * array's bits. */
 static void check_exp_sub(const struct krn_ops *k)
 {
 	enum { SWEEP = 200001, N = 41 };
@@ -295,6 +296,17 @@ static void check_exp_sub(const struct krn_ops *k)
 	krn_exp_sub(k, y, sub, SWEEP);
 	near_libm(k->name, "exp_sub", y, libm, SWEEP, 1);
 	free(libm);
+	/* The returned sum, in any order, within gamma_n of the exact sum of the results
+	 * (positive, so sum |y| is the sum), for lengths around the vector widths. */
+	for (size_t li = 0; li < N_LENGTHS; li++) {
+		size_t n = lengths[li];
+		memcpy(y, x + SWEEP / 2, n * sizeof(float));
+		float sum = krn_exp_sub(k, y, sub, n);
+		double exact = 0.0;
+		for (size_t i = 0; i < n; i++)
+			exact += y[i];
+		T_NEAR(sum, exact, gamma_n(n) * exact);
+	}
 
 	const float specials[] = { 0.0f, -0.0f, 88.7f, 89.0f, -103.0f, -104.0f, 3e38f, -3e38f,
 				   INFINITY, -INFINITY, NAN };

@@ -646,6 +646,35 @@ static void check_f16_rows(const struct krn_quant_ops *ops)
 	}
 }
 
+/* krn_round_f16 (the table's round_f16 where it has one) against ref's conversions to f16
+ * and back: the same floats, over ordinary values, f16's subnormals and underflow, ties,
+ * overflow to infinity, infinities and NaN, at every length up to 40 (vector bodies and
+ * tails). */
+static void check_round_f16(const struct krn_quant_ops *ops)
+{
+	static const float special[] = { 0.0f,	   -0.0f,    1.0f,	 -2.5f,	  65504.0f,
+					 65520.0f, -65520.0f, 1e-8f,	 -3e-5f,  6.1e-5f,
+					 0x1.002p0f, 0x1.006p0f, INFINITY, -INFINITY, NAN };
+	enum { N = 40 };
+	float x[N], want[N];
+	for (size_t n = 0; n <= N; n++) {
+		for (size_t i = 0; i < n; i++) {
+			x[i] = i % 3 == 0 ? special[(i / 3 + n) % (sizeof(special) / sizeof(special[0]))]
+					  : 300.0f * next_unit();
+			want[i] = krn_fp16_to_fp32(krn_fp32_to_fp16(x[i]));
+		}
+		uint16_t tmp[N];
+		krn_round_f16(ops, x, tmp, n);
+		for (size_t i = 0; i < n; i++) {
+			bool same = isnan(want[i]) ? isnan(x[i]) : !memcmp(&x[i], &want[i], sizeof(float));
+			if (!same)
+				T_FAIL_AT(__FILE__, __LINE__, "%s round_f16 n %zu [%zu]: %.9g, ref %.9g",
+					  ops->name, n, i, x[i], want[i]);
+			t_checks++;
+		}
+	}
+}
+
 static void check_isas_vs_ref(void)
 {
 	size_t n_ops;
@@ -701,6 +730,7 @@ static void check_isas_vs_ref(void)
 		check_act_ties(ops, ref);
 		check_axpy_f16(ops, ref);
 		check_f16_rows(ops);
+		check_round_f16(ops);
 	}
 	free(act);
 	free(w);

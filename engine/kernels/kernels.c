@@ -62,7 +62,7 @@ void krn_silu_glu(const struct krn_ops *ops, float *g, const float *u, size_t n)
 	(ops->silu_glu ? ops->silu_glu : krn_ops_ref.silu_glu)(g, u, n);
 }
 
-void krn_exp_sub(const struct krn_ops *ops, float *x, float sub, size_t n)
+float krn_exp_sub(const struct krn_ops *ops, float *x, float sub, size_t n)
 {
-	(ops->exp_sub ? ops->exp_sub : krn_ops_ref.exp_sub)(x, sub, n);
+	return (ops->exp_sub ? ops->exp_sub : krn_ops_ref.exp_sub)(x, sub, n);
 }

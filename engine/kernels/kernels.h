@@ -25,7 +25,7 @@ void krn_matmul_f32(const struct krn_ops *ops, float *y, size_t ldy, const float
 
 /* ops->silu_glu (ops.h) where the table has one, ref's otherwise. */
 void krn_silu_glu(const struct krn_ops *ops, float *g, const float *u, size_t n);
-/* ops->exp_sub (ops.h) where the table has one, ref's otherwise. */
-void krn_exp_sub(const struct krn_ops *ops, float *x, float sub, size_t n);
+/* ops->exp_sub (ops.h) where the table has one, ref's otherwise; returns its sum. */
+float krn_exp_sub(const struct krn_ops *ops, float *x, float sub, size_t n);
 
 #endif

@@ -53,9 +53,10 @@ struct krn_ops {
 	 * (kernels.h) runs ref's instead. */
 	void (*silu_glu)(float *g, const float *u, size_t n);
 	/* x[i] = exp(x[i] - sub), the difference rounded to float first, exp exp.h's: softmax's
-	 * exponentials. Like silu_glu, a result depends only on x[i] and sub. Optional: NULL
+	 * exponentials. Like silu_glu, a result depends only on x[i] and sub. Returns the sum of
+	 * the results, added in the table's own order, which depends on n only. Optional: NULL
 	 * where a table has none, and krn_exp_sub (kernels.h) runs ref's. */
-	void (*exp_sub)(float *x, float sub, size_t n);
+	float (*exp_sub)(float *x, float sub, size_t n);
 
 	/* Memory streaming, for the bandwidth probe (engine/stream.c). The kernels of McCalpin's
 	 * STREAM benchmark (https://www.cs.virginia.edu/stream/ref.html) plus a read-only one.

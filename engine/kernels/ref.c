@@ -67,10 +67,15 @@ static void ref_silu_glu(float *g, const float *u, size_t n)
 		g[i] = g[i] * (1.0f / (1.0f + ref_exp(-g[i]))) * u[i];
 }
 
-static void ref_exp_sub(float *x, float sub, size_t n)
+/* The sum left to right. */
+static float ref_exp_sub(float *x, float sub, size_t n)
 {
-	for (size_t i = 0; i < n; i++)
+	float sum = 0.0f;
+	for (size_t i = 0; i < n; i++) {
 		x[i] = ref_exp(x[i] - sub);
+		sum += x[i];
+	}
+	return sum;
 }
 
 /* Eight partial sums: with one, each add waits for the last (3-4 cycles), which caps a scalar

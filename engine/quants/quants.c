@@ -134,3 +134,14 @@ void krn_axpy_f16_rows(const struct krn_quant_ops *ops, float *y, const float *a
 	for (size_t r = 0; r < rows; r++)
 		ops->axpy_f16(y, a[r], x + r * ldx, n);
 }
+
+void krn_round_f16(const struct krn_quant_ops *ops, float *x, uint16_t *tmp, size_t n)
+{
+	if (ops->round_f16) {
+		ops->round_f16(x, n);
+		return;
+	}
+	ops->quantize_act[KRN_TYPE_F16](x, tmp, n);
+	for (size_t i = 0; i < n; i++)
+		x[i] = krn_fp16_to_fp32(tmp[i]);
+}

@@ -93,5 +93,8 @@ void krn_dot_f16_rows(const struct krn_quant_ops *ops, size_t n, float *s, const
 		      size_t ldx, size_t rows, const uint16_t *y);
 void krn_axpy_f16_rows(const struct krn_quant_ops *ops, float *y, const float *a,
 		       const uint16_t *x, size_t ldx, size_t rows, size_t n);
+/* ops->round_f16 (types.h) where the table has one, else quantize_act[F16] into tmp (n
+ * halves) and back. */
+void krn_round_f16(const struct krn_quant_ops *ops, float *x, uint16_t *tmp, size_t n);
 
 #endif

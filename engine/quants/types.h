@@ -273,6 +273,9 @@ struct krn_quant_ops {
 			     const uint16_t *y);
 	void (*axpy_f16_rows)(float *y, const float *a, const uint16_t *x, size_t ldx, size_t rows,
 			      size_t n);
+	/* Optional: x[i] rounded to f16 (nearest, ties to even) and back, exactly as
+	 * quantize_act[F16] then krn_fp16_to_fp32 would; NULL: krn_round_f16 does that. */
+	void (*round_f16)(float *x, size_t n);
 };
 
 /* ---- Rows interleaved by eight (the x8 layout) ---------------------------------------------

@@ -194,16 +194,23 @@ static void avx2_silu_glu(float *g, const float *u, size_t n)
 	}
 }
 
-static void avx2_exp_sub(float *x, float sub, size_t n)
+/* The sum in 8 lanes (the tail's into its own lanes only), then across them. */
+static float avx2_exp_sub(float *x, float sub, size_t n)
 {
-	__m256 s = _mm256_set1_ps(sub);
+	__m256 s = _mm256_set1_ps(sub), sum = _mm256_setzero_ps();
 	size_t i = 0;
-	for (; i + 8 <= n; i += 8)
-		_mm256_storeu_ps(x + i, exp8f(_mm256_sub_ps(_mm256_loadu_ps(x + i), s)));
+	for (; i + 8 <= n; i += 8) {
+		__m256 e = exp8f(_mm256_sub_ps(_mm256_loadu_ps(x + i), s));
+		_mm256_storeu_ps(x + i, e);
+		sum = _mm256_add_ps(sum, e);
+	}
 	if (i < n) {
 		__m256i m = tail_mask(n - i);
-		_mm256_maskstore_ps(x + i, m, exp8f(_mm256_sub_ps(_mm256_maskload_ps(x + i, m), s)));
+		__m256 e = exp8f(_mm256_sub_ps(_mm256_maskload_ps(x + i, m), s));
+		_mm256_maskstore_ps(x + i, m, e);
+		sum = _mm256_add_ps(sum, _mm256_and_ps(e, _mm256_castsi256_ps(m)));
 	}
+	return hsum(sum);
 }
 
 static float avx2_stream_read(const float *a, size_t n)

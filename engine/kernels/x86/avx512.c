@@ -242,16 +242,23 @@ static void avx512_silu_glu(float *g, const float *u, size_t n)
 	}
 }
 
-static void avx512_exp_sub(float *x, float sub, size_t n)
+/* The sum in 16 lanes (the tail's into its own lanes only), then dot()'s way across them. */
+static float avx512_exp_sub(float *x, float sub, size_t n)
 {
-	__m512 s = _mm512_set1_ps(sub);
+	__m512 s = _mm512_set1_ps(sub), sum = _mm512_setzero_ps();
 	size_t i = 0;
-	for (; i + 16 <= n; i += 16)
-		_mm512_storeu_ps(x + i, exp16(_mm512_sub_ps(_mm512_loadu_ps(x + i), s)));
+	for (; i + 16 <= n; i += 16) {
+		__m512 e = exp16(_mm512_sub_ps(_mm512_loadu_ps(x + i), s));
+		_mm512_storeu_ps(x + i, e);
+		sum = _mm512_add_ps(sum, e);
+	}
 	if (i < n) {
 		__mmask16 m = tail_mask(n - i);
-		_mm512_mask_storeu_ps(x + i, m, exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + i), s)));
+		__m512 e = exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + i), s));
+		_mm512_mask_storeu_ps(x + i, m, e);
+		sum = _mm512_mask_add_ps(sum, m, sum, e);
 	}
+	return hsum256(_mm256_add_ps(_mm512_castps512_ps256(sum), _mm512_extractf32x8_ps(sum, 1)));
 }
 
 static void avx512_axpy_f32(float *y, float a, const float *x, size_t n)

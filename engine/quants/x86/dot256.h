@@ -508,6 +508,18 @@ static void axpy_f16(float *y, float a, const uint16_t *x, size_t n)
 		y[i] += a * half(x[i]);
 }
 
+/* x rounded to f16 and back, eight at a time by vcvtps2ph and vcvtph2ps; the tail by ref's
+ * conversions, which give the same values (both are exact, nearest even). */
+static void round_f16(float *x, size_t n)
+{
+	size_t i = 0;
+	for (; i + 8 <= n; i += 8)
+		_mm256_storeu_ps(x + i, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(x + i),
+									  _MM_FROUND_TO_NEAREST_INT)));
+	for (; i < n; i++)
+		x[i] = krn_fp16_to_fp32(krn_fp32_to_fp16(x[i]));
+}
+
 /* hsum_ps of four vectors at once, in lanes 0-3: the same additions of the same lanes,
  * lined up by shuffles so that each step is one add for two or four of them. */
 static inline __m128 hsum4_ps(__m256 v0, __m256 v1, __m256 v2, __m256 v3)
