@@ -586,31 +586,25 @@ static void attend_f16(struct eng_session *s, struct worker *w, int l, int k, in
 	int kv_mul = s->n_heads / s->n_kv_heads;
 	const uint16_t *keys = (const uint16_t *)s->key_cache + kv_row(s, s->tseq[k], l, 0);
 	const uint16_t *values = (const uint16_t *)s->value_cache + kv_row(s, s->tseq[k], l, 0);
-	krn_vec_dot_fn dot = s->qops->vec_dot[KRN_TYPE_F16];
 	krn_from_float_fn to_f16 = s->qops->quantize_act[KRN_TYPE_F16];
 	float scale = 1.0f / sqrtf((float)s->head_size);
 	uint16_t *p16 = w->h16 + s->q_dim;
+	float *att0 = s->att + (size_t)h0 * ctx;
 	to_f16(qk + (size_t)h0 * hs, w->h16, (size_t)(h1 - h0) * hs);
-	for (int t = 0; t <= pos; t++) {
-		const uint16_t *krow = keys + (size_t)t * kv;
-		for (int h = h0; h < h1; h++) {
-			float *a = &s->att[(size_t)h * ctx + (size_t)t];
-			dot(hs, a, krow + (size_t)(h / kv_mul) * hs, w->h16 + (size_t)(h - h0) * hs);
-			*a *= scale;
-		}
-	}
+	for (int t = 0; t <= pos; t++)
+		krn_dot_f16_heads(s->qops, hs, att0 + t, ctx, keys + (size_t)t * kv, w->h16, h0, h1,
+				  kv_mul);
 	for (int h = h0; h < h1; h++) {
 		float *att = s->att + (size_t)h * ctx;
+		for (int t = 0; t <= pos; t++)
+			att[t] *= scale;
 		softmax(s->ops, att, pos + 1);
 		krn_round_f16(s->qops, att, p16, (size_t)pos + 1);
 		memset(xb + (size_t)h * hs, 0, hs * sizeof(float));
 	}
-	for (int t = 0; t <= pos; t++) {
-		const uint16_t *vrow = values + (size_t)t * kv;
-		for (int h = h0; h < h1; h++)
-			s->qops->axpy_f16(xb + (size_t)h * hs, s->att[(size_t)h * ctx + (size_t)t],
-					  vrow + (size_t)(h / kv_mul) * hs, hs);
-	}
+	for (int t = 0; t <= pos; t++)
+		krn_axpy_f16_heads(s->qops, xb + (size_t)h0 * hs, att0 + t, ctx,
+				   values + (size_t)t * kv, hs, h0, h1, kv_mul);
 }
 
 /* attend_f16 for head h of token k of a pass of several (prefill): the head's scores over

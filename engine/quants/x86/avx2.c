@@ -50,6 +50,8 @@ const struct krn_quant_ops krn_quant_ops_avx2 = {
 	.dot_f16_rows = dot_f16_rows,
 	.axpy_f16_rows = axpy_f16_rows,
 	.round_f16 = round_f16,
+	.dot_f16_heads = dot_f16_heads,
+	.axpy_f16_heads = axpy_f16_heads,
 	.quantize_act = { [KRN_TYPE_F16] = act_f16 },
 	.matvec_x8 = {
 		[KRN_TYPE_F32] = NULL, /* f32 rows go through the f32 kernels */

@@ -259,6 +259,8 @@ const struct krn_quant_ops krn_quant_ops_avx512 = {
 	.dot_f16_rows = dot_f16_rows,
 	.axpy_f16_rows = axpy_f16_rows,
 	.round_f16 = round_f16,
+	.dot_f16_heads = dot_f16_heads,
+	.axpy_f16_heads = axpy_f16_heads,
 	.quantize_act = { [KRN_TYPE_F16] = act_f16, [KRN_TYPE_Q8_0] = act_q8_0,
 			  [KRN_TYPE_Q8_K] = act_q8_K },
 	.matvec_x8 = {
