@@ -18,7 +18,9 @@
  * (krn_quant_matmul), for MM_TOK tokens at once: its figure is weight bytes times tokens per
  * second (what MM_TOK one-token passes would have to stream to keep up) and its ratio to the
  * x8 matvec's rate, the gain a prompt chunk gets. BENCH_QUANTS_N sets the row length (default
- * 4096).
+ * 4096). BENCH_QUANTS_ISA=name times only that table (avx512, avx2, ...), and
+ * BENCH_QUANTS_MM=0 leaves out the multi-token matmul (it takes most of a DRAM run's time):
+ * both for A/B runs of one kernel, many rounds in a few seconds.
  *
  * Usage: bench_quants [mb] [reps] [type...]; pin it (taskset -c 1) for stable figures.
  */
@@ -126,13 +128,17 @@ static void bench(uint32_t t, double mb, int reps, const struct krn_ops *kops)
 	}
 	size_t n_ops;
 	const struct krn_quant_ops *const *all = krn_quant_ops_all(&n_ops);
+	const char *isa = getenv("BENCH_QUANTS_ISA"), *env_mm = getenv("BENCH_QUANTS_MM");
+	const bool want_mm = !env_mm || strcmp(env_mm, "0") != 0;
 	for (size_t o = 0; o < n_ops; o++) {
 		const struct krn_quant_ops *ops = all[o];
 		if (!ops->supported() || ops == all[n_ops - 1])
 			continue; /* ref: a correctness yardstick, not a speed one */
+		if (isa && *isa && strcmp(isa, ops->name) != 0)
+			continue;
 		double gb_mv[MAX_REPS], gb_row[MAX_REPS], r_mv[MAX_REPS], r_row[MAX_REPS], gb_rd[MAX_REPS];
 		double gb_x8[MAX_REPS], r_x8[MAX_REPS], gb_mm[MAX_REPS], r_mm[MAX_REPS];
-		bool x8 = w8 && krn_quant_x8_native(ops, t), mm = x8 && ops->matmul_x8[t];
+		bool x8 = w8 && krn_quant_x8_native(ops, t), mm = want_mm && x8 && ops->matmul_x8[t];
 		ops->quantize_act[tr->vec_dot_type](f, aq, n);
 		size_t ab = krn_row_size(tr->vec_dot_type, n);
 		for (size_t k = 0; k < MM_TOK; k++)
@@ -168,9 +174,13 @@ static void bench(uint32_t t, double mb, int reps, const struct krn_ops *kops)
 		       tr->name, (double)bytes / 1e6, ops->name, median(gb_rd, reps),
 		       median(gb_mv, reps), median(r_mv, reps), median(gb_row, reps),
 		       median(r_row, reps));
-		if (x8)
-			printf("%-5s %7.1f MB %-6s x8 matvec %6.2f GB/s (%.2fx read)\n", tr->name,
-			       (double)bytes / 1e6, ops->name, median(gb_x8, reps), median(r_x8, reps));
+		if (x8) {
+			/* median() sorts: the ratio's spread is then its ends */
+			double m_x8 = median(r_x8, reps);
+			printf("%-5s %7.1f MB %-6s x8 matvec %6.2f GB/s (%.2fx read, rounds "
+			       "%.2f-%.2f)\n", tr->name, (double)bytes / 1e6, ops->name,
+			       median(gb_x8, reps), m_x8, r_x8[0], r_x8[reps - 1]);
+		}
 		if (mm)
 			printf("%-5s %7.1f MB %-6s x8 matmul of %d tokens %6.1f GB/s of weights x "
 			       "tokens (%.2fx the x8 matvec)\n", tr->name, (double)bytes / 1e6, ops->name,
@@ -208,6 +218,22 @@ int main(int argc, char **argv)
 		int t = krn_type_from_name(names[i]);
 		if (t < 0 || !krn_type_traits((uint32_t)t)->from_float_ref) {
 			fprintf(stderr, "bench_quants: unknown weight type '%s'\n", names[i]);
+			return 2;
+		}
+	}
+	const char *isa = getenv("BENCH_QUANTS_ISA");
+	if (isa && *isa) {
+		size_t n_ops, o;
+		const struct krn_quant_ops *const *all = krn_quant_ops_all(&n_ops);
+		for (o = 0; o + 1 < n_ops && (strcmp(all[o]->name, isa) || !all[o]->supported()); o++)
+			;
+		if (o + 1 >= n_ops) {
+			fprintf(stderr, "bench_quants: BENCH_QUANTS_ISA=%s names no table this CPU runs; "
+				"one of:", isa);
+			for (o = 0; o + 1 < n_ops; o++)
+				if (all[o]->supported())
+					fprintf(stderr, " %s", all[o]->name);
+			fprintf(stderr, " (or unset it for all)\n");
 			return 2;
 		}
 	}

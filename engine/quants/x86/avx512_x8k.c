@@ -16,7 +16,13 @@
  * vpdpbusd, two instructions for q4_K, three for q5_K and q6_K) and the per-sub-block scale
  * multiplies. Reading a super-block's quants out of order costs from DRAM: q6_K with four
  * sub-block pairs interleaved (192 bytes apart) fell from 0.9x to 0.7x the read, and so did
- * software prefetching (prefetcht0 or prefetchnta, 1-12 KB ahead: 0.5-0.8x).
+ * software prefetching (prefetcht0 or prefetchnta, 1-12 KB ahead: 0.5-0.8x; again for q6_K
+ * 1-4 groups ahead, prefetcht0/t1/nta: 0.55-0.77x against 0.82-0.84x without). So does
+ * reading a group's header (d, scales) after its quants, as the kernels did: each group then
+ * starts with a jump back of a whole group for the hardware prefetcher. Touching the header's
+ * lines first (head_first) took q6_K from 0.81-0.84x to 0.87-0.90x the read (at 18176
+ * columns 0.78x to 0.88x); q4_K and q5_K gained less, 0.005-0.03x at 4096 columns (within
+ * the runs' spread) and 0.03-0.05x at 18176 (0.85-0.87x to 0.89-0.90x).
  */
 #include "quants_impl.h"
 #include "x8_kernels.h"
@@ -50,6 +56,19 @@ static inline __m256i byte_of_dword(int j)
 	const int f = (int)0x80808000;
 	return _mm256_setr_epi32(j | f, (4 + j) | f, (8 + j) | f, (12 + j) | f, j | f, (4 + j) | f,
 				 (8 + j) | f, (12 + j) | f);
+}
+
+/* One load in each of the 64-byte lines of g's first `bytes` (the group's d and scales),
+ * before the quants: the kernels use the header after the quants, and a group read from its
+ * middle, its start last, is a backward jump per group that the hardware prefetcher follows
+ * worse (see the top of the file). The loads hit the lines that 16 bytes every 64 cover,
+ * whatever g's alignment; the empty asm keeps them (their values are not used). */
+static inline __attribute__((always_inline)) void head_first(const uint8_t *g, int bytes)
+{
+	for (int o = 0; o < bytes; o += 64) {
+		__m128i t = _mm_loadu_si128((const __m128i *)(const void *)(g + o));
+		__asm__ volatile("" : : "v"(t));
+	}
 }
 
 /* GF(2) affine matrix, bytewise: output bit i is the parity of (input & matrix byte 7 - i).
@@ -111,6 +130,7 @@ static inline __attribute__((always_inline)) __m256
 block_q4_Kx8(__m256 acc, const uint8_t *g, const block_q8_K *y, const void *prep)
 {
 	const __m256i lo = _mm256_set1_epi8(0x0f), hi = _mm256_set1_epi8((char)0xf0);
+	head_first(g, 128); /* k4_tail reads it last */
 	__m256i s[8];
 	for (int j = 0; j < 8; j++)
 		s[j] = _mm256_setzero_si256();
@@ -132,6 +152,7 @@ static inline __attribute__((always_inline)) __m256
 block_q5_Kx8(__m256 acc, const uint8_t *g, const block_q8_K *y, const void *prep)
 {
 	const __m256i low5 = _mm256_set1_epi8(0x1f), top3 = _mm256_set1_epi8((char)0xe0);
+	head_first(g, 128); /* k4_tail reads it last */
 	__m256i s[8];
 	for (int j = 0; j < 8; j++)
 		s[j] = _mm256_setzero_si256();
@@ -172,6 +193,7 @@ block_q6_Kx8(__m256 acc, const uint8_t *g, const block_q8_K *y, const void *prep
 	const __m256i low6 = _mm256_set1_epi8(0x3f), top2 = _mm256_set1_epi8((char)0xc0);
 	const int32_t *off = prep;
 	__m256i even = _mm256_setzero_si256(), odd = _mm256_setzero_si256();
+	head_first(g, 144);
 	const uint8_t *p = g + 144;
 	for (int pp = 0; pp < 8; pp++, p += 192) {
 		/* two chains of two per sub-block, added when the pair is done: chains of four
@@ -181,9 +203,14 @@ block_q6_Kx8(__m256 acc, const uint8_t *g, const block_q8_K *y, const void *prep
 		/* b's activation dwords out of one load by vpshufd, a's by broadcast loads: all
 		 * by loads, or all by shuffles, ran 1-2 GB/s slower */
 		const __m256i yb = bcast16(y->qs + 32 * pp + 16);
+		/* each vector loaded once, as in q4_K: GCC folded v into the AND and loaded it
+		 * again for the merge, and lo4 once per k (in cache 54 -> 59 GB/s) */
+		__m256i lo4[2] = { loadu(p + 128), loadu(p + 160) };
+		__asm__("" : "+v"(lo4[0]), "+v"(lo4[1]));
 		for (int k = 0; k < 4; k++) {
 			__m256i v = loadu(p + 32 * k);
-			__m256i l = _mm256_gf2p8affine_epi64_epi8(loadu(p + 128 + 32 * (k / 2)),
+			__asm__("" : "+v"(v));
+			__m256i l = _mm256_gf2p8affine_epi64_epi8(lo4[k / 2],
 								  bits_move(4 * (k % 2), 2, 4), 0);
 			/* (v & top2) | l: ternary-logic table (A & C) | B */
 			__m256i b4 = _mm256_ternarylogic_epi32(v, l, top2, 0xec);
@@ -515,12 +542,18 @@ void krn_avx512_matmul_x8_q2_K(float *y, size_t ldy, const void *w, size_t rows,
  * three bits 0 .. 7 (its value plus 4) come together in one byte from two GF(2) affine maps
  * (the low pair from qs bits 2j, the high bit from hmask bit 4h + j) and an OR (a ternary
  * logic AND-OR for j = 0); each sub-block's chain starts at its -4 * bsums (q3_prepare) and
- * takes the row's signed scale by vpmulld. One FMA of d a super-block. */
+ * takes the row's signed scale by vpmulld. One FMA of d a super-block. The group's 880 bytes
+ * are touched in address order first (head_first): the kernel reads its header last and the
+ * hmask (from byte 624) alongside the first half's quants, two streams the hardware
+ * prefetcher follows worse; from DRAM 0.55x the read before, 0.69x after (bench_quants). One
+ * token only: several reuse the group from cache, and the loads cost them. */
 static inline __attribute__((always_inline)) void
 mm_q3_K(__m256 *acc, const uint8_t *g, const block_q8_K *const *ys, const void *const *preps,
 	int nt)
 {
 	const __m256i m2 = _mm256_set1_epi8(3), k32 = _mm256_set1_epi32(32);
+	if (nt == 1) /* a constant: the matvec, which streams the group (see above) */
+		head_first(g, 880);
 	__m256i isum[X8K_MM_TOK];
 	for (int t = 0; t < nt; t++)
 		isum[t] = _mm256_setzero_si256();
