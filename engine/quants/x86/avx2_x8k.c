@@ -52,6 +52,18 @@ static inline __m256i word_of_dword_x2(int j)
 				 b + 0x04040404, b + 0x08080808, b + 0x0c0c0c0c);
 }
 
+/* One load in each of the 64-byte lines of g's first `bytes`, before the kernel reads the
+ * group in another order (see the top of the file): the lines that 16 bytes every 64 cover,
+ * whatever g's alignment; the empty asm keeps the loads (their values are not used). As
+ * avx512_x8k.c's head_first. */
+static inline __attribute__((always_inline)) void head_first(const uint8_t *g, int bytes)
+{
+	for (int o = 0; o < bytes; o += 64) {
+		__m128i t = _mm_loadu_si128((const __m128i *)(const void *)(g + o));
+		__asm__ volatile("" : : "x"(t));
+	}
+}
+
 /* ---- q4_K and q5_K ----------------------------------------------------------------------- */
 
 /* The eight rows' 6-bit mins (mn, byte j of each lane for sub-blocks j and 4 + j) and scales
@@ -170,6 +182,7 @@ block_q6_Kx8(__m256 acc, const uint8_t *g, const block_q8_K *y, const void *prep
 	const __m128i pairs = _mm_setr_epi8(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
 	const __m256i first = word_of_dword_x2(0), second = word_of_dword_x2(1);
 	__m256i isum = _mm256_setzero_si256(), off = _mm256_setzero_si256();
+	head_first(g, 144); /* the scales' lines, read one pair at a time below */
 	const uint8_t *p = g + 144;
 	for (int pp = 0; pp < 8; pp++, p += 192) {
 		__m128i sc8 = _mm_loadu_si128((const __m128i *)(g + 16 + 16 * pp));
@@ -473,6 +486,8 @@ mm_q3_K(__m256 *acc, const uint8_t *g, const block_q8_K *const *ys, const void *
 {
 	const __m256i m2 = _mm256_set1_epi8(3), four = _mm256_set1_epi8(4),
 		      k32 = _mm256_set1_epi16(32);
+	if (nt == 1) /* a constant: the matvec, which streams the group (see above) */
+		head_first(g, 880);
 	__m256i sc[4], isum[X8K_MM_TOK];
 	q3_scales(g, sc);
 	for (int t = 0; t < nt; t++)
