@@ -63,18 +63,6 @@ static inline __m256i word_of_dword_x2(int j)
 				 b + 0x04040404, b + 0x08080808, b + 0x0c0c0c0c);
 }
 
-/* One load in each of the 64-byte lines of g's first `bytes`, before the kernel reads the
- * group in another order (see the top of the file): the lines that 16 bytes every 64 cover,
- * whatever g's alignment; the empty asm keeps the loads (their values are not used). As
- * avx512_x8k.c's head_first. */
-static inline __attribute__((always_inline)) void head_first(const uint8_t *g, int bytes)
-{
-	for (int o = 0; o < bytes; o += 64) {
-		__m128i t = _mm_loadu_si128((const __m128i *)(const void *)(g + o));
-		__asm__ volatile("" : : "x"(t));
-	}
-}
-
 /* ---- q4_K and q5_K ----------------------------------------------------------------------- */
 
 /* The eight rows' 6-bit mins (mn, byte j of each lane for sub-blocks j and 4 + j) and scales

@@ -58,19 +58,6 @@ static inline __m256i byte_of_dword(int j)
 				 (8 + j) | f, (12 + j) | f);
 }
 
-/* One load in each of the 64-byte lines of g's first `bytes` (the group's d and scales),
- * before the quants: the kernels use the header after the quants, and a group read from its
- * middle, its start last, is a backward jump per group that the hardware prefetcher follows
- * worse (see the top of the file). The loads hit the lines that 16 bytes every 64 cover,
- * whatever g's alignment; the empty asm keeps them (their values are not used). */
-static inline __attribute__((always_inline)) void head_first(const uint8_t *g, int bytes)
-{
-	for (int o = 0; o < bytes; o += 64) {
-		__m128i t = _mm_loadu_si128((const __m128i *)(const void *)(g + o));
-		__asm__ volatile("" : : "v"(t));
-	}
-}
-
 /* GF(2) affine matrix, bytewise: output bit i is the parity of (input & matrix byte 7 - i).
  * Moves input bits from .. from + n - 1 to to .. to + n - 1 and clears all others. */
 static inline __m256i bits_move(int from, int to, int n)

@@ -11,6 +11,20 @@ static inline __m256i loadu(const void *p)
 	return _mm256_loadu_si256((const __m256i *)p);
 }
 
+/* One load in each of the 64-byte lines of g's first `bytes`, before a kernel reads the group
+ * in another order: a group read from its middle, its start last, or in two streams, is a
+ * backward jump per group that the hardware prefetcher follows worse (the figures are at the
+ * top of avx2_x8k.c and avx512_x8k.c). The loads hit the lines that 16 bytes every 64 cover,
+ * whatever g's alignment; the empty asm keeps them (their values are not used), and its "x"
+ * constraint suits both ISAs' flags. */
+static inline __attribute__((always_inline)) void head_first(const uint8_t *g, int bytes)
+{
+	for (int o = 0; o < bytes; o += 64) {
+		__m128i t = _mm_loadu_si128((const __m128i *)(const void *)(g + o));
+		__asm__ volatile("" : : "x"(t));
+	}
+}
+
 /* the eight rows' halves at p (their d or dmin) as floats */
 static inline __m256 halves8(const uint8_t *p)
 {
