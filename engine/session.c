@@ -591,9 +591,8 @@ static void attend_f16(struct eng_session *s, struct worker *w, int l, int k, in
 	uint16_t *p16 = w->h16 + s->q_dim;
 	float *att0 = s->att + (size_t)h0 * ctx;
 	to_f16(qk + (size_t)h0 * hs, w->h16, (size_t)(h1 - h0) * hs);
-	for (int t = 0; t <= pos; t++)
-		krn_dot_f16_heads(s->qops, hs, att0 + t, ctx, keys + (size_t)t * kv, w->h16, h0, h1,
-				  kv_mul);
+	krn_dot_f16_heads(s->qops, hs, att0, ctx, keys, kv, (size_t)pos + 1, w->h16, h0, h1,
+			  kv_mul);
 	for (int h = h0; h < h1; h++) {
 		float *att = s->att + (size_t)h * ctx;
 		for (int t = 0; t <= pos; t++)
@@ -602,9 +601,8 @@ static void attend_f16(struct eng_session *s, struct worker *w, int l, int k, in
 		krn_round_f16(s->qops, att, p16, (size_t)pos + 1);
 		memset(xb + (size_t)h * hs, 0, hs * sizeof(float));
 	}
-	for (int t = 0; t <= pos; t++)
-		krn_axpy_f16_heads(s->qops, xb + (size_t)h0 * hs, att0 + t, ctx,
-				   values + (size_t)t * kv, hs, h0, h1, kv_mul);
+	krn_axpy_f16_heads(s->qops, xb + (size_t)h0 * hs, att0, ctx, values, kv, (size_t)pos + 1,
+			   hs, h0, h1, kv_mul);
 }
 
 /* attend_f16 for head h of token k of a pass of several (prefill): the head's scores over

@@ -647,40 +647,44 @@ static void check_f16_rows(const struct krn_quant_ops *ops)
 }
 
 /* krn_dot_f16_heads and krn_axpy_f16_heads (the table's where it has them) give each head
- * the bits of the table's vec_dot[F16] and axpy_f16 on its slice of the row: head counts
- * with and without grouped queries (kv_mul 1 and 3), a range not starting at head 0, slice
- * lengths around the 8- and 16-element steps. */
+ * and position the bits of the table's vec_dot[F16] and axpy_f16 on its slice of the row,
+ * the positions' terms added in order: three positions rows apart by more than their
+ * heads, head counts with and without grouped queries (kv_mul 1 and 3), a range not
+ * starting at head 0, slice lengths around the 8- and 16-element steps. */
 static void check_f16_heads(const struct krn_quant_ops *ops)
 {
 	static const size_t lengths[] = { 1, 8, 15, 16, 64, 72 };
-	enum { HEADS = 6, LDS = 5 };
+	enum { HEADS = 6, LDS = 5, POS = 3, LDX = HEADS * 72 + 8 };
 	static const int ranges[][3] = { { 0, 6, 1 }, { 2, 5, 1 }, { 0, 6, 3 }, { 1, 4, 3 } };
 	for (size_t k = 0; k < sizeof(lengths) / sizeof(lengths[0]); k++)
 		for (size_t g = 0; g < sizeof(ranges) / sizeof(ranges[0]); g++) {
 			size_t n = lengths[k];
 			int h0 = ranges[g][0], h1 = ranges[g][1], kv_mul = ranges[g][2];
-			uint16_t x[HEADS * 72], q[HEADS * 72];
+			uint16_t x[POS * LDX], q[HEADS * 72];
 			float s[HEADS * LDS], s1, a[HEADS * LDS], y[HEADS * 72], y1[HEADS * 72];
-			for (size_t i = 0; i < HEADS * 72; i++) {
+			for (size_t i = 0; i < POS * LDX; i++)
 				x[i] = krn_fp32_to_fp16(2.0f * next_unit());
+			for (size_t i = 0; i < HEADS * 72; i++) {
 				q[i] = krn_fp32_to_fp16(2.0f * next_unit());
 				y[i] = y1[i] = next_unit();
 			}
 			for (size_t i = 0; i < HEADS * LDS; i++)
 				a[i] = next_unit();
-			krn_dot_f16_heads(ops, n, s, LDS, x, q, h0, h1, kv_mul);
-			krn_axpy_f16_heads(ops, y, a, LDS, x, n, h0, h1, kv_mul);
-			for (int h = h0; h < h1; h++) {
-				size_t j = (size_t)(h - h0);
-				const uint16_t *slice = x + (size_t)(h / kv_mul) * n;
-				ops->vec_dot[KRN_TYPE_F16](n, &s1, slice, q + j * n);
-				ops->axpy_f16(y1 + j * n, a[j * LDS], slice, n);
-				if (memcmp(&s1, &s[j * LDS], sizeof(s1)))
-					T_FAIL_AT(__FILE__, __LINE__,
-						  "%s dot_f16_heads n %zu head %d: %.9g, vec_dot %.9g",
-						  ops->name, n, h, s[j * LDS], s1);
-				t_checks++;
-			}
+			krn_dot_f16_heads(ops, n, s, LDS, x, LDX, POS, q, h0, h1, kv_mul);
+			krn_axpy_f16_heads(ops, y, a, LDS, x, LDX, POS, n, h0, h1, kv_mul);
+			for (size_t t = 0; t < POS; t++)
+				for (int h = h0; h < h1; h++) {
+					size_t j = (size_t)(h - h0);
+					const uint16_t *slice = x + t * LDX + (size_t)(h / kv_mul) * n;
+					ops->vec_dot[KRN_TYPE_F16](n, &s1, slice, q + j * n);
+					ops->axpy_f16(y1 + j * n, a[j * LDS + t], slice, n);
+					if (memcmp(&s1, &s[j * LDS + t], sizeof(s1)))
+						T_FAIL_AT(__FILE__, __LINE__,
+							  "%s dot_f16_heads n %zu head %d position %zu: "
+							  "%.9g, vec_dot %.9g",
+							  ops->name, n, h, t, s[j * LDS + t], s1);
+					t_checks++;
+				}
 			if (memcmp(y, y1, sizeof(y)))
 				T_FAIL_AT(__FILE__, __LINE__, "%s axpy_f16_heads n %zu: not axpy_f16's",
 					  ops->name, n);

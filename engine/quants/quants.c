@@ -136,27 +136,32 @@ void krn_axpy_f16_rows(const struct krn_quant_ops *ops, float *y, const float *a
 }
 
 void krn_dot_f16_heads(const struct krn_quant_ops *ops, size_t n, float *s, size_t lds,
-		       const uint16_t *x, const uint16_t *y, int h0, int h1, int kv_mul)
+		       const uint16_t *x, size_t ldx, size_t rows, const uint16_t *y, int h0,
+		       int h1, int kv_mul)
 {
 	if (ops->dot_f16_heads) {
-		ops->dot_f16_heads(n, s, lds, x, y, h0, h1, kv_mul);
+		ops->dot_f16_heads(n, s, lds, x, ldx, rows, y, h0, h1, kv_mul);
 		return;
 	}
-	for (int h = h0; h < h1; h++)
-		ops->vec_dot[KRN_TYPE_F16](n, s + (size_t)(h - h0) * lds,
-					   x + (size_t)(h / kv_mul) * n, y + (size_t)(h - h0) * n);
+	for (size_t t = 0; t < rows; t++)
+		for (int h = h0; h < h1; h++)
+			ops->vec_dot[KRN_TYPE_F16](n, s + (size_t)(h - h0) * lds + t,
+						   x + t * ldx + (size_t)(h / kv_mul) * n,
+						   y + (size_t)(h - h0) * n);
 }
 
 void krn_axpy_f16_heads(const struct krn_quant_ops *ops, float *y, const float *a, size_t lda,
-			const uint16_t *x, size_t n, int h0, int h1, int kv_mul)
+			const uint16_t *x, size_t ldx, size_t rows, size_t n, int h0, int h1,
+			int kv_mul)
 {
 	if (ops->axpy_f16_heads) {
-		ops->axpy_f16_heads(y, a, lda, x, n, h0, h1, kv_mul);
+		ops->axpy_f16_heads(y, a, lda, x, ldx, rows, n, h0, h1, kv_mul);
 		return;
 	}
-	for (int h = h0; h < h1; h++)
-		ops->axpy_f16(y + (size_t)(h - h0) * n, a[(size_t)(h - h0) * lda],
-			      x + (size_t)(h / kv_mul) * n, n);
+	for (size_t t = 0; t < rows; t++)
+		for (int h = h0; h < h1; h++)
+			ops->axpy_f16(y + (size_t)(h - h0) * n, a[(size_t)(h - h0) * lda + t],
+				      x + t * ldx + (size_t)(h / kv_mul) * n, n);
 }
 
 void krn_round_f16(const struct krn_quant_ops *ops, float *x, uint16_t *tmp, size_t n)

@@ -96,9 +96,11 @@ void krn_axpy_f16_rows(const struct krn_quant_ops *ops, float *y, const float *a
 /* ops->dot_f16_heads and ops->axpy_f16_heads (types.h) where the table has them, else its
  * vec_dot[F16] and axpy_f16 head by head. */
 void krn_dot_f16_heads(const struct krn_quant_ops *ops, size_t n, float *s, size_t lds,
-		       const uint16_t *x, const uint16_t *y, int h0, int h1, int kv_mul);
+		       const uint16_t *x, size_t ldx, size_t rows, const uint16_t *y, int h0,
+		       int h1, int kv_mul);
 void krn_axpy_f16_heads(const struct krn_quant_ops *ops, float *y, const float *a, size_t lda,
-			const uint16_t *x, size_t n, int h0, int h1, int kv_mul);
+			const uint16_t *x, size_t ldx, size_t rows, size_t n, int h0, int h1,
+			int kv_mul);
 
 /* ops->round_f16 (types.h) where the table has one, else quantize_act[F16] into tmp (n
  * halves) and back. */

@@ -275,13 +275,14 @@ struct krn_quant_ops {
 			      size_t n);
 	/* Optional, never filled from base (each must give this table's own vec_dot[F16] and
 	 * axpy_f16 bits); NULL: krn_dot_f16_heads and krn_axpy_f16_heads loop those. Decode's
-	 * attention over one cached position, heads [h0, h1) at once (head h reads the cache
-	 * row's slice h / kv_mul, n halves long): s[(h - h0) * lds] = slice . y + (h - h0) * n,
-	 * and y[(h - h0) * n + i] += a[(h - h0) * lda] * slice[i]. */
-	void (*dot_f16_heads)(size_t n, float *s, size_t lds, const uint16_t *x,
-			      const uint16_t *y, int h0, int h1, int kv_mul);
-	void (*axpy_f16_heads)(float *y, const float *a, size_t lda, const uint16_t *x, size_t n,
-			       int h0, int h1, int kv_mul);
+	 * attention, heads [h0, h1) over `rows` cached positions (rows ldx halves apart),
+	 * position by position; head h reads its row's slice h / kv_mul, n halves long:
+	 * s[(h - h0) * lds + t] = slice of row t . y + (h - h0) * n, and y[(h - h0) * n + i] +=
+	 * a[(h - h0) * lda + t] * slice of row t [i], t in order. */
+	void (*dot_f16_heads)(size_t n, float *s, size_t lds, const uint16_t *x, size_t ldx,
+			      size_t rows, const uint16_t *y, int h0, int h1, int kv_mul);
+	void (*axpy_f16_heads)(float *y, const float *a, size_t lda, const uint16_t *x,
+			       size_t ldx, size_t rows, size_t n, int h0, int h1, int kv_mul);
 	/* Optional: x[i] rounded to f16 (nearest, ties to even) and back, exactly as
 	 * quantize_act[F16] then krn_fp16_to_fp32 would; NULL: krn_round_f16 does that. */
 	void (*round_f16)(float *x, size_t n);

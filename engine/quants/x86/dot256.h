@@ -536,43 +536,57 @@ static inline __m128 hsum4_ps(__m256 v0, __m256 v1, __m256 v2, __m256 v3)
 	return _mm_unpacklo_ps(_mm256_castps256_ps128(u), _mm256_extractf128_ps(u, 1));
 }
 
-/* dot_f16 and axpy_f16 for one cached position's heads (types.h dot_f16_heads,
- * axpy_f16_heads), without a call through the table per position and head (18,432 per
- * stories110M step at 64 positions). Where n is whole 16-element steps, dot_f16 runs four
- * heads at a time, their eight chains in flight together and their sums reduced by hsum4_ps;
- * the same FMAs and additions per head, so the same bits. */
-static void dot_f16_heads(size_t n, float *s, size_t lds, const uint16_t *x, const uint16_t *y,
-			  int h0, int h1, int kv_mul)
+/* dot_f16 and axpy_f16 for heads [h0, h1) over `rows` cached positions, position by
+ * position (types.h dot_f16_heads, axpy_f16_heads): one call per step instead of one per
+ * position and head (18,432 per stories110M step at 64 positions), and the queries converted
+ * once for all positions into qf, where dot_f16 converts them on every call. Where n is whole
+ * 16-element steps, four heads go at a time, their eight chains in flight together and their
+ * sums reduced by hsum4_ps. The same FMAs and additions per head and position as dot_f16's
+ * and axpy_f16's, on the same floats, so the same bits. */
+static void dot_f16_heads(size_t n, float *s, size_t lds, const uint16_t *x, size_t ldx,
+			  size_t rows, const uint16_t *y, int h0, int h1, int kv_mul)
 {
-	int h = h0;
-	for (; n % 16 == 0 && h + 4 <= h1; h += 4) {
-		__m256 a0[4], a1[4];
-		for (int j = 0; j < 4; j++)
-			a0[j] = a1[j] = _mm256_setzero_ps();
-		for (size_t i = 0; i < n; i += 16)
-			for (int j = 0; j < 4; j++) {
-				const uint16_t *k = x + (size_t)((h + j) / kv_mul) * n + i;
-				const uint16_t *q = y + (size_t)(h + j - h0) * n + i;
-				a0[j] = _mm256_fmadd_ps(load_f16(k), load_f16(q), a0[j]);
-				a1[j] = _mm256_fmadd_ps(load_f16(k + 8), load_f16(q + 8), a1[j]);
-			}
-		float r[4];
-		_mm_storeu_ps(r, hsum4_ps(_mm256_add_ps(a0[0], a1[0]), _mm256_add_ps(a0[1], a1[1]),
-					  _mm256_add_ps(a0[2], a1[2]), _mm256_add_ps(a0[3], a1[3])));
-		for (int j = 0; j < 4; j++)
-			s[(size_t)(h + j - h0) * lds] = r[j];
+	float qf[1024];
+	size_t nq = (size_t)(h1 - h0) * n;
+	int four = n % 16 == 0 && nq <= sizeof(qf) / sizeof(qf[0]) ? (h1 - h0) / 4 * 4 : 0;
+	for (size_t i = 0; i < (four ? nq : 0); i += 8)
+		_mm256_storeu_ps(qf + i, load_f16(y + i));
+	for (size_t t = 0; t < rows; t++) {
+		const uint16_t *row = x + t * ldx;
+		int h = h0;
+		for (; h < h0 + four; h += 4) {
+			__m256 a0[4], a1[4];
+			for (int j = 0; j < 4; j++)
+				a0[j] = a1[j] = _mm256_setzero_ps();
+			for (size_t i = 0; i < n; i += 16)
+				for (int j = 0; j < 4; j++) {
+					const uint16_t *k = row + (size_t)((h + j) / kv_mul) * n + i;
+					const float *q = qf + (size_t)(h + j - h0) * n + i;
+					a0[j] = _mm256_fmadd_ps(load_f16(k), _mm256_loadu_ps(q), a0[j]);
+					a1[j] = _mm256_fmadd_ps(load_f16(k + 8), _mm256_loadu_ps(q + 8),
+								a1[j]);
+				}
+			float r[4];
+			_mm_storeu_ps(r, hsum4_ps(_mm256_add_ps(a0[0], a1[0]),
+						  _mm256_add_ps(a0[1], a1[1]),
+						  _mm256_add_ps(a0[2], a1[2]),
+						  _mm256_add_ps(a0[3], a1[3])));
+			for (int j = 0; j < 4; j++)
+				s[(size_t)(h + j - h0) * lds + t] = r[j];
+		}
+		for (; h < h1; h++)
+			dot_f16(n, s + (size_t)(h - h0) * lds + t, row + (size_t)(h / kv_mul) * n,
+				y + (size_t)(h - h0) * n);
 	}
-	for (; h < h1; h++)
-		dot_f16(n, s + (size_t)(h - h0) * lds, x + (size_t)(h / kv_mul) * n,
-			y + (size_t)(h - h0) * n);
 }
 
-static void axpy_f16_heads(float *y, const float *a, size_t lda, const uint16_t *x, size_t n,
-			   int h0, int h1, int kv_mul)
+static void axpy_f16_heads(float *y, const float *a, size_t lda, const uint16_t *x, size_t ldx,
+			   size_t rows, size_t n, int h0, int h1, int kv_mul)
 {
-	for (int h = h0; h < h1; h++)
-		axpy_f16(y + (size_t)(h - h0) * n, a[(size_t)(h - h0) * lda],
-			 x + (size_t)(h / kv_mul) * n, n);
+	for (size_t t = 0; t < rows; t++)
+		for (int h = h0; h < h1; h++)
+			axpy_f16(y + (size_t)(h - h0) * n, a[(size_t)(h - h0) * lda + t],
+				 x + t * ldx + (size_t)(h / kv_mul) * n, n);
 }
 
 /* dot_f16 of y against each row of x (types.h dot_f16_rows): the same FMA chains and the
