@@ -70,6 +70,17 @@ static void status_fill(struct prb_dram_status *st, const struct dram_backend *b
 	for (int i = 0; i < plan->n; i++) {
 		snprintf(st->instances[i].pmu, sizeof(st->instances[i].pmu), "%s", plan->inst[i].name);
 		st->instances[i].cpu = plan->inst[i].pmu ? plan->inst[i].cpu : -1;
+		/* What was opened, so a record can name it (and `validate` check it). */
+		static const char *const dirs[] = { [DRAM_READ] = "read", [DRAM_WRITE] = "write",
+						    [DRAM_TOTAL] = "total" };
+		st->instances[i].n_events = plan->inst[i].pmu ? plan->inst[i].n_events : 0;
+		for (int e = 0; e < st->instances[i].n_events; e++) {
+			const struct dram_event *ev = &plan->inst[i].events[e];
+			struct prb_dram_encoding *enc = &st->instances[i].events[e];
+			snprintf(enc->dir, sizeof(enc->dir), "%s", dirs[ev->dir]);
+			enc->type = ev->attr.type;
+			enc->config = ev->attr.config;
+		}
 	}
 }
 

@@ -207,6 +207,12 @@ struct prb_dram_status {
 	struct prb_dram_instance {
 		char pmu[64]; /* the PMU, e.g. uncore_imc_free_running_1, amd_umc_7 */
 		int cpu;      /* the CPU it is opened on (one per socket); -1 for file backends */
+		int n_events; /* perf events opened on it (0 for file backends) */
+		struct prb_dram_encoding {
+			char dir[8];     /* "read", "write", "total" */
+			uint32_t type;   /* perf_event_attr.type: the PMU's sysfs type */
+			uint64_t config; /* perf_event_attr.config, from the sysfs format */
+		} events[PRB_DRAM_MAX_EVENTS];
 	} instances[PRB_DRAM_MAX_INSTANCES];
 	char missing[512];  /* backends looked for and absent, each with why ("" if none) */
 };

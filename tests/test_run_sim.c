@@ -597,11 +597,15 @@ static void check_record(const struct sim_case *c, const char *path, const struc
 	o = t_run(rargv);
 	T_EQ_INT(o.status, 0);
 	static const char *const row[N_FIG + 1] = {
-		"| DRAM read | MB/token (MB = 10^6 bytes) | ",
-		"| DRAM written | MB/token (MB = 10^6 bytes) | ",
-		"| DRAM read + written | MB/token (MB = 10^6 bytes; read + write) | ",
-		"| DRAM (MB/token) | MB/token (MB = 10^6 bytes) | ",
+		"| DRAM read [SIMULATED] | MB/token (MB = 10^6 bytes) | ",
+		"| DRAM written [SIMULATED] | MB/token (MB = 10^6 bytes) | ",
+		"| DRAM read + written [SIMULATED] | MB/token (MB = 10^6 bytes; read + write) | ",
+		"| DRAM (MB/token) [SIMULATED] | MB/token (MB = 10^6 bytes) | ",
 	};
+	/* A simulated record says so where a reader cannot miss it: the heading, the first
+	 * provenance line and every DRAM row (the rows above). */
+	T_CONTAINS(o.out, "[SIMULATED PMU: no DRAM byte counted by hardware]");
+	T_CONTAINS(o.out, "- **SIMULATED**: DRAM counts: the simulated PMU");
 	for (int f = 0; f <= N_FIG; f++) {
 		const json_t *s = json_object_get(m, metric[f]);
 		char line[256];

@@ -139,9 +139,12 @@ int mw_cmd_compare(int argc, char **argv)
 		fprintf(stderr, "memwall compare: %s: %s: BASE %s, NEW %s (%s)\n",
 			cmp->compared ? "forced past" : "refusing", cmp->diffs[i].field,
 			cmp->diffs[i].base, cmp->diffs[i].new, cmp->diffs[i].note);
-	if (!cmp->compared)
+	if (!cmp->compared && !o.force)
 		fprintf(stderr, "memwall compare: rerun NEW with BASE's settings, or pass --force "
 			"to compare anyway\n");
+	else if (!cmp->compared)
+		fprintf(stderr, "memwall compare: compare a SIMULATED record only with another "
+			"simulated one\n");
 	code = cmp->exit_code;
 out:
 	free(cmp);

@@ -72,6 +72,35 @@ static void cell(FILE *f, const json_t *v, bool csv)
 	}
 }
 
+/* A markdown table's short form of a long cell; `db show` and the csv/json formats keep the
+ * whole text. A memory configuration that was not measured says only that ("not measured":
+ * the reason, one sentence per record, would fill the column); a CPU name loses its trade
+ * marks and its clock ("Intel(R) Xeon(R) Platinum 8480+ CPU @ 2.00GHz" -> "Intel Xeon
+ * Platinum 8480+"). */
+static const char *compact(const char *key, const char *s, char *buf, size_t n)
+{
+	if (!strcmp(key, "memory") && (!strncmp(s, "not measured", 12) ||
+				       !strncmp(s, "not recorded", 12)))
+		return snprintf(buf, n, "%.12s", s), buf;
+	if (strcmp(key, "machine"))
+		return s;
+	size_t used = 0;
+	buf[0] = '\0';
+	for (const char *p = s; *p && used + 1 < n;) {
+		if (!strncmp(p, "(R)", 3) || !strncmp(p, "(TM)", 4)) {
+			p += p[1] == 'R' ? 3 : 4;
+		} else if (!strncmp(p, " CPU", 4) && (!p[4] || p[4] == ' ')) {
+			p += 4;
+		} else if (!strncmp(p, " @", 2)) {
+			break;
+		} else {
+			buf[used++] = *p++;
+			buf[used] = '\0';
+		}
+	}
+	return buf;
+}
+
 static void print_rows(FILE *f, json_t *rows, const char *const *keys, size_t nkeys,
 		       enum mw_format fmt)
 {
@@ -95,9 +124,15 @@ static void print_rows(FILE *f, json_t *rows, const char *const *keys, size_t nk
 			fputs(csv ? (k ? "," : "") : "| ", f);
 			json_t *v = json_object_get(r, keys[k]);
 			/* The id is a sha256: twelve digits are enough to name it in a table. */
+			char shortened[256];
 			if (!strcmp(keys[k], "id") && !csv && json_is_string(v))
 				fprintf(f, "%.12s", json_string_value(v));
-			else
+			else if (!csv && json_is_string(v)) {
+				json_t *c = json_string(compact(keys[k], json_string_value(v),
+								shortened, sizeof(shortened)));
+				cell(f, c, csv);
+				json_decref(c);
+			} else
 				cell(f, v, csv);
 			if (!csv)
 				fputc(' ', f);
@@ -135,14 +170,17 @@ static int db_import(struct mw_store *s, struct db_args *a)
 	return worst;
 }
 
+/* dram_source beside every DRAM figure: "SIMULATED (...)", "hardware (...)" or
+ * "engine-accounted only" (provenance.h). */
 static const char *const list_keys[] = { "id", "created_utc", "protocol", "model", "machine",
 					 "backend", "acceptance", "tok_per_s",
-					 "dram_MB_per_token" };
+					 "dram_MB_per_token", "dram_source" };
 static const char *const query_keys[] = { "id", "created_utc", "protocol", "model", "machine",
 					  "memory", "backend", "kind", "acceptance", "tok_per_s",
-					  "dram_MB_per_token" };
-static const char *const compare_keys[] = { "protocol", "model", "machine", "memory", "records",
-					    "tok_per_s", "tok_per_s_min", "tok_per_s_max",
+					  "dram_MB_per_token", "dram_source" };
+static const char *const compare_keys[] = { "protocol", "model", "machine", "memory",
+					    "dram_source", "records", "tok_per_s",
+					    "tok_per_s_min", "tok_per_s_max",
 					    "dram_MB_per_token", "relative_tok_per_s" };
 #define NKEYS(k) (sizeof(k) / sizeof((k)[0]))
 

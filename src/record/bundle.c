@@ -7,6 +7,7 @@
 
 #include "bundle.h"
 #include "file.h"
+#include "provenance.h"
 #include "report.h"
 #include "result.h"
 #include "sha256.h"
@@ -105,12 +106,19 @@ static void provenance(FILE *f, const char *name, const char *sha, const json_t 
 	const json_t *m = json_object_get(doc, "machine");
 	const json_t *mc = json_object_get(m, "memory_config");
 	const json_t *dram = json_object_get(json_object_get(doc, "counters"), "dram");
-	char *mem = json_is_object(mc) ? json_dumps(mc, JSON_COMPACT) : NULL;
-	fprintf(f, "## %s\n\n- sha256: %s\n- protocol: %s\n- model: %s\n- created: %s\n"
+	char *mem = json_is_object(mc) ? json_dumps(mc, JSON_COMPACT) : NULL, tag[128];
+	struct mw_provenance prov;
+	mw_provenance_of(doc, &prov);
+	if (prov.source == MW_DRAM_SIMULATED)
+		fprintf(f, "## %s [SIMULATED]\n\n**SIMULATED: this record's DRAM counts come from "
+			   "memwall's simulated PMU, not from hardware.**\n\n", name);
+	else
+		fprintf(f, "## %s\n\n", name);
+	fprintf(f, "- sha256: %s\n- protocol: %s\n- model: %s\n- created: %s\n"
 		   "- memwall: %s\n- CPU: %s (%lld logical CPUs)\n- memory: %lld bytes\n"
 		   "- memory configuration: %s\n- kernel: %s\n- DRAM counters: %s%s\n"
-		   "- acceptance: %s\n\n",
-		name, sha, jstr(json_object_get(doc, "protocol"), "name", "?"),
+		   "- acceptance: %s\n",
+		sha, jstr(json_object_get(doc, "protocol"), "name", "?"),
 		jstr(json_object_get(doc, "model"), "name", "(unnamed)"),
 		jstr(doc, "created_utc", "?"), jstr(json_object_get(doc, "memwall"), "version", "?"),
 		jstr(m, "cpu_name", "?"), (long long)json_integer_value(json_object_get(m, "logical_cpus")),
@@ -118,10 +126,12 @@ static void provenance(FILE *f, const char *name, const char *sha, const json_t 
 		mem ? mem : jstr(json_object_get(m, "unavailable"), "memory_config",
 				 "not recorded (the record predates memory_config)"),
 		jstr(json_object_get(m, "kernel"), "release", "?"),
-		json_is_true(json_object_get(dram, "measured")) ? "measured by " : "not measured: ",
-		json_is_true(json_object_get(dram, "measured")) ? jstr(dram, "backend", "?")
-								: jstr(dram, "reason", "?"),
+		json_is_true(json_object_get(dram, "measured")) ? "counted as " : "not measured: ",
+		json_is_true(json_object_get(dram, "measured"))
+			? mw_provenance_tag(&prov, tag, sizeof(tag)) : jstr(dram, "reason", "?"),
 		jstr(json_object_get(doc, "acceptance"), "status", "?"));
+	mw_provenance_print_md(f, &prov);
+	fputc('\n', f);
 	free(mem);
 }
 

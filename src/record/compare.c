@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "compare.h"
+#include "provenance.h"
 #include "machine.h"
 #include "stats.h"
 
@@ -126,7 +127,8 @@ static struct mw_setting_diff *add_diff(struct mw_comparison *c, const char *fie
 	return d;
 }
 
-static void compare_settings(const json_t *x, const json_t *y, struct mw_comparison *c)
+/* Fills c's setting differences; returns true when one of them --force cannot excuse. */
+static bool compare_settings(const json_t *x, const json_t *y, struct mw_comparison *c)
 {
 	bool both_dram = dram_measured(x) && dram_measured(y);
 	for (size_t i = 0; i < sizeof(settings) / sizeof(settings[0]); i++) {
@@ -139,10 +141,30 @@ static void compare_settings(const json_t *x, const json_t *y, struct mw_compari
 			continue;
 		struct mw_setting_diff *d = add_diff(c, s->field);
 		if (!d)
-			return;
+			return false;
 		dump(a, d->base, sizeof(d->base));
 		dump(b, d->new, sizeof(d->new));
 		snprintf(d->note, sizeof(d->note), "BASE's from %s, NEW's from %s", fx, fy);
+	}
+	/* Who counted the DRAM figures is a setting: a simulated PMU's scripted counts never
+	 * compare with a record made without it (hardware counters, or none). A record without
+	 * DRAM counters beside one with them still compares: its DRAM figures are "not
+	 * comparable" one by one, and tok/s compares. */
+	struct mw_provenance px, py;
+	mw_provenance_of(x, &px);
+	mw_provenance_of(y, &py);
+	bool layers_differ = (px.source == MW_DRAM_SIMULATED) != (py.source == MW_DRAM_SIMULATED);
+	if (layers_differ) {
+		struct mw_setting_diff *d = add_diff(c, "counters.dram.layer");
+		if (d) {
+			snprintf(d->base, sizeof(d->base), "%s (layer %s)",
+				 mw_dram_source_name(px.source), px.layer ? px.layer : "none");
+			snprintf(d->new, sizeof(d->new), "%s (layer %s)",
+				 mw_dram_source_name(py.source), py.layer ? py.layer : "none");
+			snprintf(d->note, sizeof(d->note), "one record's DRAM figures come from "
+				 "the SIMULATED PMU, the other's do not; --force does not compare "
+				 "them");
+		}
 	}
 	char why[200];
 	if (!mw_machine_same(json_object_get(x, "machine"), json_object_get(y, "machine"), why,
@@ -153,6 +175,7 @@ static void compare_settings(const json_t *x, const json_t *y, struct mw_compari
 				 "family/model/stepping, logical CPUs, sockets, memory within 1 GiB)",
 				 why);
 	}
+	return layers_differ;
 }
 
 /* ---- per metric */
@@ -334,9 +357,11 @@ static void decide(struct mw_comparison *c)
 	}
 	if (!c->compared) {
 		c->exit_code = MW_COMPARE_REFUSED;
-		snprintf(c->exit_reason, sizeof(c->exit_reason), "%zu setting%s: refused "
-			 "(--force compares anyway)", c->n_diffs,
-			 c->n_diffs == 1 ? " differs" : "s differ");
+		snprintf(c->exit_reason, sizeof(c->exit_reason), "%zu setting%s: refused %s",
+			 c->n_diffs, c->n_diffs == 1 ? " differs" : "s differ",
+			 c->opts.force ? "(counters.dram.layer differs: --force does not compare a "
+					 "SIMULATED record with one that is not)"
+				       : "(--force compares anyway)");
 	} else if (c->count[MW_CMP_REGRESSION]) {
 		c->exit_code = MW_COMPARE_REGRESSION;
 		snprintf(c->exit_reason, sizeof(c->exit_reason), "%zu metric%s regressed",
@@ -363,8 +388,8 @@ void mw_compare(const json_t *base, const json_t *new, const struct mw_compare_o
 	const json_t *doc[2] = { base, new };
 	memset(c, 0, sizeof(*c));
 	c->opts = *o;
-	compare_settings(base, new, c);
-	c->compared = c->n_diffs == 0 || o->force;
+	bool layers_differ = compare_settings(base, new, c);
+	c->compared = c->n_diffs == 0 || (o->force && !layers_differ);
 	size_t nm;
 	const struct mw_metric *met = mw_metrics(&nm);
 	for (size_t i = 0; c->compared && i < nm; i++) {

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "attribution.h"
+#include "provenance.h"
 #include "report.h"
 #include "report_rows.h"
 #include "report_variants.h"
@@ -50,6 +51,8 @@ static const struct {
 	double scale;
 } md_rows[] = {
 	{ "DRAM (MB/token)", "dram_MB_per_token", "MB/token (MB = 10^6 bytes)", 1 },
+	{ "DRAM calibrated (estimate)", "dram_MB_per_token_calibrated", "MB/token (MB = 10^6 bytes)",
+	  1 },
 	{ "DRAM read", "dram_read_MB_per_token", NULL, 1 },
 	{ "DRAM read", "dram_read_MiB_per_token", NULL, 1 },
 	{ "DRAM written", "dram_write_MB_per_token", NULL, 1 },
@@ -63,6 +66,12 @@ static const struct {
 };
 
 static bool run_counts(const json_t *run);
+
+/* A DRAM figure's mark: " [SIMULATED]" on every DRAM row of a simulated record. */
+static const char *mark(const struct mw_provenance *p, const char *metric)
+{
+	return strncmp(metric, "dram_", 5) ? "" : mw_provenance_mark(p);
+}
 
 static void fmt_num(char *buf, size_t n, double x, int digits)
 {
@@ -137,9 +146,13 @@ static void print_md(FILE *f, const json_t *doc)
 	char notes[16][1024], swbuf[4][32];
 	int nnotes = 0;
 
-	fprintf(f, "## %s: %s%s\n\n", str(p, "name", "?"), str(model, "name", "?"),
-		json_is_true(json_object_get(model, "synthetic"))
-			? " (SYNTHETIC weights: bytes per token are real, tokens are not)" : "");
+	struct mw_provenance prov;
+	mw_provenance_of(doc, &prov);
+	fprintf(f, "## %s: %s%s%s\n\n", str(p, "name", "?"), str(model, "name", "?"),
+		prov.synthetic ? " (SYNTHETIC weights: bytes per token are real, tokens are not)"
+			       : "",
+		prov.source == MW_DRAM_SIMULATED ? " [SIMULATED PMU: no DRAM byte counted by hardware]"
+						 : "");
 	if (ref)
 		fprintf(f, "Imported reference record, not measured by memwall. Source: %s\n\n",
 			str(ref, "source", "?"));
@@ -152,12 +165,14 @@ static void print_md(FILE *f, const json_t *doc)
 			str(mach, "cpu_name", "unknown CPU"),
 			(long long)json_integer_value(json_object_get(eng, "threads")),
 			str(eng, "kernels", "?"), str(json_object_get(doc, "memwall"), "version", "?"));
-	if (json_is_true(json_object_get(json_object_get(json_object_get(doc, "counters"), "dram"), "measured")))
-		fprintf(f, "DRAM MB/token counts %s (the %s backend%s).\n\n",
+	mw_provenance_print_md(f, &prov);
+	if (prov.source != MW_DRAM_NONE)
+		fprintf(f, "- DRAM MB/token counts %s (the %s backend%s).\n",
 			!strcmp(mw_dram_basis(doc), "total") ? "read + written bytes" : "read bytes",
-			str(json_object_get(json_object_get(doc, "counters"), "dram"), "backend", "?"),
+			prov.backend ? prov.backend : "?",
 			!strcmp(mw_dram_basis(doc), "total") ? " has no read/write split"
 							      : " splits reads from writes");
+	fputc('\n', f);
 	if (!json_is_true(json_object_get(doc, "complete")))
 		fprintf(f, "**INCOMPLETE:** %s. Figures cover the complete runs only.\n\n",
 			str(doc, "incomplete_reason", "not all runs finished"));
@@ -176,8 +191,8 @@ static void print_md(FILE *f, const json_t *doc)
 				;
 			if (k == nnotes && nnotes < 16)
 				snprintf(notes[nnotes++], sizeof(notes[0]), "%s", why);
-			fprintf(f, "| %s | %s | 0 | not measured [%d] | | | | | | |\n", md_rows[i].label,
-				unit, k + 1);
+			fprintf(f, "| %s%s | %s | 0 | not measured [%d] | | | | | | |\n",
+				md_rows[i].label, mark(&prov, md_rows[i].metric), unit, k + 1);
 			continue;
 		}
 		double s = md_rows[i].scale;
@@ -198,8 +213,8 @@ static void print_md(FILE *f, const json_t *doc)
 				 (long long)json_integer_value(json_object_get(x, "n")));
 		else if (!isnan(num(x, "ci95_low")))
 			snprintf(ci, sizeof(ci), "[%s, %s]", lo, hi);
-		fprintf(f, "| %s | %s | %lld | %s | %s | %s | %s | %s | %s | %s |\n", md_rows[i].label,
-			unit, (long long)json_integer_value(json_object_get(x, "n")), mean, sd, cv, med,
+		fprintf(f, "| %s%s | %s | %lld | %s | %s | %s | %s | %s | %s | %s |\n",
+			md_rows[i].label, mark(&prov, md_rows[i].metric), unit, (long long)json_integer_value(json_object_get(x, "n")), mean, sd, cv, med,
 			mn, mx, ci);
 	}
 	for (int k = 0; k < nnotes; k++)
@@ -275,8 +290,10 @@ static void print_csv(FILE *f, const json_t *doc)
 	const json_t *m = json_object_get(json_object_get(doc, "summary"), "metrics");
 	const char *k;
 	json_t *x;
+	struct mw_provenance prov;
+	mw_provenance_of(doc, &prov);
 	fprintf(f, "protocol,metric,unit,measured,n,mean,sd,cv_pct,median,min,max,ci95_low,ci95_high,"
-		   "reason\n");
+		   "reason,dram_source,model_synthetic\n");
 	json_object_foreach((json_t *)(uintptr_t)m, k, x) {
 		csv_field(f, str(json_object_get(doc, "protocol"), "name", ""));
 		fprintf(f, ",%s,", k);
@@ -294,7 +311,10 @@ static void print_csv(FILE *f, const json_t *doc)
 		}
 		fputc(',', f);
 		csv_field(f, str(x, clamped ? "ci95_note" : "reason", ""));
-		fputc('\n', f);
+		/* Every row says who counted it: a DRAM row of a simulated record is never read
+		 * as hardware's, wherever the row is pasted. */
+		fprintf(f, ",%s,%s\n", strncmp(k, "dram_", 5) ? "" : mw_dram_source_name(prov.source),
+			prov.synthetic ? "true" : "false");
 	}
 }
 
@@ -308,8 +328,11 @@ void mw_report_print(FILE *f, const json_t *doc, enum mw_format fmt)
 	} else if (fmt == MW_FORMAT_JSONL || fmt == MW_FORMAT_SQL) {
 		mw_report_rows(f, doc, NULL, fmt == MW_FORMAT_SQL);
 	} else {
-		json_t *o = json_pack("{s:O?, s:O?, s:O?, s:O?, s:O?}", "protocol",
+		struct mw_provenance prov;
+		mw_provenance_of(doc, &prov);
+		json_t *o = json_pack("{s:O?, s:o, s:O?, s:O?, s:O?, s:O?}", "protocol",
 				      json_object_get(json_object_get(doc, "protocol"), "name"),
+				      "provenance", mw_provenance_json(&prov),
 				      "complete", json_object_get(doc, "complete"), "summary",
 				      json_object_get(doc, "summary"), "acceptance",
 				      json_object_get(doc, "acceptance"), "drift",

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "jschema.h"
+#include "provenance.h"
 #include "report_rows.h"
 
 enum col_from {
@@ -17,6 +18,7 @@ enum col_from {
 	FROM_METRIC,  /* path is a key of the metric's summary object */
 	FROM_SHA,     /* the record's sha256, when the caller knows it */
 	FROM_NAME,    /* the metric's name */
+	FROM_PROV,    /* path is a key of mw_provenance_json (the DRAM figures' provenance) */
 };
 
 static const struct {
@@ -44,6 +46,12 @@ static const struct {
 	{ "memory_config", "TEXT", FROM_DOC, "machine.memory_config" },
 	{ "kernel", "TEXT", FROM_DOC, "machine.kernel.release" },
 	{ "dram_backend", "TEXT", FROM_DOC, "counters.dram.backend" },
+	{ "dram_source", "TEXT", FROM_PROV, "dram_source" },
+	{ "dram_layer", "TEXT", FROM_PROV, "dram_layer" },
+	{ "dram_caveat", "TEXT", FROM_PROV, "dram_caveat" },
+	{ "dram_calibrated", "INTEGER", FROM_PROV, "calibrated" },
+	{ "calibration_error_pct", "DOUBLE PRECISION", FROM_PROV, "calibration_error_pct" },
+	{ "dram_verification", "TEXT", FROM_PROV, "verification" },
 	{ "metric", "TEXT", FROM_NAME, NULL },
 	{ "unit", "TEXT", FROM_METRIC, "unit" },
 	{ "measured", "INTEGER", FROM_METRIC, "measured" },
@@ -62,8 +70,8 @@ static const struct {
 
 
 /* Column i's value for one metric: a new reference (json null when absent). */
-static json_t *value(size_t i, const json_t *doc, const char *sha, const char *name,
-		     const json_t *metric)
+static json_t *value(size_t i, const json_t *doc, const json_t *prov, const char *sha,
+		     const char *name, const json_t *metric)
 {
 	const json_t *v = NULL;
 	switch (cols[i].from) {
@@ -76,6 +84,9 @@ static json_t *value(size_t i, const json_t *doc, const char *sha, const char *n
 		break;
 	case FROM_METRIC:
 		v = json_object_get(metric, cols[i].path);
+		break;
+	case FROM_PROV:
+		v = json_object_get(prov, cols[i].path);
 		break;
 	}
 	if (!v || (json_is_real(v) && !isfinite(json_real_value(v))))
@@ -121,6 +132,9 @@ void mw_report_rows(FILE *f, const json_t *doc, const char *sha256, bool sql)
 	const json_t *m = json_object_get(json_object_get(doc, "summary"), "metrics");
 	const char *name;
 	json_t *x;
+	struct mw_provenance p;
+	mw_provenance_of(doc, &p);
+	json_t *prov = mw_provenance_json(&p);
 	if (sql) {
 		fprintf(f, "CREATE TABLE IF NOT EXISTS %s (\n", MW_REPORT_SQL_TABLE);
 		for (size_t i = 0; i < NCOLS; i++)
@@ -137,7 +151,7 @@ void mw_report_rows(FILE *f, const json_t *doc, const char *sha256, bool sql)
 		}
 		json_t *line = json_object();
 		for (size_t i = 0; i < NCOLS; i++) {
-			json_t *v = value(i, doc, sha256, name, x);
+			json_t *v = value(i, doc, prov, sha256, name, x);
 			if (sql) {
 				fputs(i ? ", " : "", f);
 				sql_value(f, v);
@@ -154,4 +168,5 @@ void mw_report_rows(FILE *f, const json_t *doc, const char *sha256, bool sql)
 		}
 		json_decref(line);
 	}
+	json_decref(prov);
 }

@@ -655,6 +655,53 @@ static int check_reference(struct dctx *c, const json_t *doc)
 
 /* ---- the record against itself: token ids and the protocol's document ------------------- */
 
+/* Who counted the DRAM figures, checked as far as a record can show it: a simulated record
+ * names the script it replayed (counters.dram.sim_script_sha256), so a layer edited from "sim"
+ * to a hardware layer is caught; a record that names what it opened (counters.dram.opened)
+ * opened exactly its instances, each event with a PMU type and a config. Records made before
+ * `opened` existed are checked on the first rule only. */
+static int check_layer(struct dctx *c, const json_t *doc)
+{
+	const json_t *dram = json_object_get(json_object_get(doc, "counters"), "dram");
+	const json_t *opened = json_object_get(dram, "opened"), *o, *ev;
+	const char *layer = json_string_value(json_object_get(dram, "layer"));
+	bool sim = layer && !strcmp(layer, "sim");
+	size_t i, j;
+	if (!json_is_true(json_object_get(dram, "measured")))
+		return 0;
+	if (json_object_get(dram, "sim_script_sha256") && !sim)
+		return inconsistent(c, "counters.dram.layer", "is \"%s\", but the record names the "
+				    "simulated PMU's script (counters.dram.sim_script_sha256): its "
+				    "counts were simulated and the layer was edited", layer ? layer : "");
+	if (!opened)
+		return 0;
+	if (sim && !json_is_string(json_object_get(dram, "sim_script_sha256")))
+		return inconsistent(c, "counters.dram.sim_script_sha256", "is missing: a simulated "
+				    "record names the script it replayed");
+	const json_t *inst = json_object_get(dram, "instances");
+	if (json_array_size(opened) != json_array_size(inst))
+		return inconsistent(c, "counters.dram.opened", "names %zu instances, "
+				    "counters.dram.instances %zu: the record was edited",
+				    json_array_size(opened), json_array_size(inst));
+	json_array_foreach(opened, i, o) {
+		char f[96];
+		snprintf(f, sizeof(f), "counters.dram.opened[%zu].pmu", i);
+		if (!json_equal(json_object_get(o, "pmu"), json_array_get(inst, i)))
+			return inconsistent(c, f, "differs from counters.dram.instances[%zu]: the "
+					    "record was edited", i);
+		json_array_foreach(json_object_get(o, "events"), j, ev) {
+			const char *cfg = json_string_value(json_object_get(ev, "config"));
+			snprintf(f, sizeof(f), "counters.dram.opened[%zu].events[%zu]", i, j);
+			if (!json_is_integer(json_object_get(ev, "type")) || !cfg ||
+			    strncmp(cfg, "0x", 2) || !cfg[2] || strspn(cfg + 2,
+			    "0123456789abcdef") != strlen(cfg + 2))
+				return inconsistent(c, f, "needs a perf type (integer) and a config "
+						    "(\"0x...\", lower-case hex)");
+		}
+	}
+	return 0;
+}
+
 /* Every token id a run recorded, and the document's prompt, inside the model's vocabulary
  * (model.shape.vocab_size, when the record has it). */
 static int check_vocab(struct dctx *c, const json_t *doc)
@@ -789,7 +836,8 @@ int mw_result_validate(const json_t *doc, const char *source, struct mw_error *e
 		rc = check_reference(&c, doc);
 		goto out;
 	}
-	if ((rc = check_vocab(&c, doc)) || (rc = check_document(&c, doc)))
+	if ((rc = check_vocab(&c, doc)) || (rc = check_layer(&c, doc)) ||
+	    (rc = check_document(&c, doc)))
 		goto out;
 	copy = json_deep_copy(doc);
 	if (!copy) {

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include "file.h"
+#include "provenance.h"
 #include "result.h"
 #include "sha256.h"
 #include "store.h"
@@ -44,6 +45,10 @@ static const struct {
 	  " ci95_high DOUBLE PRECISION, reason TEXT, PRIMARY KEY (sha256, metric));" },
 	{ 2, "the memory configuration beside each machine (machine.memory_config)",
 	  "ALTER TABLE records ADD COLUMN memory TEXT;" },
+	{ 3, "who counted the DRAM figures (hardware, SIMULATED, engine-accounted) and synthetic "
+	     "models",
+	  "ALTER TABLE records ADD COLUMN dram_source TEXT;"
+	  "ALTER TABLE records ADD COLUMN synthetic INTEGER;" },
 };
 #define N_MIGRATIONS (sizeof(migrations) / sizeof(migrations[0]))
 
@@ -92,6 +97,47 @@ int mw_store_schema_version(struct mw_store *s, int *version, struct mw_error *e
 			     version, err);
 }
 
+static const char *jstr(const json_t *o, const char *k);
+
+/* The provenance columns of one record document: its DRAM source tag and synthetic flag. */
+static void provenance_cols(const json_t *doc, char *tag, size_t n, char synth[2])
+{
+	struct mw_provenance prov;
+	mw_provenance_of(doc, &prov);
+	mw_provenance_tag(&prov, tag, n);
+	synth[0] = prov.synthetic ? '1' : '0';
+	synth[1] = '\0';
+}
+
+static int collect_pending(void *ctx, int ncol, const char *const *v)
+{
+	if (ncol < 2 || !v[0] || !v[1])
+		return 0;
+	return json_array_append_new(ctx, json_pack("[s, s]", v[0], v[1])) ? -ENOMEM : 0;
+}
+
+/* Rows stored before migration 3 get their provenance columns from their own documents. */
+static int backfill_provenance(struct mw_store *s, struct mw_error *err)
+{
+	json_t *pending = json_array(), *row;
+	size_t i;
+	int rc = s->ops->query(s->h, "SELECT sha256, document FROM records WHERE dram_source IS "
+			       "NULL", NULL, 0, collect_pending, pending, err);
+	json_array_foreach(pending, i, row) {
+		if (rc)
+			break;
+		json_t *doc = json_loads(json_string_value(json_array_get(row, 1)), 0, NULL);
+		char tag[128], synth[2];
+		provenance_cols(doc, tag, sizeof(tag), synth);
+		const char *p[3] = { tag, synth, json_string_value(json_array_get(row, 0)) };
+		rc = s->ops->query(s->h, "UPDATE records SET dram_source = $1, synthetic = $2 WHERE "
+				   "sha256 = $3", p, 3, NULL, NULL, err);
+		json_decref(doc);
+	}
+	json_decref(pending);
+	return rc;
+}
+
 static int migrate(struct mw_store *s, struct mw_error *err)
 {
 	char ver[16], now[32];
@@ -118,6 +164,8 @@ static int migrate(struct mw_store *s, struct mw_error *err)
 			rc = s->ops->query(s->h, "INSERT INTO schema_version (version, applied_utc, "
 					   "description) VALUES ($1, $2, $3)", p, 3, NULL, NULL, err);
 	}
+	if (!rc && v < 3)
+		rc = backfill_provenance(s, err);
 out:
 	if (rc) {
 		struct mw_error ignored;
@@ -242,27 +290,28 @@ static int insert_record(struct mw_store *s, const json_t *doc, const char *text
 {
 	const json_t *mach = json_object_get(doc, "machine"), *eng = json_object_get(doc, "engine");
 	const json_t *model = json_object_get(doc, "model");
-	char now[32], thr[32], complete[8], memory[512];
+	char now[32], thr[32], complete[8], memory[512], tag[128], synth[2];
 	const char *base = strrchr(path, '/');
 	const char *mname = jstr(model, "name");
 	if (!mname && jstr(model, "path"))
 		mname = strrchr(jstr(model, "path"), '/') ? strrchr(jstr(model, "path"), '/') + 1
 							  : jstr(model, "path");
 	memory_line(mach, memory, sizeof(memory));
+	provenance_cols(doc, tag, sizeof(tag), synth);
 	snprintf(complete, sizeof(complete), "%d", json_is_true(json_object_get(doc, "complete")));
-	const char *p[15] = {
+	const char *p[17] = {
 		sha, jstr(doc, "kind"), jstr(doc, "created_utc"), mw_utc_now(now, sizeof(now), false),
 		jstr(json_object_get(doc, "protocol"), "name"), mname, jstr(mach, "cpu_name"),
 		jstr(eng, "kind"), jtext(json_object_get(eng, "threads"), thr, sizeof(thr)),
 		jstr(json_object_get(doc, "memwall"), "version"), complete,
 		jstr(json_object_get(doc, "acceptance"), "status"), base ? base + 1 : path, text,
-		memory,
+		memory, tag, synth,
 	};
 	return s->ops->query(s->h, "INSERT INTO records (sha256, kind, created_utc, imported_utc, "
 			     "protocol, model, machine, backend, threads, memwall_version, complete, "
-			     "acceptance, source, document, memory) VALUES ($1, $2, $3, $4, $5, $6, $7, "
-			     "$8, $9, $10, $11, $12, $13, $14, $15) ON CONFLICT (sha256) DO NOTHING",
-			     p, 15, NULL, NULL, err);
+			     "acceptance, source, document, memory, dram_source, synthetic) VALUES ($1, "
+			     "$2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) "
+			     "ON CONFLICT (sha256) DO NOTHING", p, 17, NULL, NULL, err);
 }
 
 static int count_row(void *ctx, int ncol, const char *const *v)
@@ -371,8 +420,13 @@ static void where(const struct mw_store_filter *f, char *sql, size_t n, const ch
 
 static const char *const query_keys[] = { "id", "created_utc", "protocol", "model", "machine",
 					  "memory", "backend", "kind", "acceptance", "tok_per_s",
-					  "dram_MB_per_token" };
+					  "dram_MB_per_token", "dram_source" };
 static const bool query_numeric[] = { [9] = true, [10] = true };
+
+/* A synthetic model's name says so in every table: "stories110M [synthetic]". */
+#define MODEL_COL                                                                              \
+	"CASE WHEN r.synthetic = 1 AND LOWER(r.model) NOT LIKE '%%synthetic%%' THEN r.model || "  \
+	"' [synthetic]' ELSE r.model END"
 
 int mw_store_query(struct mw_store *s, const struct mw_store_filter *f, json_t **rows,
 		   struct mw_error *err)
@@ -381,10 +435,10 @@ int mw_store_query(struct mw_store *s, const struct mw_store_filter *f, json_t *
 	char sql[2048], bufs[8][256];
 	const char *p[8];
 	int np = 0;
-	struct collect c = { json_array(), query_keys, query_numeric, 11 };
+	struct collect c = { json_array(), query_keys, query_numeric, 12 };
 	snprintf(sql, sizeof(sql),
-		 "SELECT r.sha256, r.created_utc, r.protocol, r.model, r.machine, r.memory, r.backend,"
-		 " r.kind, r.acceptance, t.mean, d.mean FROM records r"
+		 "SELECT r.sha256, r.created_utc, r.protocol, " MODEL_COL ", r.machine, r.memory,"
+		 " r.backend, r.kind, r.acceptance, t.mean, d.mean, r.dram_source FROM records r"
 		 " LEFT JOIN metrics t ON t.sha256 = r.sha256 AND t.metric = 'tok_per_s' AND t.measured = 1"
 		 " LEFT JOIN metrics d ON d.sha256 = r.sha256 AND d.metric = 'dram_MB_per_token'"
 		 " AND d.measured = 1");
@@ -397,11 +451,12 @@ int mw_store_query(struct mw_store *s, const struct mw_store_filter *f, json_t *
 	return rc;
 }
 
-static const char *const compare_keys[] = { "protocol", "model", "machine", "memory", "records",
-					    "tok_per_s", "tok_per_s_min", "tok_per_s_max",
-					    "dram_MB_per_token", "relative_tok_per_s" };
-static const bool compare_numeric[] = { [4] = true, [5] = true, [6] = true, [7] = true,
-					[8] = true };
+static const char *const compare_keys[] = { "protocol", "model", "machine", "memory",
+					    "dram_source", "records", "tok_per_s", "tok_per_s_min",
+					    "tok_per_s_max", "dram_MB_per_token",
+					    "relative_tok_per_s" };
+static const bool compare_numeric[] = { [5] = true, [6] = true, [7] = true, [8] = true,
+					[9] = true };
 
 int mw_store_compare(struct mw_store *s, const struct mw_store_filter *f, json_t **rows,
 		     struct mw_error *err)
@@ -410,16 +465,19 @@ int mw_store_compare(struct mw_store *s, const struct mw_store_filter *f, json_t
 	char sql[2048], bufs[8][256];
 	const char *p[8];
 	int np = 0;
-	struct collect c = { json_array(), compare_keys, compare_numeric, 9 };
+	struct collect c = { json_array(), compare_keys, compare_numeric, 10 };
+	/* The DRAM source is a setting: simulated and hardware figures never share a group. */
 	snprintf(sql, sizeof(sql),
-		 "SELECT r.protocol, r.model, r.machine, r.memory, COUNT(*), AVG(t.mean), MIN(t.mean),"
+		 "SELECT r.protocol, " MODEL_COL ", r.machine, r.memory, r.dram_source, COUNT(*),"
+		 " AVG(t.mean), MIN(t.mean),"
 		 " MAX(t.mean), AVG(d.mean) FROM records r"
 		 " LEFT JOIN metrics t ON t.sha256 = r.sha256 AND t.metric = 'tok_per_s' AND t.measured = 1"
 		 " LEFT JOIN metrics d ON d.sha256 = r.sha256 AND d.metric = 'dram_MB_per_token'"
 		 " AND d.measured = 1");
 	where(f ? f : &none, sql, sizeof(sql), p, &np, bufs);
 	/* Fastest first within each protocol and model; machines without a tok/s last. */
-	strncat(sql, " GROUP BY r.protocol, r.model, r.machine, r.memory ORDER BY r.protocol,"
+	strncat(sql, " GROUP BY r.protocol, r.model, r.synthetic, r.machine, r.memory,"
+		" r.dram_source ORDER BY r.protocol,"
 		" r.model, CASE WHEN AVG(t.mean) IS NULL THEN 1 ELSE 0 END, AVG(t.mean) DESC,"
 		" r.machine", sizeof(sql) - strlen(sql) - 1);
 	int rc = s->ops->query(s->h, sql, p, np, collect_row, &c, err);

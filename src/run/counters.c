@@ -3,8 +3,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "counters.h"
+#include "sha256.h"
 
 #define ENERGY_EVENT "power/energy-pkg/"
 
@@ -158,6 +160,28 @@ const char *mw_counters_dram_basis(const struct mw_counters *c)
 	return c->dram && prb_dram_status(c->dram)->provides & PRB_DRAM_READ ? "read" : "total";
 }
 
+/* What was opened on each instance, as the kernel saw it: the PMU, the CPU, and each event's
+ * perf_event_attr type and config (from the PMU's sysfs type and format files). */
+static json_t *opened_json(const struct prb_dram_status *st)
+{
+	json_t *a = json_array();
+	for (int i = 0; i < st->n_instances; i++) {
+		const struct prb_dram_instance *in = &st->instances[i];
+		json_t *ev = json_array();
+		for (int e = 0; e < in->n_events; e++) {
+			char cfg[24];
+			snprintf(cfg, sizeof(cfg), "0x%llx", (unsigned long long)in->events[e].config);
+			json_array_append_new(ev, json_pack("{s:s, s:I, s:s}", "dir",
+							    in->events[e].dir, "type",
+							    (json_int_t)in->events[e].type,
+							    "config", cfg));
+		}
+		json_array_append_new(a, json_pack("{s:s, s:i, s:o}", "pmu", in->pmu, "cpu", in->cpu,
+						   "events", ev));
+	}
+	return a;
+}
+
 json_t *mw_counters_dram_json(const struct mw_counters *c)
 {
 	if (!c->dram)
@@ -184,6 +208,19 @@ json_t *mw_counters_dram_json(const struct mw_counters *c)
 			      "not calibrated by this run: `memwall calibrate` measures it");
 	if (o && st->flags & PRB_DRAM_CAVEAT)
 		json_object_set_new(o, "caveat", json_string(st->caveat));
+	if (o)
+		json_object_set_new(o, "opened", opened_json(st));
+	/* A simulated record names the script whose counts it replayed: `validate` then knows a
+	 * record whose layer was edited away from "sim". */
+	const char *script = getenv("MEMWALL_SIM_SCRIPT");
+	char hex[65] = "none";
+	struct stat sb;
+	struct mw_error err;
+	if (script && *script && stat(script, &sb) == 0 && S_ISREG(sb.st_mode) &&
+	    sb.st_size <= (1 << 20) && mw_sha256_file(script, hex, NULL, &err))
+		snprintf(hex, sizeof(hex), "none");
+	if (o && !strcmp(prb_counter_backend(), "sim"))
+		json_object_set_new(o, "sim_script_sha256", json_string(hex));
 	return o;
 }
 

@@ -220,29 +220,26 @@ static double factor_of(double err_pct)
 
 /* The calibration entry for calibrate's report: the read pass gives the read and total
  * errors (the traffic of decode is mostly reads), the copy pass the write error. Instances:
- * each one's share of the read pass's total, and its factor were the traffic spread evenly
- * over the instances (interleaving does that for a large working set; an instance whose
- * factor stands out counts wrongly, e.g. a wrong .scale). */
+ * each one's share of the read pass's total, a diagnostic (an instance whose share stands out
+ * may count wrongly, e.g. a wrong .scale). There is no per-instance factor: one would assume
+ * the calibration pass spread its bytes evenly over the instances, which the hardware does
+ * not promise (interleaving granularity, NUMA placement of the buffer), and would carry that
+ * pass's imbalance into every run's per-instance figures. Only the sums are calibrated. */
 static json_t *entry_of(const json_t *report, const json_t *fingerprint)
 {
 	const json_t *ps = json_object_get(report, "passes");
 	const json_t *rp = json_object_get(ps, "read"), *wp = json_object_get(ps, "write");
 	const json_t *re = json_object_get(rp, "error_pct"), *we = json_object_get(wp, "error_pct");
 	double e[3] = { num(re, "read"), num(we, "write"), num(re, "total") };
-	const json_t *exp = json_object_get(rp, "expected"), *in;
-	double expected = num(exp, "read_bytes") + num(exp, "write_bytes");
+	const json_t *in;
 	const json_t *insts = json_object_get(rp, "instances");
 	json_t *ia = json_array();
-	size_t i, n = json_array_size(insts);
-	json_array_foreach(insts, i, in) {
-		double got = num(in, "total_bytes");
-		double f = got > 0 ? expected / (double)n / got : NAN;
-		json_array_append_new(ia, json_pack("{s:o, s:o, s:o, s:o}", "pmu",
+	size_t i;
+	json_array_foreach(insts, i, in)
+		json_array_append_new(ia, json_pack("{s:o, s:o, s:o}", "pmu",
 						    opt(json_object_get(in, "pmu")), "cpu",
 						    opt(json_object_get(in, "cpu")), "share_pct",
-						    opt(json_object_get(in, "share_pct")), "factor",
-						    mw_json_num(f)));
-	}
+						    opt(json_object_get(in, "share_pct"))));
 	char now[32];
 	mw_utc_now(now, sizeof(now), false);
 	return json_pack("{s:s, s:s, s:O, s:o, s:o, s:o, s:{s:o, s:o, s:o}, s:{s:o, s:o, s:o},"

@@ -1,0 +1,162 @@
+/* src/record/provenance.c: what counted a record's DRAM figures (provenance.h). */
+#include <math.h>
+#include <string.h>
+
+#include "provenance.h"
+
+static const char *jstr(const json_t *o, const char *k)
+{
+	return json_string_value(json_object_get(o, k));
+}
+
+static double jnum(const json_t *o, const char *k)
+{
+	const json_t *v = json_object_get(o, k);
+	return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+const char *mw_dram_source_name(enum mw_dram_source s)
+{
+	static const char *const names[] = { [MW_DRAM_HARDWARE] = "hardware",
+					     [MW_DRAM_SIMULATED] = "simulated",
+					     [MW_DRAM_NONE] = "none" };
+	return names[s];
+}
+
+void mw_provenance_of(const json_t *doc, struct mw_provenance *p)
+{
+	const json_t *dram = json_object_get(json_object_get(doc, "counters"), "dram");
+	const json_t *cal = json_object_get(dram, "calibration");
+	const json_t *ver = json_object_get(dram, "verification");
+	*p = (struct mw_provenance){ .source = MW_DRAM_NONE, .cal_error_pct = NAN,
+				     .cal_age_days = NAN, .verify_age_days = NAN };
+	p->synthetic = json_is_true(json_object_get(json_object_get(doc, "model"), "synthetic"));
+	p->reference = json_object_get(doc, "reference") != NULL;
+	p->layer = jstr(dram, "layer");
+	p->backend = jstr(dram, "backend");
+	p->caveat = jstr(dram, "caveat");
+	p->n_instances = (int)json_array_size(json_object_get(dram, "instances"));
+	if (!json_is_true(json_object_get(dram, "measured")))
+		p->why_none = jstr(dram, "reason") ? jstr(dram, "reason")
+						   : "the record has no DRAM counter reading";
+	else
+		p->source = p->layer && !strcmp(p->layer, "sim") ? MW_DRAM_SIMULATED
+								 : MW_DRAM_HARDWARE;
+	p->cal_present = json_is_object(cal);
+	p->calibrated = p->cal_present && !json_is_true(json_object_get(cal, "stale"));
+	p->cal_error_pct = jnum(dram, "calibration_error_pct");
+	p->cal_age_days = jnum(cal, "age_days");
+	p->cal_reason = jstr(dram, "calibration_reason");
+	if (json_is_object(ver)) {
+		p->verdict = jstr(ver, "verdict");
+		p->verify_layer = jstr(ver, "layer");
+		p->verify_age_days = jnum(ver, "age_days");
+	}
+}
+
+const char *mw_provenance_mark(const struct mw_provenance *p)
+{
+	return p->source == MW_DRAM_SIMULATED ? " [SIMULATED]" : "";
+}
+
+const char *mw_provenance_tag(const struct mw_provenance *p, char *buf, size_t n)
+{
+	switch (p->source) {
+	case MW_DRAM_SIMULATED:
+		snprintf(buf, n, "SIMULATED (%s)", p->backend ? p->backend : "?");
+		break;
+	case MW_DRAM_HARDWARE:
+		snprintf(buf, n, "hardware (%s%s)", p->backend ? p->backend : "?",
+			 p->calibrated ? ", calibrated" : "");
+		break;
+	default:
+		snprintf(buf, n, "engine-accounted only");
+	}
+	return buf;
+}
+
+/* "3 days old", "11 hours old", "age unknown". */
+static const char *age_text(double days, char *buf, size_t n)
+{
+	if (isnan(days))
+		snprintf(buf, n, "age unknown");
+	else if (days < 1)
+		snprintf(buf, n, "%.0f hours old", days * 24);
+	else
+		snprintf(buf, n, "%.0f day%s old", days, days < 1.5 ? "" : "s");
+	return buf;
+}
+
+static void print_source(FILE *f, const struct mw_provenance *p)
+{
+	const char *backend = p->backend ? p->backend : "?";
+	switch (p->source) {
+	case MW_DRAM_SIMULATED:
+		fprintf(f, "- **SIMULATED**: DRAM counts: the simulated PMU (MEMWALL_COUNTERS=sim, "
+			   "counts scripted by a test), through the %s backend's plan over %d "
+			   "instance%s. No DRAM byte here was counted by hardware.\n",
+			backend, p->n_instances, p->n_instances == 1 ? "" : "s");
+		break;
+	case MW_DRAM_HARDWARE:
+		fprintf(f, "- DRAM counts: hardware counters (the %s backend, %d instance%s, read "
+			   "through the kernel's %s layer).\n",
+			backend, p->n_instances, p->n_instances == 1 ? "" : "s",
+			p->layer ? p->layer : "?");
+		break;
+	default:
+		fprintf(f, "- DRAM counts: none (not measured: %s); every MB/token figure here is "
+			   "engine-accounted, computed from tensor shapes.\n", p->why_none);
+	}
+	if (p->caveat && p->source != MW_DRAM_NONE)
+		fprintf(f, "- Caveat of the %s backend: %s\n", backend, p->caveat);
+}
+
+void mw_provenance_print_md(FILE *f, const struct mw_provenance *p)
+{
+	char age[32];
+	if (p->reference) {
+		fprintf(f, "- Imported reference record: its figures were not measured by memwall.\n");
+		return;
+	}
+	print_source(f, p);
+	if (p->source != MW_DRAM_NONE) {
+		if (p->calibrated)
+			fprintf(f, "- Calibration: applies (the calibration's error on this figure "
+				   "%+.1f %%, %s); the calibrated MB/token is an estimate beside the "
+				   "counted one.\n", p->cal_error_pct,
+				age_text(p->cal_age_days, age, sizeof(age)));
+		else
+			fprintf(f, "- Calibration: none applies (%s); figures are raw counts.\n",
+				p->cal_reason ? p->cal_reason : "none recorded");
+		if (!p->verdict)
+			fprintf(f, "- Verification: none on record (`memwall verify` checks the "
+				   "counters against a known stream).\n");
+		else
+			fprintf(f, "- Verification: %s%s (%s%s).\n", !strcmp(p->verdict, "pass")
+				? "passed" : "FAILED", p->verify_layer && !strcmp(p->verify_layer, "sim")
+				? " on the SIMULATED PMU" : "",
+				age_text(p->verify_age_days, age, sizeof(age)),
+				!strcmp(p->verdict, "pass") ? "" : "; the counts may be wrong");
+	}
+	if (p->synthetic)
+		fprintf(f, "- Model: SYNTHETIC weights (real shapes; bytes per token are real, the "
+			   "tokens are not).\n");
+}
+
+static json_t *num_or_null(double x)
+{
+	return isnan(x) ? json_null() : json_real(x);
+}
+
+json_t *mw_provenance_json(const struct mw_provenance *p)
+{
+	return json_pack("{s:s, s:s?, s:s?, s:s?, s:b, s:b, s:o, s:o, s:s?, s:s?, s:s?, s:o}",
+			 "dram_source", mw_dram_source_name(p->source), "dram_layer", p->layer,
+			 "dram_backend", p->backend, "dram_caveat", p->caveat, "model_synthetic",
+			 p->synthetic, "calibrated", p->calibrated, "calibration_error_pct",
+			 num_or_null(p->calibrated ? p->cal_error_pct : NAN),
+			 "calibration_age_days", num_or_null(p->cal_age_days),
+			 "calibration_reason", p->cal_reason, "verification", p->verdict,
+			 "verification_layer", p->verify_layer, "verification_age_days",
+			 num_or_null(p->verify_age_days));
+}
