@@ -87,7 +87,7 @@ for m in $models; do
 					--report-line 2>&1 >/dev/null)
 				rate=$(printf '%s\n' "$err" | sed -n 's/.* \([0-9.]*\) tok\/s decode.*/\1/p')
 				kv=$(printf '%s\n' "$err" | field kv_read_per_token)
-				w=$(printf '%s\n' "$err" | field engine_bytes_per_token)
+				w=$(printf '%s\n' "$err" | field weights_per_token)
 				cpu=$(printf '%s\n' "$err" | field decode_cpu_ms_per_token)
 				if [ -z "$rate" ] || [ -z "$cpu" ]; then
 					printf '%s\n' "$err" >&2

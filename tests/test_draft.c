@@ -70,7 +70,11 @@ static double check(const char *m, const char *d, const char *ids, const char *s
 	double d_tok = (dpasses * (ds - de) + dtokens * de) / (gen - 1);
 	T_NEAR(key(b.err, "target_bytes_per_token"), t_tok, 0.51);
 	T_NEAR(key(b.err, "draft_bytes_per_token"), d_tok, 0.51);
-	T_NEAR(key(b.err, "engine_bytes_per_token"), t_tok + d_tok, 1.01);
+	/* weights: the model's and the draft's; engine bytes add the model's KV (one meaning) */
+	T_NEAR(key(b.err, "weights_per_token"), t_tok + d_tok, 1.01);
+	T_ASSERT(key(b.err, "kv_read_per_token") > 0 && key(b.err, "kv_write_per_token") > 0);
+	T_NEAR(key(b.err, "engine_bytes_per_token"), t_tok + d_tok + key(b.err, "kv_read_per_token")
+	       + key(b.err, "kv_write_per_token"), 2.01);
 	T_NEAR(key(b.err, "spec_acceptance"), proposed ? accepted / proposed : 0, 1e-4);
 	printf("%s draft %s %s: %g of %g accepted\n", m, d, spec, accepted, proposed);
 	t_output_free(&a);

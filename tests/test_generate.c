@@ -82,8 +82,9 @@ static void batch_same_prompt(const char *m, int n, const char *temp)
 	t_output_free(&o);
 }
 
-/* engine_bytes_per_token of --batch n: the tensor table's step bytes once per step, plus an
- * embedding row per token, shared by the n tokens. */
+/* weights_per_token of --batch n: the tensor table's step bytes once per step, plus an
+ * embedding row per token, shared by the n tokens; engine_bytes_per_token is the weights and
+ * the KV bytes read and written (one meaning, as in records). */
 static void batch_bytes(const char *m, int n)
 {
 	char nb[16];
@@ -104,11 +105,19 @@ static void batch_bytes(const char *m, int n)
 		if (t->t[k].cls == ENG_TENSOR_EMBEDDING)
 			row = (double)t->t[k].step_bytes;
 	}
-	const char *p = o.err ? strstr(o.err, "engine_bytes_per_token=") : NULL;
-	T_ASSERT(p);
-	if (p)
-		T_NEAR(strtod(p + strlen("engine_bytes_per_token="), NULL),
-		       (sum + (n - 1) * row) / n, 0.51);
+	const char *p = o.err ? strstr(o.err, "weights_per_token=") : NULL;
+	const char *e = o.err ? strstr(o.err, "engine_bytes_per_token=") : NULL;
+	const char *kr = o.err ? strstr(o.err, "kv_read_per_token=") : NULL;
+	const char *kw = o.err ? strstr(o.err, "kv_write_per_token=") : NULL;
+	T_ASSERT(p && e && kr && kw);
+	if (p && e && kr && kw) {
+		double w = strtod(p + strlen("weights_per_token="), NULL);
+		double r = strtod(kr + strlen("kv_read_per_token="), NULL);
+		double wr = strtod(kw + strlen("kv_write_per_token="), NULL);
+		T_NEAR(w, (sum + (n - 1) * row) / n, 0.51);
+		T_ASSERT(r > 0 && wr > 0);
+		T_NEAR(strtod(e + strlen("engine_bytes_per_token="), NULL), w + r + wr, 1.51);
+	}
 	eng_tensor_table_free(t);
 	eng_model_close(mod);
 	t_output_free(&o);

@@ -616,6 +616,14 @@ static void test_verb_relu(void)
 						   "reduction_pct")) > 0);
 	json_decref(doc);
 	t_output_free(&o);
+	/* The activation is the model's own, never SiLU by default. */
+	struct mw_r1 r1m;
+	struct mw_error err;
+	mw_error_clear(&err);
+	char unused[] = "unused", *none[] = { unused };
+	T_EQ_INT(mw_r1_measure(path, NULL, none, 1, 1e-3, &r1m, &err), 0);
+	T_EQ_STR(r1m.activation, "ReLU(w1 x) * w3 x");
+	mw_r1_free(&r1m);
 	unlink(path);
 }
 

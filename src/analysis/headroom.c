@@ -244,8 +244,13 @@ int mw_r1_measure(const char *model_path, const char *tokenizer_path, char *cons
 	const struct eng_model_info *info = eng_model_info(m);
 	out->synthetic = info->synthetic;
 	/* session.c's ffn_act hook: the input of the down projection */
-	out->activation = info->arch && !strcmp(info->arch, "falcon") ? "GELU(w_up x)"
-								      : "SiLU(w1 x) * w3 x";
+	/* The model's own activation (engine.h's enum eng_ffn_act), never assumed from the
+	 * architecture: a ReLU llama is not SiLU. */
+	static const char *const act_label[ENG_ACT_COUNT] = {
+		[ENG_ACT_SILU] = "SiLU(w1 x) * w3 x", [ENG_ACT_RELU] = "ReLU(w1 x) * w3 x",
+		[ENG_ACT_RELU2] = "ReLU(w1 x)^2 * w3 x", [ENG_ACT_GELU] = "GELU(w_up x)" };
+	out->activation = info->ffn_act < ENG_ACT_COUNT && act_label[info->ffn_act]
+				  ? act_label[info->ffn_act] : eng_ffn_act_name(info->ffn_act);
 	if (tokenizer_path && (rc = eng_tokenizer_open(&tok, tokenizer_path, info->vocab_size, &eerr))) {
 		mw_error_set(err, rc, eerr.source[0] ? eerr.source : tokenizer_path, "",
 			     "%s", eerr.text);
@@ -502,6 +507,7 @@ int mw_r3_engine_measure(const char *model_path, struct mw_r3_engine *out,
 		goto out;
 	}
 	out->canonical = eng_model_canonical(m, &out->info);
+	out->n_layers = eng_model_info(m)->n_layers;
 	out->touched = b.weights;
 	out->unique = b.weights_unique;
 	out->dense = b.weights - out->info.delta_bytes;

@@ -111,6 +111,7 @@ struct mw_r3_engine {
 	bool canonical;                   /* the model has canonical + delta layers */
 	struct eng_canonical_info info;
 	uint64_t touched, unique, dense;  /* eng_step_bytes weights, weights_unique; the twin's */
+	int n_layers;                     /* the model's */
 };
 int mw_r3_engine_measure(const char *model_path, struct mw_r3_engine *out,
 			 struct mw_error *err);

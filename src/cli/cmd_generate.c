@@ -386,7 +386,7 @@ struct gen {
 	struct rusage ru_loaded, ru_first;
 	long generated;
 	struct eng_step_bytes bytes; /* the last step's */
-	uint64_t kv_read_sum;        /* over the decode steps */
+	uint64_t kv_read_sum, kv_write_sum; /* over the decode steps */
 	/* Over the decode steps: weight bytes read and skipped, exact-zero FFN activations and
 	 * all-zero down-projection blocks, and their totals. */
 	uint64_t weights_sum, skipped_sum, zero_sum, act_sum, zblocks_sum, blocks_sum;
@@ -514,6 +514,7 @@ static int generate_tokens(struct gen *g)
 		}
 		if (pos >= g->n_prompt) {
 			g->kv_read_sum += g->bytes.kv_read;
+			g->kv_write_sum += g->bytes.kv_write;
 			g->weights_sum += g->bytes.weights;
 			g->skipped_sum += g->bytes.weights_skipped;
 			g->unique_sum += g->bytes.weights_unique;
@@ -608,13 +609,15 @@ static void report_bytes(const struct gen *g)
 	uint64_t acts = steps ? g->act_sum : g->bytes.act_total;
 	uint64_t zb = steps ? g->zblocks_sum : g->bytes.down_blocks_zero;
 	uint64_t blocks = steps ? g->blocks_sum : g->bytes.down_blocks;
-	fprintf(stderr, " engine_bytes_per_token=%.0f weights_skipped_per_token=%.0f sparsity_map=%d",
-		weights, skipped, g->a.sparsity_map ? 1 : 0);
 	/* KV bytes per decode step grow with the position: the mean over the steps, at the
 	 * context the steps ran at (--context N: N to N + n). */
-	fprintf(stderr, " kv_read_per_token=%.0f context=%d attention=%s",
-		steps ? (double)g->kv_read_sum / (double)steps : (double)g->bytes.kv_read,
-		g->n_prompt, eng_attention_name(g->a.attention));
+	mw_gen_print_engine_bytes(stderr, weights,
+				  steps ? (double)g->kv_read_sum / (double)steps
+					: (double)g->bytes.kv_read,
+				  steps ? (double)g->kv_write_sum / (double)steps
+					: (double)g->bytes.kv_write);
+	fprintf(stderr, " weights_skipped_per_token=%.0f sparsity_map=%d context=%d attention=%s",
+		skipped, g->a.sparsity_map ? 1 : 0, g->n_prompt, eng_attention_name(g->a.attention));
 	if (steps)
 		fprintf(stderr, " decode_cpu_ms_per_token=%.4f",
 			(g->cpu_end - g->cpu_first) * 1e3 / (double)steps);
@@ -733,12 +736,15 @@ static void summary_print(const struct gen *g)
 	fputs("memwall-bytes:", stderr);
 	report_bytes(g);
 	fputc('\n', stderr);
-	/* Engine-accounted, per decode step (engine.h): the weights are the tensor table's
-	 * per-token bytes; the KV read grows with the position, so its mean is given. */
-	fprintf(stderr, "memwall generate: engine-accounted bytes per token: weights %" PRIu64
-		", kv read %.0f (mean of the decode steps), kv write %" PRIu64 "\n",
-		g->bytes.weights, generated > 1 ? (double)g->kv_read_sum / (double)(generated - 1)
-						: (double)g->bytes.kv_read, g->bytes.kv_write);
+	/* Engine-accounted, per decode step (engine.h), the same means as the memwall-bytes
+	 * line's keys (the KV read grows with the position). */
+	double n_dec = generated > 1 ? (double)(generated - 1) : 1.0;
+	double w_mean = generated > 1 ? (double)g->weights_sum / n_dec : (double)g->bytes.weights;
+	double r_mean = generated > 1 ? (double)g->kv_read_sum / n_dec : (double)g->bytes.kv_read;
+	double k_mean = generated > 1 ? (double)g->kv_write_sum / n_dec : (double)g->bytes.kv_write;
+	fprintf(stderr, "memwall generate: engine-accounted bytes per token (means of the decode "
+		"steps): %.0f = weights %.0f + kv read %.0f + kv write %.0f\n",
+		w_mean + r_mean + k_mean, w_mean, r_mean, k_mean);
 	if (g->bytes.act_total)
 		fprintf(stderr, "memwall generate: FFN activations (%s): %.1f%% exactly zero; "
 			"down-projection blocks all zero: %.1f%%%s\n",

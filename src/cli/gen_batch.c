@@ -309,12 +309,13 @@ static void summary_print(const struct batch *b)
 		fprintf(stderr, " decode_ms=%.3f decode_steps=%ld", secs * 1e3, decoded);
 	fputc('\n', stderr);
 	double per_tok = decoded ? (double)b->weights_sum / (double)decoded : 0.0;
-	fprintf(stderr, "memwall-bytes: engine_bytes_per_token=%.0f weights_skipped_per_token=0 "
-		"sparsity_map=%d batch=%d kv_read_per_token=%.0f kv_write_per_token=%.0f "
-		"decode_tok_s_per_sequence=%s weights_unique_per_token=%.0f\n", per_tok,
-		a->sparsity_map ? 1 : 0, b->n,
-		decoded ? (double)b->kv_read_sum / (double)decoded : 0.0,
-		decoded ? (double)b->kv_write_sum / (double)decoded : 0.0, per_seq,
+	fputs("memwall-bytes:", stderr);
+	mw_gen_print_engine_bytes(stderr, per_tok,
+				  decoded ? (double)b->kv_read_sum / (double)decoded : 0.0,
+				  decoded ? (double)b->kv_write_sum / (double)decoded : 0.0);
+	fprintf(stderr, " weights_skipped_per_token=0 sparsity_map=%d batch=%d "
+		"decode_tok_s_per_sequence=%s weights_unique_per_token=%.0f\n",
+		a->sparsity_map ? 1 : 0, b->n, per_seq,
 		decoded ? (double)b->unique_sum / (double)decoded : 0.0);
 	fprintf(stderr, "memwall generate: engine-accounted bytes per step of %d tokens: weights "
 		"%" PRIu64 " (%.0f per token), kv read %.0f (mean), kv write %" PRIu64 "\n", b->n,

@@ -38,7 +38,8 @@ struct draft_run {
 	int *pass;                   /* (K + 1) a verification's tokens: the last one, the drafts */
 	long generated, passes, proposed, accepted;
 	long d_passes, d_tokens;     /* the draft's passes and the tokens they ran */
-	uint64_t t_weights, d_weights, kv_read_sum; /* model and draft weights, model KV reads */
+	uint64_t t_weights, d_weights, kv_read_sum, kv_write_sum; /* model and draft weights,
+								    * model KV reads and writes */
 	double t_loop, t_prompt_end, t_first, t_end;
 };
 
@@ -204,6 +205,7 @@ static int decode(struct draft_run *r)
 		r->accepted += i;
 		r->t_weights += bytes.weights;
 		r->kv_read_sum += bytes.kv_read;
+		r->kv_write_sum += bytes.kv_write;
 	}
 	r->t_end = mw_now_s();
 	return 0;
@@ -242,12 +244,15 @@ static void summary_print(const struct draft_run *r)
 	if (decoded > 0)
 		fprintf(stderr, " decode_ms=%.3f decode_steps=%ld", secs * 1e3, decoded);
 	fputc('\n', stderr);
-	fprintf(stderr, "memwall-bytes: engine_bytes_per_token=%.0f target_bytes_per_token=%.0f "
-		"draft_bytes_per_token=%.0f spec_mode=draft spec_k=%d spec_passes=%ld "
-		"spec_proposed=%ld spec_accepted=%ld spec_acceptance=%.4f passes_per_token=%.4f "
-		"draft_passes=%ld draft_tokens=%ld kv_read_per_token=%.0f\n", t_tok + d_tok, t_tok,
-		d_tok, a->spec_k, r->passes, r->proposed, r->accepted, acc,
-		(double)r->passes * per, r->d_passes, r->d_tokens, (double)r->kv_read_sum * per);
+	/* weights: the model's and the draft's; KV: the model's */
+	fputs("memwall-bytes:", stderr);
+	mw_gen_print_engine_bytes(stderr, t_tok + d_tok, (double)r->kv_read_sum * per,
+				  (double)r->kv_write_sum * per);
+	fprintf(stderr, " target_bytes_per_token=%.0f draft_bytes_per_token=%.0f spec_mode=draft "
+		"spec_k=%d spec_passes=%ld spec_proposed=%ld spec_accepted=%ld spec_acceptance=%.4f "
+		"passes_per_token=%.4f draft_passes=%ld draft_tokens=%ld\n", t_tok, d_tok,
+		a->spec_k, r->passes, r->proposed, r->accepted, acc, (double)r->passes * per,
+		r->d_passes, r->d_tokens);
 }
 
 int mw_generate_draft(const struct gen_args *a, const struct gen_open *o, const int *prompt,

@@ -16,3 +16,9 @@ void mw_gen_print_piece(const char *piece)
 	}
 	fputs(piece, stdout);
 }
+
+void mw_gen_print_engine_bytes(FILE *f, double weights, double kv_read, double kv_write)
+{
+	fprintf(f, " engine_bytes_per_token=%.0f weights_per_token=%.0f kv_read_per_token=%.0f "
+		"kv_write_per_token=%.0f", weights + kv_read + kv_write, weights, kv_read, kv_write);
+}

@@ -34,7 +34,8 @@ struct spec {
 	int *pass;        /* (K + 1) a verification's tokens: the last one, then the draft */
 	long generated;
 	long passes, proposed, accepted; /* verification passes, draft tokens, draft accepted */
-	uint64_t weights_sum, skipped_sum, kv_read_sum; /* over the verification passes */
+	uint64_t weights_sum, skipped_sum, kv_read_sum, kv_write_sum; /* over the verification
+								       * passes */
 	double t_loop, t_prompt_end, t_first, t_end;
 };
 
@@ -134,6 +135,7 @@ static int decode(struct spec *sp)
 		sp->weights_sum += ps.bytes.weights;
 		sp->skipped_sum += ps.bytes.weights_skipped;
 		sp->kv_read_sum += ps.bytes.kv_read;
+		sp->kv_write_sum += ps.bytes.kv_write;
 	}
 	sp->t_end = mw_now_s();
 	return 0;
@@ -177,12 +179,15 @@ static void summary_print(const struct spec *sp)
 	if (decoded > 0)
 		fprintf(stderr, " decode_ms=%.3f decode_steps=%ld", secs * 1e3, decoded);
 	fputc('\n', stderr);
-	fprintf(stderr, "memwall-bytes: engine_bytes_per_token=%.0f weights_skipped_per_token=%.0f "
-		"sparsity_map=%d spec_k=%d spec_passes=%ld spec_proposed=%ld spec_accepted=%ld "
-		"spec_acceptance=%.4f passes_per_token=%.4f kv_read_per_token=%.0f\n", per_tok,
+	fputs("memwall-bytes:", stderr);
+	mw_gen_print_engine_bytes(stderr, per_tok,
+				  decoded > 0 ? (double)sp->kv_read_sum / (double)decoded : 0.0,
+				  decoded > 0 ? (double)sp->kv_write_sum / (double)decoded : 0.0);
+	fprintf(stderr, " weights_skipped_per_token=%.0f sparsity_map=%d spec_k=%d spec_passes=%ld "
+		"spec_proposed=%ld spec_accepted=%ld spec_acceptance=%.4f passes_per_token=%.4f\n",
 		decoded > 0 ? (double)sp->skipped_sum / (double)decoded : 0.0,
 		a->sparsity_map ? 1 : 0, a->spec_k, sp->passes, sp->proposed, sp->accepted, acc,
-		passes_per_tok, decoded > 0 ? (double)sp->kv_read_sum / (double)decoded : 0.0);
+		passes_per_tok);
 }
 
 int mw_spec_session(const struct gen_args *a, const struct gen_open *o, struct eng_session **out)

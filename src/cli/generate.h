@@ -60,6 +60,11 @@ int mw_generate_draft(const struct gen_args *a, const struct gen_open *o, const 
 		      int n_prompt);
 /* `memwall generate --help` to f (gen_usage.c). */
 void mw_generate_usage(FILE *f);
+/* The engine-accounted part of every memwall-bytes line, one meaning wherever it appears
+ * (records, reports, results/README.md): engine_bytes_per_token = weights + KV read + KV
+ * written, each part a mean per decode token and printed beside it (weights_per_token,
+ * kv_read_per_token, kv_write_per_token). */
+void mw_gen_print_engine_bytes(FILE *f, double weights, double kv_read, double kv_write);
 /* Prints a token's piece to stdout, skipping a lone control byte other than newline and tab
  * (as run.c's safe_printf does); NULL and "" print nothing (gen_print.c). */
 void mw_gen_print_piece(const char *piece);
