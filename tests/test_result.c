@@ -404,6 +404,14 @@ static void test_reference(void)
 	T_NEAR(json_number_value(json_object_get(json_object_get(m, "dram_read_MB_per_token"), "mean")),
 	       2340, 0);
 	T_NEAR(json_number_value(json_object_get(json_object_get(m, "tok_per_s"), "mean")), 11.43, 0);
+	/* AIOS's +/- is np.std's population SD: kept as published, the sample SD beside it. */
+	const json_t *dr = json_object_get(m, "dram_read_MB_per_token");
+	T_NEAR(json_number_value(json_object_get(dr, "sd_population")), 4, 0);
+	T_NEAR(json_number_value(json_object_get(dr, "sd")), 4 * sqrt(5.0 / 4.0), 1e-4);
+	/* An sd that is not the sample SD of sd_population is refused. */
+	json_object_set_new((json_t *)(uintptr_t)dr, "sd", json_real(4));
+	T_EQ_INT(mw_result_validate(doc, path, &err), MW_RESULT_INCONSISTENT);
+	T_CONTAINS(err.text, "sample SD of sd_population");
 	T_ASSERT(json_is_false(json_object_get(json_object_get(m, "energy_J_per_token"), "measured")));
 	json_decref(doc);
 }

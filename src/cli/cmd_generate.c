@@ -692,16 +692,25 @@ static void summary_print(const struct gen *g)
 		snprintf(pp, sizeof(pp), ", prompt %.1f tok/s", (double)g->n_prompt / prompt_s);
 	char how[512];
 	load_explain(g, how, sizeof(how));
+	/* A static map (--sparsity-map=MAP) skips what it predicts, not what is zero: its
+	 * figures are never the exact mode's, and the summary says so wherever they appear. */
+	char map_label[160] = "";
+	if (g->smap && a->sparsity_verify)
+		snprintf(map_label, sizeof(map_label), ", static map (inexact: %" PRIu64 " misses)",
+			 generated > 1 ? g->miss_sum : g->bytes.map_misses);
+	else if (g->smap)
+		snprintf(map_label, sizeof(map_label), ", static map (inexact: misses not counted; "
+			 "--sparsity-verify counts them)");
 	fprintf(stderr,
 		"memwall %s: %ld tokens (%d prompt), %s tok/s decode, first token %.1f ms "
-		"(load %.1f ms%s), kernels %s, threads %ld (pin %s), kv %s%s%s%s\n",
+		"(load %.1f ms%s), kernels %s, threads %ld (pin %s), kv %s%s%s%s%s\n",
 		VERB, generated, g->n_prompt, rate, (g->t_first - g->t0) * 1e3,
 		(g->t_loaded - g->t0) * 1e3, how, eng_session_kernels(g->session), a->threads,
 		eng_pin_name(a->pin),
 		a->kv != ENG_KV_AUTO ? kv_names[a->kv]
 		: g->info->format == ENG_FORMAT_GGUF ? "f16" : "f32", pp,
 		a->hooks_bench ? ", no-op hooks" : "",
-		g->info->synthetic ? ", synthetic model (random weights)" : "");
+		g->info->synthetic ? ", synthetic model (random weights)" : "", map_label);
 	/* adapters.h's generic line: the decode rate covers the steps after the first
 	 * generated token, as the summary's does; the prompt's passes end at the first. */
 	if (!a->report_line)
@@ -753,7 +762,8 @@ static void summary_print(const struct gen *g)
 				(double)(generated > 1 ? g->act_sum : g->bytes.act_total),
 			100.0 * (double)(generated > 1 ? g->zblocks_sum : g->bytes.down_blocks_zero) /
 				(double)(generated > 1 ? g->blocks_sum : g->bytes.down_blocks),
-			a->sparsity_map ? " (skipped by --sparsity-map)" : "");
+			!a->sparsity_map ? "" : g->smap ? " (skipped by a static map: inexact)"
+						       : " (skipped by --sparsity-map)");
 }
 
 /* Whether to run --load overlap: asked for, or by default (--load not given); never for the

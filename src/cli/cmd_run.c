@@ -87,16 +87,22 @@ static bool noise_criterion(const char *name)
 
 /* One line of what to do, after the verdict: a newcomer's busy laptop fails a CV limit, and
  * "acceptance: fail" alone reads as "broken". */
-static void acceptance_hint(bool noisy, bool cv_unmeasured)
+static void acceptance_hint(bool noisy, bool cv_unmeasured, long long runs)
 {
 	if (noisy)
 		fprintf(stderr, "memwall run: what to do: the runs varied too much (a busy machine or "
 			"a moving clock): close other programs, pin the CPU governor (sudo cpupower "
 			"frequency-set -g performance), or add runs (--runs 10); the record is kept "
 			"either way\n");
-	else if (cv_unmeasured)
+	else if (cv_unmeasured && runs < 2)
 		fprintf(stderr, "memwall run: what to do: a CV needs at least 2 measured runs: "
 			"--runs 2 or more\n");
+	else if (cv_unmeasured)
+		/* The runs were there; the counter gave no value in enough of them (it did not
+		 * run, a read failed, or the backend lacks the figure): more runs would not help. */
+		fprintf(stderr, "memwall run: what to do: the counter behind the figure gave no value "
+			"in enough of the %lld runs (the reason is above): check it with `memwall "
+			"doctor` and `memwall verify`; more runs will not help\n", runs);
 }
 
 /* The acceptance verdict on stderr when it is not a pass: each failed criterion, and each
@@ -137,7 +143,9 @@ static bool acceptance_says(const json_t *doc)
 		free(lim);
 	}
 	fprintf(stderr, "memwall run: acceptance: %s (exit 1)\n", overall);
-	acceptance_hint(noisy, cv_unmeasured);
+	acceptance_hint(noisy, cv_unmeasured,
+			(long long)json_integer_value(json_object_get(json_object_get(doc, "summary"),
+								      "runs_measured")));
 	return true;
 }
 

@@ -633,7 +633,9 @@ static int same(struct dctx *c, const json_t *want, const json_t *got, const cha
 }
 
 /* Imported reference records have no raw data: check what can be checked, that each CV is
- * sd / mean to the precision the source printed. */
+ * sd / mean to the precision the source printed. Where the source's SD is a population SD
+ * (sd_population, as AIOS's np.std), the CV is the source's population CV and sd the sample SD
+ * derived from it: sd_population x sqrt(n / (n - 1)). */
 static int check_reference(struct dctx *c, const json_t *doc)
 {
 	const json_t *m = json_object_get(json_object_get(doc, "summary"), "metrics");
@@ -642,6 +644,15 @@ static int check_reference(struct dctx *c, const json_t *doc)
 	char f[256];
 	json_object_foreach((json_t *)(uintptr_t)m, k, v) {
 		double mean = num(v, "mean"), sd = num(v, "sd"), cv = num(v, "cv_pct");
+		double pop = num(v, "sd_population"), n = num(v, "n");
+		if (!isnan(pop) && !isnan(sd)) {
+			snprintf(f, sizeof(f), "summary.metrics.%s.sd", k);
+			if (!(n > 1) || fabs(pop * sqrt(n / (n - 1)) - sd) > 1e-4 * sd)
+				return inconsistent(c, f, "recorded %g, but the sample SD of "
+						    "sd_population %g over n = %g runs is %g", sd, pop,
+						    n, n > 1 ? pop * sqrt(n / (n - 1)) : NAN);
+			sd = pop;
+		}
 		if (isnan(mean) || isnan(sd) || isnan(cv))
 			continue;
 		snprintf(f, sizeof(f), "summary.metrics.%s.cv_pct", k);
