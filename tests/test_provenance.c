@@ -226,6 +226,19 @@ static void test_surfaces(void)
 	T_EQ_INT(o.status, 0);
 	t_output_free(&o);
 
+	/* headroom: a simulated baseline is never called measured */
+	json_t *r = json_load_file(sim, 0, NULL);
+	const char *model = json_string_value(json_object_get(json_object_get(r, "model"), "path"));
+	if (model) {
+		const char *hargv[] = { "memwall", "headroom", model, "--result", sim, NULL };
+		o = t_run(hargv);
+		T_EQ_INT(o.status, 0);
+		T_CONTAINS(o.out, "MB/token, SIMULATED, not measured: ");
+		T_CONTAINS(o.out, "DRAM counted as SIMULATED (intel_imc_free)");
+		t_output_free(&o);
+	}
+	json_decref(r);
+
 	/* validate: a layer edited away from "sim" */
 	json_t *rec = json_load_file(sim, 0, NULL);
 	json_object_set_new(json_object_get(json_object_get(rec, "counters"), "dram"), "layer",

@@ -17,6 +17,7 @@
 #include "analytic.h"
 #include "file.h"
 #include "headroom.h"
+#include "provenance.h"
 #include "machine.h"
 #include "mechanisms.h"
 #include "result.h"
@@ -332,8 +333,13 @@ static int baseline_load(struct headroom *h)
 			json_object_get(h->rec, "model"), "path"));
 		h->model_path = mp && file_exists(mp) ? mp : NULL;
 	}
-	snprintf(h->baseline_note, sizeof(h->baseline_note), "measured: %s (%s)",
-		 h->view.measured_note, h->o.result);
+	/* Who counted the baseline's bytes: a simulated record's are never a measurement. */
+	struct mw_provenance prov;
+	char tag[128];
+	mw_provenance_of(h->rec, &prov);
+	snprintf(h->baseline_note, sizeof(h->baseline_note), "%s: %s (%s; DRAM counted as %s)",
+		 prov.source == MW_DRAM_SIMULATED ? "SIMULATED, not measured" : "measured",
+		 h->view.measured_note, h->o.result, mw_provenance_tag(&prov, tag, sizeof(tag)));
 	return MW_EXIT_OK;
 }
 
