@@ -51,7 +51,7 @@ static void test_split(void)
 	char *text = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&text, &len);
-	mw_attribution_print_md(f, doc);
+	mw_attribution_print_md(f, doc, NULL);
 	fclose(f);
 	T_CONTAINS(text, "engine-accounted");
 	T_CONTAINS(text, "| weights | 1.000 |");
@@ -164,7 +164,7 @@ static void test_phase_table(void)
 	char *text = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&text, &len);
-	mw_attribution_print_md(f, doc);
+	mw_attribution_print_md(f, doc, NULL);
 	fclose(f);
 	T_CONTAINS(text, "| attention | 0.300 | 0.500 | 0.100 |");
 	T_CONTAINS(text, "| ffn | 0.600 | 0.600 | 0.000 |");

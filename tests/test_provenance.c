@@ -154,8 +154,26 @@ static void test_surfaces(void)
 	t_output_free(&o);
 	o = run("hw", false, hw, sizeof(hw));
 	T_ASSERT(hw[0]);
-	T_CONTAINS(o.out, "- DRAM counts: none (not measured: ");
+	T_CONTAINS(o.out, "- DRAM counts: none (not measured [1]); every MB/token figure here is "
+			  "engine-accounted");
 	T_ASSERT(!strstr(o.out, "SIMULATED"));
+	/* The reason is said once, as footnote [1]; the rows and the attribution refer to it. */
+	const json_t *why = NULL;
+	json_t *hw_doc = json_load_file(hw, 0, NULL);
+	why = json_object_get(json_object_get(json_object_get(hw_doc, "counters"), "dram"),
+			      "reason");
+	if (json_is_string(why)) {
+		const char *w = json_string_value(why), *at = o.out;
+		int times = 0;
+		while ((at = strstr(at, w))) {
+			times++;
+			at += strlen(w);
+		}
+		T_EQ_INT(times, 1);
+		T_CONTAINS(o.out, "| DRAM (MB/token) | MB/token (MB = 10^6 bytes) | 0 | not measured [1] |");
+		T_CONTAINS(o.out, "| not measured | DRAM not measured [1] |");
+	}
+	json_decref(hw_doc);
 	t_output_free(&o);
 	if (!sim[0] || !hw[0])
 		return;

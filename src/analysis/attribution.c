@@ -198,8 +198,12 @@ static void print_phases(FILE *f, const json_t *doc)
 	print_layers(f, doc, tokens, dram);
 }
 
-void mw_attribution_print_md(FILE *f, const json_t *doc)
+void mw_attribution_print_md(FILE *f, const json_t *doc, const char *dram_note)
 {
+	/* A simulated PMU's counts are never called measured (counters.dram.layer "sim"). */
+	const char *layer = json_string_value(json_object_get(
+		json_object_get(json_object_get(doc, "counters"), "dram"), "layer"));
+	bool sim = layer && !strcmp(layer, "sim");
 	struct mw_attribution a;
 	mw_attribution_compute(doc, &a);
 	print_plausibility(f, doc);
@@ -214,10 +218,13 @@ void mw_attribution_print_md(FILE *f, const json_t *doc)
 	fprintf(f, "| KV cache (read + written) | %.3f | engine-accounted, mean over the decode "
 		   "positions (+%.3f MB per position) |\n", a.kv / 1e6, a.kv_per_position / 1e6);
 	if (a.dram)
-		fprintf(f, "| activations and the rest (remainder) | %.3f | measured DRAM read + "
+		fprintf(f, "| activations and the rest (remainder) | %.3f | %s DRAM read + "
 			   "write (%.3f) minus the two above%s |\n", a.remainder / 1e6,
-			a.dram_bytes / 1e6, a.remainder < 0 ? "; negative: part of the weights "
-			"were served from cache" : "");
+			sim ? "SIMULATED" : "measured", a.dram_bytes / 1e6, a.remainder < 0
+			? "; negative: part of the weights were served from cache" : "");
+	else if (dram_note)
+		fprintf(f, "| activations and the rest (remainder) | not measured | DRAM not "
+			   "measured %s |\n", dram_note);
 	else
 		fprintf(f, "| activations and the rest (remainder) | not measured | %s |\n",
 			a.dram_reason);

@@ -31,8 +31,10 @@ struct mw_attribution {
 };
 
 void mw_attribution_compute(const json_t *doc, struct mw_attribution *out);
-/* The "Attribution" section of `memwall report --format md`. */
-void mw_attribution_print_md(FILE *f, const json_t *doc);
+/* The "Attribution" section of `memwall report --format md`. dram_note (may be NULL) is the
+ * report's footnote mark for why DRAM was not measured ("[1]"), said there instead of the
+ * reason, which the report gives once. */
+void mw_attribution_print_md(FILE *f, const json_t *doc, const char *dram_note);
 /* attribution.dat and scripts/attribution.gp (a stacked bar) into dir, run with gnuplot. */
 int mw_attribution_plot(const json_t *doc, const char *dir, FILE *log, struct mw_error *err);
 

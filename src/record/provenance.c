@@ -104,8 +104,13 @@ static void print_source(FILE *f, const struct mw_provenance *p)
 			p->layer ? p->layer : "?");
 		break;
 	default:
-		fprintf(f, "- DRAM counts: none (not measured: %s); every MB/token figure here is "
-			   "engine-accounted, computed from tensor shapes.\n", p->why_none);
+		if (p->why_mark[0])
+			fprintf(f, "- DRAM counts: none (not measured %s); every MB/token figure here "
+				   "is engine-accounted, computed from tensor shapes.\n", p->why_mark);
+		else
+			fprintf(f, "- DRAM counts: none (not measured: %s); every MB/token figure "
+				   "here is engine-accounted, computed from tensor shapes.\n",
+				p->why_none);
 	}
 	if (p->caveat && p->source != MW_DRAM_NONE)
 		fprintf(f, "- Caveat of the %s backend: %s\n", backend, p->caveat);

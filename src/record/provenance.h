@@ -27,6 +27,8 @@ struct mw_provenance {
 	const char *backend;   /* counters.dram.backend, or NULL */
 	const char *caveat;    /* the backend's caveat, or NULL */
 	const char *why_none;  /* MW_DRAM_NONE: why no counter was read */
+	char why_mark[8];      /* set by a caller that gives why_none once, as a footnote: the
+				* mark ("[1]") said in its place; "" (mw_provenance_of) for the text */
 	int n_instances;       /* memory-controller instances summed */
 	bool synthetic;        /* the model's weights are synthetic */
 	bool reference;        /* an imported reference record (not measured by memwall) */

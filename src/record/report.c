@@ -165,6 +165,12 @@ static void print_md(FILE *f, const json_t *doc)
 			str(mach, "cpu_name", "unknown CPU"),
 			(long long)json_integer_value(json_object_get(eng, "threads")),
 			str(eng, "kernels", "?"), str(json_object_get(doc, "memwall"), "version", "?"));
+	/* The reason DRAM was not measured is said once, as footnote [1] under the table;
+	 * the provenance line, the DRAM rows and the attribution refer to it. */
+	if (prov.source == MW_DRAM_NONE && !ref) {
+		snprintf(notes[nnotes++], sizeof(notes[0]), "%s", prov.why_none);
+		snprintf(prov.why_mark, sizeof(prov.why_mark), "[1]");
+	}
 	mw_provenance_print_md(f, &prov);
 	if (prov.source != MW_DRAM_NONE)
 		fprintf(f, "- DRAM MB/token counts %s (the %s backend%s).\n",
@@ -269,7 +275,7 @@ static void print_md(FILE *f, const json_t *doc)
 			num(d, "tolerance_pct"),
 			json_is_true(json_object_get(d, "drifted")) ? ": DRIFTED, runs not comparable" : "");
 	print_roofline(f, json_object_get(doc, "roofline"));
-	mw_attribution_print_md(f, doc);
+	mw_attribution_print_md(f, doc, prov.why_mark[0] ? prov.why_mark : NULL);
 }
 
 static void csv_field(FILE *f, const char *s)
