@@ -50,6 +50,17 @@ static void test_of(void)
 	T_ASSERT(!p.calibrated && !p.cal_present);
 	T_EQ_STR(mw_provenance_tag(&p, tag, sizeof(tag)), "SIMULATED (amd_df)");
 	T_EQ_STR(mw_provenance_mark(&p), " [SIMULATED]");
+	/* The backend's caveat is shown, not only stored. */
+	char *text = NULL;
+	size_t len = 0;
+	FILE *mf = open_memstream(&text, &len);
+	mw_provenance_print_md(mf, &p);
+	fclose(mf);
+	T_CONTAINS(text, "- **SIMULATED**: DRAM counts: the simulated PMU");
+	T_CONTAINS(text, "over 3 instances");
+	T_CONTAINS(text, "- Caveat of the amd_df backend: approximate\n");
+	T_CONTAINS(text, "- Model: SYNTHETIC weights");
+	free(text);
 
 	/* A hardware layer with a fresh calibration; then the same calibration gone stale. */
 	json_t *hw = json_loads(
@@ -65,6 +76,17 @@ static void test_of(void)
 	T_EQ_STR(mw_provenance_tag(&p, tag, sizeof(tag)), "hardware (amd_umc, calibrated)");
 	T_EQ_STR(mw_provenance_mark(&p), "");
 	T_EQ_STR(p.verdict, "pass");
+	text = NULL;
+	mf = open_memstream(&text, &len);
+	mw_provenance_print_md(mf, &p);
+	fclose(mf);
+	T_CONTAINS(text, "- DRAM counts: hardware counters (the amd_umc backend, 1 instance, read "
+			 "through the kernel's syscall layer).");
+	T_CONTAINS(text, "- Calibration: applies (the calibration's error on this figure -52.0 %, "
+			 "3 days old)");
+	T_CONTAINS(text, "- Verification: passed (12 hours old).");
+	T_ASSERT(!strstr(text, "SYNTHETIC"));
+	free(text);
 	json_object_set_new(json_object_get(json_object_get(json_object_get(hw, "counters"),
 							    "dram"), "calibration"),
 			    "stale", json_true());
