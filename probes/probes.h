@@ -208,7 +208,7 @@ struct prb_dram_status {
 		char pmu[64]; /* the PMU, e.g. uncore_imc_free_running_1, amd_umc_7 */
 		int cpu;      /* the CPU it is opened on (one per socket); -1 for file backends */
 	} instances[PRB_DRAM_MAX_INSTANCES];
-	char missing[512];  /* backends looked for and absent, each with why ("" if none) */
+	char missing[1024]; /* backends looked for and absent, each with why ("" if none) */
 };
 
 /* Per instance: bytes since open, each figure with its state. A figure the backend does not
