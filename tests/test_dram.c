@@ -174,6 +174,109 @@ static void test_zen3(void)
 	prb_system_close(sys);
 }
 
+/* Instance i's events as (dir, config, config1, config2, bytes): the ARM encodings use config1
+ * and config2, which check_instance holds at 0. */
+struct want_arm {
+	enum dram_dir dir;
+	uint64_t config, config1, config2;
+	double bytes;
+};
+
+static void check_arm(int i, const char *pmu, int cpu, uint32_t type, const struct want_arm *ev,
+		      int n_ev)
+{
+	const struct dram_instance *in = &plan.inst[i];
+	T_EQ_STR(in->name, pmu);
+	T_EQ_INT(in->cpu, cpu);
+	T_EQ_INT(in->n_events, n_ev);
+	for (int j = 0; j < n_ev && j < in->n_events; j++) {
+		T_EQ_INT(in->events[j].dir, ev[j].dir);
+		T_EQ_U64(in->events[j].attr.type, type);
+		T_EQ_U64(in->events[j].attr.config, ev[j].config);
+		T_EQ_U64(in->events[j].attr.config1, ev[j].config1);
+		T_EQ_U64(in->events[j].attr.config2, ev[j].config2);
+		T_ASSERT(in->events[j].bytes_per_count == ev[j].bytes);
+	}
+}
+
+static void test_ampere_altra(void)
+{
+	static const char *const channels[] = { "10008c000", "10008c400", "10008c800",
+						"10008cc00", "10008d000", "10008d400",
+						"10008d800", "10008dc00" };
+	struct prb_system *sys = open_tree("ampere-altra");
+	struct prb_dram_status st;
+	T_EQ_INT(dram_probe_plan(sys, NULL, &st, &plan), 0);
+	/* the controllers, not the mesh beside them */
+	T_EQ_STR(st.backend, "arm_dmc620");
+	T_EQ_INT(st.n_instances, 8);
+	T_EQ_INT(st.provides, PRB_DRAM_READ | PRB_DRAM_WRITE | PRB_DRAM_TOTAL);
+	T_ASSERT(st.flags & PRB_DRAM_CAVEAT);
+	T_ASSERT(!(st.flags & PRB_DRAM_TOTAL_ONLY));
+	T_CONTAINS(st.caveat, "calibrate");
+	/* the driver refuses a second hardware event in a group: every counter alone */
+	T_ASSERT(plan.no_group);
+	/* clkdiv2_rdwr = event=0x12,clkdiv2=0x1: event config2:3-8 -> 0x12 << 3 = 0x90,
+	 * clkdiv2 config2:9 -> 0x200, so config2 0x290; mask=1 in config:0-44 -> config 0x1;
+	 * match (config1:0-44) 0 for reads, 1 for writes; 64 bytes a count */
+	const struct want_arm ev[] = { { DRAM_READ, 0x1, 0x0, 0x290, 64.0 },
+				       { DRAM_WRITE, 0x1, 0x1, 0x290, 64.0 } };
+	for (int i = 0; i < 8; i++) {
+		char name[64];
+		snprintf(name, sizeof(name), "arm_dmc620_%s", channels[i]);
+		T_EQ_STR(st.instances[i].pmu, name);
+		check_arm(i, name, 0, (uint32_t)(92 + i), ev, 2);
+	}
+	/* the mesh is there too, and can be asked for: one event per mesh, total only */
+	struct prb_dram_options opt = { .backend = "arm_cmn" };
+	T_EQ_INT(dram_probe_plan(sys, &opt, &st, &plan), 0);
+	T_EQ_STR(st.backend, "arm_cmn");
+	T_EQ_INT(st.n_instances, 1);
+	T_ASSERT(st.flags & PRB_DRAM_TOTAL_ONLY);
+	T_ASSERT(!plan.no_group);
+	/* hnf_mc_reqs = type=0x5 (config:0-15), eventid=0xd (config:16-26) -> 0xd0005 */
+	const struct want_arm mc[] = { { DRAM_TOTAL, 0xd0005, 0, 0, 64.0 } };
+	check_arm(0, "arm_cmn_0", 0, 91, mc, 1);
+	prb_system_close(sys);
+}
+
+static void test_graviton3(void)
+{
+	struct prb_system *sys = open_tree("graviton3");
+	struct prb_dram_status st;
+	T_EQ_INT(dram_probe_plan(sys, NULL, &st, &plan), 0);
+	T_EQ_STR(st.backend, "arm_cmn");
+	T_EQ_INT(st.provides, PRB_DRAM_TOTAL);
+	T_ASSERT(st.flags & PRB_DRAM_TOTAL_ONLY);
+	T_ASSERT(st.flags & PRB_DRAM_CAVEAT);
+	T_CONTAINS(st.caveat, "no read/write split");
+	T_CONTAINS(st.missing, "arm_dmc620: no arm_dmc620_<hex> PMU");
+	const struct want_arm mc[] = { { DRAM_TOTAL, 0xd0005, 0, 0, 64.0 } };
+	check_arm(0, "arm_cmn_0", 0, 10, mc, 1);
+	prb_system_close(sys);
+}
+
+static void test_nvidia_grace(void)
+{
+	struct prb_system *sys = open_tree("nvidia-grace");
+	struct prb_dram_status st;
+	T_EQ_INT(dram_probe_plan(sys, NULL, &st, &plan), 0);
+	T_EQ_STR(st.backend, "nvidia_scf");
+	/* one SCF PMU per socket, opened on its cpumask CPU (0 and 72); the PCIe and
+	 * NVLink-C2C PMUs beside them see device traffic and are not counted */
+	T_EQ_INT(st.n_instances, 2);
+	T_EQ_INT(st.provides, PRB_DRAM_READ | PRB_DRAM_WRITE | PRB_DRAM_TOTAL);
+	T_ASSERT(st.flags & PRB_DRAM_CAVEAT);
+	T_ASSERT(!plan.no_group);
+	/* event config:0-32: cmem_rd_data = 0x1a5 in 32-byte beats, cmem_wr_total_bytes =
+	 * 0x1db in bytes */
+	const struct want_arm ev[] = { { DRAM_READ, 0x1a5, 0, 0, 32.0 },
+				       { DRAM_WRITE, 0x1db, 0, 0, 1.0 } };
+	check_arm(0, "nvidia_scf_pmu_0", 0, 11, ev, 2);
+	check_arm(1, "nvidia_scf_pmu_1", 72, 14, ev, 2);
+	prb_system_close(sys);
+}
+
 static void test_this_vm(void)
 {
 	struct prb_system *sys = open_tree("this-vm");
@@ -265,6 +368,9 @@ int main(void)
 	test_granite_rapids();
 	test_zen4();
 	test_zen3();
+	test_ampere_altra();
+	test_graviton3();
+	test_nvidia_grace();
 	test_this_vm();
 	test_bad_tree();
 	test_open_classified();
