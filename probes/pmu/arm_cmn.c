@@ -11,7 +11,9 @@
  *     driver programs the event on every HN-F of the mesh and returns the sum: one event per
  *     mesh covers all of its system-cache slices;
  *   - local counters are 16 bits and global ones 32, folded by the driver into a 64-bit
- *     count; groups are allowed while counters last.
+ *     count; a DTC has 8 global counters and each crosspoint's DTM 4 local ones, and the one
+ *     event here takes a global counter and one local counter beside each HN-F, so it is
+ *     never multiplexed; groups are allowed while counters last.
  * perf's own CMN metrics (tools/perf/pmu-events/arch/arm64/arm/cmn/sys/metric.json) use
  * hnf_mc_reqs only as the denominator of a retry rate; none turns it into bytes. Tools that
  * do (Meta's hbt, for CMN S3's HN-S) take 64 bytes per request, one cache line.

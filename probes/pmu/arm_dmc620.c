@@ -10,7 +10,8 @@
  *     "event=0x..,clkdiv2=0x..", and clkdiv2_rdwr (event 0x12 on the clkdiv2 counters) is
  *     the one that counts DRAM reads and writes;
  *   - 8 clkdiv2 counters and 2 clk counters per controller, 32 bits wide; the driver reloads
- *     them on overflow and hands perf a 64-bit count;
+ *     them on overflow and hands perf a 64-bit count. Reads and writes take two of the eight
+ *     clkdiv2 counters of each controller: nothing is multiplexed;
  *   - event_init refuses (-EINVAL) any event whose group leader or siblings are hardware
  *     events: the counters cannot be stopped together, so the driver allows one hardware
  *     event per group. Hence no_group: each counter is opened alone (dram.c then never tries
