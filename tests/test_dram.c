@@ -4,6 +4,7 @@
  * and the exact perf_event_attr values, derived by hand from the format files in the comments.
  */
 #include <errno.h>
+#include <unistd.h>
 
 #include "internal.h"
 #include "test.h"
@@ -277,6 +278,88 @@ static void test_nvidia_grace(void)
 	prb_system_close(sys);
 }
 
+static void put_file(const char *dir, const char *name, const char *text)
+{
+	char path[1024];
+	T_ASSERT(snprintf(path, sizeof(path), "%s/%s", dir, name) < (int)sizeof(path));
+	FILE *f = fopen(path, "w");
+	T_ASSERT(f != NULL);
+	if (f) {
+		fputs(text, f);
+		fclose(f);
+	}
+}
+
+/* A DMC-620 without its clkdiv2_rdwr alias is refused with the file named, and a PMU whose
+ * suffix is not hexadecimal (arm_dmc620_pmu) is not a controller at all. */
+static void test_dmc620_refused(void)
+{
+	char root[512], dir[768], good[900], odd[900];
+	const char *tmp = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+	T_ASSERT(snprintf(root, sizeof(root), "%s/mw-dmc620-XXXXXX", tmp) < (int)sizeof(root));
+	T_ASSERT(mkdtemp(root) != NULL);
+	static const char *const sub[] = { "/bus", "/bus/event_source", "/bus/event_source/devices" };
+	for (size_t i = 0; i < sizeof(sub) / sizeof(sub[0]); i++) {
+		snprintf(dir, sizeof(dir), "%s%s", root, sub[i]);
+		mkdir(dir, 0700);
+	}
+	snprintf(good, sizeof(good), "%s/arm_dmc620_10008c000", dir);
+	snprintf(odd, sizeof(odd), "%s/arm_dmc620_pmu", dir);
+	mkdir(good, 0700);
+	mkdir(odd, 0700);
+	static const char *const files[] = { "type", "format/mask", "format/match", "format/event",
+					     "format/clkdiv2", "events/clkdiv2_rdwr" };
+	static const char *const texts[] = { "92\n", "config:0-44\n", "config1:0-44\n",
+					     "config2:3-8\n", "config2:9\n",
+					     "event=0x12,clkdiv2=0x1\n" };
+	char file[1024];
+	snprintf(file, sizeof(file), "%s/format", good);
+	mkdir(file, 0700);
+	snprintf(file, sizeof(file), "%s/events", good);
+	mkdir(file, 0700);
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++)
+		put_file(good, files[i], texts[i]);
+	put_file(odd, "type", "93\n");
+	struct prb_system *sys = NULL;
+	struct prb_error err = { 0 };
+	struct prb_dram_status st;
+	/* the controller counts; the PMU with a non-hex suffix is none of its instances */
+	T_EQ_INT(prb_system_open(&sys, root, &err), 0);
+	if (sys) {
+		T_EQ_INT(dram_probe_plan(sys, NULL, &st, &plan), 0);
+		T_EQ_STR(st.backend, "arm_dmc620");
+		T_EQ_INT(st.n_instances, 1);
+		T_EQ_STR(st.instances[0].pmu, "arm_dmc620_10008c000");
+		prb_system_close(sys);
+		sys = NULL;
+	}
+	/* without its alias, refused with the file named */
+	if (snprintf(file, sizeof(file), "%s/events/clkdiv2_rdwr", good) < (int)sizeof(file))
+		unlink(file);
+	T_EQ_INT(prb_system_open(&sys, root, &err), 0);
+	if (sys) {
+		T_EQ_INT(dram_probe_plan(sys, NULL, &st, &plan), -ENOENT);
+		T_CONTAINS(st.reason, "arm_dmc620: arm_dmc620_10008c000 has no events/clkdiv2_rdwr");
+		prb_system_close(sys);
+	}
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++)
+		if (snprintf(file, sizeof(file), "%s/%s", good, files[i]) < (int)sizeof(file))
+			unlink(file);
+	snprintf(file, sizeof(file), "%s/format", good);
+	rmdir(file);
+	snprintf(file, sizeof(file), "%s/events", good);
+	rmdir(file);
+	if (snprintf(file, sizeof(file), "%s/type", odd) < (int)sizeof(file))
+		unlink(file);
+	rmdir(good);
+	rmdir(odd);
+	for (size_t i = sizeof(sub) / sizeof(sub[0]); i-- > 0;) {
+		snprintf(dir, sizeof(dir), "%s%s", root, sub[i]);
+		rmdir(dir);
+	}
+	rmdir(root);
+}
+
 static void test_this_vm(void)
 {
 	struct prb_system *sys = open_tree("this-vm");
@@ -371,6 +454,7 @@ int main(void)
 	test_ampere_altra();
 	test_graviton3();
 	test_nvidia_grace();
+	test_dmc620_refused();
 	test_this_vm();
 	test_bad_tree();
 	test_open_classified();
