@@ -18,12 +18,17 @@
 #include "internal.h"
 
 /* In order of preference: the controllers' own data counters first, CAS counts next, the
- * fabric's approximate channel counts after them, and resctrl (core traffic only) last. */
+ * fabric's approximate channel counts after them, and resctrl (core traffic only) last. On ARM
+ * servers: the DMC-620 controllers first, Grace's fabric counts next, and the CMN mesh's
+ * requests after them (an Ampere Altra has both DMC-620 and CMN PMUs). */
 static const struct dram_backend *const backends[] = {
 	&dram_intel_imc_free,
 	&dram_intel_imc_cas,
 	&dram_amd_umc,
 	&dram_amd_df,
+	&dram_arm_dmc620,
+	&dram_nvidia_scf,
+	&dram_arm_cmn,
 	&dram_resctrl,
 };
 
@@ -132,7 +137,7 @@ int dram_probe_plan(const struct prb_system *sys, const struct prb_dram_options 
 	if (!known) {
 		snprintf(st->reason, sizeof(st->reason),
 			 "unknown DRAM backend \"%s\" (known: intel_imc_free, intel_imc_cas, amd_umc, "
-			 "amd_df, resctrl)", want);
+			 "amd_df, arm_dmc620, nvidia_scf, arm_cmn, resctrl)", want);
 		return -EINVAL;
 	}
 	if (rc == 0) {
@@ -146,7 +151,8 @@ int dram_probe_plan(const struct prb_system *sys, const struct prb_dram_options 
 	else if (!st->reason[0])
 		snprintf(st->reason, sizeof(st->reason),
 			 "no memory-controller counters: none of the PMUs under %s/bus/event_source/"
-			 "devices is a memory controller (uncore_imc_*, amd_umc_*, amd_df) and resctrl "
+			 "devices is a memory controller (uncore_imc_*, amd_umc_*, amd_df, arm_dmc620_*, "
+			 "nvidia_scf_pmu_*, arm_cmn_*) and resctrl "
 			 "monitoring is absent. Virtual machines expose no uncore PMUs: DRAM traffic "
 			 "can only be measured on bare metal (or a VM with uncore passthrough)",
 			 prb_system_root(sys));

@@ -138,6 +138,9 @@ extern const struct dram_backend dram_intel_imc_free;
 extern const struct dram_backend dram_intel_imc_cas;
 extern const struct dram_backend dram_amd_umc;
 extern const struct dram_backend dram_amd_df;
+extern const struct dram_backend dram_arm_dmc620;
+extern const struct dram_backend dram_nvidia_scf;
+extern const struct dram_backend dram_arm_cmn;
 extern const struct dram_backend dram_resctrl;
 
 /* prb_dram_probe that also hands back the plan: what would be opened, attr by attr (tests

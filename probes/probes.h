@@ -214,7 +214,7 @@ struct prb_dram_status {
 			uint64_t config; /* perf_event_attr.config, from the sysfs format */
 		} events[PRB_DRAM_MAX_EVENTS];
 	} instances[PRB_DRAM_MAX_INSTANCES];
-	char missing[512];  /* backends looked for and absent, each with why ("" if none) */
+	char missing[1024]; /* backends looked for and absent, each with why ("" if none) */
 };
 
 /* Per instance: bytes since open, each figure with its state. A figure the backend does not

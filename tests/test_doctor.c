@@ -3,7 +3,10 @@
 #include <jansson.h>
 #include <limits.h>
 #include <stdbool.h>
+#include <dirent.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "run.h"
 #include "test.h"
@@ -21,7 +24,8 @@ static json_t *parse(const struct t_output *o)
 static const char *tree(const char *machine)
 {
 	static char root[4096];
-	snprintf(root, sizeof(root), "%s%s", t_data("sysfs/"), machine);
+	if (snprintf(root, sizeof(root), "%s%s", t_data("sysfs/"), machine) >= (int)sizeof(root))
+		root[0] = '\0'; /* too long: no tree, and the test fails on it */
 	return root;
 }
 
@@ -82,6 +86,116 @@ static void test_doctor_server_tree(void)
 	T_EQ_INT(json_array_size(prov), 1);
 	T_EQ_STR(json_string_value(json_array_get(prov, 0)), "total");
 	T_ASSERT(json_is_false(json_object_get(dram, "read_write_split")));
+	json_decref(j);
+	t_output_free(&o);
+}
+
+/* The tree's own arm_dmc620_<hex> directories, by address: what doctor must name. */
+static int altra_channels(char names[][64], int max)
+{
+	char dir[4200];
+	T_ASSERT(snprintf(dir, sizeof(dir), "%s/bus/event_source/devices", tree("ampere-altra")) <
+		 (int)sizeof(dir));
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	unsigned long long addr[16];
+	int n = 0;
+	T_ASSERT(d != NULL);
+	while (d && (de = readdir(d)))
+		if (!strncmp(de->d_name, "arm_dmc620_", 11) && n < max) {
+			addr[n] = strtoull(de->d_name + 11, NULL, 16);
+			T_ASSERT(snprintf(names[n++], 64, "%s", de->d_name) < 64);
+		}
+	if (d)
+		closedir(d);
+	for (int i = 1; i < n; i++) /* insertion sort by address */
+		for (int j = i; j > 0 && addr[j - 1] > addr[j]; j--) {
+			unsigned long long a = addr[j];
+			char t[64];
+			addr[j] = addr[j - 1];
+			addr[j - 1] = a;
+			memcpy(t, names[j], 64);
+			memcpy(names[j], names[j - 1], 64);
+			memcpy(names[j - 1], t, 64);
+		}
+	return n;
+}
+
+/* An Ampere Altra-shaped tree on the simulated PMU: doctor names arm_dmc620 and every one of
+ * the eight channels, opened, with what it counts and its caveat. */
+static void test_doctor_ampere_altra(void)
+{
+	char names[16][64], script[512], path[8400], buf[32];
+	int n = altra_channels(names, 16);
+	T_EQ_INT(n, 8);
+	snprintf(script, sizeof(script), "%s/mw-doctor-altra-%d.script",
+		 getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
+	FILE *f = fopen(script, "w");
+	T_ASSERT(f != NULL);
+	for (int i = 0; f && i < n; i++) {
+		/* mask=1 -> config 0x1 for both directions (the sim matches type and config) */
+		T_ASSERT(snprintf(path, sizeof(path), "%s/bus/event_source/devices/%s/type",
+				  tree("ampere-altra"), names[i]) < (int)sizeof(path));
+		FILE *t = fopen(path, "r");
+		T_ASSERT(t && fgets(buf, sizeof(buf), t));
+		if (t)
+			fclose(t);
+		fprintf(f, "perf type=%d config=0x1 cpu=* start=0 step=%d\n", atoi(buf), 100 + i);
+	}
+	if (f)
+		fclose(f);
+	setenv("MEMWALL_COUNTERS", "sim", 1);
+	setenv("MEMWALL_SIM_SCRIPT", script, 1);
+	const char *argv[] = { "memwall", "doctor", "--json", "--sysfs", tree("ampere-altra"), NULL };
+	struct t_output o = t_run(argv);
+	T_EQ_INT(o.status, 0);
+	json_t *j = parse(&o), *dram = json_object_get(j, "dram");
+	T_ASSERT(json_is_true(json_object_get(dram, "available")));
+	T_EQ_STR(json_string_value(json_object_get(dram, "backend")), "arm_dmc620");
+	json_t *inst = json_object_get(dram, "instances");
+	T_EQ_INT(json_array_size(inst), 8);
+	for (int i = 0; i < n && i < (int)json_array_size(inst); i++)
+		T_EQ_STR(json_string_value(json_array_get(inst, (size_t)i)), names[i]);
+	T_ASSERT(json_is_true(json_object_get(dram, "read_write_split")));
+	T_CONTAINS(json_string_value(json_object_get(dram, "caveat")), "calibrate");
+	json_decref(j);
+	t_output_free(&o);
+
+	const char *targv[] = { "memwall", "doctor", "--sysfs", tree("ampere-altra"), NULL };
+	o = t_run(targv);
+	T_EQ_INT(o.status, 0);
+	T_CONTAINS(o.out, "DRAM:        arm_dmc620: ");
+	T_CONTAINS(o.out, ", 8 instances, all opened:");
+	for (int i = 0; i < n; i++) {
+		char line[128];
+		T_ASSERT(snprintf(line, sizeof(line), "\n  %s on cpu 0\n", names[i]) <
+			 (int)sizeof(line));
+		T_CONTAINS(o.out, line);
+	}
+	T_CONTAINS(o.out, "\n  counts: read, write, total\n");
+	t_output_free(&o);
+	unsetenv("MEMWALL_COUNTERS");
+	unsetenv("MEMWALL_SIM_SCRIPT");
+	unlink(script);
+
+	/* a mesh-only server: the total only, and doctor says what that leaves out */
+	const char *gargv[] = { "memwall", "doctor", "--sysfs", tree("graviton3"), NULL };
+	o = t_run(gargv);
+	T_EQ_INT(o.status, 0);
+	T_CONTAINS(o.out, "arm_cmn");
+	T_CONTAINS(o.out, "counts: total (no read/write split");
+	T_CONTAINS(o.out, "caveat: approximate");
+	t_output_free(&o);
+
+	/* Grace: both sockets' SCF PMUs, named even where they cannot be opened */
+	const char *nargv[] = { "memwall", "doctor", "--json", "--sysfs", tree("nvidia-grace"), NULL };
+	o = t_run(nargv);
+	j = parse(&o);
+	dram = json_object_get(j, "dram");
+	T_EQ_STR(json_string_value(json_object_get(dram, "backend")), "nvidia_scf");
+	T_EQ_INT(json_array_size(json_object_get(dram, "instances")), 2);
+	json_t *on = json_object_get(dram, "opened_on");
+	T_EQ_INT(json_integer_value(json_object_get(json_array_get(on, 1), "cpu")), 72);
 	json_decref(j);
 	t_output_free(&o);
 }
@@ -196,6 +310,7 @@ int main(void)
 	test_doctor_without_counters();
 	test_doctor_fix();
 	test_doctor_server_tree();
+	test_doctor_ampere_altra();
 	test_calibrate();
 	return t_done();
 }

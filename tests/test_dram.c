@@ -4,6 +4,7 @@
  * and the exact perf_event_attr values, derived by hand from the format files in the comments.
  */
 #include <errno.h>
+#include <unistd.h>
 
 #include "internal.h"
 #include "test.h"
@@ -174,6 +175,191 @@ static void test_zen3(void)
 	prb_system_close(sys);
 }
 
+/* Instance i's events as (dir, config, config1, config2, bytes): the ARM encodings use config1
+ * and config2, which check_instance holds at 0. */
+struct want_arm {
+	enum dram_dir dir;
+	uint64_t config, config1, config2;
+	double bytes;
+};
+
+static void check_arm(int i, const char *pmu, int cpu, uint32_t type, const struct want_arm *ev,
+		      int n_ev)
+{
+	const struct dram_instance *in = &plan.inst[i];
+	T_EQ_STR(in->name, pmu);
+	T_EQ_INT(in->cpu, cpu);
+	T_EQ_INT(in->n_events, n_ev);
+	for (int j = 0; j < n_ev && j < in->n_events; j++) {
+		T_EQ_INT(in->events[j].dir, ev[j].dir);
+		T_EQ_U64(in->events[j].attr.type, type);
+		T_EQ_U64(in->events[j].attr.config, ev[j].config);
+		T_EQ_U64(in->events[j].attr.config1, ev[j].config1);
+		T_EQ_U64(in->events[j].attr.config2, ev[j].config2);
+		T_ASSERT(in->events[j].bytes_per_count == ev[j].bytes);
+	}
+}
+
+static void test_ampere_altra(void)
+{
+	static const char *const channels[] = { "10008c000", "10008c400", "10008c800",
+						"10008cc00", "10008d000", "10008d400",
+						"10008d800", "10008dc00" };
+	struct prb_system *sys = open_tree("ampere-altra");
+	struct prb_dram_status st;
+	T_EQ_INT(dram_probe_plan(sys, NULL, &st, &plan), 0);
+	/* the controllers, not the mesh beside them */
+	T_EQ_STR(st.backend, "arm_dmc620");
+	T_EQ_INT(st.n_instances, 8);
+	T_EQ_INT(st.provides, PRB_DRAM_READ | PRB_DRAM_WRITE | PRB_DRAM_TOTAL);
+	T_ASSERT(st.flags & PRB_DRAM_CAVEAT);
+	T_ASSERT(!(st.flags & PRB_DRAM_TOTAL_ONLY));
+	T_CONTAINS(st.caveat, "calibrate");
+	/* the driver refuses a second hardware event in a group: every counter alone */
+	T_ASSERT(plan.no_group);
+	/* clkdiv2_rdwr = event=0x12,clkdiv2=0x1: event config2:3-8 -> 0x12 << 3 = 0x90,
+	 * clkdiv2 config2:9 -> 0x200, so config2 0x290; mask=1 in config:0-44 -> config 0x1;
+	 * match (config1:0-44) 0 for reads, 1 for writes; 64 bytes a count */
+	const struct want_arm ev[] = { { DRAM_READ, 0x1, 0x0, 0x290, 64.0 },
+				       { DRAM_WRITE, 0x1, 0x1, 0x290, 64.0 } };
+	for (int i = 0; i < 8; i++) {
+		char name[64];
+		snprintf(name, sizeof(name), "arm_dmc620_%s", channels[i]);
+		T_EQ_STR(st.instances[i].pmu, name);
+		check_arm(i, name, 0, (uint32_t)(92 + i), ev, 2);
+	}
+	/* the mesh is there too, and can be asked for: one event per mesh, total only */
+	struct prb_dram_options opt = { .backend = "arm_cmn" };
+	T_EQ_INT(dram_probe_plan(sys, &opt, &st, &plan), 0);
+	T_EQ_STR(st.backend, "arm_cmn");
+	T_EQ_INT(st.n_instances, 1);
+	T_ASSERT(st.flags & PRB_DRAM_TOTAL_ONLY);
+	T_ASSERT(!plan.no_group);
+	/* hnf_mc_reqs = type=0x5 (config:0-15), eventid=0xd (config:16-26) -> 0xd0005 */
+	const struct want_arm mc[] = { { DRAM_TOTAL, 0xd0005, 0, 0, 64.0 } };
+	check_arm(0, "arm_cmn_0", 0, 91, mc, 1);
+	prb_system_close(sys);
+}
+
+static void test_graviton3(void)
+{
+	struct prb_system *sys = open_tree("graviton3");
+	struct prb_dram_status st;
+	T_EQ_INT(dram_probe_plan(sys, NULL, &st, &plan), 0);
+	T_EQ_STR(st.backend, "arm_cmn");
+	T_EQ_INT(st.provides, PRB_DRAM_TOTAL);
+	T_ASSERT(st.flags & PRB_DRAM_TOTAL_ONLY);
+	T_ASSERT(st.flags & PRB_DRAM_CAVEAT);
+	T_CONTAINS(st.caveat, "no read/write split");
+	T_CONTAINS(st.missing, "arm_dmc620: no arm_dmc620_<hex> PMU");
+	const struct want_arm mc[] = { { DRAM_TOTAL, 0xd0005, 0, 0, 64.0 } };
+	check_arm(0, "arm_cmn_0", 0, 10, mc, 1);
+	prb_system_close(sys);
+}
+
+static void test_nvidia_grace(void)
+{
+	struct prb_system *sys = open_tree("nvidia-grace");
+	struct prb_dram_status st;
+	T_EQ_INT(dram_probe_plan(sys, NULL, &st, &plan), 0);
+	T_EQ_STR(st.backend, "nvidia_scf");
+	/* one SCF PMU per socket, opened on its cpumask CPU (0 and 72); the PCIe and
+	 * NVLink-C2C PMUs beside them see device traffic and are not counted */
+	T_EQ_INT(st.n_instances, 2);
+	T_EQ_INT(st.provides, PRB_DRAM_READ | PRB_DRAM_WRITE | PRB_DRAM_TOTAL);
+	T_ASSERT(st.flags & PRB_DRAM_CAVEAT);
+	T_ASSERT(!plan.no_group);
+	/* event config:0-32: cmem_rd_data = 0x1a5 in 32-byte beats, cmem_wr_total_bytes =
+	 * 0x1db in bytes */
+	const struct want_arm ev[] = { { DRAM_READ, 0x1a5, 0, 0, 32.0 },
+				       { DRAM_WRITE, 0x1db, 0, 0, 1.0 } };
+	check_arm(0, "nvidia_scf_pmu_0", 0, 11, ev, 2);
+	check_arm(1, "nvidia_scf_pmu_1", 72, 14, ev, 2);
+	prb_system_close(sys);
+}
+
+static void put_file(const char *dir, const char *name, const char *text)
+{
+	char path[1024];
+	T_ASSERT(snprintf(path, sizeof(path), "%s/%s", dir, name) < (int)sizeof(path));
+	FILE *f = fopen(path, "w");
+	T_ASSERT(f != NULL);
+	if (f) {
+		fputs(text, f);
+		fclose(f);
+	}
+}
+
+/* A DMC-620 without its clkdiv2_rdwr alias is refused with the file named, and a PMU whose
+ * suffix is not hexadecimal (arm_dmc620_pmu) is not a controller at all. */
+static void test_dmc620_refused(void)
+{
+	char root[512], dir[768], good[900], odd[900];
+	const char *tmp = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+	T_ASSERT(snprintf(root, sizeof(root), "%s/mw-dmc620-XXXXXX", tmp) < (int)sizeof(root));
+	T_ASSERT(mkdtemp(root) != NULL);
+	static const char *const sub[] = { "/bus", "/bus/event_source", "/bus/event_source/devices" };
+	for (size_t i = 0; i < sizeof(sub) / sizeof(sub[0]); i++) {
+		snprintf(dir, sizeof(dir), "%s%s", root, sub[i]);
+		mkdir(dir, 0700);
+	}
+	snprintf(good, sizeof(good), "%s/arm_dmc620_10008c000", dir);
+	snprintf(odd, sizeof(odd), "%s/arm_dmc620_pmu", dir);
+	mkdir(good, 0700);
+	mkdir(odd, 0700);
+	static const char *const files[] = { "type", "format/mask", "format/match", "format/event",
+					     "format/clkdiv2", "events/clkdiv2_rdwr" };
+	static const char *const texts[] = { "92\n", "config:0-44\n", "config1:0-44\n",
+					     "config2:3-8\n", "config2:9\n",
+					     "event=0x12,clkdiv2=0x1\n" };
+	char file[1024];
+	snprintf(file, sizeof(file), "%s/format", good);
+	mkdir(file, 0700);
+	snprintf(file, sizeof(file), "%s/events", good);
+	mkdir(file, 0700);
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++)
+		put_file(good, files[i], texts[i]);
+	put_file(odd, "type", "93\n");
+	struct prb_system *sys = NULL;
+	struct prb_error err = { 0 };
+	struct prb_dram_status st;
+	/* the controller counts; the PMU with a non-hex suffix is none of its instances */
+	T_EQ_INT(prb_system_open(&sys, root, &err), 0);
+	if (sys) {
+		T_EQ_INT(dram_probe_plan(sys, NULL, &st, &plan), 0);
+		T_EQ_STR(st.backend, "arm_dmc620");
+		T_EQ_INT(st.n_instances, 1);
+		T_EQ_STR(st.instances[0].pmu, "arm_dmc620_10008c000");
+		prb_system_close(sys);
+		sys = NULL;
+	}
+	/* without its alias, refused with the file named */
+	if (snprintf(file, sizeof(file), "%s/events/clkdiv2_rdwr", good) < (int)sizeof(file))
+		unlink(file);
+	T_EQ_INT(prb_system_open(&sys, root, &err), 0);
+	if (sys) {
+		T_EQ_INT(dram_probe_plan(sys, NULL, &st, &plan), -ENOENT);
+		T_CONTAINS(st.reason, "arm_dmc620: arm_dmc620_10008c000 has no events/clkdiv2_rdwr");
+		prb_system_close(sys);
+	}
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++)
+		if (snprintf(file, sizeof(file), "%s/%s", good, files[i]) < (int)sizeof(file))
+			unlink(file);
+	snprintf(file, sizeof(file), "%s/format", good);
+	rmdir(file);
+	snprintf(file, sizeof(file), "%s/events", good);
+	rmdir(file);
+	if (snprintf(file, sizeof(file), "%s/type", odd) < (int)sizeof(file))
+		unlink(file);
+	rmdir(good);
+	rmdir(odd);
+	for (size_t i = sizeof(sub) / sizeof(sub[0]); i-- > 0;) {
+		snprintf(dir, sizeof(dir), "%s%s", root, sub[i]);
+		rmdir(dir);
+	}
+	rmdir(root);
+}
+
 static void test_this_vm(void)
 {
 	struct prb_system *sys = open_tree("this-vm");
@@ -265,6 +451,10 @@ int main(void)
 	test_granite_rapids();
 	test_zen4();
 	test_zen3();
+	test_ampere_altra();
+	test_graviton3();
+	test_nvidia_grace();
+	test_dmc620_refused();
 	test_this_vm();
 	test_bad_tree();
 	test_open_classified();

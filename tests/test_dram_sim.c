@@ -197,6 +197,60 @@ static struct sim_case *resctrl(void)
 	return c;
 }
 
+/* The eight DMC-620 channels of tests/data/sysfs/ampere-altra, in the order the probes sort
+ * them (the hex suffix is the channel's base address >> 12). */
+static const char *const altra_channels[] = { "10008c000", "10008c400", "10008c800",
+					      "10008cc00", "10008d000", "10008d400",
+					      "10008d800", "10008dc00" };
+
+static struct sim_case *ampere_altra(void)
+{
+	struct sim_case *c = case_new("ampere-altra", "ampere-altra", "arm_dmc620",
+				      PRB_DRAM_READ | PRB_DRAM_WRITE | PRB_DRAM_TOTAL);
+	for (int p = 0; p < 8; p++) {
+		char pmu[64];
+		snprintf(pmu, sizeof(pmu), "arm_dmc620_%s", altra_channels[p]);
+		struct sim_instance *in = inst_new(c);
+		/* clkdiv2_rdwr with mask=1 (config:0-44) -> config 0x1; the direction is match
+		 * (config1) 0 or 1; one count is one 64-byte burst (arm_dmc620.c) */
+		add_event(c, in, pmu_type(c->tree, pmu), 0x1, 0, RD, 64.0);
+		add_event(c, in, pmu_type(c->tree, pmu), 0x1, 0, WR, 64.0);
+		/* the simulated PMU matches a rule on type and config only, and the two
+		 * directions differ in config1: both counters replay the first rule, so both
+		 * are scripted alike (test_dram.c checks the directions' encodings) */
+		in->ev[1].start = in->ev[0].start;
+		in->ev[1].step = in->ev[0].step;
+	}
+	return c;
+}
+
+static struct sim_case *graviton3(void)
+{
+	struct sim_case *c = case_new("graviton3", "graviton3", "arm_cmn", PRB_DRAM_TOTAL);
+	struct sim_instance *in = inst_new(c);
+	/* hnf_mc_reqs = type=0x5 (config:0-15), eventid=0xd (config:16-26) -> 0xd0005; one
+	 * request counted as one 64-byte line (arm_cmn.c) */
+	add_event(c, in, pmu_type(c->tree, "arm_cmn_0"), 0x5 | 0xd << 16, 0, TOT, 64.0);
+	return c;
+}
+
+static struct sim_case *nvidia_grace(void)
+{
+	struct sim_case *c = case_new("nvidia-grace", "nvidia-grace", "nvidia_scf",
+				      PRB_DRAM_READ | PRB_DRAM_WRITE | PRB_DRAM_TOTAL);
+	static const int cpus[] = { 0, 72 }; /* each socket's cpumask */
+	for (int s = 0; s < 2; s++) {
+		char pmu[64];
+		snprintf(pmu, sizeof(pmu), "nvidia_scf_pmu_%d", s);
+		struct sim_instance *in = inst_new(c);
+		/* cmem_rd_data event=0x1a5 counts 32-byte beats; cmem_wr_total_bytes event=0x1db
+		 * counts bytes (nvidia_scf.c) */
+		add_event(c, in, pmu_type(c->tree, pmu), 0x1a5, cpus[s], RD, 32.0);
+		add_event(c, in, pmu_type(c->tree, pmu), 0x1db, cpus[s], WR, 1.0);
+	}
+	return c;
+}
+
 /* ---- the script */
 
 static const char *write_script(const struct sim_case *c)
@@ -395,7 +449,8 @@ static void run_case(const struct sim_case *c)
 static void test_every_backend(void)
 {
 	struct sim_case *(*const builders[])(void) = { arrow_lake, sapphire_rapids, granite_rapids,
-						       zen4, zen3, resctrl };
+						       zen4, zen3, resctrl, ampere_altra,
+						       graviton3, nvidia_grace };
 	for (size_t b = 0; b < sizeof(builders) / sizeof(builders[0]); b++) {
 		const struct sim_case *c = builders[b]();
 		run_case(c);
@@ -684,7 +739,8 @@ int main(void)
 	test_pass_through();
 
 	static const char *const scripts[] = { "arrow-lake", "sapphire-rapids", "granite-rapids",
-					       "amd-epyc-zen4", "zen3", "resctrl" };
+					       "amd-epyc-zen4", "zen3", "resctrl", "ampere-altra",
+					       "graviton3", "nvidia-grace" };
 	for (size_t i = 0; i < sizeof(scripts) / sizeof(scripts[0]); i++) {
 		char path[512];
 		snprintf(path, sizeof(path), "%s/%s.script", tmpdir, scripts[i]);

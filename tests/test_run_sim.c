@@ -213,6 +213,51 @@ static struct sim_case *resctrl(const char *name)
 	return c;
 }
 
+static struct sim_case *ampere_altra(const char *name)
+{
+	static const char *const channels[] = { "10008c000", "10008c400", "10008c800",
+						"10008cc00", "10008d000", "10008d400",
+						"10008d800", "10008dc00" };
+	struct sim_case *c = case_new(name, "ampere-altra", "arm_dmc620", true);
+	for (int p = 0; p < 8; p++) {
+		char pmu[64];
+		snprintf(pmu, sizeof(pmu), "arm_dmc620_%s", channels[p]);
+		struct sim_instance *in = inst_new(c, pmu);
+		/* clkdiv2_rdwr with mask=1 -> config 0x1, the direction in config1; 64 bytes a
+		 * count. The simulated PMU matches type and config only, so both directions
+		 * replay the first rule: scripted alike (test_dram.c checks config1) */
+		add_event(c, in, pmu_type(c->tree, pmu), 0x1, 0, RD, 64.0);
+		add_event(c, in, pmu_type(c->tree, pmu), 0x1, 0, WR, 64.0);
+		in->ev[1].start = in->ev[0].start;
+		in->ev[1].step = in->ev[0].step;
+	}
+	return c;
+}
+
+static struct sim_case *graviton3(const char *name)
+{
+	struct sim_case *c = case_new(name, "graviton3", "arm_cmn", false);
+	struct sim_instance *in = inst_new(c, "arm_cmn_0");
+	/* hnf_mc_reqs = type=0x5 (config:0-15), eventid=0xd (config:16-26); 64 bytes each */
+	add_event(c, in, pmu_type(c->tree, "arm_cmn_0"), 0x5 | 0xd << 16, 0, TOT, 64.0);
+	return c;
+}
+
+static struct sim_case *nvidia_grace(const char *name)
+{
+	struct sim_case *c = case_new(name, "nvidia-grace", "nvidia_scf", true);
+	static const int cpus[] = { 0, 72 };
+	for (int s = 0; s < 2; s++) {
+		char pmu[64];
+		snprintf(pmu, sizeof(pmu), "nvidia_scf_pmu_%d", s);
+		struct sim_instance *in = inst_new(c, pmu);
+		/* cmem_rd_data (0x1a5) in 32-byte beats, cmem_wr_total_bytes (0x1db) in bytes */
+		add_event(c, in, pmu_type(c->tree, pmu), 0x1a5, cpus[s], RD, 32.0);
+		add_event(c, in, pmu_type(c->tree, pmu), 0x1db, cpus[s], WR, 1.0);
+	}
+	return c;
+}
+
 /* ---- the script and the protocol */
 
 static void write_file(const char *path, const char *body)
@@ -699,9 +744,12 @@ static const struct expect all_measured = { { NULL, NULL, NULL }, -1 };
 static void test_every_backend(void)
 {
 	struct sim_case *(*const builders[])(const char *) = { arrow_lake, sapphire_rapids,
-							       granite_rapids, zen4, zen3, resctrl };
+							       granite_rapids, zen4, zen3, resctrl,
+							       ampere_altra, graviton3,
+							       nvidia_grace };
 	static const char *const names[] = { "arrow-lake", "sapphire-rapids", "granite-rapids",
-					     "zen4", "zen3", "resctrl" };
+					     "zen4", "zen3", "resctrl", "ampere-altra",
+					     "graviton3", "nvidia-grace" };
 	for (size_t b = 0; b < sizeof(builders) / sizeof(builders[0]); b++)
 		run_case(builders[b](names[b]), &all_measured);
 }

@@ -54,7 +54,7 @@ static void usage(FILE *f)
 		"  --sysfs ROOT    read PMUs from ROOT/bus/event_source/devices (default\n"
 		"                  $MEMWALL_SYSFS_ROOT, else /sys)\n"
 		"  --backend NAME  check one DRAM backend: intel_imc_free, intel_imc_cas, amd_umc,\n"
-		"                  amd_df, resctrl\n\n"
+		"                  amd_df, arm_dmc620, nvidia_scf, arm_cmn, resctrl\n\n"
 		"exit codes: 0 the report was printed; 2 bad usage; 3 --require-dram and no DRAM counters\n");
 }
 
@@ -304,6 +304,35 @@ static void print_events(const char *title, json_t *obj)
 	}
 }
 
+/* What the backend counts, and so what it cannot see: a total-only backend has no split. */
+static void print_provides(json_t *dram)
+{
+	json_t *p;
+	size_t i;
+	printf("  counts:");
+	json_array_foreach(json_object_get(dram, "provides"), i, p)
+		printf("%s%s", i ? ", " : " ", json_string_value(p));
+	printf("%s\n", json_is_true(json_object_get(dram, "read_write_split")) ? "" :
+	       " (no read/write split: MB/token counts read + written bytes)");
+}
+
+/* A backend that was found but did not open: its instances still say what it would count. */
+static void print_found(json_t *dram)
+{
+	json_t *inst = json_object_get(dram, "instances"), *p;
+	size_t i;
+	if (!json_array_size(inst))
+		return;
+	printf("  found %zu instances:", json_array_size(inst));
+	json_array_foreach(inst, i, p)
+		printf(" %s", json_string_value(p));
+	printf("\n");
+	print_provides(dram);
+	const char *caveat = json_string_value(json_object_get(dram, "caveat"));
+	if (caveat)
+		printf("  caveat: %s\n", caveat);
+}
+
 static void print_text(json_t *r)
 {
 	json_t *cpu = json_object_get(r, "cpu"), *k = json_object_get(r, "kernel");
@@ -348,9 +377,11 @@ static void print_text(json_t *r)
 		const char *caveat = json_string_value(json_object_get(dram, "caveat"));
 		if (caveat)
 			printf("  caveat: %s\n", caveat);
+		print_provides(dram);
 	} else {
 		printf("DRAM:        NOT AVAILABLE%s%s: %s\n", backend ? " with " : "",
 		       backend ? backend : "", json_string_value(json_object_get(dram, "reason")));
+		print_found(dram);
 		if (json_is_true(json_object_get(cpu, "hypervisor")))
 			printf("  this is a virtual machine (/proc/cpuinfo has the 'hypervisor' flag): "
 			       "memwall can run the engine here but not count its DRAM traffic\n");
@@ -445,6 +476,9 @@ static int fix_dram(json_t *r)
 	}
 	bool intel = vendor && !strcmp(vendor, "GenuineIntel");
 	bool amd = vendor && !strcmp(vendor, "AuthenticAMD");
+	const char *machine = json_string_value(json_object_get(json_object_get(r, "kernel"),
+								"machine"));
+	bool arm64 = machine && !strcmp(machine, "aarch64");
 	if (intel && !pmu_present(r, "uncore_imc")) {
 		printf("# DRAM counters: no uncore_imc PMU: load Intel's uncore driver\n"
 		       "sudo modprobe intel_uncore\n");
@@ -453,6 +487,17 @@ static int fix_dram(json_t *r)
 		printf("# DRAM counters: no amd_umc or amd_df PMU: load AMD's uncore driver "
 		       "(amd_umc needs Linux 6.6+)\n"
 		       "sudo modprobe amd_uncore\n");
+		n++;
+	} else if (arm64 && !pmu_present(r, "arm_dmc620_") && !pmu_present(r, "nvidia_scf_pmu_") &&
+		   !pmu_present(r, "arm_cmn_")) {
+		/* module names from drivers/perf/Makefile and drivers/perf/arm_cspmu/Makefile;
+		 * each loads only where its hardware is (ACPI ARMHD620, ARMHC600/650/700, the
+		 * CoreSight PMU table), so a missing one is not an error */
+		printf("# DRAM counters: no arm_dmc620_*, nvidia_scf_pmu_* or arm_cmn_* PMU: load "
+		       "the drivers for this server's memory controllers or mesh\n"
+		       "sudo modprobe arm_dmc620_pmu   # Ampere Altra (DMC-620)\n"
+		       "sudo modprobe -a arm_cspmu_module nvidia_cspmu   # NVIDIA Grace\n"
+		       "sudo modprobe arm-cmn   # Arm CMN mesh (Altra, Graviton)\n");
 		n++;
 	}
 	/* resctrl's memory-bandwidth monitoring, where the CPU has it (Intel RDT, AMD PQoS). */
