@@ -85,6 +85,7 @@ static void status_fill(struct prb_dram_status *st, const struct dram_backend *b
 			snprintf(enc->dir, sizeof(enc->dir), "%s", dirs[ev->dir]);
 			enc->type = ev->attr.type;
 			enc->config = ev->attr.config;
+			enc->config1 = ev->attr.config1;
 		}
 	}
 }

@@ -212,6 +212,7 @@ struct prb_dram_status {
 			char dir[8];     /* "read", "write", "total" */
 			uint32_t type;   /* perf_event_attr.type: the PMU's sysfs type */
 			uint64_t config; /* perf_event_attr.config, from the sysfs format */
+			uint64_t config1; /* .config1 (arm_dmc620's mask/match: the direction) */
 		} events[PRB_DRAM_MAX_EVENTS];
 	} instances[PRB_DRAM_MAX_INSTANCES];
 	char missing[1024]; /* backends looked for and absent, each with why ("" if none) */

@@ -171,10 +171,14 @@ static json_t *opened_json(const struct prb_dram_status *st)
 		for (int e = 0; e < in->n_events; e++) {
 			char cfg[24];
 			snprintf(cfg, sizeof(cfg), "0x%llx", (unsigned long long)in->events[e].config);
-			json_array_append_new(ev, json_pack("{s:s, s:I, s:s}", "dir",
-							    in->events[e].dir, "type",
-							    (json_int_t)in->events[e].type,
-							    "config", cfg));
+			json_t *o = json_pack("{s:s, s:I, s:s}", "dir", in->events[e].dir, "type",
+					      (json_int_t)in->events[e].type, "config", cfg);
+			if (o && in->events[e].config1) {
+				snprintf(cfg, sizeof(cfg), "0x%llx",
+					 (unsigned long long)in->events[e].config1);
+				json_object_set_new(o, "config1", json_string(cfg));
+			}
+			json_array_append_new(ev, o);
 		}
 		json_array_append_new(a, json_pack("{s:s, s:i, s:o}", "pmu", in->pmu, "cpu", in->cpu,
 						   "events", ev));
