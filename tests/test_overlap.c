@@ -242,7 +242,8 @@ static void command_logits(const int *ids, int n_prompt)
 	snprintf(path, sizeof(path), "%s/logits.json", dir);
 	const char *argv[] = { "memwall", "generate", "-m", model, "-n", "4", "--ids",
 			       "--prompt-ids", list, "--temperature", "0.8", "--seed", "5", "--load",
-			       "overlap", "--report-line", "--logits", path, NULL };
+			       "overlap", "--switch-at", "1", "--report-line", "--logits", path,
+			       NULL };
 	struct t_output r = t_run(argv);
 	T_EQ_INT(r.status, 0);
 	T_CONTAINS(r.err, "mode=overlap");
@@ -277,6 +278,49 @@ static void command_logits(const int *ids, int n_prompt)
 	eng_session_free(plain);
 	eng_model_close(mm);
 	eng_model_close(rp);
+}
+
+/* The value of key=N on a memwall-load line, -1 when absent. */
+static long load_key(const char *err, const char *key)
+{
+	char k[64];
+	snprintf(k, sizeof(k), " %s=", key);
+	const char *p = err ? strstr(err, k) : NULL;
+	return p ? strtol(p + strlen(k), NULL, 10) : -1;
+}
+
+/* Decoding never waits for the image: by default the switch falls wherever the image is
+ * ready, and the ids are the same wherever it falls (--switch-at N fixes it at N tokens on
+ * the mapping); the memwall-load line counts the tokens run on each. */
+static void switch_anywhere(void)
+{
+	enum { N = 12 };
+	char *ids_at1 = NULL;
+	const char *at[] = { "1", "2", "5", NULL };
+	for (int i = 0; i <= 3; i++) {
+		const char *argv[] = { "memwall", "generate", "-m", model, "-n", "12", "--ids",
+				       "--temperature", "0", "--load", "overlap", "--report-line",
+				       i < 3 ? "--switch-at" : NULL, at[i], NULL };
+		struct t_output r = t_run(argv);
+		T_EQ_INT(r.status, 0);
+		long on_map = load_key(r.err, "tokens_on_mapping");
+		long on_img = load_key(r.err, "tokens_on_image");
+		T_EQ_INT(on_map + on_img, N);
+		if (i < 3) {
+			T_CONTAINS(r.err, "image=used");
+			T_EQ_INT(on_map, atol(at[i]));
+			T_EQ_INT(load_key(r.err, "switch_after"), atol(at[i]));
+		} else {
+			/* wherever it fell: at least the first token ran on the mapping */
+			T_ASSERT(on_map >= 1);
+		}
+		if (!ids_at1)
+			ids_at1 = strdup(r.out ? r.out : "");
+		else
+			T_EQ_STR(r.out, ids_at1);
+		t_output_free(&r);
+	}
+	free(ids_at1);
 }
 
 /* One token: the image is not needed, cancelled, and said so. */
@@ -371,6 +415,7 @@ int main(void)
 	command_logits(prompt, N_PROMPT);
 	command_logits(longp, MW_OVERLAP_PROMPT_MAX + 2);
 	one_token();
+	switch_anywhere();
 	image_fails();
 	unlink(model);
 	unlink(other);

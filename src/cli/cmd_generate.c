@@ -132,7 +132,7 @@ static int parse_args(struct gen_args *a, int argc, char **argv)
 {
 	enum { O_TEMP = 256, O_TOPP, O_SEED, O_KERNELS, O_IDS, O_KV, O_POPULATE, O_HUGE, O_HOOKS,
 	       O_PROMPT_IDS, O_LOGITS, O_REPORT, O_LOAD, O_PIN, O_FORCE, O_CHUNK, O_SPARSE, O_BATCH,
-	       O_PROMPTS, O_SPEC, O_ATTN, O_CONTEXT, O_DRAFT, O_SNEURON, O_SVERIFY };
+	       O_PROMPTS, O_SPEC, O_ATTN, O_CONTEXT, O_DRAFT, O_SNEURON, O_SVERIFY, O_SWITCH };
 	static const struct option longopts[] = {
 		{ "model", required_argument, NULL, 'm' },
 		{ "tokenizer", required_argument, NULL, 'z' },
@@ -155,6 +155,7 @@ static int parse_args(struct gen_args *a, int argc, char **argv)
 		{ "report-line", no_argument, NULL, O_REPORT },
 		{ "force", no_argument, NULL, O_FORCE },
 		{ "prefill-chunk", required_argument, NULL, O_CHUNK },
+		{ "switch-at", required_argument, NULL, O_SWITCH },
 		{ "sparsity-map", optional_argument, NULL, O_SPARSE },
 		{ "sparsity-neuron", no_argument, NULL, O_SNEURON },
 		{ "sparsity-verify", no_argument, NULL, O_SVERIFY },
@@ -226,6 +227,11 @@ static int parse_args(struct gen_args *a, int argc, char **argv)
 		case O_LOGITS: a->logits_path = optarg; break;
 		case O_REPORT: a->report_line = true; break;
 		case O_FORCE: a->force = true; break;
+		case O_SWITCH:
+			if (mw_parse_long(optarg, 1, 1L << 30, &a->switch_at))
+				return mw_fail(MW_EXIT_USAGE, VERB, "--switch-at %s: give the number "
+					       "of tokens to generate on the mapping, 1 or more", optarg);
+			break;
 		case O_CHUNK:
 			if (mw_parse_long(optarg, 1, 1L << 16, &a->prefill_chunk))
 				return mw_fail(MW_EXIT_USAGE, VERB,
@@ -502,9 +508,15 @@ static int generate_tokens(struct gen *g)
 		token = g->prompt[pos];
 	}
 	for (; g->generated < a->steps; pos++) {
-		/* The switch point is fixed, so a command always gives the same tokens. */
-		if (g->overlap && g->generated == 1)
-			overlap_switch(g, 1);
+		/* Decoding never waits for the image: the session moves onto it before the
+		 * first token after it is ready (or, with --switch-at N, before token N + 1,
+		 * waiting if need be: a fixed point, for a command that must give the same bits
+		 * every time). The mapping's and the image's kernels agree to float rounding,
+		 * so the ids are the same wherever the switch falls unless two logits tie that
+		 * closely (tests/test_overlap.c). */
+		if (g->overlap && g->generated >= 1 && !g->ov.switched &&
+		    (a->switch_at ? g->generated >= a->switch_at : mw_overlap_ready(&g->ov)))
+			overlap_switch(g, g->generated);
 		if (prefilled && pos + 1 == g->n_prompt) {
 			/* the prompt's last token, already run by prefill */
 		} else if ((rc = eng_session_step(g->session, token, pos, &logits, &g->bytes))) {

@@ -4,10 +4,13 @@
  * the file mapping, but building it costs seconds on a 5 GB model, mostly the kernel zeroing
  * fresh anonymous pages (clear_page_erms), while the mapping's first token comes in about
  * half a second. So the first token runs on the mapping, then a thread of its own builds the
- * image; before the second token the session's state moves onto a session over the image
- * (eng_session_adopt) and the mapping is closed. The switch point is fixed (waiting for the
- * image if need be), never "whenever the image is ready", so a command always gives the same
- * tokens. The image is not built alongside the first token: that slowed the token 1.1-3.9x
+ * image while decoding goes on on the mapping; before the first token after the image is
+ * ready, the session's state moves onto a session over the image (eng_session_adopt) and the
+ * mapping is closed, so decoding never waits for it (issue 30: token 2 of a Falcon-7B-shape
+ * run had waited 5.4 s). The mapping's and the image's kernels agree to float rounding only,
+ * so a run whose switch falls elsewhere may differ in a near-tie; `--switch-at N` fixes the
+ * point (waiting if need be) for bit-reproducible runs. The image is not built alongside the
+ * first token: that slowed the token 1.1-3.9x
  * even with the image on a CPU of its own (README.md, "Load modes": the two compete for
  * memory bandwidth and the kernel's page handling). A prompt over MW_OVERLAP_PROMPT_MAX
  * tokens waits for the image instead.
@@ -40,6 +43,7 @@ static atomic_int image_stop;
 struct mw_image {
 	pthread_t th;
 	bool started, joined;
+	atomic_bool done; /* the open returned (the thread is about to end) */
 	char *path;
 	struct eng_model_options opt;
 	struct eng_model *model; /* the image once opened, until the switch takes it */
@@ -55,6 +59,7 @@ static void *image_main(void *arg)
 	eng_error_clear(&im->err);
 	im->rc = eng_model_open(&im->model, im->path, &im->opt, &im->err);
 	im->t_end = mw_now_s();
+	atomic_store(&im->done, true);
 	return NULL;
 }
 
@@ -111,6 +116,12 @@ void mw_overlap_launch(struct mw_overlap *ov)
 		snprintf(ov->why, sizeof(ov->why), "cannot start the thread that builds it: %s",
 			 strerror(rc));
 	}
+}
+
+bool mw_overlap_ready(const struct mw_overlap *ov)
+{
+	const struct mw_image *im = ov->img;
+	return im && im->started && atomic_load(&im->done);
 }
 
 /* Joins the image's thread once; the state follows from what it got. */
@@ -284,13 +295,18 @@ void mw_overlap_explain(const struct mw_overlap *ov, long generated, double t_fi
 		snprintf(rate, sizeof(rate), ", %.2f tok/s decode after it", r);
 	if (ov->state == MW_IMAGE_USED)
 		snprintf(buf + j, n - (size_t)j, "repacked image on %d thread%s, CPUs %s, in %.1f "
-			 "ms, %.0f MB in 2 MiB pages, %s waited %.1f ms for it, switch %.1f ms%s",
+			 "ms, %.0f MB in 2 MiB pages; %ld token%s on the mapping, %ld on the image; "
+			 "%s waited %.1f ms for it, switch %.1f ms%s",
 			 ov->image_threads, ov->image_threads == 1 ? "" : "s", ov->cpus,
-			 ov->image_s * 1e3, (double)ov->huge_bytes / 1e6,
-			 ov->switched_after ? "token 2" : "the prompt", ov->wait_s * 1e3,
+			 ov->image_s * 1e3, (double)ov->huge_bytes / 1e6, ov->switched_after,
+			 ov->switched_after == 1 ? "" : "s", generated - ov->switched_after,
+			 ov->switched_after ? "the switch" : "the prompt", ov->wait_s * 1e3,
 			 ov->switch_s * 1e3, rate);
 	else if (ov->state == MW_IMAGE_FAILED)
 		snprintf(buf + j, n - (size_t)j, "the image failed: every token ran on the mapping");
+	else if (generated > 1)
+		snprintf(buf + j, n - (size_t)j, "all %ld tokens ran on the mapping: the run ended "
+			 "before the image was ready", generated);
 	else
 		snprintf(buf + j, n - (size_t)j, "no image needed (one token)");
 }
@@ -298,8 +314,10 @@ void mw_overlap_explain(const struct mw_overlap *ov, long generated, double t_fi
 void mw_overlap_fields(const struct mw_overlap *ov, long generated, double t_first, double t_end,
 		       char *buf, size_t n)
 {
-	int j = snprintf(buf, n, " image=%s image_ms=%.3f image_cpus=%s", state_name(ov->state),
-			 ov->image_s * 1e3, ov->cpus);
+	long on_mapping = ov->state == MW_IMAGE_USED ? ov->switched_after : generated;
+	int j = snprintf(buf, n, " image=%s image_ms=%.3f image_cpus=%s tokens_on_mapping=%ld "
+			 "tokens_on_image=%ld", state_name(ov->state), ov->image_s * 1e3, ov->cpus,
+			 on_mapping, generated - on_mapping);
 	if (j < 0 || (size_t)j >= n || ov->state != MW_IMAGE_USED)
 		return;
 	j += snprintf(buf + j, n - (size_t)j, " image_threads=%d switch_after=%ld "

@@ -59,6 +59,9 @@ int mw_overlap_start(struct mw_overlap *ov, const char *path);
  * image slowed the first token 1.1-3.9x even on a CPU of its own (README.md, "Load modes").
  * A thread that cannot start makes the image failed (the switch says so). */
 void mw_overlap_launch(struct mw_overlap *ov);
+/* Whether the image's thread has finished (built or failed): the switch would not wait.
+ * Never blocks. */
+bool mw_overlap_ready(const struct mw_overlap *ov);
 /* The switch, once (later calls do nothing): launches the image if need be, waits for it,
  * moves *session's state onto a new session over it (ov->sopt), closes *model (the mapping)
  * and puts the image and the new session in their place; after_tokens is the tokens generated

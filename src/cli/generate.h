@@ -29,6 +29,8 @@ struct gen_args {
 	enum eng_load_mode load;
 	/* --load overlap (gen_overlap.h); load_set: --load was given (else the default's rule) */
 	bool overlap, load_set;
+	long switch_at;           /* --switch-at N: move onto the image before token N + 1,
+				   * waiting for it; 0 (default): as soon as it is ready */
 	enum eng_pin pin;
 };
 
