@@ -590,6 +590,59 @@ static json_t *resctrl_check(struct meters *m, const char *why, json_t *checks)
 			 "threshold_pct", MW_DRAMVERIFY_RESCTRL_PCT);
 }
 
+/* The canary: several times the last-level cache, so that it cannot be served from it, and
+ * at least MW_DRAMVERIFY_MIN_BYTES; asked, when given. */
+static uint64_t canary_bytes(uint64_t asked, bool llc_known, uint64_t llc)
+{
+	if (asked)
+		return asked;
+	uint64_t b = (llc_known ? llc : ENG_ROOF_LLC_FALLBACK) * ENG_ROOF_LLC_MULTIPLE;
+	return b < MW_DRAMVERIFY_MIN_BYTES ? MW_DRAMVERIFY_MIN_BYTES : b;
+}
+
+/* The idle window, then the two passes, each window ended by the next reading. 0, or -errno
+ * with why. *nt says whether the write pass had non-temporal stores. */
+static int stream_passes(struct meters *m, struct eng_stream *es, int idle_ms,
+			 struct eng_stream_sample *rs, struct eng_stream_sample *ws, bool *nt,
+			 char *why, size_t n)
+{
+	take(m, S_IDLE0);
+	sleep_ns((uint64_t)idle_ms * 1000000ull);
+	take(m, S_IDLE1);
+	int rc = eng_stream_run(es, ENG_STREAM_READ, false, rs);
+	if (rc < 0) {
+		snprintf(why, n, "the read pass failed: %s", strerror(-rc));
+		return rc;
+	}
+	take(m, S_READ);
+	*nt = true;
+	rc = eng_stream_run(es, ENG_STREAM_COPY, true, ws);
+	if (rc == -ENOTSUP) /* no non-temporal stores in this kernel table */
+		rc = eng_stream_run(es, ENG_STREAM_COPY, *nt = false, ws);
+	if (rc < 0) {
+		snprintf(why, n, "the write pass failed: %s", strerror(-rc));
+		return rc;
+	}
+	take(m, S_WRITE);
+	return 0;
+}
+
+/* The idle window per instance: its total and its time. */
+static json_t *idle_json(const struct meters *m)
+{
+	json_t *a = json_array();
+	for (int i = 0; a && i < m->st.n_instances; i++) {
+		char label[96];
+		const struct prb_dram_instance_sample *is = &m->idle->inst[i];
+		instance_label(&m->st, i, label, sizeof(label));
+		json_array_append_new(a, json_pack("{s:s, s:o, s:I}", "name", label, "total_bytes",
+			is->total.state == PRB_MEASURED ? json_integer((json_int_t)is->total.bytes) :
+							  json_null(),
+			"time_enabled_ns", (json_int_t)is->time_enabled));
+	}
+	return a;
+}
+
 static json_t *thresholds_json(void)
 {
 	return json_pack("{s:f, s:f, s:f, s:f}", "sum_pct", MW_DRAMVERIFY_SUM_PCT,
@@ -642,15 +695,9 @@ int mw_dramverify_run(const struct mw_dramverify_options *o, json_t **record, ch
 	} else {
 		snprintf(rwhy, sizeof(rwhy), "resctrl is the backend under test: no second meter");
 	}
-	/* the canary: several times the last-level cache, so that it cannot be served from it */
-	uint64_t bytes = o->bytes;
 	bool llc_known = eng_llc_size(&llc, llc_src, sizeof(llc_src)) == 0 && llc > 0;
-	if (!bytes) {
-		bytes = (llc_known ? llc : ENG_ROOF_LLC_FALLBACK) * ENG_ROOF_LLC_MULTIPLE;
-		if (bytes < MW_DRAMVERIFY_MIN_BYTES)
-			bytes = MW_DRAMVERIFY_MIN_BYTES;
-	}
-	struct eng_stream_options sopt = { .threads = o->threads, .bytes = bytes };
+	struct eng_stream_options sopt = { .threads = o->threads,
+					   .bytes = canary_bytes(o->bytes, llc_known, llc) };
 	if ((rc = eng_stream_new(&es, &sopt, &eerr)) < 0) {
 		snprintf(why, n, "cannot set up streaming: %s%s%s", eerr.source,
 			 eerr.source[0] ? ": " : "", eerr.text);
@@ -661,25 +708,10 @@ int mw_dramverify_run(const struct mw_dramverify_options *o, json_t **record, ch
 			"idle window %d ms\n", m->st.backend, m->st.n_instances,
 			prb_counter_backend(), (double)eng_stream_bytes(es) / 1048576.0, o->idle_ms);
 
-	/* the idle window, then the two passes, each window ended by the next reading */
-	take(m, S_IDLE0);
-	sleep_ns((uint64_t)o->idle_ms * 1000000ull);
-	take(m, S_IDLE1);
 	struct eng_stream_sample rs, ws;
-	if ((rc = eng_stream_run(es, ENG_STREAM_READ, false, &rs)) < 0) {
-		snprintf(why, n, "the read pass failed: %s", strerror(-rc));
-		goto out;
-	}
-	take(m, S_READ);
 	bool nt = true;
-	rc = eng_stream_run(es, ENG_STREAM_COPY, true, &ws);
-	if (rc == -ENOTSUP) /* no non-temporal stores in this kernel table */
-		rc = eng_stream_run(es, ENG_STREAM_COPY, nt = false, &ws);
-	if (rc < 0) {
-		snprintf(why, n, "the write pass failed: %s", strerror(-rc));
+	if ((rc = stream_passes(m, es, o->idle_ms, &rs, &ws, &nt, why, n)) < 0)
 		goto out;
-	}
-	take(m, S_WRITE);
 
 	checks = json_array();
 	prb_dram_sample_delta(m->s[S_IDLE1], m->s[S_IDLE0], m->idle);
@@ -698,16 +730,7 @@ int mw_dramverify_run(const struct mw_dramverify_options *o, json_t **record, ch
 	json_t *resctrl = resctrl_check(m, rwhy, checks);
 	json_t *perf = perf_check(m, es, o, checks);
 
-	json_t *idle_inst = json_array();
-	for (int i = 0; i < m->st.n_instances; i++) {
-		char label[96];
-		const struct prb_dram_instance_sample *is = &m->idle->inst[i];
-		instance_label(&m->st, i, label, sizeof(label));
-		json_array_append_new(idle_inst, json_pack("{s:s, s:o, s:I}", "name", label,
-			"total_bytes", is->total.state == PRB_MEASURED ?
-				json_integer((json_int_t)is->total.bytes) : json_null(),
-			"time_enabled_ns", (json_int_t)is->time_enabled));
-	}
+	json_t *idle_inst = idle_json(m);
 	bool pass = true;
 	size_t i;
 	json_t *c;
