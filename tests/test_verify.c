@@ -206,7 +206,7 @@ static void test_one_high(void)
 	double e = (got - share) * 100.0 / share; /* about +10 % */
 	T_NEAR(e, 10.0, 0.1);
 	snprintf(want, sizeof(want), "memwall verify: uncore_imc_free_running_1 (read pass, read): "
-		 "counted %.2fx its fair share of the expected bytes (%+.1f %%, threshold 8 %%)",
+		 "counted %.2fx its fair share of the expected bytes (%+.1f %%, threshold 5 %%)",
 		 got / share, e);
 	T_CONTAINS(o.err, want);
 	T_ASSERT(!strstr(o.err, "memwall verify: uncore_imc_free_running_0"));
@@ -217,11 +217,21 @@ static void test_one_high(void)
 	T_EQ_STR(json_string_value(json_object_get(r, "verdict")), "fail");
 	T_EQ_STR(verdict_of(r, "read pass: uncore_imc_free_running_1"), "fail");
 	T_EQ_STR(verdict_of(r, "read pass: uncore_imc_free_running_0"), "pass");
-	/* the sum is off by half of it: within the sum's 5 % here */
+	/* the sum is off by half of it: against the sum's 3 % (README) */
 	double sum_e = ((double)(counts[0] + counts[1]) * al_bpc - (double)ws) * 100.0 /
 		       (double)ws;
-	T_EQ_STR(verdict_of(r, "read pass: sum"), fabs(sum_e) <= 5.0 ? "pass" : "fail");
+	T_EQ_STR(verdict_of(r, "read pass: sum"), fabs(sum_e) <= 3.0 ? "pass" : "fail");
 	json_decref(r);
+
+	/* within the thresholds: one instance 4 % high (the sum then +2 %) passes */
+	uint64_t near[2] = { al_counts[0], al_counts[1] * 104 / 100 };
+	T_ASSERT(fabs(((double)near[1] * al_bpc - share) * 100.0 / share) <= 5.0);
+	T_ASSERT(fabs(((double)(near[0] + near[1]) * al_bpc - (double)ws) * 100.0 / (double)ws) <=
+		 3.0);
+	write_al(near);
+	o = verify("--no-perf", NULL, out);
+	T_EQ_INT(o.status, 0);
+	t_output_free(&o);
 
 	/* an instance that saw nothing of the canary fails, whatever the threshold */
 	uint64_t none[2] = { al_counts[0] * 2, 0 };

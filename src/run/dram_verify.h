@@ -42,8 +42,8 @@
 #define MW_DRAMVERIFY_MAX_AGE_DAYS 30.0 /* older: stale, as a calibration is */
 
 /* Thresholds, in percent (README: "doctor -> verify -> run -> bundle"). */
-#define MW_DRAMVERIFY_SUM_PCT 5.0      /* the sum over instances against the canary */
-#define MW_DRAMVERIFY_INSTANCE_PCT 8.0 /* each instance against its fair share */
+#define MW_DRAMVERIFY_SUM_PCT 3.0      /* the sum over instances against the canary */
+#define MW_DRAMVERIFY_INSTANCE_PCT 5.0 /* each instance against its fair share */
 #define MW_DRAMVERIFY_PERF_PCT 2.0     /* perf stat against memwall, same events */
 #define MW_DRAMVERIFY_RESCTRL_PCT 15.0 /* resctrl MBM against the memory controllers */
 
