@@ -602,6 +602,18 @@ out:
 	unlink(path);
 }
 
+/* A backend with no_group (amd_df: 8 channel events on 4 counters) reads event by event even
+ * where the layer has groups: only the channel whose counter was multiplexed is extrapolated.
+ * Read as a group, the leader's times would scale all eight and the total would differ. */
+static void test_no_group(void)
+{
+	struct sim_case *c = zen3();
+	c->in[0].ev[0].scaled = 0.5;
+	run_case(c);
+	T_ASSERT(samples[READS].reading_flags & PRB_READING_SCALED);
+	T_EQ_INT(samples[READS].total.state, PRB_MEASURED);
+}
+
 static void test_scaled(void)
 {
 	/* the data fabric's 8 channel events share 4 counters: each runs half the time, and the
@@ -801,6 +813,7 @@ int main(void)
 	test_fail_mid_run();
 	test_grouped();
 	test_group_layout();
+	test_no_group();
 	test_scaled();
 	test_resctrl_unavailable();
 	test_resctrl_files();
