@@ -427,7 +427,6 @@ static json_t *perf_check(struct meters *m, struct eng_stream *es,
 	 * event to perf, which sums it over the PMU's cpumask */
 	struct {
 		struct prb_dram_event_desc ev;
-		double memwall; /* unused here: figures are compared per PMU and figure */
 	} *evs = calloc(PRB_DRAM_MAX_INSTANCES * PRB_DRAM_MAX_EVENTS, sizeof(*evs));
 	char *list = calloc(1, 65536);
 	int nev = 0;
