@@ -1,27 +1,40 @@
 /* probes/counter_sim.c: a simulated PMU, the counter layer for tests ($MEMWALL_COUNTERS=sim).
  *
  * This VM has no uncore PMUs, so the DRAM paths (raw deltas, wrapping, multiplexing, counters
- * that never run or stop reading) could only be tested on bare metal. This layer replays the
- * counts a test scripted in the file named by $MEMWALL_SIM_SCRIPT; nothing in it is random or
- * depends on the clock. One rule per line, '#' to the end of a line is a comment:
+ * that never run or stop reading, grouped reads) could only be tested on bare metal. This
+ * layer replays the counts a test scripted in the file named by $MEMWALL_SIM_SCRIPT; nothing
+ * in it is random or depends on the clock. One rule per line, '#' to the end of a line is a
+ * comment:
  *
- *   perf type=24 config=0x20ff cpu=* start=0 step=1000 [bits=48] [notrun] [fail_after=N]
- *        [scaled=0.5]
- *   file path=mon_L3_00/mbm_total_bytes start=0 step=4096 [bits=N] [unavailable_after=N]
- *        [fail_after=N]
+ *   perf type=24 config=0x20ff cpu=* start=0 step=1000 [steps=A,B,...] [bits=48] [notrun]
+ *        [fail_after=N] [scaled=0.5] [ns_per_read=N]
+ *   file path=mon_L3_00/mbm_total_bytes start=0 step=4096 [steps=A,B,...] [bits=N]
+ *        [unavailable_after=N] [fail_after=N]
+ *   nogroups
  *
  * A perf rule matches an open by attr.type, attr.config (any base strtoull takes) and cpu (a
  * number, or '*' for any); a file rule matches a file counter whose path ends with path. The
  * first matching rule wins. Each counter counts its own reads, k = 0 for the first (the one
  * prb_dram_open makes), and read k gives:
- *   value         (start + k * step) mod 2^bits (bits 64 unless given)
- *   time_enabled  (k + 1) ms, so that even the first read has run
+ *   value         (start + the sum of the first k steps) mod 2^bits (bits 64 unless given);
+ *                 the steps are A, B, ... with the last repeated, else step every time
+ *   time_enabled  (k + 1) * ns_per_read (default 1000000: 1 ms), so that even the first read
+ *                 has run; the times are the script's, never the clock's
  *   time_running  time_enabled; 0 with notrun; scaled * time_enabled with scaled=
  *   failure       -EIO when k > fail_after; for files, "Unavailable" (-ENODATA) when
  *                 k > unavailable_after
  * Events no rule names (task-clock, energy-pkg, ...) are opened by the syscall layer and pass
- * through unchanged, so software counters keep working under sim. There are no groups: the
- * DRAM code then reads event by event, each counter once per prb_dram_read.
+ * through unchanged, so software counters keep working under sim.
+ *
+ * Groups: a leader's members (open_member) are read with the leader in one read_group, laid
+ * out as perf_event_open(2)'s read_format with PERF_FORMAT_GROUP: { nr, [time_enabled],
+ * [time_running], { value, [id], [lost] } x nr }, the leader first and the members in the
+ * order they were opened. As in the kernel, a group is scheduled all or nothing: its times
+ * are the leader's rule's (a member whose rule has its own notrun or scaled is refused), and
+ * one failing member fails the whole read. The group counts its reads with the leader's k.
+ * The line "nogroups" makes every open_member fail with -EOPNOTSUPP, as a layer (or a PMU)
+ * without groups would: the DRAM code then reads event by event, each counter once per
+ * prb_dram_read. Backends that must multiplex (no_group) read event by event anyway.
  *
  * The script is read at every open (opens are few), so a test can point $MEMWALL_SIM_SCRIPT at
  * another file between opens. A malformed script fails the open with -EINVAL and a line on
@@ -34,7 +47,8 @@
 
 #include "internal.h"
 
-#define NS_PER_READ 1000000ull
+#define NS_PER_READ 1000000ull /* the default of ns_per_read= */
+#define MAX_STEPS 32
 
 struct rule {
 	bool is_file;
@@ -43,6 +57,9 @@ struct rule {
 	int cpu; /* -1: any */
 	char path[256];
 	uint64_t start, step;
+	uint64_t steps[MAX_STEPS]; /* steps=: the k-th read's step, the last one repeated */
+	int n_steps;
+	uint64_t ns_per_read;
 	unsigned bits;
 	bool notrun;
 	double scaled;     /* 0: runs all the time it is enabled */
@@ -54,6 +71,10 @@ struct sim_counter {
 	struct counter *inner; /* an event no rule names: the syscall layer's counter */
 	struct rule rule;
 	uint64_t k;            /* reads so far */
+	uint64_t read_format;  /* attr.read_format at open: the layout of a group read */
+	struct sim_counter *leader;                      /* a member: its leader */
+	struct sim_counter *members[PRB_DRAM_MAX_EVENTS]; /* a leader: its members, in order */
+	int n_members;
 };
 
 struct sim_file {
@@ -76,7 +97,8 @@ static int parse_u64(const char *s, uint64_t *v)
 	return errno || !*s || *end || *s == '-' ? -EINVAL : 0;
 }
 
-/* Parses one line into *r. Returns 1 for a rule, 0 for a blank or comment line, -EINVAL. */
+/* Parses one line into *r. Returns 1 for a rule, 2 for "nogroups", 0 for a blank or comment
+ * line, -EINVAL. */
 static int parse_line(char *line, struct rule *r, const char *script, int lineno)
 {
 	char *save = NULL, *tok;
@@ -90,10 +112,17 @@ static int parse_line(char *line, struct rule *r, const char *script, int lineno
 	r->cpu = -1;
 	r->bits = 64;
 	r->fail_after = r->unavailable_after = -1;
+	r->ns_per_read = NS_PER_READ;
+	if (!strcmp(tok, "nogroups")) {
+		if ((tok = strtok_r(NULL, " \t\r\n", &save)))
+			return bad(script, lineno, "\"nogroups\" takes nothing, got", tok);
+		return 2;
+	}
 	if (!strcmp(tok, "file"))
 		r->is_file = true;
 	else if (strcmp(tok, "perf"))
-		return bad(script, lineno, "a rule is \"perf\" or \"file\", not", tok);
+		return bad(script, lineno, "a rule is \"perf\", \"file\" or \"nogroups\", not",
+			   tok);
 	while ((tok = strtok_r(NULL, " \t\r\n", &save))) {
 		char *val = strchr(tok, '=');
 		uint64_t v = 0;
@@ -109,6 +138,17 @@ static int parse_line(char *line, struct rule *r, const char *script, int lineno
 			rc = fmt_into(r->path, "%s", val);
 		} else if (!strcmp(tok, "cpu") && !strcmp(val, "*")) {
 			r->cpu = -1;
+		} else if (!strcmp(tok, "steps")) {
+			char *save2 = NULL, *one;
+			for (one = strtok_r(val, ",", &save2); one && rc == 0;
+			     one = strtok_r(NULL, ",", &save2)) {
+				if (r->n_steps == MAX_STEPS)
+					rc = -EINVAL;
+				else
+					rc = parse_u64(one, &r->steps[r->n_steps++]);
+			}
+			if (r->n_steps == 0)
+				rc = -EINVAL;
 		} else if (!strcmp(tok, "scaled")) {
 			char *end = NULL;
 			r->scaled = strtod(val, &end);
@@ -125,6 +165,8 @@ static int parse_line(char *line, struct rule *r, const char *script, int lineno
 				r->start = v;
 			else if (!strcmp(tok, "step"))
 				r->step = v;
+			else if (!strcmp(tok, "ns_per_read") && v >= 1 && v < (1ull << 40))
+				r->ns_per_read = v;
 			else if (!strcmp(tok, "bits") && v >= 1 && v <= 64)
 				r->bits = (unsigned)v;
 			else if (!strcmp(tok, "fail_after") && v < (1ull << 62))
@@ -149,15 +191,18 @@ static bool path_ends_with(const char *path, const char *suffix)
 }
 
 /* The first rule of the script that matches (attr, cpu) or path: 1 with *out filled, 0 when
- * none does (or there is no script), -EINVAL for a malformed script. */
+ * none does (or there is no script), -EINVAL for a malformed script. *nogroups (may be NULL)
+ * says whether the script has the line "nogroups". */
 static int find_rule(const struct perf_event_attr *attr, int cpu, const char *path,
-		     struct rule *out)
+		     struct rule *out, bool *nogroups)
 {
 	const char *script = getenv("MEMWALL_SIM_SCRIPT");
 	char line[1024];
 	int lineno = 0, rc = 0;
 	FILE *f;
 
+	if (nogroups)
+		*nogroups = false;
 	if (!script || !*script)
 		return 0;
 	f = fopen(script, "r");
@@ -165,12 +210,16 @@ static int find_rule(const struct perf_event_attr *attr, int cpu, const char *pa
 		fprintf(stderr, "%s: sim script: cannot open: %s\n", script, strerror(errno));
 		return -EINVAL;
 	}
-	while (rc == 0 && fgets(line, sizeof(line), f)) {
+	/* read to the end even after a match: "nogroups" may come later, and a malformed line
+	 * anywhere fails the open */
+	while (rc >= 0 && fgets(line, sizeof(line), f)) {
 		struct rule r;
 		int got = parse_line(line, &r, script, ++lineno);
 		if (got < 0)
 			rc = got;
-		else if (got == 0 || r.is_file != (path != NULL))
+		else if (got == 2 && nogroups)
+			*nogroups = true;
+		else if (got != 1 || rc == 1 || r.is_file != (path != NULL))
 			continue;
 		else if (path ? path_ends_with(path, r.path) :
 				r.type == attr->type && r.config == attr->config &&
@@ -186,7 +235,19 @@ static int find_rule(const struct perf_event_attr *attr, int cpu, const char *pa
 static uint64_t value_at(const struct rule *r, uint64_t k)
 {
 	uint64_t mask = r->bits >= 64 ? ~0ull : (1ull << r->bits) - 1;
-	return (r->start + k * r->step) & mask;
+	uint64_t v = r->start;
+	if (!r->n_steps)
+		return (v + k * r->step) & mask;
+	for (uint64_t i = 0; i < k; i++)
+		v += r->steps[i < (uint64_t)r->n_steps ? i : (uint64_t)r->n_steps - 1];
+	return v & mask;
+}
+
+/* time_enabled and time_running of read k under rule r */
+static void times_at(const struct rule *r, uint64_t k, uint64_t *ena, uint64_t *run)
+{
+	*ena = (k + 1) * r->ns_per_read;
+	*run = r->notrun ? 0 : r->scaled > 0 ? (uint64_t)(r->scaled * (double)*ena) : *ena;
 }
 
 static int sim_open(struct counter **out, const struct perf_event_attr *attr, int pid, int cpu)
@@ -197,7 +258,8 @@ static int sim_open(struct counter **out, const struct perf_event_attr *attr, in
 	*out = NULL;
 	if (!c)
 		return -ENOMEM;
-	rc = find_rule(attr, cpu, NULL, &c->rule);
+	c->read_format = attr->read_format;
+	rc = find_rule(attr, cpu, NULL, &c->rule, NULL);
 	if (rc == 0)
 		rc = counter_syscall_ops.open(&c->inner, attr, pid, cpu);
 	if (rc < 0) {
@@ -219,8 +281,99 @@ static int sim_read(struct counter *cc, uint64_t v[3])
 	if (r->fail_after >= 0 && k > (uint64_t)r->fail_after)
 		return -EIO;
 	v[0] = value_at(r, k);
-	v[1] = (k + 1) * NS_PER_READ;
-	v[2] = r->notrun ? 0 : r->scaled > 0 ? (uint64_t)(r->scaled * (double)v[1]) : v[1];
+	times_at(r, k, &v[1], &v[2]);
+	return 0;
+}
+
+static int sim_open_member(struct counter **out, const struct perf_event_attr *attr, int pid,
+			   int cpu, struct counter *lc)
+{
+	struct sim_counter *leader = (struct sim_counter *)lc, *c = NULL;
+	const char *script = getenv("MEMWALL_SIM_SCRIPT");
+	bool nogroups = false;
+	int rc;
+
+	*out = NULL;
+	if (!leader || leader->leader)
+		return -EINVAL; /* a member of a member: the kernel takes the group_fd's leader;
+				 * the DRAM code never asks for it */
+	if (leader->n_members == PRB_DRAM_MAX_EVENTS)
+		return -ENOSPC;
+	if (!(c = calloc(1, sizeof(*c))))
+		return -ENOMEM;
+	c->read_format = attr->read_format;
+	rc = find_rule(attr, cpu, NULL, &c->rule, &nogroups);
+	if (rc >= 0 && nogroups)
+		rc = -EOPNOTSUPP;
+	else if (rc == 0 && leader->inner)
+		rc = counter_syscall_ops.open_member(&c->inner, attr, pid, cpu, leader->inner);
+	else if (rc >= 0 && (rc == 0) != (leader->inner != NULL)) {
+		fprintf(stderr, "%s: sim script: a group mixes a scripted event with an unscripted "
+			"one (type %u config 0x%llx): script both or neither\n", script,
+			attr->type, (unsigned long long)attr->config);
+		rc = -EINVAL;
+	} else if (rc == 1 && (c->rule.notrun || c->rule.scaled > 0 ||
+			       c->rule.ns_per_read != leader->rule.ns_per_read)) {
+		fprintf(stderr, "%s: sim script: the rule for type %u config 0x%llx gives a group "
+			"member times of its own (notrun, scaled or ns_per_read): a group runs all "
+			"or nothing, so its times are its leader's; put them on the leader's rule\n",
+			script, attr->type, (unsigned long long)attr->config);
+		rc = -EINVAL;
+	}
+	if (rc < 0) {
+		free(c);
+		return rc;
+	}
+	c->leader = leader;
+	leader->members[leader->n_members++] = c;
+	*out = (struct counter *)c;
+	return 0;
+}
+
+/* One read of a group, laid out as perf_event_open(2) says for PERF_FORMAT_GROUP:
+ *   struct read_format { u64 nr; u64 time_enabled;  (if PERF_FORMAT_TOTAL_TIME_ENABLED)
+ *                        u64 time_running;          (if PERF_FORMAT_TOTAL_TIME_RUNNING)
+ *                        struct { u64 value; u64 id; (if PERF_FORMAT_ID)
+ *                                 u64 lost;          (if PERF_FORMAT_LOST) } values[nr]; };
+ * The leader's value first, then the members' in the order they were opened. */
+static int sim_read_group(struct counter *lc, uint64_t *buf, size_t n)
+{
+	struct sim_counter *leader = (struct sim_counter *)lc;
+	uint64_t rf = leader->read_format, ena, run;
+	size_t per = 1 + !!(rf & PERF_FORMAT_ID) + !!(rf & PERF_FORMAT_LOST);
+	size_t nr = 1 + (size_t)leader->n_members, at = 1;
+	size_t need = 1 + !!(rf & PERF_FORMAT_TOTAL_TIME_ENABLED) +
+		      !!(rf & PERF_FORMAT_TOTAL_TIME_RUNNING) + nr * per;
+
+	if (leader->inner)
+		return counter_syscall_ops.read_group(leader->inner, buf, n);
+	if (leader->leader || !(rf & PERF_FORMAT_GROUP))
+		return -EINVAL; /* read(2) of a leader opened without PERF_FORMAT_GROUP gives
+				 * one value, not a group */
+	if (n < need)
+		return -ENOSPC; /* as read(2) says of a buffer too small for the group */
+	uint64_t k = leader->k++;
+	for (size_t m = 0; m < nr; m++) {
+		struct sim_counter *c = m ? leader->members[m - 1] : leader;
+		if (m)
+			c->k = leader->k;
+		if (c->rule.fail_after >= 0 && k > (uint64_t)c->rule.fail_after)
+			return -EIO;
+	}
+	times_at(&leader->rule, k, &ena, &run);
+	buf[0] = nr;
+	if (rf & PERF_FORMAT_TOTAL_TIME_ENABLED)
+		buf[at++] = ena;
+	if (rf & PERF_FORMAT_TOTAL_TIME_RUNNING)
+		buf[at++] = run;
+	for (size_t m = 0; m < nr; m++) {
+		const struct sim_counter *c = m ? leader->members[m - 1] : leader;
+		buf[at++] = value_at(&c->rule, k);
+		if (rf & PERF_FORMAT_ID)
+			buf[at++] = (uint64_t)(uintptr_t)c; /* unique while it is open */
+		if (rf & PERF_FORMAT_LOST)
+			buf[at++] = 0;
+	}
 	return 0;
 }
 
@@ -241,6 +394,18 @@ static void sim_close(struct counter *cc)
 	struct sim_counter *c = (struct sim_counter *)cc;
 	if (!c)
 		return;
+	if (c->leader) { /* a member leaves its group */
+		struct sim_counter *l = c->leader;
+		for (int i = 0; i < l->n_members; i++)
+			if (l->members[i] == c) {
+				memmove(&l->members[i], &l->members[i + 1],
+					(size_t)(l->n_members - i - 1) * sizeof(l->members[0]));
+				l->n_members--;
+				break;
+			}
+	}
+	for (int i = 0; i < c->n_members; i++) /* a leader closed first orphans its members */
+		c->members[i]->leader = NULL;
 	if (c->inner)
 		counter_syscall_ops.close(c->inner);
 	free(c);
@@ -259,6 +424,8 @@ const struct counter_ops counter_sim_ops = {
 	.enable = sim_enable,
 	.disable = sim_disable,
 	.close = sim_close,
+	.open_member = sim_open_member,
+	.read_group = sim_read_group,
 	.bits = sim_bits,
 };
 
@@ -289,7 +456,7 @@ int sim_file_open(struct file_counter **out, const char *path)
 	*out = NULL;
 	if (!f)
 		return -ENOMEM;
-	rc = find_rule(NULL, -1, path, &f->rule);
+	rc = find_rule(NULL, -1, path, &f->rule, NULL);
 	if (rc <= 0) {
 		free(f);
 		return rc < 0 ? rc : -ENOENT;

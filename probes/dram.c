@@ -350,6 +350,37 @@ const struct prb_dram_status *prb_dram_status(const struct prb_dram *d)
 	return &d->status;
 }
 
+int prb_dram_events(const struct prb_dram *d, int i, struct prb_dram_event_desc *out, int max)
+{
+	if (i < 0 || i >= d->plan.n)
+		return -EINVAL;
+	const struct dram_instance *in = &d->plan.inst[i];
+	if (!in->pmu)
+		return 0;
+	if (in->n_events > max)
+		return -ENOSPC;
+	for (int j = 0; j < in->n_events; j++) {
+		const struct dram_event *ev = &in->events[j];
+		char extra[96] = "";
+		/* perf's raw terms (tools/perf/Documentation/perf-list.txt, "Raw hardware event
+		 * descriptor"): config, config1, config2 as the PMU's sysfs format files place
+		 * them; the fields were encoded into these from those same files */
+		if (ev->attr.config1)
+			snprintf(extra, sizeof(extra), ",config1=0x%llx",
+				 (unsigned long long)ev->attr.config1);
+		if (ev->attr.config2)
+			snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra),
+				 ",config2=0x%llx", (unsigned long long)ev->attr.config2);
+		if (fmt_into(out[j].perf, "%s/config=0x%llx%s/", in->name,
+			     (unsigned long long)ev->attr.config, extra) < 0)
+			return -ENAMETOOLONG;
+		out[j].figure = ev->dir == DRAM_READ ? PRB_DRAM_READ :
+				ev->dir == DRAM_WRITE ? PRB_DRAM_WRITE : PRB_DRAM_TOTAL;
+		out[j].bytes_per_count = ev->bytes_per_count;
+	}
+	return in->n_events;
+}
+
 static uint64_t to_bytes(double count, double bytes_per_count)
 {
 	return (uint64_t)llround(count * bytes_per_count);

@@ -283,6 +283,19 @@ int prb_dram_read(struct prb_dram *d, struct prb_dram_sample *s);
 /* Borrowed; valid until prb_dram_close. */
 const struct prb_dram_status *prb_dram_status(const struct prb_dram *d);
 
+/* One event of a DRAM instance as the kernel's perf tool names it, so that a second meter can
+ * read the same counters (`memwall verify` runs `perf stat -a -x, -e` on them). */
+struct prb_dram_event_desc {
+	char perf[192];         /* "uncore_imc_free_running_0/config=0x20ff/": the PMU and the raw
+				 * encoding (perf then applies no .scale: it prints counts) */
+	unsigned figure;        /* PRB_DRAM_READ, PRB_DRAM_WRITE or PRB_DRAM_TOTAL */
+	double bytes_per_count; /* what one count is in bytes, as prb_dram_read converts it */
+};
+/* Fills out[0 .. max) with instance i's events in the order they are opened; returns how many
+ * (0 for a file instance, resctrl's, which perf does not read), or -EINVAL when there is no
+ * instance i, -ENOSPC when max is too small. */
+int prb_dram_events(const struct prb_dram *d, int i, struct prb_dram_event_desc *out, int max);
+
 /* ---------------------------------------------------------------- sets of events */
 
 struct prb_set_options {

@@ -25,6 +25,7 @@
 	MW_VERB(sparsity_calibrate, "the calibration pass of a static sparsity map: which FFN neurons never fire") \
 	MW_VERB(synth, "write a deterministic synthetic model of a real shape") \
 	MW_VERB(validate, "check a result record's schema and recompute its figures from the raw data") \
+	MW_VERB(verify, "prove the DRAM counters before a first run: a known canary, perf and resctrl agree") \
 	MW_VERB(version, "print the version, git commit and build configuration")
 
 #define MW_VERB_DECLARE(name, summary) int mw_cmd_##name(int argc, char **argv);

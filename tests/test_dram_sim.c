@@ -6,18 +6,24 @@
  * README.md describes the format). Each case scripts known per-instance steps on a recorded
  * sysfs tree, and every figure of every read is checked against arithmetic done here: bytes
  * per count from the tree's .scale and .unit text (or the documented 64 bytes per CAS or
- * channel request), never from the code under test.
+ * channel request), never from the code under test; times from the script's ns_per_read.
+ *
+ * Backends with more than one event per instance are read as one group per instance (one
+ * PERF_FORMAT_GROUP read), unless the script says "nogroups" or the backend multiplexes
+ * (amd_df: no_group). A group runs all or nothing: its times are its leader's (the first
+ * event), and one failing member fails the whole read; the wants below follow that rule.
  */
 #include <errno.h>
 #include <math.h>
 #include <unistd.h>
 
+#include "internal.h"
 #include "probes.h"
 #include "test.h"
 #include "sim_tree.h"
 
 #define READS 4
-#define MS 1000000ull
+#define NS_PER_READ 2500000ull /* written into every perf rule: 2.5 ms per read */
 
 enum dir { RD, WR, TOT };
 
@@ -46,6 +52,8 @@ struct sim_case {
 	const char *name;
 	const char *tree, *backend;
 	unsigned provides;
+	bool nogroups;  /* the script says "nogroups": every instance event by event */
+	bool no_group;  /* the backend multiplexes (amd_df.c sets no_group): never grouped */
 	int n;
 	struct sim_instance in[128];
 };
@@ -172,6 +180,7 @@ static struct sim_case *zen4(void)
 static struct sim_case *zen3(void)
 {
 	struct sim_case *c = case_new("zen3", "zen3", "amd_df", PRB_DRAM_TOTAL);
+	c->no_group = true;
 	struct sim_instance *in = inst_new(c);
 	for (unsigned ch = 0; ch < 8; ch++) {
 		/* event 0x07 + 0x40 ch in config:0-7,32-35; umask 0x38 in config:8-15; one
@@ -262,6 +271,8 @@ static const char *write_script(const struct sim_case *c)
 	if (!f)
 		return path;
 	fprintf(f, "# %s: written by tests/test_dram_sim.c\n", c->name);
+	if (c->nogroups)
+		fprintf(f, "nogroups\n");
 	for (int i = 0; i < c->n; i++) {
 		const struct sim_instance *in = &c->in[i];
 		if (in->file) {
@@ -275,7 +286,8 @@ static const char *write_script(const struct sim_case *c)
 		for (int j = 0; j < in->n; j++) {
 			const struct sim_event *e = &in->ev[j];
 			fprintf(f, "perf type=%u config=0x%" PRIx64 " cpu=%d start=%" PRIu64
-				" step=%" PRIu64, e->type, e->config, e->cpu, e->start, e->step);
+				" step=%" PRIu64 " ns_per_read=%llu", e->type, e->config, e->cpu,
+				e->start, e->step, NS_PER_READ);
 			if (e->bits)
 				fprintf(f, " bits=%u", e->bits);
 			if (e->notrun)
@@ -320,17 +332,23 @@ static struct want want_instance(const struct sim_case *c, const struct sim_inst
 			fold(&w.total, PRB_MEASURED, (uint64_t)k * in->step);
 		}
 	}
+	/* a group: the leader's times for every member, and one failing member fails all */
+	bool grouped = !c->nogroups && !c->no_group && !in->file && in->n > 1;
+	bool group_failed = false;
+	for (int j = 0; grouped && j < in->n; j++)
+		group_failed |= in->ev[j].fail_after >= 0 && k > in->ev[j].fail_after;
 	for (int j = 0; !in->file && j < in->n; j++) {
 		const struct sim_event *e = &in->ev[j];
+		const struct sim_event *t = grouped ? &in->ev[0] : e; /* whose times */
 		enum prb_state st = PRB_MEASURED;
 		/* k steps since the open's read; a multiplexed counter running a fraction f of
 		 * the time is extrapolated by 1/f (perf's enabled/running) */
-		double count = (double)k * (double)e->step / (e->scaled > 0 ? e->scaled : 1.0);
+		double count = (double)k * (double)e->step / (t->scaled > 0 ? t->scaled : 1.0);
 		uint64_t bytes = (uint64_t)llround(count * e->bytes_per_count);
-		if (e->fail_after >= 0 && k > e->fail_after) {
+		if (grouped ? group_failed : e->fail_after >= 0 && k > e->fail_after) {
 			st = PRB_READ_FAILED;
 			w.rc = -EIO;
-		} else if (e->notrun) {
+		} else if (t->notrun) {
 			st = PRB_NOT_RUN;
 		}
 		if (e->dir == RD)
@@ -419,9 +437,10 @@ static void run_case(const struct sim_case *c)
 		check_bytes("sum read", -1, k, &s->read, &sum->read);
 		check_bytes("sum write", -1, k, &s->write, &sum->write);
 		check_bytes("sum total", -1, k, &s->total, &sum->total);
-		/* perf instances: k synthetic milliseconds enabled since open (files: the clock) */
+		/* perf instances: k reads of the script's ns_per_read since open (files: the
+		 * clock) */
 		if (!c->in[0].file && wants[k][0].rc == 0)
-			T_EQ_U64(s->inst[0].time_enabled, k * MS);
+			T_EQ_U64(s->inst[0].time_enabled, k * NS_PER_READ);
 		if (k == 1)
 			continue;
 		/* per read: what a token's figure would be */
@@ -438,7 +457,7 @@ static void run_case(const struct sim_case *c)
 		w = want_delta(&sum->write, &want_sum[k - 1].write);
 		check_bytes("delta sum write", -1, k, &delta.write, &w);
 		if (!c->in[0].file && wants[k][0].rc == 0 && wants[k - 1][0].rc == 0)
-			T_EQ_U64(delta.inst[0].time_enabled, MS);
+			T_EQ_U64(delta.inst[0].time_enabled, NS_PER_READ);
 	}
 	prb_dram_close(d);
 	prb_system_close(sys);
@@ -465,9 +484,11 @@ static void test_every_backend(void)
 
 static void test_not_run(void)
 {
-	/* controller 1's write counter is never scheduled: its write and total are not-run, and
-	 * so are the sums over both controllers; reads are still measured */
+	/* read event by event: controller 1's write counter is never scheduled: its write and
+	 * total are not-run, and so are the sums over both controllers; reads are still
+	 * measured */
 	struct sim_case *c = arrow_lake();
+	c->nogroups = true;
 	c->in[1].ev[1].notrun = true;
 	run_case(c);
 	const struct prb_dram_sample *s = &samples[READS];
@@ -516,10 +537,12 @@ static void test_wrap(void)
 
 static void test_fail_mid_run(void)
 {
-	/* controller 2 on socket 1 stops reading after its second read: from the third on its
-	 * read and total are read-failed, prb_dram_read says -EIO, the sums are not measured,
-	 * and every other instance (and its own write counter) is still measured */
+	/* read event by event: controller 2 on socket 1 stops reading after its second read:
+	 * from the third on its read and total are read-failed, prb_dram_read says -EIO, the
+	 * sums are not measured, and every other instance (and its own write counter) is still
+	 * measured */
 	struct sim_case *c = sapphire_rapids();
+	c->nogroups = true;
 	c->in[5].ev[0].fail_after = 2;
 	run_case(c);
 	const struct prb_dram_sample *s = &samples[READS];
@@ -533,6 +556,117 @@ static void test_fail_mid_run(void)
 	T_EQ_INT(s->read.state, PRB_READ_FAILED);
 	T_EQ_INT(s->total.state, PRB_READ_FAILED);
 	T_EQ_INT(s->write.state, PRB_MEASURED);
+}
+
+/* The grouped path is the one taken: a group is scheduled all or nothing, so a leader that
+ * never runs takes its members with it (their times are the group's), and one member that
+ * fails fails the group's one read. Read event by event, the same scripts leave the other
+ * counter measured. The figures of every read are checked by run_case as well, with steps
+ * that differ per event: a group read that put the members' values out of the order they
+ * were opened in would swap reads and writes there. */
+static void test_grouped(void)
+{
+	for (int nogroups = 0; nogroups < 2; nogroups++) {
+		struct sim_case *c = arrow_lake();
+		c->nogroups = nogroups;
+		c->in[1].ev[0].notrun = true; /* the leader: data_read */
+		run_case(c);
+		const struct prb_dram_sample *s = &samples[READS];
+		T_EQ_INT(s->inst[1].read.state, PRB_NOT_RUN);
+		T_EQ_INT(s->inst[1].write.state, nogroups ? PRB_MEASURED : PRB_NOT_RUN);
+		T_EQ_INT(s->inst[0].write.state, PRB_MEASURED);
+
+		c = sapphire_rapids();
+		c->nogroups = nogroups;
+		c->in[5].ev[1].fail_after = 2; /* a member: cas_count_write */
+		run_case(c);
+		s = &samples[READS];
+		T_EQ_INT(s->inst[5].write.state, PRB_READ_FAILED);
+		T_EQ_INT(s->inst[5].read.state, nogroups ? PRB_MEASURED : PRB_READ_FAILED);
+		T_EQ_INT(s->inst[4].read.state, PRB_MEASURED);
+	}
+}
+
+/* The sim's group read itself, laid out as perf_event_open(2)'s read_format says: { nr,
+ * time_enabled, time_running, { value, id } x nr }, the leader first and the members in the
+ * order they were opened; a buffer too small is refused; "nogroups" refuses members. */
+static void test_group_layout(void)
+{
+	char path[600];
+	snprintf(path, sizeof(path), "%s/layout.script", tmpdir);
+	FILE *f = fopen(path, "w");
+	T_ASSERT(f != NULL);
+	if (!f)
+		return;
+	/* three events of one made-up PMU type; the times are the leader's: 3 ms per read */
+	fprintf(f, "perf type=99 config=1 cpu=* start=10 step=5 ns_per_read=3000000 scaled=0.5\n"
+		   "perf type=99 config=2 cpu=* start=200 steps=7,9 ns_per_read=3000000\n"
+		   "perf type=99 config=3 cpu=* start=3000 step=11 ns_per_read=3000000\n");
+	fclose(f);
+	setenv("MEMWALL_SIM_SCRIPT", path, 1);
+	struct counter *c[3] = { NULL };
+	struct perf_event_attr a;
+	uint64_t buf[16];
+	for (int j = 0; j < 3; j++) {
+		memset(&a, 0, sizeof(a));
+		a.size = sizeof(a);
+		a.type = 99;
+		a.read_format = PERF_FORMAT_GROUP | PERF_FORMAT_TOTAL_TIME_ENABLED |
+				PERF_FORMAT_TOTAL_TIME_RUNNING | PERF_FORMAT_ID;
+		/* opened in the order 1, 3, 2: the read gives that order, not the configs' */
+		a.config = j == 0 ? 1 : j == 1 ? 3 : 2;
+		int rc = j ? counter_open_member(&c[j], &a, -1, 0, c[0]) :
+			     counter_open(&c[0], &a, -1, 0);
+		T_EQ_INT(rc, 0);
+		if (rc)
+			goto out;
+	}
+	const struct counter_ops *ops = counter_ops_get();
+	T_ASSERT(ops->read_group != NULL);
+	for (uint64_t k = 0; k < 3; k++) {
+		T_EQ_INT(ops->read_group(c[0], buf, 16), 0);
+		T_EQ_U64(buf[0], 3);                        /* nr */
+		T_EQ_U64(buf[1], (k + 1) * 3000000);        /* time_enabled */
+		T_EQ_U64(buf[2], (k + 1) * 3000000 / 2);    /* time_running: scaled=0.5 */
+		T_EQ_U64(buf[3], 10 + 5 * k);               /* config 1, the leader */
+		T_EQ_U64(buf[5], 3000 + 11 * k);            /* config 3, opened second */
+		T_EQ_U64(buf[7], 200 + (k > 0 ? 7 : 0) + (k > 1 ? 9 : 0)); /* steps=7,9 */
+		T_ASSERT(buf[4] != buf[6] && buf[6] != buf[8] && buf[4] != buf[8]); /* ids */
+	}
+	T_EQ_INT(ops->read_group(c[0], buf, 3 + 2 * 3 - 1), -ENOSPC);
+	/* a member's rule cannot have times of its own: the group's are the leader's */
+	f = fopen(path, "a");
+	if (f) {
+		fprintf(f, "perf type=99 config=4 cpu=* start=0 step=1 notrun\n");
+		fclose(f);
+	}
+	struct counter *m = NULL;
+	a.config = 4;
+	T_EQ_INT(counter_open_member(&m, &a, -1, 0, c[0]), -EINVAL);
+	f = fopen(path, "a");
+	if (f) {
+		fprintf(f, "nogroups\n");
+		fclose(f);
+	}
+	a.config = 3;
+	T_EQ_INT(counter_open_member(&m, &a, -1, 0, c[0]), -EOPNOTSUPP);
+out:
+	for (int j = 2; j >= 0; j--)
+		if (c[j])
+			counter_ops_get()->close(c[j]);
+	unlink(path);
+}
+
+/* A backend with no_group (amd_df: 8 channel events on 4 counters) reads event by event even
+ * where the layer has groups: only the channel whose counter was multiplexed is extrapolated.
+ * Read as a group, the leader's times would scale all eight and the total would differ. */
+static void test_no_group(void)
+{
+	struct sim_case *c = zen3();
+	c->in[0].ev[0].scaled = 0.5;
+	run_case(c);
+	T_ASSERT(samples[READS].reading_flags & PRB_READING_SCALED);
+	T_EQ_INT(samples[READS].total.state, PRB_MEASURED);
 }
 
 static void test_scaled(void)
@@ -732,6 +866,9 @@ int main(void)
 	test_not_run();
 	test_wrap();
 	test_fail_mid_run();
+	test_grouped();
+	test_group_layout();
+	test_no_group();
 	test_scaled();
 	test_resctrl_unavailable();
 	test_resctrl_files();

@@ -17,6 +17,10 @@
  * decode token. So run r (warm-up included, from 0) reads k = R r + 1 ... R (r + 1),
  * R = 3 + PRE + D.
  * A figure that was not measured must be null with its state, never 0.
+ *
+ * Backends with more than one event per instance are read as one group per instance unless
+ * the script says "nogroups" or the backend multiplexes (amd_df): a group runs all or
+ * nothing, so its leader's notrun and any member's failure are every member's.
  */
 #include <math.h>
 #include <stdbool.h>
@@ -65,6 +69,8 @@ struct sim_case {
 	char name[64];
 	const char *tree, *backend;
 	bool split;           /* read and write provided; else the total only */
+	bool nogroups;        /* the script says "nogroups": event by event */
+	bool no_group;        /* the backend multiplexes (amd_df.c's no_group): never grouped */
 	int n;
 	struct sim_instance in[64];
 };
@@ -187,6 +193,7 @@ static struct sim_case *zen4(const char *name)
 static struct sim_case *zen3(const char *name)
 {
 	struct sim_case *c = case_new(name, "zen3", "amd_df", false);
+	c->no_group = true;
 	struct sim_instance *in = inst_new(c, "amd_df");
 	for (unsigned ch = 0; ch < 8; ch++) {
 		/* event 0x07 + 0x40 ch in config:0-7,32-35; umask 0x38 in config:8-15; one
@@ -281,6 +288,8 @@ static const char *write_script(const struct sim_case *c)
 		exit(1);
 	}
 	fprintf(f, "# %s: written by tests/test_run_sim.c\n", c->name);
+	if (c->nogroups)
+		fprintf(f, "nogroups\n");
 	for (int i = 0; i < c->n; i++) {
 		const struct sim_instance *in = &c->in[i];
 		if (in->file) {
@@ -372,15 +381,18 @@ static struct want want_window(const struct sim_case *c, const struct sim_instan
 			return (struct want){ "read-failed", 0 };
 		return (struct want){ "measured", (uint64_t)(b - a) * in->step };
 	}
+	bool grouped = !c->nogroups && !c->no_group && in->n > 1, group_failed = false;
+	for (int j = 0; grouped && j < in->n; j++)
+		group_failed |= in->ev[j].fail_after >= 0 && b > in->ev[j].fail_after;
 	for (int j = 0; j < in->n; j++) {
 		const struct sim_event *e = &in->ev[j];
 		if ((f == F_READ && e->dir != RD) || (f == F_WRITE && e->dir != WR))
 			continue;
 		uint64_t bytes = (uint64_t)llround((double)(b - a) * (double)e->step *
 						   e->bytes_per_count);
-		if (e->fail_after >= 0 && b > e->fail_after)
+		if (grouped ? group_failed : e->fail_after >= 0 && b > e->fail_after)
 			fold(&w, "read-failed", 0);
-		else if (e->notrun)
+		else if (grouped ? in->ev[0].notrun : e->notrun)
 			fold(&w, "not-run", 0);
 		else
 			fold(&w, "measured", bytes);
@@ -756,9 +768,11 @@ static void test_every_backend(void)
 
 static void test_not_run(void)
 {
-	/* controller 1's read counter is never scheduled: read and total are not-run in every
-	 * window, writes are still measured, and MB/token (on reads) is not measured */
+	/* read event by event: controller 1's read counter is never scheduled: read and total
+	 * are not-run in every window, writes are still measured, and MB/token (on reads) is
+	 * not measured */
 	struct sim_case *c = arrow_lake("notrun-arrow-lake");
+	c->nogroups = true;
 	c->in[1].ev[0].notrun = true;
 	struct expect x = { { "not-run", NULL, "not-run" }, 0 };
 	run_case(c, &x);
@@ -793,8 +807,16 @@ static void test_fail_mid_run(void)
 	 * measured run keep every figure; the second has no read or total for its decode, the
 	 * third none anywhere; writes go on. MB/token counts the one run with a figure. */
 	struct sim_case *c = sapphire_rapids("fail-mid-run");
+	c->nogroups = true;
 	c->in[5].ev[0].fail_after = FAIL_AFTER;
 	struct expect x = { { "read-failed", NULL, "read-failed" }, 1 };
+	run_case(c, &x);
+
+	/* the same, read as groups: the controller's group read fails as a whole, so its writes
+	 * stop with its reads */
+	c = sapphire_rapids("fail-mid-run-grouped");
+	c->in[5].ev[0].fail_after = FAIL_AFTER;
+	x = (struct expect){ { "read-failed", "read-failed", "read-failed" }, 1 };
 	run_case(c, &x);
 }
 

@@ -157,9 +157,8 @@ static int mkdir_parents(const char *path)
 	return 0;
 }
 
-/* Writes doc to path through a temporary file in the same folder and rename(2), so a reader
- * sees the old store or the new one, never half of one. */
-static int write_atomic(const char *path, const json_t *doc, struct mw_error *err)
+int mw_json_write_atomic(const char *path, const json_t *doc, const char *what,
+			 struct mw_error *err)
 {
 	char tmp[4200];
 	int rc = mkdir_parents(path), fd = -1;
@@ -193,7 +192,7 @@ out:
 		close(fd);
 	if (rc) {
 		unlink(tmp);
-		return mw_error_set(err, rc, path, "", "cannot write the calibration store: %s",
+		return mw_error_set(err, rc, path, "", "cannot write %s: %s", what,
 				    strerror(-rc));
 	}
 	return 0;
@@ -267,7 +266,7 @@ int mw_dramcal_save(const char *path, const json_t *report, const json_t *finger
 		goto out;
 	}
 	json_object_set(json_object_get(store, "machines"), sha, entry);
-	rc = write_atomic(path, store, err);
+	rc = mw_json_write_atomic(path, store, "the calibration store", err);
 out:
 	json_decref(entry);
 	json_decref(store);

@@ -50,6 +50,13 @@ json_t *mw_dramcal_fingerprint(const json_t *machine, const struct prb_dram_stat
 int mw_dramcal_save(const char *path, const json_t *report, const json_t *fingerprint,
 		    const char *sha, struct mw_error *err);
 
+/* Writes doc to path through a temporary file in the same folder and rename(2), so a reader
+ * sees the old file or the new one, never half of one; the folder is created. what names the
+ * file in errors ("the calibration store"). 0, or -errno with err naming the file and the
+ * fix. (The verification store, dram_verify.h, writes its files the same way.) */
+int mw_json_write_atomic(const char *path, const json_t *doc, const char *what,
+			 struct mw_error *err);
+
 /* How a run finds its calibration. */
 struct mw_dramcal_source {
 	const char *file;  /* --calibration FILE; NULL: the store (mw_dramcal_store_path) */

@@ -15,6 +15,7 @@
 
 #include "control.h"
 #include "dram_calibration.h"
+#include "dram_verify.h"
 #include "machine.h"
 #include "record_build.h"
 #include "run_state.h"
@@ -30,6 +31,7 @@ static void run_free(struct mw_run *run)
 {
 	json_decref(run->machine);
 	json_decref(run->calibration);
+	json_decref(run->verification);
 	json_decref(run->engine);
 	json_decref(run->model);
 	json_decref(run->preflight);
@@ -54,8 +56,10 @@ static int calibration_find(struct mw_run *run)
 					 .off = run->o->no_calibration };
 	run->calibration = mw_dramcal_for_run(&src, fp, sha, mw_counters_dram_basis(&run->ctr),
 					      run->o->log);
+	/* the latest `memwall verify` of this machine, on the layer this run counts on */
+	run->verification = mw_dramverify_for_run(NULL, sha, prb_counter_backend(), run->o->log);
 	json_decref(fp);
-	return run->calibration ? 0 : -ENOMEM;
+	return run->calibration && run->verification ? 0 : -ENOMEM;
 }
 
 /* One protocol (or one variant of one), start to record. */

@@ -68,6 +68,8 @@ static json_t *counters_json(const struct mw_run *run)
 	json_t *dram = mw_counters_dram_json(&run->ctr);
 	if (dram && run->calibration)
 		json_object_update(dram, run->calibration);
+	if (dram && run->verification)
+		json_object_update(dram, run->verification);
 	return json_pack("{s:o, s:o, s:O}", "dram", dram, "energy",
 			 mw_counters_energy_json(&run->ctr), "software",
 			 run->software ? run->software : json_array());

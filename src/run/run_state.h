@@ -27,6 +27,8 @@ struct mw_run {
 	json_t *machine;       /* mw_machine_describe, taken once before the runs */
 	json_t *calibration;   /* what counters.dram says of calibration (dram_calibration.h);
 				* NULL when DRAM is not measured */
+	json_t *verification;  /* what counters.dram says of verification (dram_verify.h); NULL
+				* when DRAM is not measured */
 	/* row: what the record says of the engine, the model and the runs */
 	json_t *engine;        /* the record's engine block (kind, threads, cpus, ...) */
 	json_t *model;         /* model facts the row knows: arch, shape, weight_bytes, synthetic */

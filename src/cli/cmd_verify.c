@@ -1,0 +1,234 @@
+/* src/cli/cmd_verify.c: `memwall verify`, the DRAM counters checked against a known canary,
+ * perf and resctrl before a first bare-metal run (src/run/dram_verify.h says what is checked
+ * and how; the README's "doctor -> verify -> run -> bundle" says why each threshold is what
+ * it is).
+ *
+ * exit codes: 0 every check passed; 1 a check failed (each failure named on stderr); 2 bad
+ * usage; 3 cannot verify here (no DRAM counters, or they cannot be opened: the probe's reason
+ * is printed) or the environment failed midway; no record is written then.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dram_calibration.h"
+#include "dram_verify.h"
+#include "mw.h"
+#include "verbs.h"
+
+#define VERB "verify"
+#define GIB (1024.0 * 1024.0 * 1024.0)
+
+struct options {
+	struct mw_dramverify_options v;
+	bool json;
+	const char *out; /* -o FILE */
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: memwall verify [--json] [-o FILE] [--size GiB] [--threads N] [--idle-ms MS]\n"
+		"                      [--backend NAME] [--sysfs ROOT] [--perf PATH | --no-perf]\n"
+		"                      [--perf-seconds S]\n\n"
+		"Proves the DRAM counters on this machine before a first run: measures the idle\n"
+		"traffic, streams a canary (a read pass, then a write pass with non-temporal stores)\n"
+		"several times the last-level cache, and checks the bytes every memory-controller\n"
+		"instance counted, and their sum, against the bytes streamed (net of the idle rate).\n"
+		"Where the kernel's perf tool exists it reads the same events with `perf stat -a -x,`\n"
+		"over the canary and compares; where resctrl MBM exists beside the controllers'\n"
+		"counters it compares the two. Thresholds: sum %g %%, each instance %g %% of its fair\n"
+		"share (total / instances: memory interleaved evenly is assumed), perf %g %%, resctrl\n"
+		"%g %% (README: \"doctor -> verify -> run -> bundle\").\n\n"
+		"  --json             print the verification record\n"
+		"  -o FILE            also write the record to FILE\n"
+		"  --size GiB         the canary's working set (default: %d x the last-level cache,\n"
+		"                     at least 1 GiB)\n"
+		"  --threads N        pinned streaming threads (default 1)\n"
+		"  --idle-ms MS       the idle window that measures background traffic (default 1000)\n"
+		"  --backend NAME     DRAM backend to verify (default: the most accurate present)\n"
+		"  --sysfs ROOT       read PMUs from ROOT/bus/event_source/devices\n"
+		"  --perf PATH        the perf tool to compare with (default: perf on $PATH)\n"
+		"  --no-perf          compare with no perf tool\n"
+		"  --perf-seconds S   perf's window, in which the canary streams (default 2)\n\n"
+		"The record is kept per machine (the calibration's fingerprint) and counter layer in\n"
+		"verification.json beside the calibration store ($MEMWALL_STATE_DIR, else\n"
+		"$XDG_STATE_HOME/memwall, else ~/.local/state/memwall); `memwall run` records the\n"
+		"latest one in counters.dram.verification.\n\n"
+		"exit codes: 0 every check passed; 1 a check failed; 2 bad usage; 3 cannot verify\n"
+		"here (no DRAM counters: a VM; the reason is printed) - no record is written then\n",
+		MW_DRAMVERIFY_SUM_PCT, MW_DRAMVERIFY_INSTANCE_PCT, MW_DRAMVERIFY_PERF_PCT,
+		MW_DRAMVERIFY_RESCTRL_PCT, 8);
+}
+
+static int parse_args(int argc, char **argv, struct options *o, bool *help)
+{
+	enum { OPT_JSON = 256, OPT_SIZE, OPT_THREADS, OPT_IDLE, OPT_BACKEND, OPT_SYSFS, OPT_PERF,
+	       OPT_NO_PERF, OPT_PERF_S };
+	static const struct option longopts[] = {
+		{ "json", no_argument, NULL, OPT_JSON },
+		{ "size", required_argument, NULL, OPT_SIZE },
+		{ "threads", required_argument, NULL, OPT_THREADS },
+		{ "idle-ms", required_argument, NULL, OPT_IDLE },
+		{ "backend", required_argument, NULL, OPT_BACKEND },
+		{ "sysfs", required_argument, NULL, OPT_SYSFS },
+		{ "perf", required_argument, NULL, OPT_PERF },
+		{ "no-perf", no_argument, NULL, OPT_NO_PERF },
+		{ "perf-seconds", required_argument, NULL, OPT_PERF_S },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	double gib;
+	long v;
+	int c;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1) {
+		switch (c) {
+		case OPT_JSON:
+			o->json = true;
+			break;
+		case 'o':
+			o->out = optarg;
+			break;
+		case OPT_SIZE:
+			if (mw_parse_double(optarg, 0.001, 4096, &gib) < 0)
+				return mw_fail(MW_EXIT_USAGE, VERB,
+					       "--size '%s': want GiB from 0.001 to 4096", optarg);
+			o->v.bytes = (uint64_t)(gib * GIB);
+			break;
+		case OPT_THREADS:
+			if (mw_parse_long(optarg, 1, MW_THREADS_MAX, &v) < 0)
+				return mw_fail(MW_EXIT_USAGE, VERB,
+					       "--threads '%s': want a whole number from 1 to %d",
+					       optarg, MW_THREADS_MAX);
+			o->v.threads = (int)v;
+			break;
+		case OPT_IDLE:
+			if (mw_parse_long(optarg, 1, 600000, &v) < 0)
+				return mw_fail(MW_EXIT_USAGE, VERB,
+					       "--idle-ms '%s': want milliseconds from 1 to 600000",
+					       optarg);
+			o->v.idle_ms = (int)v;
+			break;
+		case OPT_BACKEND:
+			o->v.backend = optarg;
+			break;
+		case OPT_SYSFS:
+			o->v.sysfs = optarg;
+			break;
+		case OPT_PERF:
+			if (!*optarg)
+				return mw_fail(MW_EXIT_USAGE, VERB, "--perf '': want the perf tool's "
+					       "path (or --no-perf)");
+			o->v.perf = optarg;
+			break;
+		case OPT_NO_PERF:
+			o->v.perf = "";
+			break;
+		case OPT_PERF_S:
+			if (mw_parse_double(optarg, 0.01, 600, &o->v.perf_seconds) < 0)
+				return mw_fail(MW_EXIT_USAGE, VERB,
+					       "--perf-seconds '%s': want seconds from 0.01 to 600",
+					       optarg);
+			break;
+		case 'h':
+			*help = true;
+			return MW_EXIT_OK;
+		default:
+			return mw_opt_error(VERB, c, argv);
+		}
+	}
+	return mw_opt_none_left(VERB, argc, argv);
+}
+
+static void print_text(const json_t *r)
+{
+	const json_t *canary = json_object_get(r, "canary");
+	printf("DRAM backend: %s (%zu instances), counter layer %s%s\n",
+	       json_string_value(json_object_get(r, "backend")),
+	       json_array_size(json_object_get(r, "instances")),
+	       json_string_value(json_object_get(r, "layer")),
+	       !strcmp(json_string_value(json_object_get(r, "layer")), "sim") ?
+		       " (SIMULATED: not a hardware verification)" : "");
+	printf("canary: %.1f MiB (last-level cache: %s)\n",
+	       (double)json_integer_value(json_object_get(canary, "bytes")) / 1048576.0,
+	       json_string_value(json_object_get(canary, "llc_source")));
+	const json_t *perf = json_object_get(r, "perf"), *res = json_object_get(r, "resctrl");
+	if (!json_is_true(json_object_get(perf, "available")))
+		printf("perf: not compared: %s\n",
+		       json_string_value(json_object_get(perf, "reason")));
+	if (!json_is_true(json_object_get(res, "available")))
+		printf("resctrl: not compared: %s\n",
+		       json_string_value(json_object_get(res, "reason")));
+	size_t i;
+	const json_t *c;
+	json_array_foreach(json_object_get(r, "checks"), i, c)
+		printf("  %-4s %s\n",
+		       !strcmp(json_string_value(json_object_get(c, "verdict")), "pass") ? "ok" :
+											    "FAIL",
+		       json_string_value(json_object_get(c, "message")));
+	printf("verdict: %s\n", json_string_value(json_object_get(r, "verdict")));
+}
+
+int mw_cmd_verify(int argc, char **argv)
+{
+	struct options o = { .v = { .threads = 1, .idle_ms = 1000, .perf_seconds = 2.0 } };
+	struct mw_error err;
+	json_t *rec = NULL;
+	char why[1024], store[4096];
+	bool help = false;
+	int rc = parse_args(argc, argv, &o, &help);
+	if (rc != MW_EXIT_OK || help) {
+		if (help)
+			usage(stdout);
+		return rc;
+	}
+	mw_error_clear(&err);
+	o.v.log = stderr;
+	int vrc = mw_dramverify_run(&o.v, &rec, why, sizeof(why));
+	if (vrc == -EINVAL)
+		return mw_fail(MW_EXIT_USAGE, VERB, "--backend: %s", why);
+	if (vrc == -ENOENT)
+		return mw_fail(MW_EXIT_ENV, VERB, "cannot verify here: %s", why);
+	if (vrc < 0)
+		return mw_fail(MW_EXIT_ENV, VERB, "cannot verify here: %s", why);
+
+	if (mw_dramverify_store_path(store, sizeof(store), &err) ||
+	    mw_dramverify_save(store, rec, &err)) {
+		mw_error_print(&err);
+		rc = MW_EXIT_ENV;
+		goto out;
+	}
+	fprintf(stderr, "memwall verify: stored in %s\n", store);
+	if (o.out) {
+		if (mw_json_write_atomic(o.out, rec, "the verification record", &err)) {
+			mw_error_print(&err);
+			rc = MW_EXIT_ENV;
+			goto out;
+		}
+		fprintf(stderr, "memwall verify: record written to %s\n", o.out);
+	}
+	if (o.json) {
+		json_dumpf(rec, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+		fputc('\n', stdout);
+	} else {
+		print_text(rec);
+	}
+	rc = MW_EXIT_OK;
+	size_t i;
+	const json_t *c;
+	json_array_foreach(json_object_get(rec, "checks"), i, c)
+		if (strcmp(json_string_value(json_object_get(c, "verdict")), "pass")) {
+			fprintf(stderr, "memwall verify: %s\n",
+				json_string_value(json_object_get(c, "message")));
+			rc = MW_EXIT_CHECK;
+		}
+out:
+	json_decref(rec);
+	return rc;
+}
