@@ -472,6 +472,30 @@ static void test_run_records(void)
 			T_ASSERT(age >= 0 && age < 1);
 			T_CONTAINS(json_string_value(json_object_get(v, "source")), state);
 			T_ASSERT(json_is_null(json_object_get(dram, "verification_reason")));
+			/* The summary says it, and a bundle carries the verification record
+			 * itself: the store's entry, byte for byte as verify stored it. */
+			const char *rargv[] = { "memwall", "report", path, NULL };
+			struct t_output r = t_run(rargv);
+			T_CONTAINS(r.out, "- Verification: passed on the SIMULATED PMU (");
+			t_output_free(&r);
+			char bundle[760];
+			snprintf(bundle, sizeof(bundle), "%s/v.tar.gz", scratch);
+			const char *bargv[] = { "memwall", "bundle", path, "-o", bundle, NULL };
+			r = t_run(bargv);
+			T_EQ_INT(r.status, 0);
+			t_output_free(&r);
+			const char *lst[] = { "/bin/tar", "tzf", bundle, NULL };
+			r = t_run(lst);
+			T_CONTAINS(r.out, "verification/");
+			t_output_free(&r);
+			const char *pv[] = { "/bin/tar", "xzf", bundle, "-O", "provenance.md", NULL };
+			r = t_run(pv);
+			T_CONTAINS(r.out, "- Verification record: verification/");
+			t_output_free(&r);
+			const char *vb[] = { "memwall", "validate", bundle, NULL };
+			r = t_run(vb);
+			T_EQ_INT(r.status, 0);
+			t_output_free(&r);
 		} else {
 			/* none in this state folder: null, and why */
 			T_ASSERT(json_is_null(v));

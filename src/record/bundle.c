@@ -131,8 +131,54 @@ static void provenance(FILE *f, const char *name, const char *sha, const json_t 
 			? mw_provenance_tag(&prov, tag, sizeof(tag)) : jstr(dram, "reason", "?"),
 		jstr(json_object_get(doc, "acceptance"), "status", "?"));
 	mw_provenance_print_md(f, &prov);
-	fputc('\n', f);
 	free(mem);
+}
+
+/* The verification a record names (counters.dram.verification: the store, the machine's
+ * fingerprint and the counter layer), added as verification/STEM.json when the store on this
+ * machine still holds that very one (same created_utc); otherwise provenance.md says why it
+ * is not in the bundle. A missing verification is never an error: the record says so. */
+static int add_verification(struct writer *w, const json_t *doc, const char *stem, FILE *prov,
+			    struct mw_error *err)
+{
+	const json_t *v = json_object_get(json_object_get(json_object_get(doc, "counters"),
+							  "dram"), "verification");
+	const char *src = jstr(v, "source", NULL), *sha = jstr(v, "fingerprint_sha256", NULL);
+	const char *layer = jstr(v, "layer", NULL), *created = jstr(v, "created_utc", NULL);
+	char *text = NULL, name[300], why[1024] = "";
+	size_t len = 0;
+	json_t *store = NULL;
+	struct mw_error ignored;
+	int rc = 0;
+	if (!json_is_object(v))
+		return 0;
+	if (!src || !sha || !layer || !created)
+		snprintf(why, sizeof(why), "the record does not name its store, machine and layer");
+	else if (mw_file_read(src, "verification store", "", 16u << 20, &text, &len, &ignored))
+		snprintf(why, sizeof(why), "%s", ignored.text);
+	else if (!(store = json_loadb(text, len, 0, NULL)))
+		snprintf(why, sizeof(why), "%s does not parse as JSON", src);
+	const json_t *e = json_object_get(json_object_get(json_object_get(store, "machines"), sha),
+					  layer);
+	if (!why[0] && !e)
+		snprintf(why, sizeof(why), "%s no longer holds it", src);
+	else if (!why[0] && strcmp(jstr(e, "created_utc", ""), created))
+		snprintf(why, sizeof(why), "%s holds a newer one (%s)", src,
+			 jstr(e, "created_utc", "?"));
+	if (why[0]) {
+		fprintf(prov, "- Verification record: not in the bundle (%s)\n", why);
+	} else {
+		char *body = json_dumps(e, JSON_INDENT(2) | JSON_SORT_KEYS);
+		snprintf(name, sizeof(name), "verification/%s.json", stem);
+		rc = body ? add(w, name, body, strlen(body), err)
+			  : mw_error_set(err, -ENOMEM, src, "", "out of memory");
+		if (!rc)
+			fprintf(prov, "- Verification record: %s\n", name);
+		free(body);
+	}
+	free(text);
+	json_decref(store);
+	return rc;
 }
 
 /* Reads, validates and adds one record, its charts and its provenance section. */
@@ -170,6 +216,10 @@ static int add_record(struct writer *w, const char *path, FILE *prov, char *why,
 	if (whybuf[0] && !why[0])
 		snprintf(why, n, "%s", whybuf);
 	provenance(prov, name, hex, doc);
+	rc = add_verification(w, doc, stem, prov, err);
+	fputc('\n', prov);
+	if (rc)
+		goto out;
 	if (log)
 		fprintf(log, "memwall bundle: %s as %s%s\n", path, name, whybuf[0] ? " (no charts)" : "");
 out:
