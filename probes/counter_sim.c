@@ -6,15 +6,19 @@
  * in it is random or depends on the clock. One rule per line, '#' to the end of a line is a
  * comment:
  *
- *   perf type=24 config=0x20ff cpu=* start=0 step=1000 [steps=A,B,...] [bits=48] [notrun]
- *        [fail_after=N] [scaled=0.5] [ns_per_read=N]
+ *   perf type=24 config=0x20ff [config1=N] cpu=* start=0 step=1000 [steps=A,B,...] [bits=48]
+ *        [notrun] [fail_after=N] [scaled=0.5] [ns_per_read=N] [solo]
  *   file path=mon_L3_00/mbm_total_bytes start=0 step=4096 [steps=A,B,...] [bits=N]
  *        [unavailable_after=N] [fail_after=N]
  *   nogroups
  *
- * A perf rule matches an open by attr.type, attr.config (any base strtoull takes) and cpu (a
- * number, or '*' for any); a file rule matches a file counter whose path ends with path. The
- * first matching rule wins. Each counter counts its own reads, k = 0 for the first (the one
+ * A perf rule matches an open by attr.type, attr.config (any base strtoull takes), attr.config1
+ * when the rule gives config1= (arm_dmc620 puts the direction there), and cpu (a number, or
+ * '*' for any); a file rule matches a file counter whose path ends with path. The first
+ * matching rule wins. "solo" marks an event whose driver refuses to share a group with
+ * another hardware event (arm_dmc620_pmu.c's event_init): a group with it and any other
+ * scripted event fails its open with -EINVAL, as the kernel's would, and the refusal is said
+ * on stderr ("a solo event refused a group") so a test sees that a group was asked for. Each counter counts its own reads, k = 0 for the first (the one
  * prb_dram_open makes), and read k gives:
  *   value         (start + the sum of the first k steps) mod 2^bits (bits 64 unless given);
  *                 the steps are A, B, ... with the last repeated, else step every time
@@ -54,6 +58,8 @@ struct rule {
 	bool is_file;
 	uint32_t type;
 	uint64_t config;
+	bool has_config1, solo;
+	uint64_t config1;
 	int cpu; /* -1: any */
 	char path[256];
 	uint64_t start, step;
@@ -127,8 +133,8 @@ static int parse_line(char *line, struct rule *r, const char *script, int lineno
 		char *val = strchr(tok, '=');
 		uint64_t v = 0;
 		int rc = 0;
-		if (!strcmp(tok, "notrun")) {
-			r->notrun = true;
+		if (!strcmp(tok, "notrun") || !strcmp(tok, "solo")) {
+			*(tok[0] == 'n' ? &r->notrun : &r->solo) = true;
 			continue;
 		}
 		if (!val)
@@ -159,6 +165,8 @@ static int parse_line(char *line, struct rule *r, const char *script, int lineno
 				r->type = (uint32_t)v;
 			else if (!strcmp(tok, "config"))
 				r->config = v;
+			else if (!strcmp(tok, "config1"))
+				r->has_config1 = true, r->config1 = v;
 			else if (!strcmp(tok, "cpu") && v <= 1u << 20)
 				r->cpu = (int)v;
 			else if (!strcmp(tok, "start"))
@@ -223,6 +231,7 @@ static int find_rule(const struct perf_event_attr *attr, int cpu, const char *pa
 			continue;
 		else if (path ? path_ends_with(path, r.path) :
 				r.type == attr->type && r.config == attr->config &&
+				(!r.has_config1 || r.config1 == attr->config1) &&
 				(r.cpu < 0 || r.cpu == cpu)) {
 			*out = r;
 			rc = 1;
@@ -311,6 +320,13 @@ static int sim_open_member(struct counter **out, const struct perf_event_attr *a
 		fprintf(stderr, "%s: sim script: a group mixes a scripted event with an unscripted "
 			"one (type %u config 0x%llx): script both or neither\n", script,
 			attr->type, (unsigned long long)attr->config);
+		rc = -EINVAL;
+	} else if (rc == 1 && (c->rule.solo || leader->rule.solo)) {
+		/* the driver's answer to a second hardware event in its group; said, so a test
+		 * can tell that a group was asked of a PMU that takes none (the DRAM code then
+		 * falls back to event by event, as it would on the hardware) */
+		fprintf(stderr, "%s: sim: a solo event refused a group (type %u config 0x%llx)\n",
+			script, attr->type, (unsigned long long)attr->config);
 		rc = -EINVAL;
 	} else if (rc == 1 && (c->rule.notrun || c->rule.scaled > 0 ||
 			       c->rule.ns_per_read != leader->rule.ns_per_read)) {

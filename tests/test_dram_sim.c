@@ -38,6 +38,8 @@ struct sim_event {
 	bool notrun;
 	int fail_after;       /* -1: never */
 	double scaled;        /* 0: not given */
+	int config1;          /* -1: not given (the rule matches any config1) */
+	bool solo;            /* the driver refuses a group with another hardware event */
 };
 
 struct sim_instance {
@@ -94,7 +96,7 @@ static void add_event(struct sim_case *c, struct sim_instance *in, uint32_t type
 	struct sim_event *e = &in->ev[in->n];
 	*e = (struct sim_event){ .type = type, .config = config, .cpu = cpu, .dir = dir,
 				 .bytes_per_count = bytes_per_count, .fail_after = -1,
-				 .start = 1000u * (unsigned)c->n,
+				 .config1 = -1, .start = 1000u * (unsigned)c->n,
 				 .step = 1000u * (unsigned)c->n + 10u * (unsigned)in->n + 1 };
 	in->n++;
 }
@@ -224,11 +226,12 @@ static struct sim_case *ampere_altra(void)
 		 * (config1) 0 or 1; one count is one 64-byte burst (arm_dmc620.c) */
 		add_event(c, in, pmu_type(c->tree, pmu), 0x1, 0, RD, 64.0);
 		add_event(c, in, pmu_type(c->tree, pmu), 0x1, 0, WR, 64.0);
-		/* the simulated PMU matches a rule on type and config only, and the two
-		 * directions differ in config1: both counters replay the first rule, so both
-		 * are scripted alike (test_dram.c checks the directions' encodings) */
-		in->ev[1].start = in->ev[0].start;
-		in->ev[1].step = in->ev[0].step;
+		/* each direction its own rule (config1 = match: 0 read, 1 write) and steps, so
+		 * a direction read from the wrong event shows; "solo": the driver refuses a
+		 * group with a second hardware event, so a grouped open would fail the case */
+		in->ev[0].config1 = 0;
+		in->ev[1].config1 = 1;
+		in->ev[0].solo = in->ev[1].solo = true;
 	}
 	return c;
 }
@@ -296,6 +299,10 @@ static const char *write_script(const struct sim_case *c)
 				fprintf(f, " fail_after=%d", e->fail_after);
 			if (e->scaled > 0)
 				fprintf(f, " scaled=%g", e->scaled);
+			if (e->config1 >= 0)
+				fprintf(f, " config1=%d", e->config1);
+			if (e->solo)
+				fprintf(f, " solo");
 			fputc('\n', f);
 		}
 	}
