@@ -58,7 +58,7 @@ struct krn_ops {
 	 * where a table has none, and krn_exp_sub (kernels.h) runs ref's. */
 	float (*exp_sub)(float *x, float sub, size_t n);
 
-	/* Memory streaming, for the bandwidth probe (engine/stream.c). The kernels of McCalpin's
+	/* Memory streaming, for the bandwidth probe (engine/roof/stream.c). The kernels of McCalpin's
 	 * STREAM benchmark (https://www.cs.virginia.edu/stream/ref.html) plus a read-only one.
 	 * n counts floats. The *_nt variants write with non-temporal stores (no write-allocate
 	 * read of the destination, no cache pollution) and end with a store fence; a table
