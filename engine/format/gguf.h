@@ -100,6 +100,11 @@ struct eng_gguf_open_options {
  * with eng_gguf_close; every pointer obtained from it is borrowed and valid until then. */
 int eng_gguf_open(struct eng_gguf **out, const char *path, const struct eng_gguf_open_options *opt,
 		  struct eng_error *err);
+/* The same over fd, a file the caller has opened (read-only) as path: the file is opened once
+ * (eng_model_open reads the magic and hands its fd here). fd is the handle's from the call on,
+ * whatever the result: it is closed, or kept for an unsealed copy's fill until eng_gguf_seal. */
+int eng_gguf_open_fd(struct eng_gguf **out, const char *path, int fd,
+		     const struct eng_gguf_open_options *opt, struct eng_error *err);
 /* Parses a GGUF image in memory (for fuzzing and tests). buf is borrowed: it must outlive the
  * handle. name is used in error messages. */
 int eng_gguf_open_mem(struct eng_gguf **out, const char *name, const void *buf, uint64_t size,
@@ -158,6 +163,8 @@ const struct eng_gguf_tensor *eng_gguf_tensor_find(const struct eng_gguf *g, con
 
 /* Name of a value type ("uint32", "array", ...), "unknown" past the table. Static storage. */
 const char *eng_gguf_type_name(uint32_t t);
+/* Bytes of one value of type t; 0 for STRING, ARRAY and an unknown type. */
+unsigned eng_gguf_type_size(uint32_t t);
 
 /* ---- Writer ------------------------------------------------------------------------------
  *
