@@ -137,6 +137,11 @@ struct eng_load_report {
  * mapping. On success *out is a new model the caller closes with eng_model_close. */
 int eng_model_open(struct eng_model **out, const char *path, const struct eng_model_options *opt,
 		   struct eng_error *err);
+/* The same over fd, the model file at path that the caller has opened read-only (src/ opens a
+ * user's file with its own checks, then hands it here: the file is opened once). fd is this
+ * function's from the call on, whatever the result. */
+int eng_model_open_fd(struct eng_model **out, const char *path, int fd,
+		      const struct eng_model_options *opt, struct eng_error *err);
 void eng_model_close(struct eng_model *m);
 /* Borrowed; valid until eng_model_close. */
 const struct eng_model_info *eng_model_info(const struct eng_model *m);
@@ -202,8 +207,8 @@ struct eng_tensor_table {
 };
 
 /* The tensors of an open model. *out is new, freed with eng_tensor_table_free. Its data
- * pointers view m's mapping (a GGUF model's table maps the file once more): use them while
- * both the table and m are open. */
+ * pointers view m's mapping (a GGUF model's table reads m's parsed file, not the file
+ * again): use them while both the table and m are open. */
 int eng_model_tensors(const struct eng_model *m, struct eng_tensor_table **out,
 		      struct eng_error *err);
 /* The tensors of a model file (llama2.c or GGUF, told apart by the magic) without loading it
@@ -570,6 +575,15 @@ int eng_sampler_sample(struct eng_sampler *s, float *logits);
  * arrays. eng_tokenizer_open of a .gguf file says the same, and -EINVAL when the tokenizer's
  * size is not the model's vocabulary. */
 int eng_tokenizer_open_gguf(struct eng_tokenizer **out, const char *path, struct eng_error *err);
+/* The tokenizer for the open model m, the one place that chooses it: path when given (a
+ * tokenizer.bin, or a .gguf that carries one); else the tokenizer m's GGUF file carries, from
+ * m's parsed file (not opened again); else tokenizer.bin beside m's file. On success *out is
+ * new, closed with eng_tokenizer_close. -ENOENT, err saying what was looked for and why it did
+ * not serve, when none of these is there or is this model's (a caller may then go on with
+ * token ids); any other error (a given path that does not load, a GGUF tokenizer that is
+ * broken) is for the caller to report. */
+int eng_tokenizer_open_model(struct eng_tokenizer **out, const struct eng_model *m,
+			     const char *path, struct eng_error *err);
 /* Any tokenizer: BOS and EOS ids (-1 if none), whether the model wants BOS before a prompt
  * (pass it as encode's bos), the vocabulary size, and the kind ("llama2.c", "llama", "gpt2";
  * static storage). */

@@ -501,7 +501,7 @@ static int bind_tensors(struct eng_model *m, const struct eng_gguf *g,
 	return 0;
 }
 
-int eng_gguf_model_load(struct eng_model *m, const struct eng_model_options *opt,
+int eng_gguf_model_load(struct eng_model *m, int fd, const struct eng_model_options *opt,
 			struct eng_error *err)
 {
 	struct eng_gguf_open_options gopt = { .populate = opt->populate,
@@ -512,7 +512,7 @@ int eng_gguf_model_load(struct eng_model *m, const struct eng_model_options *opt
 
 	/* The model owns the reader (and its mapping) from here: whatever fails below, the
 	 * caller's eng_model_close releases it. */
-	if ((rc = eng_gguf_open(&m->gguf, m->path, &gopt, err)))
+	if ((rc = eng_gguf_open_fd(&m->gguf, m->path, fd, &gopt, err)))
 		return rc;
 	if (!(ad = find_arch(m->gguf, m->path, &rc, err)))
 		return rc;

@@ -58,30 +58,42 @@ static bool is_gguf(int fd)
 	       !memcmp(magic, "GGUF", sizeof(magic));
 }
 
-/* Checks the file and the options, then hands an empty model to the loader of the file's
- * format. The model is made and closed here, never by a loader: the loaders depend on
- * model.h and not on this file. */
 int eng_model_open(struct eng_model **out, const char *path, const struct eng_model_options *opt,
 		   struct eng_error *err)
+{
+	*out = NULL;
+	/* O_NONBLOCK: a FIFO without a writer would otherwise block this open forever; it is
+	 * refused as not a regular file, and the flag cleared for a file that is one. */
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return eng_error_set(err, -errno, path, ENG_NO_OFFSET, "cannot open the model: %s",
+				     strerror(errno));
+	return eng_model_open_fd(out, path, fd, opt, err);
+}
+
+/* Checks the file and the options, then hands an empty model to the loader of the file's
+ * format, with the file open: a model file is opened once (the GGUF reader maps and parses
+ * this fd). The model is made and closed here, never by a loader: the loaders depend on
+ * model.h and not on this file. */
+int eng_model_open_fd(struct eng_model **out, const char *path, int fd,
+		      const struct eng_model_options *opt, struct eng_error *err)
 {
 	static const struct eng_model_options defaults = { 0 };
 	struct eng_model *m = NULL;
 	struct stat st;
-	int fd = -1, rc = 0;
+	int rc = 0, flags;
 
 	*out = NULL;
 	if (!opt)
 		opt = &defaults;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		rc = -errno;
-		eng_error_set(err, rc, path, ENG_NO_OFFSET, "cannot open the model: %s",
-			      strerror(errno));
-		goto out;
-	}
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
 		rc = eng_error_set(err, -EINVAL, path, ENG_NO_OFFSET,
 				   "not a regular file: give the path of a model file");
+		goto out;
+	}
+	if ((flags = fcntl(fd, F_GETFL)) < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0) {
+		rc = eng_error_set(err, -errno, path, ENG_NO_OFFSET, "cannot read the model: %s",
+				   strerror(errno));
 		goto out;
 	}
 	if (st.st_size == 0) {
@@ -103,10 +115,10 @@ int eng_model_open(struct eng_model **out, const char *path, const struct eng_mo
 	m->map = MAP_FAILED;
 	m->load.mode = opt->load;
 	if (is_gguf(fd)) {
-		/* The GGUF reader opens the file itself. */
-		close(fd);
+		/* The GGUF reader maps and parses this same open file. */
+		int gfd = fd;
 		fd = -1;
-		rc = eng_gguf_model_load(m, opt, err);
+		rc = eng_gguf_model_load(m, gfd, opt, err);
 	} else {
 		rc = eng_llama2c_model_load(m, fd, (uint64_t)st.st_size, opt, err);
 	}

@@ -479,8 +479,10 @@ int eng_model_tensors(const struct eng_model *m, struct eng_tensor_table **out,
 {
 	struct table *tb = NULL;
 	*out = NULL;
+	/* A GGUF model's parsed file serves: the file is not opened again. The table borrows
+	 * it (tb->gguf stays NULL), as it borrows a llama2.c model. */
 	if (m->info.format == ENG_FORMAT_GGUF)
-		return eng_tensors_from_file(m->path, out, err);
+		return eng_tensors_from_gguf(m->gguf, m->path, out, err);
 	int rc = tensors_llama2c(m, &tb, err);
 	if (!rc)
 		*out = &tb->pub;
@@ -501,10 +503,10 @@ int eng_tensors_from_file(const char *path, struct eng_tensor_table **out,
 	if (fd < 0)
 		return eng_error_set(err, -errno, path, ENG_NO_OFFSET, "cannot open the model: %s",
 				     strerror(errno));
-	ssize_t got = read(fd, magic, sizeof(magic));
-	close(fd);
+	ssize_t got = pread(fd, magic, sizeof(magic), 0);
 	if (got == 4 && !memcmp(magic, "GGUF", 4)) {
-		if ((rc = eng_gguf_open(&g, path, NULL, err)))
+		/* The file read for its magic is the one parsed: opened once. */
+		if ((rc = eng_gguf_open_fd(&g, path, fd, NULL, err)))
 			goto out;
 		struct eng_tensor_table *pub = NULL;
 		if ((rc = eng_tensors_from_gguf(g, path, &pub, err)))
@@ -513,6 +515,7 @@ int eng_tensors_from_file(const char *path, struct eng_tensor_table **out,
 		tb->gguf = g;
 		g = NULL;
 	} else {
+		close(fd);
 		if ((rc = eng_model_open(&m, path, NULL, err)))
 			goto out;
 		if ((rc = tensors_llama2c(m, &tb, err)))

@@ -9,14 +9,17 @@
  *
  * Every kind of tokenizer sits behind tokenizer_ops.h's table; the public functions at the end
  * of this file dispatch through it. A .gguf file given to eng_tokenizer_open is read by
- * tokenizer_gguf.c.
+ * tokenizer_gguf.c. eng_tokenizer_open_model, last, is the one place that picks a model's
+ * tokenizer (given, its GGUF file's, or tokenizer.bin beside it).
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "model/model.h"
 #include "tokenizer_gguf.h"
 #include "tokenizer_ops.h"
 
@@ -144,16 +147,11 @@ static int walk(struct l2c_tokenizer *t, const unsigned char *buf, size_t len, c
 
 static const struct eng_tokenizer_ops l2c_ops;
 
-/* A GGUF model file holds its tokenizer in its metadata: -z model.gguf, or the model itself. */
-static int open_gguf(struct eng_tokenizer **out, const char *path, int vocab_size,
-		     struct eng_error *err)
+/* The tokenizer in g's metadata, refused when its vocabulary is not the model's. */
+static int gguf_tokenizer(struct eng_tokenizer **out, const struct eng_gguf *g, const char *path,
+			  int vocab_size, struct eng_error *err)
 {
-	struct eng_gguf *g = NULL;
-	int rc = eng_gguf_open(&g, path, NULL, err);
-	if (!rc)
-		rc = eng_tokenizer_from_gguf(out, g, path, err);
-	if (g)
-		eng_gguf_close(g);
+	int rc = eng_tokenizer_from_gguf(out, g, path, err);
 	if (!rc && (*out)->vocab_size != vocab_size) {
 		rc = eng_error_set(err, -EINVAL, path, ENG_NO_OFFSET,
 				   "metadata key 'tokenizer.ggml.tokens' holds %d tokens but the "
@@ -163,6 +161,19 @@ static int open_gguf(struct eng_tokenizer **out, const char *path, int vocab_siz
 		eng_tokenizer_close(*out);
 		*out = NULL;
 	}
+	return rc;
+}
+
+/* A GGUF file holds its tokenizer in its metadata: -z tokenizer.gguf. */
+static int open_gguf(struct eng_tokenizer **out, const char *path, int vocab_size,
+		     struct eng_error *err)
+{
+	struct eng_gguf *g = NULL;
+	int rc = eng_gguf_open(&g, path, NULL, err);
+	if (!rc)
+		rc = gguf_tokenizer(out, g, path, vocab_size, err);
+	if (g)
+		eng_gguf_close(g);
 	return rc;
 }
 
@@ -429,4 +440,33 @@ int eng_tokenizer_vocab_size(const struct eng_tokenizer *t)
 const char *eng_tokenizer_kind(const struct eng_tokenizer *t)
 {
 	return t->ops->kind;
+}
+
+int eng_tokenizer_open_model(struct eng_tokenizer **out, const struct eng_model *m,
+			     const char *path, struct eng_error *err)
+{
+	int vocab_size = m->info.vocab_size, rc;
+	char beside[4096];
+	*out = NULL;
+	if (path)
+		return eng_tokenizer_open(out, path, vocab_size, err);
+	/* A GGUF model carries its tokenizer, read from the model's parsed file: a file without
+	 * one (-ENOENT) falls through to tokenizer.bin; a broken one is the error to report, not
+	 * a missing file. */
+	if (m->info.format == ENG_FORMAT_GGUF && m->gguf) {
+		rc = gguf_tokenizer(out, m->gguf, m->path, vocab_size, err);
+		if (rc != -ENOENT)
+			return rc;
+	}
+	const char *slash = strrchr(m->path, '/');
+	snprintf(beside, sizeof(beside), "%.*s/tokenizer.bin", slash ? (int)(slash - m->path) : 1,
+		 slash ? m->path : ".");
+	if (access(beside, R_OK) != 0)
+		return eng_error_set(err, -ENOENT, beside, ENG_NO_OFFSET,
+				     "no tokenizer.bin beside the model%s", m->gguf ?
+				     ", and none in its GGUF metadata" : "");
+	/* One beside the model that is not this model's is no tokenizer for it either. */
+	if ((rc = eng_tokenizer_open(out, beside, vocab_size, err)))
+		return rc == -ENOMEM ? rc : -ENOENT;
+	return 0;
 }

@@ -364,7 +364,7 @@ static enum mw_run_status open_prompt(struct builtin *b, struct mw_error *err)
 				     tsha, p->tokenizer.sha256);
 			return MW_RUN_BAD_INPUT;
 		}
-		if ((rc = eng_tokenizer_open(&b->tok, p->tokenizer.path, b->mi->vocab_size, &eerr))) {
+		if ((rc = eng_tokenizer_open_model(&b->tok, b->model, p->tokenizer.path, &eerr))) {
 			mw_error_set(err, rc, p->tokenizer.path, "tokenizer.path", "%s", eerr.text);
 			return MW_RUN_BAD_INPUT;
 		}
