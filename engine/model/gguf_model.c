@@ -21,82 +21,8 @@
 #include "gguf_model.h"
 #include "format/hugecopy.h"
 #include "model.h"
+#include "arch.h"
 #include "quants.h"
-
-/* A tensor's extents, from the hyper-parameters. */
-enum extent { X_ONE, X_DIM, X_Q, X_KV, X_QKV, X_HIDDEN, X_VOCAB, X_COUNT };
-
-enum bind_flags {
-	B_LAYER = 1,    /* "blk.%d." per layer; the field is in struct eng_layer */
-	B_VECTOR = 2,   /* a float32 vector (norms): the field is a const float * */
-	B_OPTIONAL = 4, /* absent is fine (the field stays NULL) */
-};
-
-struct bind {
-	const char *name; /* llama.cpp's name; "%d" takes the layer */
-	size_t field;     /* offsetof in struct eng_layer (B_LAYER) or struct eng_model */
-	unsigned flags;
-	enum extent rows, cols;
-};
-
-#define LAYER(n, f, r, c) { "blk.%d." n, offsetof(struct eng_layer, f), B_LAYER, r, c }
-#define LAYER_VEC(n, f) { "blk.%d." n, offsetof(struct eng_layer, f), B_LAYER | B_VECTOR, X_ONE, X_DIM }
-#define MODEL_VEC(n, f) { n, offsetof(struct eng_model, f), B_VECTOR, X_ONE, X_DIM }
-
-/* llama.cpp's llama layout (src/llama-model.cpp, LLM_ARCH_LLAMA). */
-static const struct bind llama_binds[] = {
-	{ "token_embd.weight", offsetof(struct eng_model, token_embd), 0, X_VOCAB, X_DIM },
-	MODEL_VEC("output_norm.weight", out_norm),
-	{ "output.weight", offsetof(struct eng_model, output), B_OPTIONAL, X_VOCAB, X_DIM },
-	LAYER_VEC("attn_norm.weight", attn_norm),
-	LAYER("attn_q.weight", wq, X_Q, X_DIM),
-	LAYER("attn_k.weight", wk, X_KV, X_DIM),
-	LAYER("attn_v.weight", wv, X_KV, X_DIM),
-	LAYER("attn_output.weight", wo, X_DIM, X_Q),
-	LAYER_VEC("ffn_norm.weight", ffn_norm),
-	LAYER("ffn_gate.weight", w_gate, X_HIDDEN, X_DIM),
-	LAYER("ffn_up.weight", w_up, X_HIDDEN, X_DIM),
-	LAYER("ffn_down.weight", w_down, X_DIM, X_HIDDEN),
-};
-
-/* llama.cpp's falcon layout (src/llama-model.cpp, LLM_ARCH_FALCON, a 7B: one norm per
- * block). output.weight is optional: without it the classifier is the embedding table. */
-static const struct bind falcon_binds[] = {
-	{ "token_embd.weight", offsetof(struct eng_model, token_embd), 0, X_VOCAB, X_DIM },
-	MODEL_VEC("output_norm.weight", out_norm),
-	MODEL_VEC("output_norm.bias", out_norm_b),
-	{ "output.weight", offsetof(struct eng_model, output), B_OPTIONAL, X_VOCAB, X_DIM },
-	LAYER_VEC("attn_norm.weight", attn_norm),
-	LAYER_VEC("attn_norm.bias", attn_norm_b),
-	LAYER("attn_qkv.weight", wqkv, X_QKV, X_DIM),
-	LAYER("attn_output.weight", wo, X_DIM, X_Q),
-	LAYER("ffn_up.weight", w_up, X_HIDDEN, X_DIM),
-	LAYER("ffn_down.weight", w_down, X_DIM, X_HIDDEN),
-};
-
-#undef LAYER
-#undef LAYER_VEC
-#undef MODEL_VEC
-
-struct arch_desc {
-	const char *name;
-	enum eng_arch arch;
-	const char *eps_key;   /* "<arch>." + this: the norm's epsilon */
-	float default_eps;
-	const struct bind *binds;
-	size_t n_binds;
-	const char *refuse;    /* a tensor whose presence means a variant we do not run */
-	const char *refuse_why;
-};
-
-static const struct arch_desc archs[] = {
-	{ "llama", ENG_ARCH_LLAMA, "attention.layer_norm_rms_epsilon", 1e-5f, llama_binds,
-	  sizeof(llama_binds) / sizeof(llama_binds[0]), "blk.0.ffn_gate_inp.weight",
-	  "a mixture-of-experts llama (Mixtral) is not supported" },
-	{ "falcon", ENG_ARCH_FALCON, "attention.layer_norm_epsilon", 1e-5f, falcon_binds,
-	  sizeof(falcon_binds) / sizeof(falcon_binds[0]), "blk.0.attn_norm_2.weight",
-	  "Falcon-40B's two norms per block are not supported (only the 7B layout)" },
-};
 
 /* An integer "<arch>.key"; def when absent (def < 0: required). Must lie in [1, INT32_MAX]. */
 static int arch_int(const struct eng_gguf *g, const char *arch, const char *key, int64_t def,
@@ -152,12 +78,13 @@ static bool is_synthetic(const struct eng_gguf *g)
 
 /* The FFN activation (engine.h): falcon's is GELU; llama's is SiLU unless the file says
  * llama.feed_forward_activation = "relu" or "relu2" (memwall's key: llama.cpp has none). */
-static int read_ffn_act(struct eng_model *m, const char *arch, struct eng_error *err)
+static int read_ffn_act(struct eng_model *m, const struct eng_arch_desc *ad,
+			struct eng_error *err)
 {
 	char key[96], name[16];
 	struct eng_gguf_str v;
-	m->info.ffn_act = m->arch == ENG_ARCH_FALCON ? ENG_ACT_GELU : ENG_ACT_SILU;
-	snprintf(key, sizeof(key), "%s.feed_forward_activation", arch);
+	m->info.ffn_act = ad->act;
+	snprintf(key, sizeof(key), "%s.feed_forward_activation", ad->name);
 	if (eng_gguf_get_str(m->gguf, key, &v, NULL))
 		return 0;
 	snprintf(name, sizeof(name), "%.*s", (int)(v.len < 15 ? v.len : 15), v.ptr);
@@ -172,9 +99,9 @@ static int read_ffn_act(struct eng_model *m, const char *arch, struct eng_error 
 }
 
 /* Finds, checks and binds one tensor into dst (a struct eng_mat, or a const float * for a
- * B_VECTOR), adding what a step reads of it to *bytes. */
-static int bind_one(const struct eng_gguf *g, const struct bind *b, int layer,
-		    const uint64_t x[X_COUNT], void *dst, const char *path, struct eng_error *err,
+ * ENG_T_VECTOR), adding what a step reads of it to *bytes. */
+static int bind_one(const struct eng_gguf *g, const struct eng_arch_tensor *b, int layer,
+		    const uint64_t x[ENG_X_COUNT], void *dst, const char *path, struct eng_error *err,
 		    uint64_t *bytes)
 {
 	char name[ENG_GGUF_MAX_NAME + 16];
@@ -185,7 +112,7 @@ static int bind_one(const struct eng_gguf *g, const struct bind *b, int layer,
 #pragma GCC diagnostic pop
 	const struct eng_gguf_tensor *t = eng_gguf_tensor_find(g, name);
 	if (!t) {
-		if (b->flags & B_OPTIONAL)
+		if (b->flags & ENG_T_OPTIONAL)
 			return 0;
 		return eng_error_set(err, -EINVAL, path, ENG_NO_OFFSET,
 				     "tensor '%s' is missing: the file is not a complete model of "
@@ -201,7 +128,7 @@ static int bind_one(const struct eng_gguf *g, const struct bind *b, int layer,
 				     ", %" PRIu64 "] (ne[0] is the row length)",
 				     name, t->ne[0], t->ne[1], t->ne[2], t->ne[3], cols, rows);
 	const struct krn_type_traits *tr = krn_type_traits(t->type);
-	if (b->flags & B_VECTOR) {
+	if (b->flags & ENG_T_VECTOR) {
 		if (t->type != KRN_TYPE_F32)
 			return eng_error_set(err, -ENOTSUP, path, t->offset,
 					     "tensor '%s' is %s: memwall reads norm vectors as f32 "
@@ -228,15 +155,15 @@ static int bind_one(const struct eng_gguf *g, const struct bind *b, int layer,
 			     .cols = (int)cols, .row_bytes = row_bytes };
 	memcpy(dst, &m, sizeof(m));
 	/* What a step reads (engine.h's tensor table rules): the embedding one row. */
-	*bytes += b->rows == X_VOCAB && b->field == offsetof(struct eng_model, token_embd)
+	*bytes += b->rows == ENG_X_VOCAB && b->field == offsetof(struct eng_model, token_embd)
 			  ? row_bytes : t->n_bytes;
 	return 0;
 }
 
 /* A layer whose matrices share a canonical (alias.h): binds b's canonical once, at the first
  * such layer, and layer l's delta, each checked as bind_one checks the whole matrix. */
-static int bind_split(const struct eng_gguf *g, const struct bind *b, int l,
-		      const uint64_t x[X_COUNT], struct eng_model *m, struct eng_error *err,
+static int bind_split(const struct eng_gguf *g, const struct eng_arch_tensor *b, int l,
+		      const uint64_t x[ENG_X_COUNT], struct eng_model *m, struct eng_error *err,
 		      uint64_t *bytes)
 {
 	char canon[ENG_GGUF_MAX_NAME + 16], delta[ENG_GGUF_MAX_NAME + 16];
@@ -244,7 +171,7 @@ static int bind_split(const struct eng_gguf *g, const struct bind *b, int l,
 	if (k < 0)
 		return 0;
 	alias_names(b->name, canon, delta);
-	struct bind cb = *b, db = *b;
+	struct eng_arch_tensor cb = *b, db = *b;
 	cb.name = canon;
 	db.name = delta;
 	if (l == m->alias->first &&
@@ -360,13 +287,13 @@ static int fill_copy(struct eng_model *m, bool x8, struct eng_error *err)
 	return rc;
 }
 
-/* general.architecture's entry in archs[], after refusing the variants we do not run; NULL
- * with *rc set when the file names no architecture we run. */
-static const struct arch_desc *find_arch(const struct eng_gguf *g, const char *path, int *rc,
+/* general.architecture's row of the architecture table (arch.c), after refusing the variants
+ * we do not run; NULL with *rc set when the file names no architecture we run. */
+static const struct eng_arch_desc *find_arch(const struct eng_gguf *g, const char *path, int *rc,
 					 struct eng_error *err)
 {
 	struct eng_gguf_str arch_s;
-	const struct arch_desc *ad = NULL;
+	const struct eng_arch_desc *ad = NULL;
 
 	if ((*rc = eng_gguf_get_str(g, "general.architecture", &arch_s, err))) {
 		if (*rc == -ENOENT)
@@ -375,15 +302,11 @@ static const struct arch_desc *find_arch(const struct eng_gguf *g, const char *p
 					    "model file");
 		return NULL;
 	}
-	for (size_t i = 0; i < sizeof(archs) / sizeof(archs[0]); i++)
-		if (arch_s.len == strlen(archs[i].name) &&
-		    !memcmp(arch_s.ptr, archs[i].name, arch_s.len))
-			ad = &archs[i];
-	if (!ad) {
+	if (!(ad = eng_arch_find(arch_s.ptr, arch_s.len))) {
 		*rc = eng_error_set(err, -ENOTSUP, path, ENG_NO_OFFSET,
-				    "general.architecture is '%.*s': memwall's engine runs 'llama' "
-				    "and 'falcon'", (int)(arch_s.len > 64 ? 64 : arch_s.len),
-				    arch_s.ptr);
+				    "general.architecture is '%.*s': memwall's engine runs %s",
+				    (int)(arch_s.len > 64 ? 64 : arch_s.len), arch_s.ptr,
+				    eng_arch_names());
 		return NULL;
 	}
 	if (eng_gguf_tensor_find(g, ad->refuse)) {
@@ -397,7 +320,7 @@ static const struct arch_desc *find_arch(const struct eng_gguf *g, const char *p
 /* The shape (m->info but the vocabulary) and m->hp from the "<arch>.*" keys, checked against
  * each other and against what the forward pass runs. */
 static int read_hparams(struct eng_model *m, const struct eng_gguf *g,
-			const struct arch_desc *ad, struct eng_error *err)
+			const struct eng_arch_desc *ad, struct eng_error *err)
 {
 	struct eng_model_info *in = &m->info;
 	const char *path = m->path;
@@ -448,7 +371,7 @@ static int read_hparams(struct eng_model *m, const struct eng_gguf *g,
 /* Binds every tensor of ad's table (the vocabulary size from token_embd.weight), ties the
  * classifier when output.weight is absent, and sets the bytes a step reads. */
 static int bind_tensors(struct eng_model *m, const struct eng_gguf *g,
-			const struct arch_desc *ad, struct eng_error *err)
+			const struct eng_arch_desc *ad, struct eng_error *err)
 {
 	struct eng_model_info *in = &m->info;
 	const char *path = m->path;
@@ -461,25 +384,25 @@ static int bind_tensors(struct eng_model *m, const struct eng_gguf *g,
 				     "size", embd ? "empty or too large" : "missing");
 	in->vocab_size = (int)embd->ne[1];
 	int head_dim = m->hp.head_dim;
-	uint64_t x[X_COUNT] = {
-		[X_ONE] = 1,
-		[X_DIM] = (uint64_t)in->dim,
-		[X_Q] = (uint64_t)in->n_heads * (uint64_t)head_dim,
-		[X_KV] = (uint64_t)in->n_kv_heads * (uint64_t)head_dim,
-		[X_QKV] = (uint64_t)(in->n_heads + 2 * in->n_kv_heads) * (uint64_t)head_dim,
-		[X_HIDDEN] = (uint64_t)in->hidden_dim,
-		[X_VOCAB] = (uint64_t)in->vocab_size,
+	uint64_t x[ENG_X_COUNT] = {
+		[ENG_X_ONE] = 1,
+		[ENG_X_DIM] = (uint64_t)in->dim,
+		[ENG_X_Q] = (uint64_t)in->n_heads * (uint64_t)head_dim,
+		[ENG_X_KV] = (uint64_t)in->n_kv_heads * (uint64_t)head_dim,
+		[ENG_X_QKV] = (uint64_t)(in->n_heads + 2 * in->n_kv_heads) * (uint64_t)head_dim,
+		[ENG_X_HIDDEN] = (uint64_t)in->hidden_dim,
+		[ENG_X_VOCAB] = (uint64_t)in->vocab_size,
 	};
 	m->layers = calloc((size_t)in->n_layers, sizeof(*m->layers));
 	if (!m->layers)
 		return eng_error_set(err, -ENOMEM, path, ENG_NO_OFFSET, "out of memory");
 	uint64_t read_bytes = 0;
-	for (size_t i = 0; i < ad->n_binds; i++) {
-		const struct bind *b = &ad->binds[i];
-		for (int l = 0; l < ((b->flags & B_LAYER) ? in->n_layers : 1); l++) {
-			void *dst = (b->flags & B_LAYER) ? (char *)&m->layers[l] + b->field
+	for (size_t i = 0; i < ad->n_tensors; i++) {
+		const struct eng_arch_tensor *b = &ad->tensors[i];
+		for (int l = 0; l < ((b->flags & ENG_T_LAYER) ? in->n_layers : 1); l++) {
+			void *dst = (b->flags & ENG_T_LAYER) ? (char *)&m->layers[l] + b->field
 							 : (char *)m + b->field;
-			if ((b->flags & B_LAYER) && !(b->flags & B_VECTOR) &&
+			if ((b->flags & ENG_T_LAYER) && !(b->flags & ENG_T_VECTOR) &&
 			    alias_covers(m->alias, l))
 				rc = bind_split(g, b, l, x, m, err, &read_bytes);
 			else
@@ -507,7 +430,7 @@ int eng_gguf_model_load(struct eng_model *m, int fd, const struct eng_model_opti
 	struct eng_gguf_open_options gopt = { .populate = opt->populate,
 					      .hugepages = opt->hugepages,
 					      .copy = opt->load != ENG_LOAD_MMAP };
-	const struct arch_desc *ad;
+	const struct eng_arch_desc *ad;
 	int rc;
 
 	/* The model owns the reader (and its mapping) from here: whatever fails below, the
@@ -530,5 +453,5 @@ int eng_gguf_model_load(struct eng_model *m, int fd, const struct eng_model_opti
 	m->info.arch = ad->name;
 	m->info.file_bytes = eng_gguf_file_bytes(m->gguf);
 	m->info.synthetic = is_synthetic(m->gguf);
-	return read_ffn_act(m, ad->name, err);
+	return read_ffn_act(m, ad, err);
 }

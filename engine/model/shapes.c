@@ -53,77 +53,14 @@ static const struct eng_mix mixes[] = {
 	{ "q4_k_m", KRN_TYPE_Q4_K, 15 },
 };
 
-enum extent { X_ONE, X_DIM, X_HIDDEN, X_KV, X_QKV, X_VOCAB, X_COUNT };
-
-/* Which of llama_tensor_get_type's rules applies. */
-enum rule { R_VECTOR, R_DEFAULT, R_EMBD, R_OUTPUT, R_ATTN_V, R_FFN_DOWN };
-
-struct layout_tensor {
-	const char *name; /* "%d" takes the layer */
-	bool per_layer;
-	enum eng_tensor_class cls;
-	enum eng_plan_fill fill;
-	enum extent ne0, ne1; /* ne0: row length */
-	enum rule rule;
-};
-
-/* Sorted by name within each group, which is llama-quantize's order. */
-static const struct layout_tensor falcon_layout[] = {
-	{ "output.weight", false, ENG_TENSOR_CLASSIFIER, ENG_FILL_MATRIX, X_DIM, X_VOCAB, R_OUTPUT },
-	{ "output_norm.bias", false, ENG_TENSOR_NORM, ENG_FILL_BIAS, X_DIM, X_ONE, R_VECTOR },
-	{ "output_norm.weight", false, ENG_TENSOR_NORM, ENG_FILL_NORM, X_DIM, X_ONE, R_VECTOR },
-	{ "token_embd.weight", false, ENG_TENSOR_EMBEDDING, ENG_FILL_MATRIX, X_DIM, X_VOCAB, R_EMBD },
-	{ "blk.%d.attn_norm.bias", true, ENG_TENSOR_NORM, ENG_FILL_BIAS, X_DIM, X_ONE, R_VECTOR },
-	{ "blk.%d.attn_norm.weight", true, ENG_TENSOR_NORM, ENG_FILL_NORM, X_DIM, X_ONE, R_VECTOR },
-	{ "blk.%d.attn_output.weight", true, ENG_TENSOR_ATTENTION, ENG_FILL_MATRIX, X_DIM, X_DIM,
-	  R_DEFAULT },
-	{ "blk.%d.attn_qkv.weight", true, ENG_TENSOR_ATTENTION, ENG_FILL_MATRIX, X_DIM, X_QKV,
-	  R_ATTN_V },
-	{ "blk.%d.ffn_down.weight", true, ENG_TENSOR_FFN, ENG_FILL_MATRIX, X_HIDDEN, X_DIM,
-	  R_FFN_DOWN },
-	{ "blk.%d.ffn_up.weight", true, ENG_TENSOR_FFN, ENG_FILL_MATRIX, X_DIM, X_HIDDEN, R_DEFAULT },
-};
-
-static const struct layout_tensor llama_layout[] = {
-	{ "output.weight", false, ENG_TENSOR_CLASSIFIER, ENG_FILL_MATRIX, X_DIM, X_VOCAB, R_OUTPUT },
-	{ "output_norm.weight", false, ENG_TENSOR_NORM, ENG_FILL_NORM, X_DIM, X_ONE, R_VECTOR },
-	{ "token_embd.weight", false, ENG_TENSOR_EMBEDDING, ENG_FILL_MATRIX, X_DIM, X_VOCAB, R_EMBD },
-	{ "blk.%d.attn_k.weight", true, ENG_TENSOR_ATTENTION, ENG_FILL_MATRIX, X_DIM, X_KV,
-	  R_DEFAULT },
-	{ "blk.%d.attn_norm.weight", true, ENG_TENSOR_NORM, ENG_FILL_NORM, X_DIM, X_ONE, R_VECTOR },
-	{ "blk.%d.attn_output.weight", true, ENG_TENSOR_ATTENTION, ENG_FILL_MATRIX, X_DIM, X_DIM,
-	  R_DEFAULT },
-	{ "blk.%d.attn_q.weight", true, ENG_TENSOR_ATTENTION, ENG_FILL_MATRIX, X_DIM, X_DIM,
-	  R_DEFAULT },
-	{ "blk.%d.attn_v.weight", true, ENG_TENSOR_ATTENTION, ENG_FILL_MATRIX, X_DIM, X_KV, R_ATTN_V },
-	{ "blk.%d.ffn_down.weight", true, ENG_TENSOR_FFN, ENG_FILL_MATRIX, X_HIDDEN, X_DIM,
-	  R_FFN_DOWN },
-	{ "blk.%d.ffn_gate.weight", true, ENG_TENSOR_FFN, ENG_FILL_MATRIX, X_DIM, X_HIDDEN,
-	  R_DEFAULT },
-	{ "blk.%d.ffn_norm.weight", true, ENG_TENSOR_NORM, ENG_FILL_NORM, X_DIM, X_ONE, R_VECTOR },
-	{ "blk.%d.ffn_up.weight", true, ENG_TENSOR_FFN, ENG_FILL_MATRIX, X_DIM, X_HIDDEN, R_DEFAULT },
-};
-
-static const struct {
-	const char *arch;
-	const struct layout_tensor *t;
-	size_t n;
-} layouts[] = {
-	{ "falcon", falcon_layout, sizeof(falcon_layout) / sizeof(falcon_layout[0]) },
-	{ "llama", llama_layout, sizeof(llama_layout) / sizeof(llama_layout[0]) },
-};
-
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
-static const struct layout_tensor *layout_find(const char *arch, size_t *n)
+/* The architecture table's row (arch.c) for arch: its tensors, in llama-quantize's order. */
+static const struct eng_arch_tensor *layout_find(const char *arch, size_t *n)
 {
-	for (size_t i = 0; i < COUNT(layouts); i++)
-		if (!strcmp(layouts[i].arch, arch)) {
-			*n = layouts[i].n;
-			return layouts[i].t;
-		}
-	*n = 0;
-	return NULL;
+	const struct eng_arch_desc *ad = arch ? eng_arch_find(arch, strlen(arch)) : NULL;
+	*n = ad ? ad->n_tensors : 0;
+	return ad ? ad->tensors : NULL;
 }
 
 const struct eng_shape *eng_shape_find(const char *arch, const char *name)
@@ -173,27 +110,27 @@ static bool use_more_bits(int i, int n)
 }
 
 /* llama_tensor_get_type for one 2-D tensor, before the block-size fallback. */
-static uint32_t mix_type(const struct eng_mix *mix, const struct eng_shape *s, enum rule rule,
+static uint32_t mix_type(const struct eng_mix *mix, const struct eng_shape *s, enum eng_quant_rule rule,
 			 int layer, uint64_t ne0)
 {
 	bool falcon = !strcmp(s->arch, "falcon");
 	uint32_t t = mix->base;
 	if (!krn_type_traits(t)->is_quantized)
 		return t; /* F32, F16: no rules */
-	if (rule == R_OUTPUT || (rule == R_EMBD && s->tied)) {
+	if (rule == ENG_RULE_OUTPUT || (rule == ENG_RULE_EMBD && s->tied)) {
 		if (falcon || ne0 % KRN_QK_K)
 			return KRN_TYPE_Q8_0;
 		return t == KRN_TYPE_Q8_0 ? t : KRN_TYPE_Q6_K;
 	}
 	if (mix->file_type != 15) /* the rules below are Q4_K_M's */
 		return t;
-	if (rule == R_ATTN_V && use_more_bits(layer, s->layers))
+	if (rule == ENG_RULE_ATTN_V && use_more_bits(layer, s->layers))
 		return KRN_TYPE_Q6_K;
-	if (rule == R_FFN_DOWN && falcon)
+	if (rule == ENG_RULE_FFN_DOWN && falcon)
 		return layer < s->layers / 16	       ? KRN_TYPE_Q6_K
 		       : use_more_bits(layer, s->layers) ? KRN_TYPE_Q5_K
 							 : KRN_TYPE_Q4_K;
-	if (rule == R_FFN_DOWN && use_more_bits(layer, s->layers))
+	if (rule == ENG_RULE_FFN_DOWN && use_more_bits(layer, s->layers))
 		return KRN_TYPE_Q6_K;
 	return t;
 }
@@ -234,7 +171,7 @@ int eng_plan_new(struct eng_plan **out, const char *arch, const char *shape, con
 				     "unknown quantization '%s': choose one of %s", mix ? mix : "",
 				     names);
 	}
-	const struct layout_tensor *lay = layout_find(s->arch, &n_lay);
+	const struct eng_arch_tensor *lay = layout_find(s->arch, &n_lay);
 	struct eng_plan *p = calloc(1, sizeof(*p));
 	if (p)
 		p->t = calloc(n_lay * (size_t)s->layers, sizeof(*p->t));
@@ -245,33 +182,35 @@ int eng_plan_new(struct eng_plan **out, const char *arch, const char *shape, con
 	p->shape = s;
 	p->mix = m;
 	const uint64_t head_dim = (uint64_t)(s->dim / s->heads);
-	const uint64_t x[X_COUNT] = {
-		[X_ONE] = 1,
-		[X_DIM] = (uint64_t)s->dim,
-		[X_HIDDEN] = (uint64_t)s->hidden,
-		[X_KV] = (uint64_t)s->kv_heads * head_dim,
-		[X_QKV] = (uint64_t)s->dim + 2u * (uint64_t)s->kv_heads * head_dim,
-		[X_VOCAB] = (uint64_t)s->vocab,
+	const uint64_t x[ENG_X_COUNT] = {
+		[ENG_X_ONE] = 1,
+		[ENG_X_DIM] = (uint64_t)s->dim,
+		[ENG_X_Q] = (uint64_t)s->heads * head_dim,
+		[ENG_X_HIDDEN] = (uint64_t)s->hidden,
+		[ENG_X_KV] = (uint64_t)s->kv_heads * head_dim,
+		[ENG_X_QKV] = (uint64_t)s->dim + 2u * (uint64_t)s->kv_heads * head_dim,
+		[ENG_X_VOCAB] = (uint64_t)s->vocab,
 	};
 	/* Globals first, then layer by layer: the table lists the globals first. */
 	for (int pass = 0; pass < 1 + s->layers; pass++) {
 		for (size_t i = 0; i < n_lay; i++) {
-			const struct layout_tensor *lt = &lay[i];
+			const struct eng_arch_tensor *lt = &lay[i];
 			int layer = pass - 1;
-			if (lt->per_layer != (pass > 0) || (lt->rule == R_OUTPUT && s->tied))
+			bool per_layer = lt->flags & ENG_T_LAYER;
+			if (per_layer != (pass > 0) || (lt->rule == ENG_RULE_OUTPUT && s->tied))
 				continue;
 			struct eng_plan_tensor *t = &p->t[p->n++];
-			/* The format string comes from the tables above, never from input. */
+			/* The format string comes from arch.c's table, never from input. */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wformat-nonliteral"
 			snprintf(t->name, sizeof(t->name), lt->name, layer);
 #pragma GCC diagnostic pop
-			t->layer = lt->per_layer ? layer : -1;
+			t->layer = per_layer ? layer : -1;
 			t->cls = lt->cls;
 			t->fill = lt->fill;
-			t->ne[0] = x[lt->ne0];
-			t->ne[1] = x[lt->ne1];
-			t->n_dims = lt->ne1 == X_ONE ? 1 : 2;
+			t->ne[0] = x[lt->cols];
+			t->ne[1] = x[lt->rows];
+			t->n_dims = lt->rows == ENG_X_ONE ? 1 : 2;
 			t->type = t->n_dims == 1 ? KRN_TYPE_F32
 						 : mix_type(m, s, lt->rule, layer, t->ne[0]);
 			if (t->ne[0] % block_size(t->type) && kquant_fallback[t->type]) {
@@ -290,7 +229,7 @@ int eng_plan_new(struct eng_plan **out, const char *arch, const char *shape, con
 						     "of %u values, not a multiple of %s's %u-value "
 						     "block (llama-quantize refuses it too): choose "
 						     "f32 or f16", s->name, m->name, what,
-						     (unsigned)x[lt->ne0], tn, bs);
+						     (unsigned)x[lt->cols], tn, bs);
 			}
 			t->bytes = krn_row_size(t->type, t->ne[0]) * t->ne[1];
 			p->bytes += t->bytes;

@@ -7,6 +7,7 @@
 
 #include "engine.h"
 #include "format/gguf.h"
+#include "arch.h"
 
 struct eng_shape {
 	const char *name; /* "falcon-7b" */
@@ -22,8 +23,7 @@ struct eng_mix {
 	uint32_t file_type; /* llama_ftype, written as general.file_type */
 };
 
-/* What a tensor holds, so that a writer can fill it plausibly. */
-enum eng_plan_fill { ENG_FILL_MATRIX, ENG_FILL_NORM, ENG_FILL_BIAS };
+/* What a tensor holds, so that a writer can fill it plausibly: arch.h's enum eng_plan_fill. */
 
 struct eng_plan_tensor {
 	char name[ENG_GGUF_MAX_NAME];

@@ -1,30 +1,9 @@
-/* engine/runtime/sparsity.c: the sparsity map (sparsity.h) and the activation names (engine.h). */
+/* engine/runtime/sparsity.c: the sparsity map (sparsity.h). The activations' names are
+ * model/arch.c's. */
 #include <errno.h>
 #include <string.h>
 
 #include "sparsity.h"
-
-static const char *const act_names[ENG_ACT_COUNT] = {
-	[ENG_ACT_SILU] = "silu",
-	[ENG_ACT_RELU] = "relu",
-	[ENG_ACT_RELU2] = "relu2",
-	[ENG_ACT_GELU] = "gelu",
-};
-
-const char *eng_ffn_act_name(enum eng_ffn_act a)
-{
-	return (unsigned)a < ENG_ACT_COUNT ? act_names[a] : NULL;
-}
-
-int eng_ffn_act_parse(const char *name, enum eng_ffn_act *out)
-{
-	for (int i = 0; name && i < ENG_ACT_COUNT; i++)
-		if (!strcmp(name, act_names[i])) {
-			*out = (enum eng_ffn_act)i;
-			return 0;
-		}
-	return -EINVAL;
-}
 
 int sparse_block_cols(const struct eng_mat *m)
 {
