@@ -444,6 +444,10 @@ int eng_session_new(struct eng_session **out, struct eng_model *m,
 void eng_session_free(struct eng_session *s);
 /* The kernel table in use, e.g. "avx512". Static storage. */
 const char *eng_session_kernels(const struct eng_session *s);
+/* The quant table in use (the dot products of non-F32 weights and the KV cache's F16 path),
+ * e.g. "avx2" on an AVX-512 CPU without VNNI/VBMI: it may differ from the kernel table.
+ * Static storage. */
+const char *eng_session_quant_kernels(const struct eng_session *s);
 /* Runs token at position pos (positions must be fed in order from 0; pos may go back to
  * recompute from an earlier position). *logits is borrowed, valid until the next step or
  * eng_session_free. bytes may be NULL. -EINVAL for a token outside the vocabulary, or a pos

@@ -14,11 +14,10 @@ extern const struct krn_quant_ops krn_quant_ops_avx2;
 extern const struct krn_quant_ops krn_quant_ops_avx512;
 extern const struct krn_quant_ops krn_quant_ops_neon;
 
-/* Run-time checks for the x86 tables (x86/cpu.c, built without ISA flags). The AVX-512 table
- * needs F, BW, VL, DQ, VNNI, VBMI, VBMI2, GFNI and BITALG (Ice Lake, Zen 4 and later); other
- * AVX-512 CPUs use AVX2. */
-bool krn_quants_cpu_avx2(void);
-bool krn_quants_cpu_avx512(void);
+/* Run-time checks for the x86 tables: kernels/x86/cpu.h, the one check for both libraries
+ * (built without ISA flags). The AVX-512 table needs krn_x86_has_avx512_icl's set (Ice Lake,
+ * Zen 4 and later); other AVX-512 CPUs use AVX2. */
+#include "kernels/x86/cpu.h"
 
 /* fp16 -> fp32 for every half (fp16.c), filled by the registry (quants.c) through
  * krn_fp16_table_fill before any table is handed out: the SIMD kernels convert their

@@ -387,3 +387,8 @@ const char *eng_session_kernels(const struct eng_session *s)
 {
 	return s->ops->name;
 }
+
+const char *eng_session_quant_kernels(const struct eng_session *s)
+{
+	return s->qops->name;
+}
