@@ -137,10 +137,15 @@ struct eng_load_report {
  * mapping. On success *out is a new model the caller closes with eng_model_close. */
 int eng_model_open(struct eng_model **out, const char *path, const struct eng_model_options *opt,
 		   struct eng_error *err);
+/* The same over fd, the model file at path that the caller has opened read-only (src/ opens a
+ * user's file with its own checks, then hands it here: the file is opened once). fd is this
+ * function's from the call on, whatever the result. */
+int eng_model_open_fd(struct eng_model **out, const char *path, int fd,
+		      const struct eng_model_options *opt, struct eng_error *err);
 void eng_model_close(struct eng_model *m);
 /* Borrowed; valid until eng_model_close. */
 const struct eng_model_info *eng_model_info(const struct eng_model *m);
-/* Canonical + delta storage (issue 18 R3, engine/alias.h): the layers first..last that share
+/* Canonical + delta storage (issue 18 R3, engine/model/alias.h): the layers first..last that share
  * canonical weights, the canonicals' bytes (each once), the deltas' bytes, and the bytes a
  * dense twin would read for those layers' matrices instead (the canonical's type, per layer).
  * false (and *out zeroed) for a model stored whole. */
@@ -153,7 +158,7 @@ bool eng_model_canonical(const struct eng_model *m, struct eng_canonical_info *o
 const struct eng_load_report *eng_model_load_report(const struct eng_model *m);
 
 /* ---- Tensor table ----------------------------------------------------------------------------
- * (engine/tensors.c) Every tensor of a model with its type, shape, bytes in the file and bytes
+ * (engine/model/tensors.c) Every tensor of a model with its type, shape, bytes in the file and bytes
  * one decode step reads: the input of the analytic model (src/analysis/analytic.c). Built from the
  * model's own tensor table (the llama2.c layout, a GGUF file's tensor infos), or from a
  * built-in description of a file that is not at hand (eng_tensors_from_shape). */
@@ -180,7 +185,7 @@ struct eng_tensor {
 			      * table once, as the classifier's read */
 	const void *data;    /* its bytes, borrowed from the model or file; NULL for a table
 			      * built from a description */
-	/* Canonical + delta files (engine/alias.h): a delta "blk.N.K.delta" points at its
+	/* Canonical + delta files (engine/model/alias.h): a delta "blk.N.K.delta" points at its
 	 * canonical "canonical.K.weight" in the same table (the layer's weight is their sum,
 	 * eng_tensor_weight_row); a canonical counts the deltas that use it, and its step_bytes
 	 * are file_bytes x that count (read once per layer). NULL / 0 otherwise. */
@@ -202,8 +207,8 @@ struct eng_tensor_table {
 };
 
 /* The tensors of an open model. *out is new, freed with eng_tensor_table_free. Its data
- * pointers view m's mapping (a GGUF model's table maps the file once more): use them while
- * both the table and m are open. */
+ * pointers view m's mapping (a GGUF model's table reads m's parsed file, not the file
+ * again): use them while both the table and m are open. */
 int eng_model_tensors(const struct eng_model *m, struct eng_tensor_table **out,
 		      struct eng_error *err);
 /* The tensors of a model file (llama2.c or GGUF, told apart by the magic) without loading it
@@ -227,7 +232,7 @@ int eng_tensor_weight_row(const struct eng_tensor *t, uint64_t row, float *out, 
 /* "embedding", "attention", ... Static storage. */
 const char *eng_tensor_class_name(enum eng_tensor_class c);
 
-/* (engine/peak.c) A compute roof: multiply-adds per second of the kernel a decode step uses
+/* (engine/roof/peak.c) A compute roof: multiply-adds per second of the kernel a decode step uses
  * for weight type type_id, on threads threads (pinned like eng_stream's), measured for about
  * seconds on operands that stay in L1, so memory does not limit it. flops counts a
  * multiply-add as 2. */
@@ -264,7 +269,7 @@ struct eng_step_bytes {
 	uint64_t weights;  /* every weight byte the step read, embedding row included (with a
 			    * sparsity map, less the bytes it skipped) */
 	uint64_t weights_skipped; /* weight bytes a sparsity map let the step skip (not read) */
-	/* Canonical + delta models (engine/alias.h): weights counts a canonical once per layer
+	/* Canonical + delta models (engine/model/alias.h): weights counts a canonical once per layer
 	 * that uses it with that layer's delta (the bytes the matmuls touch); weights_unique
 	 * counts each canonical once per step, plus every delta and every other weight: what
 	 * DRAM would serve if the canonicals stayed in the last-level cache between the layers
@@ -312,7 +317,7 @@ struct eng_hooks {
 
 /* The attention kernel over the KV cache (issue 18 R2). NAIVE is run.c's: every score of a
  * head stored, softmaxed, then the values summed (session.c, attend_f32 / attend_f16).
- * BLOCKED is block-streaming attention (engine/attention.c): blocks of positions (16 KiB of
+ * BLOCKED is block-streaming attention (engine/runtime/attention.c): blocks of positions (16 KiB of
  * one KV head's keys and values), an online softmax, each block read once for all the query
  * heads of its KV head; results equal NAIVE's to float rounding (an F16 cache's probabilities
  * are not rounded to f16 before they weight the values, as NAIVE rounds them after llama.cpp).
@@ -335,7 +340,7 @@ enum eng_attention {
 const char *eng_attention_name(enum eng_attention a);
 /* name -> kernel: 0, or -EINVAL (exact match; *out left alone). */
 int eng_attention_parse(const char *name, enum eng_attention *out);
-/* Where a session's threads run (engine/pool.c). */
+/* Where a session's threads run (engine/runtime/pool.c). */
 enum eng_pin {
 	ENG_PIN_CPUS, /* the default: thread t on the t-th CPU of the caller's affinity mask */
 	ENG_PIN_NONE, /* wherever the scheduler puts them */
@@ -357,7 +362,7 @@ struct eng_session_options {
 	 * + hidden_dim * 2) floats, and each thread dim floats and three quantized vectors. */
 	int prefill_chunk;
 	/* Skip, in each down projection, the column blocks whose activations are all exactly
-	 * zero (engine/sparsity.c); the bytes skipped are not counted in weights. Results
+	 * zero (engine/runtime/sparsity.c); the bytes skipped are not counted in weights. Results
 	 * differ from the dense run's by float rounding only (runs of blocks are summed apart). */
 	bool sparsity_map;
 	/* With sparsity_map and F32 plain down projections: a transposed copy of each down
@@ -388,7 +393,7 @@ struct eng_session_options {
 	enum eng_attention attention;
 };
 
-/* A static sparsity map (engine/sparsity_map.c): from a calibration pass, how many of its
+/* A static sparsity map (engine/runtime/sparsity_map.c): from a calibration pass, how many of its
  * tokens each FFN neuron of each layer fired on (activation nonzero). Neurons with a count
  * of zero are the map's dead neurons. On disk a text file:
  *   memwall-sparsity-map 1
@@ -439,6 +444,10 @@ int eng_session_new(struct eng_session **out, struct eng_model *m,
 void eng_session_free(struct eng_session *s);
 /* The kernel table in use, e.g. "avx512". Static storage. */
 const char *eng_session_kernels(const struct eng_session *s);
+/* The quant table in use (the dot products of non-F32 weights and the KV cache's F16 path),
+ * e.g. "avx2" on an AVX-512 CPU without VNNI/VBMI: it may differ from the kernel table.
+ * Static storage. */
+const char *eng_session_quant_kernels(const struct eng_session *s);
 /* Runs token at position pos (positions must be fed in order from 0; pos may go back to
  * recompute from an earlier position). *logits is borrowed, valid until the next step or
  * eng_session_free. bytes may be NULL. -EINVAL for a token outside the vocabulary, or a pos
@@ -553,7 +562,7 @@ void eng_sampler_free(struct eng_sampler *s);
 int eng_sampler_sample(struct eng_sampler *s, float *logits);
 
 /* ---- GGUF tokenizers -------------------------------------------------------------------------
- * (engine/tokenizer_gguf.c) The tokenizer a GGUF model carries in its metadata
+ * (engine/tokenizer/tokenizer_gguf.c) The tokenizer a GGUF model carries in its metadata
  * (tokenizer.ggml.*), behind the same struct eng_tokenizer: encode, decode and close work as
  * for tokenizer.bin. Kinds: "llama" (SentencePiece: scores, byte fallback <0xXX>, U+2581 for
  * spaces) and "gpt2" (byte-level BPE with ranked merges, pre-tokenized per tokenizer.ggml.pre:
@@ -570,6 +579,15 @@ int eng_sampler_sample(struct eng_sampler *s, float *logits);
  * arrays. eng_tokenizer_open of a .gguf file says the same, and -EINVAL when the tokenizer's
  * size is not the model's vocabulary. */
 int eng_tokenizer_open_gguf(struct eng_tokenizer **out, const char *path, struct eng_error *err);
+/* The tokenizer for the open model m, the one place that chooses it: path when given (a
+ * tokenizer.bin, or a .gguf that carries one); else the tokenizer m's GGUF file carries, from
+ * m's parsed file (not opened again); else tokenizer.bin beside m's file. On success *out is
+ * new, closed with eng_tokenizer_close. -ENOENT, err saying what was looked for and why it did
+ * not serve, when none of these is there or is this model's (a caller may then go on with
+ * token ids); any other error (a given path that does not load, a GGUF tokenizer that is
+ * broken) is for the caller to report. */
+int eng_tokenizer_open_model(struct eng_tokenizer **out, const struct eng_model *m,
+			     const char *path, struct eng_error *err);
 /* Any tokenizer: BOS and EOS ids (-1 if none), whether the model wants BOS before a prompt
  * (pass it as encode's bos), the vocabulary size, and the kind ("llama2.c", "llama", "gpt2";
  * static storage). */
@@ -590,11 +608,11 @@ int eng_synth_llama2c(const char *path, const char *shape, uint64_t seed, struct
 /* The same with the FFN activation act (SiLU, ReLU or ReLU^2; -EINVAL for GELU). For ReLU and
  * ReLU^2 the gate rows (w1) come in clusters of 32 that share a direction (std 0.02) plus a
  * small per-row part (std 0.002), so a cluster's 32 activations are zero together on about
- * 45% of tokens (engine/sparsity.h, synth_gate_row): exact zeros in whole blocks, as ReLU
+ * 45% of tokens (engine/runtime/sparsity.h, synth_gate_row): exact zeros in whole blocks, as ReLU
  * models' co-activated neurons give them. SiLU gives the bytes eng_synth_llama2c writes. */
 int eng_synth_llama2c_act(const char *path, const char *shape, uint64_t seed,
 			  enum eng_ffn_act act, struct eng_error *err);
-/* Activation statistics set explicitly (ReLU and ReLU^2 only; engine/synth.c, "bias
+/* Activation statistics set explicitly (ReLU and ReLU^2 only; engine/synth/synth.c, "bias
  * channel"): channel 0 of the residual stream is a constant 1 (every embedding row's first
  * value; wo's and w2's row 0 are zero, so no layer writes it), and each gate row's weight on
  * it is a bias. relu_sparsity in [0, 1) (< 0: unset, no bias) is the zero fraction the
@@ -612,7 +630,7 @@ int eng_synth_llama2c_sparse(const char *path, const char *shape, uint64_t seed,
 			     struct eng_error *err);
 
 /* ---- Synthetic GGUF models -------------------------------------------------------------------
- * (engine/synth_gguf.c, shapes in engine/shapes.c) A GGUF file with a real model's shape and
+ * (engine/synth/synth_gguf.c, shapes in engine/model/shapes.c) A GGUF file with a real model's shape and
  * the per-tensor types llama-quantize would give it, filled with seeded random weights
  * (matrices uniform, std 0.02; norm weights 1 +- 0.05; biases +- 0.02), quantized with ggml's
  * reference quantizers, streamed to disk and committed atomically. Its metadata says
@@ -636,7 +654,7 @@ int eng_synth_gguf_act(const char *path, const char *arch, const char *shape, co
 int eng_synth_gguf_sparse(const char *path, const char *arch, const char *shape,
 			  const char *quant, uint64_t seed, enum eng_ffn_act act,
 			  const struct eng_synth_sparsity *sp, struct eng_error *err);
-/* Canonical + delta weights (issue 18 R3, engine/alias.h): the layers first..last share one
+/* Canonical + delta weights (issue 18 R3, engine/model/alias.h): the layers first..last share one
  * canonical W_c per matrix kind and each stores a delta D_l, W_l = W_c + D_l. */
 struct eng_canonical_delta {
 	double rel_std;         /* std(D_l) / std(W_c); 0 means ENG_CD_REL_STD */
@@ -655,7 +673,7 @@ struct eng_canonical_delta {
 int eng_canonical_delta_parse(const char *spec, struct eng_canonical_delta *out,
 			      struct eng_error *err);
 /* eng_synth_gguf_act writing a canonical + delta model (cd: the split form, or with
- * cd->dense its dense twin), metadata memwall.canonical_delta.* (engine/alias.h). -EINVAL
+ * cd->dense its dense twin), metadata memwall.canonical_delta.* (engine/model/alias.h). -EINVAL
  * for layers outside the model, a delta type no row length divides, a bad rel_std. */
 int eng_synth_gguf_cd(const char *path, const char *arch, const char *shape, const char *quant,
 		      uint64_t seed, enum eng_ffn_act act, const struct eng_canonical_delta *cd,
@@ -668,7 +686,7 @@ int eng_synth_gguf_plan(const char *arch, const char *shape, const char *quant,
 
 
 /* ---- Memory streaming ------------------------------------------------------------------------
- * (engine/stream.c) Streams a known number of bytes through memory with pinned threads: the
+ * (engine/roof/stream.c) Streams a known number of bytes through memory with pinned threads: the
  * yardstick of `memwall bandwidth` and of counter calibration. The kernels are those of
  * McCalpin's STREAM (https://www.cs.virginia.edu/stream/ref.html) plus a read-only one, run
  * through the same ops table as the engine's matvec. */

@@ -54,7 +54,7 @@ if [ -r "$f" ]; then
 	llc=$(sed 's/K$/*1024/; s/M$/*1048576/' "$f" | bc)
 fi
 
-# shape: arch layers kv_heads head_dim (engine/shapes.c)
+# shape: arch layers kv_heads head_dim (engine/model/shapes.c)
 shape() {
 	case $1 in
 	falcon-tiny) echo "falcon 2 1 64" ;;

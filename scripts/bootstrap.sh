@@ -55,7 +55,7 @@ if [ "$dev" -eq 1 ] && ! { command -v node >/dev/null 2>&1 && command -v npm >/d
 fi
 
 if command -v apt-get >/dev/null 2>&1; then
-	pkgs="git meson ninja-build pkg-config gcc libc6-dev libjansson-dev libpfm4-dev libsqlite3-dev libpq-dev zlib1g-dev gnuplot-nox python3"
+	pkgs="git meson ninja-build pkg-config gcc libc6-dev libjansson-dev libpfm4-dev libsqlite3-dev libpq-dev zlib1g-dev libssl-dev gnuplot-nox python3"
 	[ "$dev" -eq 1 ] && pkgs="$pkgs gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user clang libclang-rt-dev valgrind postgresql sqlite3"
 	missing=""
 	for p in $pkgs; do
@@ -72,7 +72,7 @@ if command -v apt-get >/dev/null 2>&1; then
 	# shellcheck disable=SC2086
 	quietly $sudo apt-get install -y -qq --no-install-recommends $missing
 elif command -v dnf >/dev/null 2>&1; then
-	pkgs="git meson ninja-build pkgconf-pkg-config gcc jansson-devel libpfm-devel sqlite-devel libpq-devel zlib-devel gnuplot python3 libperf-devel"
+	pkgs="git meson ninja-build pkgconf-pkg-config gcc jansson-devel libpfm-devel sqlite-devel libpq-devel zlib-devel openssl-devel gnuplot python3 libperf-devel"
 	[ "$dev" -eq 1 ] && pkgs="$pkgs gcc-aarch64-linux-gnu qemu-user clang compiler-rt valgrind postgresql-server"
 	pkgs="$pkgs${node_pkgs:+ $node_pkgs}"
 	say "installing (dnf, untested by the project): $pkgs (details in $log)"

@@ -41,7 +41,7 @@ bin="$out/test_kernels.aarch64"
 	-o "$bin" \
 	"$src/tests/test_kernels.c" \
 	"$src/engine/kernels/kernels.c" "$src/engine/kernels/ref.c" "$src/engine/kernels/arm/neon.c" \
-	"$src/engine/stream.c" "$src/engine/error.c" \
+	"$src/engine/roof/stream.c" "$src/engine/error.c" \
 	-lm
 echo "== test_kernels (armv8-a)"
 "$qemu" "$bin"
@@ -59,7 +59,7 @@ quants() { # compiler, -march value, output name
 		-I"$src/engine" -I"$q" -I"$src/tests" \
 		-o "$bin" \
 		"$src/tests/test_quants.c" \
-		"$q/quants.c" "$q/ref.c" "$q/fp16.c" "$q/x8.c" "$q/x8_legacy.c" "$q/x8_kquants.c" "$q/x8_float.c" \
+		"$q/quants.c" "$q/ref.c" "$q/ref_quantize.c" "$q/fp16.c" "$q/x8.c" "$q/x8_legacy.c" "$q/x8_kquants.c" "$q/x8_float.c" \
 		"$q/arm/neon.c" "$q/arm/neon_x8l.c" "$q/arm/neon_x8k.c" "$q/arm/neon_x8f.c" \
 		-lm
 	echo "== test_quants ($3)"

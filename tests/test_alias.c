@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "engine.h"
-#include "gguf.h"
+#include "format/gguf.h"
 #include "headroom.h"
 #include "quants/quants.h"
 #include "test.h"

@@ -35,7 +35,7 @@
 
 #include <jansson.h>
 
-#include "attention.h"
+#include "runtime/attention.h"
 #include "engine.h"
 #include "run.h"
 #include "test.h"

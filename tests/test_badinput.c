@@ -21,7 +21,7 @@
 #include "adapters.h"
 #include "engine.h"
 #include "fixture_result.h"
-#include "gguf.h"
+#include "format/gguf.h"
 #include "probes.h"
 #include "protocol.h"
 #include "result.h"

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "test.h"
-#include "gguf.h"
+#include "format/gguf.h"
 #include "quants/quants.h"
 
 static char tmpdir[] = "/tmp/mw-test-gguf-XXXXXX";

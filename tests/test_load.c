@@ -22,8 +22,8 @@
 #include <unistd.h>
 
 #include "engine.h"
-#include "gguf.h"
-#include "model.h"
+#include "format/gguf.h"
+#include "model/model.h"
 #include "quants/quants.h"
 #include "test.h"
 

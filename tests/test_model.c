@@ -10,8 +10,8 @@
 #include <unistd.h>
 
 #include "engine.h"
-#include "llama2c.h"
-#include "model.h"
+#include "format/llama2c.h"
+#include "model/model.h"
 #include "test.h"
 
 static char dir[] = "/tmp/mw-test-model-XXXXXX";

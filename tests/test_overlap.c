@@ -353,7 +353,7 @@ static void image_fails(void)
 		static atomic_int stop = 1;
 		const float *la;
 		ov.sopt = o;
-		T_EQ_INT(mw_overlap_start(&ov, stopped ? model : bad), 0);
+		T_EQ_INT(mw_overlap_start(&ov, stopped ? model : bad, -1), 0);
 		mw_overlap_launch(&ov);
 		/* The test's own flag replaces the overlap's: the image's fill sees it set. */
 		if (stopped)
@@ -386,7 +386,7 @@ static void image_fails(void)
 	}
 	/* An image cancelled by mw_overlap_end, unused. */
 	struct mw_overlap ov = { 0 };
-	T_EQ_INT(mw_overlap_start(&ov, model), 0);
+	T_EQ_INT(mw_overlap_start(&ov, model, -1), 0);
 	mw_overlap_launch(&ov);
 	mw_overlap_end(&ov);
 	T_EQ_INT(ov.state, MW_IMAGE_UNUSED);

@@ -7,7 +7,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
-#include "pool.h"
+#include "runtime/pool.h"
 #include "test.h"
 
 #define MAX_THREADS 8

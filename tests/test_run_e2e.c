@@ -11,6 +11,7 @@
 #include "result.h"
 #include "run.h"
 #include "engine.h"
+#include "quants.h"
 #include "test.h"
 
 static char scratch[256], outdir[512], proto[4096];
@@ -109,6 +110,11 @@ static void test_smoke(void)
 	T_ASSERT(prefill_ns > 0);
 	T_NEAR(json_number_value(json_object_get(eng, "ttft_ms")), load_ms + prefill_ns / 1e6, 1e-6);
 	T_ASSERT(json_integer_value(json_object_get(eng, "load_threads")) >= 1);
+	/* Both tables that ran (issue 27): beside the f32 kernels, the quant table, the best this
+	 * CPU runs (the protocol's kernels are "auto"), in the engine block and memwall's. */
+	const char *qbest = krn_quant_ops_find(NULL)->name;
+	T_EQ_STR(json_string_value(json_object_get(eng, "quant_kernels")), qbest);
+	T_EQ_STR(json_string_value(get(doc, "memwall", "quant_kernels", NULL)), qbest);
 	T_ASSERT(json_is_integer(json_object_get(eng, "huge_page_bytes")) ||
 		 json_is_null(json_object_get(eng, "huge_page_bytes")));
 	/* The drift probe is memwall bandwidth's read roof: 8x the LLC (8x 32 MiB when sysfs is

@@ -4,7 +4,7 @@
 #include <unistd.h>
 
 #include "engine.h"
-#include "model.h"
+#include "model/model.h"
 #include "run.h"
 #include "test.h"
 

@@ -13,7 +13,7 @@
 #include <sched.h>
 #include <unistd.h>
 
-#include "gguf.h"
+#include "format/gguf.h"
 #include "run.h"
 #include "test.h"
 

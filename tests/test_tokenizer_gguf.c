@@ -12,9 +12,9 @@
 #include <errno.h>
 #include <unistd.h>
 
-#include "gguf.h"
+#include "format/gguf.h"
 #include "test.h"
-#include "tokenizer_gguf.h"
+#include "tokenizer/tokenizer_gguf.h"
 
 static char dir[] = "/tmp/mw-test-tokgguf-XXXXXX";
 

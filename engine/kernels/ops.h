@@ -58,7 +58,7 @@ struct krn_ops {
 	 * where a table has none, and krn_exp_sub (kernels.h) runs ref's. */
 	float (*exp_sub)(float *x, float sub, size_t n);
 
-	/* Memory streaming, for the bandwidth probe (engine/stream.c). The kernels of McCalpin's
+	/* Memory streaming, for the bandwidth probe (engine/roof/stream.c). The kernels of McCalpin's
 	 * STREAM benchmark (https://www.cs.virginia.edu/stream/ref.html) plus a read-only one.
 	 * n counts floats. The *_nt variants write with non-temporal stores (no write-allocate
 	 * read of the destination, no cache pollution) and end with a store fence; a table
@@ -80,10 +80,7 @@ extern const struct krn_ops krn_ops_avx2;
 extern const struct krn_ops krn_ops_avx512;
 extern const struct krn_ops krn_ops_neon;
 
-/* x86 feature checks for the tables' supported(), in x86/cpu.c, which is compiled without ISA
- * flags so they are safe to call on any x86-64 CPU. Each checks the CPUID bits and that the OS
- * saves the register state (XGETBV), via GCC's __builtin_cpu_supports. */
-bool krn_x86_has_avx2_fma(void);
-bool krn_x86_has_avx512(void); /* F, BW, VL and DQ: what x86/avx512.c is compiled for */
+/* x86 feature checks for the tables' supported(): x86/cpu.h, shared with quants/. */
+#include "x86/cpu.h"
 
 #endif

@@ -14,11 +14,10 @@ extern const struct krn_quant_ops krn_quant_ops_avx2;
 extern const struct krn_quant_ops krn_quant_ops_avx512;
 extern const struct krn_quant_ops krn_quant_ops_neon;
 
-/* Run-time checks for the x86 tables (x86/cpu.c, built without ISA flags). The AVX-512 table
- * needs F, BW, VL, DQ, VNNI, VBMI, VBMI2, GFNI and BITALG (Ice Lake, Zen 4 and later); other
- * AVX-512 CPUs use AVX2. */
-bool krn_quants_cpu_avx2(void);
-bool krn_quants_cpu_avx512(void);
+/* Run-time checks for the x86 tables: kernels/x86/cpu.h, the one check for both libraries
+ * (built without ISA flags). The AVX-512 table needs krn_x86_has_avx512_icl's set (Ice Lake,
+ * Zen 4 and later); other AVX-512 CPUs use AVX2. */
+#include "kernels/x86/cpu.h"
 
 /* fp16 -> fp32 for every half (fp16.c), filled by the registry (quants.c) through
  * krn_fp16_table_fill before any table is handed out: the SIMD kernels convert their
@@ -26,7 +25,44 @@ bool krn_quants_cpu_avx512(void);
 extern float krn_fp16_table[1 << 16];
 void krn_fp16_table_fill(void);
 
-/* ref.c's activation quantizers, for SIMD files that handle only the bulk of a row. */
+/* Scale unpacking that ref.c's dequantizers and ref_quantize.c's quantizers share. */
+/* The 16 6-bit scales of q3_K: low 4 bits in scales[0..7] (two per byte), high 2 bits in
+ * scales[8..11]; ggml's kmask shuffle in dequantize_row_q3_K, written out. */
+static inline int krn_q3_K_scale(const uint8_t *sc, int j)
+{
+	int lo = j < 8 ? (sc[j] & 0x0f) : (sc[j - 8] >> 4);
+	int hi = (sc[8 + j % 4] >> (2 * (j / 4))) & 3;
+	return (lo | (hi << 4)) - 32;
+}
+
+/* ggml's get_scale_min_k4: 8 6-bit scales and mins packed in 12 bytes. */
+static inline void krn_scale_min_k4(int j, const uint8_t *q, int *sc, int *m)
+{
+	if (j < 4) {
+		*sc = q[j] & 63;
+		*m = q[j + 4] & 63;
+	} else {
+		*sc = (q[j + 4] & 0x0f) | ((q[j - 4] >> 6) << 4);
+		*m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+	}
+}
+
+/* ref_quantize.c's weight quantizers (ggml's quantize_row_*_ref), for ref.c's type table. */
+void krn_ref_from_float_Q4_0(const float *x, void *y, size_t n);
+void krn_ref_from_float_Q4_1(const float *x, void *y, size_t n);
+void krn_ref_from_float_Q5_0(const float *x, void *y, size_t n);
+void krn_ref_from_float_Q5_1(const float *x, void *y, size_t n);
+void krn_ref_from_float_Q8_0(const float *x, void *y, size_t n);
+void krn_ref_from_float_Q2_K(const float *x, void *y, size_t n);
+void krn_ref_from_float_Q3_K(const float *x, void *y, size_t n);
+void krn_ref_from_float_Q4_K(const float *x, void *y, size_t n);
+void krn_ref_from_float_Q5_K(const float *x, void *y, size_t n);
+void krn_ref_from_float_Q6_K(const float *x, void *y, size_t n);
+void krn_ref_from_float_F32(const float *x, void *y, size_t n);
+void krn_ref_from_float_F16(const float *x, void *y, size_t n);
+void krn_ref_from_float_BF16(const float *x, void *y, size_t n);
+
+/* ref_quantize.c's activation quantizers, for SIMD files that handle only the bulk of a row. */
 void krn_ref_act_q8_0(const float *x, void *y, size_t n);
 void krn_ref_act_q8_1(const float *x, void *y, size_t n);
 void krn_ref_act_q8_K(const float *x, void *y, size_t n);

@@ -251,7 +251,7 @@ int mw_r1_measure(const char *model_path, const char *tokenizer_path, char *cons
 		[ENG_ACT_RELU2] = "ReLU(w1 x)^2 * w3 x", [ENG_ACT_GELU] = "GELU(w_up x)" };
 	out->activation = info->ffn_act < ENG_ACT_COUNT && act_label[info->ffn_act]
 				  ? act_label[info->ffn_act] : eng_ffn_act_name(info->ffn_act);
-	if (tokenizer_path && (rc = eng_tokenizer_open(&tok, tokenizer_path, info->vocab_size, &eerr))) {
+	if (tokenizer_path && (rc = eng_tokenizer_open_model(&tok, m, tokenizer_path, &eerr))) {
 		mw_error_set(err, rc, eerr.source[0] ? eerr.source : tokenizer_path, "",
 			     "%s", eerr.text);
 		goto out;
@@ -272,13 +272,11 @@ int mw_r1_measure(const char *model_path, const char *tokenizer_path, char *cons
 		goto out;
 	}
 	if (!tok) {
-		/* A GGUF file names its BOS (falcon's is 11, llama's 1), in the tokenizer it carries;
-		 * llama2.c checkpoints have none, and use llama's. */
+		/* A GGUF file names its BOS (falcon's is 11, llama's 1), in the tokenizer it carries
+		 * (read from the open model, not the file again); a model without one uses llama's. */
 		struct eng_tokenizer *own = NULL;
 		int bos = ENG_TOKEN_BOS;
-		if (info->format == ENG_FORMAT_GGUF &&
-		    !eng_tokenizer_open(&own, model_path, info->vocab_size, &eerr) &&
-		    eng_tokenizer_bos(own) >= 0)
+		if (!eng_tokenizer_open_model(&own, m, NULL, &eerr) && eng_tokenizer_bos(own) >= 0)
 			bos = eng_tokenizer_bos(own);
 		eng_tokenizer_close(own);
 		rc = self_generated(s, info, bos, n_prompts, out, model_path, err);

@@ -454,7 +454,7 @@ int mw_record_model_check(const json_t *doc, const char *source, const char *mod
 	const char *want = json_string_value(json_object_get(m, "sha256"));
 	if (model_path && hash && want && strlen(want) == 64) {
 		char got[65];
-		int rc = mw_sha256_file(model_path, got, NULL, err);
+		int rc = mw_sha256_file_cached(model_path, got, NULL, NULL, err);
 		if (rc)
 			return rc;
 		if (strcmp(got, want))

@@ -6,7 +6,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <libgen.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -15,6 +14,7 @@
 #include <time.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "engine.h"
@@ -332,9 +332,10 @@ static int check_args(struct gen_args *a)
 	return 0;
 }
 
-/* Opens -z, or a GGUF model's own tokenizer, or tokenizer.bin beside the model; *tok stays
- * NULL (ids are printed) when there is none or it is not this model's. */
-static int open_tokenizer(const struct gen_args *a, bool gguf, int vocab_size,
+/* Opens -z, or the model's own tokenizer (eng_tokenizer_open_model: its GGUF file's, or
+ * tokenizer.bin beside it); *tok stays NULL (ids are printed) when there is none or it is not
+ * this model's. */
+static int open_tokenizer(const struct gen_args *a, const struct eng_model *m,
 			  struct eng_tokenizer **tok)
 {
 	struct eng_error err;
@@ -345,31 +346,15 @@ static int open_tokenizer(const struct gen_args *a, bool gguf, int vocab_size,
 			mw_error_print(&ferr);
 			return MW_EXIT_USAGE;
 		}
-		if (eng_tokenizer_open(tok, a->tokenizer, vocab_size, &err))
-			return eng_fail(MW_EXIT_USAGE, &err);
-		return 0;
 	}
-	/* A GGUF model carries its tokenizer: a file without one (-ENOENT) falls through to
-	 * tokenizer.bin, then ids; a broken one is the error to report, not a missing file. */
-	if (gguf) {
-		int rc = eng_tokenizer_open(tok, a->model, vocab_size, &err);
-		if (rc == 0)
-			return 0;
-		if (rc != -ENOENT)
-			return eng_fail(MW_EXIT_USAGE, &err);
-	}
-	*tok = NULL;
-	eng_error_clear(&err);
-	char *copy = strdup(a->model), path[4096];
-	if (!copy)
-		return mw_fail(MW_EXIT_ENV, VERB, "out of memory");
-	snprintf(path, sizeof(path), "%s/tokenizer.bin", dirname(copy));
-	free(copy);
-	if (access(path, R_OK) == 0 && eng_tokenizer_open(tok, path, vocab_size, &err) == 0)
+	int rc = eng_tokenizer_open_model(tok, m, a->tokenizer, &err);
+	if (rc == 0)
 		return 0;
+	if (rc != -ENOENT || a->tokenizer)
+		return eng_fail(MW_EXIT_USAGE, &err);
 	if (!a->ids)
 		fprintf(stderr, "memwall %s: note: %s; printing token ids (give -z TOKENIZER for "
-			"text)\n", VERB, err.text[0] ? err.text : "no tokenizer.bin beside the model");
+			"text)\n", VERB, err.text);
 	return 0;
 }
 
@@ -805,32 +790,45 @@ int mw_cmd_generate(int argc, char **argv)
 	if (rc)
 		return rc < 0 ? MW_EXIT_OK : rc;
 
-	/* A regular file, or a message naming what it is (a FIFO would block the loader). */
+	/* A regular file, or a message naming what it is (a FIFO would block the loader). The
+	 * engine loads this open file: the model is opened once (the overlap's image reads a
+	 * duplicate of the descriptor). */
 	struct mw_error ferr;
-	if (mw_file_check(a->model, "model", "", MW_FILE_ANY_SIZE, &ferr)) {
+	int mfd = mw_file_open(a->model, "model", "", MW_FILE_ANY_SIZE, &ferr);
+	if (mfd < 0) {
 		mw_error_print(&ferr);
 		rc = MW_EXIT_USAGE;
 		goto out;
 	}
-	if (!a->force && (rc = check_memory(a->model)))
+	if (!a->force && (rc = check_memory(a->model))) {
+		close(mfd);
 		goto out;
+	}
 	eng_error_clear(&err);
 	g.overlap = overlap_wanted(a);
+	int ifd = g.overlap ? fcntl(mfd, F_DUPFD_CLOEXEC, 0) : -1;
+	if (g.overlap && ifd < 0) {
+		close(mfd);
+		rc = mw_fail(MW_EXIT_ENV, VERB, "cannot duplicate the model's descriptor: %s",
+			     strerror(errno));
+		goto out;
+	}
 	struct eng_model_options mopt = { .populate = a->populate, .hugepages = a->hugepages,
 					  .load = g.overlap ? ENG_LOAD_MMAP : a->load };
-	if (eng_model_open(&g.model, a->model, &mopt, &err)) {
+	if (eng_model_open_fd(&g.model, a->model, mfd, &mopt, &err)) {
+		if (ifd >= 0)
+			close(ifd);
 		rc = eng_fail(MW_EXIT_USAGE, &err);
 		goto out;
 	}
-	if (g.overlap && (rc = mw_overlap_start(&g.ov, a->model)))
+	if (g.overlap && (rc = mw_overlap_start(&g.ov, a->model, ifd)))
 		goto out;
 	g.t_loaded = mw_now_s();
 	getrusage(RUSAGE_SELF, &g.ru_loaded);
 	if (g.overlap)
 		mw_overlap_mark(&g.ov, false);
 	g.info = eng_model_info(g.model);
-	if ((rc = open_tokenizer(a, g.info->format == ENG_FORMAT_GGUF, g.info->vocab_size,
-				 &g.tok)))
+	if ((rc = open_tokenizer(a, g.model, &g.tok)))
 		goto out;
 	if (!g.tok && a->prompt) {
 		rc = mw_fail(MW_EXIT_USAGE, VERB, "a prompt needs the model's tokenizer: give -z FILE");

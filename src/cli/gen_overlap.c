@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "gen_overlap.h"
 #include "mw.h"
@@ -45,6 +46,7 @@ struct mw_image {
 	bool started, joined;
 	atomic_bool done; /* the open returned (the thread is about to end) */
 	char *path;
+	int fd; /* the model file, open (-1: the image opens path); the image's open takes it */
 	struct eng_model_options opt;
 	struct eng_model *model; /* the image once opened, until the switch takes it */
 	struct eng_error err;
@@ -57,7 +59,9 @@ static void *image_main(void *arg)
 	struct mw_image *im = arg;
 	(void)pthread_setname_np(pthread_self(), image_comm);
 	eng_error_clear(&im->err);
-	im->rc = eng_model_open(&im->model, im->path, &im->opt, &im->err);
+	im->rc = im->fd >= 0 ? eng_model_open_fd(&im->model, im->path, im->fd, &im->opt, &im->err)
+			     : eng_model_open(&im->model, im->path, &im->opt, &im->err);
+	im->fd = -1;
 	im->t_end = mw_now_s();
 	atomic_store(&im->done, true);
 	return NULL;
@@ -80,14 +84,17 @@ static void cpus_text(const cpu_set_t *set, char *buf, size_t n)
 	}
 }
 
-int mw_overlap_start(struct mw_overlap *ov, const char *path)
+int mw_overlap_start(struct mw_overlap *ov, const char *path, int fd)
 {
 	struct mw_image *im = calloc(1, sizeof(*im));
 	ov->state = MW_IMAGE_BUILDING;
 	if (!im || !(im->path = strdup(path))) {
 		free(im);
+		if (fd >= 0)
+			close(fd);
 		return mw_fail(MW_EXIT_ENV, VERB, "out of memory");
 	}
+	im->fd = fd;
 	im->opt.load = ENG_LOAD_REPACK;
 	ov->img = im;
 	return 0;
@@ -249,6 +256,8 @@ void mw_overlap_end(struct mw_overlap *ov)
 	if (ov->state == MW_IMAGE_BUILDING)
 		ov->state = MW_IMAGE_UNUSED;
 	eng_model_close(im->model);
+	if (im->fd >= 0)
+		close(im->fd);
 	free(im->path);
 	free(im);
 	ov->img = NULL;

@@ -49,11 +49,13 @@ struct mw_overlap {
 	long faults_loaded, major_loaded, faults_first, major_first;
 };
 
-/* Prepares the image of path: ENG_LOAD_REPACK (huge-copy for a llama2.c checkpoint, which has
+/* Prepares the image of path, open as fd (the image's, closed by the end whatever happens; -1:
+ * the image opens path):
+ * ENG_LOAD_REPACK (huge-copy for a llama2.c checkpoint, which has
  * nothing to interleave). Its thread starts at mw_overlap_launch. The caller sets ov->sopt
  * before the switch. One overlap per process at a time: the image hooks the engine's
  * cancellation flag while it is built. 0, or an MW_EXIT_* code (message printed). */
-int mw_overlap_start(struct mw_overlap *ov, const char *path);
+int mw_overlap_start(struct mw_overlap *ov, const char *path, int fd);
 /* Starts building the image on a thread of its own, on every CPU of the caller's affinity
  * mask; once (later calls do nothing). Called after the first token: built alongside it, the
  * image slowed the first token 1.1-3.9x even on a CPU of its own (README.md, "Load modes").

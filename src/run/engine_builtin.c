@@ -364,7 +364,7 @@ static enum mw_run_status open_prompt(struct builtin *b, struct mw_error *err)
 				     tsha, p->tokenizer.sha256);
 			return MW_RUN_BAD_INPUT;
 		}
-		if ((rc = eng_tokenizer_open(&b->tok, p->tokenizer.path, b->mi->vocab_size, &eerr))) {
+		if ((rc = eng_tokenizer_open_model(&b->tok, b->model, p->tokenizer.path, &eerr))) {
 			mw_error_set(err, rc, p->tokenizer.path, "tokenizer.path", "%s", eerr.text);
 			return MW_RUN_BAD_INPUT;
 		}
@@ -874,6 +874,10 @@ static json_t *engine_json(const struct builtin *b)
 			      lr->threads, "huge_page_bytes",
 			      lr->mode == ENG_LOAD_MMAP || lr->huge_bytes < 0
 				      ? json_null() : json_integer((json_int_t)lr->huge_bytes));
+	/* The quant table beside the f32 one: on an AVX-512 CPU without VNNI/VBMI they differ. */
+	if (e)
+		json_object_set_new(e, "quant_kernels",
+				    json_string(eng_session_quant_kernels(b->sess)));
 	/* Only what a protocol asked for, so a plain protocol's record is as it always was. */
 	if (e && b->batch > 1)
 		json_object_set_new(e, "batch", json_integer(b->batch));
@@ -912,6 +916,7 @@ static enum mw_run_status builtin_execute(struct mw_run *run, struct mw_error *e
 	if ((st = preflight(b, err)) != MW_RUN_DONE || (st = start_session(b, err)) != MW_RUN_DONE)
 		return st;
 	run->kernels = eng_session_kernels(b->sess);
+	run->quant_kernels = eng_session_quant_kernels(b->sess);
 	if (!(run->runs = json_array()))
 		return MW_RUN_ENVIRONMENT;
 	mw_drift_step(&b->drift, run, 0);

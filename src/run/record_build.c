@@ -34,10 +34,15 @@ static json_t *memwall_json(const struct mw_run *run)
 		redacted |= r;
 		free(arg);
 	}
-	return json_pack("{s:s, s:s, s:b, s:o, s:o, s:o, s:b}", "version", mw_version(),
-			 "git_commit", commit, "git_dirty", dirty, "command", cmd, "kernels",
-			 run->kernels ? json_string(run->kernels) : json_null(), "environment",
-			 env, "redacted", redacted);
+	json_t *mw = json_pack("{s:s, s:s, s:b, s:o, s:o, s:o, s:b}", "version", mw_version(),
+			       "git_commit", commit, "git_dirty", dirty, "command", cmd, "kernels",
+			       run->kernels ? json_string(run->kernels) : json_null(),
+			       "environment", env, "redacted", redacted);
+	/* The quant table beside the f32 kernels' (issue 27): both tables that ran. */
+	if (mw && run->kernels)
+		json_object_set_new(mw, "quant_kernels", run->quant_kernels ?
+				    json_string(run->quant_kernels) : json_null());
+	return mw;
 }
 
 static json_t *model_json(const struct mw_run *run)

@@ -33,6 +33,7 @@ struct mw_run {
 	json_t *engine;        /* the record's engine block (kind, threads, cpus, ...) */
 	json_t *model;         /* model facts the row knows: arch, shape, weight_bytes, synthetic */
 	const char *kernels;   /* memwall.kernels: the builtin engine's ISA kernels; NULL */
+	const char *quant_kernels; /* memwall.quant_kernels: its quant table; NULL */
 	json_t *preflight;     /* NULL when the row makes no preflight checks */
 	json_t *software;      /* counters.software: the events that were read */
 	json_t *drift;         /* the record's drift block */

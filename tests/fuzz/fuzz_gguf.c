@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "gguf.h"
+#include "format/gguf.h"
 #include "quants.h"
 
 static volatile uint8_t sink;

@@ -10,7 +10,7 @@
 
 #include "engine.h"
 #include "fuzz.h"
-#include "model.h"
+#include "model/model.h"
 
 static volatile float sink;
 

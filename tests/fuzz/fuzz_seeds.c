@@ -20,8 +20,8 @@
 
 #include "adapters.h"
 #include "fixture_result.h"
-#include "gguf.h"
-#include "llama2c.h"
+#include "format/gguf.h"
+#include "format/llama2c.h"
 #include "quants.h"
 
 static const char *outdir;

@@ -1,7 +1,7 @@
 /* engine/kernels/x86/avx2.c: AVX2 + FMA kernels.
  *
  * Compiled with only -mavx2 -mfma (and -mno-avx512f, so a -march=native build cannot slip
- * AVX-512 instructions in); reached only after krn_x86_has_avx2_fma() said yes. Tails use
+ * AVX-512 instructions in); reached only after krn_x86_has_avx2() said yes. Tails use
  * VMASKMOVPS, whose masked-off lanes never fault (Intel SDM vol. 2, VMASKMOV), so no element is
  * read twice and no scalar loop is needed.
  */
@@ -289,7 +289,7 @@ static void avx2_stream_triad_nt(float *a, const float *b, const float *c, float
 
 const struct krn_ops krn_ops_avx2 = {
 	.name = "avx2",
-	.supported = krn_x86_has_avx2_fma,
+	.supported = krn_x86_has_avx2,
 	.matvec_f32 = avx2_matvec_f32,
 	.matmul_f32 = mm_f32,
 	.dot_f32 = avx2_dot_f32,

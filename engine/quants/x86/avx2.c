@@ -42,7 +42,7 @@ static inline __m256i q5_0_unsigned(const uint8_t *blk)
 
 const struct krn_quant_ops krn_quant_ops_avx2 = {
 	.name = "avx2",
-	.supported = krn_quants_cpu_avx2,
+	.supported = krn_x86_has_avx2,
 	.base = &krn_quant_ops_ref,
 	.vec_dot = { DOT256_VEC_DOTS },
 	.matvec = { DOT256_MATVECS },

@@ -251,7 +251,7 @@ static void act_q8_K(const float *x, void *vy, size_t n)
 
 const struct krn_quant_ops krn_quant_ops_avx512 = {
 	.name = "avx512",
-	.supported = krn_quants_cpu_avx512,
+	.supported = krn_x86_has_avx512_icl,
 	.base = &krn_quant_ops_avx2,
 	.vec_dot = { DOT256_VEC_DOTS },
 	.matvec = { DOT256_MATVECS },

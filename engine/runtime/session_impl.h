@@ -1,0 +1,223 @@
+/* engine/runtime/session_impl.h: a session's struct and what its three files share, private to
+ * engine/runtime/: session.c (set-up and teardown), forward.c (the forward pass) and
+ * kv_cache.c (the KV cache: its element types, attention over it, moving it between sessions).
+ * forward.c's opening comment tells how a pass runs. */
+#ifndef MEMWALL_ENGINE_SESSION_IMPL_H
+#define MEMWALL_ENGINE_SESSION_IMPL_H
+
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include "model/alias.h"
+#include "attention.h"
+#include "kernels.h"
+#include "model/model.h"
+#include "pool.h"
+#include "quants.h"
+#include "sparsity.h"
+
+/* Rows per chunk of a split matvec are a multiple of 16: 16 rows of any width start on a
+ * 64-byte boundary whenever the matrix does, and a kernel that works on groups of rows sees the
+ * same groups whatever the thread count, so results do not depend on it. */
+#define ROW_ALIGN 16
+/* The smallest chunk, in rows: ~100 KB of a stories110M matrix, a few microseconds of
+ * streaming, well above the cost of claiming it (one contended compare-and-swap). */
+#define MIN_CHUNK_ROWS 32
+/* The smallest chunk of a pass of several tokens over quantized weights: each call of a
+ * multi-token kernel prepares every token's activation blocks again (x8_legacy.h's per-block
+ * sums, x8_kquants.h's), work that a 32-row chunk spends as much time on as on its rows; at 2
+ * threads that preparation had been 3.3% of a stories110M q8_0 prefill (perf record -e
+ * cpu-clock). F32 weights prepare nothing and keep MIN_CHUNK_ROWS: 128-row chunks of a
+ * 768-row matrix left one of 2 threads waiting for up to a sixth of each phase. */
+#define MIN_CHUNK_ROWS_TOKENS 128
+
+/* Activations quantized for non-F32 weights (quants.h): one slot per activation type a weight
+ * type may ask for (its vec_dot_type), and per input vector, so that Q, K and V (or the fused
+ * QKV) and the FFN's gate and up share one quantization of their input, as in ggml, where
+ * a mul_mat converts src1 once for all rows. */
+enum { ACT_F16, ACT_BF16, ACT_Q8_0, ACT_Q8_1, ACT_Q8_K, ACT_COUNT };
+static inline uint32_t act_type(int slot)
+{
+	static const uint32_t t[ACT_COUNT] = {
+		[ACT_F16] = KRN_TYPE_F16,   [ACT_BF16] = KRN_TYPE_BF16, [ACT_Q8_0] = KRN_TYPE_Q8_0,
+		[ACT_Q8_1] = KRN_TYPE_Q8_1, [ACT_Q8_K] = KRN_TYPE_Q8_K,
+	};
+	return t[slot];
+}
+
+/* The vectors a matvec reads: each thread's normed x, and the shared attention output and
+ * FFN activation. */
+enum act_vec { VEC_XN, VEC_XB, VEC_HB, VEC_COUNT };
+
+/* One thread's private state, alone in its cache lines. */
+struct worker {
+	_Alignas(64) float *xn;       /* (chunk, dim) this thread's normalised copies of x */
+	unsigned char *act;           /* (VEC_COUNT, ACT_COUNT, act_bytes) quantized vectors */
+	bool valid[VEC_COUNT][ACT_COUNT];
+	/* A pass of several tokens: each vector's rows quantized to one activation type at a
+	 * time (that of bslot[vec], -1 for none yet), act_bytes apart. */
+	unsigned char *bact;          /* (VEC_COUNT, chunk, act_bytes); NULL when chunk is 1 */
+	int bslot[VEC_COUNT];
+	uint16_t *h16;                /* (q_dim + ctx_len) an F16 cache's queries and attention
+				       * weights, rounded to f16 */
+	uint16_t *kv16;               /* (2, pass_positions, head_size) one KV head's keys, then
+				       * its values, copied out of an F16 cache for a pass; NULL
+				       * for a chunk of 1 or an F32 cache */
+	uint8_t *nz;                  /* (hidden_dim) the down projection's nonzero blocks */
+	uint8_t *live;                /* (hidden_dim) rows of gate or up this step computes */
+	/* This pass's sparse FFN counts over the rows this thread claimed (engine.h's
+	 * eng_step_bytes): gate and up rows skipped, their bytes, static-map misses. */
+	uint64_t gate_skip, up_skip, row_skip_bytes, misses;
+	float *dy;                    /* (chunk, widest output) a delta's product (alias.h);
+				       * NULL for a model without canonical + delta layers */
+	float *blk;                   /* (ATTN_HEAD_GROUP, attn_block) blocked attention's scores */
+};
+
+/* What differs between architectures (model.h's enum eng_arch); the table is below the
+ * functions it names. */
+struct eng_session;
+
+struct arch_ops {
+	void (*norm)(float *out, const float *x, const float *w, const float *b, int n, float eps);
+	void (*rope)(const struct eng_session *s, int k, float *vec, int a, int b);
+	void (*qkv)(struct eng_session *s, struct worker *w, int l, int a, int b);
+	void (*layer)(struct eng_session *s, struct worker *w, int tid, int l);
+	bool neox; /* RoPE pairs span the head: QKV chunks must hold whole heads */
+};
+
+/* The next unclaimed row (or head) of one phase, alone in its cache line. */
+struct work_counter {
+	_Alignas(64) _Atomic int next;
+};
+
+/* Phases with shared work, per layer, in order; the classifier's counter comes last. */
+enum { WORK_QKV, WORK_HEADS, WORK_WO, WORK_UP, WORK_DOWN, WORK_PER_LAYER };
+
+struct eng_session {
+	const struct eng_model *m;
+	const struct krn_ops *ops;
+	const struct krn_quant_ops *qops;
+	const struct kv_traits *kv;
+	const struct arch_ops *arch;
+	struct eng_pool *pool;
+	struct eng_hooks hooks;
+	int n_threads;
+	int dim, hidden_dim, q_dim, kv_dim, head_size, n_rot, n_heads, n_kv_heads, n_layers;
+	int vocab_size, ctx_len;
+	int qkv_align; /* row alignment of the QKV phase's chunks (whole heads for NeoX RoPE) */
+	int heads_share; /* heads per claim of the attention phase: n_heads / threads, rounded up */
+	enum eng_attention attn; /* the attention kernel (engine.h) */
+	int attn_block;  /* positions per block of blocked attention (attention.h) */
+	int pass_positions; /* positions a worker's kv16 holds: a pass's last token's at most */
+	int n_seq;     /* sequences, each with its own region of the cache and positions */
+	int *next_pos; /* (n_seq) positions 0..next_pos[q]-1 of sequence q are in the cache */
+	int chunk;     /* the most tokens one pass runs (eng_session_prefill's chunk, >= n_seq) */
+	int n_tok;     /* tokens in the pass being run */
+	int *tseq;     /* (chunk) the sequence of each token of the pass */
+	int *tpos;     /* (chunk) the position of each token of the pass in its sequence */
+	bool want_logits; /* the pass ends with the classifier, on its last token */
+	bool all_logits;  /* ... on every token of the pass (a batched step, a verification) */
+
+	/* A pass's vectors, one row per token of it (decode: one row). */
+	float *x;      /* (chunk, dim) the residual stream */
+	void *emb_row; /* (a plain embedding row) the lookup's row out of an x8 table, else NULL */
+	float *xb;     /* (chunk, q_dim) attention output, heads side by side */
+	float *y;      /* (chunk, dim) output of wo (falcon: kept until the FFN's residual add) */
+	float *y2;     /* (chunk, dim) output of the down projection */
+	float *qkv;    /* (chunk, qkv_dim) each position's q | k | v */
+	float *hb;     /* (chunk, hidden_dim) the FFN activation: SiLU(gate) * up, or GELU(up) */
+	float *hb2;    /* (chunk, hidden_dim) llama's up projection */
+	float *att;    /* (n_heads, ctx_len) attention weights */
+	float *logits; /* (logit_rows, vocab_size) */
+	int logit_rows; /* the most tokens of a pass with all_logits: n_seq, or verify_tokens */
+	int verify_tokens; /* the most tokens of an eng_session_verify pass */
+	int qkv_dim;   /* q_dim + 2 kv_dim */
+	struct worker *workers; /* (threads) */
+	size_t act_bytes;       /* one quantized vector of the longest input, any type */
+	void *key_cache;   /* (n_seq, layer, ctx_len, kv_dim) of kv->elem bytes */
+	void *value_cache; /* (n_seq, layer, ctx_len, kv_dim) */
+	float *rope_freq;  /* (n_rot / 2) */
+	float *rope_cos;   /* (chunk, n_rot / 2) at each position of the pass */
+	float *rope_sin;   /* (chunk, n_rot / 2) */
+
+	struct work_counter *work; /* (WORK_PER_LAYER * n_layers + 1) next chunk of each phase */
+	int n_work;
+
+	/* Engine-accounted bytes that do not depend on the position: every tensor's bytes as
+	 * the step reads them (engine.h's tensor-table rules), summed per phase. */
+	uint64_t emb_row_bytes, att_bytes, ffn_bytes, cls_bytes, kv_pos_bytes;
+	/* The sparsity map (sparsity.h): on or off, and this step's counts, kept by thread 0. */
+	bool sparse;
+	uint64_t act_zero, down_blocks_zero, skipped_bytes;
+	const struct eng_sparsity_map *smap; /* static map of dead neurons, or NULL */
+	bool sverify;   /* compute the static map's skipped gate rows anyway, count misses */
+	float **down_t; /* (n_layers) each (hidden_dim, dim): transposed F32 down projections for
+			 * per-neuron skipping (sparsity_neuron), else NULL */
+};
+
+static inline int imin(int a, int b)
+{
+	return a < b ? a : b;
+}
+
+static inline int imax(int a, int b)
+{
+	return a > b ? a : b;
+}
+
+/* ---- The KV cache (kv_cache.c) ------------------------------------------------------------ */
+
+struct kv_traits {
+	const char *name;
+	size_t elem; /* bytes per element */
+	/* Rows [a, b) of sequence q's key or value at position pos into layer l's cache. */
+	void (*store_k)(const struct eng_session *s, int q, int l, int pos, const float *k, int a,
+			int b);
+	void (*store_v)(const struct eng_session *s, int q, int l, int pos, const float *v, int a,
+			int b);
+	/* Heads [h0, h1) of the pass's token k (sequence tseq[k], position tpos[k]) in layer l
+	 * attend over positions 0..tpos[k] of its sequence: those heads of its row of s->xb. */
+	void (*attend)(struct eng_session *s, struct worker *w, int l, int k, int h0, int h1);
+	/* The same, block-streaming (ENG_ATTN_BLOCKED). */
+	void (*attend_blocked)(struct eng_session *s, struct worker *w, int l, int k, int h0,
+			       int h1);
+	/* attend's bits for a token of a pass of several, whose cache rows are in the caches */
+	void (*attend_pass)(struct eng_session *s, struct worker *w, int l, int k, int h0, int h1);
+};
+
+/* Element (q, l, pos, i) of a row-major cache: (n_seq, layer, ctx_len, kv_dim). Each
+ * sequence's region is a whole single-sequence cache, so a sequence reads what a session of
+ * its own would read. */
+static inline size_t kv_row(const struct eng_session *s, int q, int l, int pos)
+{
+	return (((size_t)q * (size_t)s->n_layers + (size_t)l) * (size_t)s->ctx_len + (size_t)pos) *
+	       (size_t)s->kv_dim;
+}
+
+/* Indexed by enum eng_kv_type; ENG_KV_AUTO's row is empty (resolved before the lookup). */
+extern const struct kv_traits eng_kv_traits[ENG_KV_F16 + 1];
+
+/* Zero-fills every sequence's first pass's cache rows (see kv_cache.c for why). */
+void eng_kv_touch_first(const struct eng_session *s);
+/* The cache's cells per K or V for s's shape; -EOVERFLOW, or -ENOMEM for a cache larger
+ * than the machine's memory, with err filled. */
+int eng_kv_cache_cells(const struct eng_session *s, size_t *kv_cells, struct eng_error *err);
+
+/* Heads [h0, h1) of every token of a pass of several over an F16 cache, each head's rows
+ * copied out once for all the pass's tokens (forward.c's prefill). */
+void eng_kv_attend_f16_heads(struct eng_session *s, struct worker *w, int l, int h0, int h1);
+
+/* ---- The forward pass (forward.c) --------------------------------------------------------- */
+/* Indexed by enum eng_arch: each architecture's norm, RoPE, QKV and layer functions. */
+extern const struct arch_ops eng_arch_ops[ENG_ARCH_COUNT];
+/* Fills the GELU table once per process (falcon's activation); called by eng_session_new. */
+void eng_session_gelu_init(void);
+
+#endif
