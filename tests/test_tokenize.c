@@ -25,6 +25,7 @@
 #include "format/gguf.h"
 #include "run.h"
 #include "test.h"
+#include "tokenizer/tokenizer_gguf.h"
 
 static char dir[] = "/tmp/mw-test-tokenize-XXXXXX";
 
@@ -720,6 +721,34 @@ static void test_bad_input(void)
 	unlink(text);
 }
 
+/* ---- Unicode 15.1, as llama.cpp's tables ---------------------------------------------------
+ * llama.cpp's src/unicode-data.cpp classifies by Unicode 15.1; code points that 15.0 and 15.1
+ * assigned (unassigned, "other", to an older table) must split as letters, digits and
+ * punctuation. From UnicodeData.txt 15.1: U+11F04 KAWI LETTER A (Lo), U+11F50 KAWI DIGIT ZERO
+ * (Nd), U+11F43 KAWI DANDA (Po), U+2EBF0 the first of CJK Extension I (Lo). */
+static void test_unicode_15(void)
+{
+	static const struct {
+		const char *pre, *text;
+		size_t words;
+	} splits[] = {
+		/* ?\p{L}+ takes both letters; "other" would end the word at the Kawi letter. */
+		{ "gpt-2", "a\xf0\x91\xbc\x84", 1 },
+		{ "gpt-2", "a\xf0\xae\xaf\xb0", 1 },
+		/* A digit then '-': \p{N}+ then [^\s\p{L}\p{N}]+, two words; both "other": one. */
+		{ "gpt-2", "\xf0\x91\xbd\x90-", 2 },
+		/* falcon's first pass: '-' and the danda are one punctuation run, one word. */
+		{ "falcon", "-\xf0\x91\xbd\x83", 1 },
+	};
+	for (size_t i = 0; i < sizeof(splits) / sizeof(splits[0]); i++) {
+		size_t ends[8], n = 0;
+		T_EQ_INT(eng_bpe_pre_split(splits[i].pre, splits[i].text, ends, 8, &n), 0);
+		if (n != splits[i].words)
+			fprintf(stderr, "Unicode 15 case %zu: %zu words\n", i, n);
+		T_EQ_U64(n, splits[i].words);
+	}
+}
+
 /* Whether ../shared has the vocabularies (t_shared would skip the whole test at once). */
 static const char *shared_missing(void)
 {
@@ -741,6 +770,7 @@ int main(void)
 	/* What needs no shared data first: a model memwall writes, and bad input. */
 	test_model_file();
 	test_bad_input();
+	test_unicode_15();
 	char path[64];
 	snprintf(path, sizeof(path), "%s/model.gguf", dir);
 	unlink(path);
