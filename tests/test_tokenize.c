@@ -749,6 +749,33 @@ static void test_unicode_15(void)
 	}
 }
 
+/* Invalid UTF-8 before BPE: llama.cpp's unicode_cpts_from_utf8 reads each byte it cannot
+ * decode (a stray continuation byte, a lead byte 0xf8-0xff, a cut-off sequence) as U+FFFD, so
+ * the text gives the ids of the same text with U+FFFD (EF BF BD) in each such byte's place. */
+static void test_invalid_utf8(void)
+{
+	static const char *const pairs[][2] = {
+		{ "\xf8\x80\x80\x80", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd" },
+		{ "a\xff" "b \x80", "a\xef\xbf\xbd" "b \xef\xbf\xbd" },
+		{ "x\xe2\x82", "x\xef\xbf\xbd\xef\xbf\xbd" },
+	};
+	for (size_t v = 1; v < N_VOCABS; v++) {
+		char *path = vocab_path(v, "");
+		struct eng_tokenizer *t = NULL;
+		struct eng_error err = { 0 };
+		T_EQ_INT(eng_tokenizer_open_gguf(&t, path, &err), 0);
+		for (size_t i = 0; t && i < sizeof(pairs) / sizeof(pairs[0]); i++) {
+			int a[64], b[64], na = 0, nb = 0;
+			T_EQ_INT(eng_tokenizer_encode(t, pairs[i][0], false, false, a, 64, &na), 0);
+			T_EQ_INT(eng_tokenizer_encode(t, pairs[i][1], false, false, b, 64, &nb), 0);
+			T_EQ_INT(na, nb);
+			T_ASSERT(na == nb && !memcmp(a, b, (size_t)na * sizeof(int)));
+		}
+		eng_tokenizer_close(t);
+		free(path);
+	}
+}
+
 /* Whether ../shared has the vocabularies (t_shared would skip the whole test at once). */
 static const char *shared_missing(void)
 {
@@ -796,6 +823,7 @@ int main(void)
 	}
 	test_verb_ids();
 	test_verb_pieces();
+	test_invalid_utf8();
 	test_llama2c();
 	snprintf(path, sizeof(path), "%s/case.txt", dir);
 	unlink(path);
