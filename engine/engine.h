@@ -533,10 +533,15 @@ struct eng_tokenizer;
 #define ENG_TOKEN_BOS 1
 #define ENG_TOKEN_EOS 2
 
-/* Loads a llama2.c tokenizer.bin for a model of vocab_size tokens (a mismatch is an error).
- * On success *out is new, closed with eng_tokenizer_close. */
+/* Loads a llama2.c tokenizer.bin for a model of vocab_size tokens (a mismatch is an error;
+ * vocab_size 0 takes a tokenizer.bin of any size). On success *out is new, closed with
+ * eng_tokenizer_close. */
 int eng_tokenizer_open(struct eng_tokenizer **out, const char *path, int vocab_size,
 		       struct eng_error *err);
+/* A tokenizer file on its own, with no model to match (memwall tokenize): a GGUF file's
+ * tokenizer (eng_tokenizer_open_gguf: a model, or a vocabulary-only file with no tensors),
+ * else a llama2.c tokenizer.bin of whatever size it holds. Errors as those two give them. */
+int eng_tokenizer_open_file(struct eng_tokenizer **out, const char *path, struct eng_error *err);
 void eng_tokenizer_close(struct eng_tokenizer *t);
 /* Encodes text into tokens[0..max); *n receives the count. -ENOSPC when max is too small
  * (strlen(text) + 3 always suffices), -EINVAL when a byte of text has no piece. */

@@ -221,7 +221,7 @@ int eng_tokenizer_open(struct eng_tokenizer **out, const char *path, int vocab_s
 	}
 	if ((rc = walk(t, buf, len, path, &n, err)))
 		goto out;
-	if (n != vocab_size) {
+	if (vocab_size > 0 && n != vocab_size) {
 		rc = eng_error_set(err, -EINVAL, path, ENG_NO_OFFSET,
 				   "the tokenizer holds %d tokens but the model's vocabulary has %d: "
 				   "give the tokenizer made for this model (-z)", n, vocab_size);
@@ -269,6 +269,13 @@ out:
 		eng_tokenizer_close(&t->base);
 	}
 	return rc;
+}
+
+int eng_tokenizer_open_file(struct eng_tokenizer **out, const char *path, struct eng_error *err)
+{
+	if (is_gguf(path))
+		return eng_tokenizer_open_gguf(out, path, err);
+	return eng_tokenizer_open(out, path, 0, err);
 }
 
 static void l2c_close(struct eng_tokenizer *base)

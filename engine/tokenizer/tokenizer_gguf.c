@@ -137,7 +137,8 @@ static size_t utf8_len(unsigned char c)
 }
 
 /* Decodes the code point at s[*off] (len bytes in s); an invalid sequence consumes one byte
- * and reads as U+FFFD, as llama.cpp's unicode_cpts_from_utf8 does. */
+ * and reads as U+FFFD, as llama.cpp's unicode_cpts_from_utf8 does: a lead byte 0xf8-0xff is
+ * invalid there too, while overlong forms and surrogates are decoded as they come. */
 static uint32_t utf8_next(const unsigned char *s, size_t len, size_t *off)
 {
 	size_t i = *off, n = utf8_len(s[i]);
@@ -146,7 +147,7 @@ static uint32_t utf8_next(const unsigned char *s, size_t len, size_t *off)
 		*off = i + 1;
 		return s[i];
 	}
-	if (n == 1 || i + n > len)
+	if (n == 1 || i + n > len || s[i] >= 0xf8)
 		goto bad;
 	cp = s[i] & (0xffu >> (n + 1));
 	for (size_t k = 1; k < n; k++) {
