@@ -124,6 +124,20 @@ struct work_counter {
 /* Phases with shared work, per layer, in order; the classifier's counter comes last. */
 enum { WORK_QKV, WORK_HEADS, WORK_WO, WORK_UP, WORK_DOWN, WORK_PER_LAYER };
 
+/* Test-only fault injection (issue 26): MEMWALL_TEST_FAULT=kv-pos stores each token's values
+ * one cache position late (an off-by-one KV position); =head hands each head's attention
+ * output to the next head's slot of wo (a wrong head offset). For tests that must show a
+ * model catches a broken attention (tests/test_attention.c); read once per session, never
+ * set outside tests. */
+enum { FAULT_NONE, FAULT_KV_POS, FAULT_HEAD };
+
+static int test_fault(void)
+{
+	const char *f = getenv("MEMWALL_TEST_FAULT");
+	return !f ? FAULT_NONE : !strcmp(f, "kv-pos") ? FAULT_KV_POS
+			     : !strcmp(f, "head") ? FAULT_HEAD : FAULT_NONE;
+}
+
 struct eng_session {
 	const struct eng_model *m;
 	const struct krn_ops *ops;
@@ -179,6 +193,7 @@ struct eng_session {
 	uint64_t emb_row_bytes, att_bytes, ffn_bytes, cls_bytes, kv_pos_bytes;
 	/* The sparsity map (sparsity.h): on or off, and this step's counts, kept by thread 0. */
 	bool sparse;
+	int fault;         /* the test-only fault (MEMWALL_TEST_FAULT, below); 0: none */
 	uint64_t act_zero, down_blocks_zero, skipped_bytes;
 	const struct eng_sparsity_map *smap; /* static map of dead neurons, or NULL */
 	bool sverify;   /* compute the static map's skipped gate rows anyway, count misses */
@@ -746,8 +761,11 @@ static void qkv_finish(struct eng_session *s, int l, int a, int b)
 			s->arch->rope(s, t, k, ka, kb);
 			s->kv->store_k(s, s->tseq[t], l, s->tpos[t], k, ka, kb);
 		}
+		/* FAULT_KV_POS: each value lands one cache position late, so position p
+		 * reads token p - 1's */
+		int vp = s->tpos[t] + (s->fault == FAULT_KV_POS && s->tpos[t] + 1 < s->ctx_len);
 		if (va < vb)
-			s->kv->store_v(s, s->tseq[t], l, s->tpos[t], v, va, vb);
+			s->kv->store_v(s, s->tseq[t], l, vp, v, va, vb);
 	}
 }
 
@@ -834,6 +852,17 @@ static void attention(struct eng_session *s, struct worker *w, int tid, int l)
 		}
 	}
 	eng_pool_barrier(s->pool, tid);
+	if (s->fault == FAULT_HEAD) { /* head h's output read as head h + 1's */
+		if (tid == 0)
+			for (int t = 0; t < s->n_tok; t++) {
+				float *xb = s->xb + (size_t)t * (size_t)s->q_dim, first[1024];
+				size_t hs = (size_t)imin(s->head_size, 1024);
+				memcpy(first, xb, hs * sizeof(float));
+				memmove(xb, xb + hs, ((size_t)s->q_dim - hs) * sizeof(float));
+				memcpy(xb + (size_t)s->q_dim - hs, first, hs * sizeof(float));
+			}
+		eng_pool_barrier(s->pool, tid);
+	}
 }
 
 /* dst[t][r] += src[t][r] for rows [a, b) of every token of the pass, rows n apart */
@@ -1662,6 +1691,7 @@ int eng_session_new(struct eng_session **out, struct eng_model *m,
 	set_shape(s, opt);
 	/* Only llama's gated FFN has a map (falcon's GELU is never exactly zero in practice). */
 	s->sparse = opt->sparsity_map && m->arch == ENG_ARCH_LLAMA;
+	s->fault = test_fault();
 	if (s->sparse && (rc = sparse_setup(s, opt, err)))
 		goto out;
 	if ((rc = size_kv_cache(s, &kv_cells, err)) || (rc = alloc_buffers(s, kv_cells, err)))

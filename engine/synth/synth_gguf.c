@@ -85,6 +85,8 @@ static void fill_row(const struct job *j, uint64_t r)
 		j->row[0] = synth_gate_bias(j->dim, j->t->layer,
 					    synth_dead_neuron(j->sp, j->seed, j->t->layer, r)
 						    ? SYNTH_DEAD_SIGMAS : j->z);
+	if (j->var)
+		synth_varied_row(j->var, j->role, j->layer, r, j->row, 0, j->t->ne[0]);
 	krn_type_traits(j->t->type)->from_float_ref(j->row, j->out + (r - j->first) * j->row_bytes,
 						    (size_t)j->t->ne[0]);
 }
