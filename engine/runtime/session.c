@@ -125,16 +125,18 @@ struct work_counter {
 enum { WORK_QKV, WORK_HEADS, WORK_WO, WORK_UP, WORK_DOWN, WORK_PER_LAYER };
 
 /* Test-only fault injection (issue 26): MEMWALL_TEST_FAULT=kv-pos stores each token's values
- * one cache position late (an off-by-one KV position); =head hands each head's attention
- * output to the next head's slot of wo (a wrong head offset). For tests that must show a
- * model catches a broken attention (tests/test_attention.c); read once per session, never
- * set outside tests. */
-enum { FAULT_NONE, FAULT_KV_POS, FAULT_HEAD };
+ * one cache position late (an off-by-one KV position); =head-k stores each KV head's keys in
+ * the previous KV head's place (a wrong head offset on the keys; none with one KV head);
+ * =head hands each head's attention output to the previous head's slot of wo. For tests that
+ * must show a model catches a broken attention (tests/test_attention.c); read once per
+ * session, never set outside tests. */
+enum { FAULT_NONE, FAULT_KV_POS, FAULT_HEAD_K, FAULT_HEAD };
 
 static int test_fault(void)
 {
 	const char *f = getenv("MEMWALL_TEST_FAULT");
 	return !f ? FAULT_NONE : !strcmp(f, "kv-pos") ? FAULT_KV_POS
+			     : !strcmp(f, "head-k") ? FAULT_HEAD_K
 			     : !strcmp(f, "head") ? FAULT_HEAD : FAULT_NONE;
 }
 
@@ -761,9 +763,11 @@ static void qkv_finish(struct eng_session *s, int l, int a, int b)
 			s->arch->rope(s, t, k, ka, kb);
 			s->kv->store_k(s, s->tseq[t], l, s->tpos[t], k, ka, kb);
 		}
-		/* FAULT_KV_POS: each value lands one cache position late, so position p
-		 * reads token p - 1's */
+		/* FAULT_KV_POS: each value lands one cache position late (position 0's in
+		 * both 0 and 1), so position p reads token p - 1's and never its own */
 		int vp = s->tpos[t] + (s->fault == FAULT_KV_POS && s->tpos[t] + 1 < s->ctx_len);
+		if (va < vb && vp != s->tpos[t] && s->tpos[t] == 0)
+			s->kv->store_v(s, s->tseq[t], l, 0, v, va, vb);
 		if (va < vb)
 			s->kv->store_v(s, s->tseq[t], l, vp, v, va, vb);
 	}
@@ -824,6 +828,21 @@ static void attention(struct eng_session *s, struct worker *w, int tid, int l)
 		qkv_finish(s, l, a, b);
 	}
 	eng_pool_barrier(s->pool, tid);
+	if (s->fault == FAULT_HEAD_K) { /* KV head j's keys stored in head j - 1's place */
+		if (tid == 0)
+			for (int t = 0; t < s->n_tok; t++) {
+				size_t e = s->kv->elem, hs = (size_t)s->head_size * e;
+				char *row = (char *)s->key_cache +
+					    kv_row(s, s->tseq[t], l, s->tpos[t]) * e, first[4096];
+				size_t all = (size_t)s->kv_dim * e;
+				if (hs > sizeof(first) || hs >= all)
+					continue;
+				memcpy(first, row, hs);
+				memmove(row, row + hs, all - hs);
+				memcpy(row + all - hs, first, hs);
+			}
+		eng_pool_barrier(s->pool, tid);
+	}
 	/* An even share of heads per claim, so that each thread's heads are one contiguous
 	 * piece of every cache row; a late thread's share still goes to whoever is free. The
 	 * thread that holds a head runs it for every token of the pass (s->att is per head). */
