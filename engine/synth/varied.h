@@ -16,8 +16,9 @@
  * current one. Their queries and keys are constants read from channel 0, set on the eight
  * highest-frequency RoPE pairs so that score(p, s) = A_amp sum_j cos((s - p + delta) theta_j),
  * which peaks at s = p - delta (delta 1 for A, 0 for B); A_amp times the worst gap to any
- * other position within the context is at least 20, so attention off the target weighs
- * below e^-20 times the context length. A's value is U_in (one-hot), B's is V_in; wo writes
+ * other position within 4096 is 30 (at the norm's estimated scale; a token's own scale moves
+ * it by tens of percent), so attention off the target weighs about e^-30 times the context
+ * length. A's value is U_in (one-hot), B's is V_in; wo writes
  * them, permuted by two seeded K-cycles pi1, pi2, into U_out and V_out with height P (about
  * 8, in the residual's units). So u_next = pi1(u_prev), v_next = pi2(v_cur): 2K distinct
  * tokens before the pair repeats (64 at K = 32).

@@ -204,6 +204,23 @@ static int check_variants(const struct synth_request *r, const struct synth_writ
 	return 0;
 }
 
+/* The line that says what was written. */
+static void print_written(const struct synth_request *rq, const struct synth_writer *w,
+			  double seconds)
+{
+	const struct synth_request r = *rq;
+	struct stat st;
+	long long bytes = stat(r.out, &st) == 0 ? (long long)st.st_size : -1;
+	printf("wrote %s: SYNTHETIC model (random weights, not trained), arch %s, shape %s, "
+	       "seed %ld, construction %s, %s%s%s%s%s%s, %lld bytes in %.1f s\n",
+	       r.out, w->arch, r.shape, r.seed, eng_synth_construction_name(r.construction),
+	       w->description, r.quant ? " " : "",
+	       r.quant ? r.quant : "", r.act ? ", activation " : "",
+	       r.act ? eng_ffn_act_name(r.act) : "",
+	       !r.cd_on ? "" : r.cd.dense ? ", canonical+delta dense twin" : ", canonical+delta",
+	       bytes, seconds);
+}
+
 int mw_cmd_synth(int argc, char **argv)
 {
 	enum { O_ARCH = 256, O_SHAPE, O_SEED, O_QUANT, O_FORMAT, O_FORCE, O_ACT, O_CD, O_RELU_SP,
@@ -344,15 +361,6 @@ int mw_cmd_synth(int argc, char **argv)
 		unlink(tmp);
 		return code;
 	}
-	struct stat st;
-	long long bytes = stat(r.out, &st) == 0 ? (long long)st.st_size : -1;
-	printf("wrote %s: SYNTHETIC model (random weights, not trained), arch %s, shape %s, "
-	       "seed %ld, construction %s, %s%s%s%s%s%s, %lld bytes in %.1f s\n",
-	       r.out, w->arch, r.shape, r.seed, eng_synth_construction_name(r.construction),
-	       w->description, r.quant ? " " : "",
-	       r.quant ? r.quant : "", r.act ? ", activation " : "",
-	       r.act ? eng_ffn_act_name(r.act) : "",
-	       !r.cd_on ? "" : r.cd.dense ? ", canonical+delta dense twin" : ", canonical+delta",
-	       bytes, seconds);
+	print_written(&r, w, seconds);
 	return MW_EXIT_OK;
 }
