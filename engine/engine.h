@@ -683,6 +683,35 @@ int eng_canonical_delta_parse(const char *spec, struct eng_canonical_delta *out,
 int eng_synth_gguf_cd(const char *path, const char *arch, const char *shape, const char *quant,
 		      uint64_t seed, enum eng_ffn_act act, const struct eng_canonical_delta *cd,
 		      struct eng_error *err);
+/* The construction of a synthetic model's weights (issue 26; engine/synth/varied.h).
+ * LEGACY: every matrix random, as all the functions above write: the greedy continuation
+ * repeats one token. VARIED: the same random rows, then layer 0's attention, the embedding,
+ * the classifier and the norms given a fixed "language" in the first 1 + 4K residual
+ * channels: the next token is a function of the current and the previous token read through
+ * two attention heads, about 2K distinct ids (64 for K = 32) before the sequence repeats, with
+ * a top-1 margin that no ggml quantization flips. Recorded in the file: the llama2.c marker's
+ * " construction=varied", GGUF's memwall.synthetic.construction. */
+enum eng_synth_construction { ENG_SYNTH_VARIED, ENG_SYNTH_LEGACY };
+/* "varied", "legacy"; NULL for anything else. Static storage. */
+const char *eng_synth_construction_name(enum eng_synth_construction c);
+/* -EINVAL for a name other than those. */
+int eng_synth_construction_parse(const char *name, enum eng_synth_construction *out);
+/* What to write beyond shape, quantization and seed. A zeroed struct: SiLU, varied. */
+struct eng_synth_opts {
+	enum eng_synth_construction construction;
+	enum eng_ffn_act act;
+	const struct eng_synth_sparsity *sp;  /* NULL: none (eng_synth_llama2c_sparse's) */
+	const struct eng_canonical_delta *cd; /* GGUF only; NULL: none. Not with sp */
+};
+/* eng_synth_llama2c_sparse and eng_synth_gguf_cd / _sparse with o's construction (o NULL:
+ * the zeroed struct). With ENG_SYNTH_LEGACY they write the bytes those functions write.
+ * -EINVAL (naming why) for a shape too small for the varied codes (dim, head size or
+ * vocabulary), or one attention head. */
+int eng_synth_llama2c_opts(const char *path, const char *shape, uint64_t seed,
+			   const struct eng_synth_opts *o, struct eng_error *err);
+int eng_synth_gguf_opts(const char *path, const char *arch, const char *shape,
+			const char *quant, uint64_t seed, const struct eng_synth_opts *o,
+			struct eng_error *err);
 /* What eng_synth_gguf would write, without writing it: every tensor in file order with its
  * type, shape and bytes (data NULL); info.weight_bytes sums them. *out is new, freed with
  * eng_tensor_table_free. */

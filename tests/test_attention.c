@@ -39,6 +39,7 @@
 #include "engine.h"
 #include "run.h"
 #include "test.h"
+#include "identity.h"
 
 /* ---- the kernel against a double reference -------------------------------------------- */
 
@@ -404,6 +405,73 @@ static void long_context(const char *model)
 	t_output_free(&o);
 }
 
+/* ---- deliberate faults (issue 26) ---------------------------------------------------------
+ * The session's test-only faults (MEMWALL_TEST_FAULT, session.c): kv-pos stores each value one
+ * cache position late, head-k each KV head's keys in the previous KV head's place (nothing
+ * with one KV head: falcon's is not checked), head each head's output in the previous head's
+ * slot. A model whose
+ * next token is read through attention (the varied construction) must show either within 64
+ * greedy tokens from BOS, in its ids and its logits; the legacy construction's repeated token
+ * is printed beside it for the record (its ids stayed the same when this test was written). */
+
+#define FAULT_STEPS 64
+
+static void fault_case(const char *name, const char *path, bool must_catch)
+{
+	static const char *const faults[] = { "kv-pos", "head-k", "head" };
+	int bos[1] = { 1 }, base[FAULT_STEPS], got[FAULT_STEPS], vocab = 0;
+	float *lb = NULL, *lg = NULL;
+	struct eng_session_options o = { .threads = 1 };
+	unsetenv("MEMWALL_TEST_FAULT");
+	T_EQ_INT(id_greedy_file(path, ENG_LOAD_MMAP, &o, bos, 1, FAULT_STEPS, base, &lb, &vocab), 0);
+	for (size_t f = 0; f < sizeof(faults) / sizeof(faults[0]) && lb; f++) {
+		setenv("MEMWALL_TEST_FAULT", faults[f], 1);
+		T_EQ_INT(id_greedy_file(path, ENG_LOAD_MMAP, &o, bos, 1, FAULT_STEPS, got, &lg,
+					&vocab), 0);
+		unsetenv("MEMWALL_TEST_FAULT");
+		if (!lg)
+			break;
+		int first = id_first_diff(base, got, FAULT_STEPS);
+		double big, d = id_max_diff(lb, lg, (size_t)FAULT_STEPS * (size_t)vocab, &big);
+		printf("fault %-6s %-28s distinct ids %2d/%d, faulted %2d; first differing id at "
+		       "%d (-1: none); largest logit change %.3g of %.3g: %s\n", faults[f], name,
+		       id_distinct(base, FAULT_STEPS), FAULT_STEPS, id_distinct(got, FAULT_STEPS),
+		       first, d, big, first >= 0 ? "CAUGHT" : "missed");
+		if (must_catch && (strcmp(faults[f], "head-k") || !strstr(name, "falcon"))) {
+			T_ASSERT(first >= 0);
+			T_ASSERT(d > 0);
+		}
+		free(lg);
+		lg = NULL;
+	}
+	/* the hook is off again: the same ids and bits as before */
+	T_EQ_INT(id_greedy_file(path, ENG_LOAD_MMAP, &o, bos, 1, FAULT_STEPS, got, &lg, &vocab), 0);
+	T_EQ_INT(id_first_diff(base, got, FAULT_STEPS), -1);
+	T_ASSERT(lg && lb && !memcmp(lg, lb, (size_t)FAULT_STEPS * (size_t)vocab * sizeof(float)));
+	free(lg);
+	free(lb);
+}
+
+static void faults(const char *dir)
+{
+	char path[4200];
+	for (int c = 0; c < 2; c++) {
+		enum eng_synth_construction k = c ? ENG_SYNTH_LEGACY : ENG_SYNTH_VARIED;
+		char name[64];
+		snprintf(path, sizeof(path), "%s/s15m-%d.bin", dir, c);
+		snprintf(name, sizeof(name), "stories15M llama2.c %s", eng_synth_construction_name(k));
+		if (!id_synth_l2c(path, "stories15M", 1, k, ENG_ACT_SILU))
+			fault_case(name, path, k == ENG_SYNTH_VARIED);
+		unlink(path);
+		/* one KV head (MQA), NeoX RoPE, LayerNorm, a quantized cache */
+		snprintf(path, sizeof(path), "%s/ftiny-%d.gguf", dir, c);
+		snprintf(name, sizeof(name), "falcon-tiny q8_0 %s", eng_synth_construction_name(k));
+		if (!id_synth_gguf(path, "falcon", "falcon-tiny", "q8_0", 1, k))
+			fault_case(name, path, k == ENG_SYNTH_VARIED);
+		unlink(path);
+	}
+}
+
 int main(void)
 {
 	names();
@@ -429,6 +497,14 @@ int main(void)
 	model_case(model, ENG_KV_F16);
 	long_context(model);
 	unlink(model);
+	/* the varied construction: ids that change along the way, so a path that attended
+	 * elsewhere would show */
+	T_EQ_INT(id_synth_l2c(model, "stories260K", 3, ENG_SYNTH_VARIED, ENG_ACT_SILU), 0);
+	model_case(model, ENG_KV_F32);
+	model_case(model, ENG_KV_F16);
+	long_context(model);
+	unlink(model);
+	faults(dir);
 	rmdir(dir);
 
 	const char *shared = getenv("MEMWALL_SHARED");

@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <math.h>
+#include <unistd.h>
 
 #include "embedded.h"
 #include "jschema.h"
@@ -114,6 +115,8 @@ static void test_embedded_default(void)
 	T_EQ_INT(p->runs, 5);
 	T_EQ_INT(p->warmup_runs, 1);
 	T_CONTAINS(p->source, "(embedded)");
+	/* no model.synth.construction: the legacy weights, as before the field (issue 26) */
+	T_EQ_INT(p->model.synth_construction, ENG_SYNTH_LEGACY);
 	mw_protocol_free(p);
 	T_EQ_INT(mw_protocol_load_embedded(&p, "no-such-protocol", &err), -ENOENT);
 }
@@ -386,6 +389,48 @@ static bool test_aios_prompt(void)
 
 /* With --aios-prompt, only the comparison with the shared reference: its own test row
  * (tests/meson.build), so a machine without ../shared skips that and nothing else. */
+/* model.synth.construction (issue 26): the engine's names, and nothing else, reach the plan. */
+static void test_construction(void)
+{
+	static const struct {
+		const char *value;
+		int rc;
+		enum eng_synth_construction want;
+	} cases[] = { { "varied", 0, ENG_SYNTH_VARIED }, { "legacy", 0, ENG_SYNTH_LEGACY },
+		      { "random", -EINVAL, 0 } };
+	char path[4096], smoke[4096], text[8192], *at;
+	snprintf(path, sizeof(path), "/tmp/mw-test-protocol-%d.json", (int)getpid());
+	snprintf(smoke, sizeof(smoke), "%s/protocols/stories260k-smoke.json", root());
+	FILE *f = fopen(smoke, "r");
+	size_t n = f ? fread(text, 1, sizeof(text) - 1, f) : 0;
+	if (f)
+		fclose(f);
+	text[n] = '\0';
+	at = strstr(text, "\"synth\": {");
+	T_ASSERT(at != NULL);
+	if (!at)
+		return;
+	at += strlen("\"synth\": {");
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		f = fopen(path, "w");
+		T_ASSERT(f && fprintf(f, "%.*s \"construction\": \"%s\",%s", (int)(at - text), text,
+				      cases[i].value, at) > 0);
+		if (f)
+			fclose(f);
+		struct mw_protocol *p = NULL;
+		struct mw_error err;
+		mw_error_clear(&err);
+		int rc = mw_protocol_load(&p, path, 0, &err);
+		T_EQ_INT(rc, cases[i].rc);
+		if (rc)
+			T_CONTAINS(err.field, "construction");
+		else if (p)
+			T_EQ_INT(p->model.synth_construction, cases[i].want);
+		mw_protocol_free(p);
+	}
+	unlink(path);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], "--aios-prompt")) {
@@ -398,6 +443,7 @@ int main(int argc, char **argv)
 	test_embedded_default();
 	test_defaults();
 	test_relative();
+	test_construction();
 	test_bad();
 	test_schema_subset();
 	test_no_placeholders();

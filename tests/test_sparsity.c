@@ -218,6 +218,19 @@ int main(void)
 	check_model(p, ENG_ACT_RELU2, ENG_LOAD_MMAP, 32 * 4, 12 * 4, false);
 	check_model(p, ENG_ACT_RELU2, ENG_LOAD_MMAP, 32 * 4, 12 * 4, true);
 	unlink(p);
+	/* the varied construction (issue 26): ids that change along the way */
+	struct eng_synth_opts vo = { .construction = ENG_SYNTH_VARIED, .act = ENG_ACT_RELU };
+	snprintf(p, sizeof(p), "%s/relu-varied.bin", dir);
+	T_EQ_INT(eng_synth_llama2c_opts(p, "stories15M", 1, &vo, &err), 0);
+	check_model(p, ENG_ACT_RELU, ENG_LOAD_MMAP, 32 * 4, 0, false);
+	check_model(p, ENG_ACT_RELU, ENG_LOAD_MMAP, 32 * 4, 0, true);
+	unlink(p);
+	snprintf(p, sizeof(p), "%s/relu2-q8-varied.gguf", dir);
+	vo.act = ENG_ACT_RELU2;
+	T_EQ_INT(eng_synth_gguf_opts(p, "llama", "llama-tiny", "q8_0", 1, &vo, &err), 0);
+	check_model(p, ENG_ACT_RELU2, ENG_LOAD_MMAP, 34, 0, false);
+	check_model(p, ENG_ACT_RELU2, ENG_LOAD_REPACK, 34, 0, false);
+	unlink(p);
 	snprintf(p, sizeof(p), "%s/silu.bin", dir);
 	T_EQ_INT(eng_synth_llama2c(p, "stories260K", 1, &err), 0);
 	check_silu(p);

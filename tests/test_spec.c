@@ -13,6 +13,7 @@
 #include "engine.h"
 #include "run.h"
 #include "test.h"
+#include "identity.h"
 
 static char dir[] = "/tmp/mw-test-spec-XXXXXX";
 
@@ -207,6 +208,15 @@ int main(void)
 	engine_check(model);
 	cli_model(model, "mmap");
 	refusals(model);
+	/* The varied construction (issue 26): verification's rows against steps whose ids
+	 * change, bit for bit; the command's ids against plain greedy */
+	unlink(model);
+	T_EQ_INT(id_synth_l2c(model, "stories260K", 1, ENG_SYNTH_VARIED, ENG_ACT_SILU), 0);
+	engine_check(model);
+	cli_model(model, "mmap");
+	snprintf(model, sizeof(model), "%s/s15m.bin", dir);
+	T_EQ_INT(id_synth_l2c(model, "stories15M", 1, ENG_SYNTH_VARIED, ENG_ACT_SILU), 0);
+	engine_check(model);
 
 	const char *shared = getenv("MEMWALL_SHARED");
 	static const char *const extra[] = { "models/stories260K.bin",

@@ -6,7 +6,9 @@
 #include "engine.h"
 #include "model/model.h"
 #include "run.h"
+#include "sha256.h"
 #include "test.h"
+#include "identity.h"
 
 static char dir[] = "/tmp/mw-test-synth-XXXXXX";
 
@@ -130,6 +132,149 @@ static void test_verb(void)
 	t_output_free(&o);
 }
 
+static void sha_of(const char *path, char hex[65])
+{
+	struct mw_error e;
+	hex[0] = '\0';
+	T_EQ_INT(mw_sha256_file(path, hex, NULL, &e), 0);
+}
+
+/* The construction flag (issue 26): `--construction legacy` writes, byte for byte, what the
+ * entry points that predate the flag (eng_synth_llama2c, eng_synth_gguf) write; the default
+ * writes the varied construction and says so in the file. */
+static void test_legacy_flag(void)
+{
+	char a[4200], b[4200], ha[65], hb[65];
+	struct eng_error err;
+	eng_error_clear(&err);
+	path_in(a, sizeof(a), "old.bin");
+	path_in(b, sizeof(b), "flag.bin");
+	T_EQ_INT(eng_synth_llama2c(a, "stories260K", 4, &err), 0);
+	const char *l2c[] = { "memwall", "synth", "--shape", "stories260K", "--seed", "4",
+			      "--construction", "legacy", "-o", b, NULL };
+	struct t_output o = t_run(l2c);
+	T_EQ_INT(o.status, 0);
+	T_CONTAINS(o.out, "construction legacy");
+	t_output_free(&o);
+	sha_of(a, ha);
+	sha_of(b, hb);
+	T_EQ_STR(ha, hb);
+	size_t n = 0;
+	unsigned char *d = slurp(b, &n);
+	T_ASSERT(d && !strstr((const char *)d + 64, "construction="));
+	free(d);
+	unlink(b);
+	const char *dflt[] = { "memwall", "synth", "--shape", "stories260K", "--seed", "4", "-o", b,
+			       NULL };
+	o = t_run(dflt);
+	T_EQ_INT(o.status, 0);
+	T_CONTAINS(o.out, "construction varied");
+	t_output_free(&o);
+	d = slurp(b, &n);
+	T_ASSERT(d && strstr((const char *)d + 64, " construction=varied"));
+	sha_of(b, hb);
+	T_ASSERT(strcmp(ha, hb) != 0);
+	free(d);
+	unlink(a);
+	unlink(b);
+
+	path_in(a, sizeof(a), "old.gguf");
+	path_in(b, sizeof(b), "flag.gguf");
+	T_EQ_INT(eng_synth_gguf(a, "falcon", "falcon-tiny", "q4_k_m", 4, &err), 0);
+	const char *gg[] = { "memwall", "synth", "--arch", "falcon", "--shape", "falcon-tiny",
+			     "--quant", "q4_k_m", "--seed", "4", "--construction", "legacy", "-o",
+			     b, NULL };
+	o = t_run(gg);
+	T_EQ_INT(o.status, 0);
+	t_output_free(&o);
+	sha_of(a, ha);
+	sha_of(b, hb);
+	T_EQ_STR(ha, hb);
+	d = slurp(b, &n);
+	T_ASSERT(d && !memmem(d, n, "memwall.synthetic.construction", 30));
+	free(d);
+	unlink(b);
+	const char *ggv[] = { "memwall", "synth", "--arch", "falcon", "--shape", "falcon-tiny",
+			      "--quant", "q4_k_m", "--seed", "4", "-o", b, NULL };
+	o = t_run(ggv);
+	T_EQ_INT(o.status, 0);
+	t_output_free(&o);
+	d = slurp(b, &n);
+	T_ASSERT(d && memmem(d, n, "memwall.synthetic.construction", 30));
+	free(d);
+	const char *badc[] = { "memwall", "synth", "--shape", "stories260K", "--construction",
+			       "random", "-o", b, "--force", NULL };
+	o = t_run(badc);
+	T_EQ_INT(o.status, 2);
+	T_CONTAINS(o.err, "varied or legacy");
+	t_output_free(&o);
+	unlink(a);
+	unlink(b);
+}
+
+#define STEPS 64
+
+/* The varied construction's promises, from its numbers (engine/synth/varied.h): with K = 32
+ * codes, the next token is (pi1(u_prev), pi2(v_cur)) for two K-cycles, whose pair repeats
+ * after lcm(K, 2K) = 64 steps (u_1 = u_2: the first two positions both read BOS through the
+ * previous-position head), so at least 40 of 64 greedy ids after BOS differ (the issue's
+ * bar); the legacy construction, which repeats a token, stays below it (so the count can
+ * fail). The top-1 logit is c (2P + at most S + leak) and any other at most c (P + S + leak),
+ * P = 8 and S = 1 the pointer and code heights and leak below 1e-6 P: top-1 minus top-2 is
+ * at least (P - S) / (2P + S) = 7/17 = 0.41 of the top-1 logit, and the check allows 0.3 for
+ * the norm's per-token scale, which the construction estimates rather than sets. That margin
+ * is why q4_0 gives the f32 file's ids (varied.h: q4_0 reproduces the one-nonzero rows to
+ * fp16's rounding of the scale), checked here on GGUF stories15M. */
+static void test_varied(void)
+{
+	char p[4200];
+	int bos[1] = { 1 }, ids[STEPS], ref[STEPS], vocab = 0;
+	float *lg = NULL;
+	struct eng_session_options o = { .threads = 1 };
+	for (int c = 0; c < 2; c++) {
+		enum eng_synth_construction k = c ? ENG_SYNTH_LEGACY : ENG_SYNTH_VARIED;
+		path_in(p, sizeof(p), "s15m.bin");
+		T_EQ_INT(id_synth_l2c(p, "stories15M", 1, k, ENG_ACT_SILU), 0);
+		T_EQ_INT(id_greedy_file(p, ENG_LOAD_MMAP, &o, bos, 1, STEPS, ids, &lg, &vocab), 0);
+		int d = id_distinct(ids, STEPS);
+		printf("stories15M llama2.c %s: %d distinct ids in %d greedy from BOS\n",
+		       eng_synth_construction_name(k), d, STEPS);
+		if (k == ENG_SYNTH_VARIED) {
+			T_ASSERT(d >= 40);
+			double worst = 1;
+			for (int i = 0; lg && i < STEPS; i++) {
+				const float *r = lg + (size_t)i * (size_t)vocab;
+				float top = r[ids[i]], second = -INFINITY;
+				for (int j = 0; j < vocab; j++)
+					if (j != ids[i] && r[j] > second)
+						second = r[j];
+				worst = fmin(worst, (top - second) / top);
+			}
+			printf("  smallest top-1 margin: %.3f of the top-1 logit\n", worst);
+			T_ASSERT(worst >= 0.3);
+		} else {
+			T_ASSERT(d < 40);
+		}
+		free(lg);
+		lg = NULL;
+		unlink(p);
+	}
+	static const char *const quants[] = { "f32", "q4_0" };
+	for (int q = 0; q < 2; q++) {
+		path_in(p, sizeof(p), "s15m.gguf");
+		T_EQ_INT(id_synth_gguf(p, "llama", "stories15M", quants[q], 1, ENG_SYNTH_VARIED), 0);
+		T_EQ_INT(id_greedy_file(p, ENG_LOAD_MMAP, &o, bos, 1, STEPS, q ? ids : ref, &lg,
+					&vocab), 0);
+		printf("stories15M GGUF %s varied: %d distinct ids\n", quants[q],
+		       id_distinct(q ? ids : ref, STEPS));
+		free(lg);
+		lg = NULL;
+		unlink(p);
+	}
+	T_ASSERT(id_distinct(ref, STEPS) >= 40);
+	T_EQ_INT(id_first_diff(ref, ids, STEPS), -1);
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir))
@@ -137,6 +282,8 @@ int main(void)
 	test_deterministic();
 	test_errors();
 	test_verb();
+	test_legacy_flag();
+	test_varied();
 	rmdir(dir);
 	return t_done();
 }

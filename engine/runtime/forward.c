@@ -325,8 +325,13 @@ static void qkv_finish(struct eng_session *s, int l, int a, int b)
 			s->arch->rope(s, t, k, ka, kb);
 			s->kv->store_k(s, s->tseq[t], l, s->tpos[t], k, ka, kb);
 		}
+		/* FAULT_KV_POS: each value lands one cache position late (position 0's in
+		 * both 0 and 1), so position p reads token p - 1's and never its own */
+		int vp = s->tpos[t] + (s->fault == FAULT_KV_POS && s->tpos[t] + 1 < s->ctx_len);
+		if (va < vb && vp != s->tpos[t] && s->tpos[t] == 0)
+			s->kv->store_v(s, s->tseq[t], l, 0, v, va, vb);
 		if (va < vb)
-			s->kv->store_v(s, s->tseq[t], l, s->tpos[t], v, va, vb);
+			s->kv->store_v(s, s->tseq[t], l, vp, v, va, vb);
 	}
 }
 
@@ -385,6 +390,21 @@ static void attention(struct eng_session *s, struct worker *w, int tid, int l)
 		qkv_finish(s, l, a, b);
 	}
 	eng_pool_barrier(s->pool, tid);
+	if (s->fault == FAULT_HEAD_K) { /* KV head j's keys stored in head j - 1's place */
+		if (tid == 0)
+			for (int t = 0; t < s->n_tok; t++) {
+				size_t e = s->kv->elem, hs = (size_t)s->head_size * e;
+				char *row = (char *)s->key_cache +
+					    kv_row(s, s->tseq[t], l, s->tpos[t]) * e, first[4096];
+				size_t all = (size_t)s->kv_dim * e;
+				if (hs > sizeof(first) || hs >= all)
+					continue;
+				memcpy(first, row, hs);
+				memmove(row, row + hs, all - hs);
+				memcpy(row + all - hs, first, hs);
+			}
+		eng_pool_barrier(s->pool, tid);
+	}
 	/* An even share of heads per claim, so that each thread's heads are one contiguous
 	 * piece of every cache row; a late thread's share still goes to whoever is free. The
 	 * thread that holds a head runs it for every token of the pass (s->att is per head). */
@@ -413,6 +433,17 @@ static void attention(struct eng_session *s, struct worker *w, int tid, int l)
 		}
 	}
 	eng_pool_barrier(s->pool, tid);
+	if (s->fault == FAULT_HEAD) { /* head h's output read as head h + 1's */
+		if (tid == 0)
+			for (int t = 0; t < s->n_tok; t++) {
+				float *xb = s->xb + (size_t)t * (size_t)s->q_dim, first[1024];
+				size_t hs = (size_t)imin(s->head_size, 1024);
+				memcpy(first, xb, hs * sizeof(float));
+				memmove(xb, xb + hs, ((size_t)s->q_dim - hs) * sizeof(float));
+				memcpy(xb + (size_t)s->q_dim - hs, first, hs * sizeof(float));
+			}
+		eng_pool_barrier(s->pool, tid);
+	}
 }
 
 /* dst[t][r] += src[t][r] for rows [a, b) of every token of the pass, rows n apart */

@@ -291,6 +291,15 @@ static int sparse_setup(struct eng_session *s, const struct eng_session_options 
 	return 0;
 }
 
+/* MEMWALL_TEST_FAULT's fault (session_impl.h), tests only. */
+static int test_fault(void)
+{
+	const char *f = getenv("MEMWALL_TEST_FAULT");
+	return !f ? FAULT_NONE : !strcmp(f, "kv-pos") ? FAULT_KV_POS
+			     : !strcmp(f, "head-k") ? FAULT_HEAD_K
+			     : !strcmp(f, "head") ? FAULT_HEAD : FAULT_NONE;
+}
+
 int eng_session_new(struct eng_session **out, struct eng_model *m,
 		    const struct eng_session_options *opt, struct eng_error *err)
 {
@@ -315,6 +324,7 @@ int eng_session_new(struct eng_session **out, struct eng_model *m,
 	set_shape(s, opt);
 	/* Only llama's gated FFN has a map (falcon's GELU is never exactly zero in practice). */
 	s->sparse = opt->sparsity_map && m->arch == ENG_ARCH_LLAMA;
+	s->fault = test_fault();
 	if (s->sparse && (rc = sparse_setup(s, opt, err)))
 		goto out;
 	if ((rc = eng_kv_cache_cells(s, &kv_cells, err)) || (rc = alloc_buffers(s, kv_cells, err)))

@@ -100,6 +100,14 @@ struct work_counter {
 /* Phases with shared work, per layer, in order; the classifier's counter comes last. */
 enum { WORK_QKV, WORK_HEADS, WORK_WO, WORK_UP, WORK_DOWN, WORK_PER_LAYER };
 
+/* Test-only fault injection (issue 26): MEMWALL_TEST_FAULT=kv-pos stores each token's values
+ * one cache position late (an off-by-one KV position); =head-k stores each KV head's keys in
+ * the previous KV head's place (a wrong head offset on the keys; none with one KV head);
+ * =head hands each head's attention output to the previous head's slot of wo. For tests that
+ * must show a model catches a broken attention (tests/test_attention.c); read once per
+ * session (session.c), never set outside tests. */
+enum { FAULT_NONE, FAULT_KV_POS, FAULT_HEAD_K, FAULT_HEAD };
+
 struct eng_session {
 	const struct eng_model *m;
 	const struct krn_ops *ops;
@@ -155,6 +163,7 @@ struct eng_session {
 	uint64_t emb_row_bytes, att_bytes, ffn_bytes, cls_bytes, kv_pos_bytes;
 	/* The sparsity map (sparsity.h): on or off, and this step's counts, kept by thread 0. */
 	bool sparse;
+	int fault;         /* the test-only fault (MEMWALL_TEST_FAULT, above); 0: none */
 	uint64_t act_zero, down_blocks_zero, skipped_bytes;
 	const struct eng_sparsity_map *smap; /* static map of dead neurons, or NULL */
 	bool sverify;   /* compute the static map's skipped gate rows anyway, count misses */

@@ -23,6 +23,7 @@
 #include "format/llama2c.h"
 #include "rng.h"
 #include "runtime/sparsity.h"
+#include "synth/varied.h"
 
 /* The TinyStories models of karpathy/llama2.c's README ("models" table; hidden_dim from
  * model.py's rule: 2/3 of 4 dim, rounded up to a multiple of 32). */
@@ -92,10 +93,41 @@ static void bias_channel(float *buf, size_t n, uint64_t i0, enum l2c_tensor t,
 	}
 }
 
+/* The varied construction's fixes (varied.h) to values [i0, i0 + n) of tensor t, row by row:
+ * each tensor is (layers, rows, row length) in llama2.c's order. */
+static void varied_fix(const struct synth_varied *v, float *buf, size_t n, uint64_t i0,
+		       enum l2c_tensor t, const struct l2c_config *c)
+{
+	uint64_t d = (uint64_t)c->dim, kv = (uint64_t)c->n_kv_heads * (d / (uint64_t)c->n_heads);
+	uint64_t len = t == L2C_W2 ? (uint64_t)c->hidden_dim : d, rows;
+	enum varied_role role;
+	switch (t) {
+	case L2C_TOKEN_EMBEDDING: role = VR_EMBD; rows = (uint64_t)c->vocab_size; break;
+	case L2C_RMS_ATT: case L2C_RMS_FFN: role = VR_NORM; rows = 1; break;
+	case L2C_RMS_FINAL: role = VR_OUT_NORM; rows = 1; break;
+	case L2C_WQ: role = VR_WQ; rows = d; break;
+	case L2C_WK: role = VR_WK; rows = kv; break;
+	case L2C_WV: role = VR_WV; rows = kv; break;
+	case L2C_WO: role = VR_WO; rows = d; break;
+	case L2C_W2: role = VR_W2; rows = d; break;
+	default: return;
+	}
+	for (uint64_t k = i0; k < i0 + n;) {
+		uint64_t row = k / len, col = k % len, m = len - col;
+		if (m > i0 + n - k)
+			m = i0 + n - k;
+		bool global = t == L2C_TOKEN_EMBEDDING || t == L2C_RMS_FINAL;
+		synth_varied_row(v, role, global ? -1 : (int)(row / rows), row % rows,
+				 buf + (k - i0), col, m);
+		k += m;
+	}
+}
+
 /* Streams one tensor of `bytes` bytes of seeded values to fd (with sp, the bias channel's
- * fixes). */
+ * fixes; with v, the varied construction's). */
 static int write_tensor(int fd, float *buf, enum l2c_tensor t, uint64_t bytes, uint64_t seed,
-			const struct l2c_config *c, const struct eng_synth_sparsity *sp)
+			const struct l2c_config *c, const struct eng_synth_sparsity *sp,
+			const struct synth_varied *v)
 {
 	bool norm = t == L2C_RMS_ATT || t == L2C_RMS_FFN || t == L2C_RMS_FINAL;
 	/* Uniform on [-a, a] has standard deviation a / sqrt(3). */
@@ -112,6 +144,8 @@ static int write_tensor(int fd, float *buf, enum l2c_tensor t, uint64_t bytes, u
 			buf[i] = center + a * (2.0f * eng_rng_float(&rng) - 1.0f);
 		if (sp)
 			bias_channel(buf, n, bytes / sizeof(float) - left, t, c);
+		if (v)
+			varied_fix(v, buf, n, bytes / sizeof(float) - left, t, c);
 		int rc = write_all(fd, buf, n * sizeof(float));
 		if (rc)
 			return rc;
@@ -161,6 +195,35 @@ int eng_synth_llama2c_sparse(const char *path, const char *shape, uint64_t seed,
 			     enum eng_ffn_act act, const struct eng_synth_sparsity *sp,
 			     struct eng_error *err)
 {
+	struct eng_synth_opts o = { .construction = ENG_SYNTH_LEGACY, .act = act, .sp = sp };
+	return eng_synth_llama2c_opts(path, shape, seed, &o, err);
+}
+
+const char *eng_synth_construction_name(enum eng_synth_construction c)
+{
+	return c == ENG_SYNTH_VARIED ? "varied" : c == ENG_SYNTH_LEGACY ? "legacy" : NULL;
+}
+
+int eng_synth_construction_parse(const char *name, enum eng_synth_construction *out)
+{
+	if (name && !strcmp(name, "varied"))
+		*out = ENG_SYNTH_VARIED;
+	else if (name && !strcmp(name, "legacy"))
+		*out = ENG_SYNTH_LEGACY;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+int eng_synth_llama2c_opts(const char *path, const char *shape, uint64_t seed,
+			   const struct eng_synth_opts *o, struct eng_error *err)
+{
+	static const struct eng_synth_opts zero;
+	if (!o)
+		o = &zero;
+	enum eng_ffn_act act = o->act;
+	const struct eng_synth_sparsity *sp = o->sp;
+	struct synth_varied var, *v = NULL;
 	const struct shape *sh = NULL;
 	struct l2c_layout lay;
 	unsigned char header[L2C_V1_HEADER_BYTES] = { 0 };
@@ -194,6 +257,16 @@ int eng_synth_llama2c_sparse(const char *path, const char *shape, uint64_t seed,
 				     "relu_sparsity below 1 and a dead_fraction in [0, 1)");
 	if ((rc = l2c_layout_compute(&lay, &c, path, err)))
 		return rc;
+	if (o->construction == ENG_SYNTH_VARIED) {
+		char why[160];
+		if ((rc = synth_varied_init(&var, c.dim, c.n_heads, c.n_kv_heads, c.vocab_size,
+					    false, MATRIX_STD, seed, why, sizeof(why))))
+			return eng_error_set(err, rc, "", ENG_NO_OFFSET, "%s", why);
+		v = &var;
+	} else if (o->construction != ENG_SYNTH_LEGACY) {
+		return eng_error_set(err, -EINVAL, "", ENG_NO_OFFSET, "construction %d: give "
+				     "varied or legacy", (int)o->construction);
+	}
 
 	uint32_t magic = L2C_MAGIC;
 	int32_t version = 1, params[7] = { c.dim, c.hidden_dim, c.n_layers, c.n_heads,
@@ -213,6 +286,12 @@ int eng_synth_llama2c_sparse(const char *path, const char *shape, uint64_t seed,
 			 L2C_V1_HEADER_BYTES - L2C_SYNTH_MARKER_OFFSET - used,
 			 " bias_channel=0 relu_sparsity=%.3f dead_fraction=%.3f",
 			 sp->relu_sparsity < 0.0 ? 0.5 : sp->relu_sparsity, sp->dead_fraction);
+	}
+	if (v) { /* legacy files keep the marker they always had */
+		size_t used = strlen((char *)header + L2C_SYNTH_MARKER_OFFSET);
+		snprintf((char *)header + L2C_SYNTH_MARKER_OFFSET + used,
+			 L2C_V1_HEADER_BYTES - L2C_SYNTH_MARKER_OFFSET - used,
+			 " construction=varied");
 	}
 
 	size_t len = strlen(path);
@@ -240,7 +319,7 @@ int eng_synth_llama2c_sparse(const char *path, const char *shape, uint64_t seed,
 		rc = act != ENG_ACT_SILU && lay.span[i].tensor == L2C_W1
 			     ? write_gate(fd, buf, &c, seed, sp)
 			     : write_tensor(fd, buf, lay.span[i].tensor, lay.span[i].bytes, seed,
-					    &c, sp);
+					    &c, sp, v);
 	if (!rc && fsync(fd))
 		rc = -errno;
 	/* Drop the pages just written from the page cache: write() cached them as small folios,

@@ -27,6 +27,7 @@
 #include "model/shapes.h"
 #include "runtime/sparsity.h"
 #include "model/tensors.h"
+#include "synth/varied.h"
 
 #define MATRIX_STD 0.02f   /* llama2.c model.py's init, as synth.c */
 #define NORM_SPREAD 0.05f  /* norm weights 1 +- this */
@@ -53,6 +54,9 @@ struct job {
 	enum { FIX_NONE, FIX_EMBD, FIX_ROW0, FIX_GATE } fix;
 	double z;          /* the live neurons' bias, in standard deviations */
 	int dim;
+	const struct synth_varied *var; /* the varied construction, or NULL (legacy) */
+	enum varied_role role;
+	int layer;         /* the layer var sees: -1 for a canonical or delta (clears only) */
 };
 
 static void fill_row(const struct job *j, uint64_t r)
@@ -81,6 +85,8 @@ static void fill_row(const struct job *j, uint64_t r)
 		j->row[0] = synth_gate_bias(j->dim, j->t->layer,
 					    synth_dead_neuron(j->sp, j->seed, j->t->layer, r)
 						    ? SYNTH_DEAD_SIGMAS : j->z);
+	if (j->var)
+		synth_varied_row(j->var, j->role, j->layer, r, j->row, 0, j->t->ne[0]);
 	krn_type_traits(j->t->type)->from_float_ref(j->row, j->out + (r - j->first) * j->row_bytes,
 						    (size_t)j->t->ne[0]);
 }
@@ -104,9 +110,14 @@ static int cpu_count(void)
  * bias channel (sparsity.h; NULL: none) in a model of width dim. */
 static int write_tensor(struct eng_gguf_writer *w, const struct alias_out *o, float rel_std,
 			uint64_t seed, enum eng_ffn_act act, const struct eng_synth_sparsity *sp,
-			int dim, int threads, unsigned char *out, float *rows)
+			int dim, int threads, unsigned char *out, float *rows,
+			const struct synth_varied *var, const struct eng_plan_tensor *plain)
 {
 	const struct eng_plan_tensor *t = &o->t;
+	/* A canonical's or a delta's rows (and the dense twin's, to match) take only the
+	 * construction's zero rows: W_c + D_l keeps them zero. */
+	int var_layer = o->role == ALIAS_PLAIN ? plain->layer : -1;
+	enum varied_role role = synth_varied_role(plain->name);
 	size_t i = o->index;
 	bool relu_gate = act != ENG_ACT_SILU && strstr(t->name, ".ffn_gate.");
 	int fix = !sp ? FIX_NONE
@@ -135,7 +146,8 @@ static int write_tensor(struct eng_gguf_writer *w, const struct alias_out *o, fl
 						.first = first, .row_bytes = row_bytes, .out = out,
 						.row = rows + (size_t)j * t->ne[0],
 						.relu_gate = relu_gate, .sp = sp, .fix = fix,
-						.z = synth_bias_z(sp), .dim = dim };
+						.z = synth_bias_z(sp), .dim = dim,
+						.var = var, .role = role, .layer = var_layer };
 		for (int j = 1; j < k; j++) {
 			if (pthread_create(&tid[j], NULL, run_job, &jobs[j]))
 				break; /* the caller's thread does what no worker took */
@@ -374,7 +386,7 @@ static int write_cd_metadata(struct eng_gguf_writer *w, const struct eng_plan *p
 }
 
 static int write_metadata(struct eng_gguf_writer *w, const struct eng_plan *p, uint64_t seed,
-			  enum eng_ffn_act act, const struct eng_canonical_delta *cd)
+			  enum eng_ffn_act act, const struct eng_canonical_delta *cd, bool varied)
 {
 	const struct eng_shape *s = p->shape;
 	bool falcon = !strcmp(s->arch, "falcon");
@@ -393,6 +405,9 @@ static int write_metadata(struct eng_gguf_writer *w, const struct eng_plan *p, u
 	    (rc = eng_gguf_writer_kv(w, "memwall.synthetic", &yes)) ||
 	    (rc = eng_gguf_writer_kv(w, "memwall.synthetic.seed", &seed_v)) ||
 	    (rc = eng_gguf_writer_kv_str(w, "memwall.synthetic.shape", s->name)) ||
+	    /* legacy files keep the keys they always had */
+	    (varied && (rc = eng_gguf_writer_kv_str(w, "memwall.synthetic.construction",
+						    "varied"))) ||
 	    (rc = kv_arch_u32(w, s->arch, "context_length", (uint32_t)s->ctx)) ||
 	    (rc = kv_arch_u32(w, s->arch, "embedding_length", (uint32_t)s->dim)) ||
 	    (rc = kv_arch_u32(w, s->arch, "feed_forward_length", (uint32_t)s->hidden)) ||
@@ -463,7 +478,24 @@ int eng_synth_gguf_plan(const char *arch, const char *shape, const char *quant,
 
 static int synth_gguf(const char *path, const char *arch, const char *shape, const char *quant,
 		      uint64_t seed, enum eng_ffn_act act, const struct eng_canonical_delta *cd,
-		      const struct eng_synth_sparsity *sp, struct eng_error *err);
+		      const struct eng_synth_sparsity *sp, bool varied, struct eng_error *err);
+
+int eng_synth_gguf_opts(const char *path, const char *arch, const char *shape,
+			const char *quant, uint64_t seed, const struct eng_synth_opts *o,
+			struct eng_error *err)
+{
+	static const struct eng_synth_opts zero;
+	if (!o)
+		o = &zero;
+	if (o->construction != ENG_SYNTH_VARIED && o->construction != ENG_SYNTH_LEGACY)
+		return eng_error_set(err, -EINVAL, "", ENG_NO_OFFSET, "construction %d: give "
+				     "varied or legacy", (int)o->construction);
+	if (o->sp && o->cd)
+		return eng_error_set(err, -EINVAL, "", ENG_NO_OFFSET, "activation statistics do "
+				     "not combine with canonical + delta");
+	return synth_gguf(path, arch, shape, quant, seed, o->act, o->cd, o->sp,
+			  o->construction == ENG_SYNTH_VARIED, err);
+}
 
 int eng_synth_gguf(const char *path, const char *arch, const char *shape, const char *quant,
 		   uint64_t seed, struct eng_error *err)
@@ -474,28 +506,30 @@ int eng_synth_gguf(const char *path, const char *arch, const char *shape, const 
 int eng_synth_gguf_act(const char *path, const char *arch, const char *shape, const char *quant,
 		       uint64_t seed, enum eng_ffn_act act, struct eng_error *err)
 {
-	return synth_gguf(path, arch, shape, quant, seed, act, NULL, NULL, err);
+	return synth_gguf(path, arch, shape, quant, seed, act, NULL, NULL, false, err);
 }
 
 int eng_synth_gguf_cd(const char *path, const char *arch, const char *shape, const char *quant,
 		      uint64_t seed, enum eng_ffn_act act, const struct eng_canonical_delta *cd,
 		      struct eng_error *err)
 {
-	return synth_gguf(path, arch, shape, quant, seed, act, cd, NULL, err);
+	return synth_gguf(path, arch, shape, quant, seed, act, cd, NULL, false, err);
 }
 
 int eng_synth_gguf_sparse(const char *path, const char *arch, const char *shape,
 			  const char *quant, uint64_t seed, enum eng_ffn_act act,
 			  const struct eng_synth_sparsity *sp, struct eng_error *err)
 {
-	return synth_gguf(path, arch, shape, quant, seed, act, NULL, sp, err);
+	return synth_gguf(path, arch, shape, quant, seed, act, NULL, sp, false, err);
 }
 
-/* eng_synth_gguf_cd and eng_synth_gguf_sparse: one of cd and sp, or neither. */
+/* eng_synth_gguf_cd and eng_synth_gguf_sparse: one of cd and sp, or neither; varied: the
+ * varied construction (varied.h). */
 static int synth_gguf(const char *path, const char *arch, const char *shape, const char *quant,
 		      uint64_t seed, enum eng_ffn_act act, const struct eng_canonical_delta *cd,
-		      const struct eng_synth_sparsity *sp, struct eng_error *err)
+		      const struct eng_synth_sparsity *sp, bool varied, struct eng_error *err)
 {
+	struct synth_varied var;
 	struct eng_plan *p = NULL;
 	struct alias_out *o = NULL;
 	size_t n_out = 0;
@@ -524,6 +558,16 @@ static int synth_gguf(const char *path, const char *arch, const char *shape, con
 				   "%g must be in (0, 1]", cd->rel_std);
 		goto out;
 	}
+	if (varied) {
+		const struct eng_shape *s = p->shape;
+		char why[160];
+		if ((rc = synth_varied_init(&var, s->dim, s->heads, s->kv_heads, s->vocab,
+					    !strcmp(s->arch, "falcon"), MATRIX_STD, seed, why,
+					    sizeof(why)))) {
+			eng_error_set(err, rc, "", ENG_NO_OFFSET, "%s", why);
+			goto out;
+		}
+	}
 	if ((rc = alias_plan(p, cd, &o, &n_out, err)))
 		goto out;
 	uint64_t widest = 0, biggest_chunk = 0;
@@ -541,7 +585,7 @@ static int synth_gguf(const char *path, const char *arch, const char *shape, con
 	}
 	if ((rc = eng_gguf_writer_new(&w, path, 0, err)))
 		goto out;
-	rc = write_metadata(w, p, seed, act, cd);
+	rc = write_metadata(w, p, seed, act, cd, varied);
 	if (!rc && sp)
 		rc = write_sparsity_kv(w, sp);
 	for (size_t i = 0; !rc && i < n_out; i++)
@@ -549,7 +593,8 @@ static int synth_gguf(const char *path, const char *arch, const char *shape, con
 					    o[i].t.ne);
 	for (size_t i = 0; !rc && i < n_out; i++)
 		rc = write_tensor(w, &o[i], cd ? (float)cd->rel_std : 0.0f, seed, act, sp,
-				  p->shape->dim, threads, out, rows);
+				  p->shape->dim, threads, out, rows, varied ? &var : NULL,
+				  &p->t[o[i].index]);
 	if (rc == -ECANCELED) { /* the temporary file goes with the writer, as below */
 		eng_error_set(err, rc, path, ENG_NO_OFFSET, "stopped by a signal while writing "
 			      "the model: the partial file was removed");

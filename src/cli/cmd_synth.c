@@ -34,21 +34,27 @@ struct synth_request {
 	bool stats;                   /* either was given */
 	bool cd_on;                 /* --canonical-delta */
 	struct eng_canonical_delta cd;
+	enum eng_synth_construction construction; /* --construction */
 };
+
+static struct eng_synth_opts opts_of(const struct synth_request *r)
+{
+	return (struct eng_synth_opts){ .construction = r->construction, .act = r->act,
+					.sp = r->stats ? &r->sp : NULL,
+					.cd = r->cd_on ? &r->cd : NULL };
+}
 
 static int write_llama2c(const struct synth_request *r, struct eng_error *err)
 {
-	return eng_synth_llama2c_sparse(r->out, r->shape, (uint64_t)r->seed, r->act,
-					r->stats ? &r->sp : NULL, err);
+	struct eng_synth_opts o = opts_of(r);
+	return eng_synth_llama2c_opts(r->out, r->shape, (uint64_t)r->seed, &o, err);
 }
 
 static int write_gguf(const struct synth_request *r, struct eng_error *err)
 {
-	if (r->stats)
-		return eng_synth_gguf_sparse(r->out, r->arch, r->shape, r->quant,
-					     (uint64_t)r->seed, r->act, &r->sp, err);
-	return eng_synth_gguf_cd(r->out, r->arch, r->shape, r->quant, (uint64_t)r->seed, r->act,
-				 r->cd_on ? &r->cd : NULL, err);
+	struct eng_synth_opts o = opts_of(r);
+	return eng_synth_gguf_opts(r->out, r->arch, r->shape, r->quant, (uint64_t)r->seed, &o,
+				   err);
 }
 
 /* SIGINT and SIGTERM set this; the engine's writers check it between chunks (eng_cancel_hook)
@@ -79,7 +85,8 @@ static const struct synth_writer {
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: memwall synth [--arch ARCH] --shape SHAPE [--quant Q] [--format F] -o FILE "
-		   "[--seed S] [--activation A] [--canonical-delta[=SPEC]] [--force]\n\n"
+		   "[--seed S] [--activation A] [--canonical-delta[=SPEC]] [--construction C] "
+		   "[--force]\n\n"
 		   "Writes a deterministic synthetic model: the real shape, seeded random weights of\n"
 		   "a realistic scale (norm weights near 1). The same arguments give the same bytes.\n"
 		   "The file is marked synthetic, and every report on it says so. A GGUF file gets\n"
@@ -112,6 +119,13 @@ static void usage(FILE *f)
 		   "                  f32/f16 -> q8_0, q8_0/q5_0/q4_0 -> q4_0, q4_K -> q2_K),\n"
 		   "                  layers=A-B, and split (default: W_c once + compact deltas) or\n"
 		   "                  dense (the baseline twin: each W_l whole, same floats)\n"
+		   "  --construction C  varied (default) or legacy. varied: layer 0's attention\n"
+		   "                  and the embedding carry a fixed random \"language\": the next\n"
+		   "                  token is a function of the current and the previous one, so\n"
+		   "                  greedy decoding gives ~64 distinct ids in 64 and a broken\n"
+		   "                  attention changes them (engine/synth/varied.h). legacy: every\n"
+		   "                  matrix random, the bytes earlier versions wrote (greedy output\n"
+		   "                  repeats one token)\n"
 		   "  --force         replace FILE when it exists (only a regular file is ever\n"
 		   "                  replaced: a device, a FIFO or a folder is refused)\n\n"
 		   "architectures (format, shapes, default quantization):\n");
@@ -190,10 +204,27 @@ static int check_variants(const struct synth_request *r, const struct synth_writ
 	return 0;
 }
 
+/* The line that says what was written. */
+static void print_written(const struct synth_request *rq, const struct synth_writer *w,
+			  double seconds)
+{
+	const struct synth_request r = *rq;
+	struct stat st;
+	long long bytes = stat(r.out, &st) == 0 ? (long long)st.st_size : -1;
+	printf("wrote %s: SYNTHETIC model (random weights, not trained), arch %s, shape %s, "
+	       "seed %ld, construction %s, %s%s%s%s%s%s, %lld bytes in %.1f s\n",
+	       r.out, w->arch, r.shape, r.seed, eng_synth_construction_name(r.construction),
+	       w->description, r.quant ? " " : "",
+	       r.quant ? r.quant : "", r.act ? ", activation " : "",
+	       r.act ? eng_ffn_act_name(r.act) : "",
+	       !r.cd_on ? "" : r.cd.dense ? ", canonical+delta dense twin" : ", canonical+delta",
+	       bytes, seconds);
+}
+
 int mw_cmd_synth(int argc, char **argv)
 {
 	enum { O_ARCH = 256, O_SHAPE, O_SEED, O_QUANT, O_FORMAT, O_FORCE, O_ACT, O_CD, O_RELU_SP,
-	       O_DEAD };
+	       O_DEAD, O_CONSTRUCTION };
 	static const struct option longopts[] = {
 		{ "arch", required_argument, NULL, O_ARCH },
 		{ "shape", required_argument, NULL, O_SHAPE },
@@ -206,6 +237,7 @@ int mw_cmd_synth(int argc, char **argv)
 		{ "relu-sparsity", required_argument, NULL, O_RELU_SP },
 		{ "dead-fraction", required_argument, NULL, O_DEAD },
 		{ "canonical-delta", optional_argument, NULL, O_CD },
+		{ "construction", required_argument, NULL, O_CONSTRUCTION },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -243,6 +275,11 @@ int mw_cmd_synth(int argc, char **argv)
 			r.cd_on = true;
 			break;
 		}
+		case O_CONSTRUCTION:
+			if (eng_synth_construction_parse(optarg, &r.construction))
+				return mw_fail(MW_EXIT_USAGE, VERB, "--construction %s: give varied "
+					       "or legacy", optarg);
+			break;
 		case O_SEED:
 			if (mw_parse_long(optarg, 0, INT64_MAX, &r.seed))
 				return mw_fail(MW_EXIT_USAGE, VERB, "--seed %s: give a number >= 0",
@@ -324,14 +361,6 @@ int mw_cmd_synth(int argc, char **argv)
 		unlink(tmp);
 		return code;
 	}
-	struct stat st;
-	long long bytes = stat(r.out, &st) == 0 ? (long long)st.st_size : -1;
-	printf("wrote %s: SYNTHETIC model (random weights, not trained), arch %s, shape %s, "
-	       "seed %ld, %s%s%s%s%s%s, %lld bytes in %.1f s\n",
-	       r.out, w->arch, r.shape, r.seed, w->description, r.quant ? " " : "",
-	       r.quant ? r.quant : "", r.act ? ", activation " : "",
-	       r.act ? eng_ffn_act_name(r.act) : "",
-	       !r.cd_on ? "" : r.cd.dense ? ", canonical+delta dense twin" : ", canonical+delta",
-	       bytes, seconds);
+	print_written(&r, w, seconds);
 	return MW_EXIT_OK;
 }

@@ -60,6 +60,11 @@ static int synth_path(const struct mw_protocol *p, char *path, size_t n, FILE *l
 	if (p->model.synth_cd)
 		snprintf(act_part + strlen(act_part), sizeof(act_part) - strlen(act_part),
 			 "-cd-%s", p->model.synth_cd);
+	/* The varied construction too ("-varied"): the legacy files keep their names */
+	bool varied = p->model.synth_construction == ENG_SYNTH_VARIED;
+	if (varied)
+		snprintf(act_part + strlen(act_part), sizeof(act_part) - strlen(act_part),
+			 "-varied");
 	if (arch && quant)
 		snprintf(path, n, "%s/%s-%s-%s%s-seed%llu.gguf", dir, arch, p->model.synth_shape,
 			 quant, act_part, (unsigned long long)p->model.synth_seed);
@@ -89,15 +94,14 @@ static int synth_path(const struct mw_protocol *p, char *path, size_t n, FILE *l
 	if (p->model.synth_cd && eng_canonical_delta_parse(p->model.synth_cd, &cd, &eerr))
 		return mw_error_set(err, -EINVAL, p->source, "model.synth.canonical_delta", "%s",
 				    eerr.text);
-	if (arch && quant && p->model.synth_cd)
-		rc = eng_synth_gguf_cd(tmp, arch, p->model.synth_shape, quant, p->model.synth_seed,
-				       act, &cd, &eerr);
-	else if (arch && quant)
-		rc = eng_synth_gguf_act(tmp, arch, p->model.synth_shape, quant, p->model.synth_seed,
-					act, &eerr);
+	struct eng_synth_opts so = { .construction = p->model.synth_construction, .act = act,
+				     .cd = p->model.synth_cd ? &cd : NULL };
+	if (arch && quant)
+		rc = eng_synth_gguf_opts(tmp, arch, p->model.synth_shape, quant,
+					 p->model.synth_seed, &so, &eerr);
 	else
-		rc = eng_synth_llama2c_act(tmp, p->model.synth_shape, p->model.synth_seed, act,
-					   &eerr);
+		rc = eng_synth_llama2c_opts(tmp, p->model.synth_shape, p->model.synth_seed, &so,
+					    &eerr);
 	if (rc) {
 		unlink(tmp);
 		return mw_error_set(err, rc, eerr.source[0] ? eerr.source : tmp, "model.synth",
@@ -262,11 +266,12 @@ enum mw_run_status mw_plan_resolve(struct mw_plan *pl, const struct mw_protocol 
 	if (p->model.synth_shape) {
 		if ((rc = synth_path(p, pl->model_path, sizeof(pl->model_path), o->log, err)))
 			return rc == -EINVAL ? MW_RUN_BAD_INPUT : MW_RUN_ENVIRONMENT;
-		snprintf(pl->model_name, sizeof(pl->model_name), "synthetic %s%s%s%s%s (seed %llu)",
+		snprintf(pl->model_name, sizeof(pl->model_name), "synthetic %s%s%s%s%s%s (seed %llu)",
 			 p->model.synth_shape, p->model.synth_act != ENG_ACT_SILU ? " " : "",
 			 p->model.synth_act != ENG_ACT_SILU ? p->model.synth_activation : "",
 			 p->model.synth_cd ? " canonical+delta " : "",
 			 p->model.synth_cd ? p->model.synth_cd : "",
+			 p->model.synth_construction == ENG_SYNTH_VARIED ? " varied" : "",
 			 (unsigned long long)p->model.synth_seed);
 	} else {
 		snprintf(pl->model_path, sizeof(pl->model_path), "%s", p->model.path);

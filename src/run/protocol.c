@@ -377,6 +377,11 @@ static int parse_model(struct mw_protocol *p, const char *dir, struct mw_error *
 					    "--canonical-delta`): set \"format\": \"gguf\" with "
 					    "\"arch\" and \"quant\", or drop canonical_delta");
 		p->model.synth_seed = (uint64_t)int_or(synth, "seed", 42);
+		/* the schema admits only the engine's names; legacy by default, so that the
+		 * protocols written before the flag keep their models */
+		p->model.synth_construction = ENG_SYNTH_LEGACY;
+		eng_synth_construction_parse(str_or(synth, "construction", "legacy"),
+					     &p->model.synth_construction);
 		/* arch, shape and quant name the cached file (src/run/plan.c) */
 		static const char *const parts[] = { "arch", "shape", "quant" };
 		for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {

@@ -45,6 +45,8 @@ struct mw_protocol {
 		 * + delta form) or "dense" (its dense twin); NULL when absent */
 		const char *synth_cd;
 		enum eng_ffn_act synth_act;
+		/* model.synth.construction; ENG_SYNTH_LEGACY when absent (issue 26) */
+		enum eng_synth_construction synth_construction;
 	} model;
 
 	struct {
