@@ -111,6 +111,20 @@ static int eng_fail(int code, const struct eng_error *e)
 	return mw_fail(code, VERB, "%s%s%s", e->source, e->source[0] ? ": " : "", e->text);
 }
 
+/* --load MODE: the engine owns its modes' names (eng_load_mode_name); overlap is this verb's,
+ * two of them in turn. 0, or -EINVAL (said). */
+static int parse_load(struct gen_args *a, const char *mode)
+{
+	a->load_set = true;
+	a->overlap = !strcmp(mode, "overlap");
+	if (a->overlap)
+		a->load = ENG_LOAD_REPACK;
+	else if (eng_load_mode_parse(mode, &a->load))
+		return mw_fail(MW_EXIT_USAGE, VERB, "--load %s: give overlap, repack, huge-copy or "
+			       "mmap", mode), -EINVAL;
+	return 0;
+}
+
 /* A model larger than the memory available is refused before it is mapped, as memwall run
  * does (src/base/machine.h): paging would make it crawl, and can stall the machine. */
 static int check_memory(const char *path)
@@ -212,15 +226,8 @@ static int parse_args(struct gen_args *a, int argc, char **argv)
 					       "affinity mask, the default) or none", optarg);
 			break;
 		case O_LOAD:
-			/* The engine owns its modes' names (eng_load_mode_name); overlap is this
-			 * verb's, two of them in turn. */
-			a->load_set = true;
-			a->overlap = !strcmp(optarg, "overlap");
-			if (a->overlap)
-				a->load = ENG_LOAD_REPACK;
-			else if (eng_load_mode_parse(optarg, &a->load))
-				return mw_fail(MW_EXIT_USAGE, VERB, "--load %s: give overlap, repack, "
-					       "huge-copy or mmap", optarg);
+			if (parse_load(a, optarg))
+				return MW_EXIT_USAGE;
 			break;
 		case O_HOOKS: a->hooks_bench = true; break;
 		case O_PROMPT_IDS: a->prompt_ids = optarg; break;
@@ -229,8 +236,8 @@ static int parse_args(struct gen_args *a, int argc, char **argv)
 		case O_FORCE: a->force = true; break;
 		case O_SWITCH:
 			if (mw_parse_long(optarg, 1, 1L << 30, &a->switch_at))
-				return mw_fail(MW_EXIT_USAGE, VERB, "--switch-at %s: give the number "
-					       "of tokens to generate on the mapping, 1 or more", optarg);
+				return mw_fail(MW_EXIT_USAGE, VERB, "--switch-at %s: give 1 or more",
+					       optarg);
 			break;
 		case O_CHUNK:
 			if (mw_parse_long(optarg, 1, 1L << 16, &a->prefill_chunk))
