@@ -25,6 +25,7 @@
 #include "format/gguf.h"
 #include "run.h"
 #include "test.h"
+#include "tokenizer/pretokenize.h"
 #include "tokenizer/tokenizer_gguf.h"
 
 static char dir[] = "/tmp/mw-test-tokenize-XXXXXX";

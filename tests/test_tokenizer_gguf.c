@@ -14,6 +14,7 @@
 
 #include "format/gguf.h"
 #include "test.h"
+#include "tokenizer/pretokenize.h"
 #include "tokenizer/tokenizer_gguf.h"
 
 static char dir[] = "/tmp/mw-test-tokgguf-XXXXXX";

@@ -18,8 +18,8 @@
  *    tokenizer.ggml.pre (below), every byte of a word is mapped to GPT-2's printable
  *    stand-in character, and the adjacent pair of lowest merge rank is merged, leftmost first
  *    on ties, until no pair is a merge.
- * Pre-tokenizer passes are llama.cpp's regexes (llm_tokenizer_bpe), implemented by hand: each
- * pass splits every piece of the previous one, keeping matches and the gaps between them.
+ * Pre-tokenizer passes are llama.cpp's regexes (llm_tokenizer_bpe), implemented by hand in
+ * pretokenize.c.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -27,9 +27,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pretokenize.h"
 #include "tokenizer_gguf.h"
 #include "tokenizer_ops.h"
-#include "tokenizer_unicode.h"
 
 
 /* The fix every broken tokenizer key ends with. */
@@ -105,62 +105,7 @@ static int strmap_get(const struct strmap *m, const char *s, size_t len)
 	return sl->s ? sl->val : -1;
 }
 
-/* ---- Growable arrays ----------------------------------------------------------------------- */
-
-struct ivec {
-	int *v;
-	size_t n, cap;
-};
-
-static int ivec_push(struct ivec *a, int x)
-{
-	if (a->n == a->cap) {
-		size_t cap = a->cap ? 2 * a->cap : 64;
-		int *v = realloc(a->v, cap * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		a->v = v;
-		a->cap = cap;
-	}
-	a->v[a->n++] = x;
-	return 0;
-}
-
-/* ---- UTF-8 --------------------------------------------------------------------------------- */
-
-/* Bytes of the UTF-8 sequence a lead byte starts, by its high nibble (llama.cpp's
- * unicode_len_utf8: continuation bytes count as 1). */
-static size_t utf8_len(unsigned char c)
-{
-	static const uint8_t len[16] = { 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4 };
-	return len[c >> 4];
-}
-
-/* Decodes the code point at s[*off] (len bytes in s); an invalid sequence consumes one byte
- * and reads as U+FFFD, as llama.cpp's unicode_cpts_from_utf8 does: a lead byte 0xf8-0xff is
- * invalid there too, while overlong forms and surrogates are decoded as they come. */
-static uint32_t utf8_next(const unsigned char *s, size_t len, size_t *off)
-{
-	size_t i = *off, n = utf8_len(s[i]);
-	uint32_t cp;
-	if (n == 1 && s[i] < 0x80) {
-		*off = i + 1;
-		return s[i];
-	}
-	if (n == 1 || i + n > len || s[i] >= 0xf8)
-		goto bad;
-	cp = s[i] & (0xffu >> (n + 1));
-	for (size_t k = 1; k < n; k++) {
-		if ((s[i + k] & 0xc0) != 0x80)
-			goto bad;
-		cp = (cp << 6) | (s[i + k] & 0x3fu);
-	}
-	*off = i + n;
-	return cp;
-bad:
-	*off = i + 1;
-	return 0xfffd;
-}
+/* ---- UTF-8 and GPT-2's byte characters (decoding: pretokenize.h) ----------------------- */
 
 static size_t utf8_put(uint32_t cp, char *out)
 {
@@ -184,14 +129,6 @@ static size_t utf8_put(uint32_t cp, char *out)
 	out[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
 	out[3] = (char)(0x80 | (cp & 0x3f));
 	return 4;
-}
-
-/* Unicode's White_Space property (PropList.txt), what \s matches in llama.cpp's tables. */
-static bool is_space(uint32_t cp)
-{
-	return (cp >= 0x09 && cp <= 0x0d) || cp == 0x20 || cp == 0x85 || cp == 0xa0 ||
-	       cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200a) || cp == 0x2028 || cp == 0x2029 ||
-	       cp == 0x202f || cp == 0x205f || cp == 0x3000;
 }
 
 /* GPT-2's byte-to-character map (openai/gpt-2 encoder.py bytes_to_unicode, and llama.cpp's
@@ -220,249 +157,13 @@ static int cp_to_byte(uint32_t cp)
 	return cp == 256 + 33 + 34 ? 0xad : -1;
 }
 
-/* ---- Pre-tokenizer passes -----------------------------------------------------------------
- * A pass reads code points cps[0..n) split into pieces of lens[] code points and writes the
- * finer split to *out. */
-
-struct split {
-	const uint32_t *cps;
-	const struct ivec *in;
-	struct ivec *out;
-};
-
-typedef int (*pass_fn)(const struct split *s);
-
-/* Pushes a piece of len code points when len > 0. */
-static int emit(const struct split *s, size_t len)
-{
-	return len ? ivec_push(s->out, (int)len) : 0;
-}
-
-/* A pass that keeps maximal runs of code points a predicate accepts (the regex "[class]+")
- * and the gaps between them as pieces. */
-static int pass_runs(const struct split *s, bool (*in_class)(uint32_t cp))
-{
-	size_t start = 0;
-	for (size_t p = 0; p < s->in->n; p++) {
-		size_t end = start + (size_t)s->in->v[p], run = start;
-		for (size_t i = start; i < end; i++) {
-			if (i > run && in_class(s->cps[i]) != in_class(s->cps[i - 1])) {
-				int rc = emit(s, i - run);
-				if (rc)
-					return rc;
-				run = i;
-			}
-		}
-		int rc = emit(s, end - run);
-		if (rc)
-			return rc;
-		start = end;
-	}
-	return 0;
-}
-
-/* "[\p{P}\$\+<=>\^~\|`]+" (falcon) and the same without the backtick (default): in ASCII
- * every punctuation or symbol character but, for default, '`'; beyond it \p{P}. */
-static bool punct_falcon(uint32_t cp)
-{
-	if (cp < 0x80)
-		return cp > 0x20 && cp < 0x7f && !((cp | 0x20) >= 'a' && (cp | 0x20) <= 'z') &&
-		       !(cp >= '0' && cp <= '9');
-	return eng_unicode_class(cp) == ENG_UCAT_PUNCT;
-}
-
-static bool punct_default(uint32_t cp)
-{
-	return cp != '`' && punct_falcon(cp);
-}
-
-/* "\p{N}+" */
-static bool number(uint32_t cp)
-{
-	return eng_unicode_class(cp) == ENG_UCAT_NUMBER;
-}
-
-static int pass_punct_falcon(const struct split *s)
-{
-	return pass_runs(s, punct_falcon);
-}
-
-static int pass_punct_default(const struct split *s)
-{
-	return pass_runs(s, punct_default);
-}
-
-static int pass_numbers(const struct split *s)
-{
-	return pass_runs(s, number);
-}
-
-/* "[0-9][0-9][0-9]": leftmost runs of three ASCII digits. */
-static int pass_digits3(const struct split *s)
-{
-	size_t start = 0;
-	for (size_t p = 0; p < s->in->n; p++) {
-		size_t end = start + (size_t)s->in->v[p], gap = start, i = start;
-		int rc = 0;
-		while (i < end) {
-			bool three = i + 3 <= end;
-			for (size_t k = 0; three && k < 3; k++)
-				three = s->cps[i + k] >= '0' && s->cps[i + k] <= '9';
-			if (!three) {
-				i++;
-				continue;
-			}
-			if ((rc = emit(s, i - gap)) || (rc = emit(s, 3)))
-				return rc;
-			i += 3;
-			gap = i;
-		}
-		if ((rc = emit(s, end - gap)))
-			return rc;
-		start = end;
-	}
-	return 0;
-}
-
-/* GPT-2's "'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+", as
- * llama.cpp's unicode_regex_split_custom_gpt2 walks it: a run of whitespace before a word
- * leaves its last character to that word (the lookahead), and nothing looks past the piece. */
-static int pass_gpt2(const struct split *s)
-{
-	size_t start = 0;
-	for (size_t p = 0; p < s->in->n; p++) {
-		const size_t end = start + (size_t)s->in->v[p];
-		const uint32_t *c = s->cps;
-#define IN(i) ((i) < end)
-#define LETTER(i) (IN(i) && eng_unicode_class(c[i]) == ENG_UCAT_LETTER)
-#define NUMBER(i) (IN(i) && eng_unicode_class(c[i]) == ENG_UCAT_NUMBER)
-#define SPACE(i) (IN(i) && is_space(c[i]))
-#define OTHER(i) (IN(i) && !is_space(c[i]) && !LETTER(i) && !NUMBER(i))
-		size_t pos = start;
-		while (pos < end) {
-			size_t from = pos, q = pos + (c[pos] == ' ');
-			uint32_t a = IN(pos + 1) ? c[pos + 1] : 0, b = IN(pos + 2) ? c[pos + 2] : 0;
-			if (c[pos] == '\'' && (a == 's' || a == 't' || a == 'm' || a == 'd')) {
-				pos += 2;
-			} else if (c[pos] == '\'' &&
-				   ((a == 'r' && b == 'e') || (a == 'v' && b == 'e') ||
-				    (a == 'l' && b == 'l'))) {
-				pos += 3;
-			} else if (LETTER(q)) {
-				for (pos = q; LETTER(pos); pos++)
-					;
-			} else if (NUMBER(q)) {
-				for (pos = q; NUMBER(pos); pos++)
-					;
-			} else if (OTHER(q)) {
-				for (pos = q; OTHER(pos); pos++)
-					;
-			} else {
-				size_t ws = 0;
-				while (SPACE(pos + ws))
-					ws++;
-				if (ws > 1 && IN(pos + ws))
-					pos += ws - 1; /* \s+(?!\S) */
-				else if (ws > 0)
-					pos += ws;
-				else
-					pos++;
-			}
-			int rc = emit(s, pos - from);
-			if (rc)
-				return rc;
-		}
-#undef IN
-#undef LETTER
-#undef NUMBER
-#undef SPACE
-#undef OTHER
-		start = end;
-	}
-	return 0;
-}
-
-/* llama.cpp's llm_tokenizer_bpe: the passes each tokenizer.ggml.pre names. */
-#define MAX_PASSES 4
-static const struct pre_tokenizer {
-	const char *names[6];
-	pass_fn passes[MAX_PASSES];
-} pre_tokenizers[] = {
-	{ { "default" }, { pass_punct_default, pass_gpt2, pass_numbers, pass_digits3 } },
-	{ { "falcon" }, { pass_punct_falcon, pass_gpt2, pass_digits3 } },
-	{ { "gpt-2", "phi-2", "mpt", "olmo", "jais" }, { pass_gpt2 } },
-};
-
-static const struct pre_tokenizer *pre_find(const char *name, size_t len)
-{
-	for (size_t i = 0; i < sizeof(pre_tokenizers) / sizeof(pre_tokenizers[0]); i++)
-		for (size_t k = 0; k < 6 && pre_tokenizers[i].names[k]; k++)
-			if (strlen(pre_tokenizers[i].names[k]) == len &&
-			    !memcmp(pre_tokenizers[i].names[k], name, len))
-				return &pre_tokenizers[i];
-	return NULL;
-}
-
-/* Runs pre's passes over cps[0..n); *words receives the word lengths in code points. */
-static int pre_split(const struct pre_tokenizer *pre, const uint32_t *cps, size_t n,
-		     struct ivec *words)
-{
-	struct ivec a = { 0 }, b = { 0 };
-	int rc = n ? ivec_push(&a, (int)n) : 0;
-	for (size_t k = 0; !rc && k < MAX_PASSES && pre->passes[k]; k++) {
-		b.n = 0;
-		rc = pre->passes[k](&(struct split){ .cps = cps, .in = &a, .out = &b });
-		struct ivec tmp = a;
-		a = b;
-		b = tmp;
-	}
-	free(b.v);
-	*words = a;
-	return rc;
-}
-
-int eng_bpe_pre_split(const char *pre, const char *text, size_t *ends, size_t max, size_t *n)
-{
-	const struct pre_tokenizer *p = pre_find(pre, strlen(pre));
-	size_t len = strlen(text), count = 0, off = 0;
-	uint32_t *cps = malloc((len + 1) * sizeof(*cps));
-	size_t *at = malloc((len + 1) * sizeof(*at)); /* byte offset of each code point */
-	struct ivec words = { 0 };
-	int rc = 0;
-	*n = 0;
-	if (!p || !cps || !at) {
-		rc = p ? -ENOMEM : -EINVAL;
-		goto out;
-	}
-	while (off < len) {
-		at[count] = off;
-		cps[count++] = utf8_next((const unsigned char *)text, len, &off);
-	}
-	at[count] = len;
-	if ((rc = pre_split(p, cps, count, &words)))
-		goto out;
-	size_t cp = 0;
-	for (size_t w = 0; w < words.n; w++) {
-		cp += (size_t)words.v[w];
-		if (w < max)
-			ends[w] = at[cp];
-	}
-	*n = words.n;
-	rc = words.n > max ? -ENOSPC : 0;
-out:
-	free(cps);
-	free(at);
-	free(words.v);
-	return rc;
-}
-
 /* ---- The tokenizer ------------------------------------------------------------------------- */
 
 struct gguf_tokenizer {
 	struct eng_tokenizer base;
 	bool bpe;                 /* "gpt2"; else "llama" */
 	bool add_space_prefix;    /* llama: encode as if the text began with a space */
-	const struct pre_tokenizer *pre; /* gpt2 */
+	const struct tok_pre *pre; /* gpt2 */
 	char *text;               /* every token's text, each NUL-terminated, then its decoding */
 	const char **piece;       /* (vocab_size) token text, into text */
 	uint32_t *piece_len;      /* (vocab_size) */
@@ -586,7 +287,7 @@ static int merge_word(struct merger *m, const char *word, size_t len, int *n_sym
 	m->word = word;
 	m->heap.n = 0;
 	for (size_t off = 0; off < len; n++) {
-		size_t k = utf8_len((unsigned char)word[off]);
+		size_t k = tok_utf8_len((unsigned char)word[off]);
 		if (k > len - off)
 			k = len - off;
 		m->syms[n] = (struct sym){ .prev = n - 1, .next = off + k < len ? n + 1 : -1,
@@ -620,7 +321,7 @@ static int merge_word(struct merger *m, const char *word, size_t len, int *n_sym
  * also keeps a table to undo merges, but a merged symbol is always a token, so only
  * unmerged characters ever fall back.) */
 static int encode_spm(const struct gguf_tokenizer *t, const char *raw, size_t len, bool prefix,
-		      struct ivec *out)
+		      struct tok_ivec *out)
 {
 	static const char space[] = "\xe2\x96\x81"; /* U+2581 */
 	struct merger m = { .t = t };
@@ -651,12 +352,12 @@ static int encode_spm(const struct gguf_tokenizer *t, const char *raw, size_t le
 		const struct sym *s = &m.syms[i];
 		int id = strmap_get(&t->ids, word + s->off, s->n);
 		if (id >= 0) {
-			rc = ivec_push(out, id);
+			rc = tok_ivec_push(out, id);
 			continue;
 		}
 		for (uint32_t k = 0; k < s->n && !rc; k++) {
 			int b = t->byte_id[(unsigned char)word[s->off + k]];
-			rc = b < 0 ? -EINVAL : ivec_push(out, b);
+			rc = b < 0 ? -EINVAL : tok_ivec_push(out, b);
 		}
 	}
 out:
@@ -668,11 +369,11 @@ out:
 
 /* Byte-level BPE over the pre-tokenizer's words. */
 static int encode_bpe(const struct gguf_tokenizer *t, const char *raw, size_t len,
-		      struct ivec *out)
+		      struct tok_ivec *out)
 {
 	const unsigned char *u = (const unsigned char *)raw;
 	uint32_t *cps = malloc((len + 1) * sizeof(*cps));
-	struct ivec a = { 0 };
+	struct tok_ivec a = { 0 };
 	struct merger m = { .t = t };
 	/* An input byte becomes at most 3 bytes (U+FFFD for an invalid one), each a stand-in
 	 * character of at most 2 bytes. */
@@ -687,8 +388,8 @@ static int encode_bpe(const struct gguf_tokenizer *t, const char *raw, size_t le
 		goto out;
 	}
 	for (size_t off = 0; off < len;)
-		cps[n++] = utf8_next(u, len, &off);
-	if (!n || (rc = pre_split(t->pre, cps, n, &a)))
+		cps[n++] = tok_utf8_next(u, len, &off);
+	if (!n || (rc = tok_pre_split(t->pre, cps, n, &a)))
 		goto out;
 	size_t at = 0;
 	for (size_t w = 0; w < a.n && !rc; w++) {
@@ -708,15 +409,15 @@ static int encode_bpe(const struct gguf_tokenizer *t, const char *raw, size_t le
 			const struct sym *s = &m.syms[i];
 			int id = strmap_get(&t->ids, word + s->off, s->n);
 			if (id >= 0) {
-				rc = ivec_push(out, id);
+				rc = tok_ivec_push(out, id);
 				continue;
 			}
 			/* Not a token: its characters one by one (llama.cpp tries its bytes and
 			 * drops what is missing; a byte-level vocabulary has every character). */
 			for (size_t off = s->off; off < s->off + s->n && !rc;) {
-				size_t k = utf8_len((unsigned char)word[off]);
+				size_t k = tok_utf8_len((unsigned char)word[off]);
 				id = strmap_get(&t->ids, word + off, k);
-				rc = id < 0 ? -EINVAL : ivec_push(out, id);
+				rc = id < 0 ? -EINVAL : tok_ivec_push(out, id);
 				off += k;
 			}
 		}
@@ -792,19 +493,19 @@ static int gguf_encode(const struct eng_tokenizer *base, const char *text, bool 
 {
 	const struct gguf_tokenizer *t = (const struct gguf_tokenizer *)base;
 	struct fragment *f = NULL;
-	struct ivec out = { 0 };
+	struct tok_ivec out = { 0 };
 	size_t n_frag = 0;
 	bool prev_special = true; /* SentencePiece's prefix space at the start */
 	int rc;
 
 	*n = 0;
-	if (bos && t->base.bos >= 0 && (rc = ivec_push(&out, t->base.bos)))
+	if (bos && t->base.bos >= 0 && (rc = tok_ivec_push(&out, t->base.bos)))
 		goto out;
 	if ((rc = partition(t, text, &f, &n_frag)))
 		goto out;
 	for (size_t i = 0; i < n_frag && !rc; i++) {
 		if (f[i].token >= 0) {
-			rc = ivec_push(&out, f[i].token);
+			rc = tok_ivec_push(&out, f[i].token);
 			prev_special = true;
 		} else if (t->bpe) {
 			rc = encode_bpe(t, text + f[i].off, f[i].len, &out);
@@ -815,7 +516,7 @@ static int gguf_encode(const struct eng_tokenizer *base, const char *text, bool 
 		}
 	}
 	if (!rc && eos && t->base.eos >= 0)
-		rc = ivec_push(&out, t->base.eos);
+		rc = tok_ivec_push(&out, t->base.eos);
 	if (rc)
 		goto out;
 	*n = (int)out.n;
@@ -907,7 +608,7 @@ static char *render(const struct gguf_tokenizer *t, int i, char *dst)
 	} else if (type == TT_NORMAL) {
 		for (size_t off = 0; off < len;) {
 			size_t from = off;
-			int b = cp_to_byte(utf8_next((const unsigned char *)p, len, &off));
+			int b = cp_to_byte(tok_utf8_next((const unsigned char *)p, len, &off));
 			if (b >= 0) {
 				dst[n++] = (char)b;
 			} else { /* not a stand-in character: keep it as it is */
@@ -1009,7 +710,7 @@ static int read_kind(struct gguf_tokenizer *t, const struct eng_gguf *g, const c
 		t->bpe = true;
 		t->base.ops = &bpe_ops;
 		t->base.bos = t->base.eos = 11;
-		t->pre = &pre_tokenizers[0];
+		t->pre = tok_pre_find("default", 7); /* absent .pre: "default" */
 	} else {
 		return eng_error_set(err, -EINVAL, source, ENG_NO_OFFSET,
 				     "metadata key 'tokenizer.ggml.model' is '%.*s': memwall reads "
@@ -1021,7 +722,7 @@ static int read_kind(struct gguf_tokenizer *t, const struct eng_gguf *g, const c
 		return 0;
 	if ((rc = eng_gguf_get_str(g, "tokenizer.ggml.pre", &pre, err)))
 		return rc == -ENOENT ? 0 : rc; /* absent: the default pre-tokenizer */
-	if (!(t->pre = pre_find(pre.ptr, (size_t)pre.len)))
+	if (!(t->pre = tok_pre_find(pre.ptr, (size_t)pre.len)))
 		return eng_error_set(err, -EINVAL, source, ENG_NO_OFFSET,
 				     "metadata key 'tokenizer.ggml.pre' is '%.*s': memwall "
 				     "implements the pre-tokenizers default, falcon, gpt-2 "

@@ -13,9 +13,4 @@
 int eng_tokenizer_from_gguf(struct eng_tokenizer **out, const struct eng_gguf *g,
 			    const char *source, struct eng_error *err);
 
-/* For tests: GPT-2 pre-tokenization of text under tokenizer.ggml.pre name pre ("default",
- * "falcon", "gpt-2", ...): ends[i] is the byte offset where word i ends. -EINVAL for an
- * unknown name, -ENOSPC (with *n the count) when max is too small. */
-int eng_bpe_pre_split(const char *pre, const char *text, size_t *ends, size_t max, size_t *n);
-
 #endif
