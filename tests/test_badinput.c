@@ -17,6 +17,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "adapters.h"
 #include "engine.h"
@@ -30,7 +31,7 @@
 
 /* GGUF_MODEL: a GGUF file through the model loader (eng_model_open), past the reader. */
 enum format {
-	LLAMA2C, GGUF, GGUF_MODEL, TOKENIZER, PROTOCOL, RESULT, SYSFS, ADAPTER, SPECIAL,
+	LLAMA2C, GGUF, GGUF_MODEL, TOKENIZER, PROTOCOL, RESULT, SYSFS, ADAPTER, SPECIAL, CLI,
 	FORMAT_COUNT
 };
 
@@ -41,8 +42,11 @@ struct bad_case {
 	long cut;          /* keep only the first cut bytes; -1 keeps all */
 	const char *arg;   /* TOKENIZER: the model's vocab size; ADAPTER: the adapter, then
 			    * optionally "|pattern"; RESULT: an edit "path=json"; SYSFS: the PMU,
-			    * then optionally "|terms" to encode (default event=0x1) */
-	int rc;            /* the error class: the return code (RESULT: validate's exit code) */
+			    * then optionally "|terms" to encode (default event=0x1);
+			    * CLI: file is a shell set-up (or NULL) and arg the command, both run
+			    * by /bin/sh in a fresh folder (see run_cli) */
+	int rc;            /* the error class: the return code (RESULT: validate's exit code;
+			    * CLI: the exit status, 128 + N for signal N) */
 	const char *field; /* the field the error names: in err.field where the error has one
 			    * (protocol, adapter), else in the message (engine, result's stderr), or
 			    * the file at fault (sysfs) */
@@ -379,6 +383,68 @@ static const struct bad_case cases[] = {
 	  -EINVAL, "pattern", "{decod}" },
 	{ ADAPTER, "bad/adapters/pattern.stdout", WHOLE, "memwall-tokens|made {decode tokens",
 	  -EINVAL, "pattern", "without '}'" },
+
+	/* ---- the command line (issue 28): hostile stores, bundles, maps, calibrations and
+	 * environments, each through the verb a user runs. $T mktar writes crafted archives. */
+/* the set-up and the command, then rc, field, text as above */
+#define CLI_CASE(setup, ...) { CLI, setup, WHOLE, __VA_ARGS__ }
+#define ESCREC "sed 's/\"Test CPU\"/\"Test\\\\u001b]0;pwn\\\\u0007CPU\"/' $F/rec.json > r.json"
+	/* 1: run --list with a data folder beside the build tree's protocols (a use after free) */
+	CLI_CASE("mkdir -p d/protocols && cp $D/../../protocols/*.json d/protocols/",
+	  "MEMWALL_DATA_DIR=d $MW run --list", 0, "d/protocols:", NULL),
+	CLI_CASE("mkdir -p d/protocols && printf '{\"name\":\"x\",\"description\":\"a\\\\u001b[2Jb\"}' > d/protocols/x.json",
+	  "MEMWALL_DATA_DIR=d $MW run --list", 0, "a\\e[2Jb", NULL),
+	/* 2, 3, 11, 20: bundles whose extraction differs from what validate checked */
+	CLI_CASE("$T mktar b.tar.gz manifest.json={} manifest.json={}", "$MW validate b.tar.gz", 2,
+	  "manifest.json", "appears twice"),
+	CLI_CASE("$T mktar b.tar.gz p=../../..,evil.txt=x", "$MW validate b.tar.gz", 2,
+	  "../../../evil.txt", "a '..' component"),
+	CLI_CASE("$T mktar b.tar.gz t=5,../up/", "$MW validate b.tar.gz", 2, "../up/",
+	  "a '..' component"),
+	CLI_CASE("$T mktar b.tar.gz t=5,p=/etc,cron.d/", "$MW validate b.tar.gz", 2, "/etc/cron.d/",
+	  "an absolute name"),
+	CLI_CASE("$T mktar b.tar.gz 'records/..\\evil.json=x'", "$MW validate b.tar.gz", 2,
+	  "records/..", "a backslash"),
+	CLI_CASE("$T mktar b.tar.gz \"$(printf 'records/\\033[2Ja.json=x')\"", "$MW validate b.tar.gz", 2,
+	  "records/\\e[2Ja.json", "control character"),
+	CLI_CASE("$T mktar b.tar.gz t=2,records/a.json", "$MW validate b.tar.gz", 2, "records/a.json",
+	  "a link, a device"),
+	CLI_CASE("$T mktar b.tar.gz records/=x", "$MW validate b.tar.gz", 2, "records/",
+	  "ends in '/'"),
+	CLI_CASE("$T mktar b.tar.gz records/evil.JSON=x", "$MW validate b.tar.gz", 2,
+	  "records/evil.JSON", "not where a bundle puts a file"),
+	CLI_CASE("$T mktar b.tar.gz evil.sh=x", "$MW validate b.tar.gz", 2, "evil.sh",
+	  "not where a bundle puts a file"),
+	CLI_CASE("$T mktar b.tar.gz plots/a/b/c.png=x", "$MW validate b.tar.gz", 2, "plots/a/b/c.png",
+	  "not where a bundle puts a file"),
+	CLI_CASE("$T mktar b.tar.gz +20000", "$MW validate b.tar.gz", 2, "more than 10000 members",
+	  NULL),
+	CLI_CASE("mkfifo b.tar.gz", "timeout 5 $MW validate b.tar.gz", 2, "b.tar.gz", "FIFO"),
+	CLI_CASE("$MW bundle $F/rec.json -o b.tar.gz >/dev/null && mkdir x && cd x && tar xzf ../b.tar.gz && "
+	  "cd .. && $T mktar c.tar.gz manifest.json=@x/manifest.json provenance.md=@x/provenance.md "
+	  "records/rec.json=@x/records/rec.json records/rec.json=@x/records/rec.json",
+	  "$MW validate c.tar.gz", 2, "records/rec.json", "appears twice"),
+	/* 5: record text on a terminal, in markdown and in CSV */
+	CLI_CASE(ESCREC, "$MW report r.json", 0, "Test\\e]0;pwn\\x07CPU", NULL),
+	CLI_CASE(ESCREC " && $MW db --db s.db import r.json", "$MW db --db s.db list", 0,
+	  "Test\\e]0;pwn\\x07CPU", NULL),
+	CLI_CASE("sed 's/\"Test CPU\"/\"=HYPERLINK(\\\\\"http:\\/\\/x\\\\\")\"/' $F/rec.json > r.json && "
+	  "$MW db --db s.db import r.json", "$MW db --db s.db list --format csv", 0,
+	  "\"'=HYPERLINK(\"\"http://x\"\")\"", NULL),
+	CLI_CASE("sed 's/\"Test CPU\"/\"a\\\\nb | c\"/' $F/rec.json > r.json && $MW db --db s.db import r.json",
+	  "$MW db --db s.db list", 0, "a\\nb \\| c", NULL),
+	CLI_CASE(ESCREC " && $MW db --db s.db import r.json", "$MW db --db s.db show $(sha256sum r.json | cut -c1-12)", 0,
+	  "Test\\e]0;pwn\\x07CPU", NULL),
+	CLI_CASE(NULL, "$MW report \"$(printf 'no\\033[31mfile')\"", 2, "no\\e[31mfile", NULL),
+	/* 7, 19: an interrupted or refused bundle leaves nothing behind */
+	CLI_CASE("mkdir bin && printf '#!/bin/sh\\nsleep 3\\n' > bin/gnuplot && chmod +x bin/gnuplot",
+	  "PATH=$PWD/bin:$PATH $MW bundle $F/rec.json -o b.tar.gz & sleep 1; kill -TERM $!; wait $!; "
+	  "echo rc=$?; ls -A | grep -v '^bin$' || echo nothing-left", 0, "rc=143", "nothing-left"),
+	CLI_CASE("cp $F/rec.json ..json", "$MW bundle ..json -o b.tar.gz; r=$?; ls -A | grep -v '^..json$' "
+	  "|| echo nothing-left; exit $r", 2, "cannot name a record in a bundle", "nothing-left"),
+	CLI_CASE("cp $F/rec.json 'a b.json'", "$MW bundle 'a b.json' -o b.tar.gz", 2,
+	  "cannot name a record in a bundle", NULL),
+	CLI_CASE("touch b.tar.gz", "$MW bundle $F/rec.json -o b.tar.gz", 2, "never replaces", NULL),
 };
 
 /* ---- .hex files: binary inputs written as text (tests/data/bad/README.md) ---------------- */
@@ -790,16 +856,83 @@ static void run_special(const struct bad_case *c, struct outcome *o)
 	rmdir(dir);
 }
 
+/* The command line (issue 28): file (a shell set-up, or NULL) then arg (the command) run by
+ * /bin/sh -c in a fresh folder, with $MW the memwall binary, $D tests/data and $F the
+ * fixtures main() made (cli_fixtures). The outcome's text is stderr, then stdout. */
+static char fixtures[64];
+
+static void run_cli(const struct bad_case *c, struct outcome *o)
+{
+	char dir[] = "/tmp/mw-badinput-XXXXXX", *script = NULL, cmd[300];
+	if (!mkdtemp(dir)) {
+		perror("mkdtemp");
+		exit(1);
+	}
+	if (asprintf(&script, "cd '%s' && export TMPDIR='%s' && %s\n%s", dir, dir,
+		     c->file ? c->file : ":", c->arg) < 0)
+		abort();
+	const char *argv[] = { "/bin/sh", "-c", script, NULL };
+	struct t_output out = t_run(argv);
+	o->rc = out.status;
+	snprintf(o->source, sizeof(o->source), "%s", dir);
+	snprintf(o->text, sizeof(o->text), "%s%s", out.err ? out.err : "", out.out ? out.out : "");
+	t_output_free(&out);
+	free(script);
+	snprintf(cmd, sizeof(cmd), "chmod -R u+rwx '%s' 2>/dev/null; rm -rf '%s'", dir, dir);
+	if (system(cmd))
+		fprintf(stderr, "could not remove %s\n", dir);
+}
+
+/* $F: a valid record (rec.json), ReLU models of one shape and two seeds (m.bin, m2.bin), a
+ * SiLU one (silu.bin), a prompt file (p.txt) and a map calibrated on m.bin (map.txt). */
+static void cli_fixtures(void)
+{
+	static const struct fx_spec spec = {
+		.protocol = "badinput", .cpu = "Test CPU", .runs = 4, .warmups = 1, .tokens = 8,
+		.latency_ns = 20e6, .jitter = 0.02, .dram_bytes = 4e8, .instances = 2, .seed = 9,
+	};
+	char path[256], cmd[2048];
+	snprintf(fixtures, sizeof(fixtures), "/tmp/mw-badinput-fx-XXXXXX");
+	if (!mkdtemp(fixtures)) {
+		perror("mkdtemp");
+		exit(1);
+	}
+	json_t *doc = fx_record(&spec);
+	snprintf(path, sizeof(path), "%s/rec.json", fixtures);
+	T_EQ_INT(json_dump_file(doc, path, JSON_INDENT(1) | JSON_REAL_PRECISION(17)), 0);
+	json_decref(doc);
+	const char *bin = getenv("MEMWALL_BIN");
+	if (!bin)
+		t_skip("MEMWALL_BIN is not set (run under meson test)");
+	setenv("MW", bin, 1);
+	setenv("D", t_data(""), 1);
+	setenv("F", fixtures, 1);
+	snprintf(cmd, sizeof(cmd), "cd '%s' && \"$MW\" synth --shape stories260K --activation relu "
+		 "--seed 3 -o m.bin && \"$MW\" synth --shape stories260K --activation relu --seed 4 "
+		 "-o m2.bin && \"$MW\" synth --shape stories260K --seed 3 -o silu.bin && "
+		 "printf 'ids:1,5,9\\nids:1,7\\n' > p.txt && \"$MW\" sparsity-calibrate -m m.bin "
+		 "--prompts p.txt -o map.txt -n 4 ) >/dev/null 2>&1", fixtures);
+	/* "cd X && a && b ) >..." needs its opening parenthesis */
+	memmove(cmd + 1, cmd, strlen(cmd) + 1);
+	cmd[0] = '(';
+	if (system(cmd)) {
+		fprintf(stderr, "cannot make the fixtures in %s\n", fixtures);
+		exit(1);
+	}
+}
+
 static void (*const runners[FORMAT_COUNT])(const struct bad_case *, struct outcome *) = {
 	[LLAMA2C] = run_llama2c,   [GGUF] = run_gguf,     [GGUF_MODEL] = run_llama2c,
 	[TOKENIZER] = run_tokenizer, [PROTOCOL] = run_protocol, [RESULT] = run_result,
 	[SYSFS] = run_sysfs,       [ADAPTER] = run_adapter,  [SPECIAL] = run_special,
+	[CLI] = run_cli,
 };
 
 static const char *const format_names[FORMAT_COUNT] = {
 	[LLAMA2C] = "llama2c",     [GGUF] = "gguf",         [GGUF_MODEL] = "gguf-model",
 	[TOKENIZER] = "tokenizer", [PROTOCOL] = "protocol", [RESULT] = "result",
 	[SYSFS] = "sysfs",         [ADAPTER] = "adapter",  [SPECIAL] = "special file",
+	[CLI] = "command line",
 };
 
 /* Where each format's errors name the field: in err.field where the error has one, as the
@@ -809,7 +942,7 @@ enum field_at { IN_TEXT, IN_FIELD, IN_SOURCE, IN_STDERR };
 static const enum field_at field_at[FORMAT_COUNT] = {
 	[LLAMA2C] = IN_TEXT,   [GGUF] = IN_TEXT,      [GGUF_MODEL] = IN_TEXT, [TOKENIZER] = IN_TEXT,
 	[PROTOCOL] = IN_FIELD, [RESULT] = IN_STDERR, [SYSFS] = IN_SOURCE,    [ADAPTER] = IN_FIELD,
-	[SPECIAL] = IN_FIELD,
+	[SPECIAL] = IN_FIELD,      [CLI] = IN_TEXT,
 };
 
 static bool names_field(const struct bad_case *c, const struct outcome *o)
@@ -833,23 +966,101 @@ static bool names_field(const struct bad_case *c, const struct outcome *o)
 
 static const struct bad_case *current;
 
+/* `test_badinput mktar OUT.tar.gz MEMBER...`, for the CLI cases' set-ups ("$T mktar ..."):
+ * writes a gzip'd ustar archive no honest writer makes. MEMBER: [t=X,][p=PREFIX,]NAME[=TEXT]
+ * (typeflag X, default '0'; ustar prefix PREFIX; contents TEXT, or the bytes of file FILE
+ * for =@FILE), or +N for N empty members plots/e/0 ... plots/e/N-1. */
+static int mktar(int argc, char **argv)
+{
+	gzFile gz = gzopen(argv[2], "wb");
+	static const char zeros[1024];
+	if (!gz)
+		return 1;
+	for (int i = 3; i < argc; i++) {
+		long many = argv[i][0] == '+' ? atol(argv[i] + 1) : 1;
+		for (long k = 0; k < many; k++) {
+			unsigned char h[512] = { 0 };
+			char type = '0', prefix[156] = "", name[101] = "", *text = NULL;
+			const char *m = argv[i];
+			size_t len = 0;
+			if (argv[i][0] == '+') {
+				snprintf(name, sizeof(name), "plots/e/%ld", k);
+			} else {
+				if (!strncmp(m, "t=", 2)) {
+					type = m[2];
+					m += 4;
+				}
+				if (!strncmp(m, "p=", 2)) {
+					size_t pl = strcspn(m + 2, ",");
+					snprintf(prefix, sizeof(prefix), "%.*s", (int)pl, m + 2);
+					m += 3 + pl;
+				}
+				const char *eq = strchr(m, '=');
+				snprintf(name, sizeof(name), "%.*s", eq ? (int)(eq - m) : (int)strlen(m), m);
+				if (eq && eq[1] == '@') {
+					int fd = open(eq + 2, O_RDONLY);
+					text = fd >= 0 ? t_slurp_fd(fd) : NULL;
+					if (fd >= 0)
+						close(fd);
+				} else if (eq) {
+					text = strdup(eq + 1);
+				}
+				len = text ? strlen(text) : 0;
+			}
+			memcpy(h, name, strlen(name));
+			snprintf((char *)h + 100, 8, "%07o", 0644);
+			snprintf((char *)h + 108, 8, "%07o", 0);
+			snprintf((char *)h + 116, 8, "%07o", 0);
+			snprintf((char *)h + 124, 12, "%011o", (unsigned)len & 07777777777u);
+			snprintf((char *)h + 136, 12, "%011o", 0);
+			h[156] = (unsigned char)type;
+			memcpy(h + 257, "ustar", 6);
+			memcpy(h + 263, "00", 2);
+			memcpy(h + 345, prefix, strlen(prefix));
+			unsigned sum = 0;
+			memset(h + 148, ' ', 8);
+			for (int b = 0; b < 512; b++)
+				sum += h[b];
+			snprintf((char *)h + 148, 8, "%06o", sum);
+			gzwrite(gz, h, 512);
+			if (len)
+				gzwrite(gz, text, (unsigned)len);
+			if (len % 512)
+				gzwrite(gz, zeros, (unsigned)(512 - len % 512));
+			free(text);
+		}
+	}
+	gzwrite(gz, zeros, sizeof(zeros));
+	return gzclose(gz) == Z_OK ? 0 : 1;
+}
+
 static void on_alarm(int sig)
 {
 	(void)sig;
 	char msg[600];
-	int n = snprintf(msg, sizeof(msg), "test_badinput: a case hung for 10 s: %s %s\n",
+	int n = snprintf(msg, sizeof(msg), "test_badinput: a case hung for 10 s: %s %s %s\n",
 			 format_names[current->format],
-			 current->file ? current->file : "(generated record)");
+			 current->file ? current->file : "(generated record)",
+			 current->format == CLI ? current->arg : "");
 	ssize_t w = write(2, msg, n > 0 && (size_t)n < sizeof(msg) ? (size_t)n : 0);
 	(void)w;
 	_exit(1);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	if (argc > 2 && !strcmp(argv[1], "mktar"))
+		return mktar(argc, argv);
+	char self[4096];
+	ssize_t sl = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (sl > 0) {
+		self[sl] = '\0';
+		setenv("T", self, 1);
+	}
 	int per_format[FORMAT_COUNT] = { 0 };
 	size_t n = sizeof(cases) / sizeof(cases[0]);
 	signal(SIGALRM, on_alarm);
+	cli_fixtures();
 	for (size_t i = 0; i < n; i++) {
 		const struct bad_case *c = &cases[i];
 		struct outcome o = { .rc = 0 };
@@ -879,8 +1090,12 @@ int main(void)
 	/* Bounded allocation: every count above claims up to 2^63 of something; the whole run
 	 * must stay small (ASan's shadow memory included). */
 	struct rusage ru;
+	char peak_cmd[128];
 	getrusage(RUSAGE_SELF, &ru);
 	printf("peak RSS %ld MiB\n", ru.ru_maxrss / 1024);
 	T_ASSERT(ru.ru_maxrss < 1024 * 1024); /* KiB: 1 GiB */
+	snprintf(peak_cmd, sizeof(peak_cmd), "rm -rf '%s'", fixtures);
+	if (system(peak_cmd))
+		fprintf(stderr, "could not remove %s\n", fixtures);
 	return t_done();
 }

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "mw.h"
+#include "text.h"
 #include "version.h"
 
 void mw_error_clear(struct mw_error *err)
@@ -35,29 +36,34 @@ int mw_error_set(struct mw_error *err, int code, const char *source, const char 
 
 void mw_error_print(const struct mw_error *err)
 {
+	/* Sources, fields and texts quote files and records: escaped, so that no byte of theirs
+	 * reaches the terminal as a control sequence (text.h). */
 	fputs("memwall: ", stderr);
 	if (err->source[0]) {
-		fputs(err->source, stderr);
+		fputs(mw_esc_lines(err->source), stderr);
 		if (err->line > 0)
 			fprintf(stderr, ":%d", err->line);
 		fputs(": ", stderr);
 	}
 	if (err->field[0])
-		fprintf(stderr, "%s: ", err->field);
+		fprintf(stderr, "%s: ", mw_esc_lines(err->field));
 	/* A path that failed without saying why (an allocation, most likely) still says
 	 * something: never a bare "memwall: ". */
-	fprintf(stderr, "%s\n", err->text[0] ? err->text : "failed without a description (most "
+	fprintf(stderr, "%s\n", err->text[0] ? mw_esc_lines(err->text) : "failed without a description (most "
 		"likely out of memory); please report it");
 }
 
 int mw_fail(int exit_code, const char *verb, const char *fmt, ...)
 {
 	va_list ap;
-	fprintf(stderr, "memwall %s: ", verb);
+	char *msg = NULL;
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	int n = vasprintf(&msg, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	/* The message quotes options, paths and records: escaped (text.h). */
+	fprintf(stderr, "memwall %s: %s\n", verb, n >= 0 ? mw_esc_lines(msg) : fmt);
+	if (n >= 0)
+		free(msg);
 	return exit_code;
 }
 

@@ -10,6 +10,7 @@
 #include "report.h"
 #include "result.h"
 #include "store.h"
+#include "text.h"
 #include "verbs.h"
 
 static void usage(FILE *f)
@@ -54,19 +55,11 @@ static void cell(FILE *f, const json_t *v, bool csv)
 	if (json_is_number(v)) {
 		fprintf(f, csv ? "%.10g" : "%.4g", json_number_value(v));
 	} else if (json_is_string(v)) {
-		const char *s = json_string_value(v);
-		if (!csv) {
-			for (; *s; s++) /* a '|' would split a markdown cell */
-				fputs(*s == '|' ? "\\|" : (char[2]){ *s, 0 }, f);
-			return;
-		}
-		fputc('"', f);
-		for (; *s; s++) {
-			if (*s == '"')
-				fputc('"', f);
-			fputc(*s, f);
-		}
-		fputc('"', f);
+		/* Escaped: control characters, '|' in a markdown cell, a formula in a CSV one. */
+		if (csv)
+			mw_csv_put(f, json_string_value(v));
+		else
+			fputs(mw_esc_md(json_string_value(v)), f);
 	} else if (!csv) {
 		fputs("-", f);
 	}
@@ -96,7 +89,7 @@ static void print_rows(FILE *f, json_t *rows, const char *const *keys, size_t nk
 			json_t *v = json_object_get(r, keys[k]);
 			/* The id is a sha256: twelve digits are enough to name it in a table. */
 			if (!strcmp(keys[k], "id") && !csv && json_is_string(v))
-				fprintf(f, "%.12s", json_string_value(v));
+				fprintf(f, "%.12s", mw_esc_md(json_string_value(v)));
 			else
 				cell(f, v, csv);
 			if (!csv)
@@ -126,7 +119,7 @@ static int db_import(struct mw_store *s, struct db_args *a)
 			worst = code > worst ? code : worst;
 			continue;
 		}
-		printf("%s: %s %.12s\n", a->ops[i], was_added ? "imported as" : "already stored as",
+		printf("%s: %s %.12s\n", mw_esc(a->ops[i]), was_added ? "imported as" : "already stored as",
 		       sha);
 		was_added ? added++ : known++;
 	}
@@ -205,7 +198,7 @@ static int db_show(struct mw_store *s, struct db_args *a)
 		json_dumpf(doc, stdout, JSON_INDENT(1) | JSON_REAL_PRECISION(17));
 		fputc('\n', stdout);
 	} else {
-		printf("record %s\n\n", sha);
+		printf("record %s\n\n", mw_esc(sha));
 		mw_report_print(stdout, doc, MW_FORMAT_MD);
 	}
 	json_decref(doc);
