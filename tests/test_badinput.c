@@ -18,6 +18,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include "adapters.h"
 #include "engine.h"
@@ -445,6 +448,17 @@ static const struct bad_case cases[] = {
 	CLI_CASE("cp $F/rec.json 'a b.json'", "$MW bundle 'a b.json' -o b.tar.gz", 2,
 	  "cannot name a record in a bundle", NULL),
 	CLI_CASE("touch b.tar.gz", "$MW bundle $F/rec.json -o b.tar.gz", 2, "never replaces", NULL),
+	/* 4: credentials in URLs never printed */
+	CLI_CASE(NULL, "$MW db --db 'mysql://alice:hunter2secret@db.example/x' list", 2,
+		 "mysql://alice:[redacted]@db.example/x", "not a store"),
+	CLI_CASE(NULL, "$MW db --db 'postgresql://alice:hunter2secret@127.0.0.1:1/x' list; "
+		 "echo \"$?\"", 0, "postgresql://alice:[redacted]@127.0.0.1:1/x", "cannot connect"),
+	CLI_CASE(NULL, "$MW db --db 'postgresql://127.0.0.1:1/x?user=a&password=hunter2secret' list", 3,
+		 "password=[redacted]", NULL),
+	/* 10: a server that accepts and never answers: refused within the connect timeout */
+	CLI_CASE("$T listen 9 > port & while [ ! -s port ]; do sleep 0.1; done",
+		 "timeout 8 $MW db --db \"postgresql://u@127.0.0.1:$(cat port)/x\" list", 3,
+		 "cannot connect", "timeout"),
 };
 
 /* ---- .hex files: binary inputs written as text (tests/data/bad/README.md) ---------------- */
@@ -868,7 +882,7 @@ static void run_cli(const struct bad_case *c, struct outcome *o)
 		perror("mkdtemp");
 		exit(1);
 	}
-	if (asprintf(&script, "cd '%s' && export TMPDIR='%s' && %s\n%s", dir, dir,
+	if (asprintf(&script, "cd '%s' || exit 99\nexport TMPDIR='%s'\n%s\n%s", dir, dir,
 		     c->file ? c->file : ":", c->arg) < 0)
 		abort();
 	const char *argv[] = { "/bin/sh", "-c", script, NULL };
@@ -1047,10 +1061,32 @@ static void on_alarm(int sig)
 	_exit(1);
 }
 
+/* `test_badinput listen SECONDS`: a TCP server on 127.0.0.1 that accepts and never answers,
+ * for SECONDS; prints its port first (the PostgreSQL connect timeout's case). */
+static int listen_silent(int seconds)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t al = sizeof(a);
+	int s = socket(AF_INET, SOCK_STREAM, 0);
+	if (s < 0 || bind(s, (struct sockaddr *)&a, sizeof(a)) || listen(s, 8) ||
+	    getsockname(s, (struct sockaddr *)&a, &al))
+		return 1;
+	printf("%d\n", ntohs(a.sin_port));
+	fflush(stdout);
+	alarm((unsigned)seconds);
+	signal(SIGALRM, SIG_DFL);
+	for (;;) {
+		int c = accept(s, NULL, NULL);
+		(void)c; /* kept open, never answered */
+	}
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 2 && !strcmp(argv[1], "mktar"))
 		return mktar(argc, argv);
+	if (argc > 2 && !strcmp(argv[1], "listen"))
+		return listen_silent(atoi(argv[2]));
 	char self[4096];
 	ssize_t sl = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	if (sl > 0) {

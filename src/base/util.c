@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "mw.h"
+#include "redact.h"
 #include "text.h"
 #include "version.h"
 
@@ -34,23 +35,35 @@ int mw_error_set(struct mw_error *err, int code, const char *source, const char 
 	return code;
 }
 
+/* s to stderr as a message shows it: credentials in URLs redacted (redact.h), control
+ * characters escaped (text.h). */
+static void put_clean(const char *s)
+{
+	char *r = mw_redact_url(s, NULL);
+	fputs(mw_esc_lines(r ? r : s), stderr);
+	free(r);
+}
+
 void mw_error_print(const struct mw_error *err)
 {
 	/* Sources, fields and texts quote files and records: escaped, so that no byte of theirs
 	 * reaches the terminal as a control sequence (text.h). */
 	fputs("memwall: ", stderr);
 	if (err->source[0]) {
-		fputs(mw_esc_lines(err->source), stderr);
+		put_clean(err->source);
 		if (err->line > 0)
 			fprintf(stderr, ":%d", err->line);
 		fputs(": ", stderr);
 	}
-	if (err->field[0])
-		fprintf(stderr, "%s: ", mw_esc_lines(err->field));
+	if (err->field[0]) {
+		put_clean(err->field);
+		fputs(": ", stderr);
+	}
 	/* A path that failed without saying why (an allocation, most likely) still says
 	 * something: never a bare "memwall: ". */
-	fprintf(stderr, "%s\n", err->text[0] ? mw_esc_lines(err->text) : "failed without a description (most "
-		"likely out of memory); please report it");
+	put_clean(err->text[0] ? err->text : "failed without a description (most likely out of "
+		  "memory); please report it");
+	fputc('\n', stderr);
 }
 
 int mw_fail(int exit_code, const char *verb, const char *fmt, ...)
@@ -61,7 +74,9 @@ int mw_fail(int exit_code, const char *verb, const char *fmt, ...)
 	int n = vasprintf(&msg, fmt, ap);
 	va_end(ap);
 	/* The message quotes options, paths and records: escaped (text.h). */
-	fprintf(stderr, "memwall %s: %s\n", verb, n >= 0 ? mw_esc_lines(msg) : fmt);
+	fprintf(stderr, "memwall %s: ", verb);
+	put_clean(n >= 0 ? msg : fmt);
+	fputc('\n', stderr);
 	if (n >= 0)
 		free(msg);
 	return exit_code;
