@@ -837,7 +837,9 @@ int mw_cmd_generate(int argc, char **argv)
 					    .sparsity_neuron = a->sparsity_neuron,
 					    .sparsity_verify = a->sparsity_verify };
 	if (a->sparsity_static) {
-		if (eng_sparsity_map_load(&g.smap, a->sparsity_static, g.info, &err)) {
+		if (eng_sparsity_map_load(&g.smap, a->sparsity_static, g.info, &err) ||
+		    eng_sparsity_map_check_model(g.smap, a->sparsity_static, a->model, g.info,
+						 &err)) {
 			rc = eng_fail(MW_EXIT_USAGE, &err);
 			goto out;
 		}
