@@ -107,10 +107,15 @@ int mw_opt_none_left(const char *verb, int argc, char *const *argv)
 int mw_parse_long(const char *text, long min, long max, long *out)
 {
 	char *end = NULL;
-	if (!text || !*text)
+	/* Decimal, or hexadecimal after 0x; never octal (issue 28: base 0 read "010" as 8 and
+	 * refused "09"). No leading space or '+', which strtol would skip. */
+	if (!text || !((*text >= '0' && *text <= '9') || (*text == '-' && text[1] >= '0' &&
+							    text[1] <= '9')))
 		return -EINVAL;
+	const char *digits = *text == '-' ? text + 1 : text;
+	int base = digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X') ? 16 : 10;
 	errno = 0;
-	long v = strtol(text, &end, 0);
+	long v = strtol(text, &end, base);
 	if (errno || *end || v < min || v > max)
 		return -EINVAL;
 	*out = v;

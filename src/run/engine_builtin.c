@@ -664,6 +664,8 @@ static int prefill_all(struct builtin *b)
 		const float *logits;
 		rc = eng_session_prefill_seq(b->sess, q, b->prompt, (int)b->n_prompt, 0, &logits,
 					     NULL);
+		if (rc == -ECANCELED && mw_run_stopped())
+			return 0; /* stopped between passes: the run is kept, incomplete */
 		if (!rc)
 			memcpy(b->logits_copy + (size_t)q * vocab, logits, vocab * sizeof(float));
 	}
