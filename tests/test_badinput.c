@@ -17,6 +17,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <sqlite3.h>
 #include <zlib.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -530,6 +531,39 @@ static const struct bad_case cases[] = {
 	CLI_CASE(NULL, "$MW generate -m $F/m.bin -n 010 --ids", 0, "10 tokens", NULL),
 	CLI_CASE(NULL, "$MW generate -m $F/m.bin -n 09 --ids", 0, "9 tokens", NULL),
 	CLI_CASE(NULL, "$MW generate -m $F/m.bin -n ' 9' --ids", 2, "-n", NULL),
+	/* 17: the SQLite store: another program's file, missing paths, empty and unset
+	 * locations, edited rows, wildcards, long filters, dates that are not */
+	CLI_CASE("$T sql other.db 'CREATE TABLE notes (x)'",
+		 "$MW db --db other.db list; r=$?; $T sql other.db 'SELECT COUNT(*) FROM sqlite_master'; "
+		 "exit $r", 2, "holds 1 tables of another program (notes)", "row: 1\n"),
+	CLI_CASE("$T sql other.db 'CREATE TABLE notes (x)'",
+		 "$MW db --db other.db import $F/rec.json", 2, "not a results store", NULL),
+	CLI_CASE(NULL, "$MW db --db none.db list; r=$?; [ -e none.db ] || echo not-created; exit $r",
+		 2, "no results store here", "not-created"),
+	CLI_CASE(NULL, "$MW db --db '' list", 2, "--db: is empty", NULL),
+	CLI_CASE(NULL, "env -u HOME -u XDG_DATA_HOME -u MEMWALL_DB $MW db import $F/rec.json; r=$?; "
+		 "ls -A; exit $r", 2, "HOME and XDG_DATA_HOME are unset", NULL),
+	CLI_CASE(NULL, "env -u MEMWALL_DB XDG_DATA_HOME=$PWD/$(printf 'a%.0s' $(seq 1 5000)) "
+		 "$MW db import $F/rec.json", 2, "is too long", NULL),
+	CLI_CASE("$MW db --db s.db import $F/rec.json >/dev/null && "
+		 "$T sql s.db \"UPDATE records SET document = '{}'\"",
+		 "$MW db --db s.db show $(sha256sum $F/rec.json | cut -c1-12)", 3, "is missing", NULL),
+	CLI_CASE("$MW db --db s.db import $F/rec.json >/dev/null",
+		 "$MW db --db s.db query --machine % --format json", 0, "[]", NULL),
+	CLI_CASE("$MW db --db s.db import $F/rec.json >/dev/null",
+		 "$MW db --db s.db query --machine Test_CPU --format json", 0, "[]", NULL),
+	CLI_CASE("$MW db --db s.db import $F/rec.json >/dev/null",
+		 "$MW db --db s.db query --machine 'test cpu' --format json", 0, "\"Test CPU\"", NULL),
+	CLI_CASE("sed \"s/\\\"Test CPU\\\"/\\\"$(printf 'a%.0s' $(seq 1 300))\\\"/\" $F/rec.json > r.json && "
+		 "$MW db --db s.db import r.json >/dev/null",
+		 "$MW db --db s.db query --machine \"$(printf 'a%.0s' $(seq 1 300))Z\" --format json",
+		 0, "[]", NULL),
+	CLI_CASE("$MW db --db s.db import $F/rec.json >/dev/null",
+		 "$MW db --db s.db query --since yesterday", 2, "--since", "not an ISO 8601 date"),
+	CLI_CASE("$MW db --db s.db import $F/rec.json >/dev/null",
+		 "$MW db --db s.db compare --until 2026-13-45", 2, "--until", "not an ISO 8601 date"),
+	CLI_CASE("$MW db --db s.db import $F/rec.json >/dev/null",
+		 "$MW db --db s.db query --since 2000-01-01T00:00:00Z --format json", 0, "Test CPU", NULL),
 };
 
 /* ---- .hex files: binary inputs written as text (tests/data/bad/README.md) ---------------- */
@@ -1152,8 +1186,36 @@ static int listen_silent(int seconds)
 	}
 }
 
+/* `test_badinput sql FILE SQL`: runs SQL on an SQLite file, printing "row: v1 v2 ..." per row
+ * (another program's database, or a store edited behind memwall's back). */
+static int sql_row(void *ctx, int n, char **v, char **names)
+{
+	(void)ctx;
+	(void)names;
+	fputs("row:", stdout);
+	for (int i = 0; i < n; i++)
+		printf(" %s", v[i] ? v[i] : "NULL");
+	fputc('\n', stdout);
+	return 0;
+}
+
+static int run_sql(const char *file, const char *sql)
+{
+	sqlite3 *db = NULL;
+	char *msg = NULL;
+	if (sqlite3_open(file, &db) != SQLITE_OK || sqlite3_exec(db, sql, sql_row, NULL, &msg)) {
+		fprintf(stderr, "sql: %s\n", msg ? msg : sqlite3_errmsg(db));
+		sqlite3_close(db);
+		return 1;
+	}
+	sqlite3_close(db);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc > 3 && !strcmp(argv[1], "sql"))
+		return run_sql(argv[2], argv[3]);
 	if (argc > 2 && !strcmp(argv[1], "mktar"))
 		return mktar(argc, argv);
 	if (argc > 2 && !strcmp(argv[1], "listen"))
@@ -1168,7 +1230,9 @@ int main(int argc, char **argv)
 	size_t n = sizeof(cases) / sizeof(cases[0]);
 	signal(SIGALRM, on_alarm);
 	cli_fixtures();
-	for (size_t i = 0; i < n; i++) {
+	/* BADINPUT_FIRST=N starts at case N (debugging: rerunning the last cases alone). */
+	const char *first = getenv("BADINPUT_FIRST");
+	for (size_t i = first ? (size_t)atol(first) : 0; i < n; i++) {
 		const struct bad_case *c = &cases[i];
 		struct outcome o = { .rc = 0 };
 		int before = t_failures;

@@ -150,7 +150,7 @@ static int db_rows(struct mw_store *s, struct db_args *a, bool compare, bool lis
 			 : mw_store_query(s, list ? NULL : &a->f, &rows, &err);
 	if (rc) {
 		mw_error_print(&err);
-		return MW_EXIT_ENV;
+		return rc == -EINVAL ? MW_EXIT_USAGE : MW_EXIT_ENV; /* -EINVAL: a filter */
 	}
 	if (compare)
 		print_rows(stdout, rows, compare_keys, NKEYS(compare_keys), a->fmt);
@@ -277,9 +277,11 @@ int mw_cmd_db(int argc, char **argv)
 		if (strcmp(argv[optind], subverbs[i].name))
 			continue;
 		mw_error_clear(&err);
-		if ((rc = mw_store_open(a.db, &s, &err))) {
+		/* Only import makes a store; looking at one that is not there says so. */
+		if ((rc = (i ? mw_store_open_existing : mw_store_open)(a.db, &s, &err))) {
 			mw_error_print(&err);
-			return rc == -EPROTO || rc == -EINVAL ? MW_EXIT_USAGE : MW_EXIT_ENV;
+			return rc == -EPROTO || rc == -EINVAL || rc == -ENOENT || rc == -ENAMETOOLONG
+				       ? MW_EXIT_USAGE : MW_EXIT_ENV;
 		}
 		rc = subverbs[i].run(s, &a);
 		mw_store_close(s);

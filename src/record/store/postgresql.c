@@ -96,6 +96,10 @@ const struct mw_store_ops mw_store_postgresql = {
 	.close = db_close,
 	.exec = db_exec,
 	.query = db_query,
-	/* Migrations and imports serialize on schema_version (created before any BEGIN). */
-	.begin_exclusive = "BEGIN; LOCK TABLE schema_version IN SHARE ROW EXCLUSIVE MODE",
+	/* Migrations and imports serialize on a transaction-level advisory lock, taken before
+	 * schema_version exists (a LOCK TABLE on it needed the table first, created outside the
+	 * lock: concurrent first uses raced). The key is "memwall" in ASCII. */
+	.begin_exclusive = "BEGIN; SELECT pg_advisory_xact_lock(119183136992620)",
+	.tables_sql = "SELECT table_name FROM information_schema.tables WHERE table_schema = "
+		      "current_schema()",
 };
