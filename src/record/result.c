@@ -179,7 +179,10 @@ static double net_per_token(const json_t *run, const char *key, double *idle_rat
 	double idle_s = num(idle, "window_ns") * 1e-9, secs = num(dec, "ns") * 1e-9;
 	double nt = (double)json_integer_value(json_object_get(dec, "tokens"));
 	*idle_rate = num(idle, key) / idle_s;
-	return (num(dec, key) - *idle_rate * secs) / nt;
+	double net = (num(dec, key) - *idle_rate * secs) / nt;
+	/* Below zero the baseline is noise larger than the traffic (a window of a few
+	 * microseconds with idle_baseline_ms 0): not a measurement (issue 28). */
+	return net < 0 ? NAN : net;
 }
 
 /* The factor that turns counted MB/token into an estimate of the bytes moved: the recorded
