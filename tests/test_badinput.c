@@ -564,6 +564,20 @@ static const struct bad_case cases[] = {
 		 "$MW db --db s.db compare --until 2026-13-45", 2, "--until", "not an ISO 8601 date"),
 	CLI_CASE("$MW db --db s.db import $F/rec.json >/dev/null",
 		 "$MW db --db s.db query --since 2000-01-01T00:00:00Z --format json", 0, "Test CPU", NULL),
+	/* 14: compare's JSON and JUnit with multibyte text cut in buffers, non-UTF-8 paths */
+#define LONGCPU "sed \"s/\\\"Test CPU\\\"/\\\"x$(printf '\\303\\251%.0s' $(seq 1 150))\\\"/\" $F/rec.json > b.json"
+	CLI_CASE(LONGCPU, "$MW compare b.json $F/rec.json --force --format json > o.json; "
+		 "$T jsonok o.json", 0, "json-ok differences=1", NULL),
+	CLI_CASE(LONGCPU, "$MW compare b.json $F/rec.json --force --format junit > o.xml; "
+		 "$T utf8ok o.xml", 0, "utf8-ok", NULL),
+	CLI_CASE(LONGCPU, "$MW compare b.json $F/rec.json --format junit > o.xml; $T utf8ok o.xml",
+		 0, "utf8-ok", NULL),
+	CLI_CASE("cp $F/rec.json \"$(printf 'a\\377.json')\"",
+		 "$MW compare \"$(printf 'a\\377.json')\" $F/rec.json --format json > o.json; "
+		 "$T jsonok o.json", 0, "json-ok differences=0 metrics=", NULL),
+	CLI_CASE("cp $F/rec.json \"$(printf 'a\\377.json')\"",
+		 "$MW compare \"$(printf 'a\\377.json')\" $F/rec.json --format junit > o.xml; "
+		 "$T utf8ok o.xml", 0, "utf8-ok", NULL),
 };
 
 /* ---- .hex files: binary inputs written as text (tests/data/bad/README.md) ---------------- */
@@ -1212,8 +1226,51 @@ static int run_sql(const char *file, const char *sql)
 	return 0;
 }
 
+/* `test_badinput jsonok FILE`: whether FILE is JSON (jansson refuses invalid UTF-8), with
+ * the counts of a compare document's differences and metrics. `test_badinput utf8ok FILE`:
+ * whether FILE is valid UTF-8 without a control character XML forbids. */
+static int check_output(const char *what, const char *path)
+{
+	if (!strcmp(what, "jsonok")) {
+		json_error_t je;
+		json_t *d = json_load_file(path, 0, &je);
+		if (!d) {
+			printf("not JSON: %s\n", je.text);
+			return 1;
+		}
+		printf("json-ok differences=%zu metrics=%zu\n",
+		       json_array_size(json_object_get(d, "differences")),
+		       json_array_size(json_object_get(d, "metrics")));
+		json_decref(d);
+		return 0;
+	}
+	int fd = open(path, O_RDONLY);
+	char *t = fd >= 0 ? t_slurp_fd(fd) : NULL;
+	if (fd >= 0)
+		close(fd);
+	const unsigned char *p = (const unsigned char *)(t ? t : "");
+	while (*p) {
+		int n = *p < 0x80 ? 1 : (*p & 0xe0) == 0xc0 ? 2 : (*p & 0xf0) == 0xe0 ? 3
+			: (*p & 0xf8) == 0xf0 ? 4 : 0;
+		for (int k = 1; k < n; k++)
+			if ((p[k] & 0xc0) != 0x80)
+				n = 0;
+		if (!n || (*p < 0x20 && *p != '\n' && *p != '\t' && *p != '\r')) {
+			printf("bad byte 0x%02x at %td\n", *p, (const char *)p - t);
+			free(t);
+			return 1;
+		}
+		p += n;
+	}
+	printf("utf8-ok\n");
+	free(t);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc > 2 && (!strcmp(argv[1], "jsonok") || !strcmp(argv[1], "utf8ok")))
+		return check_output(argv[1], argv[2]);
 	if (argc > 3 && !strcmp(argv[1], "sql"))
 		return run_sql(argv[2], argv[3]);
 	if (argc > 2 && !strcmp(argv[1], "mktar"))

@@ -151,3 +151,41 @@ void mw_csv_put(FILE *f, const char *s)
 	}
 	fputc('"', f);
 }
+
+char *mw_utf8_fix(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	char *out = malloc(3 * strlen(s) + 1), *o = out;
+	if (!out)
+		return NULL;
+	while (*p) {
+		uint32_t c;
+		int n = utf8_len(p, &c);
+		if (n == 0) {
+			memcpy(o, "\xef\xbf\xbd", 3); /* U+FFFD REPLACEMENT CHARACTER */
+			o += 3;
+			p++;
+		} else {
+			memcpy(o, p, (size_t)n);
+			o += n;
+			p += n;
+		}
+	}
+	*o = '\0';
+	return out;
+}
+
+void mw_utf8_trim(char *s)
+{
+	size_t n = strlen(s), k = n;
+	/* back over continuation bytes to the last lead byte, at most 3 */
+	while (k > 0 && n - k < 4 && ((unsigned char)s[k - 1] & 0xc0) == 0x80)
+		k--;
+	if (k > 0 && (unsigned char)s[k - 1] >= 0xc0) {
+		uint32_t c;
+		unsigned char tmp[5] = { 0 };
+		memcpy(tmp, s + k - 1, n - k + 1 < 4 ? n - k + 1 : 4);
+		if (utf8_len(tmp, &c) == 0)
+			s[k - 1] = '\0';
+	}
+}

@@ -26,4 +26,10 @@ const char *mw_esc_lines(const char *s);
  * with =, +, -, @, a tab or a carriage return, which spreadsheets run as a formula (OWASP's
  * "CSV injection"). A number-looking text such as "-5" is kept as it is. */
 void mw_csv_put(FILE *f, const char *s);
+/* A copy of s in which every byte that is not part of valid UTF-8 is U+FFFD (malloc'd; NULL
+ * when out of memory): for JSON and XML, which must never carry invalid UTF-8 (a path, a
+ * record's text). */
+char *mw_utf8_fix(const char *s);
+/* Drops a UTF-8 sequence cut off at the end of s (what a fixed buffer's snprintf leaves). */
+void mw_utf8_trim(char *s);
 #endif
