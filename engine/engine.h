@@ -249,6 +249,11 @@ enum eng_kv_type {
 	ENG_KV_F32,
 	ENG_KV_F16,
 };
+/* Bytes of the KV cache a session of n_seq sequences of ctx_len positions (<= 0: the
+ * model's seq_len) allocates with this cache type: keys and values, every layer, each
+ * position's n_kv_heads * head_size elements. For memory preflights (issue 28). */
+uint64_t eng_kv_cache_bytes(const struct eng_model_info *info, enum eng_kv_type kv, int ctx_len,
+			    int n_seq);
 
 /* Phases a decode step passes through, for the harness to read counters at their edges. */
 enum eng_phase {

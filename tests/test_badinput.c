@@ -578,6 +578,14 @@ static const struct bad_case cases[] = {
 	CLI_CASE("cp $F/rec.json \"$(printf 'a\\377.json')\"",
 		 "$MW compare \"$(printf 'a\\377.json')\" $F/rec.json --format junit > o.xml; "
 		 "$T utf8ok o.xml", 0, "utf8-ok", NULL),
+	/* 16: the memory preflight counts the KV cache (49 MiB available) */
+#define SMALLMEM "printf 'MemTotal: 1000000 kB\\nMemAvailable: 50176 kB\\n' > mi"
+	CLI_CASE(SMALLMEM, "MEMWALL_MEMINFO=mi $MW generate -m $F/m.bin -n 2 --ids --context 1048576",
+		 3, "its KV cache", "MiB available"),
+	CLI_CASE(SMALLMEM, "MEMWALL_MEMINFO=mi $MW generate -m $F/m.bin -n 2 --ids --context 1048576 "
+		 "--kv f16", 3, "its KV cache", NULL),
+	CLI_CASE(SMALLMEM, "MEMWALL_MEMINFO=mi $MW generate -m $F/m.bin -n 2 --ids --context 100", 0,
+		 "2 tokens", NULL),
 };
 
 /* ---- .hex files: binary inputs written as text (tests/data/bad/README.md) ---------------- */
