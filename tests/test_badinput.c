@@ -337,6 +337,15 @@ static const struct bad_case cases[] = {
 	  "required field 'warmup' is missing from 'runs[1]': add \"warmup\": a value of type boolean" },
 	{ RESULT, NULL, WHOLE, "runs=\"none\"", 2, "runs", NULL },
 	{ RESULT, NULL, 200, NULL, 2, "", "not valid JSON" },
+	/* issue 28, class 20: what the schema cannot say */
+	{ RESULT, NULL, WHOLE, "created_utc=\"9999-99-99T99:99:99Z\"", 2, "created_utc",
+	  "not a UTC time" },
+	{ RESULT, NULL, WHOLE, "created_utc=\"2026-02-30T10:00:00Z\"", 2, "created_utc",
+	  "not a UTC time" },
+	{ RESULT, NULL, WHOLE, "created_utc=\"2026-11-21 07:36:00 and more\"", 2, "created_utc",
+	  "not a UTC time" },
+	{ RESULT, NULL, WHOLE, "protocol.document={\"name\":\"other\"}", 1, "protocol.name",
+	  "protocol.document.name is 'other'" },
 
 	/* ---- sysfs PMU entries: tests/data/sysfs/bad and ours. The PMU is kept with its problem
 	 * naming the file, and encoding an event on it is refused. */
@@ -586,6 +595,18 @@ static const struct bad_case cases[] = {
 		 "--kv f16", 3, "its KV cache", NULL),
 	CLI_CASE(SMALLMEM, "MEMWALL_MEMINFO=mi $MW generate -m $F/m.bin -n 2 --ids --context 100", 0,
 		 "2 tokens", NULL),
+	/* 20: import-aios names the input's field, and refuses what no run can be */
+#define AIOS(expr) "sed '" expr "' $D/aios/imc0-timings.json > a.json"
+	CLI_CASE(AIOS("s/\"model\": \"[^\"]*\"/\"model\": \"\"/"), "$MW import-aios a.json -o r.json", 2,
+		 "model", "must not be empty"),
+	CLI_CASE(AIOS("s/\"event\": \"[^\"]*\"/\"event\": \"\"/"), "$MW import-aios a.json -o r.json", 2,
+		 "event", "must not be empty"),
+	CLI_CASE(AIOS("0,/\"tokens\": 200/s//\"tokens\": 1000000000/"), "$MW import-aios a.json -o r.json",
+		 2, "runs[0].tokens", "more than the 200 tokens requested"),
+	CLI_CASE(AIOS("s/\"warmup_runs\": 1/\"warmup_runs\": -3/"), "$MW import-aios a.json -o r.json",
+		 2, "warmup_runs: must be 0 or more", NULL),
+	CLI_CASE(NULL, "$MW import-aios $D/aios/imc0-timings.json -o r.json && $MW validate r.json", 0,
+		 "valid", NULL),
 };
 
 /* ---- .hex files: binary inputs written as text (tests/data/bad/README.md) ---------------- */
@@ -1295,9 +1316,10 @@ int main(int argc, char **argv)
 	size_t n = sizeof(cases) / sizeof(cases[0]);
 	signal(SIGALRM, on_alarm);
 	cli_fixtures();
-	/* BADINPUT_FIRST=N starts at case N (debugging: rerunning the last cases alone). */
-	const char *first = getenv("BADINPUT_FIRST");
-	for (size_t i = first ? (size_t)atol(first) : 0; i < n; i++) {
+	/* BADINPUT_FIRST=N and BADINPUT_LAST=M run cases N..M alone (debugging). */
+	const char *first = getenv("BADINPUT_FIRST"), *last = getenv("BADINPUT_LAST");
+	size_t end = last && (size_t)atol(last) < n ? (size_t)atol(last) + 1 : n;
+	for (size_t i = first ? (size_t)atol(first) : 0; i < end; i++) {
 		const struct bad_case *c = &cases[i];
 		struct outcome o = { .rc = 0 };
 		int before = t_failures;

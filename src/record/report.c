@@ -275,9 +275,7 @@ static void print_csv(FILE *f, const json_t *doc)
 		   "reason\n");
 	json_object_foreach((json_t *)(uintptr_t)m, k, x) {
 		csv_field(f, str(json_object_get(doc, "protocol"), "name", ""));
-		fputc(',', f);
-		csv_field(f, k);
-		fputc(',', f);
+		fprintf(f, ",%s,", mw_esc(k)); /* a metric's name (the schema lists them) */
 		csv_field(f, str(x, "unit", ""));
 		fprintf(f, ",%s,%lld", json_is_true(json_object_get(x, "measured")) ? "true" : "false",
 			(long long)json_integer_value(json_object_get(x, "n")));
