@@ -10,6 +10,11 @@
  *
  * None may crash (the process dies), hang (each case has 10 s, and the one that hangs is
  * named) or allocate without bound (the peak RSS of the whole run is checked at the end).
+ *
+ * Issue 28 adds the command line (CLI rows): a shell set-up and a command run in a fresh
+ * folder against the memwall binary (stores, bundles, maps, calibrations, the environment),
+ * with its exit status and output checked; the test binary doubles as the set-ups' tool
+ * (`test_badinput mktar|listen|sql|jsonok|utf8ok`, see main).
  */
 #include <errno.h>
 #include <signal.h>
