@@ -479,8 +479,7 @@ int eng_session_step(struct eng_session *s, int token, int pos, const float **lo
 int eng_session_prefill(struct eng_session *s, const int *tokens, int n, int pos0,
 			const float **logits, struct eng_step_bytes *bytes);
 /* eng_session_prefill into sequence seq's region of the cache (0 <= seq < n_seq); positions
- * are that sequence's. -EINVAL also for a seq out of range. Both return -ECANCELED, the
- * cache holding the passes done, when eng_cancelled() before a pass. */
+ * are that sequence's. -EINVAL also for a seq out of range. */
 int eng_session_prefill_seq(struct eng_session *s, int seq, const int *tokens, int n, int pos0,
 			    const float **logits, struct eng_step_bytes *bytes);
 /* Batched decode (issue 17): one token of each of n distinct sequences in one pass, token t

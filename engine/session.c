@@ -1258,10 +1258,6 @@ int eng_session_prefill_seq(struct eng_session *s, int seq, const int *tokens, i
 	for (int i = 0; i < n; i += s->chunk) {
 		int nt = imin(s->chunk, n - i);
 		struct eng_step_bytes b;
-		/* A long prompt stops between passes when asked to (eng_cancel_hook: a run's
-		 * SIGTERM), rather than after all of them. */
-		if (eng_cancelled())
-			return -ECANCELED;
 		for (int t = 0; t < nt; t++) {
 			s->tseq[t] = seq;
 			s->tpos[t] = pos0 + i + t;
