@@ -254,6 +254,11 @@ enum eng_kv_type {
 	ENG_KV_F32,
 	ENG_KV_F16,
 };
+/* Bytes of the KV cache a session of n_seq sequences of ctx_len positions (<= 0: the
+ * model's seq_len) allocates with this cache type: keys and values, every layer, each
+ * position's n_kv_heads * head_size elements. For memory preflights (issue 28). */
+uint64_t eng_kv_cache_bytes(const struct eng_model_info *info, enum eng_kv_type kv, int ctx_len,
+			    int n_seq);
 
 /* Phases a decode step passes through, for the harness to read counters at their edges. */
 enum eng_phase {
@@ -396,13 +401,15 @@ struct eng_session_options {
 /* A static sparsity map (engine/runtime/sparsity_map.c): from a calibration pass, how many of its
  * tokens each FFN neuron of each layer fired on (activation nonzero). Neurons with a count
  * of zero are the map's dead neurons. On disk a text file:
- *   memwall-sparsity-map 1
+ *   memwall-sparsity-map 2
  *   layers L hidden H dim D tokens T
+ *   model act=A vocab=V bytes=B fnv=H
  *   layer 0 c_0 c_1 ... c_{H-1}
  *   ... one line per layer, in order */
 struct eng_sparsity_map {
 	int n_layers, hidden_dim, dim;
-	uint64_t tokens;  /* activations counted per neuron */
+	uint64_t tokens;  /* activations counted per neuron (1 or more in a file) */
+	char model[128];  /* the calibrated model's identity (eng_sparsity_model_id), line 3 */
 	uint32_t *fired;  /* (n_layers, hidden_dim) tokens on which each neuron was nonzero */
 };
 /* A zeroed map for a model's shape; NULL when out of memory. Freed with
@@ -414,6 +421,16 @@ void eng_sparsity_map_free(struct eng_sparsity_map *m);
  * the field. */
 int eng_sparsity_map_load(struct eng_sparsity_map **out, const char *path,
 			  const struct eng_model_info *info, struct eng_error *err);
+/* The identity a map records of its model (issue 28): "act=A vocab=V bytes=B fnv=H", H a
+ * FNV-1a hash of the file's first and last MiB. Maps of one shape but other weights, or of
+ * a ReLU model applied to a SiLU one, are refused by eng_sparsity_map_check_model. */
+int eng_sparsity_model_id(const char *model_path, const struct eng_model_info *info, char *out,
+			  size_t n, struct eng_error *err);
+/* 0 when m was calibrated on the model at model_path, else -EINVAL naming the map (path),
+ * what differs and the fix. */
+int eng_sparsity_map_check_model(const struct eng_sparsity_map *m, const char *path,
+				 const char *model_path, const struct eng_model_info *info,
+				 struct eng_error *err);
 /* Writes m to path atomically (a temporary file beside it, renamed over it). */
 int eng_sparsity_map_save(const struct eng_sparsity_map *m, const char *path,
 			  struct eng_error *err);

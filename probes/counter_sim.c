@@ -45,9 +45,12 @@
  * stderr: this layer exists for tests, and a silent fallback would hide a broken test.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -192,6 +195,8 @@ static int parse_line(char *line, struct rule *r, const char *script, int lineno
 	return 1;
 }
 
+#define SIM_SCRIPT_MAX (1 << 20) /* bytes: a script is a few lines */
+
 static bool path_ends_with(const char *path, const char *suffix)
 {
 	size_t n = strlen(path), m = strlen(suffix);
@@ -211,11 +216,22 @@ static int find_rule(const struct perf_event_attr *attr, int cpu, const char *pa
 
 	if (nogroups)
 		*nogroups = false;
-	if (!script || !*script)
-		return 0;
-	f = fopen(script, "r");
-	if (!f) {
-		fprintf(stderr, "%s: sim script: cannot open: %s\n", script, strerror(errno));
+	if (!script || !*script || !strcmp(script, "/dev/null"))
+		return 0; /* no script, or one that names nothing (tests use /dev/null) */
+	/* Never blocking on a FIFO, never reading /dev/zero forever, never taking a folder
+	 * (which opens, then reads as nothing: the real counters would be used in silence). */
+	struct stat st = { 0 };
+	int fd = open(script, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size > SIM_SCRIPT_MAX ||
+	    !(f = fdopen(fd, "r"))) {
+		fprintf(stderr, "%s: sim script: %s\n", script,
+			fd < 0 ? strerror(errno)
+			: !S_ISREG(st.st_mode) ? "not a regular file (a FIFO, a device or a folder): "
+						 "name a script file"
+			: st.st_size > SIM_SCRIPT_MAX ? "larger than 1 MiB: not a script"
+			: strerror(errno));
+		if (fd >= 0)
+			close(fd);
 		return -EINVAL;
 	}
 	/* read to the end even after a match: "nogroups" may come later, and a malformed line

@@ -509,8 +509,20 @@ static void bytes_delta(const struct prb_bytes *later, const struct prb_bytes *e
 		*out = (struct prb_bytes){ 0, later->state };
 	else if (earlier->state != PRB_MEASURED)
 		*out = (struct prb_bytes){ 0, earlier->state };
+	else if (later->bytes < earlier->bytes)
+		/* A count that went back (wraps are unwound where the counter is read): not a
+		 * reading. As a difference it would be 2^64 - 1, a negative JSON integer. */
+		*out = (struct prb_bytes){ 0, PRB_READ_FAILED };
 	else
 		*out = (struct prb_bytes){ later->bytes - earlier->bytes, PRB_MEASURED };
+}
+
+/* A sum's difference is a reading only when every instance's is (probes.h: a partial set
+ * of controllers is never counted): the sums went forward while one instance went back. */
+static void sum_state(struct prb_bytes *sum, const struct prb_bytes *inst)
+{
+	if (sum->state == PRB_MEASURED && inst->state == PRB_READ_FAILED)
+		*sum = (struct prb_bytes){ 0, PRB_READ_FAILED };
 }
 
 void prb_dram_sample_delta(const struct prb_dram_sample *later,
@@ -540,6 +552,11 @@ void prb_dram_sample_delta(const struct prb_dram_sample *later,
 	bytes_delta(&later->read, &earlier->read, &out->read);
 	bytes_delta(&later->write, &earlier->write, &out->write);
 	bytes_delta(&later->total, &earlier->total, &out->total);
+	for (int i = 0; i < n && i < PRB_DRAM_MAX_INSTANCES; i++) {
+		sum_state(&out->read, &out->inst[i].read);
+		sum_state(&out->write, &out->inst[i].write);
+		sum_state(&out->total, &out->inst[i].total);
+	}
 	out->reading_flags = later->reading_flags | earlier->reading_flags;
 	out->n_instances = n;
 }

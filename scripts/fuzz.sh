@@ -25,7 +25,7 @@ if [ ! -f "$builddir/build.ninja" ]; then
 		-Db_lundef=false -Dbuildtype=debugoptimized \
 		-Dc_args="-fsanitize=fuzzer-no-link -fno-sanitize-recover=all"
 fi
-targets="llama2c gguf tokenizer protocol result sysfs adapters"
+targets="llama2c gguf tokenizer protocol result sysfs adapters bundle sparsity_map calibration"
 # shellcheck disable=SC2046
 ninja -C "$builddir" tests/fuzz/fuzz_seeds $(for t in $targets; do echo "tests/fuzz/fuzz_$t"; done)
 # Each test has 120 s; a longer campaign stretches it.

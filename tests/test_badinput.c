@@ -10,6 +10,11 @@
  *
  * None may crash (the process dies), hang (each case has 10 s, and the one that hangs is
  * named) or allocate without bound (the peak RSS of the whole run is checked at the end).
+ *
+ * Issue 28 adds the command line (CLI rows): a shell set-up and a command run in a fresh
+ * folder against the memwall binary (stores, bundles, maps, calibrations, the environment),
+ * with its exit status and output checked; the test binary doubles as the set-ups' tool
+ * (`test_badinput mktar|listen|sql|jsonok|utf8ok`, see main).
  */
 #include <errno.h>
 #include <signal.h>
@@ -17,6 +22,11 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <sqlite3.h>
+#include <zlib.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include "adapters.h"
 #include "engine.h"
@@ -30,7 +40,7 @@
 
 /* GGUF_MODEL: a GGUF file through the model loader (eng_model_open), past the reader. */
 enum format {
-	LLAMA2C, GGUF, GGUF_MODEL, TOKENIZER, PROTOCOL, RESULT, SYSFS, ADAPTER, SPECIAL,
+	LLAMA2C, GGUF, GGUF_MODEL, TOKENIZER, PROTOCOL, RESULT, SYSFS, ADAPTER, SPECIAL, CLI,
 	FORMAT_COUNT
 };
 
@@ -41,8 +51,11 @@ struct bad_case {
 	long cut;          /* keep only the first cut bytes; -1 keeps all */
 	const char *arg;   /* TOKENIZER: the model's vocab size; ADAPTER: the adapter, then
 			    * optionally "|pattern"; RESULT: an edit "path=json"; SYSFS: the PMU,
-			    * then optionally "|terms" to encode (default event=0x1) */
-	int rc;            /* the error class: the return code (RESULT: validate's exit code) */
+			    * then optionally "|terms" to encode (default event=0x1);
+			    * CLI: file is a shell set-up (or NULL) and arg the command, both run
+			    * by /bin/sh in a fresh folder (see run_cli) */
+	int rc;            /* the error class: the return code (RESULT: validate's exit code;
+			    * CLI: the exit status, 128 + N for signal N) */
 	const char *field; /* the field the error names: in err.field where the error has one
 			    * (protocol, adapter), else in the message (engine, result's stderr), or
 			    * the file at fault (sysfs) */
@@ -329,6 +342,15 @@ static const struct bad_case cases[] = {
 	  "required field 'warmup' is missing from 'runs[1]': add \"warmup\": a value of type boolean" },
 	{ RESULT, NULL, WHOLE, "runs=\"none\"", 2, "runs", NULL },
 	{ RESULT, NULL, 200, NULL, 2, "", "not valid JSON" },
+	/* issue 28, class 20: what the schema cannot say */
+	{ RESULT, NULL, WHOLE, "created_utc=\"9999-99-99T99:99:99Z\"", 2, "created_utc",
+	  "not a UTC time" },
+	{ RESULT, NULL, WHOLE, "created_utc=\"2026-02-30T10:00:00Z\"", 2, "created_utc",
+	  "not a UTC time" },
+	{ RESULT, NULL, WHOLE, "created_utc=\"2026-11-21 07:36:00 and more\"", 2, "created_utc",
+	  "not a UTC time" },
+	{ RESULT, NULL, WHOLE, "protocol.document={\"name\":\"other\"}", 1, "protocol.name",
+	  "protocol.document.name is 'other'" },
 
 	/* ---- sysfs PMU entries: tests/data/sysfs/bad and ours. The PMU is kept with its problem
 	 * naming the file, and encoding an event on it is refused. */
@@ -379,6 +401,217 @@ static const struct bad_case cases[] = {
 	  -EINVAL, "pattern", "{decod}" },
 	{ ADAPTER, "bad/adapters/pattern.stdout", WHOLE, "memwall-tokens|made {decode tokens",
 	  -EINVAL, "pattern", "without '}'" },
+
+	/* ---- the command line (issue 28): hostile stores, bundles, maps, calibrations and
+	 * environments, each through the verb a user runs. $T mktar writes crafted archives. */
+/* the set-up and the command, then rc, field, text as above */
+#define CLI_CASE(setup, ...) { CLI, setup, WHOLE, __VA_ARGS__ }
+#define ESCREC "sed 's/\"Test CPU\"/\"Test\\\\u001b]0;pwn\\\\u0007CPU\"/' $F/rec.json > r.json"
+	/* 1: run --list with a data folder beside the build tree's protocols (a use after free) */
+	CLI_CASE("mkdir -p d/protocols && cp $D/../../protocols/*.json d/protocols/",
+	  "MEMWALL_DATA_DIR=d $MW run --list", 0, "d/protocols:", NULL),
+	CLI_CASE("mkdir -p d/protocols && printf '{\"name\":\"x\",\"description\":\"a\\\\u001b[2Jb\"}' > d/protocols/x.json",
+	  "MEMWALL_DATA_DIR=d $MW run --list", 0, "a\\e[2Jb", NULL),
+	/* 2, 3, 11, 20: bundles whose extraction differs from what validate checked */
+	CLI_CASE("$T mktar b.tar.gz manifest.json={} manifest.json={}", "$MW validate b.tar.gz", 2,
+	  "manifest.json", "appears twice"),
+	CLI_CASE("$T mktar b.tar.gz p=../../..,evil.txt=x", "$MW validate b.tar.gz", 2,
+	  "../../../evil.txt", "a '..' component"),
+	CLI_CASE("$T mktar b.tar.gz t=5,../up/", "$MW validate b.tar.gz", 2, "../up/",
+	  "a '..' component"),
+	CLI_CASE("$T mktar b.tar.gz t=5,p=/etc,cron.d/", "$MW validate b.tar.gz", 2, "/etc/cron.d/",
+	  "an absolute name"),
+	CLI_CASE("$T mktar b.tar.gz 'records/..\\evil.json=x'", "$MW validate b.tar.gz", 2,
+	  "records/..", "a backslash"),
+	CLI_CASE("$T mktar b.tar.gz \"$(printf 'records/\\033[2Ja.json=x')\"", "$MW validate b.tar.gz", 2,
+	  "records/\\e[2Ja.json", "control character"),
+	CLI_CASE("$T mktar b.tar.gz t=2,records/a.json", "$MW validate b.tar.gz", 2, "records/a.json",
+	  "a link, a device"),
+	CLI_CASE("$T mktar b.tar.gz records/=x", "$MW validate b.tar.gz", 2, "records/",
+	  "ends in '/'"),
+	CLI_CASE("$T mktar b.tar.gz records/evil.JSON=x", "$MW validate b.tar.gz", 2,
+	  "records/evil.JSON", "not where a bundle puts a file"),
+	CLI_CASE("$T mktar b.tar.gz evil.sh=x", "$MW validate b.tar.gz", 2, "evil.sh",
+	  "not where a bundle puts a file"),
+	CLI_CASE("$T mktar b.tar.gz plots/a/b/c.png=x", "$MW validate b.tar.gz", 2, "plots/a/b/c.png",
+	  "not where a bundle puts a file"),
+	CLI_CASE("$T mktar b.tar.gz +20000", "$MW validate b.tar.gz", 2, "more than 10000 members",
+	  NULL),
+	CLI_CASE("mkfifo b.tar.gz", "timeout 5 $MW validate b.tar.gz", 2, "b.tar.gz", "FIFO"),
+	CLI_CASE("$MW bundle $F/rec.json -o b.tar.gz >/dev/null && mkdir x && cd x && tar xzf ../b.tar.gz && "
+	  "cd .. && $T mktar c.tar.gz manifest.json=@x/manifest.json provenance.md=@x/provenance.md "
+	  "records/rec.json=@x/records/rec.json records/rec.json=@x/records/rec.json",
+	  "$MW validate c.tar.gz", 2, "records/rec.json", "appears twice"),
+	/* 5: record text on a terminal, in markdown and in CSV */
+	CLI_CASE(ESCREC, "$MW report r.json", 0, "Test\\e]0;pwn\\x07CPU", NULL),
+	CLI_CASE(ESCREC " && $MW db --db s.db import r.json", "$MW db --db s.db list", 0,
+	  "Test\\e]0;pwn\\x07CPU", NULL),
+	CLI_CASE("sed 's/\"Test CPU\"/\"=HYPERLINK(\\\\\"http:\\/\\/x\\\\\")\"/' $F/rec.json > r.json && "
+	  "$MW db --db s.db import r.json", "$MW db --db s.db list --format csv", 0,
+	  "\"'=HYPERLINK(\"\"http://x\"\")\"", NULL),
+	CLI_CASE("sed 's/\"Test CPU\"/\"a\\\\nb | c\"/' $F/rec.json > r.json && $MW db --db s.db import r.json",
+	  "$MW db --db s.db list", 0, "a\\nb \\| c", NULL),
+	CLI_CASE(ESCREC " && $MW db --db s.db import r.json", "$MW db --db s.db show $(sha256sum r.json | cut -c1-12)", 0,
+	  "Test\\e]0;pwn\\x07CPU", NULL),
+	CLI_CASE(NULL, "$MW report \"$(printf 'no\\033[31mfile')\"", 2, "no\\e[31mfile", NULL),
+	/* 7, 19: an interrupted or refused bundle leaves nothing behind */
+	CLI_CASE("mkdir bin && printf '#!/bin/sh\\nsleep 3\\n' > bin/gnuplot && chmod +x bin/gnuplot",
+	  "PATH=$PWD/bin:$PATH $MW bundle $F/rec.json -o b.tar.gz & sleep 1; kill -TERM $!; wait $!; "
+	  "echo rc=$?; ls -A | grep -v '^bin$' || echo nothing-left", 0, "rc=143", "nothing-left"),
+	CLI_CASE("cp $F/rec.json ..json", "$MW bundle ..json -o b.tar.gz; r=$?; ls -A | grep -v '^..json$' "
+	  "|| echo nothing-left; exit $r", 2, "cannot name a record in a bundle", "nothing-left"),
+	CLI_CASE("cp $F/rec.json 'a b.json'", "$MW bundle 'a b.json' -o b.tar.gz", 2,
+	  "cannot name a record in a bundle", NULL),
+	CLI_CASE("touch b.tar.gz", "$MW bundle $F/rec.json -o b.tar.gz", 2, "never replaces", NULL),
+	/* 4: credentials in URLs never printed */
+	CLI_CASE(NULL, "$MW db --db 'mysql://alice:hunter2secret@db.example/x' list", 2,
+		 "mysql://alice:[redacted]@db.example/x", "not a store"),
+	CLI_CASE(NULL, "$MW db --db 'postgresql://alice:hunter2secret@127.0.0.1:1/x' list; "
+		 "echo \"$?\"", 0, "postgresql://alice:[redacted]@127.0.0.1:1/x", "cannot connect"),
+	CLI_CASE(NULL, "$MW db --db 'postgresql://127.0.0.1:1/x?user=a&password=hunter2secret' list", 3,
+		 "password=[redacted]", NULL),
+	/* 10: a server that accepts and never answers: refused within the connect timeout */
+	CLI_CASE("$T listen 9 > port & while [ ! -s port ]; do sleep 0.1; done",
+		 "timeout 8 $MW db --db \"postgresql://u@127.0.0.1:$(cat port)/x\" list", 3,
+		 "cannot connect", "timeout"),
+	/* 6: sparsity-calibrate never replaces its inputs, a non-regular file, or without --force */
+#define CALIB "$MW sparsity-calibrate -m m.bin --prompts p.txt -n 2 "
+#define CALIB_SETUP "cp $F/m.bin $F/p.txt ."
+	CLI_CASE(CALIB_SETUP, CALIB "-o m.bin; r=$?; cmp m.bin $F/m.bin && echo model-intact; exit $r",
+		 2, "-o m.bin is also the model (-m)", "model-intact"),
+	CLI_CASE(CALIB_SETUP, CALIB "-o p.txt", 2, "-o p.txt is also the prompts (--prompts)", NULL),
+	CLI_CASE(CALIB_SETUP " && ln -s m.bin link.bin", CALIB "-o link.bin --force", 2,
+		 "-o link.bin is also the model (-m)", NULL),
+	CLI_CASE(CALIB_SETUP, CALIB "-o x.map --reorder m.bin --force", 2,
+		 "--reorder m.bin is also the model (-m)", NULL),
+	CLI_CASE(CALIB_SETUP, CALIB "-o x.map --reorder x.map", 2, "also --reorder's output", NULL),
+	CLI_CASE(CALIB_SETUP " && echo keep > x.map", CALIB "-o x.map; r=$?; cat x.map; exit $r", 2,
+		 "exists: give --force", "keep"),
+	CLI_CASE(CALIB_SETUP " && echo keep > r.bin", CALIB "-o x.map --reorder r.bin", 2,
+		 "--reorder r.bin exists: give --force", NULL),
+	CLI_CASE(CALIB_SETUP " && mkfifo f", "timeout 5 " CALIB "-o f --force", 2, "-o f is a FIFO",
+		 NULL),
+	CLI_CASE(CALIB_SETUP " && mkdir d", CALIB "-o d --force", 2, "-o d is a directory", NULL),
+	CLI_CASE(CALIB_SETUP " && echo old > x.map", CALIB "-o x.map --force", 0,
+		 "dead neurons per layer", NULL),
+	/* 8, 15: prompts and maps that are FIFOs, devices, other models' or damaged */
+	CLI_CASE("mkfifo f", "timeout 5 $MW sparsity-calibrate -m $F/m.bin --prompts f -o x.map", 2,
+		 "f: --prompts", "is a FIFO"),
+	CLI_CASE(NULL, "timeout 5 $MW sparsity-calibrate -m $F/m.bin --prompts /dev/zero -o x.map", 2,
+		 "/dev/zero: --prompts", "is a character device"),
+	CLI_CASE("mkfifo f", "timeout 5 $MW generate -m $F/m.bin -n 2 --prompts f --batch 2", 2,
+		 "f: --prompts", "is a FIFO"),
+	CLI_CASE(NULL, "timeout 5 $MW generate -m $F/m.bin -n 2 --prompts /dev/zero --batch 2", 2,
+		 "/dev/zero: --prompts", "is a character device"),
+	CLI_CASE("mkfifo f", "timeout 5 $MW generate -m $F/m.bin -n 2 --ids --sparsity-map=f", 2,
+		 "f: is not a regular file", NULL),
+	CLI_CASE(NULL, "timeout 5 $MW generate -m $F/m.bin -n 2 --ids --sparsity-map=/dev/zero", 2,
+		 "/dev/zero: is not a regular file", NULL),
+	CLI_CASE(NULL, "$MW generate -m $F/m2.bin -n 2 --ids --sparsity-map=$F/map.txt", 2,
+		 "map.txt: line 3: the map was calibrated on the model 'act=relu", "this model is"),
+	CLI_CASE(NULL, "$MW generate -m $F/silu.bin -n 2 --ids --sparsity-map=$F/map.txt", 2,
+		 "map.txt: line 3", "another FFN activation"),
+	CLI_CASE(NULL, "$MW generate -m $F/m.bin -n 2 --ids --sparsity-map=$F/map.txt", 0,
+		 "", NULL),
+	CLI_CASE("sed '2s/tokens [0-9]*/tokens -5/' $F/map.txt > x.map",
+		 "$MW generate -m $F/m.bin -n 2 --ids --sparsity-map=x.map", 2, "'tokens' is '-5'", NULL),
+	CLI_CASE("sed '2s/tokens [0-9]*/tokens 0/' $F/map.txt > x.map",
+		 "$MW generate -m $F/m.bin -n 2 --ids --sparsity-map=x.map", 2, "'tokens' is '0'", NULL),
+	CLI_CASE("sed '2s/tokens [0-9]*/tokens 99999999999999999999999/' $F/map.txt > x.map",
+		 "$MW generate -m $F/m.bin -n 2 --ids --sparsity-map=x.map", 2,
+		 "'tokens' is '99999999999999999999999'", NULL),
+	CLI_CASE("sed '1s/ 2$/ 1/; 3d' $F/map.txt > x.map",
+		 "$MW generate -m $F/m.bin -n 2 --ids --sparsity-map=x.map", 2, "version 1 map", NULL),
+	CLI_CASE("sed '3s/fnv=/fnv=0/' $F/map.txt > x.map",
+		 "$MW generate -m $F/m.bin -n 2 --ids --sparsity-map=x.map", 2, "line 3", "calibrated on"),
+	/* 8, 21: the simulated PMU's script: a FIFO, a device, a folder */
+	CLI_CASE("mkfifo s", "MEMWALL_COUNTERS=sim MEMWALL_SIM_SCRIPT=s timeout 5 $MW doctor >/dev/null", 0,
+		 "s: sim script: not a regular file", NULL),
+	CLI_CASE(NULL, "MEMWALL_COUNTERS=sim MEMWALL_SIM_SCRIPT=/dev/zero timeout 5 $MW doctor >/dev/null",
+		 0, "/dev/zero: sim script: not a regular file", NULL),
+	CLI_CASE("mkdir s", "MEMWALL_COUNTERS=sim MEMWALL_SIM_SCRIPT=s timeout 5 $MW doctor >/dev/null", 0,
+		 "s: sim script: not a regular file", NULL),
+	/* 9: SIGTERM during a long prefill (a 65536-token context): an incomplete record, soon */
+	CLI_CASE("printf '{\"name\": \"longctx\", \"model\": {\"format\": \"llama2c\", \"synth\": "
+		 "{\"shape\": \"stories260K\", \"seed\": 42}}, \"tokenizer\": null, \"engine\": "
+		 "{\"kind\": \"builtin\", \"threads\": 1, \"context\": 65536}, \"decode_tokens\": 4, "
+		 "\"runs\": 1, \"warmup_runs\": 0, \"counters\": {\"dram\": \"off\", \"energy\": "
+		 "\"off\"}, \"idle_baseline_ms\": 2}' > p.json",
+		 "MEMWALL_CACHE_DIR=$F/cache $MW run p.json -o out >/dev/null 2>&1 & pid=$!; sleep 3; "
+		 "kill -TERM $pid; s=$(date +%s); wait $pid; e=$(date +%s); "
+		 "[ $((e - s)) -le 3 ] && echo stopped-soon; ls out", 0, "stopped-soon",
+		 "-incomplete.json"),
+	/* 21: numbers with a leading zero are decimal */
+	CLI_CASE(NULL, "$MW generate -m $F/m.bin -n 010 --ids", 0, "10 tokens", NULL),
+	CLI_CASE(NULL, "$MW generate -m $F/m.bin -n 09 --ids", 0, "9 tokens", NULL),
+	CLI_CASE(NULL, "$MW generate -m $F/m.bin -n ' 9' --ids", 2, "-n", NULL),
+	/* 17: the SQLite store: another program's file, missing paths, empty and unset
+	 * locations, edited rows, wildcards, long filters, dates that are not */
+	CLI_CASE("$T sql other.db 'CREATE TABLE notes (x)'",
+		 "$MW db --db other.db list; r=$?; $T sql other.db 'SELECT COUNT(*) FROM sqlite_master'; "
+		 "exit $r", 2, "holds 1 tables of another program (notes)", "row: 1\n"),
+	CLI_CASE("$T sql other.db 'CREATE TABLE notes (x)'",
+		 "$MW db --db other.db import $F/rec.json", 2, "not a results store", NULL),
+	CLI_CASE(NULL, "$MW db --db none.db list; r=$?; [ -e none.db ] || echo not-created; exit $r",
+		 2, "no results store here", "not-created"),
+	CLI_CASE(NULL, "$MW db --db '' list", 2, "--db: is empty", NULL),
+	CLI_CASE(NULL, "env -u HOME -u XDG_DATA_HOME -u MEMWALL_DB $MW db import $F/rec.json; r=$?; "
+		 "ls -A; exit $r", 2, "HOME and XDG_DATA_HOME are unset", NULL),
+	CLI_CASE(NULL, "env -u MEMWALL_DB XDG_DATA_HOME=$PWD/$(printf 'a%.0s' $(seq 1 5000)) "
+		 "$MW db import $F/rec.json", 2, "is too long", NULL),
+	CLI_CASE("$MW db --db s.db import $F/rec.json >/dev/null && "
+		 "$T sql s.db \"UPDATE records SET document = '{}'\"",
+		 "$MW db --db s.db show $(sha256sum $F/rec.json | cut -c1-12)", 3, "is missing", NULL),
+	CLI_CASE("$MW db --db s.db import $F/rec.json >/dev/null",
+		 "$MW db --db s.db query --machine % --format json", 0, "[]", NULL),
+	CLI_CASE("$MW db --db s.db import $F/rec.json >/dev/null",
+		 "$MW db --db s.db query --machine Test_CPU --format json", 0, "[]", NULL),
+	CLI_CASE("$MW db --db s.db import $F/rec.json >/dev/null",
+		 "$MW db --db s.db query --machine 'test cpu' --format json", 0, "\"Test CPU\"", NULL),
+	CLI_CASE("sed \"s/\\\"Test CPU\\\"/\\\"$(printf 'a%.0s' $(seq 1 300))\\\"/\" $F/rec.json > r.json && "
+		 "$MW db --db s.db import r.json >/dev/null",
+		 "$MW db --db s.db query --machine \"$(printf 'a%.0s' $(seq 1 300))Z\" --format json",
+		 0, "[]", NULL),
+	CLI_CASE("$MW db --db s.db import $F/rec.json >/dev/null",
+		 "$MW db --db s.db query --since yesterday", 2, "--since", "not an ISO 8601 date"),
+	CLI_CASE("$MW db --db s.db import $F/rec.json >/dev/null",
+		 "$MW db --db s.db compare --until 2026-13-45", 2, "--until", "not an ISO 8601 date"),
+	CLI_CASE("$MW db --db s.db import $F/rec.json >/dev/null",
+		 "$MW db --db s.db query --since 2000-01-01T00:00:00Z --format json", 0, "Test CPU", NULL),
+	/* 14: compare's JSON and JUnit with multibyte text cut in buffers, non-UTF-8 paths */
+#define LONGCPU "sed \"s/\\\"Test CPU\\\"/\\\"x$(printf '\\303\\251%.0s' $(seq 1 150))\\\"/\" $F/rec.json > b.json"
+	CLI_CASE(LONGCPU, "$MW compare b.json $F/rec.json --force --format json > o.json; "
+		 "$T jsonok o.json", 0, "json-ok differences=1", NULL),
+	CLI_CASE(LONGCPU, "$MW compare b.json $F/rec.json --force --format junit > o.xml; "
+		 "$T utf8ok o.xml", 0, "utf8-ok", NULL),
+	CLI_CASE(LONGCPU, "$MW compare b.json $F/rec.json --format junit > o.xml; $T utf8ok o.xml",
+		 0, "utf8-ok", NULL),
+	CLI_CASE("cp $F/rec.json \"$(printf 'a\\377.json')\"",
+		 "$MW compare \"$(printf 'a\\377.json')\" $F/rec.json --format json > o.json; "
+		 "$T jsonok o.json", 0, "json-ok differences=0 metrics=", NULL),
+	CLI_CASE("cp $F/rec.json \"$(printf 'a\\377.json')\"",
+		 "$MW compare \"$(printf 'a\\377.json')\" $F/rec.json --format junit > o.xml; "
+		 "$T utf8ok o.xml", 0, "utf8-ok", NULL),
+	/* 16: the memory preflight counts the KV cache (49 MiB available) */
+#define SMALLMEM "printf 'MemTotal: 1000000 kB\\nMemAvailable: 50176 kB\\n' > mi"
+	CLI_CASE(SMALLMEM, "MEMWALL_MEMINFO=mi $MW generate -m $F/m.bin -n 2 --ids --context 1048576",
+		 3, "its KV cache", "MiB available"),
+	CLI_CASE(SMALLMEM, "MEMWALL_MEMINFO=mi $MW generate -m $F/m.bin -n 2 --ids --context 1048576 "
+		 "--kv f16", 3, "its KV cache", NULL),
+	CLI_CASE(SMALLMEM, "MEMWALL_MEMINFO=mi $MW generate -m $F/m.bin -n 2 --ids --context 100", 0,
+		 "2 tokens", NULL),
+	/* 20: import-aios names the input's field, and refuses what no run can be */
+#define AIOS(expr) "sed '" expr "' $D/aios/imc0-timings.json > a.json"
+	CLI_CASE(AIOS("s/\"model\": \"[^\"]*\"/\"model\": \"\"/"), "$MW import-aios a.json -o r.json", 2,
+		 "model", "must not be empty"),
+	CLI_CASE(AIOS("s/\"event\": \"[^\"]*\"/\"event\": \"\"/"), "$MW import-aios a.json -o r.json", 2,
+		 "event", "must not be empty"),
+	CLI_CASE(AIOS("0,/\"tokens\": 200/s//\"tokens\": 1000000000/"), "$MW import-aios a.json -o r.json",
+		 2, "runs[0].tokens", "more than the 200 tokens requested"),
+	CLI_CASE(AIOS("s/\"warmup_runs\": 1/\"warmup_runs\": -3/"), "$MW import-aios a.json -o r.json",
+		 2, "warmup_runs: must be 0 or more", NULL),
+	CLI_CASE(NULL, "$MW import-aios $D/aios/imc0-timings.json -o r.json && $MW validate r.json", 0,
+		 "valid", NULL),
 };
 
 /* ---- .hex files: binary inputs written as text (tests/data/bad/README.md) ---------------- */
@@ -790,16 +1023,83 @@ static void run_special(const struct bad_case *c, struct outcome *o)
 	rmdir(dir);
 }
 
+/* The command line (issue 28): file (a shell set-up, or NULL) then arg (the command) run by
+ * /bin/sh -c in a fresh folder, with $MW the memwall binary, $D tests/data and $F the
+ * fixtures main() made (cli_fixtures). The outcome's text is stderr, then stdout. */
+static char fixtures[64];
+
+static void run_cli(const struct bad_case *c, struct outcome *o)
+{
+	char dir[] = "/tmp/mw-badinput-XXXXXX", *script = NULL, cmd[300];
+	if (!mkdtemp(dir)) {
+		perror("mkdtemp");
+		exit(1);
+	}
+	if (asprintf(&script, "cd '%s' || exit 99\nexport TMPDIR='%s'\n%s\n%s", dir, dir,
+		     c->file ? c->file : ":", c->arg) < 0)
+		abort();
+	const char *argv[] = { "/bin/sh", "-c", script, NULL };
+	struct t_output out = t_run(argv);
+	o->rc = out.status;
+	snprintf(o->source, sizeof(o->source), "%s", dir);
+	snprintf(o->text, sizeof(o->text), "%s%s", out.err ? out.err : "", out.out ? out.out : "");
+	t_output_free(&out);
+	free(script);
+	snprintf(cmd, sizeof(cmd), "chmod -R u+rwx '%s' 2>/dev/null; rm -rf '%s'", dir, dir);
+	if (system(cmd))
+		fprintf(stderr, "could not remove %s\n", dir);
+}
+
+/* $F: a valid record (rec.json), ReLU models of one shape and two seeds (m.bin, m2.bin), a
+ * SiLU one (silu.bin), a prompt file (p.txt) and a map calibrated on m.bin (map.txt). */
+static void cli_fixtures(void)
+{
+	static const struct fx_spec spec = {
+		.protocol = "badinput", .cpu = "Test CPU", .runs = 4, .warmups = 1, .tokens = 8,
+		.latency_ns = 20e6, .jitter = 0.02, .dram_bytes = 4e8, .instances = 2, .seed = 9,
+	};
+	char path[256], cmd[2048];
+	snprintf(fixtures, sizeof(fixtures), "/tmp/mw-badinput-fx-XXXXXX");
+	if (!mkdtemp(fixtures)) {
+		perror("mkdtemp");
+		exit(1);
+	}
+	json_t *doc = fx_record(&spec);
+	snprintf(path, sizeof(path), "%s/rec.json", fixtures);
+	T_EQ_INT(json_dump_file(doc, path, JSON_INDENT(1) | JSON_REAL_PRECISION(17)), 0);
+	json_decref(doc);
+	const char *bin = getenv("MEMWALL_BIN");
+	if (!bin)
+		t_skip("MEMWALL_BIN is not set (run under meson test)");
+	setenv("MW", bin, 1);
+	setenv("D", t_data(""), 1);
+	setenv("F", fixtures, 1);
+	snprintf(cmd, sizeof(cmd), "cd '%s' && \"$MW\" synth --shape stories260K --activation relu "
+		 "--seed 3 -o m.bin && \"$MW\" synth --shape stories260K --activation relu --seed 4 "
+		 "-o m2.bin && \"$MW\" synth --shape stories260K --seed 3 -o silu.bin && "
+		 "printf 'ids:1,5,9\\nids:1,7\\n' > p.txt && \"$MW\" sparsity-calibrate -m m.bin "
+		 "--prompts p.txt -o map.txt -n 4 ) >/dev/null 2>&1", fixtures);
+	/* "cd X && a && b ) >..." needs its opening parenthesis */
+	memmove(cmd + 1, cmd, strlen(cmd) + 1);
+	cmd[0] = '(';
+	if (system(cmd)) {
+		fprintf(stderr, "cannot make the fixtures in %s\n", fixtures);
+		exit(1);
+	}
+}
+
 static void (*const runners[FORMAT_COUNT])(const struct bad_case *, struct outcome *) = {
 	[LLAMA2C] = run_llama2c,   [GGUF] = run_gguf,     [GGUF_MODEL] = run_llama2c,
 	[TOKENIZER] = run_tokenizer, [PROTOCOL] = run_protocol, [RESULT] = run_result,
 	[SYSFS] = run_sysfs,       [ADAPTER] = run_adapter,  [SPECIAL] = run_special,
+	[CLI] = run_cli,
 };
 
 static const char *const format_names[FORMAT_COUNT] = {
 	[LLAMA2C] = "llama2c",     [GGUF] = "gguf",         [GGUF_MODEL] = "gguf-model",
 	[TOKENIZER] = "tokenizer", [PROTOCOL] = "protocol", [RESULT] = "result",
 	[SYSFS] = "sysfs",         [ADAPTER] = "adapter",  [SPECIAL] = "special file",
+	[CLI] = "command line",
 };
 
 /* Where each format's errors name the field: in err.field where the error has one, as the
@@ -809,7 +1109,7 @@ enum field_at { IN_TEXT, IN_FIELD, IN_SOURCE, IN_STDERR };
 static const enum field_at field_at[FORMAT_COUNT] = {
 	[LLAMA2C] = IN_TEXT,   [GGUF] = IN_TEXT,      [GGUF_MODEL] = IN_TEXT, [TOKENIZER] = IN_TEXT,
 	[PROTOCOL] = IN_FIELD, [RESULT] = IN_STDERR, [SYSFS] = IN_SOURCE,    [ADAPTER] = IN_FIELD,
-	[SPECIAL] = IN_FIELD,
+	[SPECIAL] = IN_FIELD,      [CLI] = IN_TEXT,
 };
 
 static bool names_field(const struct bad_case *c, const struct outcome *o)
@@ -833,24 +1133,198 @@ static bool names_field(const struct bad_case *c, const struct outcome *o)
 
 static const struct bad_case *current;
 
+/* `test_badinput mktar OUT.tar.gz MEMBER...`, for the CLI cases' set-ups ("$T mktar ..."):
+ * writes a gzip'd ustar archive no honest writer makes. MEMBER: [t=X,][p=PREFIX,]NAME[=TEXT]
+ * (typeflag X, default '0'; ustar prefix PREFIX; contents TEXT, or the bytes of file FILE
+ * for =@FILE), or +N for N empty members plots/e/0 ... plots/e/N-1. */
+static int mktar(int argc, char **argv)
+{
+	gzFile gz = gzopen(argv[2], "wb");
+	static const char zeros[1024];
+	if (!gz)
+		return 1;
+	for (int i = 3; i < argc; i++) {
+		long many = argv[i][0] == '+' ? atol(argv[i] + 1) : 1;
+		for (long k = 0; k < many; k++) {
+			unsigned char h[512] = { 0 };
+			char type = '0', prefix[156] = "", name[101] = "", *text = NULL;
+			const char *m = argv[i];
+			size_t len = 0;
+			if (argv[i][0] == '+') {
+				snprintf(name, sizeof(name), "plots/e/%ld", k);
+			} else {
+				if (!strncmp(m, "t=", 2)) {
+					type = m[2];
+					m += 4;
+				}
+				if (!strncmp(m, "p=", 2)) {
+					size_t pl = strcspn(m + 2, ",");
+					snprintf(prefix, sizeof(prefix), "%.*s", (int)pl, m + 2);
+					m += 3 + pl;
+				}
+				const char *eq = strchr(m, '=');
+				snprintf(name, sizeof(name), "%.*s", eq ? (int)(eq - m) : (int)strlen(m), m);
+				if (eq && eq[1] == '@') {
+					int fd = open(eq + 2, O_RDONLY);
+					text = fd >= 0 ? t_slurp_fd(fd) : NULL;
+					if (fd >= 0)
+						close(fd);
+				} else if (eq) {
+					text = strdup(eq + 1);
+				}
+				len = text ? strlen(text) : 0;
+			}
+			memcpy(h, name, strlen(name));
+			snprintf((char *)h + 100, 8, "%07o", 0644);
+			snprintf((char *)h + 108, 8, "%07o", 0);
+			snprintf((char *)h + 116, 8, "%07o", 0);
+			snprintf((char *)h + 124, 12, "%011o", (unsigned)len & 07777777777u);
+			snprintf((char *)h + 136, 12, "%011o", 0);
+			h[156] = (unsigned char)type;
+			memcpy(h + 257, "ustar", 6);
+			memcpy(h + 263, "00", 2);
+			memcpy(h + 345, prefix, strlen(prefix));
+			unsigned sum = 0;
+			memset(h + 148, ' ', 8);
+			for (int b = 0; b < 512; b++)
+				sum += h[b];
+			snprintf((char *)h + 148, 8, "%06o", sum);
+			gzwrite(gz, h, 512);
+			if (len)
+				gzwrite(gz, text, (unsigned)len);
+			if (len % 512)
+				gzwrite(gz, zeros, (unsigned)(512 - len % 512));
+			free(text);
+		}
+	}
+	gzwrite(gz, zeros, sizeof(zeros));
+	return gzclose(gz) == Z_OK ? 0 : 1;
+}
+
 static void on_alarm(int sig)
 {
 	(void)sig;
 	char msg[600];
-	int n = snprintf(msg, sizeof(msg), "test_badinput: a case hung for 10 s: %s %s\n",
+	int n = snprintf(msg, sizeof(msg), "test_badinput: a case hung for 10 s: %s %s %s\n",
 			 format_names[current->format],
-			 current->file ? current->file : "(generated record)");
+			 current->file ? current->file : "(generated record)",
+			 current->format == CLI ? current->arg : "");
 	ssize_t w = write(2, msg, n > 0 && (size_t)n < sizeof(msg) ? (size_t)n : 0);
 	(void)w;
 	_exit(1);
 }
 
-int main(void)
+/* `test_badinput listen SECONDS`: a TCP server on 127.0.0.1 that accepts and never answers,
+ * for SECONDS; prints its port first (the PostgreSQL connect timeout's case). */
+static int listen_silent(int seconds)
 {
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t al = sizeof(a);
+	int s = socket(AF_INET, SOCK_STREAM, 0);
+	if (s < 0 || bind(s, (struct sockaddr *)&a, sizeof(a)) || listen(s, 8) ||
+	    getsockname(s, (struct sockaddr *)&a, &al))
+		return 1;
+	printf("%d\n", ntohs(a.sin_port));
+	fflush(stdout);
+	alarm((unsigned)seconds);
+	signal(SIGALRM, SIG_DFL);
+	for (;;) {
+		int c = accept(s, NULL, NULL);
+		(void)c; /* kept open, never answered */
+	}
+}
+
+/* `test_badinput sql FILE SQL`: runs SQL on an SQLite file, printing "row: v1 v2 ..." per row
+ * (another program's database, or a store edited behind memwall's back). */
+static int sql_row(void *ctx, int n, char **v, char **names)
+{
+	(void)ctx;
+	(void)names;
+	fputs("row:", stdout);
+	for (int i = 0; i < n; i++)
+		printf(" %s", v[i] ? v[i] : "NULL");
+	fputc('\n', stdout);
+	return 0;
+}
+
+static int run_sql(const char *file, const char *sql)
+{
+	sqlite3 *db = NULL;
+	char *msg = NULL;
+	if (sqlite3_open(file, &db) != SQLITE_OK || sqlite3_exec(db, sql, sql_row, NULL, &msg)) {
+		fprintf(stderr, "sql: %s\n", msg ? msg : sqlite3_errmsg(db));
+		sqlite3_close(db);
+		return 1;
+	}
+	sqlite3_close(db);
+	return 0;
+}
+
+/* `test_badinput jsonok FILE`: whether FILE is JSON (jansson refuses invalid UTF-8), with
+ * the counts of a compare document's differences and metrics. `test_badinput utf8ok FILE`:
+ * whether FILE is valid UTF-8 without a control character XML forbids. */
+static int check_output(const char *what, const char *path)
+{
+	if (!strcmp(what, "jsonok")) {
+		json_error_t je;
+		json_t *d = json_load_file(path, 0, &je);
+		if (!d) {
+			printf("not JSON: %s\n", je.text);
+			return 1;
+		}
+		printf("json-ok differences=%zu metrics=%zu\n",
+		       json_array_size(json_object_get(d, "differences")),
+		       json_array_size(json_object_get(d, "metrics")));
+		json_decref(d);
+		return 0;
+	}
+	int fd = open(path, O_RDONLY);
+	char *t = fd >= 0 ? t_slurp_fd(fd) : NULL;
+	if (fd >= 0)
+		close(fd);
+	const unsigned char *p = (const unsigned char *)(t ? t : "");
+	while (*p) {
+		int n = *p < 0x80 ? 1 : (*p & 0xe0) == 0xc0 ? 2 : (*p & 0xf0) == 0xe0 ? 3
+			: (*p & 0xf8) == 0xf0 ? 4 : 0;
+		for (int k = 1; k < n; k++)
+			if ((p[k] & 0xc0) != 0x80)
+				n = 0;
+		if (!n || (*p < 0x20 && *p != '\n' && *p != '\t' && *p != '\r')) {
+			printf("bad byte 0x%02x at %td\n", *p, (const char *)p - t);
+			free(t);
+			return 1;
+		}
+		p += n;
+	}
+	printf("utf8-ok\n");
+	free(t);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 2 && (!strcmp(argv[1], "jsonok") || !strcmp(argv[1], "utf8ok")))
+		return check_output(argv[1], argv[2]);
+	if (argc > 3 && !strcmp(argv[1], "sql"))
+		return run_sql(argv[2], argv[3]);
+	if (argc > 2 && !strcmp(argv[1], "mktar"))
+		return mktar(argc, argv);
+	if (argc > 2 && !strcmp(argv[1], "listen"))
+		return listen_silent(atoi(argv[2]));
+	char self[4096];
+	ssize_t sl = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (sl > 0) {
+		self[sl] = '\0';
+		setenv("T", self, 1);
+	}
 	int per_format[FORMAT_COUNT] = { 0 };
 	size_t n = sizeof(cases) / sizeof(cases[0]);
 	signal(SIGALRM, on_alarm);
-	for (size_t i = 0; i < n; i++) {
+	cli_fixtures();
+	/* BADINPUT_FIRST=N and BADINPUT_LAST=M run cases N..M alone (debugging). */
+	const char *first = getenv("BADINPUT_FIRST"), *last = getenv("BADINPUT_LAST");
+	size_t end = last && (size_t)atol(last) < n ? (size_t)atol(last) + 1 : n;
+	for (size_t i = first ? (size_t)atol(first) : 0; i < end; i++) {
 		const struct bad_case *c = &cases[i];
 		struct outcome o = { .rc = 0 };
 		int before = t_failures;
@@ -879,8 +1353,12 @@ int main(void)
 	/* Bounded allocation: every count above claims up to 2^63 of something; the whole run
 	 * must stay small (ASan's shadow memory included). */
 	struct rusage ru;
+	char peak_cmd[128];
 	getrusage(RUSAGE_SELF, &ru);
 	printf("peak RSS %ld MiB\n", ru.ru_maxrss / 1024);
 	T_ASSERT(ru.ru_maxrss < 1024 * 1024); /* KiB: 1 GiB */
+	snprintf(peak_cmd, sizeof(peak_cmd), "rm -rf '%s'", fixtures);
+	if (system(peak_cmd))
+		fprintf(stderr, "could not remove %s\n", fixtures);
 	return t_done();
 }

@@ -158,9 +158,13 @@ int main(void)
 	T_CONTAINS(err.text, "changed after bundling");
 	rewrite(&l, bad, "records/b.json", '\x01', NULL, NULL);
 	T_EQ_INT(mw_bundle_check(bad, NULL, &err), MW_RESULT_INCONSISTENT);
-	rewrite(&l, bad, NULL, 0, "records/extra.txt", NULL);
+	rewrite(&l, bad, NULL, 0, "plots/a/extra.txt", NULL);
 	T_EQ_INT(mw_bundle_check(bad, NULL, &err), MW_RESULT_INCONSISTENT);
 	T_CONTAINS(err.text, "not in the manifest");
+	/* Outside the layout (issue 28): never a bundle memwall wrote, whatever its manifest. */
+	rewrite(&l, bad, NULL, 0, "records/extra.txt", NULL);
+	T_EQ_INT(mw_bundle_check(bad, NULL, &err), MW_RESULT_MALFORMED);
+	T_CONTAINS(err.text, "not where a bundle puts a file");
 	rewrite(&l, bad, NULL, 0, NULL, "records/a.json");
 	T_EQ_INT(mw_bundle_check(bad, NULL, &err), MW_RESULT_INCONSISTENT);
 	T_CONTAINS(err.text, "not in the archive");

@@ -15,11 +15,14 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <math.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <jansson.h>
 
+#include "dram_calibration.h"
 #include "run.h"
+#include "sha256.h"
 #include "test.h"
 
 #define SIZE_GIB "0.001"
@@ -358,6 +361,86 @@ static void edit_store(const char *out, const char *key, const char *created)
 	json_decref(s);
 }
 
+/* A store whose entry under this machine's key is hostile (issue 28): nothing of it is
+ * applied, and the reason says why. Each store is one entry; "good" is the control. */
+static json_t *hostile_run(const char *edit, const char *created, const json_t *fp_in_entry)
+{
+	char path[600], sha[65];
+	json_t *fp = json_pack("{s:s, s:i}", "cpu_name", "Test CPU", "cpu_model", 17);
+	mw_sha256_hex("key", 3, sha);
+	/* the control: error 10 % -> factor 1/1.1 */
+	json_t *e = json_pack("{s:s, s:O, s:{s:f, s:n, s:f}, s:{s:f, s:n, s:f}, s:[]}",
+			      "created_utc", created, "fingerprint", fp_in_entry ? fp_in_entry : fp,
+			      "error_pct", "read", 10.0, "write", "total", 10.0, "factor", "read",
+			      1 / 1.1, "write", "total", 1 / 1.1, "instances");
+	if (!strcmp(edit, "negative-factor"))
+		json_object_set_new(json_object_get(e, "factor"), "total", json_real(-5));
+	else if (!strcmp(edit, "huge-error"))
+		json_object_set_new(json_object_get(e, "error_pct"), "total", json_real(1e300));
+	else if (!strcmp(edit, "mismatch"))
+		json_object_set_new(json_object_get(e, "factor"), "total", json_real(3.0));
+	else if (!strcmp(edit, "instance"))
+		json_array_append_new(json_object_get(e, "instances"),
+				      json_pack("{s:f}", "factor", 1e300));
+	json_t *store = json_pack("{s:s, s:{s:o}}", "schema", MW_DRAMCAL_SCHEMA, "machines", sha, e);
+	snprintf(path, sizeof(path), "%s/hostile.json", scratch);
+	unlink(path);
+	if (!strcmp(edit, "fifo"))
+		T_EQ_INT(mkfifo(path, 0600), 0);
+	else
+		T_EQ_INT(json_dump_file(store, path, 0), 0);
+	struct mw_dramcal_source src = { .file = path };
+	alarm(10); /* a FIFO must not block */
+	json_t *r = mw_dramcal_for_run(&src, fp, sha, "total", NULL);
+	alarm(0);
+	unlink(path);
+	json_decref(store);
+	json_decref(fp);
+	return r;
+}
+
+static void test_hostile_store(void)
+{
+	char now[32];
+	mw_utc_now(now, sizeof(now), false);
+	json_t *other = json_pack("{s:s, s:i}", "cpu_name", "Other CPU", "cpu_model", 17);
+	static const struct {
+		const char *edit, *created;
+		bool other_fp;
+		const char *reason;
+	} cases[] = {
+		{ "good", NULL, false, NULL },
+		{ "negative-factor", NULL, false, "implausible" },
+		{ "huge-error", NULL, false, "implausible" },
+		{ "mismatch", NULL, false, "implausible" },
+		{ "instance", NULL, false, "instances[0].factor" },
+		{ "good", "2999-01-01T00:00:00Z", false, "in the future" },
+		{ "good", NULL, true, "no calibration of this machine" },
+		{ "fifo", NULL, false, "FIFO" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		json_t *r = hostile_run(cases[i].edit, cases[i].created ? cases[i].created : now,
+					cases[i].other_fp ? other : NULL);
+		const json_t *err_pct = json_object_get(r, "calibration_error_pct");
+		const char *why = json_string_value(json_object_get(r, "calibration_reason"));
+		if (!cases[i].reason) {
+			T_ASSERT(json_is_number(err_pct) && fabs(json_number_value(err_pct) - 10) < 1e-9);
+			T_ASSERT(why == NULL);
+		} else {
+			T_ASSERT(why != NULL);
+			T_CONTAINS(why, cases[i].reason);
+			/* stale or refused: never applied (dram_calibration.h: only a calibration
+			 * that is not stale corrects a figure) */
+			const json_t *cal = json_object_get(r, "calibration");
+			T_ASSERT(json_is_null(err_pct) || json_is_true(json_object_get(cal, "stale")));
+		}
+		if (t_failures)
+			fprintf(stderr, "  hostile store case %zu (%s)\n", i, cases[i].edit);
+		json_decref(r);
+	}
+	json_decref(other);
+}
+
 static void test_unapplied(void)
 {
 	char file[700], bad[700];
@@ -416,6 +499,7 @@ int main(void)
 	test_calibrate();
 	test_run_calibrated();
 	test_unapplied();
+	test_hostile_store();
 
 	char cmd[300];
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", scratch);

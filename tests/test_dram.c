@@ -45,6 +45,43 @@ static void check_instance(int i, const char *pmu, int cpu, uint32_t type,
 	}
 }
 
+/* Issue 28, class 12: an instance whose count went back by 1 is not a reading (its
+ * difference was 2^64 - 1, a negative JSON integer), and neither is the sum over it. */
+static void test_delta_backwards(void)
+{
+	struct prb_dram_sample a, b, d;
+	memset(&a, 0, sizeof(a));
+	memset(&b, 0, sizeof(b));
+	a.n_instances = b.n_instances = 2;
+	for (int i = 0; i < 2; i++) {
+		b.inst[i].read = (struct prb_bytes){ 1000, PRB_MEASURED };
+		b.inst[i].write = (struct prb_bytes){ 500, PRB_MEASURED };
+		b.inst[i].total = (struct prb_bytes){ 1500, PRB_MEASURED };
+	}
+	a.inst[0].read = (struct prb_bytes){ 999, PRB_MEASURED }; /* back by 1 */
+	a.inst[0].write = (struct prb_bytes){ 600, PRB_MEASURED };
+	a.inst[0].total = (struct prb_bytes){ 1599, PRB_MEASURED };
+	a.inst[1].read = (struct prb_bytes){ 3000, PRB_MEASURED };
+	a.inst[1].write = (struct prb_bytes){ 500, PRB_MEASURED };
+	a.inst[1].total = (struct prb_bytes){ 3500, PRB_MEASURED };
+	b.read = (struct prb_bytes){ 2000, PRB_MEASURED };
+	b.write = (struct prb_bytes){ 1000, PRB_MEASURED };
+	b.total = (struct prb_bytes){ 3000, PRB_MEASURED };
+	a.read = (struct prb_bytes){ 3999, PRB_MEASURED };
+	a.write = (struct prb_bytes){ 1100, PRB_MEASURED };
+	a.total = (struct prb_bytes){ 5099, PRB_MEASURED };
+	prb_dram_sample_delta(&a, &b, &d);
+	T_EQ_INT(d.inst[0].read.state, PRB_READ_FAILED);
+	T_EQ_U64(d.inst[0].read.bytes, 0);
+	T_EQ_INT(d.inst[0].write.state, PRB_MEASURED);
+	T_EQ_U64(d.inst[0].write.bytes, 100);
+	T_EQ_INT(d.inst[1].read.state, PRB_MEASURED);
+	T_EQ_U64(d.inst[1].read.bytes, 2000);
+	T_EQ_INT(d.read.state, PRB_READ_FAILED); /* the sum went forward, one instance back */
+	T_EQ_INT(d.write.state, PRB_MEASURED);
+	T_EQ_U64(d.write.bytes, 100);
+}
+
 static void test_arrow_lake(void)
 {
 	struct prb_system *sys = open_tree("arrow-lake");
@@ -445,6 +482,7 @@ static void test_resctrl_read(void)
 
 int main(void)
 {
+	test_delta_backwards();
 	test_arrow_lake();
 	test_skylake_client();
 	test_sapphire_rapids();

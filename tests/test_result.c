@@ -164,6 +164,24 @@ static void test_validate(void)
 	json_decref(doc);
 }
 
+/* Issue 28, class 12: an idle baseline larger than the decode traffic (run 2's idle window
+ * cut to 1 us with its bytes kept: a rate of 10^12 byte/s) gives no net figure, never one
+ * below zero; the record stays valid. */
+static void test_negative_net(void)
+{
+	json_t *doc = fx_record(&base_spec);
+	struct mw_error err;
+	json_t *idle = json_object_get(json_array_get(json_object_get(doc, "runs"), 2), "idle");
+	json_object_set_new(idle, "window_ns", json_integer(1000));
+	T_EQ_INT(mw_result_derive(doc, "neg.json", &err), 0);
+	const json_t *v = json_object_get(at_run2_figures(doc), "dram_read_bytes_per_token");
+	T_ASSERT(json_is_null(v));
+	if (json_is_number(v))
+		fprintf(stderr, "  dram_read_bytes_per_token %g\n", json_number_value(v));
+	T_EQ_INT(mw_result_validate(doc, "neg.json", &err), 0);
+	json_decref(doc);
+}
+
 /* Without DRAM counters every DRAM figure is null, the summary says "not measured" with the
  * counter's reason, and the DRAM acceptance criterion is not-measured: never a pass. The
  * fixture's protocol leaves counters.dram at its default, "optional": the criterion is
@@ -460,6 +478,7 @@ static void test_schema_versions(void)
 int main(void)
 {
 	test_schema_versions();
+	test_negative_net();
 	snprintf(scratch, sizeof(scratch), "/tmp/mw-test-result-XXXXXX");
 	if (!mkdtemp(scratch))
 		t_skip("cannot create a scratch folder in /tmp");

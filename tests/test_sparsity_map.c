@@ -143,20 +143,28 @@ static void check_files(const struct eng_sparsity_map *map, const struct eng_mod
 	}
 	eng_sparsity_map_free(back);
 	char text[4096];
-	snprintf(text, sizeof(text), "memwall-sparsity-map 1\nlayers %d hidden %d dim %d tokens 9\n",
+	snprintf(text, sizeof(text), "memwall-sparsity-map 2\nlayers %d hidden %d dim %d tokens 9\nmodel act=relu\n",
 		 info->n_layers, info->hidden_dim + 1, info->dim);
 	check_bad(p, text, info, "'hidden'");
-	snprintf(text, sizeof(text), "memwall-sparsity-map 1\nlayers %d hidden %d dim %d tokens 9\n",
+	snprintf(text, sizeof(text), "memwall-sparsity-map 2\nlayers %d hidden %d dim %d tokens 9\nmodel act=relu\n",
 		 info->n_layers + 1, info->hidden_dim, info->dim);
 	check_bad(p, text, info, "'layers'");
 	/* truncated: the header and half of layer 0 */
-	snprintf(text, sizeof(text), "memwall-sparsity-map 1\nlayers %d hidden %d dim %d tokens 9\n"
+	snprintf(text, sizeof(text), "memwall-sparsity-map 2\nlayers %d hidden %d dim %d tokens 9\nmodel act=relu\n"
 		 "layer 0 1 2 3\n", info->n_layers, info->hidden_dim, info->dim);
-	check_bad(p, text, info, "line 3");
-	snprintf(text, sizeof(text), "memwall-sparsity-map 1\nlayers %d hidden %d dim %d tokens 9\n",
+	check_bad(p, text, info, "line 4");
+	snprintf(text, sizeof(text), "memwall-sparsity-map 2\nlayers %d hidden %d dim %d tokens 9\nmodel act=relu\n",
 		 info->n_layers, info->hidden_dim, info->dim);
 	check_bad(p, text, info, "'layer 0'");
 	check_bad(p, "hello\n", info, "not a sparsity map");
+	/* issue 28: a version 1 map does not name its model; tokens 1 or more, whole */
+	check_bad(p, "memwall-sparsity-map 1\n", info, "version 1 map");
+	snprintf(text, sizeof(text), "memwall-sparsity-map 2\nlayers %d hidden %d dim %d tokens -5\n"
+		 "model act=relu\n", info->n_layers, info->hidden_dim, info->dim);
+	check_bad(p, text, info, "'tokens' is '-5'");
+	snprintf(text, sizeof(text), "memwall-sparsity-map 2\nlayers %d hidden %d dim %d tokens 0\n"
+		 "model act=relu\n", info->n_layers, info->hidden_dim, info->dim);
+	check_bad(p, text, info, "'tokens' is '0'");
 	unlink(p);
 }
 
@@ -422,7 +430,7 @@ static void check_cli(const char *model, const struct eng_model_info *info)
 	free(o.err);
 
 	char text[256];
-	snprintf(text, sizeof(text), "memwall-sparsity-map 1\nlayers %d hidden %d dim %d tokens 9\n",
+	snprintf(text, sizeof(text), "memwall-sparsity-map 2\nlayers %d hidden %d dim %d tokens 9\nmodel act=relu\n",
 		 info->n_layers, info->hidden_dim + 1, info->dim);
 	write_text(bad, text);
 	snprintf(badarg, sizeof(badarg), "--sparsity-map=%s", bad);

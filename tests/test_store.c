@@ -7,7 +7,9 @@
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
+#include <fcntl.h>
 
 #include "fixture_result.h"
 #include "result.h"
@@ -255,10 +257,65 @@ static void cli(const char *where, const char *rec)
 	T_EQ_INT(o.status, 2);
 	T_CONTAINS(o.err, "unknown sub-verb");
 	t_output_free(&o);
+	/* Looking at a store that is not there says so and makes none (issue 28); importing
+	 * into a folder that is not there is the environment's problem. */
 	o = t_run((const char *[]){ "memwall", "db", "--db", "/nonexistent/dir/x.db", "list", NULL });
+	T_EQ_INT(o.status, 2);
+	T_CONTAINS(o.err, "no results store here");
+	t_output_free(&o);
+	o = t_run((const char *[]){ "memwall", "db", "--db", "/nonexistent/dir/x.db", "import",
+				    "/nonexistent/r.json", NULL });
 	T_EQ_INT(o.status, 3);
 	T_CONTAINS(o.err, "--db");
 	t_output_free(&o);
+}
+
+/* Issue 28, class 18: n copies of `memwall db --db where VERB [rec]` started at once; how
+ * many exited 0 and how many printed "imported as". */
+static void at_once(const char *where, const char *verb, const char *rec, int n, int *ok,
+		    int *imported)
+{
+	pid_t pids[16];
+	char outs[16][64];
+	*ok = *imported = 0;
+	for (int i = 0; i < n; i++) {
+		snprintf(outs[i], sizeof(outs[i]), "%s/at-once-%d.out", tmp, i);
+		fflush(NULL);
+		if ((pids[i] = fork()) == 0) {
+			int fd = open(outs[i], O_WRONLY | O_CREAT | O_TRUNC, 0600);
+			dup2(fd, 1);
+			dup2(fd, 2);
+			execl(getenv("MEMWALL_BIN"), "memwall", "db", "--db", where, verb, rec,
+			      (char *)NULL);
+			_exit(127);
+		}
+	}
+	for (int i = 0; i < n; i++) {
+		int st = 0;
+		waitpid(pids[i], &st, 0);
+		*ok += WIFEXITED(st) && WEXITSTATUS(st) == 0;
+		int fd = open(outs[i], O_RDONLY);
+		char *text = fd >= 0 ? t_slurp_fd(fd) : NULL;
+		if (fd >= 0)
+			close(fd);
+		*imported += text && strstr(text, "imported as") != NULL;
+		if (!(WIFEXITED(st) && WEXITSTATUS(st) == 0))
+			fprintf(stderr, "  %s %s: %s\n", verb, where, text ? text : "");
+		free(text);
+		unlink(outs[i]);
+	}
+}
+
+static void concurrent(const char *where, const char *rec, bool lists)
+{
+	int ok, imported;
+	if (lists) {
+		at_once(where, "list", NULL, 12, &ok, &imported);
+		T_EQ_INT(ok, 12);
+	}
+	at_once(where, "import", rec, 12, &ok, &imported);
+	T_EQ_INT(ok, 12);
+	T_EQ_INT(imported, 1); /* one import stores it, the other eleven find it there */
 }
 
 static void pg_stop(void)
@@ -302,6 +359,8 @@ int main(int argc, char **argv)
 		make(&r, "cli.json", "cli", "CPU Delta", 1.0e6, "2026-11-03T00:00:00Z", 0);
 		snprintf(path, sizeof(path), "%s/cli.db", tmp);
 		cli(path, r.path);
+		snprintf(path, sizeof(path), "%s/fresh.db", tmp);
+		concurrent(path, r.path, false); /* list makes no SQLite store: imports only */
 		return t_done();
 	}
 	snprintf(pgdir, sizeof(pgdir), "/tmp/mw-test-pg-XXXXXX");
@@ -331,5 +390,17 @@ int main(int argc, char **argv)
 	struct rec r;
 	make(&r, "cli.json", "cli", "CPU Delta", 1.0e6, "2026-11-03T00:00:00Z", 0);
 	cli(url, r.path);
+	/* A fresh store: a schema of its own, named through libpq's options (search_path). */
+	void *h = NULL;
+	struct mw_error err;
+	T_EQ_INT(mw_store_postgresql.open(url, &h, &err), 0);
+	if (h) {
+		T_EQ_INT(mw_store_postgresql.exec(h, "CREATE SCHEMA fresh", &err), 0);
+		mw_store_postgresql.close(h);
+	}
+	char fresh[4400];
+	snprintf(fresh, sizeof(fresh), "%s%soptions=-csearch_path%%3Dfresh", url,
+		 strchr(url, '?') ? "&" : "?");
+	concurrent(fresh, r.path, true);
 	return t_done();
 }

@@ -18,6 +18,14 @@ static void test_parse_long(void)
 	T_EQ_INT(mw_parse_long("", 0, 100, &v), -EINVAL);
 	T_EQ_INT(mw_parse_long("99999999999999999999999", LONG_MIN, LONG_MAX, &v), -EINVAL);
 	T_EQ_INT(v, 16); /* untouched by failures */
+	/* issue 28: a leading zero is decimal, never octal; no space or '+' before the digits */
+	T_EQ_INT(mw_parse_long("010", 0, 100, &v), 0);
+	T_EQ_INT(v, 10);
+	T_EQ_INT(mw_parse_long("09", 0, 100, &v), 0);
+	T_EQ_INT(v, 9);
+	T_EQ_INT(mw_parse_long(" 5", 0, 100, &v), -EINVAL);
+	T_EQ_INT(mw_parse_long("+5", 0, 100, &v), -EINVAL);
+	T_EQ_INT(v, 9);
 }
 
 static void test_parse_double(void)

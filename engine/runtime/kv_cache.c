@@ -363,3 +363,15 @@ int eng_session_kv_view(const struct eng_session *s, int seq, int layer, const v
 	*row_bytes = (size_t)s->kv_dim * s->kv->elem;
 	return 0;
 }
+
+uint64_t eng_kv_cache_bytes(const struct eng_model_info *info, enum eng_kv_type kv, int ctx_len,
+			    int n_seq)
+{
+	uint64_t elem = kv == ENG_KV_F16 ? 2 : kv == ENG_KV_F32 ? 4
+			: info->format == ENG_FORMAT_GGUF ? 2 : 4;
+	uint64_t ctx = (uint64_t)(ctx_len > 0 ? ctx_len : info->seq_len);
+	uint64_t kv_dim = info->n_heads > 0 ? (uint64_t)info->dim / (uint64_t)info->n_heads *
+						      (uint64_t)info->n_kv_heads : 0;
+	return 2 * (uint64_t)(n_seq > 0 ? n_seq : 1) * (uint64_t)info->n_layers * ctx * kv_dim *
+	       elem;
+}

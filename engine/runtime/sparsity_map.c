@@ -3,6 +3,7 @@
  * because a user reads it (which neurons are dead) and it is small (hidden_dim numbers per
  * layer). Written atomically, read with every field checked against the model. */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,7 +15,9 @@
 #include "format/llama2c.h"
 
 #define MAP_MAGIC "memwall-sparsity-map"
-#define MAP_VERSION 1
+/* Tokens a calibration can count: far past any real pass, far below overflow. */
+#define MAP_MAX_TOKENS (1ull << 40)
+#define MAP_VERSION 2 /* 2: line 3 names the model (issue 28) */
 
 struct eng_sparsity_map *eng_sparsity_map_new(int n_layers, int hidden_dim, int dim)
 {
@@ -92,20 +95,40 @@ static int read_map(struct eng_sparsity_map **out, FILE *f, const char *path,
 	long layers, hidden, dim;
 	uint64_t tokens;
 
-	if (getline(&buf, &cap, f) < 0 || sscanf(buf, MAP_MAGIC " %d", &version) != 1 ||
-	    version != MAP_VERSION) {
+	if (getline(&buf, &cap, f) >= 0 && sscanf(buf, MAP_MAGIC " %d", &version) == 1 &&
+	    version == 1) {
+		rc = eng_error_set(err, -EINVAL, path, ENG_NO_OFFSET,
+				   "line 1: a version 1 map, which does not say which model it was "
+				   "calibrated on: run memwall sparsity-calibrate again");
+		goto out;
+	}
+	if (version != MAP_VERSION) {
 		rc = eng_error_set(err, -EINVAL, path, ENG_NO_OFFSET,
 				   "line 1: not a sparsity map (want '" MAP_MAGIC " %d'): write one "
 				   "with memwall sparsity-calibrate", MAP_VERSION);
 		goto out;
 	}
 	line = 2;
+	char tok[32] = "";
+	int used = 0;
 	if (getline(&buf, &cap, f) < 0 ||
-	    sscanf(buf, "layers %ld hidden %ld dim %ld tokens %" SCNu64, &layers, &hidden, &dim,
-		   &tokens) != 4) {
+	    sscanf(buf, "layers %ld hidden %ld dim %ld tokens %31s%n", &layers, &hidden, &dim, tok,
+		   &used) != 4 || buf[used + strspn(buf + used, " \n")]) {
 		rc = eng_error_set(err, -EINVAL, path, ENG_NO_OFFSET,
 				   "line 2: want 'layers L hidden H dim D tokens T': the file is "
 				   "truncated or damaged; recalibrate");
+		goto out;
+	}
+	/* T: a whole number of tokens, 1 or more (0 would make every neuron dead), no sign, no
+	 * overflow. */
+	char *tend = NULL;
+	errno = 0;
+	tokens = strtoull(tok, &tend, 10);
+	if (tok[0] < '0' || tok[0] > '9' || *tend || errno || tokens == 0 ||
+	    tokens > MAP_MAX_TOKENS) {
+		rc = eng_error_set(err, -EINVAL, path, ENG_NO_OFFSET,
+				   "line 2: field 'tokens' is '%s', not a count from 1 to %llu: the "
+				   "file is damaged; recalibrate", tok, (unsigned long long)MAP_MAX_TOKENS);
 		goto out;
 	}
 	if ((rc = check_field(path, 2, "layers", layers, info->n_layers, err)) ||
@@ -118,6 +141,16 @@ static int read_map(struct eng_sparsity_map **out, FILE *f, const char *path,
 		goto out;
 	}
 	(*out)->tokens = tokens;
+	line = 3;
+	if (getline(&buf, &cap, f) < 0 || strncmp(buf, "model ", 6) ||
+	    strlen(buf + 6) >= sizeof((*out)->model) || strspn(buf + 6, " \n") == strlen(buf + 6)) {
+		rc = eng_error_set(err, -EINVAL, path, ENG_NO_OFFSET,
+				   "line 3: want 'model act=A vocab=V bytes=B fnv=H' (which model "
+				   "the map was calibrated on): the file is damaged; recalibrate");
+		goto out;
+	}
+	snprintf((*out)->model, sizeof((*out)->model), "%.*s", (int)strcspn(buf + 6, "\n"),
+		 buf + 6);
 	for (int l = 0; l < (int)layers; l++) {
 		line++;
 		int at = -1, n = 0;
@@ -149,13 +182,96 @@ int eng_sparsity_map_load(struct eng_sparsity_map **out, const char *path,
 			  const struct eng_model_info *info, struct eng_error *err)
 {
 	*out = NULL;
-	FILE *f = fopen(path, "r");
-	if (!f)
+	/* Never blocking on a FIFO or reading /dev/zero forever: a regular file, of at most
+	 * the size a map of this model can have (11 bytes per count, the lines' labels). */
+	struct stat st;
+	uint64_t most = 4096 + (uint64_t)(info->n_layers > 0 ? info->n_layers : 0) *
+			       (32 + 11 * (uint64_t)(info->hidden_dim > 0 ? info->hidden_dim : 0));
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
 		return eng_error_set(err, -errno, path, ENG_NO_OFFSET, "cannot open the map: %s",
 				     strerror(errno));
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > most) {
+		int e = fstat(fd, &st) ? errno : 0;
+		close(fd);
+		if (e)
+			return eng_error_set(err, -e, path, ENG_NO_OFFSET, "cannot read the map: %s",
+					     strerror(e));
+		if (!S_ISREG(st.st_mode))
+			return eng_error_set(err, -EINVAL, path, ENG_NO_OFFSET, "is not a regular "
+					     "file (a FIFO, a device or a folder): give the map "
+					     "memwall sparsity-calibrate wrote");
+		return eng_error_set(err, -EFBIG, path, ENG_NO_OFFSET, "is %lld bytes, more than "
+				     "a map of this model can be (%llu): not a sparsity map",
+				     (long long)st.st_size, (unsigned long long)most);
+	}
+	FILE *f = fdopen(fd, "r");
+	if (!f) {
+		close(fd);
+		return eng_error_set(err, -ENOMEM, path, ENG_NO_OFFSET, "out of memory");
+	}
 	int rc = read_map(out, f, path, info, err);
 	fclose(f);
 	return rc;
+}
+
+/* FNV-1a, 64 bits (Fowler, Noll, Vo; http://www.isthe.com/chongo/tech/comp/fnv/). */
+static uint64_t fnv1a(uint64_t h, const unsigned char *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ p[i]) * 0x100000001b3ull;
+	return h;
+}
+
+int eng_sparsity_model_id(const char *model_path, const struct eng_model_info *info, char *out,
+			  size_t n, struct eng_error *err)
+{
+	enum { SPAN = 1 << 20 };
+	unsigned char *buf = malloc(SPAN);
+	uint64_t h = 0xcbf29ce484222325ull;
+	struct stat st;
+	int fd = open(model_path, O_RDONLY | O_NONBLOCK | O_CLOEXEC), rc = 0;
+	if (!buf || fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		rc = eng_error_set(err, !buf ? -ENOMEM : fd < 0 ? -errno : -EINVAL, model_path,
+				   ENG_NO_OFFSET, "cannot read the model to name it in the map");
+		goto out;
+	}
+	/* The first and the last MiB: the header, the embedding's start, the last layer's
+	 * end. Two models of one shape differ there unless they are the same weights. */
+	for (int k = 0; k < 2; k++) {
+		off_t at = k == 0 ? 0 : st.st_size > SPAN ? st.st_size - SPAN : 0;
+		ssize_t got = pread(fd, buf, SPAN, at);
+		if (got < 0) {
+			rc = eng_error_set(err, -errno, model_path, ENG_NO_OFFSET, "cannot read: %s",
+					   strerror(errno));
+			goto out;
+		}
+		h = fnv1a(h, buf, (size_t)got);
+	}
+	snprintf(out, n, "act=%s vocab=%d bytes=%lld fnv=%016llx", eng_ffn_act_name(info->ffn_act),
+		 info->vocab_size, (long long)st.st_size, (unsigned long long)h);
+out:
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	return rc;
+}
+
+int eng_sparsity_map_check_model(const struct eng_sparsity_map *m, const char *path,
+				 const char *model_path, const struct eng_model_info *info,
+				 struct eng_error *err)
+{
+	char id[sizeof(m->model)];
+	int rc = eng_sparsity_model_id(model_path, info, id, sizeof(id), err);
+	if (rc)
+		return rc;
+	if (strcmp(id, m->model))
+		return eng_error_set(err, -EINVAL, path, ENG_NO_OFFSET,
+				     "line 3: the map was calibrated on the model '%s', this model "
+				     "is '%s'%s: run memwall sparsity-calibrate on this one", m->model,
+				     id, strncmp(id, m->model, strcspn(id, " ")) ?
+				     " (another FFN activation)" : "");
+	return 0;
 }
 
 int eng_sparsity_map_save(const struct eng_sparsity_map *m, const char *path,
@@ -177,8 +293,9 @@ int eng_sparsity_map_save(const struct eng_sparsity_map *m, const char *path,
 			tmp[0] = '\0';
 		goto out;
 	}
-	fprintf(f, MAP_MAGIC " %d\nlayers %d hidden %d dim %d tokens %" PRIu64 "\n", MAP_VERSION,
-		m->n_layers, m->hidden_dim, m->dim, m->tokens);
+	fprintf(f, MAP_MAGIC " %d\nlayers %d hidden %d dim %d tokens %" PRIu64 "\nmodel %s\n",
+		MAP_VERSION, m->n_layers, m->hidden_dim, m->dim, m->tokens,
+		m->model[0] ? m->model : "unknown");
 	for (int l = 0; l < m->n_layers; l++) {
 		fprintf(f, "layer %d", l);
 		for (int r = 0; r < m->hidden_dim; r++)

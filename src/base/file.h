@@ -17,6 +17,7 @@
 #include "mw.h"
 
 #define MW_FILE_ANY_SIZE UINT64_MAX /* no size limit (files that are mapped or streamed) */
+#define MW_PROMPTS_MAX_BYTES (64u << 20) /* a prompt file (generate, sparsity-calibrate) */
 
 /* Names from data that become file names (a protocol's name in its records' names, a
  * synthetic model's shape in the cache's file names): ASCII letters, digits, '-', '_' and

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "redact.h"
 
@@ -69,6 +70,68 @@ static const struct secret *match_at(const struct secret *s, size_t n, const cha
 	return best;
 }
 
+/* The parameter names whose values are passwords (libpq's "password"; others' spellings). */
+static size_t password_key(const char *p)
+{
+	static const char *const keys[] = { "password=", "passwd=", "pwd=" };
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		if (!strncasecmp(p, keys[i], strlen(keys[i])))
+			return strlen(keys[i]);
+	return 0;
+}
+
+char *mw_redact_url(const char *text, bool *redacted)
+{
+	size_t len = strlen(text), o = 0;
+	/* Each replacement adds at most strlen(MW_REDACT_PASSWORD) bytes and removes one. */
+	size_t cap = len + 1, marks = 0;
+	for (const char *p = text; *p; p++)
+		marks += *p == '@' || *p == '=';
+	cap += marks * sizeof(MW_REDACT_PASSWORD);
+	char *out = malloc(cap);
+	if (redacted)
+		*redacted = false;
+	if (!out)
+		return NULL;
+	for (size_t i = 0; i < len;) {
+		size_t k;
+		/* scheme://user:PASSWORD@host: the authority ends at '/', '?', '#' or a space */
+		if (!strncmp(text + i, "://", 3)) {
+			size_t a = i + 3, end = a + strcspn(text + a, "/?# \t\n\"'"), at = end;
+			while (at > a && text[at - 1] != '@')
+				at--;
+			const char *colon = at > a ? memchr(text + a, ':', at - 1 - a) : NULL;
+			if (colon) {
+				size_t keep = (size_t)(colon - text) + 1 - i;
+				memcpy(out + o, text + i, keep);
+				o += keep;
+				o += (size_t)sprintf(out + o, "%s@", MW_REDACT_PASSWORD);
+				i = at;
+				if (redacted)
+					*redacted = true;
+				continue;
+			}
+		}
+		/* password=VALUE: the value ends at '&', ';', a space or a quote */
+		if ((i == 0 || strchr("?&; \t'\"", text[i - 1])) && (k = password_key(text + i))) {
+			memcpy(out + o, text + i, k);
+			o += k;
+			i += k;
+			size_t v = strcspn(text + i, "&; \t\n'\"");
+			if (v) {
+				o += (size_t)sprintf(out + o, "%s", MW_REDACT_PASSWORD);
+				i += v;
+				if (redacted)
+					*redacted = true;
+			}
+			continue;
+		}
+		out[o++] = text[i++];
+	}
+	out[o] = '\0';
+	return out;
+}
+
 char *mw_redact(const char *text, size_t len, size_t *out_len, bool *redacted)
 {
 	size_t n, cap = len + 1, o = 0;
@@ -100,8 +163,18 @@ char *mw_redact(const char *text, size_t len, size_t *out_len, bool *redacted)
 		*redacted = true;
 	}
 	out[o] = '\0';
+	free(s);
+	/* Credentials spelled out in URLs and connection strings, whatever the variable. A NUL
+	 * inside the text (captured output) ends what is checked: text past it is kept. */
+	bool r = false;
+	char *clean = strlen(out) == o ? mw_redact_url(out, &r) : NULL;
+	if (clean) {
+		free(out);
+		out = clean;
+		o = strlen(out);
+		*redacted |= r;
+	}
 	if (out_len)
 		*out_len = o;
-	free(s);
 	return out;
 }

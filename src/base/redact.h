@@ -28,4 +28,15 @@ bool mw_secret_name(const char *name);
  * bytes, out_len may be NULL), NULL when out of memory. */
 char *mw_redact(const char *text, size_t len, size_t *out_len, bool *redacted);
 
+/* What replaces a password in a URL or a connection string. */
+#define MW_REDACT_PASSWORD "[redacted]"
+
+/* A copy of text with every credential it spells out replaced by "[redacted]": the password
+ * of a URL's user information ("postgresql://user:PASSWORD@host/db" keeps the user) and the
+ * value of a password= (or passwd=, pwd=) parameter in a query string or a libpq connection
+ * string. Applied to every message memwall prints (mw_error_print, mw_fail) and, through
+ * mw_redact, to everything it records. *redacted (may be NULL) says whether anything was
+ * replaced. Returns a malloc'd string, NULL when out of memory. */
+char *mw_redact_url(const char *text, bool *redacted);
+
 #endif

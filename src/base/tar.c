@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "file.h"
 #include "tar.h"
 
 /* The ustar header (POSIX.1-2017, pax, "ustar Interchange Format"): 512 bytes. */
@@ -121,24 +122,53 @@ static int octal(const char *f, size_t n, uint64_t *out)
 	return 0;
 }
 
-static bool name_ok(const char *n)
+/* Why the member name n (as an extractor joins it: prefix/name) is refused, or NULL: it is
+ * empty or absolute, a component is "..", or a byte is a control character or a backslash
+ * (a path separator on Windows). A file's name may not end in '/' (extractors would make it
+ * a directory). */
+static const char *name_problem(const char *n, bool file)
 {
-	return n[0] && n[0] != '/' && !strstr(n, "..");
+	if (!n[0])
+		return "an empty name";
+	if (n[0] == '/')
+		return "an absolute name";
+	for (const char *p = n; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f || *p == '\\')
+			return "a control character or a backslash in the name";
+	for (const char *c = n; *c;) {
+		size_t l = strcspn(c, "/");
+		if (l == 2 && c[0] == '.' && c[1] == '.')
+			return "a '..' component";
+		c += l;
+		c += *c == '/';
+	}
+	if (file && n[strlen(n) - 1] == '/')
+		return "a file name that ends in '/'";
+	return NULL;
 }
+
+/* Every archive read is bounded in members as well as bytes: empty members cost nothing in
+ * the size limit, and 2.5 million of them fit in 16 MB of gzip (issue 28, class 11). */
+#define TAR_MAX_MEMBERS 10000
 
 int mw_tar_read(const char *path, uint64_t max_entry, uint64_t max_total,
 		int (*fn)(void *ctx, const char *name, const void *data, size_t len), void *ctx,
 		struct mw_error *err)
 {
 	struct ustar h;
-	char name[101];
+	char name[101 + 156];
 	uint64_t size, total = 0, sum;
 	char *data = NULL;
-	int rc = 0;
-	gzFile gz = gzopen(path, "rb");
-	if (!gz)
-		return mw_error_set(err, errno ? -errno : -ENOMEM, path, "", "cannot open: %s",
-				    errno ? strerror(errno) : "out of memory");
+	int rc = 0, members = 0;
+	/* Opened as any user-named file is (file.h): a FIFO or a device is refused, not read. */
+	int fd = mw_file_open(path, "bundle", "", MW_FILE_ANY_SIZE, err);
+	if (fd < 0)
+		return fd;
+	gzFile gz = gzdopen(fd, "rb");
+	if (!gz) {
+		close(fd);
+		return mw_error_set(err, -ENOMEM, path, "", "cannot open: out of memory");
+	}
 	for (;;) {
 		int got = gzread(gz, &h, sizeof(h));
 		if (got == 0)
@@ -149,27 +179,47 @@ int mw_tar_read(const char *path, uint64_t max_entry, uint64_t max_total,
 		}
 		if (!h.name[0])
 			break; /* the end-of-archive block */
-		memcpy(name, h.name, 100);
-		name[100] = '\0';
+		/* The name an extractor writes: ustar's prefix, a '/', then the name field
+		 * (POSIX pax "ustar Interchange Format"; Python's tarfile and GNU tar alike). */
+		size_t pl = !memcmp(h.magic, "ustar", 5) ? strnlen(h.prefix, sizeof(h.prefix)) : 0;
+		size_t nl = strnlen(h.name, sizeof(h.name));
+		snprintf(name, sizeof(name), "%.*s%s%.*s", (int)pl, h.prefix, pl ? "/" : "", (int)nl,
+			 h.name);
+		if (++members > TAR_MAX_MEMBERS) {
+			rc = mw_error_set(err, -EFBIG, path, name, "more than %d members: a bundle "
+					  "holds far fewer (this is not one memwall wrote)",
+					  TAR_MAX_MEMBERS);
+			goto out;
+		}
 		if (octal(h.size, sizeof(h.size), &size) || octal(h.chksum, sizeof(h.chksum), &sum) ||
 		    sum != checksum(&h)) {
 			rc = mw_error_set(err, -EINVAL, path, name, "damaged tar header (size or "
 					  "checksum)");
 			goto out;
 		}
-		if (h.typeflag == '5')
-			continue;
-		if ((h.typeflag != '0' && h.typeflag != '\0') || !name_ok(name)) {
-			rc = mw_error_set(err, -EINVAL, path, name, "not a plain file with a relative "
-					  "name: a bundle holds nothing else");
+		bool dir = h.typeflag == '5' || (h.typeflag == '\0' && name[strlen(name) - 1] == '/');
+		const char *why = name_problem(name, !dir);
+		if (why || (!dir && h.typeflag != '0' && h.typeflag != '\0')) {
+			rc = mw_error_set(err, -EINVAL, path, name, "not a plain file or folder with a "
+					  "relative name (%s): a bundle holds nothing else",
+					  why ? why : "a link, a device or an extended header");
 			goto out;
 		}
-		total += size;
+		/* Headers count towards the total: what an extractor reads and writes. */
+		total += size + sizeof(h);
 		if (size > max_entry || total > max_total) {
 			rc = mw_error_set(err, -EFBIG, path, name, "larger than a bundle may hold "
 					  "(%llu bytes in one file, %llu in all)",
 					  (unsigned long long)max_entry, (unsigned long long)max_total);
 			goto out;
+		}
+		if (dir) {
+			if (size) {
+				rc = mw_error_set(err, -EINVAL, path, name, "a folder with contents "
+						  "in the archive: damaged");
+				goto out;
+			}
+			continue;
 		}
 		size_t padded = (size_t)((size + 511) / 512 * 512);
 		if (!(data = malloc(padded ? padded : 1))) {

@@ -4,8 +4,10 @@
  * files only, gzip-compressed through zlib: what `tar xzf` unpacks everywhere. Written here rather
  * than by running tar, so that a bundle's bytes do not depend on which tar is installed and no
  * file names reach a command line. Names are at most 99 bytes (no prefix field is written); the
- * reader refuses anything but regular files and directories, names with "..", absolute names,
- * and entries or archives past the caller's limits. */
+ * reader checks each member under the name an extractor would write (ustar's prefix joined to
+ * its name), folders included, and refuses anything but regular files and folders, a ".."
+ * component, absolute names, control characters and backslashes, more than 10000 members,
+ * and entries or archives past the caller's limits (headers count towards the total). */
 #ifndef MEMWALL_TAR_H
 #define MEMWALL_TAR_H
 #include <stddef.h>

@@ -11,6 +11,8 @@
 #include <time.h>
 
 #include "mw.h"
+#include "redact.h"
+#include "text.h"
 #include "version.h"
 
 void mw_error_clear(struct mw_error *err)
@@ -33,31 +35,50 @@ int mw_error_set(struct mw_error *err, int code, const char *source, const char 
 	return code;
 }
 
+/* s to stderr as a message shows it: credentials in URLs redacted (redact.h), control
+ * characters escaped (text.h). */
+static void put_clean(const char *s)
+{
+	char *r = mw_redact_url(s, NULL);
+	fputs(mw_esc_lines(r ? r : s), stderr);
+	free(r);
+}
+
 void mw_error_print(const struct mw_error *err)
 {
+	/* Sources, fields and texts quote files and records: escaped, so that no byte of theirs
+	 * reaches the terminal as a control sequence (text.h). */
 	fputs("memwall: ", stderr);
 	if (err->source[0]) {
-		fputs(err->source, stderr);
+		put_clean(err->source);
 		if (err->line > 0)
 			fprintf(stderr, ":%d", err->line);
 		fputs(": ", stderr);
 	}
-	if (err->field[0])
-		fprintf(stderr, "%s: ", err->field);
+	if (err->field[0]) {
+		put_clean(err->field);
+		fputs(": ", stderr);
+	}
 	/* A path that failed without saying why (an allocation, most likely) still says
 	 * something: never a bare "memwall: ". */
-	fprintf(stderr, "%s\n", err->text[0] ? err->text : "failed without a description (most "
-		"likely out of memory); please report it");
+	put_clean(err->text[0] ? err->text : "failed without a description (most likely out of "
+		  "memory); please report it");
+	fputc('\n', stderr);
 }
 
 int mw_fail(int exit_code, const char *verb, const char *fmt, ...)
 {
 	va_list ap;
-	fprintf(stderr, "memwall %s: ", verb);
+	char *msg = NULL;
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	int n = vasprintf(&msg, fmt, ap);
 	va_end(ap);
+	/* The message quotes options, paths and records: escaped (text.h). */
+	fprintf(stderr, "memwall %s: ", verb);
+	put_clean(n >= 0 ? msg : fmt);
 	fputc('\n', stderr);
+	if (n >= 0)
+		free(msg);
 	return exit_code;
 }
 
@@ -86,10 +107,15 @@ int mw_opt_none_left(const char *verb, int argc, char *const *argv)
 int mw_parse_long(const char *text, long min, long max, long *out)
 {
 	char *end = NULL;
-	if (!text || !*text)
+	/* Decimal, or hexadecimal after 0x; never octal (issue 28: base 0 read "010" as 8 and
+	 * refused "09"). No leading space or '+', which strtol would skip. */
+	if (!text || !((*text >= '0' && *text <= '9') || (*text == '-' && text[1] >= '0' &&
+							    text[1] <= '9')))
 		return -EINVAL;
+	const char *digits = *text == '-' ? text + 1 : text;
+	int base = digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X') ? 16 : 10;
 	errno = 0;
-	long v = strtol(text, &end, 0);
+	long v = strtol(text, &end, base);
 	if (errno || *end || v < min || v > max)
 		return -EINVAL;
 	*out = v;

@@ -10,6 +10,7 @@
 #include "report.h"
 #include "result.h"
 #include "store.h"
+#include "text.h"
 #include "verbs.h"
 
 static void usage(FILE *f)
@@ -54,19 +55,11 @@ static void cell(FILE *f, const json_t *v, bool csv)
 	if (json_is_number(v)) {
 		fprintf(f, csv ? "%.10g" : "%.4g", json_number_value(v));
 	} else if (json_is_string(v)) {
-		const char *s = json_string_value(v);
-		if (!csv) {
-			for (; *s; s++) /* a '|' would split a markdown cell */
-				fputs(*s == '|' ? "\\|" : (char[2]){ *s, 0 }, f);
-			return;
-		}
-		fputc('"', f);
-		for (; *s; s++) {
-			if (*s == '"')
-				fputc('"', f);
-			fputc(*s, f);
-		}
-		fputc('"', f);
+		/* Escaped: control characters, '|' in a markdown cell, a formula in a CSV one. */
+		if (csv)
+			mw_csv_put(f, json_string_value(v));
+		else
+			fputs(mw_esc_md(json_string_value(v)), f);
 	} else if (!csv) {
 		fputs("-", f);
 	}
@@ -126,7 +119,7 @@ static void print_rows(FILE *f, json_t *rows, const char *const *keys, size_t nk
 			/* The id is a sha256: twelve digits are enough to name it in a table. */
 			char shortened[256];
 			if (!strcmp(keys[k], "id") && !csv && json_is_string(v))
-				fprintf(f, "%.12s", json_string_value(v));
+				fprintf(f, "%.12s", mw_esc_md(json_string_value(v)));
 			else if (!csv && json_is_string(v)) {
 				json_t *c = json_string(compact(keys[k], json_string_value(v),
 								shortened, sizeof(shortened)));
@@ -161,7 +154,7 @@ static int db_import(struct mw_store *s, struct db_args *a)
 			worst = code > worst ? code : worst;
 			continue;
 		}
-		printf("%s: %s %.12s\n", a->ops[i], was_added ? "imported as" : "already stored as",
+		printf("%s: %s %.12s\n", mw_esc(a->ops[i]), was_added ? "imported as" : "already stored as",
 		       sha);
 		was_added ? added++ : known++;
 	}
@@ -195,7 +188,7 @@ static int db_rows(struct mw_store *s, struct db_args *a, bool compare, bool lis
 			 : mw_store_query(s, list ? NULL : &a->f, &rows, &err);
 	if (rc) {
 		mw_error_print(&err);
-		return MW_EXIT_ENV;
+		return rc == -EINVAL ? MW_EXIT_USAGE : MW_EXIT_ENV; /* -EINVAL: a filter */
 	}
 	if (compare)
 		print_rows(stdout, rows, compare_keys, NKEYS(compare_keys), a->fmt);
@@ -243,7 +236,7 @@ static int db_show(struct mw_store *s, struct db_args *a)
 		json_dumpf(doc, stdout, JSON_INDENT(1) | JSON_REAL_PRECISION(17));
 		fputc('\n', stdout);
 	} else {
-		printf("record %s\n\n", sha);
+		printf("record %s\n\n", mw_esc(sha));
 		mw_report_print(stdout, doc, MW_FORMAT_MD);
 	}
 	json_decref(doc);
@@ -322,9 +315,11 @@ int mw_cmd_db(int argc, char **argv)
 		if (strcmp(argv[optind], subverbs[i].name))
 			continue;
 		mw_error_clear(&err);
-		if ((rc = mw_store_open(a.db, &s, &err))) {
+		/* Only import makes a store; looking at one that is not there says so. */
+		if ((rc = (i ? mw_store_open_existing : mw_store_open)(a.db, &s, &err))) {
 			mw_error_print(&err);
-			return rc == -EPROTO || rc == -EINVAL ? MW_EXIT_USAGE : MW_EXIT_ENV;
+			return rc == -EPROTO || rc == -EINVAL || rc == -ENOENT || rc == -ENAMETOOLONG
+				       ? MW_EXIT_USAGE : MW_EXIT_ENV;
 		}
 		rc = subverbs[i].run(s, &a);
 		mw_store_close(s);

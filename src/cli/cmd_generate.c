@@ -140,6 +140,21 @@ static int check_memory(const char *path)
 		       (double)need / 1048576.0);
 }
 
+/* The model with the KV cache its session will allocate (eng_kv_cache_bytes): refused as
+ * check_memory refuses the model alone. */
+static int check_memory_kv(const struct gen_args *a, const struct eng_model_info *info)
+{
+	uint64_t avail, need, kv;
+	int ctx = a->context ? (int)(a->context + a->steps) : 0;
+	kv = eng_kv_cache_bytes(info, a->kv, ctx, a->batch > 0 ? (int)a->batch : 1);
+	if (mw_memory_fits(info->file_bytes + kv, &avail, &need) == 0)
+		return 0;
+	return mw_fail(MW_EXIT_ENV, VERB, "%s: %.0f MiB available (/proc/meminfo MemAvailable), "
+		       "the model and its KV cache (%.0f MiB) need about %.0f MiB: a shorter "
+		       "--context, a smaller model, or --force to run it anyway", a->model,
+		       (double)avail / 1048576.0, (double)kv / 1048576.0, (double)need / 1048576.0);
+}
+
 static int check_args(struct gen_args *a);
 
 static int parse_args(struct gen_args *a, int argc, char **argv)
@@ -835,6 +850,10 @@ int mw_cmd_generate(int argc, char **argv)
 	if (g.overlap)
 		mw_overlap_mark(&g.ov, false);
 	g.info = eng_model_info(g.model);
+	/* The model and its KV cache (issue 28: --context 1048576 asked 1.3 GB of cache with
+	 * 49 MiB available, and started). */
+	if (!a->force && (rc = check_memory_kv(a, g.info)))
+		goto out;
 	if ((rc = open_tokenizer(a, g.model, &g.tok)))
 		goto out;
 	if (!g.tok && a->prompt) {
@@ -870,7 +889,9 @@ int mw_cmd_generate(int argc, char **argv)
 					    .sparsity_neuron = a->sparsity_neuron,
 					    .sparsity_verify = a->sparsity_verify };
 	if (a->sparsity_static) {
-		if (eng_sparsity_map_load(&g.smap, a->sparsity_static, g.info, &err)) {
+		if (eng_sparsity_map_load(&g.smap, a->sparsity_static, g.info, &err) ||
+		    eng_sparsity_map_check_model(g.smap, a->sparsity_static, a->model, g.info,
+						 &err)) {
 			rc = eng_fail(MW_EXIT_USAGE, &err);
 			goto out;
 		}

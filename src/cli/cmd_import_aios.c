@@ -136,8 +136,20 @@ static int check_input(const json_t *in, const char *src, struct mw_error *err)
 	const json_t *runs = json_object_get(in, "runs");
 	if (json_array_size(runs) == 0 || json_array_size(runs) > 1000)
 		return mw_error_set(err, -EINVAL, src, "runs", "must hold 1 to 1000 runs");
-	if (json_integer_value(json_object_get(in, "n_predict")) < 1)
+	json_int_t n_predict = json_integer_value(json_object_get(in, "n_predict"));
+	if (n_predict < 1)
 		return mw_error_set(err, -EINVAL, src, "n_predict", "must be at least 1");
+	/* The input's own fields are named, never a figure derived from them (issue 28). */
+	static const char *const named[] = { "model", "event" };
+	for (size_t k = 0; k < 2; k++)
+		if (!json_string_length(json_object_get(in, named[k])))
+			return mw_error_set(err, -EINVAL, src, named[k], "must not be empty (%s)",
+					    k ? "the perf event the script counted"
+					      : "the model file's name");
+	const json_t *warm = json_object_get(in, "warmup_runs");
+	if (warm && json_integer_value(warm) < 0)
+		return mw_error_set(err, -EINVAL, src, "warmup_runs", "must be 0 or more, got %lld",
+				    (long long)json_integer_value(warm));
 	json_array_foreach(runs, i, run) {
 		snprintf(prefix, sizeof(prefix), "runs[%zu].", i);
 		if ((rc = check_fields(run, run_fields, sizeof(run_fields) / sizeof(run_fields[0]),
@@ -149,6 +161,12 @@ static int check_input(const json_t *in, const char *src, struct mw_error *err)
 		if (ts && strcmp(ts, "timings") && strcmp(ts, "assumed"))
 			return mw_error_set(err, -EINVAL, src, path,
 					    "must be \"timings\" or \"assumed\", got \"%s\"", ts);
+		json_int_t tok = json_integer_value(json_object_get(run, "tokens"));
+		snprintf(path, sizeof(path), "%stokens", prefix);
+		if (tok > n_predict)
+			return mw_error_set(err, -EINVAL, src, path, "is %lld, more than the %lld "
+					    "tokens requested (n_predict): a run generates at most "
+					    "n_predict", (long long)tok, (long long)n_predict);
 		static const char *const positive[] = { "tokens", "tok_per_s", "mb_per_token" };
 		for (size_t k = 0; k < 3; k++) {
 			double x = json_number_value(json_object_get(run, positive[k]));

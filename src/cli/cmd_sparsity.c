@@ -7,11 +7,13 @@
  * that did not fire on these prompts may fire on others: `--sparsity-verify` counts that.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "engine.h"
 #include "file.h"
@@ -38,6 +40,8 @@ static void usage(FILE *f)
 		"  -n, --steps N         greedy tokens after each prompt (default 32)\n"
 		"  -z, --tokenizer FILE  for text lines: llama2.c tokenizer.bin or a GGUF file\n"
 		"  -t, --threads N       threads (default 1)\n"
+		"      --force           replace MAP or OUT when it exists (only a regular file that\n"
+		"                        is not an input of this command is ever replaced)\n"
 		"      --reorder OUT     also write OUT, a copy of the model (llama2.c ak42 v1) with\n"
 		"                        each layer's FFN neurons ordered by their firing counts, most\n"
 		"                        first (w1/w3 rows, w2 columns: the function is unchanged):\n"
@@ -115,13 +119,18 @@ static int run_prompt(struct calib *c, const int *ids, int n, long steps, int se
 static int calibrate(struct calib *c, const char *prompts, const struct eng_tokenizer *tok,
 		     long steps, int seq_len)
 {
-	FILE *f = fopen(prompts, "r");
+	struct mw_error err;
+	int *ids = NULL, lineno = 0, rc = 0, runs = 0;
+	mw_error_clear(&err);
+	/* A FIFO or a device is refused by what it is, a file past the limit by its size. */
+	FILE *f = mw_file_fopen(prompts, "prompts", "--prompts", MW_PROMPTS_MAX_BYTES, &rc, &err);
 	char *line = NULL;
 	size_t cap = 0;
-	int *ids = NULL, lineno = 0, rc = 0, runs = 0;
 	long tokens = 0;
-	if (!f)
-		return mw_fail(MW_EXIT_USAGE, VERB, "--prompts %s: %s", prompts, strerror(errno));
+	if (!f) {
+		mw_error_print(&err);
+		return MW_EXIT_USAGE;
+	}
 	ids = malloc((size_t)seq_len * sizeof(*ids));
 	if (!ids) {
 		rc = mw_fail(MW_EXIT_ENV, VERB, "out of memory");
@@ -151,6 +160,42 @@ out:
 	free(ids);
 	fclose(f);
 	return rc;
+}
+
+/* Whether a and b name one file: the same inode, or (b not there yet) the same path. */
+static bool same_file(const char *a, const char *b)
+{
+	struct stat sa, sb;
+	if (!a || !b)
+		return false;
+	if (stat(a, &sa) == 0 && stat(b, &sb) == 0)
+		return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+	return !strcmp(a, b);
+}
+
+/* What may be written at out (synth's rule): nothing there, or with --force a regular file;
+ * never a folder, a FIFO or a device, and never a file this command reads or writes
+ * otherwise (-o m.bin would turn the model into a map). */
+static int target_check(const char *opt, const char *out, bool force, const char *const *others,
+			const char *const *names, int n)
+{
+	struct stat st;
+	for (int i = 0; i < n; i++)
+		if (same_file(out, others[i]))
+			return mw_fail(MW_EXIT_USAGE, VERB, "%s %s is also %s: name a new file", opt,
+				       out, names[i]);
+	if (lstat(out, &st)) {
+		if (errno == ENOENT)
+			return 0;
+		return mw_fail(MW_EXIT_ENV, VERB, "%s %s: %s", opt, out, strerror(errno));
+	}
+	if (!S_ISREG(st.st_mode))
+		return mw_fail(MW_EXIT_USAGE, VERB, "%s %s is %s: only a regular file is ever "
+			       "replaced; name a new file", opt, out, mw_file_kind(st.st_mode));
+	if (!force)
+		return mw_fail(MW_EXIT_USAGE, VERB, "%s %s exists: give --force to replace it, or "
+			       "name a new file", opt, out);
+	return 0;
 }
 
 /* What the map says: dead neurons per layer and in all. */
@@ -183,6 +228,7 @@ int mw_cmd_sparsity_calibrate(int argc, char **argv)
 		{ "tokenizer", required_argument, NULL, 'z' },
 		{ "threads", required_argument, NULL, 't' },
 		{ "reorder", required_argument, NULL, 'R' },
+		{ "force", no_argument, NULL, 'F' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -193,6 +239,7 @@ int mw_cmd_sparsity_calibrate(int argc, char **argv)
 	struct calib c = { 0 };
 	struct eng_error err;
 	int ch, rc = 0;
+	bool force = false;
 	optind = 1;
 	opterr = 0;
 	while ((ch = getopt_long(argc, argv, ":m:o:n:z:t:h", longopts, NULL)) != -1) {
@@ -202,6 +249,7 @@ int mw_cmd_sparsity_calibrate(int argc, char **argv)
 		case 'o': out = optarg; break;
 		case 'z': tokpath = optarg; break;
 		case 'R': reorder = optarg; break;
+		case 'F': force = true; break;
 		case 'n':
 			if (mw_parse_long(optarg, 0, 1L << 20, &steps))
 				return mw_fail(MW_EXIT_USAGE, VERB, "-n %s: give a count >= 0", optarg);
@@ -222,6 +270,14 @@ int mw_cmd_sparsity_calibrate(int argc, char **argv)
 	if (!model || !prompts || !out)
 		return mw_fail(MW_EXIT_USAGE, VERB, "give -m MODEL, --prompts FILE and -o MAP "
 			       "(see --help)");
+	const char *others[] = { model, prompts, tokpath, reorder, out };
+	const char *names[] = { "the model (-m)", "the prompts (--prompts)", "the tokenizer (-z)",
+				"--reorder's output", "the map (-o)" };
+	if ((rc = target_check("-o", out, force, others, names, 4)) ||
+	    (reorder && (rc = target_check("--reorder", reorder, force, others, names, 3))) ||
+	    (reorder && same_file(reorder, out) &&
+	     (rc = mw_fail(MW_EXIT_USAGE, VERB, "--reorder and -o name one file: name two"))))
+		return rc;
 	eng_error_clear(&err);
 	if (eng_model_open(&m, model, NULL, &err) ||
 	    (tokpath && eng_tokenizer_open(&tok, tokpath, eng_model_info(m)->vocab_size, &err))) {
@@ -245,6 +301,11 @@ int mw_cmd_sparsity_calibrate(int argc, char **argv)
 	}
 	if ((rc = calibrate(&c, prompts, tok, steps, info->seq_len)))
 		goto out;
+	/* The map names its model: generate refuses it on any other (issue 28). */
+	if (eng_sparsity_model_id(model, info, c.map->model, sizeof(c.map->model), &err)) {
+		rc = mw_fail(MW_EXIT_ENV, VERB, "%s: %s", err.source, err.text);
+		goto out;
+	}
 	if (eng_sparsity_map_save(c.map, out, &err)) {
 		rc = mw_fail(MW_EXIT_ENV, VERB, "%s: %s", err.source, err.text);
 		goto out;

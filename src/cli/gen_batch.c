@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "engine.h"
+#include "file.h"
 #include "generate.h"
 #include "mw.h"
 
@@ -86,15 +87,20 @@ static int encode(struct batch *b, int i, const char *text, const char *ids)
 /* The lines of --prompts FILE (empty lines skipped) into *lines; *n receives the count. */
 static int read_lines(const char *path, char ***lines, int *n)
 {
-	FILE *f = fopen(path, "r");
+	struct mw_error err;
+	int rc = 0;
+	mw_error_clear(&err);
+	/* A FIFO or a device is refused by what it is, a file past the limit by its size. */
+	FILE *f = mw_file_fopen(path, "prompts", "--prompts", MW_PROMPTS_MAX_BYTES, &rc, &err);
 	char *line = NULL;
 	size_t cap = 0;
 	ssize_t len;
-	int rc = 0;
 	*lines = NULL;
 	*n = 0;
-	if (!f)
-		return mw_fail(MW_EXIT_USAGE, VERB, "--prompts %s: %s", path, strerror(errno));
+	if (!f) {
+		mw_error_print(&err);
+		return MW_EXIT_USAGE;
+	}
 	while ((len = getline(&line, &cap, f)) >= 0) {
 		while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
 			line[--len] = '\0';

@@ -1,8 +1,10 @@
 /* src/record/bundle.c: writing and checking submission bundles (bundle.h). */
 #include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "bundle.h"
@@ -12,6 +14,7 @@
 #include "result.h"
 #include "sha256.h"
 #include "tar.h"
+#include "text.h"
 
 /* A bundle holds records (at most MW_RESULT_MAX_BYTES each) and their charts. */
 #define BUNDLE_MAX_TOTAL (1ull << 30)
@@ -30,6 +33,25 @@ bool mw_bundle_is(const char *path)
 	return gz;
 }
 
+/* SIGINT, SIGTERM and SIGHUP during a bundle: the handler only notes the signal; the writer
+ * checks between steps, removes its temporary archive and scratch folder, and the signal is
+ * raised again once the handlers are restored (issue 28, class 7). */
+static volatile sig_atomic_t stop_signal;
+static char scratch_dir[4096];
+
+static void on_signal(int sig)
+{
+	stop_signal = sig;
+}
+
+static int bundle_stopped(struct mw_error *err)
+{
+	if (!stop_signal)
+		return 0;
+	return mw_error_set(err, -ECANCELED, "bundle", "", "stopped by %s: nothing was written "
+			    "(the partial archive was removed)", strsignal(stop_signal));
+}
+
 struct writer {
 	struct mw_tar *tar;
 	json_t *files;  /* manifest.files */
@@ -46,7 +68,8 @@ static int add(struct writer *w, const char *name, const void *data, size_t len,
 	return mw_tar_add(w->tar, name, data, len, err);
 }
 
-/* The files `memwall report --plot` wrote into dir, added under plots/STEM/. */
+/* The files `memwall report --plot` wrote into dir, added under plots/STEM/. Every file is
+ * removed, whatever happens to the others: no scratch folder is left behind. */
 static int add_plots(struct writer *w, const char *dir, const char *stem, struct mw_error *err)
 {
 	DIR *d = opendir(dir);
@@ -54,15 +77,16 @@ static int add_plots(struct writer *w, const char *dir, const char *stem, struct
 	int rc = 0;
 	if (!d)
 		return mw_error_set(err, -errno, dir, "", "cannot read: %s", strerror(errno));
-	while (!rc && (e = readdir(d))) {
+	while ((e = readdir(d))) {
 		char path[4400], name[400];
 		char *text = NULL;
 		size_t len = 0;
-		if (e->d_name[0] == '.')
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
 		snprintf(name, sizeof(name), "plots/%s/%s", stem, e->d_name);
-		if (!(rc = mw_file_read(path, "chart", "", BUNDLE_MAX_TOTAL, &text, &len, err)))
+		if (!rc && e->d_name[0] != '.' && !(rc = bundle_stopped(err)) &&
+		    !(rc = mw_file_read(path, "chart", "", BUNDLE_MAX_TOTAL, &text, &len, err)))
 			rc = add(w, name, text, len, err);
 		unlink(path);
 		free(text);
@@ -71,26 +95,30 @@ static int add_plots(struct writer *w, const char *dir, const char *stem, struct
 	return rc;
 }
 
-/* Runs the report's charts for doc into a scratch folder and adds them. Without gnuplot the
- * bundle is still made; *why says why it has no charts. */
+/* Runs the report's charts for doc into a scratch folder ($TMPDIR, else /tmp) and adds them.
+ * Without gnuplot the bundle is still made; *why says why it has no charts. */
 static int plots(struct writer *w, const json_t *doc, const char *stem, char *why, size_t n,
 		 struct mw_error *err)
 {
-	char dir[] = "/tmp/memwall-bundle-XXXXXX";
+	char dir[4096];
+	const char *tmpdir = getenv("TMPDIR");
 	struct mw_error perr;
 	if (json_array_size(json_object_get(doc, "runs")) == 0) {
 		snprintf(why, n, "no per-run data to chart (an imported reference record)");
 		return 0;
 	}
+	snprintf(dir, sizeof(dir), "%s/memwall-bundle-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
 	if (!mkdtemp(dir))
 		return mw_error_set(err, -errno, dir, "", "cannot make a scratch folder: %s",
 				    strerror(errno));
+	snprintf(scratch_dir, sizeof(scratch_dir), "%s", dir);
 	int rc = mw_report_plot(doc, dir, NULL, &perr);
 	if (rc)
 		snprintf(why, n, "%s%s%s", rc == -ENOENT ? "" : "gnuplot failed: ", perr.text,
 			 rc == -ENOENT ? "; charts can be made later with memwall report --plot" : "");
 	rc = add_plots(w, dir, stem, err);
 	rmdir(dir);
+	scratch_dir[0] = '\0';
 	return rc;
 }
 
@@ -98,6 +126,12 @@ static const char *jstr(const json_t *o, const char *k, const char *dflt)
 {
 	const char *s = json_string_value(json_object_get(o, k));
 	return s ? s : dflt;
+}
+
+/* Record text in provenance.md, escaped (text.h): a markdown file a reviewer reads. */
+static const char *pstr(const json_t *o, const char *k, const char *dflt)
+{
+	return mw_esc(jstr(o, k, dflt));
 }
 
 /* One section of provenance.md: where the record came from, in the words a reviewer needs. */
@@ -111,25 +145,25 @@ static void provenance(FILE *f, const char *name, const char *sha, const json_t 
 	mw_provenance_of(doc, &prov);
 	if (prov.source == MW_DRAM_SIMULATED)
 		fprintf(f, "## %s [SIMULATED]\n\n**SIMULATED: this record's DRAM counts come from "
-			   "memwall's simulated PMU, not from hardware.**\n\n", name);
+			   "memwall's simulated PMU, not from hardware.**\n\n", mw_esc(name));
 	else
-		fprintf(f, "## %s\n\n", name);
+		fprintf(f, "## %s\n\n", mw_esc(name));
 	fprintf(f, "- sha256: %s\n- protocol: %s\n- model: %s\n- created: %s\n"
 		   "- memwall: %s\n- CPU: %s (%lld logical CPUs)\n- memory: %lld bytes\n"
 		   "- memory configuration: %s\n- kernel: %s\n- DRAM counters: %s%s\n"
 		   "- acceptance: %s\n",
-		sha, jstr(json_object_get(doc, "protocol"), "name", "?"),
-		jstr(json_object_get(doc, "model"), "name", "(unnamed)"),
-		jstr(doc, "created_utc", "?"), jstr(json_object_get(doc, "memwall"), "version", "?"),
-		jstr(m, "cpu_name", "?"), (long long)json_integer_value(json_object_get(m, "logical_cpus")),
+		sha, pstr(json_object_get(doc, "protocol"), "name", "?"),
+		pstr(json_object_get(doc, "model"), "name", "(unnamed)"),
+		pstr(doc, "created_utc", "?"), pstr(json_object_get(doc, "memwall"), "version", "?"),
+		pstr(m, "cpu_name", "?"), (long long)json_integer_value(json_object_get(m, "logical_cpus")),
 		(long long)json_integer_value(json_object_get(m, "mem_total_bytes")),
-		mem ? mem : jstr(json_object_get(m, "unavailable"), "memory_config",
+		mem ? mem : pstr(json_object_get(m, "unavailable"), "memory_config",
 				 "not recorded (the record predates memory_config)"),
-		jstr(json_object_get(m, "kernel"), "release", "?"),
+		pstr(json_object_get(m, "kernel"), "release", "?"),
 		json_is_true(json_object_get(dram, "measured")) ? "counted as " : "not measured: ",
 		json_is_true(json_object_get(dram, "measured"))
-			? mw_provenance_tag(&prov, tag, sizeof(tag)) : jstr(dram, "reason", "?"),
-		jstr(json_object_get(doc, "acceptance"), "status", "?"));
+			? mw_provenance_tag(&prov, tag, sizeof(tag)) : pstr(dram, "reason", "?"),
+		pstr(json_object_get(doc, "acceptance"), "status", "?"));
 	mw_provenance_print_md(f, &prov);
 	free(mem);
 }
@@ -191,12 +225,22 @@ static int add_record(struct writer *w, const char *path, FILE *prov, char *why,
 	char *text = NULL;
 	size_t len = 0;
 	int rc;
-	if ((rc = mw_result_load(&doc, path, err)) || (rc = mw_result_validate(doc, path, err)) ||
+	if ((rc = bundle_stopped(err)) || (rc = mw_result_load(&doc, path, err)) ||
+	    (rc = mw_result_validate(doc, path, err)) ||
 	    (rc = mw_file_read(path, "result record", "", MW_RESULT_MAX_BYTES, &text, &len, err)))
 		goto out;
 	snprintf(stem, sizeof(stem), "%s", base);
 	if (strlen(stem) > 5 && !strcmp(stem + strlen(stem) - 5, ".json"))
 		stem[strlen(stem) - 5] = '\0';
+	/* The name in the bundle follows the rule validate checks (in_layout): a record named
+	 * "..json" or "a b.json" is refused here, not written into a bundle validate refuses. */
+	char nwhy[128];
+	if (mw_name_check(stem, nwhy, sizeof(nwhy))) {
+		rc = mw_error_set(err, -EINVAL, path, "", "the file name '%s' cannot name a record "
+				  "in a bundle: %s (names: " MW_NAME_RULE "); copy the record to a "
+				  "name that does", stem, nwhy);
+		goto out;
+	}
 	snprintf(name, sizeof(name), "records/%s.json", stem);
 	mw_sha256_hex(text, len, hex);
 	size_t i;
@@ -228,22 +272,45 @@ out:
 	return rc;
 }
 
+/* The temporary archive beside out: ".NAME.mw-bundle-PID", moved onto out only when whole. */
+static void tmp_name(const char *out, char *tmp, size_t n)
+{
+	const char *slash = strrchr(out, '/');
+	snprintf(tmp, n, "%.*s.%s.mw-bundle-%ld", slash ? (int)(slash - out + 1) : 0, out,
+		 slash ? slash + 1 : out, (long)getpid());
+}
+
 int mw_bundle_write(const char *const *paths, int n, const char *out, FILE *log,
 		    struct mw_error *err)
 {
 	struct writer w = { NULL, json_array(), json_array() };
-	char why[1024] = "", now[32];
+	char why[1024] = "", now[32], tmp[4200];
 	char *prov_text = NULL, *manifest = NULL;
 	size_t prov_len = 0;
 	FILE *prov = open_memstream(&prov_text, &prov_len);
 	json_t *names = json_array();
+	struct sigaction sa = { .sa_handler = on_signal }, old[3];
+	static const int sigs[3] = { SIGINT, SIGTERM, SIGHUP };
+	struct stat st;
 	int rc;
+	stop_signal = 0;
+	sigemptyset(&sa.sa_mask);
+	for (int i = 0; i < 3; i++)
+		sigaction(sigs[i], &sa, &old[i]);
 	if (!prov || !w.files || !w.plots || !names) {
 		rc = mw_error_set(err, -ENOMEM, out, "", "out of memory");
 		goto out;
 	}
-	if ((rc = mw_tar_create(out, &w.tar, err)))
+	if (lstat(out, &st) == 0) {
+		rc = mw_error_set(err, -EEXIST, out, "-o", "exists: memwall never replaces a file "
+				  "(remove it or choose another name)");
 		goto out;
+	}
+	tmp_name(out, tmp, sizeof(tmp));
+	if ((rc = mw_tar_create(tmp, &w.tar, err))) {
+		snprintf(err->source, sizeof(err->source), "%s", out);
+		goto out;
+	}
 	fprintf(prov, "# Provenance of this bundle\n\nWritten by memwall %s on %s. Each record's "
 		      "own `machine` object holds the whole description.\n\n", mw_version(),
 		mw_utc_now(now, sizeof(now), false));
@@ -269,11 +336,20 @@ out:
 		fclose(prov);
 	if (w.tar) {
 		struct mw_error cerr;
-		int crc = mw_tar_close(w.tar, rc != 0, &cerr);
+		if (!rc)
+			rc = bundle_stopped(err);
+		int crc = mw_tar_close(w.tar, rc != 0, &cerr); /* removes tmp when abandoned */
 		if (!rc && crc) {
 			*err = cerr;
 			rc = crc;
 		}
+		/* Into place without replacing anything: link fails if out appeared meanwhile. */
+		if (!rc && link(tmp, out)) {
+			rc = mw_error_set(err, -errno, out, "-o", "cannot move the bundle into place: "
+					  "%s", strerror(errno));
+		}
+		if (!crc)
+			unlink(tmp);
 	}
 	if (!rc && why[0] && log)
 		fprintf(log, "memwall bundle: some records have no charts, e.g.: %s (the manifest "
@@ -283,6 +359,10 @@ out:
 	json_decref(w.files);
 	json_decref(w.plots);
 	json_decref(names);
+	for (int i = 0; i < 3; i++)
+		sigaction(sigs[i], &old[i], NULL);
+	if (stop_signal) /* the default action now: the shell sees how memwall ended */
+		raise(stop_signal);
 	return rc;
 }
 
@@ -291,6 +371,7 @@ struct checker {
 	json_t *seen;      /* name -> {sha256, bytes} */
 	json_t *records;   /* name -> the record's bytes, validated once its sum is checked */
 	json_t *manifest;
+	bool has_manifest; /* a manifest.json member was read (parsed or not) */
 	FILE *log;
 	int worst;         /* 0, MW_RESULT_INCONSISTENT or MW_RESULT_MALFORMED */
 	struct mw_error first;
@@ -309,14 +390,68 @@ static void fail(struct checker *c, int code, const struct mw_error *e)
 	}
 }
 
+/* Whether name is where a bundle puts a file (bundle.h's layout): manifest.json,
+ * provenance.md, records/STEM.json, plots/STEM/FILE, each STEM and FILE a name by
+ * MW_NAME_RULE (file.h). A member anywhere else is not one memwall wrote. */
+static bool in_layout(const char *name, bool *record)
+{
+	char part[MW_NAME_MAX + 8], why[64];
+	const char *rest;
+	size_t n;
+	*record = false;
+	if (!strcmp(name, "manifest.json") || !strcmp(name, "provenance.md"))
+		return true;
+	if (!strncmp(name, "records/", 8)) {
+		rest = name + 8;
+		n = strlen(rest);
+		if (n <= 5 || n - 5 > MW_NAME_MAX || strcmp(rest + n - 5, ".json"))
+			return false;
+		snprintf(part, sizeof(part), "%.*s", (int)(n - 5), rest);
+		*record = true;
+		return mw_name_check(part, why, sizeof(why)) == 0;
+	}
+	if (strncmp(name, "plots/", 6))
+		return false;
+	rest = name + 6;
+	for (int k = 0; k < 2; k++) {
+		n = strcspn(rest, "/");
+		if (n == 0 || n > MW_NAME_MAX || (k == 0) != (rest[n] == '/'))
+			return false;
+		snprintf(part, sizeof(part), "%.*s", (int)n, rest);
+		if (mw_name_check(part, why, sizeof(why)))
+			return false;
+		rest += n + (k == 0);
+	}
+	return true;
+}
+
+/* check_entry's return after a problem it has reported: the archive is not read further. */
+#define STOP_READING 1
+
 static int check_entry(void *ctx, const char *name, const void *data, size_t len)
 {
 	struct checker *c = ctx;
 	struct mw_error e;
 	char hex[65];
 	json_error_t jerr;
+	bool record;
 	mw_error_clear(&e);
+	/* A name twice: an extractor keeps the last copy, and which one was checked is a guess. */
+	if (json_object_get(c->seen, name) || (!strcmp(name, "manifest.json") && c->has_manifest)) {
+		mw_error_set(&e, MW_RESULT_MALFORMED, c->path, name, "appears twice in the archive: "
+			     "an extractor keeps only the last copy; not a bundle memwall wrote");
+		fail(c, MW_RESULT_MALFORMED, &e);
+		return STOP_READING;
+	}
+	if (!in_layout(name, &record)) {
+		mw_error_set(&e, MW_RESULT_MALFORMED, c->path, name, "not where a bundle puts a "
+			     "file (manifest.json, provenance.md, records/NAME.json, plots/NAME/FILE; "
+			     "names: " MW_NAME_RULE ")");
+		fail(c, MW_RESULT_MALFORMED, &e);
+		return STOP_READING;
+	}
 	if (!strcmp(name, "manifest.json")) {
+		c->has_manifest = true;
 		if (!(c->manifest = json_loadb(data, len, 0, &jerr))) {
 			mw_error_set(&e, MW_RESULT_MALFORMED, c->path, "manifest.json", "not JSON: %s",
 				     jerr.text);
@@ -327,8 +462,7 @@ static int check_entry(void *ctx, const char *name, const void *data, size_t len
 	mw_sha256_hex(data, len, hex);
 	json_object_set_new(c->seen, name, json_pack("{s:s, s:I}", "sha256", hex, "bytes",
 						     (json_int_t)len));
-	size_t n = strlen(name);
-	if (!strncmp(name, "records/", 8) && n >= 13 && !strcmp(name + n - 5, ".json"))
+	if (record)
 		json_object_set_new(c->records, name, json_stringn_nocheck(data, len));
 	return 0;
 }
@@ -353,7 +487,7 @@ static void check_records(struct checker *c)
 		if (rc)
 			fail(c, rc == MW_RESULT_INCONSISTENT ? rc : MW_RESULT_MALFORMED, &e);
 		else if (c->log)
-			fprintf(c->log, "%s: valid record\n", src);
+			fprintf(c->log, "%s: valid record\n", mw_esc(src));
 		json_decref(doc);
 	}
 }
@@ -406,7 +540,9 @@ int mw_bundle_check(const char *path, FILE *log, struct mw_error *err)
 	struct checker c = { .path = path, .seen = json_object(), .records = json_object(),
 			     .changed = json_object(), .log = log };
 	int rc = mw_tar_read(path, MW_RESULT_MAX_BYTES, BUNDLE_MAX_TOTAL, check_entry, &c, err);
-	if (rc) {
+	if (rc == STOP_READING) {
+		/* reported */
+	} else if (rc) {
 		fail(&c, MW_RESULT_MALFORMED, err);
 	} else if (!c.manifest) {
 		struct mw_error e;
@@ -417,6 +553,15 @@ int mw_bundle_check(const char *path, FILE *log, struct mw_error *err)
 	} else {
 		check_manifest(&c);
 		check_records(&c);
+		const json_t *nrec = json_object_get(c.manifest, "records");
+		if (!json_is_integer(nrec) || json_integer_value(nrec) != c.records_n) {
+			struct mw_error e;
+			mw_error_clear(&e);
+			mw_error_set(&e, MW_RESULT_INCONSISTENT, path, "manifest.json: records",
+				     "the manifest counts %lld records, the archive holds %d",
+				     (long long)json_integer_value(nrec), c.records_n);
+			fail(&c, MW_RESULT_INCONSISTENT, &e);
+		}
 	}
 	if (!c.worst && c.records_n == 0) {
 		struct mw_error e;
@@ -428,7 +573,7 @@ int mw_bundle_check(const char *path, FILE *log, struct mw_error *err)
 	if (rc)
 		*err = c.first;
 	else if (log)
-		fprintf(log, "%s: valid bundle (%d records, every sha256 matches its manifest)\n", path,
+		fprintf(log, "%s: valid bundle (%d records, every sha256 matches its manifest)\n", mw_esc(path),
 			c.records_n);
 	json_decref(c.seen);
 	json_decref(c.records);

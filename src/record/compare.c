@@ -6,6 +6,7 @@
 
 #include "compare.h"
 #include "provenance.h"
+#include "text.h"
 #include "machine.h"
 #include "stats.h"
 
@@ -402,4 +403,15 @@ void mw_compare(const json_t *base, const json_t *new, const struct mw_compare_o
 		compare_metric(doc, &met[i], o, &c->m[c->n++]);
 	}
 	decide(c);
+	/* The fixed buffers above may have cut a record's text inside a UTF-8 sequence: never
+	 * hand half a character to the JSON and XML writers (issue 28). */
+	for (size_t i = 0; i < c->n_diffs; i++) {
+		mw_utf8_trim(c->diffs[i].field);
+		mw_utf8_trim(c->diffs[i].base);
+		mw_utf8_trim(c->diffs[i].new);
+		mw_utf8_trim(c->diffs[i].note);
+	}
+	for (size_t i = 0; i < c->n; i++)
+		mw_utf8_trim(c->m[i].reason);
+	mw_utf8_trim(c->exit_reason);
 }

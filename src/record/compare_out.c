@@ -3,9 +3,11 @@
  * fields, never rename them. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "compare.h"
+#include "text.h"
 
 /* ---- Markdown */
 
@@ -18,13 +20,15 @@ static void md_num(FILE *f, int digits, double x)
 
 void mw_compare_print_md(FILE *f, const struct mw_comparison *c, const char *const paths[2])
 {
-	fprintf(f, "## memwall compare\n\nBASE `%s`, NEW `%s`\n\n", paths[0], paths[1]);
+	fprintf(f, "## memwall compare\n\nBASE `%s`, NEW `%s`\n\n", mw_esc(paths[0]),
+		mw_esc(paths[1]));
 	if (c->n_diffs) {
 		fprintf(f, "%s: the records' settings differ:\n\n| setting | BASE | NEW | note |\n"
 			"|---|---|---|---|\n", c->compared ? "**forced** (--force)" : "**refused**");
 		for (size_t i = 0; i < c->n_diffs; i++)
-			fprintf(f, "| %s | %s | %s | %s |\n", c->diffs[i].field, c->diffs[i].base,
-				c->diffs[i].new, c->diffs[i].note);
+			fprintf(f, "| %s | %s | %s | %s |\n", mw_esc_md(c->diffs[i].field),
+				mw_esc_md(c->diffs[i].base), mw_esc_md(c->diffs[i].new),
+				mw_esc_md(c->diffs[i].note));
 		fprintf(f, "\n");
 	}
 	if (c->compared) {
@@ -51,7 +55,7 @@ void mw_compare_print_md(FILE *f, const struct mw_comparison *c, const char *con
 			fprintf(f, " | %s%s | %s |\n",
 				m->verdict == MW_CMP_REGRESSION ? "**REGRESSION**"
 								   : mw_cmp_verdict_name(m->verdict),
-				"", m->reason);
+				"", mw_esc_md(m->reason));
 		}
 		fprintf(f, "\nA verdict needs a change beyond %g %% with p < %g (Welch's t-test over "
 			"the runs); units are the record's (memwall report).\n",
@@ -72,11 +76,22 @@ static json_t *num(double x)
 	return isfinite(x) ? json_real(x) : json_null();
 }
 
+/* Text as a JSON string, whatever its bytes: invalid UTF-8 (a path, a record's text) would
+ * make json_pack fail and the whole document vanish (issue 28). */
+static json_t *text(const char *s)
+{
+	char *fixed = mw_utf8_fix(s ? s : "");
+	json_t *v = fixed ? json_string(fixed) : NULL;
+	free(fixed);
+	return v ? v : json_string("(text not shown: out of memory)");
+}
+
 static json_t *metric_json(const struct mw_metric_cmp *m)
 {
-	json_t *o = json_pack("{s:s, s:s, s:b, s:s, s:s*}", "name", m->metric->name, "unit",
+	json_t *o = json_pack("{s:s, s:s, s:b, s:s, s:o}", "name", m->metric->name, "unit",
 			      m->metric->unit, "required", m->required, "verdict",
-			      mw_cmp_verdict_name(m->verdict), "reason", m->reason[0] ? m->reason : NULL);
+			      mw_cmp_verdict_name(m->verdict), "reason",
+			      m->reason[0] ? text(m->reason) : json_null());
 	static const char *const side[2] = { "base", "new" };
 	for (int s = 0; s < 2; s++)
 		json_object_set_new(o, side[s], m->n[s] ? json_pack("{s:I, s:o, s:o}", "n",
@@ -98,11 +113,12 @@ void mw_compare_print_json(FILE *f, const struct mw_comparison *c, const char *c
 {
 	json_t *diffs = json_array(), *metrics = json_array(), *counts = json_object();
 	for (size_t i = 0; i < c->n_diffs; i++) {
+		/* A value too long for its buffer is cut: then its text, not a null */
 		json_t *b = json_loads(c->diffs[i].base, JSON_DECODE_ANY, NULL);
 		json_t *n = json_loads(c->diffs[i].new, JSON_DECODE_ANY, NULL);
-		json_array_append_new(diffs, json_pack("{s:s, s:o, s:o, s:s}", "field",
-			c->diffs[i].field, "base", b ? b : json_null(), "new", n ? n : json_null(),
-			"note", c->diffs[i].note));
+		json_array_append_new(diffs, json_pack("{s:o, s:o, s:o, s:o}", "field",
+			text(c->diffs[i].field), "base", b ? b : text(c->diffs[i].base), "new",
+			n ? n : text(c->diffs[i].new), "note", text(c->diffs[i].note)));
 	}
 	for (size_t i = 0; i < c->n; i++)
 		json_array_append_new(metrics, metric_json(&c->m[i]));
@@ -111,15 +127,15 @@ void mw_compare_print_json(FILE *f, const struct mw_comparison *c, const char *c
 				    json_integer((json_int_t)c->count[v]));
 	json_t *req = json_array();
 	for (size_t i = 0; i < c->opts.n_require; i++)
-		json_array_append_new(req, json_string(c->opts.require[i]));
-	json_t *doc = json_pack("{s:s, s:s, s:s, s:b, s:b, s:o, s:f, s:f, s:f, s:o, s:o, s:o,"
-				" s:i, s:s}",
-		"schema", "memwall-compare/1", "base", paths[0], "new", paths[1],
+		json_array_append_new(req, text(c->opts.require[i]));
+	json_t *doc = json_pack("{s:s, s:o, s:o, s:b, s:b, s:o, s:f, s:f, s:f, s:o, s:o, s:o,"
+				" s:i, s:o}",
+		"schema", "memwall-compare/1", "base", text(paths[0]), "new", text(paths[1]),
 		"comparable", c->n_diffs == 0, "forced", c->compared && c->n_diffs,
 		"differences", diffs, "max_regress_pct", c->opts.max_regress_pct,
 		"alpha", c->opts.alpha, "power", c->opts.power, "required", req,
 		"metrics", metrics, "counts", counts, "exit_code", c->exit_code,
-		"exit_reason", c->exit_reason);
+		"exit_reason", text(c->exit_reason));
 	if (doc)
 		json_dumpf(doc, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
 	fputc('\n', f);
@@ -135,15 +151,19 @@ static void xml_text(FILE *f, const char *s)
 		{ '&', "&amp;" }, { '<', "&lt;" }, { '>', "&gt;" }, { '"', "&quot;" },
 		{ '\'', "&apos;" },
 	};
-	for (; *s; s++) {
+	/* Valid UTF-8 only (an XML parser refuses the document otherwise): invalid bytes
+	 * become U+FFFD; control characters XML 1.0 forbids are left out. */
+	char *fixed = mw_utf8_fix(s);
+	for (const char *p = fixed ? fixed : ""; *p; p++) {
 		size_t i;
-		for (i = 0; i < sizeof(ents) / sizeof(ents[0]) && ents[i].c != *s; i++)
+		for (i = 0; i < sizeof(ents) / sizeof(ents[0]) && ents[i].c != *p; i++)
 			;
 		if (i < sizeof(ents) / sizeof(ents[0]))
 			fputs(ents[i].ent, f);
-		else if ((unsigned char)*s >= 0x20 || *s == '\n' || *s == '\t')
-			fputc(*s, f);
+		else if ((unsigned char)*p >= 0x20 || *p == '\n' || *p == '\t')
+			fputc(*p, f);
 	}
+	free(fixed);
 }
 
 /* A metric fails the job when it regressed, or when it is required and was not compared or
@@ -159,20 +179,22 @@ static const char *junit_outcome(const struct mw_metric_cmp *m)
 
 static void junit_case(FILE *f, const struct mw_metric_cmp *m)
 {
-	char msg[900];
+	char *msg = NULL;
 	const char *what = junit_outcome(m);
-	if (m->verdict == MW_CMP_NOT_COMPARABLE)
-		snprintf(msg, sizeof(msg), "%s%s: %s", mw_cmp_verdict_name(m->verdict),
-			 m->required ? " (required)" : "", m->reason);
-	else
-		snprintf(msg, sizeof(msg), "%s: %.6g -> %.6g (%+.2f %%, p = %.3g)%s%s",
-			 mw_cmp_verdict_name(m->verdict), m->mean[0], m->mean[1], m->change_pct, m->p,
-			 m->reason[0] ? ": " : "", m->reason);
+	/* Built whole, never cut in a fixed buffer (a cut could split a character). */
+	int k = m->verdict == MW_CMP_NOT_COMPARABLE
+		? asprintf(&msg, "%s%s: %s", mw_cmp_verdict_name(m->verdict),
+			   m->required ? " (required)" : "", m->reason)
+		: asprintf(&msg, "%s: %.6g -> %.6g (%+.2f %%, p = %.3g)%s%s",
+			   mw_cmp_verdict_name(m->verdict), m->mean[0], m->mean[1], m->change_pct,
+			   m->p, m->reason[0] ? ": " : "", m->reason);
+	if (k < 0)
+		msg = NULL;
 	fprintf(f, "    <testcase classname=\"memwall.compare\" name=\"%s\" time=\"0\">",
 		m->metric->name);
 	if (what) {
 		fprintf(f, "\n      <%s message=\"", what);
-		xml_text(f, msg);
+		xml_text(f, msg ? msg : "");
 		if (!strcmp(what, "failure"))
 			fprintf(f, "\" type=\"%s\">", mw_cmp_verdict_name(m->verdict));
 		else
@@ -181,10 +203,11 @@ static void junit_case(FILE *f, const struct mw_metric_cmp *m)
 		fprintf(f, "</%s>\n    ", what);
 	} else {
 		fprintf(f, "<system-out>");
-		xml_text(f, msg);
+		xml_text(f, msg ? msg : "");
 		fprintf(f, "</system-out>");
 	}
 	fprintf(f, "</testcase>\n");
+	free(msg);
 }
 
 void mw_compare_print_junit(FILE *f, const struct mw_comparison *c, const char *const paths[2])
@@ -218,10 +241,12 @@ void mw_compare_print_junit(FILE *f, const struct mw_comparison *c, const char *
 		fprintf(f, "    <testcase classname=\"memwall.compare\" name=\"comparability\" "
 			"time=\"0\">\n      <failure message=\"settings differ\" type=\"refused\">");
 		for (size_t i = 0; i < c->n_diffs; i++) {
-			char line[700];
-			snprintf(line, sizeof(line), "%s: BASE %s, NEW %s (%s)\n", c->diffs[i].field,
-				 c->diffs[i].base, c->diffs[i].new, c->diffs[i].note);
-			xml_text(f, line);
+			char *line = NULL;
+			if (asprintf(&line, "%s: BASE %s, NEW %s (%s)\n", c->diffs[i].field,
+				     c->diffs[i].base, c->diffs[i].new, c->diffs[i].note) >= 0) {
+				xml_text(f, line);
+				free(line);
+			}
 		}
 		fprintf(f, "</failure>\n    </testcase>\n");
 	}

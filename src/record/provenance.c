@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "provenance.h"
+#include "text.h"
 
 static const char *jstr(const json_t *o, const char *k)
 {
@@ -63,10 +64,10 @@ const char *mw_provenance_tag(const struct mw_provenance *p, char *buf, size_t n
 {
 	switch (p->source) {
 	case MW_DRAM_SIMULATED:
-		snprintf(buf, n, "SIMULATED (%s)", p->backend ? p->backend : "?");
+		snprintf(buf, n, "SIMULATED (%s)", p->backend ? mw_esc(p->backend) : "?");
 		break;
 	case MW_DRAM_HARDWARE:
-		snprintf(buf, n, "hardware (%s%s)", p->backend ? p->backend : "?",
+		snprintf(buf, n, "hardware (%s%s)", p->backend ? mw_esc(p->backend) : "?",
 			 p->calibrated ? ", calibrated" : "");
 		break;
 	default:
@@ -89,7 +90,8 @@ static const char *age_text(double days, char *buf, size_t n)
 
 static void print_source(FILE *f, const struct mw_provenance *p)
 {
-	const char *backend = p->backend ? p->backend : "?";
+	/* Text from the record is escaped for terminals and markdown (text.h). */
+	const char *backend = p->backend ? mw_esc_md(p->backend) : "?";
 	switch (p->source) {
 	case MW_DRAM_SIMULATED:
 		fprintf(f, "- **SIMULATED**: DRAM counts: the simulated PMU (MEMWALL_COUNTERS=sim, "
@@ -101,7 +103,7 @@ static void print_source(FILE *f, const struct mw_provenance *p)
 		fprintf(f, "- DRAM counts: hardware counters (the %s backend, %d instance%s, read "
 			   "through the kernel's %s layer).\n",
 			backend, p->n_instances, p->n_instances == 1 ? "" : "s",
-			p->layer ? p->layer : "?");
+			p->layer ? mw_esc_md(p->layer) : "?");
 		break;
 	default:
 		if (p->why_mark[0])
@@ -110,10 +112,10 @@ static void print_source(FILE *f, const struct mw_provenance *p)
 		else
 			fprintf(f, "- DRAM counts: none (not measured: %s); every MB/token figure "
 				   "here is engine-accounted, computed from tensor shapes.\n",
-				p->why_none);
+				mw_esc_md(p->why_none));
 	}
 	if (p->caveat && p->source != MW_DRAM_NONE)
-		fprintf(f, "- Caveat of the %s backend: %s\n", backend, p->caveat);
+		fprintf(f, "- Caveat of the %s backend: %s\n", backend, mw_esc_md(p->caveat));
 }
 
 void mw_provenance_print_md(FILE *f, const struct mw_provenance *p)
@@ -132,7 +134,7 @@ void mw_provenance_print_md(FILE *f, const struct mw_provenance *p)
 				age_text(p->cal_age_days, age, sizeof(age)));
 		else
 			fprintf(f, "- Calibration: none applies (%s); figures are raw counts.\n",
-				p->cal_reason ? p->cal_reason : "none recorded");
+				p->cal_reason ? mw_esc_md(p->cal_reason) : "none recorded");
 		if (!p->verdict)
 			fprintf(f, "- Verification: none on record (`memwall verify` checks the "
 				   "counters against a known stream).\n");

@@ -15,6 +15,7 @@
 #include "result.h"
 #include "roofline.h"
 #include "stats.h"
+#include "text.h"
 
 int mw_format_parse(const char *text, enum mw_format *out)
 {
@@ -40,7 +41,8 @@ static double num(const json_t *o, const char *key)
 static const char *str(const json_t *o, const char *key, const char *dflt)
 {
 	const char *s = json_string_value(json_object_get(o, key));
-	return s ? s : dflt;
+	/* Record text reaches a terminal, a markdown table or a chart: escaped (text.h). */
+	return s ? mw_esc(s) : dflt;
 }
 
 /* The markdown table's rows: a label, the metric, and a scale for display. */
@@ -280,13 +282,7 @@ static void print_md(FILE *f, const json_t *doc)
 
 static void csv_field(FILE *f, const char *s)
 {
-	fputc('"', f);
-	for (; *s; s++) {
-		if (*s == '"')
-			fputc('"', f);
-		fputc(*s, f);
-	}
-	fputc('"', f);
+	mw_csv_put(f, s); /* quoted, and never a formula (text.h) */
 }
 
 static void print_csv(FILE *f, const json_t *doc)
@@ -302,7 +298,7 @@ static void print_csv(FILE *f, const json_t *doc)
 		   "reason,dram_source,model_synthetic\n");
 	json_object_foreach((json_t *)(uintptr_t)m, k, x) {
 		csv_field(f, str(json_object_get(doc, "protocol"), "name", ""));
-		fprintf(f, ",%s,", k);
+		fprintf(f, ",%s,", mw_esc(k)); /* a metric's name (the schema lists them) */
 		csv_field(f, str(x, "unit", ""));
 		fprintf(f, ",%s,%lld", json_is_true(json_object_get(x, "measured")) ? "true" : "false",
 			(long long)json_integer_value(json_object_get(x, "n")));

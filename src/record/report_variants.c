@@ -17,6 +17,7 @@
 #include "mechanisms.h"
 #include "report_variants.h"
 #include "roofline.h"
+#include "text.h"
 
 /* The claim of issue 17's source, quoted: published notes on the theoretical limits of CPU
  * inference, which rank temporal weight reuse first. */
@@ -181,7 +182,7 @@ static void print_table(FILE *f, const struct vrow *rows, size_t n)
 		char spec[32] = "off";
 		if (r->spec_k)
 			snprintf(spec, sizeof(spec), "lookup K=%d", r->spec_k);
-		fprintf(f, "| %s%s%s%s | %d | %s |", r->name, r->mech ? " (" : "",
+		fprintf(f, "| %s%s%s%s | %d | %s |", mw_esc_md(r->name), r->mech ? " (" : "",
 			r->mech ? r->mech : "", r->mech ? ")" : "", r->batch, spec);
 		fnum(f, r->tok_s, 2, "");
 		fnum(f, base ? r->tok_s / base->tok_s : NAN, 2, "x");
@@ -229,7 +230,7 @@ static void print_spec(FILE *f, const struct vrow *rows, size_t n)
 				   "token | as | analytic at this acceptance | plain MB/token | tok/s vs "
 				   "plain |\n|---|---:|---:|---:|---:|---|---:|---:|---:|\n");
 		any = true;
-		fprintf(f, "| %s | %d |", r->name, r->spec_k);
+		fprintf(f, "| %s | %d |", mw_esc_md(r->name), r->spec_k);
 		fnum(f, 100 * r->acc, 1, " %");
 		fnum(f, r->tpp, 2, "");
 		fnum(f, r->mb, 4, "");
@@ -335,17 +336,17 @@ static void print_measured(FILE *f, const char *rule, const struct vrow *v, cons
 	double cut = 100 * (1 - v->mb / b->mb);
 	fprintf(f, " %.1f %% %s MB/token (%s, variant %s: %.4f against %s's %.4f MB)",
 		fabs(cut), cut >= 0 ? "less" : "more", dram ? "DRAM" : "engine-accounted",
-		v->name, v->mb, b->name, b->mb);
+		mw_esc_md(v->name), v->mb, mw_esc_md(b->name), b->mb);
 	if (!strcmp(rule, "R2") && !isnan(v->kv_read))
 		fprintf(f, "; KV read per token %.4f MB (%s %.4f MB), engine-accounted: both kernels "
 			   "read every cached byte, so only DRAM counters can show the cache "
-			   "staying in L3", v->kv_read / 1e6, b->name, b->kv_read / 1e6);
+			   "staying in L3", v->kv_read / 1e6, mw_esc_md(b->name), b->kv_read / 1e6);
 	if (!strcmp(rule, "R3") && !isnan(v->w_unique) && v->w_unique < v->weights)
 		fprintf(f, "; unique weight bytes %.4f MB per token, %.1f %% %s than %s's "
 			   "weights (what DRAM serves only if the canonicals stay in the LLC "
 			   "between the layers that share them)", v->w_unique / 1e6,
 			fabs(100 * (1 - v->w_unique / b->weights)),
-			v->w_unique <= b->weights ? "less" : "more", b->name);
+			v->w_unique <= b->weights ? "less" : "more", mw_esc_md(b->name));
 }
 
 /* AIOS's mechanisms: projection and prediction from mechanisms.c for the model of each
@@ -381,11 +382,11 @@ static void print_mechanisms(FILE *f, const struct vrow *rows, size_t n)
 			m = json_array_get(own, i);
 		const json_t *pred = json_object_get(m, "prediction");
 		const json_t *pp = json_object_get(pred, "reduction_pct");
-		fprintf(f, "| %s %s | %s | ", rule, json_string_value(json_object_get(m, "mechanism")),
-			json_string_value(json_object_get(json_object_get(m, "projection"), "text")));
+		fprintf(f, "| %s %s | %s | ", mw_esc_md(rule), mw_esc_md(json_string_value(json_object_get(m, "mechanism"))),
+			mw_esc_md(json_string_value(json_object_get(json_object_get(m, "projection"), "text"))));
 		if (json_is_number(pp))
 			fprintf(f, "%.1f %%: ", json_number_value(pp));
-		fprintf(f, "%s |", json_string_value(json_object_get(pred, "text")));
+		fprintf(f, "%s |", mw_esc_md(json_string_value(json_object_get(pred, "text"))));
 		if (v && b) {
 			/* every variant that turns the rule on, each against its own baseline */
 			for (size_t k = (size_t)(v - rows); k < n; k++) {
@@ -398,8 +399,8 @@ static void print_mechanisms(FILE *f, const struct vrow *rows, size_t n)
 			}
 			fputs(" |\n", f);
 		} else
-			fprintf(f, " no variant of this record: %s |\n", json_string_value(
-				json_object_get(json_object_get(m, "measurement"), "text")));
+			fprintf(f, " no variant of this record: %s |\n", mw_esc_md(json_string_value(
+				json_object_get(json_object_get(m, "measurement"), "text"))));
 		json_decref(own);
 	}
 	json_decref(mech);

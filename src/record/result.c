@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -179,7 +180,10 @@ static double net_per_token(const json_t *run, const char *key, double *idle_rat
 	double idle_s = num(idle, "window_ns") * 1e-9, secs = num(dec, "ns") * 1e-9;
 	double nt = (double)json_integer_value(json_object_get(dec, "tokens"));
 	*idle_rate = num(idle, key) / idle_s;
-	return (num(dec, key) - *idle_rate * secs) / nt;
+	double net = (num(dec, key) - *idle_rate * secs) / nt;
+	/* Below zero the baseline is noise larger than the traffic (a window of a few
+	 * microseconds with idle_baseline_ms 0): not a measurement (issue 28). */
+	return net < 0 ? NAN : net;
 }
 
 /* The factor that turns counted MB/token into an estimate of the bytes moved: the recorded
@@ -820,6 +824,34 @@ static int check_document(struct dctx *c, const json_t *doc)
 	return 0;
 }
 
+/* What the schema cannot say (issue 28): created_utc is a real UTC time as memwall writes
+ * it ("2026-11-21T07:36:00Z"; "9999-99-99T99:99:99Z" passed), and the protocol's name is
+ * the name in the document it copies. */
+static int check_identity(struct dctx *c, const json_t *doc)
+{
+	const char *t = json_string_value(json_object_get(doc, "created_utc"));
+	struct tm tm = { 0 };
+	char back[32] = "";
+	const char *end = t ? strptime(t, "%Y-%m-%dT%H:%M:%SZ", &tm) : NULL;
+	time_t when = end && !*end ? timegm(&tm) : (time_t)-1;
+	struct tm norm;
+	if (when != (time_t)-1 && gmtime_r(&when, &norm))
+		strftime(back, sizeof(back), "%Y-%m-%dT%H:%M:%SZ", &norm);
+	if (!t || strcmp(back, t))
+		return mw_error_set(c->err, MW_RESULT_MALFORMED, c->source, "created_utc",
+				    "'%s' is not a UTC time such as 2026-11-21T07:36:00Z (every "
+				    "field in range)", t ? t : "");
+	const json_t *p = json_object_get(doc, "protocol");
+	const char *name = json_string_value(json_object_get(p, "name"));
+	const char *dname = json_string_value(json_object_get(json_object_get(p, "document"),
+							      "name"));
+	if (name && dname && strcmp(name, dname))
+		return inconsistent(c, "protocol.name", "is '%s', but protocol.document.name is "
+				    "'%s': the record or its copy of the protocol was edited", name,
+				    dname);
+	return 0;
+}
+
 int mw_result_validate(const json_t *doc, const char *source, struct mw_error *err)
 {
 	struct dctx c = { .source = source, .err = err };
@@ -843,6 +875,8 @@ int mw_result_validate(const json_t *doc, const char *source, struct mw_error *e
 		goto out;
 	}
 	c.v1 = !strcmp(json_string_value(json_object_get(doc, "schema")), "memwall-result/1");
+	if ((rc = check_identity(&c, doc)))
+		goto out;
 	if (!strcmp(json_string_value(json_object_get(doc, "kind")), "reference")) {
 		rc = check_reference(&c, doc);
 		goto out;

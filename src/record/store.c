@@ -57,31 +57,56 @@ int mw_store_schema_latest(void)
 	return migrations[N_MIGRATIONS - 1].version;
 }
 
-const char *mw_store_default(const char *where, char *buf, size_t n)
+/* The store's location into buf: where, else $MEMWALL_DB, else the data folder's
+ * results.db (its folders made only when create). 0, or -EINVAL with err saying what to set:
+ * an empty --db, no HOME and no XDG_DATA_HOME (the working folder is nobody's data folder),
+ * a path too long for buf (never cut into a path nobody named). */
+static int store_path(const char *where, bool create, char *buf, size_t n, struct mw_error *err)
 {
 	const char *env = getenv("MEMWALL_DB"), *xdg = getenv("XDG_DATA_HOME");
 	const char *home = getenv("HOME");
-	char dir[900];
-	if (where && *where)
-		snprintf(buf, n, "%s", where);
+	char dir[4096];
+	int w;
+	if (where && !*where)
+		return mw_error_set(err, -EINVAL, "--db", "", "is empty: give a file path (SQLite) "
+				    "or a postgresql:// URL, or leave --db out for the default");
+	if (where)
+		w = snprintf(buf, n, "%s", where);
 	else if (env && *env)
-		snprintf(buf, n, "%s", env);
+		w = snprintf(buf, n, "%s", env);
 	else {
 		if (xdg && *xdg)
-			snprintf(dir, sizeof(dir), "%s/memwall", xdg);
+			w = snprintf(dir, sizeof(dir), "%s/memwall", xdg);
+		else if (home && *home)
+			w = snprintf(dir, sizeof(dir), "%s/.local/share/memwall", home);
 		else
-			snprintf(dir, sizeof(dir), "%s/.local/share/memwall", home ? home : ".");
+			return mw_error_set(err, -EINVAL, "results store", "", "no data folder: HOME "
+					    "and XDG_DATA_HOME are unset; give --db FILE or set "
+					    "MEMWALL_DB");
+		if (w < 0 || (size_t)w >= sizeof(dir) || (size_t)w + 12 > n)
+			return mw_error_set(err, -ENAMETOOLONG, "results store", "", "the data "
+					    "folder's path (XDG_DATA_HOME or HOME) is too long; give "
+					    "--db FILE or set MEMWALL_DB");
 		/* Parents first: ~/.local/share may not exist on a fresh account. */
-		for (char *p = dir + 1; *p; p++)
+		for (char *p = dir + 1; create && *p; p++)
 			if (*p == '/') {
 				*p = '\0';
 				mkdir(dir, 0755);
 				*p = '/';
 			}
-		mkdir(dir, 0755);
-		snprintf(buf, n, "%s/results.db", dir);
+		if (create)
+			mkdir(dir, 0755);
+		w = snprintf(buf, n, "%s/results.db", dir);
 	}
-	return buf;
+	if (w < 0 || (size_t)w >= n)
+		return mw_error_set(err, -ENAMETOOLONG, "--db", "", "the store's path or URL is "
+				    "longer than %zu bytes", n - 1);
+	return 0;
+}
+
+const char *mw_store_default(const char *where, char *buf, size_t n)
+{
+	return store_path(where, true, buf, n, NULL) ? NULL : buf;
 }
 
 static int int_row(void *ctx, int ncol, const char *const *v)
@@ -138,14 +163,51 @@ static int backfill_provenance(struct mw_store *s, struct mw_error *err)
 	return rc;
 }
 
+/* The database's tables: whether memwall's schema_version is among them, how many others. */
+struct tables {
+	bool ours;
+	int others;
+	char first[64];
+};
+
+static int table_row(void *ctx, int ncol, const char *const *v)
+{
+	struct tables *t = ctx;
+	static const char *const mine[] = { "schema_version", "records", "metrics" };
+	if (ncol < 1 || !v[0])
+		return 0;
+	for (size_t i = 0; i < 3; i++)
+		if (!strcmp(v[0], mine[i])) {
+			t->ours |= i == 0;
+			return 0;
+		}
+	if (!t->others++)
+		snprintf(t->first, sizeof(t->first), "%s", v[0]);
+	return 0;
+}
+
 static int migrate(struct mw_store *s, struct mw_error *err)
 {
 	char ver[16], now[32];
 	int v = 0, rc;
-	rc = s->ops->exec(s->h, "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER "
-			  "PRIMARY KEY, applied_utc TEXT NOT NULL, description TEXT NOT NULL)", err);
-	if (rc || (rc = s->ops->exec(s->h, s->ops->begin_exclusive, err)))
+	struct tables t = { 0 };
+	/* Everything in the one exclusive transaction: two first uses at once serialize (the
+	 * table was created before the lock: 2 of 12 concurrent first `db list`s failed), and a
+	 * refusal leaves the database as it was. */
+	if ((rc = s->ops->exec(s->h, s->ops->begin_exclusive, err)))
 		return rc;
+	if ((rc = s->ops->query(s->h, s->ops->tables_sql, NULL, 0, table_row, &t, err)))
+		goto out;
+	if (!t.ours && t.others) {
+		rc = mw_error_set(err, -EINVAL, s->where, "--db", "holds %d tables of another "
+				  "program (%s) and no memwall schema: not a results store; give "
+				  "--db a new file", t.others, t.first);
+		goto out;
+	}
+	if ((rc = s->ops->exec(s->h, "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER "
+			       "PRIMARY KEY, applied_utc TEXT NOT NULL, description TEXT NOT NULL)",
+			       err)))
+		goto out;
 	if ((rc = mw_store_schema_version(s, &v, err)))
 		goto out;
 	if (v > mw_store_schema_latest()) {
@@ -175,14 +237,26 @@ out:
 	return s->ops->exec(s->h, "COMMIT", err);
 }
 
-int mw_store_open(const char *where, struct mw_store **out, struct mw_error *err)
+static int store_open(const char *where, bool create, struct mw_store **out,
+		      struct mw_error *err)
 {
 	struct mw_store *s = calloc(1, sizeof(*s));
+	struct stat st;
 	int rc;
 	*out = NULL;
 	if (!s)
 		return mw_error_set(err, -ENOMEM, where, "--db", "out of memory");
-	mw_store_default(where, s->where, sizeof(s->where));
+	if ((rc = store_path(where, create, s->where, sizeof(s->where), err))) {
+		free(s);
+		return rc;
+	}
+	/* Looking never creates: `db list` on a path that is not there says so. */
+	if (!create && !strstr(s->where, "://") && stat(s->where, &st) && errno == ENOENT) {
+		rc = mw_error_set(err, -ENOENT, s->where, "--db", "no results store here: `memwall "
+				  "db import RECORD...` makes one");
+		free(s);
+		return rc;
+	}
 	for (size_t i = 0; i < sizeof(backends) / sizeof(backends[0]) && !s->ops; i++)
 		if (backends[i]->accepts(s->where))
 			s->ops = backends[i];
@@ -197,6 +271,16 @@ int mw_store_open(const char *where, struct mw_store **out, struct mw_error *err
 	}
 	*out = s;
 	return 0;
+}
+
+int mw_store_open(const char *where, struct mw_store **out, struct mw_error *err)
+{
+	return store_open(where, true, out, err);
+}
+
+int mw_store_open_existing(const char *where, struct mw_store **out, struct mw_error *err)
+{
+	return store_open(where, false, out, err);
 }
 
 void mw_store_close(struct mw_store *s)
@@ -342,12 +426,18 @@ int mw_store_import(struct mw_store *s, const char *path, char sha[65], bool *ad
 	}
 	mw_sha256_hex(text, len, sha);
 	const char *p[1] = { sha };
-	if ((rc = s->ops->query(s->h, "SELECT 1 FROM records WHERE sha256 = $1", p, 1, count_row,
-				&have, err)) || have)
+	/* Looked up inside the writers' exclusive transaction: two imports of one record at once
+	 * cannot both find it missing and both say "imported". */
+	if ((rc = s->ops->exec(s->h, s->ops->begin_exclusive, err)))
 		goto out;
-	if ((rc = s->ops->exec(s->h, "BEGIN", err)))
+	rc = s->ops->query(s->h, "SELECT 1 FROM records WHERE sha256 = $1", p, 1, count_row,
+			   &have, err);
+	if (!rc && have) {
+		rc = s->ops->exec(s->h, "COMMIT", err);
 		goto out;
-	rc = insert_record(s, doc, text, path, sha, err);
+	}
+	if (!rc)
+		rc = insert_record(s, doc, text, path, sha, err);
 	if (!rc)
 		rc = insert_metrics(s, doc, sha, err);
 	if (rc) {
@@ -385,37 +475,96 @@ static int collect_row(void *ctx, int ncol, const char *const *v)
 	return json_array_append_new(c->rows, o) ? -ENOMEM : 0;
 }
 
-/* WHERE clause for f into sql (appended), its parameters into p (from p[*np]). */
-static void where(const struct mw_store_filter *f, char *sql, size_t n, const char **p, int *np,
-		  char (*bufs)[256])
+/* Whether t is an ISO 8601 date or UTC time as records write them: YYYY-MM-DD, optionally
+ * THH:MM, :SS and Z, every field in range. */
+static bool iso_date(const char *t)
+{
+	int y, mo, d, h = 0, mi = 0, sec = 0, n = 0;
+	if (sscanf(t, "%4d-%2d-%2d%n", &y, &mo, &d, &n) != 3 || n != 10 || t[4] != '-' ||
+	    t[7] != '-' || strspn(t, "0123456789-") < 10)
+		return false;
+	const char *r = t + 10;
+	if (*r == 'T') {
+		int k = 0;
+		if (sscanf(r, "T%2d:%2d%n", &h, &mi, &k) != 2 || k != 6)
+			return false;
+		r += 6;
+		if (*r == ':') {
+			if (sscanf(r, ":%2d%n", &sec, &k) != 1 || k != 3)
+				return false;
+			r += 3;
+		}
+		r += *r == 'Z';
+	}
+	return !*r && y >= 1970 && mo >= 1 && mo <= 12 && d >= 1 && d <= 31 && h <= 23 &&
+	       mi <= 59 && sec <= 60;
+}
+
+/* v for LIKE ... ESCAPE '\\': % and _ are the user's characters, not wildcards. */
+static char *like_pattern(const char *v)
+{
+	char *out = malloc(2 * strlen(v) + 3), *o = out;
+	if (!out)
+		return NULL;
+	*o++ = '%';
+	for (; *v; v++) {
+		if (*v == '%' || *v == '_' || *v == '\\')
+			*o++ = '\\';
+		*o++ = *v;
+	}
+	*o++ = '%';
+	*o = '\0';
+	return out;
+}
+
+/* WHERE clause for f into sql (appended), its parameters into p (from p[*np], each malloc'd:
+ * the caller frees them). -EINVAL with err naming the option for a date that is not one. */
+static int where(const struct mw_store_filter *f, char *sql, size_t n, char **p, int *np,
+		 struct mw_error *err)
 {
 	const struct {
-		const char *val;
+		const char *val, *opt;
 		const char *pre, *post; /* around the parameter */
 		int like;         /* 1: substring, 2: until (the whole day) */
 	} conds[] = {
-		{ f->protocol, "r.protocol = ", "", 0 },
-		{ f->model, "LOWER(r.model) LIKE LOWER(", ")", 1 },
-		{ f->machine, "LOWER(r.machine) LIKE LOWER(", ")", 1 },
-		{ f->backend, "r.backend = ", "", 0 },
-		{ f->since, "r.created_utc >= ", "", 0 },
-		{ f->until, "r.created_utc <= ", "", 2 },
+		{ f->protocol, "--protocol", "r.protocol = ", "", 0 },
+		{ f->model, "--model", "LOWER(r.model) LIKE LOWER(", ") ESCAPE '\\'", 1 },
+		{ f->machine, "--machine", "LOWER(r.machine) LIKE LOWER(", ") ESCAPE '\\'", 1 },
+		{ f->backend, "--backend", "r.backend = ", "", 0 },
+		{ f->since, "--since", "r.created_utc >= ", "", 0 },
+		{ f->until, "--until", "r.created_utc <= ", "", 2 },
 	};
 	const char *sep = " WHERE ";
 	for (size_t i = 0; i < sizeof(conds) / sizeof(conds[0]); i++) {
 		if (!conds[i].val)
 			continue;
+		if ((f->since == conds[i].val || f->until == conds[i].val) &&
+		    !iso_date(conds[i].val))
+			return mw_error_set(err, -EINVAL, conds[i].opt, "", "'%s' is not an ISO 8601 "
+					    "date: give 2026-11-21 or 2026-11-21T06:00:00Z",
+					    conds[i].val);
 		char c[96];
 		snprintf(c, sizeof(c), "%s$%d%s", conds[i].pre, *np + 1, conds[i].post);
 		strncat(sql, sep, n - strlen(sql) - 1);
 		strncat(sql, c, n - strlen(sql) - 1);
 		sep = " AND ";
 		/* '~' sorts after every character of an ISO 8601 time: "2026-11-21~" is the day's end. */
-		snprintf(bufs[*np], 256, conds[i].like == 1 ? "%%%s%%" : conds[i].like == 2 ? "%s~" : "%s",
-			 conds[i].val);
-		p[*np] = bufs[*np];
-		(*np)++;
+		char *v = NULL;
+		if (conds[i].like == 1)
+			v = like_pattern(conds[i].val);
+		else if (asprintf(&v, conds[i].like == 2 ? "%s~" : "%s", conds[i].val) < 0)
+			v = NULL;
+		if (!v)
+			return mw_error_set(err, -ENOMEM, conds[i].opt, "", "out of memory");
+		p[(*np)++] = v;
 	}
+	return 0;
+}
+
+static void params_free(char **p, int n)
+{
+	for (int i = 0; i < n; i++)
+		free(p[i]);
 }
 
 static const char *const query_keys[] = { "id", "created_utc", "protocol", "model", "machine",
@@ -432,8 +581,7 @@ int mw_store_query(struct mw_store *s, const struct mw_store_filter *f, json_t *
 		   struct mw_error *err)
 {
 	static const struct mw_store_filter none;
-	char sql[2048], bufs[8][256];
-	const char *p[8];
+	char sql[2048], *p[8];
 	int np = 0;
 	struct collect c = { json_array(), query_keys, query_numeric, 12 };
 	snprintf(sql, sizeof(sql),
@@ -442,9 +590,11 @@ int mw_store_query(struct mw_store *s, const struct mw_store_filter *f, json_t *
 		 " LEFT JOIN metrics t ON t.sha256 = r.sha256 AND t.metric = 'tok_per_s' AND t.measured = 1"
 		 " LEFT JOIN metrics d ON d.sha256 = r.sha256 AND d.metric = 'dram_MB_per_token'"
 		 " AND d.measured = 1");
-	where(f ? f : &none, sql, sizeof(sql), p, &np, bufs);
+	int rc = where(f ? f : &none, sql, sizeof(sql), p, &np, err);
 	strncat(sql, " ORDER BY r.created_utc, r.sha256", sizeof(sql) - strlen(sql) - 1);
-	int rc = s->ops->query(s->h, sql, p, np, collect_row, &c, err);
+	if (!rc)
+		rc = s->ops->query(s->h, sql, (const char *const *)p, np, collect_row, &c, err);
+	params_free(p, np);
 	if (rc)
 		json_decref(c.rows);
 	*rows = rc ? NULL : c.rows;
@@ -462,8 +612,7 @@ int mw_store_compare(struct mw_store *s, const struct mw_store_filter *f, json_t
 		     struct mw_error *err)
 {
 	static const struct mw_store_filter none;
-	char sql[2048], bufs[8][256];
-	const char *p[8];
+	char sql[2048], *p[8];
 	int np = 0;
 	struct collect c = { json_array(), compare_keys, compare_numeric, 10 };
 	/* The DRAM source is a setting: simulated and hardware figures never share a group. */
@@ -474,13 +623,15 @@ int mw_store_compare(struct mw_store *s, const struct mw_store_filter *f, json_t
 		 " LEFT JOIN metrics t ON t.sha256 = r.sha256 AND t.metric = 'tok_per_s' AND t.measured = 1"
 		 " LEFT JOIN metrics d ON d.sha256 = r.sha256 AND d.metric = 'dram_MB_per_token'"
 		 " AND d.measured = 1");
-	where(f ? f : &none, sql, sizeof(sql), p, &np, bufs);
+	int rc = where(f ? f : &none, sql, sizeof(sql), p, &np, err);
 	/* Fastest first within each protocol and model; machines without a tok/s last. */
 	strncat(sql, " GROUP BY r.protocol, r.model, r.synthetic, r.machine, r.memory,"
 		" r.dram_source ORDER BY r.protocol,"
 		" r.model, CASE WHEN AVG(t.mean) IS NULL THEN 1 ELSE 0 END, AVG(t.mean) DESC,"
 		" r.machine", sizeof(sql) - strlen(sql) - 1);
-	int rc = s->ops->query(s->h, sql, p, np, collect_row, &c, err);
+	if (!rc)
+		rc = s->ops->query(s->h, sql, (const char *const *)p, np, collect_row, &c, err);
+	params_free(p, np);
 	if (rc) {
 		json_decref(c.rows);
 		*rows = NULL;
@@ -554,6 +705,12 @@ int mw_store_show(struct mw_store *s, const char *prefix, json_t **doc, char sha
 	} else if (!(*doc = json_loads(c.text, 0, &jerr))) {
 		rc = mw_error_set(err, -EIO, c.sha, "document", "the stored record is not JSON: %s",
 				  jerr.text);
+	} else if (mw_result_validate(*doc, c.sha, err)) {
+		/* Imports validate; a row that does not was written by something else. */
+		snprintf(err->source, sizeof(err->source), "%s", c.sha);
+		json_decref(*doc);
+		*doc = NULL;
+		rc = -EIO;
 	} else {
 		memcpy(sha, c.sha, 65);
 	}

@@ -16,13 +16,18 @@ struct mw_store;
 
 /* The store a --db value names: a postgresql:// URL, or a file path. NULL where picks the
  * default: $MEMWALL_DB, else $XDG_DATA_HOME/memwall/results.db, else
- * ~/.local/share/memwall/results.db (its folder is created). buf[0..n) receives the choice. */
+ * ~/.local/share/memwall/results.db (its folder is created). buf[0..n) receives the choice.
+ * NULL (nothing chosen) for an empty where, no HOME nor XDG_DATA_HOME, or a path past n. */
 const char *mw_store_default(const char *where, char *buf, size_t n);
 
 /* Opens the store at where (see mw_store_default) and brings its schema up to date. -EPROTO
  * when the store was written by a newer memwall (a schema version this one does not know).
  * *out is freed with mw_store_close. 0 or -errno with err filled. */
 int mw_store_open(const char *where, struct mw_store **out, struct mw_error *err);
+/* mw_store_open for looking (list, show, query, compare): an SQLite path that does not exist
+ * is -ENOENT, not a new store. A database holding other programs' tables and no memwall
+ * schema is refused by both (-EINVAL), and left as it was. */
+int mw_store_open_existing(const char *where, struct mw_store **out, struct mw_error *err);
 void mw_store_close(struct mw_store *s);
 /* "sqlite" or "postgresql"; static storage. */
 const char *mw_store_backend(const struct mw_store *s);

@@ -68,3 +68,17 @@ const char *mw_run_stop_name(void)
 {
 	return stop_signal == SIGTERM ? "SIGTERM" : "SIGINT (Ctrl-C)";
 }
+
+int mw_run_prefill(struct eng_session *s, int seq, const int *tokens, int n,
+		   const float **logits)
+{
+	int rc = 0;
+	*logits = NULL;
+	for (int at = 0, k; at < n && !rc && !mw_run_stopped(); at += k) {
+		k = n - at < ENG_PREFILL_CHUNK ? n - at : ENG_PREFILL_CHUNK;
+		/* logits only for the last pass, as one call computes them */
+		rc = eng_session_prefill_seq(s, seq, tokens + at, k, at, at + k == n ? logits : NULL,
+					     NULL);
+	}
+	return rc;
+}

@@ -21,6 +21,15 @@ int mw_run_stopped(void);
 /* "SIGTERM" or "SIGINT (Ctrl-C)", for the signal that stopped the run. Static storage. */
 const char *mw_run_stop_name(void);
 
+/* The n tokens into sequence seq of s from position 0, one pass (ENG_PREFILL_CHUNK tokens)
+ * per call, so the passes fall where one call puts them, with the stop request checked
+ * between: a SIGTERM during a 65536-token context ends the run within a pass, not after the
+ * whole prompt (issue 28). 0 with *logits the last token's (NULL when stopped first), or the
+ * engine's error. */
+struct eng_session;
+int mw_run_prefill(struct eng_session *s, int seq, const int *tokens, int n,
+		   const float **logits);
+
 /* Sleeps ms milliseconds, or less when a stop is asked for meanwhile. */
 void mw_run_sleep_ms(int ms);
 

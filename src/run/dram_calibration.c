@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "dram_calibration.h"
+#include "file.h"
 #include "metrics.h"
 #include "sha256.h"
 #include "version.h"
@@ -111,6 +112,9 @@ static int store_read(const char *path, json_t **out, struct mw_error *err)
 {
 	struct stat sb;
 	json_error_t jerr;
+	char *text = NULL;
+	size_t len = 0;
+	int rc;
 	*out = NULL;
 	if (stat(path, &sb) != 0) {
 		if (errno != ENOENT)
@@ -119,12 +123,18 @@ static int store_read(const char *path, json_t **out, struct mw_error *err)
 		*out = json_pack("{s:s, s:{}}", "schema", MW_DRAMCAL_SCHEMA, "machines");
 		return *out ? 0 : -ENOMEM;
 	}
-	if (sb.st_size > (off_t)MW_DRAMCAL_MAX_BYTES)
-		return mw_error_set(err, -EFBIG, path, "", "the calibration store is %lld bytes, "
-				    "more than the %u a store can hold: remove the file and run "
-				    "`memwall calibrate` again", (long long)sb.st_size,
-				    MW_DRAMCAL_MAX_BYTES);
-	*out = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+	/* Through the bounded reader (file.h): a FIFO, a device or a folder is refused by what
+	 * it is, never blocked on or read forever. */
+	if ((rc = mw_file_read(path, "calibration store", "", MW_DRAMCAL_MAX_BYTES, &text, &len,
+			       err))) {
+		if (rc == -EFBIG)
+			snprintf(err->text, sizeof(err->text), "the calibration store is larger "
+				 "than the %u bytes a store can hold: remove the file and run "
+				 "`memwall calibrate` again", MW_DRAMCAL_MAX_BYTES);
+		return rc;
+	}
+	*out = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+	free(text);
 	if (!*out)
 		return mw_error_set(err, -EINVAL, path, "", "not valid JSON: %s (line %d): remove "
 				    "the file and run `memwall calibrate` again", jerr.text,
@@ -318,6 +328,49 @@ static const json_t *newest(const json_t *machines)
 	return best;
 }
 
+/* Factors a calibration may hold: counters that miss nine bytes in ten, or count ten times
+ * what moved, are broken, not calibrated. The error in percent follows: 1/f - 1. */
+#define FACTOR_MIN 0.1
+#define FACTOR_MAX 10.0
+
+/* Why entry e cannot be applied (a figure no calibration can produce), into why; false
+ * when every figure is plausible: each error_pct and factor null or finite and in range,
+ * each factor the one its error gives. */
+static bool implausible(const json_t *e, char *why, size_t n)
+{
+	static const char *const keys[] = { "read", "write", "total" };
+	const json_t *ep = json_object_get(e, "error_pct"), *fa = json_object_get(e, "factor");
+	const json_t *in;
+	size_t i;
+	if (!json_is_object(ep) || !json_is_object(fa)) {
+		snprintf(why, n, "error_pct and factor are not objects");
+		return true;
+	}
+	for (size_t k = 0; k < 3; k++) {
+		const json_t *x = json_object_get(ep, keys[k]), *f = json_object_get(fa, keys[k]);
+		double v = num(ep, keys[k]), fv = num(fa, keys[k]);
+		if ((x && !json_is_null(x) && !(v >= 100.0 / FACTOR_MAX - 100.0 &&
+						 v <= 100.0 / FACTOR_MIN - 100.0)) ||
+		    (f && !json_is_null(f) && !(fv >= FACTOR_MIN && fv <= FACTOR_MAX)) ||
+		    (!isnan(v) && !isnan(fv) && fabs(fv - factor_of(v)) > 1e-6 * fv)) {
+			snprintf(why, n, "error_pct.%s %g and factor.%s %g are not a calibration's "
+				 "(factors lie in %g..%g, factor = 1 / (1 + error_pct / 100))",
+				 keys[k], v, keys[k], fv, FACTOR_MIN, FACTOR_MAX);
+			return true;
+		}
+	}
+	json_array_foreach(json_object_get(e, "instances"), i, in) {
+		const json_t *f = json_object_get(in, "factor");
+		double fv = num(in, "factor");
+		if (f && !json_is_null(f) && !(fv >= FACTOR_MIN && fv <= FACTOR_MAX)) {
+			snprintf(why, n, "instances[%zu].factor %g is outside %g..%g", i, fv,
+				 FACTOR_MIN, FACTOR_MAX);
+			return true;
+		}
+	}
+	return false;
+}
+
 static json_t *without(const char *why, FILE *log)
 {
 	if (log)
@@ -352,7 +405,9 @@ json_t *mw_dramcal_for_run(const struct mw_dramcal_source *src, const json_t *fi
 	}
 	const json_t *machines = json_object_get(store, "machines");
 	const json_t *e = json_object_get(machines, sha);
-	bool match = e != NULL;
+	/* The key is only a name: the entry's own fingerprint must be this machine's too, or
+	 * an entry copied under this machine's key would be applied. */
+	bool match = e != NULL && json_equal(json_object_get(e, "fingerprint"), fingerprint);
 	if (!e && !(e = newest(machines))) {
 		snprintf(why, sizeof(why), "missing: %s has no calibration; run `memwall calibrate` "
 			 "on this machine (or pass --calibration FILE)", path);
@@ -365,10 +420,24 @@ json_t *mw_dramcal_for_run(const struct mw_dramcal_source *src, const json_t *fi
 		differences(fingerprint, json_object_get(e, "fingerprint"), diff, sizeof(diff));
 		snprintf(why, sizeof(why), "stale: %s holds no calibration of this machine (its "
 			 "newest differs in %s); run `memwall calibrate` again", path, diff);
+	} else if (age < -1.0) {
+		/* A day's slack for clocks; a date in the future would never go stale. */
+		snprintf(why, sizeof(why), "stale: the calibration in %s is dated %.0f days in the "
+			 "future (created_utc %s); run `memwall calibrate` again", path, -age,
+			 json_string_value(json_object_get(e, "created_utc")));
 	} else if (!(age <= MW_DRAMCAL_MAX_AGE_DAYS)) {
 		snprintf(why, sizeof(why), "stale: the calibration in %s is %.0f days old (more "
 			 "than %.0f); run `memwall calibrate` again", path, age,
 			 MW_DRAMCAL_MAX_AGE_DAYS);
+	} else {
+		char bad[400];
+		if (implausible(e, bad, sizeof(bad))) {
+			snprintf(why, sizeof(why), "implausible: the calibration in %s holds %s; "
+				 "run `memwall calibrate` again", path, bad);
+			mw_error_clear(&err);
+			out = without(why, log);
+			goto out;
+		}
 	}
 	if (why[0] && log)
 		fprintf(log, "memwall run: DRAM calibration: %s\n", why);

@@ -279,12 +279,15 @@ static enum mw_run_status preflight(struct builtin *b, struct mw_error *err)
 	json_t *w = json_array();
 	uint64_t avail = 0, need = 0, st = 0, sf = 0;
 	bool have_avail = mw_meminfo(NULL, "MemAvailable", &avail) == 0;
-	bool short_mem = mw_memory_fits(b->mi->file_bytes, &avail, &need) != 0;
+	uint64_t kv = eng_kv_cache_bytes(b->mi, ENG_KV_AUTO, (int)b->n_prompt + b->run->plan.decode,
+					 b->batch); /* the model and its cache (issue 28) */
+	bool short_mem = mw_memory_fits(b->mi->file_bytes + kv, &avail, &need) != 0;
 	if (short_mem && !o->force) {
 		json_decref(w);
 		mw_error_set(err, -ENOMEM, "/proc/meminfo", "MemAvailable",
-			     "%.0f MiB available, the model needs about %.0f MiB: close programs, "
-			     "pick a smaller protocol, or give --force to run it anyway",
+			     "%.0f MiB available, the model and its KV cache need about %.0f MiB: "
+			     "close programs, pick a smaller protocol, or give --force to run it "
+			     "anyway",
 			     (double)avail / 1048576.0, (double)need / 1048576.0);
 		return MW_RUN_ENVIRONMENT;
 	}
@@ -661,10 +664,9 @@ static int prefill_all(struct builtin *b)
 	size_t vocab = (size_t)b->mi->vocab_size;
 	int rc = 0;
 	for (int q = 0; q < b->batch && !rc && !mw_run_stopped(); q++) {
-		const float *logits;
-		rc = eng_session_prefill_seq(b->sess, q, b->prompt, (int)b->n_prompt, 0, &logits,
-					     NULL);
-		if (!rc)
+		const float *logits; /* NULL when stopped (control.h) */
+		rc = mw_run_prefill(b->sess, q, b->prompt, (int)b->n_prompt, &logits);
+		if (!rc && logits)
 			memcpy(b->logits_copy + (size_t)q * vocab, logits, vocab * sizeof(float));
 	}
 	return rc;

@@ -10,6 +10,7 @@
 
 #include "file.h"
 #include "protocol_find.h"
+#include "text.h"
 
 #define LIST_WIDTH 72 /* characters of description per line in --list */
 
@@ -152,7 +153,7 @@ static void print_entry(FILE *f, const char *dir, const char *name)
 		one_line(desc, line, sizeof(line));
 	else
 		snprintf(line, sizeof(line), "(%s)", doc ? "no description" : "does not parse");
-	fprintf(f, "  %-36s %s\n", name, line);
+	fprintf(f, "  %-36s %s\n", mw_esc(name), mw_esc(line)); /* file names, descriptions: escaped */
 	json_decref(doc);
 	free(text);
 }
@@ -166,7 +167,7 @@ int mw_protocol_list(FILE *f)
 	for (int i = 0; i < nd; i++)
 		count[i] = dir_names(dirs[i], &names[i]);
 	for (int i = 0; i < nd; i++) {
-		fprintf(f, "%s:%s\n", dirs[i], count[i] ? "" : " (none)");
+		fprintf(f, "%s:%s\n", mw_esc(dirs[i]), count[i] ? "" : " (none)");
 		for (size_t j = 0; j < count[i]; j++) {
 			bool hidden = false;
 			for (size_t k = 0; i == 1 && k < count[0]; k++)
@@ -175,8 +176,12 @@ int mw_protocol_list(FILE *f)
 				print_entry(f, dirs[i], names[i][j]);
 				listed++;
 			}
-			free(names[i][j]);
 		}
+	}
+	/* Freed only now: the second folder's entries are compared with the first's names. */
+	for (int i = 0; i < nd; i++) {
+		for (size_t j = 0; j < count[i]; j++)
+			free(names[i][j]);
 		free(names[i]);
 	}
 	return listed;

@@ -19,10 +19,12 @@
 #include <unistd.h>
 
 #include "adapters.h"
+#include "bundle.h"
 #include "fixture_result.h"
 #include "format/gguf.h"
 #include "format/llama2c.h"
 #include "quants.h"
+#include "sha256.h"
 
 static const char *outdir;
 
@@ -404,13 +406,88 @@ static void seeds_adapters(void)
 	each_file(path_in("MEMWALL_SHARED", "fixtures/llamacpp-output"), adapter_seeds);
 }
 
+/* Bundles as `memwall bundle` writes them (from fixture records; charts where gnuplot is
+ * installed), unzipped: fuzz_bundle gzips its input itself. */
+static void seeds_bundle(void)
+{
+	static const struct fx_spec spec = { "p", "cpu", 2, 0, 3, 2e6, 0.02, 5e6, 2, 2 };
+	char dir[] = "/tmp/mw-fuzz-seeds-XXXXXX", rec[4200], out[4200], cmd[9000];
+	if (!mkdtemp(dir))
+		return;
+	json_t *doc = fx_record(&spec);
+	PATHF(rec, "%s/r.json", dir);
+	PATHF(out, "%s/b.tar.gz", dir);
+	struct mw_error err;
+	const char *paths[1] = { rec };
+	if (doc && json_dump_file(doc, rec, JSON_INDENT(1) | JSON_REAL_PRECISION(17)) == 0 &&
+	    mw_bundle_write(paths, 1, out, NULL, &err) == 0) {
+		size_t len;
+		char raw[4300];
+		PATHF(raw, "%s/b.tar", dir);
+		PATHF(cmd, "gzip -dc '%s' > '%s'", out, raw);
+		if (system(cmd) == 0) {
+			uint8_t *b = slurp(raw, &len);
+			if (b)
+				seed("bundle.tar", NULL, 0, b, len);
+			free(b);
+		}
+	}
+	json_decref(doc);
+	PATHF(cmd, "rm -rf '%s'", dir);
+	if (system(cmd))
+		fprintf(stderr, "fuzz_seeds: could not remove %s\n", dir);
+}
+
+/* Maps of fuzz_sparsity_map's shape (2 layers, hidden_dim 8), as sparsity-calibrate writes
+ * them, and one cut short. */
+static void seeds_sparsity_map(void)
+{
+	static const char *const maps[] = {
+		"memwall-sparsity-map 2\nlayers 2 hidden 8 dim 4 tokens 5\n"
+		"model act=relu vocab=32 bytes=1024 fnv=0123456789abcdef\n"
+		"layer 0 0 1 2 3 4 5 0 5\nlayer 1 5 5 0 0 1 1 2 2\n",
+		"memwall-sparsity-map 2\nlayers 2 hidden 8 dim 4 tokens 1\nmodel act=silu\n"
+		"layer 0 0 0 0 0 0 0 0 1\nlayer 1 1 1 1 1 1 1 1 1\n",
+		"memwall-sparsity-map 2\nlayers 2 hidden 8 dim 4 tokens 9\nmodel x\nlayer 0 1 2\n",
+	};
+	for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++) {
+		char name[32];
+		PATHF(name, "map-%zu.txt", i);
+		seed(name, NULL, 0, maps[i], strlen(maps[i]));
+	}
+}
+
+/* Calibration stores: an entry under fuzz_calibration's machine (key sha256("fuzz-machine"),
+ * its fingerprint), fresh and plausible, and one of another machine. */
+static void seeds_calibration(void)
+{
+	char sha[65], now[32], *text;
+	mw_sha256_hex("fuzz-machine", 12, sha);
+	mw_utc_now(now, sizeof(now), false);
+	json_t *store = json_pack(
+		"{s:s, s:{s:{s:s, s:{s:s, s:i}, s:{s:f, s:f, s:f}, s:{s:f, s:f, s:f},"
+		" s:[{s:s, s:i, s:f, s:f}]}, s:{s:s, s:{s:s}, s:{s:n, s:n, s:n}, s:{s:n, s:n, s:n}}}}",
+		"schema", "memwall-calibration/1", "machines", sha, "created_utc", now,
+		"fingerprint", "cpu_name", "Fuzz CPU", "cpu_model", 17, "error_pct", "read", 10.0,
+		"write", -5.0, "total", 8.0, "factor", "read", 1 / 1.1, "write", 1 / 0.95, "total",
+		1 / 1.08, "instances", "pmu", "uncore_imc_0", "cpu", 0, "share_pct", 50.0, "factor",
+		1.0, "other", "created_utc", "2026-01-01T00:00:00Z", "fingerprint", "cpu_name",
+		"Other", "error_pct", "read", "write", "total", "factor", "read", "write", "total");
+	if (store && (text = json_dumps(store, JSON_INDENT(1)))) {
+		seed("store.json", NULL, 0, text, strlen(text));
+		free(text);
+	}
+	json_decref(store);
+}
+
 static const struct {
 	const char *target;
 	void (*make)(void);
 } targets[] = {
 	{ "llama2c", seeds_llama2c },   { "gguf", seeds_gguf },	    { "tokenizer", seeds_tokenizer },
 	{ "protocol", seeds_protocol }, { "result", seeds_result }, { "sysfs", seeds_sysfs },
-	{ "adapters", seeds_adapters },
+	{ "adapters", seeds_adapters }, { "bundle", seeds_bundle },
+	{ "sparsity_map", seeds_sparsity_map }, { "calibration", seeds_calibration },
 };
 
 int main(int argc, char **argv)

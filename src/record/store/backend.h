@@ -28,6 +28,9 @@ struct mw_store_ops {
 		     mw_store_row_fn row, void *ctx, struct mw_error *err);
 	/* The statement that opens a transaction which no other writer can enter until it ends. */
 	const char *begin_exclusive;
+	/* A query listing the database's tables (one name per row), to refuse a database that
+	 * holds another program's tables. */
+	const char *tables_sql;
 };
 
 extern const struct mw_store_ops mw_store_sqlite;

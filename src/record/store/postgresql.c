@@ -3,6 +3,8 @@
  * (https://www.postgresql.org/docs/current/libpq-connect.html#LIBPQ-CONNSTRING-URIS). */
 #include <errno.h>
 #include <libpq-fe.h>
+#include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "backend.h"
@@ -19,12 +21,25 @@ static void set_pq_error(struct mw_error *err, const char *what, const char *msg
 	mw_error_set(err, -EIO, "PostgreSQL", "--db", "%s: %.*s", what, (int)n, msg);
 }
 
+/* Seconds a connection may take, server start-up and authentication included, unless the
+ * URL (connect_timeout=) or $PGCONNECT_TIMEOUT says otherwise: a server that accepts and
+ * never answers must not stall `memwall db` forever (libpq waits forever by default). */
+#define CONNECT_TIMEOUT_S "5"
+
 static int db_open(const char *where, void **h, struct mw_error *err)
 {
-	PGconn *c = PQconnectdb(where);
+	/* The URL comes after the default, so that its own connect_timeout wins (libpq:
+	 * "subsequent parameters override" the expanded dbname's). */
+	const char *env = getenv("PGCONNECT_TIMEOUT");
+	const char *keys[] = { "connect_timeout", "dbname", NULL };
+	const char *vals[] = { env && *env ? env : CONNECT_TIMEOUT_S, where, NULL };
+	PGconn *c = PQconnectdbParams(keys, vals, 1);
 	if (!c || PQstatus(c) != CONNECTION_OK) {
 		set_pq_error(err, "cannot connect (check the URL's host, port, user and database, "
 			     "and that the server runs)", c ? PQerrorMessage(c) : "out of memory");
+		/* The URL the user gave names the store; mw_error_print redacts its password. */
+		if (err)
+			snprintf(err->source, sizeof(err->source), "%s", where);
 		PQfinish(c);
 		return -EIO;
 	}
@@ -81,6 +96,10 @@ const struct mw_store_ops mw_store_postgresql = {
 	.close = db_close,
 	.exec = db_exec,
 	.query = db_query,
-	/* Migrations and imports serialize on schema_version (created before any BEGIN). */
-	.begin_exclusive = "BEGIN; LOCK TABLE schema_version IN SHARE ROW EXCLUSIVE MODE",
+	/* Migrations and imports serialize on a transaction-level advisory lock, taken before
+	 * schema_version exists (a LOCK TABLE on it needed the table first, created outside the
+	 * lock: concurrent first uses raced). The key is "memwall" in ASCII. */
+	.begin_exclusive = "BEGIN; SELECT pg_advisory_xact_lock(119183136992620)",
+	.tables_sql = "SELECT table_name FROM information_schema.tables WHERE table_schema = "
+		      "current_schema()",
 };

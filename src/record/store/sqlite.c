@@ -96,4 +96,6 @@ const struct mw_store_ops mw_store_sqlite = {
 	.exec = db_exec,
 	.query = db_query,
 	.begin_exclusive = "BEGIN IMMEDIATE",
+	.tables_sql = "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE "
+		      "'sqlite\\_%' ESCAPE '\\'",
 };
