@@ -39,6 +39,11 @@ int mw_memory_fits(uint64_t model_bytes, uint64_t *avail, uint64_t *need);
 /* Percentage of all CPUs' time spent busy (not idle or iowait) during a window of ms
  * milliseconds, from /proc/stat; includes the caller. -errno when /proc/stat is unreadable. */
 int mw_machine_busy_pct(int ms, double *pct);
+/* Appends to w (a JSON array) a sentence for each thing in machine (mw_machine_describe's
+ * object) that would distort a run's figures: a governor other than performance, boost on,
+ * transparent huge pages other than madvise, other processes keeping the CPUs busy (sampled
+ * for 200 ms). Returns that busy percentage (NaN when it could not be read). */
+double mw_machine_warnings(json_t *w, const json_t *machine);
 
 /* Whether two machine descriptions are the same machine for comparing results: the same CPU
  * name, family/model/stepping, logical CPU count, sockets and memory size (within 1 GiB).

@@ -390,9 +390,23 @@ static void fail(struct checker *c, int code, const struct mw_error *e)
 	}
 }
 
+/* Whether name is DIR/STEM.json, STEM a name by MW_NAME_RULE. */
+static bool json_member(const char *name, const char *dir)
+{
+	char part[MW_NAME_MAX + 8], why[64];
+	size_t d = strlen(dir), n;
+	if (strncmp(name, dir, d))
+		return false;
+	n = strlen(name + d);
+	if (n <= 5 || n - 5 > MW_NAME_MAX || strcmp(name + d + n - 5, ".json"))
+		return false;
+	snprintf(part, sizeof(part), "%.*s", (int)(n - 5), name + d);
+	return mw_name_check(part, why, sizeof(why)) == 0;
+}
+
 /* Whether name is where a bundle puts a file (bundle.h's layout): manifest.json,
- * provenance.md, records/STEM.json, plots/STEM/FILE, each STEM and FILE a name by
- * MW_NAME_RULE (file.h). A member anywhere else is not one memwall wrote. */
+ * provenance.md, records/STEM.json, verification/STEM.json, plots/STEM/FILE, each STEM and
+ * FILE a name by MW_NAME_RULE (file.h). A member anywhere else is not one memwall wrote. */
 static bool in_layout(const char *name, bool *record)
 {
 	char part[MW_NAME_MAX + 8], why[64];
@@ -401,15 +415,10 @@ static bool in_layout(const char *name, bool *record)
 	*record = false;
 	if (!strcmp(name, "manifest.json") || !strcmp(name, "provenance.md"))
 		return true;
-	if (!strncmp(name, "records/", 8)) {
-		rest = name + 8;
-		n = strlen(rest);
-		if (n <= 5 || n - 5 > MW_NAME_MAX || strcmp(rest + n - 5, ".json"))
-			return false;
-		snprintf(part, sizeof(part), "%.*s", (int)(n - 5), rest);
-		*record = true;
-		return mw_name_check(part, why, sizeof(why)) == 0;
-	}
+	if (!strncmp(name, "records/", 8))
+		return (*record = json_member(name, "records/"));
+	if (!strncmp(name, "verification/", 13))
+		return json_member(name, "verification/");
 	if (strncmp(name, "plots/", 6))
 		return false;
 	rest = name + 6;
@@ -445,7 +454,8 @@ static int check_entry(void *ctx, const char *name, const void *data, size_t len
 	}
 	if (!in_layout(name, &record)) {
 		mw_error_set(&e, MW_RESULT_MALFORMED, c->path, name, "not where a bundle puts a "
-			     "file (manifest.json, provenance.md, records/NAME.json, plots/NAME/FILE; "
+			     "file (manifest.json, provenance.md, records/NAME.json, "
+			     "verification/NAME.json, plots/NAME/FILE; "
 			     "names: " MW_NAME_RULE ")");
 		fail(c, MW_RESULT_MALFORMED, &e);
 		return STOP_READING;

@@ -250,27 +250,6 @@ static void warn(json_t *list, const char *fmt, ...)
 	json_array_append_new(list, json_string(w));
 }
 
-/* What in this machine's state would distort the figures. */
-static double machine_warnings(json_t *w, const json_t *machine)
-{
-	double busy = NAN;
-	const char *gov = json_string_value(json_object_get(machine, "governor"));
-	if (gov && strcmp(gov, "performance"))
-		warn(w, "the CPU frequency governor is '%s', not 'performance': tok/s will vary "
-		     "with the governor's decisions", gov);
-	if (json_is_true(json_object_get(machine, "boost")))
-		warn(w, "turbo/boost is on: clock speed varies with temperature and load, and so "
-		     "does tok/s");
-	const char *thp = json_string_value(json_object_get(machine, "thp"));
-	if (thp && strcmp(thp, "madvise"))
-		warn(w, "transparent huge pages are '%s' (memwall expects 'madvise'): TLB "
-		     "behaviour differs from a default system", thp);
-	if (mw_machine_busy_pct(200, &busy) == 0 && busy > 10.0)
-		warn(w, "other processes kept %.0f%% of the CPUs busy during preflight: they "
-		     "compete for cores and memory bandwidth", busy);
-	return busy;
-}
-
 /* Preflight warnings about the environment, recorded and printed; the run is refused when
  * the model does not fit in the memory available, unless --force. */
 static enum mw_run_status preflight(struct builtin *b, struct mw_error *err)
@@ -300,7 +279,7 @@ static enum mw_run_status preflight(struct builtin *b, struct mw_error *err)
 	if (have_swap && st > sf)
 		warn(w, "%.0f MiB of swap is in use: paging can distort latency and DRAM traffic",
 		     (double)(st - sf) / 1048576.0);
-	double busy = machine_warnings(w, b->run->machine);
+	double busy = mw_machine_warnings(w, b->run->machine);
 	size_t i;
 	json_t *x;
 	json_array_foreach(w, i, x)
