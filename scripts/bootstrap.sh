@@ -1,11 +1,14 @@
 #!/bin/sh
 # scripts/bootstrap.sh: install what memwall needs to build, run and test.
 #
-#   scripts/bootstrap.sh         build and run dependencies
+#   scripts/bootstrap.sh         build and run dependencies (and the sqlite3 shell the README
+#                                pipes into)
 #   scripts/bootstrap.sh --dev   also the test tools: the aarch64 cross compiler and qemu-user
 #                                (NEON kernel tests), clang and its runtime (fuzzing), valgrind,
 #                                node and npm (the real-llama.cpp tests, via node-llama-cpp), and
-#                                the PostgreSQL server (the results store's PostgreSQL tests)
+#                                the PostgreSQL server (the results store's PostgreSQL tests;
+#                                Debian's package also starts its own server, which the tests
+#                                do not use: they start a throwaway one in a temporary folder)
 #
 # Idempotent: it installs only what is missing and says what it installs, in one line; the
 # package manager's output goes to $TMPDIR/memwall-bootstrap.log (/tmp without TMPDIR), whose
@@ -55,8 +58,8 @@ if [ "$dev" -eq 1 ] && ! { command -v node >/dev/null 2>&1 && command -v npm >/d
 fi
 
 if command -v apt-get >/dev/null 2>&1; then
-	pkgs="git meson ninja-build pkg-config gcc libc6-dev libjansson-dev libpfm4-dev libsqlite3-dev libpq-dev zlib1g-dev gnuplot-nox python3"
-	[ "$dev" -eq 1 ] && pkgs="$pkgs gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user clang libclang-rt-dev valgrind postgresql sqlite3"
+	pkgs="git meson ninja-build pkg-config gcc libc6-dev libjansson-dev libpfm4-dev libsqlite3-dev libpq-dev zlib1g-dev gnuplot-nox python3 sqlite3"
+	[ "$dev" -eq 1 ] && pkgs="$pkgs gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user clang libclang-rt-dev valgrind postgresql"
 	missing=""
 	for p in $pkgs; do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
@@ -67,12 +70,16 @@ if command -v apt-get >/dev/null 2>&1; then
 		exit 0
 	fi
 	say "installing:$missing (apt-get; details in $log)"
+	case " $missing " in
+	*" postgresql "*) say "postgresql: Debian starts its own server on install (the tests use a" \
+		"throwaway one; 'sudo systemctl disable --now postgresql' stops it)" ;;
+	esac
 	export DEBIAN_FRONTEND=noninteractive
 	quietly $sudo apt-get update -qq
 	# shellcheck disable=SC2086
 	quietly $sudo apt-get install -y -qq --no-install-recommends $missing
 elif command -v dnf >/dev/null 2>&1; then
-	pkgs="git meson ninja-build pkgconf-pkg-config gcc jansson-devel libpfm-devel sqlite-devel libpq-devel zlib-devel gnuplot python3 libperf-devel"
+	pkgs="git meson ninja-build pkgconf-pkg-config gcc jansson-devel libpfm-devel sqlite-devel libpq-devel zlib-devel gnuplot python3 libperf-devel sqlite"
 	[ "$dev" -eq 1 ] && pkgs="$pkgs gcc-aarch64-linux-gnu qemu-user clang compiler-rt valgrind postgresql-server"
 	pkgs="$pkgs${node_pkgs:+ $node_pkgs}"
 	say "installing (dnf, untested by the project): $pkgs (details in $log)"
