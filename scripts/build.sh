@@ -33,6 +33,7 @@ if [ -t 1 ] || [ "${MEMWALL_VERBOSE:-0}" = 1 ]; then
 	exit 0
 fi
 log="$builddir/meson-logs/compile-log.txt"
+mkdir -p "$builddir/meson-logs"
 echo "build: compiling $builddir (ninja's output: $log; MEMWALL_VERBOSE=1 shows it)"
 t0=$(date +%s)
 if ! meson compile -C "$builddir" >"$log" 2>&1; then
