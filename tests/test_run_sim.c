@@ -676,7 +676,7 @@ static void run_case(const struct sim_case *c, const struct expect *x)
 			o.err);
 	T_EQ_INT(o.status, want);
 	if (want)
-		T_CONTAINS(o.err, "memwall run: acceptance: max_cv_mb_per_token_pct not measured, "
+		T_CONTAINS(o.out, "memwall run: acceptance: max_cv_mb_per_token_pct not measured, "
 				  "and the protocol requires it: ");
 	T_ASSERT(path[0]);
 	t_output_free(&o);
