@@ -261,6 +261,29 @@ static void cli(const char *where, const char *rec)
 	t_output_free(&o);
 }
 
+/* A failed PostgreSQL connection says what to fix (issue 29: a new user met "fe_sendauth: no
+ * password supplied" and "Peer authentication failed" with no way forward). With no server: a
+ * unix socket folder where none listens. With the throwaway server (server_dir): a role that
+ * does not exist. */
+static void pg_connect_hints(const char *server_dir)
+{
+	char url[4400];
+	snprintf(url, sizeof(url), "postgresql:///memwall?host=%s/no-server-here", tmp);
+	struct t_output o = t_run((const char *[]){ "memwall", "db", "--db", url, "list", NULL });
+	T_EQ_INT(o.status, 3);
+	T_CONTAINS(o.err, "cannot connect");
+	T_CONTAINS(o.err, "no server listens on that unix socket");
+	t_output_free(&o);
+	if (!server_dir)
+		return;
+	snprintf(url, sizeof(url), "postgresql:///postgres?host=%s&user=no_such_role", server_dir);
+	o = t_run((const char *[]){ "memwall", "db", "--db", url, "list", NULL });
+	T_EQ_INT(o.status, 3);
+	T_CONTAINS(o.err, "no_such_role");
+	T_CONTAINS(o.err, "createuser");
+	t_output_free(&o);
+}
+
 static void pg_stop(void)
 {
 	char cmd[9000];
@@ -302,6 +325,7 @@ int main(int argc, char **argv)
 		make(&r, "cli.json", "cli", "CPU Delta", 1.0e6, "2026-11-03T00:00:00Z", 0);
 		snprintf(path, sizeof(path), "%s/cli.db", tmp);
 		cli(path, r.path);
+		pg_connect_hints(NULL);
 		return t_done();
 	}
 	snprintf(pgdir, sizeof(pgdir), "/tmp/mw-test-pg-XXXXXX");
@@ -331,5 +355,6 @@ int main(int argc, char **argv)
 	struct rec r;
 	make(&r, "cli.json", "cli", "CPU Delta", 1.0e6, "2026-11-03T00:00:00Z", 0);
 	cli(url, r.path);
+	pg_connect_hints(pgdir);
 	return t_done();
 }
