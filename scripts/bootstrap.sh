@@ -31,16 +31,27 @@ if [ "$(id -u)" -eq 0 ]; then
 elif command -v sudo >/dev/null 2>&1; then
 	sudo="sudo"
 else
-	echo "bootstrap: not root and no sudo: install the packages below by hand" >&2
-	sudo="false"
+	# Said only when something is missing (no_sudo, below): a user without sudo whose machine
+	# has everything (an admin installed it) sees no warning.
+	sudo="no_sudo"
 fi
+no_sudo() { # the packages
+	echo "bootstrap: not root and no sudo: install these packages by hand (or as root):$*" >&2
+	exit 1
+}
 
 say() { printf 'bootstrap: %s\n' "$*"; }
 
 # Package managers' output goes to a log, not the terminal: one line says what is installed,
 # and only a failure prints the log's tail and its path.
+# Another user's log (root ran bootstrap before) is not ours to write: then one with our user
+# id in its name. The subshell matters: a failed redirection on ':' (a special built-in) ends a
+# POSIX shell, so a second user's run.sh stopped here with exit 2.
 log="${TMPDIR:-/tmp}/memwall-bootstrap.log"
-: >"$log" 2>/dev/null || log=/dev/null
+if ! (: >"$log") 2>/dev/null; then
+	log="${TMPDIR:-/tmp}/memwall-bootstrap-$(id -u).log"
+	(: >"$log") 2>/dev/null || log=/dev/null
+fi
 quietly() {
 	printf '+ %s\n' "$*" >>"$log"
 	if ! "$@" >>"$log" 2>&1; then
@@ -69,6 +80,7 @@ if command -v apt-get >/dev/null 2>&1; then
 		say "all packages present"
 		exit 0
 	fi
+	[ "$sudo" = no_sudo ] && no_sudo "$missing"
 	say "installing:$missing (apt-get; details in $log)"
 	case " $missing " in
 	*" postgresql "*) say "postgresql: Debian starts its own server on install (the tests use a" \
@@ -82,6 +94,7 @@ elif command -v dnf >/dev/null 2>&1; then
 	pkgs="git meson ninja-build pkgconf-pkg-config gcc jansson-devel libpfm-devel sqlite-devel libpq-devel zlib-devel gnuplot python3 libperf-devel sqlite"
 	[ "$dev" -eq 1 ] && pkgs="$pkgs gcc-aarch64-linux-gnu qemu-user clang compiler-rt valgrind postgresql-server"
 	pkgs="$pkgs${node_pkgs:+ $node_pkgs}"
+	[ "$sudo" = no_sudo ] && no_sudo " $pkgs"
 	say "installing (dnf, untested by the project): $pkgs (details in $log)"
 	# shellcheck disable=SC2086
 	quietly $sudo dnf install -y $pkgs
@@ -89,6 +102,7 @@ elif command -v pacman >/dev/null 2>&1; then
 	pkgs="git meson ninja pkgconf gcc jansson libpfm4 sqlite postgresql-libs zlib gnuplot python"
 	[ "$dev" -eq 1 ] && pkgs="$pkgs aarch64-linux-gnu-gcc qemu-user clang compiler-rt valgrind postgresql"
 	pkgs="$pkgs${node_pkgs:+ $node_pkgs}"
+	[ "$sudo" = no_sudo ] && no_sudo " $pkgs"
 	say "installing (pacman, untested by the project): $pkgs (details in $log)"
 	# shellcheck disable=SC2086
 	quietly $sudo pacman -S --needed --noconfirm $pkgs

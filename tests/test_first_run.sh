@@ -74,6 +74,40 @@ grep -q "full log: $tmp/memwall-bootstrap.log" "$tmp/bootf.out" ||
 [ "$(wc -l <"$tmp/bootf.out")" -le 30 ] ||
 	fail "a failed bootstrap printed $(wc -l <"$tmp/bootf.out") lines (want the tail only)"
 
+# A user without sudo: a missing package is named, and nothing is attempted; with every
+# package present, no warning at all. Also a log another user owns (root ran bootstrap
+# before): a POSIX shell ends on a failed redirection of ':', so this once stopped with exit 2.
+nosudo=$tmp/nosudo
+mkdir -p "$nosudo"
+for t in grep tail sed cat; do ln -s "$stub/$t" "$nosudo/$t"; done
+cp "$stub/apt-get" "$nosudo/apt-get"
+printf '#!/bin/sh\n[ "$1" = -u ] && { echo 1000; exit 0; }\nexit 1\n' >"$nosudo/id"
+printf '#!/bin/sh\n[ -n "${STUB_PRESENT:-}" ] && { printf "install ok installed"; exit 0; }\nexit 1\n' \
+	>"$nosudo/dpkg-query"
+chmod +x "$nosudo/id" "$nosudo/dpkg-query"
+mkdir -p "$tmp/ro"
+: >"$tmp/ro/memwall-bootstrap.log"
+chmod 0444 "$tmp/ro/memwall-bootstrap.log"
+rm -f "$tmp/args"
+STUB_ARGS=$tmp/args TMPDIR=$tmp PATH=$nosudo "$sh_bin" "$src/scripts/bootstrap.sh" \
+	>"$tmp/nosudo.out" 2>&1
+rc=$?
+[ "$rc" -eq 1 ] || fail "bootstrap without sudo and a missing package: exit $rc, want 1"
+grep -q "not root and no sudo: install these packages by hand.* meson" "$tmp/nosudo.out" ||
+	fail "bootstrap without sudo does not name the missing packages: $(cat "$tmp/nosudo.out")"
+[ -f "$tmp/args" ] && fail "bootstrap without sudo ran apt-get"
+STUB_PRESENT=1 TMPDIR=$tmp/ro PATH=$nosudo "$sh_bin" "$src/scripts/bootstrap.sh" \
+	>"$tmp/nosudo.out" 2>&1
+rc=$?
+if [ "$(id -u)" -ne 0 ]; then # root writes through 0444: the case needs another user's file
+	[ "$rc" -eq 0 ] || fail "bootstrap with a log it cannot write: exit $rc: $(cat "$tmp/nosudo.out")"
+fi
+STUB_PRESENT=1 TMPDIR=$tmp PATH=$nosudo "$sh_bin" "$src/scripts/bootstrap.sh" \
+	>"$tmp/nosudo.out" 2>&1
+rc=$?
+[ "$rc" -eq 0 ] || fail "bootstrap without sudo, everything present: exit $rc"
+grep -q "sudo" "$tmp/nosudo.out" && fail "bootstrap warns about sudo with nothing to install"
+
 # --- build -------------------------------------------------------------------------------
 mkdir -p "$tmp/mstub"
 cat >"$tmp/mstub/meson" <<'S'
