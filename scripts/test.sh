@@ -3,7 +3,8 @@
 # test suite.
 #
 # The default suite covers every library and verb and needs nothing beyond the build's own
-# packages: about 4 minutes from a fresh clone on a busy 2-core machine, build included.
+# packages: about 3 minutes of CPU time from a fresh clone, build included (6 min 42 s of wall
+# time on 2 cores at load 8-12, niced, issue 29).
 # --all also installs the test tools (scripts/bootstrap.sh --dev: the aarch64 cross compiler and
 # qemu-user, clang, valgrind, node and npm, the PostgreSQL server) and node-llama-cpp (npm, into
 # scripts/llama-node/), and runs the opt-in suites too: neon (NEON kernels under qemu, minutes),
