@@ -151,6 +151,16 @@ grep -qx "skipped: memwall:e2e / quiet_skip: no frobnicator on this machine" "$t
 	fail "the summary does not fall back to a skipping test's last line"
 [ "$(tail -n 1 "$tmp/sum.out")" = "memwall: 1 passed, 1 failed, 2 skipped" ] ||
 	fail "the summary's closing line: $(tail -n 1 "$tmp/sum.out")"
+# test.sh --all runs `meson test --setup full`, whose log is testlog-full.json: the newest log
+# counts, not an older testlog.json (nor a missing one, counted as a failure).
+mkdir -p "$tmp/full/meson-logs"
+echo '{"name": "memwall:unit / old", "result": "FAIL"}' >"$tmp/full/meson-logs/testlog.json"
+touch -d '2020-01-01' "$tmp/full/meson-logs/testlog.json"
+printf '%s\n' '{"name": "memwall:unit / a", "result": "OK"}' \
+	'{"name": "memwall:kernels+neon / neon-qemu", "result": "OK"}' \
+	>"$tmp/full/meson-logs/testlog-full.json"
+[ "$("$src/scripts/test-summary.sh" "$tmp/full" | tail -n 1)" = "memwall: 2 passed, 0 failed, 0 skipped" ] ||
+	fail "the summary does not read the newest log (testlog-full.json)"
 
 # --- acceptance --------------------------------------------------------------------------
 # The smoke protocol with a CV limit no machine meets.
