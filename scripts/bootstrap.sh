@@ -1,11 +1,14 @@
 #!/bin/sh
 # scripts/bootstrap.sh: install what memwall needs to build, run and test.
 #
-#   scripts/bootstrap.sh         build and run dependencies
+#   scripts/bootstrap.sh         build and run dependencies (and the sqlite3 shell the README
+#                                pipes into)
 #   scripts/bootstrap.sh --dev   also the test tools: the aarch64 cross compiler and qemu-user
 #                                (NEON kernel tests), clang and its runtime (fuzzing), valgrind,
 #                                node and npm (the real-llama.cpp tests, via node-llama-cpp), and
-#                                the PostgreSQL server (the results store's PostgreSQL tests)
+#                                the PostgreSQL server (the results store's PostgreSQL tests;
+#                                Debian's package also starts its own server, which the tests
+#                                do not use: they start a throwaway one in a temporary folder)
 #
 # Idempotent: it installs only what is missing and says what it installs, in one line; the
 # package manager's output goes to $TMPDIR/memwall-bootstrap.log (/tmp without TMPDIR), whose
@@ -28,16 +31,27 @@ if [ "$(id -u)" -eq 0 ]; then
 elif command -v sudo >/dev/null 2>&1; then
 	sudo="sudo"
 else
-	echo "bootstrap: not root and no sudo: install the packages below by hand" >&2
-	sudo="false"
+	# Said only when something is missing (no_sudo, below): a user without sudo whose machine
+	# has everything (an admin installed it) sees no warning.
+	sudo="no_sudo"
 fi
+no_sudo() { # the packages
+	echo "bootstrap: not root and no sudo: install these packages by hand (or as root):$*" >&2
+	exit 1
+}
 
 say() { printf 'bootstrap: %s\n' "$*"; }
 
 # Package managers' output goes to a log, not the terminal: one line says what is installed,
 # and only a failure prints the log's tail and its path.
+# Another user's log (root ran bootstrap before) is not ours to write: then one with our user
+# id in its name. The subshell matters: a failed redirection on ':' (a special built-in) ends a
+# POSIX shell, so a second user's run.sh stopped here with exit 2.
 log="${TMPDIR:-/tmp}/memwall-bootstrap.log"
-: >"$log" 2>/dev/null || log=/dev/null
+if ! (: >"$log") 2>/dev/null; then
+	log="${TMPDIR:-/tmp}/memwall-bootstrap-$(id -u).log"
+	(: >"$log") 2>/dev/null || log=/dev/null
+fi
 quietly() {
 	printf '+ %s\n' "$*" >>"$log"
 	if ! "$@" >>"$log" 2>&1; then
@@ -55,8 +69,8 @@ if [ "$dev" -eq 1 ] && ! { command -v node >/dev/null 2>&1 && command -v npm >/d
 fi
 
 if command -v apt-get >/dev/null 2>&1; then
-	pkgs="git meson ninja-build pkg-config gcc libc6-dev libjansson-dev libpfm4-dev libsqlite3-dev libpq-dev zlib1g-dev libssl-dev gnuplot-nox python3"
-	[ "$dev" -eq 1 ] && pkgs="$pkgs gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user clang libclang-rt-dev valgrind postgresql sqlite3"
+	pkgs="git meson ninja-build pkg-config gcc libc6-dev libjansson-dev libpfm4-dev libsqlite3-dev libpq-dev zlib1g-dev libssl-dev gnuplot-nox python3 sqlite3"
+	[ "$dev" -eq 1 ] && pkgs="$pkgs gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user clang libclang-rt-dev valgrind postgresql"
 	missing=""
 	for p in $pkgs; do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
@@ -66,15 +80,21 @@ if command -v apt-get >/dev/null 2>&1; then
 		say "all packages present"
 		exit 0
 	fi
+	[ "$sudo" = no_sudo ] && no_sudo "$missing"
 	say "installing:$missing (apt-get; details in $log)"
+	case " $missing " in
+	*" postgresql "*) say "postgresql: Debian starts its own server on install (the tests use a" \
+		"throwaway one; 'sudo systemctl disable --now postgresql' stops it)" ;;
+	esac
 	export DEBIAN_FRONTEND=noninteractive
 	quietly $sudo apt-get update -qq
 	# shellcheck disable=SC2086
 	quietly $sudo apt-get install -y -qq --no-install-recommends $missing
 elif command -v dnf >/dev/null 2>&1; then
-	pkgs="git meson ninja-build pkgconf-pkg-config gcc jansson-devel libpfm-devel sqlite-devel libpq-devel zlib-devel openssl-devel gnuplot python3 libperf-devel"
+	pkgs="git meson ninja-build pkgconf-pkg-config gcc jansson-devel libpfm-devel sqlite-devel libpq-devel zlib-devel openssl-devel gnuplot python3 libperf-devel sqlite"
 	[ "$dev" -eq 1 ] && pkgs="$pkgs gcc-aarch64-linux-gnu qemu-user clang compiler-rt valgrind postgresql-server"
 	pkgs="$pkgs${node_pkgs:+ $node_pkgs}"
+	[ "$sudo" = no_sudo ] && no_sudo " $pkgs"
 	say "installing (dnf, untested by the project): $pkgs (details in $log)"
 	# shellcheck disable=SC2086
 	quietly $sudo dnf install -y $pkgs
@@ -82,6 +102,7 @@ elif command -v pacman >/dev/null 2>&1; then
 	pkgs="git meson ninja pkgconf gcc jansson libpfm4 sqlite postgresql-libs zlib gnuplot python"
 	[ "$dev" -eq 1 ] && pkgs="$pkgs aarch64-linux-gnu-gcc qemu-user clang compiler-rt valgrind postgresql"
 	pkgs="$pkgs${node_pkgs:+ $node_pkgs}"
+	[ "$sudo" = no_sudo ] && no_sudo " $pkgs"
 	say "installing (pacman, untested by the project): $pkgs (details in $log)"
 	# shellcheck disable=SC2086
 	quietly $sudo pacman -S --needed --noconfirm $pkgs

@@ -2,8 +2,10 @@
 # scripts/build.sh [BUILDDIR [meson options...]]: configure (once) and compile.
 # Used by scripts/run.sh and scripts/test.sh; safe to run again at any time.
 #
-# The compile shows ninja's progress ([N/M] on one line on a terminal, a line per step
-# otherwise), so a first build (about 30 s) is never silent. meson's configure output goes to
+# On a terminal, or with MEMWALL_VERBOSE=1, the compile shows ninja's progress ([N/M] on one
+# line on a terminal, a line per step otherwise). Elsewhere (a CI log, a pipe) it says one line
+# before and one after, and ninja's output goes to BUILDDIR/meson-logs/compile-log.txt, whose
+# tail is printed only when the compile fails. meson's configure output goes to
 # BUILDDIR/meson-logs/meson-log.txt; its own summary is printed only when it fails.
 set -eu
 cd "$(dirname "$0")/.."
@@ -25,5 +27,18 @@ if [ ! -f "$builddir/build.ninja" ]; then
 elif [ $# -gt 0 ]; then
 	configure configure "$builddir" "$@"
 fi
-echo "build: compiling $builddir"
-meson compile -C "$builddir"
+if [ -t 1 ] || [ "${MEMWALL_VERBOSE:-0}" = 1 ]; then
+	echo "build: compiling $builddir"
+	meson compile -C "$builddir"
+	exit 0
+fi
+log="$builddir/meson-logs/compile-log.txt"
+mkdir -p "$builddir/meson-logs"
+echo "build: compiling $builddir (ninja's output: $log; MEMWALL_VERBOSE=1 shows it)"
+t0=$(date +%s)
+if ! meson compile -C "$builddir" >"$log" 2>&1; then
+	tail -n 40 "$log" >&2
+	echo "build: compile failed; ninja's full output: $log" >&2
+	exit 1
+fi
+echo "build: $builddir compiled in $(($(date +%s) - t0)) s"

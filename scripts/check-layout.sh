@@ -185,26 +185,45 @@ for d in src probes engine; do
 	[ -d "$build/$d" ] || continue
 	find "$build/$d" -path '*.a.p/*' -name '*.o' -type f
 done | sort >"$tmp/objlist"
-while read -r o; do
-	libdir=${o%/*}                 # BUILD/engine/kernels/libkrn.a.p
-	srcdir=${libdir%/*}            # BUILD/engine/kernels
-	srcdir=${srcdir#"$build"/}     # engine/kernels
-	obj=${o##*/}                   # x86_avx2.c.o
-	obj=${obj%.o}                  # x86_avx2.c
-	src=$(awk -v d="$srcdir/" -v obj="$obj" '
-		index($0, d) == 1 { rel = substr($0, length(d) + 1); m = rel; gsub(/\//, "_", m)
-			if (m == obj) { print; exit } }' "$tmp/files")
-	[ -n "$src" ] || continue # generated (embedded.c)
-	echo "$o ${src%.[ch]}" >>"$tmp/objects"
-done <"$tmp/objlist"
+# One awk for all objects, not one per object: ~120 objects' worth of processes took 40 s of a
+# busy 2-core machine (issue 29).
+awk -v build="$build/" '
+NR == FNR { files[++nf] = $0; next }
+{
+	o = $0
+	srcdir = o; sub(/\/[^\/]*$/, "", srcdir); sub(/\/[^\/]*$/, "", srcdir) # BUILD/engine/kernels
+	if (index(srcdir, build) == 1) srcdir = substr(srcdir, length(build) + 1) # engine/kernels
+	obj = o; sub(/.*\//, "", obj); sub(/\.o$/, "", obj)                     # x86_avx2.c
+	d = srcdir "/"
+	for (i = 1; i <= nf; i++) {
+		if (index(files[i], d) != 1) continue
+		m = substr(files[i], length(d) + 1); gsub(/\//, "_", m)
+		if (m == obj) { src = files[i]; sub(/\.[ch]$/, "", src); print o, src; break }
+	}
+	# no match: generated (embedded.c)
+}' "$tmp/files" "$tmp/objlist" >"$tmp/objects"
 # Without objects the call graph would be empty and every call cycle would pass unseen.
 if [ ! -s "$tmp/objects" ] && [ -z "${CHECK_LAYOUT_NO_OBJECTS:-}" ]; then
 	die "$build: no object files of src/, probes/ or engine/ (build first: ninja -C $build)"
 fi
-while read -r o n; do
-	nm --defined-only -g "$o" 2>/dev/null | awk -v n="$n" 'NF >= 3 { print "D", n, $3 }'
-	nm -u "$o" 2>/dev/null | awk -v n="$n" '$1 == "U" { print "U", n, $2 }'
-done <"$tmp/objects" >"$tmp/symbols"
+# Two nm runs over all objects (-A: each line starts "OBJECT:"), regrouped per object in the
+# objects' order: each object's definitions, then its undefined symbols.
+: >"$tmp/nm-d"
+: >"$tmp/nm-u"
+if [ -s "$tmp/objects" ]; then
+	cut -d' ' -f1 "$tmp/objects" | xargs nm -A --defined-only -g >"$tmp/nm-d" 2>/dev/null
+	cut -d' ' -f1 "$tmp/objects" | xargs nm -A -u >"$tmp/nm-u" 2>/dev/null
+fi
+awk '
+FILENAME == ARGV[1] { name[$1] = $2; order[++k] = $1; next }
+{
+	c = index($0, ":"); o = substr($0, 1, c - 1); $0 = substr($0, c + 1)
+	if (!(o in name)) next
+	if (FILENAME == ARGV[2] && NF >= 3) d[o] = d[o] "D " name[o] " " $3 "\n"
+	if (FILENAME == ARGV[3] && $1 == "U") u[o] = u[o] "U " name[o] " " $2 "\n"
+}
+END { for (i = 1; i <= k; i++) printf "%s%s", d[order[i]], u[order[i]] }
+' "$tmp/objects" "$tmp/nm-d" "$tmp/nm-u" >"$tmp/symbols"
 awk '
 $1 == "D" && !($3 in def) { def[$3] = $2 }
 $1 == "U" { nu++; un[nu] = $2; us[nu] = $3 }

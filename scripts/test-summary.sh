@@ -3,12 +3,15 @@
 # with its reason, then one closing line over their meson test logs,
 # "memwall: N passed, N failed, N skipped" (a missing log counts as one failure).
 #
+# The log is the newest meson-logs/testlog*.json: meson names it after a setup other than the
+# default (`--setup full`: testlog-full.json).
+#
 # A skipping test prints its reason before it exits 77 (tests/test.h's t_skip: "SKIP: why");
 # meson's testlog.json keeps each test's output, and the reason is its last "SKIP" line, else
 # its last line of output.
 set -eu
 python3 - "$@" <<'PY'
-import json, sys
+import glob, json, os, sys
 counts = {"passed": 0, "failed": 0, "skipped": 0}
 skips = []
 
@@ -20,8 +23,9 @@ def reason(r):
     return why[5:].strip() if why.startswith("SKIP:") else why
 
 for builddir in sys.argv[1:]:
+    logs = sorted(glob.glob(builddir + "/meson-logs/testlog*.json"), key=os.path.getmtime)
     try:
-        f = open(builddir + "/meson-logs/testlog.json")
+        f = open(logs[-1] if logs else builddir + "/meson-logs/testlog.json")
     except OSError:
         counts["failed"] += 1
         continue

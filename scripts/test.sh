@@ -1,17 +1,36 @@
 #!/bin/sh
-# scripts/test.sh [--sanitize] [meson test options...]: bootstrap, build and run the test suite.
+# scripts/test.sh [--all] [--sanitize] [meson test options...]: bootstrap, build and run the
+# test suite.
 #
-# The default suite is everything but `slow`. --sanitize builds a second tree (build-asan) with
-# AddressSanitizer and UndefinedBehaviorSanitizer and runs the suite there, less `neon` (its
-# aarch64 binaries are cross-built without the sanitizers). Prints one closing
-# line "memwall: N passed, N failed, N skipped" and exits non-zero on any failure.
+# The default suite covers every library and verb and needs nothing beyond the build's own
+# packages: about 3 minutes of CPU time from a fresh clone, build included (6 min 42 s of wall
+# time on 2 cores at load 8-12, niced, issue 29).
+# --all also installs the test tools (scripts/bootstrap.sh --dev: the aarch64 cross compiler and
+# qemu-user, clang, valgrind, node and npm, the PostgreSQL server) and node-llama-cpp (npm, into
+# scripts/llama-node/), and runs the opt-in suites too: neon (NEON kernels under qemu, minutes),
+# postgresql (the results store against a throwaway server), llama (the real llama.cpp).
+# --sanitize builds a second tree (build-asan) with AddressSanitizer and
+# UndefinedBehaviorSanitizer and runs the --all suite there, less `neon` (its aarch64 binaries
+# are cross-built without the sanitizers). .ci/run uses both.
+# Prints the skipped tests with their reasons, then one closing line
+# "memwall: N passed, N failed, N skipped", and exits non-zero on any failure.
 set -eu
 cd "$(dirname "$0")/.."
 
 builddir=build
 setup=""
-if [ "${1:-}" = "--sanitize" ]; then
+all=0
+sanitize=0
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--all) all=1 ;;
+	--sanitize) sanitize=1 ;;
+	*) break ;;
+	esac
 	shift
+done
+if [ "$sanitize" -eq 1 ]; then
+	all=1
 	builddir=build-asan
 	setup="-Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debugoptimized"
 	# The NEON test cross-builds its own aarch64 binaries without the host's sanitizers: the
@@ -19,23 +38,36 @@ if [ "${1:-}" = "--sanitize" ]; then
 	set -- --no-suite neon "$@"
 fi
 
-scripts/bootstrap.sh --dev
-
-# Real llama.cpp for tests/test_external_llama.c and test_llama_node.c: node-llama-cpp's
-# prebuilt x86-64 CPU binary (about 10 s and 85 MB, once; it runs offline afterwards). Without
-# node, npm or an x86-64 machine, or when the install fails, those tests skip with the reason.
-if [ "$(uname -m)" = x86_64 ] && command -v node >/dev/null 2>&1 &&
-	command -v npm >/dev/null 2>&1 &&
-	[ ! -f scripts/llama-node/node_modules/node-llama-cpp/package.json ]; then
-	npm install --prefix scripts/llama-node --omit=optional --no-audit --no-fund ||
-		echo "test.sh: node-llama-cpp did not install: the real-llama.cpp tests will skip"
+if [ "$all" -eq 1 ]; then
+	scripts/bootstrap.sh --dev
+	# Real llama.cpp for tests/test_external_llama.c and test_llama_node.c: node-llama-cpp's
+	# prebuilt x86-64 CPU binary (about 10 s and 85 MB, once, into scripts/llama-node/; it
+	# runs offline afterwards). Without node, npm or an x86-64 machine, or when the install
+	# fails, those tests skip with the reason.
+	if [ "$(uname -m)" = x86_64 ] && command -v node >/dev/null 2>&1 &&
+		command -v npm >/dev/null 2>&1 &&
+		[ ! -f scripts/llama-node/node_modules/node-llama-cpp/package.json ]; then
+		echo "test.sh: installing node-llama-cpp into scripts/llama-node/node_modules (npm, 85 MB, once)"
+		npm install --prefix scripts/llama-node --omit=optional --no-audit --no-fund --loglevel=error ||
+			echo "test.sh: node-llama-cpp did not install: the real-llama.cpp tests will skip"
+	fi
+	set -- --setup full "$@"
+else
+	scripts/bootstrap.sh
 fi
 # shellcheck disable=SC2086
 scripts/build.sh "$builddir" $setup
 
 status=0
+# --no-rebuild: build.sh has just built everything, quietly; meson test would print ninja's
+# "no work to do" lines again. Timeouts: tests/meson.build (each setup multiplies them by 4).
 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 \
-	meson test -C "$builddir" --print-errorlogs --num-processes 2 "$@" || status=$?
+	meson test -C "$builddir" --no-rebuild --print-errorlogs --num-processes 2 "$@" || status=$?
 
 scripts/test-summary.sh "$builddir"
+if [ "$all" -eq 0 ]; then
+	echo "test.sh: the opt-in suites (neon under qemu, postgresql, the real llama.cpp) did not run:" \
+	     "scripts/test.sh --all installs their tools and runs them"
+fi
+echo "test.sh: synthetic models the tests made are cached in $builddir/test-cache (removed with $builddir)"
 exit "$status"

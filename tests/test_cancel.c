@@ -48,6 +48,22 @@ static int left_in_dir(const char *const keep[])
 	return n;
 }
 
+/* Within about a second: 1.5 s leaves room for a sanitized build on a shared machine. On a
+ * busy one a process gets about ncpu/load of a CPU, so the limit stretches by load/ncpu, at
+ * most 6 times (issue 29: the suite must pass at load 4-7 on 2 cores; it passed at 8-12, but
+ * a fixed 1.5 s assumed a quiet machine). Still a check that the stop is prompt for the CPU
+ * the process gets, and the full work it would do without one takes longer. */
+static double prompt_s(void)
+{
+	double load[1];
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	double f = 1.0;
+	if (getloadavg(load, 1) == 1 && ncpu > 0 && load[0] / (double)ncpu > 1.0)
+		f = load[0] / (double)ncpu;
+	return 1.5 * (f < 6.0 ? f : 6.0);
+}
+#define PROMPT_S prompt_s()
+
 static double now_s(void)
 {
 	struct timespec ts;
@@ -139,13 +155,15 @@ static struct outcome signal_child(const char *const argv[], int sig)
 	double t0 = now_s();
 	if (!o.early) {
 		kill(pid, sig);
-		/* Up to 5 s, to report a slow stop rather than hang the suite. */
-		while (waitpid(pid, &o.status, WNOHANG) == 0 && now_s() - t0 < 5.0) {
+		/* Up to 5 s (more on a busy machine: prompt_s()), to report a slow stop rather
+		 * than hang the suite. */
+		double cap = 5.0 > 3.0 * prompt_s() ? 5.0 : 3.0 * prompt_s();
+		while (waitpid(pid, &o.status, WNOHANG) == 0 && now_s() - t0 < cap) {
 			struct timespec tick = { 0, 5 * 1000000L };
 			nanosleep(&tick, NULL);
 		}
 		o.after_s = now_s() - t0;
-		if (o.after_s >= 5.0) {
+		if (o.after_s >= cap) {
 			kill(pid, SIGKILL);
 			waitpid(pid, &o.status, 0);
 		}
@@ -160,8 +178,6 @@ static struct outcome signal_child(const char *const argv[], int sig)
 	return o;
 }
 
-/* Within about a second: 1.5 s leaves room for a sanitized build on a shared machine. */
-#define PROMPT_S 1.5
 
 static void test_synth_signal(const char *const argv[], int sig, const char *what)
 {

@@ -58,6 +58,18 @@ static void test_every_verb(void)
 		if (b.status != 2)
 			fprintf(stderr, "verb %s: exit %d on an unknown option\n", verb, b.status);
 		T_EQ_INT(b.status, 2);
+		/* One line naming the option and --help, not the usage (issue 29: run printed 66
+		 * lines and the error scrolled away). */
+		int lines = 0;
+		for (const char *e = b.err ? b.err : ""; *e; e++)
+			lines += *e == '\n';
+		if (lines != 1)
+			fprintf(stderr, "verb %s: %d lines on an unknown option:\n%s", verb, lines,
+				b.err ? b.err : "");
+		T_EQ_INT(lines, 1);
+		T_CONTAINS(b.err, "--no-such-option");
+		if (strcmp(verb, "version"))
+			T_CONTAINS(b.err, "--help");
 		t_output_free(&b);
 	}
 	T_ASSERT(n >= 1);

@@ -4,8 +4,10 @@
 #   bootstrap  with apt-get, dpkg-query and sudo stubbed: quiet on success (no package manager
 #              output), never asks for linux-perf, --dev asks for nodejs and npm when node is
 #              absent; on failure the log's tail and its path, exit 1
-#   build      scripts/build.sh with meson stubbed: ninja's progress lines reach the terminal,
-#              and scripts/run.sh does not throw the build's output away
+#   build      scripts/build.sh with meson stubbed: off a terminal ninja's lines go to
+#              BUILDDIR/meson-logs/compile-log.txt (two lines said), with MEMWALL_VERBOSE=1 to
+#              the output, and a failed compile prints their tail; scripts/run.sh does not throw
+#              the build's output away
 #   summary    scripts/test-summary.sh on a planted testlog.json lists each skip with its reason
 #   acceptance a run that fails a CV limit says what to do, in one line, and exits 1
 set -u
@@ -72,20 +74,65 @@ grep -q "full log: $tmp/memwall-bootstrap.log" "$tmp/bootf.out" ||
 [ "$(wc -l <"$tmp/bootf.out")" -le 30 ] ||
 	fail "a failed bootstrap printed $(wc -l <"$tmp/bootf.out") lines (want the tail only)"
 
+# A user without sudo: a missing package is named, and nothing is attempted; with every
+# package present, no warning at all. Also a log another user owns (root ran bootstrap
+# before): a POSIX shell ends on a failed redirection of ':', so this once stopped with exit 2.
+nosudo=$tmp/nosudo
+mkdir -p "$nosudo"
+for t in grep tail sed cat; do ln -s "$stub/$t" "$nosudo/$t"; done
+cp "$stub/apt-get" "$nosudo/apt-get"
+printf '#!/bin/sh\n[ "$1" = -u ] && { echo 1000; exit 0; }\nexit 1\n' >"$nosudo/id"
+printf '#!/bin/sh\n[ -n "${STUB_PRESENT:-}" ] && { printf "install ok installed"; exit 0; }\nexit 1\n' \
+	>"$nosudo/dpkg-query"
+chmod +x "$nosudo/id" "$nosudo/dpkg-query"
+mkdir -p "$tmp/ro"
+: >"$tmp/ro/memwall-bootstrap.log"
+chmod 0444 "$tmp/ro/memwall-bootstrap.log"
+rm -f "$tmp/args"
+STUB_ARGS=$tmp/args TMPDIR=$tmp PATH=$nosudo "$sh_bin" "$src/scripts/bootstrap.sh" \
+	>"$tmp/nosudo.out" 2>&1
+rc=$?
+[ "$rc" -eq 1 ] || fail "bootstrap without sudo and a missing package: exit $rc, want 1"
+grep -q "not root and no sudo: install these packages by hand.* meson" "$tmp/nosudo.out" ||
+	fail "bootstrap without sudo does not name the missing packages: $(cat "$tmp/nosudo.out")"
+[ -f "$tmp/args" ] && fail "bootstrap without sudo ran apt-get"
+STUB_PRESENT=1 TMPDIR=$tmp/ro PATH=$nosudo "$sh_bin" "$src/scripts/bootstrap.sh" \
+	>"$tmp/nosudo.out" 2>&1
+rc=$?
+if [ "$(id -u)" -ne 0 ]; then # root writes through 0444: the case needs another user's file
+	[ "$rc" -eq 0 ] || fail "bootstrap with a log it cannot write: exit $rc: $(cat "$tmp/nosudo.out")"
+fi
+STUB_PRESENT=1 TMPDIR=$tmp PATH=$nosudo "$sh_bin" "$src/scripts/bootstrap.sh" \
+	>"$tmp/nosudo.out" 2>&1
+rc=$?
+[ "$rc" -eq 0 ] || fail "bootstrap without sudo, everything present: exit $rc"
+grep -q "sudo" "$tmp/nosudo.out" && fail "bootstrap warns about sudo with nothing to install"
+
 # --- build -------------------------------------------------------------------------------
 mkdir -p "$tmp/mstub"
 cat >"$tmp/mstub/meson" <<'S'
 #!/bin/sh
 case "$1" in
 setup) echo "The Meson build system"; mkdir -p "$2"; : >"$2/build.ninja" ;;
-compile) echo "[1/2] Compiling C object a.o"; echo "[2/2] Linking target memwall" ;;
+compile) echo "[1/2] Compiling C object a.o"; echo "[2/2] Linking target memwall"
+	if [ -n "${STUB_FAIL:-}" ]; then echo "a.c:1: error: planted"; exit 1; fi ;;
 esac
 S
 chmod +x "$tmp/mstub/meson"
 PATH=$tmp/mstub:$PATH "$src/scripts/build.sh" "$tmp/b" >"$tmp/build.out" 2>&1 ||
 	fail "build.sh with a stub meson: exit $?"
-grep -q "^\[1/2\] Compiling" "$tmp/build.out" || fail "build.sh hides ninja's progress"
+grep -q "Compiling C object" "$tmp/build.out" && fail "build.sh off a terminal prints ninja's lines"
+[ "$(wc -l <"$tmp/build.out")" -le 3 ] ||
+	fail "build.sh off a terminal printed $(wc -l <"$tmp/build.out") lines (want at most 3)"
+grep -q "^\[1/2\] Compiling" "$tmp/b/meson-logs/compile-log.txt" 2>/dev/null ||
+	fail "build.sh kept no ninja output in BUILDDIR/meson-logs/compile-log.txt"
 grep -q "The Meson build system" "$tmp/build.out" && fail "build.sh prints meson setup's chatter"
+MEMWALL_VERBOSE=1 PATH=$tmp/mstub:$PATH "$src/scripts/build.sh" "$tmp/b" >"$tmp/build.out" 2>&1 ||
+	fail "build.sh MEMWALL_VERBOSE=1 with a stub meson: exit $?"
+grep -q "^\[1/2\] Compiling" "$tmp/build.out" || fail "build.sh MEMWALL_VERBOSE=1 hides ninja's progress"
+STUB_FAIL=1 PATH=$tmp/mstub:$PATH "$src/scripts/build.sh" "$tmp/b" >"$tmp/build.out" 2>&1 &&
+	fail "build.sh with a failing compile: exit 0"
+grep -q "error: planted" "$tmp/build.out" || fail "a failed compile does not print ninja's tail"
 grep -q "build.sh[^#]*>/dev/null" "$src/scripts/run.sh" &&
 	fail "scripts/run.sh sends the build's progress to /dev/null"
 
@@ -104,19 +151,37 @@ grep -qx "skipped: memwall:e2e / quiet_skip: no frobnicator on this machine" "$t
 	fail "the summary does not fall back to a skipping test's last line"
 [ "$(tail -n 1 "$tmp/sum.out")" = "memwall: 1 passed, 1 failed, 2 skipped" ] ||
 	fail "the summary's closing line: $(tail -n 1 "$tmp/sum.out")"
+# test.sh --all runs `meson test --setup full`, whose log is testlog-full.json: the newest log
+# counts, not an older testlog.json (nor a missing one, counted as a failure).
+mkdir -p "$tmp/full/meson-logs"
+echo '{"name": "memwall:unit / old", "result": "FAIL"}' >"$tmp/full/meson-logs/testlog.json"
+touch -d '2020-01-01' "$tmp/full/meson-logs/testlog.json"
+printf '%s\n' '{"name": "memwall:unit / a", "result": "OK"}' \
+	'{"name": "memwall:kernels+neon / neon-qemu", "result": "OK"}' \
+	>"$tmp/full/meson-logs/testlog-full.json"
+[ "$("$src/scripts/test-summary.sh" "$tmp/full" | tail -n 1)" = "memwall: 2 passed, 0 failed, 0 skipped" ] ||
+	fail "the summary does not read the newest log (testlog-full.json)"
 
 # --- acceptance --------------------------------------------------------------------------
 # The smoke protocol with a CV limit no machine meets.
 sed 's/"max_cv_tok_s_pct": [0-9.]*/"max_cv_tok_s_pct": 0.000001/' \
 	"$src/protocols/stories260k-smoke.json" >"$tmp/strict.json"
 grep -q '"max_cv_tok_s_pct": 0.000001' "$tmp/strict.json" || fail "could not plant the CV limit"
-MEMWALL_CACHE_DIR=$tmp/cache "$bin" run "$tmp/strict.json" -o "$tmp/out" >/dev/null \
+# The verdict and the advice close stdout (issue 29: on stderr they printed some 55 lines
+# before the end of a piped run's output).
+MEMWALL_CACHE_DIR=$tmp/cache "$bin" run "$tmp/strict.json" -o "$tmp/out" >"$tmp/acc.out" \
 	2>"$tmp/acc.err"
 rc=$?
 [ "$rc" -eq 1 ] || fail "a failed CV limit: exit $rc, want 1"
-[ "$(grep -c "what to do" "$tmp/acc.err")" -eq 1 ] || fail "a failed CV limit: no one-line advice"
-grep "what to do" "$tmp/acc.err" | grep -q "close other programs.*governor.*--runs" ||
+[ "$(grep -c "what to do" "$tmp/acc.out")" -eq 1 ] || fail "a failed CV limit: no one-line advice"
+grep "what to do" "$tmp/acc.out" | grep -q "close other programs.*governor.*--runs" ||
 	fail "the advice does not name other programs, the governor and --runs"
+tail -n 3 "$tmp/acc.out" | sed -n 1p | grep -q "acceptance: max_cv_tok_s_pct failed" ||
+	fail "stdout's third-last line is not the failed criterion: $(tail -n 3 "$tmp/acc.out" | sed -n 1p)"
+tail -n 2 "$tmp/acc.out" | sed -n 1p | grep -qx "memwall run: acceptance: fail (exit 1)" ||
+	fail "stdout's second-last line is not the verdict: $(tail -n 2 "$tmp/acc.out" | sed -n 1p)"
+tail -n 1 "$tmp/acc.out" | grep -q "^memwall run: what to do: " ||
+	fail "stdout does not end with what to do: $(tail -n 1 "$tmp/acc.out")"
 
 [ "$fails" -eq 0 ] || exit 1
 echo "ok: bootstrap, build, summary and acceptance advice"

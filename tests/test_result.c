@@ -225,6 +225,21 @@ static void test_not_measured(void)
 	T_CONTAINS(buf, "acceptance: pass");
 	free(buf);
 
+	/* One thread and one run are singular in the header (issue 29: "1 threads"). */
+	json_t *singular = json_deep_copy(doc);
+	json_t *eng = json_object_get(singular, "engine");
+	if (!eng)
+		json_object_set_new(singular, "engine", eng = json_object());
+	json_object_set_new(eng, "threads", json_integer(1));
+	json_object_set_new(json_object_get(singular, "summary"), "runs_measured", json_integer(1));
+	f = open_memstream(&buf, &len);
+	mw_report_print(f, singular, MW_FORMAT_MD);
+	fclose(f);
+	T_CONTAINS(buf, "1 measured run (+");
+	T_CONTAINS(buf, ", 1 thread, ");
+	free(buf);
+	json_decref(singular);
+
 	/* A record derived before "required" existed: no key, and the old overall rule (any
 	 * not-measured criterion made it not-measured). It still validates under its rule; the
 	 * same status on a record with the keys is caught. */

@@ -220,7 +220,12 @@ static void test_plot(void)
 	const char *root = getenv("MEMWALL_SOURCE_ROOT");
 	snprintf(path, sizeof(path), "%s/results/reference/aios-falcon7b-q4km.json",
 		 root ? root : ".");
-	const char *argv[] = { "memwall", "roofline", path, "--bandwidth", "90", "--plot", dir, NULL };
+	/* The folder as a shell's completion gives it, with a slash: the path printed has one
+	 * (issue 29: "wrote plots//roofline.png"). */
+	char slashed[64];
+	snprintf(slashed, sizeof(slashed), "%s/", dir);
+	const char *argv[] = { "memwall", "roofline", path, "--bandwidth", "90", "--plot", slashed,
+			       NULL };
 	struct t_output o = t_run(argv);
 	snprintf(png, sizeof(png), "%s/roofline.png", dir);
 	struct stat st;
@@ -229,6 +234,9 @@ static void test_plot(void)
 	} else {
 		T_EQ_INT(o.status, 1); /* IMPLAUSIBLE, and the chart drawn */
 		T_ASSERT(stat(png, &st) == 0 && st.st_size > 1000);
+		char wrote[300];
+		snprintf(wrote, sizeof(wrote), "wrote %s/roofline.png", dir);
+		T_CONTAINS(o.err, wrote);
 	}
 	t_output_free(&o);
 	char cmd[300];

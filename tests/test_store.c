@@ -318,6 +318,29 @@ static void concurrent(const char *where, const char *rec, bool lists)
 	T_EQ_INT(imported, 1); /* one import stores it, the other eleven find it there */
 }
 
+/* A failed PostgreSQL connection says what to fix (issue 29: a new user met "fe_sendauth: no
+ * password supplied" and "Peer authentication failed" with no way forward). With no server: a
+ * unix socket folder where none listens. With the throwaway server (server_dir): a role that
+ * does not exist. */
+static void pg_connect_hints(const char *server_dir)
+{
+	char url[4400];
+	snprintf(url, sizeof(url), "postgresql:///memwall?host=%s/no-server-here", tmp);
+	struct t_output o = t_run((const char *[]){ "memwall", "db", "--db", url, "list", NULL });
+	T_EQ_INT(o.status, 3);
+	T_CONTAINS(o.err, "cannot connect");
+	T_CONTAINS(o.err, "no server listens on that unix socket");
+	t_output_free(&o);
+	if (!server_dir)
+		return;
+	snprintf(url, sizeof(url), "postgresql:///postgres?host=%s&user=no_such_role", server_dir);
+	o = t_run((const char *[]){ "memwall", "db", "--db", url, "list", NULL });
+	T_EQ_INT(o.status, 3);
+	T_CONTAINS(o.err, "no_such_role");
+	T_CONTAINS(o.err, "createuser");
+	t_output_free(&o);
+}
+
 static void pg_stop(void)
 {
 	char cmd[9000];
@@ -361,6 +384,7 @@ int main(int argc, char **argv)
 		cli(path, r.path);
 		snprintf(path, sizeof(path), "%s/fresh.db", tmp);
 		concurrent(path, r.path, false); /* list makes no SQLite store: imports only */
+		pg_connect_hints(NULL);
 		return t_done();
 	}
 	snprintf(pgdir, sizeof(pgdir), "/tmp/mw-test-pg-XXXXXX");
@@ -402,5 +426,6 @@ int main(int argc, char **argv)
 	snprintf(fresh, sizeof(fresh), "%s%soptions=-csearch_path%%3Dfresh", url,
 		 strchr(url, '?') ? "&" : "?");
 	concurrent(fresh, r.path, true);
+	pg_connect_hints(pgdir);
 	return t_done();
 }

@@ -49,12 +49,16 @@ int mw_fail(int exit_code, const char *verb, const char *fmt, ...)
  * MW_EXIT_USAGE. */
 int mw_opt_error(const char *verb, int c, char *const *argv);
 /* The same for verbs whose optstring does not start with ':', where '?' means an unknown option
- * or a missing value alike: prints "memwall VERB: unknown or incomplete option '--x'" and then
- * the verb's usage to stderr; returns MW_EXIT_USAGE. */
+ * or a missing value alike: prints one line, "memwall VERB: unknown or incomplete option '--x'
+ * (memwall VERB --help lists them)", to stderr; returns MW_EXIT_USAGE. usage is not printed
+ * (kept for the callers' sake). */
 int mw_opt_usage_error(const char *verb, char *const *argv, void (*usage)(FILE *f));
 /* After the options, for a verb that takes no operands: MW_EXIT_OK when none is left at
  * argv[optind], else prints "memwall VERB: unexpected argument 'x'" and returns MW_EXIT_USAGE. */
 int mw_opt_none_left(const char *verb, int argc, char *const *argv);
+/* Drops a folder argument's trailing slashes in place ("plots/" -> "plots"; "/" stays), so the
+ * paths printed under it read "plots/x.png", not "plots//x.png". Returns path. */
+char *mw_path_trim(char *path);
 
 /* Option-value parsers: 0 on success, -EINVAL when the text is not a whole number in range. */
 int mw_parse_long(const char *text, long min, long max, long *out);

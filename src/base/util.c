@@ -92,9 +92,19 @@ int mw_opt_error(const char *verb, int c, char *const *argv)
 
 int mw_opt_usage_error(const char *verb, char *const *argv, void (*usage)(FILE *f))
 {
-	mw_fail(MW_EXIT_USAGE, verb, "unknown or incomplete option '%s'", argv[optind - 1]);
-	usage(stderr);
-	return MW_EXIT_USAGE;
+	/* One line, not the usage: a mistyped option printed 60-90 lines, the error scrolled
+	 * away (issue 29). optopt is 0 for an unknown long option, the option otherwise. */
+	(void)usage;
+	return mw_fail(MW_EXIT_USAGE, verb, "%s option '%s' (memwall %s --help lists them)",
+		       optopt ? "unknown or incomplete" : "unknown", argv[optind - 1], verb);
+}
+
+char *mw_path_trim(char *path)
+{
+	size_t n = strlen(path);
+	while (n > 1 && path[n - 1] == '/')
+		path[--n] = '\0';
+	return path;
 }
 
 int mw_opt_none_left(const char *verb, int argc, char *const *argv)

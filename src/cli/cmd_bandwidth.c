@@ -440,8 +440,9 @@ int mw_cmd_bandwidth(int argc, char **argv)
 				f->samples = calloc((size_t)o.reps, sizeof(double));
 				rc = f->samples ? measure(s, f, o.reps) : -ENOMEM;
 				if (rc < 0) {
-					rc = mw_fail(MW_EXIT_ENV, VERB, "%s (%s) with %d threads: %s",
+					rc = mw_fail(MW_EXIT_ENV, VERB, "%s (%s) with %d thread%s: %s",
 						     variants[i].name, f->table, o.threads[t],
+						     o.threads[t] == 1 ? "" : "s",
 						     strerror(-rc));
 					goto out;
 				}

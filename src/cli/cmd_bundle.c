@@ -54,7 +54,7 @@ int mw_cmd_bundle(int argc, char **argv)
 		mw_error_print(&err);
 		return rc == MW_RESULT_INCONSISTENT ? MW_EXIT_CHECK : MW_EXIT_USAGE;
 	}
-	printf("%s: bundle of %d records written (check it with memwall validate %s)\n", out,
-	       argc - optind, out);
+	printf("%s: bundle of %d record%s written (check it with memwall validate %s)\n", out,
+	       argc - optind, argc - optind == 1 ? "" : "s", out);
 	return MW_EXIT_OK;
 }

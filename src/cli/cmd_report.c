@@ -56,7 +56,7 @@ int mw_cmd_report(int argc, char **argv)
 					       optarg);
 			break;
 		case 'p':
-			plot = optarg;
+			plot = mw_path_trim(optarg);
 			break;
 		case 'h':
 			usage(stdout);

@@ -139,7 +139,7 @@ static int parse_args(int argc, char **argv, struct options *o, bool *help)
 			o->json = true;
 			break;
 		case OPT_PLOT:
-			o->plot = optarg;
+			o->plot = mw_path_trim(optarg);
 			break;
 		case OPT_POS:
 			if (mw_parse_long(optarg, 0, 1L << 24, &v) < 0)
@@ -257,8 +257,8 @@ static void probe_peak(const struct options *o, const struct eng_tensor_table *t
 	}
 	in->peak_flops = pk.flops;
 	snprintf(in->peak_source, sizeof(in->peak_source),
-		 "measured now: %s on %d threads for %.2f s, operands in L1", pk.kernel,
-		 pk.threads, pk.seconds);
+		 "measured now: %s on %d thread%s for %.2f s, operands in L1", pk.kernel,
+		 pk.threads, pk.threads == 1 ? "" : "s", pk.seconds);
 }
 
 static void print_text(const struct eng_tensor_table *t, const struct mw_analytic *a,

@@ -87,28 +87,28 @@ static bool noise_criterion(const char *name)
 
 /* One line of what to do, after the verdict: a newcomer's busy laptop fails a CV limit, and
  * "acceptance: fail" alone reads as "broken". */
-static void acceptance_hint(bool noisy, bool cv_unmeasured, long long runs)
+static void acceptance_hint(FILE *f, bool noisy, bool cv_unmeasured, long long runs)
 {
 	if (noisy)
-		fprintf(stderr, "memwall run: what to do: the runs varied too much (a busy machine or "
+		fprintf(f, "memwall run: what to do: the runs varied too much (a busy machine or "
 			"a moving clock): close other programs, pin the CPU governor (sudo cpupower "
 			"frequency-set -g performance), or add runs (--runs 10); the record is kept "
 			"either way\n");
 	else if (cv_unmeasured && runs < 2)
-		fprintf(stderr, "memwall run: what to do: a CV needs at least 2 measured runs: "
+		fprintf(f, "memwall run: what to do: a CV needs at least 2 measured runs: "
 			"--runs 2 or more\n");
 	else if (cv_unmeasured)
 		/* The runs were there; the counter gave no value in enough of them (it did not
 		 * run, a read failed, or the backend lacks the figure): more runs would not help. */
-		fprintf(stderr, "memwall run: what to do: the counter behind the figure gave no value "
+		fprintf(f, "memwall run: what to do: the counter behind the figure gave no value "
 			"in enough of the %lld runs (the reason is above): check it with `memwall "
 			"doctor` and `memwall verify`; more runs will not help\n", runs);
 }
 
-/* The acceptance verdict on stderr when it is not a pass: each failed criterion, and each
+/* The acceptance verdict on f when it is not a pass: each failed criterion, and each
  * required one that was not measured, with its figure and why, then what to do about it.
  * True when the exit code must say so (overall "fail" or "not-measured"). */
-static bool acceptance_says(const json_t *doc)
+static bool acceptance_says(FILE *f, const json_t *doc)
 {
 	const json_t *acc = json_object_get(doc, "acceptance"), *c;
 	const char *overall = json_string_value(json_object_get(acc, "status"));
@@ -132,18 +132,18 @@ static bool acceptance_says(const json_t *doc)
 		char *lim = json_dumps(json_object_get(c, "limit"), JSON_ENCODE_ANY |
 				       JSON_REAL_PRECISION(4));
 		if (fail)
-			fprintf(stderr, "memwall run: acceptance: %s failed (value %s, limit %s)%s%s\n",
+			fprintf(f, "memwall run: acceptance: %s failed (value %s, limit %s)%s%s\n",
 				json_string_value(json_object_get(c, "criterion")), val ? val : "?",
 				lim ? lim : "?", why ? ": " : "", why ? why : "");
 		else
-			fprintf(stderr, "memwall run: acceptance: %s not measured, and the protocol "
+			fprintf(f, "memwall run: acceptance: %s not measured, and the protocol "
 				"requires it: %s\n", json_string_value(json_object_get(c, "criterion")),
 				why ? why : "no reason recorded");
 		free(val);
 		free(lim);
 	}
-	fprintf(stderr, "memwall run: acceptance: %s (exit 1)\n", overall);
-	acceptance_hint(noisy, cv_unmeasured,
+	fprintf(f, "memwall run: acceptance: %s (exit 1)\n", overall);
+	acceptance_hint(f, noisy, cv_unmeasured,
 			(long long)json_integer_value(json_object_get(json_object_get(doc, "summary"),
 								      "runs_measured")));
 	return true;
@@ -274,7 +274,18 @@ int mw_cmd_run(int argc, char **argv)
 		st == MW_RUN_INTERRUPTED ? " (incomplete)" : "");
 	mw_report_print(stdout, doc, fmt);
 
-	int code = st == MW_RUN_INTERRUPTED || acceptance_says(doc) ? MW_EXIT_CHECK : MW_EXIT_OK;
+	/* The verdict and what to do close the summary, on stdout, where a person reads the tail
+	 * (scripts/run.sh | tail); json and csv keep stdout to the data, so there they go to
+	 * stderr, after it. */
+	FILE *says = fmt == MW_FORMAT_MD ? stdout : stderr;
+	if (fmt == MW_FORMAT_MD)
+		fprintf(says, "\nmemwall run: record %s\n", path);
+	fflush(stdout);
+	bool failed = acceptance_says(says, doc);
+	if (fmt == MW_FORMAT_MD && !failed)
+		fprintf(says, "memwall run: acceptance: %s\n", st == MW_RUN_INTERRUPTED ?
+			"not judged: the run was interrupted (exit 1)" : "pass");
+	int code = st == MW_RUN_INTERRUPTED || failed ? MW_EXIT_CHECK : MW_EXIT_OK;
 	json_decref(doc);
 	mw_protocol_free(p);
 	return code;

@@ -31,9 +31,7 @@ int mw_cmd_validate(int argc, char **argv)
 			usage(stdout);
 			return MW_EXIT_OK;
 		}
-		fprintf(stderr, "memwall validate: unknown option '%s'\n", argv[optind - 1]);
-		usage(stderr);
-		return MW_EXIT_USAGE;
+		return mw_opt_usage_error("validate", argv, usage);
 	}
 	if (optind >= argc) {
 		usage(stderr);
@@ -59,10 +57,11 @@ int mw_cmd_validate(int argc, char **argv)
 			worst = code > worst ? code : worst;
 		} else {
 			const json_t *s = json_object_get(doc, "summary");
-			printf("%s: valid (%s%s, %lld measured runs, %lld tokens)\n", argv[i],
+			printf("%s: valid (%s%s, %lld measured run%s, %lld tokens)\n", argv[i],
 			       json_string_value(json_object_get(doc, "kind")),
 			       json_is_true(json_object_get(doc, "complete")) ? "" : ", INCOMPLETE",
 			       (long long)json_integer_value(json_object_get(s, "runs_measured")),
+			       json_integer_value(json_object_get(s, "runs_measured")) == 1 ? "" : "s",
 			       (long long)json_integer_value(json_object_get(s, "tokens_measured")));
 		}
 		json_decref(doc);

@@ -583,8 +583,8 @@ int mw_bundle_check(const char *path, FILE *log, struct mw_error *err)
 	if (rc)
 		*err = c.first;
 	else if (log)
-		fprintf(log, "%s: valid bundle (%d records, every sha256 matches its manifest)\n", mw_esc(path),
-			c.records_n);
+		fprintf(log, "%s: valid bundle (%d record%s, every sha256 matches its manifest)\n",
+			mw_esc(path), c.records_n, c.records_n == 1 ? "" : "s");
 	json_decref(c.seen);
 	json_decref(c.records);
 	json_decref(c.changed);

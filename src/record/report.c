@@ -159,13 +159,15 @@ static void print_md(FILE *f, const json_t *doc)
 		fprintf(f, "Imported reference record, not measured by memwall. Source: %s\n\n",
 			str(ref, "source", "?"));
 	else
-		fprintf(f, "%lld measured runs (+%lld warm-up), %lld decode tokens measured; %s, "
-			   "%lld threads, %s kernels; memwall %s\n\n",
+		fprintf(f, "%lld measured run%s (+%lld warm-up), %lld decode tokens measured; %s, "
+			   "%lld thread%s, %s kernels; memwall %s\n\n",
 			(long long)json_integer_value(json_object_get(sum, "runs_measured")),
+			json_integer_value(json_object_get(sum, "runs_measured")) == 1 ? "" : "s",
 			(long long)json_integer_value(json_object_get(sum, "runs_warmup")),
 			(long long)json_integer_value(json_object_get(sum, "tokens_measured")),
 			str(mach, "cpu_name", "unknown CPU"),
 			(long long)json_integer_value(json_object_get(eng, "threads")),
+			json_integer_value(json_object_get(eng, "threads")) == 1 ? "" : "s",
 			str(eng, "kernels", "?"), str(json_object_get(doc, "memwall"), "version", "?"));
 	/* The reason DRAM was not measured is said once, as footnote [1] under the table;
 	 * the provenance line, the DRAM rows and the attribution refer to it. */

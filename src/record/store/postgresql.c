@@ -26,6 +26,37 @@ static void set_pq_error(struct mw_error *err, const char *what, const char *msg
  * never answers must not stall `memwall db` forever (libpq waits forever by default). */
 #define CONNECT_TIMEOUT_S "5"
 
+/* What to fix for each way a first connection fails, matched in libpq's message (its wording
+ * since PostgreSQL 10: fe-connect.c, fe-auth.c, and the server's auth.c for the FATALs). A new
+ * user meets the first three on a stock Debian server: the socket's peer authentication, and a
+ * TCP connection without a password. */
+static const struct {
+	const char *says;
+	const char *fix;
+} connect_fixes[] = {
+	{ "Peer authentication failed",
+	  "over the unix socket the server lets in only the role named after your login: create it "
+	  "(sudo -u postgres createuser --createdb \"$USER\" && createdb memwall) and use "
+	  "postgresql:///memwall, or connect over TCP with a password "
+	  "(postgresql://USER@localhost/DB, the password in PGPASSFILE or PGPASSWORD)" },
+	{ "no password supplied",
+	  "the server asks for a password: put it in ~/.pgpass (or the file PGPASSFILE names; one "
+	  "line host:port:database:user:password, chmod 600) or in PGPASSWORD, not in the URL" },
+	{ "password authentication failed",
+	  "the server refused the password: check the line for this host and user in ~/.pgpass "
+	  "(PGPASSFILE), or PGPASSWORD" },
+	{ "does not exist",
+	  "create the role or database the URL names (sudo -u postgres createuser --createdb USER; "
+	  "createdb -O USER DB), or name one that exists" },
+	{ "No such file or directory",
+	  "no server listens on that unix socket: start one (sudo systemctl start postgresql) or "
+	  "give the server's host in the URL" },
+	{ "Connection refused",
+	  "no server listens on that host and port: start it, or check the URL's host and port" },
+	{ "could not translate host name",
+	  "the URL's host name does not resolve: check it" },
+};
+
 static int db_open(const char *where, void **h, struct mw_error *err)
 {
 	/* The URL comes after the default, so that its own connect_timeout wins (libpq:
@@ -35,8 +66,17 @@ static int db_open(const char *where, void **h, struct mw_error *err)
 	const char *vals[] = { env && *env ? env : CONNECT_TIMEOUT_S, where, NULL };
 	PGconn *c = PQconnectdbParams(keys, vals, 1);
 	if (!c || PQstatus(c) != CONNECTION_OK) {
-		set_pq_error(err, "cannot connect (check the URL's host, port, user and database, "
-			     "and that the server runs)", c ? PQerrorMessage(c) : "out of memory");
+		const char *msg = c ? PQerrorMessage(c) : "out of memory";
+		const char *fix = "check the URL's host, port, user and database, and that the "
+				  "server runs";
+		for (size_t i = 0; i < sizeof(connect_fixes) / sizeof(connect_fixes[0]); i++)
+			if (strstr(msg, connect_fixes[i].says)) {
+				fix = connect_fixes[i].fix;
+				break;
+			}
+		/* libpq's first line holds the reason; the next ones are its own hints. */
+		mw_error_set(err, -EIO, "PostgreSQL", "--db", "cannot connect: %.*s; %s",
+			     (int)strcspn(msg, "\n"), msg, fix);
 		/* The URL the user gave names the store; mw_error_print redacts its password. */
 		if (err)
 			snprintf(err->source, sizeof(err->source), "%s", where);
