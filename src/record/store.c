@@ -570,7 +570,9 @@ static void params_free(char **p, int n)
 static const char *const query_keys[] = { "id", "created_utc", "protocol", "model", "machine",
 					  "memory", "backend", "kind", "acceptance", "tok_per_s",
 					  "dram_MB_per_token", "dram_source" };
-static const bool query_numeric[] = { [9] = true, [10] = true };
+/* Sized by the keys: collect_row reads one flag per key. */
+static const bool query_numeric[sizeof(query_keys) / sizeof(query_keys[0])] = { [9] = true,
+										  [10] = true };
 
 /* A synthetic model's name says so in every table: "stories110M [synthetic]". */
 #define MODEL_COL                                                                              \
@@ -605,8 +607,9 @@ static const char *const compare_keys[] = { "protocol", "model", "machine", "mem
 					    "dram_source", "records", "tok_per_s", "tok_per_s_min",
 					    "tok_per_s_max", "dram_MB_per_token",
 					    "relative_tok_per_s" };
-static const bool compare_numeric[] = { [5] = true, [6] = true, [7] = true, [8] = true,
-					[9] = true };
+static const bool compare_numeric[sizeof(compare_keys) / sizeof(compare_keys[0])] = {
+	[5] = true, [6] = true, [7] = true, [8] = true, [9] = true
+};
 
 int mw_store_compare(struct mw_store *s, const struct mw_store_filter *f, json_t **rows,
 		     struct mw_error *err)
