@@ -205,3 +205,32 @@ int mw_file_check(const char *path, const char *what, const char *field, uint64_
 	close(fd);
 	return 0;
 }
+
+int mw_state_path(char *buf, size_t n, const char *name)
+{
+	const char *v;
+	if ((v = getenv("MEMWALL_STATE_DIR")) && *v)
+		snprintf(buf, n, "%s/%s", v, name);
+	else if ((v = getenv("XDG_STATE_HOME")) && *v)
+		snprintf(buf, n, "%s/memwall/%s", v, name);
+	else if ((v = getenv("HOME")) && *v)
+		snprintf(buf, n, "%s/.local/state/memwall/%s", v, name);
+	else
+		return -ENOENT;
+	return 0;
+}
+
+int mw_mkdir_parents(const char *path)
+{
+	char buf[4096];
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0777) && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	return 0;
+}

@@ -32,6 +32,13 @@
  * (UTF-8 code points), not bytes. */
 int mw_name_check(const char *name, char *why, size_t n);
 
+/* NAME in memwall's state folder (the calibration and verification stores, the hash cache):
+ * $MEMWALL_STATE_DIR/NAME, else $XDG_STATE_HOME/memwall/NAME, else ~/.local/state/memwall/NAME.
+ * 0, or -ENOENT when none of the three is set. */
+int mw_state_path(char *buf, size_t n, const char *name);
+/* Creates every missing folder above path (not path itself). 0 or -errno. */
+int mw_mkdir_parents(const char *path);
+
 /* What kind of file mode m is, as a phrase: "a FIFO", "a directory", "a character device",
  * "a block device", "a socket", "a symbolic link", "a regular file". Static storage. */
 const char *mw_file_kind(mode_t m);

@@ -23,6 +23,7 @@
 
 #include <openssl/evp.h>
 
+#include "file.h"
 #include "sha256.h"
 
 /* The most entries kept: the newest first, the oldest dropped. */
@@ -153,16 +154,7 @@ struct key {
 
 int mw_sha256_cache_path(char *buf, size_t n)
 {
-	const char *v;
-	if ((v = getenv("MEMWALL_STATE_DIR")) && *v)
-		snprintf(buf, n, "%s/sha256-cache.tsv", v);
-	else if ((v = getenv("XDG_STATE_HOME")) && *v)
-		snprintf(buf, n, "%s/memwall/sha256-cache.tsv", v);
-	else if ((v = getenv("HOME")) && *v)
-		snprintf(buf, n, "%s/.local/state/memwall/sha256-cache.tsv", v);
-	else
-		return -ENOENT;
-	return 0;
+	return mw_state_path(buf, n, "sha256-cache.tsv");
 }
 
 static bool is_hex64(const char *s)
@@ -212,21 +204,6 @@ static bool cache_find(const char *cache, const struct key *k, char hex[65])
 	return found;
 }
 
-static int mkdir_parents(const char *path)
-{
-	char buf[4096];
-	snprintf(buf, sizeof(buf), "%s", path);
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(buf, 0777) && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	return 0;
-}
-
 /* Writes k's entry first, then the old entries of other files (and none of this inode's),
  * to a temporary file renamed over the cache: a reader sees the old cache or the new one. */
 static void cache_store(const char *cache, const struct key *k, const char *hex, const char *path)
@@ -234,7 +211,7 @@ static void cache_store(const char *cache, const struct key *k, const char *hex,
 	char tmp[4200], line[4400];
 	FILE *in = NULL, *out = NULL;
 	int fd = -1, kept = 1;
-	if (mkdir_parents(cache))
+	if (mw_mkdir_parents(cache))
 		return;
 	snprintf(tmp, sizeof(tmp), "%s.tmp-XXXXXX", cache);
 	if ((fd = mkstemp(tmp)) < 0)

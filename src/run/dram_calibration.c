@@ -19,14 +19,7 @@
 
 int mw_dramcal_store_path(char *buf, size_t n, struct mw_error *err)
 {
-	const char *v;
-	if ((v = getenv("MEMWALL_STATE_DIR")) && *v)
-		snprintf(buf, n, "%s/calibration.json", v);
-	else if ((v = getenv("XDG_STATE_HOME")) && *v)
-		snprintf(buf, n, "%s/memwall/calibration.json", v);
-	else if ((v = getenv("HOME")) && *v)
-		snprintf(buf, n, "%s/.local/state/memwall/calibration.json", v);
-	else
+	if (mw_state_path(buf, n, "calibration.json"))
 		return mw_error_set(err, -ENOENT, "calibration store", "",
 				    "no state folder: set MEMWALL_STATE_DIR, XDG_STATE_HOME or HOME");
 	return 0;
@@ -152,26 +145,11 @@ static int store_read(const char *path, json_t **out, struct mw_error *err)
 	return 0;
 }
 
-static int mkdir_parents(const char *path)
-{
-	char buf[4096];
-	snprintf(buf, sizeof(buf), "%s", path);
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(buf, 0777) && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	return 0;
-}
-
 int mw_json_write_atomic(const char *path, const json_t *doc, const char *what,
 			 struct mw_error *err)
 {
 	char tmp[4200];
-	int rc = mkdir_parents(path), fd = -1;
+	int rc = mw_mkdir_parents(path), fd = -1;
 	FILE *f = NULL;
 	if (rc)
 		return mw_error_set(err, rc, path, "", "cannot create the folder: %s (set "
