@@ -78,6 +78,18 @@ static inline struct t_output t_run(const char *const argv[])
 	return o;
 }
 
+/* Writes body to path (a fixture the test makes); exits 1 when it cannot. */
+static inline void t_write_file(const char *path, const char *body)
+{
+	FILE *f = fopen(path, "w");
+	if (!f) {
+		perror(path);
+		exit(1);
+	}
+	fputs(body, f);
+	fclose(f);
+}
+
 static inline void t_output_free(struct t_output *o)
 {
 	free(o->out);

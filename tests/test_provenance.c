@@ -21,17 +21,6 @@
 
 static char scratch[256];
 
-static void write_file(const char *path, const char *body)
-{
-	FILE *f = fopen(path, "w");
-	if (!f) {
-		perror(path);
-		exit(1);
-	}
-	fputs(body, f);
-	fclose(f);
-}
-
 /* ---- unit: the record's fields, read once */
 
 static void test_of(void)
@@ -114,7 +103,7 @@ static struct t_output run(const char *name, bool sim, char *path, size_t n)
 	snprintf(proto, sizeof(proto), "%s/%s.json", scratch, name);
 	snprintf(dir, sizeof(dir), "%s/out-%s", scratch, name);
 	snprintf(script, sizeof(script), "%s/arrow-lake.script", scratch);
-	write_file(script, "perf type=24 config=0x20ff cpu=0 start=0 step=100003\n"
+	t_write_file(script, "perf type=24 config=0x20ff cpu=0 start=0 step=100003\n"
 			   "perf type=24 config=0x30ff cpu=0 start=0 step=50007\n"
 			   "perf type=25 config=0x20ff cpu=0 start=0 step=90001\n"
 			   "perf type=25 config=0x30ff cpu=0 start=0 step=40009\n");
@@ -129,7 +118,7 @@ static struct t_output run(const char *name, bool sim, char *path, size_t n)
 		 " \"acceptance\": {\"max_cv_mb_per_token_pct\": 1000, \"max_cv_tok_s_pct\": 1000},\n"
 		 " \"drift\": {\"max_bandwidth_change_pct\": 50, \"probe_ms\": 0}}\n",
 		 sim ? "required" : "optional", sim ? "intel_imc_free" : "auto");
-	write_file(proto, body);
+	t_write_file(proto, body);
 	snprintf(root, sizeof(root), "%sarrow-lake", t_data("sysfs/"));
 	if (sim) {
 		setenv("MEMWALL_COUNTERS", "sim", 1);

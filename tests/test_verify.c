@@ -41,17 +41,6 @@
 static char scratch[256], state[512], script[512], bindir[512];
 static uint64_t ws;
 
-static void write_file(const char *path, const char *body)
-{
-	FILE *f = fopen(path, "w");
-	if (!f) {
-		perror(path);
-		exit(1);
-	}
-	fputs(body, f);
-	fclose(f);
-}
-
 /* One event's rule with its windows' counts: before idle, idle, read pass, write pass, gap,
  * perf window. */
 static void rule(FILE *f, uint32_t type, uint64_t config, const char *cpu, uint64_t rd,
@@ -268,7 +257,7 @@ static void fake_perf(double read_factor)
 		 "then echo \"fake perf: unexpected arguments: $*\" >&2; exit 9; fi\n"
 		 "cat >&2 <<'EOF'\n# started on a fake\n\n%sEOF\n", list, lines);
 	snprintf(path, sizeof(path), "%s/perf", bindir);
-	write_file(path, body);
+	t_write_file(path, body);
 	chmod(path, 0755);
 }
 
@@ -314,7 +303,7 @@ static void test_perf(void)
 	/* a perf that fails (e.g. no permission for uncore events) is no meter: not compared,
 	 * with its message */
 	snprintf(path, sizeof(path), "%s/perf", bindir);
-	write_file(path, "#!/bin/sh\necho 'Error: No permission to enable uncore event.' >&2\n"
+	t_write_file(path, "#!/bin/sh\necho 'Error: No permission to enable uncore event.' >&2\n"
 			 "exit 1\n");
 	o = verify(NULL, NULL, out);
 	T_EQ_INT(o.status, 0);
@@ -440,7 +429,7 @@ static void test_run_records(void)
 	t_output_free(&o);
 	snprintf(proto, sizeof(proto), "%s/run.json", scratch);
 	snprintf(dir, sizeof(dir), "%s/out", scratch);
-	write_file(proto,
+	t_write_file(proto,
 		   "{\"name\": \"verified\", \"model\": {\"format\": \"llama2c\", \"synth\": "
 		   "{\"shape\": \"stories260K\", \"seed\": 42}}, \"tokenizer\": null,\n"
 		   " \"engine\": {\"kind\": \"builtin\", \"threads\": 1},\n"

@@ -690,8 +690,7 @@ int mw_machine_same(const json_t *a, const json_t *b, char *why, size_t n)
 
 /* ---- what in the machine's state would distort a run's figures ---------------------------- */
 
-static void warn_to(json_t *list, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void warn_to(json_t *list, const char *fmt, ...)
+void mw_warn(json_t *list, const char *fmt, ...)
 {
 	char w[512];
 	va_list ap;
@@ -706,17 +705,17 @@ double mw_machine_warnings(json_t *w, const json_t *machine)
 	double busy = NAN;
 	const char *gov = json_string_value(json_object_get(machine, "governor"));
 	if (gov && strcmp(gov, "performance"))
-		warn_to(w, "the CPU frequency governor is '%s', not 'performance': tok/s will vary "
+		mw_warn(w, "the CPU frequency governor is '%s', not 'performance': tok/s will vary "
 		     "with the governor's decisions", gov);
 	if (json_is_true(json_object_get(machine, "boost")))
-		warn_to(w, "turbo/boost is on: clock speed varies with temperature and load, and so "
+		mw_warn(w, "turbo/boost is on: clock speed varies with temperature and load, and so "
 		     "does tok/s");
 	const char *thp = json_string_value(json_object_get(machine, "thp"));
 	if (thp && strcmp(thp, "madvise"))
-		warn_to(w, "transparent huge pages are '%s' (memwall expects 'madvise'): TLB "
+		mw_warn(w, "transparent huge pages are '%s' (memwall expects 'madvise'): TLB "
 		     "behaviour differs from a default system", thp);
 	if (mw_machine_busy_pct(200, &busy) == 0 && busy > 10.0)
-		warn_to(w, "other processes kept %.0f%% of the CPUs busy during preflight: they "
+		mw_warn(w, "other processes kept %.0f%% of the CPUs busy during preflight: they "
 		     "compete for cores and memory bandwidth", busy);
 	return busy;
 }

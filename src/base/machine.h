@@ -44,6 +44,8 @@ int mw_machine_busy_pct(int ms, double *pct);
  * transparent huge pages other than madvise, other processes keeping the CPUs busy (sampled
  * for 200 ms). Returns that busy percentage (NaN when it could not be read). */
 double mw_machine_warnings(json_t *w, const json_t *machine);
+/* Appends the formatted sentence (at most 511 bytes) to list, a JSON array of warnings. */
+void mw_warn(json_t *list, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Whether two machine descriptions are the same machine for comparing results: the same CPU
  * name, family/model/stepping, logical CPU count, sockets and memory size (within 1 GiB).

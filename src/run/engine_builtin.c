@@ -10,7 +10,6 @@
  * token (a counter that did not run, a read that failed, a figure the backend does not
  * provide) makes that figure null for the whole run, with its state recorded. */
 #include <errno.h>
-#include <stdarg.h>
 #include <math.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -239,17 +238,6 @@ static json_t *software_json(struct builtin *b)
 
 /* ---- preflight ---------------------------------------------------------------------------- */
 
-static void warn(json_t *list, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void warn(json_t *list, const char *fmt, ...)
-{
-	char w[512];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(w, sizeof(w), fmt, ap);
-	va_end(ap);
-	json_array_append_new(list, json_string(w));
-}
-
 /* Preflight warnings about the environment, recorded and printed; the run is refused when
  * the model does not fit in the memory available, unless --force. */
 static enum mw_run_status preflight(struct builtin *b, struct mw_error *err)
@@ -271,13 +259,13 @@ static enum mw_run_status preflight(struct builtin *b, struct mw_error *err)
 		return MW_RUN_ENVIRONMENT;
 	}
 	if (short_mem)
-		warn(w, "%.0f MiB available, the model needs about %.0f MiB: run anyway (--force); "
+		mw_warn(w, "%.0f MiB available, the model needs about %.0f MiB: run anyway (--force); "
 		     "paging can distort every figure", (double)avail / 1048576.0,
 		     (double)need / 1048576.0);
 	bool have_swap = mw_meminfo(NULL, "SwapTotal", &st) == 0 &&
 			 mw_meminfo(NULL, "SwapFree", &sf) == 0;
 	if (have_swap && st > sf)
-		warn(w, "%.0f MiB of swap is in use: paging can distort latency and DRAM traffic",
+		mw_warn(w, "%.0f MiB of swap is in use: paging can distort latency and DRAM traffic",
 		     (double)(st - sf) / 1048576.0);
 	double busy = mw_machine_warnings(w, b->run->machine);
 	size_t i;
@@ -302,7 +290,7 @@ static void swap_check_after(struct builtin *b)
 	    (json_int_t)(st - sf) <= json_integer_value(before))
 		return;
 	json_t *w = json_object_get(pre, "warnings");
-	warn(w, "swap in use grew by %.0f MiB during the runs: pages were written out while "
+	mw_warn(w, "swap in use grew by %.0f MiB during the runs: pages were written out while "
 	     "they were measured",
 	     (double)((json_int_t)(st - sf) - json_integer_value(before)) / 1048576.0);
 	mw_run_say(b->run->o, "warning: %s",
