@@ -40,8 +40,9 @@ static inline char *t_slurp_fd(int fd)
 	return buf;
 }
 
-/* Runs argv (argv[0] is a path; "memwall" means $MEMWALL_BIN) with stdin from /dev/null. */
-static inline struct t_output t_run(const char *const argv[])
+/* Runs argv (argv[0] "memwall" is $MEMWALL_BIN; else a path) with stdin from stdin_path,
+ * capturing its exit status, stdout and stderr. */
+static inline struct t_output t_run_in(const char *const argv[], const char *stdin_path)
 {
 	struct t_output o = { .status = -1 };
 	char out_tmpl[] = "/tmp/mw-test-out-XXXXXX", err_tmpl[] = "/tmp/mw-test-err-XXXXXX";
@@ -61,8 +62,8 @@ static inline struct t_output t_run(const char *const argv[])
 	fflush(NULL);
 	pid_t pid = fork();
 	if (pid == 0) {
-		int nul = open("/dev/null", O_RDONLY);
-		dup2(nul, 0);
+		int in = open(stdin_path, O_RDONLY);
+		dup2(in, 0);
 		dup2(ofd, 1);
 		dup2(efd, 2);
 		execv(prog, (char *const *)(uintptr_t)argv);
@@ -76,6 +77,12 @@ static inline struct t_output t_run(const char *const argv[])
 	close(ofd);
 	close(efd);
 	return o;
+}
+
+/* t_run_in with stdin from /dev/null. */
+static inline struct t_output t_run(const char *const argv[])
+{
+	return t_run_in(argv, "/dev/null");
 }
 
 /* Writes body to path (a fixture the test makes); exits 1 when it cannot. */

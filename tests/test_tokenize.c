@@ -374,41 +374,6 @@ static const struct tcase *longest(size_t v)
 
 /* ---- 2. The verb ------------------------------------------------------------------------- */
 
-/* Runs `memwall tokenize ARGS` with stdin from the file stdin_path. */
-static struct t_output run_stdin(const char *const argv[], const char *stdin_path)
-{
-	struct t_output o = { .status = -1 };
-	char out_tmpl[] = "/tmp/mw-test-out-XXXXXX", err_tmpl[] = "/tmp/mw-test-err-XXXXXX";
-	int ofd = mkstemp(out_tmpl), efd = mkstemp(err_tmpl);
-	const char *prog = getenv("MEMWALL_BIN");
-	if (!prog)
-		t_skip("MEMWALL_BIN is not set (run under meson test)");
-	if (ofd < 0 || efd < 0) {
-		perror("mkstemp");
-		exit(1);
-	}
-	unlink(out_tmpl);
-	unlink(err_tmpl);
-	fflush(NULL);
-	pid_t pid = fork();
-	if (pid == 0) {
-		int in = open(stdin_path, O_RDONLY);
-		dup2(in, 0);
-		dup2(ofd, 1);
-		dup2(efd, 2);
-		execv(prog, (char *const *)(uintptr_t)argv);
-		_exit(127);
-	}
-	int st = 0;
-	waitpid(pid, &st, 0);
-	o.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-	o.out = t_slurp_fd(ofd);
-	o.err = t_slurp_fd(efd);
-	close(ofd);
-	close(efd);
-	return o;
-}
-
 /* The verb's --format ids output must be want's ids, with bos first when bos >= 0. */
 static void expect_ids(const struct t_output *o, const struct tcase *want, int bos,
 		       const char *what)
@@ -440,7 +405,7 @@ static void test_verb_ids(void)
 		write_file(file, c->text, strlen(c->text));
 		const char *by_file[] = { "memwall", "tokenize", "-m", model, "--file", file, NULL };
 		const char *by_stdin[] = { "memwall", "tokenize", "-m", model, NULL };
-		struct t_output o = v == 2 ? run_stdin(by_stdin, file) : t_run(by_file);
+		struct t_output o = v == 2 ? t_run_in(by_stdin, file) : t_run(by_file);
 		expect_ids(&o, c, -1, vocabs[v].name);
 		t_output_free(&o);
 		if (v < 2) {
