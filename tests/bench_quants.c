@@ -15,9 +15,10 @@
  *
  * Types with an x8 layout (quants.h) are also timed repacked, through each table's own x8
  * kernel, on a line of their own, and, where the table has a multi-token kernel
- * (krn_quant_matmul), for MM_TOK tokens at once: its figure is weight bytes times tokens per
- * second (what MM_TOK one-token passes would have to stream to keep up) and its ratio to the
- * x8 matvec's rate, the gain a prompt chunk gets. BENCH_QUANTS_N sets the row length (default
+ * (krn_quant_matmul), for 2, 4 and MM_TOK tokens at once (a batched decode step, a prefill
+ * chunk): its figure is weight bytes times tokens per second (what that many one-token passes
+ * would have to stream to keep up) and its ratio to the x8 matvec's rate, the gain a batch or
+ * a prompt chunk gets. BENCH_QUANTS_N sets the row length (default
  * 4096). BENCH_QUANTS_ISA=name times only that table (avx512, avx2, ...), and
  * BENCH_QUANTS_MM=0 leaves out the multi-token matmul (it takes most of a DRAM run's time):
  * both for A/B runs of one kernel, many rounds in a few seconds.
@@ -36,6 +37,10 @@
 #define HUGE (2u << 20)
 #define MAX_REPS 64
 #define MM_TOK 64 /* the engine's default prefill chunk (ENG_PREFILL_CHUNK) */
+/* Token counts the multi-token kernel is timed at: a batched decode step of 2 and 4 sequences
+ * (generate --batch), then a prefill chunk. */
+static const int mm_toks[] = { 2, 4, MM_TOK };
+#define N_MM (sizeof(mm_toks) / sizeof(mm_toks[0]))
 
 static double now(void)
 {
@@ -137,7 +142,7 @@ static void bench(uint32_t t, double mb, int reps, const struct krn_ops *kops)
 		if (isa && *isa && strcmp(isa, ops->name) != 0)
 			continue;
 		double gb_mv[MAX_REPS], gb_row[MAX_REPS], r_mv[MAX_REPS], r_row[MAX_REPS], gb_rd[MAX_REPS];
-		double gb_x8[MAX_REPS], r_x8[MAX_REPS], gb_mm[MAX_REPS], r_mm[MAX_REPS];
+		double gb_x8[MAX_REPS], r_x8[MAX_REPS], gb_mm[N_MM][MAX_REPS], r_mm[N_MM][MAX_REPS];
 		bool x8 = w8 && krn_quant_x8_native(ops, t), mm = want_mm && x8 && ops->matmul_x8[t];
 		ops->quantize_act[tr->vec_dot_type](f, aq, n);
 		size_t ab = krn_row_size(tr->vec_dot_type, n);
@@ -155,13 +160,14 @@ static void bench(uint32_t t, double mb, int reps, const struct krn_ops *kops)
 			if (x8)
 				krn_quant_matvec_x8(ops, t, y, w8, rows, aq, n, 0, rows);
 			double t4 = now();
-			if (mm)
-				krn_quant_matmul(ops, t, true, ymm, rows, w8, rows, aqs, ab, MM_TOK, n, 0,
-						 rows);
-			double t5 = now();
 			gb_x8[k] = (double)bytes / (t4 - t3) / 1e9;
-			gb_mm[k] = (double)bytes * MM_TOK / (t5 - t4) / 1e9;
-			r_mm[k] = gb_mm[k] / gb_x8[k];
+			for (size_t j = 0; mm && j < N_MM; j++) {
+				double t5 = now();
+				krn_quant_matmul(ops, t, true, ymm, rows, w8, rows, aqs, ab,
+						 (size_t)mm_toks[j], n, 0, rows);
+				gb_mm[j][k] = (double)bytes * mm_toks[j] / (now() - t5) / 1e9;
+				r_mm[j][k] = gb_mm[j][k] / gb_x8[k];
+			}
 			gb_rd[k] = (double)bytes / (t1 - t0) / 1e9;
 			gb_mv[k] = (double)bytes / (t2 - t1) / 1e9;
 			gb_row[k] = (double)bytes / (t3 - t2) / 1e9;
@@ -181,10 +187,10 @@ static void bench(uint32_t t, double mb, int reps, const struct krn_ops *kops)
 			       "%.2f-%.2f)\n", tr->name, (double)bytes / 1e6, ops->name,
 			       median(gb_x8, reps), m_x8, r_x8[0], r_x8[reps - 1]);
 		}
-		if (mm)
+		for (size_t j = 0; mm && j < N_MM; j++)
 			printf("%-5s %7.1f MB %-6s x8 matmul of %d tokens %6.1f GB/s of weights x "
 			       "tokens (%.2fx the x8 matvec)\n", tr->name, (double)bytes / 1e6, ops->name,
-			       MM_TOK, median(gb_mm, reps), median(r_mm, reps));
+			       mm_toks[j], median(gb_mm[j], reps), median(r_mm[j], reps));
 		fflush(stdout);
 	}
 	munmap(w, len);

@@ -8,6 +8,7 @@
  */
 #include "quants_impl.h"
 #include "x8_kernels.h"
+#include "act_sums.h"
 
 #include <immintrin.h>
 
@@ -199,22 +200,6 @@ static void act_q8_0(const float *x, void *vy, size_t n)
  * of two hadd rounds per four chunks, not out of memory by scalar adds (act_q8_K had been 2%
  * of a stories110M q4_K_M prefill at 1 thread, 3.4% at 2, where each thread quantizes every
  * token; perf record -e cpu-clock). */
-static inline __m256i quad_sums(__m256i q)
-{
-	return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), q),
-				 _mm256_set1_epi16(1));
-}
-
-/* the sums of 16 quants of chunks c .. c + 3 (32 quants each; quad sums s[4]), in bsums' order:
- * c's first 16, c's second 16, c + 1's first 16, ... */
-static inline __m128i sums16(const __m256i s[4])
-{
-	/* lane 0 of h: each chunk's first 16 (quads 0-3), lane 1 its second 16 (quads 4-7) */
-	__m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(s[0], s[1]), _mm256_hadd_epi32(s[2], s[3]));
-	__m128i lo = _mm256_castsi256_si128(h), hi = _mm256_extracti128_si256(h, 1);
-	return _mm_packs_epi32(_mm_unpacklo_epi32(lo, hi), _mm_unpackhi_epi32(lo, hi));
-}
-
 static void act_q8_K(const float *x, void *vy, size_t n)
 {
 	block_q8_K *y = vy;

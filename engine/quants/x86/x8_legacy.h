@@ -127,6 +127,22 @@ x8_prefetch(const uint8_t *g, size_t pf, size_t bytes)
 typedef void (*x8_mm_block_fn)(__m256 *acc, const uint8_t *g, const block_q8_0 *const *ys,
 			       const int32_t *base, const float *dy, int nt);
 
+/* The tokens a chunk has left after its calls of X8_MM_TOK (left: 0 .. X8_MM_TOK - 1), in one
+ * call of `call(count)`, the count a constant in each case: a batched decode step of 2 or 3
+ * sequences then unpacks each block of weights once, where a call per token had unpacked it
+ * once a token (batch 2 had run the matvec's instructions twice). Each token's sums are the
+ * same whatever the count, so the bits are too. */
+#define X8_MM_REST(left, call)                                                               \
+	do {                                                                                 \
+		_Static_assert(X8_MM_TOK == 4, "X8_MM_REST names the counts below X8_MM_TOK");\
+		switch (left) {                                                              \
+		case 3: call(3); break;                                                      \
+		case 2: call(2); break;                                                      \
+		case 1: call(1); break;                                                      \
+		default: break;                                                              \
+		}                                                                            \
+	} while (0)
+
 /* One group, nt tokens from the chunk's tt-th: y points at the first one's row r. */
 static inline __attribute__((always_inline)) void
 x8_mm_group(float *y, size_t ldy, const uint8_t *g, size_t bs, const block_q8_0 *const *ys,
@@ -235,9 +251,11 @@ x8_matmul(float *y, size_t ldy, const uint8_t *w, size_t rows, const uint8_t *xq
 				for (; tt + X8_MM_TOK <= nt; tt += X8_MM_TOK)
 					x8_mm2_group(yr + tt * ldy, ldy, g, gs, bs, ys + tt, &a, tt,
 						     len, k == 0, block2, X8_MM_TOK, tt ? 0 : pf);
-				for (; tt < nt; tt++)
-					x8_mm2_group(yr + tt * ldy, ldy, g, gs, bs, ys + tt, &a, tt,
-						     len, k == 0, block2, 1, tt ? 0 : pf);
+#define X8_MM2_REST(c)                                                                       \
+	x8_mm2_group(yr + tt * ldy, ldy, g, gs, bs, ys + tt, &a, tt, len, k == 0, block2, c, \
+		     tt ? 0 : pf)
+				X8_MM_REST(nt - tt, X8_MM2_REST);
+#undef X8_MM2_REST
 			}
 			for (; r < r1; r += KRN_X8) {
 				const uint8_t *g = w + (i0 * rows + r * len) * bs;
@@ -247,9 +265,10 @@ x8_matmul(float *y, size_t ldy, const uint8_t *w, size_t rows, const uint8_t *xq
 				for (; tt + X8_MM_TOK <= nt; tt += X8_MM_TOK)
 					x8_mm_group(yr + tt * ldy, ldy, g, bs, ys + tt, &a, tt, len,
 						    k == 0, block, X8_MM_TOK, tt ? 0 : pf);
-				for (; tt < nt; tt++)
-					x8_mm_group(yr + tt * ldy, ldy, g, bs, ys + tt, &a, tt, len,
-						    k == 0, block, 1, tt ? 0 : pf);
+#define X8_MM1_REST(c)                                                                       \
+	x8_mm_group(yr + tt * ldy, ldy, g, bs, ys + tt, &a, tt, len, k == 0, block, c, tt ? 0 : pf)
+				X8_MM_REST(nt - tt, X8_MM1_REST);
+#undef X8_MM1_REST
 			}
 		}
 	}
@@ -337,9 +356,11 @@ x8_matmul1(float *y, size_t ldy, const uint8_t *w, size_t rows, const uint8_t *x
 				for (; tt + X8_MM_TOK <= nt; tt += X8_MM_TOK)
 					x8_mm1_group(yr + tt * ldy, ldy, g, bs, ys + tt, &a, tt, len,
 						     k == 0, block, X8_MM_TOK, tt ? 0 : pf);
-				for (; tt < nt; tt++)
-					x8_mm1_group(yr + tt * ldy, ldy, g, bs, ys + tt, &a, tt, len,
-						     k == 0, block, 1, tt ? 0 : pf);
+#define X8_MMQ81_REST(c)                                                                     \
+	x8_mm1_group(yr + tt * ldy, ldy, g, bs, ys + tt, &a, tt, len, k == 0, block, c,      \
+		     tt ? 0 : pf)
+				X8_MM_REST(nt - tt, X8_MMQ81_REST);
+#undef X8_MMQ81_REST
 			}
 		}
 	}
