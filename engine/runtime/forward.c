@@ -5,10 +5,12 @@
  *
  * Every thread runs the whole step (SPMD, forward_worker) and the threads meet at a barrier
  * between phases that need each other's output. Each matvec is split by rows into chunks
- * (multiples of 16 rows) that shrink as the phase drains, claimed from an atomic counter
- * (take): every thread streams contiguous slices of each weight matrix, and a thread that the
- * OS delays (this project's machines are often shared) does not hold the others at the
- * barrier for long. One thread takes each phase whole:
+ * (multiples of 16 rows) claimed from an atomic counter (take) by workplan.h's plan: where each
+ * thread has many chunks' worth of rows, the chunks shrink as the phase drains, so that a
+ * thread that the OS delays (this project's machines are often shared) does not hold the
+ * others at the barrier for long; where it has few (a 128-token pass's matrices at 8 to 16
+ * threads), the rows split into near-equal chunks, at least one per thread. Every thread
+ * streams contiguous slices of each weight matrix. One thread takes each phase whole:
  *   per layer: [norm, q|k|v rows, RoPE, cache write] | [attention, heads in even shares] |
  *              [wo rows (llama: residual)] | [llama: norm; gate and up rows, activation] |
  *              [down rows, residual]
@@ -35,42 +37,33 @@
 #include "session_impl.h"
 
 /* Claims the next chunk [*a, *b) of phase `work`'s `rows` items; false when none is left.
- * Chunks shrink as the phase drains (OpenMP's "guided" schedule): each is half an even share
- * of what is left, so threads start on long runs and finish together on short ones. Chunk
- * starts are multiples of `align` rows. */
+ * The chunk is workplan.h's (guided shrinking where each thread has many chunks' worth, an even
+ * split where it has few), a function of the first unclaimed item only, so that the claims'
+ * compare-and-swap gives every item to one thread. Chunk starts are multiples of `align`. */
 static bool take(struct eng_session *s, int work, int rows, int align, int min, int *a, int *b)
 {
 	_Atomic int *next = &s->work[work].next;
-	int start = atomic_load_explicit(next, memory_order_relaxed), size;
+	int start = atomic_load_explicit(next, memory_order_relaxed);
 	do {
-		if (start >= rows)
+		if (!workplan_chunk(rows, align, min, s->n_threads, start, a, b))
 			return false;
-		if (s->n_threads == 1) {
-			size = rows - start;
-		} else {
-			size = (rows - start) / (2 * s->n_threads);
-			size = (size + align - 1) / align * align;
-			if (size < min)
-				size = min;
-		}
-	} while (!atomic_compare_exchange_weak_explicit(next, &start, start + size,
-						       memory_order_relaxed, memory_order_relaxed));
-	*a = start;
-	*b = imin(rows, start + size);
+	} while (!atomic_compare_exchange_weak_explicit(next, &start, *b, memory_order_relaxed,
+						       memory_order_relaxed));
 	return true;
 }
 
-/* The smallest chunk of rows of m for this pass. */
-static int chunk_min(const struct eng_session *s, const struct eng_mat *m)
+/* The smallest chunk of rows of m for a product over `tokens` tokens (the classifier of a
+ * prefill runs one). */
+static int chunk_min(const struct eng_mat *m, int tokens)
 {
-	return s->n_tok > 1 && m->type != KRN_TYPE_F32 ? MIN_CHUNK_ROWS_TOKENS : MIN_CHUNK_ROWS;
+	return tokens > 1 && m->type != KRN_TYPE_F32 ? MIN_CHUNK_ROWS_TOKENS : MIN_CHUNK_ROWS;
 }
 
-/* The next rows of m's matvec or matmul, in 16-row multiples. */
+/* The next rows of m's matvec or matmul over the pass's tokens, in 16-row multiples. */
 static bool take_rows(struct eng_session *s, int work, int rows, const struct eng_mat *m,
 		      int *a, int *b)
 {
-	return take(s, work, rows, ROW_ALIGN, chunk_min(s, m), a, b);
+	return take(s, work, rows, ROW_ALIGN, chunk_min(m, s->n_tok), a, b);
 }
 
 /* The vector x (n values) quantized to type t for this thread, converted on first use since
@@ -384,7 +377,7 @@ static void attention(struct eng_session *s, struct worker *w, int tid, int l)
 	act_reset(w, VEC_XN);
 	act_reset(w, VEC_XB);
 	act_reset(w, VEC_HB);
-	int min = imax(chunk_min(s, L->wqkv.data ? &L->wqkv : &L->wq), s->qkv_align);
+	int min = imax(chunk_min(L->wqkv.data ? &L->wqkv : &L->wq, s->n_tok), s->qkv_align);
 	while (take(s, work + WORK_QKV, s->qkv_dim, s->qkv_align, min, &a, &b)) {
 		s->arch->qkv(s, w, l, a, b);
 		qkv_finish(s, l, a, b);
@@ -712,7 +705,7 @@ static void forward_worker(void *arg, int tid)
 	 * computed. */
 	const float *x = s->x + (size_t)(s->n_tok - 1) * (size_t)s->dim;
 	s->arch->norm(w->xn, x, m->out_norm, m->out_norm_b, s->dim, m->hp.norm_eps);
-	while (take_rows(s, s->n_work - 1, s->vocab_size, &m->output, &a, &b))
+	while (take(s, s->n_work - 1, s->vocab_size, ROW_ALIGN, chunk_min(&m->output, 1), &a, &b))
 		mat_row1(s, w, VEC_XN, s->logits, &m->output, w->xn, a, b);
 }
 

@@ -22,21 +22,10 @@
 #include "pool.h"
 #include "quants.h"
 #include "sparsity.h"
+#include "workplan.h"
 
-/* Rows per chunk of a split matvec are a multiple of 16: 16 rows of any width start on a
- * 64-byte boundary whenever the matrix does, and a kernel that works on groups of rows sees the
- * same groups whatever the thread count, so results do not depend on it. */
-#define ROW_ALIGN 16
-/* The smallest chunk, in rows: ~100 KB of a stories110M matrix, a few microseconds of
- * streaming, well above the cost of claiming it (one contended compare-and-swap). */
-#define MIN_CHUNK_ROWS 32
-/* The smallest chunk of a pass of several tokens over quantized weights: each call of a
- * multi-token kernel prepares every token's activation blocks again (x8_legacy.h's per-block
- * sums, x8_kquants.h's), work that a 32-row chunk spends as much time on as on its rows; at 2
- * threads that preparation had been 3.3% of a stories110M q8_0 prefill (perf record -e
- * cpu-clock). F32 weights prepare nothing and keep MIN_CHUNK_ROWS: 128-row chunks of a
- * 768-row matrix left one of 2 threads waiting for up to a sixth of each phase. */
-#define MIN_CHUNK_ROWS_TOKENS 128
+/* ROW_ALIGN, MIN_CHUNK_ROWS, MIN_CHUNK_ROWS_TOKENS: how a phase is cut into chunks
+ * (workplan.h). */
 
 /* Activations quantized for non-F32 weights (quants.h): one slot per activation type a weight
  * type may ask for (its vec_dot_type), and per input vector, so that Q, K and V (or the fused
@@ -120,7 +109,9 @@ struct eng_session {
 	int dim, hidden_dim, q_dim, kv_dim, head_size, n_rot, n_heads, n_kv_heads, n_layers;
 	int vocab_size, ctx_len;
 	int qkv_align; /* row alignment of the QKV phase's chunks (whole heads for NeoX RoPE) */
-	int heads_share; /* heads per claim of the attention phase: n_heads / threads, rounded up */
+	int heads_share; /* the attention phase's smallest claim: n_heads / threads, rounded up,
+			  * so that the plan (workplan.h) gives each of min(threads, n_heads)
+			  * threads one contiguous run of heads */
 	enum eng_attention attn; /* the attention kernel (engine.h) */
 	int attn_block;  /* positions per block of blocked attention (attention.h) */
 	int pass_positions; /* positions a worker's kv16 holds: a pass's last token's at most */
