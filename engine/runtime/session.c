@@ -160,6 +160,10 @@ static int alloc_buffers(struct eng_session *s, size_t kv_cells, struct eng_erro
 	s->qkv = alloc_aligned(c * (size_t)s->qkv_dim, sizeof(float));
 	s->hb = alloc_aligned(c * (size_t)s->hidden_dim, sizeof(float));
 	s->hb2 = alloc_aligned(c * (size_t)s->hidden_dim, sizeof(float));
+	if (s->chunk >= SHARED_PREP_TOKENS &&
+	    (!(s->xn = alloc_aligned(c * (size_t)s->dim, sizeof(float))) ||
+	     !(s->bact = alloc_aligned((size_t)VEC_COUNT * c, s->act_bytes))))
+		rc = -ENOMEM;
 	s->att = alloc_aligned((size_t)s->n_heads * (size_t)s->ctx_len, sizeof(float));
 	s->logits = alloc_aligned((size_t)s->logit_rows * (size_t)s->vocab_size, sizeof(float));
 	s->next_pos = calloc((size_t)s->n_seq, sizeof(int));
@@ -213,7 +217,7 @@ static int alloc_buffers(struct eng_session *s, size_t kv_cells, struct eng_erro
 	s->rope_freq = alloc_aligned((size_t)s->n_rot / 2 + 1, sizeof(float));
 	s->rope_cos = alloc_aligned(c * ((size_t)s->n_rot / 2 + 1), sizeof(float));
 	s->rope_sin = alloc_aligned(c * ((size_t)s->n_rot / 2 + 1), sizeof(float));
-	s->n_work = WORK_PER_LAYER * s->n_layers + 1;
+	s->n_work = (WORK_PER_LAYER + PREP_PER_LAYER) * s->n_layers + 2;
 	s->work = alloc_aligned((size_t)s->n_work, sizeof(*s->work));
 	if (m->token_embd.x8 && !(s->emb_row = alloc_aligned(m->token_embd.row_bytes, 1)))
 		rc = -ENOMEM;
@@ -379,6 +383,8 @@ void eng_session_free(struct eng_session *s)
 	free(s->qkv);
 	free(s->hb);
 	free(s->hb2);
+	free(s->xn);
+	free(s->bact);
 	free(s->att);
 	free(s->logits);
 	free(s->next_pos);

@@ -41,9 +41,21 @@ static inline uint32_t act_type(int slot)
 	return t[slot];
 }
 
-/* The vectors a matvec reads: each thread's normed x, and the shared attention output and
- * FFN activation. */
+/* The vectors a matvec reads: the normed x (each thread's, or a pass's shared one), and the
+ * shared attention output and FFN activation. */
 enum act_vec { VEC_XN, VEC_XB, VEC_HB, VEC_COUNT };
+
+/* A pass of at least this many tokens normalises x and quantizes each matrix phase's input
+ * once, the tokens split among the threads, into the session's xn and bact, behind one more
+ * barrier per input (forward.c's prep_rows); a shorter one (decode, a batched step) lets each
+ * thread make its own copies, O(tokens * n) each, which the barrier would cost as much as. On
+ * stories110M (4352 floats quantized and 1536 normed per token and layer) a 128-token pass's
+ * own copies had been each thread's 0.75 M floats a layer, against 57 M multiply-adds of
+ * weights at 16 threads: at about 10 multiply-adds' time per float (an estimate: a q4_0 pass
+ * at 1 thread ran 57 G multiply-adds a second; act_q8_0 spends some 15 cycles per 32 floats),
+ * 13% of the pass, the same at every thread count while the weights' share shrinks (act_q8_K
+ * had been 2% of a q4_K_M prefill at 1 thread, 3.4% at 2: avx512.c). */
+#define SHARED_PREP_TOKENS 8
 
 /* One thread's private state, alone in its cache lines. */
 struct worker {
@@ -54,6 +66,8 @@ struct worker {
 	 * time (that of bslot[vec], -1 for none yet), act_bytes apart. */
 	unsigned char *bact;          /* (VEC_COUNT, chunk, act_bytes); NULL when chunk is 1 */
 	int bslot[VEC_COUNT];
+	unsigned char *brows[VEC_COUNT]; /* where bslot's rows are: bact's, or the session's
+					  * shared ones (SHARED_PREP_TOKENS) */
 	uint16_t *h16;                /* (q_dim + ctx_len) an F16 cache's queries and attention
 				       * weights, rounded to f16 */
 	uint16_t *kv16;               /* (2, pass_positions, head_size) one KV head's keys, then
@@ -88,6 +102,9 @@ struct work_counter {
 
 /* Phases with shared work, per layer, in order; the classifier's counter comes last. */
 enum { WORK_QKV, WORK_HEADS, WORK_WO, WORK_UP, WORK_DOWN, WORK_PER_LAYER };
+/* A pass's shared preparation of each phase's input, tokens claimed (SHARED_PREP_TOKENS),
+ * per layer after the phases' counters; the classifier's comes before the classifier's. */
+enum { PREP_ATT, PREP_XB, PREP_FFN, PREP_HB, PREP_PER_LAYER };
 
 /* Test-only fault injection (issue 26): MEMWALL_TEST_FAULT=kv-pos stores each token's values
  * one cache position late (an off-by-one KV position); =head-k stores each KV head's keys in
@@ -133,6 +150,9 @@ struct eng_session {
 	float *qkv;    /* (chunk, qkv_dim) each position's q | k | v */
 	float *hb;     /* (chunk, hidden_dim) the FFN activation: SiLU(gate) * up, or GELU(up) */
 	float *hb2;    /* (chunk, hidden_dim) llama's up projection */
+	float *xn;     /* (chunk, dim) a pass's normed x, shared (SHARED_PREP_TOKENS); NULL
+			* when chunk is shorter */
+	unsigned char *bact; /* (VEC_COUNT, chunk, act_bytes) a pass's quantized inputs, shared */
 	float *att;    /* (n_heads, ctx_len) attention weights */
 	float *logits; /* (logit_rows, vocab_size) */
 	int logit_rows; /* the most tokens of a pass with all_logits: n_seq, or verify_tokens */
@@ -146,7 +166,9 @@ struct eng_session {
 	float *rope_cos;   /* (chunk, n_rot / 2) at each position of the pass */
 	float *rope_sin;   /* (chunk, n_rot / 2) */
 
-	struct work_counter *work; /* (WORK_PER_LAYER * n_layers + 1) next chunk of each phase */
+	struct work_counter *work; /* ((WORK_PER_LAYER + PREP_PER_LAYER) * n_layers + 2) next
+				    * chunk of each phase: the layers', their preparations', the
+				    * classifier's preparation and the classifier's */
 	int n_work;
 
 	/* Engine-accounted bytes that do not depend on the position: every tensor's bytes as
@@ -217,6 +239,8 @@ void eng_kv_attend_f16_heads(struct eng_session *s, struct worker *w, int l, int
 /* ---- The forward pass (forward.c) --------------------------------------------------------- */
 /* Indexed by enum eng_arch: each architecture's norm, RoPE, QKV and layer functions. */
 extern const struct arch_ops eng_arch_ops[ENG_ARCH_COUNT];
+/* Engine-accounted bytes of the pass just run (pass_bytes.c). */
+void eng_pass_bytes(const struct eng_session *s, struct eng_step_bytes *b);
 /* Fills the GELU table once per process (falcon's activation); called by eng_session_new. */
 void eng_session_gelu_init(void);
 
