@@ -5,8 +5,10 @@
  * step (1 token) and of a 128-token pass: the chunks cover the phase's items exactly once,
  * start on the alignment, hold at least the minimum where every thread can have one that
  * large, every thread gets one whenever the phase has an aligned group per thread, and no
- * thread's share is much past an even one. Issue 30: 768-row matrices in chunks of at least
- * 128 rows had left 10 of 16 threads idle. */
+ * thread's share is much past an even one; and a pass's attention, in units of a head's slice
+ * of tokens, the same, with each thread's positions attended against an even share. Issue 30:
+ * 768-row matrices in chunks of at least 128 rows had left 10 of 16 threads idle, and 12
+ * whole heads 4 of 16. */
 #include "runtime/workplan.h"
 #include "test.h"
 
@@ -109,6 +111,65 @@ static void check_balance(const struct phase *p, int threads, int tokens, double
 			  longest, p->items, ratio, even);
 }
 
+/* A pass's attention over an F16 cache: units of (head, slice of its tokens), head-major,
+ * claimed as phases are; each thread's units' cost (the positions its tokens attend, counted
+ * here) against an even share of the whole, at most a quarter over it. The old plan (whole
+ * heads) left 4 of 16 threads without a head and had 2 heads on some of 8 threads against
+ * 1.5. */
+static void check_attention(int threads, int tokens, int pos0, double *worst)
+{
+	int pos[256], slices = workplan_head_slices(HEADS, threads, tokens);
+	for (int k = 0; k < tokens; k++)
+		pos[k] = pos0 + k;
+	T_ASSERT(slices >= 1 && slices <= tokens);
+	T_EQ_INT(HEADS * slices % threads == 0 || slices == tokens, 1);
+	/* the slices: in order, from token 0 to the last, each within one token's positions
+	 * (pos0 + tokens) of an even share of the head's */
+	long total = 0, max_tok = pos0 + tokens;
+	for (int k = 0; k < tokens; k++)
+		total += pos[k] + 1;
+	T_EQ_INT(workplan_slice_start(0, slices, pos, tokens), 0);
+	T_EQ_INT(workplan_slice_start(slices, slices, pos, tokens), tokens);
+	for (int j = 0; j < slices; j++) {
+		int k0 = workplan_slice_start(j, slices, pos, tokens),
+		    k1 = workplan_slice_start(j + 1, slices, pos, tokens);
+		long cost = 0;
+		for (int k = k0; k < k1; k++)
+			cost += pos[k] + 1;
+		T_ASSERT(k0 <= k1);
+		if (labs(cost * slices - total) > max_tok * slices)
+			T_FAIL_AT(__FILE__, __LINE__, "%d tokens from %d, slice %d of %d: %ld of %ld "
+				  "positions", tokens, pos0, j, slices, cost, total);
+	}
+	int units = HEADS * slices;
+	struct phase p = { "attention units", units, 1, (units + threads - 1) / threads };
+	check_round_robin(&p, threads, tokens);
+	/* each thread's cost, claims in round-robin order */
+	long cost[MAX_THREADS] = { 0 };
+	int next = 0, a, b, claims = 0;
+	while (workplan_chunk(p.items, p.align, p.min, threads, next, &a, &b)) {
+		for (int u = a; u < b; u++) {
+			int j = u % slices;
+			for (int k = workplan_slice_start(j, slices, pos, tokens);
+			     k < workplan_slice_start(j + 1, slices, pos, tokens); k++)
+				cost[claims % threads] += pos[k] + 1;
+		}
+		claims++;
+		next = b;
+	}
+	long most = 0;
+	for (int t = 0; t < threads; t++)
+		most = cost[t] > most ? cost[t] : most;
+	double ratio = (double)most * threads / ((double)total * HEADS);
+	if (ratio > *worst)
+		*worst = ratio;
+	t_checks++;
+	if (ratio > 1.25)
+		T_FAIL_AT(__FILE__, __LINE__, "attention, %d tokens from %d, %d threads: the busiest "
+			  "thread attends %ld positions, %.2f times an even share", tokens, pos0,
+			  threads, most, ratio);
+}
+
 int main(void)
 {
 	static const int thread_counts[] = { 1, 2, 3, 4, 8, 12, 16 };
@@ -139,6 +200,13 @@ int main(void)
 			}
 		}
 	}
-	printf("workplan: the longest thread at most %.3f times an even share\n", worst);
+	double worst_att = 0.0;
+	for (size_t j = 0; j < sizeof(thread_counts) / sizeof(thread_counts[0]); j++)
+		for (int pos0 = 0; pos0 <= 100; pos0 += 100) {
+			check_attention(thread_counts[j], 128, pos0, &worst_att);
+			check_attention(thread_counts[j], 9, pos0, &worst_att);
+		}
+	printf("workplan: the longest thread at most %.3f times an even share; attention %.3f\n",
+	       worst, worst_att);
 	return t_done();
 }

@@ -11,7 +11,8 @@
  * others at the barrier for long; where it has few (a 128-token pass's matrices at 8 to 16
  * threads), the rows split into near-equal chunks, at least one per thread. Every thread
  * streams contiguous slices of each weight matrix. One thread takes each phase whole:
- *   per layer: [norm, q|k|v rows, RoPE, cache write] | [attention, heads in even shares] |
+ *   per layer: [norm, q|k|v rows, RoPE, cache write] | [attention: heads in even shares;
+ *              a pass over an F16 cache, slices of heads' tokens, as many for each thread] |
  *              [wo rows (llama: residual)] | [llama: norm; gate and up rows, activation] |
  *              [down rows, residual]
  *   then:      [norm, classifier rows]
@@ -472,24 +473,32 @@ static void attention(struct eng_session *s, struct worker *w, int tid, int l)
 			}
 		eng_pool_barrier(s->pool, tid);
 	}
-	/* An even share of heads per claim, so that each thread's heads are one contiguous
-	 * piece of every cache row; a late thread's share still goes to whoever is free. The
-	 * thread that holds a head runs it for every token of the pass (s->att is per head). */
 	/* A pass of one sequence's tokens (a prompt's chunk, a verification) reads cache rows it
 	 * has just written or read: attend_pass. A batch of sequences' steps reads each one's
 	 * cache as decode does. */
 	bool pass = s->n_tok > 1 && s->tseq[0] == s->tseq[s->n_tok - 1];
 	/* A pass over an F16 cache, none of whose tokens goes blocked: head by head, each KV
-	 * head's rows copied out once for all the pass's tokens (attend_f16_heads). */
+	 * head's rows copied out once for the pass's tokens (attend_f16_heads), in units of a
+	 * head's slice of tokens, as many for every thread (workplan.h). */
 	int last = s->tpos[s->n_tok - 1] + 1;
 	bool heads = pass && w->kv16 && last <= s->pass_positions &&
 		     (s->attn == ENG_ATTN_NAIVE ||
 		      (s->attn == ENG_ATTN_AUTO && last < ENG_ATTN_AUTO_POSITIONS));
-	while (take(s, work + WORK_HEADS, s->n_heads, 1, s->heads_share, &a, &b)) {
-		if (heads) {
-			eng_kv_attend_f16_heads(s, w, l, a, b);
-			continue;
-		}
+	int slices = workplan_head_slices(s->n_heads, s->n_threads, s->n_tok),
+	    units = s->n_heads * slices;
+	while (heads && take(s, work + WORK_HEADS, units, 1, (units + s->n_threads - 1) /
+			     s->n_threads, &a, &b)) {
+		int h1 = (b - 1) / slices + 1;
+		eng_kv_attend_f16_heads(s, w, l, a / slices, h1,
+					workplan_slice_start(a % slices, slices, s->tpos, s->n_tok),
+					workplan_slice_start(b - (h1 - 1) * slices, slices, s->tpos,
+							     s->n_tok));
+	}
+	/* Otherwise an even share of heads per claim, so that each thread's heads are one
+	 * contiguous piece of every cache row; a late thread's share still goes to whoever is
+	 * free. The thread that holds a head runs it for every token of the pass (s->att is per
+	 * head). */
+	while (!heads && take(s, work + WORK_HEADS, s->n_heads, 1, s->heads_share, &a, &b)) {
 		for (int t = 0; t < s->n_tok; t++) {
 			bool blocked = s->attn == ENG_ATTN_BLOCKED ||
 				       (s->attn == ENG_ATTN_AUTO &&

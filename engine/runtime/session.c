@@ -185,9 +185,10 @@ static int alloc_buffers(struct eng_session *s, size_t kv_cells, struct eng_erro
 			}
 			w->h16 = alloc_aligned((size_t)(s->q_dim + s->ctx_len), sizeof(uint16_t));
 			if (c > 1 && s->kv == &eng_kv_traits[ENG_KV_F16] &&
-			    !(w->kv16 = alloc_aligned(2 * (size_t)s->pass_positions *
-							      (size_t)s->head_size,
-						      sizeof(uint16_t)))) {
+			    (!(w->kv16 = alloc_aligned(2 * (size_t)s->pass_positions *
+							       (size_t)s->head_size,
+						       sizeof(uint16_t))) ||
+			     !(w->att = alloc_aligned((size_t)s->ctx_len, sizeof(float))))) {
 				rc = -ENOMEM;
 				break;
 			}
@@ -365,6 +366,7 @@ void eng_session_free(struct eng_session *s)
 			free(s->workers[t].bact);
 			free(s->workers[t].h16);
 			free(s->workers[t].kv16);
+			free(s->workers[t].att);
 			free(s->workers[t].nz);
 			free(s->workers[t].live);
 			free(s->workers[t].dy);

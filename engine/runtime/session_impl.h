@@ -73,6 +73,9 @@ struct worker {
 	uint16_t *kv16;               /* (2, pass_positions, head_size) one KV head's keys, then
 				       * its values, copied out of an F16 cache for a pass; NULL
 				       * for a chunk of 1 or an F32 cache */
+	float *att;                   /* (ctx_len) one head's attention weights for a token of a
+				       * pass over an F16 cache (attend_f16_head: threads may share
+				       * a head); NULL where kv16 is */
 	uint8_t *nz;                  /* (hidden_dim) the down projection's nonzero blocks */
 	uint8_t *live;                /* (hidden_dim) rows of gate or up this step computes */
 	/* This pass's sparse FFN counts over the rows this thread claimed (engine.h's
@@ -153,7 +156,8 @@ struct eng_session {
 	float *xn;     /* (chunk, dim) a pass's normed x, shared (SHARED_PREP_TOKENS); NULL
 			* when chunk is shorter */
 	unsigned char *bact; /* (VEC_COUNT, chunk, act_bytes) a pass's quantized inputs, shared */
-	float *att;    /* (n_heads, ctx_len) attention weights */
+	float *att;    /* (n_heads, ctx_len) attention weights (a pass over an F16 cache uses
+			* each worker's att: a head's tokens may be split among threads) */
 	float *logits; /* (logit_rows, vocab_size) */
 	int logit_rows; /* the most tokens of a pass with all_logits: n_seq, or verify_tokens */
 	int verify_tokens; /* the most tokens of an eng_session_verify pass */
@@ -232,9 +236,11 @@ void eng_kv_touch_first(const struct eng_session *s);
  * than the machine's memory, with err filled. */
 int eng_kv_cache_cells(const struct eng_session *s, size_t *kv_cells, struct eng_error *err);
 
-/* Heads [h0, h1) of every token of a pass of several over an F16 cache, each head's rows
- * copied out once for all the pass's tokens (forward.c's prefill). */
-void eng_kv_attend_f16_heads(struct eng_session *s, struct worker *w, int l, int h0, int h1);
+/* Heads [h0, h1) of a pass of several tokens over an F16 cache, the first head's tokens from
+ * k_first on, the last head's before k_last, every token of the others; each KV head's rows
+ * copied out once for the tokens it serves (forward.c's attention). */
+void eng_kv_attend_f16_heads(struct eng_session *s, struct worker *w, int l, int h0, int h1,
+			     int k_first, int k_last);
 
 /* ---- The forward pass (forward.c) --------------------------------------------------------- */
 /* Indexed by enum eng_arch: each architecture's norm, RoPE, QKV and layer functions. */

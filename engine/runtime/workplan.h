@@ -81,4 +81,37 @@ static inline bool workplan_chunk(int items, int align, int min, int threads, in
 	return true;
 }
 
+/* The attention phase of a pass claims units of (head, slice of its tokens), head by head,
+ * each head's tokens cut into `slices` runs of about equal cost, so that heads * slices is a
+ * multiple of the thread count and the even split above gives every thread the same number of
+ * units: stories110M's 12 heads at 16 threads are 48 units, 3 a thread, where whole heads had
+ * left 4 of 16 threads idle and 8 threads 2 heads against 1.5. Slices: threads / gcd(threads,
+ * heads), at most one per token; 1 (whole heads) where heads divide among the threads. */
+static inline int workplan_head_slices(int heads, int threads, int tokens)
+{
+	int a = threads, b = heads;
+	while (b) {
+		int t = a % b;
+		a = b;
+		b = t;
+	}
+	int slices = a > 0 ? threads / a : 1;
+	return slices < tokens ? slices : tokens > 0 ? tokens : 1;
+}
+
+/* The first token of slice j (0 .. slices) of a pass's n tokens, token k attending pos[k] + 1
+ * positions: the first k whose preceding tokens' positions reach j / slices of the total
+ * (slice 0 starts at 0, slice `slices` at n). Slices are contiguous and in order; each costs
+ * its share of the total within one token's positions. */
+static inline int workplan_slice_start(int j, int slices, const int *pos, int n)
+{
+	long long total = 0, sum = 0;
+	for (int k = 0; k < n; k++)
+		total += pos[k] + 1;
+	int k = 0;
+	while (k < n && sum * slices < total * j)
+		sum += pos[k++] + 1;
+	return k;
+}
+
 #endif
