@@ -39,8 +39,8 @@ static void check_round_robin(const struct phase *p, int threads, int tokens)
 		T_ASSERT(b > a && b <= p->items);
 		if (a % p->align)
 			T_FAIL_AT(__FILE__, __LINE__, "%s, %d tokens, %d threads: chunk [%d, %d) "
-				  "starts off the %d-item alignment", p->name, tokens, threads, a, b,
-				  p->align);
+				  "starts off the %d-item alignment", p->name, tokens, threads,
+				  a, b, p->align);
 		/* at least min wherever every thread can have a chunk of min (the last chunk of a
 		 * phase whose items are not a multiple of the chunk may be short) */
 		if (b < p->items && b - a < p->min && p->items >= threads * p->min)
@@ -69,8 +69,9 @@ static void check_round_robin(const struct phase *p, int threads, int tokens)
 	if (p->items >= threads * p->align)
 		for (int t = 0; t < threads; t++)
 			if (!got[t])
-				T_FAIL_AT(__FILE__, __LINE__, "%s, %d tokens, %d threads (%d items, "
-					  "chunks of at least %d): thread %d got no chunk of %d claimed",
+				T_FAIL_AT(__FILE__, __LINE__,
+					  "%s, %d tokens, %d threads (%d items, chunks of at "
+					  "least %d): thread %d got no chunk of %d claimed",
 					  p->name, tokens, threads, p->items, p->min, t, claims);
 }
 
@@ -106,9 +107,9 @@ static void check_balance(const struct phase *p, int threads, int tokens, double
 	 * 256 against 176, 768 rows at 16 threads at 128 against 48. */
 	t_checks++;
 	if (ratio > 1.25)
-		T_FAIL_AT(__FILE__, __LINE__, "%s, %d tokens, %d threads: the longest thread has %ld "
-			  "of %d items, %.2f times an even share of %ld", p->name, tokens, threads,
-			  longest, p->items, ratio, even);
+		T_FAIL_AT(__FILE__, __LINE__, "%s, %d tokens, %d threads: the longest thread has "
+			  "%ld of %d items, %.2f times an even share of %ld", p->name, tokens,
+			  threads, longest, p->items, ratio, even);
 }
 
 /* A pass's attention over an F16 cache: units of (head, slice of its tokens), head-major,
@@ -138,8 +139,8 @@ static void check_attention(int threads, int tokens, int pos0, double *worst)
 			cost += pos[k] + 1;
 		T_ASSERT(k0 <= k1);
 		if (labs(cost * slices - total) > max_tok * slices)
-			T_FAIL_AT(__FILE__, __LINE__, "%d tokens from %d, slice %d of %d: %ld of %ld "
-				  "positions", tokens, pos0, j, slices, cost, total);
+			T_FAIL_AT(__FILE__, __LINE__, "%d tokens from %d, slice %d of %d: %ld of "
+				  "%ld positions", tokens, pos0, j, slices, cost, total);
 	}
 	int units = HEADS * slices;
 	struct phase p = { "attention units", units, 1, (units + threads - 1) / threads };
@@ -165,9 +166,9 @@ static void check_attention(int threads, int tokens, int pos0, double *worst)
 		*worst = ratio;
 	t_checks++;
 	if (ratio > 1.25)
-		T_FAIL_AT(__FILE__, __LINE__, "attention, %d tokens from %d, %d threads: the busiest "
-			  "thread attends %ld positions, %.2f times an even share", tokens, pos0,
-			  threads, most, ratio);
+		T_FAIL_AT(__FILE__, __LINE__, "attention, %d tokens from %d, %d threads: the "
+			  "busiest thread attends %ld positions, %.2f times an even share", tokens,
+			  pos0, threads, most, ratio);
 }
 
 int main(void)
@@ -187,8 +188,8 @@ int main(void)
 				{ "wo", DIM, ROW_ALIGN, min },
 				{ "gate and up", HIDDEN, ROW_ALIGN, min },
 				{ "down", DIM, ROW_ALIGN, min },
-				/* decode's, a prefill's last token's (one token), a verification's or
-				 * a batch's (every token) */
+				/* decode's, a prefill's last token's (one token), a
+				 * verification's or a batch's (every token) */
 				{ "classifier, one token", VOCAB, ROW_ALIGN, MIN_CHUNK_ROWS },
 				{ "classifier, every token", VOCAB, ROW_ALIGN, min },
 				/* attention: one claim's heads, the session's heads_share */

@@ -787,8 +787,8 @@ static void forward_worker(void *arg, int tid)
 		 * once for all. */
 		norm_input(s, w, tid, s->n_work - 2, m->out_norm, m->out_norm_b, &m->output);
 		while (take_rows(s, s->n_work - 1, s->vocab_size, &m->output, &a, &b))
-			mat_rows(s, w, VEC_XN, s->logits, (size_t)s->vocab_size, &m->output, xn_of(s, w),
-				 (size_t)s->dim, a, b);
+			mat_rows(s, w, VEC_XN, s->logits, (size_t)s->vocab_size, &m->output,
+				 xn_of(s, w), (size_t)s->dim, a, b);
 		return;
 	}
 	/* The classifier, on the pass's last token only: the logits nobody reads are not

@@ -43,7 +43,7 @@
  * below gives each thread a smaller one (48 rows) rather than leave threads idle. */
 #define MIN_CHUNK_ROWS_TOKENS 128
 /* Above this many min-sized chunks per thread the guided schedule runs (its last chunks' spread,
- * one min chunk, is then a fifth of a thread's share at most); at or below, the even split. */
+ * one min chunk, is then under a quarter of a thread's share); at or below, the even split. */
 #define WORKPLAN_GUIDED_SHARES 4
 
 /* The chunk [*a, *b) that the claim at item `next` of a phase of `items` items takes, with
