@@ -5,17 +5,25 @@
  *
  * Every thread runs the whole step (SPMD, forward_worker) and the threads meet at a barrier
  * between phases that need each other's output. Each matvec is split by rows into chunks
- * (multiples of 16 rows) that shrink as the phase drains, claimed from an atomic counter
- * (take): every thread streams contiguous slices of each weight matrix, and a thread that the
- * OS delays (this project's machines are often shared) does not hold the others at the
- * barrier for long. One thread takes each phase whole:
- *   per layer: [norm, q|k|v rows, RoPE, cache write] | [attention, heads in even shares] |
+ * (multiples of 16 rows) claimed from an atomic counter (take) by workplan.h's plan: where each
+ * thread has many chunks' worth of rows, the chunks shrink as the phase drains, so that a
+ * thread that the OS delays (this project's machines are often shared) does not hold the
+ * others at the barrier for long; where it has few (a 128-token pass's matrices at 8 to 16
+ * threads), the rows split into near-equal chunks, at least one per thread. Every thread
+ * streams contiguous slices of each weight matrix. One thread takes each phase whole:
+ *   per layer: [norm, q|k|v rows, RoPE, cache write] | [attention: heads in even shares;
+ *              a pass over an F16 cache, slices of heads' tokens, as many for each thread] |
  *              [wo rows (llama: residual)] | [llama: norm; gate and up rows, activation] |
  *              [down rows, residual]
  *   then:      [norm, classifier rows]
- * Each thread normalises its own copy of x (O(dim)), which saves a serial step and a barrier,
- * and quantizes its own copy of each input vector for non-F32 weights (O(n) again, against
- * O(rows * n) of weights). Weights of any ggml type run through the quant tables
+ * In a step of a few tokens (decode, a batched step: fewer than SHARED_PREP_TOKENS) each
+ * thread normalises its own copy of x (O(dim) a token), which saves a serial step and a
+ * barrier, and quantizes its own copy of each input vector for non-F32 weights (O(n) again,
+ * against O(rows * n) of weights). A pass of more (a prompt's chunk) makes them once, the
+ * tokens split among the threads, in a phase of its own before each matrix phase (prep_rows:
+ * the norm and x's rows, xb's, the norm and x's rows, hb's): every thread's copies of 128
+ * tokens had cost the same at any thread count, some 13% of a stories110M pass at 16
+ * (session_impl.h). Weights of any ggml type run through the quant tables
  * (quants/quants.h) on activations quantized to the weight's vec_dot_type, exactly as ggml's
  * CPU mul_mat does, so results track llama.cpp's. No step allocates.
  *
@@ -35,42 +43,55 @@
 #include "session_impl.h"
 
 /* Claims the next chunk [*a, *b) of phase `work`'s `rows` items; false when none is left.
- * Chunks shrink as the phase drains (OpenMP's "guided" schedule): each is half an even share
- * of what is left, so threads start on long runs and finish together on short ones. Chunk
- * starts are multiples of `align` rows. */
+ * The chunk is workplan.h's (guided shrinking where each thread has many chunks' worth, an even
+ * split where it has few), a function of the first unclaimed item only, so that the claims'
+ * compare-and-swap gives every item to one thread. Chunk starts are multiples of `align`. */
 static bool take(struct eng_session *s, int work, int rows, int align, int min, int *a, int *b)
 {
 	_Atomic int *next = &s->work[work].next;
-	int start = atomic_load_explicit(next, memory_order_relaxed), size;
+	int start = atomic_load_explicit(next, memory_order_relaxed);
 	do {
-		if (start >= rows)
+		if (!workplan_chunk(rows, align, min, s->n_threads, start, a, b))
 			return false;
-		if (s->n_threads == 1) {
-			size = rows - start;
-		} else {
-			size = (rows - start) / (2 * s->n_threads);
-			size = (size + align - 1) / align * align;
-			if (size < min)
-				size = min;
-		}
-	} while (!atomic_compare_exchange_weak_explicit(next, &start, start + size,
-						       memory_order_relaxed, memory_order_relaxed));
-	*a = start;
-	*b = imin(rows, start + size);
+	} while (!atomic_compare_exchange_weak_explicit(next, &start, *b, memory_order_relaxed,
+						       memory_order_relaxed));
 	return true;
 }
 
-/* The smallest chunk of rows of m for this pass. */
-static int chunk_min(const struct eng_session *s, const struct eng_mat *m)
+/* The smallest chunk of rows of m for a product over `tokens` tokens (the classifier of a
+ * prefill runs one). */
+static int chunk_min(const struct eng_mat *m, int tokens)
 {
-	return s->n_tok > 1 && m->type != KRN_TYPE_F32 ? MIN_CHUNK_ROWS_TOKENS : MIN_CHUNK_ROWS;
+	return tokens > 1 && m->type != KRN_TYPE_F32 ? MIN_CHUNK_ROWS_TOKENS : MIN_CHUNK_ROWS;
 }
 
-/* The next rows of m's matvec or matmul, in 16-row multiples. */
+/* The next rows of m's matvec or matmul over the pass's tokens, in 16-row multiples. */
 static bool take_rows(struct eng_session *s, int work, int rows, const struct eng_mat *m,
 		      int *a, int *b)
 {
-	return take(s, work, rows, ROW_ALIGN, chunk_min(s, m), a, b);
+	return take(s, work, rows, ROW_ALIGN, chunk_min(m, s->n_tok), a, b);
+}
+
+/* Whether this pass prepares its matrices' inputs once for all threads (SHARED_PREP_TOKENS). */
+static bool prep_shared(const struct eng_session *s)
+{
+	return s->n_tok >= SHARED_PREP_TOKENS;
+}
+
+/* The normed x that this thread's matrices read: the pass's shared one, or its own. */
+static const float *xn_of(const struct eng_session *s, const struct worker *w)
+{
+	return prep_shared(s) ? s->xn : w->xn;
+}
+
+/* The slot of activation type t. Binding (gguf_model.c) admits only weight types whose
+ * vec_dot_type is listed. */
+static int act_slot(uint32_t t)
+{
+	int slot = 0;
+	while (slot < ACT_COUNT && act_type(slot) != t)
+		slot++;
+	return slot;
 }
 
 /* The vector x (n values) quantized to type t for this thread, converted on first use since
@@ -78,10 +99,7 @@ static bool take_rows(struct eng_session *s, int work, int rows, const struct en
 static const void *act_get(const struct eng_session *s, struct worker *w, enum act_vec vec,
 			   const float *x, int n, uint32_t t)
 {
-	int slot = 0;
-	while (slot < ACT_COUNT && act_type(slot) != t)
-		slot++;
-	/* Binding (gguf_model.c) admits only weight types whose vec_dot_type is listed. */
+	int slot = act_slot(t);
 	unsigned char *buf = w->act + ((size_t)vec * ACT_COUNT + (size_t)slot) * s->act_bytes;
 	if (!w->valid[vec][slot]) {
 		s->qops->quantize_act[t](x, buf, (size_t)n);
@@ -96,22 +114,21 @@ static void act_reset(struct worker *w, enum act_vec vec)
 	w->bslot[vec] = -1;
 }
 
-/* The pass's n_tok rows of x (ldx floats apart) quantized to type t for this thread, act_bytes
- * apart, converted on first use since x last changed (act_reset) or another type was asked
- * for. */
+/* The pass's n_tok rows of x (ldx floats apart) quantized to type t, act_bytes apart: the
+ * shared ones prep_rows made, or this thread's, converted on first use since x last changed
+ * (act_reset) or another type was asked for. */
 static const void *act_get_rows(const struct eng_session *s, struct worker *w, enum act_vec vec,
 				const float *x, size_t ldx, int n, uint32_t t)
 {
-	int slot = 0;
-	while (slot < ACT_COUNT && act_type(slot) != t)
-		slot++;
+	int slot = act_slot(t);
+	if (w->bslot[vec] == slot)
+		return w->brows[vec];
 	unsigned char *buf = w->bact + (size_t)vec * (size_t)s->chunk * s->act_bytes;
-	if (w->bslot[vec] != slot) {
-		for (int k = 0; k < s->n_tok; k++)
-			s->qops->quantize_act[t](x + (size_t)k * ldx, buf + (size_t)k * s->act_bytes,
-						 (size_t)n);
-		w->bslot[vec] = slot;
-	}
+	for (int k = 0; k < s->n_tok; k++)
+		s->qops->quantize_act[t](x + (size_t)k * ldx, buf + (size_t)k * s->act_bytes,
+					 (size_t)n);
+	w->bslot[vec] = slot;
+	w->brows[vec] = buf;
 	return buf;
 }
 
@@ -339,38 +356,89 @@ static void qkv_finish(struct eng_session *s, int l, int a, int b)
 static void qkv_llama(struct eng_session *s, struct worker *w, int l, int a, int b)
 {
 	const struct eng_layer *L = &s->m->layers[l];
+	const float *xn = xn_of(s, w);
 	float *q = s->qkv, *k = q + s->q_dim, *v = k + s->kv_dim;
 	size_t ld = (size_t)s->qkv_dim, dim = (size_t)s->dim;
 	int qa = a, qb = imin(b, s->q_dim);
 	if (qa < qb)
-		mat_rows(s, w, VEC_XN, q, ld, &L->wq, w->xn, dim, qa, qb);
+		mat_rows(s, w, VEC_XN, q, ld, &L->wq, xn, dim, qa, qb);
 	int ka = imax(a, s->q_dim) - s->q_dim, kb = imin(b, s->q_dim + s->kv_dim) - s->q_dim;
 	if (ka < kb)
-		mat_rows(s, w, VEC_XN, k, ld, &L->wk, w->xn, dim, ka, kb);
+		mat_rows(s, w, VEC_XN, k, ld, &L->wk, xn, dim, ka, kb);
 	int va = imax(a, s->q_dim + s->kv_dim) - s->q_dim - s->kv_dim,
 	    vb = imin(b, s->q_dim + 2 * s->kv_dim) - s->q_dim - s->kv_dim;
 	if (va < vb)
-		mat_rows(s, w, VEC_XN, v, ld, &L->wv, w->xn, dim, va, vb);
+		mat_rows(s, w, VEC_XN, v, ld, &L->wv, xn, dim, va, vb);
 }
 
 /* Falcon: rows [a, b) of the fused QKV matrix, whose rows are already q | k | v. */
 static void qkv_falcon(struct eng_session *s, struct worker *w, int l, int a, int b)
 {
-	mat_rows(s, w, VEC_XN, s->qkv, (size_t)s->qkv_dim, &s->m->layers[l].wqkv, w->xn,
+	mat_rows(s, w, VEC_XN, s->qkv, (size_t)s->qkv_dim, &s->m->layers[l].wqkv, xn_of(s, w),
 		 (size_t)s->dim, a, b);
 }
 
-/* norm over each token's row of x into this thread's xn */
-static void norm_rows(const struct eng_session *s, struct worker *w, const float *nw,
-		      const float *nb)
+/* norm over rows [t0, t1) of x into the same rows of out (dim floats apart) */
+static void norm_tokens(const struct eng_session *s, float *out, const float *nw,
+			const float *nb, int t0, int t1)
 {
+	size_t dim = (size_t)s->dim, at = (size_t)t0 * dim;
 	if (s->arch->norm == norm_rms) {
-		norm_rms_rows(w->xn, s->x, (size_t)s->dim, s->n_tok, nw, s->dim, s->m->hp.norm_eps);
+		norm_rms_rows(out + at, s->x + at, dim, t1 - t0, nw, s->dim, s->m->hp.norm_eps);
 		return;
 	}
-	for (int t = 0; t < s->n_tok; t++)
-		s->arch->norm(w->xn + (size_t)t * (size_t)s->dim, s->x + (size_t)t * (size_t)s->dim,
-			      nw, nb, s->dim, s->m->hp.norm_eps);
+	for (int t = t0; t < t1; t++)
+		s->arch->norm(out + (size_t)t * dim, s->x + (size_t)t * dim, nw, nb, s->dim,
+			      s->m->hp.norm_eps);
+}
+
+/* A pass's input to one phase's matrices, made once for every thread (prep_shared): each
+ * token's row of x normed (nw, nb) into s->xn when nw is not NULL, then its row of in (n
+ * floats, ld apart; s->xn when normed) quantized to m's activation type into s->bact's rows
+ * of vec, tokens claimed from counter `work`; a barrier, after which every thread reads them
+ * (act_get_rows). Each row is the same function of its token's values as a thread's own copy,
+ * so the same bits. */
+static void prep_rows(struct eng_session *s, struct worker *w, int tid, int work,
+		      enum act_vec vec, const float *in, size_t ld, int n, const float *nw,
+		      const float *nb, const struct eng_mat *m)
+{
+	bool quant = m->type != KRN_TYPE_F32;
+	uint32_t t = krn_type_traits(m->type)->vec_dot_type;
+	unsigned char *buf = s->bact + (size_t)vec * (size_t)s->chunk * s->act_bytes;
+	int a, b;
+	if (!nw && !quant)
+		return;
+	/* four tokens a claim at least: norm_rms_rows's group */
+	while (take(s, work, s->n_tok, 4, 4, &a, &b)) {
+		if (nw)
+			norm_tokens(s, s->xn, nw, nb, a, b);
+		for (int k = a; quant && k < b; k++)
+			s->qops->quantize_act[t](in + (size_t)k * ld,
+						 buf + (size_t)k * s->act_bytes, (size_t)n);
+	}
+	eng_pool_barrier(s->pool, tid);
+	if (quant) {
+		w->bslot[vec] = act_slot(t);
+		w->brows[vec] = buf;
+	}
+}
+
+/* The input x of m's phase normed (nw, nb) and ready to read (xn_of): shared, or this
+ * thread's own copy of every token's row, its quantized rows made on first use. */
+static void norm_input(struct eng_session *s, struct worker *w, int tid, int work,
+		       const float *nw, const float *nb, const struct eng_mat *m)
+{
+	act_reset(w, VEC_XN);
+	if (prep_shared(s))
+		prep_rows(s, w, tid, work, VEC_XN, s->xn, (size_t)s->dim, s->dim, nw, nb, m);
+	else
+		norm_tokens(s, w->xn, nw, nb, 0, s->n_tok);
+}
+
+/* The counter of layer l's preparation p (PREP_ATT ...). */
+static int prep_work(const struct eng_session *s, int l, int p)
+{
+	return WORK_PER_LAYER * s->n_layers + l * PREP_PER_LAYER + p;
 }
 
 /* The attention block up to wo's input in s->xb: norm, q|k|v, RoPE, cache, heads. Each token
@@ -380,11 +448,11 @@ static void attention(struct eng_session *s, struct worker *w, int tid, int l)
 {
 	const struct eng_layer *L = &s->m->layers[l];
 	int work = l * WORK_PER_LAYER, a, b;
-	norm_rows(s, w, L->attn_norm, L->attn_norm_b);
-	act_reset(w, VEC_XN);
 	act_reset(w, VEC_XB);
 	act_reset(w, VEC_HB);
-	int min = imax(chunk_min(s, L->wqkv.data ? &L->wqkv : &L->wq), s->qkv_align);
+	norm_input(s, w, tid, prep_work(s, l, PREP_ATT), L->attn_norm, L->attn_norm_b,
+		   L->wqkv.data ? &L->wqkv : &L->wq);
+	int min = imax(chunk_min(L->wqkv.data ? &L->wqkv : &L->wq, s->n_tok), s->qkv_align);
 	while (take(s, work + WORK_QKV, s->qkv_dim, s->qkv_align, min, &a, &b)) {
 		s->arch->qkv(s, w, l, a, b);
 		qkv_finish(s, l, a, b);
@@ -405,24 +473,32 @@ static void attention(struct eng_session *s, struct worker *w, int tid, int l)
 			}
 		eng_pool_barrier(s->pool, tid);
 	}
-	/* An even share of heads per claim, so that each thread's heads are one contiguous
-	 * piece of every cache row; a late thread's share still goes to whoever is free. The
-	 * thread that holds a head runs it for every token of the pass (s->att is per head). */
 	/* A pass of one sequence's tokens (a prompt's chunk, a verification) reads cache rows it
 	 * has just written or read: attend_pass. A batch of sequences' steps reads each one's
 	 * cache as decode does. */
 	bool pass = s->n_tok > 1 && s->tseq[0] == s->tseq[s->n_tok - 1];
 	/* A pass over an F16 cache, none of whose tokens goes blocked: head by head, each KV
-	 * head's rows copied out once for all the pass's tokens (attend_f16_heads). */
+	 * head's rows copied out once for the pass's tokens (attend_f16_heads), in units of a
+	 * head's slice of tokens, as many for every thread (workplan.h). */
 	int last = s->tpos[s->n_tok - 1] + 1;
 	bool heads = pass && w->kv16 && last <= s->pass_positions &&
 		     (s->attn == ENG_ATTN_NAIVE ||
 		      (s->attn == ENG_ATTN_AUTO && last < ENG_ATTN_AUTO_POSITIONS));
-	while (take(s, work + WORK_HEADS, s->n_heads, 1, s->heads_share, &a, &b)) {
-		if (heads) {
-			eng_kv_attend_f16_heads(s, w, l, a, b);
-			continue;
-		}
+	int slices = workplan_head_slices(s->n_heads, s->n_threads, s->n_tok),
+	    units = s->n_heads * slices;
+	while (heads && take(s, work + WORK_HEADS, units, 1, (units + s->n_threads - 1) /
+			     s->n_threads, &a, &b)) {
+		int h1 = (b - 1) / slices + 1;
+		eng_kv_attend_f16_heads(s, w, l, a / slices, h1,
+					workplan_slice_start(a % slices, slices, s->tpos, s->n_tok),
+					workplan_slice_start(b - (h1 - 1) * slices, slices, s->tpos,
+							     s->n_tok));
+	}
+	/* Otherwise an even share of heads per claim, so that each thread's heads are one
+	 * contiguous piece of every cache row; a late thread's share still goes to whoever is
+	 * free. The thread that holds a head runs it for every token of the pass (s->att is per
+	 * head). */
+	while (!heads && take(s, work + WORK_HEADS, s->n_heads, 1, s->heads_share, &a, &b)) {
 		for (int t = 0; t < s->n_tok; t++) {
 			bool blocked = s->attn == ENG_ATTN_BLOCKED ||
 				       (s->attn == ENG_ATTN_AUTO &&
@@ -444,6 +520,9 @@ static void attention(struct eng_session *s, struct worker *w, int tid, int l)
 			}
 		eng_pool_barrier(s->pool, tid);
 	}
+	if (prep_shared(s)) /* wo's input */
+		prep_rows(s, w, tid, prep_work(s, l, PREP_XB), VEC_XB, s->xb, (size_t)s->q_dim,
+			  s->q_dim, NULL, NULL, &L->wo);
 }
 
 /* dst[t][r] += src[t][r] for rows [a, b) of every token of the pass, rows n apart */
@@ -598,21 +677,23 @@ static void layer_llama(struct eng_session *s, struct worker *w, int tid, int l)
 	phase_edge(s, tid, ENG_PHASE_ATTENTION, l, ENG_PHASE_FFN, l);
 
 	/* SwiGLU (Shazeer 2020); gate and up share one phase and one quantized input. */
-	norm_rows(s, w, L->ffn_norm, NULL);
-	act_reset(w, VEC_XN);
+	norm_input(s, w, tid, prep_work(s, l, PREP_FFN), L->ffn_norm, NULL, &L->w_gate);
 	bool sparse = s->sparse && s->n_tok == 1;
 	while (take_rows(s, work + WORK_UP, s->hidden_dim, &L->w_up, &a, &b)) {
 		if (sparse) {
 			ffn_up_sparse(s, w, l, a, b);
 			continue;
 		}
-		mat_rows(s, w, VEC_XN, s->hb, hid, &L->w_gate, w->xn, dim, a, b);
-		mat_rows(s, w, VEC_XN, s->hb2, hid, &L->w_up, w->xn, dim, a, b);
+		mat_rows(s, w, VEC_XN, s->hb, hid, &L->w_gate, xn_of(s, w), dim, a, b);
+		mat_rows(s, w, VEC_XN, s->hb2, hid, &L->w_up, xn_of(s, w), dim, a, b);
 		for (int t = 0; t < s->n_tok; t++)
 			glu_rows(s, s->hb + (size_t)t * hid, s->hb2 + (size_t)t * hid, a, b);
 	}
 	eng_pool_barrier(s->pool, tid);
 	ffn_act_hook(s, tid, l);
+	if (prep_shared(s)) /* down's input */
+		prep_rows(s, w, tid, prep_work(s, l, PREP_HB), VEC_HB, s->hb, hid, s->hidden_dim,
+			  NULL, NULL, &L->w_down);
 	/* The sparsity map is one token's (decode): a pass of several tokens (prefill) reads the
 	 * down projection whole, and its zero counts are not kept. Every thread maps the zero
 	 * blocks itself (O(hidden_dim)); thread 0 counts them. A transposed copy (down_t)
@@ -657,7 +738,7 @@ static void layer_falcon(struct eng_session *s, struct worker *w, int tid, int l
 
 	/* The FFN reads the same normed input as attention: this thread's xn is unchanged. */
 	while (take_rows(s, work + WORK_UP, s->hidden_dim, &L->w_up, &a, &b)) {
-		mat_rows(s, w, VEC_XN, s->hb, hid, &L->w_up, w->xn, dim, a, b);
+		mat_rows(s, w, VEC_XN, s->hb, hid, &L->w_up, xn_of(s, w), dim, a, b);
 		for (int t = 0; t < s->n_tok; t++)
 			for (int r = a; r < b; r++)
 				s->hb[(size_t)t * hid + (size_t)r] =
@@ -665,6 +746,9 @@ static void layer_falcon(struct eng_session *s, struct worker *w, int tid, int l
 	}
 	eng_pool_barrier(s->pool, tid);
 	ffn_act_hook(s, tid, l);
+	if (prep_shared(s)) /* down's input */
+		prep_rows(s, w, tid, prep_work(s, l, PREP_HB), VEC_HB, s->hb, hid, s->hidden_dim,
+			  NULL, NULL, &L->w_down);
 	while (take_rows(s, work + WORK_DOWN, s->dim, &L->w_down, &a, &b)) {
 		mat_rows(s, w, VEC_HB, s->y2, dim, &L->w_down, s->hb, hid, a, b);
 		for (int t = 0; t < s->n_tok; t++) {
@@ -698,62 +782,22 @@ static void forward_worker(void *arg, int tid)
 	}
 	if (!s->want_logits)
 		return;
-	act_reset(w, VEC_XN);
 	if (s->all_logits) {
 		/* A batched step or a verification: every token's logits, the classifier read
 		 * once for all. */
-		norm_rows(s, w, m->out_norm, m->out_norm_b);
+		norm_input(s, w, tid, s->n_work - 2, m->out_norm, m->out_norm_b, &m->output);
 		while (take_rows(s, s->n_work - 1, s->vocab_size, &m->output, &a, &b))
-			mat_rows(s, w, VEC_XN, s->logits, (size_t)s->vocab_size, &m->output, w->xn,
-				 (size_t)s->dim, a, b);
+			mat_rows(s, w, VEC_XN, s->logits, (size_t)s->vocab_size, &m->output,
+				 xn_of(s, w), (size_t)s->dim, a, b);
 		return;
 	}
 	/* The classifier, on the pass's last token only: the logits nobody reads are not
 	 * computed. */
 	const float *x = s->x + (size_t)(s->n_tok - 1) * (size_t)s->dim;
+	act_reset(w, VEC_XN);
 	s->arch->norm(w->xn, x, m->out_norm, m->out_norm_b, s->dim, m->hp.norm_eps);
-	while (take_rows(s, s->n_work - 1, s->vocab_size, &m->output, &a, &b))
+	while (take(s, s->n_work - 1, s->vocab_size, ROW_ALIGN, chunk_min(&m->output, 1), &a, &b))
 		mat_row1(s, w, VEC_XN, s->logits, &m->output, w->xn, a, b);
-}
-
-/* Engine-accounted bytes of the pass just run (engine.h, struct eng_step_bytes): each weight
- * once, however many tokens shared it, an embedding row per token, the classifier only when it
- * ran, and each token's cache reads and writes. */
-static void pass_bytes(const struct eng_session *s, struct eng_step_bytes *b)
-{
-	uint64_t layers = (uint64_t)s->n_layers, n = (uint64_t)s->n_tok, cells = 0;
-	memset(b, 0, sizeof(*b));
-	/* Each token reads its own sequence's cache up to its position. */
-	for (int t = 0; t < s->n_tok; t++)
-		cells += (uint64_t)s->tpos[t] + 1;
-	b->kv_read = cells * layers * s->kv_pos_bytes;
-	b->kv_write = n * layers * s->kv_pos_bytes;
-	b->by_phase[ENG_PHASE_ATTENTION] = n * s->emb_row_bytes + s->att_bytes;
-	b->by_phase[ENG_PHASE_FFN] = s->ffn_bytes;
-	b->by_phase[ENG_PHASE_CLASSIFIER] = s->want_logits ? s->cls_bytes : 0;
-	/* The down-projection blocks (or rows) and the gate and up rows the sparsity map
-	 * skipped were not read (engine/runtime/sparsity.c, ffn_up_sparse). */
-	b->by_phase[ENG_PHASE_FFN] -= s->skipped_bytes;
-	for (int t = 0; t < s->n_threads; t++) {
-		const struct worker *w = &s->workers[t];
-		b->by_phase[ENG_PHASE_FFN] -= w->row_skip_bytes;
-		b->weights_skipped += w->row_skip_bytes;
-		b->gate_rows_skipped += w->gate_skip;
-		b->up_rows_skipped += w->up_skip;
-		b->map_misses += w->misses;
-	}
-	b->weights = b->by_phase[ENG_PHASE_ATTENTION] + b->by_phase[ENG_PHASE_FFN] +
-		     b->by_phase[ENG_PHASE_CLASSIFIER];
-	b->weights_skipped += s->skipped_bytes;
-	b->weights_unique = b->weights - (s->m->alias ? s->m->alias->reuse_bytes : 0);
-	if (s->m->arch == ENG_ARCH_LLAMA && n == 1) {
-		const struct eng_mat *down = &s->m->layers[0].w_down;
-		b->act_zero = s->act_zero;
-		b->act_total = layers * (uint64_t)s->hidden_dim;
-		b->down_blocks_zero = s->down_blocks_zero;
-		b->down_blocks = layers * (uint64_t)sparse_blocks(down);
-	}
-	b->by_phase[ENG_PHASE_ATTENTION] += b->kv_read + b->kv_write;
 }
 
 /* One pass of the forward over n tokens (n <= chunk), token t of sequence tseq[t] at position
@@ -805,7 +849,7 @@ static void run_pass(struct eng_session *s, const int *tokens, int n, bool want_
 
 	if (bytes || s->hooks.token) {
 		struct eng_step_bytes b;
-		pass_bytes(s, &b);
+		eng_pass_bytes(s, &b);
 		if (bytes)
 			*bytes = b;
 		if (s->hooks.token)

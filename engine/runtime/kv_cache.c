@@ -140,7 +140,7 @@ static void attend_f16_head(struct eng_session *s, struct worker *w, int k, int 
 			    const uint16_t *keys, const uint16_t *values, size_t ld)
 {
 	size_t hs = (size_t)s->head_size, n_pos = (size_t)s->tpos[k] + 1;
-	float *att = s->att + (size_t)h * (size_t)s->ctx_len;
+	float *att = w->att; /* this thread's: another may run this head's other tokens */
 	float *out = s->xb + (size_t)k * (size_t)s->q_dim + (size_t)h * hs;
 	krn_from_float_fn to_f16 = s->qops->quantize_act[KRN_TYPE_F16];
 	float scale = 1.0f / sqrtf((float)s->head_size);
@@ -168,30 +168,36 @@ static void attend_f16_pass(struct eng_session *s, struct worker *w, int l, int 
 	}
 }
 
-/* Heads [h0, h1) of every token of a pass over an F16 cache, head by head: each KV head's
- * keys and values over the pass's positions are first copied out of the cache rows (each a
- * head_size slice, kv_dim apart) into w->kv16, contiguous, where every token of the pass
- * then reads them from L1 (64 KB at 128 positions of 64 dimensions). The same kernels on the
- * same halves as attend_f16_pass, so the same bits. Token by token from the cache, the
+/* Heads [h0, h1) of a pass over an F16 cache, every token of each but the first head's from
+ * k_first on and the last head's before k_last (attention's units, workplan.h), head by head:
+ * each KV head's keys and values up to the last token's position are first copied out of the
+ * cache rows (each a head_size slice, kv_dim apart) into w->kv16, contiguous, where every
+ * token then reads them from L1 (64 KB at 128 positions of 64 dimensions). The same kernels on
+ * the same halves as attend_f16_pass, so the same bits. Token by token from the cache, the
  * slices were spread over the cache's rows and read again per token. */
-void eng_kv_attend_f16_heads(struct eng_session *s, struct worker *w, int l, int h0, int h1)
+void eng_kv_attend_f16_heads(struct eng_session *s, struct worker *w, int l, int h0, int h1,
+			     int k_first, int k_last)
 {
-	size_t hs = (size_t)s->head_size, kv = (size_t)s->kv_dim;
-	size_t n_pos = (size_t)s->tpos[s->n_tok - 1] + 1;
+	size_t hs = (size_t)s->head_size, kv = (size_t)s->kv_dim, held = 0;
 	int kv_mul = s->n_heads / s->n_kv_heads, copied = -1;
 	const uint16_t *keys = (const uint16_t *)s->key_cache + kv_row(s, s->tseq[0], l, 0);
 	const uint16_t *values = (const uint16_t *)s->value_cache + kv_row(s, s->tseq[0], l, 0);
-	uint16_t *kc = w->kv16, *vc = w->kv16 + n_pos * hs;
+	uint16_t *kc = w->kv16, *vc = w->kv16 + (size_t)s->pass_positions * hs;
 	for (int h = h0; h < h1; h++) {
-		if (h / kv_mul != copied) {
+		int k0 = h == h0 ? k_first : 0, k1 = h == h1 - 1 ? k_last : s->n_tok;
+		if (k0 >= k1)
+			continue;
+		size_t n_pos = (size_t)s->tpos[k1 - 1] + 1;
+		if (h / kv_mul != copied || n_pos > held) {
 			copied = h / kv_mul;
+			held = n_pos;
 			for (size_t t = 0; t < n_pos; t++) {
 				size_t from = t * kv + (size_t)copied * hs;
 				memcpy(kc + t * hs, keys + from, hs * sizeof(uint16_t));
 				memcpy(vc + t * hs, values + from, hs * sizeof(uint16_t));
 			}
 		}
-		for (int k = 0; k < s->n_tok; k++)
+		for (int k = k0; k < k1; k++)
 			attend_f16_head(s, w, k, h, kc, vc, hs);
 	}
 }

@@ -160,6 +160,10 @@ static int alloc_buffers(struct eng_session *s, size_t kv_cells, struct eng_erro
 	s->qkv = alloc_aligned(c * (size_t)s->qkv_dim, sizeof(float));
 	s->hb = alloc_aligned(c * (size_t)s->hidden_dim, sizeof(float));
 	s->hb2 = alloc_aligned(c * (size_t)s->hidden_dim, sizeof(float));
+	if (s->chunk >= SHARED_PREP_TOKENS &&
+	    (!(s->xn = alloc_aligned(c * (size_t)s->dim, sizeof(float))) ||
+	     !(s->bact = alloc_aligned((size_t)VEC_COUNT * c, s->act_bytes))))
+		rc = -ENOMEM;
 	s->att = alloc_aligned((size_t)s->n_heads * (size_t)s->ctx_len, sizeof(float));
 	s->logits = alloc_aligned((size_t)s->logit_rows * (size_t)s->vocab_size, sizeof(float));
 	s->next_pos = calloc((size_t)s->n_seq, sizeof(int));
@@ -181,9 +185,10 @@ static int alloc_buffers(struct eng_session *s, size_t kv_cells, struct eng_erro
 			}
 			w->h16 = alloc_aligned((size_t)(s->q_dim + s->ctx_len), sizeof(uint16_t));
 			if (c > 1 && s->kv == &eng_kv_traits[ENG_KV_F16] &&
-			    !(w->kv16 = alloc_aligned(2 * (size_t)s->pass_positions *
-							      (size_t)s->head_size,
-						      sizeof(uint16_t)))) {
+			    (!(w->kv16 = alloc_aligned(2 * (size_t)s->pass_positions *
+							       (size_t)s->head_size,
+						       sizeof(uint16_t))) ||
+			     !(w->att = alloc_aligned((size_t)s->ctx_len, sizeof(float))))) {
 				rc = -ENOMEM;
 				break;
 			}
@@ -213,7 +218,7 @@ static int alloc_buffers(struct eng_session *s, size_t kv_cells, struct eng_erro
 	s->rope_freq = alloc_aligned((size_t)s->n_rot / 2 + 1, sizeof(float));
 	s->rope_cos = alloc_aligned(c * ((size_t)s->n_rot / 2 + 1), sizeof(float));
 	s->rope_sin = alloc_aligned(c * ((size_t)s->n_rot / 2 + 1), sizeof(float));
-	s->n_work = WORK_PER_LAYER * s->n_layers + 1;
+	s->n_work = (WORK_PER_LAYER + PREP_PER_LAYER) * s->n_layers + 2;
 	s->work = alloc_aligned((size_t)s->n_work, sizeof(*s->work));
 	if (m->token_embd.x8 && !(s->emb_row = alloc_aligned(m->token_embd.row_bytes, 1)))
 		rc = -ENOMEM;
@@ -361,6 +366,7 @@ void eng_session_free(struct eng_session *s)
 			free(s->workers[t].bact);
 			free(s->workers[t].h16);
 			free(s->workers[t].kv16);
+			free(s->workers[t].att);
 			free(s->workers[t].nz);
 			free(s->workers[t].live);
 			free(s->workers[t].dy);
@@ -379,6 +385,8 @@ void eng_session_free(struct eng_session *s)
 	free(s->qkv);
 	free(s->hb);
 	free(s->hb2);
+	free(s->xn);
+	free(s->bact);
 	free(s->att);
 	free(s->logits);
 	free(s->next_pos);

@@ -22,21 +22,10 @@
 #include "pool.h"
 #include "quants.h"
 #include "sparsity.h"
+#include "workplan.h"
 
-/* Rows per chunk of a split matvec are a multiple of 16: 16 rows of any width start on a
- * 64-byte boundary whenever the matrix does, and a kernel that works on groups of rows sees the
- * same groups whatever the thread count, so results do not depend on it. */
-#define ROW_ALIGN 16
-/* The smallest chunk, in rows: ~100 KB of a stories110M matrix, a few microseconds of
- * streaming, well above the cost of claiming it (one contended compare-and-swap). */
-#define MIN_CHUNK_ROWS 32
-/* The smallest chunk of a pass of several tokens over quantized weights: each call of a
- * multi-token kernel prepares every token's activation blocks again (x8_legacy.h's per-block
- * sums, x8_kquants.h's), work that a 32-row chunk spends as much time on as on its rows; at 2
- * threads that preparation had been 3.3% of a stories110M q8_0 prefill (perf record -e
- * cpu-clock). F32 weights prepare nothing and keep MIN_CHUNK_ROWS: 128-row chunks of a
- * 768-row matrix left one of 2 threads waiting for up to a sixth of each phase. */
-#define MIN_CHUNK_ROWS_TOKENS 128
+/* ROW_ALIGN, MIN_CHUNK_ROWS, MIN_CHUNK_ROWS_TOKENS: how a phase is cut into chunks
+ * (workplan.h). */
 
 /* Activations quantized for non-F32 weights (quants.h): one slot per activation type a weight
  * type may ask for (its vec_dot_type), and per input vector, so that Q, K and V (or the fused
@@ -52,9 +41,21 @@ static inline uint32_t act_type(int slot)
 	return t[slot];
 }
 
-/* The vectors a matvec reads: each thread's normed x, and the shared attention output and
- * FFN activation. */
+/* The vectors a matvec reads: the normed x (each thread's, or a pass's shared one), and the
+ * shared attention output and FFN activation. */
 enum act_vec { VEC_XN, VEC_XB, VEC_HB, VEC_COUNT };
+
+/* A pass of at least this many tokens normalises x and quantizes each matrix phase's input
+ * once, the tokens split among the threads, into the session's xn and bact, behind one more
+ * barrier per input (forward.c's prep_rows); a shorter one (decode, a batched step) lets each
+ * thread make its own copies, O(tokens * n) each, which the barrier would cost as much as. On
+ * stories110M (4352 floats quantized and 1536 normed per token and layer) a 128-token pass's
+ * own copies had been each thread's 0.75 M floats a layer, against 57 M multiply-adds of
+ * weights at 16 threads: at about 10 multiply-adds' time per float (an estimate: a q4_0 pass
+ * at 1 thread ran 57 G multiply-adds a second; act_q8_0 spends some 15 cycles per 32 floats),
+ * 13% of the pass, the same at every thread count while the weights' share shrinks (act_q8_K
+ * had been 2% of a q4_K_M prefill at 1 thread, 3.4% at 2: avx512.c). */
+#define SHARED_PREP_TOKENS 8
 
 /* One thread's private state, alone in its cache lines. */
 struct worker {
@@ -65,11 +66,16 @@ struct worker {
 	 * time (that of bslot[vec], -1 for none yet), act_bytes apart. */
 	unsigned char *bact;          /* (VEC_COUNT, chunk, act_bytes); NULL when chunk is 1 */
 	int bslot[VEC_COUNT];
+	unsigned char *brows[VEC_COUNT]; /* where bslot's rows are: bact's, or the session's
+					  * shared ones (SHARED_PREP_TOKENS) */
 	uint16_t *h16;                /* (q_dim + ctx_len) an F16 cache's queries and attention
 				       * weights, rounded to f16 */
 	uint16_t *kv16;               /* (2, pass_positions, head_size) one KV head's keys, then
 				       * its values, copied out of an F16 cache for a pass; NULL
 				       * for a chunk of 1 or an F32 cache */
+	float *att;                   /* (ctx_len) one head's attention weights for a token of a
+				       * pass over an F16 cache (attend_f16_head: threads may share
+				       * a head); NULL where kv16 is */
 	uint8_t *nz;                  /* (hidden_dim) the down projection's nonzero blocks */
 	uint8_t *live;                /* (hidden_dim) rows of gate or up this step computes */
 	/* This pass's sparse FFN counts over the rows this thread claimed (engine.h's
@@ -99,6 +105,9 @@ struct work_counter {
 
 /* Phases with shared work, per layer, in order; the classifier's counter comes last. */
 enum { WORK_QKV, WORK_HEADS, WORK_WO, WORK_UP, WORK_DOWN, WORK_PER_LAYER };
+/* A pass's shared preparation of each phase's input, tokens claimed (SHARED_PREP_TOKENS),
+ * per layer after the phases' counters; the classifier's comes before the classifier's. */
+enum { PREP_ATT, PREP_XB, PREP_FFN, PREP_HB, PREP_PER_LAYER };
 
 /* Test-only fault injection (issue 26): MEMWALL_TEST_FAULT=kv-pos stores each token's values
  * one cache position late (an off-by-one KV position); =head-k stores each KV head's keys in
@@ -120,7 +129,9 @@ struct eng_session {
 	int dim, hidden_dim, q_dim, kv_dim, head_size, n_rot, n_heads, n_kv_heads, n_layers;
 	int vocab_size, ctx_len;
 	int qkv_align; /* row alignment of the QKV phase's chunks (whole heads for NeoX RoPE) */
-	int heads_share; /* heads per claim of the attention phase: n_heads / threads, rounded up */
+	int heads_share; /* the attention phase's smallest claim: n_heads / threads, rounded up,
+			  * so that the plan (workplan.h) gives each of min(threads, n_heads)
+			  * threads one contiguous run of heads */
 	enum eng_attention attn; /* the attention kernel (engine.h) */
 	int attn_block;  /* positions per block of blocked attention (attention.h) */
 	int pass_positions; /* positions a worker's kv16 holds: a pass's last token's at most */
@@ -142,7 +153,11 @@ struct eng_session {
 	float *qkv;    /* (chunk, qkv_dim) each position's q | k | v */
 	float *hb;     /* (chunk, hidden_dim) the FFN activation: SiLU(gate) * up, or GELU(up) */
 	float *hb2;    /* (chunk, hidden_dim) llama's up projection */
-	float *att;    /* (n_heads, ctx_len) attention weights */
+	float *xn;     /* (chunk, dim) a pass's normed x, shared (SHARED_PREP_TOKENS); NULL
+			* when chunk is shorter */
+	unsigned char *bact; /* (VEC_COUNT, chunk, act_bytes) a pass's quantized inputs, shared */
+	float *att;    /* (n_heads, ctx_len) attention weights (a pass over an F16 cache uses
+			* each worker's att: a head's tokens may be split among threads) */
 	float *logits; /* (logit_rows, vocab_size) */
 	int logit_rows; /* the most tokens of a pass with all_logits: n_seq, or verify_tokens */
 	int verify_tokens; /* the most tokens of an eng_session_verify pass */
@@ -155,7 +170,9 @@ struct eng_session {
 	float *rope_cos;   /* (chunk, n_rot / 2) at each position of the pass */
 	float *rope_sin;   /* (chunk, n_rot / 2) */
 
-	struct work_counter *work; /* (WORK_PER_LAYER * n_layers + 1) next chunk of each phase */
+	struct work_counter *work; /* ((WORK_PER_LAYER + PREP_PER_LAYER) * n_layers + 2) next
+				    * chunk of each phase: the layers', their preparations', the
+				    * classifier's preparation and the classifier's */
 	int n_work;
 
 	/* Engine-accounted bytes that do not depend on the position: every tensor's bytes as
@@ -219,13 +236,17 @@ void eng_kv_touch_first(const struct eng_session *s);
  * than the machine's memory, with err filled. */
 int eng_kv_cache_cells(const struct eng_session *s, size_t *kv_cells, struct eng_error *err);
 
-/* Heads [h0, h1) of every token of a pass of several over an F16 cache, each head's rows
- * copied out once for all the pass's tokens (forward.c's prefill). */
-void eng_kv_attend_f16_heads(struct eng_session *s, struct worker *w, int l, int h0, int h1);
+/* Heads [h0, h1) of a pass of several tokens over an F16 cache, the first head's tokens from
+ * k_first on, the last head's before k_last, every token of the others; each KV head's rows
+ * copied out once for the tokens it serves (forward.c's attention). */
+void eng_kv_attend_f16_heads(struct eng_session *s, struct worker *w, int l, int h0, int h1,
+			     int k_first, int k_last);
 
 /* ---- The forward pass (forward.c) --------------------------------------------------------- */
 /* Indexed by enum eng_arch: each architecture's norm, RoPE, QKV and layer functions. */
 extern const struct arch_ops eng_arch_ops[ENG_ARCH_COUNT];
+/* Engine-accounted bytes of the pass just run (pass_bytes.c). */
+void eng_pass_bytes(const struct eng_session *s, struct eng_step_bytes *b);
 /* Fills the GELU table once per process (falcon's activation); called by eng_session_new. */
 void eng_session_gelu_init(void);
 
