@@ -22,10 +22,13 @@
 #      with `-rtr 1 -fa 0`, its best decode setting here); on the llama2.c checkpoint, decode by
 #      memwall and by llama2.c's run.c (`run_st`, single-threaded: run at 1 thread only; it
 #      reads the legacy layout, so it gets the same tensors rewritten in it);
-#   5. the pool's barrier cost: decode per token on stories260K (the model fits in L2, so the
+#   5. batched decode: `generate --batch B` at 1 thread for B = 1 and each of BENCH_BATCH
+#      (default "2 4"; empty: none) on every GGUF model, as tokens of all sequences per second
+#      and the ratio to batch 1;
+#   6. the pool's barrier cost: decode per token on stories260K (the model fits in L2, so the
 #      step is mostly synchronisation) at 1 and at 2 threads, pinned and unpinned; the
 #      difference per token bounds what the barriers cost;
-#   6. prints per cell the medians, memwall's ratio to each peer, and decode as a % of the read
+#   7. prints per cell the medians, memwall's ratio to each peer, and decode as a % of the read
 #      roof (memwall's engine-accounted bytes per token x tok/s over the roof, GB = 1e9 bytes).
 #
 # Peers are found through LLAMA_BENCH, IK_LLAMA_BENCH and LLAMA2C_RUN (paths), for example
@@ -36,7 +39,7 @@
 # skipped with a message. run.c needs a tokenizer: LLAMA2C_TOKENIZER (default
 # ../shared/models/tokenizer.bin).
 #
-# Environment: BENCH_ROUNDS (5), BENCH_THREADS ("1 2"), BENCH_QUANTS, BENCH_PP (128),
+# Environment: BENCH_ROUNDS (5), BENCH_THREADS ("1 2"), BENCH_QUANTS, BENCH_PP (128), BENCH_BATCH,
 # BENCH_TG (128), BENCH_DIR (/tmp/memwall-bench-peers), BENCH_NO_BUILD=1, BENCH_PROBE_REPS (5),
 # BENCH_MODELS (GGUF files to run besides the synthetic ones, each as PATH or NAME=PATH: a real
 # model, or a large synthetic shape such as `memwall synth --shape falcon-7b --quant q4_k_m`'s),
@@ -44,7 +47,7 @@
 # BENCH_MODELS runs only the given models.
 set -eu
 case "${1:-}" in
--h|--help) sed -n '2,40p' "$0"; exit 0 ;;
+-h|--help) sed -n '2,/^set -eu/p' "$0" | sed '$d'; exit 0 ;;
 esac
 cd "$(dirname "$0")/.."
 builddir=${1:-build}
@@ -161,7 +164,9 @@ run_mw() {
 	[ -n "$tgs" ] || tgs=$(python3 -c "print($(echo "$line" | field decode_steps) * 1e3 / $(echo "$line" | field decode_ms))")
 	rec tg memwall "$name" "$t" "$tgs"
 	rec ttft memwall "$name" "$t" "$(echo "$out" | grep memwall-load | field ttft_ms)"
-	rec bytes memwall "$name" "$t" "$(echo "$out" | sed -n 's/.*bytes per token: weights \([0-9]*\), kv read \([0-9.]*\).*/\1 \2/p' | awk '{ print $1 + $2 }')"
+	# bytes read per step: weights and KV read (memwall-bytes; the KV written is not a read)
+	b=$(echo "$out" | grep memwall-bytes)
+	rec bytes memwall "$name" "$t" "$(($(echo "$b" | field weights_per_token) + $(echo "$b" | field kv_read_per_token)))"
 }
 
 # llama-bench BIN ENGINE NAME MODEL T EXTRA_TG...: pp and tg tok/s (its avg_ts, one repetition).
@@ -244,6 +249,26 @@ for t in $threads_list; do
 	done
 done
 
+# Batched decode (issue 30): `generate --batch B` at 1 thread, B = 1 and each of BENCH_BATCH,
+# on every GGUF model, interleaved per round; the figure is the step rate times B (tokens of
+# all sequences per second). --batch loads with repack, so B = 1 runs the same path.
+batches=${BENCH_BATCH-2 4}
+if [ -n "$batches" ]; then
+	r=0
+	while [ "$r" -lt "$rounds" ]; do
+		for m in $models; do
+			name=${m%%:*} file=${m#*:}
+			for b in 1 $batches; do
+				line=$("$mw" generate -m "$file" --prompt-ids 1 -n "$tg" --batch "$b" \
+					--temperature 0 --ids --report-line -t 1 2>&1 >/dev/null |
+					grep memwall-tokens) || { echo "note: batch $b on $name failed" >&2; continue; }
+				rec batch "b$b" "$name" 1 "$(python3 -c "print($b * $(echo "$line" | field decode_steps) * 1e3 / $(echo "$line" | field decode_ms))")"
+			done
+		done
+		r=$((r + 1))
+	done
+fi
+
 # Barrier cost: a model that fits in cache, per-token decode time at 1 and 2 threads.
 tiny=../shared/models/stories260K.bin
 if [ -f "$tiny" ]; then
@@ -305,6 +330,17 @@ for kind, title in (("pp", "prompt processing"), ("tg", "decode")):
             if kind == "tg" and tt:
                 parts.append(f"ttft {tt:.1f} ms")
             print("  ".join(parts))
+bmodels = sorted({k[2] for k in med if k[0] == "batch"})
+if bmodels:
+    print("\nbatched decode at t=1 (median tok/s of all sequences; ratio to batch 1):")
+    for m in bmodels:
+        one = get("batch", "b1", m, "1")
+        parts = [f"  {m:14s} batch 1 {one or float('nan'):7.1f}"]
+        for k in sorted({k[1] for k in med if k[0] == "batch" and k[2] == m} - {"b1"},
+                        key=lambda e: int(e[1:])):
+            v = get("batch", k, m, "1")
+            parts.append(f"batch {k[1:]} {v:7.1f} ({v / one:.2f}x)" if one else f"batch {k[1:]} {v:7.1f}")
+        print("  ".join(parts))
 steps = {k: v for k, v in med.items() if k[0] == "step_us"}
 if steps:
     print("\npool barrier cost (stories260K, decode per token, median us; fits in cache):")
