@@ -1,5 +1,6 @@
 #!/bin/sh
-# tests/neon-qemu.sh [SOURCE_ROOT [OUT_DIR]]: the NEON kernels, tested for real on an x86 host.
+# tests/neon-qemu.sh [SOURCE_ROOT [OUT_DIR [PART]]]: the NEON kernels, tested for real on an x86
+# host.
 #
 # Cross-compiles for aarch64 (Debian's gcc-aarch64-linux-gnu, statically linked so no aarch64
 # sysroot is needed at run time) and runs under qemu-aarch64:
@@ -13,9 +14,22 @@
 # both run and are compared exactly as on an ARM machine; timings under qemu say nothing about
 # an ARM CPU's speed. Exits 77 (skipped) with the reason when the cross tools are absent:
 # `scripts/bootstrap.sh --dev` installs them.
+# PART runs one of the four builds: kernels, gcc-armv8, gcc-armv8.2-dotprod or
+# clang-armv8.2-dotprod (all four when absent). tests/meson.build makes each its own test, so
+# meson runs them side by side: each test_quants build is some 90 s of CPU under qemu, and one
+# after the other they were the suite's longest test by minutes.
 set -eu
 src=${1:-$(cd "$(dirname "$0")/.." && pwd)}
 out=${2:-${MEMWALL_BUILD_ROOT:-/tmp}/tests}
+part=${3:-all}
+case "$part" in
+all | kernels | gcc-armv8 | gcc-armv8.2-dotprod | clang-armv8.2-dotprod) ;;
+*)
+	echo "neon-qemu.sh: unknown part '$part' (kernels, gcc-armv8, gcc-armv8.2-dotprod," \
+	     "clang-armv8.2-dotprod)" >&2
+	exit 2
+	;;
+esac
 cc=aarch64-linux-gnu-gcc
 qemu=qemu-aarch64
 
@@ -34,17 +48,19 @@ cflags="-std=c11 -O2 -D_GNU_SOURCE -static -pthread
 	-Wformat=2 -Wcast-qual -Wwrite-strings -Wvla -Wundef"
 echo "cross compiler $("$cc" -dumpfullversion); $("$qemu" --version | head -n 1)"
 
-bin="$out/test_kernels.aarch64"
-# shellcheck disable=SC2086 # cflags is a list of words
-"$cc" $cflags -DKRN_HAVE_NEON \
-	-I"$src/engine" -I"$src/engine/kernels" -I"$src/tests" \
-	-o "$bin" \
-	"$src/tests/test_kernels.c" \
-	"$src/engine/kernels/kernels.c" "$src/engine/kernels/ref.c" "$src/engine/kernels/arm/neon.c" \
-	"$src/engine/roof/stream.c" "$src/engine/error.c" \
-	-lm
-echo "== test_kernels (armv8-a)"
-"$qemu" "$bin"
+kernels() {
+	bin="$out/test_kernels.aarch64"
+	# shellcheck disable=SC2086 # cflags is a list of words
+	"$cc" $cflags -DKRN_HAVE_NEON \
+		-I"$src/engine" -I"$src/engine/kernels" -I"$src/tests" \
+		-o "$bin" \
+		"$src/tests/test_kernels.c" \
+		"$src/engine/kernels/kernels.c" "$src/engine/kernels/ref.c" "$src/engine/kernels/arm/neon.c" \
+		"$src/engine/roof/stream.c" "$src/engine/error.c" \
+		-lm
+	echo "== test_kernels (armv8-a)"
+	"$qemu" "$bin"
+}
 
 q="$src/engine/quants"
 # -ffp-contract=off as engine/quants/meson.build builds the NEON table: the x8 kernels' bits
@@ -65,11 +81,25 @@ quants() { # compiler, -march value, output name
 	echo "== test_quants ($3)"
 	"$qemu" "$bin"
 }
-quants "$cc" armv8-a gcc-armv8
-quants "$cc" armv8.2-a+dotprod gcc-armv8.2-dotprod
-ld=$(command -v aarch64-linux-gnu-ld || true)
-if command -v clang >/dev/null 2>&1 && [ -n "$ld" ]; then
-	quants "clang --target=aarch64-linux-gnu --ld-path=$ld" armv8.2-a+dotprod clang-armv8.2-dotprod
-else
-	echo "NOTE: clang or aarch64-linux-gnu-ld absent: the clang build of test_quants not run"
+if [ "$part" = all ] || [ "$part" = kernels ]; then
+	kernels
+fi
+if [ "$part" = all ] || [ "$part" = gcc-armv8 ]; then
+	quants "$cc" armv8-a gcc-armv8
+fi
+if [ "$part" = all ] || [ "$part" = gcc-armv8.2-dotprod ]; then
+	quants "$cc" armv8.2-a+dotprod gcc-armv8.2-dotprod
+fi
+if [ "$part" = all ] || [ "$part" = clang-armv8.2-dotprod ]; then
+	ld=$(command -v aarch64-linux-gnu-ld || true)
+	if command -v clang >/dev/null 2>&1 && [ -n "$ld" ]; then
+		quants "clang --target=aarch64-linux-gnu --ld-path=$ld" armv8.2-a+dotprod \
+			clang-armv8.2-dotprod
+	elif [ "$part" = all ]; then
+		echo "NOTE: clang or aarch64-linux-gnu-ld absent: the clang build of test_quants not run"
+	else
+		echo "SKIP: clang or aarch64-linux-gnu-ld absent (scripts/bootstrap.sh --dev installs" \
+		     "clang): the clang build of test_quants not run"
+		exit 77
+	fi
 fi
