@@ -250,8 +250,9 @@ for t in $threads_list; do
 done
 
 # Batched decode (issue 30): `generate --batch B` at 1 thread, B = 1 and each of BENCH_BATCH,
-# on every GGUF model, interleaved per round; the figure is the step rate times B (tokens of
-# all sequences per second). --batch loads with repack, so B = 1 runs the same path.
+# on every GGUF model, interleaved per round; the figure is tokens of all sequences per second
+# (memwall-tokens' decode_steps counts them all). --batch loads with repack, so B = 1 runs the
+# same path.
 batches=${BENCH_BATCH-2 4}
 if [ -n "$batches" ]; then
 	r=0
@@ -262,7 +263,8 @@ if [ -n "$batches" ]; then
 				line=$("$mw" generate -m "$file" --prompt-ids 1 -n "$tg" --batch "$b" \
 					--temperature 0 --ids --report-line -t 1 2>&1 >/dev/null |
 					grep memwall-tokens) || { echo "note: batch $b on $name failed" >&2; continue; }
-				rec batch "b$b" "$name" 1 "$(python3 -c "print($b * $(echo "$line" | field decode_steps) * 1e3 / $(echo "$line" | field decode_ms))")"
+				# decode_steps counts the tokens of all sequences
+				rec batch "b$b" "$name" 1 "$(python3 -c "print($(echo "$line" | field decode_steps) * 1e3 / $(echo "$line" | field decode_ms))")"
 			done
 		done
 		r=$((r + 1))
