@@ -106,15 +106,10 @@ static void act_q8_K(const float *x, void *vy, size_t n)
 			}
 		}
 		float iscale = -127.f / max;
-		__m256i s[8];
-		for (int c = 0; c < KRN_QK_K; c += 32) {
-			__m256i q = round32(x + c, _mm256_set1_ps(iscale));
-			_mm256_storeu_si256((__m256i *)(void *)(y[i].qs + c), q);
-			s[c / 32] = quad_sums(q);
-		}
-		_mm_storeu_si128((__m128i *)(void *)y[i].bsums, sums16(s));
-		_mm_storeu_si128((__m128i *)(void *)(y[i].bsums + 8), sums16(s + 4));
-		y[i].d = 1 / iscale;
+		__m256i q[8];
+		for (int c = 0; c < KRN_QK_K; c += 32)
+			q[c / 32] = round32(x + c, _mm256_set1_ps(iscale));
+		q8_K_finish(&y[i], q, iscale);
 	}
 }
 
