@@ -214,6 +214,7 @@ int main(void)
 	T_EQ_INT(id_synth_l2c(model, "stories260K", 1, ENG_SYNTH_VARIED, ENG_ACT_SILU), 0);
 	engine_check(model);
 	cli_model(model, "mmap");
+	unlink(model); /* the name is reused below: the folder must be empty at the end */
 	snprintf(model, sizeof(model), "%s/s15m.bin", dir);
 	T_EQ_INT(id_synth_l2c(model, "stories15M", 1, ENG_SYNTH_VARIED, ENG_ACT_SILU), 0);
 	engine_check(model);
