@@ -49,17 +49,6 @@ static void read_text(const char *path, char *buf, size_t n)
 	buf[strcspn(buf, "\n ")] = '\0';
 }
 
-static void write_file(const char *path, const char *body)
-{
-	FILE *f = fopen(path, "w");
-	if (!f) {
-		perror(path);
-		exit(1);
-	}
-	fputs(body, f);
-	fclose(f);
-}
-
 /* The sim script: data_read (0x20ff) and data_write (0x30ff) on both instances. */
 static void write_script(void)
 {
@@ -126,7 +115,7 @@ static struct t_output run(const char *name, const char *opt1, const char *opt2,
 	char proto[600], dir[600];
 	snprintf(proto, sizeof(proto), "%s/%s.json", scratch, name);
 	snprintf(dir, sizeof(dir), "%s/out-%s", scratch, name);
-	write_file(proto,
+	t_write_file(proto,
 		   "{\"name\": \"cal\", \"model\": {\"format\": \"llama2c\", \"synth\": "
 		   "{\"shape\": \"stories260K\", \"seed\": 42}}, \"tokenizer\": null,\n"
 		   " \"engine\": {\"kind\": \"builtin\", \"threads\": 1},\n"
@@ -464,7 +453,7 @@ static void test_unapplied(void)
 	expect_unapplied("absent", "--calibration", file, "store-absent.json: No such file", false);
 
 	snprintf(bad, sizeof(bad), "%s/store-bad.json", scratch);
-	write_file(bad, "{\"schema\": \"memwall-calibration/1\", \"machines\": ");
+	t_write_file(bad, "{\"schema\": \"memwall-calibration/1\", \"machines\": ");
 	expect_unapplied("bad", "--calibration", bad, "not valid JSON", false);
 
 	/* An empty state folder: missing, and how to fix it. */

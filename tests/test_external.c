@@ -29,17 +29,6 @@ static const json_t *get(const json_t *o, const char *a, const char *b, const ch
 	return o;
 }
 
-static void write_file(const char *path, const char *body)
-{
-	FILE *f = fopen(path, "w");
-	if (!f) {
-		perror(path);
-		exit(1);
-	}
-	fputs(body, f);
-	fclose(f);
-}
-
 /* Runs `memwall run PROTOCOL -o DIR [extra]` and loads the record it wrote (NULL if none). */
 static json_t *run_protocol(const char *name, const char *body, const char *extra,
 			    struct t_output *o)
@@ -47,7 +36,7 @@ static json_t *run_protocol(const char *name, const char *body, const char *extr
 	char proto[512], dir[512], path[1024];
 	snprintf(proto, sizeof(proto), "%s/%s.json", scratch, name);
 	snprintf(dir, sizeof(dir), "%s/out-%s", scratch, name);
-	write_file(proto, body);
+	t_write_file(proto, body);
 	const char *bin = getenv("MEMWALL_BIN");
 	const char *argv[] = { "memwall", "run", proto, "-o", dir, "--llama-bin", bin, NULL };
 	if (!extra)
@@ -467,7 +456,7 @@ static void test_injection(void)
 	struct t_output o;
 	snprintf(canary, sizeof(canary), "%s/canary", scratch);
 	snprintf(made, sizeof(made), "%s/made", scratch);
-	write_file(canary, "still here\n");
+	t_write_file(canary, "still here\n");
 	char prompt[2200];
 	snprintf(prompt, sizeof(prompt), "Hi; rm -f %s; $(touch %s) `touch %s` | tee %s && '\\\"",
 		 canary, made, made, made);

@@ -73,13 +73,7 @@ static json_t *run(const char *name, const char *stream, struct t_output *o)
 		 " \"decode_tokens\": 32, \"differential\": {\"short_tokens\": 8}, \"runs\": 2, "
 		 "\"warmup_runs\": 0, \"idle_baseline_ms\": 0, \"drift\": {\"probe_ms\": 0}}\n",
 		 name, model, script, stream);
-	FILE *f = fopen(proto, "w");
-	if (!f) {
-		perror(proto);
-		exit(1);
-	}
-	fputs(body, f);
-	fclose(f);
+	t_write_file(proto, body);
 	const char *argv[] = { "memwall", "run", proto, "-o", dir, NULL };
 	*o = t_run(argv);
 	const char *w = strstr(o->err, "result written to ");

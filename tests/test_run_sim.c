@@ -272,17 +272,6 @@ static struct sim_case *nvidia_grace(const char *name)
 
 /* ---- the script and the protocol */
 
-static void write_file(const char *path, const char *body)
-{
-	FILE *f = fopen(path, "w");
-	if (!f) {
-		perror(path);
-		exit(1);
-	}
-	fputs(body, f);
-	fclose(f);
-}
-
 static const char *write_script(const struct sim_case *c)
 {
 	static char path[512];
@@ -342,7 +331,7 @@ static struct t_output run_protocol(const char *name, const char *body, char *pa
 	char proto[512], dir[512];
 	snprintf(proto, sizeof(proto), "%s/%s.json", scratch, name);
 	snprintf(dir, sizeof(dir), "%s/out-%s", scratch, name);
-	write_file(proto, body);
+	t_write_file(proto, body);
 	const char *bin = getenv("MEMWALL_BIN");
 	const char *argv[] = { "memwall", "run", proto, "-o", dir, "--llama-bin", bin, NULL };
 	struct t_output o = t_run(argv);

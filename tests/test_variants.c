@@ -137,24 +137,13 @@ static void test_protocol(void)
 
 /* ---- running --------------------------------------------------------------------------------- */
 
-static void write_file(const char *path, const char *body)
-{
-	FILE *f = fopen(path, "w");
-	if (!f) {
-		perror(path);
-		exit(1);
-	}
-	fputs(body, f);
-	fclose(f);
-}
-
 /* Runs `memwall run` on body; the record's path into path ("" if none). */
 static struct t_output run_protocol(const char *name, const char *body, char *path, size_t n)
 {
 	char proto[512], dir[512];
 	snprintf(proto, sizeof(proto), "%s/%s.json", scratch, name);
 	snprintf(dir, sizeof(dir), "%s/out-%s", scratch, name);
-	write_file(proto, body);
+	t_write_file(proto, body);
 	const char *argv[] = { "memwall", "run", proto, "-o", dir, NULL };
 	struct t_output o = t_run(argv);
 	const char *w = strstr(o.err, "result written to ");
@@ -543,7 +532,7 @@ static void test_sim_dram(void)
 	snprintf(body, sizeof(body), "file path=mon_L3_00/mbm_total_bytes start=1000 step=%llu\n"
 		 "file path=mon_L3_01/mbm_total_bytes start=7 step=%llu\n",
 		 (unsigned long long)step[0], (unsigned long long)step[1]);
-	write_file(script, body);
+	t_write_file(script, body);
 	setenv("MEMWALL_COUNTERS", "sim", 1);
 	setenv("MEMWALL_SYSFS_ROOT", root, 1);
 	setenv("MEMWALL_SIM_SCRIPT", script, 1);
