@@ -34,7 +34,12 @@
  * 0.86x) and lost in cache (45 to 43 GB/s), and so did q6_K's 192 bytes a pair: left out.
  */
 #include "quants_impl.h"
+#include "chain.h"
 #include "x8_kernels.h"
+/* x8k_matvec's software prefetch, 2 KB ahead (almost two groups' super-blocks of q4_K), for
+ * the reason avx2_x8l.c gives: decode of stories110M's q4_k_m shapes 1.11-1.12x at 1 thread
+ * (1 KB ahead: 1.11x; 2 KB against 1 KB: 1.05x), 1.11x at 2 threads. */
+#define X8K_MATVEC_AHEAD 2048
 #include "x8_kquants.h"
 
 /* the four activation bytes at p in every lane */
@@ -243,7 +248,8 @@ void krn_avx2_matvec_x8_q6_K(float *y, const void *w, size_t rows, const void *x
 /* ---- Several tokens at once ------------------------------------------------------------------
  *
  * The blocks above with what depends on the weights alone (the loads, the unpacking of the
- * quants, the rows' scales and mins) done once for X8K_MM_TOK tokens; each token's int16 and
+ * quants, the rows' scales and mins) done once for up to X8K_MM_TOK_MAX tokens (the drivers
+ * below pass four, x8k_matmul's q2_K and q3_K X8K_MM_TOK); each token's int16 and
  * int32 sums are the block's integers (exact, so their order is free) and its float steps are
  * the block's (k4_tail, or q6_K's one FMA), so it gets the matvec's bits. */
 
@@ -252,13 +258,13 @@ mm_q4_K(__m256 *acc, const uint8_t *g, const block_q8_K *const *ys, const void *
 	int nt)
 {
 	const __m256i m4 = _mm256_set1_epi8(0x0f);
-	__m256i scale[8], mn[2], isum[X8K_MM_TOK];
+	__m256i scale[8], mn[2], isum[X8K_MM_TOK_MAX];
 	k4_scales(g, scale, mn);
 	for (int t = 0; t < nt; t++)
 		isum[t] = _mm256_setzero_si256();
 	for (int q0 = 0; q0 < 8; q0 += 4)
 		for (int c = 0; c < 4; c++) {
-			__m256i s0[X8K_MM_TOK], s1[X8K_MM_TOK];
+			__m256i s0[X8K_MM_TOK_MAX], s1[X8K_MM_TOK_MAX];
 			for (int t = 0; t < nt; t++)
 				s0[t] = s1[t] = _mm256_setzero_si256();
 			for (int q = q0; q < q0 + 4; q++) {
@@ -269,8 +275,10 @@ mm_q4_K(__m256 *acc, const uint8_t *g, const block_q8_K *const *ys, const void *
 					const int8_t *a = ys[t]->qs + 64 * c + 4 * q;
 					s0[t] = _mm256_add_epi16(s0[t],
 								 _mm256_maddubs_epi16(lo, bcast4(a)));
+					chain(&s0[t]);
 					s1[t] = _mm256_add_epi16(s1[t],
 								 _mm256_maddubs_epi16(hi, bcast4(a + 32)));
+					chain(&s1[t]);
 				}
 			}
 			for (int t = 0; t < nt; t++) {
@@ -289,13 +297,13 @@ mm_q5_K(__m256 *acc, const uint8_t *g, const block_q8_K *const *ys, const void *
 {
 	const __m256i m5 = _mm256_set1_epi8(0x1f), m3 = _mm256_set1_epi8(0x1c);
 	const __m256i m2 = _mm256_set1_epi8(0x03);
-	__m256i scale[8], mn[2], isum[X8K_MM_TOK];
+	__m256i scale[8], mn[2], isum[X8K_MM_TOK_MAX];
 	k4_scales(g, scale, mn);
 	for (int t = 0; t < nt; t++)
 		isum[t] = _mm256_setzero_si256();
 	for (int q0 = 0; q0 < 8; q0 += 4)
 		for (int c = 0; c < 4; c++) {
-			__m256i s0[X8K_MM_TOK], s1[X8K_MM_TOK];
+			__m256i s0[X8K_MM_TOK_MAX], s1[X8K_MM_TOK_MAX];
 			for (int t = 0; t < nt; t++)
 				s0[t] = s1[t] = _mm256_setzero_si256();
 			for (int q = q0; q < q0 + 4; q++) {
@@ -310,8 +318,10 @@ mm_q5_K(__m256 *acc, const uint8_t *g, const block_q8_K *const *ys, const void *
 					const int8_t *a = ys[t]->qs + 64 * c + 4 * q;
 					s0[t] = _mm256_add_epi16(s0[t],
 								 _mm256_maddubs_epi16(a5, bcast4(a)));
+					chain(&s0[t]);
 					s1[t] = _mm256_add_epi16(s1[t],
 								 _mm256_maddubs_epi16(h, bcast4(a + 32)));
+					chain(&s1[t]);
 				}
 			}
 			for (int t = 0; t < nt; t++) {
@@ -333,7 +343,7 @@ mm_q6_K(__m256 *acc, const uint8_t *g, const block_q8_K *const *ys, const void *
 	const __m256i top = _mm256_set1_epi8(0x30);
 	const __m128i pairs = _mm_setr_epi8(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
 	const __m256i first = word_of_dword_x2(0), second = word_of_dword_x2(1);
-	__m256i isum[X8K_MM_TOK], off[X8K_MM_TOK];
+	__m256i isum[X8K_MM_TOK_MAX], off[X8K_MM_TOK_MAX];
 	for (int t = 0; t < nt; t++)
 		isum[t] = off[t] = _mm256_setzero_si256();
 	const uint8_t *p = g + 144;
@@ -346,7 +356,7 @@ mm_q6_K(__m256 *acc, const uint8_t *g, const block_q8_K *const *ys, const void *
 		__m256i sa = _mm256_shuffle_epi8(sc, first), sb = _mm256_shuffle_epi8(sc, second);
 		for (int j = 0; j < 2; j++) {
 			__m256i lo4 = loadu(p + 128 + 32 * j);
-			__m256i ta[X8K_MM_TOK], tb[X8K_MM_TOK];
+			__m256i ta[X8K_MM_TOK_MAX], tb[X8K_MM_TOK_MAX];
 			for (int t = 0; t < nt; t++)
 				ta[t] = tb[t] = _mm256_setzero_si256();
 			for (int k = 2 * j; k < 2 * j + 2; k++) {
@@ -359,8 +369,10 @@ mm_q6_K(__m256 *acc, const uint8_t *g, const block_q8_K *const *ys, const void *
 					const int8_t *a = ys[t]->qs + 32 * pp + 4 * k;
 					ta[t] = _mm256_add_epi16(ta[t],
 								 _mm256_maddubs_epi16(a6, bcast4(a)));
+					chain(&ta[t]);
 					tb[t] = _mm256_add_epi16(tb[t],
 								 _mm256_maddubs_epi16(b, bcast4(a + 16)));
+					chain(&tb[t]);
 				}
 			}
 			for (int t = 0; t < nt; t++) {
@@ -377,25 +389,272 @@ mm_q6_K(__m256 *acc, const uint8_t *g, const block_q8_K *const *ys, const void *
 	}
 }
 
+/* ---- A prompt's chunk: each super-block unpacked once ----------------------------------------
+ *
+ * With many tokens (a prompt's chunk) the kernels above are bound by their per-token work and
+ * by registers, not by unpacking: at two tokens a super-block, the eight scales, two int16
+ * sums and one int32 sum a token spill, and in L2 the two-token kernel ran at 1.0-1.03x the
+ * one-token one. So here each group's super-block is unpacked once for the whole chunk (up
+ * to X8K_MM_CHUNK tokens) into plain bytes and vpmaddwd scales (k_unpacked, 2.4 KB, in L1),
+ * then the chunk's tokens run over it four at a time: per four activation bytes of a token one
+ * broadcast, one vpmaddubsw against a register shared by the four tokens, one vpaddw, and 12
+ * vector registers live. The integer sums are exact, so their grouping is free, and the float
+ * steps are the one-token block's (k4_tail): the same bits. */
+
+/* One group's super-block, unpacked: q[k] holds the eight rows' four quants of columns
+ * 4k .. 4k + 3 (against the activation's dword k), scale[] the sub-blocks' scales in vpmaddwd
+ * form (eight of 32 columns; q6_K: sixteen of 16), mn[] k4_scales' mins. */
+struct k_unpacked {
+	__m256i q[64];
+	__m256i scale[16];
+	__m256i mn[2];
+	__m256i pairs[8]; /* q6_K: the scales of sub-blocks 2p and 2p + 1, int16 side by side */
+};
+
+static inline __attribute__((always_inline)) void unpack_q4_K(struct k_unpacked *u,
+							      const uint8_t *g)
+{
+	const __m256i m4 = _mm256_set1_epi8(0x0f);
+	k4_scales(g, u->scale, u->mn);
+	/* in address order: chunk c of q-step s at 128 + 32 * (4s + c), low nibbles columns
+	 * 64c + 4s, high ones 64c + 32 + 4s */
+	X8K_UNROLL(32)
+	for (int k = 0; k < 32; k++) {
+		__m256i v = loadu(g + 128 + 32 * k);
+		int s = k / 4, c = k % 4;
+		u->q[16 * c + s] = _mm256_and_si256(v, m4);
+		u->q[16 * c + 8 + s] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+	}
+}
+
+/* q5_K: block_q5_Kx8's values, in q4_K's order */
+static inline __attribute__((always_inline)) void unpack_q5_K(struct k_unpacked *u,
+							      const uint8_t *g)
+{
+	const __m256i m5 = _mm256_set1_epi8(0x1f), m3 = _mm256_set1_epi8(0x1c);
+	const __m256i m2 = _mm256_set1_epi8(0x03);
+	k4_scales(g, u->scale, u->mn);
+	for (int s = 0; s < 8; s++) {
+		const uint8_t *p = g + 128 + 160 * s;
+		__m256i low2 = loadu(p + 128);
+		for (int c = 0; c < 4; c++) {
+			__m256i v = loadu(p + 32 * c);
+			__m256i l = _mm256_and_si256(c ? _mm256_srli_epi16(low2, 2 * c) : low2, m2);
+			u->q[16 * c + s] = _mm256_and_si256(v, m5);
+			u->q[16 * c + 8 + s] = _mm256_or_si256(
+				_mm256_and_si256(_mm256_srli_epi16(v, 3), m3), l);
+		}
+	}
+}
+
+/* q6_K: block_q6_Kx8's values (plus 32, 0 .. 63); sub-block 2p's four dwords 8p .. 8p + 3,
+ * 2p + 1's the next four */
+static inline __attribute__((always_inline)) void unpack_q6_K(struct k_unpacked *u,
+							      const uint8_t *g)
+{
+	const __m256i m6 = _mm256_set1_epi8(0x3f), m4 = _mm256_set1_epi8(0x0f);
+	const __m256i top = _mm256_set1_epi8(0x30);
+	const __m128i pairs = _mm_setr_epi8(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
+	const __m256i first = word_of_dword_x2(0), second = word_of_dword_x2(1);
+	const uint8_t *p = g + 144;
+	for (int pp = 0; pp < 8; pp++, p += 192) {
+		__m128i sc8 = _mm_loadu_si128((const __m128i *)(g + 16 + 16 * pp));
+		__m256i sc = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(sc8, pairs));
+		u->pairs[pp] = sc;
+		u->scale[2 * pp] = _mm256_shuffle_epi8(sc, first);
+		u->scale[2 * pp + 1] = _mm256_shuffle_epi8(sc, second);
+		for (int k = 0; k < 4; k++) {
+			__m256i lo4 = loadu(p + 128 + 32 * (k / 2)), v = loadu(p + 32 * k);
+			__m256i n = _mm256_and_si256(k % 2 ? _mm256_srli_epi16(lo4, 4) : lo4, m4);
+			u->q[8 * pp + k] = _mm256_and_si256(v, m6);
+			u->q[8 * pp + 4 + k] = _mm256_or_si256(
+				_mm256_and_si256(_mm256_srli_epi16(v, 2), top), n);
+		}
+	}
+}
+
+/* isum[t] for t < nt (a constant after inlining): token t's super-block ys[t] against u, the
+ * int16 sums through the scales after every `run` dwords (as many as cannot overflow), a
+ * scale every `span` dwords. */
+static inline __attribute__((always_inline)) void
+unpacked_isums(__m256i *isum, const struct k_unpacked *u, const block_q8_K *const *ys, int nt,
+	       int run, int span)
+{
+	for (int t = 0; t < nt; t++)
+		isum[t] = _mm256_setzero_si256();
+	for (int k0 = 0; k0 < 64; k0 += run) {
+		__m256i s[4];
+		for (int t = 0; t < nt; t++)
+			s[t] = _mm256_setzero_si256();
+		for (int k = k0; k < k0 + run; k++) {
+			__m256i w = _mm256_load_si256(&u->q[k]);
+			for (int t = 0; t < nt; t++) {
+				s[t] = _mm256_add_epi16(s[t], _mm256_maddubs_epi16(
+								      w, bcast4(ys[t]->qs + 4 * k)));
+				chain(&s[t]);
+			}
+		}
+		for (int t = 0; t < nt; t++)
+			isum[t] = _mm256_add_epi32(isum[t],
+						   _mm256_madd_epi16(s[t], u->scale[k0 / span]));
+	}
+}
+
+typedef void (*k_unpack_fn)(struct k_unpacked *u, const uint8_t *g);
+typedef void (*k_tokens_fn)(__m256 *acc, const struct k_unpacked *u, const uint8_t *g,
+			    const block_q8_K *const *ys, const void *const *preps, int nt);
+
+/* q4_K: int16 sums over a whole sub-block (8 * 2 * 15 * 128 fits) */
+static inline __attribute__((always_inline)) void
+tokens_q4_K(__m256 *acc, const struct k_unpacked *u, const uint8_t *g,
+	    const block_q8_K *const *ys, const void *const *preps, int nt)
+{
+	__m256i isum[4];
+	unpacked_isums(isum, u, ys, nt, 8, 8);
+	for (int t = 0; t < nt; t++)
+		acc[t] = k4_tail(acc[t], g, ys[t], preps[t], isum[t], u->mn);
+}
+
+/* q5_K: four dwords an int16 sum (4 * 2 * 31 * 128) */
+static inline __attribute__((always_inline)) void
+tokens_q5_K(__m256 *acc, const struct k_unpacked *u, const uint8_t *g,
+	    const block_q8_K *const *ys, const void *const *preps, int nt)
+{
+	__m256i isum[4];
+	unpacked_isums(isum, u, ys, nt, 4, 8);
+	for (int t = 0; t < nt; t++)
+		acc[t] = k4_tail(acc[t], g, ys[t], preps[t], isum[t], u->mn);
+}
+
+/* q6_K: two dwords an int16 sum (2 * 2 * 63 * 128), a scale every four; the plus 32 comes
+ * off as in block_q6_Kx8 */
+static inline __attribute__((always_inline)) void
+tokens_q6_K(__m256 *acc, const struct k_unpacked *u, const uint8_t *g,
+	    const block_q8_K *const *ys, const void *const *preps, int nt)
+{
+	(void)preps;
+	__m256i isum[4];
+	unpacked_isums(isum, u, ys, nt, 2, 4);
+	const __m256 hd = halves8(g);
+	for (int t = 0; t < nt; t++) {
+		__m256i off = _mm256_setzero_si256();
+		for (int pp = 0; pp < 8; pp++)
+			off = _mm256_add_epi32(off, _mm256_madd_epi16(u->pairs[pp],
+								      bcast4(ys[t]->bsums + 2 * pp)));
+		__m256i is = _mm256_sub_epi32(isum[t], _mm256_slli_epi32(off, 5));
+		__m256 d = _mm256_mul_ps(hd, _mm256_set1_ps(ys[t]->d));
+		acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is), d, acc[t]);
+	}
+}
+
+/* From this many tokens in a chunk an unpacked super-block pays. In L2 (768 columns, best of
+ * 300 calls, as GB/s of weights times tokens over the one-token kernel's in the same run), the
+ * kernels above four tokens a call reach q4_K 1.52x at 8 tokens and 1.54x at 16, q6_K 1.50x
+ * and 1.53x, q5_K 1.71-1.79x; unpacked, q4_K 1.57x and 1.68-1.73x, q6_K 1.59-1.66x and
+ * 1.76-1.81x, q5_K 1.87-1.90x and 2.02-2.04x. Below 8 the unpacking costs more than it saves
+ * (at 2 tokens 0.65x the kernels above, at 4 about even before they took four tokens a call),
+ * so a batched decode step takes the kernels above, four tokens a call and one call for the
+ * rest: with chain() their four tokens' sums fit the registers (q4_K at 4 tokens 1.5x the
+ * one-token kernel; two tokens a call had given 1.18x). */
+#define X8K_UNPACK_MIN 8
+
+/* x8k_matmul_tok's loops, with each group's super-block unpacked once for a chunk of at least
+ * X8K_UNPACK_MIN tokens (up to X8K_MM_CHUNK), each token's accumulator in acc[] over the
+ * tile's super-blocks in order; a smaller chunk goes through block, as x8k_matmul_tok's. */
+static inline __attribute__((always_inline)) void
+x8k_matmul_unpacked(float *y, size_t ldy, const uint8_t *w, size_t rows, const uint8_t *xq,
+		    size_t ldx, size_t n_tok, size_t nb, size_t r0, size_t r1, size_t bs,
+		    void (*prepare)(const block_q8_K *y, void *slot), x8k_mm_block_fn block,
+		    k_unpack_fn unpack, k_tokens_fn tokens)
+{
+	_Alignas(64) uint8_t prep[X8K_MM_CHUNK][X8K_PREPARED][X8K_SLOT];
+	_Alignas(64) struct k_unpacked u;
+	__m256 acc[X8K_MM_CHUNK];
+	size_t tb, n_tiles = krn_x8_tiles(nb, KRN_QK_K, &tb);
+	for (size_t k = 0; k < n_tiles; k++) {
+		const size_t i0 = k * tb, len = k + 1 < n_tiles ? tb : nb - i0;
+		for (size_t t0 = 0; t0 < n_tok; t0 += X8K_MM_CHUNK) {
+			size_t nt = n_tok - t0 < X8K_MM_CHUNK ? n_tok - t0 : X8K_MM_CHUNK;
+			const block_q8_K *ys[X8K_MM_CHUNK];
+			for (size_t tt = 0; tt < nt; tt++) {
+				ys[tt] = (const block_q8_K *)(const void *)(xq + (t0 + tt) * ldx) +
+					 i0;
+				for (size_t i = 0; prepare && i < len; i++)
+					prepare(&ys[tt][i], prep[tt][i]);
+			}
+			for (size_t r = r0; r < r1; r += KRN_X8) {
+				const uint8_t *g = w + (i0 * rows + r * len) * bs;
+				float *yr = y + t0 * ldy + r;
+				if (nt < X8K_UNPACK_MIN) {
+					size_t tt = 0;
+					for (; tt + 4 <= nt; tt += 4)
+						x8k_mm_group(yr + tt * ldy, ldy, g, bs, ys + tt,
+							     prep + tt, len, k == 0, block, 4,
+							     tt == 0);
+#define X8K_MM_REST(c)                                                                       \
+	x8k_mm_group(yr + tt * ldy, ldy, g, bs, ys + tt, prep + tt, len, k == 0, block, c, tt == 0)
+					switch (nt - tt) {
+					case 3: X8K_MM_REST(3); break;
+					case 2: X8K_MM_REST(2); break;
+					case 1: X8K_MM_REST(1); break;
+					default: break;
+					}
+#undef X8K_MM_REST
+					continue;
+				}
+				for (size_t tt = 0; tt < nt; tt++)
+					acc[tt] = k ? _mm256_loadu_ps(yr + tt * ldy)
+						    : _mm256_setzero_ps();
+				for (size_t i = 0; i < len; i++, g += KRN_X8 * bs) {
+					const block_q8_K *yi[X8K_MM_CHUNK];
+					const void *pi[X8K_MM_CHUNK];
+					for (size_t tt = 0; tt < nt; tt++) {
+						yi[tt] = ys[tt] + i;
+						pi[tt] = prep[tt][i];
+					}
+					x8k_prefetch(g, bs, true);
+					unpack(&u, g);
+					size_t tt = 0;
+					for (; tt + 4 <= nt; tt += 4)
+						tokens(acc + tt, &u, g, yi + tt, pi + tt, 4);
+					switch (nt - tt) {
+					case 3:
+						tokens(acc + tt, &u, g, yi + tt, pi + tt, 3);
+						break;
+					case 2:
+						tokens(acc + tt, &u, g, yi + tt, pi + tt, 2);
+						break;
+					case 1:
+						tokens(acc + tt, &u, g, yi + tt, pi + tt, 1);
+						break;
+					}
+				}
+				for (size_t tt = 0; tt < nt; tt++)
+					_mm256_storeu_ps(yr + tt * ldy, acc[tt]);
+			}
+		}
+	}
+}
+
 void krn_avx2_matmul_x8_q4_K(float *y, size_t ldy, const void *w, size_t rows, const void *xq,
 			     size_t ldx, size_t n_tok, size_t n, size_t r0, size_t r1)
 {
-	x8k_matmul(y, ldy, w, rows, xq, ldx, n_tok, n / KRN_QK_K, r0, r1, sizeof(block_q4_K),
-		   k4_prepare, mm_q4_K);
+	x8k_matmul_unpacked(y, ldy, w, rows, xq, ldx, n_tok, n / KRN_QK_K, r0, r1,
+			    sizeof(block_q4_K), k4_prepare, mm_q4_K, unpack_q4_K, tokens_q4_K);
 }
 
 void krn_avx2_matmul_x8_q5_K(float *y, size_t ldy, const void *w, size_t rows, const void *xq,
 			     size_t ldx, size_t n_tok, size_t n, size_t r0, size_t r1)
 {
-	x8k_matmul(y, ldy, w, rows, xq, ldx, n_tok, n / KRN_QK_K, r0, r1, sizeof(block_q5_K),
-		   k4_prepare, mm_q5_K);
+	x8k_matmul_unpacked(y, ldy, w, rows, xq, ldx, n_tok, n / KRN_QK_K, r0, r1,
+			    sizeof(block_q5_K), k4_prepare, mm_q5_K, unpack_q5_K, tokens_q5_K);
 }
 
 void krn_avx2_matmul_x8_q6_K(float *y, size_t ldy, const void *w, size_t rows, const void *xq,
 			     size_t ldx, size_t n_tok, size_t n, size_t r0, size_t r1)
 {
-	x8k_matmul(y, ldy, w, rows, xq, ldx, n_tok, n / KRN_QK_K, r0, r1, sizeof(block_q6_K), NULL,
-		   mm_q6_K);
+	x8k_matmul_unpacked(y, ldy, w, rows, xq, ldx, n_tok, n / KRN_QK_K, r0, r1,
+			    sizeof(block_q6_K), NULL, mm_q6_K, unpack_q6_K, tokens_q6_K);
 }
 
 /* ---- q2_K ---------------------------------------------------------------------------------

@@ -26,6 +26,7 @@
  */
 #include "quants_impl.h"
 #include "x8_kernels.h"
+#define X8K_MATVEC_AHEAD 0 /* see avx2_x8k.c */
 #include "x8_kquants.h"
 
 static inline __m256i dot_bcast(__m256i acc, __m256i u, const int8_t *p)

@@ -18,6 +18,7 @@
  */
 #include "quants_impl.h"
 #include "x8_kernels.h"
+#define X8_MATVEC_AHEAD 0 /* see avx2_x8l.c */
 #include "x8_legacy.h"
 
 /* 16 activation bytes in both halves */

@@ -100,6 +100,21 @@ static inline __attribute__((always_inline)) void q3_scales(const uint8_t *g, __
 #define X8K_PREPARED (2 * KRN_X8_TILE_COLS / KRN_QK_K)
 #define X8K_SLOT 64
 
+/* How far ahead of its super-block x8k_matvec prefetches the group's stream, in bytes (0: not
+ * at all); the including file defines it (avx2_x8k.c says why). */
+#ifndef X8K_MATVEC_AHEAD
+#error "define X8K_MATVEC_AHEAD before including x8_kquants.h"
+#endif
+
+/* x8k_prefetch: the group's stream X8K_MATVEC_AHEAD bytes ahead of the super-block at g, when
+ * `ahead` (a group's first call, which streams it; the calls after it read it from cache). */
+static inline __attribute__((always_inline)) void x8k_prefetch(const uint8_t *g, size_t bs,
+							       bool ahead)
+{
+	for (size_t o = 0; X8K_MATVEC_AHEAD && ahead && o < KRN_X8 * bs; o += 64)
+		_mm_prefetch((const char *)(g + X8K_MATVEC_AHEAD + o), _MM_HINT_T0);
+}
+
 /* Groups r0 / 8 .. r1 / 8 of a tensor of `rows` rows; bs is the type's block size in bytes,
  * prepare (NULL: none) what a super-block needs of the activation besides its quants. Tile by
  * tile, each group's super-blocks of the tile in order: one sequential stream. */
@@ -117,8 +132,10 @@ x8k_matvec(float *out, const uint8_t *w, size_t rows, const block_q8_K *y, size_
 		for (size_t r = r0; r < r1; r += KRN_X8) {
 			const uint8_t *g = w + (i0 * rows + r * (i1 - i0)) * bs;
 			__m256 acc = k ? _mm256_loadu_ps(out + r) : _mm256_setzero_ps();
-			for (size_t i = i0; i < i1; i++, g += KRN_X8 * bs)
+			for (size_t i = i0; i < i1; i++, g += KRN_X8 * bs) {
+				x8k_prefetch(g, bs, true);
 				acc = block(acc, g, &y[i], prep[i - i0]);
+			}
 			_mm256_storeu_ps(out + r, acc);
 		}
 	}
@@ -143,7 +160,7 @@ typedef void (*x8k_mm_block_fn)(__m256 *acc, const uint8_t *g, const block_q8_K 
 static inline __attribute__((always_inline)) void
 x8k_mm_group(float *y, size_t ldy, const uint8_t *g, size_t bs, const block_q8_K *const *ys,
 	     uint8_t (*prep)[X8K_PREPARED][X8K_SLOT], size_t len, bool first,
-	     x8k_mm_block_fn block, int nt)
+	     x8k_mm_block_fn block, int nt, bool ahead)
 {
 	__m256 acc[X8K_MM_TOK_MAX];
 	for (int t = 0; t < nt; t++)
@@ -151,6 +168,7 @@ x8k_mm_group(float *y, size_t ldy, const uint8_t *g, size_t bs, const block_q8_K
 	for (size_t i = 0; i < len; i++, g += KRN_X8 * bs) {
 		const block_q8_K *yi[X8K_MM_TOK_MAX];
 		const void *pi[X8K_MM_TOK_MAX];
+		x8k_prefetch(g, bs, ahead);
 		for (int t = 0; t < nt; t++) {
 			yi[t] = ys[t] + i;
 			pi[t] = prep[t][i];
@@ -186,10 +204,10 @@ x8k_matmul_tok(float *y, size_t ldy, const uint8_t *w, size_t rows, const uint8_
 				size_t tt = 0;
 				for (; tt + (size_t)tok <= nt; tt += (size_t)tok)
 					x8k_mm_group(yr + tt * ldy, ldy, g, bs, ys + tt, prep + tt,
-						     len, k == 0, block, tok);
+						     len, k == 0, block, tok, tt == 0);
 				for (; tt < nt; tt++)
 					x8k_mm_group(yr + tt * ldy, ldy, g, bs, ys + tt, prep + tt,
-						     len, k == 0, block, 1);
+						     len, k == 0, block, 1, tt == 0);
 			}
 		}
 	}

@@ -51,6 +51,12 @@ static inline __m256 block_tail(__m256 acc, const uint8_t *g, __m256i p, float d
 	return _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), d, acc);
 }
 
+/* How far ahead of its block pair x8_matvec prefetches the group's stream, in bytes (0:
+ * not at all); the including file defines it (avx2_x8l.c says why). */
+#ifndef X8_MATVEC_AHEAD
+#error "define X8_MATVEC_AHEAD before including x8_legacy.h"
+#endif
+
 /* Groups r0 / 8 .. r1 / 8 of an x8 tensor of `rows` rows of a legacy type; bs is the type's
  * block size in bytes, offset its quants' (0: signed). Tile by tile (types.h): for each
  * group its blocks of the tile in order, even and odd blocks in two FMA chains, each group's
@@ -77,6 +83,9 @@ x8_matvec(float *out, const uint8_t *w, size_t rows, const block_q8_0 *y, size_t
 			__m256 acc1 = _mm256_setzero_ps();
 			size_t i = 0;
 			for (; i + 2 <= len; i += 2, g += 2 * KRN_X8 * bs) {
+				for (size_t o = 0; X8_MATVEC_AHEAD && o < 2 * KRN_X8 * bs; o += 64)
+					_mm_prefetch((const char *)(g + X8_MATVEC_AHEAD + o),
+						     _MM_HINT_T0);
 				acc0 = block(acc0, g, &ys[i], a.base[i], a.dy[i]);
 				acc1 = block(acc1, g + KRN_X8 * bs, &ys[i + 1], a.base[i + 1],
 					     a.dy[i + 1]);
@@ -103,14 +112,20 @@ struct x8_mm_act {
 	float dy[X8_MM_CHUNK][X8_PREPARED];
 };
 
-/* The prefetch of the multi-token drivers (x8_matmul, x8_matmul1). With more tokens than one
- * call of a group takes, the group's tile is read again from cache between the streams of two
- * groups, which the hardware prefetcher then loses: the group's first call fetches the next
- * group's tile a group ahead (pp of 8 tokens +25 %, batch 8 +19 % on a Zen 4 VM; 4 tokens, one
- * call, stream better without it). x8_pf_distance is that distance, 0 for none. */
-static inline size_t x8_pf_distance(size_t nt, size_t r, size_t r1, size_t len, size_t bs)
+/* The prefetch of the multi-token drivers (x8_matmul, x8_matmul1), for a call on `groups`
+ * groups from row r. With more tokens than one call of a group takes, the group's tile is read
+ * again from cache between the streams of two groups, which the hardware prefetcher then
+ * loses: the group's first call fetches the next group's tile a group ahead (pp of 8 tokens
+ * +25 %, batch 8 +19 % on a Zen 4 VM). With X8_MM_TOK tokens or fewer, one call streams each
+ * group once, as x8_matvec does, and prefetches as it does, X8_MATVEC_AHEAD bytes ahead (none
+ * on AVX-512: 4 tokens, one call, streamed better without the group-ahead one on Zen 4).
+ * x8_pf_distance is that distance, 0 for none. */
+static inline size_t x8_pf_distance(size_t nt, size_t r, size_t r1, size_t len, size_t bs,
+				    size_t groups)
 {
-	return nt > X8_MM_TOK && r + KRN_X8 < r1 ? KRN_X8 * len * bs : 0;
+	if (nt <= X8_MM_TOK)
+		return X8_MATVEC_AHEAD;
+	return r + groups * KRN_X8 < r1 ? groups * KRN_X8 * len * bs : 0;
 }
 
 static inline __attribute__((always_inline)) void
@@ -247,7 +262,7 @@ x8_matmul(float *y, size_t ldy, const uint8_t *w, size_t rows, const uint8_t *xq
 				const uint8_t *g = w + (i0 * rows + r * len) * bs;
 				float *yr = y + t0 * ldy + r;
 				size_t tt = 0, gs = KRN_X8 * len * bs;
-				size_t pf = x8_pf_distance(nt, r + KRN_X8, r1, len, bs) * 2;
+				size_t pf = x8_pf_distance(nt, r, r1, len, bs, 2);
 				for (; tt + X8_MM_TOK <= nt; tt += X8_MM_TOK)
 					x8_mm2_group(yr + tt * ldy, ldy, g, gs, bs, ys + tt, &a, tt,
 						     len, k == 0, block2, X8_MM_TOK, tt ? 0 : pf);
@@ -261,7 +276,7 @@ x8_matmul(float *y, size_t ldy, const uint8_t *w, size_t rows, const uint8_t *xq
 				const uint8_t *g = w + (i0 * rows + r * len) * bs;
 				float *yr = y + t0 * ldy + r;
 				size_t tt = 0;
-				size_t pf = x8_pf_distance(nt, r, r1, len, bs);
+				size_t pf = x8_pf_distance(nt, r, r1, len, bs, 1);
 				for (; tt + X8_MM_TOK <= nt; tt += X8_MM_TOK)
 					x8_mm_group(yr + tt * ldy, ldy, g, bs, ys + tt, &a, tt, len,
 						    k == 0, block, X8_MM_TOK, tt ? 0 : pf);
@@ -352,7 +367,7 @@ x8_matmul1(float *y, size_t ldy, const uint8_t *w, size_t rows, const uint8_t *x
 			for (size_t r = r0; r < r1; r += KRN_X8) {
 				const uint8_t *g = w + (i0 * rows + r * len) * bs;
 				float *yr = y + t0 * ldy + r;
-				size_t tt = 0, pf = x8_pf_distance(nt, r, r1, len, bs);
+				size_t tt = 0, pf = x8_pf_distance(nt, r, r1, len, bs, 1);
 				for (; tt + X8_MM_TOK <= nt; tt += X8_MM_TOK)
 					x8_mm1_group(yr + tt * ldy, ldy, g, bs, ys + tt, &a, tt, len,
 						     k == 0, block, X8_MM_TOK, tt ? 0 : pf);
