@@ -481,15 +481,16 @@ static void check_x8(const struct krn_quant_ops *ops, const struct krn_quant_ops
  * bits krn_quant_matvec(_x8) gives it alone: plain rows (13 rows, not a multiple of eight: the
  * fallback over row blocks) for every type, and x8 rows for every type with a layout (the
  * table's own matmul_x8 where it has one), over token counts around the kernels' register
- * blocks (4 legacy, 2 or 4 K-quants), chunks (16) and the AVX2 K-quants' unpacked chunks (8
- * tokens and more, four at a time: 9, 11 and 14 leave one, three and two over), on a range of three groups that starts inside
+ * blocks (4 legacy, 2 or 4 K-quants, with 1, 2 and 3 left over), chunks (16: 27 is a full one
+ * and 11) and the AVX2 K-quants' unpacked chunks (8 tokens and more, four at a time: 9, 14 and
+ * 27's 11 leave one, two and three over), on a range of three groups that starts inside
  * the tensor (kernels that take groups two at a time do a pair and an odd one), and row lengths of one and several tiles (18176 columns: four), and for the types of
  * one element a block an odd one (4099: f16/bf16 x8 rows end inside their four chains). */
 static void check_matmul(const struct krn_quant_ops *ops)
 {
 	static const size_t lengths[] = { 256, 768, 4544, 18176, 4099 };
-	static const size_t tokens[] = { 1, 2, 3, 5, 9, 11, 14, 17, 21 };
-	const size_t rows_x8 = 4 * KRN_X8, rows_plain = 13, n_tok_max = 21;
+	static const size_t tokens[] = { 1, 2, 3, 5, 9, 14, 27 };
+	const size_t rows_x8 = 4 * KRN_X8, rows_plain = 13, n_tok_max = 27;
 	for (size_t k = 0; k < N_WEIGHT_TYPES; k++) {
 		uint32_t t = weight_types[k], vt = krn_type_traits(t)->vec_dot_type;
 		for (size_t l = 0; l < sizeof(lengths) / sizeof(lengths[0]); l++) {
