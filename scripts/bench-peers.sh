@@ -334,14 +334,19 @@ for kind, title in (("pp", "prompt processing"), ("tg", "decode")):
             print("  ".join(parts))
 bmodels = sorted({k[2] for k in med if k[0] == "batch"})
 if bmodels:
-    print("\nbatched decode at t=1 (median tok/s of all sequences; ratio to batch 1):")
+    print("\nbatched decode at t=1 (median tok/s of all sequences; ratio to batch 1: of the medians,"
+          "\nthen the median of each round's own ratio, the figure to trust on a noisy machine):")
     for m in bmodels:
         one = get("batch", "b1", m, "1")
         parts = [f"  {m:14s} batch 1 {one or float('nan'):7.1f}"]
         for k in sorted({k[1] for k in med if k[0] == "batch" and k[2] == m} - {"b1"},
                         key=lambda e: int(e[1:])):
             v = get("batch", k, m, "1")
-            parts.append(f"batch {k[1:]} {v:7.1f} ({v / one:.2f}x)" if one else f"batch {k[1:]} {v:7.1f}")
+            # each round ran batch 1 then this batch: paired, unless a run failed
+            b1, bk = cells[("batch", "b1", m, "1")], cells[("batch", k, m, "1")]
+            pr = (f"; per round {statistics.median(x / y for x, y in zip(bk, b1)):.2f}x"
+                  if len(b1) == len(bk) else "")
+            parts.append(f"batch {k[1:]} {v:7.1f} ({v / one:.2f}x{pr})" if one else f"batch {k[1:]} {v:7.1f}")
         print("  ".join(parts))
 steps = {k: v for k, v in med.items() if k[0] == "step_us"}
 if steps:
