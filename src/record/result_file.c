@@ -43,21 +43,13 @@ int mw_result_load(json_t **out, const char *path, struct mw_error *err)
 	return MW_RESULT_MALFORMED;
 }
 
+/* dir and every missing folder above it. 0 or -errno. */
 static int mkdir_p(const char *dir)
 {
-	char buf[4096];
-	snprintf(buf, sizeof(buf), "%s", dir);
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(buf, 0777) && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(buf, 0777) && errno != EEXIST)
-		return -errno;
-	return 0;
+	int rc = mw_mkdir_parents(dir);
+	if (!rc && mkdir(dir, 0777) && errno != EEXIST)
+		rc = -errno;
+	return rc;
 }
 
 /* Moves tmp to target unless target exists. 0, -EEXIST, or -errno. */
