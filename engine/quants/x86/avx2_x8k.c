@@ -553,8 +553,8 @@ tokens_q6_K(__m256 *acc, const struct k_unpacked *u, const uint8_t *g,
  * and 1.53x, q5_K 1.71-1.79x; unpacked, q4_K 1.57x and 1.68-1.73x, q6_K 1.59-1.66x and
  * 1.76-1.81x, q5_K 1.87-1.90x and 2.02-2.04x. Below 8 the unpacking costs more than it saves
  * (at 2 tokens 0.65x the kernels above, at 4 about even before they took four tokens a call),
- * so a batched decode step takes the kernels above, four tokens a call and one call for the
- * rest: with chain() their four tokens' sums fit the registers (q4_K at 4 tokens 1.5x the
+ * so a batched decode step takes the kernels above, four tokens a call, then two and one:
+ * with chain() their four tokens' sums fit the registers (q4_K at 4 tokens 1.5x the
  * one-token kernel; two tokens a call had given 1.18x). */
 #define X8K_UNPACK_MIN 8
 
@@ -591,15 +591,17 @@ x8k_matmul_unpacked(float *y, size_t ldy, const uint8_t *w, size_t rows, const u
 						x8k_mm_group(yr + tt * ldy, ldy, g, bs, ys + tt,
 							     prep + tt, len, k == 0, block, 4,
 							     tt == 0);
-#define X8K_MM_REST(c)                                                                       \
-	x8k_mm_group(yr + tt * ldy, ldy, g, bs, ys + tt, prep + tt, len, k == 0, block, c, tt == 0)
-					switch (nt - tt) {
-					case 3: X8K_MM_REST(3); break;
-					case 2: X8K_MM_REST(2); break;
-					case 1: X8K_MM_REST(1); break;
-					default: break;
+					/* the rest as two and one: a three-token call ran slower
+					 * than those two (q4_K 0.93x the one-token rate, q6_K 1.08x) */
+					if (tt + 2 <= nt) {
+						x8k_mm_group(yr + tt * ldy, ldy, g, bs, ys + tt,
+							     prep + tt, len, k == 0, block, 2,
+							     tt == 0);
+						tt += 2;
 					}
-#undef X8K_MM_REST
+					if (tt < nt)
+						x8k_mm_group(yr + tt * ldy, ldy, g, bs, ys + tt,
+							     prep + tt, len, k == 0, block, 1, tt == 0);
 					continue;
 				}
 				for (size_t tt = 0; tt < nt; tt++)
