@@ -504,26 +504,30 @@ typedef void (*k_unpack_fn)(struct k_unpacked *u, const uint8_t *g);
 typedef void (*k_tokens_fn)(__m256 *acc, const struct k_unpacked *u, const uint8_t *g,
 			    const block_q8_K *const *ys, const void *const *preps, int nt);
 
-/* q4_K: int16 sums over a whole sub-block (8 * 2 * 15 * 128 fits) */
+/* q4_K (run 8: int16 sums over a whole sub-block, 8 * 2 * 15 * 128) and q5_K (run 4: four
+ * dwords an int16 sum, 4 * 2 * 31 * 128), a scale every eight dwords, k4_tail's mins */
 static inline __attribute__((always_inline)) void
-tokens_q4_K(__m256 *acc, const struct k_unpacked *u, const uint8_t *g,
-	    const block_q8_K *const *ys, const void *const *preps, int nt)
+tokens_k4(__m256 *acc, const struct k_unpacked *u, const uint8_t *g, const block_q8_K *const *ys,
+	  const void *const *preps, int nt, int run)
 {
 	__m256i isum[4];
-	unpacked_isums(isum, u, ys, nt, 8, 8);
+	unpacked_isums(isum, u, ys, nt, run, 8);
 	for (int t = 0; t < nt; t++)
 		acc[t] = k4_tail(acc[t], g, ys[t], preps[t], isum[t], u->mn);
 }
 
-/* q5_K: four dwords an int16 sum (4 * 2 * 31 * 128) */
+static inline __attribute__((always_inline)) void
+tokens_q4_K(__m256 *acc, const struct k_unpacked *u, const uint8_t *g,
+	    const block_q8_K *const *ys, const void *const *preps, int nt)
+{
+	tokens_k4(acc, u, g, ys, preps, nt, 8);
+}
+
 static inline __attribute__((always_inline)) void
 tokens_q5_K(__m256 *acc, const struct k_unpacked *u, const uint8_t *g,
 	    const block_q8_K *const *ys, const void *const *preps, int nt)
 {
-	__m256i isum[4];
-	unpacked_isums(isum, u, ys, nt, 4, 8);
-	for (int t = 0; t < nt; t++)
-		acc[t] = k4_tail(acc[t], g, ys[t], preps[t], isum[t], u->mn);
+	tokens_k4(acc, u, g, ys, preps, nt, 4);
 }
 
 /* q6_K: two dwords an int16 sum (2 * 2 * 63 * 128), a scale every four; the plus 32 comes
@@ -574,14 +578,8 @@ x8k_matmul_unpacked(float *y, size_t ldy, const uint8_t *w, size_t rows, const u
 	for (size_t k = 0; k < n_tiles; k++) {
 		const size_t i0 = k * tb, len = k + 1 < n_tiles ? tb : nb - i0;
 		for (size_t t0 = 0; t0 < n_tok; t0 += X8K_MM_CHUNK) {
-			size_t nt = n_tok - t0 < X8K_MM_CHUNK ? n_tok - t0 : X8K_MM_CHUNK;
 			const block_q8_K *ys[X8K_MM_CHUNK];
-			for (size_t tt = 0; tt < nt; tt++) {
-				ys[tt] = (const block_q8_K *)(const void *)(xq + (t0 + tt) * ldx) +
-					 i0;
-				for (size_t i = 0; prepare && i < len; i++)
-					prepare(&ys[tt][i], prep[tt][i]);
-			}
+			size_t nt = x8k_chunk(xq, ldx, n_tok, t0, i0, len, prepare, ys, prep);
 			for (size_t r = r0; r < r1; r += KRN_X8) {
 				const uint8_t *g = w + (i0 * rows + r * len) * bs;
 				float *yr = y + t0 * ldy + r;

@@ -179,6 +179,23 @@ x8k_mm_group(float *y, size_t ldy, const uint8_t *g, size_t bs, const block_q8_K
 		_mm256_storeu_ps(y + (size_t)t * ldy, acc[t]);
 }
 
+/* Chunk t0 of n_tok tokens (at most X8K_MM_CHUNK of them: the count is returned) on the tile
+ * of super-blocks i0 .. i0 + len - 1: each token's first super-block of the tile in ys[tt],
+ * what prepare makes of its super-blocks in prep[tt] (nothing when prepare is NULL). */
+static inline __attribute__((always_inline)) size_t
+x8k_chunk(const uint8_t *xq, size_t ldx, size_t n_tok, size_t t0, size_t i0, size_t len,
+	  void (*prepare)(const block_q8_K *y, void *slot), const block_q8_K **ys,
+	  uint8_t (*prep)[X8K_PREPARED][X8K_SLOT])
+{
+	size_t nt = n_tok - t0 < X8K_MM_CHUNK ? n_tok - t0 : X8K_MM_CHUNK;
+	for (size_t tt = 0; tt < nt; tt++) {
+		ys[tt] = (const block_q8_K *)(const void *)(xq + (t0 + tt) * ldx) + i0;
+		for (size_t i = 0; prepare && i < len; i++)
+			prepare(&ys[tt][i], prep[tt][i]);
+	}
+	return nt;
+}
+
 /* x8k_matmul with tok tokens a call of block (at most X8K_MM_TOK_MAX; a constant) */
 static inline __attribute__((always_inline)) void
 x8k_matmul_tok(float *y, size_t ldy, const uint8_t *w, size_t rows, const uint8_t *xq,
@@ -190,14 +207,8 @@ x8k_matmul_tok(float *y, size_t ldy, const uint8_t *w, size_t rows, const uint8_
 	for (size_t k = 0; k < n_tiles; k++) {
 		const size_t i0 = k * tb, len = k + 1 < n_tiles ? tb : nb - i0;
 		for (size_t t0 = 0; t0 < n_tok; t0 += X8K_MM_CHUNK) {
-			size_t nt = n_tok - t0 < X8K_MM_CHUNK ? n_tok - t0 : X8K_MM_CHUNK;
 			const block_q8_K *ys[X8K_MM_CHUNK];
-			for (size_t tt = 0; tt < nt; tt++) {
-				ys[tt] = (const block_q8_K *)(const void *)(xq + (t0 + tt) * ldx) +
-					 i0;
-				for (size_t i = 0; prepare && i < len; i++)
-					prepare(&ys[tt][i], prep[tt][i]);
-			}
+			size_t nt = x8k_chunk(xq, ldx, n_tok, t0, i0, len, prepare, ys, prep);
 			for (size_t r = r0; r < r1; r += KRN_X8) {
 				const uint8_t *g = w + (i0 * rows + r * len) * bs;
 				float *yr = y + t0 * ldy + r;
