@@ -29,7 +29,8 @@
 #      step is mostly synchronisation) at 1 and at 2 threads, pinned and unpinned; the
 #      difference per token bounds what the barriers cost;
 #   7. prints per cell the medians, memwall's ratio to each peer, and decode as a % of the read
-#      roof (memwall's engine-accounted bytes per token x tok/s over the roof, GB = 1e9 bytes).
+#      roof measured before the runs and after them (memwall's engine-accounted bytes per token
+#      x tok/s over each roof, GB = 1e9 bytes: the two differ by as much as the roof moved).
 #
 # Peers are found through LLAMA_BENCH, IK_LLAMA_BENCH and LLAMA2C_RUN (paths), for example
 #   LLAMA_BENCH=/work/peers/llama.cpp/build/bin/llama-bench
@@ -326,8 +327,14 @@ for kind, title in (("pp", "prompt processing"), ("tg", "decode")):
                 if v:
                     parts.append(f"{p} {v:8.1f} ({w / v:4.2f}x)")
             b, roof = get("bytes", "memwall", m, t), get("roof_before", "-", "-", t)
+            after = get("roof_after", "-", "-", t)
             if kind == "tg" and b and roof:
-                parts.append(f"{100 * b * w / (roof * 1e9):3.0f}% of roof ({b / 1e6:.1f} MB/token)")
+                # against both probes: the roof itself moves on a shared machine (20-25 % within
+                # one run on the 2-vCPU VM this was written on), and one figure would hide it
+                pct = f"{100 * b * w / (roof * 1e9):3.0f}%"
+                if after:
+                    pct += f" / {100 * b * w / (after * 1e9):.0f}%"
+                parts.append(f"{pct} of roof before / after ({b / 1e6:.1f} MB/token)")
             tt = get("ttft", "memwall", m, t)
             if kind == "tg" and tt:
                 parts.append(f"ttft {tt:.1f} ms")
