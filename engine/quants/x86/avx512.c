@@ -33,6 +33,8 @@ static inline __m256i madd_s16(__m256i acc, __m256i a, __m256i b)
 }
 
 #define DOT256_OWN_Q5_0 /* q5_0 is defined below */
+#define DOT256_AHEAD 0 /* avx2.c's prefetch: not measured on an AVX-512 machine (none here), and
+			  on Zen 4 the x8 kernels streamed slower with it (avx512_x8k.c) */
 #include "dot256.h"
 
 /* ---- q5_0 ------------------------------------------------------------------------------ */

@@ -9,6 +9,8 @@
  *   static inline __m256i dot_u8s8(__m256i x, __m256i y);  the same with x unsigned
  *   static inline __m256i dot_u8s8_acc(__m256i acc, __m256i x, __m256i y); acc + dot_u8s8
  *   static inline __m256i madd_s16(__m256i acc, __m256i a, __m256i b); acc + pairs of a*b
+ * and the distance in bytes its matvecs prefetch a row's stream ahead (0: not at all):
+ *   #define DOT256_AHEAD bytes
  * and, after including it (it uses the helpers):
  *   static inline __m256i q5_0_unsigned(const uint8_t *blk);  a q5_0 block as 32 signed bytes
  * unless it defines DOT256_OWN_Q5_0 and its own dot_q5_0 and matvec_q5_0 (avx512.c).
@@ -24,6 +26,10 @@
  */
 #include <immintrin.h>
 
+#ifndef DOT256_AHEAD
+#error "define DOT256_AHEAD before including dot256.h"
+#endif
+
 /* Defined by the including file, after this one (it uses the helpers below). */
 #ifndef DOT256_OWN_Q5_0
 static inline __m256i q5_0_unsigned(const uint8_t *blk);
@@ -35,6 +41,15 @@ static inline float hsum_ps(__m256 v)
 	s = _mm_add_ps(s, _mm_movehl_ps(s, s));
 	s = _mm_add_ss(s, _mm_movehdup_ps(s));
 	return _mm_cvtss_f32(s);
+}
+
+/* The `bytes` at x, DOT256_AHEAD bytes ahead. These kernels read the GGUF file's own
+ * mapping, in 4 KB pages, where the hardware prefetchers stop at every page boundary; the
+ * rows of a matvec are consecutive, so a row's last blocks prefetch the next row's first. */
+static inline __attribute__((always_inline)) void row_prefetch(const uint8_t *x, size_t bytes)
+{
+	for (size_t o = 0; DOT256_AHEAD && o < bytes; o += 64)
+		_mm_prefetch((const char *)(x + DOT256_AHEAD + o), _MM_HINT_T0);
 }
 
 static inline int hsum_epi32(__m256i v)
@@ -144,6 +159,7 @@ legacy_row(const uint8_t *x, size_t xs, const block_q8_0 *y, const struct legacy
 	__m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
 	size_t i = 0;
 	for (; i + 2 <= nb; i += 2, x += 2 * xs) {
+		row_prefetch(x, 2 * xs);
 		acc0 = legacy_block(acc0, x, y, a, i, unpack, offset);
 		acc1 = legacy_block(acc1, x + xs, y, a, i + 1, unpack, offset);
 	}
@@ -352,6 +368,7 @@ k4_row(bool five, const uint8_t *x, size_t bs, const block_q8_K *y, size_t nb)
 	/* the min terms stay in a vector too: no horizontal sum per super-block */
 	__m256 acc = _mm256_setzero_ps(), mins = _mm256_setzero_ps();
 	for (size_t i = 0; i < nb; i++, x += bs) {
+		row_prefetch(x, bs);
 		/* q4_K: d, dmin, scales[12], qs[128]; q5_K: the same with qh[32] before qs */
 		const uint8_t *qs = x + (five ? 48 : 16);
 		int16_t sc[8], mn[8];
@@ -387,6 +404,7 @@ q6_row(const uint8_t *w, const block_q8_K *y, size_t nb)
 	__m256 acc = _mm256_setzero_ps();
 	for (size_t i = 0; i < nb; i++) {
 		const block_q6_K *x = (const block_q6_K *)(const void *)w + i;
+		row_prefetch((const uint8_t *)x, sizeof(*x));
 		const int8_t *sc = x->scales;
 		const int8_t *yq = y[i].qs;
 		__m256i isum0 = _mm256_setzero_si256(), isum1 = _mm256_setzero_si256();
