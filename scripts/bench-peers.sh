@@ -17,7 +17,8 @@
 #      (pp: a BENCH_PP-token prompt, default 128) and decode (tg: BENCH_TG tokens, default 128)
 #      by memwall (`generate`, its defaults: --load overlap, --pin cpus; pp: a prompt that
 #      long runs on the repacked image; tg: decode_after_switch_tok_s, the rate on the image,
-#      without the wait for it), llama.cpp
+#      without the wait for it, with --switch-at 1 so that the image is built even where the
+#      threads take every CPU, which the default skips), llama.cpp
 #      (`llama-bench -p PP -n 0 -t T` and `-p 0 -n TG -t T`) and ik_llama.cpp (the same, decode
 #      with `-rtr 1 -fa 0`, its best decode setting here); on the llama2.c checkpoint, decode by
 #      memwall and by llama2.c's run.c (`run_st`, single-threaded: run at 1 thread only; it
@@ -158,9 +159,10 @@ run_mw() {
 	ms=$(echo "$out" | grep memwall-tokens | field prompt_ms)
 	rec pp memwall "$name" "$t" "$(python3 -c "print($pp / ($ms / 1e3))")"
 	out=$("$mw" generate -m "$model" --prompt-ids 1 -n "$tg" --temperature 0 --ids \
-		--report-line -t "$t" 2>&1 >/dev/null) || { echo "memwall tg failed: $out" >&2; return 0; }
+		--switch-at 1 --report-line -t "$t" 2>&1 >/dev/null) ||
+		{ echo "memwall tg failed: $out" >&2; return 0; }
 	line=$(echo "$out" | grep memwall-tokens)
-	# Under overlap the decode steps include token 2's wait for the image: the rate on it.
+	# The decode steps include token 2's wait for the image: the rate on it.
 	tgs=$(echo "$out" | grep memwall-load | field decode_after_switch_tok_s)
 	[ -n "$tgs" ] || tgs=$(python3 -c "print($(echo "$line" | field decode_steps) * 1e3 / $(echo "$line" | field decode_ms))")
 	rec tg memwall "$name" "$t" "$tgs"

@@ -10,12 +10,16 @@
  *    one, the rest there (a long prompt: everything on the repacked model); the mapped
  *    model's own differ, so the switch is seen;
  *  - an image that fails or is cancelled leaves the session on the mapping, with the reason,
- *    and decoding goes on there as a mapped run's.
+ *    and decoding goes on there as a mapped run's;
+ *  - the image is built on the CPUs after the session's threads, on every CPU when the run
+ *    needs it and none is left, and otherwise not at all (skipped, said).
  * The models are synthetic (eng_synth_gguf): stories15M q4_0, whose matrices the repack
  * interleaves, and stories260K (f32) for a shape that differs.
  */
 #include <dirent.h>
 #include <errno.h>
+#include <sched.h>
+#include <sys/stat.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -357,7 +361,7 @@ static void image_fails(void)
 		const float *la;
 		ov.sopt = o;
 		T_EQ_INT(mw_overlap_start(&ov, stopped ? model : bad, -1), 0);
-		mw_overlap_launch(&ov);
+		mw_overlap_launch(&ov, 0, true);
 		/* The test's own flag replaces the overlap's: the image's fill sees it set. */
 		if (stopped)
 			eng_cancel_hook(&stop);
@@ -390,11 +394,91 @@ static void image_fails(void)
 	/* An image cancelled by mw_overlap_end, unused. */
 	struct mw_overlap ov = { 0 };
 	T_EQ_INT(mw_overlap_start(&ov, model, -1), 0);
-	mw_overlap_launch(&ov);
+	mw_overlap_launch(&ov, 0, true);
 	mw_overlap_end(&ov);
 	T_EQ_INT(ov.state, MW_IMAGE_UNUSED);
 	T_EQ_INT(count_fds(), fds);
 	eng_model_close(mm);
+}
+
+/* One image launched for a session of `threads` threads (needed: the run waits for it), then
+ * the switch after three tokens; the overlap's state, CPUs and fill threads are checked. */
+static void launch_on(int threads, bool needed, enum mw_image_state want, const char *cpus,
+		      int fill_threads)
+{
+	struct mw_overlap ov = { 0 };
+	struct eng_session_options o = { .threads = 1 };
+	struct eng_model *m = open_model(model, ENG_LOAD_MMAP);
+	struct eng_session *s = open_session(m, &o), *s0 = s;
+	int fds = count_fds();
+	char fields[512];
+	ov.sopt = o;
+	T_EQ_INT(mw_overlap_start(&ov, model, -1), 0);
+	mw_overlap_launch(&ov, threads, needed);
+	mw_overlap_launch(&ov, threads, needed); /* once */
+	if (want == MW_IMAGE_SKIPPED)
+		T_ASSERT(!mw_overlap_ready(&ov));
+	mw_overlap_switch(&ov, &m, &s, 3);
+	T_EQ_INT(ov.state, want);
+	T_EQ_STR(ov.cpus, cpus);
+	mw_overlap_fields(&ov, 5, 0, 0, fields, sizeof(fields));
+	if (want == MW_IMAGE_SKIPPED) {
+		T_ASSERT(s == s0);
+		T_EQ_INT(eng_model_load_report(m)->mode, ENG_LOAD_MMAP);
+		T_CONTAINS(fields, " image=skipped image_ms=0.000 image_cpus=none "
+				   "tokens_on_mapping=5 tokens_on_image=0");
+		mw_overlap_explain(&ov, 5, 0, 0, fields, sizeof(fields));
+		T_CONTAINS(fields, "no image: the session's threads take every CPU");
+		T_CONTAINS(fields, "all 5 tokens ran on the mapping");
+	} else {
+		T_ASSERT(s != s0);
+		T_EQ_INT(ov.image_threads, fill_threads);
+		T_CONTAINS(fields, "tokens_on_mapping=3 tokens_on_image=2");
+	}
+	mw_overlap_end(&ov);
+	T_EQ_INT(ov.state, want);
+	T_EQ_INT(count_fds(), fds);
+	eng_session_free(s);
+	eng_model_close(m);
+}
+
+/* Where the image is built: the CPUs of the mask after the session's threads (the pool pins
+ * thread t to the mask's t-th CPU), every CPU when none is left and the run needs it, no
+ * image when none is left and it does not. */
+static void image_cpus(void)
+{
+	cpu_set_t set;
+	struct stat st;
+	int cpu[CPU_SETSIZE], n = 0;
+	char all[64];
+	T_EQ_INT(sched_getaffinity(0, sizeof(set), &set), 0);
+	for (int c = 0; c < CPU_SETSIZE; c++)
+		if (CPU_ISSET(c, &set))
+			cpu[n++] = c;
+	T_EQ_INT(stat(model, &st), 0);
+	long pieces = (long)((st.st_size + (2 << 20) - 1) / (2 << 20));
+	/* the fill's threads: one per CPU of its mask, at most one per 2 MiB piece */
+	int on_all = (int)(pieces < n ? pieces : n);
+	if (n == 1)
+		snprintf(all, sizeof(all), "%d", cpu[0]);
+	else if (cpu[n - 1] - cpu[0] == n - 1)
+		snprintf(all, sizeof(all), "%d-%d", cpu[0], cpu[n - 1]);
+	else
+		all[0] = '\0'; /* a mask with holes: its text is not checked */
+	launch_on(n, false, MW_IMAGE_SKIPPED, "none", 0);
+	launch_on(n + 3, false, MW_IMAGE_SKIPPED, "none", 0);
+	if (all[0]) {
+		launch_on(n, true, MW_IMAGE_USED, all, on_all);
+		launch_on(0, false, MW_IMAGE_USED, all, on_all);
+	}
+	if (n < 2) {
+		printf("one CPU in the mask: the image beside a session not checked\n");
+		return;
+	}
+	char last[16];
+	snprintf(last, sizeof(last), "%d", cpu[n - 1]);
+	launch_on(n - 1, false, MW_IMAGE_USED, last, 1);
+	launch_on(n - 1, true, MW_IMAGE_USED, last, 1);
 }
 
 int main(void)
@@ -413,6 +497,7 @@ int main(void)
 	}
 	adopt_exact();
 	adopt_refused();
+	image_cpus();
 	int longp[MW_OVERLAP_PROMPT_MAX + 2];
 	for (int i = 0; i < MW_OVERLAP_PROMPT_MAX + 2; i++)
 		longp[i] = i ? 200 + 7 * i : 1;

@@ -563,7 +563,8 @@ static int generate_tokens(struct gen *g)
 				if (g->overlap) {
 					mw_overlap_mark(&g->ov, true);
 					if (a->steps > 1)
-						mw_overlap_launch(&g->ov);
+						mw_overlap_launch(&g->ov, (int)a->threads,
+								  a->switch_at > 0);
 				}
 			}
 		}
@@ -869,7 +870,7 @@ int mw_cmd_generate(int argc, char **argv)
 	if ((rc = prompt_encode(&g)))
 		goto out;
 	if (g.overlap && g.n_prompt > MW_OVERLAP_PROMPT_MAX)
-		mw_overlap_launch(&g.ov); /* the prompt waits for the image: start it now */
+		mw_overlap_launch(&g.ov, 0, true); /* the prompt waits for it: start it now */
 	if (a->speculate) {
 		struct gen_open go = { .model = g.model, .info = g.info, .tok = g.tok, .t0 = g.t0,
 				       .t_loaded = g.t_loaded };

@@ -1,10 +1,12 @@
 /* src/cli/gen_overlap.c: `memwall generate --load overlap` (gen_overlap.h).
  *
- * Why: the repacked image (ENG_LOAD_REPACK, engine/hugecopy.c) decodes about 1.8x faster than
- * the file mapping, but building it costs seconds on a 5 GB model, mostly the kernel zeroing
+ * Why: the repacked image (ENG_LOAD_REPACK, engine/hugecopy.c) decodes faster than the file
+ * mapping (1.17-1.22x on a Falcon-7B shape, AVX2, with the mapping's kernels prefetching; 1.8x
+ * before they did), but building it costs seconds on a 5 GB model, mostly the kernel zeroing
  * fresh anonymous pages (clear_page_erms), while the mapping's first token comes in about
  * half a second. So the first token runs on the mapping, then a thread of its own builds the
- * image while decoding goes on on the mapping; before the first token after the image is
+ * image, on the CPUs the session's threads leave free (none left: no image, unless the run
+ * waits for it), while decoding goes on on the mapping; before the first token after the image is
  * ready, the session's state moves onto a session over the image (eng_session_adopt) and the
  * mapping is closed, so decoding never waits for it (issue 30: token 2 of a Falcon-7B-shape
  * run had waited 5.4 s). The mapping's and the image's kernels agree to float rounding only,
@@ -100,23 +102,60 @@ int mw_overlap_start(struct mw_overlap *ov, const char *path, int fd)
 	return 0;
 }
 
-/* The image's thread inherits the caller's affinity mask, and the fill takes every CPU of it
- * (engine/hugecopy.c): the caller is pinned only inside a run (engine/pool.c), and between
- * runs the session's threads sleep, so the image has the machine to itself. */
-void mw_overlap_launch(struct mw_overlap *ov)
+/* The CPUs of set after its first `skip`, kept in set; how many are left. */
+static int cpus_after(cpu_set_t *set, int skip)
+{
+	int left = 0;
+	for (int c = 0; c < CPU_SETSIZE; c++) {
+		if (!CPU_ISSET(c, set))
+			continue;
+		if (skip > 0) {
+			CPU_CLR(c, set);
+			skip--;
+		} else {
+			left++;
+		}
+	}
+	return left;
+}
+
+/* The image's thread gets its CPUs as its affinity mask, and the fill takes every CPU of it
+ * (engine/hugecopy.c; its threads inherit the mask). The caller is pinned only inside a run
+ * (engine/pool.c), so the mask read here is the caller's own. */
+void mw_overlap_launch(struct mw_overlap *ov, int threads, bool needed)
 {
 	struct mw_image *im = ov->img;
-	cpu_set_t set;
+	cpu_set_t set, all;
+	pthread_attr_t attr;
+	bool has_mask;
 	int rc;
-	if (!im || im->started)
+	if (!im || im->started || ov->state == MW_IMAGE_SKIPPED)
 		return;
+	has_mask = sched_getaffinity(0, sizeof(all), &all) == 0;
+	set = all;
+	if (has_mask && cpus_after(&set, threads) == 0) {
+		if (!needed) {
+			ov->state = MW_IMAGE_SKIPPED;
+			snprintf(ov->cpus, sizeof(ov->cpus), "none");
+			cpus_text(&all, ov->why, sizeof(ov->why));
+			return;
+		}
+		set = all;
+	}
 	im->started = true;
-	if (sched_getaffinity(0, sizeof(set), &set) == 0)
+	if (has_mask)
 		cpus_text(&set, ov->cpus, sizeof(ov->cpus));
 	image_stop = 0;
 	eng_cancel_hook(&image_stop);
 	ov->t_start = mw_now_s();
-	if ((rc = pthread_create(&im->th, NULL, image_main, im))) {
+	rc = pthread_attr_init(&attr);
+	if (!rc && has_mask)
+		rc = pthread_attr_setaffinity_np(&attr, sizeof(set), &set);
+	if (!rc) {
+		rc = pthread_create(&im->th, &attr, image_main, im);
+		pthread_attr_destroy(&attr);
+	}
+	if (rc) {
 		eng_cancel_hook(NULL);
 		im->joined = true;
 		ov->state = MW_IMAGE_FAILED;
@@ -160,10 +199,10 @@ void mw_overlap_switch(struct mw_overlap *ov, struct eng_model **model,
 	struct eng_error err;
 	double t = mw_now_s();
 
-	if (!im || ov->switched)
+	if (!im || ov->switched || ov->state == MW_IMAGE_SKIPPED)
 		return;
 	ov->switched = true;
-	mw_overlap_launch(ov);
+	mw_overlap_launch(ov, 0, true);
 	image_join(ov);
 	ov->wait_s = mw_now_s() - t;
 	ov->switched_after = after_tokens;
@@ -270,6 +309,7 @@ static const char *state_name(enum mw_image_state s)
 		[MW_IMAGE_USED] = "used",
 		[MW_IMAGE_FAILED] = "failed",
 		[MW_IMAGE_UNUSED] = "unused",
+		[MW_IMAGE_SKIPPED] = "skipped",
 	};
 	return (unsigned)s < sizeof(names) / sizeof(names[0]) ? names[s] : "?";
 }
@@ -313,6 +353,10 @@ void mw_overlap_explain(const struct mw_overlap *ov, long generated, double t_fi
 			 ov->switch_s * 1e3, rate);
 	else if (ov->state == MW_IMAGE_FAILED)
 		snprintf(buf + j, n - (size_t)j, "the image failed: every token ran on the mapping");
+	else if (ov->state == MW_IMAGE_SKIPPED)
+		snprintf(buf + j, n - (size_t)j, "no image: the session's threads take every CPU "
+			 "of the affinity mask (%s), so all %ld tokens ran on the mapping (--load "
+			 "repack builds the image before the prompt)", ov->why, generated);
 	else if (generated > 1)
 		snprintf(buf + j, n - (size_t)j, "all %ld tokens ran on the mapping: the run ended "
 			 "before the image was ready", generated);

@@ -21,6 +21,7 @@ enum mw_image_state {
 	MW_IMAGE_FAILED,   /* the open failed or was cancelled (why says which): the session
 			    * stayed on the mapping */
 	MW_IMAGE_UNUSED,   /* no step needed it (one token, or the run ended first): cancelled */
+	MW_IMAGE_SKIPPED,  /* not built: the session's threads took every CPU (why says so) */
 };
 
 struct mw_image;
@@ -33,10 +34,11 @@ struct mw_overlap {
 	 * pointers must outlive ov. */
 	struct eng_session_options sopt;
 	enum mw_image_state state;
-	char why[1300];      /* MW_IMAGE_FAILED: the engine's message (struct eng_error's) */
+	char why[1300];      /* MW_IMAGE_FAILED: the engine's message (struct eng_error's);
+			      * MW_IMAGE_SKIPPED: the affinity mask's CPUs, e.g. "0-1" */
 	int image_threads;   /* threads that filled the image */
 	int64_t huge_bytes;  /* its bytes in 2 MiB pages (eng_load_report) */
-	char cpus[64];       /* the CPUs the image was built on, e.g. "0-1" */
+	char cpus[64];       /* the CPUs the image was built on, e.g. "0-1" ("none": skipped) */
 	double t_start;      /* CLOCK_MONOTONIC seconds: the image's thread started */
 	double image_s;      /* the open on its thread, start to ready (or to failure) */
 	double wait_s;       /* how long the switch waited for the image */
@@ -56,15 +58,21 @@ struct mw_overlap {
  * before the switch. One overlap per process at a time: the image hooks the engine's
  * cancellation flag while it is built. 0, or an MW_EXIT_* code (message printed). */
 int mw_overlap_start(struct mw_overlap *ov, const char *path, int fd);
-/* Starts building the image on a thread of its own, on every CPU of the caller's affinity
- * mask; once (later calls do nothing). Called after the first token: built alongside it, the
- * image slowed the first token 1.1-3.9x even on a CPU of its own (README.md, "Load modes").
- * A thread that cannot start makes the image failed (the switch says so). */
-void mw_overlap_launch(struct mw_overlap *ov);
+/* Starts building the image on a thread of its own, once (later calls do nothing), on the CPUs
+ * of the caller's affinity mask that the session's `threads` do not run on: engine/pool.c
+ * pins thread t to the mask's t-th CPU, so the image gets the CPUs after the first `threads`.
+ * When that leaves none, the image takes every CPU of the mask if `needed` (the run will wait
+ * for it: a long prompt, --switch-at), and otherwise is not built (MW_IMAGE_SKIPPED): built
+ * on the CPUs that decode, it slowed a Falcon-7B-shape run of 48 tokens at 2 threads of 2
+ * 1.5x (README.md, "Load modes"). Called after the first token: built alongside it, the image
+ * slowed the first token 1.1-3.9x even on a CPU of its own. A thread that cannot start makes
+ * the image failed (the switch says so). */
+void mw_overlap_launch(struct mw_overlap *ov, int threads, bool needed);
 /* Whether the image's thread has finished (built or failed): the switch would not wait.
  * Never blocks. */
 bool mw_overlap_ready(const struct mw_overlap *ov);
-/* The switch, once (later calls do nothing): launches the image if need be, waits for it,
+/* The switch, once (later calls do nothing): launches the image if need be (on every CPU:
+ * the switch waits for it), waits for it,
  * moves *session's state onto a new session over it (ov->sopt), closes *model (the mapping)
  * and puts the image and the new session in their place; after_tokens is the tokens generated
  * so far, for the report. When the image or the move failed, says so on stderr and leaves
