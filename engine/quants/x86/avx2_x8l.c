@@ -20,13 +20,16 @@
 #include "chain.h"
 #include "x8_kernels.h"
 
-/* The one-token driver's software prefetch, 1 KB ahead (3.5 block pairs of q4_0, 2 of q8_0).
+/* The one-token driver's software prefetch, 2 KB ahead (7 block pairs of q4_0, 4 of q8_0).
  * On this AVX2 machine (Zen 3, 2 vCPUs) the hardware prefetcher alone kept a decoding thread
  * at 0.65-0.8x a plain read: `generate` on stories110M's shapes, 128 tokens, median of 7-9
- * interleaved pairs, decode 1.09-1.14x with it at 1 thread (q4_0, 2048 bytes ahead: 1.09x,
- * 4096 lost to 1024), 1.13x at 2 threads, q8_0 1.11x. Not measured on AVX-512 machines (Zen
- * 4 streamed at 0.94x the read without it): avx512_x8l.c keeps 0. */
-#define X8_MATVEC_AHEAD 1024
+ * interleaved pairs, decode 1.09-1.14x with 1 KB at 1 thread, 1.13x at 2 threads, q8_0 1.11x.
+ * 2 KB against 1 KB, `--load repack`, 7 pairs, a later session: q4_0 1.05x (and 1 KB against
+ * 2 KB 0.95x) at 1 thread, 1.00x at 2; q8_0 1.06x and 1.14x at 1 thread; 4 KB against 2 KB
+ * 1.01x (q4_0), where the first session had 4 KB losing to 1 KB (0.88x): identical settings
+ * moved 8 % between two 5-pair runs that day. Not measured on AVX-512 machines (Zen 4
+ * streamed at 0.94x the read without it): avx512_x8l.c keeps 0. */
+#define X8_MATVEC_AHEAD 2048
 #include "x8_legacy.h"
 
 /* q8_0: the stored quant u = q ^ 0x80 (0 .. 255) times an activation byte would saturate
