@@ -31,7 +31,9 @@
 #      difference per token bounds what the barriers cost;
 #   7. prints per cell the medians, memwall's ratio to each peer, and decode as a % of the read
 #      roof measured before the runs and after them (memwall's engine-accounted bytes per token
-#      x tok/s over each roof, GB = 1e9 bytes: the two differ by as much as the roof moved).
+#      x tok/s over each roof, GB = 1e9 bytes: the two differ by as much as the roof moved),
+#      and the median over the rounds of each decode run's % of a roof probed right before it
+#      (BENCH_PROBE_REPS repetitions, as the others), which follows the roof as it moves.
 #
 # Peers are found through LLAMA_BENCH, IK_LLAMA_BENCH and LLAMA2C_RUN (paths), for example
 #   LLAMA_BENCH=/work/peers/llama.cpp/build/bin/llama-bench
@@ -158,6 +160,8 @@ run_mw() {
 		--report-line -t "$t" 2>&1 >/dev/null) || { echo "memwall pp failed: $out" >&2; return 0; }
 	ms=$(echo "$out" | grep memwall-tokens | field prompt_ms)
 	rec pp memwall "$name" "$t" "$(python3 -c "print($pp / ($ms / 1e3))")"
+	# the read roof right before the run, for its own % of roof (the roof moves)
+	roof=$(probe "$t")
 	out=$("$mw" generate -m "$model" --prompt-ids 1 -n "$tg" --temperature 0 --ids \
 		--switch-at 1 --report-line -t "$t" 2>&1 >/dev/null) ||
 		{ echo "memwall tg failed: $out" >&2; return 0; }
@@ -169,7 +173,10 @@ run_mw() {
 	rec ttft memwall "$name" "$t" "$(echo "$out" | grep memwall-load | field ttft_ms)"
 	# bytes read per step: weights and KV read (memwall-bytes; the KV written is not a read)
 	b=$(echo "$out" | grep memwall-bytes)
-	rec bytes memwall "$name" "$t" "$(($(echo "$b" | field weights_per_token) + $(echo "$b" | field kv_read_per_token)))"
+	bytes=$(($(echo "$b" | field weights_per_token) + $(echo "$b" | field kv_read_per_token)))
+	rec bytes memwall "$name" "$t" "$bytes"
+	[ "$roof" = nan ] || rec tg_roof_pct memwall "$name" "$t" \
+		"$(python3 -c "print(100 * $bytes * $tgs / ($roof * 1e9))")"
 }
 
 # llama-bench BIN ENGINE NAME MODEL T EXTRA_TG...: pp and tg tok/s (its avg_ts, one repetition).
@@ -337,6 +344,10 @@ for kind, title in (("pp", "prompt processing"), ("tg", "decode")):
                 if after:
                     pct += f" / {100 * b * w / (after * 1e9):.0f}%"
                 parts.append(f"{pct} of roof before / after ({b / 1e6:.1f} MB/token)")
+                # each run against the probe made right before it, the median of the rounds
+                adj = get("tg_roof_pct", "memwall", m, t)
+                if adj:
+                    parts.append(f"{adj:.0f}% of the roof probed just before each run")
             tt = get("ttft", "memwall", m, t)
             if kind == "tg" and tt:
                 parts.append(f"ttft {tt:.1f} ms")
