@@ -6,16 +6,16 @@
  * fresh anonymous pages (clear_page_erms), while the mapping's first token comes in about
  * half a second. So the first token runs on the mapping, then a thread of its own builds the
  * image, on the CPUs the session's threads leave free (none left: no image, unless the run
- * waits for it), while decoding goes on on the mapping; before the first token after the image is
- * ready, the session's state moves onto a session over the image (eng_session_adopt) and the
- * mapping is closed, so decoding never waits for it (issue 30: token 2 of a Falcon-7B-shape
- * run had waited 5.4 s). The mapping's and the image's kernels agree to float rounding only,
- * so a run whose switch falls elsewhere may differ in a near-tie; `--switch-at N` fixes the
- * point (waiting if need be) for bit-reproducible runs. The image is not built alongside the
- * first token: that slowed the token 1.1-3.9x
- * even with the image on a CPU of its own (README.md, "Load modes": the two compete for
- * memory bandwidth and the kernel's page handling). A prompt over MW_OVERLAP_PROMPT_MAX
- * tokens waits for the image instead.
+ * waits for it), while decoding goes on on the mapping; before the first token after the
+ * image is ready, the session's state moves onto a session over the image
+ * (eng_session_adopt) and the mapping is closed, so decoding never waits for it (issue 30:
+ * token 2 of a Falcon-7B-shape run had waited 5.4 s). The mapping's and the image's kernels
+ * agree to float rounding only, so a run whose switch falls elsewhere may differ in a
+ * near-tie; `--switch-at N` fixes the point (waiting if need be) for bit-reproducible runs.
+ * The image is not built alongside the first token: that slowed the token 1.1-3.9x even with
+ * the image on a CPU of its own (README.md, "Load modes": the two compete for memory
+ * bandwidth and the kernel's page handling). A prompt over MW_OVERLAP_PROMPT_MAX tokens waits
+ * for the image instead.
  *
  * The image's thread is named "mw-image", and so are the fill threads it starts (Linux gives
  * a new thread its creator's name): that is how the first token's page faults are told from
@@ -148,11 +148,11 @@ void mw_overlap_launch(struct mw_overlap *ov, int threads, bool needed)
 	image_stop = 0;
 	eng_cancel_hook(&image_stop);
 	ov->t_start = mw_now_s();
-	rc = pthread_attr_init(&attr);
-	if (!rc && has_mask)
-		rc = pthread_attr_setaffinity_np(&attr, sizeof(set), &set);
-	if (!rc) {
-		rc = pthread_create(&im->th, &attr, image_main, im);
+	if (!(rc = pthread_attr_init(&attr))) {
+		if (has_mask)
+			rc = pthread_attr_setaffinity_np(&attr, sizeof(set), &set);
+		if (!rc)
+			rc = pthread_create(&im->th, &attr, image_main, im);
 		pthread_attr_destroy(&attr);
 	}
 	if (rc) {
