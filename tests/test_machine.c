@@ -44,6 +44,10 @@ static void test_recorded(void)
 	put("/sys/devices/system/cpu/cpu0/cache/index1/type", "Unified\n");
 	put("/sys/devices/system/cpu/cpu0/cache/index1/size", "30M\n");
 	put("/sys/devices/system/cpu/cpu0/cache/index1/shared_cpu_list", "0-19\n");
+	/* a container of cgroup v2 limited to 2.5 CPUs (src/base/cgroup.c; tests/test_cgroup.c) */
+	put("/proc/self/cgroup", "0::/\n");
+	put("/proc/self/mountinfo", "30 23 0:26 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n");
+	put("/sys/fs/cgroup/cpu.max", "250000 100000\n");
 
 	json_t *m = mw_machine_describe(root);
 	T_ASSERT(m != NULL);
@@ -77,6 +81,26 @@ static void test_recorded(void)
 		   "/proc/sys/kernel/perf_event_paranoid");
 	T_ASSERT(json_is_null(json_object_get(m, "clocksource")));
 	T_ASSERT(json_is_string(json_object_get(why, "clocksource")));
+	/* the quota, and the warning a run prints about it */
+	const json_t *quota = json_object_get(m, "cpu_quota");
+	T_NEAR(json_number_value(json_object_get(quota, "cpus")), 250000.0 / 100000.0, 1e-12);
+	T_EQ_STR(json_string_value(json_object_get(quota, "file")), "/sys/fs/cgroup/cpu.max");
+	T_EQ_STR(json_string_value(json_object_get(quota, "value")), "250000 100000");
+	json_t *w = json_array();
+	mw_machine_warnings(w, m);
+	bool said = false;
+	const char *want = "CPU quota of 2.50 CPUs (/sys/fs/cgroup/cpu.max: 250000 100000)";
+	for (size_t i = 0; i < json_array_size(w); i++)
+		said |= strstr(json_string_value(json_array_get(w, i)), want) != NULL;
+	T_ASSERT(said);
+	json_decref(w);
+	/* no quota: cpus null and why */
+	put("/sys/fs/cgroup/cpu.max", "max 100000\n");
+	json_decref(m);
+	m = mw_machine_describe(root);
+	quota = json_object_get(m, "cpu_quota");
+	T_ASSERT(json_is_null(json_object_get(quota, "cpus")));
+	T_CONTAINS(json_string_value(json_object_get(quota, "why")), "no CPU quota");
 	json_decref(m);
 }
 

@@ -401,6 +401,9 @@ static void image_fails(void)
 	eng_model_close(mm);
 }
 
+/* What a skipped image's summary says the session's threads take (launch_on). */
+static const char *skip_says = "every CPU of the affinity mask";
+
 /* One image launched for a session of `threads` threads (needed: the run waits for it), then
  * the switch after three tokens; the overlap's state, CPUs and fill threads are checked. */
 static void launch_on(int threads, bool needed, enum mw_image_state want, const char *cpus,
@@ -428,7 +431,8 @@ static void launch_on(int threads, bool needed, enum mw_image_state want, const 
 		T_CONTAINS(fields, " image=skipped image_ms=0.000 image_cpus=none "
 				   "tokens_on_mapping=5 tokens_on_image=0");
 		mw_overlap_explain(&ov, 5, 0, 0, fields, sizeof(fields));
-		T_CONTAINS(fields, "no image: the session's threads take every CPU");
+		T_CONTAINS(fields, "no image: the session's threads take ");
+		T_CONTAINS(fields, skip_says);
 		T_CONTAINS(fields, "all 5 tokens ran on the mapping");
 	} else {
 		T_ASSERT(s != s0);
@@ -440,6 +444,67 @@ static void launch_on(int threads, bool needed, enum mw_image_state want, const 
 	T_EQ_INT(count_fds(), fds);
 	eng_session_free(s);
 	eng_model_close(m);
+}
+
+/* A cgroup v2 tree at dir/cg whose cpu.max allows `cpus` CPUs, named by $MEMWALL_CGROUP_ROOT
+ * (src/base/cgroup.c reads it in place of /proc/self and /sys/fs/cgroup). */
+static void quota_tree(double cpus)
+{
+	static const char *const files[][2] = {
+		{ "/proc/self/cgroup", "0::/\n" },
+		{ "/proc/self/mountinfo", "30 23 0:26 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n" },
+		{ "/sys/fs/cgroup/cpu.max", NULL },
+	};
+	char path[4400], text[64];
+	snprintf(text, sizeof(text), "%.0f 100000\n", cpus * 100000);
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		snprintf(path, sizeof(path), "%s/cg%s", dir, files[i][0]);
+		for (char *p = path + strlen(dir) + 1; *p; p++)
+			if (*p == '/') {
+				*p = '\0';
+				mkdir(path, 0755);
+				*p = '/';
+			}
+		FILE *f = fopen(path, "w");
+		T_ASSERT(f != NULL);
+		if (f) {
+			fputs(files[i][1] ? files[i][1] : text, f);
+			fclose(f);
+		}
+	}
+	snprintf(path, sizeof(path), "%s/cg", dir);
+	setenv("MEMWALL_CGROUP_ROOT", path, 1);
+}
+
+/* The image under a CPU quota (n >= 2 CPUs in the mask, cpu[] their numbers): the quota is
+ * shared by every thread, so the image takes only the whole CPUs it leaves beyond the
+ * session's, where the mask alone would have given it more. */
+static void image_quota(int n, const int *cpu, int on_all)
+{
+	char first[16], last[16];
+	snprintf(first, sizeof(first), "%d", cpu[0]);
+	snprintf(last, sizeof(last), "%d", cpu[n - 1]);
+	/* n - 1 threads within a quota of n - 1 CPUs: none left, though the mask has one */
+	quota_tree(n - 1);
+	skip_says = "the whole CPUs of the cgroup's CPU quota";
+	launch_on(n - 1, false, MW_IMAGE_SKIPPED, "none", 0);
+	skip_says = "every CPU of the affinity mask";
+	/* needed: every CPU of the mask, as without a quota */
+	if (cpu[n - 1] - cpu[0] == n - 1) {
+		char all[64];
+		snprintf(all, sizeof(all), "%d-%d", cpu[0], cpu[n - 1]);
+		launch_on(n - 1, true, MW_IMAGE_USED, all, on_all);
+	}
+	/* 1.5 CPUs and no session threads: one whole CPU, the mask's first, one fill thread */
+	quota_tree(1.5);
+	launch_on(0, false, MW_IMAGE_USED, first, 1);
+	/* a quota above the mask: the mask's last CPU, as without one */
+	quota_tree(n + 0.5);
+	launch_on(n - 1, false, MW_IMAGE_USED, last, 1);
+	unsetenv("MEMWALL_CGROUP_ROOT");
+	char cmd[4400];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s/cg'", dir);
+	T_EQ_INT(system(cmd), 0);
 }
 
 /* Where the image is built: the CPUs of the mask after the session's threads (the pool pins
@@ -479,6 +544,7 @@ static void image_cpus(void)
 	snprintf(last, sizeof(last), "%d", cpu[n - 1]);
 	launch_on(n - 1, false, MW_IMAGE_USED, last, 1);
 	launch_on(n - 1, true, MW_IMAGE_USED, last, 1);
+	image_quota(n, cpu, on_all);
 }
 
 int main(void)

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cgroup.h"
 #include "file.h"
 #include "machine.h"
 #include "redact.h"
@@ -346,6 +347,7 @@ static const char *const env_allowed[] = {
 	"MEMWALL_SIM_SCRIPT",    /* the simulated PMU's script (probes/counter_sim.c) */
 	"MEMWALL_SYSFS_ROOT",    /* a recorded sysfs tree in place of /sys (probes/sysfs.c) */
 	"MEMWALL_MEMINFO",       /* a file in place of /proc/meminfo (tests) */
+	"MEMWALL_CGROUP_ROOT",   /* a tree in place of /proc/self and /sys/fs/cgroup (tests) */
 	"MEMWALL_INJECT_ERRNO",  /* counter errors injected (tests) */
 	"OMP_NUM_THREADS",       /* read by the external engines that memwall runs */
 };
@@ -562,6 +564,22 @@ static json_t *r_memory_config(struct mctx *c, char *w, size_t n)
 	return o;
 }
 
+/* The cgroup's CPU quota (src/base/cgroup.c): {"cpus": 2.0, "file", "value"} where one
+ * applies, {"cpus": null, "why"} where none does; null (unavailable) when a quota file holds
+ * something else. A run whose threads exceed it is throttled: its tok/s is the quota's. */
+static json_t *r_cpu_quota(struct mctx *c, char *w, size_t n)
+{
+	struct mw_cpu_quota q;
+	int rc = mw_cpu_quota(c->root[0] ? c->root : NULL, &q);
+	if (rc < 0) {
+		snprintf(w, n, "%s", q.why);
+		return NULL;
+	}
+	if (rc == 0)
+		return json_pack("{s:n, s:s}", "cpus", "why", q.why);
+	return json_pack("{s:f, s:s, s:s}", "cpus", q.cpus, "file", q.file, "value", q.value);
+}
+
 static const struct {
 	const char *name;
 	json_t *(*read)(struct mctx *c, char *why, size_t n);
@@ -574,6 +592,7 @@ static const struct {
 	{ "microcode", r_microcode },
 	{ "hypervisor", r_hypervisor },
 	{ "logical_cpus", r_logical },
+	{ "cpu_quota", r_cpu_quota },
 	{ "physical_cores", r_cores },
 	{ "sockets", r_sockets },
 	{ "smt", r_smt },
@@ -714,6 +733,15 @@ double mw_machine_warnings(json_t *w, const json_t *machine)
 	if (thp && strcmp(thp, "madvise"))
 		mw_warn(w, "transparent huge pages are '%s' (memwall expects 'madvise'): TLB "
 		     "behaviour differs from a default system", thp);
+	json_t *quota = json_object_get(json_object_get(machine, "cpu_quota"), "cpus");
+	if (json_is_number(quota))
+		mw_warn(w, "this process's cgroup has a CPU quota of %.2f CPUs (%s: %s): threads "
+		     "beyond it are throttled, and tok/s is the quota's, not the machine's",
+		     json_number_value(quota),
+		     json_string_value(json_object_get(json_object_get(machine, "cpu_quota"),
+						       "file")),
+		     json_string_value(json_object_get(json_object_get(machine, "cpu_quota"),
+						       "value")));
 	if (mw_machine_busy_pct(200, &busy) == 0 && busy > 10.0)
 		mw_warn(w, "other processes kept %.0f%% of the CPUs busy during preflight: they "
 		     "compete for cores and memory bandwidth", busy);

@@ -7,7 +7,8 @@
 #include <stdint.h>
 
 /* Describes this machine as a JSON object: CPU name, vendor, family/model/stepping,
- * microcode, logical CPUs, cores, sockets, SMT, caches, NUMA nodes, memory, OS, kernel,
+ * microcode, logical CPUs, the cgroup's CPU quota (src/base/cgroup.h), cores, sockets, SMT,
+ * caches, NUMA nodes, memory, OS, kernel,
  * the kernel parameters that affect performance (not the whole command line), mitigations,
  * governor, boost, THP, perf_event_paranoid, clocksource and
  * whether a hypervisor is present. A field that cannot be read is null, and
@@ -25,7 +26,8 @@ int mw_meminfo(const char *root, const char *key, uint64_t *bytes);
 int mw_cache_size(const char *root, int level, uint64_t *bytes, char *source, size_t n);
 
 /* The allow-listed environment variables that are set (MEMWALL_CACHE_DIR, MEMWALL_COUNTERS,
- * MEMWALL_SYSFS_ROOT, MEMWALL_MEMINFO, MEMWALL_INJECT_ERRNO, OMP_NUM_THREADS), as
+ * MEMWALL_SYSFS_ROOT, MEMWALL_MEMINFO, MEMWALL_CGROUP_ROOT, MEMWALL_INJECT_ERRNO,
+ * OMP_NUM_THREADS), as
  * {"NAME": "value"}, for a result record: never the whole environment. Values are redacted
  * (src/base/redact.h); *redacted says whether any was. New reference. */
 json_t *mw_environment_allowed(bool *redacted);
@@ -41,8 +43,9 @@ int mw_memory_fits(uint64_t model_bytes, uint64_t *avail, uint64_t *need);
 int mw_machine_busy_pct(int ms, double *pct);
 /* Appends to w (a JSON array) a sentence for each thing in machine (mw_machine_describe's
  * object) that would distort a run's figures: a governor other than performance, boost on,
- * transparent huge pages other than madvise, other processes keeping the CPUs busy (sampled
- * for 200 ms). Returns that busy percentage (NaN when it could not be read). */
+ * a cgroup CPU quota, transparent huge pages other than madvise, other processes keeping
+ * the CPUs busy (sampled for 200 ms). Returns that busy percentage (NaN when it could not be
+ * read). */
 double mw_machine_warnings(json_t *w, const json_t *machine);
 /* Appends the formatted sentence (at most 511 bytes) to list, a JSON array of warnings. */
 void mw_warn(json_t *list, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cgroup.h"
 #include "engine.h"
 #include "mw.h"
 #include "stats.h"
@@ -75,7 +76,8 @@ static void usage(FILE *f)
 		"The read kernel runs with every vector kernel table this CPU supports (each has its\n"
 		"own loop, and the roof is the best of them); copy and triad with the best table.\n\n"
 		"  -t, --threads LIST  thread counts: N, a list 1,2 or a range 1-4 (default: 1 and\n"
-		"                      every CPU this process may use); one pinned thread per CPU\n"
+		"                      every CPU this process may use, no more than its cgroup's CPU\n"
+		"                      quota); one pinned thread per CPU\n"
 		"  --size MiB          working set of each run, all arrays together (default: %dx the\n"
 		"                      last-level cache from sysfs, or %dx %llu MiB if sysfs is silent)\n"
 		"  --reps N            timed runs per kernel after one warm-up run (default 10)\n"
@@ -362,11 +364,14 @@ int mw_cmd_bandwidth(int argc, char **argv)
 		return rc;
 	}
 
-	int ncpu = mw_cpus_allowed();
+	char capped[1024];
+	int ncpu = mw_cpus_allowed(), dflt = mw_cpus_default(capped, sizeof(capped));
 	if (o.n_threads == 0) {
 		o.threads[o.n_threads++] = 1;
-		if (ncpu > 1)
-			o.threads[o.n_threads++] = ncpu;
+		if (dflt > 1)
+			o.threads[o.n_threads++] = dflt;
+		if (capped[0])
+			fprintf(stderr, "memwall bandwidth: threads: %s\n", capped);
 	}
 	for (int t = 0; t < o.n_threads; t++)
 		if (o.threads[t] > ncpu)

@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 
 #include "analytic.h"
+#include "cgroup.h"
 #include "result.h"
 #include "roofline.h"
 #include "stats.h"
@@ -92,7 +93,8 @@ static void usage(FILE *f)
 		"                     the decode window for a RESULT)\n"
 		"  --kv f32|f16       KV cache type (default f32 for llama2.c, f16 for GGUF)\n"
 		"  --llc MiB          LLC size for the floor (default: sysfs, or the record's)\n"
-		"  -t, --threads N    threads for the probes run now (default: every allowed CPU)\n"
+		"  -t, --threads N    threads for the probes run now (default: every allowed CPU, no\n"
+		"                     more than the cgroup's CPU quota)\n"
 		"  --kernels T        kernel table for the compute roof (default auto)\n"
 		"  --batch 1,2,4,8    also the batched-decode curve: per N, weight, KV and total\n"
 		"                     MB per generated token, the memory and compute roofs' tok/s,\n"
@@ -430,8 +432,12 @@ int mw_cmd_roofline(int argc, char **argv)
 			usage(stdout);
 		return rc;
 	}
-	if (o.threads <= 0)
-		o.threads = mw_cpus_allowed();
+	if (o.threads <= 0) {
+		char capped[1024];
+		o.threads = mw_cpus_default(capped, sizeof(capped));
+		if (capped[0])
+			fprintf(stderr, "memwall roofline: threads: %s\n", capped);
+	}
 	record = mw_path_is_record(o.input);
 	uint64_t llc = o.llc;
 	if (o.llc)

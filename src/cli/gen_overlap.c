@@ -23,6 +23,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -32,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cgroup.h"
 #include "gen_overlap.h"
 #include "mw.h"
 
@@ -102,14 +104,15 @@ int mw_overlap_start(struct mw_overlap *ov, const char *path, int fd)
 	return 0;
 }
 
-/* The CPUs of set after its first `skip`, kept in set; how many are left. */
-static int cpus_after(cpu_set_t *set, int skip)
+/* The CPUs of set after its first `skip`, at most `keep` of them (-1: all), kept in set; how
+ * many are left. */
+static int cpus_after(cpu_set_t *set, int skip, int keep)
 {
 	int left = 0;
 	for (int c = 0; c < CPU_SETSIZE; c++) {
 		if (!CPU_ISSET(c, set))
 			continue;
-		if (skip > 0) {
+		if (skip > 0 || (keep >= 0 && left == keep)) {
 			CPU_CLR(c, set);
 			skip--;
 		} else {
@@ -121,7 +124,10 @@ static int cpus_after(cpu_set_t *set, int skip)
 
 /* The image's thread gets its CPUs as its affinity mask, and the fill takes every CPU of it
  * (engine/hugecopy.c; its threads inherit the mask). The caller is pinned only inside a run
- * (engine/pool.c), so the mask read here is the caller's own. */
+ * (engine/pool.c), so the mask read here is the caller's own. A cgroup's CPU quota is shared
+ * by every thread of the process, so the image gets the whole CPUs the quota leaves beyond
+ * the session's threads, however many more the mask holds: in a container of `--cpus=2` on
+ * 16 CPUs, 14 fill threads beside two decoding ones would throttle the decoding too. */
 void mw_overlap_launch(struct mw_overlap *ov, int threads, bool needed)
 {
 	struct mw_image *im = ov->img;
@@ -132,12 +138,29 @@ void mw_overlap_launch(struct mw_overlap *ov, int threads, bool needed)
 	if (!im || im->started || ov->state == MW_IMAGE_SKIPPED)
 		return;
 	has_mask = sched_getaffinity(0, sizeof(all), &all) == 0;
+	struct mw_cpu_quota q;
+	bool quota = mw_cpu_quota(NULL, &q) == 1;
+	int spare = quota ? (int)floor(q.cpus + 1e-9) - threads : -1;
 	set = all;
-	if (has_mask && cpus_after(&set, threads) == 0) {
+	int mask_left = has_mask ? cpus_after(&set, threads, -1) : 1, left = mask_left;
+	if (quota && left > spare) {
+		left = spare;
+		if (has_mask && spare > 0)
+			cpus_after(&set, 0, spare);
+	}
+	if (left <= 0) {
 		if (!needed) {
+			char mask[64];
 			ov->state = MW_IMAGE_SKIPPED;
 			snprintf(ov->cpus, sizeof(ov->cpus), "none");
-			cpus_text(&all, ov->why, sizeof(ov->why));
+			cpus_text(&all, mask, sizeof(mask));
+			if (mask_left == 0)
+				snprintf(ov->why, sizeof(ov->why), "every CPU of the affinity mask "
+					 "(%s)", mask);
+			else
+				snprintf(ov->why, sizeof(ov->why), "the whole CPUs of the cgroup's "
+					 "CPU quota, %.2f CPUs (%.600s: %s)", q.cpus, q.file,
+					 q.value);
 			return;
 		}
 		set = all;
@@ -354,9 +377,9 @@ void mw_overlap_explain(const struct mw_overlap *ov, long generated, double t_fi
 	else if (ov->state == MW_IMAGE_FAILED)
 		snprintf(buf + j, n - (size_t)j, "the image failed: every token ran on the mapping");
 	else if (ov->state == MW_IMAGE_SKIPPED)
-		snprintf(buf + j, n - (size_t)j, "no image: the session's threads take every CPU "
-			 "of the affinity mask (%s), so all %ld tokens ran on the mapping (--load "
-			 "repack builds the image before the prompt)", ov->why, generated);
+		snprintf(buf + j, n - (size_t)j, "no image: the session's threads take %s, so all "
+			 "%ld tokens ran on the mapping (--load repack builds the image before the "
+			 "prompt)", ov->why, generated);
 	else if (generated > 1)
 		snprintf(buf + j, n - (size_t)j, "all %ld tokens ran on the mapping: the run ended "
 			 "before the image was ready", generated);

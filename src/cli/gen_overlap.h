@@ -35,7 +35,8 @@ struct mw_overlap {
 	struct eng_session_options sopt;
 	enum mw_image_state state;
 	char why[1300];      /* MW_IMAGE_FAILED: the engine's message (struct eng_error's);
-			      * MW_IMAGE_SKIPPED: the affinity mask's CPUs, e.g. "0-1" */
+			      * MW_IMAGE_SKIPPED: what the session's threads take, "every
+			      * CPU of the affinity mask (0-1)" or the cgroup's quota */
 	int image_threads;   /* threads that filled the image */
 	int64_t huge_bytes;  /* its bytes in 2 MiB pages (eng_load_report) */
 	char cpus[64];       /* the CPUs the image was built on, e.g. "0-1" ("none": skipped) */
@@ -60,7 +61,8 @@ struct mw_overlap {
 int mw_overlap_start(struct mw_overlap *ov, const char *path, int fd);
 /* Starts building the image on a thread of its own, once (later calls do nothing), on the CPUs
  * of the caller's affinity mask that the session's `threads` do not run on: engine/pool.c
- * pins thread t to the mask's t-th CPU, so the image gets the CPUs after the first `threads`.
+ * pins thread t to the mask's t-th CPU, so the image gets the CPUs after the first `threads`,
+ * no more of them than the whole CPUs the cgroup's CPU quota leaves (src/base/cgroup.h).
  * When that leaves none, the image takes every CPU of the mask if `needed` (the run will wait
  * for it: a long prompt, --switch-at), and otherwise is not built (MW_IMAGE_SKIPPED): built
  * on the CPUs that decode, it slowed a Falcon-7B-shape run of 48 tokens at 2 threads of 2

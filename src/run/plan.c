@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cgroup.h"
 #include "engine.h"
 #include "file.h"
 #include "machine.h"
@@ -227,7 +228,7 @@ static enum mw_run_status resolve_threads(struct mw_plan *pl, const struct mw_ru
 		pl->threads = online >= 2 ? (int)(online / 2) : 1;
 	}
 	if (pl->threads <= 0)
-		pl->threads = pl->pinned ? (int)p->engine.n_cpus : mw_cpus_allowed();
+		pl->threads = pl->pinned ? (int)p->engine.n_cpus : mw_cpus_default(NULL, 0);
 	if (!pl->pinned || pl->threads <= (int)p->engine.n_cpus)
 		return MW_RUN_DONE;
 	mw_error_set(err, -EINVAL, o->threads > 0 ? "--threads" : p->source, "engine.threads",
