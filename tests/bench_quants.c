@@ -17,8 +17,9 @@
  * kernel, on a line of their own, and, where the table has a multi-token kernel
  * (krn_quant_matmul), for 2, 4 and MM_TOK tokens at once (a batched decode step, a prefill
  * chunk): its figure is weight bytes times tokens per second (what that many one-token passes
- * would have to stream to keep up) and its ratio to the x8 matvec's rate, the gain a batch or
- * a prompt chunk gets. BENCH_QUANTS_N sets the row length (default
+ * would have to stream to keep up), the same as GOP/s (two operations, a multiply and an add,
+ * per weight and token: the integer multiply-adds the kernel does), and its ratio to the x8
+ * matvec's rate, the gain a batch or a prompt chunk gets. BENCH_QUANTS_N sets the row length (default
  * 4096). BENCH_QUANTS_ISA=name times only that table (avx512, avx2, ...), and
  * BENCH_QUANTS_MM=0 leaves out the multi-token matmul (it takes most of a DRAM run's time):
  * both for A/B runs of one kernel, many rounds in a few seconds.
@@ -187,10 +188,14 @@ static void bench(uint32_t t, double mb, int reps, const struct krn_ops *kops)
 			       "%.2f-%.2f)\n", tr->name, (double)bytes / 1e6, ops->name,
 			       median(gb_x8, reps), m_x8, r_x8[0], r_x8[reps - 1]);
 		}
+		/* a weight byte holds block_size / type_size weights, each one multiply-add per
+		 * token: two operations */
+		const double ops_per_byte = 2.0 * tr->block_size / (double)tr->type_size;
 		for (size_t j = 0; mm && j < N_MM; j++)
 			printf("%-5s %7.1f MB %-6s x8 matmul of %d tokens %6.1f GB/s of weights x "
-			       "tokens (%.2fx the x8 matvec)\n", tr->name, (double)bytes / 1e6, ops->name,
-			       mm_toks[j], median(gb_mm[j], reps), median(r_mm[j], reps));
+			       "tokens, %.0f GOP/s (%.2fx the x8 matvec)\n", tr->name,
+			       (double)bytes / 1e6, ops->name, mm_toks[j], median(gb_mm[j], reps),
+			       median(gb_mm[j], reps) * ops_per_byte, median(r_mm[j], reps));
 		fflush(stdout);
 	}
 	munmap(w, len);
