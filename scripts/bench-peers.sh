@@ -33,7 +33,11 @@
 #      roof measured before the runs and after them (memwall's engine-accounted bytes per token
 #      x tok/s over each roof, GB = 1e9 bytes: the two differ by as much as the roof moved),
 #      and the median over the rounds of each decode run's % of a roof probed right before it
-#      (BENCH_PROBE_REPS repetitions, as the others), which follows the roof as it moves.
+#      (BENCH_PROBE_REPS repetitions, as the others; BENCH_PROBE_EACH=0 leaves these probes
+#      out, where a time limit is tight), which follows the roof as it moves.
+#   Stopped by SIGTERM or SIGINT (a `timeout` around it, Ctrl-C), it prints the tables of the
+#   runs made so far, says so, and exits 143 or 130: a run cut short by a time limit on a lent
+#   machine still leaves its figures.
 #
 # Peers are found through LLAMA_BENCH, IK_LLAMA_BENCH and LLAMA2C_RUN (paths), for example
 #   LLAMA_BENCH=/work/peers/llama.cpp/build/bin/llama-bench
@@ -45,6 +49,7 @@
 #
 # Environment: BENCH_ROUNDS (5), BENCH_THREADS ("1 2"), BENCH_QUANTS, BENCH_PP (128), BENCH_BATCH,
 # BENCH_TG (128), BENCH_DIR (/tmp/memwall-bench-peers), BENCH_NO_BUILD=1, BENCH_PROBE_REPS (5),
+# BENCH_PROBE_EACH (1),
 # BENCH_MODELS (GGUF files to run besides the synthetic ones, each as PATH or NAME=PATH: a real
 # model, or a large synthetic shape such as `memwall synth --shape falcon-7b --quant q4_k_m`'s),
 # BENCH_LLAMA2C (1; 0 leaves out the llama2.c checkpoint and run.c). BENCH_QUANTS="" with
@@ -62,6 +67,7 @@ pp=${BENCH_PP:-128}
 tg=${BENCH_TG:-128}
 dir=${BENCH_DIR:-/tmp/memwall-bench-peers}
 probe_reps=${BENCH_PROBE_REPS:-5}
+probe_each=${BENCH_PROBE_EACH:-1}
 llama_bench=${LLAMA_BENCH:-/work/peers/llama.cpp/build/bin/llama-bench}
 ik_bench=${IK_LLAMA_BENCH:-/work/peers/ik_llama.cpp/build/bin/llama-bench}
 l2c_run=${LLAMA2C_RUN:-/work/peers/llama2c/run_st}
@@ -139,6 +145,99 @@ synth() {
 now_ns() { date +%s%N; }
 rec() { printf '%s\t%s\t%s\t%s\t%s\n' "$@" >>"$raw"; }
 
+# The tables, from the cells recorded in $raw so far.
+summary() {
+python3 - "$raw" <<'PY'
+import statistics, sys
+from collections import defaultdict
+cells = defaultdict(list)
+for line in open(sys.argv[1]):
+    kind, eng, model, t, v = line.rstrip("\n").split("\t")
+    try:
+        cells[(kind, eng, model, t)].append(float(v))
+    except ValueError:
+        pass
+med = {k: statistics.median(v) for k, v in cells.items() if v}
+def get(*k): return med.get(k)
+threads = sorted({k[3] for k in med if k[0] == "roof_before"}, key=int)
+def gbs(v): return "not measured" if v is None else f"{v} GB/s"
+for t in threads:
+    print(f"read roof at t={t}: before {gbs(get('roof_before', '-', '-', t))}, "
+          f"after {gbs(get('roof_after', '-', '-', t))} (memwall bandwidth --kernel read, median)")
+print("\nload (median GB/s of the file's size, cached file):")
+for m in sorted({k[2] for k in med if k[0] == "load_gbs"}):
+    c, w = get("load_gbs", "cat", m, "1"), get("load_gbs", "memwall", m, "1")
+    ratio = f"{w / c:.2f}x cat" if c and w else "n/a"
+    print(f"  {m:14s} cat {c or float('nan'):6.2f}  memwall default load {w or float('nan'):6.2f}  {ratio}")
+peers = ["llama.cpp", "ik_llama.cpp", "run.c"]
+for kind, title in (("pp", "prompt processing"), ("tg", "decode")):
+    print(f"\n{title} (median tok/s; ratio = memwall / peer):")
+    for m in sorted({k[2] for k in med if k[0] == kind}):
+        for t in threads:
+            w = get(kind, "memwall", m, t)
+            if w is None:
+                continue
+            parts = [f"  {m:14s} t={t} memwall {w:8.1f}"]
+            for p in peers:
+                v = get(kind, p, m, t)
+                if v:
+                    parts.append(f"{p} {v:8.1f} ({w / v:4.2f}x)")
+            b, roof = get("bytes", "memwall", m, t), get("roof_before", "-", "-", t)
+            after = get("roof_after", "-", "-", t)
+            if kind == "tg" and b and roof:
+                # against both probes: the roof itself moves on a shared machine (20-25 % within
+                # one run on the 2-vCPU VM this was written on), and one figure would hide it
+                pct = f"{100 * b * w / (roof * 1e9):3.0f}%"
+                if after:
+                    pct += f" / {100 * b * w / (after * 1e9):.0f}%"
+                parts.append(f"{pct} of roof before / after ({b / 1e6:.1f} MB/token)")
+                # each run against the probe made right before it, the median of the rounds
+                adj = get("tg_roof_pct", "memwall", m, t)
+                if adj:
+                    parts.append(f"{adj:.0f}% of the roof probed just before each run")
+            tt = get("ttft", "memwall", m, t)
+            if kind == "tg" and tt:
+                parts.append(f"ttft {tt:.1f} ms")
+            print("  ".join(parts))
+bmodels = sorted({k[2] for k in med if k[0] == "batch"})
+if bmodels:
+    print("\nbatched decode at t=1 (median tok/s of all sequences; ratio to batch 1: of the medians,"
+          "\nthen the median of each round's own ratio, the figure to trust on a noisy machine):")
+    for m in bmodels:
+        one = get("batch", "b1", m, "1")
+        parts = [f"  {m:14s} batch 1 {one or float('nan'):7.1f}"]
+        for k in sorted({k[1] for k in med if k[0] == "batch" and k[2] == m} - {"b1"},
+                        key=lambda e: int(e[1:])):
+            v = get("batch", k, m, "1")
+            # each round ran batch 1 then this batch: paired, unless a run failed
+            b1, bk = cells[("batch", "b1", m, "1")], cells[("batch", k, m, "1")]
+            pr = (f"; per round {statistics.median(x / y for x, y in zip(bk, b1)):.2f}x"
+                  if len(b1) == len(bk) else "")
+            parts.append(f"batch {k[1:]} {v:7.1f} ({v / one:.2f}x{pr})" if one else f"batch {k[1:]} {v:7.1f}")
+        print("  ".join(parts))
+steps = {k: v for k, v in med.items() if k[0] == "step_us"}
+if steps:
+    print("\npool barrier cost (stories260K, decode per token, median us; fits in cache):")
+    for pin in ("pin-cpus", "pin-none"):
+        one, two = get("step_us", pin, "stories260K", "1"), get("step_us", pin, "stories260K", "2")
+        if one and two:
+            print(f"  {pin}: t=1 {one:.1f}  t=2 {two:.1f}  (t=2 - t=1/2: {two - one / 2:.1f} us of "
+                  f"synchronisation per token at most)")
+PY
+}
+
+# Cut short: the tables of what ran, then the signal's exit status. The shell runs this once
+# the command in progress (one run) has returned.
+stopped() {
+	trap - TERM INT
+	echo "bench-peers: stopped by SIG$1 before the end: the tables below hold only the runs" \
+		"made so far"
+	summary || true
+	exit "$2"
+}
+trap 'stopped TERM 143' TERM
+trap 'stopped INT 130' INT
+
 # Median read GB/s at $1 threads, as memwall bandwidth measures the roof.
 probe() {
 	"$mw" bandwidth -t "$1" --kernel read --reps "$probe_reps" --json 2>/dev/null | python3 -c '
@@ -161,7 +260,8 @@ run_mw() {
 	ms=$(echo "$out" | grep memwall-tokens | field prompt_ms)
 	rec pp memwall "$name" "$t" "$(python3 -c "print($pp / ($ms / 1e3))")"
 	# the read roof right before the run, for its own % of roof (the roof moves)
-	roof=$(probe "$t")
+	roof=nan
+	[ "$probe_each" = 0 ] || roof=$(probe "$t")
 	out=$("$mw" generate -m "$model" --prompt-ids 1 -n "$tg" --temperature 0 --ids \
 		--switch-at 1 --report-line -t "$t" 2>&1 >/dev/null) ||
 		{ echo "memwall tg failed: $out" >&2; return 0; }
@@ -301,80 +401,5 @@ fi
 
 for t in $threads_list; do rec roof_after - - "$t" "$(probe "$t")"; done
 
-python3 - "$raw" <<'PY'
-import statistics, sys
-from collections import defaultdict
-cells = defaultdict(list)
-for line in open(sys.argv[1]):
-    kind, eng, model, t, v = line.rstrip("\n").split("\t")
-    try:
-        cells[(kind, eng, model, t)].append(float(v))
-    except ValueError:
-        pass
-med = {k: statistics.median(v) for k, v in cells.items() if v}
-def get(*k): return med.get(k)
-threads = sorted({k[3] for k in med if k[0] == "roof_before"})
-for t in threads:
-    print(f"read roof at t={t}: before {get('roof_before', '-', '-', t)} GB/s, "
-          f"after {get('roof_after', '-', '-', t)} GB/s (memwall bandwidth --kernel read, median)")
-print("\nload (median GB/s of the file's size, cached file):")
-for m in sorted({k[2] for k in med if k[0] == "load_gbs"}):
-    c, w = get("load_gbs", "cat", m, "1"), get("load_gbs", "memwall", m, "1")
-    ratio = f"{w / c:.2f}x cat" if c and w else "n/a"
-    print(f"  {m:14s} cat {c or float('nan'):6.2f}  memwall default load {w or float('nan'):6.2f}  {ratio}")
-peers = ["llama.cpp", "ik_llama.cpp", "run.c"]
-for kind, title in (("pp", "prompt processing"), ("tg", "decode")):
-    print(f"\n{title} (median tok/s; ratio = memwall / peer):")
-    for m in sorted({k[2] for k in med if k[0] == kind}):
-        for t in threads:
-            w = get(kind, "memwall", m, t)
-            if w is None:
-                continue
-            parts = [f"  {m:14s} t={t} memwall {w:8.1f}"]
-            for p in peers:
-                v = get(kind, p, m, t)
-                if v:
-                    parts.append(f"{p} {v:8.1f} ({w / v:4.2f}x)")
-            b, roof = get("bytes", "memwall", m, t), get("roof_before", "-", "-", t)
-            after = get("roof_after", "-", "-", t)
-            if kind == "tg" and b and roof:
-                # against both probes: the roof itself moves on a shared machine (20-25 % within
-                # one run on the 2-vCPU VM this was written on), and one figure would hide it
-                pct = f"{100 * b * w / (roof * 1e9):3.0f}%"
-                if after:
-                    pct += f" / {100 * b * w / (after * 1e9):.0f}%"
-                parts.append(f"{pct} of roof before / after ({b / 1e6:.1f} MB/token)")
-                # each run against the probe made right before it, the median of the rounds
-                adj = get("tg_roof_pct", "memwall", m, t)
-                if adj:
-                    parts.append(f"{adj:.0f}% of the roof probed just before each run")
-            tt = get("ttft", "memwall", m, t)
-            if kind == "tg" and tt:
-                parts.append(f"ttft {tt:.1f} ms")
-            print("  ".join(parts))
-bmodels = sorted({k[2] for k in med if k[0] == "batch"})
-if bmodels:
-    print("\nbatched decode at t=1 (median tok/s of all sequences; ratio to batch 1: of the medians,"
-          "\nthen the median of each round's own ratio, the figure to trust on a noisy machine):")
-    for m in bmodels:
-        one = get("batch", "b1", m, "1")
-        parts = [f"  {m:14s} batch 1 {one or float('nan'):7.1f}"]
-        for k in sorted({k[1] for k in med if k[0] == "batch" and k[2] == m} - {"b1"},
-                        key=lambda e: int(e[1:])):
-            v = get("batch", k, m, "1")
-            # each round ran batch 1 then this batch: paired, unless a run failed
-            b1, bk = cells[("batch", "b1", m, "1")], cells[("batch", k, m, "1")]
-            pr = (f"; per round {statistics.median(x / y for x, y in zip(bk, b1)):.2f}x"
-                  if len(b1) == len(bk) else "")
-            parts.append(f"batch {k[1:]} {v:7.1f} ({v / one:.2f}x{pr})" if one else f"batch {k[1:]} {v:7.1f}")
-        print("  ".join(parts))
-steps = {k: v for k, v in med.items() if k[0] == "step_us"}
-if steps:
-    print("\npool barrier cost (stories260K, decode per token, median us; fits in cache):")
-    for pin in ("pin-cpus", "pin-none"):
-        one, two = get("step_us", pin, "stories260K", "1"), get("step_us", pin, "stories260K", "2")
-        if one and two:
-            print(f"  {pin}: t=1 {one:.1f}  t=2 {two:.1f}  (t=2 - t=1/2: {two - one / 2:.1f} us of "
-                  f"synchronisation per token at most)")
-PY
+summary
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
