@@ -43,6 +43,11 @@ static void test_doctor_without_counters(void)
 	T_CONTAINS(json_string_value(json_object_get(dram, "reason")), "Virtual machines expose no uncore PMUs");
 	T_ASSERT(json_is_object(json_object_get(j, "cpu")));
 	T_ASSERT(json_object_get(j, "perf_event_paranoid") != NULL);
+	/* the CPUs: the mask's count, and a default no larger */
+	json_t *cpus = json_object_get(j, "cpus");
+	T_ASSERT(json_integer_value(json_object_get(cpus, "affinity")) >= 1);
+	T_ASSERT(json_integer_value(json_object_get(cpus, "default_threads")) <=
+		 json_integer_value(json_object_get(cpus, "affinity")));
 	T_ASSERT(json_is_object(json_object_get(j, "rapl")));
 	/* software events exist everywhere perf does: doctor found them by opening them */
 	json_t *tc = json_object_get(json_object_get(j, "software_events"), "task-clock");
@@ -55,6 +60,27 @@ static void test_doctor_without_counters(void)
 	T_EQ_INT(o.status, 3);
 	T_CONTAINS(o.out, "DRAM:        NOT AVAILABLE");
 	t_output_free(&o);
+}
+
+/* In a container of half a CPU (tests/data/cgroup/): the quota, and one thread by default. */
+static void test_doctor_quota(void)
+{
+	setenv("MEMWALL_CGROUP_ROOT", t_data("cgroup/docker-v2-half-cpu"), 1);
+	const char *argv[] = { "memwall", "doctor", "--json", "--sysfs", tree("this-vm"), NULL };
+	struct t_output o = t_run(argv);
+	T_EQ_INT(o.status, 0);
+	json_t *j = parse(&o), *cpus = json_object_get(j, "cpus");
+	T_NEAR(json_number_value(json_object_get(cpus, "quota")), 50000.0 / 100000.0, 1e-12);
+	T_EQ_STR(json_string_value(json_object_get(cpus, "quota_source")), "/sys/fs/cgroup/cpu.max");
+	T_EQ_INT(json_integer_value(json_object_get(cpus, "default_threads")), 1);
+	json_decref(j);
+	t_output_free(&o);
+	const char *targv[] = { "memwall", "doctor", "--sysfs", tree("this-vm"), NULL };
+	o = t_run(targv);
+	T_CONTAINS(o.out, "a cgroup CPU quota of 0.50 (/sys/fs/cgroup/cpu.max): runs default to 1 "
+			  "thread\n");
+	t_output_free(&o);
+	unsetenv("MEMWALL_CGROUP_ROOT");
 }
 
 static void test_doctor_server_tree(void)
@@ -310,6 +336,7 @@ int main(void)
 	test_doctor_without_counters();
 	test_doctor_fix();
 	test_doctor_server_tree();
+	test_doctor_quota();
 	test_doctor_ampere_altra();
 	test_calibrate();
 	return t_done();

@@ -17,6 +17,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include "cgroup.h"
 #include "mw.h"
 #include "probes.h"
 #include "verbs.h"
@@ -235,6 +236,14 @@ static json_t *build_report(const struct prb_system *sys, const struct options *
 	if (uname(&u) == 0)
 		json_object_set_new(r, "kernel", json_pack("{s:s, s:s, s:s}", "sysname", u.sysname,
 							    "release", u.release, "machine", u.machine));
+	/* The CPUs a run gets by default: the affinity mask, capped by a cgroup's CPU quota,
+	 * which a container's `--cpus` sets and the mask does not show (src/base/cgroup.h). */
+	struct mw_cpu_quota q;
+	int qrc = mw_cpu_quota(NULL, &q);
+	json_object_set_new(r, "cpus", json_pack("{s:i, s:o, s:s, s:i}", "affinity",
+		mw_cpus_allowed(), "quota", qrc == 1 ? json_real(q.cpus) : json_null(),
+		"quota_source", qrc == 1 ? q.file : q.why, "default_threads",
+		mw_cpus_default(NULL, 0)));
 	int paranoid = read_paranoid();
 	json_object_set_new(r, "perf_event_paranoid",
 			    paranoid == -1000 ? json_null() : json_integer(paranoid));
@@ -348,6 +357,18 @@ static void print_text(json_t *r)
 	printf("kernel:      %s %s %s\n", json_string_value(json_object_get(k, "sysname")),
 	       json_string_value(json_object_get(k, "release")),
 	       json_string_value(json_object_get(k, "machine")));
+	json_t *cpus = json_object_get(r, "cpus");
+	const char *qsrc = json_string_value(json_object_get(cpus, "quota_source"));
+	json_int_t dflt = json_integer_value(json_object_get(cpus, "default_threads"));
+	if (json_is_number(json_object_get(cpus, "quota")))
+		printf("cpus:        %lld in the affinity mask, a cgroup CPU quota of %.2f (%s): runs "
+		       "default to %lld thread%s\n",
+		       json_integer_value(json_object_get(cpus, "affinity")),
+		       json_number_value(json_object_get(cpus, "quota")), qsrc, dflt,
+		       dflt == 1 ? "" : "s");
+	else
+		printf("cpus:        %lld in the affinity mask (%s)\n",
+		       json_integer_value(json_object_get(cpus, "affinity")), qsrc);
 	json_t *par = json_object_get(r, "perf_event_paranoid");
 	if (json_is_integer(par))
 		printf("perf_event_paranoid: %lld (availability below is from trying each open)\n",
