@@ -123,6 +123,43 @@ static inline const char *t_shared(const char *rel)
 	return path;
 }
 
+/* Writes text to root + rel (rel starting with '/'), making root (whose parent must exist)
+ * and the folders below it on the way: a file of a recorded tree (/proc, /sys) written by a
+ * test into its scratch root. A file that cannot be written is a failed check. */
+static inline void t_put(const char *root, const char *rel, const char *text)
+{
+	char path[4096];
+	size_t skip = strlen(root) + 1;
+	mkdir(root, 0755);
+	snprintf(path, sizeof(path), "%s%s", root, rel);
+	for (char *p = path + (skip < strlen(path) ? skip : strlen(path)); *p; p++)
+		if (*p == '/') {
+			*p = '\0';
+			mkdir(path, 0755);
+			*p = '/';
+		}
+	FILE *f = fopen(path, "w");
+	t_checks++;
+	if (!f) {
+		t_failures++;
+		fprintf(stderr, "FAIL: cannot write %s\n", path);
+		return;
+	}
+	fputs(text, f);
+	fclose(f);
+}
+
+/* A cgroup v2 tree under root, as a container with its own cgroup namespace sees it, whose
+ * cpu.max holds cpu_max ("150000 100000", "max 100000"): read by src/base/cgroup.c where
+ * $MEMWALL_CGROUP_ROOT names root. */
+static inline void t_cgroup_tree(const char *root, const char *cpu_max)
+{
+	t_put(root, "/proc/self/cgroup", "0::/\n");
+	t_put(root, "/proc/self/mountinfo",
+	      "30 23 0:26 / /sys/fs/cgroup rw,nosuid - cgroup2 cgroup2 rw,nsdelegate\n");
+	t_put(root, "/sys/fs/cgroup/cpu.max", cpu_max);
+}
+
 /* Path of a file under tests/data/ in the source tree. */
 static inline const char *t_data(const char *rel)
 {

@@ -26,141 +26,98 @@ static void next_root(void)
 	mkdir(root, 0755);
 }
 
-static void put(const char *rel, const char *text)
-{
-	char path[1024], dir[1024];
-	snprintf(path, sizeof(path), "%s%s", root, rel);
-	snprintf(dir, sizeof(dir), "%s", path);
-	for (char *p = dir + strlen(root) + 1; *p; p++)
-		if (*p == '/') {
-			*p = '\0';
-			mkdir(dir, 0755);
-			*p = '/';
-		}
-	FILE *f = fopen(path, "w");
-	T_ASSERT(f != NULL);
-	if (!f)
-		return;
-	fputs(text, f);
-	fclose(f);
-}
-
 #define V2_MOUNT "30 23 0:26 / /sys/fs/cgroup rw,nosuid shared:4 - cgroup2 cgroup2 rw,nsdelegate\n"
 #define ROOT_MOUNT "22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw\n"
+#define V1_CPU(top)                                                                            \
+	"40 30 0:35 " top " /sys/fs/cgroup/cpu,cpuacct rw - cgroup cgroup rw,cpu,cpuacct\n"
+#define CG "/sys/fs/cgroup"
 
-static void expect(int want_rc, double cpus, const char *file, const char *value,
-		   const char *why)
-{
-	struct mw_cpu_quota q;
-	int rc = mw_cpu_quota(root, &q);
-	T_EQ_INT(rc, want_rc);
-	T_NEAR(q.cpus, cpus, 1e-12);
-	if (file)
-		T_EQ_STR(q.file, file);
-	if (value)
-		T_EQ_STR(q.value, value);
-	if (why)
-		T_CONTAINS(q.why, why);
-}
+/* One host: /proc/self/cgroup, /proc/self/mountinfo (NULL: absent), up to four quota files,
+ * and what mw_cpu_quota must say: its return, the CPUs (the files' numbers, divided here), and
+ * where given, the file, its text and a piece of the reason. */
+static const struct host {
+	const char *what, *cgroup, *mounts;
+	const char *files[4][2];
+	int rc;
+	double cpus;
+	const char *file, *value, *why;
+} hosts[] = {
+	{ "Docker on cgroup v2 (--cpus=1.5), its own namespace: the mount's top is the cgroup",
+	  "0::/\n", ROOT_MOUNT V2_MOUNT, { { CG "/cpu.max", "150000 100000\n" } },
+	  1, 150000.0 / 100000.0, CG "/cpu.max", "150000 100000", NULL },
+	{ "systemd: none on the scope, 3 CPUs on its slice, looser above, none on the root",
+	  "0::/work.slice/inner.slice/run-1.scope\n", ROOT_MOUNT V2_MOUNT,
+	  { { CG "/work.slice/inner.slice/run-1.scope/cpu.max", "max 100000\n" },
+	    { CG "/work.slice/inner.slice/cpu.max", "300000 100000\n" },
+	    { CG "/work.slice/cpu.max", "800000 200000\n" } },
+	  1, 300000.0 / 100000.0, CG "/work.slice/inner.slice/cpu.max", "300000 100000", NULL },
+	{ "the slice looser than its parent: the parent's 4 CPUs bind",
+	  "0::/work.slice/inner.slice/run-1.scope\n", ROOT_MOUNT V2_MOUNT,
+	  { { CG "/work.slice/inner.slice/cpu.max", "900000 100000\n" },
+	    { CG "/work.slice/cpu.max", "800000 200000\n" } },
+	  1, 800000.0 / 200000.0, CG "/work.slice/cpu.max", NULL, NULL },
+	{ "no limit anywhere: max on the cgroup, nothing above", "0::/user.slice\n",
+	  ROOT_MOUNT V2_MOUNT, { { CG "/user.slice/cpu.max", "max 100000\n" } },
+	  0, 0, NULL, NULL, "no CPU quota on cgroup /user.slice" },
+	{ "cgroup v1 in a container: the mount's top is its cgroup, the files at the mount point",
+	  "5:memory:/docker/abc\n4:cpu,cpuacct:/docker/abc\n0::/\n",
+	  ROOT_MOUNT V1_CPU("/docker/abc") "41 30 0:36 /docker/abc " CG "/memory ro - cgroup "
+					   "cgroup rw,memory\n",
+	  { { CG "/cpu,cpuacct/cpu.cfs_quota_us", "250000\n" },
+	    { CG "/cpu,cpuacct/cpu.cfs_period_us", "100000\n" } },
+	  1, 250000.0 / 100000.0, CG "/cpu,cpuacct/cpu.cfs_quota_us", "250000 100000", NULL },
+	{ "v1 with no limit (-1)", "4:cpu,cpuacct:/\n", ROOT_MOUNT V1_CPU("/"),
+	  { { CG "/cpu,cpuacct/cpu.cfs_quota_us", "-1\n" },
+	    { CG "/cpu,cpuacct/cpu.cfs_period_us", "100000\n" } },
+	  0, 0, NULL, NULL, "cpu.cfs_quota_us under " CG "/cpu,cpuacct" },
+	{ "hybrid: v1's cpu hierarchy (a mount point with an escaped space) holds the limit",
+	  "4:cpu,cpuacct:/svc\n0::/svc\n",
+	  ROOT_MOUNT "30 23 0:26 / " CG "/unified rw - cgroup2 cgroup2 rw\n"
+		     "40 30 0:35 / " CG "/cpu\\040acct rw - cgroup cgroup rw,cpu\n",
+	  { { CG "/unified/svc/cpu.max", "100000 100000\n" },
+	    { CG "/cpu acct/svc/cpu.cfs_quota_us", "50000\n" },
+	    { CG "/cpu acct/svc/cpu.cfs_period_us", "100000\n" } },
+	  1, 50000.0 / 100000.0, CG "/cpu acct/svc/cpu.cfs_quota_us", NULL, NULL },
+	{ "a host's view of a container's cgroup (no namespace): the mount's top is /",
+	  "0::/system.slice/docker-1234.scope\n", ROOT_MOUNT V2_MOUNT,
+	  { { CG "/system.slice/docker-1234.scope/cpu.max", "200000 50000\n" } },
+	  1, 200000.0 / 50000.0, NULL, NULL, NULL },
+	{ "a quota file that says something else", "0::/\n", V2_MOUNT,
+	  { { CG "/cpu.max", "lots\n" } },
+	  -EINVAL, 0, NULL, NULL, CG "/cpu.max: \"lots\" is not a CPU quota" },
+	{ "v1 with a zero period", "3:cpu:/\n", "40 30 0:35 / /cg rw - cgroup cgroup rw,cpu\n",
+	  { { "/cg/cpu.cfs_quota_us", "100000\n" }, { "/cg/cpu.cfs_period_us", "0\n" } },
+	  -EINVAL, 0, NULL, NULL, "\"100000 0\" is not a CPU quota" },
+	{ "no cgroups: no /proc/self/cgroup", NULL, NULL, { { NULL } },
+	  0, 0, NULL, NULL, "/proc/self/cgroup" },
+	{ "no hierarchy with the cpu controller mounted", "5:memory:/x\n", ROOT_MOUNT, { { NULL } },
+	  0, 0, NULL, NULL, "no cgroup hierarchy with the cpu controller" },
+};
 
 static void cases(void)
 {
-	/* Docker on cgroup v2 (--cpus=1.5): its own namespace, the mount's top is the cgroup */
-	next_root();
-	put("/proc/self/cgroup", "0::/\n");
-	put("/proc/self/mountinfo", ROOT_MOUNT V2_MOUNT);
-	put("/sys/fs/cgroup/cpu.max", "150000 100000\n");
-	expect(1, 150000.0 / 100000.0, "/sys/fs/cgroup/cpu.max", "150000 100000", NULL);
-
-	/* A systemd host: no limit on the scope, 3 CPUs on its slice, a looser one above that,
-	 * none on the root cgroup (which has no cpu.max): the tightest, from the slice */
-	next_root();
-	put("/proc/self/cgroup", "0::/work.slice/inner.slice/run-1.scope\n");
-	put("/proc/self/mountinfo", ROOT_MOUNT V2_MOUNT);
-	put("/sys/fs/cgroup/work.slice/inner.slice/run-1.scope/cpu.max", "max 100000\n");
-	put("/sys/fs/cgroup/work.slice/inner.slice/cpu.max", "300000 100000\n");
-	put("/sys/fs/cgroup/work.slice/cpu.max", "800000 200000\n");
-	expect(1, 300000.0 / 100000.0, "/sys/fs/cgroup/work.slice/inner.slice/cpu.max",
-	       "300000 100000", NULL);
-
-	/* the same with the slice looser than its parent: the parent's 4 CPUs bind */
-	next_root();
-	put("/proc/self/cgroup", "0::/work.slice/inner.slice/run-1.scope\n");
-	put("/proc/self/mountinfo", ROOT_MOUNT V2_MOUNT);
-	put("/sys/fs/cgroup/work.slice/inner.slice/cpu.max", "900000 100000\n");
-	put("/sys/fs/cgroup/work.slice/cpu.max", "800000 200000\n");
-	expect(1, 800000.0 / 200000.0, "/sys/fs/cgroup/work.slice/cpu.max", NULL, NULL);
-
-	/* no limit anywhere: "max" on the cgroup, nothing above */
-	next_root();
-	put("/proc/self/cgroup", "0::/user.slice\n");
-	put("/proc/self/mountinfo", ROOT_MOUNT V2_MOUNT);
-	put("/sys/fs/cgroup/user.slice/cpu.max", "max 100000\n");
-	expect(0, 0, NULL, NULL, "no CPU quota on cgroup /user.slice");
-
-	/* cgroup v1 in a container: the cpu controller mounted with the container's cgroup as
-	 * its top, so the files are at the mount point itself */
-	next_root();
-	put("/proc/self/cgroup", "5:memory:/docker/abc\n4:cpu,cpuacct:/docker/abc\n0::/\n");
-	put("/proc/self/mountinfo",
-	    ROOT_MOUNT "40 30 0:35 /docker/abc /sys/fs/cgroup/cpu,cpuacct ro,nosuid - cgroup "
-		       "cgroup rw,cpu,cpuacct\n"
-		       "41 30 0:36 /docker/abc /sys/fs/cgroup/memory ro - cgroup cgroup "
-		       "rw,memory\n");
-	put("/sys/fs/cgroup/cpu,cpuacct/cpu.cfs_quota_us", "250000\n");
-	put("/sys/fs/cgroup/cpu,cpuacct/cpu.cfs_period_us", "100000\n");
-	expect(1, 250000.0 / 100000.0, "/sys/fs/cgroup/cpu,cpuacct/cpu.cfs_quota_us",
-	       "250000 100000", NULL);
-
-	/* v1 with no limit (-1) */
-	next_root();
-	put("/proc/self/cgroup", "4:cpu,cpuacct:/\n");
-	put("/proc/self/mountinfo", ROOT_MOUNT "40 30 0:35 / /sys/fs/cgroup/cpu,cpuacct rw - "
-					      "cgroup cgroup rw,cpu,cpuacct\n");
-	put("/sys/fs/cgroup/cpu,cpuacct/cpu.cfs_quota_us", "-1\n");
-	put("/sys/fs/cgroup/cpu,cpuacct/cpu.cfs_period_us", "100000\n");
-	expect(0, 0, NULL, NULL, "cpu.cfs_quota_us under /sys/fs/cgroup/cpu,cpuacct");
-
-	/* hybrid: v1's cpu hierarchy holds the limit; the unified tree's file is not read */
-	next_root();
-	put("/proc/self/cgroup", "4:cpu,cpuacct:/svc\n0::/svc\n");
-	put("/proc/self/mountinfo",
-	    ROOT_MOUNT "30 23 0:26 / /sys/fs/cgroup/unified rw - cgroup2 cgroup2 rw\n"
-		       "40 30 0:35 / /sys/fs/cgroup/cpu\\040acct rw - cgroup cgroup rw,cpu\n");
-	put("/sys/fs/cgroup/unified/svc/cpu.max", "100000 100000\n");
-	put("/sys/fs/cgroup/cpu acct/svc/cpu.cfs_quota_us", "50000\n");
-	put("/sys/fs/cgroup/cpu acct/svc/cpu.cfs_period_us", "100000\n");
-	expect(1, 50000.0 / 100000.0, "/sys/fs/cgroup/cpu acct/svc/cpu.cfs_quota_us", NULL, NULL);
-
-	/* a host view of a container's cgroup (no namespace): the mount's top is "/" */
-	next_root();
-	put("/proc/self/cgroup", "0::/system.slice/docker-1234.scope\n");
-	put("/proc/self/mountinfo", ROOT_MOUNT V2_MOUNT);
-	put("/sys/fs/cgroup/system.slice/docker-1234.scope/cpu.max", "200000 50000\n");
-	expect(1, 200000.0 / 50000.0, NULL, NULL, NULL);
-
-	/* a quota file that says something else: an error naming it and its text */
-	next_root();
-	put("/proc/self/cgroup", "0::/\n");
-	put("/proc/self/mountinfo", V2_MOUNT);
-	put("/sys/fs/cgroup/cpu.max", "lots\n");
-	expect(-EINVAL, 0, NULL, NULL, "/sys/fs/cgroup/cpu.max: \"lots\" is not a CPU quota");
-
-	/* v1 with a zero period */
-	next_root();
-	put("/proc/self/cgroup", "3:cpu:/\n");
-	put("/proc/self/mountinfo", "40 30 0:35 / /cg rw - cgroup cgroup rw,cpu\n");
-	put("/cg/cpu.cfs_quota_us", "100000\n");
-	put("/cg/cpu.cfs_period_us", "0\n");
-	expect(-EINVAL, 0, NULL, NULL, "\"100000 0\" is not a CPU quota");
-
-	/* no cgroups: no /proc/self/cgroup, or no hierarchy with the cpu controller mounted */
-	next_root();
-	expect(0, 0, NULL, NULL, "/proc/self/cgroup");
-	next_root();
-	put("/proc/self/cgroup", "5:memory:/x\n");
-	put("/proc/self/mountinfo", ROOT_MOUNT);
-	expect(0, 0, NULL, NULL, "no cgroup hierarchy with the cpu controller");
+	for (size_t i = 0; i < sizeof(hosts) / sizeof(hosts[0]); i++) {
+		const struct host *h = &hosts[i];
+		struct mw_cpu_quota q;
+		next_root();
+		if (h->cgroup)
+			t_put(root, "/proc/self/cgroup", h->cgroup);
+		if (h->mounts)
+			t_put(root, "/proc/self/mountinfo", h->mounts);
+		for (int f = 0; f < 4 && h->files[f][0]; f++)
+			t_put(root, h->files[f][0], h->files[f][1]);
+		int rc = mw_cpu_quota(root, &q);
+		if (rc != h->rc || fabs(q.cpus - h->cpus) > 1e-12)
+			printf("host: %s\n", h->what);
+		T_EQ_INT(rc, h->rc);
+		T_NEAR(q.cpus, h->cpus, 1e-12);
+		if (h->file)
+			T_EQ_STR(q.file, h->file);
+		if (h->value)
+			T_EQ_STR(q.value, h->value);
+		if (h->why)
+			T_CONTAINS(q.why, h->why);
+	}
 }
 
 /* mw_cpus_default through $MEMWALL_CGROUP_ROOT: the mask's CPUs, no more than the quota
@@ -174,10 +131,8 @@ static void defaults(void)
 	static const double quotas[] = { 0.3, 1.0, 1.5, 64.0 };
 	for (size_t i = 0; i < sizeof(quotas) / sizeof(quotas[0]); i++) {
 		next_root();
-		put("/proc/self/cgroup", "0::/\n");
-		put("/proc/self/mountinfo", V2_MOUNT);
 		snprintf(text, sizeof(text), "%.0f 100000\n", quotas[i] * 100000);
-		put("/sys/fs/cgroup/cpu.max", text);
+		t_cgroup_tree(root, text);
 		setenv("MEMWALL_CGROUP_ROOT", root, 1);
 		int up = (int)ceil(quotas[i]) < 1 ? 1 : (int)ceil(quotas[i]);
 		int want = up < mask ? up : mask;

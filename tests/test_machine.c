@@ -11,18 +11,7 @@ static char root[256];
 
 static void put(const char *rel, const char *text)
 {
-	char path[1024], dir[1024];
-	snprintf(path, sizeof(path), "%s%s", root, rel);
-	snprintf(dir, sizeof(dir), "%s", path);
-	for (char *p = dir + strlen(root) + 1; *p; p++)
-		if (*p == '/') {
-			*p = '\0';
-			mkdir(dir, 0755);
-			*p = '/';
-		}
-	FILE *f = fopen(path, "w");
-	fputs(text, f);
-	fclose(f);
+	t_put(root, rel, text);
 }
 
 static void test_recorded(void)
@@ -45,9 +34,7 @@ static void test_recorded(void)
 	put("/sys/devices/system/cpu/cpu0/cache/index1/size", "30M\n");
 	put("/sys/devices/system/cpu/cpu0/cache/index1/shared_cpu_list", "0-19\n");
 	/* a container of cgroup v2 limited to 2.5 CPUs (src/base/cgroup.c; tests/test_cgroup.c) */
-	put("/proc/self/cgroup", "0::/\n");
-	put("/proc/self/mountinfo", "30 23 0:26 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n");
-	put("/sys/fs/cgroup/cpu.max", "250000 100000\n");
+	t_cgroup_tree(root, "250000 100000\n");
 
 	json_t *m = mw_machine_describe(root);
 	T_ASSERT(m != NULL);

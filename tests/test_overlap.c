@@ -450,30 +450,11 @@ static void launch_on(int threads, bool needed, enum mw_image_state want, const 
  * (src/base/cgroup.c reads it in place of /proc/self and /sys/fs/cgroup). */
 static void quota_tree(double cpus)
 {
-	static const char *const files[][2] = {
-		{ "/proc/self/cgroup", "0::/\n" },
-		{ "/proc/self/mountinfo", "30 23 0:26 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n" },
-		{ "/sys/fs/cgroup/cpu.max", NULL },
-	};
-	char path[4400], text[64];
+	char root[4400], text[64];
+	snprintf(root, sizeof(root), "%s/cg", dir);
 	snprintf(text, sizeof(text), "%.0f 100000\n", cpus * 100000);
-	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-		snprintf(path, sizeof(path), "%s/cg%s", dir, files[i][0]);
-		for (char *p = path + strlen(dir) + 1; *p; p++)
-			if (*p == '/') {
-				*p = '\0';
-				mkdir(path, 0755);
-				*p = '/';
-			}
-		FILE *f = fopen(path, "w");
-		T_ASSERT(f != NULL);
-		if (f) {
-			fputs(files[i][1] ? files[i][1] : text, f);
-			fclose(f);
-		}
-	}
-	snprintf(path, sizeof(path), "%s/cg", dir);
-	setenv("MEMWALL_CGROUP_ROOT", path, 1);
+	t_cgroup_tree(root, text);
+	setenv("MEMWALL_CGROUP_ROOT", root, 1);
 }
 
 /* The image under a CPU quota (n >= 2 CPUs in the mask, cpu[] their numbers): the quota is

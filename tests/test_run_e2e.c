@@ -271,28 +271,12 @@ static void test_refusals(void)
 	t_output_free(&o);
 }
 
-/* A run whose protocol leaves the threads to memwall, in a cgroup of one CPU's quota on this
- * machine's mask (a tree named by $MEMWALL_CGROUP_ROOT): one thread, however many CPUs the
- * mask holds, the quota in the record's machine block, and a warning saying so. */
+/* A run whose protocol leaves the threads to memwall, in a container of half a CPU's quota
+ * (tests/data/cgroup/, named by $MEMWALL_CGROUP_ROOT) on this machine's mask: one thread,
+ * however many CPUs the mask holds, the quota in the record's machine block, and a warning. */
 static void test_quota(void)
 {
-	char p[700], tree[700], path[1024];
-	static const char *const files[][2] = {
-		{ "/proc/self/cgroup", "0::/\n" },
-		{ "/proc/self/mountinfo", "30 23 0:26 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n" },
-		{ "/sys/fs/cgroup/cpu.max", "100000 100000\n" },
-	};
-	snprintf(tree, sizeof(tree), "%s/cg", scratch);
-	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-		snprintf(path, sizeof(path), "%s%s", tree, files[i][0]);
-		for (char *c = path + strlen(scratch) + 1; *c; c++)
-			if (*c == '/') {
-				*c = '\0';
-				mkdir(path, 0755);
-				*c = '/';
-			}
-		write_protocol(path, files[i][1]);
-	}
+	char p[700], path[1024];
 	snprintf(p, sizeof(p), "%s/quota.json", scratch);
 	write_protocol(p, "{\"name\": \"quota\", \"model\": {\"format\": \"llama2c\", \"synth\": "
 			  "{\"shape\": \"stories260K\"}}, \"engine\": {\"kind\": \"builtin\", "
@@ -300,22 +284,23 @@ static void test_quota(void)
 			  "{\"dram\": \"optional\"}}");
 	char out[800];
 	snprintf(out, sizeof(out), "%s/quota-results", scratch);
-	setenv("MEMWALL_CGROUP_ROOT", tree, 1);
+	setenv("MEMWALL_CGROUP_ROOT", t_data("cgroup/docker-v2-half-cpu"), 1);
 	const char *argv[] = { "memwall", "run", p, "-o", out, NULL };
 	struct t_output o = t_run(argv);
 	unsetenv("MEMWALL_CGROUP_ROOT");
 	T_ASSERT(o.status == 0 || o.status == 1);
-	T_CONTAINS(o.err, "warning: this process's cgroup has a CPU quota of 1.00 CPUs "
-			  "(/sys/fs/cgroup/cpu.max: 100000 100000)");
+	T_CONTAINS(o.err, "warning: this process's cgroup has a CPU quota of 0.50 CPUs "
+			  "(/sys/fs/cgroup/cpu.max: 50000 100000)");
 	t_output_free(&o);
 	find_record(out, "quota-", path, sizeof(path));
 	json_t *doc = path[0] ? json_load_file(path, 0, NULL) : NULL;
 	T_ASSERT(doc != NULL);
 	if (!doc)
 		return;
-	/* one thread: ceil(100000 / 100000), fewer than this machine's CPUs or as many */
+	/* one thread: ceil(50000 / 100000), fewer than this machine's CPUs or as many */
 	T_EQ_INT(json_integer_value(get(doc, "engine", "threads", NULL)), 1);
-	T_NEAR(json_number_value(get(doc, "machine", "cpu_quota", "cpus")), 1.0, 1e-12);
+	T_NEAR(json_number_value(get(doc, "machine", "cpu_quota", "cpus")), 50000.0 / 100000.0,
+	       1e-12);
 	T_EQ_STR(json_string_value(get(doc, "machine", "cpu_quota", "file")),
 		 "/sys/fs/cgroup/cpu.max");
 	json_decref(doc);
