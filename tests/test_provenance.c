@@ -49,7 +49,35 @@ static void test_of(void)
 	T_CONTAINS(text, "over 3 instances");
 	T_CONTAINS(text, "- Caveat of the amd_df backend: approximate\n");
 	T_CONTAINS(text, "- Model: SYNTHETIC weights");
+	T_ASSERT(strstr(text, "CPU quota") == NULL); /* none in the record: no line */
 	free(text);
+
+	/* A run under a cgroup CPU quota: 4 threads on 1.5 CPUs are throttled, 1 thread fits. */
+	json_t *q = json_loads(
+		"{\"engine\": {\"threads\": 4}, \"machine\": {\"cpu_quota\": {\"cpus\": 1.5, "
+		"\"file\": \"/sys/fs/cgroup/cpu.max\", \"value\": \"150000 100000\"}}, "
+		"\"counters\": {\"dram\": {\"measured\": false, \"reason\": \"VM\"}}}", 0, NULL);
+	mw_provenance_of(q, &p);
+	T_NEAR(p.cpu_quota, 1.5, 0);
+	text = NULL;
+	mf = open_memstream(&text, &len);
+	mw_provenance_print_md(mf, &p);
+	fclose(mf);
+	T_CONTAINS(text, "- CPU quota: the run's cgroup allowed 1.50 CPUs (/sys/fs/cgroup/cpu.max) "
+			 "to its 4 threads: more than it allows, so they were throttled");
+	free(text);
+	json_t *pj = mw_provenance_json(&p);
+	T_NEAR(json_number_value(json_object_get(pj, "cpu_quota")), 1.5, 0);
+	json_decref(pj);
+	json_object_set_new(json_object_get(q, "engine"), "threads", json_integer(1));
+	mw_provenance_of(q, &p);
+	text = NULL;
+	mf = open_memstream(&text, &len);
+	mw_provenance_print_md(mf, &p);
+	fclose(mf);
+	T_CONTAINS(text, "to its 1 thread: within it");
+	free(text);
+	json_decref(q);
 
 	/* A hardware layer with a fresh calibration; then the same calibration gone stale. */
 	json_t *hw = json_loads(

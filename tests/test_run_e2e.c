@@ -291,6 +291,9 @@ static void test_quota(void)
 	T_ASSERT(o.status == 0 || o.status == 1);
 	T_CONTAINS(o.err, "warning: this process's cgroup has a CPU quota of 0.50 CPUs "
 			  "(/sys/fs/cgroup/cpu.max: 50000 100000)");
+	/* and the summary a person reads says it too (src/record/provenance.c) */
+	T_CONTAINS(o.out, "- CPU quota: the run's cgroup allowed 0.50 CPUs (/sys/fs/cgroup/cpu.max) "
+			  "to its 1 thread: more than it allows, so they were throttled");
 	t_output_free(&o);
 	find_record(out, "quota-", path, sizeof(path));
 	json_t *doc = path[0] ? json_load_file(path, 0, NULL) : NULL;

@@ -32,6 +32,12 @@ void mw_provenance_of(const json_t *doc, struct mw_provenance *p)
 	*p = (struct mw_provenance){ .source = MW_DRAM_NONE, .cal_error_pct = NAN,
 				     .cal_age_days = NAN, .verify_age_days = NAN };
 	p->synthetic = json_is_true(json_object_get(json_object_get(doc, "model"), "synthetic"));
+	const json_t *quota = json_object_get(json_object_get(doc, "machine"), "cpu_quota");
+	p->cpu_quota = json_is_number(json_object_get(quota, "cpus"))
+			       ? json_number_value(json_object_get(quota, "cpus"))
+			       : NAN;
+	p->quota_file = jstr(quota, "file");
+	p->threads = json_integer_value(json_object_get(json_object_get(doc, "engine"), "threads"));
 	p->reference = json_object_get(doc, "reference") != NULL;
 	p->layer = jstr(dram, "layer");
 	p->backend = jstr(dram, "backend");
@@ -148,6 +154,15 @@ void mw_provenance_print_md(FILE *f, const struct mw_provenance *p)
 	if (p->synthetic)
 		fprintf(f, "- Model: SYNTHETIC weights (real shapes; bytes per token are real, the "
 			   "tokens are not).\n");
+	if (!isnan(p->cpu_quota))
+		fprintf(f, "- CPU quota: the run's cgroup allowed %.2f CPUs (%s) to its %lld "
+			   "thread%s: %s\n", p->cpu_quota, p->quota_file ? mw_esc_md(p->quota_file)
+			   : "cgroup", p->threads, p->threads == 1 ? "" : "s",
+			(double)p->threads > p->cpu_quota
+				? "more than it allows, so they were throttled: tok/s and latency "
+				  "are the quota's, not the machine's."
+				: "within it, though the quota also caps the run's other threads "
+				  "and its bursts.");
 }
 
 static json_t *num_or_null(double x)
@@ -157,7 +172,7 @@ static json_t *num_or_null(double x)
 
 json_t *mw_provenance_json(const struct mw_provenance *p)
 {
-	return json_pack("{s:s, s:s?, s:s?, s:s?, s:b, s:b, s:o, s:o, s:s?, s:s?, s:s?, s:o}",
+	return json_pack("{s:s, s:s?, s:s?, s:s?, s:b, s:b, s:o, s:o, s:s?, s:s?, s:s?, s:o, s:o}",
 			 "dram_source", mw_dram_source_name(p->source), "dram_layer", p->layer,
 			 "dram_backend", p->backend, "dram_caveat", p->caveat, "model_synthetic",
 			 p->synthetic, "calibrated", p->calibrated, "calibration_error_pct",
@@ -165,5 +180,5 @@ json_t *mw_provenance_json(const struct mw_provenance *p)
 			 "calibration_age_days", num_or_null(p->cal_age_days),
 			 "calibration_reason", p->cal_reason, "verification", p->verdict,
 			 "verification_layer", p->verify_layer, "verification_age_days",
-			 num_or_null(p->verify_age_days));
+			 num_or_null(p->verify_age_days), "cpu_quota", num_or_null(p->cpu_quota));
 }

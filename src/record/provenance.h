@@ -5,7 +5,8 @@
  * here from the record once: which counter layer counted them (hardware, the simulated PMU, or
  * none: engine-accounted only), through which backend, with which caveat, whether a calibration
  * applies (and its error, age and staleness), the latest verification of the counters, and
- * whether the model's weights are synthetic. */
+ * whether the model's weights are synthetic; and, where the run's cgroup had a CPU quota, that
+ * its tok/s is the quota's. */
 #ifndef MEMWALL_RECORD_PROVENANCE_H
 #define MEMWALL_RECORD_PROVENANCE_H
 
@@ -42,6 +43,10 @@ struct mw_provenance {
 	const char *verdict;   /* "pass", "fail", or NULL: none on record */
 	const char *verify_layer; /* the layer the verification ran on */
 	double verify_age_days;
+	/* The run's cgroup CPU quota (machine.cpu_quota, src/base/cgroup.h): NaN when none. */
+	double cpu_quota;
+	const char *quota_file; /* the file that set it */
+	long long threads;      /* engine.threads, 0 when absent */
 };
 
 /* Fills p from doc; strings are borrowed from doc and live as long as it. */
@@ -56,7 +61,7 @@ const char *mw_provenance_tag(const struct mw_provenance *p, char *buf, size_t n
 
 /* The provenance block as markdown lines ("- DRAM counts: ...\n"), each ending in '\n': the
  * DRAM source (a simulated record's line begins "**SIMULATED**"), the caveat, calibration and
- * verification, and the model's weights. */
+ * verification, the model's weights, and a CPU quota the run ran under. */
 void mw_provenance_print_md(FILE *f, const struct mw_provenance *p);
 
 /* The label a DRAM figure carries in tables: " [SIMULATED]" for a simulated record, "" else. */
