@@ -23,6 +23,20 @@ static char scratch[256];
 
 /* ---- unit: the record's fields, read once */
 
+/* The provenance block of p as text (malloc'd; the caller frees it). */
+static char *md(const struct mw_provenance *p)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	T_ASSERT(f != NULL);
+	if (!f)
+		return NULL;
+	mw_provenance_print_md(f, p);
+	fclose(f);
+	return text;
+}
+
 static void test_of(void)
 {
 	struct mw_provenance p;
@@ -40,11 +54,7 @@ static void test_of(void)
 	T_EQ_STR(mw_provenance_tag(&p, tag, sizeof(tag)), "SIMULATED (amd_df)");
 	T_EQ_STR(mw_provenance_mark(&p), " [SIMULATED]");
 	/* The backend's caveat is shown, not only stored. */
-	char *text = NULL;
-	size_t len = 0;
-	FILE *mf = open_memstream(&text, &len);
-	mw_provenance_print_md(mf, &p);
-	fclose(mf);
+	char *text = md(&p);
 	T_CONTAINS(text, "- **SIMULATED**: DRAM counts: the simulated PMU");
 	T_CONTAINS(text, "over 3 instances");
 	T_CONTAINS(text, "- Caveat of the amd_df backend: approximate\n");
@@ -59,10 +69,7 @@ static void test_of(void)
 		"\"counters\": {\"dram\": {\"measured\": false, \"reason\": \"VM\"}}}", 0, NULL);
 	mw_provenance_of(q, &p);
 	T_NEAR(p.cpu_quota, 1.5, 0);
-	text = NULL;
-	mf = open_memstream(&text, &len);
-	mw_provenance_print_md(mf, &p);
-	fclose(mf);
+	text = md(&p);
 	T_CONTAINS(text, "- CPU quota: the run's cgroup allowed 1.50 CPUs (/sys/fs/cgroup/cpu.max) "
 			 "to its 4 threads: more than it allows, so they were throttled");
 	free(text);
@@ -71,10 +78,7 @@ static void test_of(void)
 	json_decref(pj);
 	json_object_set_new(json_object_get(q, "engine"), "threads", json_integer(1));
 	mw_provenance_of(q, &p);
-	text = NULL;
-	mf = open_memstream(&text, &len);
-	mw_provenance_print_md(mf, &p);
-	fclose(mf);
+	text = md(&p);
 	T_CONTAINS(text, "to its 1 thread: within it");
 	free(text);
 	json_decref(q);
@@ -93,10 +97,7 @@ static void test_of(void)
 	T_EQ_STR(mw_provenance_tag(&p, tag, sizeof(tag)), "hardware (amd_umc, calibrated)");
 	T_EQ_STR(mw_provenance_mark(&p), "");
 	T_EQ_STR(p.verdict, "pass");
-	text = NULL;
-	mf = open_memstream(&text, &len);
-	mw_provenance_print_md(mf, &p);
-	fclose(mf);
+	text = md(&p);
 	T_CONTAINS(text, "- DRAM counts: hardware counters (the amd_umc backend, 1 instance, read "
 			 "through the kernel's syscall layer).");
 	T_CONTAINS(text, "- Calibration: applies (the calibration's error on this figure -52.0 %, "
