@@ -9,7 +9,6 @@
  * caps all of its children together. */
 #include <errno.h>
 #include <math.h>
-#include <sched.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
