@@ -4,7 +4,8 @@
 #   scripts/bootstrap.sh         build and run dependencies (and the sqlite3 shell the README
 #                                pipes into)
 #   scripts/bootstrap.sh --dev   also the test tools: the aarch64 cross compiler and qemu-user
-#                                (NEON kernel tests), clang and its runtime (fuzzing), valgrind,
+#                                (NEON kernel tests), SIMDe's headers (the AVX-512 tables
+#                                tested on CPUs without AVX-512), clang and its runtime (fuzzing), valgrind,
 #                                node and npm (the real-llama.cpp tests, via node-llama-cpp), and
 #                                the PostgreSQL server (the results store's PostgreSQL tests;
 #                                Debian's package also starts its own server, which the tests
@@ -70,7 +71,7 @@ fi
 
 if command -v apt-get >/dev/null 2>&1; then
 	pkgs="git meson ninja-build pkg-config gcc libc6-dev libjansson-dev libpfm4-dev libsqlite3-dev libpq-dev zlib1g-dev libssl-dev gnuplot-nox python3 sqlite3"
-	[ "$dev" -eq 1 ] && pkgs="$pkgs gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user clang libclang-rt-dev valgrind postgresql"
+	[ "$dev" -eq 1 ] && pkgs="$pkgs gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user libsimde-dev clang libclang-rt-dev valgrind postgresql"
 	missing=""
 	for p in $pkgs; do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
@@ -92,7 +93,7 @@ if command -v apt-get >/dev/null 2>&1; then
 	quietly $sudo apt-get install -y -qq --no-install-recommends $missing
 elif command -v dnf >/dev/null 2>&1; then
 	pkgs="git meson ninja-build pkgconf-pkg-config gcc jansson-devel libpfm-devel sqlite-devel libpq-devel zlib-devel openssl-devel gnuplot python3 libperf-devel sqlite"
-	[ "$dev" -eq 1 ] && pkgs="$pkgs gcc-aarch64-linux-gnu qemu-user clang compiler-rt valgrind postgresql-server"
+	[ "$dev" -eq 1 ] && pkgs="$pkgs gcc-aarch64-linux-gnu qemu-user simde-devel clang compiler-rt valgrind postgresql-server"
 	pkgs="$pkgs${node_pkgs:+ $node_pkgs}"
 	[ "$sudo" = no_sudo ] && no_sudo " $pkgs"
 	say "installing (dnf, untested by the project): $pkgs (details in $log)"
@@ -100,7 +101,7 @@ elif command -v dnf >/dev/null 2>&1; then
 	quietly $sudo dnf install -y $pkgs
 elif command -v pacman >/dev/null 2>&1; then
 	pkgs="git meson ninja pkgconf gcc jansson libpfm4 sqlite postgresql-libs zlib gnuplot python"
-	[ "$dev" -eq 1 ] && pkgs="$pkgs aarch64-linux-gnu-gcc qemu-user clang compiler-rt valgrind postgresql"
+	[ "$dev" -eq 1 ] && pkgs="$pkgs aarch64-linux-gnu-gcc qemu-user simde clang compiler-rt valgrind postgresql"
 	pkgs="$pkgs${node_pkgs:+ $node_pkgs}"
 	[ "$sudo" = no_sudo ] && no_sudo " $pkgs"
 	say "installing (pacman, untested by the project): $pkgs (details in $log)"

@@ -8,10 +8,10 @@
 # --all also installs the test tools (scripts/bootstrap.sh --dev: the aarch64 cross compiler and
 # qemu-user, clang, valgrind, node and npm, the PostgreSQL server) and node-llama-cpp (npm, into
 # scripts/llama-node/), and runs the opt-in suites too: neon (NEON kernels under qemu, minutes),
-# postgresql (the results store against a throwaway server), llama (the real llama.cpp).
+# simde (the AVX-512 tables under SIMDe's portable intrinsics, on CPUs without AVX-512), postgresql (the results store against a throwaway server), llama (the real llama.cpp).
 # --sanitize builds a second tree (build-asan) with AddressSanitizer and
-# UndefinedBehaviorSanitizer and runs the --all suite there, less `neon` (its aarch64 binaries
-# are cross-built without the sanitizers). .ci/run uses both.
+# UndefinedBehaviorSanitizer and runs the --all suite there, less `neon` and `simde` (each
+# builds its own binaries, without the sanitizers). .ci/run uses both.
 # Prints the skipped tests with their reasons, then one closing line
 # "memwall: N passed, N failed, N skipped", and exits non-zero on any failure.
 set -eu
@@ -41,9 +41,9 @@ if [ "$sanitize" -eq 1 ]; then
 	# design; at -O3 it does not).
 	setup="-Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug -Doptimization=1
 		-Dwerror=false"
-	# The NEON test cross-builds its own aarch64 binaries without the host's sanitizers: the
-	# plain run has already run it (tests/meson.build).
-	set -- --no-suite neon "$@"
+	# The NEON and SIMDe tests build their own binaries without the host's sanitizers: the
+	# plain run has already run them (tests/meson.build).
+	set -- --no-suite neon --no-suite simde "$@"
 fi
 
 if [ "$all" -eq 1 ]; then
@@ -74,7 +74,7 @@ UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 \
 
 scripts/test-summary.sh "$builddir"
 if [ "$all" -eq 0 ]; then
-	echo "test.sh: the opt-in suites (neon under qemu, postgresql, the real llama.cpp) did not run:" \
+	echo "test.sh: the opt-in suites (neon under qemu, AVX-512 under SIMDe, postgresql, the real llama.cpp) did not run:" \
 	     "scripts/test.sh --all installs their tools and runs them"
 fi
 echo "test.sh: synthetic models the tests made are cached in $builddir/test-cache (removed with $builddir)"

@@ -5,7 +5,7 @@
  * VMASKMOVPS, whose masked-off lanes never fault (Intel SDM vol. 2, VMASKMOV), so no element is
  * read twice and no scalar loop is needed.
  */
-#include <immintrin.h>
+#include "simd.h"
 
 #include "exp.h"
 #include "ops.h"

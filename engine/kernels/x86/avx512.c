@@ -5,7 +5,7 @@
  * faults: Intel SDM vol. 1, 15.4.1 "Memory fault suppression"), so no element is read twice and
  * no scalar loop is needed.
  */
-#include <immintrin.h>
+#include "simd.h"
 
 #include "exp.h"
 #include "ops.h"
@@ -114,11 +114,18 @@ mm_sum4(float *y, __m512 lo0, __m512 hi0, __m512 lo1, __m512 hi1, __m512 lo2, __
  * 24 accumulators and 4 operands of the 32 registers. */
 /* v, which the compiler must now hold in a register: GCC otherwise folds a token's load into
  * every FMA that uses it (a memory operand each), three loads where one serves. */
+#ifndef KRN_SIMDE
 static inline __m512 in_register(__m512 v)
 {
 	__asm__("" : "+v"(v));
 	return v;
 }
+#else /* SIMDe's __m512 (simd.h) is 64 bytes of C, which no AVX2 register holds */
+static inline __m512 in_register(__m512 v)
+{
+	return v;
+}
+#endif
 
 static inline __attribute__((always_inline)) void
 mm_tile(float *y, size_t ldy, const float *w, const float *x, size_t ldx, size_t n, int nr,

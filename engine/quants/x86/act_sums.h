@@ -3,7 +3,7 @@
  * out of them by two hadd rounds per four chunks (not by scalar adds out of memory), and the
  * scale. AVX2 instructions, which both ISAs' files are built for. Not a header to include
  * anywhere else. */
-#include <immintrin.h>
+#include "kernels/x86/simd.h"
 
 /* the sums of each group of four of 32 quants, as eight int32 */
 static inline __m256i quad_sums(__m256i q)

@@ -10,7 +10,7 @@
 #include "x8_kernels.h"
 #include "act_sums.h"
 
-#include <immintrin.h>
+#include "kernels/x86/simd.h"
 
 static inline __m256i dot_u8s8(__m256i x, __m256i y)
 {

@@ -26,14 +26,9 @@
  */
 #include "quants_impl.h"
 #include "x8_kernels.h"
+#include "vnni.h"
 #define X8K_MATVEC_AHEAD 0 /* see avx2_x8k.c */
 #include "x8_kquants.h"
-
-static inline __m256i dot_bcast(__m256i acc, __m256i u, const int8_t *p)
-{
-	__asm__("vpdpbusd %2%{1to8%}, %1, %0" : "+v"(acc) : "v"(u), "m"(*(const int32_t *)p));
-	return acc;
-}
 
 /* 16 activation bytes in both halves */
 static inline __m256i bcast16(const int8_t *p)

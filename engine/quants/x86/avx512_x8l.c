@@ -18,6 +18,7 @@
  */
 #include "quants_impl.h"
 #include "x8_kernels.h"
+#include "vnni.h"
 #define X8_MATVEC_AHEAD 0 /* see avx2_x8l.c */
 #include "x8_legacy.h"
 
@@ -133,12 +134,6 @@ void krn_avx512_matvec_x8_q4_0(float *y, const void *w, size_t rows, const void 
  * for both: 64 tokens of 768 columns in cache (tests/bench_quants, 2.6 GHz Zen 4, shared,
  * indicative) q8_0 135 -> 176, q4_0 74 -> 94, q5_0 81 -> 91 GB/s of weights x tokens, near
  * two vpdpbusd a cycle for q8_0 and q4_0. */
-
-static inline __m256i dot_bcast(__m256i acc, __m256i u, const int8_t *p)
-{
-	__asm__("vpdpbusd %2%{1to8%}, %1, %0" : "+v"(acc) : "v"(u), "m"(*(const int32_t *)p));
-	return acc;
-}
 
 static inline __attribute__((always_inline)) void
 mm_q8_0(__m256 *acc, const uint8_t *g, const block_q8_0 *const *ys, const int32_t *base,

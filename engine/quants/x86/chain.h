@@ -10,7 +10,7 @@
 #ifndef MEMWALL_X86_CHAIN_H
 #define MEMWALL_X86_CHAIN_H
 
-#include <immintrin.h>
+#include "kernels/x86/simd.h"
 
 static inline __attribute__((always_inline)) void chain(__m256i *sum)
 {

@@ -24,7 +24,7 @@
  * a format's offset or min is subtracted afterwards through the activation sums that Q8_1
  * (s) and Q8_K (bsums) carry.
  */
-#include <immintrin.h>
+#include "kernels/x86/simd.h"
 
 #ifndef DOT256_AHEAD
 #error "define DOT256_AHEAD before including dot256.h"

@@ -16,7 +16,7 @@
  * and the multi-token one give the same bits; both are within float rounding of ref's
  * vec_dot, whose order (one sum of products) they do not reproduce.
  */
-#include <immintrin.h>
+#include "kernels/x86/simd.h"
 
 #define XF_SUB 512		     /* elements a unit: 8 KB of a group's weights, L1-resident */
 #define XF_CHUNK 16		     /* tokens whose activation is widened together */

@@ -4,7 +4,7 @@
  * per-super-block kernels and passes them to x8k_matvec. Not a header to include anywhere
  * else (as x8_legacy.h).
  */
-#include <immintrin.h>
+#include "kernels/x86/simd.h"
 
 static inline __m256i loadu(const void *p)
 {

@@ -4,7 +4,7 @@
  * blocks. The including file defines the per-block kernels, on AVX2 or AVX-512 integer
  * instructions, and passes them to x8_matvec. Not a header to include anywhere else.
  */
-#include <immintrin.h>
+#include "kernels/x86/simd.h"
 
 static inline __m256i loadu(const void *p)
 {
