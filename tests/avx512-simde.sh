@@ -12,8 +12,11 @@
 # instructions, and says nothing of them.
 #
 # PART: quants (tests/test_quants.c: hand-built blocks, every table against ref, the x8 layout
-# and its kernels, the multi-token path, ggml's vectors where ../shared has them) or kernels
-# (tests/test_kernels.c); both when absent. tests/simde_cpu.c answers the CPU checks: AVX-512
+# and its kernels, the multi-token path, ggml's vectors where ../shared has them), kernels
+# (tests/test_kernels.c) or engine (tests/test_gguf_engine.c: the whole engine, which then picks
+# the AVX-512 tables, against llama.cpp's logits for ../shared's GGUF fixtures, on the mapping
+# and repacked; it links the engine's libraries from the build, $MEMWALL_BUILD_ROOT); all three
+# when absent. tests/simde_cpu.c answers the CPU checks: AVX-512
 # yes (SIMDe runs anywhere), AVX2 as the CPU says. Exits 77 (skipped), saying why, without
 # SIMDe or without AVX2 (the AVX-512 tables fall back on the AVX2 ones, which run natively).
 set -eu
@@ -21,9 +24,9 @@ src=${1:-$(cd "$(dirname "$0")/.." && pwd)}
 out=${2:-${MEMWALL_BUILD_ROOT:-/tmp}/tests}/avx512-simde
 part=${3:-all}
 case "$part" in
-all | quants | kernels) ;;
+all | quants | kernels | engine) ;;
 *)
-	echo "avx512-simde.sh: unknown part '$part' (quants, kernels)" >&2
+	echo "avx512-simde.sh: unknown part '$part' (quants, kernels, engine)" >&2
 	exit 2
 	;;
 esac
@@ -102,9 +105,39 @@ kernels() {
 	"$out/test_kernels"
 }
 
+# The engine's own libraries from the build, less the AVX-512 tables and the CPU checks: the
+# SIMDe objects and tests/simde_cpu.c stand in for them.
+engine() {
+	b=${MEMWALL_BUILD_ROOT:-}
+	if [ -z "$b" ] || [ ! -f "$b/engine/libengine.a" ]; then
+		echo "avx512-simde.sh: the engine part links the build's engine/libengine.a:" \
+		     "set MEMWALL_BUILD_ROOT to a built tree (meson test sets it)" >&2
+		exit 2
+	fi
+	o="$out/engine" objs=
+	obj "$o/avx512" "$simde" "$q/x86/avx512.c" "$q/x86/avx512_x8l.c" "$q/x86/avx512_x8k.c" \
+		"$q/x86/avx512_x8f.c"
+	obj "$o/krn_avx512" "$simde" "$k/x86/avx512.c"
+	obj "$o/main" "-O1" "$src/tests/simde_cpu.c" "$src/tests/test_gguf_engine.c"
+	libs=
+	for a in "$b"/engine/kernels/lib*.a "$b"/engine/quants/lib*.a; do
+		case "$(basename "$a")" in
+		*avx512* | *x86_cpu*) ;;
+		*) libs="$libs $a" ;;
+		esac
+	done
+	# shellcheck disable=SC2086
+	"$cc" -pthread -o "$out/test_gguf_engine" $objs "$b/engine/libengine.a" $libs -ljansson -lm
+	echo "== test_gguf_engine (avx512 under SIMDe, avx2 native)"
+	"$out/test_gguf_engine"
+}
+
 if [ "$part" = all ] || [ "$part" = quants ]; then
 	quants
 fi
 if [ "$part" = all ] || [ "$part" = kernels ]; then
 	kernels
+fi
+if [ "$part" = all ] || [ "$part" = engine ]; then
+	engine
 fi
