@@ -53,9 +53,12 @@ cflags="-std=c11 -O2 -D_GNU_SOURCE -pthread
 	-Wformat=2 -Wcast-qual -Wwrite-strings -Wvla -Wundef -Wno-psabi"
 avx2="-mavx2 -mfma -mf16c -mno-avx512f"
 # The AVX-512 tables' code is SIMDe's C: AVX2 code generation, so that GCC may vectorise it,
-# and never an AVX-512 instruction. -O1: half the compile time of -O2 (SIMDe's inline headers
-# are most of it; 32 s against 58 s of CPU here), for 10 s of test_quants against 8.
+# and never an AVX-512 instruction. -O1 for the unit tests: half the compile time of -O2
+# (SIMDe's inline headers are most of it; 32 s against 58 s of CPU here), for 10 s of
+# test_quants against 8. The engine part runs them far more: 80 s of test_gguf_engine at -O1,
+# 43 s at -O2, so it takes -O2 ($simde_engine).
 simde="-DKRN_SIMDE $avx2 -O1"
+simde_engine="-DKRN_SIMDE $avx2 -O2"
 echo "compiler $("$cc" -dumpfullversion); SIMDe $(sed -n 's/^#define SIMDE_VERSION_\(MAJOR\|MINOR\|MICRO\) \([0-9]*\).*/\2/p' \
 	/usr/include/simde/simde-common.h 2>/dev/null | paste -sd. -)"
 
@@ -115,9 +118,9 @@ engine() {
 		exit 2
 	fi
 	o="$out/engine" objs=
-	obj "$o/avx512" "$simde" "$q/x86/avx512.c" "$q/x86/avx512_x8l.c" "$q/x86/avx512_x8k.c" \
+	obj "$o/avx512" "$simde_engine" "$q/x86/avx512.c" "$q/x86/avx512_x8l.c" "$q/x86/avx512_x8k.c" \
 		"$q/x86/avx512_x8f.c"
-	obj "$o/krn_avx512" "$simde" "$k/x86/avx512.c"
+	obj "$o/krn_avx512" "$simde_engine" "$k/x86/avx512.c"
 	obj "$o/main" "-O1" "$src/tests/simde_cpu.c" "$src/tests/test_gguf_engine.c"
 	libs=
 	for a in "$b"/engine/kernels/lib*.a "$b"/engine/quants/lib*.a; do
