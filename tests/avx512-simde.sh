@@ -15,10 +15,11 @@
 # and its kernels, the multi-token path, ggml's vectors where ../shared has them), kernels
 # (tests/test_kernels.c) or engine (tests/test_gguf_engine.c: the whole engine, which then picks
 # the AVX-512 tables, against llama.cpp's logits for ../shared's GGUF fixtures, on the mapping
-# and repacked; it links the engine's libraries from the build, $MEMWALL_BUILD_ROOT); all three
-# when absent. tests/simde_cpu.c answers the CPU checks: AVX-512
-# yes (SIMDe runs anywhere), AVX2 as the CPU says. Exits 77 (skipped), saying why, without
-# SIMDe or without AVX2 (the AVX-512 tables fall back on the AVX2 ones, which run natively).
+# and repacked; it links the engine's libraries from the build, $MEMWALL_BUILD_ROOT or else
+# SOURCE_ROOT/build); all three when absent. tests/simde_cpu.c stands in for the CPU checks and
+# says yes to all: SIMDe runs anywhere, and this script has checked /proc/cpuinfo for the AVX2
+# tables' flags (the AVX-512 tables fall back on them, natively). Exits 77 (skipped), saying
+# why, without SIMDe or without those flags.
 set -eu
 src=${1:-$(cd "$(dirname "$0")/.." && pwd)}
 out=${2:-${MEMWALL_BUILD_ROOT:-/tmp}/tests}/avx512-simde
@@ -111,10 +112,11 @@ kernels() {
 # The engine's own libraries from the build, less the AVX-512 tables and the CPU checks: the
 # SIMDe objects and tests/simde_cpu.c stand in for them.
 engine() {
-	b=${MEMWALL_BUILD_ROOT:-}
-	if [ -z "$b" ] || [ ! -f "$b/engine/libengine.a" ]; then
-		echo "avx512-simde.sh: the engine part links the build's engine/libengine.a:" \
-		     "set MEMWALL_BUILD_ROOT to a built tree (meson test sets it)" >&2
+	b=${MEMWALL_BUILD_ROOT:-$src/build}
+	if [ ! -f "$b/engine/libengine.a" ]; then
+		echo "avx512-simde.sh: $b/engine/libengine.a not found: the engine part links the" \
+		     "build's engine libraries (meson compile -C build, or set MEMWALL_BUILD_ROOT" \
+		     "to a built tree; meson test sets it)" >&2
 		exit 2
 	fi
 	o="$out/engine" objs=
