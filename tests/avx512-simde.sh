@@ -119,6 +119,11 @@ engine() {
 		     "to a built tree; meson test sets it)" >&2
 		exit 2
 	fi
+	if [ ! -f "$b/engine/quants/libquants_avx2.a" ]; then
+		echo "SKIP: $b was built without the x86 tables (-Dkernels=ref-only): its engine" \
+		     "would never pick the AVX-512 ones"
+		exit 77
+	fi
 	o="$out/engine" objs=
 	obj "$o/avx512" "$simde_engine" "$q/x86/avx512.c" "$q/x86/avx512_x8l.c" "$q/x86/avx512_x8k.c" \
 		"$q/x86/avx512_x8f.c"
