@@ -6,7 +6,7 @@
 # The log is the newest meson-logs/testlog*.json: meson names it after a setup other than the
 # default (`--setup full`: testlog-full.json).
 #
-# A skipping test prints its reason before it exits 77 (tests/test.h's t_skip: "SKIP: why");
+# A skipping test prints its reason before it exits 77 (tests/lib/test.h's t_skip: "SKIP: why");
 # meson's testlog.json keeps each test's output, and the reason is its last "SKIP" line, else
 # its last line of output.
 set -eu

@@ -48,7 +48,7 @@ fi
 
 if [ "$all" -eq 1 ]; then
 	scripts/bootstrap.sh --dev
-	# Real llama.cpp for tests/test_external_llama.c and test_llama_node.c: node-llama-cpp's
+	# Real llama.cpp for tests/e2e/test_external_llama.c and test_llama_node.c: node-llama-cpp's
 	# prebuilt x86-64 CPU binary (about 10 s and 85 MB, once, into scripts/llama-node/; it
 	# runs offline afterwards). Without node, npm or an x86-64 machine, or when the install
 	# fails, those tests skip with the reason.

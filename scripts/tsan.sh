@@ -6,7 +6,7 @@
 # -fsanitize=thread (clang where present, else gcc: both work on Debian 12 with the kernel's
 # default vm.mmap_rnd_bits of 28; a kernel with 32 bits of mmap randomisation makes older TSan
 # runtimes abort with "unexpected memory mapping", which `setarch -R` works around), then runs
-# test_pool, test_engine, test_golden and test_overlap, the smoke protocol end to end with 2
+# test_pool, test_engine, test_golden and test_gen_overlap, the smoke protocol end to end with 2
 # engine threads, so the pool's workers and the runner's token hook run side by side, and
 # `memwall generate` in its default load (overlap: the image thread, then the session moved
 # onto the image) at 2 threads.
@@ -20,12 +20,12 @@ if [ ! -f "$builddir/build.ninja" ]; then
 	CC=$cc meson setup "$builddir" -Dwerror=true -Db_sanitize=thread -Db_lundef=false \
 		-Dbuildtype=debugoptimized
 fi
-ninja -C "$builddir" src/memwall tests/test_pool tests/test_engine tests/test_golden tests/test_overlap
+ninja -C "$builddir" src/memwall tests/test_pool tests/test_engine tests/test_golden tests/test_gen_overlap
 
 # halt_on_error: the first race ends the program with exitcode, so nothing passes over one.
 TSAN_OPTIONS="halt_on_error=1:exitcode=66:second_deadlock_stack=1${TSAN_OPTIONS:+:$TSAN_OPTIONS}"
 export TSAN_OPTIONS
-meson test -C "$builddir" --no-rebuild --print-errorlogs --num-processes 2 pool engine golden overlap
+meson test -C "$builddir" --no-rebuild --print-errorlogs --num-processes 2 pool engine golden gen_overlap
 
 tmp=$(mktemp -d /tmp/mw-tsan-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
@@ -68,6 +68,6 @@ for how in "default" "--switch-at 1"; do
 		exit 1
 	fi
 done
-echo "tsan.sh: no ThreadSanitizer reports (test_pool, test_engine, test_golden, test_overlap," \
+echo "tsan.sh: no ThreadSanitizer reports (test_pool, test_engine, test_golden, test_gen_overlap," \
      "2-thread smoke run, generate with --load overlap, default at 1 thread and --switch-at 1" \
      "at 2)"

@@ -5,7 +5,7 @@
  * (the first term left out is below 7e-15 of the sum) and e^x = e^r 2^k. Before the final
  * rounding the double is within about 1e-14 of e^x, so the float is the correctly rounded
  * e^x unless e^x lies that close to a halfway point between two floats: then it may be an
- * ulp off, as glibc's expf may be (tests/test_kernels.c counts both against each other).
+ * ulp off, as glibc's expf may be (tests/engine/test_kernels.c counts both against each other).
  * Why not expf itself: a vector table evaluates 16 of these in the time libm takes for one
  * or two, and a table-free polynomial is the same few lines in every ISA.
  *

@@ -11,7 +11,7 @@
  * Conventions for every kernel: no alignment is assumed (pointers only need float alignment),
  * any n >= 0 is valid (tails are handled inside), and arrays passed as distinct arguments do not
  * overlap unless a comment says so. Results may differ from ref.c by reassociation only: each
- * table may split a reduction into as many partial sums as it likes (tests/test_kernels.c
+ * table may split a reduction into as many partial sums as it likes (tests/engine/test_kernels.c
  * states the tolerance that allows).
  *
  * The ISA files include this and not kernels.h, whose registry (kernels.c) lists their

@@ -1,7 +1,7 @@
 /* engine/kernels/ref.c: the scalar reference, and the fallback on any CPU.
  *
  * Plain C in the order a reader would write it: one accumulator, left to right. Every other
- * table is tested against this one (tests/test_kernels.c), so it stays simple rather than fast.
+ * table is tested against this one (tests/engine/test_kernels.c), so it stays simple rather than fast.
  */
 #include <math.h>
 #include <stdint.h>

@@ -4,7 +4,7 @@
  * into its running maximum m and sum l, rescales its output by exp(m_old - m_new) and adds the
  * block's values weighted by exp(score - m_new); at the end the output is divided by l. This
  * is the softmax-weighted sum of the naive path (session.c, attend_f32) reordered: results
- * differ from it by float rounding only (tests/test_attention.c bounds the difference). Within
+ * differ from it by float rounding only (tests/engine/test_attention.c bounds the difference). Within
  * a block the loops run position-major, heads inner (BLOCK_BODY), as the naive path does over
  * the whole context: a first version that ran head by head within a block read each row in
  * head-sized pieces and decoded stories15M q8_0 at 4K context at 82 tok/s against naive's 291

@@ -113,7 +113,7 @@ enum { PREP_ATT, PREP_XB, PREP_FFN, PREP_HB, PREP_PER_LAYER };
  * one cache position late (an off-by-one KV position); =head-k stores each KV head's keys in
  * the previous KV head's place (a wrong head offset on the keys; none with one KV head);
  * =head hands each head's attention output to the previous head's slot of wo. For tests that
- * must show a model catches a broken attention (tests/test_attention.c); read once per
+ * must show a model catches a broken attention (tests/engine/test_attention.c); read once per
  * session (session.c), never set outside tests. */
 enum { FAULT_NONE, FAULT_KV_POS, FAULT_HEAD_K, FAULT_HEAD };
 

@@ -1,6 +1,6 @@
 /* engine/runtime/workplan.h: how a phase of the forward pass is cut into chunks that its
  * threads claim (forward.c's take). A pure function of the phase's shape, the thread count and
- * the first unclaimed item, so that tests/test_workplan.c can check every thread count's plan
+ * the first unclaimed item, so that tests/engine/test_workplan.c can check every thread count's plan
  * without the threads or the machine.
  *
  * The items are rows of a matrix (or heads, or tokens), claimed in groups of `align`: chunk

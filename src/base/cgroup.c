@@ -45,7 +45,7 @@ static const char *root_or_env(const char *root)
 {
 	const char *fake = getenv("MEMWALL_CGROUP_ROOT");
 	/* Tests stand a tree in for the live /proc and /sys/fs/cgroup, to play a container
-	 * with a quota (tests/test_cgroup.c); a root given by the caller takes precedence. */
+	 * with a quota (tests/src/test_cgroup.c); a root given by the caller takes precedence. */
 	if (root)
 		return root;
 	return fake && *fake ? fake : "";

@@ -314,7 +314,7 @@ int mw_meminfo(const char *root, const char *key, uint64_t *bytes)
 	size_t klen = strlen(key);
 	const char *fake = getenv("MEMWALL_MEMINFO");
 	/* Tests stand a file in for the live /proc/meminfo, to play a machine short of memory
-	 * or paging to swap (tests/test_security.c); a recorded tree (root) takes precedence. */
+	 * or paging to swap (tests/e2e/test_security.c); a recorded tree (root) takes precedence. */
 	if (!root && fake && *fake)
 		snprintf(path, sizeof(path), "%s", fake);
 	else

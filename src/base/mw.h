@@ -19,7 +19,7 @@ enum mw_exit {
 /* The most threads any verb or protocol may ask for (run --threads, engine.threads, generate,
  * roofline, calibrate, bandwidth): checked where the option or the protocol is read, before
  * anything runs. protocols/protocol.schema.json's engine.threads maximum is the same number
- * (tests/test_security.c checks that). */
+ * (tests/e2e/test_security.c checks that). */
 #define MW_THREADS_MAX 1024
 
 /* Where bad input was and what was wrong with it (jansson's json_error_t is the model). */

@@ -4,8 +4,8 @@
  *
  * memwall hashed with a hand-written SHA-256 until issue 27: at about 0.4 GB/s, each run of
  * a 5 GB model spent seconds reading and hashing it, once per variant. libcrypto was already
- * loaded (libpq links it). tests/test_result.c checks the digests against FIPS 180-4's example
- * vectors, tests/test_sha256.c the cache.
+ * loaded (libpq links it). tests/src/test_result.c checks the digests against FIPS 180-4's example
+ * vectors, tests/src/test_sha256.c the cache.
  *
  * The cache is a text file, one line per file: "dev ino size mtime_s mtime_ns sha256 path".
  * Those five numbers are what stat(2) changes when a file is replaced (a new inode), rewritten

@@ -520,7 +520,7 @@ static int generate_tokens(struct gen *g)
 		 * waiting if need be: a fixed point, for a command that must give the same bits
 		 * every time). The mapping's and the image's kernels agree to float rounding,
 		 * so the ids are the same wherever the switch falls unless two logits tie that
-		 * closely (tests/test_overlap.c). */
+		 * closely (tests/src/test_gen_overlap.c). */
 		if (g->overlap && g->generated >= 1 && !g->ov.switched &&
 		    (a->switch_at ? g->generated >= a->switch_at : mw_overlap_ready(&g->ov)))
 			overlap_switch(g, g->generated);

@@ -5,7 +5,7 @@
  * text is --text, --file (read through src/base/file.c, which refuses a FIFO or a device), or
  * stdin; it is tokenized as it is, byte for byte (a trailing newline is part of it), with
  * special tokens written in it matched (llama.cpp's llama-tokenize default), and BOS only
- * with --bos. The ids are llama.cpp's for the same vocabulary and text (tests/test_tokenize.c
+ * with --bos. The ids are llama.cpp's for the same vocabulary and text (tests/e2e/test_tokenize.c
  * checks llama.cpp's own test cases).
  */
 #include <errno.h>

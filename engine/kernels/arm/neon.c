@@ -4,7 +4,7 @@
  * still asks the kernel's hwcaps, the way Linux says a feature is usable (HWCAP_ASIMD,
  * Documentation/arch/arm64/elf_hwcaps.rst). Tails are scalar: NEON has no masked load.
  * Built and tested on x86 hosts with aarch64-linux-gnu-gcc under qemu-aarch64
- * (tests/neon-qemu.sh).
+ * (tests/engine/neon-qemu.sh).
  */
 #include <arm_neon.h>
 #include <sys/auxv.h>
@@ -88,7 +88,7 @@ static void neon_matvec_f32(float *y, const float *w, const float *x, size_t n, 
 
 /* Several tokens: rows in blocks of 32 (96 KB at stories110M's 768 columns, in L2 on any
  * AArch64 core), each block run over all the tokens three at a time, two rows at a time.
- * Speed not measured on ARM hardware (tests/neon-qemu.sh checks the bits under qemu). */
+ * Speed not measured on ARM hardware (tests/engine/neon-qemu.sh checks the bits under qemu). */
 static void neon_matmul_f32(float *y, size_t ldy, const float *w, const float *x, size_t ldx,
 			    size_t n_tok, size_t n, size_t r0, size_t r1)
 {

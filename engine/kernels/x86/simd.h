@@ -1,7 +1,7 @@
 /* engine/kernels/x86/simd.h: the x86 vector intrinsics, for every x86 file of kernels/ and
  * quants/.
  *
- * Normally this is <immintrin.h>. tests/avx512-simde.sh builds the AVX-512 tables with
+ * Normally this is <immintrin.h>. tests/engine/avx512-simde.sh builds the AVX-512 tables with
  * KRN_SIMDE defined instead, against SIMDe (Debian's libsimde-dev): the same _mm*_ names and
  * types, computed in portable C, so that a CPU without AVX-512 (such as the 2-core AVX2
  * machines the project is built on) runs those tables and tests them against ref bit for bit.

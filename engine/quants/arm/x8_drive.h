@@ -6,7 +6,7 @@
  * Bits: neon.c's vec_dot sums, per row, one float term per block (or super-block) in block
  * order, each term an exact integer sum converted and scaled by products of the same floats,
  * without fused multiply-adds (-ffp-contract=off:
- * ../meson.build, tests/neon-qemu.sh). The x8 kernels keep that: row r
+ * ../meson.build, tests/engine/neon-qemu.sh). The x8 kernels keep that: row r
  * of a group lives in lane r % 4 of acc[t][r / 4], its integer sums are the same integers
  * (summed in another order, which integers do not mind), its block terms are the same
  * multiplies, added with one vaddq_f32 per block in block order, and a tile's sums are

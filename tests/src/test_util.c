@@ -1,0 +1,70 @@
+/* tests/src/test_util.c: src/base/util.c: option parsing, error formatting, version string. */
+#include <errno.h>
+#include <limits.h>
+
+#include "mw.h"
+#include "test.h"
+
+static void test_parse_long(void)
+{
+	long v = -1;
+	T_EQ_INT(mw_parse_long("42", 0, 100, &v), 0);
+	T_EQ_INT(v, 42);
+	T_EQ_INT(mw_parse_long("0x10", 0, 100, &v), 0);
+	T_EQ_INT(v, 16);
+	T_EQ_INT(mw_parse_long("101", 0, 100, &v), -EINVAL);
+	T_EQ_INT(mw_parse_long("-1", 0, 100, &v), -EINVAL);
+	T_EQ_INT(mw_parse_long("12abc", 0, 100, &v), -EINVAL);
+	T_EQ_INT(mw_parse_long("", 0, 100, &v), -EINVAL);
+	T_EQ_INT(mw_parse_long("99999999999999999999999", LONG_MIN, LONG_MAX, &v), -EINVAL);
+	T_EQ_INT(v, 16); /* untouched by failures */
+	/* issue 28: a leading zero is decimal, never octal; no space or '+' before the digits */
+	T_EQ_INT(mw_parse_long("010", 0, 100, &v), 0);
+	T_EQ_INT(v, 10);
+	T_EQ_INT(mw_parse_long("09", 0, 100, &v), 0);
+	T_EQ_INT(v, 9);
+	T_EQ_INT(mw_parse_long(" 5", 0, 100, &v), -EINVAL);
+	T_EQ_INT(mw_parse_long("+5", 0, 100, &v), -EINVAL);
+	T_EQ_INT(v, 9);
+}
+
+static void test_parse_double(void)
+{
+	double d = 0;
+	T_EQ_INT(mw_parse_double("0.5", 0, 1, &d), 0);
+	T_NEAR(d, 0.5, 0);
+	T_EQ_INT(mw_parse_double("nan", -1e9, 1e9, &d), -EINVAL);
+	T_EQ_INT(mw_parse_double("inf", -1e9, 1e9, &d), -EINVAL);
+	T_EQ_INT(mw_parse_double("1.5", 0, 1, &d), -EINVAL);
+	T_EQ_INT(mw_parse_double("1e", 0, 10, &d), -EINVAL);
+}
+
+static void test_error(void)
+{
+	struct mw_error err;
+	mw_error_clear(&err);
+	T_EQ_STR(err.text, "");
+	int rc = mw_error_set(&err, -EINVAL, "p.json", "model.path", "expected a string, got %s",
+			      "integer");
+	T_EQ_INT(rc, -EINVAL);
+	T_EQ_STR(err.source, "p.json");
+	T_EQ_STR(err.field, "model.path");
+	T_EQ_STR(err.text, "expected a string, got integer");
+	T_EQ_INT(mw_error_set(NULL, -ENOENT, NULL, NULL, "ignored"), -ENOENT);
+}
+
+static void test_version(void)
+{
+	const char *v = mw_version();
+	T_CONTAINS(v, MW_VERSION);
+	T_CONTAINS(v, "(git ");
+}
+
+int main(void)
+{
+	test_parse_long();
+	test_parse_double();
+	test_error();
+	test_version();
+	return t_done();
+}
