@@ -56,7 +56,7 @@ fi
 cflags="-std=c11 -D_GNU_SOURCE -pthread
 	-Wall -Wextra -Wpedantic -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 	-Wformat=2 -Wcast-qual -Wwrite-strings -Wvla -Wundef -Wno-psabi
-	-I$src/engine -I$src/engine/quants -I$src/engine/kernels -I$src/tests"
+	-I$src/engine -I$src/engine/quants -I$src/engine/kernels -I$src/tests/lib"
 # The AVX-512 tables' code is SIMDe's C, compiled for AVX2 so that GCC may vectorise it (never
 # an AVX-512 instruction), at -O2: test_gguf_engine ran 43 s against 80 s at -O1, which would
 # save 26 s of the 58 s it takes to compile them. The test programs at -O1, as meson builds them.
@@ -90,7 +90,7 @@ done
 
 for t in kernels quants gguf_engine; do
 	# shellcheck disable=SC2086
-	"$cc" $cflags -O1 -o "$out/test_$t" "$src/tests/test_$t.c" $tables $libs -ljansson -lm
+	"$cc" $cflags -O1 -o "$out/test_$t" "$src/tests/engine/test_$t.c" $tables $libs -ljansson -lm
 	echo "== test_$t (the AVX-512 tables under SIMDe)"
 	# without MEMWALL_BIN: test_gguf_engine's CLI checks run the memwall binary, whose tables
 	# are the build's, already tested by its own run

@@ -52,7 +52,7 @@ kernels() {
 	bin="$out/test_kernels.aarch64"
 	# shellcheck disable=SC2086 # cflags is a list of words
 	"$cc" $cflags -DKRN_HAVE_NEON \
-		-I"$src/engine" -I"$src/engine/kernels" -I"$src/tests" \
+		-I"$src/engine" -I"$src/engine/kernels" -I"$src/tests/lib" \
 		-o "$bin" \
 		"$src/tests/engine/test_kernels.c" \
 		"$src/engine/kernels/kernels.c" "$src/engine/kernels/ref.c" "$src/engine/kernels/arm/neon.c" \
@@ -72,7 +72,7 @@ quants() { # compiler, -march value, output name
 	# no jansson for the target: -DT_NO_JANSSON leaves out part 3 (ggml's vectors)
 	# shellcheck disable=SC2086
 	$1 $cflags -march="$2" -ffp-contract=off -DT_NO_JANSSON -DKRN_QUANTS_HAVE_NEON=1 \
-		-I"$src/engine" -I"$q" -I"$src/tests" \
+		-I"$src/engine" -I"$q" -I"$src/tests/lib" \
 		-o "$bin" \
 		"$src/tests/engine/test_quants.c" \
 		"$q/quants.c" "$q/ref.c" "$q/ref_quantize.c" "$q/fp16.c" "$q/x8.c" "$q/x8_legacy.c" "$q/x8_kquants.c" "$q/x8_float.c" \
