@@ -86,6 +86,7 @@ static void status_fill(struct prb_dram_status *st, const struct dram_backend *b
 			enc->type = ev->attr.type;
 			enc->config = ev->attr.config;
 			enc->config1 = ev->attr.config1;
+			enc->bytes_per_count = ev->bytes_per_count;
 		}
 	}
 }
@@ -502,6 +503,31 @@ int prb_dram_read(struct prb_dram *d, struct prb_dram_sample *s)
 	return rc;
 }
 
+double prb_dram_instance_share(const struct prb_dram_instance_sample *is)
+{
+	if (!is->time_enabled)
+		return NAN;
+	/* time_running can only trail time_enabled; a file instance has both from one clock */
+	double share = (double)is->time_running / (double)is->time_enabled;
+	return share > 1 ? 1 : share;
+}
+
+double prb_dram_sample_share(const struct prb_dram_sample *s, int *worst)
+{
+	double min = NAN;
+	int at = -1;
+	for (int i = 0; i < s->n_instances && i < PRB_DRAM_MAX_INSTANCES; i++) {
+		double sh = prb_dram_instance_share(&s->inst[i]);
+		if (!isnan(sh) && (at < 0 || sh < min)) {
+			min = sh;
+			at = i;
+		}
+	}
+	if (worst)
+		*worst = at;
+	return min;
+}
+
 static void bytes_delta(const struct prb_bytes *later, const struct prb_bytes *earlier,
 			struct prb_bytes *out)
 {
@@ -545,8 +571,11 @@ void prb_dram_sample_delta(const struct prb_dram_sample *later,
 		bytes_delta(&a->read, &b->read, &o->read);
 		bytes_delta(&a->write, &b->write, &o->write);
 		bytes_delta(&a->total, &b->total, &o->total);
-		o->time_enabled = a->time_enabled - b->time_enabled;
-		o->time_running = a->time_running - b->time_running;
+		/* a side whose reads failed has no times (0): the window then has none */
+		o->time_enabled = a->time_enabled >= b->time_enabled ?
+					  a->time_enabled - b->time_enabled : 0;
+		o->time_running = a->time_running >= b->time_running && o->time_enabled ?
+					  a->time_running - b->time_running : 0;
 		o->reading_flags = flags;
 	}
 	bytes_delta(&later->read, &earlier->read, &out->read);

@@ -213,6 +213,8 @@ struct prb_dram_status {
 			uint32_t type;   /* perf_event_attr.type: the PMU's sysfs type */
 			uint64_t config; /* perf_event_attr.config, from the sysfs format */
 			uint64_t config1; /* .config1 (arm_dmc620's mask/match: the direction) */
+			double bytes_per_count; /* what one count is in bytes (from the alias's
+						 * .scale and .unit, or the backend's 64) */
 		} events[PRB_DRAM_MAX_EVENTS];
 	} instances[PRB_DRAM_MAX_INSTANCES];
 	char missing[1024]; /* backends looked for and absent, each with why ("" if none) */
@@ -238,6 +240,16 @@ struct prb_dram_sample {
 	struct prb_bytes read, write, total;
 	unsigned reading_flags; /* OR over every instance */
 };
+
+/* The multiplexing share of an instance over a sample's interval: time_running / time_enabled
+ * (perf prints it as the percentage beside a count), of the least counted of its events; 1 for
+ * a counter that ran the whole time, below 1 when the kernel multiplexed it and its counts were
+ * extrapolated by time_enabled / time_running. NaN when the interval has no enabled time (a
+ * sample that was never read). */
+double prb_dram_instance_share(const struct prb_dram_instance_sample *is);
+/* The smallest instance share of s (NaN when no instance has one); *worst (may be NULL)
+ * receives that instance's index, or -1. */
+double prb_dram_sample_share(const struct prb_dram_sample *s, int *worst);
 
 /* out = later - earlier, figure by figure and instance by instance: measured only when both
  * sides are (else the later side's state when it is not measured, the earlier's otherwise);
