@@ -266,6 +266,35 @@ static void not_counted(json_t *checks, const char *name, const char *subject,
 		"threshold_pct", "verdict", "fail", "message", msg));
 }
 
+/* A pass whose counters were multiplexed was extrapolated, not counted: verify checks counts,
+ * so a running share (time running / time enabled, as perf prints it) below 100 % on any
+ * instance fails the pass, naming the least counted instance. */
+static void share_check(json_t *checks, const char *pname, const struct prb_dram_status *st,
+			const struct prb_dram_sample *w)
+{
+	int worst;
+	double share = prb_dram_sample_share(w, &worst);
+	bool pass = !(share < 1.0); /* no time at all: the byte checks fail it already */
+	char name[200], subject[260], label[96] = "?", msg[700];
+	if (worst >= 0)
+		instance_label(st, worst, label, sizeof(label));
+	snprintf(name, sizeof(name), "%s pass: running share", pname);
+	snprintf(subject, sizeof(subject), "%s (%s pass, time running / time enabled)", label,
+		 pname);
+	if (pass)
+		snprintf(msg, sizeof(msg), "%s: every instance counted the whole pass", subject);
+	else
+		snprintf(msg, sizeof(msg), "%s: multiplexed: counted %.1f %% of the pass, the rest "
+			 "extrapolated; verify passes counts, not extrapolations: stop what else "
+			 "counts on this PMU (another perf stat, a monitoring agent) and verify "
+			 "again%s", subject, share * 100.0, !strcmp(st->backend, "amd_df") ?
+			 " (amd_df multiplexes its 8 channel events on 4 counters by design)" : "");
+	json_array_append_new(checks, json_pack("{s:s, s:s, s:n, s:n, s:n, s:n, s:o, s:s, s:s}",
+		"name", name, "subject", subject, "expected_bytes", "measured_bytes", "error_pct",
+		"threshold_pct", "running_share", mw_json_num(share), "verdict",
+		pass ? "pass" : "fail", "message", msg));
+}
+
 /* One canary pass: the window [a, b] of d against the stream's bytes, net of the idle rate.
  * f is the figure checked; expected what the stream moved of it. */
 static json_t *pass_check(struct meters *m, const char *pname, int a, int b, unsigned f,
@@ -318,6 +347,7 @@ static json_t *pass_check(struct meters *m, const char *pname, int a, int b, uns
 		      "the expected bytes", "memwall");
 	else
 		not_counted(checks, name, subject, bad);
+	share_check(checks, pname, st, m->w);
 	const struct prb_bytes *s = sum_figure(m->w, f);
 	return json_pack("{s:s, s:b, s:f, s:I, s:I, s:s, s:I, s:o, s:f, s:o}", "figure",
 			 figure_name(f), "nontemporal", nt, "seconds", ss->seconds,

@@ -159,7 +159,9 @@ static void test_agree(void)
 	T_NEAR(json_number_value(json_object_get(in, "background_bytes")), IDLE * al_bpc, 1e-9);
 	T_EQ_U64((uint64_t)json_integer_value(json_object_get(in, "raw_bytes")),
 		 (uint64_t)((double)(al_counts[1] + IDLE) * al_bpc));
-	T_EQ_INT(json_array_size(json_object_get(r, "checks")), 6); /* 2 passes x (2 + sum) */
+	/* 2 passes x (2 instances + sum + running share) */
+	T_EQ_INT(json_array_size(json_object_get(r, "checks")), 8);
+	T_EQ_STR(verdict_of(r, "read pass: running share"), "pass");
 	T_EQ_STR(verdict_of(r, "read pass: uncore_imc_free_running_1"), "pass");
 	T_EQ_STR(verdict_of(r, "write pass: sum"), "pass");
 	T_ASSERT(json_is_false(json_object_get(json_object_get(r, "perf"), "available")));
@@ -232,6 +234,54 @@ static void test_one_high(void)
 	t_output_free(&o);
 }
 
+/* Counters that ran half the time they were enabled (the group's leader scaled=0.5: the sim
+ * reports time_running = time_enabled / 2, so every count is extrapolated x2). The script's
+ * raw steps are half of write_al's counts, so the extrapolated counts are write_al's exactly:
+ * every byte check passes, and only the running share fails each pass, naming the share. */
+static void test_multiplexed(void)
+{
+	char out[700], want[400];
+	snprintf(out, sizeof(out), "%s/mux.json", scratch);
+	uint64_t wr = ws / 2 / 2 / 64;
+	T_EQ_U64(al_counts[0] % 2 + al_counts[1] % 2 + wr % 2, 0); /* halves are whole counts */
+	FILE *f = fopen(script, "w");
+	T_ASSERT(f != NULL);
+	if (!f)
+		return;
+	for (int i = 0; i < 2; i++) {
+		char pmu[64];
+		snprintf(pmu, sizeof(pmu), "uncore_imc_free_running_%d", i);
+		uint32_t type = pmu_type(AL, pmu);
+		/* raw IDLE in the idle window reads 2 IDLE, the background each pass subtracts */
+		fprintf(f, "perf type=%u config=0x20ff cpu=* start=1000 steps=%d,%d,%" PRIu64 ",%"
+			PRIu64 ",%d,1 ns_per_read=2000000 scaled=0.5\n", type, GAP, IDLE,
+			al_counts[i] / 2 + IDLE, wr / 2 + IDLE, GAP);
+		fprintf(f, "perf type=%u config=0x30ff cpu=* start=1000 steps=%d,%d,%d,%" PRIu64
+			",%d,1 ns_per_read=2000000\n", type, GAP, IDLE, IDLE, wr / 2 + IDLE, GAP);
+	}
+	fclose(f);
+	struct t_output o = verify("--no-perf", NULL, out);
+	T_EQ_INT(o.status, 1);
+	snprintf(want, sizeof(want), "memwall verify: uncore_imc_free_running_0 (read pass, time "
+		 "running / time enabled): multiplexed: counted %.1f %% of the pass", 50.0);
+	T_CONTAINS(o.err, want);
+	T_CONTAINS(o.err, "(write pass, time running / time enabled): multiplexed");
+	t_output_free(&o);
+	json_t *r = load(out);
+	if (!r)
+		return;
+	T_EQ_STR(json_string_value(json_object_get(r, "verdict")), "fail");
+	T_EQ_STR(verdict_of(r, "read pass: running share"), "fail");
+	T_EQ_STR(verdict_of(r, "write pass: running share"), "fail");
+	/* the extrapolated counts agree: the share alone fails the passes */
+	T_EQ_STR(verdict_of(r, "read pass: uncore_imc_free_running_1"), "pass");
+	T_EQ_STR(verdict_of(r, "read pass: sum"), "pass");
+	T_EQ_STR(verdict_of(r, "write pass: sum"), "pass");
+	const json_t *c = check_named(r, "read pass: running share");
+	T_NEAR(json_number_value(json_object_get(c, "running_share")), 0.5, 1e-12);
+	json_decref(r);
+}
+
 /* A fake perf first on $PATH: it checks the command verify gives it and prints perf stat's -x,
  * CSV (perf-stat(1): value, unit, event, run time, percentage, ...) with counts chosen here:
  * read_factor scales instance 0's read count. */
@@ -283,7 +333,7 @@ static void test_perf(void)
 		T_ASSERT(json_is_true(json_object_get(perf, "available")));
 		T_EQ_STR(verdict_of(r, "perf: uncore_imc_free_running_0 read"), "pass");
 		T_EQ_STR(verdict_of(r, "perf: uncore_imc_free_running_1 write"), "pass");
-		T_EQ_INT(json_array_size(json_object_get(r, "checks")), 10);
+		T_EQ_INT(json_array_size(json_object_get(r, "checks")), 12);
 		json_decref(r);
 	}
 
@@ -528,6 +578,7 @@ int main(void)
 	setup_al();
 	test_agree();
 	test_one_high();
+	test_multiplexed();
 	test_perf();
 	test_resctrl(0.80, false);
 	test_resctrl(0.95, true);
