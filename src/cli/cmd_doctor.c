@@ -18,7 +18,9 @@
 #include <unistd.h>
 
 #include "cgroup.h"
+#include "counters.h"
 #include "mw.h"
+#include "perf_line.h"
 #include "probes.h"
 #include "verbs.h"
 
@@ -212,6 +214,13 @@ static json_t *dram_report(const struct prb_system *sys, const struct options *o
 	json_object_set_new(j, "reason",
 			    json_string(st->available ? "every instance opened" : st->reason));
 	json_object_set_new(j, "missing", json_string(st->missing));
+	/* the kernel's perf on the same events, found or not: a second opinion on bare metal */
+	struct mw_perf_line pl;
+	json_t *opened = mw_dram_opened_json(st);
+	bool have = st->n_instances > 0 && mw_perf_line(opened, NULL, &pl) == 0;
+	json_decref(opened);
+	json_object_set_new(j, "perf_command", have ? json_string(pl.command) : json_null());
+	json_object_set_new(j, "perf_note", have ? json_string(pl.note) : json_null());
 	free(st);
 	return j;
 }
@@ -410,6 +419,10 @@ static void print_text(json_t *r)
 	const char *missing = json_string_value(json_object_get(dram, "missing"));
 	if (missing && *missing)
 		printf("  looked for: %s\n", missing);
+	const char *perf = json_string_value(json_object_get(dram, "perf_command"));
+	if (perf)
+		printf("  check with perf: %s\n    (%s)\n", perf,
+		       json_string_value(json_object_get(dram, "perf_note")));
 	print_events("RAPL:", json_object_get(r, "rapl"));
 	print_events("core:", json_object_get(r, "core_events"));
 	print_events("software:", json_object_get(r, "software_events"));

@@ -10,6 +10,7 @@
 #include "attribution.h"
 #include "provenance.h"
 #include "report.h"
+#include "report_counters.h"
 #include "report_rows.h"
 #include "report_variants.h"
 #include "result.h"
@@ -182,6 +183,7 @@ static void print_md(FILE *f, const json_t *doc)
 			prov.backend ? prov.backend : "?",
 			!strcmp(mw_dram_basis(doc), "total") ? " has no read/write split"
 							      : " splits reads from writes");
+	mw_report_multiplex_md(f, doc);
 	fputc('\n', f);
 	if (!json_is_true(json_object_get(doc, "complete")))
 		fprintf(f, "**INCOMPLETE:** %s. Figures cover the complete runs only.\n\n",
@@ -280,6 +282,7 @@ static void print_md(FILE *f, const json_t *doc)
 			json_is_true(json_object_get(d, "drifted")) ? ": DRIFTED, runs not comparable" : "");
 	print_roofline(f, json_object_get(doc, "roofline"));
 	mw_attribution_print_md(f, doc, prov.why_mark[0] ? prov.why_mark : NULL);
+	mw_report_perf_md(f, doc);
 }
 
 static void csv_field(FILE *f, const char *s)

@@ -69,7 +69,17 @@ json_t *mw_bytes_json(struct prb_bytes b);
 
 /* Sets a window's dram_read_bytes, dram_write_bytes and dram_total_bytes from d (null for a
  * figure that was not measured) and, when DRAM is open, its dram_state: each figure's state
- * by name ("measured", "not-run", "read-failed", "not-provided"). */
+ * by name ("measured", "not-run", "read-failed", "not-provided"), and dram_running_share: the
+ * smallest time running / time enabled of its instances (null when none has a time). */
 void mw_window_set_dram(json_t *window, bool dram_open, const struct prb_dram_sample *d);
+
+/* Per instance of d (a delta of the backend whose status is st): {pmu, cpu, read_bytes,
+ * write_bytes, total_bytes (null when not measured), time_enabled_ns, time_running_ns,
+ * running_share}. New reference. */
+json_t *mw_dram_instances_json(const struct prb_dram_status *st, const struct prb_dram_sample *d);
+
+/* What was opened on each instance (the record's counters.dram.opened): {pmu, cpu, events:
+ * [{dir, type, config, config1 when set, bytes_per_count}]}. New reference. */
+json_t *mw_dram_opened_json(const struct prb_dram_status *st);
 
 #endif

@@ -99,6 +99,12 @@ static void test_doctor_server_tree(void)
 	T_EQ_STR(json_string_value(json_array_get(prov, 0)), "read");
 	T_EQ_STR(json_string_value(json_array_get(prov, 2)), "total");
 	T_ASSERT(json_is_true(json_object_get(dram, "read_write_split")));
+	/* the kernel's perf on the same events: cas_count_read is event=0x05,umask=0xcf
+	 * (format event config:0-7, umask config:8-15,32-55), each PMU once for both sockets */
+	const char *perf = json_string_value(json_object_get(dram, "perf_command"));
+	T_CONTAINS(perf, "perf stat -a -e uncore_imc_0/config=0xcf05/,uncore_imc_0/config=0xf005/,");
+	T_CONTAINS(perf, "uncore_imc_15/config=0xf005/ -- sleep 10");
+	T_CONTAINS(json_string_value(json_object_get(dram, "perf_note")), "count x 64");
 	json_decref(j);
 	t_output_free(&o);
 
