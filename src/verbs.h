@@ -23,6 +23,7 @@
 	MW_VERB(roofline, "analytic bytes and FLOPs per token, roofline, headroom, plausibility of a record") \
 	MW_VERB(run, "run a protocol with counters at every token and write its result record") \
 	MW_VERB(sparsity_calibrate, "the calibration pass of a static sparsity map: which FFN neurons never fire") \
+	MW_VERB(stat, "the DRAM traffic of any command, system-wide, as perf stat -a meters it") \
 	MW_VERB(synth, "write a deterministic synthetic model of a real shape") \
 	MW_VERB(tokenize, "the token ids (or pieces) a GGUF or llama2.c tokenizer gives a text") \
 	MW_VERB(validate, "check a result record's schema and recompute its figures from the raw data") \

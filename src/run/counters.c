@@ -99,6 +99,30 @@ int mw_counters_open(struct mw_counters *c, const struct mw_plan *pl, bool energ
 	return 0;
 }
 
+int mw_counters_open_dram(struct mw_counters *c, const char *backend)
+{
+	struct prb_error perr;
+	memset(c, 0, sizeof(*c));
+	c->eidx = -1;
+	snprintf(c->energy_reason, sizeof(c->energy_reason), "not read by this command");
+	prb_error_clear(&perr);
+	if (prb_system_open(&c->sys, NULL, &perr)) {
+		c->sys = NULL;
+		snprintf(c->dram_reason, sizeof(c->dram_reason),
+			 "cannot read the PMU list: %.300s%s%.400s", perr.source,
+			 perr.source[0] ? ": " : "", perr.text);
+		return -ENODEV;
+	}
+	dram_open(c, MW_NEED_OPTIONAL, backend);
+	if (c->dram)
+		return 0;
+	/* an unknown name is the caller's mistake, not this machine's */
+	bool known = !backend;
+	for (const char *const *b = prb_dram_backends(); *b && !known; b++)
+		known = !strcmp(*b, backend);
+	return known ? -ENODEV : -EINVAL;
+}
+
 void mw_counters_close(struct mw_counters *c)
 {
 	prb_dram_close(c->dram);

@@ -49,6 +49,12 @@ struct mw_snap {
  * reason. Close with mw_counters_close, also after a failure. */
 int mw_counters_open(struct mw_counters *c, const struct mw_plan *pl, bool energy,
 		     FILE *log, struct mw_error *err);
+/* The DRAM counters alone, for a command that is not a protocol (`memwall stat`): the PMU list
+ * and the backend named (NULL: the most accurate present), as a run opens them; no energy.
+ * 0 when DRAM is open; -EINVAL for a backend name no backend has; -ENODEV when this machine's
+ * DRAM cannot be counted (c->dram_reason says why, in one line). Close with
+ * mw_counters_close, also after a failure. */
+int mw_counters_open_dram(struct mw_counters *c, const char *backend);
 void mw_counters_close(struct mw_counters *c);
 void mw_counters_read(struct mw_counters *c, struct mw_snap *s);
 
