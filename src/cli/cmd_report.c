@@ -41,7 +41,7 @@ static void usage(FILE *f)
 		   "  gab          gab-smaller (the headline MB/token is smaller-is-better)\n"
 		   "A tool reads one direction per file, so a CI job writes both gab files. A figure\n"
 		   "that is not measured is left out, never written as 0: a line on stderr names it\n"
-		   "and why, as it does for each figure of the other direction.\n"
+		   "and why; one more names the figures of the other direction.\n"
 		   "A record of variants (protocols/README.md) also gets a table of the variants:\n"
 		   "measured MB/token (DRAM where measured, else engine-accounted, named so), tok/s\n"
 		   "and speedup beside the analytic prediction; for batch variants the claim \"near-2x\n"

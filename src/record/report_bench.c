@@ -102,6 +102,9 @@ static const char *format_name(enum mw_bench_format fmt)
 									 : "gab-smaller";
 }
 
+/* left_out()'s answer for a figure of the other direction: said once for them all. */
+static const char OTHER_DIRECTION[] = "the other direction";
+
 /* Why metric x is not an entry of fmt, or NULL when it is one. */
 static const char *left_out(enum mw_bench_format fmt, const char *metric, const json_t *x)
 {
@@ -114,11 +117,8 @@ static const char *left_out(enum mw_bench_format fmt, const char *metric, const 
 	int d = direction(metric);
 	if (!d)
 		return "no direction known (not in memwall's metric table): bmf carries it";
-	if (fmt == MW_BENCH_GAB_SMALLER && d > 0)
-		return "bigger is better: --format gab-bigger writes it (tool customBiggerIsBetter)";
-	if (fmt == MW_BENCH_GAB_BIGGER && d < 0)
-		return "smaller is better: --format gab-smaller writes it (tool "
-		       "customSmallerIsBetter)";
+	if ((fmt == MW_BENCH_GAB_SMALLER && d > 0) || (fmt == MW_BENCH_GAB_BIGGER && d < 0))
+		return OTHER_DIRECTION;
 	return NULL;
 }
 
@@ -199,10 +199,19 @@ int mw_report_bench(FILE *f, FILE *log, const json_t *doc, enum mw_bench_format 
 	struct mw_provenance p;
 	int written = 0;
 
+	char other[1024] = "";
+	size_t n_other = 0, len = 0;
 	mw_provenance_of(doc, &p);
 	json_object_foreach((json_t *)(uintptr_t)m, metric, x) {
 		char words[320], name[BMF_NAME_MAX + 1], slug[BMF_SLUG_MAX + 1];
 		const char *why = left_out(fmt, metric, x);
+		if (why == OTHER_DIRECTION) {
+			if (len < sizeof(other))
+				len += (size_t)snprintf(other + len, sizeof(other) - len, "%s%s",
+							n_other ? ", " : "", mw_esc(metric));
+			n_other++;
+			continue;
+		}
 		if (why) {
 			say_left_out(log, fmt, metric, x, why);
 			continue;
@@ -222,6 +231,14 @@ int mw_report_bench(FILE *f, FILE *log, const json_t *doc, enum mw_bench_format 
 	json_dumpf(out, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
 	fputc('\n', f);
 	json_decref(out);
+	if (n_other && log)
+		fprintf(log, "memwall report: --format %s leaves out %zu %s-is-better figure%s (%s): "
+			"--format %s writes %s (github-action-benchmark's tool %s)\n",
+			format_name(fmt), n_other, fmt == MW_BENCH_GAB_SMALLER ? "bigger" : "smaller",
+			n_other == 1 ? "" : "s", other,
+			fmt == MW_BENCH_GAB_SMALLER ? "gab-bigger" : "gab-smaller",
+			n_other == 1 ? "it" : "them", fmt == MW_BENCH_GAB_SMALLER
+			? "customBiggerIsBetter" : "customSmallerIsBetter");
 	if (!written && log)
 		fprintf(log, "memwall report: --format %s: no figure of this record fits the "
 			"format (the lines above say why)\n", format_name(fmt));

@@ -18,8 +18,9 @@ enum mw_bench_format { MW_BENCH_BMF, MW_BENCH_GAB_SMALLER, MW_BENCH_GAB_BIGGER }
  *   gab: [{"name", "unit", "value", "range", "extra"}], the figures whose direction is fmt's
  *        (smaller or bigger is better, src/record/metrics.c), range "± SD" of the runs, extra
  *        the interval, the full unit, the provenance and the record.
- * A figure left out (not measured, no mean, the other direction, no direction known) is said
- * on log, one line each, with why. Returns the number of entries written. */
+ * A figure left out (not measured, no mean, no direction known) is said on log, one line each,
+ * with why; the figures of the other direction in one line, with the format that has them.
+ * Returns the number of entries written. */
 int mw_report_bench(FILE *f, FILE *log, const json_t *doc, enum mw_bench_format fmt);
 
 #endif
