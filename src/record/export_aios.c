@@ -522,8 +522,8 @@ static void comment_figures(FILE *f, const json_t *doc, const json_t *b)
 	mw_provenance_of(doc, &p);
 	json_array_foreach(runs, i, x)
 		n_mb += json_is_true(json_object_get(x, "perf_available"));
-	fprintf(f, "\nResults (baseline.json attached below):\n\n| figure | value | provenance |\n"
-		   "|---|---|---|\n");
+	fprintf(f, "\nResults (baseline.json attached below):\n\n| figure | mean ± sd (population "
+		   "sd, as baseline.py's) | provenance |\n|---|---|---|\n");
 	figure_text(text, sizeof(text), b, "mb_per_token_mean", "mb_per_token_stddev", n_mb);
 	fprintf(f, "| MB/token (DRAM; MB = MiB = 2^20 bytes) | %s | %s |\n",
 		p.source == MW_DRAM_SIMULATED ? "not exported: SIMULATED counts" : text,
