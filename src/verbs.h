@@ -16,6 +16,7 @@
 	MW_VERB(compare, "compare two result records: per-metric delta and Welch t-test; exit 1 on a regression") \
 	MW_VERB(db, "a store of many records (SQLite or PostgreSQL): import, list, show, query, compare machines") \
 	MW_VERB(doctor, "report what this machine can measure (DRAM counters, RAPL, core events)") \
+	MW_VERB(export, "a record in another project's own submission format: AIOS's baseline JSON or its issue comment") \
 	MW_VERB(generate, "run a model and print what it generates, with tok/s") \
 	MW_VERB(headroom, "AIOS projections against a baseline; its Model Contract checked on the real model") \
 	MW_VERB(import_aios, "convert an AIOS baseline result into a reference record, marked with what it did not measure") \

@@ -11,6 +11,7 @@
 #include "provenance.h"
 #include "report.h"
 #include "report_counters.h"
+#include "report_bench.h"
 #include "report_rows.h"
 #include "report_variants.h"
 #include "result.h"
@@ -24,7 +25,10 @@ int mw_format_parse(const char *text, enum mw_format *out)
 		const char *name;
 		enum mw_format fmt;
 	} names[] = { { "md", MW_FORMAT_MD }, { "csv", MW_FORMAT_CSV }, { "json", MW_FORMAT_JSON },
-		      { "jsonl", MW_FORMAT_JSONL }, { "sql", MW_FORMAT_SQL } };
+		      { "jsonl", MW_FORMAT_JSONL }, { "sql", MW_FORMAT_SQL },
+		      { "bmf", MW_FORMAT_BMF }, { "gab", MW_FORMAT_GAB_SMALLER },
+		      { "gab-smaller", MW_FORMAT_GAB_SMALLER },
+		      { "gab-bigger", MW_FORMAT_GAB_BIGGER } };
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (!strcmp(text, names[i].name)) {
 			*out = names[i].fmt;
@@ -334,6 +338,10 @@ void mw_report_print(FILE *f, const json_t *doc, enum mw_format fmt)
 		print_csv(f, doc);
 	} else if (fmt == MW_FORMAT_JSONL || fmt == MW_FORMAT_SQL) {
 		mw_report_rows(f, doc, NULL, fmt == MW_FORMAT_SQL);
+	} else if (fmt >= MW_FORMAT_BMF) {
+		mw_report_bench(f, stderr, doc, fmt == MW_FORMAT_BMF ? MW_BENCH_BMF
+					      : fmt == MW_FORMAT_GAB_BIGGER ? MW_BENCH_GAB_BIGGER
+					      : MW_BENCH_GAB_SMALLER);
 	} else {
 		struct mw_provenance prov;
 		mw_provenance_of(doc, &prov);
