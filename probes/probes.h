@@ -4,9 +4,11 @@
  * A counter that cannot be read is reported as unavailable with its reason: never as zero,
  * never as an estimate.
  *
- * Four parts:
+ * Five parts:
  *   discovery   prb_system_*: the PMUs under <sysfs>/bus/event_source/devices, parsed as perf
  *               parses them (type, cpumask, format/<field>, events/<alias> with .scale and .unit);
+ *   topology    prb_topology_*: the NUMA nodes under <sysfs>/devices/system/node and their
+ *               packages, from the same root;
  *   DRAM        prb_dram_*: bytes read from and written to DRAM, from the memory controllers'
  *               own counters, over every controller instance (a table of backends, probes/pmu/);
  *   sets        prb_set_*: any other events (software, core via libpfm4, "pmu/terms/" such as
@@ -337,7 +339,7 @@ int prb_set_read(struct prb_set *s, struct prb_reading *out);
 
 /* ---------------------------------------------------------------- topology */
 
-/* One NUMA node of <sysfs>/devices/system/node (probes/topology.c). */
+/* One NUMA node of <sysfs>/devices/system/node (probes/numa.c). */
 struct prb_numa_node {
 	int id;              /* N of nodeN */
 	int *cpus;           /* its cpulist; NULL and n_cpus 0 for a memory-only node (CXL, HBM) */

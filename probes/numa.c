@@ -1,4 +1,4 @@
-/* probes/topology.c: the NUMA nodes under <sysfs>/devices/system/node and the package each
+/* probes/numa.c: the NUMA nodes under <sysfs>/devices/system/node and the package each
  * belongs to (probes.h, "topology").
  *
  * The files are the kernel's documented interfaces: Documentation/ABI/stable/
