@@ -20,6 +20,7 @@
 #include "cgroup.h"
 #include "mw.h"
 #include "probes.h"
+#include "topology.h"
 #include "verbs.h"
 
 #define VERB "doctor"
@@ -168,7 +169,10 @@ static void try_events(const struct prb_system *sys, const char *const *names, s
 	}
 }
 
-static json_t *dram_report(const struct prb_system *sys, const struct options *o, bool *available)
+/* The DRAM backend's report, and into *topo the machine's topology with its instances
+ * (src/base/topology.h). */
+static json_t *dram_report(const struct prb_system *sys, const struct options *o, bool *available,
+			   const char *vendor, json_t **topo)
 {
 	struct prb_dram_status *st = calloc(1, sizeof(*st));
 	struct prb_dram_options dopt = { .backend = o->backend };
@@ -212,6 +216,7 @@ static json_t *dram_report(const struct prb_system *sys, const struct options *o
 	json_object_set_new(j, "reason",
 			    json_string(st->available ? "every instance opened" : st->reason));
 	json_object_set_new(j, "missing", json_string(st->missing));
+	*topo = mw_topology_describe(prb_system_root(sys), vendor, st);
 	free(st);
 	return j;
 }
@@ -266,7 +271,9 @@ static json_t *build_report(const struct prb_system *sys, const struct options *
 		json_array_append_new(pmus, pj);
 	}
 	json_object_set_new(r, "pmus", pmus);
-	json_object_set_new(r, "dram", dram_report(sys, o, dram_available));
+	json_t *topo = NULL;
+	json_object_set_new(r, "dram", dram_report(sys, o, dram_available, vendor, &topo));
+	json_object_set_new(r, "topology", topo ? topo : json_null());
 
 	json_t *rapl = json_object(), *core = json_object(), *sw = json_object();
 	try_events(sys, rapl_events, sizeof(rapl_events) / sizeof(rapl_events[0]), NULL, rapl);
@@ -410,6 +417,10 @@ static void print_text(json_t *r)
 	const char *missing = json_string_value(json_object_get(dram, "missing"));
 	if (missing && *missing)
 		printf("  looked for: %s\n", missing);
+	const char *tsrc = json_string_value(json_object_get(json_object_get(r, "topology"),
+							      "source"));
+	printf("topology:    %s\n", tsrc ? tsrc : "unreadable");
+	mw_topology_print(stdout, json_object_get(r, "topology"));
 	print_events("RAPL:", json_object_get(r, "rapl"));
 	print_events("core:", json_object_get(r, "core_events"));
 	print_events("software:", json_object_get(r, "software_events"));
