@@ -192,11 +192,14 @@ static void print_text(const json_t *r)
 		       json_string_value(json_object_get(res, "reason")));
 	size_t i;
 	const json_t *c;
-	json_array_foreach(json_object_get(r, "checks"), i, c)
-		printf("  %-4s %s\n",
-		       !strcmp(json_string_value(json_object_get(c, "verdict")), "pass") ? "ok" :
-											    "FAIL",
+	json_array_foreach(json_object_get(r, "checks"), i, c) {
+		bool ok = !strcmp(json_string_value(json_object_get(c, "verdict")), "pass");
+		/* the matrix's cells are its table's rows: only their failures are listed here */
+		if (ok && !strncmp(json_string_value(json_object_get(c, "name")), "matrix: ", 8))
+			continue;
+		printf("  %-4s %s\n", ok ? "ok" : "FAIL",
 		       json_string_value(json_object_get(c, "message")));
+	}
 	if (json_is_object(json_object_get(r, "matrix"))) {
 		if (sim)
 			printf("SIMULATED ");
@@ -267,8 +270,11 @@ int mw_cmd_verify(int argc, char **argv)
 			rc = MW_EXIT_CHECK;
 		}
 	json_array_foreach(json_object_get(rec, "diagnoses"), i, c)
-		fprintf(stderr, "memwall verify: diagnosis %s: %s; fix: %s\n",
+		fprintf(stderr, "memwall verify: diagnosis %s%s%s: %s; fix: %s\n",
 			json_string_value(json_object_get(c, "id")),
+			json_is_string(json_object_get(c, "where")) ? " on " : "",
+			json_is_string(json_object_get(c, "where")) ?
+				json_string_value(json_object_get(c, "where")) : "",
 			json_string_value(json_object_get(c, "evidence")),
 			json_string_value(json_object_get(c, "fix")));
 out:

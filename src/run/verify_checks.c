@@ -116,8 +116,9 @@ void mw_verify_check_idle(json_t *checks, const char *name, const char *subject,
 	double e = scale > 0 ? measured * 100.0 / scale : NAN;
 	bool pass = isfinite(e) && fabs(e) <= limit_pct;
 	char msg[600];
-	snprintf(msg, sizeof(msg), "%s: counted %.2fx the canary beyond the idle rate (%+.1f %% of "
-		 "it, limit %g %%: expected the idle rate)", subject, measured / scale, e, limit_pct);
+	snprintf(msg, sizeof(msg), "%s: counted %.2fx the pass's bytes beyond the idle rate (%+.1f "
+		 "%% of them, limit %g %%: expected the idle rate)", subject, measured / scale, e,
+		 limit_pct);
 	json_array_append_new(checks, json_pack("{s:s, s:s, s:i, s:o, s:o, s:f, s:s, s:s}",
 		"name", name, "subject", subject, "expected_bytes", 0, "measured_bytes",
 		mw_json_num(measured), "error_pct", mw_json_num(e), "threshold_pct", limit_pct,

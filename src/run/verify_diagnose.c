@@ -142,6 +142,31 @@ struct ctx {
 	int n_nodes;      /* nodes the instances lie on */
 };
 
+/* Instance i's events as perf names them (the record's instances[i].events) into buf. */
+static void events_of(const struct ctx *c, int i, char *buf, size_t n)
+{
+	const json_t *ev = json_object_get(json_array_get(json_object_get(c->rec, "instances"),
+							  (size_t)i), "events"), *e;
+	size_t k, at = 0;
+	buf[0] = '\0';
+	json_array_foreach(ev, k, e) {
+		int w = snprintf(buf + at, n - at, "%s%s", k ? ", " : "",
+				 json_string_value(json_object_get(e, "perf")));
+		at += w > 0 ? (size_t)w : 0;
+		if (at >= n)
+			break;
+	}
+}
+
+/* The first silent member of a pass; -1 when none. */
+static int first_silent(const struct pstat *p)
+{
+	for (int i = 0; i < p->n; i++)
+		if (!isnan(p->ratio[i]) && p->ratio[i] < SILENT)
+			return i;
+	return -1;
+}
+
 static bool half_counting(struct ctx *c, const struct pstat *r, const struct pstat *w)
 {
 	char ev[900], fix[1600], sl[600];
@@ -153,6 +178,8 @@ static bool half_counting(struct ctx *c, const struct pstat *r, const struct pst
 		silent_half = isnan(r->ratio[i]) || r->ratio[i] < SILENT ||
 			      near(r->ratio[i], 1.0, NEAR);
 	if (silent_half) {
+		char evs[600];
+		events_of(c, first_silent(r), evs, sizeof(evs));
 		silent_list(r, c->n_nodes > 1, sl, sizeof(sl));
 		snprintf(ev, sizeof(ev), "the read pass counted %.2fx the canary: %d of %d "
 			 "controller instances counted nothing (%s) and the others their full share",
@@ -163,7 +190,7 @@ static bool half_counting(struct ctx *c, const struct pstat *r, const struct pst
 			 "_0 alone is half the traffic (AIOS's published baseline read only _0). Check "
 			 "that each silent instance's counter runs: `perf stat -a -e EVENT -- sleep 1` "
 			 "with its events (%s), and that its channel holds memory (%s)",
-			 c->events, c->channels);
+			 evs, c->channels);
 	} else if (all_half && !strcmp(c->backend, "intel_imc_cas")) {
 		snprintf(ev, sizeof(ev), "every instance counted %.2fx its share (reads%s): one "
 			 "scheduler of two", r->q, w->ok ? " and writes alike" : "");
@@ -220,8 +247,9 @@ static void missing_instance(struct ctx *c, const struct pstat *r, const struct 
 	const struct pstat *p = r->ok && r->silent ? r : w->ok && w->silent ? w : NULL;
 	if (!p)
 		return;
-	char sl[600], ev[900], fix[1400];
+	char sl[600], ev[900], fix[1400], evs[600];
 	silent_list(p, c->n_nodes > 1, sl, sizeof(sl));
+	events_of(c, first_silent(p), evs, sizeof(evs));
 	if (p->silent == p->members)
 		snprintf(ev, sizeof(ev), "every instance (%s) counted nothing of the %s pass%s%s",
 			 sl, p == r ? "read" : "write", c->where ? " placed on " : "",
@@ -241,7 +269,7 @@ static void missing_instance(struct ctx *c, const struct pstat *r, const struct 
 		snprintf(fix, sizeof(fix), "its counter does not count: check that it opens and runs "
 			 "on its package's CPU (`perf stat -a -e EVENT -- sleep 1` with its events, "
 			 "e.g. %s), that the driver exposes every controller (a kernel or BIOS that "
-			 "hides one), and that its channel is populated (topology: %s)", c->events,
+			 "hides one), and that its channel is populated (topology: %s)", evs,
 			 c->channels);
 	add(c->out, "missing-instance", c->where, ev, fix);
 }
