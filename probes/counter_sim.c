@@ -6,16 +6,18 @@
  * in it is random or depends on the clock. One rule per line, '#' to the end of a line is a
  * comment:
  *
- *   perf type=24 config=0x20ff [config1=N] cpu=* start=0 step=1000 [steps=A,B,...] [bits=48]
+ *   perf type=24 config=0x20ff [config1=N] cpu=* [node=N] start=0 step=1000 [steps=A,B,...]
+ *        [bits=48]
  *        [notrun] [fail_after=N] [scaled=0.5] [ns_per_read=N] [solo]
  *   file path=mon_L3_00/mbm_total_bytes start=0 step=4096 [steps=A,B,...] [bits=N]
  *        [unavailable_after=N] [fail_after=N]
  *   nogroups
  *
  * A perf rule matches an open by attr.type, attr.config (any base strtoull takes), attr.config1
- * when the rule gives config1= (arm_dmc620 puts the direction there), and cpu (a number, or
- * '*' for any); a file rule matches a file counter whose path ends with path. The first
- * matching rule wins. "solo" marks an event whose driver refuses to share a group with
+ * when the rule gives config1= (arm_dmc620 puts the direction there), cpu (a number, or
+ * '*' for any) and, with node=N, a CPU in that NUMA node of the sysfs tree in use
+ * ($MEMWALL_SYSFS_ROOT: nodeN/cpulist), so a script places counts per node; a file rule
+ * matches a file counter whose path ends with path. The first matching rule wins. "solo" marks an event whose driver refuses to share a group with
  * another hardware event (arm_dmc620_pmu.c's event_init): a group with it and any other
  * scripted event fails its open with -EINVAL, as the kernel's would, and the refusal is said
  * on stderr ("a solo event refused a group") so a test sees that a group was asked for. Each counter counts its own reads, k = 0 for the first (the one
@@ -55,7 +57,7 @@
 #include "internal.h"
 
 #define NS_PER_READ 1000000ull /* the default of ns_per_read= */
-#define MAX_STEPS 32
+#define MAX_STEPS 256 /* verify --matrix ends some 40 windows, each a step */
 
 struct rule {
 	bool is_file;
@@ -64,6 +66,7 @@ struct rule {
 	bool has_config1, solo;
 	uint64_t config1;
 	int cpu; /* -1: any */
+	int node; /* -1: any; else the CPU must be in nodeN's cpulist */
 	char path[256];
 	uint64_t start, step;
 	uint64_t steps[MAX_STEPS]; /* steps=: the k-th read's step, the last one repeated */
@@ -119,6 +122,7 @@ static int parse_line(char *line, struct rule *r, const char *script, int lineno
 		return 0;
 	memset(r, 0, sizeof(*r));
 	r->cpu = -1;
+	r->node = -1;
 	r->bits = 64;
 	r->fail_after = r->unavailable_after = -1;
 	r->ns_per_read = NS_PER_READ;
@@ -172,6 +176,8 @@ static int parse_line(char *line, struct rule *r, const char *script, int lineno
 				r->has_config1 = true, r->config1 = v;
 			else if (!strcmp(tok, "cpu") && v <= 1u << 20)
 				r->cpu = (int)v;
+			else if (!strcmp(tok, "node") && v <= 65535)
+				r->node = (int)v;
 			else if (!strcmp(tok, "start"))
 				r->start = v;
 			else if (!strcmp(tok, "step"))
@@ -196,6 +202,26 @@ static int parse_line(char *line, struct rule *r, const char *script, int lineno
 }
 
 #define SIM_SCRIPT_MAX (1 << 20) /* bytes: a script is a few lines */
+
+/* Whether cpu is in the cpulist of NUMA node `node` of the sysfs tree in use
+ * ($MEMWALL_SYSFS_ROOT, else /sys: <root>/devices/system/node/nodeN/cpulist), so that a
+ * script can place counts per node. A node the tree does not have holds no CPU. */
+static bool cpu_in_node(int cpu, int node)
+{
+	const char *root = getenv("MEMWALL_SYSFS_ROOT");
+	char path[1024], buf[8192];
+	int *cpus = NULL, n = 0;
+	bool in = false;
+	if (fmt_into(path, "%s/devices/system/node/node%d/cpulist", root && *root ? root : "/sys",
+		     node) < 0 ||
+	    sysfs_read(path, buf, sizeof(buf), NULL) <= 0 ||
+	    cpulist_parse(buf, &cpus, &n, path, NULL) < 0)
+		return false;
+	for (int i = 0; i < n && !in; i++)
+		in = cpus[i] == cpu;
+	free(cpus);
+	return in;
+}
 
 static bool path_ends_with(const char *path, const char *suffix)
 {
@@ -248,7 +274,8 @@ static int find_rule(const struct perf_event_attr *attr, int cpu, const char *pa
 		else if (path ? path_ends_with(path, r.path) :
 				r.type == attr->type && r.config == attr->config &&
 				(!r.has_config1 || r.config1 == attr->config1) &&
-				(r.cpu < 0 || r.cpu == cpu)) {
+				(r.cpu < 0 || r.cpu == cpu) &&
+				(r.node < 0 || cpu_in_node(cpu, r.node))) {
 			*out = r;
 			rc = 1;
 		}

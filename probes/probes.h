@@ -4,9 +4,11 @@
  * A counter that cannot be read is reported as unavailable with its reason: never as zero,
  * never as an estimate.
  *
- * Four parts:
+ * Five parts:
  *   discovery   prb_system_*: the PMUs under <sysfs>/bus/event_source/devices, parsed as perf
  *               parses them (type, cpumask, format/<field>, events/<alias> with .scale and .unit);
+ *   topology    prb_topology_*: the NUMA nodes under <sysfs>/devices/system/node and their
+ *               packages, from the same root;
  *   DRAM        prb_dram_*: bytes read from and written to DRAM, from the memory controllers'
  *               own counters, over every controller instance (a table of backends, probes/pmu/);
  *   sets        prb_set_*: any other events (software, core via libpfm4, "pmu/terms/" such as
@@ -346,6 +348,41 @@ int prb_set_disable(struct prb_set *s);
 int prb_set_reset(struct prb_set *s);
 /* Fills out[0 .. prb_set_count()-1]. */
 int prb_set_read(struct prb_set *s, struct prb_reading *out);
+
+/* ---------------------------------------------------------------- topology */
+
+/* One NUMA node of <sysfs>/devices/system/node (probes/numa.c). */
+struct prb_numa_node {
+	int id;              /* N of nodeN */
+	int *cpus;           /* its cpulist; NULL and n_cpus 0 for a memory-only node (CXL, HBM) */
+	int n_cpus;
+	int64_t mem_bytes;   /* MemTotal of nodeN/meminfo; -1 when unreadable */
+	int package;         /* physical_package_id of its first CPU; -1 unknown or no CPU */
+	bool spans_packages; /* its CPUs lie in more than one package (AMD's NPS0: one node, two
+			      * sockets) */
+};
+
+struct prb_topology;
+
+/* Reads the NUMA nodes under <root>/devices/system/node and their packages (root as
+ * prb_system_open takes it: NULL means $MEMWALL_SYSFS_ROOT, else "/sys"). A machine without
+ * the folder (a kernel without CONFIG_NUMA, a recorded tree without it) is not an error: it
+ * has 0 nodes and prb_topology_why says so. -EINVAL with err naming the file when a cpulist is
+ * malformed; -ENOMEM. Free *out with prb_topology_free. */
+int prb_topology_new(struct prb_topology **out, const char *root, struct prb_error *err);
+void prb_topology_free(struct prb_topology *t);
+/* Borrowed; valid until prb_topology_free. */
+const char *prb_topology_root(const struct prb_topology *t);
+int prb_topology_node_count(const struct prb_topology *t);
+/* The i-th node in order of id; NULL when out of range. Borrowed, as above. */
+const struct prb_numa_node *prb_topology_node(const struct prb_topology *t, int i);
+/* Why there are no nodes ("" when there are). Borrowed, as above. */
+const char *prb_topology_why(const struct prb_topology *t);
+/* The number of distinct packages over the nodes' CPUs; 0 when unknown, *why (may be NULL;
+ * borrowed, as above) then saying why. */
+int prb_topology_packages(const struct prb_topology *t, const char **why);
+/* The id of the node whose cpulist holds cpu; -1 when none does. */
+int prb_topology_cpu_node(const struct prb_topology *t, int cpu);
 
 /* ---------------------------------------------------------------- counter backends */
 

@@ -22,6 +22,7 @@
 #include "mw.h"
 #include "perf_line.h"
 #include "probes.h"
+#include "topology.h"
 #include "verbs.h"
 
 #define VERB "doctor"
@@ -170,7 +171,10 @@ static void try_events(const struct prb_system *sys, const char *const *names, s
 	}
 }
 
-static json_t *dram_report(const struct prb_system *sys, const struct options *o, bool *available)
+/* The DRAM backend's report, and into *topo the machine's topology with its instances
+ * (src/base/topology.h). */
+static json_t *dram_report(const struct prb_system *sys, const struct options *o, bool *available,
+			   const char *vendor, json_t **topo)
 {
 	struct prb_dram_status *st = calloc(1, sizeof(*st));
 	struct prb_dram_options dopt = { .backend = o->backend };
@@ -221,6 +225,7 @@ static json_t *dram_report(const struct prb_system *sys, const struct options *o
 	json_decref(opened);
 	json_object_set_new(j, "perf_command", have ? json_string(pl.command) : json_null());
 	json_object_set_new(j, "perf_note", have ? json_string(pl.note) : json_null());
+	*topo = mw_topology_describe(prb_system_root(sys), vendor, st);
 	free(st);
 	return j;
 }
@@ -275,7 +280,9 @@ static json_t *build_report(const struct prb_system *sys, const struct options *
 		json_array_append_new(pmus, pj);
 	}
 	json_object_set_new(r, "pmus", pmus);
-	json_object_set_new(r, "dram", dram_report(sys, o, dram_available));
+	json_t *topo = NULL;
+	json_object_set_new(r, "dram", dram_report(sys, o, dram_available, vendor, &topo));
+	json_object_set_new(r, "topology", topo ? topo : json_null());
 
 	json_t *rapl = json_object(), *core = json_object(), *sw = json_object();
 	try_events(sys, rapl_events, sizeof(rapl_events) / sizeof(rapl_events[0]), NULL, rapl);
@@ -423,6 +430,10 @@ static void print_text(json_t *r)
 	if (perf)
 		printf("  check with perf: %s\n    (%s)\n", perf,
 		       json_string_value(json_object_get(dram, "perf_note")));
+	const char *tsrc = json_string_value(json_object_get(json_object_get(r, "topology"),
+							      "source"));
+	printf("topology:    %s\n", tsrc ? tsrc : "unreadable");
+	mw_topology_print(stdout, json_object_get(r, "topology"));
 	print_events("RAPL:", json_object_get(r, "rapl"));
 	print_events("core:", json_object_get(r, "core_events"));
 	print_events("software:", json_object_get(r, "software_events"));
