@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "merge.h"
 #include "pretokenize.h"
 #include "tokenizer_gguf.h"
 #include "tokenizer_ops.h"
@@ -187,66 +188,11 @@ struct sym {
 	uint32_t off, n; /* bytes of the word */
 };
 
-struct bigram {
-	double prio; /* lower merges first */
-	int left, right;
-	uint32_t size;
-};
-
-struct heap {
-	struct bigram *v;
-	size_t n, cap;
-};
-
-static bool first(const struct bigram *a, const struct bigram *b)
-{
-	return a->prio < b->prio || (a->prio == b->prio && a->left < b->left);
-}
-
-static int heap_push(struct heap *h, struct bigram b)
-{
-	if (h->n == h->cap) {
-		size_t cap = h->cap ? 2 * h->cap : 64;
-		struct bigram *v = realloc(h->v, cap * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		h->v = v;
-		h->cap = cap;
-	}
-	size_t i = h->n++;
-	while (i && first(&b, &h->v[(i - 1) / 2])) {
-		h->v[i] = h->v[(i - 1) / 2];
-		i = (i - 1) / 2;
-	}
-	h->v[i] = b;
-	return 0;
-}
-
-static struct bigram heap_pop(struct heap *h)
-{
-	struct bigram top = h->v[0], last = h->v[--h->n];
-	size_t i = 0;
-	for (;;) {
-		size_t c = 2 * i + 1;
-		if (c >= h->n)
-			break;
-		if (c + 1 < h->n && first(&h->v[c + 1], &h->v[c]))
-			c++;
-		if (!first(&h->v[c], &last))
-			break;
-		h->v[i] = h->v[c];
-		i = c;
-	}
-	if (h->n)
-		h->v[i] = last;
-	return top;
-}
-
 struct merger {
 	const struct gguf_tokenizer *t;
 	const char *word;
 	struct sym *syms;
-	struct heap heap;
+	struct tok_heap heap;
 	char *scratch; /* "left right" for a BPE rank lookup */
 };
 
@@ -275,8 +221,8 @@ static int try_pair(struct merger *m, int l, int r)
 	double prio;
 	if (l < 0 || r < 0 || !pair_prio(m, l, r, &prio))
 		return 0;
-	return heap_push(&m->heap, (struct bigram){ .prio = prio, .left = l, .right = r,
-						    .size = m->syms[l].n + m->syms[r].n });
+	return tok_heap_push(&m->heap, (struct tok_bigram){ .prio = prio, .left = l, .right = r,
+							    .stamp = m->syms[l].n + m->syms[r].n });
 }
 
 /* Splits word[0..len) into characters and merges them (llama.cpp's llm_tokenizer_spm_session
@@ -297,11 +243,11 @@ static int merge_word(struct merger *m, const char *word, size_t len, int *n_sym
 	for (int i = 1; i < n && !rc; i++)
 		rc = try_pair(m, i - 1, i);
 	while (!rc && m->heap.n) {
-		struct bigram b = heap_pop(&m->heap);
+		struct tok_bigram b = tok_heap_pop(&m->heap);
 		struct sym *l = &m->syms[b.left], *r = &m->syms[b.right];
 		/* Stale: a side was merged away or grew since. Symbols only grow by absorbing their
-		 * right neighbour, so equal total size means both are as they were. */
-		if (!l->n || !r->n || l->n + r->n != b.size)
+		 * right neighbour, so equal total size (the stamp) means both are as they were. */
+		if (!l->n || !r->n || l->n + r->n != b.stamp)
 			continue;
 		l->n += r->n;
 		r->n = 0;

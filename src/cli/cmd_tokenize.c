@@ -26,9 +26,10 @@
 
 #define VERB "tokenize"
 
-/* The most text one call reads: SentencePiece and BPE merge in O(n log n), but llama2.c's
- * encode (run.c's) rescans every pair after each merge, so a text far beyond a prompt is a
- * mistake more often than a wish. */
+/* The most text one call reads. Every encoder merges in O(n log n) (llama2.c's too, since
+ * issue 43: run.c's rescan of every pair after each merge took 7 s for 6 KB), but a text far
+ * beyond a prompt is a mistake more often than a wish, and the merge queues hold some tens of
+ * bytes per byte of text. */
 #define TEXT_MAX (16u << 20)
 
 enum out_format { OUT_IDS, OUT_PIECES, OUT_JSON };
