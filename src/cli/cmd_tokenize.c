@@ -22,6 +22,7 @@
 #include "engine.h"
 #include "file.h"
 #include "mw.h"
+#include "text.h"
 #include "verbs.h"
 
 #define VERB "tokenize"
@@ -296,8 +297,15 @@ static int print_json(const struct eng_tokenizer *tok, const int *ids, int n)
 		if (json_array_append_new(jids, json_integer(ids[i])) ||
 		    json_array_append_new(jpieces, piece_json(eng_tokenizer_decode(tok, -1, ids[i]))))
 			rc = MW_EXIT_ENV;
-	if (!rc && (json_dumpf(doc, stdout, JSON_COMPACT) || putchar('\n') == EOF))
+	/* Pieces are the vocabulary's text: a C1 control (U+009B is CSI) or a bidi override in
+	 * one, which jansson writes raw, is written as a \u escape (src/base/text.h), as
+	 * --format pieces escapes it: the same JSON, nothing a terminal obeys. */
+	char *dump = rc ? NULL : json_dumps(doc, JSON_COMPACT);
+	char *safe = dump ? mw_json_esc(dump) : NULL;
+	if (!rc && (!safe || fputs(safe, stdout) == EOF || putchar('\n') == EOF))
 		rc = MW_EXIT_ENV;
+	free(safe);
+	free(dump);
 	json_decref(jids);
 	json_decref(jpieces);
 	json_decref(doc);
