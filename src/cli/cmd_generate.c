@@ -314,6 +314,16 @@ static int check_args(struct gen_args *a)
 			   a->logits_path))
 		return mw_fail(MW_EXIT_USAGE, VERB, "--context N makes the prompt (N seeded tokens): "
 			       "give it without -p, --prompt-ids, --prompts, --batch and --logits");
+	/* --switch-at moves decoding from the mapping onto overlap's image: no other load has
+	 * one, and --batch, --prompts and --speculate open their own sessions (with repack). */
+	if (a->switch_at && a->load_set && !a->overlap)
+		return mw_fail(MW_EXIT_USAGE, VERB, "--switch-at %ld: --load %s has no image to "
+			       "switch to: give it with --load overlap (the default), or drop it",
+			       a->switch_at, eng_load_mode_name(a->load));
+	if (a->switch_at && (a->batch || a->prompts_path || a->speculate))
+		return mw_fail(MW_EXIT_USAGE, VERB, "--switch-at %ld is --load overlap's, and --batch, "
+			       "--prompts and --speculate load with repack: drop one or the other",
+			       a->switch_at);
 	if (!!a->draft != a->spec_draft)
 		return mw_fail(MW_EXIT_USAGE, VERB, a->draft
 			       ? "--draft %s: give it with --speculate draft:K (K draft tokens)"
