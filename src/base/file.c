@@ -235,9 +235,7 @@ int mw_mkdir_parents(const char *path)
 	return 0;
 }
 
-/* What may be at an output path: nothing, or with force a regular file. 0, or -EEXIST /
- * -EINVAL / -errno with err filled. */
-static int target_check(const char *path, const char *field, bool force, struct mw_error *err)
+int mw_file_target_check(const char *path, const char *field, bool force, struct mw_error *err)
 {
 	struct stat st;
 	if (lstat(path, &st))
@@ -252,6 +250,13 @@ static int target_check(const char *path, const char *field, bool force, struct 
 		return mw_error_set(err, -EEXIST, path, field, "exists: give --force to replace it, "
 				    "or name a new file");
 	return 0;
+}
+
+bool mw_file_same(const char *a, const char *b)
+{
+	struct stat sa, sb;
+	return a && b && !stat(a, &sa) && !stat(b, &sb) && sa.st_dev == sb.st_dev &&
+	       sa.st_ino == sb.st_ino;
 }
 
 /* The folder path is in ("." for a bare name) into dir, and its last component into base. */
@@ -295,7 +300,7 @@ int mw_file_write_atomic(const char *path, const char *field, const void *data, 
 
 	if (!path[0] || path[strlen(path) - 1] == '/')
 		return mw_error_set(err, -EINVAL, path, field, "names a folder: name a file");
-	if ((rc = target_check(path, field, force, err)))
+	if ((rc = mw_file_target_check(path, field, force, err)))
 		return rc;
 	split_path(path, dir, sizeof(dir), &base);
 	snprintf(tmp, sizeof(tmp), "%s/.%.200s.%ld.XXXXXX.tmp", dir, base, (long)getpid());
@@ -315,7 +320,7 @@ int mw_file_write_atomic(const char *path, const char *field, const void *data, 
 	/* Checked again: the path may have changed during the write. With force, rename()
 	 * replaces the directory entry itself: a link put there meanwhile is replaced, never
 	 * followed. */
-	if ((rc = target_check(path, field, force, err)))
+	if ((rc = mw_file_target_check(path, field, force, err)))
 		goto out;
 	if (force ? rename(tmp, path) == 0
 		  : renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_NOREPLACE) == 0) {

@@ -79,5 +79,14 @@ int mw_file_check(const char *path, const char *what, const char *field, uint64_
  * names path and why. 0 or -errno. */
 int mw_file_write_atomic(const char *path, const char *field, const void *data, size_t len,
 			 bool force, struct mw_error *err);
+/* mw_file_write_atomic's rule for what may be at path, for a command to check before it
+ * spends time on what it will write (the write checks again): nothing, or with force a
+ * regular file. 0, or -EEXIST / -EINVAL (not a regular file: a link, dangling or not, is not
+ * followed) / -errno, with err naming path and field. */
+int mw_file_target_check(const char *path, const char *field, bool force, struct mw_error *err);
+/* Whether a and b name one file (device and inode, links followed: a hard link or a link to
+ * it is the file), for an output that must not be one of the command's inputs. False when
+ * either cannot be examined or is NULL. */
+bool mw_file_same(const char *a, const char *b);
 
 #endif

@@ -22,6 +22,7 @@
 #include "machine.h"
 #include "redact.h"
 #include "smbios.h"
+#include "text.h"
 #include "topology.h"
 
 /* A meminfo file is about 1.5 KiB; a file 1 MiB long is not one. */
@@ -586,14 +587,23 @@ static json_t *r_topology(struct mctx *c, char *w, size_t n)
 static json_t *r_cpu_quota(struct mctx *c, char *w, size_t n)
 {
 	struct mw_cpu_quota q;
+	json_t *o = NULL;
 	int rc = mw_cpu_quota(c->root[0] ? c->root : NULL, &q);
-	if (rc < 0) {
-		snprintf(w, n, "%s", q.why);
-		return NULL;
-	}
-	if (rc == 0)
-		return json_pack("{s:n, s:s}", "cpus", "why", q.why);
-	return json_pack("{s:f, s:s, s:s}", "cpus", q.cpus, "file", q.file, "value", q.value);
+	/* The machine's bytes (a cgroup's path, a quota file's text) as UTF-8, which JSON
+	 * needs: json_pack refuses anything else. */
+	char *why = mw_utf8_fix(q.why), *file = mw_utf8_fix(q.file), *value = mw_utf8_fix(q.value);
+	if (!why || !file || !value)
+		snprintf(w, n, "out of memory");
+	else if (rc < 0)
+		snprintf(w, n, "%s", why);
+	else if (rc == 0)
+		o = json_pack("{s:n, s:s}", "cpus", "why", why);
+	else
+		o = json_pack("{s:f, s:s, s:s}", "cpus", q.cpus, "file", file, "value", value);
+	free(why);
+	free(file);
+	free(value);
+	return o;
 }
 
 static const struct {

@@ -22,6 +22,7 @@
 #include "mw.h"
 #include "perf_line.h"
 #include "probes.h"
+#include "text.h"
 #include "topology.h"
 #include "verbs.h"
 
@@ -254,10 +255,14 @@ static json_t *build_report(const struct prb_system *sys, const struct options *
 	 * which a container's `--cpus` sets and the mask does not show (src/base/cgroup.h). */
 	struct mw_cpu_quota q;
 	int qrc = mw_cpu_quota(NULL, &q);
+	/* The cgroup's path and a quota file's text are the machine's bytes: UTF-8 for JSON
+	 * (json_pack refuses anything else, and the whole "cpus" would vanish). */
+	char *qsrc = mw_utf8_fix(qrc == 1 ? q.file : q.why);
 	json_object_set_new(r, "cpus", json_pack("{s:i, s:o, s:s, s:i}", "affinity",
 		mw_cpus_allowed(), "quota", qrc == 1 ? json_real(q.cpus) : json_null(),
-		"quota_source", qrc == 1 ? q.file : q.why, "default_threads",
+		"quota_source", qsrc ? qsrc : "(not shown: out of memory)", "default_threads",
 		mw_cpus_default(NULL, 0)));
+	free(qsrc);
 	int paranoid = read_paranoid();
 	json_object_set_new(r, "perf_event_paranoid",
 			    paranoid == -1000 ? json_null() : json_integer(paranoid));
@@ -376,15 +381,19 @@ static void print_text(json_t *r)
 	json_t *cpus = json_object_get(r, "cpus");
 	const char *qsrc = json_string_value(json_object_get(cpus, "quota_source"));
 	json_int_t dflt = json_integer_value(json_object_get(cpus, "default_threads"));
+	/* The cgroup's path and its quota file's text, escaped: a terminal obeys what they may
+	 * hold (a container names its own cgroup). */
 	if (json_is_number(json_object_get(cpus, "quota")))
 		printf("cpus:        %lld in the affinity mask, a cgroup CPU quota of %.2f (%s): runs "
 		       "default to %lld thread%s\n",
 		       json_integer_value(json_object_get(cpus, "affinity")),
-		       json_number_value(json_object_get(cpus, "quota")), qsrc, dflt,
+		       json_number_value(json_object_get(cpus, "quota")),
+		       qsrc ? mw_esc(qsrc) : "unknown", dflt,
 		       dflt == 1 ? "" : "s");
 	else
 		printf("cpus:        %lld in the affinity mask (%s)\n",
-		       json_integer_value(json_object_get(cpus, "affinity")), qsrc);
+		       json_integer_value(json_object_get(cpus, "affinity")),
+		       qsrc ? mw_esc(qsrc) : "unknown");
 	json_t *par = json_object_get(r, "perf_event_paranoid");
 	if (json_is_integer(par))
 		printf("perf_event_paranoid: %lld (availability below is from trying each open)\n",
