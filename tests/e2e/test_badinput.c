@@ -536,7 +536,10 @@ static const struct bad_case cases[] = {
 		 0, "/dev/zero: sim script: not a regular file", NULL),
 	CLI_CASE("mkdir s", "MEMWALL_COUNTERS=sim MEMWALL_SIM_SCRIPT=s timeout 5 $MW doctor >/dev/null", 0,
 		 "s: sim script: not a regular file", NULL),
-	/* 9: SIGTERM during a long prefill (a 65536-token context): an incomplete record, soon */
+	/* 9: SIGTERM during a long prefill (a 65536-token context): an incomplete record, soon.
+	 * "-incomplete" proves the stop cut the run short; the bound on the seconds it took after
+	 * SIGTERM is a hang detector (30 s: a loaded 2-core machine delayed it past 3 s), not a
+	 * speed limit */
 	CLI_CASE("printf '{\"name\": \"longctx\", \"model\": {\"format\": \"llama2c\", \"synth\": "
 		 "{\"shape\": \"stories260K\", \"seed\": 42}}, \"tokenizer\": null, \"engine\": "
 		 "{\"kind\": \"builtin\", \"threads\": 1, \"context\": 65536}, \"decode_tokens\": 4, "
@@ -544,7 +547,7 @@ static const struct bad_case cases[] = {
 		 "\"off\"}, \"idle_baseline_ms\": 2}' > p.json",
 		 "MEMWALL_CACHE_DIR=$F/cache $MW run p.json -o out >/dev/null 2>&1 & pid=$!; sleep 3; "
 		 "kill -TERM $pid; s=$(date +%s); wait $pid; e=$(date +%s); "
-		 "[ $((e - s)) -le 3 ] && echo stopped-soon; ls out", 0, "stopped-soon",
+		 "[ $((e - s)) -le 30 ] && echo stopped-soon; ls out", 0, "stopped-soon",
 		 "-incomplete.json"),
 	/* 21: numbers with a leading zero are decimal */
 	CLI_CASE(NULL, "$MW generate -m $F/m.bin -n 010 --ids", 0, "10 tokens", NULL),
