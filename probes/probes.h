@@ -204,6 +204,9 @@ struct prb_dram_status {
 	unsigned flags;     /* enum prb_dram_flags */
 	unsigned provides;  /* enum prb_dram_provides; 0 when no backend was found */
 	char caveat[256];   /* "" unless PRB_DRAM_CAVEAT */
+	int counters;       /* the counters each instance's PMU has for these events, as the
+			     * backend states them (amd_df: 4); 0 when it states none (its events
+			     * fit). More events than counters are multiplexed: prb_dram_groups */
 	char reason[768];   /* when !available: why, and the fix */
 	int n_instances;    /* every instance the backend counts: all of them, always */
 	struct prb_dram_instance {
@@ -263,6 +266,9 @@ void prb_dram_sample_delta(const struct prb_dram_sample *later,
 struct prb_dram_options {
 	const char *backend;  /* a backend name to insist on; NULL: the most accurate available */
 	bool forbid_scaling;  /* prb_dram_read fails with -ERANGE rather than extrapolate */
+	unsigned events;      /* 0: every event of every instance. Else a subset: event j of each
+			       * instance (prb_dram_events' order on a full open) where bit j is
+			       * set, and no other, e.g. one mask of prb_dram_groups */
 };
 
 struct prb_dram;
@@ -273,21 +279,25 @@ const char *const *prb_dram_backends(void);
 /* Finds the backend (opt->backend, or the most accurate present) and fills *st with it and
  * every instance it counts, without opening anything. 0 when one was found; -ENOENT when none
  * (st->reason says why: on a virtual machine, that it exposes no uncore PMUs); -EINVAL for an
- * unknown backend name. opt may be NULL. */
+ * unknown backend name. opt may be NULL; st lists every event whatever opt->events says. */
 int prb_dram_probe(const struct prb_system *sys, const struct prb_dram_options *opt,
 		   struct prb_dram_status *st);
 
 /* prb_dram_probe, then opens every event of every instance (pid -1, on the PMU's cpumask
  * CPUs, no exclude bits) and enables them. Either every instance opens or none does: a
- * partial set of memory controllers is never counted. On failure st->available is false and
- * st->reason gives prb_explain() of the errno. The caller closes *out with prb_dram_close. */
+ * partial set of memory controllers is never counted. With opt->events, only those events of
+ * each instance (st then lists only them, and so does prb_dram_events); a mask that leaves an
+ * instance no event, or names events past its last, is -EINVAL with st->reason saying so. On
+ * failure st->available is false and st->reason gives prb_explain() of the errno. The caller
+ * closes *out with prb_dram_close. */
 int prb_dram_open(struct prb_dram **out, const struct prb_system *sys,
 		  const struct prb_dram_options *opt, struct prb_dram_status *st);
 void prb_dram_close(struct prb_dram *d);
 /* Bytes since open, per instance and summed, each figure with its state; a per-token figure
  * is prb_dram_sample_delta of two samples. The hot path: one read(2) per memory controller
  * where the counter layer has groups (its events form one group), one per event otherwise
- * (amd_df's 8 channel events must be multiplexed on 4 counters, so they are never grouped).
+ * (amd_df's 8 channel events are multiplexed on 4 counters when opened together, so they are
+ * never grouped: a group is scheduled all or nothing).
  * Raw counts are taken against the value read at open, modulo the counter's width, so a
  * counter that wraps between reads is still counted. -ERANGE when a reading was multiplexed
  * (or did not run) and scaling is forbidden, -EIO when a counter read failed; s is still
@@ -297,11 +307,39 @@ int prb_dram_read(struct prb_dram *d, struct prb_dram_sample *s);
 /* Borrowed; valid until prb_dram_close. */
 const struct prb_dram_status *prb_dram_status(const struct prb_dram *d);
 
+/* Groups of events that fit the counters: where an instance has more events than
+ * st->counters, the kernel time-shares the counters and every count is an extrapolation;
+ * opened one group at a time (prb_dram_options.events = masks[g]), each is counted whole.
+ * Fills masks[0 .. n) with consecutive events, st->counters to a group (the last may hold
+ * fewer), and returns n: 1 with masks[0] = 0 (every event) when the events fit or the backend
+ * states no count; -ENOSPC when max is too small. */
+int prb_dram_groups(const struct prb_dram_status *st, unsigned *masks, int max);
+/* Stops and restarts every counter of d (PERF_EVENT_IOC_DISABLE/ENABLE): a disabled event
+ * counts nothing, its time enabled stands still, and it takes no counter from the events that
+ * run, so that groups opened side by side can take turns. Reads of a disabled d are still
+ * valid (the counts since open, as they stood). A file instance (resctrl) cannot stop: it is
+ * left as it is. 0 or the first negative errno. */
+int prb_dram_enable(struct prb_dram *d);
+int prb_dram_disable(struct prb_dram *d);
+/* Each event of instance i as of the last prb_dram_read: out[j] its bytes since open (j in
+ * prb_dram_events' order), with its state; returns how many (0 for a file instance), -EINVAL
+ * when there is no instance i, -ENOSPC when max is too small. Before any read, every event is
+ * PRB_NOT_RUN. */
+int prb_dram_event_bytes(const struct prb_dram *d, int i, struct prb_bytes *out, int max);
+/* acc += s, figure by figure and instance by instance, for samples of disjoint sets of one
+ * plan's events (the groups of prb_dram_groups, each with its own prb_dram): bytes and times
+ * add, flags OR. A figure is measured when both sides are; one side's not-provided figure
+ * (a group with none of that figure's events) adds nothing; otherwise the first state that is
+ * not measured wins, with bytes 0. */
+void prb_dram_sample_add(struct prb_dram_sample *acc, const struct prb_dram_sample *s);
+
 /* One event of a DRAM instance as the kernel's perf tool names it, so that a second meter can
  * read the same counters (`memwall verify` runs `perf stat -a -x, -e` on them). */
 struct prb_dram_event_desc {
 	char perf[192];         /* "uncore_imc_free_running_0/config=0x20ff/": the PMU and the raw
 				 * encoding (perf then applies no .scale: it prints counts) */
+	char name[64];          /* what the backend calls it: the alias ("data_read") or perf's
+				 * name ("dram_channel_data_controller_5"), else its terms */
 	unsigned figure;        /* PRB_DRAM_READ, PRB_DRAM_WRITE or PRB_DRAM_TOTAL */
 	double bytes_per_count; /* what one count is in bytes, as prb_dram_read converts it */
 };

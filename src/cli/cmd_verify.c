@@ -183,6 +183,25 @@ static void print_text(const json_t *r)
 	       (double)json_integer_value(json_object_get(canary, "bytes")) / 1048576.0,
 	       json_string_value(json_object_get(canary, "llc_source")));
 	printf("placement: %s\n", json_string_value(json_object_get(r, "assumption")));
+	const json_t *cg = json_object_get(r, "counter_groups");
+	if (json_is_object(cg)) {
+		size_t g;
+		const json_t *grp;
+		printf("counter groups: %zu, each of at most %lld events (the PMU's counters); "
+		       "every pass ran once per group, counting it whole:",
+		       json_array_size(json_object_get(cg, "groups")),
+		       json_integer_value(json_object_get(cg, "counters")));
+		json_array_foreach(json_object_get(cg, "groups"), g, grp) {
+			const json_t *ev = json_object_get(grp, "events");
+			size_t ne = json_array_size(ev);
+			printf("%s %lld: %s%s%s", g ? ";" : "",
+			       json_integer_value(json_object_get(grp, "group")),
+			       ne ? json_string_value(json_array_get(ev, 0)) : "",
+			       ne > 1 ? " .. " : "",
+			       ne > 1 ? json_string_value(json_array_get(ev, ne - 1)) : "");
+		}
+		printf("\n");
+	}
 	const json_t *perf = json_object_get(r, "perf"), *res = json_object_get(r, "resctrl");
 	if (!json_is_true(json_object_get(perf, "available")))
 		printf("perf: not compared: %s\n",

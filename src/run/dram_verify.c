@@ -278,7 +278,7 @@ json_t *mw_verify_perf_check(struct mw_verify_meters *m, struct eng_stream *es,
 	json_t *out = NULL;
 	for (int i = 0; evs && list && i < st->n_instances; i++) {
 		struct prb_dram_event_desc d[PRB_DRAM_MAX_EVENTS];
-		int k = prb_dram_events(m->d, i, d, PRB_DRAM_MAX_EVENTS);
+		int k = mw_verify_events(m, i, d, NULL, PRB_DRAM_MAX_EVENTS);
 		for (int j = 0; j < k; j++) {
 			bool seen = false;
 			for (int e = 0; e < nev && !seen; e++)

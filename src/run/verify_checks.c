@@ -10,50 +10,6 @@
 #include "verify_checks.h"
 #include "metrics.h"
 
-struct mw_verify_meters *mw_verify_meters_new(void)
-{
-	struct mw_verify_meters *m = calloc(1, sizeof(*m));
-	if (!m)
-		return NULL;
-	for (int k = 0; k < MW_VERIFY_MAX_SAMPLES; k++)
-		if (!(m->s[k] = calloc(1, sizeof(*m->s[k]))) ||
-		    !(m->rs[k] = calloc(1, sizeof(*m->rs[k])))) {
-			mw_verify_meters_free(m);
-			return NULL;
-		}
-	if (!(m->w = calloc(1, sizeof(*m->w))) || !(m->idle = calloc(1, sizeof(*m->idle)))) {
-		mw_verify_meters_free(m);
-		return NULL;
-	}
-	return m;
-}
-
-void mw_verify_meters_free(struct mw_verify_meters *m)
-{
-	if (!m)
-		return;
-	prb_dram_close(m->d);
-	prb_dram_close(m->r);
-	for (int k = 0; k < MW_VERIFY_MAX_SAMPLES; k++) {
-		free(m->s[k]);
-		free(m->rs[k]);
-	}
-	free(m->w);
-	free(m->idle);
-	free(m->topo);
-	free(m);
-}
-
-int mw_verify_take(struct mw_verify_meters *m)
-{
-	int k = m->n < MW_VERIFY_MAX_SAMPLES ? m->n++ : MW_VERIFY_MAX_SAMPLES - 1;
-	/* a failed read leaves its figures read-failed in the sample: the checks say so */
-	(void)prb_dram_read(m->d, m->s[k]);
-	if (m->r)
-		(void)prb_dram_read(m->r, m->rs[k]);
-	return k;
-}
-
 const struct prb_bytes *mw_verify_figure(const struct prb_dram_instance_sample *is, unsigned f)
 {
 	return f == PRB_DRAM_READ ? &is->read : f == PRB_DRAM_WRITE ? &is->write : &is->total;
@@ -136,12 +92,12 @@ void mw_verify_not_counted(json_t *checks, const char *name, const char *subject
 		"threshold_pct", "verdict", "fail", "message", msg));
 }
 
-/* Instance i's figure f over the window in m->w, net of the background: the idle window's
- * bytes at its rate over this window, both timed by the counters' own time_enabled. */
-static double net_of(const struct mw_verify_meters *m, int i, unsigned f, enum prb_state *state,
-		     double *raw, double *bg)
+/* Instance i's figure f over the window w, net of the background: the idle window's bytes
+ * (idle) at its rate over this window, both timed by the counters' own time_enabled. */
+static double net_from(const struct prb_dram_sample *w, const struct prb_dram_sample *iw, int i,
+		       unsigned f, enum prb_state *state, double *raw, double *bg)
 {
-	const struct prb_dram_instance_sample *is = &m->w->inst[i], *id = &m->idle->inst[i];
+	const struct prb_dram_instance_sample *is = &w->inst[i], *id = &iw->inst[i];
 	const struct prb_bytes *got = mw_verify_figure(is, f), *idle = mw_verify_figure(id, f);
 	double b = idle->state == PRB_MEASURED && id->time_enabled ?
 			   (double)idle->bytes * (double)is->time_enabled / (double)id->time_enabled :
@@ -154,10 +110,42 @@ static double net_of(const struct mw_verify_meters *m, int i, unsigned f, enum p
 	return got->state == PRB_MEASURED ? (double)got->bytes - b : NAN;
 }
 
+/* Instance i's figure f over the window in m->w, net of the background. With counter groups,
+ * the sum of every group's over its own run of the window, each net of its own idle window:
+ * a group's channels are idle at their own rate, over their own time. */
+static double net_of(const struct mw_verify_meters *m, int i, unsigned f, enum prb_state *state,
+		     double *raw, double *bg)
+{
+	if (m->n_groups == 1)
+		return net_from(m->w, m->idle, i, f, state, raw, bg);
+	double net = 0, r = 0, b = 0;
+	enum prb_state st = PRB_NOT_PROVIDED; /* until a group counts the figure */
+	for (int g = 0; g < m->n_groups; g++) {
+		enum prb_state s;
+		double gr, gb, v = net_from(m->gw[g], m->gidle[g], i, f, &s, &gr, &gb);
+		if (s == PRB_NOT_PROVIDED)
+			continue; /* none of this figure's events is in the group */
+		if (st == PRB_NOT_PROVIDED || (st == PRB_MEASURED && s != PRB_MEASURED))
+			st = s; /* the first group that was not counted gives the state */
+		if (s == PRB_MEASURED) {
+			net += v;
+			r += gr;
+			b += gb;
+		}
+	}
+	*state = st;
+	bool ok = st == PRB_MEASURED;
+	if (raw)
+		*raw = ok ? r : NAN;
+	if (bg)
+		*bg = ok ? b : 0;
+	return ok ? net : NAN;
+}
+
 double mw_verify_net(struct mw_verify_meters *m, int i, unsigned f, int a, int b,
 		     enum prb_state *state, double *raw, double *bg)
 {
-	prb_dram_sample_delta(m->s[b], m->s[a], m->w);
+	mw_verify_window(m, a, b);
 	return net_of(m, i, f, state, raw, bg);
 }
 
@@ -167,7 +155,7 @@ double mw_verify_sum_net(struct mw_verify_meters *m, unsigned f, int a, int b,
 	double sum = 0;
 	enum prb_state s;
 	*state = PRB_MEASURED;
-	prb_dram_sample_delta(m->s[b], m->s[a], m->w);
+	mw_verify_window(m, a, b);
 	for (int i = 0; i < m->st.n_instances; i++) {
 		double v = net_of(m, i, f, &s, NULL, NULL);
 		if (s != PRB_MEASURED) {
@@ -249,31 +237,147 @@ static json_t *cross_check(struct mw_verify_meters *m, const char *pre, const st
 
 /* A pass whose counters were multiplexed was extrapolated, not counted: verify checks counts,
  * so a running share (time running / time enabled, as perf prints it) below 100 % on any
- * instance fails the pass, naming the least counted instance. */
+ * instance fails the pass, naming the least counted instance (and its counter group, where
+ * the events take turns: each group's share over its own run of the pass). */
 static void share_check(json_t *checks, const char *pre, const char *pname,
 			const struct mw_verify_meters *m)
 {
-	int worst;
+	int worst, wg = -1;
 	double share = prb_dram_sample_share(m->w, &worst);
+	for (int g = 0; m->n_groups > 1 && g < m->n_groups; g++) {
+		int at;
+		double sh = prb_dram_sample_share(m->gw[g], &at);
+		if (!isnan(sh) && (wg < 0 || sh < share)) {
+			share = sh;
+			worst = at;
+			wg = g;
+		}
+	}
 	bool pass = !(share < 1.0); /* no time at all: the byte checks fail it already */
-	char name[260], subject[320], label[96] = "?", msg[800];
+	char name[260], subject[320], label[140] = "?", msg[800];
 	if (worst >= 0)
 		mw_verify_label(&m->st, worst, label, sizeof(label));
+	if (worst >= 0 && m->n_groups > 1)
+		snprintf(label + strlen(label), sizeof(label) - strlen(label), " counter group %d "
+			 "of %d", wg + 1, m->n_groups);
 	snprintf(name, sizeof(name), "%s%s pass: running share", pre, pname);
 	snprintf(subject, sizeof(subject), "%s (%s%s pass, time running / time enabled)", label,
 		 pre, pname);
-	if (pass)
+	if (pass && m->n_groups > 1)
+		snprintf(msg, sizeof(msg), "%s: every instance counted the whole pass, in %d "
+			 "counter groups of at most %d events (the PMU's counters), one run of the "
+			 "pass each", subject, m->n_groups, m->st.counters);
+	else if (pass)
 		snprintf(msg, sizeof(msg), "%s: every instance counted the whole pass", subject);
 	else
 		snprintf(msg, sizeof(msg), "%s: multiplexed: counted %.1f %% of the pass, the rest "
 			 "extrapolated; verify passes counts, not extrapolations: stop what else "
 			 "counts on this PMU (another perf stat, a monitoring agent) and verify "
-			 "again%s", subject, share * 100.0, !strcmp(m->st.backend, "amd_df") ?
-			 " (amd_df multiplexes its 8 channel events on 4 counters by design)" : "");
+			 "again", subject, share * 100.0);
 	json_array_append_new(checks, json_pack("{s:s, s:s, s:n, s:n, s:n, s:n, s:o, s:s, s:s}",
 		"name", name, "subject", subject, "expected_bytes", "measured_bytes", "error_pct",
 		"threshold_pct", "running_share", mw_json_num(share), "verdict",
 		pass ? "pass" : "fail", "message", msg));
+}
+
+/* Event j of group g's events on instance i over the window m->w holds, net of the event's
+ * own idle count at the group's rate (the group's times: its events run together). */
+static double event_net(const struct mw_verify_meters *m, int g, int i, int j,
+			enum prb_state *state)
+{
+	const struct prb_bytes *a = mw_verify_gev(m, g, m->wa, i, j);
+	const struct prb_bytes *b = mw_verify_gev(m, g, m->wb, i, j);
+	*state = b->state != PRB_MEASURED ? b->state : a->state;
+	if (*state == PRB_MEASURED && b->bytes < a->bytes)
+		*state = PRB_READ_FAILED; /* a count that went back is no reading */
+	if (*state != PRB_MEASURED)
+		return NAN;
+	double bg = 0;
+	if (m->idle_a >= 0) {
+		const struct prb_bytes *ia = mw_verify_gev(m, g, m->idle_a, i, j);
+		const struct prb_bytes *ib = mw_verify_gev(m, g, m->idle_b, i, j);
+		uint64_t te = m->gw[g]->inst[i].time_enabled;
+		uint64_t ite = m->gidle[g]->inst[i].time_enabled;
+		if (ia->state == PRB_MEASURED && ib->state == PRB_MEASURED &&
+		    ib->bytes >= ia->bytes && ite)
+			bg = (double)(ib->bytes - ia->bytes) * (double)te / (double)ite;
+	}
+	return (double)(b->bytes - a->bytes) - bg;
+}
+
+/* With counter groups, member instance i's groups and events of the pass's figure: each
+ * group of k of the instance's n such events against k/n of the instance's share, each event
+ * against 1/n (the channels interleave evenly, as the fair share assumes of instances); the
+ * groups add up to the instance's count. where: "node 1, " or "". Returns the instance's
+ * "groups", NULL with one group. */
+static json_t *group_checks(struct mw_verify_meters *m, int i, const char *label,
+			    const char *pre, const char *where, const struct pass_spec *ps,
+			    double share, json_t *checks)
+{
+	if (m->n_groups == 1)
+		return NULL;
+	const struct prb_dram_instance *si = &m->st.instances[i];
+	const char *fig = mw_verify_figure_name(ps->f);
+	char name[300], subject[400], against[120];
+	int n = 0;
+	for (int j = 0; j < si->n_events; j++)
+		n += !strcmp(si->events[j].dir, fig);
+	json_t *groups = json_array();
+	for (int g = 0; n && g < m->n_groups; g++) {
+		struct prb_dram_event_desc d[PRB_DRAM_MAX_EVENTS];
+		int idx[PRB_DRAM_MAX_EVENTS], kf = 0;
+		int ng = mw_verify_group_events(m, g, i, idx, PRB_DRAM_MAX_EVENTS);
+		if (prb_dram_events(m->g[g], i, d, PRB_DRAM_MAX_EVENTS) != ng)
+			continue; /* never: the group's handle holds exactly these */
+		for (int j = 0; j < ng; j++)
+			kf += !strcmp(si->events[idx[j]].dir, fig);
+		if (!kf)
+			continue;
+		enum prb_state gs;
+		double graw, gbg, gnet = net_from(m->gw[g], m->gidle[g], i, ps->f, &gs, &graw, &gbg);
+		double gexp = share * kf / n;
+		snprintf(name, sizeof(name), "%s%s pass: %s counter group %d", pre, ps->name, label,
+			 g + 1);
+		snprintf(subject, sizeof(subject), "%s counter group %d of %d (%s%s pass, %s)", label,
+			 g + 1, m->n_groups, where, ps->name, fig);
+		snprintf(against, sizeof(against), "its part of the fair share (%d of the "
+			 "instance's %d %s events)", kf, n, fig);
+		if (gs != PRB_MEASURED)
+			mw_verify_not_counted(checks, name, subject, gs);
+		else
+			mw_verify_check(checks, name, subject, gexp, gnet,
+					MW_DRAMVERIFY_INSTANCE_PCT, against, NULL);
+		json_t *names = json_array(), *evs = json_array();
+		for (int j = 0; j < ng; j++) {
+			if (strcmp(si->events[idx[j]].dir, fig))
+				continue;
+			enum prb_state es;
+			double enet = event_net(m, g, i, j, &es);
+			json_array_append_new(names, json_string(d[j].name));
+			snprintf(name, sizeof(name), "%s%s pass: %s/%s", pre, ps->name, label,
+				 d[j].name);
+			snprintf(subject, sizeof(subject), "%s/%s (counter group %d of %d, %s%s "
+				 "pass, %s)", label, d[j].name, g + 1, m->n_groups, where, ps->name,
+				 fig);
+			snprintf(against, sizeof(against), "its part of the fair share (1 of the "
+				 "instance's %d %s events)", n, fig);
+			if (es != PRB_MEASURED)
+				mw_verify_not_counted(checks, name, subject, es);
+			else
+				mw_verify_check(checks, name, subject, share / n, enet,
+						MW_DRAMVERIFY_INSTANCE_PCT, against, NULL);
+			json_array_append_new(evs, json_pack("{s:s, s:f, s:o, s:s}", "name",
+				d[j].name, "expected_bytes", share / n, "counted_bytes",
+				mw_json_num(enet), "state", prb_state_name(es)));
+		}
+		json_array_append_new(groups, json_pack("{s:i, s:o, s:f, s:o, s:o, s:f, s:o, s:s, "
+			"s:o}", "group", g + 1, "events", names, "expected_bytes", gexp,
+			"counted_bytes", mw_json_num(gnet), "raw_bytes", mw_json_num(graw),
+			"background_bytes", gbg, "running_share",
+			mw_json_num(prb_dram_instance_share(&m->gw[g]->inst[i])), "state",
+			prb_state_name(gs), "by_event", evs));
+	}
+	return groups;
 }
 
 static json_t *pass_check(struct mw_verify_meters *m, const struct mw_verify_plan *p, int k,
@@ -284,37 +388,41 @@ static json_t *pass_check(struct mw_verify_meters *m, const struct mw_verify_pla
 	char pre[80] = "", name[260], subject[320], label[96];
 	if (p->n > 1)
 		snprintf(pre, sizeof(pre), "%s: ", tg->label);
-	prb_dram_sample_delta(m->s[ps->b], m->s[ps->a], m->w);
+	mw_verify_window(m, ps->a, ps->b);
 	json_t *inst = json_array();
 	double sum = 0, other = 0, share = (double)ps->expected / tg->n_members;
 	bool all = true;
 	enum prb_state bad = PRB_MEASURED, s;
+	char where[80] = "";
+	if (p->n > 1)
+		snprintf(where, sizeof(where), "%s, ", tg->label);
 	for (int i = 0; i < n; i++) {
 		double raw, bg, net = net_of(m, i, ps->f, &s, &raw, &bg);
 		mw_verify_label(&m->st, i, label, sizeof(label));
-		json_array_append_new(inst, instance_json(m, i, label, tg->member[i],
-							  tg->member[i] ? share : 0, raw, bg, net, s));
+		json_t *ij = instance_json(m, i, label, tg->member[i], tg->member[i] ? share : 0, raw,
+					   bg, net, s);
+		json_array_append_new(inst, ij);
 		snprintf(name, sizeof(name), "%s%s pass: %s", pre, ps->name, label);
-		if (p->n > 1)
-			snprintf(subject, sizeof(subject), "%s (%s, %s pass, %s)", label, tg->label,
-				 ps->name, mw_verify_figure_name(ps->f));
-		else
-			snprintf(subject, sizeof(subject), "%s (%s pass, %s)", label, ps->name,
-				 mw_verify_figure_name(ps->f));
+		snprintf(subject, sizeof(subject), "%s (%s%s pass, %s)", label, where, ps->name,
+			 mw_verify_figure_name(ps->f));
 		if (s != PRB_MEASURED) {
 			mw_verify_not_counted(checks, name, subject, s);
 			if (all)
 				bad = s;
 			all = false;
-			continue;
-		}
-		sum += net;
-		if (!tg->member[i]) {
+		} else if (!tg->member[i]) {
+			sum += net;
 			other += net;
-			continue;
+		} else {
+			sum += net;
+			mw_verify_check(checks, name, subject, share, net,
+					MW_DRAMVERIFY_INSTANCE_PCT,
+					"its fair share of the expected bytes", NULL);
 		}
-		mw_verify_check(checks, name, subject, share, net, MW_DRAMVERIFY_INSTANCE_PCT,
-				"its fair share of the expected bytes", NULL);
+		json_t *gj = tg->member[i] ? group_checks(m, i, label, pre, where, ps, share, checks)
+					   : NULL;
+		if (gj)
+			json_object_set_new(ij, "groups", gj);
 	}
 	snprintf(name, sizeof(name), "%s%s pass: sum", pre, ps->name);
 	snprintf(subject, sizeof(subject), "%s%s pass, %s, sum over %d instance%s", pre, ps->name,
@@ -373,15 +481,31 @@ json_t *mw_verify_target_check(struct mw_verify_meters *m, const struct mw_verif
 			 tg->n_members, "placement", placement, "passes", "read", rp, "write", wp);
 }
 
+/* acc += b: measured while both are, else the first state that is not */
+static void bytes_sum(struct prb_bytes *acc, const struct prb_bytes *b)
+{
+	if (acc->state != PRB_MEASURED)
+		return;
+	if (b->state != PRB_MEASURED)
+		*acc = (struct prb_bytes){ 0, b->state };
+	else
+		acc->bytes += b->bytes;
+}
+
 json_t *mw_verify_resctrl_check(struct mw_verify_meters *m, const char *why, json_t *checks)
 {
 	if (!m->r)
 		return json_pack("{s:b, s:s}", "available", 0, "reason", why);
-	struct prb_dram_sample *w = m->w;
-	prb_dram_sample_delta(m->s[m->canary_last], m->s[m->canary_first], w);
-	struct prb_bytes imc = w->total;
-	prb_dram_sample_delta(m->rs[m->canary_last], m->rs[m->canary_first], w);
-	struct prb_bytes res = w->total;
+	/* each placement's passes, summed: with counter groups the whole counts each group over
+	 * its own run and resctrl the first group's run, one canary each; between placements
+	 * (the next one's set-up) neither is a count of the canary */
+	struct prb_bytes imc = { 0, PRB_MEASURED }, res = { 0, PRB_MEASURED };
+	for (int c = 0; c < m->n_canary; c++) {
+		mw_verify_window(m, m->canary[c][0], m->canary[c][1]);
+		bytes_sum(&imc, &m->w->total);
+		prb_dram_sample_delta(m->rs[m->canary[c][1]], m->rs[m->canary[c][0]], m->w);
+		bytes_sum(&res, &m->w->total);
+	}
 	char subject[200];
 	snprintf(subject, sizeof(subject), "resctrl MBM against the memory controllers (%s), "
 		 "both canary passes", m->st.backend);

@@ -1,5 +1,5 @@
-/* src/run/verify_checks.h: `memwall verify`'s meters and checks (verify_checks.c): every
- * meter read at each boundary, each canary pass in both directions against what the stream
+/* src/run/verify_checks.h: `memwall verify`'s checks (verify_checks.c) on its meters
+ * (verify_meters.h, read at each boundary): each canary pass in both directions against what the stream
  * moved, net of the idle rate, each instance against its fair share, resctrl against the
  * controllers. Used by verify_run.c (the measurement and the record), dram_verify.c (perf)
  * and verify_matrix.c (--matrix). */
@@ -13,30 +13,9 @@
 #include "engine.h"
 #include "probes.h"
 #include "topology.h"
+#include "verify_meters.h"
 #include "verify_numa.h"
 #include "verify_thresholds.h"
-
-/* Readings of every meter: the idle window's 2, 3 per placement target (64 at most), perf's
- * 2 and the matrix's 6 per size (4): 220, allocated at the open so a reading never fails. */
-#define MW_VERIFY_MAX_SAMPLES 224
-
-struct mw_verify_meters {
-	struct prb_dram *d, *r;             /* the backend under test; resctrl beside it */
-	struct prb_dram_status st, rst;
-	int n;                              /* readings taken */
-	struct prb_dram_sample *s[MW_VERIFY_MAX_SAMPLES];  /* d's readings, in order */
-	struct prb_dram_sample *rs[MW_VERIFY_MAX_SAMPLES]; /* r's, at the same moments */
-	struct prb_dram_sample *w;          /* a window's delta, scratch */
-	struct prb_dram_sample *idle;       /* the idle window's delta */
-	struct mw_topo_instance *topo;      /* per instance: its node (topology.h) */
-	bool split;                         /* the backend counts reads and writes apart */
-	int canary_first, canary_last;      /* the readings around every placement's passes */
-};
-
-/* Reads every meter now (a failed read leaves its figures read-failed in the sample: the
- * checks say so). Returns the reading's index; the last one again past MW_VERIFY_MAX_SAMPLES
- * (never reached: the header says why). */
-int mw_verify_take(struct mw_verify_meters *m);
 
 /* ---- checks (verify_checks.c) */
 
@@ -81,12 +60,10 @@ json_t *mw_verify_target_check(struct mw_verify_meters *m, const struct mw_verif
 			       int k, const struct mw_verify_passes *ps, json_t *placement,
 			       json_t *checks);
 
-/* resctrl MBM against the memory controllers over every canary pass. */
+/* resctrl MBM against the memory controllers over every canary pass: the windows
+ * m->canary[0 .. n_canary) (each placement's passes, from its start to its write pass's end),
+ * summed. */
 json_t *mw_verify_resctrl_check(struct mw_verify_meters *m, const char *why, json_t *checks);
 
-/* A new set of meters with every reading allocated (readings never fail for memory); free
- * with mw_verify_meters_free, which closes what it holds. NULL on ENOMEM. */
-struct mw_verify_meters *mw_verify_meters_new(void);
-void mw_verify_meters_free(struct mw_verify_meters *m);
 
 #endif

@@ -102,6 +102,45 @@ static json_t *cell(struct mw_verify_meters *m, const struct pattern *p, const c
 	return c;
 }
 
+#define N_PATTERNS (sizeof(patterns) / sizeof(patterns[0]))
+
+/* One size's patterns, once per counter group (verify_meters.h): the readings that end
+ * them, and what the first run streamed (every run streams the same arrays). */
+struct size_run {
+	int a, b[N_PATTERNS];
+	int rc[N_PATTERNS];
+	struct eng_stream_sample ss[N_PATTERNS];
+};
+
+/* Each pattern after a first reading, each ended by a reading; a failed pattern (other than
+ * a kernel table without non-temporal stores) ends the run. 0, or the failure. */
+static int run_patterns(struct mw_verify_meters *m, struct eng_stream *es, struct size_run *sr)
+{
+	int rc = 0;
+	for (int g = 0; rc == 0 && g < m->n_groups; g++) {
+		mw_verify_group_begin(m, g);
+		sr->a = mw_verify_take(m);
+		for (size_t i = 0; i < N_PATTERNS; i++) {
+			struct eng_stream_sample ss = { 0 };
+			const struct pattern *p = &patterns[i];
+			int prc = eng_stream_run(es, p->kind, p->nt, &ss);
+			sr->b[i] = mw_verify_take(m);
+			if (g == 0) {
+				sr->rc[i] = prc;
+				sr->ss[i] = ss;
+			}
+			if (prc < 0 && prc != -ENOTSUP) {
+				rc = prc;
+				sr->rc[i] = prc;
+				break;
+			}
+		}
+		if (mw_verify_group_end(m) < 0 && rc == 0)
+			rc = -EIO;
+	}
+	return rc;
+}
+
 /* One size: a stream of that size, then each pattern, each ended by a reading. 0 or -errno. */
 static int one_size(struct mw_verify_meters *m, const struct mw_dramverify_options *o,
 		    uint64_t bytes, const char *label, json_t *pats, json_t *checks, char *why,
@@ -110,6 +149,7 @@ static int one_size(struct mw_verify_meters *m, const struct mw_dramverify_optio
 	struct eng_stream *es = NULL;
 	struct eng_error eerr = { 0 };
 	struct eng_stream_options sopt = { .threads = o->threads, .bytes = bytes };
+	struct size_run sr = { 0 };
 	int rc = eng_stream_new(&es, &sopt, &eerr);
 	if (rc < 0) {
 		snprintf(why, n, "the matrix cannot stream %s: %s%s%s", label, eerr.source,
@@ -117,28 +157,26 @@ static int one_size(struct mw_verify_meters *m, const struct mw_dramverify_optio
 		return rc;
 	}
 	*used = eng_stream_bytes(es);
-	int a = mw_verify_take(m);
-	for (size_t i = 0; i < sizeof(patterns) / sizeof(patterns[0]); i++) {
+	rc = run_patterns(m, es, &sr);
+	eng_stream_free(es);
+	for (size_t i = 0; i < N_PATTERNS; i++) {
 		const struct pattern *p = &patterns[i];
-		struct eng_stream_sample ss = { 0 };
-		rc = eng_stream_run(es, p->kind, p->nt, &ss);
-		int b = mw_verify_take(m);
 		json_t *cells = json_object_get(json_array_get(pats, i), "cells");
-		if (rc == -ENOTSUP) { /* no non-temporal stores in this kernel table */
+		if (sr.rc[i] < 0 && sr.rc[i] != -ENOTSUP) {
+			snprintf(why, n, "the matrix's %s pass at %s failed: %s", p->name, label,
+				 strerror(-sr.rc[i]));
+			return sr.rc[i];
+		}
+		if (sr.rc[i] == -ENOTSUP) /* no non-temporal stores in this kernel table */
 			json_array_append_new(cells, json_pack("{s:s, s:s}", "size", label, "not_run",
 				"this kernel table has no non-temporal stores"));
-		} else if (rc < 0) {
-			snprintf(why, n, "the matrix's %s pass at %s failed: %s", p->name, label,
-				 strerror(-rc));
-			eng_stream_free(es);
-			return rc;
-		} else {
-			json_array_append_new(cells, cell(m, p, label, a, b, &ss, checks));
-		}
-		a = b;
+		else
+			json_array_append_new(cells, cell(m, p, label, i ? sr.b[i - 1] : sr.a,
+							  sr.b[i], &sr.ss[i], checks));
 	}
-	eng_stream_free(es);
-	return 0;
+	if (rc < 0)
+		snprintf(why, n, "the matrix's counter groups read apart at %s", label);
+	return rc;
 }
 
 json_t *mw_verify_matrix(struct mw_verify_meters *m, const struct mw_dramverify_options *o,
@@ -147,7 +185,7 @@ json_t *mw_verify_matrix(struct mw_verify_meters *m, const struct mw_dramverify_
 	uint64_t cache = llc_known ? llc : ENG_ROOF_LLC_FALLBACK;
 	uint64_t base = o->bytes ? o->bytes : 4 * cache;
 	json_t *pats = json_array(), *sizes = json_array();
-	for (size_t i = 0; i < sizeof(patterns) / sizeof(patterns[0]); i++) {
+	for (size_t i = 0; i < N_PATTERNS; i++) {
 		const struct pattern *p = &patterns[i];
 		json_array_append_new(pats, json_pack("{s:s, s:b, s:b, s:s, s:{s:f, s:f}, s:[]}",
 			"name", p->name, "nontemporal", p->nt, "write_allocate", p->write_allocate,

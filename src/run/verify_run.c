@@ -4,7 +4,10 @@
  * prb_dram_open's own (k = 0); the idle window's start and end (k = 1, 2); for each placement
  * target (verify_numa.c: one, or each NUMA node in turn) the start, the end of the read pass
  * and the end of the write pass (3 readings: k = 3 + 3t, 4 + 3t, 5 + 3t); perf's window where
- * a perf tool runs (2); the matrix's (verify_matrix.c: 6 per size).
+ * a perf tool runs (2); the matrix's (verify_matrix.c: 6 per size). Where the backend's events
+ * take turns in counter groups (verify_meters.h), each phase (the idle window, a target's
+ * passes, a matrix size) runs once per group and every group's counters read at the same k,
+ * in that order: a script's rule per event still lists one step per reading.
  */
 #include <errno.h>
 #include <math.h>
@@ -65,24 +68,54 @@ static json_t *thresholds_json(void)
 			 MW_DRAMVERIFY_WA_PCT);
 }
 
-/* The instances with their node and the events each counts, as perf names them. */
+/* The instances with their node and the events each counts, as perf names them (and the
+ * counter group of each, where they take turns). */
 static json_t *instances_json(const struct mw_verify_meters *m)
 {
 	json_t *inst = json_array();
 	for (int k = 0; inst && k < m->st.n_instances; k++) {
 		struct prb_dram_event_desc d[PRB_DRAM_MAX_EVENTS];
-		int ne = prb_dram_events(m->d, k, d, PRB_DRAM_MAX_EVENTS);
+		int grp[PRB_DRAM_MAX_EVENTS];
+		int ne = mw_verify_events(m, k, d, grp, PRB_DRAM_MAX_EVENTS);
 		json_t *ev = json_array();
-		for (int j = 0; j < ne; j++)
-			json_array_append_new(ev, json_pack("{s:s, s:s, s:f}", "perf", d[j].perf,
-				"figure", mw_verify_figure_name(d[j].figure), "bytes_per_count",
-				d[j].bytes_per_count));
+		for (int j = 0; j < ne; j++) {
+			json_t *e = json_pack("{s:s, s:s, s:s, s:f}", "perf", d[j].perf, "name",
+				d[j].name, "figure", mw_verify_figure_name(d[j].figure),
+				"bytes_per_count", d[j].bytes_per_count);
+			if (e && m->n_groups > 1)
+				json_object_set_new(e, "group", json_integer(grp[j] + 1));
+			json_array_append_new(ev, e);
+		}
 		json_array_append_new(inst, json_pack("{s:s, s:i, s:o, s:s, s:o}", "pmu",
 			m->st.instances[k].pmu, "cpu", m->st.instances[k].cpu, "node",
 			m->topo[k].node >= 0 ? json_integer(m->topo[k].node) : json_null(),
 			"attribution", mw_topo_level_name(m->topo[k].level), "events", ev));
 	}
 	return inst;
+}
+
+/* How the events took turns: null where they fit the counters together. */
+static json_t *groups_json(const struct mw_verify_meters *m)
+{
+	if (m->n_groups == 1)
+		return json_null();
+	json_t *groups = json_array();
+	for (int g = 0; groups && g < m->n_groups; g++) {
+		struct prb_dram_event_desc d[PRB_DRAM_MAX_EVENTS];
+		int ne = prb_dram_events(m->g[g], 0, d, PRB_DRAM_MAX_EVENTS);
+		json_t *names = json_array();
+		for (int j = 0; j < ne; j++)
+			json_array_append_new(names, json_string(d[j].name));
+		json_array_append_new(groups, json_pack("{s:i, s:o}", "group", g + 1, "events",
+							names));
+	}
+	return json_pack("{s:i, s:o, s:s}", "counters", m->st.counters, "groups", groups,
+			 "basis", "more events per instance than its PMU has counters: opened "
+			 "together they are multiplexed and every count extrapolated, so each phase "
+			 "(the idle window, each placement's passes, each matrix size) ran once per "
+			 "group, that group's events alone enabled; an instance's count is the sum of "
+			 "its groups', each counted over its own run, and each group is checked "
+			 "against its part of the instance's share");
 }
 
 /* The target's placement as the record keeps it. */
@@ -113,16 +146,65 @@ struct run_state {
 	json_t *targets, *checks;
 };
 
+/* A target's two passes, once per counter group: the readings that end them in ps, and what
+ * the first run streamed (every run streams the same buffer). 0, or -errno with why. */
+static int run_passes(struct run_state *rs, const struct mw_verify_target *tg,
+		      struct mw_verify_passes *ps, char *why, size_t n)
+{
+	struct mw_verify_meters *m = rs->m;
+	int rc = 0;
+	for (int g = 0; rc == 0 && g < m->n_groups; g++) {
+		struct eng_stream_sample r = { 0 }, w = { 0 };
+		bool nt = ps->nt;
+		mw_verify_group_begin(m, g);
+		ps->start = mw_verify_take(m);
+		rc = eng_stream_run(rs->es, ENG_STREAM_READ, false, &r);
+		ps->after_read = mw_verify_take(m);
+		if (rc == 0 && (rc = eng_stream_run(rs->es, ENG_STREAM_WRITE, nt, &w)) == -ENOTSUP)
+			rc = eng_stream_run(rs->es, ENG_STREAM_WRITE, nt = false, &w);
+		ps->after_write = mw_verify_take(m);
+		if (mw_verify_group_end(m) < 0 && rc == 0)
+			rc = -EIO;
+		if (g == 0) {
+			ps->rs = r;
+			ps->ws = w;
+			ps->nt = nt;
+		}
+	}
+	if (rc < 0)
+		snprintf(why, n, "the canary's passes failed (%s): %s", tg->label, strerror(-rc));
+	return rc;
+}
+
+/* The idle window, once per counter group. */
+static int idle_window(struct run_state *rs, char *why, size_t n)
+{
+	struct mw_verify_meters *m = rs->m;
+	int i0 = -1, i1 = -1, rc = 0;
+	for (int g = 0; g < m->n_groups; g++) {
+		mw_verify_group_begin(m, g);
+		i0 = mw_verify_take(m);
+		sleep_ms(rs->o->idle_ms);
+		i1 = mw_verify_take(m);
+		if (mw_verify_group_end(m) < 0)
+			rc = -EIO;
+	}
+	if (rc < 0)
+		snprintf(why, n, "the idle window's counter groups read apart");
+	else
+		mw_verify_idle(m, i0, i1);
+	return rc;
+}
+
 /* The idle window, then each target's two passes, each window ended by the next reading.
  * 0, or -errno with why. */
 static int stream_targets(struct run_state *rs, char *why, size_t n)
 {
 	struct mw_verify_meters *m = rs->m;
 	bool sim = !strcmp(prb_counter_backend(), "sim");
-	int i0 = mw_verify_take(m);
-	sleep_ms(rs->o->idle_ms);
-	int i1 = mw_verify_take(m);
-	prb_dram_sample_delta(m->s[i1], m->s[i0], m->idle);
+	int rc = idle_window(rs, why, n);
+	if (rc < 0)
+		return rc;
 	m->canary_first = m->canary_last = -1;
 	for (int k = 0; k < rs->plan.n; k++) {
 		const struct mw_verify_target *tg = &rs->plan.t[k];
@@ -145,7 +227,7 @@ static int stream_targets(struct run_state *rs, char *why, size_t n)
 		}
 		eng_stream_free(rs->es);
 		struct eng_stream_options sopt = { .threads = rs->o->threads, .bytes = rs->bytes };
-		int rc = eng_stream_new(&rs->es, &sopt, &eerr);
+		rc = eng_stream_new(&rs->es, &sopt, &eerr);
 		mw_verify_unplace(&sv);
 		if (rc < 0) {
 			json_decref(pl);
@@ -153,21 +235,17 @@ static int stream_targets(struct run_state *rs, char *why, size_t n)
 				 eerr.source, eerr.source[0] ? ": " : "", eerr.text);
 			return rc;
 		}
-		ps.start = mw_verify_take(m);
-		rc = eng_stream_run(rs->es, ENG_STREAM_READ, false, &ps.rs);
-		ps.after_read = mw_verify_take(m);
-		if (rc == 0 && (rc = eng_stream_run(rs->es, ENG_STREAM_WRITE, true, &ps.ws)) == -ENOTSUP)
-			rc = eng_stream_run(rs->es, ENG_STREAM_WRITE, ps.nt = false, &ps.ws);
-		ps.after_write = mw_verify_take(m);
-		if (rc < 0) {
+		if ((rc = run_passes(rs, tg, &ps, why, n)) < 0) {
 			json_decref(pl);
-			snprintf(why, n, "the canary's passes failed (%s): %s", tg->label,
-				 strerror(-rc));
 			return rc;
 		}
 		if (m->canary_first < 0)
 			m->canary_first = ps.start;
 		m->canary_last = ps.after_write;
+		if (m->n_canary < 64) {
+			m->canary[m->n_canary][0] = ps.start;
+			m->canary[m->n_canary++][1] = ps.after_write;
+		}
 		json_array_append_new(rs->targets,
 				      mw_verify_target_check(m, &rs->plan, k, &ps, pl, rs->checks));
 	}
@@ -187,7 +265,9 @@ static int open_meters(const struct mw_dramverify_options *o, struct prb_system 
 		return -ENOENT;
 	}
 	struct prb_dram_options dopt = { .backend = o->backend };
-	int rc = prb_dram_open(&m->d, *sys, &dopt, &m->st);
+	int rc = mw_verify_open(m, *sys, &dopt);
+	if (rc == -ENOMEM)
+		return rc;
 	if (rc < 0) {
 		snprintf(why, n, "%s", m->st.reason);
 		return rc == -EINVAL && !m->st.backend[0] ? -EINVAL : -ENOENT;
@@ -254,6 +334,8 @@ static json_t *build_record(struct run_state *rs, const struct prb_system *sys, 
 			"topology", mw_topology_describe(prb_system_root(sys), vendor, &m->st),
 			"checks", rs->checks, "diagnoses", json_array());
 	perf = resctrl = matrix = NULL;
+	if (rec)
+		json_object_set_new(rec, "counter_groups", groups_json(m));
 	if (rec && !pass)
 		json_object_set_new(rec, "diagnoses", mw_verify_diagnose(rec, prb_system_root(sys)));
 out:
@@ -296,8 +378,12 @@ int mw_dramverify_run(const struct mw_dramverify_options *o, json_t **record, ch
 	json_t *resctrl = rs.m->canary_first >= 0 ?
 		mw_verify_resctrl_check(rs.m, rwhy, rs.checks) :
 		json_pack("{s:b, s:s}", "available", 0, "reason", "no canary pass ran");
+	/* perf reads every event at once beside memwall's own: every group enabled, as a run
+	 * opens them (both tools' counts multiplexed alike where the events take turns) */
+	mw_verify_group_begin(rs.m, -1);
 	json_t *perf = rs.es ? mw_verify_perf_check(rs.m, rs.es, o, rs.checks) :
 		json_pack("{s:b, s:s}", "available", 0, "reason", "no canary pass ran");
+	(void)mw_verify_group_end(rs.m);
 	json_t *matrix = NULL;
 	if (o->matrix && !(matrix = mw_verify_matrix(rs.m, o, llc, llc_known, rs.checks, why, n))) {
 		json_decref(resctrl);
