@@ -322,6 +322,16 @@ static json_t *group_checks(struct mw_verify_meters *m, int i, const char *label
 	int n = 0;
 	for (int j = 0; j < si->n_events; j++)
 		n += !strcmp(si->events[j].dir, fig);
+	/* A part with fewer channels than the backend has channel events (a two-channel desktop
+	 * read through amd_df's eight) leaves some events on channels without memory: the
+	 * per-group and per-channel shares would assume memory that is not there, so they are
+	 * recorded but not checked; the instance's own check and the sum still are. */
+	bool checked = m->channels_populated < 0 || m->channels_populated == n;
+	char why[200] = "";
+	if (!checked)
+		snprintf(why, sizeof(why), "not checked: %d channels populated (topology) of the "
+			 "instance's %d %s channel events; which event counts which channel is not "
+			 "known", m->channels_populated, n, fig);
 	json_t *groups = json_array();
 	for (int g = 0; n && g < m->n_groups; g++) {
 		struct prb_dram_event_desc d[PRB_DRAM_MAX_EVENTS];
@@ -342,7 +352,9 @@ static json_t *group_checks(struct mw_verify_meters *m, int i, const char *label
 			 g + 1, m->n_groups, where, ps->name, fig);
 		snprintf(against, sizeof(against), "its part of the fair share (%d of the "
 			 "instance's %d %s events)", kf, n, fig);
-		if (gs != PRB_MEASURED)
+		if (!checked)
+			;
+		else if (gs != PRB_MEASURED)
 			mw_verify_not_counted(checks, name, subject, gs);
 		else
 			mw_verify_check(checks, name, subject, gexp, gnet,
@@ -361,7 +373,9 @@ static json_t *group_checks(struct mw_verify_meters *m, int i, const char *label
 				 fig);
 			snprintf(against, sizeof(against), "its part of the fair share (1 of the "
 				 "instance's %d %s events)", n, fig);
-			if (es != PRB_MEASURED)
+			if (!checked)
+				;
+			else if (es != PRB_MEASURED)
 				mw_verify_not_counted(checks, name, subject, es);
 			else
 				mw_verify_check(checks, name, subject, share / n, enet,
@@ -370,10 +384,11 @@ static json_t *group_checks(struct mw_verify_meters *m, int i, const char *label
 				d[j].name, "expected_bytes", share / n, "counted_bytes",
 				mw_json_num(enet), "state", prb_state_name(es)));
 		}
-		json_array_append_new(groups, json_pack("{s:i, s:o, s:f, s:o, s:o, s:f, s:o, s:s, "
-			"s:o}", "group", g + 1, "events", names, "expected_bytes", gexp,
+		json_array_append_new(groups, json_pack("{s:i, s:o, s:f, s:o, s:o, s:f, s:o, s:o, "
+			"s:s, s:o}", "group", g + 1, "events", names, "expected_bytes", gexp,
 			"counted_bytes", mw_json_num(gnet), "raw_bytes", mw_json_num(graw),
-			"background_bytes", gbg, "running_share",
+			"background_bytes", gbg, "checked", checked ? json_true() : json_string(why),
+			"running_share",
 			mw_json_num(prb_dram_instance_share(&m->gw[g]->inst[i])), "state",
 			prb_state_name(gs), "by_event", evs));
 	}

@@ -51,6 +51,9 @@ struct mw_verify_meters {
 	struct prb_dram_sample *idle;       /* the idle window's delta */
 	struct mw_topo_instance *topo;      /* per instance: its node (topology.h) */
 	bool split;                         /* the backend counts reads and writes apart */
+	int channels_populated;             /* the topology's, -1 unknown: a grouped backend's
+					     * channel events are checked one by one only where
+					     * every one of them has memory (or it is unknown) */
 	int canary_first, canary_last;      /* the readings around every placement's passes */
 	int canary[64][2], n_canary;        /* each placement's passes: start, end */
 };

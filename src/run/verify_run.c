@@ -291,6 +291,10 @@ static int open_meters(const struct mw_dramverify_options *o, struct prb_system 
 	if (!(m->topo = calloc((size_t)m->st.n_instances + 1, sizeof(*m->topo))))
 		return -ENOMEM;
 	(void)mw_topology_attribute(*topo, &m->st, m->topo, twhy, sizeof(twhy));
+	json_t *t = mw_topology_describe(prb_system_root(*sys), NULL, &m->st);
+	json_t *pop = json_object_get(json_object_get(t, "channels"), "populated");
+	m->channels_populated = json_is_integer(pop) ? (int)json_integer_value(pop) : -1;
+	json_decref(t);
 	return 0;
 }
 
