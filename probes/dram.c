@@ -120,7 +120,7 @@ int dram_probe_plan(const struct prb_system *sys, const struct prb_dram_options 
 		known = true;
 		memset(tmp, 0, sizeof(*tmp));
 		int n = b->detect(sys, tmp, why, sizeof(why));
-		if (n > 0 && rc != 0) {
+		if (n > 0 && rc == -ENOENT) {
 			status_fill(st, b, tmp);
 			memcpy(plan, tmp, sizeof(*plan));
 			plan->no_group = b->no_group;
@@ -129,6 +129,12 @@ int dram_probe_plan(const struct prb_system *sys, const struct prb_dram_options 
 		}
 		if (n <= 0)
 			note_missing(st->missing, sizeof(st->missing), b->name, why[0] ? why : "absent");
+		if (n == -E2BIG && rc == -ENOENT) {
+			/* present, with more instances than memwall counts: refused, never passed
+			 * over for a backend further down (dram_too_many) */
+			snprintf(st->reason, sizeof(st->reason), "%s: %s", b->name, why);
+			rc = -E2BIG;
+		}
 		if (n < 0 && rc == -ENOENT && !st->reason[0])
 			snprintf(st->reason, sizeof(st->reason), "%s: %s", b->name, why);
 	}
@@ -136,6 +142,8 @@ int dram_probe_plan(const struct prb_system *sys, const struct prb_dram_options 
 	size_t len = strlen(st->missing);
 	if (len >= 2)
 		st->missing[len - 2] = '\0'; /* the last "; " */
+	if (rc == -E2BIG)
+		return rc;
 	if (!known) {
 		snprintf(st->reason, sizeof(st->reason),
 			 "unknown DRAM backend \"%s\" (known: intel_imc_free, intel_imc_cas, amd_umc, "

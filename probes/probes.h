@@ -273,7 +273,9 @@ const char *const *prb_dram_backends(void);
 /* Finds the backend (opt->backend, or the most accurate present) and fills *st with it and
  * every instance it counts, without opening anything. 0 when one was found; -ENOENT when none
  * (st->reason says why: on a virtual machine, that it exposes no uncore PMUs); -EINVAL for an
- * unknown backend name. opt may be NULL. */
+ * unknown backend name; -E2BIG when the backend that would be used has more instances than
+ * PRB_DRAM_MAX_INSTANCES (st->reason names the count and the limit: it is refused, never
+ * counted in part nor passed over for another backend). opt may be NULL. */
 int prb_dram_probe(const struct prb_system *sys, const struct prb_dram_options *opt,
 		   struct prb_dram_status *st);
 
