@@ -861,14 +861,8 @@ static int check_document(struct dctx *c, const json_t *doc)
 static int check_identity(struct dctx *c, const json_t *doc)
 {
 	const char *t = json_string_value(json_object_get(doc, "created_utc"));
-	struct tm tm = { 0 };
-	char back[32] = "";
-	const char *end = t ? strptime(t, "%Y-%m-%dT%H:%M:%SZ", &tm) : NULL;
-	time_t when = end && !*end ? timegm(&tm) : (time_t)-1;
-	struct tm norm;
-	if (when != (time_t)-1 && gmtime_r(&when, &norm))
-		strftime(back, sizeof(back), "%Y-%m-%dT%H:%M:%SZ", &norm);
-	if (!t || strcmp(back, t))
+	int64_t when;
+	if (mw_utc_parse(t, &when))
 		return mw_error_set(c->err, MW_RESULT_MALFORMED, c->source, "created_utc",
 				    "'%s' is not a UTC time such as 2026-11-21T07:36:00Z (every "
 				    "field in range)", t ? t : "");

@@ -14,6 +14,7 @@
 #include "dram_calibration.h"
 #include "dram_verify.h"
 #include "verify_checks.h"
+#include "dram_verify_entry.h"
 #include "engine.h"
 #include "machine.h"
 #include "metrics.h"
@@ -97,15 +98,6 @@ out:
 	return rc;
 }
 
-/* Days since an ISO 8601 UTC time; NaN when it does not parse. */
-static double age_days(const char *utc)
-{
-	struct tm tm = { 0 };
-	if (!utc || !strptime(utc, "%Y-%m-%dT%H:%M:%S", &tm))
-		return NAN;
-	return difftime(time(NULL), timegm(&tm)) / 86400.0;
-}
-
 static json_t *without(const char *why, FILE *log)
 {
 	if (log)
@@ -129,6 +121,8 @@ json_t *mw_dramverify_for_run(const char *store, const char *sha, const char *la
 	}
 	const json_t *m = json_object_get(json_object_get(doc, "machines"), sha);
 	const json_t *v = json_object_get(m, layer);
+	char ewhy[300];
+	double age = NAN;
 	if (!v) {
 		snprintf(why, sizeof(why), "missing: %s holds no verification of this machine on "
 			 "the %s counter layer%s; run `memwall verify` here", path, layer,
@@ -136,8 +130,14 @@ json_t *mw_dramverify_for_run(const char *store, const char *sha, const char *la
 		out = without(why, log);
 		goto out;
 	}
-	const char *created = json_string_value(json_object_get(v, "created_utc"));
-	double age = age_days(created);
+	/* an entry is taken only when it says of itself what verify wrote (issue 43) */
+	if (mw_dramverify_entry_check(v, sha, layer, &age, ewhy, sizeof(ewhy))) {
+		snprintf(why, sizeof(why), "missing: the verification of this machine on the %s "
+			 "layer in %s cannot be taken: %s; run `memwall verify` here", layer, path,
+			 ewhy);
+		out = without(why, log);
+		goto out;
+	}
 	why[0] = '\0';
 	if (!(age <= MW_DRAMVERIFY_MAX_AGE_DAYS))
 		snprintf(why, sizeof(why), "stale: the verification in %s is %.0f days old (more "
