@@ -613,6 +613,26 @@ static void test_too_many(void)
 	big_tree_free();
 }
 
+/* Issue 43, class 12: an alias whose .scale times .unit is no byte count a counter makes
+ * (1e300 GiB: infinite as a double) is refused when the plan is made; a count times it was
+ * an infinite reference for verify's perf check ("-nan %"). */
+static void test_scale_unbounded(void)
+{
+	static const char *const imc[] = { "format/event=config:0-7", "format/umask=config:8-15",
+					   "events/data_read=event=0xff,umask=0x20",
+					   "events/data_read.scale=1e300", "events/data_read.unit=GiB",
+					   "events/data_write=event=0xff,umask=0x30",
+					   "events/data_write.scale=6.103515625e-5",
+					   "events/data_write.unit=MiB", NULL };
+	struct prb_dram_status st;
+	big_tree_new();
+	big_pmu("uncore_imc_free_running_0", "0\n", imc);
+	T_EQ_INT(big_probe("intel_imc_free", &st), -ENOENT);
+	T_CONTAINS(st.reason, "uncore_imc_free_running_0/events/data_read: .scale times .unit is "
+			      "inf bytes a count, more than 2^32");
+	big_tree_free();
+}
+
 int main(void)
 {
 	test_delta_backwards();
@@ -631,5 +651,6 @@ int main(void)
 	test_open_classified();
 	test_resctrl_read();
 	test_too_many();
+	test_scale_unbounded();
 	return t_done();
 }
