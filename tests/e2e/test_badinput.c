@@ -647,6 +647,10 @@ static const struct bad_case cases[] = {
 	CLI_CASE("mkdir -p t/bus/event_source/devices/p/format && echo 30 > t/bus/event_source/devices/p/type "
 		 "&& mkfifo t/bus/event_source/devices/p/format/event",
 		 "timeout 10 $MW doctor --sysfs t", 0, "p/format/event: is a FIFO", NULL),
+	CLI_CASE("mkdir -p t/bus/event_source/devices t/devices/system/edac/mc/mc0/dimm0 && "
+		 "mkfifo t/devices/system/edac/mc/mc0/mc_name t/devices/system/edac/mc/mc0/dimm0/dimm_location",
+		 "timeout 10 $MW doctor --sysfs t | grep 'memory channels'", 0,
+		 "memory channels: 0 populated (EDAC dimm_location)", NULL),
 	CLI_CASE(SIMV " && mkdir -p t/bus/event_source && cp -r $MEMWALL_SYSFS_ROOT/bus/event_source/devices "
 		 "t/bus/event_source/ && rm t/bus/event_source/devices/uncore_imc_free_running_1/cpumask "
 		 "&& mkfifo t/bus/event_source/devices/uncore_imc_free_running_1/cpumask",
