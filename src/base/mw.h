@@ -71,6 +71,10 @@ double mw_now_s(void);
 /* The current UTC time in ISO 8601 into buf: "2026-11-21T07:36:00Z", or "20261121T073600Z"
  * when compact (for file names). Returns buf. */
 char *mw_utc_now(char *buf, size_t n, bool compact);
+/* Seconds since the epoch of a UTC time as mw_utc_now writes it (not compact), with every
+ * field in range ("2026-02-30T10:00:00Z" and "9999-99-99T99:99:99Z" are none) into *out.
+ * 0, or -EINVAL. */
+int mw_utc_parse(const char *s, int64_t *out);
 
 /* CPUs this process may run on (sched_getaffinity); 1 when that cannot be read. */
 int mw_cpus_allowed(void);

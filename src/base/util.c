@@ -168,6 +168,21 @@ char *mw_utc_now(char *buf, size_t n, bool compact)
 	return buf;
 }
 
+int mw_utc_parse(const char *s, int64_t *out)
+{
+	struct tm tm = { 0 }, norm;
+	char back[32] = "";
+	const char *end = s ? strptime(s, "%Y-%m-%dT%H:%M:%SZ", &tm) : NULL;
+	time_t when = end && !*end ? timegm(&tm) : (time_t)-1;
+	/* strptime takes day 30 of February; written back, a time out of range differs */
+	if (when != (time_t)-1 && gmtime_r(&when, &norm))
+		strftime(back, sizeof(back), "%Y-%m-%dT%H:%M:%SZ", &norm);
+	if (!s || strcmp(back, s))
+		return -EINVAL;
+	*out = (int64_t)when;
+	return 0;
+}
+
 int mw_cpus_allowed(void)
 {
 	cpu_set_t set;

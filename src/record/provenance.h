@@ -87,4 +87,13 @@ const char *mw_provenance_metric(const struct mw_provenance *p, const char *metr
  * verification_age_days. New reference. */
 json_t *mw_provenance_json(const struct mw_provenance *p);
 
+/* What the record says of who counted it, against itself and the record (validate, and so db
+ * import; issue 43): machine.cpu_quota.cpus is a positive number of CPUs or null; and
+ * counters.dram.verification, where there is one, has a verdict its failed_checks agree with,
+ * the record's own counter layer and machine fingerprint, a created_utc no later than the
+ * record's, an age of at least 0 that the two dates give, and stale exactly when that age is
+ * over MW_DRAMVERIFY_MAX_AGE_DAYS (dram_verify.h; or unknown). 0, or -EINVAL with field the
+ * path of the first that does not and why what it found. */
+int mw_provenance_check(const json_t *doc, char *field, size_t fn, char *why, size_t wn);
+
 #endif

@@ -18,6 +18,7 @@
 #include "embedded.h"
 #include "file.h"
 #include "jschema.h"
+#include "provenance.h"
 #include "result.h"
 #include "stats.h"
 
@@ -855,20 +856,24 @@ static int check_document(struct dctx *c, const json_t *doc)
 	return 0;
 }
 
+/* Who counted the record, against itself and the record (provenance.h: the CPU quota, the
+ * verification's verdict, layer, dates, age and staleness). */
+static int check_provenance(struct dctx *c, const json_t *doc)
+{
+	char field[96], why[600];
+	if (!mw_provenance_check(doc, field, sizeof(field), why, sizeof(why)))
+		return 0;
+	return inconsistent(c, field, "%s", why);
+}
+
 /* What the schema cannot say (issue 28): created_utc is a real UTC time as memwall writes
  * it ("2026-11-21T07:36:00Z"; "9999-99-99T99:99:99Z" passed), and the protocol's name is
  * the name in the document it copies. */
 static int check_identity(struct dctx *c, const json_t *doc)
 {
 	const char *t = json_string_value(json_object_get(doc, "created_utc"));
-	struct tm tm = { 0 };
-	char back[32] = "";
-	const char *end = t ? strptime(t, "%Y-%m-%dT%H:%M:%SZ", &tm) : NULL;
-	time_t when = end && !*end ? timegm(&tm) : (time_t)-1;
-	struct tm norm;
-	if (when != (time_t)-1 && gmtime_r(&when, &norm))
-		strftime(back, sizeof(back), "%Y-%m-%dT%H:%M:%SZ", &norm);
-	if (!t || strcmp(back, t))
+	int64_t when;
+	if (mw_utc_parse(t, &when))
 		return mw_error_set(c->err, MW_RESULT_MALFORMED, c->source, "created_utc",
 				    "'%s' is not a UTC time such as 2026-11-21T07:36:00Z (every "
 				    "field in range)", t ? t : "");
@@ -913,7 +918,8 @@ int mw_result_validate(const json_t *doc, const char *source, struct mw_error *e
 		goto out;
 	}
 	if ((rc = check_vocab(&c, doc)) || (rc = check_layer(&c, doc)) ||
-	    (rc = check_shares(&c, doc)) || (rc = check_document(&c, doc)))
+	    (rc = check_shares(&c, doc)) || (rc = check_document(&c, doc)) ||
+	    (rc = check_provenance(&c, doc)))
 		goto out;
 	copy = json_deep_copy(doc);
 	if (!copy) {
