@@ -3,7 +3,7 @@
  * and first touch at set-up, and moving a sequence's cache between sessions (eng_session_adopt).
  * The forward pass (forward.c) reaches it only through s->kv. */
 
-#include "session_impl.h"
+#include "internal.h"
 
 /* The maximum in eight running maxima (exact in any order; x > m ? x : m is one vmaxps),
  * the exponentials and their sum by the kernel table (exp.h's, 16 at a time on AVX-512). */

@@ -3,7 +3,7 @@
  * tokens, positions and sparsity counts; apart from forward.c, which the layout check's
  * 1,000 lines would otherwise hold. */
 
-#include "session_impl.h"
+#include "internal.h"
 
 /* Engine-accounted bytes of the pass just run (engine.h, struct eng_step_bytes): each weight
  * once, however many tokens shared it, an embedding row per token, the classifier only when it

@@ -1,9 +1,16 @@
 /* engine/runtime/session.c: a decode session's set-up and teardown: the tables it runs
- * (kernels, quant types, KV element type, architecture), its shape, every buffer it owns, the
- * bytes each step reads, and the sparsity options. The forward pass is forward.c, the KV
- * cache kv_cache.c; session_impl.h holds the struct they share. */
+ * (kernels, quant types, KV element type, the architecture's block), its shape, every buffer
+ * it owns, the bytes each step reads, and the sparsity options. The forward pass is forward.c,
+ * each architecture's block arch_<name>.c, the KV cache kv_cache.c; internal.h holds the
+ * struct they share. */
 
-#include "session_impl.h"
+#include "internal.h"
+
+/* Each architecture's block, by enum eng_arch. */
+const struct arch_ops *const eng_arch_ops[ENG_ARCH_COUNT] = {
+	[ENG_ARCH_LLAMA] = &eng_arch_llama,
+	[ENG_ARCH_FALCON] = &eng_arch_falcon,
+};
 
 /* Uninitialised 64-byte aligned room for n elements of elem bytes; NULL on overflow. */
 static void *alloc_aligned(size_t n, size_t elem)
@@ -102,7 +109,7 @@ static int pick_tables(struct eng_session *s, const struct eng_session_options *
 	if ((unsigned)m->arch >= ENG_ARCH_COUNT)
 		return eng_error_set(err, -ENOTSUP, m->path, ENG_NO_OFFSET,
 				     "unknown architecture");
-	s->arch = &eng_arch_ops[m->arch];
+	s->arch = eng_arch_ops[m->arch];
 	return 0;
 }
 
@@ -296,7 +303,7 @@ static int sparse_setup(struct eng_session *s, const struct eng_session_options 
 	return 0;
 }
 
-/* MEMWALL_TEST_FAULT's fault (session_impl.h), tests only. */
+/* MEMWALL_TEST_FAULT's fault (internal.h), tests only. */
 static int test_fault(void)
 {
 	const char *f = getenv("MEMWALL_TEST_FAULT");
@@ -338,8 +345,8 @@ int eng_session_new(struct eng_session **out, struct eng_model *m,
 	 * angles to float rounding). */
 	for (int j = 0; j < s->n_rot / 2; j++)
 		s->rope_freq[j] = 1.0f / powf(m->hp.rope_base, (float)(2 * j) / (float)s->n_rot);
-	if (m->arch == ENG_ARCH_FALCON)
-		eng_session_gelu_init();
+	if (s->arch->init)
+		s->arch->init();
 	count_step_bytes(s);
 
 	if ((rc = eng_pool_new(&s->pool, s->n_threads, opt->pin))) {
