@@ -22,7 +22,7 @@
 
 #include "format/llama2c.h"
 #include "rng.h"
-#include "runtime/sparsity.h"
+#include "synth/synth_sparsity.h"
 #include "synth/varied.h"
 
 /* The TinyStories models of karpathy/llama2.c's README ("models" table; hidden_dim from
@@ -56,7 +56,7 @@ static int write_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
-/* A ReLU model's w1 (layer, hidden_dim, dim), row by row (sparsity.h's clustered rows), with
+/* A ReLU model's w1 (layer, hidden_dim, dim), row by row (synth_sparsity.h's clustered rows), with
  * sp the bias channel's weights in column 0. */
 static int write_gate(int fd, float *buf, const struct l2c_config *c, uint64_t seed,
 		      const struct eng_synth_sparsity *sp)
@@ -78,7 +78,7 @@ static int write_gate(int fd, float *buf, const struct l2c_config *c, uint64_t s
 	return 0;
 }
 
-/* The bias channel's fixes (sparsity.h) to values [i0, i0 + n) of tensor t: the
+/* The bias channel's fixes (synth_sparsity.h) to values [i0, i0 + n) of tensor t: the
  * embedding's column 0 is SYNTH_BIAS_CHANNEL, wo's and w2's row 0 of each layer zero. */
 static void bias_channel(float *buf, size_t n, uint64_t i0, enum l2c_tensor t,
 			 const struct l2c_config *c)

@@ -25,7 +25,7 @@
 #include "quants.h"
 #include "rng.h"
 #include "model/shapes.h"
-#include "runtime/sparsity.h"
+#include "synth/synth_sparsity.h"
 #include "model/tensors.h"
 #include "synth/varied.h"
 
@@ -48,8 +48,8 @@ struct job {
 	size_t row_bytes;
 	unsigned char *out;
 	float *row;        /* (ne[0]) scratch */
-	bool relu_gate;    /* a ReLU model's ffn_gate: sparsity.h's clustered rows */
-	/* The bias channel (sparsity.h), or NULL: which of its fixes this tensor takes */
+	bool relu_gate;    /* a ReLU model's ffn_gate: synth_sparsity.h's clustered rows */
+	/* The bias channel (synth_sparsity.h), or NULL: which of its fixes this tensor takes */
 	const struct eng_synth_sparsity *sp;
 	enum { FIX_NONE, FIX_EMBD, FIX_ROW0, FIX_GATE } fix;
 	double z;          /* the live neurons' bias, in standard deviations */
@@ -107,7 +107,7 @@ static int cpu_count(void)
 }
 
 /* Writes tensor o (plan tensor o->index, or what alias.h makes of it) through w, with sp's
- * bias channel (sparsity.h; NULL: none) in a model of width dim. */
+ * bias channel (synth_sparsity.h; NULL: none) in a model of width dim. */
 static int write_tensor(struct eng_gguf_writer *w, const struct alias_out *o, float rel_std,
 			uint64_t seed, enum eng_ffn_act act, const struct eng_synth_sparsity *sp,
 			int dim, int threads, unsigned char *out, float *rows,
@@ -354,7 +354,7 @@ static int kv_arch_f32(struct eng_gguf_writer *w, const char *arch, const char *
 	return eng_gguf_writer_kv_f32(w, full, v);
 }
 
-/* The bias channel's statistics (sparsity.h), as the llama2.c marker gives them. */
+/* The bias channel's statistics (synth_sparsity.h), as the llama2.c marker gives them. */
 static int write_sparsity_kv(struct eng_gguf_writer *w, const struct eng_synth_sparsity *sp)
 {
 	struct eng_gguf_value ch = { .type = ENG_GGUF_UINT32, .u = 0 };

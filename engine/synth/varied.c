@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "rng.h"
-#include "runtime/sparsity.h"
+#include "synth/synth_sparsity.h"
 #include "synth/varied.h"
 
 #define CODE_HEIGHT 1.0f   /* S: the one-hot codes' height in the embedding */

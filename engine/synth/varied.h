@@ -8,7 +8,7 @@
  * quantization cannot flip.
  *
  * The residual stream's first 1 + 4K channels (K <= 32) carry a code:
- *   channel 0           a constant (the bias channel of runtime/sparsity.h, SYNTH_BIAS_CHANNEL)
+ *   channel 0           a constant (the bias channel of synth/synth_sparsity.h, SYNTH_BIAS_CHANNEL)
  *   U_in, V_in (K each) the token's input code: one-hot u(t), v(t) of height S (= 1)
  *   U_out, V_out        the token's output code, only for the K^2 "language" tokens
  *                       id(k) = lo + k * stride, k = u K + v: one-hot u, v of height S
