@@ -80,11 +80,8 @@ static void falcon_init(void)
 	pthread_once(&gelu_once, gelu_table_fill);
 }
 
-const struct arch_ops eng_arch_falcon = {
-	.norm = eng_layer_norm_layer,
-	.rope = eng_layer_rope_neox,
+const struct arch_ops eng_arch_falcon_ops = {
 	.qkv = qkv_falcon,
 	.layer = layer_falcon,
 	.init = falcon_init,
-	.neox = true,
 };

@@ -208,9 +208,7 @@ static void layer_llama(struct eng_session *s, struct worker *w, int tid, int l)
 	}
 }
 
-const struct arch_ops eng_arch_llama = {
-	.norm = eng_layer_norm_rms,
-	.rope = eng_layer_rope_norm,
+const struct arch_ops eng_arch_llama_ops = {
 	.qkv = qkv_llama,
 	.layer = layer_llama,
 };

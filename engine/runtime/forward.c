@@ -181,7 +181,7 @@ void eng_layer_mat_rows(const struct eng_session *s, struct worker *w, enum act_
 
 /* RMSNorm (Zhang and Sennrich 2019): x / sqrt(mean(x^2) + eps) * w, the sum in double as
  * ggml's rms_norm does (ggml-cpu ops.cpp). b is unused (NULL). */
-void eng_layer_norm_rms(float *out, const float *x, const float *w, const float *b, int n,
+static void norm_rms(float *out, const float *x, const float *w, const float *b, int n,
 			float eps)
 {
 	(void)b;
@@ -217,11 +217,11 @@ static void norm_rms_rows(float *out, const float *x, size_t ld, int n_tok, cons
 		}
 	}
 	for (; t < n_tok; t++)
-		eng_layer_norm_rms(out + (size_t)t * ld, x + (size_t)t * ld, w, NULL, n, eps);
+		norm_rms(out + (size_t)t * ld, x + (size_t)t * ld, w, NULL, n, eps);
 }
 
 /* LayerNorm (Ba et al. 2016) with weight and bias, the sums in double as ggml's norm does. */
-void eng_layer_norm_layer(float *out, const float *x, const float *w, const float *b, int n,
+static void norm_layer(float *out, const float *x, const float *w, const float *b, int n,
 			  float eps)
 {
 	double sum = 0.0, sum2 = 0.0;
@@ -240,7 +240,7 @@ void eng_layer_norm_layer(float *out, const float *x, const float *w, const floa
 /* RoPE (Su et al. 2021), NORM mode (llama2.c's run.c, ggml's rope mode 0): rotates the
  * adjacent pairs (2j, 2j+1) of each head, for the first n_rot dimensions; on elements
  * [a, b) of vec, a and b even, at the position of the pass's token k. */
-void eng_layer_rope_norm(const struct eng_session *s, int k, float *vec, int a, int b)
+static void rope_norm(const struct eng_session *s, int k, float *vec, int a, int b)
 {
 	const float *cs = s->rope_cos + (size_t)k * (size_t)(s->n_rot / 2);
 	const float *sn_ = s->rope_sin + (size_t)k * (size_t)(s->n_rot / 2);
@@ -261,7 +261,7 @@ void eng_layer_rope_norm(const struct eng_session *s, int k, float *vec, int a, 
 
 /* RoPE, NeoX mode (ggml's GGML_ROPE_TYPE_NEOX, which falcon uses): pairs (j, j + n_rot / 2)
  * of each head. [a, b) covers whole heads (the QKV phase's chunks are head-aligned). */
-void eng_layer_rope_neox(const struct eng_session *s, int k, float *vec, int a, int b)
+static void rope_neox(const struct eng_session *s, int k, float *vec, int a, int b)
 {
 	int half = s->n_rot / 2;
 	const float *cs = s->rope_cos + (size_t)k * (size_t)half;
@@ -274,6 +274,20 @@ void eng_layer_rope_neox(const struct eng_session *s, int k, float *vec, int a, 
 			vec[h + j + half] = v0 * sn + v1 * c;
 		}
 }
+
+/* The norms and RoPE variants by kind (arch.h), for session.c to pick by the model's row. */
+norm_fn *const eng_layer_norms[] = {
+	[ENG_NORM_RMS] = norm_rms,
+	[ENG_NORM_LAYER] = norm_layer,
+};
+rope_fn *const eng_layer_ropes[] = {
+	[ENG_ROPE_NORM] = rope_norm,
+	[ENG_ROPE_NEOX] = rope_neox,
+};
+_Static_assert(sizeof(eng_layer_norms) / sizeof(eng_layer_norms[0]) == ENG_NORM_COUNT,
+	       "forward.c: a norm for every enum eng_norm_kind");
+_Static_assert(sizeof(eng_layer_ropes) / sizeof(eng_layer_ropes[0]) == ENG_ROPE_COUNT,
+	       "forward.c: a RoPE for every enum eng_rope_kind");
 
 /* A barrier at a phase edge. With a phase hook, thread 0 calls it while the others wait, so
  * counters read there see no thread in the next phase; without one, a plain barrier. */
@@ -304,9 +318,9 @@ static void qkv_finish(struct eng_session *s, int l, int a, int b)
 		float *q = s->qkv + (size_t)t * (size_t)s->qkv_dim, *k = q + s->q_dim,
 		      *v = k + s->kv_dim;
 		if (qa < qb)
-			s->arch->rope(s, t, q, qa, qb);
+			s->rope(s, t, q, qa, qb);
 		if (ka < kb) {
-			s->arch->rope(s, t, k, ka, kb);
+			s->rope(s, t, k, ka, kb);
 			s->kv->store_k(s, s->tseq[t], l, s->tpos[t], k, ka, kb);
 		}
 		/* FAULT_KV_POS: each value lands one cache position late (position 0's in
@@ -324,12 +338,12 @@ static void norm_tokens(const struct eng_session *s, float *out, const float *nw
 			const float *nb, int t0, int t1)
 {
 	size_t dim = (size_t)s->dim, at = (size_t)t0 * dim;
-	if (s->arch->norm == eng_layer_norm_rms) {
+	if (s->norm == norm_rms) {
 		norm_rms_rows(out + at, s->x + at, dim, t1 - t0, nw, s->dim, s->m->hp.norm_eps);
 		return;
 	}
 	for (int t = t0; t < t1; t++)
-		s->arch->norm(out + (size_t)t * dim, s->x + (size_t)t * dim, nw, nb, s->dim,
+		s->norm(out + (size_t)t * dim, s->x + (size_t)t * dim, nw, nb, s->dim,
 			      s->m->hp.norm_eps);
 }
 
@@ -513,7 +527,7 @@ static void forward_worker(void *arg, int tid)
 	 * computed. */
 	const float *x = s->x + (size_t)(s->n_tok - 1) * (size_t)s->dim;
 	act_reset(w, VEC_XN);
-	s->arch->norm(w->xn, x, m->out_norm, m->out_norm_b, s->dim, m->hp.norm_eps);
+	s->norm(w->xn, x, m->out_norm, m->out_norm_b, s->dim, m->hp.norm_eps);
 	while (take(s, s->n_work - 1, s->vocab_size, ROW_ALIGN, chunk_min(&m->output, 1), &a, &b))
 		mat_row1(s, w, VEC_XN, s->logits, &m->output, w->xn, a, b);
 }

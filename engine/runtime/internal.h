@@ -21,6 +21,7 @@
 #include "attention.h"
 #include "kernels.h"
 #include "minmax.h"
+#include "model/arch.h"
 #include "model/model.h"
 #include "pool.h"
 #include "quants.h"
@@ -91,6 +92,12 @@ struct worker {
 
 struct eng_session;
 
+/* A norm of n values of x into out (weight w, bias b or NULL), and RoPE on elements [a, b)
+ * of vec at the position of the pass's token k (forward.c has one of each kind). */
+typedef void norm_fn(float *out, const float *x, const float *w, const float *b, int n,
+		     float eps);
+typedef void rope_fn(const struct eng_session *s, int k, float *vec, int a, int b);
+
 /* The next unclaimed row (or head) of one phase, alone in its cache line. */
 struct work_counter {
 	_Alignas(64) _Atomic int next;
@@ -115,7 +122,9 @@ struct eng_session {
 	const struct krn_ops *ops;
 	const struct krn_quant_ops *qops;
 	const struct kv_traits *kv;
-	const struct arch_ops *arch;
+	const struct arch_ops *arch; /* the block of the model's architecture (m->arch) */
+	norm_fn *norm;               /* its row's norm and RoPE */
+	rope_fn *rope;
 	struct eng_pool *pool;
 	struct eng_hooks hooks;
 	int n_threads;
@@ -171,7 +180,9 @@ struct eng_session {
 	/* Engine-accounted bytes that do not depend on the position: every tensor's bytes as
 	 * the step reads them (engine.h's tensor-table rules), summed per phase. */
 	uint64_t emb_row_bytes, att_bytes, ffn_bytes, cls_bytes, kv_pos_bytes;
-	/* The sparsity map (sparsity.h): on or off, and this step's counts, kept by thread 0. */
+	/* The sparsity map (sparsity.h): whether it applies to the architecture (engine.h's
+	 * eng_arch_sparsity_map), whether it is on, and this step's counts, kept by thread 0. */
+	bool map_applies;
 	bool sparse;
 	int fault;         /* the test-only fault (MEMWALL_TEST_FAULT, above); 0: none */
 	uint64_t act_zero, down_blocks_zero, skipped_bytes;
@@ -226,21 +237,25 @@ void eng_kv_attend_f16_heads(struct eng_session *s, struct worker *w, int l, int
 			     int k_first, int k_last);
 
 /* ---- The forward pass and its layer toolkit (forward.c) ----------------------------------- */
-/* What each architecture's block (arch_<name>.c) gives the forward pass. */
+/* What each architecture's block (arch_<name>.c) gives the forward pass; the norm and RoPE
+ * it reads are its row's kinds (arch.h), which session.c looks up in forward.c's tables. */
 struct arch_ops {
-	void (*norm)(float *out, const float *x, const float *w, const float *b, int n, float eps);
-	void (*rope)(const struct eng_session *s, int k, float *vec, int a, int b);
 	/* Rows [a, b) of q | k | v of every token of the pass, from the normed x (xn_of). */
 	void (*qkv)(struct eng_session *s, struct worker *w, int l, int a, int b);
 	/* Layer l, the residual stream x in and out, on thread tid with the others (SPMD). */
 	void (*layer)(struct eng_session *s, struct worker *w, int tid, int l);
 	void (*init)(void); /* once per process before the first session runs it; or NULL */
-	bool neox; /* RoPE pairs span the head: QKV chunks must hold whole heads */
 };
-/* Each architecture's block (arch_<name>.c), and the table of them by enum eng_arch
- * (session.c). */
-extern const struct arch_ops eng_arch_llama, eng_arch_falcon;
-extern const struct arch_ops *const eng_arch_ops[ENG_ARCH_COUNT];
+/* Each architecture's block, eng_arch_<name>_ops of arch_<name>.c, declared from
+ * engine/meson.build's list (arch.h); session.c's table holds them by enum eng_arch. */
+#define ARCH_OPS_DECLARE(NAME, name) extern const struct arch_ops eng_arch_##name##_ops;
+ENG_ARCHS(ARCH_OPS_DECLARE)
+#undef ARCH_OPS_DECLARE
+
+/* The norms and RoPE variants (forward.c), by the row's kinds (arch.h's enum eng_norm_kind
+ * and enum eng_rope_kind). */
+extern norm_fn *const eng_layer_norms[ENG_NORM_COUNT];
+extern rope_fn *const eng_layer_ropes[ENG_ROPE_COUNT];
 
 /* Whether this pass prepares its matrices' inputs once for all threads (SHARED_PREP_TOKENS). */
 static inline bool prep_shared(const struct eng_session *s)
@@ -291,13 +306,6 @@ void eng_layer_add_rows(const struct eng_session *s, float *dst, const float *sr
 			int b);
 /* The FFN-activation hook (engine.h) on s->hb, thread 0 only. */
 void eng_layer_ffn_act_hook(const struct eng_session *s, int tid, int l);
-/* The norms and RoPE variants. */
-void eng_layer_norm_rms(float *out, const float *x, const float *w, const float *b, int n,
-			float eps);
-void eng_layer_norm_layer(float *out, const float *x, const float *w, const float *b, int n,
-			  float eps);
-void eng_layer_rope_norm(const struct eng_session *s, int k, float *vec, int a, int b);
-void eng_layer_rope_neox(const struct eng_session *s, int k, float *vec, int a, int b);
 
 /* Engine-accounted bytes of the pass just run (pass_bytes.c). */
 void eng_pass_bytes(const struct eng_session *s, struct eng_step_bytes *b);

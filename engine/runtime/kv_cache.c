@@ -294,7 +294,8 @@ static int adopt_check(const struct eng_session *dst, const struct eng_session *
 	static const char fix[] = "open both sessions over the same model file with the same "
 				  "--kv and sequence count";
 	const struct { const char *what; long d, s; } f[] = {
-		{ "architecture", (long)dst->m->arch, (long)src->m->arch },
+		{ "architecture (enum eng_arch)", (long)dst->m->arch->arch,
+		  (long)src->m->arch->arch },
 		{ "dim", dst->dim, src->dim },
 		{ "hidden_dim", dst->hidden_dim, src->hidden_dim },
 		{ "layers", dst->n_layers, src->n_layers },

@@ -6,11 +6,13 @@
 
 #include "internal.h"
 
-/* Each architecture's block, by enum eng_arch. */
-const struct arch_ops *const eng_arch_ops[ENG_ARCH_COUNT] = {
-	[ENG_ARCH_LLAMA] = &eng_arch_llama,
-	[ENG_ARCH_FALCON] = &eng_arch_falcon,
-};
+/* Each architecture's block (arch_<name>.c), by enum eng_arch, from engine/meson.build's
+ * list (arch.h). */
+#define ARCH_OPS_ROW(NAME, name) [ENG_ARCH_##NAME] = &eng_arch_##name##_ops,
+static const struct arch_ops *const arch_ops[] = { ENG_ARCHS(ARCH_OPS_ROW) };
+#undef ARCH_OPS_ROW
+_Static_assert(sizeof(arch_ops) / sizeof(arch_ops[0]) == ENG_ARCH_COUNT,
+	       "session.c: a block for every enum eng_arch");
 
 /* Uninitialised 64-byte aligned room for n elements of elem bytes; NULL on overflow. */
 static void *alloc_aligned(size_t n, size_t elem)
@@ -75,8 +77,8 @@ static size_t act_bytes_for(int n)
 	return (most + 63) / 64 * 64;
 }
 
-/* The tables a session runs with: the kernels (opt->kernels), the KV cache's element type
- * and the architecture's forward pass. */
+/* The tables a session runs with: the kernels (opt->kernels), the KV cache's element type,
+ * and the architecture's block, norm and RoPE (its row's kinds). */
 static int pick_tables(struct eng_session *s, const struct eng_session_options *opt,
 		       struct eng_error *err)
 {
@@ -106,10 +108,12 @@ static int pick_tables(struct eng_session *s, const struct eng_session_options *
 				     "attention kernel %d is unknown (give auto, naive or blocked)",
 				     (int)opt->attention);
 	s->attn = opt->attention;
-	if ((unsigned)m->arch >= ENG_ARCH_COUNT)
+	if (!m->arch || (unsigned)m->arch->arch >= ENG_ARCH_COUNT)
 		return eng_error_set(err, -ENOTSUP, m->path, ENG_NO_OFFSET,
 				     "unknown architecture");
-	s->arch = eng_arch_ops[m->arch];
+	s->arch = arch_ops[m->arch->arch];
+	s->norm = eng_layer_norms[m->arch->norm];
+	s->rope = eng_layer_ropes[m->arch->rope];
 	return 0;
 }
 
@@ -145,7 +149,7 @@ static void set_shape(struct eng_session *s, const struct eng_session_options *o
 	s->pass_positions = imin(s->ctx_len, ENG_ATTN_AUTO_POSITIONS);
 	/* Whole heads per QKV chunk for NeoX RoPE: the least multiple of both. */
 	s->qkv_align = ROW_ALIGN;
-	if (s->arch->neox)
+	if (s->m->arch->rope == ENG_ROPE_NEOX)
 		while (s->qkv_align % s->head_size)
 			s->qkv_align += ROW_ALIGN;
 }
@@ -237,6 +241,19 @@ static int alloc_buffers(struct eng_session *s, size_t kv_cells, struct eng_erro
 				     "out of memory for a session of %d positions", s->ctx_len);
 	eng_kv_touch_first(s);
 	return 0;
+}
+
+uint64_t eng_session_layer_vector_bytes(const struct eng_model_info *info, int head_dim)
+{
+	const struct eng_arch_info *a = eng_arch_lookup(info->arch);
+	uint64_t dim = (uint64_t)info->dim, hidden = (uint64_t)info->hidden_dim;
+	uint64_t q_dim = (uint64_t)info->n_heads * (uint64_t)head_dim;
+	uint64_t kv_dim = (uint64_t)info->n_kv_heads * (uint64_t)head_dim;
+	/* x, y, y2 (dim each), xb (q_dim), qkv (q_dim + 2 kv_dim), hb (hidden) and a gated
+	 * FFN's up projection hb2 (hidden): alloc_buffers' per-token rows that a layer writes */
+	uint64_t elems = 3 * dim + q_dim + (q_dim + 2 * kv_dim) + hidden +
+			 (a && a->gated_ffn ? hidden : 0);
+	return elems * sizeof(float);
 }
 
 /* Engine-accounted bytes, from the bound tensors: the same sizes and the same rules as the
@@ -334,8 +351,10 @@ int eng_session_new(struct eng_session **out, struct eng_model *m,
 	if (opt->hooks)
 		s->hooks = *opt->hooks;
 	set_shape(s, opt);
-	/* Only llama's gated FFN has a map (falcon's GELU is never exactly zero in practice). */
-	s->sparse = opt->sparsity_map && m->arch == ENG_ARCH_LLAMA;
+	/* Only a gated FFN has a map (falcon's GELU is never exactly zero in practice): the
+	 * engine's one rule, which memwall headroom asks too. */
+	s->map_applies = eng_arch_sparsity_map(m->info.arch);
+	s->sparse = opt->sparsity_map && s->map_applies;
 	s->fault = test_fault();
 	if (s->sparse && (rc = sparse_setup(s, opt, err)))
 		goto out;

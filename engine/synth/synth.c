@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "format/llama2c.h"
+#include "model/arch.h"
 #include "rng.h"
 #include "synth/synth_sparsity.h"
 #include "synth/varied.h"
@@ -154,16 +155,21 @@ static int write_tensor(int fd, float *buf, enum l2c_tensor t, uint64_t bytes, u
 	return 0;
 }
 
-static void shape_names(char *buf, size_t len)
+static void shape_names(char *buf, size_t len, const char *sep)
 {
 	size_t used = 0;
 	buf[0] = '\0';
 	for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]) && used < len; i++) {
-		int k = snprintf(buf + used, len - used, "%s%s", i ? ", " : "", shapes[i].name);
+		int k = snprintf(buf + used, len - used, "%s%s", i ? sep : "", shapes[i].name);
 		if (k < 0)
 			break;
 		used += (size_t)k;
 	}
+}
+
+void eng_synth_llama2c_shape_names(char *buf, size_t len)
+{
+	shape_names(buf, len, " ");
 }
 
 /* fsync the directory holding path, so the rename itself is durable. */
@@ -236,7 +242,7 @@ int eng_synth_llama2c_opts(const char *path, const char *shape, uint64_t seed,
 			sh = &shapes[i];
 	if (!sh) {
 		char names[128];
-		shape_names(names, sizeof(names));
+		shape_names(names, sizeof(names), ", ");
 		return eng_error_set(err, -EINVAL, "", ENG_NO_OFFSET,
 				     "unknown shape '%s': choose one of %s", shape ? shape : "",
 				     names);
@@ -260,7 +266,8 @@ int eng_synth_llama2c_opts(const char *path, const char *shape, uint64_t seed,
 	if (o->construction == ENG_SYNTH_VARIED) {
 		char why[160];
 		if ((rc = synth_varied_init(&var, c.dim, c.n_heads, c.n_kv_heads, c.vocab_size,
-					    false, MATRIX_STD, seed, why, sizeof(why))))
+					    eng_arch_llama2c(), MATRIX_STD, seed, why,
+					    sizeof(why))))
 			return eng_error_set(err, rc, "", ENG_NO_OFFSET, "%s", why);
 		v = &var;
 	} else if (o->construction != ENG_SYNTH_LEGACY) {

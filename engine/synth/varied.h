@@ -41,6 +41,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+struct eng_arch_desc;
+
 #define VARIED_MAX_K 32
 
 enum varied_role {
@@ -75,10 +77,12 @@ struct synth_varied {
 	uint64_t seed;
 };
 
-/* Sets v up for a model of this shape; -EINVAL (with why) when the shape cannot carry it.
+/* Sets v up for a model of this shape of architecture arch (its norm and RoPE kinds, arch.h);
+ * -EINVAL (with why) when the shape cannot carry it.
  * matrix_std: the random matrices' standard deviation (the residual's scale). */
 int synth_varied_init(struct synth_varied *v, int dim, int n_heads, int n_kv, int vocab,
-		      bool falcon, float matrix_std, uint64_t seed, char *why, size_t why_len);
+		      const struct eng_arch_desc *arch, float matrix_std, uint64_t seed, char *why,
+		      size_t why_len);
 /* Overwrites what the construction fixes in columns [c0, c0 + n) of row r of a tensor of
  * this role in layer `layer` (-1 outside the layers); seg holds those columns. */
 void synth_varied_row(const struct synth_varied *v, enum varied_role role, int layer,
