@@ -1,9 +1,9 @@
 /* engine/runtime/forward.c: a decode session's forward pass, after karpathy/llama2.c run.c's
  * `forward`, parallelised for the memory wall, and the layer toolkit each architecture's block
  * is made of (internal.h): the matrix phases, the attention block, the norms and RoPE variants
- * its row names (model/arch.h), the shared preparation of a phase's input. The blocks
- * themselves are arch_<name>.c's (llama's RMSNorm, gated FFN and sparsity map; falcon's
- * parallel LayerNorm block), picked by session.c's table.
+ * its row names (model/arch.h), the shared preparation of a phase's input, the gated FFN with
+ * its sparsity map. The blocks themselves are arch_<name>.c's (llama's sequential block,
+ * falcon's parallel one), picked by session.c's table.
  *
  * Every thread runs the whole step (SPMD, forward_worker) and the threads meet at a barrier
  * between phases that need each other's output. Each matvec is split by rows into chunks
@@ -88,8 +88,8 @@ static int act_slot(uint32_t t)
 
 /* The vector x (n values) quantized to type t for this thread, converted on first use since
  * x last changed (act_reset). */
-const void *eng_layer_act_get(const struct eng_session *s, struct worker *w, enum act_vec vec,
-			      const float *x, int n, uint32_t t)
+static const void *act_get(const struct eng_session *s, struct worker *w, enum act_vec vec,
+			   const float *x, int n, uint32_t t)
 {
 	int slot = act_slot(t);
 	unsigned char *buf = w->act + ((size_t)vec * ACT_COUNT + (size_t)slot) * s->act_bytes;
@@ -153,7 +153,7 @@ static void mat_row1(const struct eng_session *s, struct worker *w, enum act_vec
 		return;
 	}
 	const void *xq =
-	    eng_layer_act_get(s, w, vec, x, m->cols, krn_type_traits(m->type)->vec_dot_type);
+	    act_get(s, w, vec, x, m->cols, krn_type_traits(m->type)->vec_dot_type);
 	if (m->x8)
 		krn_quant_matvec_x8(s->qops, m->type, y, m->data, (size_t)m->rows, xq,
 				    (size_t)m->cols, (size_t)a, (size_t)b);
@@ -380,8 +380,8 @@ void eng_layer_prep_rows(struct eng_session *s, struct worker *w, int tid, int w
 
 /* The input x of m's phase normed (nw, nb) and ready to read (xn_of): shared, or this
  * thread's own copy of every token's row, its quantized rows made on first use. */
-void eng_layer_norm_input(struct eng_session *s, struct worker *w, int tid, int work,
-			  const float *nw, const float *nb, const struct eng_mat *m)
+static void norm_input(struct eng_session *s, struct worker *w, int tid, int work, const float *nw,
+		       const float *nb, const struct eng_mat *m)
 {
 	act_reset(w, VEC_XN);
 	if (prep_shared(s))
@@ -401,7 +401,7 @@ void eng_layer_attention(struct eng_session *s, struct worker *w, int tid, int l
 	int work = l * WORK_PER_LAYER, a, b;
 	act_reset(w, VEC_XB);
 	act_reset(w, VEC_HB);
-	eng_layer_norm_input(s, w, tid, prep_work(s, l, PREP_ATT), L->attn_norm, L->attn_norm_b,
+	norm_input(s, w, tid, prep_work(s, l, PREP_ATT), L->attn_norm, L->attn_norm_b,
 		   L->wqkv.data ? &L->wqkv : &L->wq);
 	int min = imax(chunk_min(L->wqkv.data ? &L->wqkv : &L->wq, s->n_tok), s->qkv_align);
 	while (take(s, work + WORK_QKV, s->qkv_dim, s->qkv_align, min, &a, &b)) {
@@ -497,6 +497,187 @@ void eng_layer_ffn_act_hook(const struct eng_session *s, int tid, int l)
 				 s->hidden_dim);
 }
 
+/* ---- The gated FFN and its sparsity map -------------------------------------------------- */
+
+/* The down projection's rows [a, b) over the nonzero blocks of this thread's map. */
+static void down_sparse(const struct eng_session *s, struct worker *w, const struct eng_mat *m,
+			int a, int b)
+{
+	const void *xq = m->type == KRN_TYPE_F32
+			 ? NULL
+			 : act_get(s, w, VEC_HB, s->hb, m->cols, krn_type_traits(m->type)->vec_dot_type);
+	sparse_rows(s->ops, s->qops, s->y2, m, s->hb, xq, w->nz, a, b);
+	if (m->delta) { /* canonical + delta (alias.h): the delta's same blocks */
+		xq = m->delta->type == KRN_TYPE_F32
+		     ? NULL
+		     : act_get(s, w, VEC_HB, s->hb, m->cols,
+			       krn_type_traits(m->delta->type)->vec_dot_type);
+		sparse_rows(s->ops, s->qops, w->dy, m->delta, s->hb, xq, w->nz, a, b);
+		alias_add(s->y2, w->dy, (size_t)s->dim, 1, a, b);
+	}
+}
+
+/* Rows [a, b) of m (one token, x vector `vec`), computed in runs of units holding a row that
+ * live marks; a unit is a row, or an x8 group of eight. The rows of the other units are set
+ * to zero and not read. Returns the rows skipped. */
+static uint64_t rows_live(const struct eng_session *s, struct worker *w, enum act_vec vec,
+			  float *y, const struct eng_mat *m, const float *x, const uint8_t *live,
+			  int a, int b)
+{
+	int g = m->x8 || (m->delta && m->delta->x8) ? KRN_X8 : 1;
+	uint64_t skipped = 0;
+	for (int r = a; r < b;) {
+		int r1 = r;
+		for (;;) { /* extend the run over live units */
+			int u1 = imin(r1 + g, b);
+			bool any = false;
+			for (int k = r1; k < u1; k++)
+				any |= live[k] != 0;
+			if (!any || r1 >= b)
+				break;
+			r1 = u1;
+		}
+		if (r1 > r) /* mat_rows: a canonical + delta matrix adds its delta's rows */
+			eng_layer_mat_rows(s, w, vec, y, (size_t)s->hidden_dim, m, x,
+					   (size_t)s->dim, r, r1);
+		if (r1 >= b)
+			break;
+		int u1 = imin(r1 + g, b); /* a dead unit */
+		for (int k = r1; k < u1; k++)
+			y[k] = 0.0f;
+		skipped += (uint64_t)(u1 - r1);
+		r = u1;
+	}
+	return skipped;
+}
+
+/* One row of m as a step reads it: a canonical + delta matrix's row and its delta's. */
+static uint64_t row_bytes(const struct eng_mat *m)
+{
+	return m->row_bytes + (m->delta ? m->delta->row_bytes : 0);
+}
+
+/* g[r] = act(g[r]) * u[r] for r in [a, b); SwiGLU's whole range in one kernel call. */
+static void glu_rows(const struct eng_session *s, float *g, const float *u, int a, int b)
+{
+	enum eng_ffn_act act = s->m->info.ffn_act;
+	if (act == ENG_ACT_SILU) {
+		krn_silu_glu(s->ops, g + a, u + a, (size_t)(b - a));
+		return;
+	}
+	for (int r = a; r < b; r++)
+		g[r] = sparse_glu(s->ops, act, g[r], u[r]);
+}
+
+/* Gate and up rows [a, b) of one token with a sparsity map: the static map's dead neurons'
+ * gate rows are not read (with sverify they are, into hb2, to count the map's misses), and
+ * for ReLU-family activations an up row is read only where act(gate) is nonzero: exact,
+ * since act(gate) * up is then 0 whatever up is. */
+static void ffn_up_sparse(struct eng_session *s, struct worker *w, int l, int a, int b)
+{
+	const struct eng_layer *L = &s->m->layers[l];
+	enum eng_ffn_act act = s->m->info.ffn_act;
+	bool relu = act == ENG_ACT_RELU || act == ENG_ACT_RELU2;
+	uint8_t *live = w->live;
+	for (int r = a; r < b; r++)
+		live[r] = !s->smap || !eng_sparsity_map_dead(s->smap, l, r);
+	if (s->smap && s->sverify) {
+		eng_layer_mat_rows(s, w, VEC_XN, s->hb2, (size_t)s->hidden_dim, &L->w_gate, w->xn,
+			 (size_t)s->dim, a, b);
+		for (int r = a; r < b; r++)
+			w->misses += !live[r] && s->hb2[r] > 0.0f;
+	}
+	uint64_t gate = rows_live(s, w, VEC_XN, s->hb, &L->w_gate, w->xn, live, a, b);
+	for (int r = a; r < b; r++) {
+		if (!live[r])
+			s->hb[r] = 0.0f; /* a dead neuron inside a computed x8 group */
+		live[r] = live[r] && (!relu || s->hb[r] > 0.0f);
+	}
+	uint64_t up = rows_live(s, w, VEC_XN, s->hb2, &L->w_up, w->xn, live, a, b);
+	for (int r = a; r < b; r++)
+		s->hb[r] = live[r] ? sparse_glu(s->ops, act, s->hb[r], s->hb2[r]) : 0.0f;
+	w->gate_skip += gate;
+	w->up_skip += up;
+	w->row_skip_bytes += gate * row_bytes(&L->w_gate) + up * row_bytes(&L->w_up);
+}
+
+/* The down projection's rows [a, b) from its transposed copy wt (hidden_dim rows of dim):
+ * only the rows of nonzero activations are read. */
+static void down_neuron(const struct eng_session *s, const float *wt, int a, int b)
+{
+	float *y = s->y2;
+	for (int r = a; r < b; r++)
+		y[r] = 0.0f;
+	for (int j = 0; j < s->hidden_dim; j++) {
+		float h = s->hb[j];
+		if (h == 0.0f)
+			continue;
+		const float *row = wt + (size_t)j * (size_t)s->dim;
+		for (int r = a; r < b; r++)
+			y[r] += h * row[r];
+	}
+}
+
+/* The gated FFN of a block whose FFN follows attention (after attention's residual add):
+ * h = norm(x) with ffn_norm; x += down (act(gate h) * up h), act the model's (SwiGLU
+ * (Shazeer 2020), ReLU, ReLU^2). With the sparsity map on (s->sparse: the row's gated_ffn and
+ * the session's option), a one-token pass skips the rows and blocks its exact zeros leave
+ * unread. */
+void eng_layer_ffn_gated(struct eng_session *s, struct worker *w, int tid, int l)
+{
+	const struct eng_layer *L = &s->m->layers[l];
+	int work = l * WORK_PER_LAYER, a, b;
+	size_t dim = (size_t)s->dim, hid = (size_t)s->hidden_dim;
+	/* Gate and up share one phase and one quantized input. */
+	norm_input(s, w, tid, prep_work(s, l, PREP_FFN), L->ffn_norm, NULL, &L->w_gate);
+	bool sparse = s->sparse && s->n_tok == 1;
+	while (eng_layer_take_rows(s, work + WORK_UP, s->hidden_dim, &L->w_up, &a, &b)) {
+		if (sparse) {
+			ffn_up_sparse(s, w, l, a, b);
+			continue;
+		}
+		eng_layer_mat_rows(s, w, VEC_XN, s->hb, hid, &L->w_gate, xn_of(s, w), dim, a, b);
+		eng_layer_mat_rows(s, w, VEC_XN, s->hb2, hid, &L->w_up, xn_of(s, w), dim, a, b);
+		for (int t = 0; t < s->n_tok; t++)
+			glu_rows(s, s->hb + (size_t)t * hid, s->hb2 + (size_t)t * hid, a, b);
+	}
+	eng_pool_barrier(s->pool, tid);
+	eng_layer_ffn_act_hook(s, tid, l);
+	if (prep_shared(s)) /* down's input */
+		eng_layer_prep_rows(s, w, tid, prep_work(s, l, PREP_HB), VEC_HB, s->hb, hid,
+				    s->hidden_dim, NULL, NULL, &L->w_down);
+	/* The sparsity map is one token's (decode): a pass of several tokens (prefill) reads the
+	 * down projection whole, and its zero counts are not kept. Every thread maps the zero
+	 * blocks itself (O(hidden_dim)); thread 0 counts them. A transposed copy (down_t)
+	 * skips one row of dim floats per zero activation instead. */
+	const float *wt = s->down_t ? s->down_t[l] : NULL;
+	if (s->n_tok == 1) {
+		uint64_t zero = 0, zero_blocks = 0;
+		sparse_map(&L->w_down, s->hb, w->nz, &zero, &zero_blocks);
+		if (tid == 0) {
+			s->act_zero += zero;
+			s->down_blocks_zero += zero_blocks;
+			if (sparse && wt)
+				s->skipped_bytes += zero * (uint64_t)s->dim * sizeof(float);
+			else if (sparse)
+				s->skipped_bytes +=
+				    sparse_skipped_bytes(&L->w_down, w->nz) +
+				    (L->w_down.delta /* canonical + delta */
+					 ? sparse_skipped_bytes(L->w_down.delta, w->nz)
+					 : 0);
+		}
+	}
+	while (eng_layer_take_rows(s, work + WORK_DOWN, s->dim, &L->w_down, &a, &b)) {
+		if (sparse && wt)
+			down_neuron(s, wt, a, b);
+		else if (sparse)
+			down_sparse(s, w, &L->w_down, a, b);
+		else
+			eng_layer_mat_rows(s, w, VEC_HB, s->y2, dim, &L->w_down, s->hb, hid, a, b);
+		eng_layer_add_rows(s, s->x, s->y2, s->dim, a, b);
+	}
+}
+
 static void forward_worker(void *arg, int tid)
 {
 	struct eng_session *s = arg;
@@ -516,7 +697,7 @@ static void forward_worker(void *arg, int tid)
 	if (s->all_logits) {
 		/* A batched step or a verification: every token's logits, the classifier read
 		 * once for all. */
-		eng_layer_norm_input(s, w, tid, s->n_work - 2, m->out_norm, m->out_norm_b,
+		norm_input(s, w, tid, s->n_work - 2, m->out_norm, m->out_norm_b,
 				     &m->output);
 		while (eng_layer_take_rows(s, s->n_work - 1, s->vocab_size, &m->output, &a, &b))
 			eng_layer_mat_rows(s, w, VEC_XN, s->logits, (size_t)s->vocab_size,

@@ -285,18 +285,12 @@ bool eng_layer_take_rows(struct eng_session *s, int work, int rows, const struct
 void eng_layer_mat_rows(const struct eng_session *s, struct worker *w, enum act_vec vec,
 			float *y, size_t ldy, const struct eng_mat *m, const float *x, size_t ldx,
 			int a, int b);
-/* The vector x (n values) quantized to type t for this thread, made on first use. */
-const void *eng_layer_act_get(const struct eng_session *s, struct worker *w, enum act_vec vec,
-			      const float *x, int n, uint32_t t);
 /* The attention block up to wo's input in s->xb: norm, q|k|v (ops->qkv), RoPE, cache,
  * heads. */
 void eng_layer_attention(struct eng_session *s, struct worker *w, int tid, int l);
 /* A barrier at a phase edge, where the phase hook (engine.h) sees no thread in either. */
 void eng_layer_phase_edge(struct eng_session *s, int tid, enum eng_phase end, int end_layer,
 			  enum eng_phase begin, int begin_layer);
-/* The input x of m's phase normed (nw, nb) and ready to read (xn_of). */
-void eng_layer_norm_input(struct eng_session *s, struct worker *w, int tid, int work,
-			  const float *nw, const float *nb, const struct eng_mat *m);
 /* A pass's input to one phase's matrices, made once for every thread (prep_shared). */
 void eng_layer_prep_rows(struct eng_session *s, struct worker *w, int tid, int work,
 			 enum act_vec vec, const float *in, size_t ld, int n, const float *nw,
@@ -306,6 +300,9 @@ void eng_layer_add_rows(const struct eng_session *s, float *dst, const float *sr
 			int b);
 /* The FFN-activation hook (engine.h) on s->hb, thread 0 only. */
 void eng_layer_ffn_act_hook(const struct eng_session *s, int tid, int l);
+/* The gated FFN after attention's residual: x += down (act(gate h) * up h), h = the
+ * ffn_norm of x, with the sparsity map where the session has it on. */
+void eng_layer_ffn_gated(struct eng_session *s, struct worker *w, int tid, int l);
 
 /* Engine-accounted bytes of the pass just run (pass_bytes.c). */
 void eng_pass_bytes(const struct eng_session *s, struct eng_step_bytes *b);
