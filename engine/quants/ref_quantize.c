@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "minmax.h"
-#include "quants_impl.h"
+#include "internal.h"
 
 /* ---- Weight quantizers (ggml-quants.c's quantize_row_*_ref) ---------------------------- */
 
