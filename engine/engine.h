@@ -106,6 +106,43 @@ const char *eng_ffn_act_name(enum eng_ffn_act a);
 /* name -> activation: 0, or -EINVAL (exact match). */
 int eng_ffn_act_parse(const char *name, enum eng_ffn_act *out);
 
+/* ---- Architectures ---------------------------------------------------------------------------
+ * (engine/model/arch.c) Each architecture the engine runs is one row of a table that holds
+ * every fact about it; every list of architectures memwall shows (usage, errors, `memwall
+ * synth`'s formats) is read off it, and tests/src/test_protocol.c holds the protocol schema's
+ * enum to it. engine/README.md says how to add one. */
+struct eng_arch_info {
+	const char *name;       /* general.architecture: "llama", "falcon" */
+	bool gated_ffn;         /* the FFN is act(gate x) * up x (llama), else act(up x) (falcon);
+				 * the sparsity map (eng_session_options) skips a gated FFN's rows
+				 * and blocks */
+	bool parallel_residual; /* attention and the FFN read one norm of x and both add to it
+				 * (falcon); else each has its own norm, one after the other */
+	enum eng_ffn_act act;   /* the FFN activation when the file names none */
+	unsigned acts;          /* the activations it runs, 1u << each: those a file's
+				 * "<arch>.feed_forward_activation" and `memwall synth --activation`
+				 * may name */
+	bool llama2c;           /* llama2.c checkpoints are of this architecture */
+	const char *synth_quant; /* `memwall synth`'s default GGUF quantization for it */
+};
+/* How many architectures, and row i (NULL for i >= eng_arch_count()), in the table's order.
+ * Static storage. */
+size_t eng_arch_count(void);
+const struct eng_arch_info *eng_arch_at(size_t i);
+/* The row of architecture name, or NULL: one the engine does not run, of which nothing is
+ * known. Whoever must still answer for one answers no: no gated FFN, no sparsity map
+ * (eng_arch_sparsity_map). */
+const struct eng_arch_info *eng_arch_lookup(const char *name);
+/* Whether the sparsity map applies to architecture name: its FFN is gated. false for NULL
+ * and for an architecture the engine does not run. A session (sparsity_map) and memwall
+ * headroom's R1 both ask this. */
+bool eng_arch_sparsity_map(const char *name);
+/* Every architecture's name, "llama, falcon", for messages. Static storage. */
+const char *eng_arch_names(void);
+/* The built-in shapes of architecture arch (NULL: of every one), space-separated, into buf
+ * (eng_synth_gguf's shapes; truncated to len). */
+void eng_arch_shape_names(const char *arch, char *buf, size_t len);
+
 struct eng_model_info {
 	enum eng_format format;
 	const char *arch;     /* "llama", "falcon" */
@@ -259,6 +296,11 @@ enum eng_kv_type {
  * position's n_kv_heads * head_size elements. For memory preflights (issue 28). */
 uint64_t eng_kv_cache_bytes(const struct eng_model_info *info, enum eng_kv_type kv, int ctx_len,
 			    int n_seq);
+/* Bytes of the per-token f32 vectors one layer of the forward pass writes for a model of
+ * info's shape with heads of head_dim (runtime/session.c's x, y, y2, xb, qkv, hb, and a gated
+ * FFN's hb2: eng_arch_info.gated_ffn, false for an architecture the engine does not run):
+ * memwall headroom's R4. */
+uint64_t eng_session_layer_vector_bytes(const struct eng_model_info *info, int head_dim);
 
 /* Phases a decode step passes through, for the harness to read counters at their edges. */
 enum eng_phase {
@@ -627,10 +669,12 @@ const char *eng_tokenizer_kind(const struct eng_tokenizer *t);
  * bytes. Written to a temporary file beside path, synced, then renamed over it, so a reader
  * never sees a partial model; -EINVAL with the valid names for an unknown shape. */
 int eng_synth_llama2c(const char *path, const char *shape, uint64_t seed, struct eng_error *err);
+/* Those shapes' names, space-separated, into buf (truncated to len). */
+void eng_synth_llama2c_shape_names(char *buf, size_t len);
 /* The same with the FFN activation act (SiLU, ReLU or ReLU^2; -EINVAL for GELU). For ReLU and
  * ReLU^2 the gate rows (w1) come in clusters of 32 that share a direction (std 0.02) plus a
  * small per-row part (std 0.002), so a cluster's 32 activations are zero together on about
- * 45% of tokens (engine/runtime/sparsity.h, synth_gate_row): exact zeros in whole blocks, as ReLU
+ * 45% of tokens (engine/synth/synth_sparsity.h, synth_gate_row): exact zeros in whole blocks, as ReLU
  * models' co-activated neurons give them. SiLU gives the bytes eng_synth_llama2c writes. */
 int eng_synth_llama2c_act(const char *path, const char *shape, uint64_t seed,
 			  enum eng_ffn_act act, struct eng_error *err);
@@ -652,14 +696,14 @@ int eng_synth_llama2c_sparse(const char *path, const char *shape, uint64_t seed,
 			     struct eng_error *err);
 
 /* ---- Synthetic GGUF models -------------------------------------------------------------------
- * (engine/synth/synth_gguf.c, shapes in engine/model/shapes.c) A GGUF file with a real model's shape and
+ * (engine/synth/synth_gguf.c, shapes in engine/model/arch.c) A GGUF file with a real model's shape and
  * the per-tensor types llama-quantize would give it, filled with seeded random weights
  * (matrices uniform, std 0.02; norm weights 1 +- 0.05; biases +- 0.02), quantized with ggml's
  * reference quantizers, streamed to disk and committed atomically. Its metadata says
  * general.name "synthetic SHAPE", memwall.synthetic = true, memwall.synthetic.seed, and holds
- * a synthetic tokenizer of the real vocabulary size (falcon: gpt2 with merges; llama: SPM).
- * arch: "falcon" (shapes "falcon-7b", "falcon-tiny") or "llama" ("stories260K",
- * "stories15M", "stories42M", "stories110M", "llama-tiny"); quant: "f32", "f16", "q8_0", "q4_0", "q5_0",
+ * a synthetic tokenizer of the real vocabulary size (the architecture's row says which: falcon
+ * gpt2 with merges, llama SPM). arch: a row of the architecture table (eng_arch_at); shape:
+ * one of its shapes (eng_arch_shape_names); quant: "f32", "f16", "q8_0", "q4_0", "q5_0",
  * "q4_k_m". The same arguments give the same bytes. Uses every CPU of the caller's affinity
  * mask (at most 8) to quantize. -EINVAL with the valid names for an unknown name, or a shape
  * llama-quantize would refuse for that type (a row length no block size divides). */
@@ -667,7 +711,9 @@ struct eng_tensor_table;
 int eng_synth_gguf(const char *path, const char *arch, const char *shape, const char *quant,
 		   uint64_t seed, struct eng_error *err);
 /* The same with the FFN activation act (eng_synth_llama2c_act's gate rows; written as
- * llama.feed_forward_activation). Only llama takes ReLU or ReLU^2 (-EINVAL otherwise). */
+ * "<arch>.feed_forward_activation" when it is not the architecture's own): one of the row's
+ * acts (eng_arch_info), -EINVAL otherwise; ENG_ACT_SILU, the zero value, stands for the
+ * architecture's own (falcon's GELU). */
 int eng_synth_gguf_act(const char *path, const char *arch, const char *shape, const char *quant,
 		       uint64_t seed, enum eng_ffn_act act, struct eng_error *err);
 /* The same with eng_synth_llama2c_sparse's activation statistics (sp may be NULL: the bytes

@@ -33,7 +33,7 @@
  * touching each half's 512 bytes first gained nothing beyond the runs' spread (0.85x to
  * 0.86x) and lost in cache (45 to 43 GB/s), and so did q6_K's 192 bytes a pair: left out.
  */
-#include "quants_impl.h"
+#include "internal.h"
 #include "chain.h"
 #include "x8_kernels.h"
 /* x8k_matvec's software prefetch, 2 KB ahead (almost two groups' super-blocks of q4_K), for

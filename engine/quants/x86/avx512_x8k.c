@@ -24,7 +24,7 @@
  * columns 0.78x to 0.88x); q4_K and q5_K gained less, 0.005-0.03x at 4096 columns (within
  * the runs' spread) and 0.03-0.05x at 18176 (0.85-0.87x to 0.89-0.90x).
  */
-#include "quants_impl.h"
+#include "internal.h"
 #include "x8_kernels.h"
 #include "vnni.h"
 #define X8K_MATVEC_AHEAD 0 /* see avx2_x8k.c */

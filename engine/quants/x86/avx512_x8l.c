@@ -16,7 +16,7 @@
  * GHz): 50-55 GB/s in cache, 2.4-2.6x the one-row kernel, and from DRAM 0.92-1.0x a plain read
  * where that reaches 0.55x.
  */
-#include "quants_impl.h"
+#include "internal.h"
 #include "x8_kernels.h"
 #include "vnni.h"
 #define X8_MATVEC_AHEAD 0 /* see avx2_x8l.c */
