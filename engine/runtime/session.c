@@ -103,7 +103,7 @@ static int pick_tables(struct eng_session *s, const struct eng_session_options *
 		return eng_error_set(err, -ENOTSUP, m->path, ENG_NO_OFFSET,
 				     "unknown architecture");
 	s->arch = &eng_arch_ops[m->arch];
-	return 0;
+	return kchoice_resolve(s, opt->kernel_choice, err);
 }
 
 /* The model's shape, the threads and the context length, copied where the forward pass
