@@ -249,10 +249,10 @@ void krn_avx512_matvec_x8_q6_K(float *y, const void *w, size_t rows, const void 
  * sub-block pair at a time: its two chains a token take the pair's scales as soon as they
  * are complete, so a token keeps four integer vectors (two chains, even, odd) and not eight
  * chains. With two tokens or one a call, each chain is split in two (CHAINS): q4_K's and
- * q5_K's chains of eight vpdpbusd, four or two of them in flight, would otherwise leave the
- * loop waiting on their latency, as q6_K's matvec found (block_q6_Kx8). The integer sums are
- * exact, so their order is free; each token's float steps are the matvec's, and it gets the
- * matvec's bits. */
+ * q5_K's chains of eight vpdpbusd, four or two of them in flight, would wait on their
+ * latency as q6_K's matvec's did (block_q6_Kx8); reasoned from that, not measured (no
+ * AVX-512 machine since). The integer sums are exact, so their order is free; each token's
+ * float steps are the matvec's, and it gets the matvec's bits. */
 
 /* chains a sum is split into, for nt tokens a call (a constant after inlining) */
 #define CHAINS(nt) ((nt) <= 2 ? 2 : 1)

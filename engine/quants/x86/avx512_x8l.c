@@ -182,8 +182,10 @@ mm_q4_0(__m256 *acc, const uint8_t *g, const block_q8_0 *const *ys, const int32_
 
 /* Two groups (x8_mm2_block_fn): each token's activation dword broadcast into a register
  * once, for both groups' chains; one chain per group and token (the eight are independent),
- * split in two (CHAINS) for two tokens or one: four chains of eight vpdpbusd a block, the
- * two-token call a batch of two decodes, had left the loop waiting on their latency. */
+ * split in two (CHAINS) for two tokens or one. Why: a batch of two decodes through the
+ * two-token call, which had four chains of eight dependent vpdpbusd a block (a 1.09x batch 2
+ * on the issue 42 Zen 5, where the four-token call's eight chains gave 2.11x at batch 4);
+ * that their latency is the bound is reasoned, not measured: no AVX-512 machine since. */
 #define CHAINS(nt) ((nt) <= 2 ? 2 : 1)
 
 /* the sum of chain set s's CHAINS(nt) chains */
