@@ -66,8 +66,8 @@ static void print_side(const char *type, double mb, const struct side *sd)
 		return;
 	for (size_t j = 0; j < 1 + N_MM; j++) {
 		int tok = j ? mm_toks[j - 1] : 1;
-		printf("%-5s %7.1f MB x8 at %2d token%s, GB/s of weights x tokens:", type, mb, tok,
-		       tok > 1 ? "s" : " ");
+		printf("%-5s %7.1f MB x8, %2d token%s a call, GB/s of weights x tokens:", type, mb,
+		       tok, tok > 1 ? "s" : "");
 		for (int i = 0; i < sd->n; i++) {
 			if (!sd->gb[i][j]) {
 				printf("  %s -", sd->name[i]);
