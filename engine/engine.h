@@ -282,6 +282,38 @@ struct eng_peak {
 int eng_peak_measure(const char *kernels, uint32_t type_id, int threads, double seconds,
 		     struct eng_peak *out, struct eng_error *err);
 
+/* (engine/roof/kbench.c) Each quant table's rate on one weight type's x8 kernels, per class
+ * of token counts (eng_kernel_class: 1, 2, 4 and 8 tokens a call), for `memwall
+ * bench-kernels`, which chooses the fastest table per operation (struct eng_kernel_choice).
+ * The tables timed are those this CPU runs with x8 kernels of their own for the type, best
+ * first; one thread (the caller's), on rows of columns elements making mb MB of weights
+ * (past the caches, as a decode step streams them), rounds rounds each timing every table
+ * once in a rotating order. */
+struct eng_kbench_options {
+	size_t columns; /* 0: 4096 */
+	double mb;      /* 0: 128 */
+	int rounds;     /* 0: 7; at most ENG_KBENCH_ROUNDS_MAX */
+};
+#define ENG_KBENCH_MAX 8
+#define ENG_KBENCH_ROUNDS_MAX 64
+struct eng_kbench {
+	int tokens;   /* a call's tokens (the class's, eng_kernel_class_tokens) */
+	int n;        /* tables timed, in r */
+	struct {
+		const char *table; /* static storage */
+		double gbs;        /* median over rounds: GB of weights x tokens per second */
+		double ratio;      /* median over rounds of its rate over r[0]'s in the round */
+	} r[ENG_KBENCH_MAX];
+	size_t rows, columns;
+	double mb; /* of weights a pass reads (once, whatever the tokens) */
+	int rounds;
+};
+/* Fills out[0 .. ENG_KC_CLASSES) for weight type `type` ("q4_0", ...): 0, -EINVAL for a type
+ * without an x8 layout or a row length its blocks do not divide, -ENOTSUP where no table has
+ * x8 kernels for it, -ENOMEM. */
+int eng_kbench_run(const char *type, const struct eng_kbench_options *o, struct eng_kbench *out,
+		   struct eng_error *err);
+
 /* ---- Sessions: one KV cache and one thread pool over a model ------------------------------ */
 
 struct eng_session;
@@ -438,7 +470,43 @@ struct eng_session_options {
 	int verify_tokens;
 	/* The attention kernel (ENG_ATTN_AUTO, the zero value, by default). */
 	enum eng_attention attention;
+	/* Per weight type and token count, the quant table that runs the weights in the x8
+	 * layout in place of the session's (struct eng_kernel_choice, below); NULL: the
+	 * session's table everywhere, as before issue 42. Copied. */
+	const struct eng_kernel_choice *kernel_choice;
 };
+
+/* ---- A kernel choice that follows measurement (issue 42) ----------------------------------
+ * On one CPU one table's kernel may be slower than another's for an operation and a token
+ * count (on AVX-512 machines the avx2 table's two-token kernel had beaten avx512's). A choice
+ * names, per ggml weight type and class of token counts, the quant table that runs the
+ * type's weights in the x8 layout (ENG_LOAD_REPACK) for calls of that many tokens; `memwall
+ * bench-kernels` measures it once per CPU and src/ passes it in. Every table with x8 kernels
+ * of its own for a type gives the same bits for it (tests/engine/test_kernel_choice.c checks
+ * each pair of tables), so a choice changes speed, never a result; entries that would break
+ * that (a table without its own x8 kernel for the type) are refused. Weights in the plain
+ * layout, and everything else, run the session's table. */
+#define ENG_KC_TYPES 32  /* ggml type ids below this */
+#define ENG_KC_CLASSES 4 /* token counts: 1, 2-3, 4-7, 8 and more */
+struct eng_kernel_choice {
+	char table[ENG_KC_TYPES][ENG_KC_CLASSES][16]; /* a table's name; "": the session's */
+};
+/* The class of a call of n_tok tokens: 0 for 1, 1 for 2-3, 2 for 4-7, 3 for 8 or more. */
+int eng_kernel_class(int n_tok);
+/* The token count class c is measured at (1, 2, 4, 8), or 0 out of range. */
+int eng_kernel_class_tokens(int c);
+/* Sets c's entry for weights of ggml type `type` ("q4_0", ...) and calls of `tokens` tokens
+ * (1, 2, 4 or 8: a class's own count) to quant table `table`: 0, or -EINVAL naming what is
+ * wrong (a type without an x8 layout, another token count, a table without x8 kernels of its
+ * own for the type) and -ENOTSUP for a table this build or CPU does not run. */
+int eng_kernel_choice_set(struct eng_kernel_choice *c, const char *type, int tokens,
+			  const char *table, struct eng_error *err);
+/* The name of the i-th quant table this build has and this CPU runs, best first (the
+ * session's default first), and whether it has x8 kernels of its own for `type` (*x8, may be
+ * NULL); NULL past the end. Static storage. */
+const char *eng_quant_kernels_name(size_t i, const char *type, bool *x8);
+/* ggml's name of type id t ("q4_K"), or NULL for one memwall does not implement. */
+const char *eng_type_name(uint32_t t);
 
 /* A static sparsity map (engine/runtime/sparsity_map.c): from a calibration pass, how many of its
  * tokens each FFN neuron of each layer fired on (activation nonzero). Neurons with a count
@@ -507,6 +575,13 @@ const char *eng_session_kernels(const struct eng_session *s);
  * e.g. "avx2" on an AVX-512 CPU without VNNI/VBMI: it may differ from the kernel table.
  * Static storage. */
 const char *eng_session_quant_kernels(const struct eng_session *s);
+/* The quant table that runs a call of n_tok tokens on the session's weights of ggml type
+ * type_id in the x8 layout: the kernel choice's entry, else the session's table. Static
+ * storage. */
+const char *eng_session_op_kernels(const struct eng_session *s, uint32_t type_id, int n_tok);
+/* The ggml types of the session's matrices in the x8 layout, each once, in id order: up to
+ * max of them into types; returns how many there are. */
+int eng_session_x8_types(const struct eng_session *s, uint32_t *types, int max);
 /* Runs token at position pos (positions must be fed in order from 0; pos may go back to
  * recompute from an earlier position). *logits is borrowed, valid until the next step or
  * eng_session_free. bytes may be NULL. -EINVAL for a token outside the vocabulary, or a pos

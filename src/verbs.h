@@ -11,6 +11,7 @@
 /* MW_VERB(name, one-line summary) */
 #define MW_VERBS(MW_VERB) \
 	MW_VERB(bandwidth, "measure memory bandwidth: the roofline's yardstick (read, copy, triad)") \
+	MW_VERB(bench_kernels, "time each kernel table per weight type and token count; cache the fastest for this machine") \
 	MW_VERB(calibrate, "check the DRAM counters against a known number of streamed bytes") \
 	MW_VERB(bundle, "pack records, their charts, provenance and sha256 sums into one archive to submit") \
 	MW_VERB(compare, "compare two result records: per-metric delta and Welch t-test; exit 1 on a regression") \

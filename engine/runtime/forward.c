@@ -138,8 +138,9 @@ static void mat_rows_tokens(const struct eng_session *s, struct worker *w, enum 
 	}
 	const void *xq = act_get_rows(s, w, vec, x, ldx, m->cols,
 				      krn_type_traits(m->type)->vec_dot_type);
-	krn_quant_matmul(s->qops, m->type, m->x8, y, ldy, m->data, (size_t)m->rows, xq,
-			 s->act_bytes, (size_t)s->n_tok, (size_t)m->cols, (size_t)a, (size_t)b);
+	krn_quant_matmul(qops_for(s, m, s->n_tok), m->type, m->x8, y, ldy, m->data,
+			 (size_t)m->rows, xq, s->act_bytes, (size_t)s->n_tok, (size_t)m->cols,
+			 (size_t)a, (size_t)b);
 }
 
 /* y[r] = row r of m . x for r in [a, b), x being vector `vec` of this thread: one token. F32
@@ -155,7 +156,7 @@ static void mat_row1(const struct eng_session *s, struct worker *w, enum act_vec
 	const void *xq =
 	    act_get(s, w, vec, x, m->cols, krn_type_traits(m->type)->vec_dot_type);
 	if (m->x8)
-		krn_quant_matvec_x8(s->qops, m->type, y, m->data, (size_t)m->rows, xq,
+		krn_quant_matvec_x8(qops_for(s, m, 1), m->type, y, m->data, (size_t)m->rows, xq,
 				    (size_t)m->cols, (size_t)a, (size_t)b);
 	else
 		krn_quant_matvec(s->qops, m->type, y, m->data, xq, (size_t)m->cols, (size_t)a,

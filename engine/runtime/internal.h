@@ -121,6 +121,9 @@ struct eng_session {
 	const struct eng_model *m;
 	const struct krn_ops *ops;
 	const struct krn_quant_ops *qops;
+	/* (type, class of token counts) the table that runs x8 weights of that type
+	 * (kernel_choice.c): the session's kernel choice, else qops */
+	const struct krn_quant_ops *qpick[KRN_TYPE_COUNT][ENG_KC_CLASSES];
 	const struct kv_traits *kv;
 	const struct arch_ops *arch; /* the block of the model's architecture (m->arch) */
 	norm_fn *norm;               /* its row's norm and RoPE */
@@ -306,5 +309,19 @@ void eng_layer_ffn_gated(struct eng_session *s, struct worker *w, int tid, int l
 
 /* Engine-accounted bytes of the pass just run (pass_bytes.c). */
 void eng_pass_bytes(const struct eng_session *s, struct eng_step_bytes *b);
+
+/* kernel_choice.c: s->qpick from the session's kernel choice c (NULL: qops everywhere);
+ * -EINVAL or -ENOTSUP, err saying which entry, for one the session cannot run exactly. */
+int kchoice_resolve(struct eng_session *s, const struct eng_kernel_choice *c,
+		    struct eng_error *err);
+
+/* The quant table for a call of n_tok tokens on matrix m: its kernel choice for x8 weights,
+ * the session's table for the rest. */
+static inline const struct krn_quant_ops *qops_for(const struct eng_session *s,
+						   const struct eng_mat *m, int n_tok)
+{
+	return m->x8 && m->type < KRN_TYPE_COUNT ? s->qpick[m->type][eng_kernel_class(n_tok)]
+						 : s->qops;
+}
 
 #endif

@@ -114,7 +114,7 @@ static int pick_tables(struct eng_session *s, const struct eng_session_options *
 	s->arch = arch_ops[m->arch->arch];
 	s->norm = eng_layer_norms[m->arch->norm];
 	s->rope = eng_layer_ropes[m->arch->rope];
-	return 0;
+	return kchoice_resolve(s, opt->kernel_choice, err);
 }
 
 /* The model's shape, the threads and the context length, copied where the forward pass

@@ -45,7 +45,9 @@ void mw_generate_usage(FILE *f)
 		"      --topp P          nucleus sampling in (0, 1); 0 or 1 turns it off (default 0.9)\n"
 		"      --seed S          sampler seed; the same seed gives the same text (default 1)\n"
 		"  -t, --threads N       threads (default 1)\n"
-		"      --kernels NAME    kernel table (default auto: the best this CPU runs)\n"
+		"      --kernels NAME    kernel table (default auto: the best this CPU runs, each\n"
+		"                        x8 weight type and token count on the table `memwall\n"
+		"                        bench-kernels` measured fastest, where it has)\n"
 		"      --ids             print token ids, one per line, instead of text\n"
 		"      --kv TYPE         KV cache element type: auto (default: f16 for GGUF, as\n"
 		"                        llama.cpp; f32 for llama2.c), f32 or f16\n",
