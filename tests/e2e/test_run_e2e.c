@@ -11,7 +11,7 @@
 #include "result.h"
 #include "run.h"
 #include "engine.h"
-#include "quants.h"
+#include "quants/quants.h"
 #include "test.h"
 
 static char scratch[256], outdir[512], proto[4096];

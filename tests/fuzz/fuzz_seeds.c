@@ -23,7 +23,7 @@
 #include "fixture_result.h"
 #include "format/gguf.h"
 #include "format/llama2c.h"
-#include "quants.h"
+#include "quants/quants.h"
 #include "sha256.h"
 
 static const char *outdir;

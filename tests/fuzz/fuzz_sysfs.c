@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "fuzz.h"
-#include "internal.h"
+#include "probes/internal.h" /* by its folder: engine/ has internal.h files too */
 
 static char root[64], pmu_dir[256];
 

@@ -17,7 +17,7 @@
 #include <math.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "probes/internal.h" /* by its folder: engine/ has internal.h files too */
 #include "probes.h"
 #include "test.h"
 #include "sim_tree.h"

@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "probes/internal.h" /* by its folder: engine/ has internal.h files too */
 #include "test.h"
 
 static struct dram_plan plan;
