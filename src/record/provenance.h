@@ -59,6 +59,11 @@ const char *mw_dram_source_name(enum mw_dram_source s);
  * calibrated)", "engine-accounted only". Returns buf. */
 const char *mw_provenance_tag(const struct mw_provenance *p, char *buf, size_t n);
 
+/* The tag with the calibration's error and the verification, for a series' one-line summary:
+ * "SIMULATED (intel_imc_free), not verified", "hardware (amd_umc, calibrated), calibration
+ * error -52.0 %, verified", "engine-accounted only". Returns buf. */
+const char *mw_provenance_words(const struct mw_provenance *p, char *buf, size_t n);
+
 /* The provenance block as markdown lines ("- DRAM counts: ...\n"), each ending in '\n': the
  * DRAM source (a simulated record's line begins "**SIMULATED**"), the caveat, calibration and
  * verification, the model's weights, and a CPU quota the run ran under. */
