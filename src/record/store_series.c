@@ -298,11 +298,13 @@ int mw_store_series_history(struct mw_store *s, const struct mw_store_history *h
 	char sql[1024], seq[32], like[80], lim[48] = "";
 	const char *p[6];
 	int np = 0;
-	struct hist_ctx c = { json_array(), 0 };
+	struct hist_ctx c = { NULL, 0 };
 	*recs = NULL;
 	if (h->since && !mw_iso_date(h->since))
 		return mw_error_set(err, -EINVAL, "--against", "", "since:%s is not an ISO 8601 date: "
 				    "give since:2026-11-21 or since:2026-11-21T06:00:00Z", h->since);
+	if (!(c.rows = json_array()))
+		return mw_error_set(err, -ENOMEM, "results store", "", "out of memory");
 	snprintf(sql, sizeof(sql), "SELECT sha256, created_utc, engine_version, document FROM "
 		 "records WHERE series = $1");
 	p[np++] = h->series;
