@@ -86,24 +86,6 @@ const char *mw_provenance_tag(const struct mw_provenance *p, char *buf, size_t n
 	return buf;
 }
 
-const char *mw_provenance_words(const struct mw_provenance *p, char *buf, size_t n)
-{
-	char tag[160], cal[64] = "";
-	mw_provenance_tag(p, tag, sizeof(tag));
-	if (p->source == MW_DRAM_NONE) {
-		snprintf(buf, n, "%s", tag);
-		return buf;
-	}
-	if (p->calibrated && !isnan(p->cal_error_pct))
-		snprintf(cal, sizeof(cal), ", calibration error %+.1f %%", p->cal_error_pct);
-	const char *v = !p->verdict ? "not verified"
-			: strcmp(p->verdict, "pass") ? "verification FAILED"
-			: p->verify_layer && !strcmp(p->verify_layer, "sim")
-				? "verified on the SIMULATED PMU" : "verified";
-	snprintf(buf, n, "%s%s, %s", tag, cal, v);
-	return buf;
-}
-
 /* "3 days old", "11 hours old", "age unknown". */
 static const char *age_text(double days, char *buf, size_t n)
 {
@@ -247,6 +229,15 @@ const char *mw_provenance_metric(const struct mw_provenance *p, const char *metr
 		snprintf(words, sizeof(words), "timed");
 	snprintf(buf, n, "%s%s", words, p->synthetic ? ", SYNTHETIC weights" : "");
 	return buf;
+}
+
+const char *mw_provenance_words(const struct mw_provenance *p, char *buf, size_t n)
+{
+	/* The DRAM figures' own words; a record without DRAM counters has engine-accounted
+	 * figures only, which is what a series of such records is. */
+	if (p->source == MW_DRAM_NONE && !p->reference)
+		return mw_provenance_tag(p, buf, n);
+	return mw_provenance_metric(p, "dram_MB_per_token", buf, n);
 }
 
 /* A run records its verification's age from the time the run started (created_utc) a moment
