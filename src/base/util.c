@@ -212,3 +212,28 @@ void mw_context_tokens(int *out, int n, int bos, int vocab, uint64_t seed)
 		out[i] = (int)((z ^ (z >> 31)) % (uint64_t)vocab);
 	}
 }
+
+/* Whether t is an ISO 8601 date or UTC time as records write them: YYYY-MM-DD, optionally
+ * THH:MM, :SS and Z, every field in range. */
+bool mw_iso_date(const char *t)
+{
+	int y, mo, d, h = 0, mi = 0, sec = 0, n = 0;
+	if (sscanf(t, "%4d-%2d-%2d%n", &y, &mo, &d, &n) != 3 || n != 10 || t[4] != '-' ||
+	    t[7] != '-' || strspn(t, "0123456789-") < 10)
+		return false;
+	const char *r = t + 10;
+	if (*r == 'T') {
+		int k = 0;
+		if (sscanf(r, "T%2d:%2d%n", &h, &mi, &k) != 2 || k != 6)
+			return false;
+		r += 6;
+		if (*r == ':') {
+			if (sscanf(r, ":%2d%n", &sec, &k) != 1 || k != 3)
+				return false;
+			r += 3;
+		}
+		r += *r == 'Z';
+	}
+	return !*r && y >= 1970 && mo >= 1 && mo <= 12 && d >= 1 && d <= 31 && h <= 23 &&
+	       mi <= 59 && sec <= 60;
+}

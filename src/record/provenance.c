@@ -231,6 +231,15 @@ const char *mw_provenance_metric(const struct mw_provenance *p, const char *metr
 	return buf;
 }
 
+const char *mw_provenance_words(const struct mw_provenance *p, char *buf, size_t n)
+{
+	/* The DRAM figures' own words; a record without DRAM counters has engine-accounted
+	 * figures only, which is what a series of such records is. */
+	if (p->source == MW_DRAM_NONE && !p->reference)
+		return mw_provenance_tag(p, buf, n);
+	return mw_provenance_metric(p, "dram_MB_per_token", buf, n);
+}
+
 /* A run records its verification's age from the time the run started (created_utc) a moment
  * later (src/run/pipeline.c: the machine is described in between): the age the two dates give
  * may be short of the recorded one by that moment, never by an hour. */

@@ -297,6 +297,21 @@ static bool run_counts(const json_t *run)
 	       !json_is_true(json_object_get(run, "warmup"));
 }
 
+size_t mw_result_samples(const json_t *doc, const char *name, double *v, size_t cap)
+{
+	const json_t *run;
+	size_t i, n = 0;
+	/* An external run's summary is the differential method's, over its repetitions. */
+	if (json_object_get(doc, "external"))
+		return mw_differential_samples(doc, name, v, cap);
+	json_array_foreach(json_object_get(doc, "runs"), i, run) {
+		const json_t *x = json_object_get(json_object_get(run, "figures"), name);
+		if (run_counts(run) && json_is_number(x) && n++ < cap)
+			v[n - 1] = json_number_value(x);
+	}
+	return n;
+}
+
 static json_t *stats_json(const struct mw_stats *s, const char *unit)
 {
 	return json_pack("{s:s, s:b, s:i, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "unit", unit,

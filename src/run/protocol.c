@@ -18,6 +18,7 @@
 #include "probes.h"
 #include "embedded.h"
 #include "jschema.h"
+#include "metrics.h"
 #include "file.h"
 #include "protocol.h"
 #include "sha256.h"
@@ -597,6 +598,21 @@ static int parse_measurement(struct mw_protocol *p, struct mw_error *err)
 	p->drift.max_bandwidth_change_pct = num_or(drift, "max_bandwidth_change_pct", 10.0);
 	p->drift.probe_ms = (int)int_or(drift, "probe_ms", 200);
 
+	/* tolerance_pct is read back from the record by compare and db check: its names must be
+	 * metrics, or a misspelt one would silently fall back to the default. */
+	const char *k;
+	const json_t *v;
+	json_object_foreach((json_t *)(uintptr_t)json_object_get(d, "tolerance_pct"), k, v) {
+		size_t n, i;
+		const struct mw_metric *m = mw_metrics(&n);
+		for (i = 0; i < n && strcmp(m[i].name, k); i++)
+			;
+		if (i == n)
+			return mw_error_set(err, -EINVAL, src, "tolerance_pct",
+					    "\"%s\" is not a metric: use summary.metrics' names, e.g. "
+					    "\"dram_MB_per_token\": 3 or \"tok_per_s\": 10 "
+					    "(results/README.md lists them)", k);
+	}
 	return 0;
 }
 
