@@ -9,6 +9,7 @@
 #include "db.h"
 #include "db_rows.h"
 #include "mw.h"
+#include "site.h"
 #include "report.h"
 #include "result.h"
 #include "store.h"
@@ -29,7 +30,8 @@ static void usage(FILE *f)
 		   "                  [--format md|json|junit]\n"
 		   "       memwall db [--db FILE|URL] changes [--series ID] [--metric NAME]... "
 		   "[--penalty K]\n"
-		   "                  [--format md|json]\n\n"
+		   "                  [--format md|json]\n"
+		   "       memwall db [--db FILE|URL] site -o DIR [--force]\n\n"
 		   "A store of result records. --db is an SQLite file (default: $MEMWALL_DB, else\n"
 		   "$XDG_DATA_HOME/memwall/results.db, else ~/.local/share/memwall/results.db) or a\n"
 		   "postgresql://user@host/database URL for a store a fleet shares.\n"
@@ -61,6 +63,13 @@ static void usage(FILE *f)
 		   "           partitioning, segments of at least 3 records, penalty K (default 3) x\n"
 		   "           noise sd x ln(records); each step with the last record before it and the\n"
 		   "           first after (id, date, engine version), its size and its evidence\n"
+		   "  site     the trend site: DIR/index.html lists the series, DIR/series/ID.html\n"
+		   "           shows one over its records (MB/token, tok/s, %% of the bandwidth roof;\n"
+		   "           each point linked to its record, DIR/records/ID.json; steps marked;\n"
+		   "           provenance named). Static HTML and SVG, no script: opens from file://.\n"
+		   "           DIR is made whole or not at all; a folder of other files is refused\n"
+		   "           (--force replaces it, its contents removed); a site memwall wrote is\n"
+		   "           replaced\n"
 		   "FILTERS: --protocol NAME, --backend KIND (engine.kind: builtin, llama.cpp, ...),\n"
 		   "  --model TEXT and --machine TEXT (substrings, any case), --since DATE, --until DATE\n"
 		   "  (ISO 8601, against the record's created_utc; --until includes its day).\n"
@@ -177,6 +186,33 @@ static int db_show(struct mw_store *s, struct db_args *a)
 	return MW_EXIT_OK;
 }
 
+static int db_site(struct mw_store *s, struct db_args *a)
+{
+	struct mw_error err;
+	struct mw_site_result res;
+	const char *inputs[1] = { mw_store_file(s) };
+	if (a->nops)
+		return mw_fail(MW_EXIT_USAGE, "db site", "unexpected argument '%s' (the folder is "
+			       "-o DIR)", a->ops[0]);
+	if (!a->out)
+		return mw_fail(MW_EXIT_USAGE, "db site", "name the folder to write: -o DIR (e.g. "
+			       "memwall db site -o site)");
+	if (a->fmt_set)
+		return mw_fail(MW_EXIT_USAGE, "db site", "--format does not apply: the site is "
+			       "HTML");
+	mw_error_clear(&err);
+	struct mw_site_opts o = { .force = a->force, .inputs = inputs, .n_inputs = 1 };
+	int rc = mw_site_write(s, a->out, &o, &res, &err);
+	if (rc) {
+		mw_error_print(&err);
+		return rc == -EEXIST || rc == -EINVAL || rc == -ENOENT || rc == -ENAMETOOLONG
+			       ? MW_EXIT_USAGE : MW_EXIT_ENV;
+	}
+	printf("memwall db site: %s/index.html: %zu series, %zu records, %zu step%s marked\n",
+	       mw_esc(a->out), res.series, res.records, res.changes, res.changes == 1 ? "" : "s");
+	return MW_EXIT_OK;
+}
+
 static const struct {
 	const char *name;
 	int (*run)(struct mw_store *s, struct db_args *a);
@@ -189,6 +225,7 @@ static const struct {
 	{ "series", mw_db_series },
 	{ "check", mw_db_check },
 	{ "changes", mw_db_changes },
+	{ "site", db_site },
 };
 
 static int parse(int argc, char **argv, struct db_args *a)
@@ -208,6 +245,8 @@ static int parse(int argc, char **argv, struct db_args *a)
 		{ "min-records", required_argument, NULL, 'n' },
 		{ "max-regress", required_argument, NULL, 'x' },
 		{ "penalty", required_argument, NULL, 'P' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "force", no_argument, NULL, 'F' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -215,8 +254,10 @@ static int parse(int argc, char **argv, struct db_args *a)
 	optind = 1;
 	opterr = 0;
 	/* '+' would stop at the sub-verb; options may come before or after it. */
-	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":ho:", opts, NULL)) != -1) {
 		switch (c) {
+		case 'o': a->out = mw_path_trim(optarg); break;
+		case 'F': a->force = true; break;
 		case 'd': a->db = optarg; break;
 		case 'f':
 			/* check takes junit too: it reads fmt_text itself */
@@ -286,6 +327,9 @@ int mw_cmd_db(int argc, char **argv)
 		if (a.fmt_text && !strcmp(a.fmt_text, "junit") && subverbs[i].run != mw_db_check)
 			return mw_fail(MW_EXIT_USAGE, "db", "--format junit is check's alone; %s "
 				       "takes md, csv or json", subverbs[i].name);
+		if ((a.out || a.force) && subverbs[i].run != db_site)
+			return mw_fail(MW_EXIT_USAGE, "db", "-o and --force are site's alone; %s "
+				       "prints to the terminal", subverbs[i].name);
 		mw_error_clear(&err);
 		/* Only import makes a store; looking at one that is not there says so. */
 		if ((rc = (i ? mw_store_open_existing : mw_store_open)(a.db, &s, &err))) {
@@ -298,5 +342,5 @@ int mw_cmd_db(int argc, char **argv)
 		return rc;
 	}
 	return mw_fail(MW_EXIT_USAGE, "db", "unknown sub-verb '%s': import, list, show, query, "
-		       "compare, series, check or changes (memwall db --help)", argv[optind]);
+		       "compare, series, check, changes or site (memwall db --help)", argv[optind]);
 }
