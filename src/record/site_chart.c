@@ -168,7 +168,7 @@ static void draw_steps(FILE *f, const struct mw_site_chart *c, const struct fram
 			continue;
 		double x = (px(fr, st->before) + px(fr, st->after)) / 2;
 		const struct mw_site_point *b = &c->pts[st->before], *a = &c->pts[st->after];
-		fprintf(f, "<g class=\"change\" data-before=\"");
+		fprintf(f, "<g class=\"change\" data-metric=\"%s\" data-before=\"", c->metric);
 		mw_html_put(f, b->id);
 		fprintf(f, "\" data-after=\"");
 		mw_html_put(f, a->id);
