@@ -9,9 +9,9 @@
 # qemu-user, clang, valgrind, node and npm, the PostgreSQL server, chromium) and node-llama-cpp
 # (npm, into scripts/llama-node/), and runs the opt-in suites too: neon (NEON kernels under qemu,
 # minutes), simde (the AVX-512 tables under SIMDe's portable intrinsics, on CPUs without
-# AVX-512), postgresql (the results store against a throwaway server), llama (the real
-# llama.cpp), chromium (the trend site in a headless browser; its screenshots land in
-# BUILDDIR/test-site-chromium/).
+# AVX-512), postgresql (the results store and the Grafana dashboard's queries against a
+# throwaway server), llama (the real llama.cpp), chromium (the trend site in a headless
+# browser; its screenshots land in BUILDDIR/test-site-chromium/).
 # --sanitize builds a second tree (build-asan) with AddressSanitizer and
 # UndefinedBehaviorSanitizer and runs the --all suite there, less `neon` and `simde` (each
 # builds its own binaries, without the sanitizers). .ci/run uses both.

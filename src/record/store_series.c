@@ -396,7 +396,7 @@ int mw_store_series_points(struct mw_store *s, const char *id, const char *metri
 	"s.id AS series, s.protocol || ' / ' || COALESCE(s.model, '?') || ' / ' ||"           \
 	" COALESCE(s.machine, '?') || ' / ' || s.counters || ' (' || SUBSTR(s.id, 1, 12) ||"   \
 	" ')' AS series_label, s.protocol, s.model, s.machine, s.engine, s.counters,"          \
-	" r.sha256 AS record_id, r.created_utc, %s"
+	" r.sha256 AS record_id, r.seq, r.created_utc, %s"
 
 char *mw_store_views_sql(const struct mw_store_ops *ops)
 {

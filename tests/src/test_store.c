@@ -12,6 +12,7 @@
 #include <fcntl.h>
 
 #include "fixture_result.h"
+#include "pg_server.h"
 #include "result.h"
 #include "run.h"
 #include "sha256.h"
@@ -685,14 +686,7 @@ static void pg_connect_hints(const char *server_dir)
 
 static void pg_stop(void)
 {
-	char cmd[9000];
-	if (!pgdir[0])
-		return;
-	snprintf(cmd, sizeof(cmd), "sh '%s/tests/lib/pg-server.sh' stop '%s'; rm -rf '%s'",
-		 getenv("MEMWALL_SOURCE_ROOT"), pgdir, pgdir);
-	if (system(cmd))
-		fprintf(stderr, "could not stop the test server in %s\n", pgdir);
-	pgdir[0] = '\0';
+	t_pg_stop(pgdir);
 }
 
 static void cleanup(void)
@@ -707,7 +701,7 @@ static void cleanup(void)
 int main(int argc, char **argv)
 {
 	bool pg = argc > 1 && !strcmp(argv[1], "--postgresql");
-	char path[4200], script[4200];
+	char path[4200];
 	const char *root = getenv("MEMWALL_SOURCE_ROOT");
 	if (!root)
 		t_skip("MEMWALL_SOURCE_ROOT is not set (run under meson test)");
@@ -731,29 +725,8 @@ int main(int argc, char **argv)
 		pg_connect_hints(NULL);
 		return t_done();
 	}
-	snprintf(pgdir, sizeof(pgdir), "/tmp/mw-test-pg-XXXXXX");
-	if (!mkdtemp(pgdir)) {
-		perror("mkdtemp");
-		return 1;
-	}
-	snprintf(script, sizeof(script), "%s/tests/lib/pg-server.sh", root);
-	struct t_output o = t_run((const char *[]){ "/bin/sh", script, "start", pgdir, NULL });
-	if (o.status != 0) {
-		char why[2048];
-		snprintf(why, sizeof(why), "%s", o.out ? o.out : "");
-		t_output_free(&o);
-		pg_stop();
-		/* CI installs the server (bootstrap --dev) and sets this: there a skip is a failure. */
-		if (getenv("MEMWALL_REQUIRE_POSTGRESQL")) {
-			fprintf(stderr, "MEMWALL_REQUIRE_POSTGRESQL is set and no server started: %s\n",
-				why);
-			return 1;
-		}
-		t_skip("PostgreSQL: %s", why);
-	}
 	char url[4300];
-	snprintf(url, sizeof(url), "%.*s", (int)strcspn(o.out, "\n"), o.out);
-	t_output_free(&o);
+	t_pg_start(pgdir, sizeof(pgdir), url, sizeof(url));
 	suite(&mw_store_postgresql, url);
 	series_suite(url);
 	views_suite(&mw_store_postgresql, url);
