@@ -26,7 +26,8 @@
  *    series and the figure's provenance (SIMULATED on the simulated series' DRAM figure);
  *    with $series one series, only that series' rows;
  *  - the table "Series": one row per series, its records (all of them) and its latest record's
- *    MB/token and tok/s; the table "Records": each record in the range once, with its figures. */
+ *    MB/token and tok/s; the table "Records": each record in the range once, with its figures.
+ * And `memwall db site` writes the site of this PostgreSQL store. */
 #include <jansson.h>
 #include <libpq-fe.h>
 #include <math.h>
@@ -422,6 +423,17 @@ int main(void)
 	if (o.status)
 		fprintf(stderr, "%s%s", o.out, o.err);
 	T_EQ_INT(o.status, 0);
+	t_output_free(&o);
+
+	/* The trend site reads a PostgreSQL store as it reads SQLite's: every stored record's
+	 * bytes come back as imported (their sha256 is the id, or no site is written). */
+	char site[4400];
+	snprintf(site, sizeof(site), "%s/site", tmp);
+	o = t_run((const char *[]){ "memwall", "db", "--db", url, "site", "-o", site, NULL });
+	if (o.status)
+		fprintf(stderr, "%s%s", o.out, o.err);
+	T_EQ_INT(o.status, 0);
+	T_CONTAINS(o.out, "3 series, 8 records");
 	t_output_free(&o);
 
 	snprintf(path, sizeof(path), "%s/scripts/grafana/memwall-dashboard.json", root);
