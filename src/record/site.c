@@ -79,7 +79,7 @@ static bool is_sha256(const char *s)
 
 static const char CSS[] =
 	"body{font-family:system-ui,sans-serif;margin:1.5em auto;max-width:1000px;color:#222;"
-	"padding:0 1em}body.wide{max-width:none}.date{white-space:nowrap}h1{font-size:1.5em}h2{font-size:1.2em;margin-top:2em}"
+	"padding:0 1em}body.wide{max-width:none}.date{white-space:nowrap}table.series{font-size:.82em}h1{font-size:1.5em}h2{font-size:1.2em;margin-top:2em}"
 	"table{border-collapse:collapse;font-size:.9em}td,th{border:1px solid #ccc;padding:"
 	".25em .5em;text-align:left;vertical-align:top}td.num{text-align:right}"
 	"code,.id{font-family:monospace}.banner{padding:.6em 1em;margin:1em 0;border:2px solid}"
@@ -521,10 +521,11 @@ static void index_row(FILE *f, const struct series *se)
 	const json_t *row = se->row;
 	fprintf(f, "<tr data-series=\"%s\"><td><a class=\"id\" href=\"series/%s.html\">%.12s</a>"
 		   "</td>", jstr(row, "id"), jstr(row, "id"), jstr(row, "id"));
+	/* protocol, model, then machine, engine and counters in one cell, a line each */
 	for (size_t i = 0; i < sizeof(labels) / sizeof(labels[0]); i++) {
-		fprintf(f, "<td>");
+		fprintf(f, "%s", i < 3 ? "<td>" : "<br>");
 		mw_html_put(f, jstr(row, labels[i]));
-		fprintf(f, "</td>");
+		fprintf(f, "%s", i < 2 || i == 4 ? "</td>" : "");
 	}
 	fprintf(f, "<td class=\"num\">%zu</td><td>", se->n);
 	date_cell(f, jstr(row, "first_utc"));
@@ -558,9 +559,9 @@ static int write_index(struct mw_store *s, struct mw_outdir *o, const struct ser
 			   "db import RECORD...</code>).</p>\n");
 	else
 		fprintf(f, "<table class=\"series\">\n<tr><th>series</th><th>protocol</th>"
-			   "<th>model</th><th>machine</th><th>engine</th><th>counters</th>"
-			   "<th>records</th><th>created (UTC)</th><th>MB/token</th><th>tok/s</th>"
-			   "<th>%% of roof</th><th>steps</th><th>provenance (latest)</th></tr>\n");
+			   "<th>model</th><th>machine, engine, counters</th><th>records</th>"
+			   "<th>created (UTC)</th><th>MB/token</th><th>tok/s</th><th>%% of roof</th>"
+			   "<th>steps</th><th>provenance (latest)</th></tr>\n");
 	for (size_t i = 0; i < ns; i++)
 		index_row(f, &all[i]);
 	if (ns)

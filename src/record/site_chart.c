@@ -22,7 +22,7 @@ const char *mw_site_value(double v, char *buf, size_t n)
 	else if (fabs(v) >= 1000 && fabs(v) < 1e15)
 		snprintf(buf, n, "%.0f", v); /* 13825 tok/s, not 1.382e+04 */
 	else
-		snprintf(buf, n, "%.4g", v);
+		snprintf(buf, n, "%#.4g", v); /* 2.000, not 2: the digits a reader compares */
 	return buf;
 }
 

@@ -50,7 +50,7 @@ struct mw_site_chart {
 /* Writes c as one <svg> element on f. Text from records is escaped (mw_html_put). */
 void mw_site_chart_svg(FILE *f, const struct mw_site_chart *c);
 
-/* v for a reader: 4 significant digits ("2.284"), whole numbers from 1000 on ("13825"),
+/* v for a reader: 4 significant digits ("2.284", "2.000"), whole numbers from 1000 on ("13825"),
  * "not measured" for NaN. Returns buf. */
 const char *mw_site_value(double v, char *buf, size_t n);
 
