@@ -3,11 +3,11 @@
  *
  * Inputs are the analytic model (analytic.h), a bandwidth roof and a compute roof; measured
  * figures are optional, and a figure that was not measured stays "not measured" with its
- * reason: never 0. */
+ * reason: never 0. A record's figures reach here typed, read by record/record_view.c; the
+ * roofline block a run's record carries is built in record/roofline_block.c. */
 #ifndef MEMWALL_ROOFLINE_H
 #define MEMWALL_ROOFLINE_H
 
-#include <jansson.h>
 #include <stdbool.h>
 #include <stdio.h>
 
@@ -48,6 +48,7 @@ struct mw_roofline_inputs {
 	double measured_tok_s;     /* NAN: not measured */
 	double measured_bytes;     /* DRAM read bytes per token; NAN: not measured */
 	char not_measured_why[512]; /* why measured_bytes is NAN */
+	char tok_s_why[512];       /* why measured_tok_s is NAN; "" for "not a record" */
 };
 
 struct mw_roofline {
@@ -80,50 +81,6 @@ void mw_roofline_batch(const struct mw_analytic *a, const struct mw_roofline_inp
 /* The curve for ns[0..count) as a markdown table on f, with the speedup against ns[0]. */
 void mw_roofline_batch_print(FILE *f, const struct mw_analytic *a,
 			     const struct mw_roofline_inputs *in, const int *ns, size_t count);
-
-/* True when path names a result record (a .json file, or one whose first byte is '{'), not
- * a model file. */
-bool mw_path_is_record(const char *path);
-
-/* A result record's view for the roofline: its analytic model (from the model file at
- * model.path, else a built-in shape matching model.name), its measured figures and its
- * recorded bandwidth probe. *table is new (eng_tensor_table_free). */
-struct mw_record_view {
-	bool reference;          /* kind "reference" */
-	bool synthetic;
-	int pos;                 /* mean decode position */
-	char pos_statement[256];
-	uint64_t llc_bytes;      /* from machine.caches; 0 when the record does not say */
-	char llc_source[256];
-	double tokens_per_pass;  /* decode tokens per engine pass (a batch's N, speculation's
-				  * yield; runs[].steps); 1 without steps */
-	double measured_bytes;   /* DRAM read bytes per token (the larger reading when the
-				  * record's MB unit is ambiguous); NAN when not measured */
-	char measured_note[512]; /* the unit read, or why not measured */
-	double measured_tok_s;
-	double bw_gbps;          /* the record's bandwidth probe; NAN when none */
-	char bw_source[512];
-	const char *instances[16];
-	size_t n_instances;
-};
-int mw_record_view_load(const json_t *doc, const char *source, struct mw_record_view *v,
-			struct eng_tensor_table **table, struct mw_error *err);
-
-/* Whether doc's model is the model at hand: model_path (NULL: none) against model.file_bytes
- * and, when hash is true, model.sha256; the table t (NULL: none) against model.shape (dim,
- * hidden_dim, n_layers, n_heads, n_kv_heads, vocab_size). What the record does not say is
- * not checked. 0, or -EINVAL with err naming source, the field that differs, both values and
- * the fix; -errno when model_path cannot be hashed. */
-int mw_record_model_check(const json_t *doc, const char *source, const char *model_path,
-			  bool hash, const struct eng_tensor_table *t, struct mw_error *err);
-
-/* A run's roofline block: the analytic floor (bytes per token from the tensor table, at the
- * decode window's middle position), the bandwidth roof (the protocol's
- * roofline.bandwidth_gbps, else the run's drift probe), the roof's tok/s, the headroom against
- * the measured tok/s and the plausibility verdict of the measured DRAM bytes. From a derived
- * record (its summary is read). New reference; {"computed": false, "reason"} when the model
- * cannot be described; NULL on ENOMEM. */
-json_t *mw_roofline_block(const json_t *doc, const char *source);
 
 /* Writes roofline.dat and scripts/roofline.gp into dir and runs gnuplot: log-log attainable
  * FLOP/s against FLOPs per byte, the two roofs and the points (analytic step, measured).

@@ -18,6 +18,7 @@
 #include "file.h"
 #include "headroom.h"
 #include "provenance.h"
+#include "record_view.h"
 #include "machine.h"
 #include "mechanisms.h"
 #include "result.h"
@@ -329,8 +330,7 @@ static int baseline_load(struct headroom *h)
 	if (h->record_only) { /* the record's model is the model, its file if it is here */
 		h->t = h->rt;
 		h->rt = NULL;
-		const char *mp = json_string_value(json_object_get(
-			json_object_get(h->rec, "model"), "path"));
+		const char *mp = h->view.model_path;
 		h->model_path = mp && file_exists(mp) ? mp : NULL;
 	}
 	/* Who counted the baseline's bytes: a simulated record's are never a measurement. */

@@ -19,6 +19,7 @@
 
 #include "analytic.h"
 #include "cgroup.h"
+#include "record_view.h"
 #include "result.h"
 #include "roofline.h"
 #include "stats.h"
@@ -310,7 +311,8 @@ static void print_text(const struct eng_tensor_table *t, const struct mw_analyti
 		       "%.4g, compute roof %.4g)\n", r->max_tok_s, r->bound, r->max_tok_s_bw,
 		       r->max_tok_s_compute);
 	if (isnan(in->measured_tok_s))
-		printf("measured tok/s: not measured (a model file; give a result record)\n");
+		printf("measured tok/s: not measured (%s)\n",
+		       in->tok_s_why[0] ? in->tok_s_why : "a model file; give a result record");
 	else if (isnan(r->headroom))
 		printf("measured tok/s: %.4g; headroom: not available without a roof\n",
 		       in->measured_tok_s);
@@ -400,7 +402,7 @@ static int record_open(const char *path, json_t **doc, struct mw_record_view *vi
 		mw_error_print(&err);
 		return MW_EXIT_USAGE;
 	}
-	const char *mp = json_string_value(json_object_get(json_object_get(*doc, "model"), "path"));
+	const char *mp = view->model_path;
 	struct stat st;
 	if (mp && stat(mp, &st) == 0 && mw_record_model_check(*doc, path, mp, false, *t, &err)) {
 		mw_error_print(&err);
@@ -454,6 +456,7 @@ int mw_cmd_roofline(int argc, char **argv)
 			snprintf(llc_source, sizeof(llc_source), "%s", view.llc_source);
 		}
 		in.measured_tok_s = view.measured_tok_s;
+		snprintf(in.tok_s_why, sizeof(in.tok_s_why), "%s", view.tok_s_note);
 		in.measured_bytes = view.measured_bytes;
 		if (isnan(view.measured_bytes))
 			snprintf(in.not_measured_why, sizeof(in.not_measured_why), "%s",
@@ -468,11 +471,10 @@ int mw_cmd_roofline(int argc, char **argv)
 		}
 		/* A run record's model file is here: its kernel's peak is measured now, on this
 		 * machine, with the record's threads (a reference's machine is another one). */
-		json_int_t threads = json_integer_value(
-			json_object_get(json_object_get(doc, "engine"), "threads"));
 		if (!view.reference && t->t[0].data) {
-			if (!o.threads_given && threads > 0 && threads <= mw_cpus_allowed())
-				o.threads = (int)threads;
+			if (!o.threads_given && view.threads > 0 &&
+			    view.threads <= mw_cpus_allowed())
+				o.threads = view.threads;
 			probe_peak(&o, t, &in);
 		} else {
 			snprintf(in.peak_source, sizeof(in.peak_source), "not available: %s",

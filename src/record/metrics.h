@@ -49,7 +49,7 @@ struct mw_stats;
 void mw_stats_mark_ci(json_t *o, const struct mw_stats *s);
 
 /* The record's decode tok/s as a percentage of its bandwidth roof's most tok/s: 100 / the
- * headroom of the roofline block `memwall run` writes (src/analysis/roofline.c; headroom =
+ * headroom of the roofline block `memwall run` writes (src/record/roofline_block.c; headroom =
  * max tok/s over the analytic bytes per token / measured tok/s, the mean over the runs).
  * NaN when the record has none, with why[0..n) saying why: no roofline block, not computed,
  * no bandwidth roof, or the record's own headroom_reason (a model whose weights fit in the

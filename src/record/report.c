@@ -9,6 +9,7 @@
 
 #include "attribution.h"
 #include "provenance.h"
+#include "record_view.h"
 #include "report.h"
 #include "report_counters.h"
 #include "report_bench.h"
@@ -16,6 +17,7 @@
 #include "report_variants.h"
 #include "result.h"
 #include "roofline.h"
+#include "roofline_block.h"
 #include "stats.h"
 #include "text.h"
 
@@ -139,6 +141,23 @@ static void print_acceptance(FILE *f, const json_t *doc, const char (*notes)[102
 		free(lim);
 		free(val);
 	}
+}
+
+/* The plausibility of the measured DRAM bytes, then where each decode token's bytes go
+ * (analysis/attribution.c on the record's runs, read by record_view.c). */
+static void print_attribution(FILE *f, const json_t *doc, const char *dram_note)
+{
+	struct mw_attribution_input in;
+	struct mw_error err;
+	mw_error_clear(&err);
+	mw_plausibility_print_md(f, doc);
+	if (mw_record_attribution_read(doc, "", &in, &err)) {
+		fprintf(f, "\n### Attribution: where each decode token's bytes go\n\nNot read: "
+			   "%s: %s.\n", err.field, err.text);
+		return;
+	}
+	mw_attribution_print_md(f, &in, dram_note);
+	mw_record_attribution_free(&in);
 }
 
 static void print_md(FILE *f, const json_t *doc)
@@ -287,7 +306,7 @@ static void print_md(FILE *f, const json_t *doc)
 			num(d, "tolerance_pct"),
 			json_is_true(json_object_get(d, "drifted")) ? ": DRIFTED, runs not comparable" : "");
 	print_roofline(f, json_object_get(doc, "roofline"));
-	mw_attribution_print_md(f, doc, prov.why_mark[0] ? prov.why_mark : NULL);
+	print_attribution(f, doc, prov.why_mark[0] ? prov.why_mark : NULL);
 	mw_report_perf_md(f, doc);
 }
 
@@ -581,5 +600,10 @@ int mw_report_plot(const json_t *doc, const char *dir, FILE *log, struct mw_erro
 	}
 	if ((rc = mw_report_variants_plot(doc, dir, log, err)))
 		return rc;
-	return mw_attribution_plot(doc, dir, log, err);
+	struct mw_attribution_input in;
+	if ((rc = mw_record_attribution_read(doc, "", &in, err)))
+		return rc;
+	rc = mw_attribution_plot(&in, dir, log, err);
+	mw_record_attribution_free(&in);
+	return rc;
 }

@@ -15,6 +15,7 @@
 #include "embedded.h"
 #include "jschema.h"
 #include "mechanisms.h"
+#include "record_view.h"
 #include "report_variants.h"
 #include "roofline.h"
 #include "text.h"

@@ -16,7 +16,7 @@ static int cmp_double(const void *a, const void *b)
 }
 
 /* Read bandwidth in GB/s (10^9 bytes/s), measured as `memwall bandwidth --kernel read` does
- * (the roof a record's roofline uses, src/analysis/roofline.c): eng_stream's read kernel of the
+ * (the roof a record's roofline uses, src/record/record_view.c): eng_stream's read kernel of the
  * protocol's table ("auto": the best this CPU runs, bandwidth's first) over eng_roof_bytes
  * in buffers advised for 2 MiB pages, by pinned threads; the median of the passes that fit in
  * about probe_ms. Before, the probe read 4 KiB pages over max(8x LLC, 64 MiB) and reported

@@ -20,7 +20,7 @@
 #include "record_build.h"
 #include "run_state.h"
 #include "result.h"
-#include "roofline.h"
+#include "roofline_block.h"
 
 static const struct mw_engine_row *const rows[MW_ENGINE_COUNT] = {
 	[MW_ENGINE_BUILTIN] = &mw_engine_builtin,
@@ -103,7 +103,8 @@ static enum mw_run_status run_one(const struct mw_protocol *p, const struct mw_r
 		st = MW_RUN_ENVIRONMENT;
 		goto out;
 	}
-	/* Headroom against the analytic roofline, from the derived figures (analysis/roofline.c). */
+	/* Headroom against the analytic roofline, from the derived figures
+	 * (record/roofline_block.c). */
 	json_t *roof = mw_roofline_block(doc, "(this run)");
 	if (roof)
 		json_object_set_new(doc, "roofline", roof);

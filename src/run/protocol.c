@@ -570,7 +570,7 @@ static int parse_workload(struct mw_protocol *p, const char *dir, struct mw_erro
 
 /* Acceptance limits and roofline inputs are not kept here: the record carries the protocol's
  * document, and its derivation (src/record/result.c) and the roofline of a record
- * (src/analysis/roofline.c) read them there, so `memwall validate` sees what the run saw. */
+ * (src/record/record_view.c) read them there, so `memwall validate` sees what the run saw. */
 static int parse_measurement(struct mw_protocol *p, struct mw_error *err)
 {
 	const char *src = p->source;

@@ -1,11 +1,13 @@
 /* tests/src/test_attribution.c: weights / KV / remainder per decode token (src/analysis/attribution.c) on
- * constructed records whose split is known. */
+ * constructed records whose split is known, read as the report reads them
+ * (src/record/record_view.c). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "attribution.h"
+#include "record_view.h"
 #include "run.h"
 #include "test.h"
 
@@ -33,13 +35,32 @@ static json_t *record(double w, double k, int pre, int n, double dram_rd, double
 			 "tokens", "engine_bytes", 5, "summary", "metrics", m);
 }
 
+/* The record's runs and DRAM figures through the reader, then attribution's arithmetic. */
+static void compute(const json_t *doc, struct mw_attribution *a)
+{
+	struct mw_attribution_input in;
+	struct mw_error err;
+	T_EQ_INT(mw_record_attribution_read(doc, "(test)", &in, &err), 0);
+	mw_attribution_compute(&in, a);
+	mw_record_attribution_free(&in);
+}
+
+static void print_md(FILE *f, const json_t *doc)
+{
+	struct mw_attribution_input in;
+	struct mw_error err;
+	T_EQ_INT(mw_record_attribution_read(doc, "(test)", &in, &err), 0);
+	mw_attribution_print_md(f, &in, NULL);
+	mw_record_attribution_free(&in);
+}
+
 static void test_split(void)
 {
 	/* weights 1e6, 1000 B per position, prompt 3, 4 tokens at positions 3..6: KV of
 	 * 5000, 6000, 7000, 8000 B, mean 6500. DRAM 1.2e6 read + 0.1002e6 written. */
 	json_t *doc = record(1e6, 1000, 3, 4, 1.2e6, 0.1002e6);
 	struct mw_attribution a;
-	mw_attribution_compute(doc, &a);
+	compute(doc, &a);
 	T_ASSERT(a.engine);
 	T_NEAR(a.weights, 1e6, 0);
 	T_NEAR(a.kv_per_position, 1000, 0);
@@ -51,7 +72,7 @@ static void test_split(void)
 	char *text = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&text, &len);
-	mw_attribution_print_md(f, doc, NULL);
+	print_md(f, doc);
 	fclose(f);
 	T_CONTAINS(text, "engine-accounted");
 	T_CONTAINS(text, "| weights | 1.000 |");
@@ -64,7 +85,7 @@ static void test_not_measured(void)
 {
 	json_t *doc = record(2e6, 500, 0, 3, 0, 0);
 	struct mw_attribution a;
-	mw_attribution_compute(doc, &a);
+	compute(doc, &a);
 	T_ASSERT(a.engine);
 	T_NEAR(a.weights, 2e6, 0);
 	T_ASSERT(!a.dram);
@@ -77,7 +98,7 @@ static void test_not_measured(void)
 	json_t *eng = json_object_get(json_object_get(json_array_get(json_object_get(doc, "runs"), 0),
 						      "tokens"), "engine_bytes");
 	json_array_set_new(eng, 2, json_integer(123));
-	mw_attribution_compute(doc, &a);
+	compute(doc, &a);
 	T_ASSERT(!a.engine);
 	T_ASSERT(isnan(a.weights));
 	T_CONTAINS(a.engine_reason, "constant KV share");
@@ -85,7 +106,7 @@ static void test_not_measured(void)
 
 	/* A reference record has no runs. */
 	doc = json_pack("{s:[], s:{s:{}}}", "runs", "summary", "metrics");
-	mw_attribution_compute(doc, &a);
+	compute(doc, &a);
 	T_ASSERT(!a.engine);
 	json_decref(doc);
 }
@@ -164,7 +185,7 @@ static void test_phase_table(void)
 	char *text = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&text, &len);
-	mw_attribution_print_md(f, doc, NULL);
+	print_md(f, doc);
 	fclose(f);
 	T_CONTAINS(text, "| attention | 0.300 | 0.500 | 0.100 |");
 	T_CONTAINS(text, "| ffn | 0.600 | 0.600 | 0.000 |");

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "analytic.h"
+#include "record_view.h"
 #include "result.h"
 #include "roofline.h"
 #include "run.h"
