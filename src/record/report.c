@@ -287,6 +287,33 @@ static void csv_field(FILE *f, const char *s)
 	mw_csv_put(f, s); /* quoted, and never a formula (text.h) */
 }
 
+/* The provenance columns every CSV row carries after the figure, each a key of
+ * mw_provenance_json: the same names and values as jsonl and sql (report_rows.c), so a row
+ * pasted anywhere says who counted it. dram_only: empty on rows that are not DRAM figures. */
+static const struct {
+	const char *column, *key;
+	bool dram_only;
+} csv_prov[] = {
+	{ "dram_source", "dram_source", true },
+	{ "dram_layer", "dram_layer", true },
+	{ "dram_caveat", "dram_caveat", true },
+	{ "dram_calibrated", "calibrated", true },
+	{ "calibration_error_pct", "calibration_error_pct", true },
+	{ "dram_verification", "verification", true },
+	{ "model_synthetic", "model_synthetic", false },
+};
+
+static void csv_json_value(FILE *f, const json_t *v)
+{
+	if (json_is_boolean(v))
+		fputs(json_is_true(v) ? "true" : "false", f);
+	else if (json_is_number(v))
+		fprintf(f, "%.15g", json_number_value(v));
+	else if (json_is_string(v))
+		csv_field(f, json_string_value(v));
+	/* null or absent: an empty field */
+}
+
 static void print_csv(FILE *f, const json_t *doc)
 {
 	static const char *const cols[] = { "mean", "sd", "cv_pct", "median", "min", "max",
@@ -296,8 +323,12 @@ static void print_csv(FILE *f, const json_t *doc)
 	json_t *x;
 	struct mw_provenance prov;
 	mw_provenance_of(doc, &prov);
+	json_t *pj = mw_provenance_json(&prov);
 	fprintf(f, "protocol,metric,unit,measured,n,mean,sd,cv_pct,median,min,max,ci95_low,ci95_high,"
-		   "reason,dram_source,model_synthetic\n");
+		   "reason");
+	for (size_t i = 0; i < sizeof(csv_prov) / sizeof(csv_prov[0]); i++)
+		fprintf(f, ",%s", csv_prov[i].column);
+	fputc('\n', f);
 	json_object_foreach((json_t *)(uintptr_t)m, k, x) {
 		csv_field(f, str(json_object_get(doc, "protocol"), "name", ""));
 		fprintf(f, ",%s,", mw_esc(k)); /* a metric's name (the schema lists them) */
@@ -317,9 +348,15 @@ static void print_csv(FILE *f, const json_t *doc)
 		csv_field(f, str(x, clamped ? "ci95_note" : "reason", ""));
 		/* Every row says who counted it: a DRAM row of a simulated record is never read
 		 * as hardware's, wherever the row is pasted. */
-		fprintf(f, ",%s,%s\n", strncmp(k, "dram_", 5) ? "" : mw_dram_source_name(prov.source),
-			prov.synthetic ? "true" : "false");
+		bool dram_row = !strncmp(k, "dram_", 5);
+		for (size_t i = 0; i < sizeof(csv_prov) / sizeof(csv_prov[0]); i++) {
+			fputc(',', f);
+			if (dram_row || !csv_prov[i].dram_only)
+				csv_json_value(f, json_object_get(pj, csv_prov[i].key));
+		}
+		fputc('\n', f);
 	}
+	json_decref(pj);
 }
 
 void mw_report_print(FILE *f, const json_t *doc, enum mw_format fmt)
