@@ -317,16 +317,51 @@ static void test_surfaces(void)
 	t_output_free(&o);
 
 	/* compare: a simulated record never compares with one that is not, even with --force */
-	o = memwall("compare", sim, hw, NULL, NULL);
-	T_EQ_INT(o.status, 2);
-	T_CONTAINS(o.err, "counters.dram.layer: BASE simulated (layer sim), NEW none");
+	/* and says so the same way with --force or without: never "--force compares anyway"
+	 * beside a note that says it does not (issue 44) */
+	for (int forced = 0; forced < 2; forced++) {
+		o = forced ? memwall("compare", "--force", sim, hw, NULL)
+			   : memwall("compare", sim, hw, NULL, NULL);
+		T_EQ_INT(o.status, 2);
+		T_CONTAINS(o.out, "| counters.dram.layer | simulated (layer sim) | none (layer none) |");
+		T_CONTAINS(o.out, "refused (counters.dram.layer differs: --force does not compare a "
+				  "SIMULATED record with one that is not)");
+		T_ASSERT(!strstr(o.out, "--force compares anyway"));
+		T_CONTAINS(o.err, "(--force does not change that)");
+		T_ASSERT(!strstr(o.err, "pass --force"));
+		t_output_free(&o);
+	}
+	o = memwall("compare", "--help", NULL, NULL, NULL);
+	T_CONTAINS(o.out, "a record whose DRAM counts are SIMULATED (counters.dram.layer sim) never "
+			  "compares\nwith one whose are not, --force or not (exit 2)");
 	t_output_free(&o);
-	o = memwall("compare", "--force", sim, hw, NULL);
-	T_EQ_INT(o.status, 2);
-	T_CONTAINS(o.out, "--force does not compare a SIMULATED record");
-	t_output_free(&o);
+	/* Two simulated records compare, and every format says the counts are SIMULATED. */
 	o = memwall("compare", sim, sim, NULL, NULL);
 	T_EQ_INT(o.status, 0);
+	T_CONTAINS(o.out, "**SIMULATED**: both records' DRAM counts come from memwall's simulated "
+			  "PMU (BASE SIMULATED (intel_imc_free), NEW SIMULATED (intel_imc_free))");
+	T_CONTAINS(o.out, "| dram_MB_per_token [SIMULATED] | yes |");
+	T_CONTAINS(o.out, "| tok_per_s | yes |");
+	t_output_free(&o);
+	o = memwall("compare", sim, sim, "--format", "json");
+	T_EQ_INT(o.status, 0);
+	doc = json_loads(o.out, 0, NULL);
+	const json_t *src = json_object_get(doc, "dram_source");
+	T_EQ_STR(json_string_value(json_object_get(src, "base")), "simulated");
+	T_EQ_STR(json_string_value(json_object_get(src, "new")), "simulated");
+	T_EQ_STR(json_string_value(json_object_get(src, "new_tag")), "SIMULATED (intel_imc_free)");
+	json_decref(doc);
+	t_output_free(&o);
+	o = memwall("compare", sim, sim, "--format", "junit");
+	T_EQ_INT(o.status, 0);
+	T_CONTAINS(o.out, "<property name=\"dram_source_base\" value=\"SIMULATED (intel_imc_free)\"/>");
+	T_CONTAINS(o.out, "name=\"dram_MB_per_token\" time=\"0\"><system-out>SIMULATED DRAM counts: ");
+	T_ASSERT(!strstr(o.out, "name=\"tok_per_s\" time=\"0\"><system-out>SIMULATED"));
+	t_output_free(&o);
+	/* and a comparison without the simulated PMU says who counted instead */
+	o = memwall("compare", hw, hw, NULL, NULL);
+	T_CONTAINS(o.out, "DRAM counted by: BASE engine-accounted only, NEW engine-accounted only.");
+	T_ASSERT(!strstr(o.out, "SIMULATED"));
 	t_output_free(&o);
 
 	/* headroom: a simulated baseline is never called measured */
