@@ -129,10 +129,22 @@ struct dram_backend {
 	bool no_group;       /* more events per instance than counters: read them one by one so
 			      * the kernel can multiplex them (a group is all or nothing) */
 	const char *caveat;  /* when PRB_DRAM_CAVEAT */
+	/* Where the PMU family exists and what its instances are called, so that a record can be
+	 * checked against itself (prb_dram_backend_check): the kernel's machine (uname -m; NULL:
+	 * any), and each name the driver gives an instance, a prefix followed by one or more
+	 * characters of suffix (NULL suffix: the prefix is the whole name). */
+	const char *machine;
+	struct {
+		const char *prefix, *suffix;
+	} names[2];
 	/* Fills plan with every instance present; returns the count (0: absent, with why) or a
 	 * negative errno when a present PMU is malformed (why says how). */
 	int (*detect)(const struct prb_system *sys, struct dram_plan *plan, char *why, size_t n);
 };
+
+/* The suffixes of dram_backend.names: perf's numbered PMUs (amd_umc_3), DMC-620's addresses. */
+#define DRAM_NAME_DIGITS "0123456789"
+#define DRAM_NAME_HEX "0123456789abcdefABCDEF"
 
 extern const struct dram_backend dram_intel_imc_free;
 extern const struct dram_backend dram_intel_imc_cas;

@@ -59,5 +59,7 @@ const struct dram_backend dram_amd_df = {
 	.caveat = "approximate: data-fabric channel requests, not memory-controller counts; no "
 		  "read/write split; 8 channel events multiplexed on 4 counters; unpopulated "
 		  "channels count non-DRAM requests. Run memwall calibrate before trusting them",
+	.machine = "x86_64",
+	.names = { { "amd_df", NULL } },
 	.detect = detect,
 };

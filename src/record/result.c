@@ -18,6 +18,7 @@
 #include "embedded.h"
 #include "file.h"
 #include "jschema.h"
+#include "layer_check.h"
 #include "result.h"
 #include "stats.h"
 
@@ -674,7 +675,8 @@ static int check_reference(struct dctx *c, const json_t *doc)
  * names the script it replayed (counters.dram.sim_script_sha256), so a layer edited from "sim"
  * to a hardware layer is caught; a record that names what it opened (counters.dram.opened)
  * opened exactly its instances, each event with a PMU type and a config. Records made before
- * `opened` existed are checked on the first rule only. */
+ * `opened` existed are checked on the first rule only. A hardware layer must also agree with
+ * the rest of the record: the machine and the backend's instance names (layer_check.h). */
 static int check_layer(struct dctx *c, const json_t *doc)
 {
 	const json_t *dram = json_object_get(json_object_get(doc, "counters"), "dram");
@@ -688,6 +690,9 @@ static int check_layer(struct dctx *c, const json_t *doc)
 		return inconsistent(c, "counters.dram.layer", "is \"%s\", but the record names the "
 				    "simulated PMU's script (counters.dram.sim_script_sha256): its "
 				    "counts were simulated and the layer was edited", layer ? layer : "");
+	char lf[64], lwhy[400];
+	if (mw_layer_contradiction(doc, lf, sizeof(lf), lwhy, sizeof(lwhy)))
+		return inconsistent(c, lf, "%s", lwhy);
 	if (!opened)
 		return 0;
 	if (sim && !json_is_string(json_object_get(dram, "sim_script_sha256")))

@@ -222,6 +222,69 @@ static void csv_check_tails(const char *csv, const char *record)
 	json_decref(doc);
 }
 
+/* Writes the simulated record at sim with its layer made "syscall" and its script's sha256
+ * deleted (two edits that make it look like hardware's), then the edit given (NULL: none),
+ * to path, and runs validate on it. */
+static struct t_output validate_as_hardware(const char *sim, const char *path, const char *key,
+					    json_t *value, bool in_machine)
+{
+	json_t *rec = json_load_file(sim, 0, NULL);
+	json_t *dram = json_object_get(json_object_get(rec, "counters"), "dram");
+	json_object_set_new(dram, "layer", json_string("syscall"));
+	json_object_del(dram, "sim_script_sha256");
+	if (key)
+		json_object_set_new(in_machine ? json_object_get(rec, "machine") : dram, key, value);
+	json_dump_file(rec, path, JSON_INDENT(1));
+	json_decref(rec);
+	return memwall("validate", path, NULL, NULL, NULL);
+}
+
+/* validate refuses what a record made "hardware" by those two edits still contradicts
+ * (issue 44): each rule alone, on a record the others would pass. */
+static void test_layer_contradictions(const char *sim, const char *path)
+{
+	json_t *rec = json_load_file(sim, 0, NULL);
+	const json_t *m = json_object_get(rec, "machine");
+	bool vm = json_is_true(json_object_get(m, "hypervisor"));
+	const char *arch = json_string_value(json_object_get(json_object_get(m, "kernel"), "machine"));
+	char other[16];
+	snprintf(other, sizeof(other), "%s", arch && !strcmp(arch, "aarch64") ? "x86_64" : "aarch64");
+	json_decref(rec);
+	/* A hardware layer on a hypervisor, which exposes no memory-controller PMU. */
+	struct t_output o = validate_as_hardware(sim, path, "hypervisor", json_true(), true);
+	T_EQ_INT(o.status, 1);
+	T_CONTAINS(o.err, "counters.dram.layer: is \"syscall\", hardware counters, but "
+			  "machine.hypervisor is true and the record does not say the hypervisor "
+			  "passed the memory-controller PMUs through");
+	t_output_free(&o);
+	/* The same record on bare metal is consistent: the rule is the hypervisor's. */
+	o = validate_as_hardware(sim, path, "hypervisor", json_false(), true);
+	T_EQ_INT(o.status, 0);
+	t_output_free(&o);
+	/* The recorded tree is an x86 one (intel_imc_free): on an aarch64 kernel it is foreign. */
+	json_t *kernel = json_pack("{s:s, s:s, s:s}", "release", "6.1.0", "version", "#1",
+				   "machine", other);
+	o = validate_as_hardware(sim, path, "kernel", kernel, true);
+	T_EQ_INT(o.status, 1);
+	if (!strcmp(other, "aarch64"))
+		T_CONTAINS(o.err, "counters.dram.backend: is \"intel_imc_free\" on a hardware layer, "
+				  "but the intel_imc_free backend's PMUs exist only on x86_64 "
+				  "kernels, and this one is aarch64");
+	t_output_free(&o);
+	/* Instance names that are not the backend's (an NVIDIA Grace PMU's, here). */
+	json_t *inst = json_pack("[s, s]", "nvidia_scf_pmu_0", "nvidia_scf_pmu_1");
+	o = validate_as_hardware(sim, path, "instances", inst, false);
+	T_EQ_INT(o.status, 1);
+	T_CONTAINS(o.err, "counters.dram.instances[0]: 'nvidia_scf_pmu_0' is not a name the "
+			  "intel_imc_free backend's driver gives its instances "
+			  "(uncore_imc_free_running_N or uncore_imc)");
+	t_output_free(&o);
+	/* The record as made on this machine: refused whenever this is a VM. */
+	o = validate_as_hardware(sim, path, NULL, NULL, false);
+	T_EQ_INT(o.status, vm ? 1 : 0);
+	t_output_free(&o);
+}
+
 static void test_surfaces(void)
 {
 	char sim[1024], hw[1024], db[512], bundle[512], edited[512];
@@ -389,6 +452,7 @@ static void test_surfaces(void)
 	T_CONTAINS(o.err, "counters.dram.layer: is \"syscall\", but the record names the "
 			  "simulated PMU's script");
 	t_output_free(&o);
+	test_layer_contradictions(sim, edited);
 }
 
 int main(void)
