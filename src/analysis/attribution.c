@@ -248,17 +248,22 @@ int mw_attribution_plot(const json_t *doc, const char *dir, FILE *log, struct mw
 	 * as zero and said in the title. */
 	fprintf(f, "# bar weights_MB kv_MB remainder_MB\n");
 	fprintf(f, "\"engine-accounted\" %.6f %.6f 0\n", a.weights / 1e6, a.kv / 1e6);
+	/* A simulated PMU's counts are never called measured (counters.dram.layer "sim"). */
+	const char *layer = json_string_value(json_object_get(
+		json_object_get(json_object_get(doc, "counters"), "dram"), "layer"));
+	bool sim = layer && !strcmp(layer, "sim");
 	if (a.dram)
-		fprintf(f, "\"measured DRAM\" %.6f %.6f %.6f\n", a.weights / 1e6, a.kv / 1e6,
-			a.remainder > 0 ? a.remainder / 1e6 : 0);
+		fprintf(f, "\"%s DRAM\" %.6f %.6f %.6f\n", sim ? "SIMULATED" : "measured",
+			a.weights / 1e6, a.kv / 1e6, a.remainder > 0 ? a.remainder / 1e6 : 0);
 	if (fclose(f))
 		return mw_error_set(err, -EIO, path, "", "cannot write");
 	for (int pass = 0; pass < 2; pass++) {
 		const char *fmt = pass ? "svg" : "png";
-		snprintf(vars, sizeof(vars), "fmt='%s'; note='%s'", fmt,
+		snprintf(vars, sizeof(vars), "fmt='%s'; note='%s%s'", fmt,
 			 !a.dram ? "remainder not measured: no DRAM counters"
 			 : a.remainder < 0 ? "DRAM below weights + KV: part served from cache"
-					   : "remainder = DRAM - weights - KV");
+					   : "remainder = DRAM - weights - KV",
+			 a.dram && sim ? "; DRAM SIMULATED, not hardware" : "");
 		int rc = mw_gnuplot_embedded(dir, vars, "attribution.gp", err);
 		if (rc)
 			return rc;

@@ -318,6 +318,16 @@ int mw_record_view_load(const json_t *doc, const char *source, struct mw_record_
 			 : str_at(doc, "counters.dram.reason") ? str_at(doc, "counters.dram.reason")
 							       : "the record has no DRAM figure");
 	}
+	const char *layer = str_at(doc, "counters.dram.layer");
+	v->simulated = layer && !strcmp(layer, "sim");
+	/* The calibrated estimate, where a calibration applied: the record derived it (its
+	 * summary's dram_MB_per_token_calibrated), with the calibration's error beside it. */
+	const json_t *cal = mw_json_at(doc, "summary.metrics.dram_MB_per_token_calibrated");
+	v->calibrated_bytes = v->cal_error_pct = NAN;
+	if (json_is_true(json_object_get(cal, "measured")) && !isnan(v->measured_bytes)) {
+		v->calibrated_bytes = num_at(cal, "mean") * 1e6;
+		v->cal_error_pct = num_at(doc, "counters.dram.calibration_error_pct");
+	}
 	const json_t *inst = mw_json_at(doc, "counters.dram.instances"), *e;
 	size_t i;
 	json_array_foreach(inst, i, e) {

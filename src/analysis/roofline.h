@@ -100,6 +100,11 @@ struct mw_record_view {
 	double measured_bytes;   /* DRAM read bytes per token (the larger reading when the
 				  * record's MB unit is ambiguous); NAN when not measured */
 	char measured_note[512]; /* the unit read, or why not measured */
+	bool simulated;          /* counters.dram.layer "sim": the bytes are the simulated PMU's,
+				  * never to be called measured */
+	double calibrated_bytes; /* dram_MB_per_token_calibrated's mean in bytes (the counted
+				  * figure times the calibration's factor); NAN when none applies */
+	double cal_error_pct;    /* counters.dram.calibration_error_pct; NAN when none applies */
 	double measured_tok_s;
 	double bw_gbps;          /* the record's bandwidth probe; NAN when none */
 	char bw_source[512];

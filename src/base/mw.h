@@ -64,6 +64,10 @@ char *mw_path_trim(char *path);
 int mw_parse_long(const char *text, long min, long max, long *out);
 int mw_parse_double(const char *text, double min, double max, double *out);
 
+/* bytes as MB (10^6 bytes) with at least three significant digits and one decimal: "0.477",
+ * "12.1", "5063.2" ("nan" for NaN). Returns buf. */
+char *mw_mb_text(double bytes, char *buf, size_t n);
+
 /* CLOCK_MONOTONIC, in nanoseconds and in seconds. */
 uint64_t mw_now_ns(void);
 double mw_now_s(void);

@@ -159,6 +159,17 @@ double mw_now_s(void)
 	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+char *mw_mb_text(double bytes, char *buf, size_t n)
+{
+	double mb = bytes / 1e6, a = fabs(mb);
+	/* 2 decimals below 10, 3 below 1, and so on: "%.1f" showed 0.477 as 0.5 (issue 44) */
+	int decimals = 1;
+	for (double lim = 10.0; a > 0 && a < lim && decimals < 9; lim /= 10.0)
+		decimals++;
+	snprintf(buf, n, "%.*f", a >= 10.0 || a == 0 ? 1 : decimals, mb);
+	return buf;
+}
+
 char *mw_utc_now(char *buf, size_t n, bool compact)
 {
 	time_t t = time(NULL);

@@ -429,7 +429,10 @@ static int write_data(const json_t *doc, const char *dir, unsigned *split_cols, 
 	/* DRAM as MB/token counts it: read bytes, or the total where there is no split. */
 	const char *key = !strcmp(mw_dram_basis(doc), "total") ? "dram_total_bytes"
 							       : "dram_read_bytes";
-	fprintf(f, "# run warmup dram_MB dram_MB_sd engine_MB engine_MB_sd tok_s (dram: %s)\n", key);
+	/* dram_cal_MB: dram_MB times the calibration's factor (NaN without one applying). */
+	double cal = mw_dram_calibration_factor(doc);
+	fprintf(f, "# run warmup dram_MB dram_MB_sd engine_MB engine_MB_sd tok_s dram_cal_MB "
+		   "dram_cal_MB_sd (dram: %s)\n", key);
 	json_array_foreach(runs, i, run) {
 		const json_t *tok = json_object_get(run, "tokens");
 		const json_t *idle = json_object_get(run, "idle");
@@ -441,9 +444,9 @@ static int write_data(const json_t *doc, const char *dir, unsigned *split_cols, 
 		arr_stats(json_object_get(tok, "latency_ns"), 1e-9, &lat_s, &es);
 		dm -= rate * lat_s * 1e-6;
 		arr_stats(json_object_get(tok, "engine_bytes"), 1e-6, &em, &es);
-		fprintf(f, "%zu %d %.9g %.9g %.9g %.9g %.9g\n", i + 1,
+		fprintf(f, "%zu %d %.9g %.9g %.9g %.9g %.9g %.9g %.9g\n", i + 1,
 			json_is_true(json_object_get(run, "warmup")), dm, ds, em, es,
-			num(json_object_get(run, "figures"), "tok_per_s"));
+			num(json_object_get(run, "figures"), "tok_per_s"), dm * cal, ds * cal);
 	}
 	fclose(f);
 
@@ -563,20 +566,38 @@ int mw_report_plot(const json_t *doc, const char *dir, FILE *log, struct mw_erro
 	const json_t *tps = json_object_get(m, "tok_per_s");
 	const json_t *lp = json_object_get(json_object_get(doc, "summary"), "latency_pooled_ns");
 	const json_t *model = json_object_get(doc, "model");
-	snprintf(label, sizeof(label), "%s: %s%s", str(json_object_get(doc, "protocol"), "name", "?"),
+	const json_t *calm = json_object_get(m, "dram_MB_per_token_calibrated");
+	struct mw_provenance prov;
+	mw_provenance_of(doc, &prov);
+	bool sim = prov.source == MW_DRAM_SIMULATED;
+	bool cal = json_is_true(json_object_get(calm, "measured")) && prov.calibrated;
+	/* Every chart's title says when the counts are the simulated PMU's (provenance.c's words:
+	 * never "measured"), and the calibrated estimate beside the raw figure. */
+	snprintf(label, sizeof(label), "%s: %s%s%s", str(json_object_get(doc, "protocol"), "name", "?"),
 		 str(model, "name", "?"),
-		 json_is_true(json_object_get(model, "synthetic")) ? " (synthetic)" : "");
-	if (json_is_true(json_object_get(dram, "measured")))
-		snprintf(note, sizeof(note), "DRAM %s %.6g MB/token, CV %.3g%% over %lld runs",
-			 strcmp(mw_dram_basis(doc), "total") ? "read" : "read + written",
-			 num(dram, "mean"), num(dram, "cv_pct"),
-			 (long long)json_integer_value(json_object_get(dram, "n")));
-	else
+		 json_is_true(json_object_get(model, "synthetic")) ? " (synthetic)" : "",
+		 sim ? " [SIMULATED PMU: no DRAM byte counted by hardware]" : "");
+	if (json_is_true(json_object_get(dram, "measured"))) {
+		int k = snprintf(note, sizeof(note), "DRAM %s%s %.6g MB/token, CV %.3g%% over %lld runs",
+				 strcmp(mw_dram_basis(doc), "total") ? "read" : "read + written",
+				 sim ? " SIMULATED" : "", num(dram, "mean"), num(dram, "cv_pct"),
+				 (long long)json_integer_value(json_object_get(dram, "n")));
+		if (cal && k > 0 && (size_t)k < sizeof(note))
+			snprintf(note + k, sizeof(note) - (size_t)k, "; calibrated estimate %.6g "
+				 "MB/token (calibration error %+.1f %%)", num(calm, "mean"),
+				 prov.cal_error_pct);
+	} else {
 		snprintf(note, sizeof(note), "DRAM: not measured here (the reason is in the "
 			 "record's counters.dram.reason)");
+	}
+	char calnote[200];
+	snprintf(calnote, sizeof(calnote), "DRAM, calibrated estimate (calibration error %+.1f %%)",
+		 prov.cal_error_pct);
+	char qcal[420];
 	mw_gnuplot_quote(qlabel, sizeof(qlabel), label);
 	mw_gnuplot_quote(qnote, sizeof(qnote), note);
 	mw_gnuplot_quote(qdir, sizeof(qdir), ".");
+	mw_gnuplot_quote(qcal, sizeof(qcal), calnote);
 
 	for (int pass = 0; pass < 2; pass++) {
 		const char *fmt = pass ? "svg" : "png";
@@ -588,11 +609,14 @@ int mw_report_plot(const json_t *doc, const char *dir, FILE *log, struct mw_erro
 			double mm = num(tps, "mean"), lo = num(tps, "ci95_low"), hi = num(tps, "ci95_high");
 			snprintf(vars, sizeof(vars),
 				 "fmt='%s'; datadir=%s; label=%s; note=%s; m=%.9g; lo=%.9g; hi=%.9g; "
-				 "p50=%.9g; p99=%.9g; w=%d; dram=%d; cols=%u",
+				 "p50=%.9g; p99=%.9g; w=%d; dram=%d; cols=%u; src='%s'; cal=%d; "
+				 "calnote=%s",
 				 fmt, qdir, qlabel, qnote, isnan(mm) ? 0 : mm,
 				 isnan(lo) ? mm : lo < 0 ? 0 : lo,
 				 isnan(hi) ? mm : hi, num(lp, "p50") * 1e-6, num(lp, "p99") * 1e-6,
-				 window, json_is_true(json_object_get(dram, "measured")), split);
+				 window, json_is_true(json_object_get(dram, "measured")), split,
+				 sim ? "SIMULATED (simulated PMU, not hardware)" : "measured", cal,
+				 qcal);
 			if (isnan(mm))
 				strncat(vars, "; m=NaN", sizeof(vars) - strlen(vars) - 1);
 			/* writes the built-in script into dir and runs it there (roofline.c) */

@@ -187,18 +187,6 @@ static double net_per_token(const json_t *run, const char *key, double *idle_rat
 	return net < 0 ? NAN : net;
 }
 
-/* The factor that turns counted MB/token into an estimate of the bytes moved: the recorded
- * calibration's factor for the MB/token basis, when a calibration was found and is not stale
- * (counters.dram.calibration); NaN otherwise, so the calibrated figure is null. */
-static double calibration_factor(const json_t *doc)
-{
-	const json_t *cal = json_object_get(json_object_get(json_object_get(doc, "counters"),
-							    "dram"), "calibration");
-	if (!json_is_object(cal) || !json_is_false(json_object_get(cal, "stale")))
-		return NAN;
-	return num(json_object_get(cal, "factor"), mw_dram_basis(doc));
-}
-
 /* Speculation (runs[].steps with drafted and accepted): the share of draft tokens the model
  * accepted, the tokens a pass yields, and the engine bytes per accepted token: every token a
  * verification yields is accepted (its drafted prefix and the model's own next token), so
@@ -246,7 +234,7 @@ static int derive_run(struct dctx *c, const json_t *doc, json_t *run, size_t idx
 	double wr = net_per_token(run, "dram_write_bytes", &(double){ 0 });
 	double tot = net_per_token(run, "dram_total_bytes", &idle_t);
 	double basis = !strcmp(mw_dram_basis(doc), "total") ? tot : rd;
-	double cal = calibration_factor(doc);
+	double cal = mw_dram_calibration_factor(doc);
 	double eng = num(dec, "engine_bytes") / nt;
 	size_t n_lat = json_array_size(lat); /* n, or the passes with runs[].steps */
 	l = malloc((n_lat ? n_lat : 1) * sizeof(*l));
