@@ -357,6 +357,25 @@ static void test_surfaces(void)
 			  "memwall's simulated PMU, not from hardware.**");
 	T_CONTAINS(o.out, "- DRAM counters: counted as SIMULATED (intel_imc_free)");
 	t_output_free(&o);
+	/* a record without DRAM counters: the reason once per record (issue 44: it was twice) */
+	char bundle2[600];
+	snprintf(bundle2, sizeof(bundle2), "%s/hw.tar.gz", scratch);
+	o = memwall("bundle", hw, "-o", bundle2, NULL);
+	T_EQ_INT(o.status, 0);
+	t_output_free(&o);
+	const char *tar2[] = { "/bin/tar", "xzf", bundle2, "-O", "provenance.md", NULL };
+	o = t_run(tar2);
+	json_t *hdoc = json_load_file(hw, 0, NULL);
+	const char *hwhy = json_string_value(json_object_get(json_object_get(json_object_get(
+		hdoc, "counters"), "dram"), "reason"));
+	T_ASSERT(hwhy != NULL);
+	int times = 0;
+	for (const char *at = o.out; hwhy && (at = strstr(at, hwhy)); at += strlen(hwhy))
+		times++;
+	T_EQ_INT(times, 1);
+	T_CONTAINS(o.out, "- DRAM counters: not measured (why: the DRAM counts line)\n");
+	json_decref(hdoc);
+	t_output_free(&o);
 
 	/* db list and db compare: the source beside every figure; compare groups by it */
 	snprintf(db, sizeof(db), "%s/r.db", scratch);
