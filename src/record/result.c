@@ -817,23 +817,40 @@ static int check_document(struct dctx *c, const json_t *doc)
 	return 0;
 }
 
-/* What the schema cannot say (issue 28): created_utc is a real UTC time as memwall writes
- * it ("2026-11-21T07:36:00Z"; "9999-99-99T99:99:99Z" passed), and the protocol's name is
- * the name in the document it copies. */
+/* What the schema cannot say (issue 28): created_utc is a real UTC time in RFC 3339's form
+ * with Z, as memwall writes it ("2026-11-21T07:36:00Z"; "9999-99-99T99:99:99Z" passed), with
+ * fractional seconds allowed (issue 44: "2026-12-06T21:07:35.001Z", which other tools write),
+ * and the protocol's name is the name in the document it copies. */
+static bool utc_time_valid(const char *t)
+{
+	struct tm tm = { 0 }, norm;
+	char back[32] = "";
+	const char *end = t ? strptime(t, "%Y-%m-%dT%H:%M:%S", &tm) : NULL;
+	if (!end)
+		return false;
+	size_t whole = (size_t)(end - t), frac = 0;
+	if (*end == '.') {
+		frac = strspn(end + 1, "0123456789");
+		if (!frac)
+			return false; /* a point with no digit after it */
+		end += 1 + frac;
+	}
+	time_t when = !strcmp(end, "Z") ? timegm(&tm) : (time_t)-1;
+	if (when == (time_t)-1 || !gmtime_r(&when, &norm))
+		return false;
+	/* every field in range: the time written back is the text, to the second */
+	strftime(back, sizeof(back), "%Y-%m-%dT%H:%M:%S", &norm);
+	return strlen(back) == whole && !strncmp(back, t, whole);
+}
+
 static int check_identity(struct dctx *c, const json_t *doc)
 {
 	const char *t = json_string_value(json_object_get(doc, "created_utc"));
-	struct tm tm = { 0 };
-	char back[32] = "";
-	const char *end = t ? strptime(t, "%Y-%m-%dT%H:%M:%SZ", &tm) : NULL;
-	time_t when = end && !*end ? timegm(&tm) : (time_t)-1;
-	struct tm norm;
-	if (when != (time_t)-1 && gmtime_r(&when, &norm))
-		strftime(back, sizeof(back), "%Y-%m-%dT%H:%M:%SZ", &norm);
-	if (!t || strcmp(back, t))
+	if (!utc_time_valid(t))
 		return mw_error_set(c->err, MW_RESULT_MALFORMED, c->source, "created_utc",
-				    "'%s' is not a UTC time such as 2026-11-21T07:36:00Z (every "
-				    "field in range)", t ? t : "");
+				    "'%s' is not a UTC time such as 2026-11-21T07:36:00Z or "
+				    "2026-11-21T07:36:00.250Z (RFC 3339 with Z, every field in "
+				    "range)", t ? t : "");
 	const json_t *p = json_object_get(doc, "protocol");
 	const char *name = json_string_value(json_object_get(p, "name"));
 	const char *dname = json_string_value(json_object_get(json_object_get(p, "document"),
