@@ -412,13 +412,16 @@ static int encode_bpe(const struct gguf_tokenizer *t, const char *raw, size_t le
 				rc = tok_ivec_push(out, id);
 				continue;
 			}
-			/* Not a token: its characters one by one (llama.cpp tries its bytes and
-			 * drops what is missing; a byte-level vocabulary has every character). */
-			for (size_t off = s->off; off < s->off + s->n && !rc;) {
-				size_t k = tok_utf8_len((unsigned char)word[off]);
-				id = strmap_get(&t->ids, word + off, k);
-				rc = id < 0 ? -EINVAL : tok_ivec_push(out, id);
-				off += k;
+			/* Not a token: each byte of its text as a one-byte token, and a byte
+			 * that is none dropped, as llama.cpp b4747 does
+			 * (llm_tokenizer_bpe_session::tokenize in src/llama-vocab.cpp). Such a
+			 * symbol is an unmerged stand-in character the vocabulary lacks (falcon
+			 * has none for 14 control bytes, 0x0b among them); its UTF-8 bytes are
+			 * not tokens of a byte-level vocabulary, so the input byte is dropped. */
+			for (uint32_t k = 0; k < s->n && !rc; k++) {
+				id = strmap_get(&t->ids, word + s->off + k, 1);
+				if (id >= 0)
+					rc = tok_ivec_push(out, id);
 			}
 		}
 	}
@@ -440,8 +443,8 @@ struct fragment {
 };
 
 /* Cuts the special tokens out of text, longest first (llama.cpp's tokenizer_st_partition). */
-static int partition(const struct gguf_tokenizer *t, const char *text, struct fragment **out,
-		     size_t *n_out)
+static int partition(const struct gguf_tokenizer *t, const char *text, bool parse_special,
+		     struct fragment **out, size_t *n_out)
 {
 	size_t len = strlen(text), n = len ? 1 : 0, cap = 16;
 	struct fragment *f = malloc(cap * sizeof(*f));
@@ -450,6 +453,10 @@ static int partition(const struct gguf_tokenizer *t, const char *text, struct fr
 	f[0] = (struct fragment){ 0, len, -1 };
 	for (int s = 0; s < t->n_special; s++) {
 		int id = t->special[s];
+		/* Without parse_special, control and unknown tokens are text; user-defined
+		 * ones are still cut out first (llama.cpp's tokenizer_st_partition). */
+		if (!parse_special && (t->type[id] == TT_CONTROL || t->type[id] == TT_UNKNOWN))
+			continue;
 		const char *sp = t->piece[id];
 		size_t sl = t->piece_len[id];
 		for (size_t i = 0; i < n; i++) {
@@ -488,8 +495,8 @@ static int partition(const struct gguf_tokenizer *t, const char *text, struct fr
 	return 0;
 }
 
-static int gguf_encode(const struct eng_tokenizer *base, const char *text, bool bos, bool eos,
-		       int *tokens, int max, int *n)
+static int gguf_encode(const struct eng_tokenizer *base, const char *text,
+		       const struct eng_encode_options *o, int *tokens, int max, int *n)
 {
 	const struct gguf_tokenizer *t = (const struct gguf_tokenizer *)base;
 	struct fragment *f = NULL;
@@ -499,9 +506,9 @@ static int gguf_encode(const struct eng_tokenizer *base, const char *text, bool 
 	int rc;
 
 	*n = 0;
-	if (bos && t->base.bos >= 0 && (rc = tok_ivec_push(&out, t->base.bos)))
+	if (o->bos && t->base.bos >= 0 && (rc = tok_ivec_push(&out, t->base.bos)))
 		goto out;
-	if ((rc = partition(t, text, &f, &n_frag)))
+	if ((rc = partition(t, text, !o->no_parse_special, &f, &n_frag)))
 		goto out;
 	for (size_t i = 0; i < n_frag && !rc; i++) {
 		if (f[i].token >= 0) {
@@ -515,7 +522,7 @@ static int gguf_encode(const struct eng_tokenizer *base, const char *text, bool 
 			prev_special = false;
 		}
 	}
-	if (!rc && eos && t->base.eos >= 0)
+	if (!rc && o->eos && t->base.eos >= 0)
 		rc = tok_ivec_push(&out, t->base.eos);
 	if (rc)
 		goto out;
