@@ -12,6 +12,7 @@
 #include "report.h"
 #include "result.h"
 #include "runner.h"
+#include "text.h"
 #include "verbs.h"
 
 #define DEFAULT_PROTOCOL "stories110m-synthetic"
@@ -85,15 +86,36 @@ static bool noise_criterion(const char *name)
 	return name && (!strncmp(name, "max_cv_", 7) || !strcmp(name, "bandwidth_drift_pct"));
 }
 
+/* The clock advice that applies to the machine the record describes: pinning the governor
+ * where a cpufreq driver has one that is not already "performance"; nothing to pin where there
+ * is none (a VM: the host sets the clock). */
+static void clock_advice(const json_t *doc, char *buf, size_t n)
+{
+	const json_t *m = json_object_get(doc, "machine");
+	const char *gov = json_string_value(json_object_get(m, "governor"));
+	const char *why = json_string_value(json_object_get(json_object_get(m, "unavailable"),
+							    "governor"));
+	if (!gov)
+		snprintf(buf, n, ", or add runs (--runs 10); there is no CPU governor here to pin "
+			 "(%s)", mw_esc(why ? why : "the record names none"));
+	else if (strcmp(gov, "performance"))
+		snprintf(buf, n, ", pin the CPU governor (it is %s: sudo cpupower frequency-set -g "
+			 "performance), or add runs (--runs 10)", mw_esc(gov));
+	else
+		snprintf(buf, n, ", or add runs (--runs 10) (the governor is already performance)");
+}
+
 /* One line of what to do, after the verdict: a newcomer's busy laptop fails a CV limit, and
  * "acceptance: fail" alone reads as "broken". */
-static void acceptance_hint(FILE *f, bool noisy, bool cv_unmeasured, long long runs)
+static void acceptance_hint(FILE *f, const json_t *doc, bool noisy, bool cv_unmeasured,
+			    long long runs)
 {
+	char clock[400];
+	clock_advice(doc, clock, sizeof(clock));
 	if (noisy)
 		fprintf(f, "memwall run: what to do: the runs varied too much (a busy machine or "
-			"a moving clock): close other programs, pin the CPU governor (sudo cpupower "
-			"frequency-set -g performance), or add runs (--runs 10); the record is kept "
-			"either way\n");
+			"a moving clock): close other programs%s; the record is kept either way\n",
+			clock);
 	else if (cv_unmeasured && runs < 2)
 		fprintf(f, "memwall run: what to do: a CV needs at least 2 measured runs: "
 			"--runs 2 or more\n");
@@ -143,7 +165,7 @@ static bool acceptance_says(FILE *f, const json_t *doc)
 		free(lim);
 	}
 	fprintf(f, "memwall run: acceptance: %s (exit 1)\n", overall);
-	acceptance_hint(f, noisy, cv_unmeasured,
+	acceptance_hint(f, doc, noisy, cv_unmeasured,
 			(long long)json_integer_value(json_object_get(json_object_get(doc, "summary"),
 								      "runs_measured")));
 	return true;
