@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "adapters.h"
 #include "mw.h"
@@ -266,12 +268,23 @@ int mw_cmd_run(int argc, char **argv)
 		return MW_EXIT_USAGE;
 	}
 	/* The folder is checked (and created) before the first run, not after the last: a
-	 * measurement is never thrown away for want of a place to put it. */
+	 * measurement is never thrown away for want of a place to put it. A folder the run
+	 * creates is said, with where it is: `memwall run NAME` from any folder puts
+	 * results/runs/ there (issue 44: silently). */
+	struct stat dst;
+	bool dir_existed = stat(dir, &dst) == 0;
+	char cwd[4096] = "";
+	if (dir[0] != '/' && !getcwd(cwd, sizeof(cwd)))
+		cwd[0] = '\0';
 	if ((rc = mw_result_dir_prepare(dir, &err))) {
 		mw_error_print(&err);
 		mw_protocol_free(p);
 		return rc == -EACCES || rc == -EROFS || rc == -ENOSPC ? MW_EXIT_ENV : MW_EXIT_USAGE;
 	}
+	if (!dir_existed)
+		fprintf(stderr, "memwall run: created the folder %s%s%s%s for the record (-o DIR "
+			"puts records elsewhere)\n", mw_esc(dir), cwd[0] ? " (in " : "", mw_esc(cwd),
+			cwd[0] ? ")" : "");
 
 	enum mw_run_status st = mw_runner_run(p, &ro, &doc, &err);
 	if (st == MW_RUN_BAD_INPUT || st == MW_RUN_ENVIRONMENT) {
@@ -292,8 +305,9 @@ int mw_cmd_run(int argc, char **argv)
 		mw_protocol_free(p);
 		return MW_EXIT_ENV;
 	}
-	fprintf(stderr, "memwall run: result written to %s%s\n", path,
-		st == MW_RUN_INTERRUPTED ? " (incomplete)" : "");
+	fprintf(stderr, "memwall run: result written to %s%s%s%s%s\n", path,
+		st == MW_RUN_INTERRUPTED ? " (incomplete)" : "", cwd[0] ? " (in " : "",
+		mw_esc(cwd), cwd[0] ? ")" : "");
 	mw_report_print(stdout, doc, fmt);
 
 	/* The verdict and what to do close the summary, on stdout, where a person reads the tail
@@ -301,7 +315,8 @@ int mw_cmd_run(int argc, char **argv)
 	 * stderr, after it. */
 	FILE *says = fmt == MW_FORMAT_MD ? stdout : stderr;
 	if (fmt == MW_FORMAT_MD)
-		fprintf(says, "\nmemwall run: record %s\n", path);
+		fprintf(says, "\nmemwall run: record %s%s%s%s\n", path, cwd[0] ? " (in " : "",
+			mw_esc(cwd), cwd[0] ? ")" : "");
 	fflush(stdout);
 	bool failed = acceptance_says(says, doc);
 	if (fmt == MW_FORMAT_MD && !failed)
