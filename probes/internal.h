@@ -62,6 +62,10 @@ const struct counter_ops *counter_ops_get(void);
 /* Test hook: when set, every open fails with this errno (positive), so the explain paths can be
  * exercised on a machine that has the counters. $MEMWALL_INJECT_ERRNO does the same. */
 extern int counter_inject_errno;
+/* Test hook: when true, every open that counts kernel space (exclude_kernel 0) fails with
+ * EACCES, as the kernel refuses it at perf_event_paranoid 2 to a process without
+ * CAP_PERFMON: the unprivileged user's view on a machine where the tests run as root. */
+extern bool counter_inject_paranoid2;
 int counter_open(struct counter **out, const struct perf_event_attr *attr, int pid, int cpu);
 /* counter_open for a group member; -EOPNOTSUPP when the layer has no groups. */
 int counter_open_member(struct counter **out, const struct perf_event_attr *attr, int pid,
