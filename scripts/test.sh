@@ -72,10 +72,11 @@ status=0
 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 \
 	meson test -C "$builddir" --no-rebuild --print-errorlogs --num-processes 2 "$@" || status=$?
 
-scripts/test-summary.sh "$builddir"
+# The notes first: the output ends with the summary's counts line, as the README says.
 if [ "$all" -eq 0 ]; then
 	echo "test.sh: the opt-in suites (neon under qemu, AVX-512 under SIMDe, postgresql, the real llama.cpp) did not run:" \
 	     "scripts/test.sh --all installs their tools and runs them"
 fi
 echo "test.sh: synthetic models the tests made are cached in $builddir/test-cache (removed with $builddir)"
+scripts/test-summary.sh "$builddir"
 exit "$status"

@@ -36,7 +36,8 @@ static void usage(FILE *f)
 		   "  --model TEXT and --machine TEXT (substrings, any case), --since DATE, --until DATE\n"
 		   "  (ISO 8601, against the record's created_utc; --until includes its day).\n"
 		   "Exit: 0 done, 1 a record did not validate, 2 bad usage or input, 3 the store cannot\n"
-		   "be opened.\n");
+		   "be opened (none at that path for list, show, query or compare; a server that\n"
+		   "refuses).\n");
 }
 
 struct db_args {
@@ -318,7 +319,9 @@ int mw_cmd_db(int argc, char **argv)
 		/* Only import makes a store; looking at one that is not there says so. */
 		if ((rc = (i ? mw_store_open_existing : mw_store_open)(a.db, &s, &err))) {
 			mw_error_print(&err);
-			return rc == -EPROTO || rc == -EINVAL || rc == -ENOENT || rc == -ENAMETOOLONG
+			/* No store at that path is one that cannot be opened (exit 3, as db --help
+			 * says and as a server that refuses gives), not bad usage (issue 44). */
+			return rc == -EPROTO || rc == -EINVAL || rc == -ENAMETOOLONG
 				       ? MW_EXIT_USAGE : MW_EXIT_ENV;
 		}
 		rc = subverbs[i].run(s, &a);

@@ -107,6 +107,10 @@ STUB_PRESENT=1 TMPDIR=$tmp PATH=$nosudo "$sh_bin" "$src/scripts/bootstrap.sh" \
 rc=$?
 [ "$rc" -eq 0 ] || fail "bootstrap without sudo, everything present: exit $rc"
 grep -q "sudo" "$tmp/nosudo.out" && fail "bootstrap warns about sudo with nothing to install"
+# The failed install's log survives the runs after it that install nothing (issue 44: each
+# run emptied it first, so the failure's log was gone by the time one looked).
+grep -q "Unable to locate package nope" "$tmp/memwall-bootstrap.log" ||
+	fail "a later bootstrap that installed nothing emptied the failed install's log"
 
 # --- build -------------------------------------------------------------------------------
 mkdir -p "$tmp/mstub"
@@ -161,6 +165,26 @@ printf '%s\n' '{"name": "memwall:unit / a", "result": "OK"}' \
 	>"$tmp/full/meson-logs/testlog-full.json"
 [ "$("$src/scripts/test-summary.sh" "$tmp/full" | tail -n 1)" = "memwall: 2 passed, 0 failed, 0 skipped" ] ||
 	fail "the summary does not read the newest log (testlog-full.json)"
+
+# --- test.sh ends with its counts line (README; issue 44: two notes came after it) --------
+# A copy of the scripts in a scratch tree, with bootstrap, build and meson stubbed, and a
+# planted log of one passed and one skipped test.
+tree=$tmp/tree
+mkdir -p "$tree/scripts" "$tree/build/meson-logs" "$tmp/tstub"
+cp "$src/scripts/test.sh" "$src/scripts/test-summary.sh" "$tree/scripts/"
+printf '#!/bin/sh\necho "bootstrap: all packages present"\n' >"$tree/scripts/bootstrap.sh"
+printf '#!/bin/sh\necho "build: compiled"\n' >"$tree/scripts/build.sh"
+printf '#!/bin/sh\nexit 0\n' >"$tmp/tstub/meson"
+chmod +x "$tree/scripts/"*.sh "$tmp/tstub/meson"
+printf '%s\n' '{"name": "memwall:unit / a", "result": "OK"}' \
+	'{"name": "memwall:unit / b", "result": "SKIP", "stdout": "SKIP: no frobnicator"}' \
+	>"$tree/build/meson-logs/testlog.json"
+PATH=$tmp/tstub:$PATH "$sh_bin" "$tree/scripts/test.sh" >"$tmp/testsh.out" 2>&1 ||
+	fail "test.sh with a passing suite: exit $?: $(cat "$tmp/testsh.out")"
+[ "$(tail -n 1 "$tmp/testsh.out")" = "memwall: 1 passed, 0 failed, 1 skipped" ] ||
+	fail "test.sh does not end with its counts line: $(tail -n 1 "$tmp/testsh.out")"
+tail -n 2 "$tmp/testsh.out" | head -n 1 | grep -q "no frobnicator" ||
+	fail "test.sh's skipped tests do not come just before the counts line"
 
 # --- acceptance --------------------------------------------------------------------------
 # The smoke protocol with a CV limit no machine meets.

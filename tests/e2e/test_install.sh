@@ -77,8 +77,12 @@ fi
 # 2. --list names the installed protocols with a description, under the data directory.
 MEMWALL_DATA_DIR=$dest "$bin" run --list >"$tmp/list.out" 2>&1 || fail "run --list: exit $?"
 grep -q "^$dest/protocols:" "$tmp/list.out" || fail "run --list: no header for $dest/protocols"
-grep -q "^  stories260k-smoke  *A seconds-long smoke run" "$tmp/list.out" ||
-	fail "run --list: no stories260k-smoke line with its description"
+grep -A1 "^  stories260k-smoke$" "$tmp/list.out" | grep -q "^      A seconds-long smoke run" ||
+	fail "run --list: no stories260k-smoke line with its description under it"
+# Whole sentences, not a first one cut to nothing (issue 44: "The embedded default").
+grep -A1 "^  stories110m-synthetic$" "$tmp/list.out" | grep -q "The embedded default. A synthetic" ||
+	fail "run --list: stories110m-synthetic's description stops at its first three words"
+awk 'length > 80 { exit 1 }' "$tmp/list.out" || fail "run --list: a line wider than 80 columns"
 grep -q "schema" "$tmp/list.out" && fail "run --list lists the schema as a protocol"
 # An installed binary never falls back to the source tree.
 [ "$(grep -c '^[^ ]' "$tmp/list.out")" -eq 1 ] || fail "run --list searched more than one folder"
