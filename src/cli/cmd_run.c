@@ -173,6 +173,32 @@ static bool acceptance_says(FILE *f, const json_t *doc)
 	return true;
 }
 
+/* The folder is checked (and created) before the first run, not after the last: a
+ * measurement is never thrown away for want of a place to put it. A folder the run creates is
+ * said, with where it is: `memwall run NAME` from any folder puts results/runs/ there (issue
+ * 44: silently). cwd (n bytes) receives the current folder when dir is relative, else "".
+ * MW_EXIT_OK, or the exit code with the error printed. */
+static int results_folder(const char *dir, char *cwd, size_t n)
+{
+	struct stat st;
+	struct mw_error err;
+	bool existed = stat(dir, &st) == 0;
+	int rc;
+	mw_error_clear(&err);
+	cwd[0] = '\0';
+	if (dir[0] != '/' && !getcwd(cwd, n))
+		cwd[0] = '\0';
+	if ((rc = mw_result_dir_prepare(dir, &err))) {
+		mw_error_print(&err);
+		return rc == -EACCES || rc == -EROFS || rc == -ENOSPC ? MW_EXIT_ENV : MW_EXIT_USAGE;
+	}
+	if (!existed)
+		fprintf(stderr, "memwall run: created the folder %s%s%s%s for the record (-o DIR "
+			"puts records elsewhere)\n", mw_esc(dir), cwd[0] ? " (in " : "", mw_esc(cwd),
+			cwd[0] ? ")" : "");
+	return MW_EXIT_OK;
+}
+
 int mw_cmd_run(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -267,24 +293,11 @@ int mw_cmd_run(int argc, char **argv)
 		mw_error_print(&err);
 		return MW_EXIT_USAGE;
 	}
-	/* The folder is checked (and created) before the first run, not after the last: a
-	 * measurement is never thrown away for want of a place to put it. A folder the run
-	 * creates is said, with where it is: `memwall run NAME` from any folder puts
-	 * results/runs/ there (issue 44: silently). */
-	struct stat dst;
-	bool dir_existed = stat(dir, &dst) == 0;
-	char cwd[4096] = "";
-	if (dir[0] != '/' && !getcwd(cwd, sizeof(cwd)))
-		cwd[0] = '\0';
-	if ((rc = mw_result_dir_prepare(dir, &err))) {
-		mw_error_print(&err);
+	char cwd[4096];
+	if ((rc = results_folder(dir, cwd, sizeof(cwd)))) {
 		mw_protocol_free(p);
-		return rc == -EACCES || rc == -EROFS || rc == -ENOSPC ? MW_EXIT_ENV : MW_EXIT_USAGE;
+		return rc;
 	}
-	if (!dir_existed)
-		fprintf(stderr, "memwall run: created the folder %s%s%s%s for the record (-o DIR "
-			"puts records elsewhere)\n", mw_esc(dir), cwd[0] ? " (in " : "", mw_esc(cwd),
-			cwd[0] ? ")" : "");
 
 	enum mw_run_status st = mw_runner_run(p, &ro, &doc, &err);
 	if (st == MW_RUN_BAD_INPUT || st == MW_RUN_ENVIRONMENT) {
