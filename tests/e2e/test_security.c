@@ -494,7 +494,8 @@ static void test_redaction(void)
 		 "{\"shape\": \"stories260K\"}}, \"engine\": {\"kind\": \"external\", \"command\": "
 		 "[\"%s\", \"{n}\", \"x\", \"{model}\"], \"adapter\": {\"name\": "
 		 "\"memwall-tokens\", \"stream\": \"stdout\"}}, \"decode_tokens\": 8, \"runs\": 1, "
-		 "\"warmup_runs\": 0, \"idle_baseline_ms\": 0}", script);
+		 "\"warmup_runs\": 0, \"idle_baseline_ms\": 0, \"drift\": {\"probe_ms\": 0}}",
+		 script);
 	snprintf(proto, sizeof(proto), "%s/leaky.json", scratch);
 	write_text(proto, body, 0644);
 	snprintf(dir, sizeof(dir), "%s/leaky-out", scratch);
@@ -584,7 +585,8 @@ static void test_process_group(void)
 			 "{\"shape\": \"stories260K\"}}, \"engine\": {\"kind\": \"external\", "
 			 "\"timeout_s\": 2, \"command\": [\"%s\", \"{n}\", \"{model}\"], \"adapter\": "
 			 "{\"name\": \"memwall-tokens\", \"stream\": \"stdout\"}}, \"decode_tokens\": 8, "
-			 "\"runs\": 1, \"warmup_runs\": 0, \"idle_baseline_ms\": 0}", mode[m], script);
+			 "\"runs\": 1, \"warmup_runs\": 0, \"idle_baseline_ms\": 0, \"drift\": "
+			 "{\"probe_ms\": 0}}", mode[m], script);
 		snprintf(proto, sizeof(proto), "%s/wrapper-%s.json", scratch, mode[m]);
 		write_text(proto, body, 0644);
 		snprintf(dir, sizeof(dir), "%s/wrapper-out", scratch);
