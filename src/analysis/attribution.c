@@ -257,18 +257,17 @@ int mw_attribution_plot(const json_t *doc, const char *dir, FILE *log, struct mw
 			a.weights / 1e6, a.kv / 1e6, a.remainder > 0 ? a.remainder / 1e6 : 0);
 	if (fclose(f))
 		return mw_error_set(err, -EIO, path, "", "cannot write");
-	for (int pass = 0; pass < 2; pass++) {
-		const char *fmt = pass ? "svg" : "png";
-		snprintf(vars, sizeof(vars), "fmt='%s'; note='%s%s'", fmt,
-			 !a.dram ? "remainder not measured: no DRAM counters"
-			 : a.remainder < 0 ? "DRAM below weights + KV: part served from cache"
-					   : "remainder = DRAM - weights - KV",
-			 a.dram && sim ? "; DRAM SIMULATED, not hardware" : "");
-		int rc = mw_gnuplot_embedded(dir, vars, "attribution.gp", err);
-		if (rc)
-			return rc;
-		if (log)
-			fprintf(log, "memwall report: wrote %s/attribution.%s\n", dir, fmt);
-	}
+	snprintf(vars, sizeof(vars), "note='%s%s'",
+		 !a.dram ? "remainder not measured: no DRAM counters"
+		 : a.remainder < 0 ? "DRAM below weights + KV: part served from cache"
+				   : "remainder = DRAM - weights - KV",
+		 a.dram && sim ? "; DRAM SIMULATED, not hardware" : "");
+	const char *const script[] = { "attribution.gp" };
+	int rc = mw_gnuplot_charts(dir, vars, script, 1, err);
+	if (rc)
+		return rc;
+	if (log)
+		fprintf(log, "memwall report: wrote %s/attribution.png\nmemwall report: wrote "
+			"%s/attribution.svg\n", dir, dir);
 	return 0;
 }

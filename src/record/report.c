@@ -599,34 +599,31 @@ int mw_report_plot(const json_t *doc, const char *dir, FILE *log, struct mw_erro
 	mw_gnuplot_quote(qdir, sizeof(qdir), ".");
 	mw_gnuplot_quote(qcal, sizeof(qcal), calnote);
 
-	for (int pass = 0; pass < 2; pass++) {
-		const char *fmt = pass ? "svg" : "png";
-		for (size_t i = 0; i < sizeof(scripts) / sizeof(scripts[0]); i++) {
-			if (!strcmp(scripts[i], "dram_split.gp") && !split)
-				continue;
-			if (!strcmp(scripts[i], "latency.gp") && json_integer_value(json_object_get(lp, "n")) == 0)
-				continue;
-			double mm = num(tps, "mean"), lo = num(tps, "ci95_low"), hi = num(tps, "ci95_high");
-			snprintf(vars, sizeof(vars),
-				 "fmt='%s'; datadir=%s; label=%s; note=%s; m=%.9g; lo=%.9g; hi=%.9g; "
-				 "p50=%.9g; p99=%.9g; w=%d; dram=%d; cols=%u; src='%s'; cal=%d; "
-				 "calnote=%s",
-				 fmt, qdir, qlabel, qnote, isnan(mm) ? 0 : mm,
-				 isnan(lo) ? mm : lo < 0 ? 0 : lo,
-				 isnan(hi) ? mm : hi, num(lp, "p50") * 1e-6, num(lp, "p99") * 1e-6,
-				 window, json_is_true(json_object_get(dram, "measured")), split,
-				 sim ? "SIMULATED (simulated PMU, not hardware)" : "measured", cal,
-				 qcal);
-			if (isnan(mm))
-				strncat(vars, "; m=NaN", sizeof(vars) - strlen(vars) - 1);
-			/* writes the built-in script into dir and runs it there (roofline.c) */
-			if ((rc = mw_gnuplot_embedded(dir, vars, scripts[i], err)))
-				return rc;
-			if (log)
-				fprintf(log, "memwall report: wrote %s/%.*s.%s\n", dir,
-					(int)(strlen(scripts[i]) - 3), scripts[i], fmt);
-		}
+	const char *todo[sizeof(scripts) / sizeof(scripts[0])];
+	size_t n = 0;
+	for (size_t i = 0; i < sizeof(scripts) / sizeof(scripts[0]); i++) {
+		if (!strcmp(scripts[i], "dram_split.gp") && !split)
+			continue;
+		if (!strcmp(scripts[i], "latency.gp") && json_integer_value(json_object_get(lp, "n")) == 0)
+			continue;
+		todo[n++] = scripts[i];
 	}
+	double mm = num(tps, "mean"), lo = num(tps, "ci95_low"), hi = num(tps, "ci95_high");
+	snprintf(vars, sizeof(vars),
+		 "datadir=%s; label=%s; note=%s; m=%.9g; lo=%.9g; hi=%.9g; "
+		 "p50=%.9g; p99=%.9g; w=%d; dram=%d; cols=%u; src='%s'; cal=%d; calnote=%s",
+		 qdir, qlabel, qnote, isnan(mm) ? 0 : mm, isnan(lo) ? mm : lo < 0 ? 0 : lo,
+		 isnan(hi) ? mm : hi, num(lp, "p50") * 1e-6, num(lp, "p99") * 1e-6,
+		 window, json_is_true(json_object_get(dram, "measured")), split,
+		 sim ? "SIMULATED (simulated PMU, not hardware)" : "measured", cal, qcal);
+	if (isnan(mm))
+		strncat(vars, "; m=NaN", sizeof(vars) - strlen(vars) - 1);
+	/* writes the built-in scripts into dir and runs them there (roofline.c) */
+	if ((rc = mw_gnuplot_charts(dir, vars, todo, n, err)))
+		return rc;
+	for (size_t i = 0; log && i < 2 * n; i++)
+		fprintf(log, "memwall report: wrote %s/%.*s.%s\n", dir,
+			(int)(strlen(todo[i % n]) - 3), todo[i % n], i < n ? "png" : "svg");
 	if ((rc = mw_report_variants_plot(doc, dir, log, err)))
 		return rc;
 	return mw_attribution_plot(doc, dir, log, err);

@@ -477,15 +477,14 @@ int mw_report_variants_plot(const json_t *doc, const char *dir, FILE *log, struc
 		 "not hardware)" : "DRAM (measured)");
 	mw_gnuplot_quote(qlabel, sizeof(qlabel), label);
 	mw_gnuplot_quote(qdir, sizeof(qdir), ".");
-	for (int pass = 0; pass < 2; pass++) {
-		const char *fmt = pass ? "svg" : "png";
-		snprintf(vars, sizeof(vars), "fmt='%s'; datadir=%s; label=%s; src='%s'", fmt, qdir,
-			 qlabel, sim ? "SIMULATED" : "measured");
-		int rc = mw_gnuplot_embedded(dir, vars, "batch.gp", err);
-		if (rc)
-			return rc;
-		if (log)
-			fprintf(log, "memwall report: wrote %s/batch.%s\n", dir, fmt);
-	}
+	snprintf(vars, sizeof(vars), "datadir=%s; label=%s; src='%s'", qdir, qlabel,
+		 sim ? "SIMULATED" : "measured");
+	const char *const script[] = { "batch.gp" };
+	int rc = mw_gnuplot_charts(dir, vars, script, 1, err);
+	if (rc)
+		return rc;
+	if (log)
+		fprintf(log, "memwall report: wrote %s/batch.png\nmemwall report: wrote "
+			"%s/batch.svg\n", dir, dir);
 	return 0;
 }
