@@ -760,6 +760,9 @@ enum eng_stream_kind {
 	ENG_STREAM_READ,  /* sum += a[i]             one array read */
 	ENG_STREAM_COPY,  /* b[i] = a[i]             one read, one written */
 	ENG_STREAM_TRIAD, /* a[i] = b[i] + s * c[i]  two read, one written */
+	ENG_STREAM_WRITE, /* a[i] = f[i % 4096]      one written (f, 16 KiB, stays in L1:
+			   * bytes_read is 0; with plain stores the cache still reads each
+			   * written line first, which bytes_read does not count either) */
 	ENG_STREAM_KIND_COUNT,
 };
 

@@ -6,16 +6,19 @@
  * in it is random or depends on the clock. One rule per line, '#' to the end of a line is a
  * comment:
  *
- *   perf type=24 config=0x20ff [config1=N] cpu=* start=0 step=1000 [steps=A,B,...] [bits=48]
+ *   perf type=24 config=0x20ff [config1=N] cpu=* [node=N] start=0 step=1000 [steps=A,B,...]
+ *        [bits=48]
  *        [notrun] [fail_after=N] [scaled=0.5] [ns_per_read=N] [solo]
  *   file path=mon_L3_00/mbm_total_bytes start=0 step=4096 [steps=A,B,...] [bits=N]
  *        [unavailable_after=N] [fail_after=N]
  *   nogroups
+ *   pmu type=24 counters=4
  *
  * A perf rule matches an open by attr.type, attr.config (any base strtoull takes), attr.config1
- * when the rule gives config1= (arm_dmc620 puts the direction there), and cpu (a number, or
- * '*' for any); a file rule matches a file counter whose path ends with path. The first
- * matching rule wins. "solo" marks an event whose driver refuses to share a group with
+ * when the rule gives config1= (arm_dmc620 puts the direction there), cpu (a number, or
+ * '*' for any) and, with node=N, a CPU in that NUMA node of the sysfs tree in use
+ * ($MEMWALL_SYSFS_ROOT: nodeN/cpulist), so a script places counts per node; a file rule
+ * matches a file counter whose path ends with path. The first matching rule wins. "solo" marks an event whose driver refuses to share a group with
  * another hardware event (arm_dmc620_pmu.c's event_init): a group with it and any other
  * scripted event fails its open with -EINVAL, as the kernel's would, and the refusal is said
  * on stderr ("a solo event refused a group") so a test sees that a group was asked for. Each counter counts its own reads, k = 0 for the first (the one
@@ -40,12 +43,21 @@
  * without groups would: the DRAM code then reads event by event, each counter once per
  * prb_dram_read. Backends that must multiplex (no_group) read event by event anyway.
  *
+ * Counters: "pmu type=N counters=C" gives the PMU of type N C counters on each CPU, as the
+ * kernel's driver has (amd_df: 4, probes/pmu/amd_df.c). While more than C of its scripted
+ * events are enabled on one CPU, the kernel would rotate them over the counters, so each runs
+ * C / enabled of its time: time_running is scaled by that (on top of scaled=), and a count is
+ * extrapolated. As the sim has no clock, each read stands for one ns_per_read and runs at the
+ * share of the moment it is read; the times add up read by read. Disabled events
+ * (prb_dram_disable) take no counter.
+ *
  * The script is read at every open (opens are few), so a test can point $MEMWALL_SIM_SCRIPT at
  * another file between opens. A malformed script fails the open with -EINVAL and a line on
  * stderr: this layer exists for tests, and a silent fallback would hide a broken test.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,15 +67,17 @@
 #include "internal.h"
 
 #define NS_PER_READ 1000000ull /* the default of ns_per_read= */
-#define MAX_STEPS 32
+#define MAX_STEPS 256 /* verify --matrix ends some 40 windows, each a step */
 
 struct rule {
 	bool is_file;
+	int counters;      /* a "pmu" line: the PMU's counters per CPU */
 	uint32_t type;
 	uint64_t config;
 	bool has_config1, solo;
 	uint64_t config1;
 	int cpu; /* -1: any */
+	int node; /* -1: any; else the CPU must be in nodeN's cpulist */
 	char path[256];
 	uint64_t start, step;
 	uint64_t steps[MAX_STEPS]; /* steps=: the k-th read's step, the last one repeated */
@@ -79,6 +93,12 @@ struct rule {
 struct sim_counter {
 	struct counter *inner; /* an event no rule names: the syscall layer's counter */
 	struct rule rule;
+	uint32_t type;         /* attr.type and the CPU it was opened on */
+	int cpu;
+	int counters;          /* its PMU's counters per CPU ("pmu" line); 0: no limit */
+	uint64_t run_ns;       /* with a limit: the time it ran over its reads so far */
+	bool enabled;
+	struct sim_counter *next; /* the scripted counters open now (live) */
 	uint64_t k;            /* reads so far */
 	uint64_t read_format;  /* attr.read_format at open: the layout of a group read */
 	struct sim_counter *leader;                      /* a member: its leader */
@@ -106,8 +126,34 @@ static int parse_u64(const char *s, uint64_t *v)
 	return errno || !*s || *end || *s == '-' ? -EINVAL : 0;
 }
 
-/* Parses one line into *r. Returns 1 for a rule, 2 for "nogroups", 0 for a blank or comment
- * line, -EINVAL. */
+/* "pmu type=N counters=C": both, nothing else. Returns 3 with r->type and r->counters. */
+static int parse_pmu(struct rule *r, char **save, const char *script, int lineno)
+{
+	char *tok;
+	bool type = false;
+	while ((tok = strtok_r(NULL, " \t\r\n", save))) {
+		char *val = strchr(tok, '=');
+		uint64_t v = 0;
+		if (!val)
+			return bad(script, lineno, "expected key=value, got", tok);
+		*val++ = '\0';
+		if (parse_u64(val, &v) < 0)
+			return bad(script, lineno, "bad key or value", tok);
+		if (!strcmp(tok, "type") && v <= UINT32_MAX)
+			r->type = (uint32_t)v, type = true;
+		else if (!strcmp(tok, "counters") && v >= 1 && v <= 64)
+			r->counters = (int)v;
+		else
+			return bad(script, lineno, "a pmu line takes type= and counters= (1..64), "
+				   "not", tok);
+	}
+	if (!type || !r->counters)
+		return bad(script, lineno, "a pmu line needs", "type= and counters=");
+	return 3;
+}
+
+/* Parses one line into *r. Returns 1 for a rule, 2 for "nogroups", 3 for a "pmu" line, 0 for
+ * a blank or comment line, -EINVAL. */
 static int parse_line(char *line, struct rule *r, const char *script, int lineno)
 {
 	char *save = NULL, *tok;
@@ -119,6 +165,7 @@ static int parse_line(char *line, struct rule *r, const char *script, int lineno
 		return 0;
 	memset(r, 0, sizeof(*r));
 	r->cpu = -1;
+	r->node = -1;
 	r->bits = 64;
 	r->fail_after = r->unavailable_after = -1;
 	r->ns_per_read = NS_PER_READ;
@@ -127,11 +174,13 @@ static int parse_line(char *line, struct rule *r, const char *script, int lineno
 			return bad(script, lineno, "\"nogroups\" takes nothing, got", tok);
 		return 2;
 	}
+	if (!strcmp(tok, "pmu"))
+		return parse_pmu(r, &save, script, lineno);
 	if (!strcmp(tok, "file"))
 		r->is_file = true;
 	else if (strcmp(tok, "perf"))
-		return bad(script, lineno, "a rule is \"perf\", \"file\" or \"nogroups\", not",
-			   tok);
+		return bad(script, lineno, "a rule is \"perf\", \"file\", \"pmu\" or "
+			   "\"nogroups\", not", tok);
 	while ((tok = strtok_r(NULL, " \t\r\n", &save))) {
 		char *val = strchr(tok, '=');
 		uint64_t v = 0;
@@ -172,6 +221,8 @@ static int parse_line(char *line, struct rule *r, const char *script, int lineno
 				r->has_config1 = true, r->config1 = v;
 			else if (!strcmp(tok, "cpu") && v <= 1u << 20)
 				r->cpu = (int)v;
+			else if (!strcmp(tok, "node") && v <= 65535)
+				r->node = (int)v;
 			else if (!strcmp(tok, "start"))
 				r->start = v;
 			else if (!strcmp(tok, "step"))
@@ -197,25 +248,51 @@ static int parse_line(char *line, struct rule *r, const char *script, int lineno
 
 #define SIM_SCRIPT_MAX (1 << 20) /* bytes: a script is a few lines */
 
+/* Whether cpu is in the cpulist of NUMA node `node` of the sysfs tree in use
+ * ($MEMWALL_SYSFS_ROOT, else /sys: <root>/devices/system/node/nodeN/cpulist), so that a
+ * script can place counts per node. A node the tree does not have holds no CPU. */
+static bool cpu_in_node(int cpu, int node)
+{
+	const char *root = getenv("MEMWALL_SYSFS_ROOT");
+	char path[1024], buf[8192];
+	int *cpus = NULL, n = 0;
+	bool in = false;
+	if (fmt_into(path, "%s/devices/system/node/node%d/cpulist", root && *root ? root : "/sys",
+		     node) < 0 ||
+	    sysfs_read(path, buf, sizeof(buf), NULL) <= 0 ||
+	    cpulist_parse(buf, &cpus, &n, path, NULL) < 0)
+		return false;
+	for (int i = 0; i < n && !in; i++)
+		in = cpus[i] == cpu;
+	free(cpus);
+	return in;
+}
+
 static bool path_ends_with(const char *path, const char *suffix)
 {
 	size_t n = strlen(path), m = strlen(suffix);
 	return m <= n && !strcmp(path + n - m, suffix);
 }
 
+/* What the script says beside its rules, of the PMU of the event being opened. */
+struct facts {
+	bool nogroups; /* the line "nogroups" */
+	int counters;  /* a "pmu" line for attr.type: its counters; 0 none */
+};
+
 /* The first rule of the script that matches (attr, cpu) or path: 1 with *out filled, 0 when
- * none does (or there is no script), -EINVAL for a malformed script. *nogroups (may be NULL)
- * says whether the script has the line "nogroups". */
+ * none does (or there is no script), -EINVAL for a malformed script. *fx (may be NULL)
+ * receives the script's facts. */
 static int find_rule(const struct perf_event_attr *attr, int cpu, const char *path,
-		     struct rule *out, bool *nogroups)
+		     struct rule *out, struct facts *fx)
 {
 	const char *script = getenv("MEMWALL_SIM_SCRIPT");
 	char line[1024];
 	int lineno = 0, rc = 0;
 	FILE *f;
 
-	if (nogroups)
-		*nogroups = false;
+	if (fx)
+		*fx = (struct facts){ false, 0 };
 	if (!script || !*script || !strcmp(script, "/dev/null"))
 		return 0; /* no script, or one that names nothing (tests use /dev/null) */
 	/* Never blocking on a FIFO, never reading /dev/zero forever, never taking a folder
@@ -241,14 +318,17 @@ static int find_rule(const struct perf_event_attr *attr, int cpu, const char *pa
 		int got = parse_line(line, &r, script, ++lineno);
 		if (got < 0)
 			rc = got;
-		else if (got == 2 && nogroups)
-			*nogroups = true;
+		else if (got == 2 && fx)
+			fx->nogroups = true;
+		else if (got == 3 && fx && attr && r.type == attr->type)
+			fx->counters = r.counters;
 		else if (got != 1 || rc == 1 || r.is_file != (path != NULL))
 			continue;
 		else if (path ? path_ends_with(path, r.path) :
 				r.type == attr->type && r.config == attr->config &&
 				(!r.has_config1 || r.config1 == attr->config1) &&
-				(r.cpu < 0 || r.cpu == cpu)) {
+				(r.cpu < 0 || r.cpu == cpu) &&
+				(r.node < 0 || cpu_in_node(cpu, r.node))) {
 			*out = r;
 			rc = 1;
 		}
@@ -268,11 +348,66 @@ static uint64_t value_at(const struct rule *r, uint64_t k)
 	return v & mask;
 }
 
-/* time_enabled and time_running of read k under rule r */
-static void times_at(const struct rule *r, uint64_t k, uint64_t *ena, uint64_t *run)
+/* The scripted counters open now, to count those that share a PMU's counters. A spin lock:
+ * opens and reads are few and short, and the probes take no thread library. */
+static struct sim_counter *live;
+static atomic_flag live_lock = ATOMIC_FLAG_INIT;
+
+static void live_lock_take(void)
 {
+	while (atomic_flag_test_and_set_explicit(&live_lock, memory_order_acquire))
+		;
+}
+
+static void live_lock_give(void)
+{
+	atomic_flag_clear_explicit(&live_lock, memory_order_release);
+}
+
+/* How many enabled scripted counters of c's PMU and CPU are open now (c among them when it
+ * is enabled). */
+static int enabled_beside(const struct sim_counter *c)
+{
+	int n = 0;
+	live_lock_take();
+	for (const struct sim_counter *o = live; o; o = o->next)
+		n += o->enabled && o->type == c->type && o->cpu == c->cpu;
+	live_lock_give();
+	return n;
+}
+
+/* time_enabled and time_running of read k of counter c (its rule's, or its leader's for a
+ * group): running scaled by scaled=. Where its PMU has a counter limit, each read stands for
+ * one ns_per_read, run at counters / enabled of it while more events than counters are
+ * enabled (the kernel's rotation), and the times add up read by read, so that a window
+ * between two reads has the share of its own moment. */
+static void times_at(struct sim_counter *c, uint64_t k, uint64_t *ena, uint64_t *run)
+{
+	const struct rule *r = &c->rule;
 	*ena = (k + 1) * r->ns_per_read;
+	if (c->counters > 0) {
+		int n = enabled_beside(c);
+		c->run_ns += n > c->counters ?
+			r->ns_per_read * (uint64_t)c->counters / (uint64_t)n : r->ns_per_read;
+		*run = r->notrun ? 0 : r->scaled > 0 ? (uint64_t)(r->scaled * (double)c->run_ns) :
+			c->run_ns;
+		return;
+	}
 	*run = r->notrun ? 0 : r->scaled > 0 ? (uint64_t)(r->scaled * (double)*ena) : *ena;
+}
+
+/* A scripted counter joins the live ones. */
+static void go_live(struct sim_counter *c, const struct perf_event_attr *attr, int cpu,
+		    int counters)
+{
+	c->type = attr->type;
+	c->cpu = cpu;
+	c->counters = counters;
+	c->enabled = !attr->disabled;
+	live_lock_take();
+	c->next = live;
+	live = c;
+	live_lock_give();
 }
 
 static int sim_open(struct counter **out, const struct perf_event_attr *attr, int pid, int cpu)
@@ -284,13 +419,16 @@ static int sim_open(struct counter **out, const struct perf_event_attr *attr, in
 	if (!c)
 		return -ENOMEM;
 	c->read_format = attr->read_format;
-	rc = find_rule(attr, cpu, NULL, &c->rule, NULL);
+	struct facts fx;
+	rc = find_rule(attr, cpu, NULL, &c->rule, &fx);
 	if (rc == 0)
 		rc = counter_syscall_ops.open(&c->inner, attr, pid, cpu);
 	if (rc < 0) {
 		free(c);
 		return rc;
 	}
+	if (!c->inner)
+		go_live(c, attr, cpu, fx.counters);
 	*out = (struct counter *)c;
 	return 0;
 }
@@ -306,7 +444,7 @@ static int sim_read(struct counter *cc, uint64_t v[3])
 	if (r->fail_after >= 0 && k > (uint64_t)r->fail_after)
 		return -EIO;
 	v[0] = value_at(r, k);
-	times_at(r, k, &v[1], &v[2]);
+	times_at(c, k, &v[1], &v[2]);
 	return 0;
 }
 
@@ -315,7 +453,7 @@ static int sim_open_member(struct counter **out, const struct perf_event_attr *a
 {
 	struct sim_counter *leader = (struct sim_counter *)lc, *c = NULL;
 	const char *script = getenv("MEMWALL_SIM_SCRIPT");
-	bool nogroups = false;
+	struct facts fx = { false, 0 };
 	int rc;
 
 	*out = NULL;
@@ -327,8 +465,8 @@ static int sim_open_member(struct counter **out, const struct perf_event_attr *a
 	if (!(c = calloc(1, sizeof(*c))))
 		return -ENOMEM;
 	c->read_format = attr->read_format;
-	rc = find_rule(attr, cpu, NULL, &c->rule, &nogroups);
-	if (rc >= 0 && nogroups)
+	rc = find_rule(attr, cpu, NULL, &c->rule, &fx);
+	if (rc >= 0 && fx.nogroups)
 		rc = -EOPNOTSUPP;
 	else if (rc == 0 && leader->inner)
 		rc = counter_syscall_ops.open_member(&c->inner, attr, pid, cpu, leader->inner);
@@ -358,6 +496,8 @@ static int sim_open_member(struct counter **out, const struct perf_event_attr *a
 	}
 	c->leader = leader;
 	leader->members[leader->n_members++] = c;
+	if (!c->inner)
+		go_live(c, attr, cpu, fx.counters);
 	*out = (struct counter *)c;
 	return 0;
 }
@@ -392,7 +532,7 @@ static int sim_read_group(struct counter *lc, uint64_t *buf, size_t n)
 		if (c->rule.fail_after >= 0 && k > (uint64_t)c->rule.fail_after)
 			return -EIO;
 	}
-	times_at(&leader->rule, k, &ena, &run);
+	times_at(leader, k, &ena, &run);
 	buf[0] = nr;
 	if (rf & PERF_FORMAT_TOTAL_TIME_ENABLED)
 		buf[at++] = ena;
@@ -409,16 +549,25 @@ static int sim_read_group(struct counter *lc, uint64_t *buf, size_t n)
 	return 0;
 }
 
+static int set_enabled(struct sim_counter *c, bool on)
+{
+	if (c->inner)
+		return on ? counter_syscall_ops.enable(c->inner) :
+			    counter_syscall_ops.disable(c->inner);
+	live_lock_take();
+	c->enabled = on;
+	live_lock_give();
+	return 0;
+}
+
 static int sim_enable(struct counter *cc)
 {
-	struct sim_counter *c = (struct sim_counter *)cc;
-	return c->inner ? counter_syscall_ops.enable(c->inner) : 0;
+	return set_enabled((struct sim_counter *)cc, true);
 }
 
 static int sim_disable(struct counter *cc)
 {
-	struct sim_counter *c = (struct sim_counter *)cc;
-	return c->inner ? counter_syscall_ops.disable(c->inner) : 0;
+	return set_enabled((struct sim_counter *)cc, false);
 }
 
 static void sim_close(struct counter *cc)
@@ -438,6 +587,13 @@ static void sim_close(struct counter *cc)
 	}
 	for (int i = 0; i < c->n_members; i++) /* a leader closed first orphans its members */
 		c->members[i]->leader = NULL;
+	live_lock_take();
+	for (struct sim_counter **p = &live; *p; p = &(*p)->next)
+		if (*p == c) {
+			*p = c->next;
+			break;
+		}
+	live_lock_give();
 	if (c->inner)
 		counter_syscall_ops.close(c->inner);
 	free(c);

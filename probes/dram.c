@@ -56,6 +56,8 @@ struct prb_dram {
 	struct dram_plan plan;
 	bool forbid_scaling;
 	struct dram_counter ctr[PRB_DRAM_MAX_INSTANCES][PRB_DRAM_MAX_EVENTS];
+	struct prb_bytes last[PRB_DRAM_MAX_INSTANCES][PRB_DRAM_MAX_EVENTS]; /* each event as of
+									      * the last read */
 	bool grouped[PRB_DRAM_MAX_INSTANCES]; /* read with one PERF_FORMAT_GROUP read */
 	uint64_t t0; /* CLOCK_MONOTONIC ns at open, the times of file instances */
 };
@@ -71,6 +73,7 @@ static void status_fill(struct prb_dram_status *st, const struct dram_backend *b
 	if ((b->provides & (PRB_DRAM_READ | PRB_DRAM_WRITE)) != (PRB_DRAM_READ | PRB_DRAM_WRITE))
 		st->flags |= PRB_DRAM_TOTAL_ONLY;
 	snprintf(st->caveat, sizeof(st->caveat), "%s", b->caveat ? b->caveat : "");
+	st->counters = b->counters;
 	st->n_instances = plan->n;
 	for (int i = 0; i < plan->n; i++) {
 		snprintf(st->instances[i].pmu, sizeof(st->instances[i].pmu), "%s", plan->inst[i].name);
@@ -86,6 +89,7 @@ static void status_fill(struct prb_dram_status *st, const struct dram_backend *b
 			enc->type = ev->attr.type;
 			enc->config = ev->attr.config;
 			enc->config1 = ev->attr.config1;
+			enc->bytes_per_count = ev->bytes_per_count;
 		}
 	}
 }
@@ -333,6 +337,94 @@ static int read_base(struct prb_dram *d, int i, char *what, size_t n)
 	return 0;
 }
 
+/* Keeps of each instance only the events whose bit is set in mask (prb_dram_options.events),
+ * in their order, in the plan and in st. -EINVAL, st->reason saying why, when the mask names
+ * an event past an instance's last or leaves one none (a file instance has no events). */
+static int select_events(struct dram_plan *plan, struct prb_dram_status *st, unsigned mask)
+{
+	for (int i = 0; i < plan->n; i++) {
+		struct dram_instance *in = &plan->inst[i];
+		struct prb_dram_instance *si = &st->instances[i];
+		unsigned all = in->n_events >= 32 ? ~0u : (1u << in->n_events) - 1;
+		int kept = 0;
+		if (!in->pmu || (mask & ~all) || !(mask & all)) {
+			snprintf(st->reason, sizeof(st->reason), "%s: events mask 0x%x %s (it has %d "
+				 "event%s): take a mask from prb_dram_groups", in->name, mask,
+				 in->pmu && (mask & ~all) ? "names events past its last" :
+				 "selects none of its events", in->n_events,
+				 in->n_events == 1 ? "" : "s");
+			return -EINVAL;
+		}
+		for (int j = 0; j < in->n_events; j++) {
+			if (!(mask >> j & 1))
+				continue;
+			in->events[kept] = in->events[j];
+			si->events[kept] = si->events[j];
+			kept++;
+		}
+		in->n_events = si->n_events = kept;
+	}
+	return 0;
+}
+
+int prb_dram_groups(const struct prb_dram_status *st, unsigned *masks, int max)
+{
+	int n = 0, c = st->counters;
+	for (int i = 0; i < st->n_instances; i++)
+		if (st->instances[i].n_events > n)
+			n = st->instances[i].n_events;
+	int groups = c > 0 && n > c ? (n + c - 1) / c : 1;
+	if (groups > max)
+		return -ENOSPC;
+	if (groups == 1) {
+		masks[0] = 0; /* every event */
+		return 1;
+	}
+	for (int g = 0; g < groups; g++) {
+		masks[g] = 0;
+		for (int j = g * c; j < (g + 1) * c && j < n; j++)
+			masks[g] |= 1u << j;
+	}
+	return groups;
+}
+
+static int set_enabled(struct prb_dram *d, bool on)
+{
+	const struct counter_ops *ops = counter_ops_get();
+	int first = 0;
+	for (int i = 0; i < d->plan.n; i++)
+		for (int j = 0; d->plan.inst[i].pmu && j < d->plan.inst[i].n_events; j++) {
+			int rc = on ? ops->enable(d->ctr[i][j].c) : ops->disable(d->ctr[i][j].c);
+			if (rc < 0 && first == 0)
+				first = rc;
+		}
+	return first;
+}
+
+int prb_dram_enable(struct prb_dram *d)
+{
+	return set_enabled(d, true);
+}
+
+int prb_dram_disable(struct prb_dram *d)
+{
+	return set_enabled(d, false);
+}
+
+int prb_dram_event_bytes(const struct prb_dram *d, int i, struct prb_bytes *out, int max)
+{
+	if (i < 0 || i >= d->plan.n)
+		return -EINVAL;
+	const struct dram_instance *in = &d->plan.inst[i];
+	if (!in->pmu)
+		return 0;
+	if (in->n_events > max)
+		return -ENOSPC;
+	for (int j = 0; j < in->n_events; j++)
+		out[j] = d->last[i][j];
+	return in->n_events;
+}
+
 int prb_dram_open(struct prb_dram **out, const struct prb_system *sys,
 		  const struct prb_dram_options *opt, struct prb_dram_status *st)
 {
@@ -345,7 +437,12 @@ int prb_dram_open(struct prb_dram **out, const struct prb_system *sys,
 	rc = dram_probe_plan(sys, opt, st, &d->plan);
 	if (rc < 0)
 		goto out;
+	if (opt && opt->events && (rc = select_events(&d->plan, st, opt->events)) < 0)
+		goto out;
 	d->forbid_scaling = opt && opt->forbid_scaling;
+	for (int i = 0; i < PRB_DRAM_MAX_INSTANCES; i++)
+		for (int j = 0; j < PRB_DRAM_MAX_EVENTS; j++)
+			d->last[i][j] = (struct prb_bytes){ 0, PRB_NOT_RUN };
 	d->t0 = now_ns();
 	for (int i = 0; i < d->plan.n; i++) {
 		struct dram_instance *in = &d->plan.inst[i];
@@ -414,6 +511,7 @@ int prb_dram_events(const struct prb_dram *d, int i, struct prb_dram_event_desc 
 		if (fmt_into(out[j].perf, "%s/config=0x%llx%s/", in->name,
 			     (unsigned long long)ev->attr.config, extra) < 0)
 			return -ENAMETOOLONG;
+		snprintf(out[j].name, sizeof(out[j].name), "%s", ev->name);
 		out[j].figure = ev->dir == DRAM_READ ? PRB_DRAM_READ :
 				ev->dir == DRAM_WRITE ? PRB_DRAM_WRITE : PRB_DRAM_TOTAL;
 		out[j].bytes_per_count = ev->bytes_per_count;
@@ -453,6 +551,7 @@ static int read_instance(struct prb_dram *d, int i, struct prb_dram_instance_sam
 	const struct dram_instance *in = &d->plan.inst[i];
 	uint64_t v[PRB_DRAM_MAX_EVENTS][3];
 	int rcs[PRB_DRAM_MAX_EVENTS];
+	unsigned has = 0; /* the figures this instance's open events feed */
 	int rc = 0;
 
 	memset(is, 0, sizeof(*is));
@@ -506,10 +605,18 @@ static int read_instance(struct prb_dram *d, int i, struct prb_dram_instance_sam
 		if (dir)
 			add_bytes(dir, state, bytes);
 		add_bytes(&is->total, state, bytes);
+		d->last[i][j] = (struct prb_bytes){ bytes, state };
+		has |= ev->dir == DRAM_READ ? PRB_DRAM_READ : ev->dir == DRAM_WRITE ?
+			PRB_DRAM_WRITE : PRB_DRAM_TOTAL;
 	}
-	not_provided(&is->read, d->status.provides, PRB_DRAM_READ);
-	not_provided(&is->write, d->status.provides, PRB_DRAM_WRITE);
-	not_provided(&is->total, d->status.provides, PRB_DRAM_TOTAL);
+	/* a subset of the events (prb_dram_options.events) may hold none of a direction's:
+	 * it does not count that figure, rather than count a 0 */
+	if (in->pmu && (has & (PRB_DRAM_READ | PRB_DRAM_WRITE)))
+		has |= PRB_DRAM_TOTAL;
+	unsigned provides = in->pmu ? d->status.provides & has : d->status.provides;
+	not_provided(&is->read, provides, PRB_DRAM_READ);
+	not_provided(&is->write, provides, PRB_DRAM_WRITE);
+	not_provided(&is->total, provides, PRB_DRAM_TOTAL);
 	return rc;
 }
 
@@ -540,6 +647,31 @@ int prb_dram_read(struct prb_dram *d, struct prb_dram_sample *s)
 	    (s->reading_flags & (PRB_READING_SCALED | PRB_READING_NOT_COUNTED)))
 		rc = -ERANGE;
 	return rc;
+}
+
+double prb_dram_instance_share(const struct prb_dram_instance_sample *is)
+{
+	if (!is->time_enabled)
+		return NAN;
+	/* time_running can only trail time_enabled; a file instance has both from one clock */
+	double share = (double)is->time_running / (double)is->time_enabled;
+	return share > 1 ? 1 : share;
+}
+
+double prb_dram_sample_share(const struct prb_dram_sample *s, int *worst)
+{
+	double min = NAN;
+	int at = -1;
+	for (int i = 0; i < s->n_instances && i < PRB_DRAM_MAX_INSTANCES; i++) {
+		double sh = prb_dram_instance_share(&s->inst[i]);
+		if (!isnan(sh) && (at < 0 || sh < min)) {
+			min = sh;
+			at = i;
+		}
+	}
+	if (worst)
+		*worst = at;
+	return min;
 }
 
 static void bytes_delta(const struct prb_bytes *later, const struct prb_bytes *earlier,
@@ -585,8 +717,11 @@ void prb_dram_sample_delta(const struct prb_dram_sample *later,
 		bytes_delta(&a->read, &b->read, &o->read);
 		bytes_delta(&a->write, &b->write, &o->write);
 		bytes_delta(&a->total, &b->total, &o->total);
-		o->time_enabled = a->time_enabled - b->time_enabled;
-		o->time_running = a->time_running - b->time_running;
+		/* a side whose reads failed has no times (0): the window then has none */
+		o->time_enabled = a->time_enabled >= b->time_enabled ?
+					  a->time_enabled - b->time_enabled : 0;
+		o->time_running = a->time_running >= b->time_running && o->time_enabled ?
+					  a->time_running - b->time_running : 0;
 		o->reading_flags = flags;
 	}
 	bytes_delta(&later->read, &earlier->read, &out->read);
@@ -599,4 +734,35 @@ void prb_dram_sample_delta(const struct prb_dram_sample *later,
 	}
 	out->reading_flags = later->reading_flags | earlier->reading_flags;
 	out->n_instances = n;
+}
+
+/* One figure of prb_dram_sample_add: a side that does not provide it adds nothing. */
+static void bytes_add(struct prb_bytes *acc, const struct prb_bytes *s)
+{
+	if (s->state == PRB_NOT_PROVIDED)
+		return;
+	if (acc->state == PRB_NOT_PROVIDED)
+		*acc = *s;
+	else
+		add_bytes(acc, s->state, s->bytes);
+}
+
+void prb_dram_sample_add(struct prb_dram_sample *acc, const struct prb_dram_sample *s)
+{
+	for (int i = 0; i < s->n_instances && i < PRB_DRAM_MAX_INSTANCES; i++) {
+		struct prb_dram_instance_sample *a = &acc->inst[i];
+		const struct prb_dram_instance_sample *b = &s->inst[i];
+		bytes_add(&a->read, &b->read);
+		bytes_add(&a->write, &b->write);
+		bytes_add(&a->total, &b->total);
+		/* each set ran over its own time: the times of the whole are their sums, so that
+		 * the share is what every set ran of what it was enabled */
+		a->time_enabled += b->time_enabled;
+		a->time_running += b->time_running;
+		a->reading_flags |= b->reading_flags;
+	}
+	bytes_add(&acc->read, &s->read);
+	bytes_add(&acc->write, &s->write);
+	bytes_add(&acc->total, &s->total);
+	acc->reading_flags |= s->reading_flags;
 }

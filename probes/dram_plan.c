@@ -62,6 +62,8 @@ int dram_plan_add_event(struct dram_plan *plan, int first, enum dram_dir dir, co
 		}
 		ev->dir = dir;
 		ev->bytes_per_count = bytes_per_count;
+		/* a label: a long list of terms is cut, never used to open anything */
+		snprintf(ev->name, sizeof(ev->name), "%s", terms);
 		if (bytes_per_count <= 0) {
 			/* scale times the unit's size: 6.103515625e-5 MiB = 2^-14 * 2^20 = 64 bytes */
 			const struct prb_event *alias = prb_pmu_event_find(in->pmu, terms);
@@ -78,3 +80,13 @@ int dram_plan_add_event(struct dram_plan *plan, int first, enum dram_dir dir, co
 	return 0;
 }
 
+
+int dram_plan_name_event(struct dram_plan *plan, int first, const char *name)
+{
+	for (int i = first; i < plan->n; i++) {
+		struct dram_instance *in = &plan->inst[i];
+		if (in->n_events > 0 && fmt_into(in->events[in->n_events - 1].name, "%s", name) < 0)
+			return -ENAMETOOLONG;
+	}
+	return 0;
+}

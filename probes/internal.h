@@ -105,6 +105,8 @@ struct dram_event {
 	enum dram_dir dir;
 	struct perf_event_attr attr; /* type and config*; the rest is set at open */
 	double bytes_per_count;      /* 64 for a CAS or a 64-byte line */
+	char name[64];               /* prb_dram_event_desc.name: the terms, unless the backend
+				      * names it (dram_plan_name_event) */
 };
 
 struct dram_instance {
@@ -132,6 +134,8 @@ struct dram_backend {
 	unsigned provides;   /* enum prb_dram_provides: the figures it counts */
 	bool no_group;       /* more events per instance than counters: read them one by one so
 			      * the kernel can multiplex them (a group is all or nothing) */
+	int counters;        /* prb_dram_status.counters: the PMU's counters for these events,
+			      * with its source in the backend's file; 0: not stated (they fit) */
 	const char *caveat;  /* when PRB_DRAM_CAVEAT */
 	/* Where the PMU family exists and what its instances are called, so that a record can be
 	 * checked against itself (prb_dram_backend_check): the kernel's machine (uname -m; NULL:
@@ -178,5 +182,8 @@ int dram_plan_add_pmu(struct dram_plan *plan, const struct prb_pmu *pmu);
  * Returns 0 or a negative errno with why. */
 int dram_plan_add_event(struct dram_plan *plan, int first, enum dram_dir dir, const char *terms,
 			double bytes_per_count, char *why, size_t n);
+/* Names the last event added to every instance from first on (prb_dram_event_desc.name):
+ * 0, or -ENAMETOOLONG when name does not fit. */
+int dram_plan_name_event(struct dram_plan *plan, int first, const char *name);
 
 #endif

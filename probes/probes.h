@@ -4,9 +4,11 @@
  * A counter that cannot be read is reported as unavailable with its reason: never as zero,
  * never as an estimate.
  *
- * Four parts:
+ * Five parts:
  *   discovery   prb_system_*: the PMUs under <sysfs>/bus/event_source/devices, parsed as perf
  *               parses them (type, cpumask, format/<field>, events/<alias> with .scale and .unit);
+ *   topology    prb_topology_*: the NUMA nodes under <sysfs>/devices/system/node and their
+ *               packages, from the same root;
  *   DRAM        prb_dram_*: bytes read from and written to DRAM, from the memory controllers'
  *               own counters, over every controller instance (a table of backends, probes/pmu/);
  *   sets        prb_set_*: any other events (software, core via libpfm4, "pmu/terms/" such as
@@ -202,6 +204,9 @@ struct prb_dram_status {
 	unsigned flags;     /* enum prb_dram_flags */
 	unsigned provides;  /* enum prb_dram_provides; 0 when no backend was found */
 	char caveat[256];   /* "" unless PRB_DRAM_CAVEAT */
+	int counters;       /* the counters each instance's PMU has for these events, as the
+			     * backend states them (amd_df: 4); 0 when it states none (its events
+			     * fit). More events than counters are multiplexed: prb_dram_groups */
 	char reason[768];   /* when !available: why, and the fix */
 	int n_instances;    /* every instance the backend counts: all of them, always */
 	struct prb_dram_instance {
@@ -213,6 +218,8 @@ struct prb_dram_status {
 			uint32_t type;   /* perf_event_attr.type: the PMU's sysfs type */
 			uint64_t config; /* perf_event_attr.config, from the sysfs format */
 			uint64_t config1; /* .config1 (arm_dmc620's mask/match: the direction) */
+			double bytes_per_count; /* what one count is in bytes (from the alias's
+						 * .scale and .unit, or the backend's 64) */
 		} events[PRB_DRAM_MAX_EVENTS];
 	} instances[PRB_DRAM_MAX_INSTANCES];
 	char missing[1024]; /* backends looked for and absent, each with why ("" if none) */
@@ -239,6 +246,16 @@ struct prb_dram_sample {
 	unsigned reading_flags; /* OR over every instance */
 };
 
+/* The multiplexing share of an instance over a sample's interval: time_running / time_enabled
+ * (perf prints it as the percentage beside a count), of the least counted of its events; 1 for
+ * a counter that ran the whole time, below 1 when the kernel multiplexed it and its counts were
+ * extrapolated by time_enabled / time_running. NaN when the interval has no enabled time (a
+ * sample that was never read). */
+double prb_dram_instance_share(const struct prb_dram_instance_sample *is);
+/* The smallest instance share of s (NaN when no instance has one); *worst (may be NULL)
+ * receives that instance's index, or -1. */
+double prb_dram_sample_share(const struct prb_dram_sample *s, int *worst);
+
 /* out = later - earlier, figure by figure and instance by instance: measured only when both
  * sides are (else the later side's state when it is not measured, the earlier's otherwise);
  * bytes modulo 2^64; times later - earlier; reading_flags the OR of both. out may be either
@@ -249,6 +266,9 @@ void prb_dram_sample_delta(const struct prb_dram_sample *later,
 struct prb_dram_options {
 	const char *backend;  /* a backend name to insist on; NULL: the most accurate available */
 	bool forbid_scaling;  /* prb_dram_read fails with -ERANGE rather than extrapolate */
+	unsigned events;      /* 0: every event of every instance. Else a subset: event j of each
+			       * instance (prb_dram_events' order on a full open) where bit j is
+			       * set, and no other, e.g. one mask of prb_dram_groups */
 };
 
 struct prb_dram;
@@ -268,21 +288,25 @@ int prb_dram_backend_check(const char *backend, const char *machine, const char 
 /* Finds the backend (opt->backend, or the most accurate present) and fills *st with it and
  * every instance it counts, without opening anything. 0 when one was found; -ENOENT when none
  * (st->reason says why: on a virtual machine, that it exposes no uncore PMUs); -EINVAL for an
- * unknown backend name. opt may be NULL. */
+ * unknown backend name. opt may be NULL; st lists every event whatever opt->events says. */
 int prb_dram_probe(const struct prb_system *sys, const struct prb_dram_options *opt,
 		   struct prb_dram_status *st);
 
 /* prb_dram_probe, then opens every event of every instance (pid -1, on the PMU's cpumask
  * CPUs, no exclude bits) and enables them. Either every instance opens or none does: a
- * partial set of memory controllers is never counted. On failure st->available is false and
- * st->reason gives prb_explain() of the errno. The caller closes *out with prb_dram_close. */
+ * partial set of memory controllers is never counted. With opt->events, only those events of
+ * each instance (st then lists only them, and so does prb_dram_events); a mask that leaves an
+ * instance no event, or names events past its last, is -EINVAL with st->reason saying so. On
+ * failure st->available is false and st->reason gives prb_explain() of the errno. The caller
+ * closes *out with prb_dram_close. */
 int prb_dram_open(struct prb_dram **out, const struct prb_system *sys,
 		  const struct prb_dram_options *opt, struct prb_dram_status *st);
 void prb_dram_close(struct prb_dram *d);
 /* Bytes since open, per instance and summed, each figure with its state; a per-token figure
  * is prb_dram_sample_delta of two samples. The hot path: one read(2) per memory controller
  * where the counter layer has groups (its events form one group), one per event otherwise
- * (amd_df's 8 channel events must be multiplexed on 4 counters, so they are never grouped).
+ * (amd_df's 8 channel events are multiplexed on 4 counters when opened together, so they are
+ * never grouped: a group is scheduled all or nothing).
  * Raw counts are taken against the value read at open, modulo the counter's width, so a
  * counter that wraps between reads is still counted. -ERANGE when a reading was multiplexed
  * (or did not run) and scaling is forbidden, -EIO when a counter read failed; s is still
@@ -292,11 +316,39 @@ int prb_dram_read(struct prb_dram *d, struct prb_dram_sample *s);
 /* Borrowed; valid until prb_dram_close. */
 const struct prb_dram_status *prb_dram_status(const struct prb_dram *d);
 
+/* Groups of events that fit the counters: where an instance has more events than
+ * st->counters, the kernel time-shares the counters and every count is an extrapolation;
+ * opened one group at a time (prb_dram_options.events = masks[g]), each is counted whole.
+ * Fills masks[0 .. n) with consecutive events, st->counters to a group (the last may hold
+ * fewer), and returns n: 1 with masks[0] = 0 (every event) when the events fit or the backend
+ * states no count; -ENOSPC when max is too small. */
+int prb_dram_groups(const struct prb_dram_status *st, unsigned *masks, int max);
+/* Stops and restarts every counter of d (PERF_EVENT_IOC_DISABLE/ENABLE): a disabled event
+ * counts nothing, its time enabled stands still, and it takes no counter from the events that
+ * run, so that groups opened side by side can take turns. Reads of a disabled d are still
+ * valid (the counts since open, as they stood). A file instance (resctrl) cannot stop: it is
+ * left as it is. 0 or the first negative errno. */
+int prb_dram_enable(struct prb_dram *d);
+int prb_dram_disable(struct prb_dram *d);
+/* Each event of instance i as of the last prb_dram_read: out[j] its bytes since open (j in
+ * prb_dram_events' order), with its state; returns how many (0 for a file instance), -EINVAL
+ * when there is no instance i, -ENOSPC when max is too small. Before any read, every event is
+ * PRB_NOT_RUN. */
+int prb_dram_event_bytes(const struct prb_dram *d, int i, struct prb_bytes *out, int max);
+/* acc += s, figure by figure and instance by instance, for samples of disjoint sets of one
+ * plan's events (the groups of prb_dram_groups, each with its own prb_dram): bytes and times
+ * add, flags OR. A figure is measured when both sides are; one side's not-provided figure
+ * (a group with none of that figure's events) adds nothing; otherwise the first state that is
+ * not measured wins, with bytes 0. */
+void prb_dram_sample_add(struct prb_dram_sample *acc, const struct prb_dram_sample *s);
+
 /* One event of a DRAM instance as the kernel's perf tool names it, so that a second meter can
  * read the same counters (`memwall verify` runs `perf stat -a -x, -e` on them). */
 struct prb_dram_event_desc {
 	char perf[192];         /* "uncore_imc_free_running_0/config=0x20ff/": the PMU and the raw
 				 * encoding (perf then applies no .scale: it prints counts) */
+	char name[64];          /* what the backend calls it: the alias ("data_read") or perf's
+				 * name ("dram_channel_data_controller_5"), else its terms */
 	unsigned figure;        /* PRB_DRAM_READ, PRB_DRAM_WRITE or PRB_DRAM_TOTAL */
 	double bytes_per_count; /* what one count is in bytes, as prb_dram_read converts it */
 };
@@ -343,6 +395,41 @@ int prb_set_disable(struct prb_set *s);
 int prb_set_reset(struct prb_set *s);
 /* Fills out[0 .. prb_set_count()-1]. */
 int prb_set_read(struct prb_set *s, struct prb_reading *out);
+
+/* ---------------------------------------------------------------- topology */
+
+/* One NUMA node of <sysfs>/devices/system/node (probes/numa.c). */
+struct prb_numa_node {
+	int id;              /* N of nodeN */
+	int *cpus;           /* its cpulist; NULL and n_cpus 0 for a memory-only node (CXL, HBM) */
+	int n_cpus;
+	int64_t mem_bytes;   /* MemTotal of nodeN/meminfo; -1 when unreadable */
+	int package;         /* physical_package_id of its first CPU; -1 unknown or no CPU */
+	bool spans_packages; /* its CPUs lie in more than one package (AMD's NPS0: one node, two
+			      * sockets) */
+};
+
+struct prb_topology;
+
+/* Reads the NUMA nodes under <root>/devices/system/node and their packages (root as
+ * prb_system_open takes it: NULL means $MEMWALL_SYSFS_ROOT, else "/sys"). A machine without
+ * the folder (a kernel without CONFIG_NUMA, a recorded tree without it) is not an error: it
+ * has 0 nodes and prb_topology_why says so. -EINVAL with err naming the file when a cpulist is
+ * malformed; -ENOMEM. Free *out with prb_topology_free. */
+int prb_topology_new(struct prb_topology **out, const char *root, struct prb_error *err);
+void prb_topology_free(struct prb_topology *t);
+/* Borrowed; valid until prb_topology_free. */
+const char *prb_topology_root(const struct prb_topology *t);
+int prb_topology_node_count(const struct prb_topology *t);
+/* The i-th node in order of id; NULL when out of range. Borrowed, as above. */
+const struct prb_numa_node *prb_topology_node(const struct prb_topology *t, int i);
+/* Why there are no nodes ("" when there are). Borrowed, as above. */
+const char *prb_topology_why(const struct prb_topology *t);
+/* The number of distinct packages over the nodes' CPUs; 0 when unknown, *why (may be NULL;
+ * borrowed, as above) then saying why. */
+int prb_topology_packages(const struct prb_topology *t, const char **why);
+/* The id of the node whose cpulist holds cpu; -1 when none does. */
+int prb_topology_cpu_node(const struct prb_topology *t, int cpu);
 
 /* ---------------------------------------------------------------- counter backends */
 

@@ -16,6 +16,7 @@
 	MW_VERB(compare, "compare two result records: per-metric delta and Welch t-test; exit 1 on a regression") \
 	MW_VERB(db, "a store of many records (SQLite or PostgreSQL): import, list, show, query, compare machines") \
 	MW_VERB(doctor, "report what this machine can measure (DRAM counters, RAPL, core events)") \
+	MW_VERB(export, "a record in another project's own submission format: AIOS's baseline JSON or its issue comment") \
 	MW_VERB(generate, "run a model and print what it generates, with tok/s") \
 	MW_VERB(headroom, "AIOS projections against a baseline; its Model Contract checked on the real model") \
 	MW_VERB(import_aios, "convert an AIOS baseline result into a reference record, marked with what it did not measure") \
@@ -23,6 +24,7 @@
 	MW_VERB(roofline, "analytic bytes and FLOPs per token, roofline, headroom, plausibility of a record") \
 	MW_VERB(run, "run a protocol with counters at every token and write its result record") \
 	MW_VERB(sparsity_calibrate, "the calibration pass of a static sparsity map: which FFN neurons never fire") \
+	MW_VERB(stat, "the DRAM traffic of any command, system-wide, as perf stat -a meters it") \
 	MW_VERB(synth, "write a deterministic synthetic model of a real shape") \
 	MW_VERB(tokenize, "the token ids (or pieces) a GGUF or llama2.c tokenizer gives a text") \
 	MW_VERB(validate, "check a result record's schema and recompute its figures from the raw data") \

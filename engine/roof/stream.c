@@ -25,6 +25,10 @@
 /* A worker's buffer is a whole number of these, so TRIAD's thirds and COPY's halves are whole
  * pages: no two arrays share a page or a cache line. */
 #define SLICE_UNIT (3u * 2u * PAGE)
+/* WRITE's source: one block that stays in the L1 data cache (32 KiB or more on every CPU the
+ * kernels run on), copied over the array block by block, so the stores reach memory and the
+ * loads never leave the core. */
+#define FILL_FLOATS 4096u /* 16 KiB */
 
 /* A barrier on a mutex and a condition variable whose party count may shrink before use (when
  * a worker could not be started); pthread_barrier_t cannot. For the slow edges only: start of
@@ -42,6 +46,7 @@ struct worker {
 	pthread_t tid;
 	int cpu;
 	float *buf;        /* (slice_bytes / 4) floats, mmap'd by this worker */
+	float *fill;       /* (FILL_FLOATS) WRITE's source, allocated by this worker */
 	double t0, t1;     /* this worker's start and end of the last run, seconds */
 	float sink;        /* stream_read's result, kept so the loads are not dead */
 	int err;           /* start-up failure, -errno */
@@ -130,6 +135,7 @@ static size_t layout(const struct eng_stream *s, const struct worker *w, enum en
 {
 	static const unsigned arrays[ENG_STREAM_KIND_COUNT] = {
 		[ENG_STREAM_READ] = 1, [ENG_STREAM_COPY] = 2, [ENG_STREAM_TRIAD] = 3,
+		[ENG_STREAM_WRITE] = 1,
 	};
 	size_t n = s->slice_bytes / arrays[kind] / sizeof(float);
 	*a = w->buf;
@@ -152,6 +158,11 @@ static void run_kernel(struct eng_stream *s, struct worker *w)
 		break;
 	case ENG_STREAM_TRIAD:
 		(s->nontemporal ? k->stream_triad_nt : k->stream_triad)(a, b, c, 3.0f, n);
+		break;
+	case ENG_STREAM_WRITE:
+		for (size_t i = 0; i < n; i += FILL_FLOATS)
+			(s->nontemporal ? k->stream_copy_nt : k->stream_copy)(
+				a + i, w->fill, n - i < FILL_FLOATS ? n - i : FILL_FLOATS);
 		break;
 	case ENG_STREAM_KIND_COUNT:
 		break;
@@ -179,6 +190,10 @@ static int worker_setup(struct worker *w)
 	size_t n = s->slice_bytes / sizeof(float);
 	for (size_t i = 0; i < n; i++)
 		w->buf[i] = 1.0f;
+	if (!(w->fill = aligned_alloc(64, FILL_FLOATS * sizeof(float))))
+		return -ENOMEM;
+	for (size_t i = 0; i < FILL_FLOATS; i++)
+		w->fill[i] = 1.0f;
 	return 0;
 }
 
@@ -310,9 +325,11 @@ void eng_stream_free(struct eng_stream *s)
 		for (int i = 0; i < s->started; i++)
 			pthread_join(s->w[i].tid, NULL);
 	}
-	for (int i = 0; i < s->threads; i++)
+	for (int i = 0; i < s->threads; i++) {
 		if (s->w[i].buf)
 			munmap(s->w[i].buf, s->slice_bytes);
+		free(s->w[i].fill);
+	}
 	gate_destroy(&s->start);
 	gate_destroy(&s->done);
 	free(s->w);
@@ -354,13 +371,16 @@ int eng_stream_run(struct eng_stream *s, enum eng_stream_kind kind, bool nontemp
 	/* Arrays read and written per element, by kind. */
 	static const unsigned reads[ENG_STREAM_KIND_COUNT] = {
 		[ENG_STREAM_READ] = 1, [ENG_STREAM_COPY] = 1, [ENG_STREAM_TRIAD] = 2,
+		[ENG_STREAM_WRITE] = 0, /* its source block never leaves L1: no memory read */
 	};
 	static const unsigned writes[ENG_STREAM_KIND_COUNT] = {
 		[ENG_STREAM_READ] = 0, [ENG_STREAM_COPY] = 1, [ENG_STREAM_TRIAD] = 1,
+		[ENG_STREAM_WRITE] = 1,
 	};
 	if ((unsigned)kind >= ENG_STREAM_KIND_COUNT)
 		return -EINVAL;
-	bool have_nt = (kind == ENG_STREAM_COPY && s->ops->stream_copy_nt) ||
+	bool have_nt = ((kind == ENG_STREAM_COPY || kind == ENG_STREAM_WRITE) &&
+			s->ops->stream_copy_nt) ||
 		       (kind == ENG_STREAM_TRIAD && s->ops->stream_triad_nt);
 	if (nontemporal && !have_nt)
 		return -ENOTSUP;

@@ -3,9 +3,12 @@
  * The file (karpathy/llama2.c tokenizer.py, export): int32 max_token_length, then for every
  * token of the vocabulary a float32 merge score, an int32 length and that many bytes of
  * UTF-8, no terminator. The count of tokens is not stored: it is whatever the file holds, and
- * must equal the model's vocab_size. Encoding follows run.c's `encode`: one token per UTF-8
- * code point (or one per byte, as "<0xXX>" pieces, when the code point is not a piece), then
- * repeatedly merge the adjacent pair whose concatenation is the piece of highest score.
+ * must equal the model's vocab_size. Encoding gives run.c's `encode`'s tokens: one token per
+ * UTF-8 code point (or one per byte, as "<0xXX>" pieces, when the code point is not a piece),
+ * then repeatedly merge the adjacent pair whose concatenation is the piece of highest score,
+ * the leftmost of equals. run.c finds that pair by rescanning every pair after each merge,
+ * O(n^2) in the text (6 KB took 7 s, issue 43); here the pairs wait in a priority queue
+ * (merge.h), as the GGUF encoders' do, so a text of megabytes takes a second.
  *
  * Every kind of tokenizer sits behind tokenizer_ops.h's table; the public functions at the end
  * of this file dispatch through it. A .gguf file given to eng_tokenizer_open is read by
@@ -19,6 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "merge.h"
 #include "model/model.h"
 #include "tokenizer_gguf.h"
 #include "tokenizer_ops.h"
@@ -309,6 +313,79 @@ static int push_code_point(const struct l2c_tokenizer *t, const char *str, int *
 	return 0;
 }
 
+/* One token of the merge, linked to its neighbours (-1 at the ends; id -1 once absorbed). */
+struct l2c_sym {
+	int id, prev, next;
+};
+
+/* The piece of s[l] and s[r] side by side into buf: its id when it is a piece of a score run.c
+ * would merge, else -1. run.c's best score starts at -1e10, so a piece scored at or below it
+ * never merges; no piece is longer than max_token_length, so a longer pair is not looked up. */
+static int pair_id(const struct l2c_tokenizer *t, const struct l2c_sym *s, int l, int r,
+		   char *buf)
+{
+	const char *a = t->vocab[s[l].id], *b = t->vocab[s[r].id];
+	size_t la = strlen(a), lb = strlen(b);
+	if (la + lb > t->max_token_length)
+		return -1;
+	memcpy(buf, a, la);
+	memcpy(buf + la, b, lb + 1);
+	int id = lookup(t, buf);
+	return id >= 0 && t->scores[id] > -1e10f ? id : -1;
+}
+
+/* Queues the pair (l, r) when it merges: the highest score pops first, the leftmost of equal
+ * ones (merge.h), as run.c's scan picks. Its stamp is r's token: the pair holds while l is
+ * alive and linked to r and r is still that token (l changes only by absorbing r). */
+static int push_pair(const struct l2c_tokenizer *t, const struct l2c_sym *s, struct tok_heap *h,
+		     int l, int r, char *buf)
+{
+	int id = l < 0 || r < 0 ? -1 : pair_id(t, s, l, r, buf);
+	if (id < 0)
+		return 0;
+	return tok_heap_push(h, (struct tok_bigram){ .prio = -(double)t->scores[id], .left = l,
+						     .right = r, .stamp = (uint32_t)s[r].id });
+}
+
+/* Merges tokens[0..*count) in place until no adjacent pair is a piece (*count shrinks). buf
+ * holds two pieces side by side. 0 or -ENOMEM. */
+static int merge_all(const struct l2c_tokenizer *t, int *tokens, int *count, char *buf)
+{
+	struct tok_heap h = { 0 };
+	int n = *count, rc = 0;
+	if (n < 2)
+		return 0;
+	struct l2c_sym *s = malloc((size_t)n * sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	for (int i = 0; i < n; i++)
+		s[i] = (struct l2c_sym){ .id = tokens[i], .prev = i - 1, .next = i + 1 < n ? i + 1 : -1 };
+	for (int i = 0; i + 1 < n && !rc; i++)
+		rc = push_pair(t, s, &h, i, i + 1, buf);
+	while (!rc && h.n) {
+		struct tok_bigram b = tok_heap_pop(&h);
+		struct l2c_sym *l = &s[b.left], *r = &s[b.right];
+		if (l->id < 0 || l->next != b.right || r->id != (int)b.stamp)
+			continue; /* stale: a side was absorbed or changed since */
+		l->id = pair_id(t, s, b.left, b.right, buf);
+		l->next = r->next;
+		if (r->next >= 0)
+			s[r->next].prev = b.left;
+		r->id = -1;
+		if (!(rc = push_pair(t, s, &h, l->prev, b.left, buf)))
+			rc = push_pair(t, s, &h, b.left, l->next, buf);
+	}
+	/* s[0] is never absorbed (only right sides are): the survivors run from it */
+	int k = 0;
+	for (int i = 0; !rc && i >= 0; i = s[i].next)
+		tokens[k++] = s[i].id;
+	if (!rc)
+		*count = k;
+	free(h.v);
+	free(s);
+	return rc;
+}
+
 static int l2c_encode(const struct eng_tokenizer *base, const char *text,
 		      const struct eng_encode_options *o, int *tokens, int max, int *n)
 {
@@ -354,26 +431,8 @@ static int l2c_encode(const struct eng_tokenizer *base, const char *text,
 			goto out;
 		len = 0;
 	}
-	/* Merge the best-scoring adjacent pair until no pair is a piece. */
-	for (;;) {
-		float best_score = -1e10f;
-		int best_id = -1, best_at = -1;
-		for (int i = 0; i + 1 < count; i++) {
-			snprintf(buf, cap, "%s%s", t->vocab[tokens[i]], t->vocab[tokens[i + 1]]);
-			int id = lookup(t, buf);
-			if (id >= 0 && t->scores[id] > best_score) {
-				best_score = t->scores[id];
-				best_id = id;
-				best_at = i;
-			}
-		}
-		if (best_at < 0)
-			break;
-		tokens[best_at] = best_id;
-		memmove(tokens + best_at + 1, tokens + best_at + 2,
-			(size_t)(count - best_at - 2) * sizeof(*tokens));
-		count--;
-	}
+	if ((rc = merge_all(t, tokens, &count, buf)))
+		goto out;
 	if (eos) {
 		if (count >= max) {
 			rc = -ENOSPC;

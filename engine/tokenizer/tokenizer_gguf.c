@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "merge.h"
 #include "pretokenize.h"
 #include "tokenizer_gguf.h"
 #include "tokenizer_ops.h"
@@ -187,66 +188,11 @@ struct sym {
 	uint32_t off, n; /* bytes of the word */
 };
 
-struct bigram {
-	double prio; /* lower merges first */
-	int left, right;
-	uint32_t size;
-};
-
-struct heap {
-	struct bigram *v;
-	size_t n, cap;
-};
-
-static bool first(const struct bigram *a, const struct bigram *b)
-{
-	return a->prio < b->prio || (a->prio == b->prio && a->left < b->left);
-}
-
-static int heap_push(struct heap *h, struct bigram b)
-{
-	if (h->n == h->cap) {
-		size_t cap = h->cap ? 2 * h->cap : 64;
-		struct bigram *v = realloc(h->v, cap * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		h->v = v;
-		h->cap = cap;
-	}
-	size_t i = h->n++;
-	while (i && first(&b, &h->v[(i - 1) / 2])) {
-		h->v[i] = h->v[(i - 1) / 2];
-		i = (i - 1) / 2;
-	}
-	h->v[i] = b;
-	return 0;
-}
-
-static struct bigram heap_pop(struct heap *h)
-{
-	struct bigram top = h->v[0], last = h->v[--h->n];
-	size_t i = 0;
-	for (;;) {
-		size_t c = 2 * i + 1;
-		if (c >= h->n)
-			break;
-		if (c + 1 < h->n && first(&h->v[c + 1], &h->v[c]))
-			c++;
-		if (!first(&h->v[c], &last))
-			break;
-		h->v[i] = h->v[c];
-		i = c;
-	}
-	if (h->n)
-		h->v[i] = last;
-	return top;
-}
-
 struct merger {
 	const struct gguf_tokenizer *t;
 	const char *word;
 	struct sym *syms;
-	struct heap heap;
+	struct tok_heap heap;
 	char *scratch; /* "left right" for a BPE rank lookup */
 };
 
@@ -275,8 +221,8 @@ static int try_pair(struct merger *m, int l, int r)
 	double prio;
 	if (l < 0 || r < 0 || !pair_prio(m, l, r, &prio))
 		return 0;
-	return heap_push(&m->heap, (struct bigram){ .prio = prio, .left = l, .right = r,
-						    .size = m->syms[l].n + m->syms[r].n });
+	return tok_heap_push(&m->heap, (struct tok_bigram){ .prio = prio, .left = l, .right = r,
+							    .stamp = m->syms[l].n + m->syms[r].n });
 }
 
 /* Splits word[0..len) into characters and merges them (llama.cpp's llm_tokenizer_spm_session
@@ -297,11 +243,11 @@ static int merge_word(struct merger *m, const char *word, size_t len, int *n_sym
 	for (int i = 1; i < n && !rc; i++)
 		rc = try_pair(m, i - 1, i);
 	while (!rc && m->heap.n) {
-		struct bigram b = heap_pop(&m->heap);
+		struct tok_bigram b = tok_heap_pop(&m->heap);
 		struct sym *l = &m->syms[b.left], *r = &m->syms[b.right];
 		/* Stale: a side was merged away or grew since. Symbols only grow by absorbing their
-		 * right neighbour, so equal total size means both are as they were. */
-		if (!l->n || !r->n || l->n + r->n != b.size)
+		 * right neighbour, so equal total size (the stamp) means both are as they were. */
+		if (!l->n || !r->n || l->n + r->n != b.stamp)
 			continue;
 		l->n += r->n;
 		r->n = 0;
@@ -442,16 +388,38 @@ struct fragment {
 	int token; /* -1: raw text */
 };
 
-/* Cuts the special tokens out of text, longest first (llama.cpp's tokenizer_st_partition). */
+/* Appends x to the list (*f, *n of *cap); 0 or -ENOMEM. */
+static int frag_push(struct fragment **f, size_t *n, size_t *cap, struct fragment x)
+{
+	if (*n == *cap) {
+		struct fragment *g = realloc(*f, 2 * *cap * sizeof(**f));
+		if (!g)
+			return -ENOMEM;
+		*f = g;
+		*cap *= 2;
+	}
+	(*f)[(*n)++] = x;
+	return 0;
+}
+
+/* Cuts the special tokens out of text, longest first (llama.cpp's tokenizer_st_partition):
+ * one pass per special token, which copies the fragment list into a new one, each raw
+ * fragment as the text around every occurrence and the occurrences as tokens; the raw text
+ * left is searched by the next token's pass. A pass is linear in the text and the list.
+ * (Cutting in place, shifting the rest of the array at every cut, was quadratic: 2 MB of
+ * text alternating two special tokens with words took over a minute, issue 43.) No special
+ * token has an empty text (load_vocab names one "[EMPTY_i]", as llama.cpp does); were one
+ * empty, it is skipped rather than found everywhere, forever. Without parse_special, control
+ * and unknown tokens are text (user-defined ones are still cut out). */
 static int partition(const struct gguf_tokenizer *t, const char *text, bool parse_special,
 		     struct fragment **out, size_t *n_out)
 {
-	size_t len = strlen(text), n = len ? 1 : 0, cap = 16;
-	struct fragment *f = malloc(cap * sizeof(*f));
-	if (!f)
-		return -ENOMEM;
-	f[0] = (struct fragment){ 0, len, -1 };
-	for (int s = 0; s < t->n_special; s++) {
+	size_t len = strlen(text), n = len ? 1 : 0, cap = 16, m, mcap = 16;
+	struct fragment *f = malloc(cap * sizeof(*f)), *g = malloc(mcap * sizeof(*g)), *swap;
+	int rc = f && g ? 0 : -ENOMEM;
+	if (!rc)
+		f[0] = (struct fragment){ 0, len, -1 };
+	for (int s = 0; s < t->n_special && !rc; s++) {
 		int id = t->special[s];
 		/* Without parse_special, control and unknown tokens are text; user-defined
 		 * ones are still cut out first (llama.cpp's tokenizer_st_partition). */
@@ -459,36 +427,41 @@ static int partition(const struct gguf_tokenizer *t, const char *text, bool pars
 			continue;
 		const char *sp = t->piece[id];
 		size_t sl = t->piece_len[id];
-		for (size_t i = 0; i < n; i++) {
-			if (f[i].token >= 0)
+		if (!sl)
+			continue;
+		m = 0;
+		for (size_t i = 0; i < n && !rc; i++) {
+			size_t off = f[i].off, end = f[i].off + f[i].len;
+			const char *hit;
+			if (f[i].token >= 0) {
+				rc = frag_push(&g, &m, &mcap, f[i]);
 				continue;
-			const char *hit = memmem(text + f[i].off, f[i].len, sp, sl);
-			if (!hit)
-				continue;
-			if (n + 2 > cap) {
-				struct fragment *g = realloc(f, 2 * cap * sizeof(*f));
-				if (!g) {
-					free(f);
-					return -ENOMEM;
-				}
-				f = g;
-				cap *= 2;
 			}
-			/* [left][token][right]: the right part is searched on the next turn. */
-			size_t at = (size_t)(hit - text), end = f[i].off + f[i].len;
-			struct fragment left = { f[i].off, at - f[i].off, -1 };
-			struct fragment tok = { at, sl, id }, right = { at + sl, end - at - sl, -1 };
-			struct fragment put[3];
-			size_t k = 0;
-			if (left.len)
-				put[k++] = left;
-			put[k++] = tok;
-			if (right.len)
-				put[k++] = right;
-			memmove(f + i + k, f + i + 1, (n - i - 1) * sizeof(*f));
-			memcpy(f + i, put, k * sizeof(*f));
-			n += k - 1;
+			while (!rc && (hit = memmem(text + off, end - off, sp, sl))) {
+				size_t at = (size_t)(hit - text);
+				if (at > off)
+					rc = frag_push(&g, &m, &mcap,
+						       (struct fragment){ off, at - off, -1 });
+				if (!rc)
+					rc = frag_push(&g, &m, &mcap, (struct fragment){ at, sl, id });
+				off = at + sl;
+			}
+			if (!rc && off < end)
+				rc = frag_push(&g, &m, &mcap, (struct fragment){ off, end - off, -1 });
 		}
+		/* the new list is the one the next pass reads; the old one its scratch */
+		swap = f;
+		f = g;
+		g = swap;
+		size_t c = cap;
+		cap = mcap;
+		mcap = c;
+		n = m;
+	}
+	free(g);
+	if (rc) {
+		free(f);
+		return rc;
 	}
 	*out = f;
 	*n_out = n;

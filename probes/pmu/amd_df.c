@@ -6,8 +6,18 @@
  * event 0x07 + 0x40 * channel, umask 0x38 (perf's amdzen2/amdzen3 data-fabric.json,
  * dram_channel_data_controller_0..7). Perf's own metric over them is labelled "Approximate";
  * reads and writes are not separated; unpopulated channels on parts with fewer than eight
- * report counts that are not DRAM traffic; and eight events share four DF counters, so they
- * are multiplexed. Hence the caveat flag, and calibrate before trusting them.
+ * report counts that are not DRAM traffic. Hence the caveat flag, and calibrate before
+ * trusting them.
+ *
+ * Four counters for eight events: the kernel gives the DF PMU NUM_COUNTERS_NB (4) counters
+ * (arch/x86/events/amd/uncore.c: "the Northbridge counters are repurposed as Data Fabric
+ * counters" from family 17h; since 6.8 amd_uncore_df_ctx_init takes that count unless the CPU
+ * has PerfMonV2, Zen 4 on, whose CPUID 0x80000022 EBX gives num_df_pmc instead).
+ * amd_uncore_add answers -EBUSY when all four are taken, so the perf core rotates the eight
+ * channel events over them: opened together, each counts about half the time and its count
+ * is extrapolated. `.counters` states the four, so that `memwall verify` opens the channels
+ * four at a time (prb_dram_groups) and counts each whole; runs and `memwall stat` open all
+ * eight and show the running share.
  */
 #include <stdio.h>
 #include <string.h>
@@ -43,7 +53,11 @@ static int detect(const struct prb_system *sys, struct dram_plan *plan, char *wh
 		return first;
 	for (unsigned ch = 0; ch < DF_CHANNELS; ch++) {
 		snprintf(terms, sizeof(terms), "event=0x%x,umask=0x38", 0x07 + 0x40 * ch);
+		char name[48];
 		int rc = dram_plan_add_event(plan, first, DRAM_TOTAL, terms, 64.0, why, n);
+		snprintf(name, sizeof(name), "dram_channel_data_controller_%u", ch);
+		if (rc == 0)
+			rc = dram_plan_name_event(plan, first, name);
 		if (rc < 0)
 			return rc;
 	}
@@ -56,9 +70,11 @@ const struct dram_backend dram_amd_df = {
 	.provides = PRB_DRAM_TOTAL,
 	.flags = PRB_DRAM_CAVEAT,
 	.no_group = true,
+	.counters = 4,
 	.caveat = "approximate: data-fabric channel requests, not memory-controller counts; no "
-		  "read/write split; 8 channel events multiplexed on 4 counters; unpopulated "
-		  "channels count non-DRAM requests. Run memwall calibrate before trusting them",
+		  "read/write split; 8 channel events share 4 counters (verify opens 4 at a "
+		  "time); unpopulated channels count non-DRAM requests. Run memwall "
+		  "calibrate before trusting them",
 	.machine = "x86_64",
 	.names = { { "amd_df", NULL } },
 	.detect = detect,

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cgroup.h"
 #include "file.h"
@@ -21,7 +22,7 @@
 
 /* /proc/self/mountinfo holds a line per mount: some hosts have thousands. */
 #define PROC_MAX (4u << 20)
-#define QUOTA_FILE_MAX 4096
+#define QUOTA_FILE_MAX 4096u
 
 struct hier {
 	bool v1;            /* the cpu controller's v1 hierarchy, else the v2 one */
@@ -141,14 +142,28 @@ static void scan_mounts(char *text, struct hier *v1, struct hier *v2)
 	}
 }
 
-static int read_small(const char *root, const char *path, char *buf, size_t n)
+/* The first line of root + path into buf. 0; -ENOENT when there is no such file; -EIO when
+ * it cannot be read (a FIFO, a device, a folder, past QUOTA_FILE_MAX, no permission), with
+ * why[0..wn) saying what it is or what failed, and nothing copied into buf. */
+static int read_small(const char *root, const char *path, char *buf, size_t n, char *why,
+		      size_t wn)
 {
 	char full[2048];
 	char *text = NULL;
+	struct stat st;
+	buf[0] = '\0';
 	snprintf(full, sizeof(full), "%s%s", root, path);
 	int rc = mw_file_read(full, "cgroup file", "", QUOTA_FILE_MAX, &text, NULL, NULL);
-	if (rc)
+	if (rc == -ENOENT)
 		return rc;
+	if (rc == -EINVAL && stat(full, &st) == 0)
+		say(why, wn, "it is %s, not a regular file", mw_file_kind(st.st_mode));
+	else if (rc == -EFBIG)
+		say(why, wn, "it is over %u bytes, which no quota file is", QUOTA_FILE_MAX);
+	else if (rc)
+		say(why, wn, "%s", strerror(-rc));
+	if (rc)
+		return -EIO;
 	size_t len = strcspn(text, "\n");
 	snprintf(buf, n, "%.*s", (int)len, text);
 	free(text);
@@ -156,18 +171,20 @@ static int read_small(const char *root, const char *path, char *buf, size_t n)
 }
 
 /* The limit set in dir, in CPUs (0: none); -ENOENT when dir has no quota file (v2's root
- * cgroup, a hierarchy without the cpu controller enabled), -EINVAL for other text. */
+ * cgroup, a hierarchy without the cpu controller enabled), -EIO when one cannot be read (why
+ * says how; file names it), -EINVAL for other text (value holds it). */
 static int dir_quota(const char *root, const struct hier *h, const char *dir, double *cpus,
-		     char *file, size_t fn, char *value, size_t vn)
+		     char *file, size_t fn, char *value, size_t vn, char *why, size_t wn)
 {
 	char path[1200], text[64], period[64];
 	long long q, p;
 	int rc;
 	*cpus = 0;
+	value[0] = '\0';
 	if (!h->v1) {
 		snprintf(path, sizeof(path), "%s/cpu.max", dir);
 		snprintf(file, fn, "%s", path);
-		if ((rc = read_small(root, path, text, sizeof(text))))
+		if ((rc = read_small(root, path, text, sizeof(text), why, wn)))
 			return rc;
 		snprintf(value, vn, "%s", text);
 		char max[16];
@@ -178,10 +195,10 @@ static int dir_quota(const char *root, const struct hier *h, const char *dir, do
 	} else {
 		snprintf(path, sizeof(path), "%s/cpu.cfs_quota_us", dir);
 		snprintf(file, fn, "%s", path);
-		if ((rc = read_small(root, path, text, sizeof(text))))
+		if ((rc = read_small(root, path, text, sizeof(text), why, wn)))
 			return rc;
 		snprintf(path, sizeof(path), "%s/cpu.cfs_period_us", dir);
-		if ((rc = read_small(root, path, period, sizeof(period)))) {
+		if ((rc = read_small(root, path, period, sizeof(period), why, wn))) {
 			snprintf(file, fn, "%s", path);
 			return rc;
 		}
@@ -199,7 +216,7 @@ static int dir_quota(const char *root, const struct hier *h, const char *dir, do
 int mw_cpu_quota(const char *root, struct mw_cpu_quota *q)
 {
 	struct hier v1 = { .v1 = true }, v2 = { .v1 = false }, *h;
-	char *text = NULL, dir[1200], file[1200], value[64];
+	char *text = NULL, dir[1200], file[1200], value[64] = "", why[512] = "";
 	int rc;
 	memset(q, 0, sizeof(*q));
 	root = root_or_env(root);
@@ -246,7 +263,16 @@ int mw_cpu_quota(const char *root, struct mw_cpu_quota *q)
 	/* the cgroup, then each parent, the mount point last */
 	for (;;) {
 		double cpus;
-		rc = dir_quota(root, h, dir, &cpus, file, sizeof(file), value, sizeof(value));
+		rc = dir_quota(root, h, dir, &cpus, file, sizeof(file), value, sizeof(value), why,
+			       sizeof(why));
+		/* A quota file that is there but cannot be read leaves the limit unknown: said,
+		 * never read as "no quota" nor as text it never gave. */
+		if (rc == -EIO) {
+			say(q->why, sizeof(q->why), "%s: cannot read this CPU quota file: %s", file,
+			    why);
+			q->cpus = 0;
+			return -EIO;
+		}
 		if (rc == -EINVAL) {
 			say(q->why, sizeof(q->why), "%s: \"%s\" is not a CPU quota (%s)", file,
 				 value, h->v1 ? "a quota in us or -1, then a period in us"

@@ -20,8 +20,11 @@ struct mw_cpu_quota {
  * cgroup-v1/cfs-bandwidth: scheduler/sched-bwc.rst). Where to look comes from
  * /proc/self/cgroup and /proc/self/mountinfo (proc(5)). root (NULL: $MEMWALL_CGROUP_ROOT, for
  * tests only, else "/") prefixes every path read. Returns 1 with a limit in q, 0 with none
- * (q->why says why: no cgroup file system, "max", -1), or -EINVAL when a quota file holds
- * something else (q->why names the file and its text). */
+ * (q->why says why: no cgroup file system, "max", -1), -EINVAL when a quota file holds
+ * something else (q->why names the file and its text), or -EIO when one is there but cannot
+ * be read: a FIFO, a device, a folder, no permission (q->why names the file and says why;
+ * q->value stays ""). The strings are the machine's bytes: escape them to print them
+ * (src/base/text.h), make them UTF-8 for JSON. */
 int mw_cpu_quota(const char *root, struct mw_cpu_quota *q);
 
 /* Threads a run takes when it is not told: the CPUs of this process's affinity mask, no more

@@ -234,3 +234,120 @@ int mw_mkdir_parents(const char *path)
 	}
 	return 0;
 }
+
+int mw_file_target_check(const char *path, const char *field, bool force, struct mw_error *err)
+{
+	struct stat st;
+	if (lstat(path, &st))
+		return errno == ENOENT ? 0
+				       : mw_error_set(err, -errno, path, field, "cannot examine: %s",
+						      strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		return mw_error_set(err, -EINVAL, path, field, "is %s: memwall writes only regular "
+				    "files and never replaces anything else; name a new file",
+				    mw_file_kind(st.st_mode));
+	if (!force)
+		return mw_error_set(err, -EEXIST, path, field, "exists: give --force to replace it, "
+				    "or name a new file");
+	return 0;
+}
+
+bool mw_file_same(const char *a, const char *b)
+{
+	struct stat sa, sb;
+	return a && b && !stat(a, &sa) && !stat(b, &sb) && sa.st_dev == sb.st_dev &&
+	       sa.st_ino == sb.st_ino;
+}
+
+/* The folder path is in ("." for a bare name) into dir, and its last component into base. */
+static void split_path(const char *path, char *dir, size_t dn, const char **base)
+{
+	const char *slash = strrchr(path, '/');
+	if (!slash) {
+		snprintf(dir, dn, ".");
+		*base = path;
+	} else if (slash == path) {
+		snprintf(dir, dn, "/");
+		*base = slash + 1;
+	} else {
+		snprintf(dir, dn, "%.*s", (int)(slash - path), path);
+		*base = slash + 1;
+	}
+}
+
+static int write_all(int fd, const void *data, size_t len)
+{
+	const char *p = data;
+	while (len) {
+		ssize_t w = write(fd, p, len);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w < 0 ? -errno : -EIO;
+		p += w;
+		len -= (size_t)w;
+	}
+	return 0;
+}
+
+int mw_file_write_atomic(const char *path, const char *field, const void *data, size_t len,
+			 bool force, struct mw_error *err)
+{
+	char dir[4096], tmp[4400];
+	const char *base;
+	int fd = -1, dfd = -1, rc;
+	bool have_tmp = false;
+
+	if (!path[0] || path[strlen(path) - 1] == '/')
+		return mw_error_set(err, -EINVAL, path, field, "names a folder: name a file");
+	if ((rc = mw_file_target_check(path, field, force, err)))
+		return rc;
+	split_path(path, dir, sizeof(dir), &base);
+	snprintf(tmp, sizeof(tmp), "%s/.%.200s.%ld.XXXXXX.tmp", dir, base, (long)getpid());
+	if ((fd = mkstemps(tmp, 4)) < 0) {
+		rc = mw_error_set(err, -errno, path, field, "cannot create a temporary file in %s: "
+				  "%s", dir, strerror(errno));
+		goto out;
+	}
+	have_tmp = true;
+	if ((rc = write_all(fd, data, len)) || (fchmod(fd, 0644) && (rc = -errno)) ||
+	    (fsync(fd) && (rc = -errno))) {
+		mw_error_set(err, rc, path, field, "cannot write: %s", strerror(-rc));
+		goto out;
+	}
+	close(fd);
+	fd = -1;
+	/* Checked again: the path may have changed during the write. With force, rename()
+	 * replaces the directory entry itself: a link put there meanwhile is replaced, never
+	 * followed. */
+	if ((rc = mw_file_target_check(path, field, force, err)))
+		goto out;
+	if (force ? rename(tmp, path) == 0
+		  : renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_NOREPLACE) == 0) {
+		have_tmp = false;
+	} else if (!force && (errno == EINVAL || errno == ENOSYS || errno == ENOTSUP) &&
+		   link(tmp, path) == 0) {
+		/* no RENAME_NOREPLACE here: link() refuses an existing name as well */
+		unlink(tmp);
+		have_tmp = false;
+	} else {
+		rc = errno == EEXIST ? mw_error_set(err, -EEXIST, path, field, "exists: give "
+						    "--force to replace it, or name a new file")
+				     : mw_error_set(err, -errno, path, field, "cannot move into "
+						    "place: %s", strerror(errno));
+		goto out;
+	}
+	/* The rename is durable only once the folder's entry is. */
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0 || fsync(dfd))
+		rc = mw_error_set(err, -errno, dir, field, "fsync of the folder failed: %s",
+				  strerror(errno));
+out:
+	if (fd >= 0)
+		close(fd);
+	if (dfd >= 0)
+		close(dfd);
+	if (have_tmp)
+		unlink(tmp);
+	return rc;
+}

@@ -9,6 +9,7 @@
 #ifndef MEMWALL_FILE_H
 #define MEMWALL_FILE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -66,5 +67,26 @@ FILE *mw_file_fopen(const char *path, const char *what, const char *field, uint6
  * close): for paths handed on to a loader that opens them itself (engine/). 0 or -errno. */
 int mw_file_check(const char *path, const char *what, const char *field, uint64_t max_bytes,
 		  struct mw_error *err);
+
+/* Writes data[0..len) to path (a file a user named with an option, field: "-o") whole or not
+ * at all: into a temporary file beside it (".NAME.PID.XXXXXX.tmp"), fsync'd, then renamed
+ * onto path, and the folder fsync'd. Without force, a path that exists is refused (-EEXIST:
+ * "exists: give --force to replace it"); with force, only a regular file is replaced. A
+ * symbolic link, a folder, a FIFO, a socket or a device at path is never written through or
+ * replaced (-EINVAL), force or not. The check is made before the write and again by the
+ * rename itself (RENAME_NOREPLACE, or link() where the filesystem lacks it) without force.
+ * The file gets mode 0644, as records do. On failure the temporary file is removed and err
+ * names path and why. 0 or -errno. */
+int mw_file_write_atomic(const char *path, const char *field, const void *data, size_t len,
+			 bool force, struct mw_error *err);
+/* mw_file_write_atomic's rule for what may be at path, for a command to check before it
+ * spends time on what it will write (the write checks again): nothing, or with force a
+ * regular file. 0, or -EEXIST / -EINVAL (not a regular file: a link, dangling or not, is not
+ * followed) / -errno, with err naming path and field. */
+int mw_file_target_check(const char *path, const char *field, bool force, struct mw_error *err);
+/* Whether a and b name one file (device and inode, links followed: a hard link or a link to
+ * it is the file), for an output that must not be one of the command's inputs. False when
+ * either cannot be examined or is NULL. */
+bool mw_file_same(const char *a, const char *b);
 
 #endif

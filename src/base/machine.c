@@ -22,6 +22,8 @@
 #include "machine.h"
 #include "redact.h"
 #include "smbios.h"
+#include "text.h"
+#include "topology.h"
 
 /* A meminfo file is about 1.5 KiB; a file 1 MiB long is not one. */
 #define MEMINFO_MAX (1u << 20)
@@ -564,20 +566,44 @@ static json_t *r_memory_config(struct mctx *c, char *w, size_t n)
 	return o;
 }
 
+/* NUMA nodes, the firmware's NUMA split, channels and which controller serves which node
+ * (src/base/topology.c), from the sysfs tree the PMUs are read from: root's sys/, else
+ * $MEMWALL_SYSFS_ROOT, else /sys. */
+static json_t *r_topology(struct mctx *c, char *w, size_t n)
+{
+	char sys[4200], vendor[128];
+	if (c->root[0])
+		snprintf(sys, sizeof(sys), "%s/sys", c->root);
+	json_t *t = mw_topology_describe(c->root[0] ? sys : NULL,
+					 cpuinfo_get(c, "vendor_id", vendor, sizeof(vendor)), NULL);
+	if (!t)
+		snprintf(w, n, "out of memory");
+	return t;
+}
+
 /* The cgroup's CPU quota (src/base/cgroup.c): {"cpus": 2.0, "file", "value"} where one
  * applies, {"cpus": null, "why"} where none does; null (unavailable) when a quota file holds
  * something else. A run whose threads exceed it is throttled: its tok/s is the quota's. */
 static json_t *r_cpu_quota(struct mctx *c, char *w, size_t n)
 {
 	struct mw_cpu_quota q;
+	json_t *o = NULL;
 	int rc = mw_cpu_quota(c->root[0] ? c->root : NULL, &q);
-	if (rc < 0) {
-		snprintf(w, n, "%s", q.why);
-		return NULL;
-	}
-	if (rc == 0)
-		return json_pack("{s:n, s:s}", "cpus", "why", q.why);
-	return json_pack("{s:f, s:s, s:s}", "cpus", q.cpus, "file", q.file, "value", q.value);
+	/* The machine's bytes (a cgroup's path, a quota file's text) as UTF-8, which JSON
+	 * needs: json_pack refuses anything else. */
+	char *why = mw_utf8_fix(q.why), *file = mw_utf8_fix(q.file), *value = mw_utf8_fix(q.value);
+	if (!why || !file || !value)
+		snprintf(w, n, "out of memory");
+	else if (rc < 0)
+		snprintf(w, n, "%s", why);
+	else if (rc == 0)
+		o = json_pack("{s:n, s:s}", "cpus", "why", why);
+	else
+		o = json_pack("{s:f, s:s, s:s}", "cpus", q.cpus, "file", file, "value", value);
+	free(why);
+	free(file);
+	free(value);
+	return o;
 }
 
 static const struct {
@@ -598,6 +624,7 @@ static const struct {
 	{ "smt", r_smt },
 	{ "caches", r_caches },
 	{ "numa_nodes", r_numa },
+	{ "topology", r_topology },
 	{ "mem_total_bytes", r_mem },
 	{ "memory_config", r_memory_config },
 	{ "os", r_os },

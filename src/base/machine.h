@@ -8,7 +8,7 @@
 
 /* Describes this machine as a JSON object: CPU name, vendor, family/model/stepping,
  * microcode, logical CPUs, the cgroup's CPU quota (src/base/cgroup.h), cores, sockets, SMT,
- * caches, NUMA nodes, memory, OS, kernel,
+ * caches, NUMA nodes, the memory topology ("topology": src/base/topology.h), memory, OS, kernel,
  * the kernel parameters that affect performance (not the whole command line), mitigations,
  * governor, boost, THP, perf_event_paranoid, clocksource and
  * whether a hypervisor is present. A field that cannot be read is null, and

@@ -30,13 +30,17 @@ void mw_sha256_hex(const void *data, size_t n, char hex[65]);
  * -errno with err naming the file; -ECANCELED when the hooked flag (below) was set during
  * the hash. */
 int mw_sha256_file(const char *path, char hex[65], uint64_t *bytes, struct mw_error *err);
-/* As mw_sha256_file, through the hash cache: a file whose device, inode, size and
- * modification time (nanoseconds) are those of a cached entry is not read; any other file is
- * hashed whole and its entry written (atomically, a temporary file renamed over the cache).
- * The cache is $MEMWALL_STATE_DIR/sha256-cache.tsv, else $XDG_STATE_HOME/memwall/..., else
- * ~/.local/state/memwall/...; a cache that cannot be read or written only costs the read. A
- * file rewritten in place with its old size and mtime forced back (touch -d) is not seen:
- * that is what the key can tell. *cached (may be NULL) says whether the entry served. */
+/* As mw_sha256_file, through the hash cache: a file whose device, inode, size, modification
+ * time and inode change time (nanoseconds) are those of a cached entry is not read; any other
+ * file is hashed whole and its entry written (atomically, a temporary file renamed over the
+ * cache). The change time is what catches a file rewritten in place with its old size and
+ * mtime forced back (touch -d, a download tool that sets the server's Last-Modified): no
+ * call sets it back. The cache is $MEMWALL_STATE_DIR/sha256-cache.tsv, else
+ * $XDG_STATE_HOME/memwall/..., else ~/.local/state/memwall/...; it is read through the
+ * bounded reader (src/base/file.h), so a FIFO or a device there never blocks, and a cache
+ * that cannot be read or written only costs the read. A stop (the hooked flag) during the
+ * lookup ends the call with -ECANCELED before the file is read. *cached (may be NULL) says
+ * whether the entry served. */
 int mw_sha256_file_cached(const char *path, char hex[65], uint64_t *bytes, bool *cached,
 			  struct mw_error *err);
 /* The cache's path into buf; -ENOENT when no state folder can be named. */

@@ -147,13 +147,34 @@ static int split_struct(const uint8_t *buf, size_t len, size_t off, struct dstru
 }
 
 struct summary {
-	int slots, dimms, channels;
+	int slots, dimms, channels, present;
 	uint64_t total;
 	unsigned speed, conf_speed;
 	const char *type;
-	bool mixed, channels_unknown;
-	char keys[64][64];
+	bool mixed, channels_unknown, present_unknown;
+	char keys[64][64];    /* channels with a module */
+	char slot_keys[64][64]; /* channels with a slot, empty or not */
 };
+
+/* Adds key to the set keys[0 .. *n) unless it is there. */
+static void key_add(char (*keys)[64], int *n, const char *key)
+{
+	int k;
+	for (k = 0; k < *n && strcmp(keys[k], key); k++)
+		;
+	if (k == *n && k < 64)
+		snprintf(keys[(*n)++], sizeof(keys[0]), "%s", key);
+}
+
+/* Every slot's channel, populated or not: the channels the board has. */
+static void slot_channel(const struct dstruct *s, struct summary *m)
+{
+	char key[64];
+	if (channel_key(string_at(s, T17_LOCATOR), string_at(s, T17_BANK), key, sizeof(key)))
+		m->present_unknown = true;
+	else
+		key_add(m->slot_keys, &m->present, key);
+}
 
 static json_t *device(const struct dstruct *s, struct summary *m)
 {
@@ -175,15 +196,10 @@ static json_t *device(const struct dstruct *s, struct summary *m)
 		m->mixed = true;
 	if (type)
 		m->type = type;
-	if (channel_key(string_at(s, T17_LOCATOR), string_at(s, T17_BANK), key, sizeof(key))) {
+	if (channel_key(string_at(s, T17_LOCATOR), string_at(s, T17_BANK), key, sizeof(key)))
 		m->channels_unknown = true;
-	} else {
-		int k;
-		for (k = 0; k < m->channels && strcmp(m->keys[k], key); k++)
-			;
-		if (k == m->channels && k < 64)
-			snprintf(m->keys[m->channels++], sizeof(m->keys[0]), "%s", key);
-	}
+	else
+		key_add(m->keys, &m->channels, key);
 	return json_pack("{s:o, s:o, s:I, s:o, s:o, s:o, s:o, s:o, s:o}",
 			 "locator", str_or_null(string_at(s, T17_LOCATOR)),
 			 "bank_locator", str_or_null(string_at(s, T17_BANK)),
@@ -220,6 +236,7 @@ int mw_smbios_memory(const uint8_t *buf, size_t len, const char *source, json_t 
 			break;
 		if (s.p[0] == 17) {
 			m->slots++;
+			slot_channel(&s, m);
 			if (dimm_bytes(&s))
 				json_array_append_new(devs, device(&s, m));
 		}
@@ -231,13 +248,15 @@ int mw_smbios_memory(const uint8_t *buf, size_t len, const char *source, json_t 
 		goto out;
 	}
 	bool ch = m->channels > 0 && !m->channels_unknown;
-	*out = json_pack("{s:s, s:i, s:i, s:I, s:o, s:o, s:o, s:o, s:s, s:o}",
+	bool pr = m->present > 0 && !m->present_unknown;
+	*out = json_pack("{s:s, s:i, s:i, s:I, s:o, s:o, s:o, s:o, s:o, s:s, s:o}",
 			 "source", "SMBIOS type 17", "slots", m->slots, "dimms", m->dimms,
 			 "total_bytes", (json_int_t)m->total,
 			 "type", m->mixed ? json_string("mixed") : str_or_null(m->type),
 			 "speed_mts", mts_or_null(m->speed),
 			 "configured_speed_mts", mts_or_null(m->conf_speed),
 			 "channels", ch ? json_integer(m->channels) : json_null(),
+			 "channels_present", pr ? json_integer(m->present) : json_null(),
 			 "channels_source", ch ? "inferred from the slots' locator strings"
 					       : "not inferred: the locator strings do not name channels",
 			 "devices", devs);
@@ -253,19 +272,24 @@ out:
 int mw_smbios_memory_read(const char *root, json_t **out, char *why, size_t n)
 {
 	char path[4096];
+	snprintf(path, sizeof(path), "%s%s", root ? root : "", MW_SMBIOS_TABLE);
+	return mw_smbios_memory_read_path(path, out, why, n);
+}
+
+int mw_smbios_memory_read_path(const char *path, json_t **out, char *why, size_t n)
+{
 	struct mw_error err;
 	char *text = NULL;
 	size_t len = 0;
-	snprintf(path, sizeof(path), "%s%s", root ? root : "", MW_SMBIOS_TABLE);
 	*out = NULL;
 	int rc = mw_file_read(path, "SMBIOS table", "", MW_SMBIOS_TABLE_MAX, &text, &len, &err);
 	if (rc == -EACCES || rc == -EPERM)
 		snprintf(why, n, "not measured: %s is readable by root only; run memwall as root, or "
-			 "read the DIMMs with `sudo dmidecode -t 17`", MW_SMBIOS_TABLE);
+			 "read the DIMMs with `sudo dmidecode -t 17`", path);
 	else if (rc == -ENOENT)
 		snprintf(why, n, "not measured: this machine exposes no SMBIOS table at %s (a VM or a "
 			 "board without DMI); `sudo dmidecode -t 17` may still list the DIMMs",
-			 MW_SMBIOS_TABLE);
+			 path);
 	else if (rc)
 		snprintf(why, n, "not measured: %s", err.text);
 	if (rc)

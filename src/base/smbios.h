@@ -16,10 +16,11 @@
 
 /* Parses the structures of an SMBIOS table (len bytes at buf) and describes its memory devices:
  * {"source", "slots", "dimms", "total_bytes", "type", "speed_mts", "configured_speed_mts",
- *  "channels", "channels_source", "devices": [{"locator", "bank_locator", "size_bytes", "type",
+ *  "channels", "channels_present", "channels_source", "devices": [{"locator", "bank_locator", "size_bytes", "type",
  *  "speed_mts", "configured_speed_mts", "manufacturer", "part_number", "rank"}]}
- * (results/README.md documents each). "channels" is inferred from the locator strings and is null,
- * with channels_source saying why, where they do not name a channel. *out is a new reference.
+ * (results/README.md documents each). "channels" (with a module) and "channels_present" (with a
+ * slot, empty or not) are inferred from the locator strings and are null, with channels_source
+ * saying why, where they do not name a channel. *out is a new reference.
  * 0; -EINVAL with err naming the offset of a structure that runs past the table; -ENOENT when
  * the table holds no type 17 structure. */
 int mw_smbios_memory(const uint8_t *buf, size_t len, const char *source, json_t **out,
@@ -29,4 +30,6 @@ int mw_smbios_memory(const uint8_t *buf, size_t len, const char *source, json_t 
  * why[0..n) says why and how to get the figure anyway (run as root, `sudo dmidecode -t 17`), and
  * *out is NULL. 0 or -errno. */
 int mw_smbios_memory_read(const char *root, json_t **out, char *why, size_t n);
+/* The same on the table at path (a sysfs root's firmware/dmi/tables/DMI). */
+int mw_smbios_memory_read_path(const char *path, json_t **out, char *why, size_t n);
 #endif

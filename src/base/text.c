@@ -189,3 +189,26 @@ void mw_utf8_trim(char *s)
 			s[k - 1] = '\0';
 	}
 }
+
+char *mw_json_esc(const char *json)
+{
+	const unsigned char *p = (const unsigned char *)json;
+	/* at most 6 bytes ("\u007f") for one byte of input */
+	char *out = malloc(6 * strlen(json) + 1), *o = out;
+	if (!out)
+		return NULL;
+	while (*p) {
+		uint32_t c;
+		int n = utf8_len(p, &c);
+		if (n > 0 && (c == 0x7f || hidden_control(c))) {
+			o += sprintf(o, "\\u%04x", c);
+		} else {
+			n = n > 0 ? n : 1; /* (not from a JSON writer: copied as it is) */
+			memcpy(o, p, (size_t)n);
+			o += n;
+		}
+		p += n;
+	}
+	*o = '\0';
+	return out;
+}

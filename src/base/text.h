@@ -30,6 +30,11 @@ void mw_csv_put(FILE *f, const char *s);
  * when out of memory): for JSON and XML, which must never carry invalid UTF-8 (a path, a
  * record's text). */
 char *mw_utf8_fix(const char *s);
+/* JSON text (a writer's: valid UTF-8, C0 controls already escaped) with the code points JSON
+ * leaves raw but mw_esc escapes (DEL, the C1 controls such as U+009B, CSI, the bidi controls,
+ * the line and paragraph separators) written as \uXXXX: the same JSON value, which a terminal
+ * shows without obeying. Malloc'd; NULL when out of memory. */
+char *mw_json_esc(const char *json);
 /* Drops a UTF-8 sequence cut off at the end of s (what a fixed buffer's snprintf leaves). */
 void mw_utf8_trim(char *s);
 #endif

@@ -18,6 +18,7 @@
 #include "engine.h"
 #include "mw.h"
 #include "stats.h"
+#include "text.h"
 #include "verbs.h"
 
 #define VERB "bandwidth"
@@ -371,7 +372,7 @@ int mw_cmd_bandwidth(int argc, char **argv)
 		if (dflt > 1)
 			o.threads[o.n_threads++] = dflt;
 		if (capped[0])
-			fprintf(stderr, "memwall bandwidth: threads: %s\n", capped);
+			fprintf(stderr, "memwall bandwidth: threads: %s\n", mw_esc(capped));
 	}
 	for (int t = 0; t < o.n_threads; t++)
 		if (o.threads[t] > ncpu)

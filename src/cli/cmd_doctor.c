@@ -18,8 +18,12 @@
 #include <unistd.h>
 
 #include "cgroup.h"
+#include "counters.h"
 #include "mw.h"
+#include "perf_line.h"
 #include "probes.h"
+#include "text.h"
+#include "topology.h"
 #include "verbs.h"
 
 #define VERB "doctor"
@@ -168,7 +172,10 @@ static void try_events(const struct prb_system *sys, const char *const *names, s
 	}
 }
 
-static json_t *dram_report(const struct prb_system *sys, const struct options *o, bool *available)
+/* The DRAM backend's report, and into *topo the machine's topology with its instances
+ * (src/base/topology.h). */
+static json_t *dram_report(const struct prb_system *sys, const struct options *o, bool *available,
+			   const char *vendor, json_t **topo)
 {
 	struct prb_dram_status *st = calloc(1, sizeof(*st));
 	struct prb_dram_options dopt = { .backend = o->backend };
@@ -212,6 +219,14 @@ static json_t *dram_report(const struct prb_system *sys, const struct options *o
 	json_object_set_new(j, "reason",
 			    json_string(st->available ? "every instance opened" : st->reason));
 	json_object_set_new(j, "missing", json_string(st->missing));
+	/* the kernel's perf on the same events, found or not: a second opinion on bare metal */
+	struct mw_perf_line pl;
+	json_t *opened = mw_dram_opened_json(st);
+	bool have = st->n_instances > 0 && mw_perf_line(opened, NULL, &pl) == 0;
+	json_decref(opened);
+	json_object_set_new(j, "perf_command", have ? json_string(pl.command) : json_null());
+	json_object_set_new(j, "perf_note", have ? json_string(pl.note) : json_null());
+	*topo = mw_topology_describe(prb_system_root(sys), vendor, st);
 	free(st);
 	return j;
 }
@@ -240,10 +255,14 @@ static json_t *build_report(const struct prb_system *sys, const struct options *
 	 * which a container's `--cpus` sets and the mask does not show (src/base/cgroup.h). */
 	struct mw_cpu_quota q;
 	int qrc = mw_cpu_quota(NULL, &q);
+	/* The cgroup's path and a quota file's text are the machine's bytes: UTF-8 for JSON
+	 * (json_pack refuses anything else, and the whole "cpus" would vanish). */
+	char *qsrc = mw_utf8_fix(qrc == 1 ? q.file : q.why);
 	json_object_set_new(r, "cpus", json_pack("{s:i, s:o, s:s, s:i}", "affinity",
 		mw_cpus_allowed(), "quota", qrc == 1 ? json_real(q.cpus) : json_null(),
-		"quota_source", qrc == 1 ? q.file : q.why, "default_threads",
+		"quota_source", qsrc ? qsrc : "(not shown: out of memory)", "default_threads",
 		mw_cpus_default(NULL, 0)));
+	free(qsrc);
 	int paranoid = read_paranoid();
 	json_object_set_new(r, "perf_event_paranoid",
 			    paranoid == -1000 ? json_null() : json_integer(paranoid));
@@ -266,7 +285,9 @@ static json_t *build_report(const struct prb_system *sys, const struct options *
 		json_array_append_new(pmus, pj);
 	}
 	json_object_set_new(r, "pmus", pmus);
-	json_object_set_new(r, "dram", dram_report(sys, o, dram_available));
+	json_t *topo = NULL;
+	json_object_set_new(r, "dram", dram_report(sys, o, dram_available, vendor, &topo));
+	json_object_set_new(r, "topology", topo ? topo : json_null());
 
 	json_t *rapl = json_object(), *core = json_object(), *sw = json_object();
 	try_events(sys, rapl_events, sizeof(rapl_events) / sizeof(rapl_events[0]), NULL, rapl);
@@ -360,15 +381,19 @@ static void print_text(json_t *r)
 	json_t *cpus = json_object_get(r, "cpus");
 	const char *qsrc = json_string_value(json_object_get(cpus, "quota_source"));
 	json_int_t dflt = json_integer_value(json_object_get(cpus, "default_threads"));
+	/* The cgroup's path and its quota file's text, escaped: a terminal obeys what they may
+	 * hold (a container names its own cgroup). */
 	if (json_is_number(json_object_get(cpus, "quota")))
 		printf("cpus:        %lld in the affinity mask, a cgroup CPU quota of %.2f (%s): runs "
 		       "default to %lld thread%s\n",
 		       json_integer_value(json_object_get(cpus, "affinity")),
-		       json_number_value(json_object_get(cpus, "quota")), qsrc, dflt,
+		       json_number_value(json_object_get(cpus, "quota")),
+		       qsrc ? mw_esc(qsrc) : "unknown", dflt,
 		       dflt == 1 ? "" : "s");
 	else
 		printf("cpus:        %lld in the affinity mask (%s)\n",
-		       json_integer_value(json_object_get(cpus, "affinity")), qsrc);
+		       json_integer_value(json_object_get(cpus, "affinity")),
+		       qsrc ? mw_esc(qsrc) : "unknown");
 	json_t *par = json_object_get(r, "perf_event_paranoid");
 	if (json_is_integer(par))
 		printf("perf_event_paranoid: %lld (availability below is from trying each open)\n",
@@ -420,6 +445,14 @@ static void print_text(json_t *r)
 	const char *missing = json_string_value(json_object_get(dram, "missing"));
 	if (missing && *missing)
 		printf("  looked for: %s\n", missing);
+	const char *perf = json_string_value(json_object_get(dram, "perf_command"));
+	if (perf)
+		printf("  check with perf: %s\n    (%s)\n", perf,
+		       json_string_value(json_object_get(dram, "perf_note")));
+	const char *tsrc = json_string_value(json_object_get(json_object_get(r, "topology"),
+							      "source"));
+	printf("topology:    %s\n", tsrc ? tsrc : "unreadable");
+	mw_topology_print(stdout, json_object_get(r, "topology"));
 	print_events("RAPL:", json_object_get(r, "rapl"));
 	print_events("core:", json_object_get(r, "core_events"));
 	print_events("software:", json_object_get(r, "software_events"));

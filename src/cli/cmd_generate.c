@@ -84,28 +84,6 @@ static int parse_ids(const char *list, int vocab_size, int *ids, int max, int *n
 	return 0;
 }
 
-/* The model path as a JSON string body: quotes, backslashes and control bytes dropped
- * (the name is informative only). Static storage. */
-static const char *json_safe(const char *s)
-{
-	static char buf[1024];
-	size_t j = 0;
-	for (; *s && j + 1 < sizeof(buf); s++)
-		if (*s != '"' && *s != '\\' && (unsigned char)*s >= 0x20)
-			buf[j++] = *s;
-	buf[j] = '\0';
-	return buf;
-}
-
-/* One position's logits as a JSON member; %.9g round-trips a float exactly. */
-static void write_logits(FILE *f, int pos, const float *logits, int n)
-{
-	fprintf(f, "%s\n\"%d\": [", pos ? "," : "", pos);
-	for (int i = 0; i < n; i++)
-		fprintf(f, "%s%.9g", i ? "," : "", (double)logits[i]);
-	fputc(']', f);
-}
-
 static int eng_fail(int code, const struct eng_error *e)
 {
 	return mw_fail(code, VERB, "%s%s%s", e->source, e->source[0] ? ": " : "", e->text);
@@ -336,6 +314,16 @@ static int check_args(struct gen_args *a)
 			   a->logits_path))
 		return mw_fail(MW_EXIT_USAGE, VERB, "--context N makes the prompt (N seeded tokens): "
 			       "give it without -p, --prompt-ids, --prompts, --batch and --logits");
+	/* --switch-at moves decoding from the mapping onto overlap's image: no other load has
+	 * one, and --batch, --prompts and --speculate open their own sessions (with repack). */
+	if (a->switch_at && a->load_set && !a->overlap)
+		return mw_fail(MW_EXIT_USAGE, VERB, "--switch-at %ld: --load %s has no image to "
+			       "switch to: give it with --load overlap (the default), or drop it",
+			       a->switch_at, eng_load_mode_name(a->load));
+	if (a->switch_at && (a->batch || a->prompts_path || a->speculate))
+		return mw_fail(MW_EXIT_USAGE, VERB, "--switch-at %ld is --load overlap's, and --batch, "
+			       "--prompts and --speculate load with repack: drop one or the other",
+			       a->switch_at);
 	if (!!a->draft != a->spec_draft)
 		return mw_fail(MW_EXIT_USAGE, VERB, a->draft
 			       ? "--draft %s: give it with --speculate draft:K (K draft tokens)"
@@ -390,7 +378,7 @@ struct gen {
 	struct eng_sampler *sampler;
 	int *prompt, n_prompt;
 	int *fed, n_fed;   /* every token fed, for --logits */
-	FILE *logits_file; /* --logits, or NULL */
+	struct gen_logits logits; /* --logits (gen_logits.c) */
 	float *scratch;    /* the sampler's copy of the logits */
 	/* mw_now_s() at: start, model loaded, loop start, prompt done, first and last token */
 	double t0, t_loaded, t_loop, t_prompt_end, t_first, t_end;
@@ -501,7 +489,7 @@ static int generate_tokens(struct gen *g)
 	const struct gen_args *a = &g->a;
 	int vocab_size = g->info->vocab_size, token = g->prompt[0], rc, pos = 0;
 	const float *logits = NULL;
-	bool prefilled = !g->logits_file;
+	bool prefilled = !g->logits.f;
 
 	/* A long prompt waits for the image first: the wait is in the first token's time, not
 	 * in the prompt's. */
@@ -545,9 +533,9 @@ static int generate_tokens(struct gen *g)
 			g->up_sum += g->bytes.up_rows_skipped;
 			g->miss_sum += g->bytes.map_misses;
 		}
-		if (g->logits_file)
-			write_logits(g->logits_file, pos, logits, vocab_size);
-		if (pos + 1 == g->n_prompt && g->logits_file)
+		if (g->logits.f)
+			mw_logits_position(&g->logits, pos, logits, vocab_size);
+		if (pos + 1 == g->n_prompt && g->logits.f)
 			g->t_prompt_end = mw_now_s();
 		int next;
 		if (pos + 1 < g->n_prompt) {
@@ -577,22 +565,6 @@ static int generate_tokens(struct gen *g)
 	}
 	g->t_end = mw_now_s();
 	g->cpu_end = cpu_seconds();
-	return 0;
-}
-
-/* Ends --logits' JSON with the tokens fed, and closes it. */
-static int logits_close(struct gen *g)
-{
-	FILE *f = g->logits_file;
-	fputs("},\n\"tokens\": [", f);
-	for (int i = 0; i < g->n_fed; i++)
-		fprintf(f, "%s%d", i ? ", " : "", g->fed[i]);
-	fputs("]\n}\n", f);
-	int bad = ferror(f);
-	bad |= fclose(f);
-	g->logits_file = NULL;
-	if (bad)
-		return mw_fail(MW_EXIT_ENV, VERB, "--logits %s: write failed", g->a.logits_path);
 	return 0;
 }
 
@@ -813,6 +785,8 @@ int mw_cmd_generate(int argc, char **argv)
 	if (rc)
 		return rc < 0 ? MW_EXIT_OK : rc;
 
+	if (a->logits_path && (rc = mw_logits_open(&g.logits, a)))
+		goto out;
 	/* A regular file, or a message naming what it is (a FIFO would block the loader). The
 	 * engine loads this open file: the model is opened once (the overlap's image reads a
 	 * duplicate of the descriptor). */
@@ -911,13 +885,8 @@ int mw_cmd_generate(int argc, char **argv)
 		goto out;
 	}
 
-	if (a->logits_path && !(g.logits_file = fopen(a->logits_path, "w"))) {
-		rc = mw_fail(MW_EXIT_USAGE, VERB, "--logits %s: %s", a->logits_path, strerror(errno));
-		goto out;
-	}
-	if (g.logits_file)
-		fprintf(g.logits_file, "{\n\"model\": \"%s\",\n\"vocab_size\": %d,\n"
-			"\"full_logits\": {", json_safe(a->model), g.info->vocab_size);
+	if (g.logits.f)
+		mw_logits_begin(&g.logits, a->model, g.info->vocab_size);
 	g.fed = malloc((size_t)(g.n_prompt + a->steps) * sizeof(*g.fed));
 	if (!g.fed) {
 		rc = mw_fail(MW_EXIT_ENV, VERB, "out of memory");
@@ -929,13 +898,12 @@ int mw_cmd_generate(int argc, char **argv)
 	if (g.tok && !a->ids)
 		putchar('\n');
 	fflush(stdout);
-	if (g.logits_file && (rc = logits_close(&g)))
+	if (g.logits.f && (rc = mw_logits_close(&g.logits, a, g.fed, g.n_fed)))
 		goto out;
 	summary_print(&g);
 	rc = MW_EXIT_OK;
 out:
-	if (g.logits_file)
-		fclose(g.logits_file);
+	mw_logits_free(&g.logits); /* a run that did not finish writes nothing */
 	free(g.fed);
 	free(g.prompt);
 	free(g.scratch);

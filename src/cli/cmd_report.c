@@ -12,7 +12,8 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: memwall report RESULT [--format md|csv|json|jsonl|sql] [--plot DIR]\n\n"
+	fprintf(f, "usage: memwall report RESULT [--format md|csv|json|jsonl|sql|bmf|gab-smaller|"
+		   "gab-bigger]\n                      [--plot DIR]\n\n"
 		   "Prints a result record's summary: every figure with its unit, n, mean, sd, CV,\n"
 		   "median, min/max and 95%% confidence interval, the per-token latency percentiles,\n"
 		   "and the acceptance verdicts. With --plot, also writes PNG and SVG charts to DIR\n"
@@ -23,6 +24,24 @@ static void usage(FILE *f)
 		   "protocol, model, backend and machine, as llama-bench does: concatenate them for\n"
 		   "many records; the sql creates table memwall_metrics and loads into SQLite\n"
 		   "(results/README.md lists the columns).\n"
+		   "bmf and gab-* are for continuous-benchmarking tools, one entry per measured\n"
+		   "figure, valued at the mean of its runs and named \"PROTOCOL: METRIC [PROVENANCE]\"\n"
+		   "(SIMULATED, hardware, calibrated with its error, verified or not, engine-\n"
+		   "accounted, timed; SYNTHETIC weights), so figures of different provenance never\n"
+		   "share a history:\n"
+		   "  bmf          Bencher Metric Format: {NAME: {MEASURE: {value, lower_value,\n"
+		   "               upper_value}}}, MEASURE the unit as a slug (mb-per-token), the\n"
+		   "               bounds the 95%% interval (left out with too few runs); for\n"
+		   "               `bencher run --adapter json --file FILE`\n"
+		   "  gab-smaller  github-action-benchmark's customSmallerIsBetter: [{name, unit,\n"
+		   "               value, range, extra}] of the figures where smaller is better\n"
+		   "               (MB/token, latency, J/token); range is \"± SD\" of the runs, extra\n"
+		   "               the interval, full unit, provenance and record\n"
+		   "  gab-bigger   the same for customBiggerIsBetter: tok/s (decode, prefill)\n"
+		   "  gab          gab-smaller (the headline MB/token is smaller-is-better)\n"
+		   "A tool reads one direction per file, so a CI job writes both gab files. A figure\n"
+		   "that is not measured is left out, never written as 0: a line on stderr names it\n"
+		   "and why; one more names the figures of the other direction.\n"
 		   "A record of variants (protocols/README.md) also gets a table of the variants:\n"
 		   "measured MB/token (DRAM where measured, else engine-accounted, named so), tok/s\n"
 		   "and speedup beside the analytic prediction; for batch variants the claim \"near-2x\n"
@@ -52,7 +71,8 @@ int mw_cmd_report(int argc, char **argv)
 		case 'f':
 			if (mw_format_parse(optarg, &fmt))
 				return mw_fail(MW_EXIT_USAGE, "report",
-					       "--format wants md, csv, json, jsonl or sql, got '%s'",
+					       "--format wants md, csv, json, jsonl, sql, bmf, "
+					       "gab-smaller, gab-bigger or gab, got '%s'",
 					       optarg);
 			break;
 		case 'p':

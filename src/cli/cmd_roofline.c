@@ -22,6 +22,7 @@
 #include "result.h"
 #include "roofline.h"
 #include "stats.h"
+#include "text.h"
 #include "verbs.h"
 
 #define VERB "roofline"
@@ -466,7 +467,7 @@ int mw_cmd_roofline(int argc, char **argv)
 		char capped[1024];
 		o.threads = mw_cpus_default(capped, sizeof(capped));
 		if (capped[0])
-			fprintf(stderr, "memwall roofline: threads: %s\n", capped);
+			fprintf(stderr, "memwall roofline: threads: %s\n", mw_esc(capped));
 	}
 	record = mw_path_is_record(o.input);
 	uint64_t llc = o.llc;

@@ -23,13 +23,15 @@
 #include "engine.h"
 #include "file.h"
 #include "mw.h"
+#include "text.h"
 #include "verbs.h"
 
 #define VERB "tokenize"
 
-/* The most text one call reads: SentencePiece and BPE merge in O(n log n), but llama2.c's
- * encode (run.c's) rescans every pair after each merge, so a text far beyond a prompt is a
- * mistake more often than a wish. */
+/* The most text one call reads. Every encoder merges in O(n log n) (llama2.c's too, since
+ * issue 43: run.c's rescan of every pair after each merge took 7 s for 6 KB), but a text far
+ * beyond a prompt is a mistake more often than a wish, and the merge queues hold some tens of
+ * bytes per byte of text. */
 #define TEXT_MAX (16u << 20)
 
 enum out_format { OUT_IDS, OUT_PIECES, OUT_JSON };
@@ -337,8 +339,15 @@ static int print_json(const struct eng_tokenizer *tok, const int *ids, int n)
 		if (json_array_append_new(jids, json_integer(ids[i])) ||
 		    json_array_append_new(jpieces, piece_json(eng_tokenizer_decode(tok, -1, ids[i]))))
 			rc = MW_EXIT_ENV;
-	if (!rc && (json_dumpf(doc, stdout, JSON_COMPACT) || putchar('\n') == EOF))
+	/* Pieces are the vocabulary's text: a C1 control (U+009B is CSI) or a bidi override in
+	 * one, which jansson writes raw, is written as a \u escape (src/base/text.h), as
+	 * --format pieces escapes it: the same JSON, nothing a terminal obeys. */
+	char *dump = rc ? NULL : json_dumps(doc, JSON_COMPACT);
+	char *safe = dump ? mw_json_esc(dump) : NULL;
+	if (!rc && (!safe || fputs(safe, stdout) == EOF || putchar('\n') == EOF))
 		rc = MW_EXIT_ENV;
+	free(safe);
+	free(dump);
 	json_decref(jids);
 	json_decref(jpieces);
 	json_decref(doc);

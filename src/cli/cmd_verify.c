@@ -17,6 +17,7 @@
 
 #include "dram_calibration.h"
 #include "dram_verify.h"
+#include "verify_matrix.h"
 #include "mw.h"
 #include "verbs.h"
 
@@ -34,16 +35,20 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: memwall verify [--json] [-o FILE] [--size GiB] [--threads N] [--idle-ms MS]\n"
 		"                      [--backend NAME] [--sysfs ROOT] [--perf PATH | --no-perf]\n"
-		"                      [--perf-seconds S]\n\n"
+		"                      [--perf-seconds S] [--numa auto|interleave|off] [--matrix]\n\n"
 		"Proves the DRAM counters on this machine before a first run: measures the idle\n"
 		"traffic, streams a canary (a read pass, then a write pass with non-temporal stores)\n"
 		"several times the last-level cache, and checks the bytes every memory-controller\n"
-		"instance counted, and their sum, against the bytes streamed (net of the idle rate).\n"
+		"instance counted, and their sum, against the bytes streamed (net of the idle rate),\n"
+		"in both directions: the read pass's writes and the write pass's reads must stay at\n"
+		"the idle rate. On a NUMA machine the canary is placed on each node in turn and each\n"
+		"node's instances share it. A failure is matched against known causes (diagnoses).\n"
 		"Where the kernel's perf tool exists it reads the same events with `perf stat -a -x,`\n"
 		"over the canary and compares; where resctrl MBM exists beside the controllers'\n"
 		"counters it compares the two. Thresholds: sum %g %%, each instance %g %% of its fair\n"
-		"share (total / instances: memory interleaved evenly is assumed), perf %g %%, resctrl\n"
-		"%g %% (README: \"doctor -> verify -> run -> bundle\").\n\n"
+		"share (total / the instances serving the canary's node), perf %g %%, resctrl %g %%,\n"
+		"a direction at the idle rate %g %% of the pass (README: \"doctor -> verify -> run ->\n"
+		"bundle\").\n\n"
 		"  --json             print the verification record\n"
 		"  -o FILE            also write the record to FILE\n"
 		"  --size GiB         the canary's working set (default: %d x the last-level cache,\n"
@@ -54,7 +59,13 @@ static void usage(FILE *f)
 		"  --sysfs ROOT       read PMUs from ROOT/bus/event_source/devices\n"
 		"  --perf PATH        the perf tool to compare with (default: perf on $PATH)\n"
 		"  --no-perf          compare with no perf tool\n"
-		"  --perf-seconds S   perf's window, in which the canary streams (default 2)\n\n"
+		"  --perf-seconds S   perf's window, in which the canary streams (default 2)\n"
+		"  --numa MODE        auto (default): the canary on each NUMA node in turn (set_mempolicy\n"
+		"                     MPOL_BIND, threads on its CPUs); interleave: over every node;\n"
+		"                     off: not placed, memory assumed interleaved over every instance\n"
+		"  --matrix           also stream read, write (write-allocate), non-temporal write,\n"
+		"                     copy and triad at 4, 8, 16 and 32x the last-level cache (--size S:\n"
+		"                     S to 8S), counted / expected per pattern and direction\n\n"
 		"The record is kept per machine (the calibration's fingerprint) and counter layer in\n"
 		"verification.json beside the calibration store ($MEMWALL_STATE_DIR, else\n"
 		"$XDG_STATE_HOME/memwall, else ~/.local/state/memwall); `memwall run` records the\n"
@@ -62,13 +73,13 @@ static void usage(FILE *f)
 		"exit codes: 0 every check passed; 1 a check failed; 2 bad usage; 3 cannot verify\n"
 		"here (no DRAM counters: a VM; the reason is printed) - no record is written then\n",
 		MW_DRAMVERIFY_SUM_PCT, MW_DRAMVERIFY_INSTANCE_PCT, MW_DRAMVERIFY_PERF_PCT,
-		MW_DRAMVERIFY_RESCTRL_PCT, 8);
+		MW_DRAMVERIFY_RESCTRL_PCT, MW_DRAMVERIFY_IDLE_PCT, 8);
 }
 
 static int parse_args(int argc, char **argv, struct options *o, bool *help)
 {
 	enum { OPT_JSON = 256, OPT_SIZE, OPT_THREADS, OPT_IDLE, OPT_BACKEND, OPT_SYSFS, OPT_PERF,
-	       OPT_NO_PERF, OPT_PERF_S };
+	       OPT_NO_PERF, OPT_PERF_S, OPT_NUMA, OPT_MATRIX };
 	static const struct option longopts[] = {
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "size", required_argument, NULL, OPT_SIZE },
@@ -79,6 +90,8 @@ static int parse_args(int argc, char **argv, struct options *o, bool *help)
 		{ "perf", required_argument, NULL, OPT_PERF },
 		{ "no-perf", no_argument, NULL, OPT_NO_PERF },
 		{ "perf-seconds", required_argument, NULL, OPT_PERF_S },
+		{ "numa", required_argument, NULL, OPT_NUMA },
+		{ "matrix", no_argument, NULL, OPT_MATRIX },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -136,6 +149,16 @@ static int parse_args(int argc, char **argv, struct options *o, bool *help)
 					       "--perf-seconds '%s': want seconds from 0.01 to 600",
 					       optarg);
 			break;
+		case OPT_NUMA:
+			if (strcmp(optarg, "auto") && strcmp(optarg, "interleave") &&
+			    strcmp(optarg, "off"))
+				return mw_fail(MW_EXIT_USAGE, VERB, "--numa '%s': want auto (each node "
+					       "in turn), interleave or off", optarg);
+			o->v.numa = optarg;
+			break;
+		case OPT_MATRIX:
+			o->v.matrix = true;
+			break;
 		case 'h':
 			*help = true;
 			return MW_EXIT_OK;
@@ -149,6 +172,7 @@ static int parse_args(int argc, char **argv, struct options *o, bool *help)
 static void print_text(const json_t *r)
 {
 	const json_t *canary = json_object_get(r, "canary");
+	bool sim = !strcmp(json_string_value(json_object_get(r, "layer")), "sim");
 	printf("DRAM backend: %s (%zu instances), counter layer %s%s\n",
 	       json_string_value(json_object_get(r, "backend")),
 	       json_array_size(json_object_get(r, "instances")),
@@ -158,6 +182,26 @@ static void print_text(const json_t *r)
 	printf("canary: %.1f MiB (last-level cache: %s)\n",
 	       (double)json_integer_value(json_object_get(canary, "bytes")) / 1048576.0,
 	       json_string_value(json_object_get(canary, "llc_source")));
+	printf("placement: %s\n", json_string_value(json_object_get(r, "assumption")));
+	const json_t *cg = json_object_get(r, "counter_groups");
+	if (json_is_object(cg)) {
+		size_t g;
+		const json_t *grp;
+		printf("counter groups: %zu, each of at most %lld events (the PMU's counters); "
+		       "every pass ran once per group, counting it whole:",
+		       json_array_size(json_object_get(cg, "groups")),
+		       json_integer_value(json_object_get(cg, "counters")));
+		json_array_foreach(json_object_get(cg, "groups"), g, grp) {
+			const json_t *ev = json_object_get(grp, "events");
+			size_t ne = json_array_size(ev);
+			printf("%s %lld: %s%s%s", g ? ";" : "",
+			       json_integer_value(json_object_get(grp, "group")),
+			       ne ? json_string_value(json_array_get(ev, 0)) : "",
+			       ne > 1 ? " .. " : "",
+			       ne > 1 ? json_string_value(json_array_get(ev, ne - 1)) : "");
+		}
+		printf("\n");
+	}
 	const json_t *perf = json_object_get(r, "perf"), *res = json_object_get(r, "resctrl");
 	if (!json_is_true(json_object_get(perf, "available")))
 		printf("perf: not compared: %s\n",
@@ -167,12 +211,28 @@ static void print_text(const json_t *r)
 		       json_string_value(json_object_get(res, "reason")));
 	size_t i;
 	const json_t *c;
-	json_array_foreach(json_object_get(r, "checks"), i, c)
-		printf("  %-4s %s\n",
-		       !strcmp(json_string_value(json_object_get(c, "verdict")), "pass") ? "ok" :
-											    "FAIL",
+	json_array_foreach(json_object_get(r, "checks"), i, c) {
+		bool ok = !strcmp(json_string_value(json_object_get(c, "verdict")), "pass");
+		/* the matrix's cells are its table's rows: only their failures are listed here */
+		if (ok && !strncmp(json_string_value(json_object_get(c, "name")), "matrix: ", 8))
+			continue;
+		printf("  %-4s %s\n", ok ? "ok" : "FAIL",
 		       json_string_value(json_object_get(c, "message")));
+	}
+	if (json_is_object(json_object_get(r, "matrix"))) {
+		if (sim)
+			printf("SIMULATED ");
+		mw_dramverify_matrix_print(stdout, json_object_get(r, "matrix"));
+	}
 	printf("verdict: %s\n", json_string_value(json_object_get(r, "verdict")));
+	json_array_foreach(json_object_get(r, "diagnoses"), i, c)
+		printf("diagnosis %s%s%s: %s\n  fix: %s\n",
+		       json_string_value(json_object_get(c, "id")),
+		       json_is_string(json_object_get(c, "where")) ? " on " : "",
+		       json_is_string(json_object_get(c, "where")) ?
+			       json_string_value(json_object_get(c, "where")) : "",
+		       json_string_value(json_object_get(c, "evidence")),
+		       json_string_value(json_object_get(c, "fix")));
 }
 
 int mw_cmd_verify(int argc, char **argv)
@@ -228,6 +288,14 @@ int mw_cmd_verify(int argc, char **argv)
 				json_string_value(json_object_get(c, "message")));
 			rc = MW_EXIT_CHECK;
 		}
+	json_array_foreach(json_object_get(rec, "diagnoses"), i, c)
+		fprintf(stderr, "memwall verify: diagnosis %s%s%s: %s; fix: %s\n",
+			json_string_value(json_object_get(c, "id")),
+			json_is_string(json_object_get(c, "where")) ? " on " : "",
+			json_is_string(json_object_get(c, "where")) ?
+				json_string_value(json_object_get(c, "where")) : "",
+			json_string_value(json_object_get(c, "evidence")),
+			json_string_value(json_object_get(c, "fix")));
 out:
 	json_decref(rec);
 	return rc;

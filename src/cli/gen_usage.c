@@ -34,6 +34,10 @@ void mw_generate_usage(FILE *f)
 		"                        only if listed); replaces -p\n"
 		"      --logits FILE     write the logits of every position to FILE as JSON:\n"
 		"                        {\"full_logits\": {\"0\": [...], ...}, \"tokens\": [...]}\n"
+		"                        (held in memory, written whole at the end: some 12 bytes\n"
+		"                        per vocabulary entry per position; a file there is\n"
+		"                        replaced only with --force, and only a regular file that\n"
+		"                        is not one this command reads)\n"
 		"      --report-line     print \"memwall-tokens: decode=N prompt=M decode_ms=T ...\"\n"
 		"                        on stderr (src/run/adapters.h), for the external-engine runner\n"
 		"  -n, --steps N         tokens to generate after the prompt (default 256)\n"
@@ -64,7 +68,9 @@ void mw_generate_usage(FILE *f)
 		"                        kernels agree to float rounding only, so a token may\n"
 		"                        differ from repack's in a rare near-tie; --switch-at N\n"
 		"                        fixes the point (before token N + 1, waiting if need be,\n"
-		"                        on every CPU if none is free) for bit-reproducible runs.\n"
+		"                        on every CPU if none is free) for bit-reproducible runs\n"
+		"                        (--switch-at is overlap's alone: refused with another\n"
+		"                        --load, --batch, --prompts and --speculate).\n"
 		"                        Prompts of over %d tokens wait for the image (on every\n"
 		"                        CPU) and run on it. The summary and memwall-load line add\n"
 		"                        image_ms (the image's build), tokens_on_mapping,\n"
@@ -143,6 +149,7 @@ void mw_generate_usage(FILE *f)
 		"                        context if need be); --report-line's memwall-bytes line\n"
 		"                        gives kv_read_per_token= (scripts/bench-kv.sh)\n"
 		"      --force           run a model larger than the memory available (refused\n"
-		"                        otherwise: paging would make it crawl)\n",
+		"                        otherwise: paging would make it crawl), and replace the\n"
+		"                        --logits file when it exists\n",
 		ENG_ATTN_AUTO_POSITIONS);
 }

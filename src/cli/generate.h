@@ -60,6 +60,25 @@ int mw_draft_parse(const char *arg, int *k);
  * with acceptance and both models' weight bytes. Returns an MW_EXIT_* code. */
 int mw_generate_draft(const struct gen_args *a, const struct gen_open *o, const int *prompt,
 		      int n_prompt);
+/* --logits FILE (gen_logits.c): its text, held in memory (buf, len) until written whole. */
+struct gen_logits {
+	FILE *f; /* NULL: --logits not given, or done */
+	char *buf;
+	size_t len;
+};
+/* Checks a->logits_path before the run (never an input of the command, a FIFO, a device, a
+ * folder or a link; an existing file only with --force) and starts l. 0, or an MW_EXIT_*
+ * code (message printed). */
+int mw_logits_open(struct gen_logits *l, const struct gen_args *a);
+/* The file's head: the model's path (escaped as a record's text), the vocabulary size. */
+void mw_logits_begin(struct gen_logits *l, const char *model, int vocab_size);
+/* Position pos's logits[0..n). */
+void mw_logits_position(struct gen_logits *l, int pos, const float *logits, int n);
+/* Ends the JSON with the tokens fed and writes the file whole (mw_file_write_atomic). 0, or
+ * an MW_EXIT_* code (message printed). */
+int mw_logits_close(struct gen_logits *l, const struct gen_args *a, const int *fed, int n_fed);
+/* Frees what is left (after a failed run: nothing was written). */
+void mw_logits_free(struct gen_logits *l);
 /* `memwall generate --help` to f (gen_usage.c). */
 void mw_generate_usage(FILE *f);
 /* The engine-accounted part of every memwall-bytes line, one meaning wherever it appears

@@ -182,3 +182,47 @@ json_t *mw_provenance_json(const struct mw_provenance *p)
 			 "verification_layer", p->verify_layer, "verification_age_days",
 			 num_or_null(p->verify_age_days), "cpu_quota", num_or_null(p->cpu_quota));
 }
+
+/* The words of a DRAM figure: its source, and for hardware its calibration and verification. */
+static void dram_words(const struct mw_provenance *p, bool calibrated_figure, char *buf, size_t n)
+{
+	const char *backend = p->backend ? mw_esc(p->backend) : "?";
+	char cal[64] = "";
+	switch (p->source) {
+	case MW_DRAM_SIMULATED:
+		snprintf(buf, n, "SIMULATED (%s)", backend);
+		return;
+	case MW_DRAM_NONE:
+		snprintf(buf, n, "not measured");
+		return;
+	default:
+		break;
+	}
+	if (calibrated_figure && p->calibrated && !isnan(p->cal_error_pct))
+		snprintf(cal, sizeof(cal), ", calibrated (error %+.1f %%)", p->cal_error_pct);
+	else if (calibrated_figure)
+		snprintf(cal, sizeof(cal), ", calibrated (error unknown)");
+	snprintf(buf, n, "hardware (%s)%s, %s", backend, cal,
+		 !p->verdict ? "not verified"
+		 : strcmp(p->verdict, "pass") ? "verification FAILED"
+		 : p->verify_layer && !strcmp(p->verify_layer, "sim") ? "verified on the SIMULATED PMU"
+		 : "verified");
+}
+
+const char *mw_provenance_metric(const struct mw_provenance *p, const char *metric, char *buf,
+				 size_t n)
+{
+	char words[256];
+	if (p->reference)
+		snprintf(words, sizeof(words), "imported reference (not measured by memwall)");
+	else if (strstr(metric, "dram_"))
+		dram_words(p, strstr(metric, "_calibrated") != NULL, words, sizeof(words));
+	else if (!strncmp(metric, "engine_", 7))
+		snprintf(words, sizeof(words), "engine-accounted");
+	else if (!strncmp(metric, "energy_", 7))
+		snprintf(words, sizeof(words), "hardware (package energy)");
+	else
+		snprintf(words, sizeof(words), "timed");
+	snprintf(buf, n, "%s%s", words, p->synthetic ? ", SYNTHETIC weights" : "");
+	return buf;
+}

@@ -67,6 +67,20 @@ void mw_provenance_print_md(FILE *f, const struct mw_provenance *p);
 /* The label a DRAM figure carries in tables: " [SIMULATED]" for a simulated record, "" else. */
 const char *mw_provenance_mark(const struct mw_provenance *p);
 
+/* One figure's provenance in the words every surface uses, for formats that carry a figure on
+ * its own (report --format bmf and gab, export aios): "SIMULATED (intel_imc_free)",
+ * "hardware (amd_umc), verified", "hardware (amd_umc), calibrated (error +1.2 %), not
+ * verified", "engine-accounted", "timed", "hardware (package energy)", "imported reference
+ * (not measured by memwall)", each followed by ", SYNTHETIC weights" when the model's are.
+ * Which words apply follows from the metric's name: a DRAM figure (a name holding "dram_")
+ * takes the record's DRAM source, verification and, for the calibrated figure only, the
+ * calibration and its error; engine_* figures are engine-accounted; energy is the package's
+ * counter; token rates and latencies are timed by the clock. No age and no other changing
+ * text: a figure's words stay the same from record to record while what it is stays the
+ * same. Record text is escaped (mw_esc). Returns buf. */
+const char *mw_provenance_metric(const struct mw_provenance *p, const char *metric, char *buf,
+				 size_t n);
+
 /* The same facts as one JSON object (report --format json, jsonl and sql): dram_source,
  * dram_layer, dram_backend, dram_caveat, model_synthetic, calibrated, calibration_error_pct,
  * calibration_age_days, calibration_reason, verification, verification_layer,

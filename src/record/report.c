@@ -10,6 +10,8 @@
 #include "attribution.h"
 #include "provenance.h"
 #include "report.h"
+#include "report_counters.h"
+#include "report_bench.h"
 #include "report_rows.h"
 #include "report_variants.h"
 #include "result.h"
@@ -23,7 +25,10 @@ int mw_format_parse(const char *text, enum mw_format *out)
 		const char *name;
 		enum mw_format fmt;
 	} names[] = { { "md", MW_FORMAT_MD }, { "csv", MW_FORMAT_CSV }, { "json", MW_FORMAT_JSON },
-		      { "jsonl", MW_FORMAT_JSONL }, { "sql", MW_FORMAT_SQL } };
+		      { "jsonl", MW_FORMAT_JSONL }, { "sql", MW_FORMAT_SQL },
+		      { "bmf", MW_FORMAT_BMF }, { "gab", MW_FORMAT_GAB_SMALLER },
+		      { "gab-smaller", MW_FORMAT_GAB_SMALLER },
+		      { "gab-bigger", MW_FORMAT_GAB_BIGGER } };
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (!strcmp(text, names[i].name)) {
 			*out = names[i].fmt;
@@ -182,6 +187,7 @@ static void print_md(FILE *f, const json_t *doc)
 			prov.backend ? prov.backend : "?",
 			!strcmp(mw_dram_basis(doc), "total") ? " has no read/write split"
 							      : " splits reads from writes");
+	mw_report_multiplex_md(f, doc);
 	fputc('\n', f);
 	if (!json_is_true(json_object_get(doc, "complete")))
 		fprintf(f, "**INCOMPLETE:** %s. Figures cover the complete runs only.\n\n",
@@ -280,6 +286,7 @@ static void print_md(FILE *f, const json_t *doc)
 			json_is_true(json_object_get(d, "drifted")) ? ": DRIFTED, runs not comparable" : "");
 	print_roofline(f, json_object_get(doc, "roofline"));
 	mw_attribution_print_md(f, doc, prov.why_mark[0] ? prov.why_mark : NULL);
+	mw_report_perf_md(f, doc);
 }
 
 static void csv_field(FILE *f, const char *s)
@@ -368,6 +375,10 @@ void mw_report_print(FILE *f, const json_t *doc, enum mw_format fmt)
 		print_csv(f, doc);
 	} else if (fmt == MW_FORMAT_JSONL || fmt == MW_FORMAT_SQL) {
 		mw_report_rows(f, doc, NULL, fmt == MW_FORMAT_SQL);
+	} else if (fmt >= MW_FORMAT_BMF) {
+		mw_report_bench(f, stderr, doc, fmt == MW_FORMAT_BMF ? MW_BENCH_BMF
+					      : fmt == MW_FORMAT_GAB_BIGGER ? MW_BENCH_GAB_BIGGER
+					      : MW_BENCH_GAB_SMALLER);
 	} else {
 		struct mw_provenance prov;
 		mw_provenance_of(doc, &prov);

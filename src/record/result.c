@@ -710,6 +710,37 @@ static int check_layer(struct dctx *c, const json_t *doc)
 	return 0;
 }
 
+/* The multiplexing shares against their own times: each decode instance's running_share is
+ * its time_running_ns / time_enabled_ns, and the window's dram_running_share the least of
+ * them (results/README.md, Multiplexing). Records made before the share have none. */
+static int check_shares(struct dctx *c, const json_t *doc)
+{
+	const json_t *run, *in;
+	size_t i, k;
+	char f[96];
+	json_array_foreach(json_object_get(doc, "runs"), i, run) {
+		const json_t *dec = json_object_get(run, "decode");
+		double min = NAN, ws = num(dec, "dram_running_share");
+		json_array_foreach(json_object_get(dec, "dram_instances"), k, in) {
+			double sh = num(in, "running_share"), e = num(in, "time_enabled_ns");
+			double r = num(in, "time_running_ns");
+			if (isnan(sh))
+				continue;
+			snprintf(f, sizeof(f), "runs[%zu].decode.dram_instances[%zu].running_share", i,
+				 k);
+			if (!(e > 0) || fabs(sh - r / e) > 1e-9)
+				return inconsistent(c, f, "is %g, but time_running_ns / time_enabled_ns "
+						    "is %g / %g: the record was edited", sh, r, e);
+			min = isnan(min) || sh < min ? sh : min;
+		}
+		snprintf(f, sizeof(f), "runs[%zu].decode.dram_running_share", i);
+		if (!isnan(min) && !isnan(ws) && fabs(ws - min) > 1e-9)
+			return inconsistent(c, f, "is %g, but its least counted instance ran %g of "
+					    "the window: the record was edited", ws, min);
+	}
+	return 0;
+}
+
 /* Every token id a run recorded, and the document's prompt, inside the model's vocabulary
  * (model.shape.vocab_size, when the record has it). */
 static int check_vocab(struct dctx *c, const json_t *doc)
@@ -892,7 +923,7 @@ int mw_result_validate(const json_t *doc, const char *source, struct mw_error *e
 		goto out;
 	}
 	if ((rc = check_vocab(&c, doc)) || (rc = check_layer(&c, doc)) ||
-	    (rc = check_document(&c, doc)))
+	    (rc = check_shares(&c, doc)) || (rc = check_document(&c, doc)))
 		goto out;
 	copy = json_deep_copy(doc);
 	if (!copy) {

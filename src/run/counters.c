@@ -1,11 +1,13 @@
 /* src/run/counters.c: the counters a run reads (see counters.h). */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "counters.h"
+#include "metrics.h"
 #include "sha256.h"
 
 #define ENERGY_EVENT "power/energy-pkg/"
@@ -17,14 +19,14 @@ const struct mw_sw_event mw_sw_events[MW_N_SW] = {
 	{ "page-faults", "page_faults" },
 };
 
-static void dram_open(struct mw_counters *c, const struct mw_protocol *p)
+static void dram_open(struct mw_counters *c, enum mw_need need, const char *backend)
 {
-	if (p->counters.dram == MW_NEED_OFF) {
+	if (need == MW_NEED_OFF) {
 		snprintf(c->dram_reason, sizeof(c->dram_reason),
 			 "turned off by the protocol (counters.dram is \"off\")");
 		return;
 	}
-	struct prb_dram_options dopt = { .backend = p->counters.backend };
+	struct prb_dram_options dopt = { .backend = backend };
 	struct prb_dram_status *st = calloc(1, sizeof(*st));
 	if (!st || prb_dram_open(&c->dram, c->sys, &dopt, st)) {
 		c->dram = NULL;
@@ -75,7 +77,7 @@ int mw_counters_open(struct mw_counters *c, const struct mw_plan *pl, bool energ
 			 perr.source[0] ? ": " : "", perr.text);
 		snprintf(c->energy_reason, sizeof(c->energy_reason), "%s", c->dram_reason);
 	} else {
-		dram_open(c, p);
+		dram_open(c, p->counters.dram, p->counters.backend);
 		if (energy)
 			energy_open(c, p);
 	}
@@ -95,6 +97,30 @@ int mw_counters_open(struct mw_counters *c, const struct mw_plan *pl, bool energ
 		fflush(log);
 	}
 	return 0;
+}
+
+int mw_counters_open_dram(struct mw_counters *c, const char *backend)
+{
+	struct prb_error perr;
+	memset(c, 0, sizeof(*c));
+	c->eidx = -1;
+	snprintf(c->energy_reason, sizeof(c->energy_reason), "not read by this command");
+	prb_error_clear(&perr);
+	if (prb_system_open(&c->sys, NULL, &perr)) {
+		c->sys = NULL;
+		snprintf(c->dram_reason, sizeof(c->dram_reason),
+			 "cannot read the PMU list: %.300s%s%.400s", perr.source,
+			 perr.source[0] ? ": " : "", perr.text);
+		return -ENODEV;
+	}
+	dram_open(c, MW_NEED_OPTIONAL, backend);
+	if (c->dram)
+		return 0;
+	/* an unknown name is the caller's mistake, not this machine's */
+	bool known = !backend;
+	for (const char *const *b = prb_dram_backends(); *b && !known; b++)
+		known = !strcmp(*b, backend);
+	return known ? -ENODEV : -EINVAL;
 }
 
 void mw_counters_close(struct mw_counters *c)
@@ -146,11 +172,31 @@ void mw_window_set_dram(json_t *window, bool dram_open, const struct prb_dram_sa
 	json_object_set_new(window, "dram_read_bytes", mw_bytes_json(rd));
 	json_object_set_new(window, "dram_write_bytes", mw_bytes_json(wr));
 	json_object_set_new(window, "dram_total_bytes", mw_bytes_json(tot));
-	if (dram_open)
-		json_object_set_new(window, "dram_state",
-				    json_pack("{s:s, s:s, s:s}", "read", prb_state_name(rd.state),
-					      "write", prb_state_name(wr.state), "total",
-					      prb_state_name(tot.state)));
+	if (!dram_open)
+		return;
+	json_object_set_new(window, "dram_state",
+			    json_pack("{s:s, s:s, s:s}", "read", prb_state_name(rd.state), "write",
+				      prb_state_name(wr.state), "total", prb_state_name(tot.state)));
+	/* the least counted instance's share of the window: below 1, the kernel multiplexed a
+	 * counter and its count was extrapolated (probes.h, prb_dram_instance_share) */
+	json_object_set_new(window, "dram_running_share",
+			    mw_json_num(prb_dram_sample_share(d, NULL)));
+}
+
+json_t *mw_dram_instances_json(const struct prb_dram_status *st, const struct prb_dram_sample *d)
+{
+	json_t *a = json_array();
+	for (int k = 0; a && k < d->n_instances && k < st->n_instances; k++) {
+		const struct prb_dram_instance_sample *in = &d->inst[k];
+		json_array_append_new(a, json_pack("{s:s, s:i, s:o, s:o, s:o, s:I, s:I, s:o}", "pmu",
+			st->instances[k].pmu, "cpu", st->instances[k].cpu, "read_bytes",
+			mw_bytes_json(in->read), "write_bytes", mw_bytes_json(in->write),
+			"total_bytes", mw_bytes_json(in->total), "time_enabled_ns",
+			(json_int_t)in->time_enabled, "time_running_ns",
+			(json_int_t)in->time_running, "running_share",
+			mw_json_num(prb_dram_instance_share(in))));
+	}
+	return a;
 }
 
 const char *mw_counters_dram_basis(const struct mw_counters *c)
@@ -162,7 +208,7 @@ const char *mw_counters_dram_basis(const struct mw_counters *c)
 
 /* What was opened on each instance, as the kernel saw it: the PMU, the CPU, and each event's
  * perf_event_attr type and config (from the PMU's sysfs type and format files). */
-static json_t *opened_json(const struct prb_dram_status *st)
+json_t *mw_dram_opened_json(const struct prb_dram_status *st)
 {
 	json_t *a = json_array();
 	for (int i = 0; i < st->n_instances; i++) {
@@ -171,8 +217,9 @@ static json_t *opened_json(const struct prb_dram_status *st)
 		for (int e = 0; e < in->n_events; e++) {
 			char cfg[24];
 			snprintf(cfg, sizeof(cfg), "0x%llx", (unsigned long long)in->events[e].config);
-			json_t *o = json_pack("{s:s, s:I, s:s}", "dir", in->events[e].dir, "type",
-					      (json_int_t)in->events[e].type, "config", cfg);
+			json_t *o = json_pack("{s:s, s:I, s:s, s:f}", "dir", in->events[e].dir,
+					      "type", (json_int_t)in->events[e].type, "config", cfg,
+					      "bytes_per_count", in->events[e].bytes_per_count);
 			if (o && in->events[e].config1) {
 				snprintf(cfg, sizeof(cfg), "0x%llx",
 					 (unsigned long long)in->events[e].config1);
@@ -213,7 +260,7 @@ json_t *mw_counters_dram_json(const struct mw_counters *c)
 	if (o && st->flags & PRB_DRAM_CAVEAT)
 		json_object_set_new(o, "caveat", json_string(st->caveat));
 	if (o)
-		json_object_set_new(o, "opened", opened_json(st));
+		json_object_set_new(o, "opened", mw_dram_opened_json(st));
 	/* A simulated record names the script whose counts it replayed: `validate` then knows a
 	 * record whose layer was edited away from "sim". */
 	const char *script = getenv("MEMWALL_SIM_SCRIPT");

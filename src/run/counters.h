@@ -49,6 +49,12 @@ struct mw_snap {
  * reason. Close with mw_counters_close, also after a failure. */
 int mw_counters_open(struct mw_counters *c, const struct mw_plan *pl, bool energy,
 		     FILE *log, struct mw_error *err);
+/* The DRAM counters alone, for a command that is not a protocol (`memwall stat`): the PMU list
+ * and the backend named (NULL: the most accurate present), as a run opens them; no energy.
+ * 0 when DRAM is open; -EINVAL for a backend name no backend has; -ENODEV when this machine's
+ * DRAM cannot be counted (c->dram_reason says why, in one line). Close with
+ * mw_counters_close, also after a failure. */
+int mw_counters_open_dram(struct mw_counters *c, const char *backend);
 void mw_counters_close(struct mw_counters *c);
 void mw_counters_read(struct mw_counters *c, struct mw_snap *s);
 
@@ -69,7 +75,17 @@ json_t *mw_bytes_json(struct prb_bytes b);
 
 /* Sets a window's dram_read_bytes, dram_write_bytes and dram_total_bytes from d (null for a
  * figure that was not measured) and, when DRAM is open, its dram_state: each figure's state
- * by name ("measured", "not-run", "read-failed", "not-provided"). */
+ * by name ("measured", "not-run", "read-failed", "not-provided"), and dram_running_share: the
+ * smallest time running / time enabled of its instances (null when none has a time). */
 void mw_window_set_dram(json_t *window, bool dram_open, const struct prb_dram_sample *d);
+
+/* Per instance of d (a delta of the backend whose status is st): {pmu, cpu, read_bytes,
+ * write_bytes, total_bytes (null when not measured), time_enabled_ns, time_running_ns,
+ * running_share}. New reference. */
+json_t *mw_dram_instances_json(const struct prb_dram_status *st, const struct prb_dram_sample *d);
+
+/* What was opened on each instance (the record's counters.dram.opened): {pmu, cpu, events:
+ * [{dir, type, config, config1 when set, bytes_per_count}]}. New reference. */
+json_t *mw_dram_opened_json(const struct prb_dram_status *st);
 
 #endif

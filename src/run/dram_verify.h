@@ -7,13 +7,15 @@
  *   idle     the background traffic over an idle window, per instance; its rate (bytes per
  *            ns of the counters' own time_enabled) is subtracted from every pass below;
  *   canary   a read pass and a write pass over a buffer several times the last-level cache
- *            (eng_llc_size; the write pass with non-temporal stores where the kernel table
- *            has them, so the written lines really reach DRAM and no write-allocate read is
- *            added): the sum over instances against the bytes the stream moved, and each
- *            instance against its fair share, total / n_instances. The fair share ASSUMES
- *            memory interleaved evenly over every instance (the default of every multi-
- *            channel system; a NUMA-split or non-interleaved layout breaks it, and the
- *            check then says so by failing with the instance named);
+ *            (eng_llc_size; the write pass is ENG_STREAM_WRITE with non-temporal stores
+ *            where the kernel table has them, so the written lines reach DRAM and nothing
+ *            is read), placed on each NUMA node in turn (verify_numa.h): the sum over
+ *            instances against the bytes the stream moved, each instance serving the node
+ *            against its fair share (the node's bytes / its instances), the other direction
+ *            of each pass and the other nodes' instances against the idle rate
+ *            (verify_checks.h);
+ *   matrix   with --matrix, five patterns at four sizes, each direction against what the
+ *            pattern must move (verify_matrix.h);
  *   perf     where the kernel's perf tool exists, `perf stat -a -x, -e PMU/config=.../ --
  *            sleep S` over a window in which the canary streams, against memwall's own
  *            counts of the same events over a window that contains perf's;
@@ -21,7 +23,8 @@
  *            over the canary passes.
  *
  * Each check has a threshold (MW_DRAMVERIFY_*_PCT; the README's "doctor -> verify -> run ->
- * bundle" says why each is what it is) and a verdict. The record (schema
+ * bundle" says why each is what it is) and a verdict; a failed verification is matched
+ * against known failures (verify_diagnose.h) into the record's "diagnoses". The record (schema
  * MW_DRAMVERIFY_SCHEMA) is kept per machine and counter layer in the verification store,
  * verification.json beside calibration.json: {"schema": MW_DRAMVERIFY_STORE_SCHEMA,
  * "machines": {"<fingerprint sha256>": {"<layer>": record}}}. A simulated verification
@@ -37,15 +40,14 @@
 
 #include "mw.h"
 
-#define MW_DRAMVERIFY_SCHEMA "memwall-verification/1"
+/* /2 (issue 40): "targets" (one per placement of the canary: each NUMA node in turn), both
+ * directions of both passes, "topology", "diagnoses" and, with --matrix, "matrix"; "passes"
+ * is kept, as /1 had it, where there is one target. */
+#define MW_DRAMVERIFY_SCHEMA "memwall-verification/2"
 #define MW_DRAMVERIFY_STORE_SCHEMA "memwall-verification-store/1"
 #define MW_DRAMVERIFY_MAX_AGE_DAYS 30.0 /* older: stale, as a calibration is */
 
-/* Thresholds, in percent (README: "doctor -> verify -> run -> bundle"). */
-#define MW_DRAMVERIFY_SUM_PCT 3.0      /* the sum over instances against the canary */
-#define MW_DRAMVERIFY_INSTANCE_PCT 5.0 /* each instance against its fair share */
-#define MW_DRAMVERIFY_PERF_PCT 2.0     /* perf stat against memwall, same events */
-#define MW_DRAMVERIFY_RESCTRL_PCT 15.0 /* resctrl MBM against the memory controllers */
+#include "verify_thresholds.h" /* MW_DRAMVERIFY_*_PCT */
 
 /* The canary when --size is not given: ENG_ROOF_LLC_MULTIPLE times the last-level cache, and
  * at least this, so that the canary dwarfs the background traffic of its window. */
@@ -59,6 +61,9 @@ struct mw_dramverify_options {
 	int idle_ms;           /* the idle window */
 	const char *perf;      /* the perf tool: NULL looks for "perf" on $PATH; "" uses none */
 	double perf_seconds;   /* perf's window (`-- sleep S`); the canary streams within it */
+	const char *numa;      /* "auto" (NULL), "interleave" or "off": where the canary's pages
+				* go (verify_numa.h, mw_verify_plan_make) */
+	bool matrix;           /* also stream the five patterns at four sizes */
 	FILE *log;             /* progress lines (may be NULL) */
 };
 
@@ -76,6 +81,14 @@ int mw_dramverify_store_path(char *buf, size_t n, struct mw_error *err);
 /* Keeps record in the store at path as the latest verification of its machine and layer,
  * keeping every other entry; atomically (mw_json_write_atomic). 0 or -errno with err. */
 int mw_dramverify_save(const char *path, const json_t *record, struct mw_error *err);
+
+/* perf stat over the canary (src/run/verify_run.c calls it): memwall's counters m read around
+ * `perf stat -a -x, -e EVENTS -- sleep S` while es streams; returns the record's "perf"
+ * object, checks appended (src/run/verify_checks.h). */
+struct mw_verify_meters;
+struct eng_stream;
+json_t *mw_verify_perf_check(struct mw_verify_meters *m, struct eng_stream *es,
+			     const struct mw_dramverify_options *o, json_t *checks);
 
 /* What a run's counters.dram says of verification, for this machine's fingerprint (sha) and
  * the counter layer the run counts on: {"verification": {"verdict", "created_utc",

@@ -501,21 +501,12 @@ static json_t *series_json(const struct series *s, bool dram_open, size_t n)
 	return dram_open && s->state == PRB_MEASURED ? u64_array(s->v, n) : json_null();
 }
 
-/* Per controller instance: the decode window's bytes, each figure with its state. */
+/* Per controller instance: the decode window's bytes, each figure with its state, and the
+ * instance's multiplexing share of the window. */
 static json_t *instances_json(struct builtin *b)
 {
-	const struct prb_dram_status *st = prb_dram_status(b->run->ctr.dram);
-	json_t *split = json_array();
 	prb_dram_sample_delta(&b->last.dram, &b->pre1.dram, &b->delta);
-	for (int k = 0; split && k < b->delta.n_instances; k++) {
-		const struct prb_dram_instance_sample *in = &b->delta.inst[k];
-		json_array_append_new(split, json_pack("{s:s, s:o, s:o, s:o}", "pmu",
-						       st->instances[k].pmu, "read_bytes",
-						       mw_bytes_json(in->read), "write_bytes",
-						       mw_bytes_json(in->write), "total_bytes",
-						       mw_bytes_json(in->total)));
-	}
-	return split;
+	return mw_dram_instances_json(prb_dram_status(b->run->ctr.dram), &b->delta);
 }
 
 /* The decode window: totals over the tokens, with every figure's state over the run. */

@@ -49,31 +49,17 @@ static int program_find(const struct mw_protocol *p, const struct mw_run_options
 {
 	const char *want = o->llama_bin ? o->llama_bin : p->engine.command[0];
 	const char *field = o->llama_bin ? "--llama-bin" : "engine.command[0]";
-	char cand[PATH_MAX];
-	if (strchr(want, '/')) {
-		snprintf(cand, sizeof(cand), "%s", want);
-	} else {
-		const char *env = getenv("PATH");
-		char dirs[8192];
-		bool found = false;
-		snprintf(dirs, sizeof(dirs), "%s", env && *env ? env : "/usr/local/bin:/usr/bin:/bin");
-		for (char *save = NULL, *d = strtok_r(dirs, ":", &save); d && !found;
-		     d = strtok_r(NULL, ":", &save)) {
-			snprintf(cand, sizeof(cand), "%s/%s", *d ? d : ".", want);
-			found = access(cand, X_OK) == 0;
-		}
-		if (!found)
-			return mw_error_set(err, -ENOENT, o->llama_bin ? "" : p->source, field,
-					    "'%s' is not in PATH: pass --llama-bin /path/to/%s "
-					    "(your llama.cpp build's bin/ folder), or put its folder "
-					    "in PATH", want, want);
-	}
-	if (access(cand, X_OK))
-		return mw_error_set(err, -errno, o->llama_bin ? "" : p->source, field,
-				    "%s is not an executable file: %s", cand, strerror(errno));
-	if (!realpath(cand, path) || strlen(path) >= n)
-		return mw_error_set(err, -errno, cand, field, "cannot resolve the path: %s",
-				    strerror(errno));
+	const char *tried = NULL;
+	int rc = mw_spawn_find(want, path, n, &tried);
+	if (rc == -ENOENT && !tried)
+		return mw_error_set(err, -ENOENT, o->llama_bin ? "" : p->source, field,
+				    "'%s' is not in PATH: pass --llama-bin /path/to/%s "
+				    "(your llama.cpp build's bin/ folder), or put its folder "
+				    "in PATH", want, want);
+	if (rc < 0)
+		return mw_error_set(err, rc, o->llama_bin ? "" : p->source, field,
+				    "%s is not an executable file: %s", tried ? tried : want,
+				    strerror(-rc));
 	return 0;
 }
 

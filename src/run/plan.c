@@ -162,14 +162,17 @@ static enum mw_run_status check_model(struct mw_plan *pl, const struct mw_run_op
 	if (st != MW_RUN_DONE)
 		return st;
 	/* Through the cache (base/sha256.h): a second run, and each variant, do not read a 5 GB
-	 * model again while its device, inode, size and mtime are unchanged. */
+	 * model again while its device, inode, size, mtime and ctime are unchanged. The ctime
+	 * is what makes the model.sha256 pin below hold against a file changed in place with
+	 * its size and mtime put back: every write moves it, and no call can set it back. */
 	bool cached = false;
 	if (mw_sha256_file_cached(pl->model_path, pl->model_sha256, &pl->model_bytes, &cached,
 				  err))
 		return MW_RUN_BAD_INPUT;
 	if (o->log)
 		fprintf(o->log, "memwall run: sha256 of %s %s\n", pl->model_path,
-			cached ? "from the hash cache (device, inode, size and mtime unchanged)"
+			cached ? "from the hash cache (device, inode, size, mtime and ctime "
+				 "unchanged)"
 			       : "computed (read whole)");
 	if (p->model.size_bytes >= 0 && (uint64_t)p->model.size_bytes != pl->model_bytes) {
 		mw_error_set(err, -EINVAL, p->source, "model.size_bytes",

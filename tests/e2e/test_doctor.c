@@ -52,6 +52,12 @@ static void test_doctor_without_counters(void)
 	/* software events exist everywhere perf does: doctor found them by opening them */
 	json_t *tc = json_object_get(json_object_get(j, "software_events"), "task-clock");
 	T_ASSERT(json_is_boolean(json_object_get(tc, "available")));
+	/* the topology of this VM's tree (copied from its /sys): one node; no controller to tie
+	 * to it, and why */
+	json_t *topo = json_object_get(j, "topology");
+	T_EQ_INT(json_array_size(json_object_get(topo, "nodes")), 1);
+	T_CONTAINS(json_string_value(json_object_get(json_object_get(topo, "controllers"), "why")),
+		   "unknown, because no DRAM backend");
 	json_decref(j);
 	t_output_free(&o);
 
@@ -99,7 +105,27 @@ static void test_doctor_server_tree(void)
 	T_EQ_STR(json_string_value(json_array_get(prov, 0)), "read");
 	T_EQ_STR(json_string_value(json_array_get(prov, 2)), "total");
 	T_ASSERT(json_is_true(json_object_get(dram, "read_write_split")));
+	/* the kernel's perf on the same events: cas_count_read is event=0x05,umask=0xcf
+	 * (format event config:0-7, umask config:8-15,32-55), each PMU once for both sockets */
+	const char *perf = json_string_value(json_object_get(dram, "perf_command"));
+	T_CONTAINS(perf, "perf stat -a -e uncore_imc_0/config=0xcf05/,uncore_imc_0/config=0xf005/,");
+	T_CONTAINS(perf, "uncore_imc_15/config=0xf005/ -- sleep 10");
+	T_CONTAINS(json_string_value(json_object_get(dram, "perf_note")), "count x 64");
+	/* the topology: two nodes, one per socket (the tree's node0/node1), the 32 instances
+	 * (16 PMUs x cpumask "0,56") split 16 and 16, CPU 56 on node 1 */
+	json_t *topo = json_object_get(j, "topology");
+	T_EQ_INT(json_array_size(json_object_get(topo, "nodes")), 2);
+	T_EQ_INT(json_integer_value(json_object_get(topo, "packages")), 2);
+	json_t *per = json_object_get(json_object_get(topo, "controllers"), "per_node");
+	T_EQ_INT(json_array_size(per), 2);
+	T_EQ_INT(json_integer_value(json_object_get(json_array_get(per, 0), "instances")), 16);
+	T_EQ_INT(json_integer_value(json_object_get(json_array_get(per, 1), "instances")), 16);
 	json_decref(j);
+	t_output_free(&o);
+	const char *targv[] = { "memwall", "doctor", "--sysfs", tree("sapphire-rapids"), NULL };
+	o = t_run(targv);
+	T_CONTAINS(o.out, "  node 1: CPUs 56-111,168-223");
+	T_CONTAINS(o.out, "  controller instances per node: node 0: 16, node 1: 16");
 	t_output_free(&o);
 
 	/* resctrl counts a total only */

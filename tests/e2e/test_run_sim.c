@@ -56,6 +56,7 @@ struct sim_event {
 	int fail_after;       /* -1: never */
 	int config1;          /* -1: not given (the rule matches any config1) */
 	bool solo;            /* the driver refuses a group with another hardware event */
+	double scaled;        /* 0: runs all the time it is enabled; else multiplexed (scaled=) */
 };
 
 struct sim_instance {
@@ -78,6 +79,7 @@ struct sim_case {
 };
 
 static char scratch[256];
+static char last_record[1024]; /* the record run_case last wrote */
 static struct sim_case the_case;
 
 /* ---- what the tree says, read here (not through memwall) */
@@ -308,6 +310,8 @@ static const char *write_script(const struct sim_case *c)
 				fprintf(f, " config1=%d", e->config1);
 			if (e->solo)
 				fprintf(f, " solo");
+			if (e->scaled > 0)
+				fprintf(f, " scaled=%g", e->scaled);
 			fputc('\n', f);
 		}
 	}
@@ -365,6 +369,38 @@ static void fold(struct want *w, const char *state, uint64_t bytes)
 		w->bytes += bytes;
 }
 
+/* time_running / time_enabled at read k of a scaled= rule: the sim's times are (k + 1) ms
+ * enabled and scaled times that (truncated to whole ns) running, so a count over reads a < b
+ * is the raw difference times enabled / running over that window. 1 for a rule without. */
+static double extrapolation(const struct sim_event *e, int a, int b)
+{
+	if (!(e->scaled > 0))
+		return 1;
+	uint64_t ena_a = (uint64_t)(a + 1) * 1000000u, ena_b = (uint64_t)(b + 1) * 1000000u;
+	uint64_t run_a = (uint64_t)(e->scaled * (double)ena_a);
+	uint64_t run_b = (uint64_t)(e->scaled * (double)ena_b);
+	return (double)(ena_b - ena_a) / (double)(run_b - run_a);
+}
+
+/* The multiplexing share instance in must show over any window: its least counted event's
+ * time running / time enabled (a group's are its leader's); NaN where a read fails (not
+ * checked then). */
+static double want_share(const struct sim_case *c, const struct sim_instance *in)
+{
+	if (in->file)
+		return in->unavailable_after >= 0 ? NAN : 1.0;
+	bool grouped = !c->nogroups && !c->no_group && in->n > 1;
+	double share = 1.0;
+	for (int j = 0; j < in->n; j++) {
+		const struct sim_event *e = grouped ? &in->ev[0] : &in->ev[j];
+		if (in->ev[j].fail_after >= 0)
+			return NAN;
+		double sh = e->notrun ? 0.0 : e->scaled > 0 ? e->scaled : 1.0;
+		share = sh < share ? sh : share;
+	}
+	return share;
+}
+
 /* Figure f of instance in between its reads a < b (k counted from the open's read, 0). A
  * counter's difference modulo 2^bits is (b - a) step as long as that stays below 2^bits:
  * wrapping never shows. */
@@ -387,6 +423,7 @@ static struct want want_window(const struct sim_case *c, const struct sim_instan
 		if ((f == F_READ && e->dir != RD) || (f == F_WRITE && e->dir != WR))
 			continue;
 		uint64_t bytes = (uint64_t)llround((double)(b - a) * (double)e->step *
+						   extrapolation(grouped ? &in->ev[0] : e, a, b) *
 						   e->bytes_per_count);
 		if (grouped ? group_failed : e->fail_after >= 0 && b > e->fail_after)
 			fold(&w, "read-failed", 0);
@@ -471,7 +508,9 @@ static void check_no_zero(json_t *o, const char *key, const char *where)
 	} else if (json_is_array(o)) {
 		json_array_foreach(o, i, v)
 			check_no_zero(v, json_is_number(v) ? key : NULL, where);
-	} else if (dram && json_is_number(o)) {
+	} else if (dram && json_is_number(o) && strcmp(key, "dram_running_share")) {
+		/* (a running share is a time ratio, not a figure: 0 for a counter that never
+		 * ran is what it read, and its bytes are null) */
 		t_checks++;
 		if (json_number_value(o) == 0)
 			T_FAIL_AT(__FILE__, __LINE__, "%s: %s is a measured 0", where, key);
@@ -503,6 +542,7 @@ static void check_record(const struct sim_case *c, const char *path, const struc
 	T_EQ_INT(json_array_size(runs), NRUNS);
 	enum fig basis = c->split ? F_READ : F_TOTAL;
 
+	double mux_share = NAN; /* the share the report must say, when below 1 */
 	/* per run: MB/token of each figure, NAN where absent; [N_FIG] is the basis */
 	double mb[NRUNS][N_FIG + 1];
 	char what[256];
@@ -560,10 +600,22 @@ static void check_record(const struct sim_case *c, const char *path, const struc
 
 		/* each instance's decode bytes: D steps times bytes per count */
 		const json_t *split = json_object_get(dec, "dram_instances");
+		double min_share = 1.0;
+		bool any_failed = false;
+		for (int i = 0; i < c->n; i++)
+			any_failed |= isnan(want_share(c, &c->in[i]));
 		T_EQ_INT(json_array_size(split), c->n);
 		for (int i = 0; i < c->n && i < (int)json_array_size(split); i++) {
 			const json_t *e = json_array_get(split, (size_t)i);
 			T_CONTAINS(json_string_value(json_object_get(e, "pmu")), c->in[i].pmu);
+			double sh = want_share(c, &c->in[i]);
+			if (!isnan(sh))
+				T_NEAR(num(e, "running_share"), sh, 1e-9);
+			if (sh == 1.0)
+				T_EQ_U64((uint64_t)num(e, "time_running_ns"),
+					 (uint64_t)num(e, "time_enabled_ns"));
+			if (!isnan(sh) && sh < min_share)
+				min_share = sh;
 			for (int f = 0; f < N_FIG; f++) {
 				char key[64];
 				snprintf(key, sizeof(key), "%s_bytes", fig_name[f]);
@@ -573,6 +625,16 @@ static void check_record(const struct sim_case *c, const char *path, const struc
 				check_value(what, json_object_get(e, key), &w);
 			}
 		}
+
+		/* the windows' share: the least counted instance's */
+		if (!any_failed) {
+			T_NEAR(num(dec, "dram_running_share"), min_share, 1e-9);
+			T_NEAR(num(idle, "dram_running_share"), min_share, 1e-9);
+			T_NEAR(num(json_object_get(run, "prefill"), "dram_running_share"), min_share,
+			       1e-9);
+		}
+		if (!any_failed && min_share < 1.0)
+			mux_share = min_share;
 
 		/* MB/token: (decode bytes - idle rate x decode seconds) / tokens, from the raw ns;
 		 * null below zero (an idle rate larger than the traffic is not a measurement). The
@@ -683,6 +745,28 @@ static void check_record(const struct sim_case *c, const char *path, const struc
 			 c->backend);
 		T_CONTAINS(o.out, line);
 	}
+	/* the share, said when a counter was multiplexed (and only then) */
+	if (!isnan(mux_share) && mux_share > 0) {
+		char line[160];
+		snprintf(line, sizeof(line), "- **Multiplexed:** the DRAM counters ran %.1f %% of "
+			 "the time they were enabled in runs[", mux_share * 100.0);
+		T_CONTAINS(o.out, line);
+	} else if (!isnan(mux_share)) {
+		T_CONTAINS(o.out, "- **Not counted:** a DRAM counter was enabled but never ran in "
+				  "runs[");
+	} else {
+		T_ASSERT(!strstr(o.out, "**Multiplexed:**"));
+	}
+	/* the perf command: the first perf instance's events, as this case encodes them */
+	if (!c->in[0].file) {
+		char ev[200];
+		snprintf(ev, sizeof(ev), "%s/config=0x%" PRIx64, c->in[0].pmu, c->in[0].ev[0].config);
+		T_CONTAINS(o.out, "\n    perf stat -a -e ");
+		T_CONTAINS(o.out, ev);
+		T_CONTAINS(o.out, " -- memwall run ");
+	} else {
+		T_CONTAINS(o.out, "Check with perf: no command (no perf event was opened");
+	}
 	t_output_free(&o);
 
 	/* The charts, where gnuplot exists: the per-controller split is drawn for every backend,
@@ -755,6 +839,7 @@ static void run_case(const struct sim_case *c, const struct expect *x)
 	}
 	T_ASSERT(path[0]);
 	t_output_free(&o);
+	snprintf(last_record, sizeof(last_record), "%s", path);
 	if (path[0])
 		check_record(c, path, x);
 }
@@ -792,6 +877,52 @@ static void test_not_run(void)
 	c->in[0].ev[3].notrun = true;
 	x = (struct expect){ { NULL, NULL, "not-run" }, 0 };
 	run_case(c, &x);
+}
+
+static void test_multiplexed(void)
+{
+	/* controller 1's group ran half the time it was enabled: its counts are extrapolated
+	 * (x2), every window's share is 0.5, and the report says so */
+	struct sim_case *c = arrow_lake("mux-arrow-lake");
+	c->in[1].ev[0].scaled = 0.5;
+	run_case(c, &all_measured);
+	/* validate holds each share to its times and the window's to its least instance */
+	static const struct {
+		const char *at[4];
+		double value;
+		const char *field;
+	} edits[] = {
+		{ { "decode", "dram_running_share", NULL }, 1.0, "runs[1].decode.dram_running_share" },
+		{ { "decode", "dram_instances", "1", "running_share" }, 0.75,
+		  "runs[1].decode.dram_instances[1].running_share" },
+	};
+	for (size_t e = 0; e < sizeof(edits) / sizeof(edits[0]) && last_record[0]; e++) {
+		json_t *doc = json_load_file(last_record, 0, NULL);
+		T_ASSERT(doc != NULL);
+		if (!doc)
+			break;
+		json_t *at = json_object_get(json_array_get(json_object_get(doc, "runs"), 1),
+					     edits[e].at[0]);
+		if (edits[e].at[2])
+			at = json_array_get(json_object_get(at, edits[e].at[1]),
+					    (size_t)atoi(edits[e].at[2]));
+		json_object_set_new(at, edits[e].at[2] ? edits[e].at[3] : edits[e].at[1],
+				    json_real(edits[e].value));
+		char edited[1100];
+		snprintf(edited, sizeof(edited), "%s/edited-share.json", scratch);
+		T_EQ_INT(json_dump_file(doc, edited, JSON_INDENT(1)), 0);
+		json_decref(doc);
+		const char *vargv[] = { "memwall", "validate", edited, NULL };
+		struct t_output o = t_run(vargv);
+		T_EQ_INT(o.status, 1);
+		T_CONTAINS(o.err, edits[e].field);
+		T_CONTAINS(o.err, "the record was edited");
+		t_output_free(&o);
+	}
+	/* event by event, one data-fabric channel of eight at a quarter */
+	c = zen3("mux-zen3");
+	c->in[0].ev[5].scaled = 0.25;
+	run_case(c, &all_measured);
 }
 
 static void test_wrap(void)
@@ -896,6 +1027,8 @@ static void test_external(void)
 				 "measured");
 			T_EQ_STR(json_string_value(get(proc, "dram_state", "read", NULL)),
 				 "not-provided");
+			/* resctrl's files run all the time: one clock for both times */
+			T_NEAR(num(proc, "dram_running_share"), 1.0, 0);
 			/* net of the idle rate over both idle windows, times the process's wall */
 			double idle_s = (num(idle, "before_ns") + num(idle, "after_ns")) * 1e-9;
 			T_ASSERT(idle_s > 0);
@@ -947,6 +1080,7 @@ int main(void)
 
 	test_every_backend();
 	test_not_run();
+	test_multiplexed();
 	test_wrap();
 	test_fail_mid_run();
 	test_resctrl_unavailable();

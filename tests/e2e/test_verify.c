@@ -6,15 +6,17 @@
  *
  *   the canary: --size 0.001 GiB is 0.001 * 2^30 bytes (truncated), rounded up to 6 whole
  *   pages for the one worker (engine.h, eng_stream_options.bytes): ws. The read pass reads ws
- *   (ENG_STREAM_READ: one array), the write pass writes ws / 2 (ENG_STREAM_COPY: two halves).
+ *   (ENG_STREAM_READ: one array), the write pass writes ws with non-temporal stores
+ *   (ENG_STREAM_WRITE: one array, nothing read), so its reads stay at the idle rate.
  *
- *   the reads: verify reads every meter at the open (k = 0), then at the idle window's start
- *   and end (k = 1, 2), after the read pass (k = 3), after the write pass (k = 4), and, with a
- *   perf tool, before and after perf's window (k = 5, 6). A rule's steps=A,B,... add A at read
- *   1, B at read 2, and so on (the last repeated): steps[1] is the idle window, steps[2] the
- *   read pass, steps[3] the write pass, steps[5] perf's window. Every perf read advances
- *   ns_per_read, the same for every window, so the background verify subtracts from a pass is
- *   the idle window's count itself.
+ *   the reads (src/run/verify_run.c): verify reads every meter at the open (k = 0), then at
+ *   the idle window's start and end (k = 1, 2), after setting up the canary (k = 3), after the
+ *   read pass (k = 4), after the write pass (k = 5), and, with a perf tool, before and after
+ *   perf's window (k = 6, 7). A rule's steps=A,B,... add A at read 1, B at read 2, and so on
+ *   (the last repeated): steps[1] is the idle window, steps[3] the read pass, steps[4] the
+ *   write pass, steps[6] perf's window. Every perf read advances ns_per_read, the same for
+ *   every window, so the background verify subtracts from a pass is the idle window's count
+ *   itself. One machine, one NUMA node: one placement (test_verify_numa.c has two).
  *
  * Bytes per count come from the trees' .scale and .unit files (sim_tree.h). Each case checks
  * the exit code, the failure message (naming the instance and the size of the disagreement,
@@ -41,14 +43,14 @@
 static char scratch[256], state[512], script[512], bindir[512];
 static uint64_t ws;
 
-/* One event's rule with its windows' counts: before idle, idle, read pass, write pass, gap,
- * perf window. */
+/* One event's rule with its windows' counts: before idle, idle, the canary's set-up, read
+ * pass, write pass, gap, perf window. */
 static void rule(FILE *f, uint32_t type, uint64_t config, const char *cpu, uint64_t rd,
 		 uint64_t wr, uint64_t perf)
 {
-	fprintf(f, "perf type=%u config=0x%" PRIx64 " cpu=%s start=1000 steps=%d,%d,%" PRIu64
+	fprintf(f, "perf type=%u config=0x%" PRIx64 " cpu=%s start=1000 steps=%d,%d,%d,%" PRIu64
 		",%" PRIu64 ",%d,%" PRIu64 " ns_per_read=2000000\n", type, config, cpu, GAP, IDLE,
-		rd, wr, GAP, perf);
+		GAP, rd, wr, GAP, perf);
 }
 
 /* ---- arrow-lake: two free-running IMC instances, read and write */
@@ -59,21 +61,22 @@ static uint64_t al_counts[2];  /* per instance: the canary's read pass, in count
 static uint64_t perf_counts = 5000; /* each event over perf's window */
 
 /* The script: instance inst's read pass counts rd_counts[inst] (net of the idle window),
- * every write pass the canary's ws / 2 spread evenly. */
+ * the write pass the canary's ws spread evenly; the other direction of each pass stays at the
+ * idle rate. */
 static void write_al(const uint64_t rd_counts[2])
 {
 	FILE *f = fopen(script, "w");
 	T_ASSERT(f != NULL);
 	if (!f)
 		exit(1);
-	uint64_t wr = ws / 2 / 2 / 64; /* per instance, 64 bytes per count: checked below */
+	uint64_t wr = ws / 2 / 64; /* per instance, 64 bytes per count: checked below */
 	for (int i = 0; i < 2; i++) {
 		char pmu[64];
 		snprintf(pmu, sizeof(pmu), "uncore_imc_free_running_%d", i);
 		uint32_t type = pmu_type(AL, pmu);
-		/* the read pass moves reads; the write pass reads ws / 2 too (the copy's
-		 * source) and writes ws / 2; the idle window's count rides on every pass */
-		rule(f, type, 0x20ff, "*", rd_counts[i] + IDLE, wr + IDLE, perf_counts);
+		/* the read pass moves reads, the write pass writes; the idle window's count
+		 * rides on every pass, in both directions */
+		rule(f, type, 0x20ff, "*", rd_counts[i] + IDLE, IDLE, perf_counts);
 		rule(f, type, 0x30ff, "*", IDLE, wr + IDLE, perf_counts + 1000u * (unsigned)i);
 	}
 	fclose(f);
@@ -85,8 +88,7 @@ static void setup_al(void)
 	al_bpc = alias_bytes(AL, "uncore_imc_free_running_0", "data_read");
 	T_NEAR(al_bpc, 64.0, 1e-9);
 	T_NEAR(alias_bytes(AL, "uncore_imc_free_running_1", "data_write"), 64.0, 1e-9);
-	T_EQ_U64(ws / 2 / 2 / 64 * 64 * 4, ws); /* whole counts: the write pass is exact */
-	T_EQ_U64(ws / 2 / 64 * 64 * 2, ws);     /* and so is the read pass */
+	T_EQ_U64(ws / 2 / 64 * 64 * 2, ws); /* whole counts: both passes are exact */
 	al_counts[0] = al_counts[1] = ws / 2 / 64;
 	snprintf(root, sizeof(root), "%s%s", t_data("sysfs/"), AL);
 	setenv("MEMWALL_SYSFS_ROOT", root, 1);
@@ -153,15 +155,25 @@ static void test_agree(void)
 	const json_t *wp = json_object_get(json_object_get(r, "passes"), "write");
 	T_EQ_U64((uint64_t)json_integer_value(json_object_get(rp, "expected_bytes")), ws);
 	T_NEAR(json_number_value(json_object_get(rp, "counted_bytes")), (double)ws, 1e-6);
-	T_EQ_U64((uint64_t)json_integer_value(json_object_get(wp, "expected_bytes")), ws / 2);
-	T_NEAR(json_number_value(json_object_get(wp, "counted_bytes")), (double)ws / 2, 1e-6);
+	T_EQ_U64((uint64_t)json_integer_value(json_object_get(wp, "expected_bytes")), ws);
+	T_NEAR(json_number_value(json_object_get(wp, "counted_bytes")), (double)ws, 1e-6);
+	/* the other direction of each pass: the idle rate, net 0 */
+	T_NEAR(json_number_value(json_object_get(json_object_get(rp, "cross"), "counted_bytes")),
+	       0, 1e-6);
+	T_NEAR(json_number_value(json_object_get(json_object_get(wp, "cross"), "counted_bytes")),
+	       0, 1e-6);
 	const json_t *in = json_array_get(json_object_get(rp, "instances"), 1);
 	T_NEAR(json_number_value(json_object_get(in, "background_bytes")), IDLE * al_bpc, 1e-9);
 	T_EQ_U64((uint64_t)json_integer_value(json_object_get(in, "raw_bytes")),
 		 (uint64_t)((double)(al_counts[1] + IDLE) * al_bpc));
-	T_EQ_INT(json_array_size(json_object_get(r, "checks")), 6); /* 2 passes x (2 + sum) */
+	/* 2 passes x (2 instances + sum + the other direction + running share) */
+	T_EQ_INT(json_array_size(json_object_get(r, "checks")), 10);
+	T_EQ_STR(verdict_of(r, "read pass: running share"), "pass");
 	T_EQ_STR(verdict_of(r, "read pass: uncore_imc_free_running_1"), "pass");
 	T_EQ_STR(verdict_of(r, "write pass: sum"), "pass");
+	T_EQ_STR(verdict_of(r, "read pass: writes"), "pass");
+	T_EQ_STR(verdict_of(r, "write pass: reads"), "pass");
+	T_EQ_INT(json_array_size(json_object_get(r, "diagnoses")), 0);
 	T_ASSERT(json_is_false(json_object_get(json_object_get(r, "perf"), "available")));
 	/* arrow-lake has no resctrl: verify looked for it as a second meter, and says so; it
 	 * never says a backend "was asked for" when nobody asked (issue 44) */
@@ -239,6 +251,56 @@ static void test_one_high(void)
 	t_output_free(&o);
 }
 
+/* Counters that ran half the time they were enabled (the group's leader scaled=0.5: the sim
+ * reports time_running = time_enabled / 2, so every count is extrapolated x2). The script's
+ * raw steps are half of write_al's counts, so the extrapolated counts are write_al's exactly:
+ * every byte check passes, and only the running share fails each pass, naming the share. */
+static void test_multiplexed(void)
+{
+	char out[700], want[400];
+	snprintf(out, sizeof(out), "%s/mux.json", scratch);
+	uint64_t wr = ws / 2 / 64; /* the write pass, per instance (write_al's) */
+	T_EQ_U64(al_counts[0] % 2 + al_counts[1] % 2 + wr % 2, 0); /* halves are whole counts */
+	FILE *f = fopen(script, "w");
+	T_ASSERT(f != NULL);
+	if (!f)
+		return;
+	for (int i = 0; i < 2; i++) {
+		char pmu[64];
+		snprintf(pmu, sizeof(pmu), "uncore_imc_free_running_%d", i);
+		uint32_t type = pmu_type(AL, pmu);
+		/* rule()'s windows (gap, idle, the canary's set-up, read pass, write pass, gap,
+		 * perf), every raw step halved: raw IDLE in the idle window reads 2 IDLE, the
+		 * background each pass subtracts */
+		fprintf(f, "perf type=%u config=0x20ff cpu=* start=1000 steps=%d,%d,%d,%" PRIu64
+			",%d,%d,1 ns_per_read=2000000 scaled=0.5\n", type, GAP, IDLE, GAP,
+			al_counts[i] / 2 + IDLE, IDLE, GAP);
+		fprintf(f, "perf type=%u config=0x30ff cpu=* start=1000 steps=%d,%d,%d,%d,%" PRIu64
+			",%d,1 ns_per_read=2000000\n", type, GAP, IDLE, GAP, IDLE, wr / 2 + IDLE, GAP);
+	}
+	fclose(f);
+	struct t_output o = verify("--no-perf", NULL, out);
+	T_EQ_INT(o.status, 1);
+	snprintf(want, sizeof(want), "memwall verify: uncore_imc_free_running_0 (read pass, time "
+		 "running / time enabled): multiplexed: counted %.1f %% of the pass", 50.0);
+	T_CONTAINS(o.err, want);
+	T_CONTAINS(o.err, "(write pass, time running / time enabled): multiplexed");
+	t_output_free(&o);
+	json_t *r = load(out);
+	if (!r)
+		return;
+	T_EQ_STR(json_string_value(json_object_get(r, "verdict")), "fail");
+	T_EQ_STR(verdict_of(r, "read pass: running share"), "fail");
+	T_EQ_STR(verdict_of(r, "write pass: running share"), "fail");
+	/* the extrapolated counts agree: the share alone fails the passes */
+	T_EQ_STR(verdict_of(r, "read pass: uncore_imc_free_running_1"), "pass");
+	T_EQ_STR(verdict_of(r, "read pass: sum"), "pass");
+	T_EQ_STR(verdict_of(r, "write pass: sum"), "pass");
+	const json_t *c = check_named(r, "read pass: running share");
+	T_NEAR(json_number_value(json_object_get(c, "running_share")), 0.5, 1e-12);
+	json_decref(r);
+}
+
 /* A fake perf first on $PATH: it checks the command verify gives it and prints perf stat's -x,
  * CSV (perf-stat(1): value, unit, event, run time, percentage, ...) with counts chosen here:
  * read_factor scales instance 0's read count. */
@@ -290,7 +352,7 @@ static void test_perf(void)
 		T_ASSERT(json_is_true(json_object_get(perf, "available")));
 		T_EQ_STR(verdict_of(r, "perf: uncore_imc_free_running_0 read"), "pass");
 		T_EQ_STR(verdict_of(r, "perf: uncore_imc_free_running_1 write"), "pass");
-		T_EQ_INT(json_array_size(json_object_get(r, "checks")), 10);
+		T_EQ_INT(json_array_size(json_object_get(r, "checks")), 14);
 		json_decref(r);
 	}
 
@@ -340,9 +402,8 @@ static void test_resctrl(double ratio, bool pass)
 	if (!f)
 		return;
 	/* 32 instances (uncore_imc_0..15 on CPUs 0 and 56), each a 1/32 share */
-	uint64_t rd = ws / 32 / 64, wr = ws / 2 / 32 / 64;
+	uint64_t rd = ws / 32 / 64, wr = ws / 32 / 64;
 	T_EQ_U64(rd * 64 * 32, ws);
-	T_EQ_U64(wr * 64 * 32 * 2, ws);
 	double bpc = alias_bytes(SPR, "uncore_imc_0", "cas_count_read");
 	T_NEAR(bpc, 64.0, 1e-9);
 	T_NEAR(alias_bytes(SPR, "uncore_imc_0", "cas_count_write"), 64.0, 1e-9);
@@ -354,20 +415,21 @@ static void test_resctrl(double ratio, bool pass)
 		static const char *const cpus[] = { "0", "56" };
 		for (int s = 0; s < 2; s++) {
 			/* cas_count_read event=0x05,umask=0xcf; write umask=0xf0 */
-			rule(f, type, 0xcf05, cpus[s], rd + IDLE, wr + IDLE, 1);
+			rule(f, type, 0xcf05, cpus[s], rd + IDLE, IDLE, 1);
 			rule(f, type, 0xf005, cpus[s], IDLE, wr + IDLE, 1);
-			imc += (double)((rd + IDLE) + (wr + IDLE) + IDLE + (wr + IDLE)) * bpc;
+			imc += (double)((rd + IDLE) + IDLE + IDLE + (wr + IDLE)) * bpc;
 		}
 	}
-	/* resctrl's two domains, read at the same boundaries: the two passes are steps 2 and
-	 * 3; each domain counts half of ratio * imc */
+	/* resctrl's two domains, read at the same boundaries: the two passes are steps 4 and
+	 * 5; each domain counts half of ratio * imc */
 	uint64_t dom = (uint64_t)llround(ratio * imc / 4); /* per domain, per pass */
 	for (int d = 0; d < 2; d++)
-		fprintf(f, "file path=mon_L3_0%d/mbm_total_bytes start=77 steps=%d,%d,%" PRIu64
-			",%" PRIu64 ",%d\n", d, GAP, IDLE, dom, dom, GAP);
+		fprintf(f, "file path=mon_L3_0%d/mbm_total_bytes start=77 steps=%d,%d,%d,%" PRIu64
+			",%" PRIu64 ",%d\n", d, GAP, IDLE, GAP, dom, dom, GAP);
 	fclose(f);
 	snprintf(out, sizeof(out), "%s/resctrl.json", scratch);
-	struct t_output o = verify("--no-perf", NULL, out);
+	/* not placed: every instance shares the canary (test_verify_numa.c places it) */
+	struct t_output o = verify("--no-perf", "--numa=off", out);
 	if (pass && o.status)
 		fprintf(stderr, "verify exited %d:\n%s\n", o.status, o.err);
 	T_EQ_INT(o.status, pass ? 0 : 1);
@@ -535,6 +597,7 @@ int main(void)
 	setup_al();
 	test_agree();
 	test_one_high();
+	test_multiplexed();
 	test_perf();
 	test_resctrl(0.80, false);
 	test_resctrl(0.95, true);

@@ -422,10 +422,18 @@ static void check_stream_api(const char *kernels, int threads)
 	T_EQ_INT(eng_stream_run(s, ENG_STREAM_TRIAD, false, &r), 0);
 	T_EQ_U64(r.bytes_read, bytes / 3 * 2);
 	T_EQ_U64(r.bytes_written, bytes / 3);
+	/* WRITE: the whole working set stored, nothing loaded from memory (its 16 KiB source
+	 * block stays in L1: engine.h) */
+	T_EQ_INT(eng_stream_run(s, ENG_STREAM_WRITE, false, &r), 0);
+	T_EQ_U64(r.bytes_read, 0);
+	T_EQ_U64(r.bytes_written, bytes);
 	T_EQ_INT(eng_stream_run(s, ENG_STREAM_READ, true, &r), -ENOTSUP);
 	const struct krn_ops *k = krn_ops_find(kernels);
 	T_EQ_INT(eng_stream_run(s, ENG_STREAM_COPY, true, &r), k->stream_copy_nt ? 0 : -ENOTSUP);
 	T_EQ_INT(eng_stream_run(s, ENG_STREAM_TRIAD, true, &r), k->stream_triad_nt ? 0 : -ENOTSUP);
+	T_EQ_INT(eng_stream_run(s, ENG_STREAM_WRITE, true, &r), k->stream_copy_nt ? 0 : -ENOTSUP);
+	if (k->stream_copy_nt)
+		T_EQ_U64(r.bytes_written, bytes);
 	/* Switching tables keeps the buffers; a bad name leaves the table as it was. */
 	T_EQ_INT(eng_stream_set_kernels(s, "ref", &err), 0);
 	T_EQ_STR(eng_stream_kernels(s), "ref");

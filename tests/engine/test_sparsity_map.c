@@ -3,7 +3,14 @@
  * (eng_synth_llama2c_sparse). A map calibrated on some prompts runs other prompts with the
  * same greedy ids as the dense run, and the bytes it saves are recomputed here from the
  * activations and the map; a map made wrong on purpose has its misses counted exactly; map
- * files round-trip and bad ones are refused naming the file and the field. */
+ * files round-trip and bad ones are refused naming the file and the field.
+ *
+ * Logits, not ids only (issue 44): the dense runs, the exact skipping (ReLU's zero up rows and
+ * down blocks, per-neuron rows, canonical + delta models) and a static map's run up to its
+ * first miss all give every logit within the tolerance of an independent reference forward
+ * pass (tests/lib/ref_forward.h), and so does the frequency-ordered copy against the original
+ * model's reference; a static map's run with --sparsity-verify gives the unverified run's
+ * logits bit for bit. */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -14,6 +21,7 @@
 #include "engine.h"
 #include "run.h"
 #include "test.h"
+#include "ref_check.h"
 
 #define STEPS 16
 
@@ -27,6 +35,7 @@ struct seen {
 	uint64_t zero, zero_blocks_bytes, dead, fired_last;
 	bool sparse;
 	int steps;
+	uint64_t miss_at[STEPS]; /* each step's map_misses */
 };
 
 static void on_act(void *ctx, int layer, const float *act, int n)
@@ -52,8 +61,9 @@ static void on_act(void *ctx, int layer, const float *act, int n)
 static void on_token(void *ctx, int pos, int token, const struct eng_step_bytes *b)
 {
 	struct seen *s = ctx;
-	(void)pos;
 	(void)token;
+	if (pos >= 0 && pos < STEPS)
+		s->miss_at[pos] = b->map_misses;
 	if (s->sparse) {
 		/* F32, plain rows: a dead neuron's gate row, a zero activation's up row, and the
 		 * down projection's all-zero blocks are not read. */
@@ -67,9 +77,11 @@ static void on_token(void *ctx, int pos, int token, const struct eng_step_bytes 
 }
 
 /* Runs prompt (n ids) then greedy steps to STEPS positions, or with force feeds force[] at
- * every position (teacher forcing). Returns the summed map_misses. */
+ * every position (teacher forcing). Returns the summed map_misses; the tokens fed go to
+ * fed[STEPS] and each position's logits to logits[STEPS][vocab] (either may be NULL). */
 static uint64_t run(struct eng_model *m, const struct eng_session_options *base,
-		    struct seen *seen, const int *prompt, int n, const int *force, int *ids)
+		    struct seen *seen, const int *prompt, int n, const int *force, int *ids,
+		    int *fed, float *logits)
 {
 	const struct eng_model_info *info = eng_model_info(m);
 	struct eng_hooks hooks = { .ctx = seen, .token = on_token, .ffn_act = on_act };
@@ -92,6 +104,11 @@ static uint64_t run(struct eng_model *m, const struct eng_session_options *base,
 		struct eng_step_bytes b;
 		T_EQ_INT(eng_session_step(s, token, pos, &lg, &b), 0);
 		misses += b.map_misses;
+		if (fed)
+			fed[pos] = token;
+		if (logits)
+			memcpy(logits + (size_t)pos * (size_t)info->vocab_size, lg,
+			       (size_t)info->vocab_size * sizeof(float));
 		int best = 0;
 		for (int i = 1; i < info->vocab_size; i++)
 			if (lg[i] > lg[best])
@@ -332,8 +349,10 @@ static void q_token(void *ctx, int pos, int token, const struct eng_step_bytes *
 	s->g1 = s->g8 = s->u1 = s->u8 = s->down = 0;
 }
 
+/* ... and each position's logits into logits[STEPS][vocab] (may be NULL), the position of
+ * the first map miss into *first_miss (STEPS if none). */
 static uint64_t q_run(struct eng_model *m, const struct eng_sparsity_map *map, struct qseen *qs,
-		      const int *force)
+		      const int *force, float *logits, int *first_miss)
 {
 	struct eng_hooks hooks = { .ctx = qs, .token = q_token, .ffn_act = q_act };
 	struct eng_session_options opt = { .threads = 2, .hooks = &hooks, .sparsity_map = true,
@@ -347,7 +366,12 @@ static uint64_t q_run(struct eng_model *m, const struct eng_sparsity_map *map, s
 		const float *lg;
 		struct eng_step_bytes b;
 		T_EQ_INT(eng_session_step(s, force[pos], pos, &lg, &b), 0);
+		if (!misses && b.map_misses && first_miss)
+			*first_miss = pos;
 		misses += b.map_misses;
+		if (logits)
+			memcpy(logits + (size_t)pos * (size_t)eng_model_info(m)->vocab_size, lg,
+			       (size_t)eng_model_info(m)->vocab_size * sizeof(float));
 	}
 	eng_session_free(s);
 	return misses;
@@ -382,8 +406,28 @@ static void check_quant(const char *quant, uint64_t block_bytes, enum eng_load_m
 			      .block_bytes = block_bytes, .dim = info->dim,
 			      .layers = info->n_layers, .x8_ok = load == ENG_LOAD_REPACK };
 	struct qseen off = base, on = base;
-	q_run(m, NULL, &off, force);
-	uint64_t misses = q_run(m, map, &on, force);
+	size_t rows = (size_t)STEPS * (size_t)info->vocab_size;
+	float *lg_off = malloc(rows * sizeof(float)), *lg_on = malloc(rows * sizeof(float));
+	int first = STEPS;
+	q_run(m, NULL, &off, force, lg_off, NULL);
+	uint64_t misses = q_run(m, map, &on, force, lg_on, &first);
+	/* The exact skipping's logits, and the map's up to its first miss, are the reference's
+	 * (GGUF: the engine's f16 cache). */
+	struct ref_run r;
+	char label[96];
+	T_EQ_INT(ref_run_tokens(&r, p, true, force, STEPS), 0);
+	for (int pos = 0; lg_off && lg_on && r.logits && pos < STEPS; pos++) {
+		size_t at = (size_t)pos * (size_t)info->vocab_size;
+		snprintf(label, sizeof(label), "%s %s exact skipping", quant,
+			 eng_load_mode_name(load));
+		ref_check_row(label, pos, lg_off + at, &r, NULL);
+		snprintf(label, sizeof(label), "%s %s static map", quant, eng_load_mode_name(load));
+		if (pos < first)
+			ref_check_row(label, pos, lg_on + at, &r, NULL);
+	}
+	ref_run_free(&r);
+	free(lg_off);
+	free(lg_on);
 	fprintf(stderr, "%s %s: %llu misses, %llu dead activations fired without the map\n",
 		quant, eng_load_mode_name(load), (unsigned long long)misses,
 		(unsigned long long)off.fired_dead);
@@ -511,7 +555,11 @@ static void check_canonical_delta(void)
 		fprintf(stderr, "%s\n", err.text);
 		return;
 	}
-	int ids[2][STEPS];
+	int ids[2][STEPS], fed[2][STEPS];
+	/* the first CD_CHECKED positions' logits of both runs, against the reference's */
+	enum { CD_CHECKED = 6 };
+	int vocab = eng_model_info(m)->vocab_size;
+	float *lg = malloc(2 * (size_t)CD_CHECKED * (size_t)vocab * sizeof(float));
 	struct cdseen seen = { 0 };
 	for (int k = 0; k < 2; k++) {
 		struct eng_hooks h = { .ctx = &seen, .token = cd_token, .ffn_act = cd_act };
@@ -520,11 +568,15 @@ static void check_canonical_delta(void)
 		T_EQ_INT(eng_session_new(&s, m, &o, &err), 0);
 		int token = 1;
 		for (int pos = 0; s && pos < STEPS; pos++) {
-			const float *lg;
-			T_EQ_INT(eng_session_step(s, token, pos, &lg, NULL), 0);
+			const float *l;
+			T_EQ_INT(eng_session_step(s, token, pos, &l, NULL), 0);
+			fed[k][pos] = token;
+			if (lg && pos < CD_CHECKED)
+				memcpy(lg + ((size_t)k * CD_CHECKED + (size_t)pos) * (size_t)vocab, l,
+				       (size_t)vocab * sizeof(float));
 			int best = 0;
-			for (int i = 1; i < eng_model_info(m)->vocab_size; i++)
-				best = lg[i] > lg[best] ? i : best;
+			for (int i = 1; i < vocab; i++)
+				best = l[i] > l[best] ? i : best;
 			ids[k][pos] = token = best;
 		}
 		eng_session_free(s);
@@ -532,6 +584,15 @@ static void check_canonical_delta(void)
 	T_ASSERT(seen.checked);
 	for (int i = 0; i < STEPS; i++)
 		T_EQ_INT(ids[1][i], ids[0][i]);
+	struct ref_run r;
+	T_EQ_INT(ref_run_tokens(&r, p, true, fed[0], CD_CHECKED), 0);
+	for (int k = 0; lg && r.logits && k < 2; k++)
+		for (int pos = 0; pos < CD_CHECKED; pos++)
+			ref_check_row(k ? "canonical + delta, sparse" : "canonical + delta, dense", pos,
+				      lg + ((size_t)k * CD_CHECKED + (size_t)pos) * (size_t)vocab, &r,
+				      NULL);
+	ref_run_free(&r);
+	free(lg);
 	eng_model_close(m);
 	unlink(p);
 }
@@ -569,7 +630,7 @@ int main(void)
 	struct seen cal = { .count = map, .last_layer = -1 };
 	for (int k = 0; k < 24; k++) {
 		int prompt[4] = { 1, 3 + 17 * k % 500, 7 + 29 * k % 500, 11 + 5 * k % 500 };
-		run(m, &dense, &cal, prompt, 4, NULL, NULL);
+		run(m, &dense, &cal, prompt, 4, NULL, NULL, NULL, NULL);
 	}
 	map->tokens = (uint64_t)cal.steps;
 	uint64_t dead = 0;
@@ -582,24 +643,46 @@ int main(void)
 	check_files(map, info);
 
 	/* Other prompts: the static map's ids are the dense run's; bytes recomputed in
-	 * on_token; with verify, the misses are counted (and the output unchanged). */
+	 * on_token; with verify, the misses are counted (and the output unchanged, to the bit).
+	 * The dense logits are the reference's, and so are the static map's up to its first
+	 * miss (after it the map has changed the function, as it may). */
 	struct eng_session_options st = { .sparsity_map = true, .sparsity_static = map };
 	struct eng_session_options ver = st;
 	ver.sparsity_verify = true;
-	for (int k = 0; k < 3; k++) {
+	size_t rows = (size_t)STEPS * (size_t)info->vocab_size;
+	float *lg_d = malloc(rows * sizeof(float)), *lg_s = malloc(rows * sizeof(float));
+	float *lg_v = malloc(rows * sizeof(float));
+	T_ASSERT(lg_d && lg_s && lg_v);
+	for (int k = 0; lg_d && lg_s && lg_v && k < 3; k++) {
 		int prompt[3] = { 1, 400 + 3 * k, 250 + 11 * k }, id_d[STEPS], id_s[STEPS],
-		    id_v[STEPS];
+		    id_v[STEPS], fed[STEPS], clean = 0;
 		struct seen sd = { .last_layer = -1 }, ss = sd, sv = sd;
-		run(m, &dense, &sd, prompt, 3, NULL, id_d);
-		run(m, &st, &ss, prompt, 3, NULL, id_s);
-		uint64_t misses = run(m, &ver, &sv, prompt, 3, NULL, id_v);
-		fprintf(stderr, "prompt %d: %llu misses over %d steps\n", k,
-			(unsigned long long)misses, STEPS);
+		run(m, &dense, &sd, prompt, 3, NULL, id_d, fed, lg_d);
+		run(m, &st, &ss, prompt, 3, NULL, id_s, NULL, lg_s);
+		uint64_t misses = run(m, &ver, &sv, prompt, 3, NULL, id_v, NULL, lg_v);
 		for (int i = 0; i < STEPS; i++) {
 			T_EQ_INT(id_s[i], id_d[i]);
 			T_EQ_INT(id_v[i], id_s[i]);
 		}
+		T_ASSERT(!memcmp(lg_v, lg_s, rows * sizeof(float)));
+		struct ref_run r;
+		T_EQ_INT(ref_run_tokens(&r, p, false, fed, STEPS), 0);
+		for (int pos = 0; r.logits && pos < STEPS; pos++) {
+			size_t at = (size_t)pos * (size_t)info->vocab_size;
+			ref_check_row("dense", pos, lg_d + at, &r, NULL);
+			if (clean == pos && !sv.miss_at[pos]) {
+				ref_check_row("static map", pos, lg_s + at, &r, NULL);
+				clean++;
+			}
+		}
+		ref_run_free(&r);
+		fprintf(stderr, "prompt %d: %llu misses over %d steps, logits checked against the "
+			"reference: dense %d, static map %d (up to its first miss)\n", k,
+			(unsigned long long)misses, STEPS, STEPS, clean);
 	}
+	free(lg_d);
+	free(lg_s);
+	free(lg_v);
 
 	/* A wrong map: every neuron of the last layer dead. Fed the same tokens, the last
 	 * layer's gate sees what it sees without a static map (the earlier layers compute the
@@ -618,8 +701,17 @@ int main(void)
 		struct eng_session_options wv = { .sparsity_map = true, .sparsity_static = wrong,
 						  .sparsity_verify = true };
 		struct seen so = { .last_layer = info->n_layers - 1 }, sw = so;
-		run(m, &on, &so, force, STEPS, force, NULL);
-		uint64_t misses = run(m, &wv, &sw, force, STEPS, force, NULL);
+		float *lg = malloc((size_t)STEPS * (size_t)info->vocab_size * sizeof(float));
+		run(m, &on, &so, force, STEPS, force, NULL, NULL, lg);
+		uint64_t misses = run(m, &wv, &sw, force, STEPS, force, NULL, NULL, NULL);
+		/* the exact skipping (ReLU's zero up rows and down blocks): the reference's logits */
+		struct ref_run r;
+		T_EQ_INT(ref_run_tokens(&r, p, false, force, STEPS), 0);
+		for (int pos = 0; lg && r.logits && pos < STEPS; pos++)
+			ref_check_row("exact skipping", pos,
+				      lg + (size_t)pos * (size_t)info->vocab_size, &r, NULL);
+		ref_run_free(&r);
+		free(lg);
 		fprintf(stderr, "wrong map: %llu misses, %llu last-layer activations fired\n",
 			(unsigned long long)misses, (unsigned long long)so.fired_last);
 		T_ASSERT(so.fired_last > 0);
@@ -646,11 +738,23 @@ int main(void)
 		int prompt[3] = { 1, 77, 310 }, id_a[STEPS], id_b[STEPS];
 		struct eng_session_options neu = { .sparsity_map = true, .sparsity_neuron = true };
 		struct seen sa = { .last_layer = -1 }, sb = sa;
-		run(m, &dense, &sa, prompt, 3, NULL, id_a);
-		run(mo, &dense, &sb, prompt, 3, NULL, id_b);
+		int fed[STEPS];
+		float *lg = malloc((size_t)STEPS * (size_t)info->vocab_size * sizeof(float));
+		run(m, &dense, &sa, prompt, 3, NULL, id_a, fed, NULL);
+		run(mo, &dense, &sb, prompt, 3, NULL, id_b, NULL, lg);
 		for (int i = 0; i < STEPS; i++)
 			T_EQ_INT(id_b[i], id_a[i]);
 		T_ASSERT(eng_model_info(mo)->synthetic);
+		/* The reordered file's logits are the original model's reference's: the
+		 * permutation kept the function, checked by a reader of the original weights. */
+		struct ref_run r, rn;
+		T_EQ_INT(ref_run_tokens(&r, p, false, fed, STEPS), 0);
+		for (int pos = 0; lg && r.logits && pos < STEPS; pos++)
+			ref_check_row("frequency-ordered", pos,
+				      lg + (size_t)pos * (size_t)info->vocab_size, &r, NULL);
+		ref_run_free(&r);
+		free(lg);
+		T_EQ_INT(ref_run_tokens(&rn, p, false, id_a, STEPS), 0);
 		struct eng_session *s1 = NULL, *s2 = NULL;
 		T_EQ_INT(eng_session_new(&s1, m, &neu, &err), 0);
 		T_EQ_INT(eng_session_new(&s2, mo, &neu, &err), 0);
@@ -662,7 +766,12 @@ int main(void)
 			T_EQ_U64(b2.act_zero, b1.act_zero);
 			T_EQ_U64(b2.weights, b1.weights);
 			T_NEAR(l2[id_a[pos]], l1[id_a[pos]], 1e-3);
+			if (rn.logits) { /* per-neuron rows, both orders: the reference's logits */
+				ref_check_row("per-neuron", pos, l1, &rn, NULL);
+				ref_check_row("per-neuron, frequency-ordered", pos, l2, &rn, NULL);
+			}
 		}
+		ref_run_free(&rn);
 		eng_session_free(s1);
 		eng_session_free(s2);
 		eng_model_close(mo);

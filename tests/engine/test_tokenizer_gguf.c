@@ -4,12 +4,19 @@
  * 2. Tokenizers this test writes itself with the GGUF writer (run anywhere): encodings whose
  *    ids the test knows because it wrote the vocabulary, special tokens inside the text, byte
  *    fallback, round trips, bad metadata.
+ *    Issue 43: 16 MiB of text (tokenize's limit) alternating two special tokens with words
+ *    is cut in linear time, under a timer of 60 s of CPU time: the linear cut takes about a
+ *    second, the quadratic one (shifting the fragment array at every cut) some minutes,
+ *    2 MiB alone 2 s and each doubling four times that. A hang detector, never a speed
+ *    limit.
  * 3. The shared fixtures' tiny-llama and tiny-falcon tokenizers (when present): the engine
  *    against naive reference encoders written here from the metadata (one merge at a time,
  *    found by scanning), on strings with multi-byte UTF-8, whitespace runs and digits, and
  *    round trips.
  */
 #include <errno.h>
+#include <signal.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include "format/gguf.h"
@@ -221,6 +228,58 @@ static const char *const texts[] = {
 	"",
 };
 
+static const char *hang_what = "";
+static char hang_file[4200];
+
+static void on_timer(int sig)
+{
+	(void)sig;
+	char msg[256];
+	int n = snprintf(msg, sizeof(msg), "test_tokenizer_gguf: %s did not finish in 60 s of "
+			 "CPU time: quadratic again?\n", hang_what);
+	ssize_t w = write(2, msg, n > 0 && (size_t)n < sizeof(msg) ? (size_t)n : 0);
+	(void)w;
+	unlink(hang_file); /* nothing left in /tmp */
+	rmdir(dir);
+	_exit(1);
+}
+
+/* A timer of seconds of this process's CPU time (0: off): a loaded machine does not slow
+ * it down, a loop spends it. */
+static void cpu_timer(int seconds)
+{
+	struct itimerval it = { .it_value = { .tv_sec = seconds } };
+	signal(SIGPROF, on_timer);
+	setitimer(ITIMER_PROF, &it, NULL);
+}
+
+/* Issue 43, class 7: special tokens cut out of megabytes of text. */
+static void special_cuts(const struct eng_tokenizer *t, const struct vocab *v, const char *path)
+{
+	static const char block[] = "<|endoftext|>hello<|user|> world";
+	const size_t blocks = (16u << 20) / (sizeof(block) - 1);
+	int want[4] = { find(v, "<|endoftext|>"), find(v, "hello"), find(v, "<|user|>"),
+			find(v, "\xc4\xa0world") };
+	char *text = malloc(blocks * (sizeof(block) - 1) + 1);
+	int *ids = malloc(4 * blocks * sizeof(*ids)), n = 0;
+	T_ASSERT(text && ids);
+	for (size_t b = 0; b < blocks; b++)
+		memcpy(text + b * (sizeof(block) - 1), block, sizeof(block));
+	snprintf(hang_file, sizeof(hang_file), "%s", path);
+	hang_what = "cutting 16 MiB of alternating special tokens";
+	cpu_timer(60);
+	T_EQ_INT(eng_tokenizer_encode(t, text, false, false, ids, (int)(4 * blocks), &n), 0);
+	cpu_timer(0);
+	T_EQ_U64((uint64_t)n, 4 * blocks);
+	size_t wrong = 0;
+	for (int i = 0; i < n; i++)
+		wrong += ids[i] != want[i % 4];
+	T_EQ_U64(wrong, 0);
+	free(text);
+	free(ids);
+	hang_file[0] = '\0';
+}
+
 static void test_own_bpe(void)
 {
 	static struct vocab v;
@@ -285,6 +344,7 @@ static void test_own_bpe(void)
 	int few[1], n = 0;
 	T_EQ_INT(eng_tokenizer_encode(t, "hello world", false, false, few, 1, &n), -ENOSPC);
 	T_EQ_INT(n, 2);
+	special_cuts(t, &v, path);
 	eng_tokenizer_close(t);
 
 	/* eng_tokenizer_open takes a GGUF file too, and checks the vocabulary size. */

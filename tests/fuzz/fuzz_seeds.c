@@ -480,6 +480,53 @@ static void seeds_calibration(void)
 	json_decref(store);
 }
 
+/* Hash caches (fuzz_hash_cache.c; "KEY" stands for the hashed file's key): an entry that
+ * serves, one with a wrong digest, the six-number layout of before issue 43, a cache of 300
+ * entries (past the 256 kept), lines cut short, NUL bytes, signs and overflowing numbers, and
+ * a cache over the size limit. */
+static void seeds_hash_cache(void)
+{
+	static const char *const small[] = {
+		"",
+		"KEY ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad model.bin\n",
+		"KEY 0000000000000000000000000000000000000000000000000000000000000000 model.bin\n",
+		"KEY BA7816BF8F01CFEA414140DE5DAE2223B00361A396177A9CB410FF61F20015AD x\n",
+		"1 2 3 1700000000 5 ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad "
+		"old-layout\n",
+		"KEY ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
+		"KEY ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad\n",
+		"-1 -2 -3 -4 -5 -6 -7 ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad x\n",
+		"99999999999999999999999 1 3 1 1 1 1 "
+		"ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad x\n",
+		"\n\n\t \n",
+	};
+	char name[64];
+	for (size_t i = 0; i < sizeof(small) / sizeof(small[0]); i++) {
+		PATHF(name, "cache-%zu.tsv", i);
+		seed(name, NULL, 0, small[i], strlen(small[i]));
+	}
+	static const char nul[] = "KEY ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad "
+				  "a\0b\n";
+	seed("cache-nul.tsv", NULL, 0, nul, sizeof(nul) - 1);
+	size_t cap = 300 * 120 + 1, at = 0;
+	char *many = malloc(cap);
+	if (!many)
+		abort();
+	for (int i = 0; i < 300; i++)
+		at += (size_t)snprintf(many + at, cap - at, "%d %d 3 1 2 3 4 "
+				       "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad "
+				       "f%d\n", 7, 1000 + i, i);
+	seed("cache-300.tsv", NULL, 0, many, at);
+	free(many);
+	size_t big = (2u << 20) + 1;
+	char *over = malloc(big);
+	if (!over)
+		abort();
+	memset(over, 'x', big);
+	seed("cache-over-limit.tsv", NULL, 0, over, big);
+	free(over);
+}
+
 static const struct {
 	const char *target;
 	void (*make)(void);
@@ -488,6 +535,7 @@ static const struct {
 	{ "protocol", seeds_protocol }, { "result", seeds_result }, { "sysfs", seeds_sysfs },
 	{ "adapters", seeds_adapters }, { "bundle", seeds_bundle },
 	{ "sparsity_map", seeds_sparsity_map }, { "calibration", seeds_calibration },
+	{ "hash_cache", seeds_hash_cache },
 };
 
 int main(int argc, char **argv)

@@ -3,7 +3,10 @@
  * namespace, a systemd host whose limit sits on a parent, a cgroup v1 container, a hybrid
  * host, no limit, a bad quota file, no cgroups at all. The expected CPUs are the quota files'
  * numbers divided here. Then the default thread count against the affinity mask, with the tree
- * named by $MEMWALL_CGROUP_ROOT. */
+ * named by $MEMWALL_CGROUP_ROOT. Issue 43: a quota file that is there but cannot be read (a
+ * FIFO, a folder, a device) is said to be unreadable, naming the file and what it is, with
+ * nothing copied as its text (the reader's refusal was taken for bad text, and a buffer never
+ * filled was printed). */
 #include <errno.h>
 #include <math.h>
 #include <sched.h>
@@ -120,6 +123,54 @@ static void cases(void)
 	}
 }
 
+/* Quota files that cannot be read: v2's cpu.max a FIFO, a folder, a link to /dev/null; v1's
+ * period a FIFO. Each under an alarm (a blocking open of a FIFO would hang). */
+static void unreadable(void)
+{
+	static const struct {
+		const char *cgroup, *mounts, *quota, *file, *kind;
+		char make; /* 'f' FIFO, 'd' folder, 'n' link to /dev/null */
+	} c[] = {
+		{ "0::/\n", V2_MOUNT, NULL, CG "/cpu.max", "a FIFO", 'f' },
+		{ "0::/\n", V2_MOUNT, NULL, CG "/cpu.max", "a directory", 'd' },
+		{ "0::/\n", V2_MOUNT, NULL, CG "/cpu.max", "a character device", 'n' },
+		{ "3:cpu:/\n", "40 30 0:35 / /cg rw - cgroup cgroup rw,cpu\n", "/cg/cpu.cfs_quota_us",
+		  "/cg/cpu.cfs_period_us", "a FIFO", 'f' },
+	};
+	char path[1024];
+	alarm(10);
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		struct mw_cpu_quota q;
+		next_root();
+		t_put(root, "/proc/self/cgroup", c[i].cgroup);
+		t_put(root, "/proc/self/mountinfo", c[i].mounts);
+		if (c[i].quota)
+			t_put(root, c[i].quota, "100000\n");
+		t_put(root, c[i].file, "");
+		snprintf(path, sizeof(path), "%s%s", root, c[i].file);
+		T_EQ_INT(unlink(path), 0);
+		if (c[i].make == 'f')
+			T_EQ_INT(mkfifo(path, 0600), 0);
+		else if (c[i].make == 'd')
+			T_EQ_INT(mkdir(path, 0700), 0);
+		else
+			T_EQ_INT(symlink("/dev/null", path), 0);
+		memset(&q, 0x55, sizeof(q)); /* what an unfilled buffer would show */
+		T_EQ_INT(mw_cpu_quota(root, &q), -EIO);
+		T_NEAR(q.cpus, 0, 0);
+		T_EQ_STR(q.value, "");
+		char want[600];
+		snprintf(want, sizeof(want), "%s: cannot read this CPU quota file: it is %s, not a "
+			 "regular file", c[i].file, c[i].kind);
+		T_EQ_STR(q.why, want);
+		/* the default thread count ignores it: the affinity mask */
+		setenv("MEMWALL_CGROUP_ROOT", root, 1);
+		T_EQ_INT(mw_cpus_default(NULL, 0), mw_cpus_allowed());
+		unsetenv("MEMWALL_CGROUP_ROOT");
+	}
+	alarm(0);
+}
+
 /* mw_cpus_default through $MEMWALL_CGROUP_ROOT: the mask's CPUs, no more than the quota
  * rounded up, and the sentence only where the quota binds. */
 static void defaults(void)
@@ -154,6 +205,7 @@ int main(void)
 	if (!mkdtemp(base))
 		return 1;
 	cases();
+	unreadable();
 	defaults();
 	char cmd[600];
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", base);

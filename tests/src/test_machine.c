@@ -96,7 +96,7 @@ static void test_live(void)
 {
 	static const char *const fields[] = { "cpu_name", "cpu_vendor", "cpu_family", "microcode",
 					      "logical_cpus", "physical_cores", "sockets", "smt",
-					      "caches", "numa_nodes", "mem_total_bytes", "kernel",
+					      "caches", "numa_nodes", "topology", "mem_total_bytes", "kernel",
 					      "governor", "boost", "thp", "perf_event_paranoid",
 					      "clocksource", "threads_per_core" };
 	json_t *m = mw_machine_describe(NULL);

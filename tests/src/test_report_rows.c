@@ -115,7 +115,7 @@ int main(void)
 	t_output_free(&o);
 	o = t_run((const char *[]){ "memwall", "report", path, "--format", "xml", NULL });
 	T_EQ_INT(o.status, 2);
-	T_CONTAINS(o.err, "jsonl or sql");
+	T_CONTAINS(o.err, "jsonl, sql");
 	t_output_free(&o);
 
 	json_decref(doc);

@@ -46,6 +46,7 @@ static void test_fixture(void)
 	T_EQ_INT(ival(m, "speed_mts"), 6400);
 	T_EQ_INT(ival(m, "configured_speed_mts"), 5200);
 	T_EQ_INT(ival(m, "channels"), 2);
+	T_EQ_INT(ival(m, "channels_present"), 2); /* A and B, each with one empty slot */
 	const json_t *d = json_object_get(m, "devices");
 	T_EQ_INT(json_array_size(d), 2);
 	const json_t *a1 = json_array_get(d, 0), *b1 = json_array_get(d, 1);
@@ -161,6 +162,21 @@ static void test_built(void)
 	T_EQ_INT(mw_smbios_memory(buf, n, "built", &m, &err), 0);
 	T_EQ_INT(ival(m, "channels"), 3);
 	T_EQ_U64(ival(m, "total_bytes"), (4096ull + 4096ull + 65536ull) << 20);
+	json_decref(m);
+
+	/* Channels present against populated: the board has A, B, C and D (two slots each),
+	 * modules sit in A and C only: 4 present, 2 populated (an unpopulated channel's
+	 * controller counts nothing: topology.c says so) */
+	static const char *const slots[] = { "DIMM_A1", "DIMM_A2", "DIMM_B1", "DIMM_B2",
+					     "DIMM_C1", "DIMM_C2", "DIMM_D1", "DIMM_D2" };
+	n = 0;
+	for (int i = 0; i < 8; i++)
+		n += t17(buf + n, i == 0 || i == 4 ? 16384 : 0, 0, 0x22, 4800, slots[i], "");
+	T_EQ_INT(mw_smbios_memory(buf, n, "built", &m, &err), 0);
+	T_EQ_INT(ival(m, "slots"), 8);
+	T_EQ_INT(ival(m, "dimms"), 2);
+	T_EQ_INT(ival(m, "channels"), 2);
+	T_EQ_INT(ival(m, "channels_present"), 4);
 	json_decref(m);
 
 	/* A length byte below the header's 4: refused, not looped on. */

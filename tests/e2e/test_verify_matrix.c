@@ -1,0 +1,186 @@
+/* tests/e2e/test_verify_matrix.c: `memwall verify --matrix` on the simulated PMU
+ * (tests/lib/verify_sim.h says how the scripts follow verify's windows).
+ *
+ * The arrow-lake tree: two free-running controllers (uncore_imc_free_running_0/1, data_read
+ * config 0x20ff and data_write 0x30ff, 64 bytes per count from .scale and .unit), one NUMA
+ * node: one placement. With --size S the matrix streams S, 2S, 4S and 8S, each rounded up to
+ * 6 whole pages like the canary (vs_bytes), and five patterns at each. What each pattern must
+ * move, in bytes, for a working set ws (likwid's test/accuracy/TESTS/MEM.txt WA_FACTORs and
+ * engine.h's stream kinds, computed here):
+ *
+ *   read      READ             reads ws              writes 0
+ *   write     WRITE, plain     reads ws (allocate)   writes ws
+ *   nt-write  WRITE, NT        reads 0               writes ws
+ *   copy      COPY, plain      reads ws/2 + ws/2     writes ws/2
+ *   triad     TRIAD, plain     reads 2ws/3 + ws/3    writes ws/3
+ *
+ * Each instance counts half of it.
+ */
+#include <sys/stat.h>
+
+#include "run.h"
+#include "test.h"
+#include "sim_tree.h"
+#include "verify_sim.h"
+
+#define AL "arrow-lake"
+#define SIZE "0.001"
+
+static char scratch[256], script[512];
+static uint64_t ws[5]; /* [0]: the canary; [1..4]: the matrix's sizes */
+
+static const struct {
+	const char *name;
+	double rd, wr; /* expected bytes as multiples of ws */
+} pat[5] = {
+	{ "read", 1, 0 }, { "write", 1, 1 }, { "nt-write", 0, 1 },
+	{ "copy", 1, 1.0 / 2 }, { "triad", 1, 1.0 / 3 },
+};
+
+static uint64_t expected(int size, int p, bool read)
+{
+	return (uint64_t)llround((read ? pat[p].rd : pat[p].wr) * (double)ws[size]);
+}
+
+/* skip_wa: the "write" pattern's write-allocate reads missing, as on a CPU that skips them */
+static void write_script(bool skip_wa)
+{
+	FILE *f = fopen(script, "w");
+	T_ASSERT(f != NULL);
+	if (!f)
+		exit(1);
+	for (int i = 0; i < 2; i++) {
+		char pmu[64];
+		snprintf(pmu, sizeof(pmu), "uncore_imc_free_running_%d", i);
+		uint32_t type = pmu_type(AL, pmu);
+		struct vs_steps rd, wr;
+		vs_begin(&rd);
+		vs_begin(&wr);
+		vs_target(&rd, ws[0] / 2 / 64, 0);
+		vs_target(&wr, 0, ws[0] / 2 / 64);
+		for (int k = 1; k <= 4; k++) {
+			vs_add(&rd, UINT64_MAX); /* the size's set-up */
+			vs_add(&wr, UINT64_MAX);
+			for (int p = 0; p < 5; p++) {
+				bool gone = skip_wa && p == 1;
+				vs_add(&rd, gone ? 0 : expected(k, p, true) / 2 / 64);
+				vs_add(&wr, expected(k, p, false) / 2 / 64);
+			}
+		}
+		vs_rule(f, type, 0x20ff, "cpu=*", &rd);
+		vs_rule(f, type, 0x30ff, "cpu=*", &wr);
+	}
+	fclose(f);
+}
+
+static void test_matrix(void)
+{
+	char out[700];
+	snprintf(out, sizeof(out), "%s/matrix.json", scratch);
+	write_script(false);
+	struct t_output o = vs_verify(SIZE, out, "--matrix", NULL, NULL);
+	if (o.status)
+		fprintf(stderr, "verify exited %d:\n%s\n", o.status, o.err);
+	T_EQ_INT(o.status, 0);
+	t_output_free(&o);
+	json_t *r = vs_load(out);
+	if (!r)
+		return;
+	const json_t *m = json_object_get(r, "matrix");
+	const json_t *sizes = json_object_get(m, "sizes");
+	T_EQ_INT(json_array_size(sizes), 4);
+	for (int k = 1; k <= 4; k++)
+		T_EQ_U64((uint64_t)json_integer_value(json_object_get(json_array_get(sizes,
+			(size_t)k - 1), "bytes")), ws[k]);
+	const json_t *pats = json_object_get(m, "patterns");
+	T_EQ_INT(json_array_size(pats), 5);
+	for (int p = 0; p < 5; p++) {
+		const json_t *pj = json_array_get(pats, (size_t)p);
+		T_EQ_STR(json_string_value(json_object_get(pj, "name")), pat[p].name);
+		const json_t *cells = json_object_get(pj, "cells");
+		T_EQ_INT(json_array_size(cells), 4);
+		for (int k = 1; k <= 4; k++) {
+			const json_t *c = json_array_get(cells, (size_t)k - 1);
+			for (int d = 0; d < 2; d++) {
+				const json_t *dj = json_object_get(c, d ? "write" : "read");
+				double e = (double)expected(k, p, !d);
+				T_NEAR(json_number_value(json_object_get(dj, "expected_bytes")), e, 1e-6);
+				T_NEAR(json_number_value(json_object_get(dj, "counted_bytes")), e, 1e-6);
+				T_EQ_STR(json_string_value(json_object_get(dj, "verdict")), "pass");
+				if (e > 0)
+					T_NEAR(json_number_value(json_object_get(dj, "ratio")), 1.0, 1e-9);
+			}
+		}
+	}
+	/* the thresholds, stated per pattern: write-allocate reads get the wider 10 % */
+	const json_t *th = json_object_get(json_array_get(pats, 3), "threshold");
+	T_NEAR(json_number_value(json_object_get(th, "read_pct")), 10, 1e-9);
+	T_NEAR(json_number_value(json_object_get(th, "write_pct")), 3, 1e-9);
+	T_EQ_STR(vs_verdict(r, "matrix: triad 8.2MiB: write"), "pass");
+	json_decref(r);
+
+	/* the text report: the table, labelled SIMULATED */
+	const char *argv[] = { "memwall", "verify", "--matrix", "--size", SIZE, "--idle-ms", "1",
+			       "--no-perf", NULL };
+	o = t_run(argv);
+	T_EQ_INT(o.status, 0);
+	T_CONTAINS(o.out, "SIMULATED matrix: counted / expected bytes");
+	T_CONTAINS(o.out, "nt-write  1.0MiB     idle (+0.0 MiB)");
+	T_CONTAINS(o.out, "copy      8.2MiB     1.000 (");
+	t_output_free(&o);
+}
+
+/* A CPU that skips the write-allocate read of the plain write pattern: that cell fails, the
+ * rest pass. */
+static void test_no_write_allocate(void)
+{
+	char out[700], want[400];
+	snprintf(out, sizeof(out), "%s/nowa.json", scratch);
+	write_script(true);
+	struct t_output o = vs_verify(SIZE, out, "--matrix", NULL, NULL);
+	T_EQ_INT(o.status, 1);
+	snprintf(want, sizeof(want), "memwall verify: write at 1.0MiB (read, matrix): memwall "
+		 "counted nothing (0 bytes, against %" PRIu64 ")", expected(1, 1, true));
+	T_CONTAINS(o.err, want);
+	t_output_free(&o);
+	json_t *r = vs_load(out);
+	if (!r)
+		return;
+	T_EQ_STR(vs_verdict(r, "matrix: write 1.0MiB: read"), "fail");
+	T_EQ_STR(vs_verdict(r, "matrix: write 1.0MiB: write"), "pass");
+	T_EQ_STR(vs_verdict(r, "matrix: copy 1.0MiB: read"), "pass");
+	T_EQ_STR(vs_verdict(r, "read pass: sum"), "pass");
+	json_decref(r);
+}
+
+int main(void)
+{
+	if (!getenv("MEMWALL_BIN"))
+		t_skip("MEMWALL_BIN is not set (run under meson test)");
+	snprintf(scratch, sizeof(scratch), "/tmp/mw-test-verify-matrix-XXXXXX");
+	if (!mkdtemp(scratch))
+		t_skip("cannot create a scratch folder in /tmp");
+	char state[600], root[4200];
+	snprintf(state, sizeof(state), "%s/state", scratch);
+	snprintf(script, sizeof(script), "%s/sim.script", scratch);
+	snprintf(root, sizeof(root), "%s%s", t_data("sysfs/"), AL);
+	setenv("MEMWALL_STATE_DIR", state, 1);
+	setenv("MEMWALL_SYSFS_ROOT", root, 1);
+	setenv("MEMWALL_COUNTERS", "sim", 1);
+	setenv("MEMWALL_SIM_SCRIPT", script, 1);
+	T_NEAR(alias_bytes(AL, "uncore_imc_free_running_0", "data_read"), 64.0, 1e-9);
+	T_NEAR(alias_bytes(AL, "uncore_imc_free_running_1", "data_write"), 64.0, 1e-9);
+	ws[0] = vs_bytes(0.001);
+	uint64_t unit = 6 * (uint64_t)sysconf(_SC_PAGESIZE), asked = (uint64_t)(0.001 * 1073741824.0);
+	for (int k = 1; k <= 4; k++) {
+		ws[k] = ((asked << (k - 1)) + unit - 1) / unit * unit;
+		T_EQ_U64(ws[k] / 3 / 2 / 64 * 64 * 2 * 3, ws[k]); /* whole counts in every cell */
+	}
+	test_matrix();
+	test_no_write_allocate();
+	char cmd[300];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", scratch);
+	if (!t_failures && system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", scratch);
+	return t_done();
+}
