@@ -244,6 +244,9 @@ static int derive_run(struct dctx *c, const json_t *doc, json_t *run, size_t idx
 	}
 	for (i = 0; i < n_lat; i++)
 		l[i] = json_number_value(json_array_get(lat, i));
+	static const double pcts[4] = { 50, 90, 99, 99.9 };
+	double pv[4];
+	mw_percentiles(l, n_lat, pcts, 4, pv);
 	const double values[] = {
 		nt / secs,
 		num(pre, "tokens") / (num(pre, "ns") * 1e-9),
@@ -263,10 +266,10 @@ static int derive_run(struct dctx *c, const json_t *doc, json_t *run, size_t idx
 		eng / MIB,
 		num(dec, "energy_j") / nt,
 		n ? sums[0] / nt : NAN,
-		mw_percentile(l, n_lat, 50),
-		mw_percentile(l, n_lat, 90),
-		mw_percentile(l, n_lat, 99),
-		mw_percentile(l, n_lat, 99.9),
+		pv[0],
+		pv[1],
+		pv[2],
+		pv[3],
 	};
 	_Static_assert(sizeof(values) / sizeof(values[0]) == MW_N_METRICS, "one value per metric");
 	for (i = 0; i < n_metrics; i++)
@@ -357,13 +360,14 @@ static int derive_summary(json_t *doc)
 		}
 	}
 	json_object_set(sum, "metrics", m);
+	static const double pcts[4] = { 50, 90, 99, 99.9 };
+	double pv[4];
+	mw_percentiles(pool, npool, pcts, 4, pv);
 	json_object_set_new(
 		sum, "latency_pooled_ns",
 		json_pack("{s:i, s:o, s:o, s:o, s:o, s:s}", "n", (json_int_t)npool, "p50",
-			  mw_json_num(mw_percentile(pool, npool, 50)), "p90",
-			  mw_json_num(mw_percentile(pool, npool, 90)), "p99",
-			  mw_json_num(mw_percentile(pool, npool, 99)), "p99_9",
-			  mw_json_num(mw_percentile(pool, npool, 99.9)), "method",
+			  mw_json_num(pv[0]), "p90", mw_json_num(pv[1]), "p99", mw_json_num(pv[2]),
+			  "p99_9", mw_json_num(pv[3]), "method",
 			  "Hyndman & Fan (1996) definition 7 (linear interpolation, as R and NumPy), "
 			  "over every decode token of every measured run"));
 	json_object_set(doc, "summary", sum);
