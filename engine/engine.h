@@ -106,6 +106,43 @@ const char *eng_ffn_act_name(enum eng_ffn_act a);
 /* name -> activation: 0, or -EINVAL (exact match). */
 int eng_ffn_act_parse(const char *name, enum eng_ffn_act *out);
 
+/* ---- Architectures ---------------------------------------------------------------------------
+ * (engine/model/arch.c) Each architecture the engine runs is one row of a table that holds
+ * every fact about it; every list of architectures memwall shows (usage, errors, `memwall
+ * synth`'s formats) is read off it, and tests/src/test_protocol.c holds the protocol schema's
+ * enum to it. engine/README.md says how to add one. */
+struct eng_arch_info {
+	const char *name;       /* general.architecture: "llama", "falcon" */
+	bool gated_ffn;         /* the FFN is act(gate x) * up x (llama), else act(up x) (falcon);
+				 * the sparsity map (eng_session_options) skips a gated FFN's rows
+				 * and blocks */
+	bool parallel_residual; /* attention and the FFN read one norm of x and both add to it
+				 * (falcon); else each has its own norm, one after the other */
+	enum eng_ffn_act act;   /* the FFN activation when the file names none */
+	unsigned acts;          /* the activations it runs, 1u << each: those a file's
+				 * "<arch>.feed_forward_activation" and `memwall synth --activation`
+				 * may name */
+	bool llama2c;           /* llama2.c checkpoints are of this architecture */
+	const char *synth_quant; /* `memwall synth`'s default GGUF quantization for it */
+};
+/* How many architectures, and row i (NULL for i >= eng_arch_count()), in the table's order.
+ * Static storage. */
+size_t eng_arch_count(void);
+const struct eng_arch_info *eng_arch_at(size_t i);
+/* The row of architecture name, or NULL: one the engine does not run, of which nothing is
+ * known. Whoever must still answer for one answers no: no gated FFN, no sparsity map
+ * (eng_arch_sparsity_map). */
+const struct eng_arch_info *eng_arch_lookup(const char *name);
+/* Whether the sparsity map applies to architecture name: its FFN is gated. false for NULL
+ * and for an architecture the engine does not run. A session (sparsity_map) and memwall
+ * headroom's R1 both ask this. */
+bool eng_arch_sparsity_map(const char *name);
+/* Every architecture's name, "llama, falcon", for messages. Static storage. */
+const char *eng_arch_names(void);
+/* The built-in shapes of architecture arch (NULL: of every one), space-separated, into buf
+ * (eng_synth_gguf's shapes; truncated to len). */
+void eng_arch_shape_names(const char *arch, char *buf, size_t len);
+
 struct eng_model_info {
 	enum eng_format format;
 	const char *arch;     /* "llama", "falcon" */
@@ -245,6 +282,38 @@ struct eng_peak {
 int eng_peak_measure(const char *kernels, uint32_t type_id, int threads, double seconds,
 		     struct eng_peak *out, struct eng_error *err);
 
+/* (engine/roof/kbench.c) Each quant table's rate on one weight type's x8 kernels, per class
+ * of token counts (eng_kernel_class: 1, 2, 4 and 8 tokens a call), for `memwall
+ * bench-kernels`, which chooses the fastest table per operation (struct eng_kernel_choice).
+ * The tables timed are those this CPU runs with x8 kernels of their own for the type, best
+ * first; one thread (the caller's), on rows of columns elements making mb MB of weights
+ * (past the caches, as a decode step streams them), rounds rounds each timing every table
+ * once in a rotating order. */
+struct eng_kbench_options {
+	size_t columns; /* 0: 4096 */
+	double mb;      /* 0: 128 */
+	int rounds;     /* 0: 7; at most ENG_KBENCH_ROUNDS_MAX */
+};
+#define ENG_KBENCH_MAX 8
+#define ENG_KBENCH_ROUNDS_MAX 64
+struct eng_kbench {
+	int tokens;   /* a call's tokens (the class's, eng_kernel_class_tokens) */
+	int n;        /* tables timed, in r */
+	struct {
+		const char *table; /* static storage */
+		double gbs;        /* median over rounds: GB of weights x tokens per second */
+		double ratio;      /* median over rounds of its rate over r[0]'s in the round */
+	} r[ENG_KBENCH_MAX];
+	size_t rows, columns;
+	double mb; /* of weights a pass reads (once, whatever the tokens) */
+	int rounds;
+};
+/* Fills out[0 .. ENG_KC_CLASSES) for weight type `type` ("q4_0", ...): 0, -EINVAL for a type
+ * without an x8 layout or a row length its blocks do not divide, -ENOTSUP where no table has
+ * x8 kernels for it, -ENOMEM. */
+int eng_kbench_run(const char *type, const struct eng_kbench_options *o, struct eng_kbench *out,
+		   struct eng_error *err);
+
 /* ---- Sessions: one KV cache and one thread pool over a model ------------------------------ */
 
 struct eng_session;
@@ -259,6 +328,11 @@ enum eng_kv_type {
  * position's n_kv_heads * head_size elements. For memory preflights (issue 28). */
 uint64_t eng_kv_cache_bytes(const struct eng_model_info *info, enum eng_kv_type kv, int ctx_len,
 			    int n_seq);
+/* Bytes of the per-token f32 vectors one layer of the forward pass writes for a model of
+ * info's shape with heads of head_dim (runtime/session.c's x, y, y2, xb, qkv, hb, and a gated
+ * FFN's hb2: eng_arch_info.gated_ffn, false for an architecture the engine does not run):
+ * memwall headroom's R4. */
+uint64_t eng_session_layer_vector_bytes(const struct eng_model_info *info, int head_dim);
 
 /* Phases a decode step passes through, for the harness to read counters at their edges. */
 enum eng_phase {
@@ -396,7 +470,43 @@ struct eng_session_options {
 	int verify_tokens;
 	/* The attention kernel (ENG_ATTN_AUTO, the zero value, by default). */
 	enum eng_attention attention;
+	/* Per weight type and token count, the quant table that runs the weights in the x8
+	 * layout in place of the session's (struct eng_kernel_choice, below); NULL: the
+	 * session's table everywhere, as before issue 42. Copied. */
+	const struct eng_kernel_choice *kernel_choice;
 };
+
+/* ---- A kernel choice that follows measurement (issue 42) ----------------------------------
+ * On one CPU one table's kernel may be slower than another's for an operation and a token
+ * count (on AVX-512 machines the avx2 table's two-token kernel had beaten avx512's). A choice
+ * names, per ggml weight type and class of token counts, the quant table that runs the
+ * type's weights in the x8 layout (ENG_LOAD_REPACK) for calls of that many tokens; `memwall
+ * bench-kernels` measures it once per CPU and src/ passes it in. Every table with x8 kernels
+ * of its own for a type gives the same bits for it (tests/engine/test_kernel_choice.c checks
+ * each pair of tables), so a choice changes speed, never a result; entries that would break
+ * that (a table without its own x8 kernel for the type) are refused. Weights in the plain
+ * layout, and everything else, run the session's table. */
+#define ENG_KC_TYPES 32  /* ggml type ids below this */
+#define ENG_KC_CLASSES 4 /* token counts: 1, 2-3, 4-7, 8 and more */
+struct eng_kernel_choice {
+	char table[ENG_KC_TYPES][ENG_KC_CLASSES][16]; /* a table's name; "": the session's */
+};
+/* The class of a call of n_tok tokens: 0 for 1, 1 for 2-3, 2 for 4-7, 3 for 8 or more. */
+int eng_kernel_class(int n_tok);
+/* The token count class c is measured at (1, 2, 4, 8), or 0 out of range. */
+int eng_kernel_class_tokens(int c);
+/* Sets c's entry for weights of ggml type `type` ("q4_0", ...) and calls of `tokens` tokens
+ * (1, 2, 4 or 8: a class's own count) to quant table `table`: 0, or -EINVAL naming what is
+ * wrong (a type without an x8 layout, another token count, a table without x8 kernels of its
+ * own for the type) and -ENOTSUP for a table this build or CPU does not run. */
+int eng_kernel_choice_set(struct eng_kernel_choice *c, const char *type, int tokens,
+			  const char *table, struct eng_error *err);
+/* The name of the i-th quant table this build has and this CPU runs, best first (the
+ * session's default first), and whether it has x8 kernels of its own for `type` (*x8, may be
+ * NULL); NULL past the end. Static storage. */
+const char *eng_quant_kernels_name(size_t i, const char *type, bool *x8);
+/* ggml's name of type id t ("q4_K"), or NULL for one memwall does not implement. */
+const char *eng_type_name(uint32_t t);
 
 /* A static sparsity map (engine/runtime/sparsity_map.c): from a calibration pass, how many of its
  * tokens each FFN neuron of each layer fired on (activation nonzero). Neurons with a count
@@ -465,6 +575,13 @@ const char *eng_session_kernels(const struct eng_session *s);
  * e.g. "avx2" on an AVX-512 CPU without VNNI/VBMI: it may differ from the kernel table.
  * Static storage. */
 const char *eng_session_quant_kernels(const struct eng_session *s);
+/* The quant table that runs a call of n_tok tokens on the session's weights of ggml type
+ * type_id in the x8 layout: the kernel choice's entry, else the session's table. Static
+ * storage. */
+const char *eng_session_op_kernels(const struct eng_session *s, uint32_t type_id, int n_tok);
+/* The ggml types of the session's matrices in the x8 layout, each once, in id order: up to
+ * max of them into types; returns how many there are. */
+int eng_session_x8_types(const struct eng_session *s, uint32_t *types, int max);
 /* Runs token at position pos (positions must be fed in order from 0; pos may go back to
  * recompute from an earlier position). *logits is borrowed, valid until the next step or
  * eng_session_free. bytes may be NULL. -EINVAL for a token outside the vocabulary, or a pos
@@ -641,10 +758,12 @@ const char *eng_tokenizer_kind(const struct eng_tokenizer *t);
  * bytes. Written to a temporary file beside path, synced, then renamed over it, so a reader
  * never sees a partial model; -EINVAL with the valid names for an unknown shape. */
 int eng_synth_llama2c(const char *path, const char *shape, uint64_t seed, struct eng_error *err);
+/* Those shapes' names, space-separated, into buf (truncated to len). */
+void eng_synth_llama2c_shape_names(char *buf, size_t len);
 /* The same with the FFN activation act (SiLU, ReLU or ReLU^2; -EINVAL for GELU). For ReLU and
  * ReLU^2 the gate rows (w1) come in clusters of 32 that share a direction (std 0.02) plus a
  * small per-row part (std 0.002), so a cluster's 32 activations are zero together on about
- * 45% of tokens (engine/runtime/sparsity.h, synth_gate_row): exact zeros in whole blocks, as ReLU
+ * 45% of tokens (engine/synth/synth_sparsity.h, synth_gate_row): exact zeros in whole blocks, as ReLU
  * models' co-activated neurons give them. SiLU gives the bytes eng_synth_llama2c writes. */
 int eng_synth_llama2c_act(const char *path, const char *shape, uint64_t seed,
 			  enum eng_ffn_act act, struct eng_error *err);
@@ -666,14 +785,14 @@ int eng_synth_llama2c_sparse(const char *path, const char *shape, uint64_t seed,
 			     struct eng_error *err);
 
 /* ---- Synthetic GGUF models -------------------------------------------------------------------
- * (engine/synth/synth_gguf.c, shapes in engine/model/shapes.c) A GGUF file with a real model's shape and
+ * (engine/synth/synth_gguf.c, shapes in engine/model/arch.c) A GGUF file with a real model's shape and
  * the per-tensor types llama-quantize would give it, filled with seeded random weights
  * (matrices uniform, std 0.02; norm weights 1 +- 0.05; biases +- 0.02), quantized with ggml's
  * reference quantizers, streamed to disk and committed atomically. Its metadata says
  * general.name "synthetic SHAPE", memwall.synthetic = true, memwall.synthetic.seed, and holds
- * a synthetic tokenizer of the real vocabulary size (falcon: gpt2 with merges; llama: SPM).
- * arch: "falcon" (shapes "falcon-7b", "falcon-tiny") or "llama" ("stories260K",
- * "stories15M", "stories42M", "stories110M", "llama-tiny"); quant: "f32", "f16", "q8_0", "q4_0", "q5_0",
+ * a synthetic tokenizer of the real vocabulary size (the architecture's row says which: falcon
+ * gpt2 with merges, llama SPM). arch: a row of the architecture table (eng_arch_at); shape:
+ * one of its shapes (eng_arch_shape_names); quant: "f32", "f16", "q8_0", "q4_0", "q5_0",
  * "q4_k_m". The same arguments give the same bytes. Uses every CPU of the caller's affinity
  * mask (at most 8) to quantize. -EINVAL with the valid names for an unknown name, or a shape
  * llama-quantize would refuse for that type (a row length no block size divides). */
@@ -681,7 +800,9 @@ struct eng_tensor_table;
 int eng_synth_gguf(const char *path, const char *arch, const char *shape, const char *quant,
 		   uint64_t seed, struct eng_error *err);
 /* The same with the FFN activation act (eng_synth_llama2c_act's gate rows; written as
- * llama.feed_forward_activation). Only llama takes ReLU or ReLU^2 (-EINVAL otherwise). */
+ * "<arch>.feed_forward_activation" when it is not the architecture's own): one of the row's
+ * acts (eng_arch_info), -EINVAL otherwise; ENG_ACT_SILU, the zero value, stands for the
+ * architecture's own (falcon's GELU). */
 int eng_synth_gguf_act(const char *path, const char *arch, const char *shape, const char *quant,
 		       uint64_t seed, enum eng_ffn_act act, struct eng_error *err);
 /* The same with eng_synth_llama2c_sparse's activation statistics (sp may be NULL: the bytes

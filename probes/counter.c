@@ -111,3 +111,9 @@ uint64_t prb_counter_delta(uint64_t later, uint64_t earlier, unsigned bits)
 	uint64_t mask = bits >= 64 ? ~0ull : (1ull << bits) - 1;
 	return (later - earlier) & mask;
 }
+
+bool prb_counter_plausible(uint64_t delta, unsigned bits)
+{
+	unsigned b = bits >= 1 && bits <= 64 ? bits : 64;
+	return delta < (1ull << (b - 1));
+}

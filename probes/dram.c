@@ -163,7 +163,7 @@ int dram_probe_plan(const struct prb_system *sys, const struct prb_dram_options 
 		known = true;
 		memset(tmp, 0, sizeof(*tmp));
 		int n = b->detect(sys, tmp, why, sizeof(why));
-		if (n > 0 && rc != 0) {
+		if (n > 0 && rc == -ENOENT) {
 			status_fill(st, b, tmp);
 			memcpy(plan, tmp, sizeof(*plan));
 			plan->no_group = b->no_group;
@@ -172,6 +172,12 @@ int dram_probe_plan(const struct prb_system *sys, const struct prb_dram_options 
 		}
 		if (n <= 0)
 			note_missing(st->missing, sizeof(st->missing), b->name, why[0] ? why : "absent");
+		if (n == -E2BIG && rc == -ENOENT) {
+			/* present, with more instances than memwall counts: refused, never passed
+			 * over for a backend further down (dram_too_many) */
+			snprintf(st->reason, sizeof(st->reason), "%s: %s", b->name, why);
+			rc = -E2BIG;
+		}
 		if (n < 0 && rc == -ENOENT && !st->reason[0])
 			snprintf(st->reason, sizeof(st->reason), "%s: %s", b->name, why);
 	}
@@ -179,6 +185,8 @@ int dram_probe_plan(const struct prb_system *sys, const struct prb_dram_options 
 	size_t len = strlen(st->missing);
 	if (len >= 2)
 		st->missing[len - 2] = '\0'; /* the last "; " */
+	if (rc == -E2BIG)
+		return rc;
 	if (!known) {
 		snprintf(st->reason, sizeof(st->reason),
 			 "unknown DRAM backend \"%s\" (known: intel_imc_free, intel_imc_cas, amd_umc, "
@@ -519,17 +527,30 @@ int prb_dram_events(const struct prb_dram *d, int i, struct prb_dram_event_desc 
 	return in->n_events;
 }
 
-static uint64_t to_bytes(double count, double bytes_per_count)
+/* The most bytes a figure holds: a record keeps bytes as JSON integers, which are signed 64-bit
+ * (jansson's json_int_t), and no controller moves 9.2 EB between two reads. */
+#define BYTES_MAX ((uint64_t)INT64_MAX)
+
+/* count * bytes_per_count, rounded, into *bytes: false when that is not a byte count a
+ * figure can hold (not finite, negative, or past BYTES_MAX; llround would overflow there, and
+ * a uint64_t of it flattens every larger count to one value). */
+static bool to_bytes(double count, double bytes_per_count, uint64_t *bytes)
 {
-	return (uint64_t)llround(count * bytes_per_count);
+	double b = nearbyint(count * bytes_per_count);
+	if (!(b >= 0 && b < 0x1p63))
+		return false;
+	*bytes = (uint64_t)b;
+	return true;
 }
 
 /* Adds one contribution to a figure: measured only while every contribution is; the first
- * one that is not gives the figure its state. */
+ * one that is not gives the figure its state. A sum past BYTES_MAX is no reading either. */
 static void add_bytes(struct prb_bytes *fig, enum prb_state state, uint64_t bytes)
 {
 	if (fig->state != PRB_MEASURED)
 		return;
+	if (state == PRB_MEASURED && (bytes > BYTES_MAX || fig->bytes > BYTES_MAX - bytes))
+		state = PRB_READ_FAILED;
 	if (state != PRB_MEASURED) {
 		fig->state = state;
 		fig->bytes = 0;
@@ -560,13 +581,15 @@ static int read_instance(struct prb_dram *d, int i, struct prb_dram_instance_sam
 		uint64_t val = 0;
 		/* a file has no times of its own: the time since open stands for both */
 		is->time_enabled = is->time_running = now_ns() - d->t0;
-		if (dc->f->read(dc->f, &val) < 0) {
+		uint64_t delta = 0;
+		if (dc->f->read(dc->f, &val) < 0 ||
+		    !prb_counter_plausible(delta = prb_counter_delta(val, dc->v0, dc->bits),
+					   dc->bits)) {
 			is->reading_flags |= PRB_READING_NOT_COUNTED;
 			add_bytes(&is->total, PRB_READ_FAILED, 0);
 			rc = -EIO;
 		} else {
-			add_bytes(&is->total, PRB_MEASURED,
-				  prb_counter_delta(val, dc->v0, dc->bits));
+			add_bytes(&is->total, PRB_MEASURED, delta);
 		}
 	} else {
 		read_raw(d, i, v, rcs);
@@ -579,7 +602,9 @@ static int read_instance(struct prb_dram *d, int i, struct prb_dram_instance_sam
 		enum prb_state state = PRB_MEASURED;
 		uint64_t bytes = 0;
 
-		if (rcs[j] < 0) {
+		uint64_t delta = rcs[j] < 0 ? 0 : prb_counter_delta(v[j][0], dc->v0, dc->bits);
+		if (rcs[j] < 0 || !prb_counter_plausible(delta, dc->bits)) {
+			/* no value, or one below the value at open: a reset, not a count */
 			is->reading_flags |= PRB_READING_NOT_COUNTED;
 			state = PRB_READ_FAILED;
 			rc = -EIO;
@@ -587,7 +612,7 @@ static int read_instance(struct prb_dram *d, int i, struct prb_dram_instance_sam
 			/* the interval since open, scaled by its own enabled/running times: a
 			 * counter that did not run over it has no value, whatever it read */
 			struct prb_reading r = {
-				.value = prb_counter_delta(v[j][0], dc->v0, dc->bits),
+				.value = delta,
 				.time_enabled = v[j][1] - dc->ena0,
 				.time_running = v[j][2] - dc->run0,
 			};
@@ -597,10 +622,12 @@ static int read_instance(struct prb_dram *d, int i, struct prb_dram_instance_sam
 				is->time_enabled = r.time_enabled;
 			if (j == 0 || r.time_running < is->time_running)
 				is->time_running = r.time_running;
-			if (r.flags & PRB_READING_NOT_COUNTED)
+			if (r.flags & PRB_READING_NOT_COUNTED) {
 				state = PRB_NOT_RUN;
-			else
-				bytes = to_bytes(r.count, ev->bytes_per_count);
+			} else if (!to_bytes(r.count, ev->bytes_per_count, &bytes)) {
+				state = PRB_READ_FAILED;
+				rc = -EIO;
+			}
 		}
 		if (dir)
 			add_bytes(dir, state, bytes);

@@ -15,10 +15,22 @@ size_t dram_pmus_matching(const struct prb_system *sys, const char *prefix,
 	/* prb_system keeps PMUs in numeric name order, so instances come out 0, 1, 2, ... 10 */
 	for (size_t i = 0; i < prb_system_pmu_count(sys); i++) {
 		const struct prb_pmu *pmu = prb_system_pmu(sys, i);
-		if (prb_name_is_instance(pmu->name, prefix) && n < max)
-			out[n++] = pmu;
+		if (!prb_name_is_instance(pmu->name, prefix))
+			continue;
+		if (n < max)
+			out[n] = pmu;
+		n++; /* every one is counted, so that the caller can refuse more than it holds */
 	}
 	return n;
+}
+
+int dram_too_many(const char *what, size_t found, char *why, size_t n)
+{
+	snprintf(why, n, "%zu %s, more than the %d instances memwall can count "
+		 "(PRB_DRAM_MAX_INSTANCES): counting the first %d would report part of the "
+		 "traffic as all of it", found, what, PRB_DRAM_MAX_INSTANCES,
+		 PRB_DRAM_MAX_INSTANCES);
+	return -E2BIG;
 }
 
 int dram_pmu_check(const struct prb_pmu *pmu, char *why, size_t n)
@@ -29,12 +41,16 @@ int dram_pmu_check(const struct prb_pmu *pmu, char *why, size_t n)
 	return -EINVAL;
 }
 
-int dram_plan_add_pmu(struct dram_plan *plan, const struct prb_pmu *pmu)
+int dram_plan_add_pmu(struct dram_plan *plan, const struct prb_pmu *pmu, char *why, size_t n)
 {
 	int first = plan->n;
 	int n_cpus = pmu->n_cpus ? pmu->n_cpus : 1;
-	if (plan->n + n_cpus > PRB_DRAM_MAX_INSTANCES)
-		return -ENOSPC;
+	if (plan->n + n_cpus > PRB_DRAM_MAX_INSTANCES) {
+		char what[160];
+		snprintf(what, sizeof(what), "instances (%d before %s, whose cpumask names %d "
+			 "CPU%s)", plan->n, pmu->name, n_cpus, n_cpus == 1 ? "" : "s");
+		return dram_too_many(what, (size_t)plan->n + (size_t)n_cpus, why, n);
+	}
 	for (int i = 0; i < n_cpus; i++) {
 		struct dram_instance *in = &plan->inst[plan->n++];
 		memset(in, 0, sizeof(*in));
@@ -74,6 +90,14 @@ int dram_plan_add_event(struct dram_plan *plan, int first, enum dram_dir dir, co
 				return -EINVAL;
 			}
 			ev->bytes_per_count = alias->scale * unit;
+			/* .scale is finite and positive (sysfs.c), but 1e300 times a GiB is not, and
+			 * no event counts more than 4 GiB at a time: a count below 2^64 then stays a
+			 * finite number of bytes wherever it is multiplied (verify's perf check) */
+			if (!(ev->bytes_per_count <= 0x1p32)) {
+				snprintf(why, n, "%s/events/%s: .scale times .unit is %g bytes a count, "
+					 "more than 2^32", in->pmu->name, terms, ev->bytes_per_count);
+				return -EINVAL;
+			}
 		}
 		in->n_events++;
 	}

@@ -31,8 +31,10 @@ static const struct {
 			  "the counter exists but did not run over the interval (multiplexed out "
 			  "or never scheduled): there is no value" },
 	[PRB_READ_FAILED] = { "read-failed",
-			      "reading the counter failed (a read(2) error, or resctrl reporting "
-			      "Unavailable or Error): there is no value" },
+			      "reading the counter failed (a read(2) error, resctrl reporting "
+			      "Unavailable or Error, or a count past what the counter can make: "
+			      "one below its value at open, a reset, or bytes past 2^63): there is "
+			      "no value" },
 	[PRB_NOT_PROVIDED] = { "not-provided",
 			       "this backend does not count this figure (it has no read/write "
 			       "split)" },

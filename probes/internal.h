@@ -169,14 +169,20 @@ int dram_probe_plan(const struct prb_system *sys, const struct prb_dram_options 
 		    struct prb_dram_status *st, struct dram_plan *plan);
 
 /* Helpers for backends: */
-/* Every PMU named prefix<digits>, in numeric order; returns how many (at most max). */
+/* Every PMU named prefix<digits>, in numeric order: returns how many there are, and out holds
+ * the first max of them (a caller refuses more than max with dram_too_many). */
 size_t dram_pmus_matching(const struct prb_system *sys, const char *prefix,
 			  const struct prb_pmu **out, size_t max);
+/* More instances than PRB_DRAM_MAX_INSTANCES: found what ("200 nvidia_scf_pmu_N PMUs") said
+ * in why, with the limit. Returns -E2BIG, which dram_probe_plan takes as a refusal, never as
+ * absence: counting some of the controllers would report part of the traffic as all of it,
+ * and falling back to another backend would hide that this one is here. */
+int dram_too_many(const char *what, size_t found, char *why, size_t n);
 /* 0 when pmu's sysfs entry parsed cleanly; else -EINVAL with why naming the file at fault. */
 int dram_pmu_check(const struct prb_pmu *pmu, char *why, size_t n);
 /* Adds one instance per CPU of pmu's cpumask (CPU 0 when it has none). Returns the first new
- * instance's index or -ENOSPC. */
-int dram_plan_add_pmu(struct dram_plan *plan, const struct prb_pmu *pmu);
+ * instance's index, or -E2BIG with why (dram_too_many) past PRB_DRAM_MAX_INSTANCES. */
+int dram_plan_add_pmu(struct dram_plan *plan, const struct prb_pmu *pmu, char *why, size_t n);
 /* Adds event terms (alias or "field=value,...") to every instance from first on, encoded with
  * the instance's PMU; bytes_per_count 0 means: take it from the alias's .scale and .unit.
  * Returns 0 or a negative errno with why. */

@@ -144,6 +144,12 @@ void prb_reading_scale(struct prb_reading *r);
 /* later - earlier for a counter that is `bits` wide (64 for everything the kernel reports
  * today; a narrower one wraps at 2^bits and the difference is taken modulo that). */
 uint64_t prb_counter_delta(uint64_t later, uint64_t earlier, unsigned bits);
+/* Whether delta (prb_counter_delta of a counter bits wide, since its value at open) is a count
+ * at all: below half the counter's range. More is no wrap: a 64-bit count does not advance
+ * 2^63 while memwall counts (at 10^10 counts a second that takes 29 years), and a 48-bit one
+ * not 2^47 (9 PB at 64 bytes a count), so what looks like one is a counter that went back
+ * below its value at open, a reset or a driver's reprogram, taken modulo its width. */
+bool prb_counter_plausible(uint64_t delta, unsigned bits);
 
 /* ---------------------------------------------------------------- explain */
 
@@ -288,7 +294,10 @@ int prb_dram_backend_check(const char *backend, const char *machine, const char 
 /* Finds the backend (opt->backend, or the most accurate present) and fills *st with it and
  * every instance it counts, without opening anything. 0 when one was found; -ENOENT when none
  * (st->reason says why: on a virtual machine, that it exposes no uncore PMUs); -EINVAL for an
- * unknown backend name. opt may be NULL; st lists every event whatever opt->events says. */
+ * unknown backend name; -E2BIG when the backend that would be used has more instances than
+ * PRB_DRAM_MAX_INSTANCES (st->reason names the count and the limit: it is refused, never
+ * counted in part nor passed over for another backend). opt may be NULL; st lists every event
+ * whatever opt->events says. */
 int prb_dram_probe(const struct prb_system *sys, const struct prb_dram_options *opt,
 		   struct prb_dram_status *st);
 
@@ -308,7 +317,10 @@ void prb_dram_close(struct prb_dram *d);
  * (amd_df's 8 channel events are multiplexed on 4 counters when opened together, so they are
  * never grouped: a group is scheduled all or nothing).
  * Raw counts are taken against the value read at open, modulo the counter's width, so a
- * counter that wraps between reads is still counted. -ERANGE when a reading was multiplexed
+ * counter that wraps between reads is still counted; a difference of half the counter's range
+ * or more is no wrap but a counter that went back (reset or reprogrammed below its value at
+ * open), and bytes that would not fit a signed 64-bit integer are no count a controller makes:
+ * both are PRB_READ_FAILED (prb_counter_plausible). -ERANGE when a reading was multiplexed
  * (or did not run) and scaling is forbidden, -EIO when a counter read failed; s is still
  * filled in whole: what could not be read is PRB_READ_FAILED (and its reading_flags
  * PRB_READING_NOT_COUNTED), what did not run PRB_NOT_RUN. */

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -24,20 +25,75 @@ struct prb_system {
 	size_t n_pmus;
 };
 
+/* What kind of file a mode is, for the message that refuses it (src/base/file.c says the same
+ * for a user's files; probes/ cannot include it). */
+static const char *file_kind(mode_t m)
+{
+	switch (m & S_IFMT) {
+	case S_IFIFO:
+		return "a FIFO";
+	case S_IFDIR:
+		return "a directory";
+	case S_IFCHR:
+		return "a character device";
+	case S_IFBLK:
+		return "a block device";
+	case S_IFSOCK:
+		return "a socket";
+	default:
+		return "not a regular file";
+	}
+}
+
+/* A tree under MEMWALL_SYSFS_ROOT or --sysfs is another machine's recording, which anyone may
+ * have written, so every file of it is read the way src/base/file.c reads a user's file: the
+ * open never blocks (a FIFO without a writer would block a blocking open forever), anything
+ * but a regular file is refused by what it is (a sysfs attribute is a regular file; a FIFO
+ * blocks, a device such as /dev/zero reads forever), and a file longer than the buffer is
+ * refused rather than cut (an alias cut short would encode another event). */
 int sysfs_read(const char *path, char *buf, size_t size, struct prb_error *err)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	size_t n = 0;
+	int rc = 0, fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0)
 		return prb_error_set(err, -errno, path, "cannot open: %s", strerror(errno));
-	ssize_t n = read(fd, buf, size - 1);
-	int saved = errno;
-	close(fd);
-	if (n < 0)
-		return prb_error_set(err, -saved, path, "cannot read: %s", strerror(saved));
+	if (fstat(fd, &st)) {
+		rc = prb_error_set(err, -errno, path, "cannot examine: %s", strerror(errno));
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		rc = prb_error_set(err, -EINVAL, path, "is %s, not a regular file (every sysfs "
+				   "attribute is one): the tree was not recorded from sysfs",
+				   file_kind(st.st_mode));
+		goto out;
+	}
+	/* sysfs reports 4096 bytes for every attribute: read until the end, never by st_size */
+	for (;;) {
+		char extra;
+		ssize_t r = n < size - 1 ? read(fd, buf + n, size - 1 - n) : read(fd, &extra, 1);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			rc = prb_error_set(err, -errno, path, "cannot read: %s", strerror(errno));
+			goto out;
+		}
+		if (r == 0)
+			break;
+		if (n == size - 1) {
+			rc = prb_error_set(err, -EFBIG, path, "is longer than the %zu bytes such a "
+					   "file can hold", size - 1);
+			goto out;
+		}
+		n += (size_t)r;
+	}
 	while (n > 0 && isspace((unsigned char)buf[n - 1]))
 		n--;
 	buf[n] = '\0';
-	return (int)n;
+	rc = (int)n;
+out:
+	close(fd);
+	return rc;
 }
 
 static int parse_u64(const char *s, uint64_t *out, const char **end)

@@ -25,7 +25,8 @@
 #      reads the legacy layout, so it gets the same tensors rewritten in it);
 #   5. batched decode: `generate --batch B` at 1 thread for B = 1 and each of BENCH_BATCH
 #      (default "2 4"; empty: none) on every GGUF model, as tokens of all sequences per second
-#      and the ratio to batch 1;
+#      and the ratio to batch 1, with the quant table each x8 weight type ran on at B tokens a
+#      call (the default's, or this machine's `memwall bench-kernels` choice);
 #   6. the pool's barrier cost: decode per token on stories260K (the model fits in L2, so the
 #      step is mostly synchronisation) at 1 and at 2 threads, pinned and unpinned; the
 #      difference per token bounds what the barriers cost;
@@ -151,12 +152,14 @@ python3 - "$raw" <<'PY'
 import statistics, sys
 from collections import defaultdict
 cells = defaultdict(list)
+texts = defaultdict(set) # cells that hold words: the kernel tables a batch ran
 for line in open(sys.argv[1]):
     kind, eng, model, t, v = line.rstrip("\n").split("\t")
     try:
         cells[(kind, eng, model, t)].append(float(v))
     except ValueError:
-        pass
+        if v:
+            texts[(kind, eng, model, t)].add(v)
 med = {k: statistics.median(v) for k, v in cells.items() if v}
 def get(*k): return med.get(k)
 threads = sorted({k[3] for k in med if k[0] == "roof_before"}, key=int)
@@ -202,10 +205,14 @@ for kind, title in (("pp", "prompt processing"), ("tg", "decode")):
 bmodels = sorted({k[2] for k in med if k[0] == "batch"})
 if bmodels:
     print("\nbatched decode at t=1 (median tok/s of all sequences; ratio to batch 1: of the medians,"
-          "\nthen the median of each round's own ratio, the figure to trust on a noisy machine):")
+          "\nthen the median of each round's own ratio, the figure to trust on a noisy machine;"
+          "\n[the quant table that ran each x8 weight type at that batch's tokens a call]):")
+    def tables(k, m):
+        t = texts.get(("batch_table", k, m, "1"))
+        return f" [{' | '.join(sorted(t))}]" if t else ""
     for m in bmodels:
         one = get("batch", "b1", m, "1")
-        parts = [f"  {m:14s} batch 1 {one or float('nan'):7.1f}"]
+        parts = [f"  {m:14s} batch 1 {one or float('nan'):7.1f}{tables('b1', m)}"]
         for k in sorted({k[1] for k in med if k[0] == "batch" and k[2] == m} - {"b1"},
                         key=lambda e: int(e[1:])):
             v = get("batch", k, m, "1")
@@ -213,7 +220,8 @@ if bmodels:
             b1, bk = cells[("batch", "b1", m, "1")], cells[("batch", k, m, "1")]
             pr = (f"; per round {statistics.median(x / y for x, y in zip(bk, b1)):.2f}x"
                   if len(b1) == len(bk) else "")
-            parts.append(f"batch {k[1:]} {v:7.1f} ({v / one:.2f}x{pr})" if one else f"batch {k[1:]} {v:7.1f}")
+            parts.append((f"batch {k[1:]} {v:7.1f} ({v / one:.2f}x{pr})" if one else f"batch {k[1:]} {v:7.1f}")
+                         + tables(k, m))
         print("  ".join(parts))
 steps = {k: v for k, v in med.items() if k[0] == "step_us"}
 if steps:
@@ -370,11 +378,16 @@ if [ -n "$batches" ]; then
 		for m in $models; do
 			name=${m%%:*} file=${m#*:}
 			for b in 1 $batches; do
-				line=$("$mw" generate -m "$file" --prompt-ids 1 -n "$tg" --batch "$b" \
-					--temperature 0 --ids --report-line -t 1 2>&1 >/dev/null |
-					grep memwall-tokens) || { echo "note: batch $b on $name failed" >&2; continue; }
+				out=$("$mw" generate -m "$file" --prompt-ids 1 -n "$tg" --batch "$b" \
+					--temperature 0 --ids --report-line -t 1 2>&1 >/dev/null) &&
+					line=$(echo "$out" | grep memwall-tokens) ||
+					{ echo "note: batch $b on $name failed" >&2; continue; }
 				# decode_steps counts the tokens of all sequences
 				rec batch "b$b" "$name" 1 "$(python3 -c "print($(echo "$line" | field decode_steps) * 1e3 / $(echo "$line" | field decode_ms))")"
+				# the quant table of each x8 weight type at b tokens a call (issue 42: the
+				# measured kernel choice, or the default)
+				rec batch_table "b$b" "$name" 1 "$(echo "$out" |
+					sed -n 's/^memwall generate: quant kernels at [0-9]* tokens a call: //p')"
 			done
 		done
 		r=$((r + 1))

@@ -5,9 +5,17 @@
 # Checks the shape of the code, which no compiler does (issue 13):
 #   cycle     two or more files of src/, probes/ or engine/ that depend on each other, by
 #             `#include "x.h"` lines or by calls (symbols one object file needs and another
-#             defines, read with nm from BUILD_ROOT). A .c and its own .h are one node, so
-#             "a.c includes b.h, b.c calls a()" is a cycle. Every strongly connected
-#             component with more than one node is reported, with the edges that close it.
+#             defines, read with nm from BUILD_ROOT). A .c and its own .h are one node, and so
+#             is a private header named for it (a_impl.h, a_internal.h, a_private.h beside
+#             a.c), so "a.c includes b.h, b.c calls a()" and "b.c includes a_impl.h, a.c
+#             calls b()" are cycles; a library's shared private header (internal.h) is a node
+#             of its own. An include is found as the compiler finds it: beside the including
+#             file, then in each folder above it (a library's include folder), then by its
+#             path's ending. Every strongly connected component with more than one node is
+#             reported, with the edges that close it.
+#   include   an `#include "x.h"` that names a file of the tree the rules above cannot tell
+#             from another of the same name: its edges would go unseen, so write the path
+#             that says which (as probes/pmu/ writes "../internal.h").
 #   function  a function of src/, probes/ or engine/ longer than 150 lines, from the line
 #             holding its name to its closing `}` at column 0 (kernel style: a function's
 #             braces are at column 0, so no C parser is needed).
@@ -16,8 +24,9 @@
 #             of src/, probes/ and engine/ to depth 2, and no folder that does not exist.
 # ALLOW_FILE (default SOURCE_ROOT/scripts/check-layout.allow) lists known offenders someone is
 # already fixing; they are reported as allowed and do not fail the check.
-# --self-test plants a cycle, a long function and a long file in a temporary tree and fails
-# unless this script catches each of them (and passes a clean tree).
+# --self-test plants cycles (by includes, through a private header, through a folder above,
+# by calls), an include it cannot place, a long function and a long file in a temporary tree
+# and fails unless this script catches each of them (and passes a clean tree).
 #
 # POSIX sh, awk and nm only: it runs where the build runs, with no python.
 set -u
@@ -74,6 +83,22 @@ self_test() {
 			"$cc" -c -o "$t/build/src/libmw.a.p/base_d.c.o" "$t/src/base/d.c" 2>/dev/null ||
 			calls=no
 	fi
+	# A cycle through a private header named for its .c (f.c includes e_impl.h, e.c f.h); one
+	# through a header found in the folder above (sub/g.c includes "h.h", which is
+	# src/base/h.h, not src/other/h.h); and an include the rules cannot place (m.h is in two
+	# folders, neither above k.c).
+	mkdir -p "$t/src/base/sub" "$t/src/other" "$t/src/x" "$t/src/y"
+	printf 'int e(void);\n' >"$t/src/base/e_impl.h"
+	printf '#include "f.h"\nint e(void);\n' >"$t/src/base/e.c"
+	printf 'int f(void);\n' >"$t/src/base/f.h"
+	printf '#include "e_impl.h"\nint f(void);\n' >"$t/src/base/f.c"
+	printf '#include "sub/g.h"\n' >"$t/src/base/h.h"
+	: >"$t/src/other/h.h"
+	printf 'int g(void);\n' >"$t/src/base/sub/g.h"
+	printf '#include "h.h"\n' >"$t/src/base/sub/g.c"
+	: >"$t/src/x/m.h"
+	: >"$t/src/y/m.h"
+	printf '#include "m.h"\n' >"$t/src/base/sub/k.c"
 	# A 151-line function and a 1,001-line file.
 	{
 		printf 'int f(void);\nint f(void)\n{\n\tint x = 0;\n'
@@ -92,7 +117,9 @@ self_test() {
 		die "self-test: a tree with planted offenders passed the check"
 	fi
 	for want in 'cycle.*src/base/a.*src/base/c' 'function.*probes/long_function.c:2 f() is 151 lines' \
-		    'file.*probes/long_file.h is 1001 lines' 'readme.*src/extra/'; do
+		    'file.*probes/long_file.h is 1001 lines' 'readme.*src/extra/' \
+		    'cycle.*src/base/e <-> src/base/f' 'cycle.*src/base/h <-> src/base/sub/g' \
+		    'include.*src/base/sub/k.c.*"m.h"'; do
 		grep -q "$want" "$t/out" || { cat "$t/out"; die "self-test: no report matching '$want'"; }
 	done
 	if [ $calls = yes ]; then
@@ -142,7 +169,15 @@ function norm(p,   n, i, parts, out, k, stack) {
 		out = out (i > 1 ? "/" : "") stack[i]
 	return out
 }
-function node(p) { sub(/\.[ch]$/, "", p); return p }
+# A file'"'"'s node: its path without .c/.h, and a private header named for a .c beside it
+# (a_impl.h, a_internal.h, a_private.h) is that .c'"'"'s.
+function node(p,   q) {
+	sub(/\.[ch]$/, "", p)
+	q = p
+	if (sub(/_(impl|internal|private)$/, "", q) && ((q ".c") in have))
+		return q
+	return p
+}
 function top(p) { sub(/\/.*/, "", p); return p }
 BEGIN {
 	while ((getline f < list) > 0) {
@@ -156,6 +191,12 @@ BEGIN {
 	sub(/^[^"]*"/, "", inc); sub(/".*/, "", inc)
 	dir = FILENAME; sub(/\/[^\/]*$/, "", dir)
 	to = norm(dir "/" inc)
+	# Then the folders above, nearest first: a library'"'"'s include folder (quants/ for
+	# quants/x86/*.c, engine/ for "model/arch.h").
+	for (up = dir; !(to in have) && up ~ /\//; ) {
+		sub(/\/[^\/]*$/, "", up)
+		to = norm(up "/" inc)
+	}
 	if (!(to in have)) {
 		# Through an include directory: the one file of that name ending in "/inc", in the
 		# same top folder first.
@@ -170,12 +211,17 @@ BEGIN {
 		}
 		if (same == 1) to = samef
 		else if (any == 1) to = anyf
+		if (to == "" && any > 1) {
+			print "AMBIGUOUS", FILENAME, inc, any
+			next
+		}
 		if (to == "")
 			next # generated (config.h, version.h) or system
 	}
 	if (node(to) != node(FILENAME))
 		print node(FILENAME), node(to), FILENAME " includes " to
-}' $(cat "$tmp/files") >"$tmp/edges"
+}' $(cat "$tmp/files") >"$tmp/edges0"
+grep -v '^AMBIGUOUS ' "$tmp/edges0" >"$tmp/edges"
 
 # ---- Edges: calls ---------------------------------------------------------------------------
 # Meson names an object <lib>.a.p/<path relative to its meson.build, / as _>.c.o; map each
@@ -292,6 +338,11 @@ END {
 		if (!(order[i] in idx))
 			strong(order[i])
 }' "$tmp/edges" >"$tmp/findings"
+
+# Includes whose file the rules cannot tell (their edges are missing from the graph above).
+grep '^AMBIGUOUS ' "$tmp/edges0" | while read -r _ f inc n; do
+	echo "include $f $f: \"$inc\" names one of $n files of that name and none is beside it or in a folder above: write its path (\"../$inc\", \"folder/$inc\")"
+done >>"$tmp/findings"
 
 # Long functions: from the line holding the name to the `}` at column 0 closing the `{` at
 # column 0 that opens the body.

@@ -11,10 +11,11 @@
 /* MW_VERB(name, one-line summary) */
 #define MW_VERBS(MW_VERB) \
 	MW_VERB(bandwidth, "measure memory bandwidth: the roofline's yardstick (read, copy, triad)") \
+	MW_VERB(bench_kernels, "time each kernel table per weight type and token count; cache the fastest for this machine") \
 	MW_VERB(calibrate, "check the DRAM counters against a known number of streamed bytes") \
 	MW_VERB(bundle, "pack records, their charts, provenance and sha256 sums into one archive to submit") \
 	MW_VERB(compare, "compare two result records: per-metric delta and Welch t-test; exit 1 on a regression") \
-	MW_VERB(db, "a store of many records (SQLite or PostgreSQL): import, list, show, query, compare machines") \
+	MW_VERB(db, "a store of many records (SQLite, PostgreSQL): import, query, compare; series, check, changes") \
 	MW_VERB(doctor, "report what this machine can measure (DRAM counters, RAPL, core events)") \
 	MW_VERB(export, "a record in another project's own submission format: AIOS's baseline JSON or its issue comment") \
 	MW_VERB(generate, "run a model and print what it generates, with tok/s") \

@@ -1,13 +1,17 @@
-/* engine/model/arch.c: the architecture table (arch.h): one row per architecture, from
- * llama.cpp's src/llama-model.cpp (LLM_ARCH_LLAMA, LLM_ARCH_FALCON) and its tensor names
- * (LLM_TENSOR_NAMES); and the FFN activations' names (engine.h).
+/* engine/model/arch.c: the architecture table (arch.h): one row per architecture, holding
+ * every fact about it, from llama.cpp's src/llama-model.cpp (LLM_ARCH_LLAMA, LLM_ARCH_FALCON),
+ * its tensor names (LLM_TENSOR_NAMES), its per-architecture quantization rules
+ * (src/llama-quant.cpp) and its converters' keys; and the FFN activations' names (engine.h).
  *
- * A third architecture is a row here (its tensors, keys and activation), its layer function in
- * runtime/forward.c's eng_arch_ops, its enum eng_arch value, and its shapes in shapes.c. */
+ * A third architecture is a row here, its block in runtime/arch_<name>.c and its name in
+ * engine/meson.build's engine_archs (engine/README.md, "Adding an architecture"). */
 #include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "arch.h"
+#include "model.h"
 
 #define MODEL(n, f, flags, r, c, cls, fill, rule)                                               \
 	{ n, offsetof(struct eng_model, f), flags, ENG_X_##r, ENG_X_##c, ENG_TENSOR_##cls,        \
@@ -56,28 +60,139 @@ static const struct eng_arch_tensor falcon_tensors[] = {
 #undef LAYER_VEC
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+#define ACTS(a) (1u << ENG_ACT_##a)
+
+/* karpathy/llama2.c's TinyStories models, tied as llama2.c trains them (synth.c), and the
+ * shared fixtures' tiny-llama (fixtures/gguf/README.md). */
+static const struct eng_shape llama_shapes[] = {
+	{ "stories260K", 64, 172, 5, 8, 4, 512, 512, true, "karpathy/llama2.c README" },
+	{ "stories15M", 288, 768, 6, 6, 6, 32000, 256, true, "karpathy/llama2.c README" },
+	{ "stories42M", 512, 1376, 8, 8, 8, 32000, 1024, true, "karpathy/llama2.c README" },
+	{ "stories110M", 768, 2048, 12, 12, 12, 32000, 1024, true, "karpathy/llama2.c README" },
+	{ "llama-tiny", 256, 768, 2, 8, 4, 512, 256, false,
+	  "the shape of fixtures/gguf tiny-llama" },
+};
+
+/* tiiuae/falcon-7b config.json: hidden_size 4544, n_head 71, multi_query (one KV head of 64),
+ * n_layer 32, vocab_size 65024; MLP 4 x hidden; 2048 context; untied output. And the shared
+ * fixtures' tiny-falcon. */
+static const struct eng_shape falcon_shapes[] = {
+	{ "falcon-7b", 4544, 18176, 32, 71, 1, 65024, 2048, false, "tiiuae/falcon-7b config.json" },
+	{ "falcon-tiny", 256, 1024, 2, 4, 1, 512, 256, false,
+	  "the shape of fixtures/gguf tiny-falcon" },
+};
 
 static const struct eng_arch_desc archs[] = {
-	{ "llama", ENG_ARCH_LLAMA, "attention.layer_norm_rms_epsilon", 1e-5f, ENG_ACT_SILU,
-	  "blk.0.ffn_gate_inp.weight", "a mixture-of-experts llama (Mixtral) is not supported",
-	  llama_tensors, COUNT(llama_tensors) },
-	{ "falcon", ENG_ARCH_FALCON, "attention.layer_norm_epsilon", 1e-5f, ENG_ACT_GELU,
-	  "blk.0.attn_norm_2.weight",
-	  "Falcon-40B's two norms per block are not supported (only the 7B layout)",
-	  falcon_tensors, COUNT(falcon_tensors) },
+	/* llama: RMSNorm, RoPE on adjacent pairs, grouped-query attention, a gated FFN: SwiGLU,
+	 * or ReLU / ReLU^2 where the file says so (memwall's key: llama.cpp has none). Its
+	 * converters write the rope keys; llama-quantize's default rules. */
+	[ENG_ARCH_LLAMA] = {
+		.info = { .name = "llama", .gated_ffn = true, .parallel_residual = false,
+			  .act = ENG_ACT_SILU, .acts = ACTS(SILU) | ACTS(RELU) | ACTS(RELU2),
+			  .llama2c = true, .synth_quant = "f32" },
+		.arch = ENG_ARCH_LLAMA,
+		.norm = ENG_NORM_RMS,
+		.rope = ENG_ROPE_NORM,
+		.eps_key = "attention.layer_norm_rms_epsilon",
+		.default_eps = 1e-5f,
+		.refuse = "blk.0.ffn_gate_inp.weight",
+		.refuse_why = "a mixture-of-experts llama (Mixtral) is not supported",
+		.tensors = llama_tensors, .n_tensors = COUNT(llama_tensors),
+		.shapes = llama_shapes, .n_shapes = COUNT(llama_shapes),
+		.synth = { .vocab = ENG_VOCAB_SPM, .pre = NULL, .rope_keys = true, .layout = NULL },
+		.mix = { .output_q8_0 = false, .down = ENG_DOWN_MORE_BITS },
+	},
+	/* falcon (the 7B layout): one LayerNorm feeding attention and a GELU MLP in parallel,
+	 * fused QKV, NeoX RoPE. convert_hf_to_gguf.py writes "falcon.tensor_data_layout"
+	 * "jploski" and no rope keys; llama-quantize gives falcon's output Q8_0 and its ffn_down
+	 * a graded rule. */
+	[ENG_ARCH_FALCON] = {
+		.info = { .name = "falcon", .gated_ffn = false, .parallel_residual = true,
+			  .act = ENG_ACT_GELU, .acts = ACTS(GELU), .llama2c = false,
+			  .synth_quant = "q4_k_m" },
+		.arch = ENG_ARCH_FALCON,
+		.norm = ENG_NORM_LAYER,
+		.rope = ENG_ROPE_NEOX,
+		.eps_key = "attention.layer_norm_epsilon",
+		.default_eps = 1e-5f,
+		.refuse = "blk.0.attn_norm_2.weight",
+		.refuse_why = "Falcon-40B's two norms per block are not supported (only the 7B "
+			      "layout)",
+		.tensors = falcon_tensors, .n_tensors = COUNT(falcon_tensors),
+		.shapes = falcon_shapes, .n_shapes = COUNT(falcon_shapes),
+		.synth = { .vocab = ENG_VOCAB_GPT2, .pre = "falcon", .rope_keys = false,
+			   .layout = "jploski" },
+		.mix = { .output_q8_0 = true, .down = ENG_DOWN_GRADED },
+	},
 };
+/* A row for every value of the enum (a new name in engine_archs needs its row here). */
+_Static_assert(COUNT(archs) == ENG_ARCH_COUNT,
+	       "arch.c: every architecture of engine/meson.build's engine_archs needs its row");
+
+const struct eng_arch_desc *eng_arch_row(enum eng_arch arch)
+{
+	return (unsigned)arch < ENG_ARCH_COUNT ? &archs[arch] : NULL;
+}
+
+const struct eng_arch_desc *eng_arch_llama2c(void)
+{
+	size_t i = 0;
+	while (i + 1 < COUNT(archs) && !archs[i].info.llama2c)
+		i++;
+	return &archs[i];
+}
 
 const struct eng_arch_desc *eng_arch_find(const char *name, size_t len)
 {
 	for (size_t i = 0; name && i < COUNT(archs); i++)
-		if (len == strlen(archs[i].name) && !memcmp(name, archs[i].name, len))
+		if (len == strlen(archs[i].info.name) && !memcmp(name, archs[i].info.name, len))
 			return &archs[i];
 	return NULL;
 }
 
+/* ---- The public face (engine.h) ------------------------------------------------------------- */
+
+size_t eng_arch_count(void)
+{
+	return COUNT(archs);
+}
+
+const struct eng_arch_info *eng_arch_at(size_t i)
+{
+	return i < COUNT(archs) ? &archs[i].info : NULL;
+}
+
+const struct eng_arch_info *eng_arch_lookup(const char *name)
+{
+	const struct eng_arch_desc *ad = name ? eng_arch_find(name, strlen(name)) : NULL;
+	return ad ? &ad->info : NULL;
+}
+
+bool eng_arch_sparsity_map(const char *name)
+{
+	const struct eng_arch_info *a = eng_arch_lookup(name);
+	return a && a->gated_ffn;
+}
+
+static char arch_names[256];
+static pthread_once_t arch_names_once = PTHREAD_ONCE_INIT;
+
+static void arch_names_fill(void)
+{
+	size_t used = 0;
+	for (size_t i = 0; i < COUNT(archs); i++) {
+		int k = snprintf(arch_names + used, sizeof(arch_names) - used, "%s%s",
+				 i ? ", " : "", archs[i].info.name);
+		if (k < 0 || (size_t)k >= sizeof(arch_names) - used)
+			break;
+		used += (size_t)k;
+	}
+}
+
 const char *eng_arch_names(void)
 {
-	return "'llama' and 'falcon'";
+	pthread_once(&arch_names_once, arch_names_fill);
+	return arch_names;
 }
 
 /* ---- The FFN activations' names (engine.h) -------------------------------------------------- */

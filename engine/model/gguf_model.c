@@ -76,26 +76,31 @@ static bool is_synthetic(const struct eng_gguf *g)
 	return !eng_gguf_get_bool(g, "memwall.synthetic", &b, NULL) && b;
 }
 
-/* The FFN activation (engine.h): falcon's is GELU; llama's is SiLU unless the file says
- * llama.feed_forward_activation = "relu" or "relu2" (memwall's key: llama.cpp has none). */
+/* The FFN activation (engine.h): the row's act, unless the file names another of the row's
+ * acts in "<arch>.feed_forward_activation" (memwall's key: llama.cpp has none), as a ReLU
+ * llama's does. */
 static int read_ffn_act(struct eng_model *m, const struct eng_arch_desc *ad,
 			struct eng_error *err)
 {
-	char key[96], name[16];
+	char key[96], name[16], runs[64] = "";
 	struct eng_gguf_str v;
-	m->info.ffn_act = ad->act;
-	snprintf(key, sizeof(key), "%s.feed_forward_activation", ad->name);
+	m->info.ffn_act = ad->info.act;
+	snprintf(key, sizeof(key), "%s.feed_forward_activation", ad->info.name);
 	if (eng_gguf_get_str(m->gguf, key, &v, NULL))
 		return 0;
 	snprintf(name, sizeof(name), "%.*s", (int)(v.len < 15 ? v.len : 15), v.ptr);
 	enum eng_ffn_act a;
-	if (m->arch != ENG_ARCH_LLAMA || v.len >= 15 || eng_ffn_act_parse(name, &a) ||
-	    a == ENG_ACT_GELU)
-		return eng_error_set(err, -EINVAL, m->path, ENG_NO_OFFSET,
-				     "key '%s' is '%s': memwall runs 'silu', 'relu' or 'relu2' "
-				     "for llama", key, name);
-	m->info.ffn_act = a;
-	return 0;
+	if (v.len < 15 && !eng_ffn_act_parse(name, &a) && (ad->info.acts & (1u << a))) {
+		m->info.ffn_act = a;
+		return 0;
+	}
+	for (int i = 0, used = 0; i < ENG_ACT_COUNT; i++)
+		if (ad->info.acts & (1u << i))
+			used += snprintf(runs + used, sizeof(runs) - (size_t)used, "%s'%s'",
+					 used ? ", " : "", eng_ffn_act_name((enum eng_ffn_act)i));
+	return eng_error_set(err, -EINVAL, m->path, ENG_NO_OFFSET,
+			     "key '%s' is '%s': memwall runs %s for %s", key, name, runs,
+			     ad->info.name);
 }
 
 /* Finds, checks and binds one tensor into dst (a struct eng_mat, or a const float * for a
@@ -304,7 +309,8 @@ static const struct eng_arch_desc *find_arch(const struct eng_gguf *g, const cha
 	}
 	if (!(ad = eng_arch_find(arch_s.ptr, arch_s.len))) {
 		*rc = eng_error_set(err, -ENOTSUP, path, ENG_NO_OFFSET,
-				    "general.architecture is '%.*s': memwall's engine runs %s",
+				    "general.architecture is '%.*s': memwall's engine runs %s "
+				    "(engine/README.md says how to add one)",
 				    (int)(arch_s.len > 64 ? 64 : arch_s.len), arch_s.ptr,
 				    eng_arch_names());
 		return NULL;
@@ -323,16 +329,16 @@ static int read_hparams(struct eng_model *m, const struct eng_gguf *g,
 			const struct eng_arch_desc *ad, struct eng_error *err)
 {
 	struct eng_model_info *in = &m->info;
-	const char *path = m->path;
+	const char *path = m->path, *an = ad->info.name;
 	int heads_kv = 0, key_len = 0, n_rot = 0;
 	int rc;
 
-	if ((rc = arch_int(g, ad->name, "embedding_length", -1, &in->dim, path, err)) ||
-	    (rc = arch_int(g, ad->name, "feed_forward_length", -1, &in->hidden_dim, path, err)) ||
-	    (rc = arch_int(g, ad->name, "block_count", -1, &in->n_layers, path, err)) ||
-	    (rc = arch_int(g, ad->name, "attention.head_count", -1, &in->n_heads, path, err)) ||
-	    (rc = arch_int(g, ad->name, "context_length", -1, &in->seq_len, path, err)) ||
-	    (rc = arch_int(g, ad->name, "attention.head_count_kv", in->n_heads, &heads_kv, path,
+	if ((rc = arch_int(g, an, "embedding_length", -1, &in->dim, path, err)) ||
+	    (rc = arch_int(g, an, "feed_forward_length", -1, &in->hidden_dim, path, err)) ||
+	    (rc = arch_int(g, an, "block_count", -1, &in->n_layers, path, err)) ||
+	    (rc = arch_int(g, an, "attention.head_count", -1, &in->n_heads, path, err)) ||
+	    (rc = arch_int(g, an, "context_length", -1, &in->seq_len, path, err)) ||
+	    (rc = arch_int(g, an, "attention.head_count_kv", in->n_heads, &heads_kv, path,
 			   err)))
 		return rc;
 	in->n_kv_heads = heads_kv;
@@ -341,28 +347,28 @@ static int read_hparams(struct eng_model *m, const struct eng_gguf *g,
 	if ((uint64_t)in->n_layers > eng_gguf_n_tensors(g))
 		return eng_error_set(err, -EINVAL, path, ENG_NO_OFFSET,
 				     "metadata key '%s.block_count' is %d, but the file holds only "
-				     "%" PRIu64 " tensors", ad->name, in->n_layers,
+				     "%" PRIu64 " tensors", an, in->n_layers,
 				     eng_gguf_n_tensors(g));
 	if (in->dim % in->n_heads || in->n_heads % in->n_kv_heads)
 		return eng_error_set(err, -EINVAL, path, ENG_NO_OFFSET,
 				     "%s.embedding_length %d is not a multiple of "
 				     "attention.head_count %d, or that of head_count_kv %d",
-				     ad->name, in->dim, in->n_heads, in->n_kv_heads);
+				     an, in->dim, in->n_heads, in->n_kv_heads);
 	int head_dim = in->dim / in->n_heads;
-	if ((rc = arch_int(g, ad->name, "attention.key_length", head_dim, &key_len, path, err)) ||
-	    (rc = arch_int(g, ad->name, "rope.dimension_count", head_dim, &n_rot, path, err)))
+	if ((rc = arch_int(g, an, "attention.key_length", head_dim, &key_len, path, err)) ||
+	    (rc = arch_int(g, an, "rope.dimension_count", head_dim, &n_rot, path, err)))
 		return rc;
 	if (key_len != head_dim || n_rot > head_dim || n_rot % 2)
 		return eng_error_set(err, -ENOTSUP, path, ENG_NO_OFFSET,
 				     "%s.attention.key_length %d / rope.dimension_count %d: memwall "
 				     "runs heads of embedding_length / head_count (%d) with an even "
-				     "rotary width no larger", ad->name, key_len, n_rot, head_dim);
+				     "rotary width no larger", an, key_len, n_rot, head_dim);
 	m->hp = (struct eng_hparams){ .head_dim = head_dim, .n_rot = n_rot,
 				      .default_kv = ENG_KV_F16 };
 	/* llama.cpp's defaults when the keys are absent: base 10000, its per-arch epsilon. */
-	if ((rc = arch_float(g, ad->name, "rope.freq_base", 10000.0f, &m->hp.rope_base, path,
+	if ((rc = arch_float(g, an, "rope.freq_base", 10000.0f, &m->hp.rope_base, path,
 			     err)) ||
-	    (rc = arch_float(g, ad->name, ad->eps_key, ad->default_eps, &m->hp.norm_eps, path,
+	    (rc = arch_float(g, an, ad->eps_key, ad->default_eps, &m->hp.norm_eps, path,
 			     err)))
 		return rc;
 	return 0;
@@ -439,7 +445,7 @@ int eng_gguf_model_load(struct eng_model *m, int fd, const struct eng_model_opti
 		return rc;
 	if (!(ad = find_arch(m->gguf, m->path, &rc, err)))
 		return rc;
-	m->arch = ad->arch;
+	m->arch = ad;
 	if ((rc = read_hparams(m, m->gguf, ad, err)) || (rc = alias_open(m, m->gguf, err)) ||
 	    (rc = bind_tensors(m, m->gguf, ad, err)))
 		return rc;
@@ -450,7 +456,7 @@ int eng_gguf_model_load(struct eng_model *m, int fd, const struct eng_model_opti
 	if ((rc = eng_gguf_seal(m->gguf, err)))
 		return rc;
 	m->info.format = ENG_FORMAT_GGUF;
-	m->info.arch = ad->name;
+	m->info.arch = ad->info.name;
 	m->info.file_bytes = eng_gguf_file_bytes(m->gguf);
 	m->info.synthetic = is_synthetic(m->gguf);
 	return read_ffn_act(m, ad, err);

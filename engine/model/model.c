@@ -164,7 +164,6 @@ static int bind_layers(struct eng_model *m)
 	m->token_embd = f32_mat(w->token_embedding, in->vocab_size, d);
 	m->output = f32_mat(w->wcls, in->vocab_size, d);
 	m->out_norm = w->rms_final;
-	m->arch = ENG_ARCH_LLAMA;
 	/* run.c's constants: RMSNorm epsilon 1e-5, RoPE base 10000 over the whole head. */
 	m->hp = (struct eng_hparams){ .head_dim = d / in->n_heads, .n_rot = d / in->n_heads,
 				      .rope_base = 10000.0f, .norm_eps = 1e-5f,
@@ -261,7 +260,6 @@ int eng_llama2c_model_load(struct eng_model *m, int fd, uint64_t file_size,
 	bind_weights(&m->w, &lay, base);
 	struct eng_model_info *info = &m->info;
 	info->format = ENG_FORMAT_LLAMA2C;
-	info->arch = "llama";
 	info->dim = c.dim;
 	info->hidden_dim = c.hidden_dim;
 	info->n_layers = c.n_layers;

@@ -1,7 +1,7 @@
 /* engine/model/model.h: what a loaded model holds, for the forward pass. Internal to engine/.
  *
  * Two loaders fill it, called by model_open.c: model.c (llama2.c checkpoints, all float32;
- * declared here) and gguf_model.c (GGUF files of the llama and falcon architectures, in any
+ * declared here) and gguf_model.c (GGUF files of the architectures of arch.h's table, in any
  * ggml type quants.h knows; declared in gguf_model.h). Both bind the same per-layer view
  * (struct eng_layer) so that one forward pass (session.c) runs either; the llama2.c loader
  * also keeps its float pointers (struct eng_llama_weights), which the tensor table of
@@ -17,6 +17,7 @@
 
 struct eng_gguf;
 struct eng_alias;
+struct eng_arch_desc;
 
 /* Views into the model's mapping (never copies); rows are the outputs of each projection,
  * as llama2.c stores them: y = W x with W row-major (rows, cols). */
@@ -63,14 +64,6 @@ struct eng_layer {
 	struct eng_mat w_down;    /* (dim, hidden_dim) llama's w2 */
 };
 
-/* The block structure a model runs (session.c has one forward pass per entry). */
-enum eng_arch {
-	ENG_ARCH_LLAMA,  /* RMSNorm, RoPE on adjacent pairs, grouped-query attention, SwiGLU */
-	ENG_ARCH_FALCON, /* one LayerNorm feeding parallel attention and GELU MLP, fused QKV,
-			  * NeoX RoPE (pairs i, i + n_rot / 2) */
-	ENG_ARCH_COUNT,
-};
-
 /* Hyper-parameters beyond eng_model_info's shape. */
 struct eng_hparams {
 	int head_dim;
@@ -82,7 +75,8 @@ struct eng_hparams {
 
 struct eng_model {
 	struct eng_model_info info;
-	enum eng_arch arch;
+	const struct eng_arch_desc *arch; /* its row of the architecture table (arch.h): every
+					   * fact the loader, the session and its block read */
 	struct eng_hparams hp;
 	struct eng_llama_weights w; /* llama2.c only */
 	struct eng_mat token_embd;  /* (vocab, dim); a lookup reads one row */

@@ -1,6 +1,7 @@
 /* engine/model/model_open.c: eng_model_open, which checks a model file and the load options and
  * hands the file to its format's loader (model.c for llama2.c checkpoints, gguf_model.c for
- * GGUF); and the load modes' names.
+ * GGUF, which finds its architecture's row; a llama2.c checkpoint's is the row that says
+ * llama2c); and the load modes' names.
  *
  * Above both loaders: they fill the model this file makes, and this file closes it when they
  * fail, so neither loader calls back here.
@@ -14,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "arch.h"
 #include "gguf_model.h"
 #include "model.h"
 
@@ -121,6 +123,8 @@ int eng_model_open_fd(struct eng_model **out, const char *path, int fd,
 		rc = eng_gguf_model_load(m, gfd, opt, err);
 	} else {
 		rc = eng_llama2c_model_load(m, fd, (uint64_t)st.st_size, opt, err);
+		m->arch = eng_arch_llama2c();
+		m->info.arch = m->arch->info.name;
 	}
 	if (rc)
 		goto out;

@@ -1,16 +1,18 @@
-/* engine/model/shapes.c: built-in model shapes and how llama-quantize types their tensors
- * (shapes.h).
+/* engine/model/shapes.c: how llama-quantize types the tensors of the architectures' built-in
+ * shapes (shapes.h).
  *
- * A shape is an architecture's hyperparameters; a layout is the architecture's tensor list (as
- * llama.cpp's src/llama-model.cpp names and shapes them); a mix is a llama_ftype. The type of
- * each tensor follows llama.cpp's llama_tensor_get_type (src/llama-quant.cpp) for the mixes
- * listed here, without an imatrix:
+ * A shape is an architecture's hyperparameters and a layout its tensor list (both on its row
+ * of arch.c, as llama.cpp's src/llama-model.cpp names and shapes them); a mix is a
+ * llama_ftype. The type of each tensor follows llama.cpp's llama_tensor_get_type
+ * (src/llama-quant.cpp) for the mixes listed here, without an imatrix, the row saying which
+ * of its per-architecture rules apply (mix):
  *  - 1-D tensors stay F32; F32 and F16 mixes apply no rule.
- *  - output.weight (or token_embd.weight when there is no output): Q8_0 for falcon or a row
- *    length not a multiple of 256, else Q6_K unless the mix is Q8_0.
+ *  - output.weight (or token_embd.weight when there is no output): Q8_0 where the row says
+ *    output_q8_0 (falcon) or for a row length not a multiple of 256, else Q6_K unless the mix
+ *    is Q8_0.
  *  - Q4_K_M: attn_v, and falcon's fused attn_qkv, which llama.cpp counts as attn_v, get Q6_K in
- *    the use_more_bits layers; ffn_down gets, for falcon, Q6_K in the first 1/16 of the layers,
- *    Q5_K in the use_more_bits ones, else Q4_K; for other architectures Q6_K where
+ *    the use_more_bits layers; ffn_down follows the row's down rule: graded (falcon), Q6_K in
+ *    the first 1/16 of the layers, Q5_K in the use_more_bits ones, else Q4_K; or Q6_K where
  *    use_more_bits. (The shared fixtures' tiny-falcon and tiny-llama Q4_K_M files agree.)
  *  - A row length no block of the chosen type divides: Q4_K -> Q5_0, Q5_K -> Q5_1,
  *    Q6_K -> Q8_0, and F16 if that still does not divide; any other type is refused.
@@ -24,25 +26,6 @@
 #include "quants.h"
 #include "shapes.h"
 
-static const struct eng_shape shapes[] = {
-	/* tiiuae/falcon-7b config.json: hidden_size 4544, n_head 71, multi_query (one KV head of
-	 * 64), n_layer 32, vocab_size 65024; MLP 4 x hidden; 2048 context; untied output. */
-	{ "falcon-7b", "falcon", 4544, 18176, 32, 71, 1, 65024, 2048, false,
-	  "tiiuae/falcon-7b config.json" },
-	/* The shared fixtures' tiny-falcon (fixtures/gguf/README.md). */
-	{ "falcon-tiny", "falcon", 256, 1024, 2, 4, 1, 512, 256, false,
-	  "the shape of fixtures/gguf tiny-falcon" },
-	/* karpathy/llama2.c's TinyStories models, tied as llama2.c trains them (synth.c). */
-	{ "stories260K", "llama", 64, 172, 5, 8, 4, 512, 512, true, "karpathy/llama2.c README" },
-	{ "stories15M", "llama", 288, 768, 6, 6, 6, 32000, 256, true, "karpathy/llama2.c README" },
-	{ "stories42M", "llama", 512, 1376, 8, 8, 8, 32000, 1024, true, "karpathy/llama2.c README" },
-	{ "stories110M", "llama", 768, 2048, 12, 12, 12, 32000, 1024, true,
-	  "karpathy/llama2.c README" },
-	/* The shared fixtures' tiny-llama. */
-	{ "llama-tiny", "llama", 256, 768, 2, 8, 4, 512, 256, false,
-	  "the shape of fixtures/gguf tiny-llama" },
-};
-
 /* llama_ftype values (llama.h). */
 static const struct eng_mix mixes[] = {
 	{ "f32", KRN_TYPE_F32, 0 },
@@ -55,19 +38,20 @@ static const struct eng_mix mixes[] = {
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
-/* The architecture table's row (arch.c) for arch: its tensors, in llama-quantize's order. */
-static const struct eng_arch_tensor *layout_find(const char *arch, size_t *n)
+const struct eng_shape *eng_shape_find(const char *arch, const char *name,
+				       const struct eng_arch_desc **row)
 {
-	const struct eng_arch_desc *ad = arch ? eng_arch_find(arch, strlen(arch)) : NULL;
-	*n = ad ? ad->n_tensors : 0;
-	return ad ? ad->tensors : NULL;
-}
-
-const struct eng_shape *eng_shape_find(const char *arch, const char *name)
-{
-	for (size_t i = 0; name && i < COUNT(shapes); i++)
-		if (!strcasecmp(shapes[i].name, name) && (!arch || !strcmp(arch, shapes[i].arch)))
-			return &shapes[i];
+	for (int k = 0; name && k < ENG_ARCH_COUNT; k++) {
+		const struct eng_arch_desc *ad = eng_arch_row((enum eng_arch)k);
+		if (arch && strcmp(arch, ad->info.name))
+			continue;
+		for (size_t i = 0; i < ad->n_shapes; i++)
+			if (!strcasecmp(ad->shapes[i].name, name)) {
+				if (row)
+					*row = ad;
+				return &ad->shapes[i];
+			}
+	}
 	return NULL;
 }
 
@@ -86,13 +70,15 @@ static void append(char *buf, size_t len, size_t *used, const char *s)
 		*used += (size_t)k;
 }
 
-void eng_shape_names(const char *arch, char *buf, size_t len)
+void eng_arch_shape_names(const char *arch, char *buf, size_t len)
 {
 	size_t used = 0;
 	buf[0] = '\0';
-	for (size_t i = 0; i < COUNT(shapes); i++)
-		if (!arch || !strcmp(arch, shapes[i].arch))
-			append(buf, len, &used, shapes[i].name);
+	for (int k = 0; k < ENG_ARCH_COUNT; k++) {
+		const struct eng_arch_desc *ad = eng_arch_row((enum eng_arch)k);
+		for (size_t i = 0; (!arch || !strcmp(arch, ad->info.name)) && i < ad->n_shapes; i++)
+			append(buf, len, &used, ad->shapes[i].name);
+	}
 }
 
 void eng_mix_names(char *buf, size_t len)
@@ -109,16 +95,16 @@ static bool use_more_bits(int i, int n)
 	return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2;
 }
 
-/* llama_tensor_get_type for one 2-D tensor, before the block-size fallback. */
-static uint32_t mix_type(const struct eng_mix *mix, const struct eng_shape *s, enum eng_quant_rule rule,
-			 int layer, uint64_t ne0)
+/* llama_tensor_get_type for one 2-D tensor of shape s of architecture ad, before the
+ * block-size fallback. */
+static uint32_t mix_type(const struct eng_mix *mix, const struct eng_arch_desc *ad,
+			 const struct eng_shape *s, enum eng_quant_rule rule, int layer, uint64_t ne0)
 {
-	bool falcon = !strcmp(s->arch, "falcon");
 	uint32_t t = mix->base;
 	if (!krn_type_traits(t)->is_quantized)
 		return t; /* F32, F16: no rules */
 	if (rule == ENG_RULE_OUTPUT || (rule == ENG_RULE_EMBD && s->tied)) {
-		if (falcon || ne0 % KRN_QK_K)
+		if (ad->mix.output_q8_0 || ne0 % KRN_QK_K)
 			return KRN_TYPE_Q8_0;
 		return t == KRN_TYPE_Q8_0 ? t : KRN_TYPE_Q6_K;
 	}
@@ -126,7 +112,7 @@ static uint32_t mix_type(const struct eng_mix *mix, const struct eng_shape *s, e
 		return t;
 	if (rule == ENG_RULE_ATTN_V && use_more_bits(layer, s->layers))
 		return KRN_TYPE_Q6_K;
-	if (rule == ENG_RULE_FFN_DOWN && falcon)
+	if (rule == ENG_RULE_FFN_DOWN && ad->mix.down == ENG_DOWN_GRADED)
 		return layer < s->layers / 16	       ? KRN_TYPE_Q6_K
 		       : use_more_bits(layer, s->layers) ? KRN_TYPE_Q5_K
 							 : KRN_TYPE_Q4_K;
@@ -151,16 +137,17 @@ int eng_plan_new(struct eng_plan **out, const char *arch, const char *shape, con
 		 struct eng_error *err)
 {
 	char names[256];
-	const struct eng_shape *s = eng_shape_find(arch, shape);
+	const struct eng_arch_desc *ad = NULL;
+	const struct eng_shape *s = eng_shape_find(arch, shape, &ad);
 	const struct eng_mix *m = eng_mix_find(mix);
-	size_t n_lay = 0;
 
 	*out = NULL;
-	if (arch && !layout_find(arch, &n_lay))
+	if (arch && !eng_arch_lookup(arch))
 		return eng_error_set(err, -EINVAL, "", ENG_NO_OFFSET,
-				     "unknown architecture '%s': choose falcon or llama", arch);
+				     "unknown architecture '%s': choose one of %s", arch,
+				     eng_arch_names());
 	if (!s) {
-		eng_shape_names(arch, names, sizeof(names));
+		eng_arch_shape_names(arch, names, sizeof(names));
 		return eng_error_set(err, -EINVAL, "", ENG_NO_OFFSET,
 				     "unknown shape '%s'%s%s: choose one of %s", shape ? shape : "",
 				     arch ? " for " : "", arch ? arch : "", names);
@@ -171,7 +158,8 @@ int eng_plan_new(struct eng_plan **out, const char *arch, const char *shape, con
 				     "unknown quantization '%s': choose one of %s", mix ? mix : "",
 				     names);
 	}
-	const struct eng_arch_tensor *lay = layout_find(s->arch, &n_lay);
+	const struct eng_arch_tensor *lay = ad->tensors;
+	size_t n_lay = ad->n_tensors;
 	struct eng_plan *p = calloc(1, sizeof(*p));
 	if (p)
 		p->t = calloc(n_lay * (size_t)s->layers, sizeof(*p->t));
@@ -179,6 +167,7 @@ int eng_plan_new(struct eng_plan **out, const char *arch, const char *shape, con
 		eng_plan_free(p);
 		return eng_error_set(err, -ENOMEM, "", ENG_NO_OFFSET, "out of memory");
 	}
+	p->arch = ad;
 	p->shape = s;
 	p->mix = m;
 	const uint64_t head_dim = (uint64_t)(s->dim / s->heads);
@@ -212,7 +201,7 @@ int eng_plan_new(struct eng_plan **out, const char *arch, const char *shape, con
 			t->ne[1] = x[lt->rows];
 			t->n_dims = lt->rows == ENG_X_ONE ? 1 : 2;
 			t->type = t->n_dims == 1 ? KRN_TYPE_F32
-						 : mix_type(m, s, lt->rule, layer, t->ne[0]);
+						 : mix_type(m, ad, s, lt->rule, layer, t->ne[0]);
 			if (t->ne[0] % block_size(t->type) && kquant_fallback[t->type]) {
 				t->type = kquant_fallback[t->type];
 				if (t->ne[0] % block_size(t->type))

@@ -1,6 +1,6 @@
-/* engine/model/shapes.h: built-in model shapes and llama-quantize's per-tensor type mixes, the one
- * description behind eng_tensors_from_shape (a file that is not at hand) and eng_synth_gguf
- * (a file to write). Internal to engine/.
+/* engine/model/shapes.h: llama-quantize's per-tensor type mixes over the architectures' built-in
+ * shapes (arch.c's rows), the one description behind eng_tensors_from_shape (a file that is
+ * not at hand) and eng_synth_gguf (a file to write). Internal to engine/.
  */
 #ifndef MEMWALL_SHAPES_H
 #define MEMWALL_SHAPES_H
@@ -8,14 +8,6 @@
 #include "engine.h"
 #include "format/gguf.h"
 #include "arch.h"
-
-struct eng_shape {
-	const char *name; /* "falcon-7b" */
-	const char *arch; /* "falcon", "llama" */
-	int dim, hidden, layers, heads, kv_heads, vocab, ctx;
-	bool tied;        /* no output.weight: the classifier is the embedding */
-	const char *cite;
-};
 
 struct eng_mix {
 	const char *name;   /* "q4_k_m" */
@@ -39,6 +31,7 @@ struct eng_plan_tensor {
 /* A shape's tensors under a mix, in the order llama-quantize writes them (tensors outside the
  * layers by name, then each layer's by name, layers in order). */
 struct eng_plan {
+	const struct eng_arch_desc *arch; /* the shape's architecture */
 	const struct eng_shape *shape;
 	const struct eng_mix *mix;
 	size_t n;
@@ -46,12 +39,13 @@ struct eng_plan {
 	uint64_t bytes;            /* sum of t[].bytes */
 };
 
-/* The shape named name (arch, when not NULL, must match), or NULL. Static storage. */
-const struct eng_shape *eng_shape_find(const char *arch, const char *name);
+/* The shape named name (case-insensitive) of the architecture named arch (NULL: of any), and
+ * in *row (when not NULL) its architecture's row; NULL when there is none. Static storage. */
+const struct eng_shape *eng_shape_find(const char *arch, const char *name,
+				       const struct eng_arch_desc **row);
 /* The mix named name (case-insensitive: "Q4_K_M" too), or NULL. Static storage. */
 const struct eng_mix *eng_mix_find(const char *name);
-/* "falcon-7b falcon-tiny ..." for arch (NULL: all), and "f32 f16 ...": for error messages. */
-void eng_shape_names(const char *arch, char *buf, size_t len);
+/* "f32 f16 ...": for error messages (the shapes' names are engine.h's eng_arch_shape_names). */
 void eng_mix_names(char *buf, size_t len);
 
 /* The plan of shape under mix. *out is new, freed with eng_plan_free. -EINVAL (err names the

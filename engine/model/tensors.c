@@ -415,7 +415,7 @@ int eng_tensors_from_plan(const struct eng_plan *p, const char *source,
 	if (!tb)
 		return eng_error_set(err, -ENOMEM, source, ENG_NO_OFFSET, "out of memory");
 	snprintf(tb->pub.source, sizeof(tb->pub.source), "%s", source);
-	snprintf(tb->arch, sizeof(tb->arch), "%s", s->arch);
+	snprintf(tb->arch, sizeof(tb->arch), "%s", p->arch->info.name);
 	tb->pub.info = (struct eng_model_info){
 		.format = ENG_FORMAT_GGUF, .arch = tb->arch, .dim = s->dim,
 		.hidden_dim = s->hidden, .n_layers = s->layers, .n_heads = s->heads,

@@ -3,7 +3,7 @@
  * Its own file so the SIMD kernels that read the table and the registry (quants.c) that fills
  * it before handing out any table both depend on it, and not on each other.
  */
-#include "quants_impl.h"
+#include "internal.h"
 
 float krn_fp16_table[1 << 16];
 

@@ -10,7 +10,7 @@
 #include <strings.h>
 
 #include "quants.h"
-#include "quants_impl.h"
+#include "internal.h"
 
 static const struct krn_quant_ops *const compiled[] = {
 #ifdef KRN_QUANTS_HAVE_AVX512

@@ -8,7 +8,7 @@
 #include <float.h>
 #include <math.h>
 
-#include "quants_impl.h"
+#include "internal.h"
 
 /* ---- Unpacking: every weight block as integers q[] plus per-group scale and min ------------
  *

@@ -8,7 +8,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "quants_impl.h"
+#include "minmax.h"
+#include "internal.h"
 
 /* ---- Weight quantizers (ggml-quants.c's quantize_row_*_ref) ---------------------------- */
 
@@ -19,16 +20,6 @@ static inline int nearest_int(float x)
 	int32_t i;
 	memcpy(&i, &v, sizeof(i));
 	return (i & 0x007fffff) - 0x00400000;
-}
-
-static inline int imin(int a, int b)
-{
-	return a < b ? a : b;
-}
-
-static inline int imax(int a, int b)
-{
-	return a > b ? a : b;
 }
 
 /* amax over n, and the signed value that has it (the first one, as ggml scans). */

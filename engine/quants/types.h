@@ -2,7 +2,7 @@
  * the shape of the type table and of a per-ISA table, and the x8 layout.
  *
  * The contract every file of engine/quants/ shares and no file owns: ref.c (the type table)
- * and the ISA files include this (through quants_impl.h), never quants.h, so the registry
+ * and the ISA files include this (through internal.h), never quants.h, so the registry
  * (quants.c), which lists their tables, depends on them and not the other way round. The
  * engine sees all of it through quants.h. quants.h's opening comment says how the two tables
  * relate.

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 
 #include "quants.h"
-#include "quants_impl.h"
+#include "internal.h"
 
 static const struct krn_x8_layout *const layouts[KRN_TYPE_COUNT] = {
 	[KRN_TYPE_F32] = NULL, /* nothing to interleave: float rows go through the f32 kernels */

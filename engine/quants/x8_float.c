@@ -9,7 +9,7 @@
  *
  * Both formats have the same layout; two names keep the registry (x8.c) one entry a type.
  */
-#include "quants_impl.h"
+#include "internal.h"
 
 static void pack_16(void *dst, const void *const src[KRN_X8])
 {

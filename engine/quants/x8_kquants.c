@@ -10,7 +10,7 @@
  * anyway). Per-row headers (d, dmin, scales) come first, the eight rows' side by side. Kernels:
  * x86/avx512_x8k.c, x86/avx2_x8k.c, arm/neon_x8k.c.
  */
-#include "quants_impl.h"
+#include "internal.h"
 
 /* ---- q4_K and q5_K: the header ---------------------------------------------------------
  *

@@ -8,7 +8,7 @@
  * side by side, for one vcvtph2ps (q4_1's and q5_1's mins after them, at the end of the
  * file). Kernels: x86/avx512_x8l.c, x86/avx2_x8l.c, arm/neon_x8l.c.
  */
-#include "quants_impl.h"
+#include "internal.h"
 
 /* ---- q8_0: 272 bytes --------------------------------------------------------------------
  *

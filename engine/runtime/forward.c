@@ -1,7 +1,9 @@
-/* engine/runtime/forward.c: a decode session's forward pass, after karpathy/llama2.c run.c's `forward`, parallelised for the memory wall.
- * Two block structures, chosen by a table (arch_ops): Llama (RMSNorm, RoPE on adjacent pairs,
- * grouped-query attention, SwiGLU) and Falcon (one LayerNorm feeding attention and a GELU MLP
- * in parallel, fused QKV, NeoX RoPE), the latter after llama.cpp's src/models/falcon.cpp.
+/* engine/runtime/forward.c: a decode session's forward pass, after karpathy/llama2.c run.c's
+ * `forward`, parallelised for the memory wall, and the layer toolkit each architecture's block
+ * is made of (internal.h): the matrix phases, the attention block, the norms and RoPE variants
+ * its row names (model/arch.h), the shared preparation of a phase's input, the gated FFN with
+ * its sparsity map. The blocks themselves are arch_<name>.c's (llama's sequential block,
+ * falcon's parallel one), picked by session.c's table.
  *
  * Every thread runs the whole step (SPMD, forward_worker) and the threads meet at a barrier
  * between phases that need each other's output. Each matvec is split by rows into chunks
@@ -23,7 +25,7 @@
  * tokens split among the threads, in a phase of its own before each matrix phase (prep_rows:
  * the norm and x's rows, xb's, the norm and x's rows, hb's): every thread's copies of 128
  * tokens had cost the same at any thread count, some 13% of a stories110M pass at 16
- * (session_impl.h). Weights of any ggml type run through the quant tables
+ * (internal.h). Weights of any ggml type run through the quant tables
  * (quants/quants.h) on activations quantized to the weight's vec_dot_type, exactly as ggml's
  * CPU mul_mat does, so results track llama.cpp's. No step allocates.
  *
@@ -40,7 +42,7 @@
  * pass, through the same multi-token kernels, with every token through the classifier.
  */
 
-#include "session_impl.h"
+#include "internal.h"
 
 /* Claims the next chunk [*a, *b) of phase `work`'s `rows` items; false when none is left.
  * The chunk is workplan.h's (guided shrinking where each thread has many chunks' worth, an even
@@ -66,23 +68,13 @@ static int chunk_min(const struct eng_mat *m, int tokens)
 }
 
 /* The next rows of m's matvec or matmul over the pass's tokens, in 16-row multiples. */
-static bool take_rows(struct eng_session *s, int work, int rows, const struct eng_mat *m,
-		      int *a, int *b)
+bool eng_layer_take_rows(struct eng_session *s, int work, int rows, const struct eng_mat *m, int *a,
+			 int *b)
 {
 	return take(s, work, rows, ROW_ALIGN, chunk_min(m, s->n_tok), a, b);
 }
 
-/* Whether this pass prepares its matrices' inputs once for all threads (SHARED_PREP_TOKENS). */
-static bool prep_shared(const struct eng_session *s)
-{
-	return s->n_tok >= SHARED_PREP_TOKENS;
-}
 
-/* The normed x that this thread's matrices read: the pass's shared one, or its own. */
-static const float *xn_of(const struct eng_session *s, const struct worker *w)
-{
-	return prep_shared(s) ? s->xn : w->xn;
-}
 
 /* The slot of activation type t. Binding (gguf_model.c) admits only weight types whose
  * vec_dot_type is listed. */
@@ -146,8 +138,9 @@ static void mat_rows_tokens(const struct eng_session *s, struct worker *w, enum 
 	}
 	const void *xq = act_get_rows(s, w, vec, x, ldx, m->cols,
 				      krn_type_traits(m->type)->vec_dot_type);
-	krn_quant_matmul(s->qops, m->type, m->x8, y, ldy, m->data, (size_t)m->rows, xq,
-			 s->act_bytes, (size_t)s->n_tok, (size_t)m->cols, (size_t)a, (size_t)b);
+	krn_quant_matmul(qops_for(s, m, s->n_tok), m->type, m->x8, y, ldy, m->data,
+			 (size_t)m->rows, xq, s->act_bytes, (size_t)s->n_tok, (size_t)m->cols,
+			 (size_t)a, (size_t)b);
 }
 
 /* y[r] = row r of m . x for r in [a, b), x being vector `vec` of this thread: one token. F32
@@ -160,9 +153,10 @@ static void mat_row1(const struct eng_session *s, struct worker *w, enum act_vec
 		s->ops->matvec_f32(y, m->data, x, (size_t)m->cols, (size_t)a, (size_t)b);
 		return;
 	}
-	const void *xq = act_get(s, w, vec, x, m->cols, krn_type_traits(m->type)->vec_dot_type);
+	const void *xq =
+	    act_get(s, w, vec, x, m->cols, krn_type_traits(m->type)->vec_dot_type);
 	if (m->x8)
-		krn_quant_matvec_x8(s->qops, m->type, y, m->data, (size_t)m->rows, xq,
+		krn_quant_matvec_x8(qops_for(s, m, 1), m->type, y, m->data, (size_t)m->rows, xq,
 				    (size_t)m->cols, (size_t)a, (size_t)b);
 	else
 		krn_quant_matvec(s->qops, m->type, y, m->data, xq, (size_t)m->cols, (size_t)a,
@@ -171,8 +165,9 @@ static void mat_row1(const struct eng_session *s, struct worker *w, enum act_vec
 
 /* mat_row1 for each token of the pass, rows ldy and ldx floats apart. A canonical + delta
  * matrix (alias.h) adds D x, a second pass of the same kernels over the same quantized x. */
-static void mat_rows(const struct eng_session *s, struct worker *w, enum act_vec vec, float *y,
-		     size_t ldy, const struct eng_mat *m, const float *x, size_t ldx, int a, int b)
+void eng_layer_mat_rows(const struct eng_session *s, struct worker *w, enum act_vec vec, float *y,
+			size_t ldy, const struct eng_mat *m, const float *x, size_t ldx, int a,
+			int b)
 {
 	for (const struct eng_mat *p = m; p; p = p->delta) {
 		float *out = p == m ? y : w->dy;
@@ -188,7 +183,7 @@ static void mat_rows(const struct eng_session *s, struct worker *w, enum act_vec
 /* RMSNorm (Zhang and Sennrich 2019): x / sqrt(mean(x^2) + eps) * w, the sum in double as
  * ggml's rms_norm does (ggml-cpu ops.cpp). b is unused (NULL). */
 static void norm_rms(float *out, const float *x, const float *w, const float *b, int n,
-		     float eps)
+			float eps)
 {
 	(void)b;
 	double ss = 0.0;
@@ -228,7 +223,7 @@ static void norm_rms_rows(float *out, const float *x, size_t ld, int n_tok, cons
 
 /* LayerNorm (Ba et al. 2016) with weight and bias, the sums in double as ggml's norm does. */
 static void norm_layer(float *out, const float *x, const float *w, const float *b, int n,
-		       float eps)
+			  float eps)
 {
 	double sum = 0.0, sum2 = 0.0;
 	for (int i = 0; i < n; i++)
@@ -281,37 +276,24 @@ static void rope_neox(const struct eng_session *s, int k, float *vec, int a, int
 		}
 }
 
-/* ggml's CPU GELU (vec.h, ggml_vec_gelu_f32 with GGML_GELU_FP16): the tanh approximation
- * looked up in a table of 2^16 halves, indexed by the input rounded to half, the result a
- * half; 0 below -10 and the identity above 10. Emulated because it moves falcon's logits by
- * 1e-3 against exact GELU (fixtures/gguf/README.md). */
-static uint16_t gelu_table[1 << 16];
-static pthread_once_t gelu_once = PTHREAD_ONCE_INIT;
-
-static void gelu_table_fill(void)
-{
-	/* ggml's GELU_COEF_A and SQRT_2_OVER_PI, in float as ggml_gelu_f32 computes. */
-	const float coef_a = 0.044715f, sqrt_2_over_pi = 0.79788456080286535587989211986876f;
-	for (uint32_t h = 0; h < (1u << 16); h++) {
-		float x = krn_fp16_to_fp32((uint16_t)h);
-		float g = 0.5f * x * (1.0f + tanhf(sqrt_2_over_pi * x * (1.0f + coef_a * x * x)));
-		gelu_table[h] = krn_fp32_to_fp16(g);
-	}
-}
-
-static float gelu_f16(float x)
-{
-	if (x <= -10.0f)
-		return 0.0f;
-	if (x >= 10.0f)
-		return x;
-	return krn_fp16_to_fp32(gelu_table[krn_fp32_to_fp16(x)]);
-}
+/* The norms and RoPE variants by kind (arch.h), for session.c to pick by the model's row. */
+norm_fn *const eng_layer_norms[] = {
+	[ENG_NORM_RMS] = norm_rms,
+	[ENG_NORM_LAYER] = norm_layer,
+};
+rope_fn *const eng_layer_ropes[] = {
+	[ENG_ROPE_NORM] = rope_norm,
+	[ENG_ROPE_NEOX] = rope_neox,
+};
+_Static_assert(sizeof(eng_layer_norms) / sizeof(eng_layer_norms[0]) == ENG_NORM_COUNT,
+	       "forward.c: a norm for every enum eng_norm_kind");
+_Static_assert(sizeof(eng_layer_ropes) / sizeof(eng_layer_ropes[0]) == ENG_ROPE_COUNT,
+	       "forward.c: a RoPE for every enum eng_rope_kind");
 
 /* A barrier at a phase edge. With a phase hook, thread 0 calls it while the others wait, so
  * counters read there see no thread in the next phase; without one, a plain barrier. */
-static void phase_edge(struct eng_session *s, int tid, enum eng_phase end, int end_layer,
-		       enum eng_phase begin, int begin_layer)
+void eng_layer_phase_edge(struct eng_session *s, int tid, enum eng_phase end, int end_layer,
+			  enum eng_phase begin, int begin_layer)
 {
 	if (!s->hooks.phase || tid) {
 		eng_pool_barrier(s->pool, tid);
@@ -337,9 +319,9 @@ static void qkv_finish(struct eng_session *s, int l, int a, int b)
 		float *q = s->qkv + (size_t)t * (size_t)s->qkv_dim, *k = q + s->q_dim,
 		      *v = k + s->kv_dim;
 		if (qa < qb)
-			s->arch->rope(s, t, q, qa, qb);
+			s->rope(s, t, q, qa, qb);
 		if (ka < kb) {
-			s->arch->rope(s, t, k, ka, kb);
+			s->rope(s, t, k, ka, kb);
 			s->kv->store_k(s, s->tseq[t], l, s->tpos[t], k, ka, kb);
 		}
 		/* FAULT_KV_POS: each value lands one cache position late (position 0's in
@@ -352,43 +334,17 @@ static void qkv_finish(struct eng_session *s, int l, int a, int b)
 	}
 }
 
-/* Llama: rows [a, b) of q | k | v from the three matrices (one phase, one barrier). */
-static void qkv_llama(struct eng_session *s, struct worker *w, int l, int a, int b)
-{
-	const struct eng_layer *L = &s->m->layers[l];
-	const float *xn = xn_of(s, w);
-	float *q = s->qkv, *k = q + s->q_dim, *v = k + s->kv_dim;
-	size_t ld = (size_t)s->qkv_dim, dim = (size_t)s->dim;
-	int qa = a, qb = imin(b, s->q_dim);
-	if (qa < qb)
-		mat_rows(s, w, VEC_XN, q, ld, &L->wq, xn, dim, qa, qb);
-	int ka = imax(a, s->q_dim) - s->q_dim, kb = imin(b, s->q_dim + s->kv_dim) - s->q_dim;
-	if (ka < kb)
-		mat_rows(s, w, VEC_XN, k, ld, &L->wk, xn, dim, ka, kb);
-	int va = imax(a, s->q_dim + s->kv_dim) - s->q_dim - s->kv_dim,
-	    vb = imin(b, s->q_dim + 2 * s->kv_dim) - s->q_dim - s->kv_dim;
-	if (va < vb)
-		mat_rows(s, w, VEC_XN, v, ld, &L->wv, xn, dim, va, vb);
-}
-
-/* Falcon: rows [a, b) of the fused QKV matrix, whose rows are already q | k | v. */
-static void qkv_falcon(struct eng_session *s, struct worker *w, int l, int a, int b)
-{
-	mat_rows(s, w, VEC_XN, s->qkv, (size_t)s->qkv_dim, &s->m->layers[l].wqkv, xn_of(s, w),
-		 (size_t)s->dim, a, b);
-}
-
 /* norm over rows [t0, t1) of x into the same rows of out (dim floats apart) */
 static void norm_tokens(const struct eng_session *s, float *out, const float *nw,
 			const float *nb, int t0, int t1)
 {
 	size_t dim = (size_t)s->dim, at = (size_t)t0 * dim;
-	if (s->arch->norm == norm_rms) {
+	if (s->norm == norm_rms) {
 		norm_rms_rows(out + at, s->x + at, dim, t1 - t0, nw, s->dim, s->m->hp.norm_eps);
 		return;
 	}
 	for (int t = t0; t < t1; t++)
-		s->arch->norm(out + (size_t)t * dim, s->x + (size_t)t * dim, nw, nb, s->dim,
+		s->norm(out + (size_t)t * dim, s->x + (size_t)t * dim, nw, nb, s->dim,
 			      s->m->hp.norm_eps);
 }
 
@@ -398,9 +354,9 @@ static void norm_tokens(const struct eng_session *s, float *out, const float *nw
  * of vec, tokens claimed from counter `work`; a barrier, after which every thread reads them
  * (act_get_rows). Each row is the same function of its token's values as a thread's own copy,
  * so the same bits. */
-static void prep_rows(struct eng_session *s, struct worker *w, int tid, int work,
-		      enum act_vec vec, const float *in, size_t ld, int n, const float *nw,
-		      const float *nb, const struct eng_mat *m)
+void eng_layer_prep_rows(struct eng_session *s, struct worker *w, int tid, int work,
+			 enum act_vec vec, const float *in, size_t ld, int n, const float *nw,
+			 const float *nb, const struct eng_mat *m)
 {
 	bool quant = m->type != KRN_TYPE_F32;
 	uint32_t t = krn_type_traits(m->type)->vec_dot_type;
@@ -425,26 +381,22 @@ static void prep_rows(struct eng_session *s, struct worker *w, int tid, int work
 
 /* The input x of m's phase normed (nw, nb) and ready to read (xn_of): shared, or this
  * thread's own copy of every token's row, its quantized rows made on first use. */
-static void norm_input(struct eng_session *s, struct worker *w, int tid, int work,
-		       const float *nw, const float *nb, const struct eng_mat *m)
+static void norm_input(struct eng_session *s, struct worker *w, int tid, int work, const float *nw,
+		       const float *nb, const struct eng_mat *m)
 {
 	act_reset(w, VEC_XN);
 	if (prep_shared(s))
-		prep_rows(s, w, tid, work, VEC_XN, s->xn, (size_t)s->dim, s->dim, nw, nb, m);
+		eng_layer_prep_rows(s, w, tid, work, VEC_XN, s->xn, (size_t)s->dim, s->dim, nw, nb,
+				    m);
 	else
 		norm_tokens(s, w->xn, nw, nb, 0, s->n_tok);
 }
 
-/* The counter of layer l's preparation p (PREP_ATT ...). */
-static int prep_work(const struct eng_session *s, int l, int p)
-{
-	return WORK_PER_LAYER * s->n_layers + l * PREP_PER_LAYER + p;
-}
 
 /* The attention block up to wo's input in s->xb: norm, q|k|v, RoPE, cache, heads. Each token
  * of a pass attends to the cache up to its own position: the cache so far and the tokens of
  * the pass before it, whose keys and values the QKV phase wrote before the barrier. */
-static void attention(struct eng_session *s, struct worker *w, int tid, int l)
+void eng_layer_attention(struct eng_session *s, struct worker *w, int tid, int l)
 {
 	const struct eng_layer *L = &s->m->layers[l];
 	int work = l * WORK_PER_LAYER, a, b;
@@ -521,22 +473,23 @@ static void attention(struct eng_session *s, struct worker *w, int tid, int l)
 		eng_pool_barrier(s->pool, tid);
 	}
 	if (prep_shared(s)) /* wo's input */
-		prep_rows(s, w, tid, prep_work(s, l, PREP_XB), VEC_XB, s->xb, (size_t)s->q_dim,
-			  s->q_dim, NULL, NULL, &L->wo);
+		eng_layer_prep_rows(s, w, tid, prep_work(s, l, PREP_XB), VEC_XB, s->xb,
+				    (size_t)s->q_dim, s->q_dim, NULL, NULL, &L->wo);
 }
 
 /* dst[t][r] += src[t][r] for rows [a, b) of every token of the pass, rows n apart */
-static void add_rows(const struct eng_session *s, float *dst, const float *src, int n, int a,
-		     int b)
+void eng_layer_add_rows(const struct eng_session *s, float *dst, const float *src, int n, int a,
+			int b)
 {
 	for (int t = 0; t < s->n_tok; t++)
 		for (int r = a; r < b; r++)
-			dst[(size_t)t * (size_t)n + (size_t)r] += src[(size_t)t * (size_t)n + (size_t)r];
+			dst[(size_t)t * (size_t)n + (size_t)r] +=
+			    src[(size_t)t * (size_t)n + (size_t)r];
 }
 
 /* The FFN-activation hook (engine.h), once per token of the pass: hb is complete here and is
  * written again only in the next layer's FFN, behind barriers this thread has yet to reach. */
-static void ffn_act_hook(const struct eng_session *s, int tid, int l)
+void eng_layer_ffn_act_hook(const struct eng_session *s, int tid, int l)
 {
 	if (!s->hooks.ffn_act || tid)
 		return;
@@ -544,6 +497,8 @@ static void ffn_act_hook(const struct eng_session *s, int tid, int l)
 		s->hooks.ffn_act(s->hooks.ctx, l, s->hb + (size_t)t * (size_t)s->hidden_dim,
 				 s->hidden_dim);
 }
+
+/* ---- The gated FFN and its sparsity map -------------------------------------------------- */
 
 /* The down projection's rows [a, b) over the nonzero blocks of this thread's map. */
 static void down_sparse(const struct eng_session *s, struct worker *w, const struct eng_mat *m,
@@ -584,7 +539,8 @@ static uint64_t rows_live(const struct eng_session *s, struct worker *w, enum ac
 			r1 = u1;
 		}
 		if (r1 > r) /* mat_rows: a canonical + delta matrix adds its delta's rows */
-			mat_rows(s, w, vec, y, (size_t)s->hidden_dim, m, x, (size_t)s->dim, r, r1);
+			eng_layer_mat_rows(s, w, vec, y, (size_t)s->hidden_dim, m, x,
+					   (size_t)s->dim, r, r1);
 		if (r1 >= b)
 			break;
 		int u1 = imin(r1 + g, b); /* a dead unit */
@@ -627,7 +583,7 @@ static void ffn_up_sparse(struct eng_session *s, struct worker *w, int l, int a,
 	for (int r = a; r < b; r++)
 		live[r] = !s->smap || !eng_sparsity_map_dead(s->smap, l, r);
 	if (s->smap && s->sverify) {
-		mat_rows(s, w, VEC_XN, s->hb2, (size_t)s->hidden_dim, &L->w_gate, w->xn,
+		eng_layer_mat_rows(s, w, VEC_XN, s->hb2, (size_t)s->hidden_dim, &L->w_gate, w->xn,
 			 (size_t)s->dim, a, b);
 		for (int r = a; r < b; r++)
 			w->misses += !live[r] && s->hb2[r] > 0.0f;
@@ -663,37 +619,34 @@ static void down_neuron(const struct eng_session *s, const float *wt, int a, int
 	}
 }
 
-/* Llama's block: x += wo attn; x += down (SiLU(gate h) * up h), h = RMSNorm(x). */
-static void layer_llama(struct eng_session *s, struct worker *w, int tid, int l)
+/* The gated FFN of a block whose FFN follows attention (after attention's residual add):
+ * h = norm(x) with ffn_norm; x += down (act(gate h) * up h), act the model's (SwiGLU
+ * (Shazeer 2020), ReLU, ReLU^2). With the sparsity map on (s->sparse: the row's gated_ffn and
+ * the session's option), a one-token pass skips the rows and blocks its exact zeros leave
+ * unread. */
+void eng_layer_ffn_gated(struct eng_session *s, struct worker *w, int tid, int l)
 {
 	const struct eng_layer *L = &s->m->layers[l];
 	int work = l * WORK_PER_LAYER, a, b;
 	size_t dim = (size_t)s->dim, hid = (size_t)s->hidden_dim;
-	attention(s, w, tid, l);
-	while (take_rows(s, work + WORK_WO, s->dim, &L->wo, &a, &b)) {
-		mat_rows(s, w, VEC_XB, s->y, dim, &L->wo, s->xb, (size_t)s->q_dim, a, b);
-		add_rows(s, s->x, s->y, s->dim, a, b);
-	}
-	phase_edge(s, tid, ENG_PHASE_ATTENTION, l, ENG_PHASE_FFN, l);
-
-	/* SwiGLU (Shazeer 2020); gate and up share one phase and one quantized input. */
+	/* Gate and up share one phase and one quantized input. */
 	norm_input(s, w, tid, prep_work(s, l, PREP_FFN), L->ffn_norm, NULL, &L->w_gate);
 	bool sparse = s->sparse && s->n_tok == 1;
-	while (take_rows(s, work + WORK_UP, s->hidden_dim, &L->w_up, &a, &b)) {
+	while (eng_layer_take_rows(s, work + WORK_UP, s->hidden_dim, &L->w_up, &a, &b)) {
 		if (sparse) {
 			ffn_up_sparse(s, w, l, a, b);
 			continue;
 		}
-		mat_rows(s, w, VEC_XN, s->hb, hid, &L->w_gate, xn_of(s, w), dim, a, b);
-		mat_rows(s, w, VEC_XN, s->hb2, hid, &L->w_up, xn_of(s, w), dim, a, b);
+		eng_layer_mat_rows(s, w, VEC_XN, s->hb, hid, &L->w_gate, xn_of(s, w), dim, a, b);
+		eng_layer_mat_rows(s, w, VEC_XN, s->hb2, hid, &L->w_up, xn_of(s, w), dim, a, b);
 		for (int t = 0; t < s->n_tok; t++)
 			glu_rows(s, s->hb + (size_t)t * hid, s->hb2 + (size_t)t * hid, a, b);
 	}
 	eng_pool_barrier(s->pool, tid);
-	ffn_act_hook(s, tid, l);
+	eng_layer_ffn_act_hook(s, tid, l);
 	if (prep_shared(s)) /* down's input */
-		prep_rows(s, w, tid, prep_work(s, l, PREP_HB), VEC_HB, s->hb, hid, s->hidden_dim,
-			  NULL, NULL, &L->w_down);
+		eng_layer_prep_rows(s, w, tid, prep_work(s, l, PREP_HB), VEC_HB, s->hb, hid,
+				    s->hidden_dim, NULL, NULL, &L->w_down);
 	/* The sparsity map is one token's (decode): a pass of several tokens (prefill) reads the
 	 * down projection whole, and its zero counts are not kept. Every thread maps the zero
 	 * blocks itself (O(hidden_dim)); thread 0 counts them. A transposed copy (down_t)
@@ -708,63 +661,23 @@ static void layer_llama(struct eng_session *s, struct worker *w, int tid, int l)
 			if (sparse && wt)
 				s->skipped_bytes += zero * (uint64_t)s->dim * sizeof(float);
 			else if (sparse)
-				s->skipped_bytes += sparse_skipped_bytes(&L->w_down, w->nz) +
-						    (L->w_down.delta /* canonical + delta */
-						     ? sparse_skipped_bytes(L->w_down.delta, w->nz) : 0);
+				s->skipped_bytes +=
+				    sparse_skipped_bytes(&L->w_down, w->nz) +
+				    (L->w_down.delta /* canonical + delta */
+					 ? sparse_skipped_bytes(L->w_down.delta, w->nz)
+					 : 0);
 		}
 	}
-	while (take_rows(s, work + WORK_DOWN, s->dim, &L->w_down, &a, &b)) {
+	while (eng_layer_take_rows(s, work + WORK_DOWN, s->dim, &L->w_down, &a, &b)) {
 		if (sparse && wt)
 			down_neuron(s, wt, a, b);
 		else if (sparse)
 			down_sparse(s, w, &L->w_down, a, b);
 		else
-			mat_rows(s, w, VEC_HB, s->y2, dim, &L->w_down, s->hb, hid, a, b);
-		add_rows(s, s->x, s->y2, s->dim, a, b);
+			eng_layer_mat_rows(s, w, VEC_HB, s->y2, dim, &L->w_down, s->hb, hid, a, b);
+		eng_layer_add_rows(s, s->x, s->y2, s->dim, a, b);
 	}
 }
-
-/* Falcon's parallel block (llama.cpp's src/models/falcon.cpp): h = LayerNorm(x);
- * x = (down GELU(up h) + wo attn(h)) + x, added in that order as ggml's graph does. */
-static void layer_falcon(struct eng_session *s, struct worker *w, int tid, int l)
-{
-	const struct eng_layer *L = &s->m->layers[l];
-	int work = l * WORK_PER_LAYER, a, b;
-	size_t dim = (size_t)s->dim, hid = (size_t)s->hidden_dim;
-	attention(s, w, tid, l);
-	while (take_rows(s, work + WORK_WO, s->dim, &L->wo, &a, &b))
-		mat_rows(s, w, VEC_XB, s->y, dim, &L->wo, s->xb, (size_t)s->q_dim, a, b);
-	phase_edge(s, tid, ENG_PHASE_ATTENTION, l, ENG_PHASE_FFN, l);
-
-	/* The FFN reads the same normed input as attention: this thread's xn is unchanged. */
-	while (take_rows(s, work + WORK_UP, s->hidden_dim, &L->w_up, &a, &b)) {
-		mat_rows(s, w, VEC_XN, s->hb, hid, &L->w_up, xn_of(s, w), dim, a, b);
-		for (int t = 0; t < s->n_tok; t++)
-			for (int r = a; r < b; r++)
-				s->hb[(size_t)t * hid + (size_t)r] =
-					gelu_f16(s->hb[(size_t)t * hid + (size_t)r]);
-	}
-	eng_pool_barrier(s->pool, tid);
-	ffn_act_hook(s, tid, l);
-	if (prep_shared(s)) /* down's input */
-		prep_rows(s, w, tid, prep_work(s, l, PREP_HB), VEC_HB, s->hb, hid, s->hidden_dim,
-			  NULL, NULL, &L->w_down);
-	while (take_rows(s, work + WORK_DOWN, s->dim, &L->w_down, &a, &b)) {
-		mat_rows(s, w, VEC_HB, s->y2, dim, &L->w_down, s->hb, hid, a, b);
-		for (int t = 0; t < s->n_tok; t++) {
-			float *x = s->x + (size_t)t * dim;
-			const float *y = s->y + (size_t)t * dim, *y2 = s->y2 + (size_t)t * dim;
-			for (int r = a; r < b; r++)
-				x[r] = (y2[r] + y[r]) + x[r];
-		}
-	}
-}
-
-/* The table of what differs between architectures. */
-const struct arch_ops eng_arch_ops[ENG_ARCH_COUNT] = {
-	[ENG_ARCH_LLAMA] = { norm_rms, rope_norm, qkv_llama, layer_llama, false },
-	[ENG_ARCH_FALCON] = { norm_layer, rope_neox, qkv_falcon, layer_falcon, true },
-};
 
 static void forward_worker(void *arg, int tid)
 {
@@ -776,26 +689,27 @@ static void forward_worker(void *arg, int tid)
 	for (int l = 0; l < s->n_layers; l++) {
 		s->arch->layer(s, w, tid, l);
 		if (l + 1 < s->n_layers)
-			phase_edge(s, tid, ENG_PHASE_FFN, l, ENG_PHASE_ATTENTION, l + 1);
+			eng_layer_phase_edge(s, tid, ENG_PHASE_FFN, l, ENG_PHASE_ATTENTION, l + 1);
 		else
-			phase_edge(s, tid, ENG_PHASE_FFN, l, ENG_PHASE_CLASSIFIER, -1);
+			eng_layer_phase_edge(s, tid, ENG_PHASE_FFN, l, ENG_PHASE_CLASSIFIER, -1);
 	}
 	if (!s->want_logits)
 		return;
 	if (s->all_logits) {
 		/* A batched step or a verification: every token's logits, the classifier read
 		 * once for all. */
-		norm_input(s, w, tid, s->n_work - 2, m->out_norm, m->out_norm_b, &m->output);
-		while (take_rows(s, s->n_work - 1, s->vocab_size, &m->output, &a, &b))
-			mat_rows(s, w, VEC_XN, s->logits, (size_t)s->vocab_size, &m->output,
-				 xn_of(s, w), (size_t)s->dim, a, b);
+		norm_input(s, w, tid, s->n_work - 2, m->out_norm, m->out_norm_b,
+				     &m->output);
+		while (eng_layer_take_rows(s, s->n_work - 1, s->vocab_size, &m->output, &a, &b))
+			eng_layer_mat_rows(s, w, VEC_XN, s->logits, (size_t)s->vocab_size,
+					   &m->output, xn_of(s, w), (size_t)s->dim, a, b);
 		return;
 	}
 	/* The classifier, on the pass's last token only: the logits nobody reads are not
 	 * computed. */
 	const float *x = s->x + (size_t)(s->n_tok - 1) * (size_t)s->dim;
 	act_reset(w, VEC_XN);
-	s->arch->norm(w->xn, x, m->out_norm, m->out_norm_b, s->dim, m->hp.norm_eps);
+	s->norm(w->xn, x, m->out_norm, m->out_norm_b, s->dim, m->hp.norm_eps);
 	while (take(s, s->n_work - 1, s->vocab_size, ROW_ALIGN, chunk_min(&m->output, 1), &a, &b))
 		mat_row1(s, w, VEC_XN, s->logits, &m->output, w->xn, a, b);
 }
@@ -966,7 +880,3 @@ int eng_session_truncate(struct eng_session *s, int pos)
 	return 0;
 }
 
-void eng_session_gelu_init(void)
-{
-	pthread_once(&gelu_once, gelu_table_fill);
-}

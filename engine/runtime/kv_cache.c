@@ -3,7 +3,7 @@
  * and first touch at set-up, and moving a sequence's cache between sessions (eng_session_adopt).
  * The forward pass (forward.c) reaches it only through s->kv. */
 
-#include "session_impl.h"
+#include "internal.h"
 
 /* The maximum in eight running maxima (exact in any order; x > m ? x : m is one vmaxps),
  * the exponentials and their sum by the kernel table (exp.h's, 16 at a time on AVX-512). */
@@ -294,7 +294,8 @@ static int adopt_check(const struct eng_session *dst, const struct eng_session *
 	static const char fix[] = "open both sessions over the same model file with the same "
 				  "--kv and sequence count";
 	const struct { const char *what; long d, s; } f[] = {
-		{ "architecture", (long)dst->m->arch, (long)src->m->arch },
+		{ "architecture (enum eng_arch)", (long)dst->m->arch->arch,
+		  (long)src->m->arch->arch },
 		{ "dim", dst->dim, src->dim },
 		{ "hidden_dim", dst->hidden_dim, src->hidden_dim },
 		{ "layers", dst->n_layers, src->n_layers },

@@ -3,7 +3,7 @@
  * tokens, positions and sparsity counts; apart from forward.c, which the layout check's
  * 1,000 lines would otherwise hold. */
 
-#include "session_impl.h"
+#include "internal.h"
 
 /* Engine-accounted bytes of the pass just run (engine.h, struct eng_step_bytes): each weight
  * once, however many tokens shared it, an embedding row per token, the classifier only when it
@@ -35,7 +35,7 @@ void eng_pass_bytes(const struct eng_session *s, struct eng_step_bytes *b)
 		     b->by_phase[ENG_PHASE_CLASSIFIER];
 	b->weights_skipped += s->skipped_bytes;
 	b->weights_unique = b->weights - (s->m->alias ? s->m->alias->reuse_bytes : 0);
-	if (s->m->arch == ENG_ARCH_LLAMA && n == 1) {
+	if (s->map_applies && n == 1) { /* a gated block counts its zeros (arch_llama.c) */
 		const struct eng_mat *down = &s->m->layers[0].w_down;
 		b->act_zero = s->act_zero;
 		b->act_total = layers * (uint64_t)s->hidden_dim;

@@ -1,9 +1,18 @@
 /* engine/runtime/session.c: a decode session's set-up and teardown: the tables it runs
- * (kernels, quant types, KV element type, architecture), its shape, every buffer it owns, the
- * bytes each step reads, and the sparsity options. The forward pass is forward.c, the KV
- * cache kv_cache.c; session_impl.h holds the struct they share. */
+ * (kernels, quant types, KV element type, the architecture's block), its shape, every buffer
+ * it owns, the bytes each step reads, and the sparsity options. The forward pass is forward.c,
+ * each architecture's block arch_<name>.c, the KV cache kv_cache.c; internal.h holds the
+ * struct they share. */
 
-#include "session_impl.h"
+#include "internal.h"
+
+/* Each architecture's block (arch_<name>.c), by enum eng_arch, from engine/meson.build's
+ * list (arch.h). */
+#define ARCH_OPS_ROW(NAME, name) [ENG_ARCH_##NAME] = &eng_arch_##name##_ops,
+static const struct arch_ops *const arch_ops[] = { ENG_ARCHS(ARCH_OPS_ROW) };
+#undef ARCH_OPS_ROW
+_Static_assert(sizeof(arch_ops) / sizeof(arch_ops[0]) == ENG_ARCH_COUNT,
+	       "session.c: a block for every enum eng_arch");
 
 /* Uninitialised 64-byte aligned room for n elements of elem bytes; NULL on overflow. */
 static void *alloc_aligned(size_t n, size_t elem)
@@ -68,8 +77,8 @@ static size_t act_bytes_for(int n)
 	return (most + 63) / 64 * 64;
 }
 
-/* The tables a session runs with: the kernels (opt->kernels), the KV cache's element type
- * and the architecture's forward pass. */
+/* The tables a session runs with: the kernels (opt->kernels), the KV cache's element type,
+ * and the architecture's block, norm and RoPE (its row's kinds). */
 static int pick_tables(struct eng_session *s, const struct eng_session_options *opt,
 		       struct eng_error *err)
 {
@@ -99,11 +108,13 @@ static int pick_tables(struct eng_session *s, const struct eng_session_options *
 				     "attention kernel %d is unknown (give auto, naive or blocked)",
 				     (int)opt->attention);
 	s->attn = opt->attention;
-	if ((unsigned)m->arch >= ENG_ARCH_COUNT)
+	if (!m->arch || (unsigned)m->arch->arch >= ENG_ARCH_COUNT)
 		return eng_error_set(err, -ENOTSUP, m->path, ENG_NO_OFFSET,
 				     "unknown architecture");
-	s->arch = &eng_arch_ops[m->arch];
-	return 0;
+	s->arch = arch_ops[m->arch->arch];
+	s->norm = eng_layer_norms[m->arch->norm];
+	s->rope = eng_layer_ropes[m->arch->rope];
+	return kchoice_resolve(s, opt->kernel_choice, err);
 }
 
 /* The model's shape, the threads and the context length, copied where the forward pass
@@ -138,7 +149,7 @@ static void set_shape(struct eng_session *s, const struct eng_session_options *o
 	s->pass_positions = imin(s->ctx_len, ENG_ATTN_AUTO_POSITIONS);
 	/* Whole heads per QKV chunk for NeoX RoPE: the least multiple of both. */
 	s->qkv_align = ROW_ALIGN;
-	if (s->arch->neox)
+	if (s->m->arch->rope == ENG_ROPE_NEOX)
 		while (s->qkv_align % s->head_size)
 			s->qkv_align += ROW_ALIGN;
 }
@@ -232,6 +243,19 @@ static int alloc_buffers(struct eng_session *s, size_t kv_cells, struct eng_erro
 	return 0;
 }
 
+uint64_t eng_session_layer_vector_bytes(const struct eng_model_info *info, int head_dim)
+{
+	const struct eng_arch_info *a = eng_arch_lookup(info->arch);
+	uint64_t dim = (uint64_t)info->dim, hidden = (uint64_t)info->hidden_dim;
+	uint64_t q_dim = (uint64_t)info->n_heads * (uint64_t)head_dim;
+	uint64_t kv_dim = (uint64_t)info->n_kv_heads * (uint64_t)head_dim;
+	/* x, y, y2 (dim each), xb (q_dim), qkv (q_dim + 2 kv_dim), hb (hidden) and a gated
+	 * FFN's up projection hb2 (hidden): alloc_buffers' per-token rows that a layer writes */
+	uint64_t elems = 3 * dim + q_dim + (q_dim + 2 * kv_dim) + hidden +
+			 (a && a->gated_ffn ? hidden : 0);
+	return elems * sizeof(float);
+}
+
 /* Engine-accounted bytes, from the bound tensors: the same sizes and the same rules as the
  * tensor table (engine/model/tensors.c), so the two agree exactly. */
 static void count_step_bytes(struct eng_session *s)
@@ -296,7 +320,7 @@ static int sparse_setup(struct eng_session *s, const struct eng_session_options 
 	return 0;
 }
 
-/* MEMWALL_TEST_FAULT's fault (session_impl.h), tests only. */
+/* MEMWALL_TEST_FAULT's fault (internal.h), tests only. */
 static int test_fault(void)
 {
 	const char *f = getenv("MEMWALL_TEST_FAULT");
@@ -327,8 +351,10 @@ int eng_session_new(struct eng_session **out, struct eng_model *m,
 	if (opt->hooks)
 		s->hooks = *opt->hooks;
 	set_shape(s, opt);
-	/* Only llama's gated FFN has a map (falcon's GELU is never exactly zero in practice). */
-	s->sparse = opt->sparsity_map && m->arch == ENG_ARCH_LLAMA;
+	/* Only a gated FFN has a map (falcon's GELU is never exactly zero in practice): the
+	 * engine's one rule, which memwall headroom asks too. */
+	s->map_applies = eng_arch_sparsity_map(m->info.arch);
+	s->sparse = opt->sparsity_map && s->map_applies;
 	s->fault = test_fault();
 	if (s->sparse && (rc = sparse_setup(s, opt, err)))
 		goto out;
@@ -338,8 +364,8 @@ int eng_session_new(struct eng_session **out, struct eng_model *m,
 	 * angles to float rounding). */
 	for (int j = 0; j < s->n_rot / 2; j++)
 		s->rope_freq[j] = 1.0f / powf(m->hp.rope_base, (float)(2 * j) / (float)s->n_rot);
-	if (m->arch == ENG_ARCH_FALCON)
-		eng_session_gelu_init();
+	if (s->arch->init)
+		s->arch->init();
 	count_step_bytes(s);
 
 	if ((rc = eng_pool_new(&s->pool, s->n_threads, opt->pin))) {

@@ -1,7 +1,7 @@
 /* engine/runtime/sparsity.h: ReLU-family FFN activations and the sparsity map (issue 18, AIOS's
  * Model Contract R1): skipping, in the down projection, the weight column blocks whose
- * activations are all exactly zero. Internal to engine/; session.c and the synthetic writers
- * use it.
+ * activations are all exactly zero. Internal to engine/runtime/ (arch_llama.c, pass_bytes.c);
+ * the synthetic weights that give such zeros are synth/synth_sparsity.h's.
  *
  * Granularity: a block is max(32, the weight type's block size) columns across all rows of
  * the down projection (a quant block: 32 columns for q4_0/q8_0, 256 for k-quants; F32 and
@@ -22,7 +22,6 @@
 #include "kernels.h"
 #include "model/model.h"
 #include "quants.h"
-#include "rng.h"
 
 /* Activations that feed the down projection, gated: act(gate) * up. ReLU(0) is +0, and
  * 0 * up is an exact zero (for finite up). SwiGLU goes through the kernel table's silu_glu
@@ -40,47 +39,6 @@ static inline float sparse_glu(const struct krn_ops *ops, enum eng_ffn_act a, fl
 		return gate;
 	}
 }
-
-/* Synthetic gate rows for ReLU models: rows in clusters of SPARSE_CLUSTER share a direction
- * (uniform, std 0.02, seeded by (seed, layer, cluster)) plus a per-row part of std 0.002
- * (seeded by (seed, layer, row)). A cluster's pre-activations are then one Gaussian plus
- * small noise: all 32 are <= 0 together on ~42% of tokens (P(Z < -0.2), 0.2 being the
- * expected max of 32 noise terms against the shared part), and about half of all
- * activations are zero. Independent rows would make a 32-wide block all zero with
- * probability 2^-32: never. Co-activated neuron clusters are what trained ReLU models show
- * (Deja Vu, PowerInfer); the cluster width is the quant block's, so this is the best case for
- * block skipping at a realistic zero fraction. */
-#define SPARSE_CLUSTER 32
-#define SPARSE_SHARED_STD 0.02f
-#define SPARSE_NOISE_STD 0.002f
-
-static inline void synth_gate_row(float *row, size_t n, uint64_t seed, int layer, uint64_t r)
-{
-	struct eng_rng shared, noise;
-	uint64_t ms = seed ^ 0x5851f42d4c957f2dull ^ ((uint64_t)layer << 40) ^
-		      (r / SPARSE_CLUSTER) * 0x9e3779b97f4a7c15ull;
-	uint64_t mn = seed ^ 0x14057b7ef767814full ^ ((uint64_t)layer << 40) ^
-		      r * 0xbf58476d1ce4e5b9ull;
-	eng_rng_seed(&shared, eng_splitmix64(&ms));
-	eng_rng_seed(&noise, eng_splitmix64(&mn));
-	/* Uniform on [-a, a] has standard deviation a / sqrt(3). */
-	float as = SPARSE_SHARED_STD * sqrtf(3.0f), an = SPARSE_NOISE_STD * sqrtf(3.0f);
-	for (size_t i = 0; i < n; i++)
-		row[i] = as * (2.0f * eng_rng_float(&shared) - 1.0f) +
-			 an * (2.0f * eng_rng_float(&noise) - 1.0f);
-}
-
-/* The synthetic bias channel (engine.h, struct eng_synth_sparsity): residual channel 0 is
- * SYNTH_BIAS_CHANNEL in every layer (embedding column 0; wo's and w2's row 0 zero), and a
- * gate row's weight on it is its bias: synth_gate_bias(dim, layer, z) for a live neuron aimed
- * at a zero fraction P (z = synth_bias_z: Phi^-1(P), 0 when unset), and z = SYNTH_DEAD_SIGMAS
- * for the dead neurons synth_dead_neuron picks (dead_fraction of them, per row from the
- * seed). Shared by the llama2.c and GGUF writers. */
-#define SYNTH_BIAS_CHANNEL 1.0f
-#define SYNTH_DEAD_SIGMAS 10.0
-double synth_bias_z(const struct eng_synth_sparsity *sp);
-bool synth_dead_neuron(const struct eng_synth_sparsity *sp, uint64_t seed, int l, uint64_t r);
-float synth_gate_bias(int dim, int l, double z);
 
 /* Columns per skippable block of matrix m. */
 int sparse_block_cols(const struct eng_mat *m);

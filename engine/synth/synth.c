@@ -21,8 +21,9 @@
 #include <unistd.h>
 
 #include "format/llama2c.h"
+#include "model/arch.h"
 #include "rng.h"
-#include "runtime/sparsity.h"
+#include "synth/synth_sparsity.h"
 #include "synth/varied.h"
 
 /* The TinyStories models of karpathy/llama2.c's README ("models" table; hidden_dim from
@@ -56,7 +57,7 @@ static int write_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
-/* A ReLU model's w1 (layer, hidden_dim, dim), row by row (sparsity.h's clustered rows), with
+/* A ReLU model's w1 (layer, hidden_dim, dim), row by row (synth_sparsity.h's clustered rows), with
  * sp the bias channel's weights in column 0. */
 static int write_gate(int fd, float *buf, const struct l2c_config *c, uint64_t seed,
 		      const struct eng_synth_sparsity *sp)
@@ -78,7 +79,7 @@ static int write_gate(int fd, float *buf, const struct l2c_config *c, uint64_t s
 	return 0;
 }
 
-/* The bias channel's fixes (sparsity.h) to values [i0, i0 + n) of tensor t: the
+/* The bias channel's fixes (synth_sparsity.h) to values [i0, i0 + n) of tensor t: the
  * embedding's column 0 is SYNTH_BIAS_CHANNEL, wo's and w2's row 0 of each layer zero. */
 static void bias_channel(float *buf, size_t n, uint64_t i0, enum l2c_tensor t,
 			 const struct l2c_config *c)
@@ -154,16 +155,21 @@ static int write_tensor(int fd, float *buf, enum l2c_tensor t, uint64_t bytes, u
 	return 0;
 }
 
-static void shape_names(char *buf, size_t len)
+static void shape_names(char *buf, size_t len, const char *sep)
 {
 	size_t used = 0;
 	buf[0] = '\0';
 	for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]) && used < len; i++) {
-		int k = snprintf(buf + used, len - used, "%s%s", i ? ", " : "", shapes[i].name);
+		int k = snprintf(buf + used, len - used, "%s%s", i ? sep : "", shapes[i].name);
 		if (k < 0)
 			break;
 		used += (size_t)k;
 	}
+}
+
+void eng_synth_llama2c_shape_names(char *buf, size_t len)
+{
+	shape_names(buf, len, " ");
 }
 
 /* fsync the directory holding path, so the rename itself is durable. */
@@ -236,7 +242,7 @@ int eng_synth_llama2c_opts(const char *path, const char *shape, uint64_t seed,
 			sh = &shapes[i];
 	if (!sh) {
 		char names[128];
-		shape_names(names, sizeof(names));
+		shape_names(names, sizeof(names), ", ");
 		return eng_error_set(err, -EINVAL, "", ENG_NO_OFFSET,
 				     "unknown shape '%s': choose one of %s", shape ? shape : "",
 				     names);
@@ -260,7 +266,8 @@ int eng_synth_llama2c_opts(const char *path, const char *shape, uint64_t seed,
 	if (o->construction == ENG_SYNTH_VARIED) {
 		char why[160];
 		if ((rc = synth_varied_init(&var, c.dim, c.n_heads, c.n_kv_heads, c.vocab_size,
-					    false, MATRIX_STD, seed, why, sizeof(why))))
+					    eng_arch_llama2c(), MATRIX_STD, seed, why,
+					    sizeof(why))))
 			return eng_error_set(err, rc, "", ENG_NO_OFFSET, "%s", why);
 		v = &var;
 	} else if (o->construction != ENG_SYNTH_LEGACY) {

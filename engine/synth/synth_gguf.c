@@ -25,7 +25,7 @@
 #include "quants.h"
 #include "rng.h"
 #include "model/shapes.h"
-#include "runtime/sparsity.h"
+#include "synth/synth_sparsity.h"
 #include "model/tensors.h"
 #include "synth/varied.h"
 
@@ -48,8 +48,8 @@ struct job {
 	size_t row_bytes;
 	unsigned char *out;
 	float *row;        /* (ne[0]) scratch */
-	bool relu_gate;    /* a ReLU model's ffn_gate: sparsity.h's clustered rows */
-	/* The bias channel (sparsity.h), or NULL: which of its fixes this tensor takes */
+	bool relu_gate;    /* a ReLU model's ffn_gate: synth_sparsity.h's clustered rows */
+	/* The bias channel (synth_sparsity.h), or NULL: which of its fixes this tensor takes */
 	const struct eng_synth_sparsity *sp;
 	enum { FIX_NONE, FIX_EMBD, FIX_ROW0, FIX_GATE } fix;
 	double z;          /* the live neurons' bias, in standard deviations */
@@ -107,7 +107,7 @@ static int cpu_count(void)
 }
 
 /* Writes tensor o (plan tensor o->index, or what alias.h makes of it) through w, with sp's
- * bias channel (sparsity.h; NULL: none) in a model of width dim. */
+ * bias channel (synth_sparsity.h; NULL: none) in a model of width dim. */
 static int write_tensor(struct eng_gguf_writer *w, const struct alias_out *o, float rel_std,
 			uint64_t seed, enum eng_ffn_act act, const struct eng_synth_sparsity *sp,
 			int dim, int threads, unsigned char *out, float *rows,
@@ -119,7 +119,8 @@ static int write_tensor(struct eng_gguf_writer *w, const struct alias_out *o, fl
 	int var_layer = o->role == ALIAS_PLAIN ? plain->layer : -1;
 	enum varied_role role = synth_varied_role(plain->name);
 	size_t i = o->index;
-	bool relu_gate = act != ENG_ACT_SILU && strstr(t->name, ".ffn_gate.");
+	bool relu_gate = (act == ENG_ACT_RELU || act == ENG_ACT_RELU2) &&
+			 strstr(t->name, ".ffn_gate.");
 	int fix = !sp ? FIX_NONE
 		  : !strcmp(t->name, "token_embd.weight") ? FIX_EMBD
 		  : strstr(t->name, ".attn_output.weight") || strstr(t->name, ".ffn_down.weight")
@@ -354,7 +355,15 @@ static int kv_arch_f32(struct eng_gguf_writer *w, const char *arch, const char *
 	return eng_gguf_writer_kv_f32(w, full, v);
 }
 
-/* The bias channel's statistics (sparsity.h), as the llama2.c marker gives them. */
+static int kv_arch_str(struct eng_gguf_writer *w, const char *arch, const char *key,
+		       const char *v)
+{
+	char full[128];
+	snprintf(full, sizeof(full), "%s.%s", arch, key);
+	return eng_gguf_writer_kv_str(w, full, v);
+}
+
+/* The bias channel's statistics (synth_sparsity.h), as the llama2.c marker gives them. */
 static int write_sparsity_kv(struct eng_gguf_writer *w, const struct eng_synth_sparsity *sp)
 {
 	struct eng_gguf_value ch = { .type = ENG_GGUF_UINT32, .u = 0 };
@@ -385,61 +394,21 @@ static int write_cd_metadata(struct eng_gguf_writer *w, const struct eng_plan *p
 	return eng_gguf_writer_kv_str(w, "memwall.canonical_delta.delta_type", dt);
 }
 
-static int write_metadata(struct eng_gguf_writer *w, const struct eng_plan *p, uint64_t seed,
-			  enum eng_ffn_act act, const struct eng_canonical_delta *cd, bool varied)
+/* The synthetic tokenizer the row asks for (arch.h's enum eng_synth_vocab), of the shape's
+ * vocabulary size. */
+static int write_vocab(struct eng_gguf_writer *w, const struct eng_arch_desc *ad, int n)
 {
-	const struct eng_shape *s = p->shape;
-	bool falcon = !strcmp(s->arch, "falcon");
-	char name[96];
 	struct vocab v;
-	int rc;
-
-	snprintf(name, sizeof(name), "synthetic %s%s", s->name,
-		 !cd ? "" : cd->dense ? " canonical+delta (dense twin)" : " canonical+delta");
-	struct eng_gguf_value yes = { .type = ENG_GGUF_BOOL, .b = true };
-	struct eng_gguf_value seed_v = { .type = ENG_GGUF_UINT64, .u = seed };
-	if ((rc = eng_gguf_writer_kv_str(w, "general.architecture", s->arch)) ||
-	    (rc = eng_gguf_writer_kv_str(w, "general.name", name)) ||
-	    (rc = eng_gguf_writer_kv_u32(w, "general.file_type", p->mix->file_type)) ||
-	    (rc = eng_gguf_writer_kv_u32(w, "general.quantization_version", 2)) ||
-	    (rc = eng_gguf_writer_kv(w, "memwall.synthetic", &yes)) ||
-	    (rc = eng_gguf_writer_kv(w, "memwall.synthetic.seed", &seed_v)) ||
-	    (rc = eng_gguf_writer_kv_str(w, "memwall.synthetic.shape", s->name)) ||
-	    /* legacy files keep the keys they always had */
-	    (varied && (rc = eng_gguf_writer_kv_str(w, "memwall.synthetic.construction",
-						    "varied"))) ||
-	    (rc = kv_arch_u32(w, s->arch, "context_length", (uint32_t)s->ctx)) ||
-	    (rc = kv_arch_u32(w, s->arch, "embedding_length", (uint32_t)s->dim)) ||
-	    (rc = kv_arch_u32(w, s->arch, "feed_forward_length", (uint32_t)s->hidden)) ||
-	    (rc = kv_arch_u32(w, s->arch, "block_count", (uint32_t)s->layers)) ||
-	    (rc = kv_arch_u32(w, s->arch, "attention.head_count", (uint32_t)s->heads)) ||
-	    (rc = kv_arch_u32(w, s->arch, "attention.head_count_kv", (uint32_t)s->kv_heads)) ||
-	    (act != ENG_ACT_SILU &&
-	     (rc = eng_gguf_writer_kv_str(w, "llama.feed_forward_activation",
-					  eng_ffn_act_name(act)))))
-		return rc;
-	if (cd && (rc = write_cd_metadata(w, p, cd)))
-		return rc;
-	if (falcon) {
-		if ((rc = kv_arch_f32(w, s->arch, "attention.layer_norm_epsilon", 1e-5f)) ||
-		    (rc = eng_gguf_writer_kv_str(w, "falcon.tensor_data_layout", "jploski")))
-			return rc;
-	} else {
-		if ((rc = kv_arch_f32(w, s->arch, "attention.layer_norm_rms_epsilon", 1e-5f)) ||
-		    (rc = kv_arch_u32(w, s->arch, "rope.dimension_count",
-				      (uint32_t)(s->dim / s->heads))) ||
-		    (rc = kv_arch_f32(w, s->arch, "rope.freq_base", 10000.0f)))
-			return rc;
-	}
-	rc = falcon ? vocab_gpt2(&v, s->vocab) : vocab_spm(&v, s->vocab);
+	bool gpt2 = ad->synth.vocab == ENG_VOCAB_GPT2;
+	int rc = gpt2 ? vocab_gpt2(&v, n) : vocab_spm(&v, n);
 	if (!rc)
-		rc = eng_gguf_writer_kv_str(w, "tokenizer.ggml.model", falcon ? "gpt2" : "llama");
+		rc = eng_gguf_writer_kv_str(w, "tokenizer.ggml.model", gpt2 ? "gpt2" : "llama");
 	if (!rc)
 		rc = kv_arr(w, "tokenizer.ggml.tokens", ENG_GGUF_STRING, v.n, NULL, v.tokens);
 	if (!rc)
 		rc = kv_arr(w, "tokenizer.ggml.token_type", ENG_GGUF_INT32, v.n, v.types, NULL);
-	if (!rc && falcon) {
-		if (!(rc = eng_gguf_writer_kv_str(w, "tokenizer.ggml.pre", "falcon")) &&
+	if (!rc && gpt2) {
+		if (!(rc = eng_gguf_writer_kv_str(w, "tokenizer.ggml.pre", ad->synth.pre)) &&
 		    !(rc = kv_arr(w, "tokenizer.ggml.merges", ENG_GGUF_STRING, v.n_merges, NULL,
 				  v.merges)) &&
 		    !(rc = eng_gguf_writer_kv_u32(w, "tokenizer.ggml.bos_token_id", 11)))
@@ -455,6 +424,54 @@ static int write_metadata(struct eng_gguf_writer *w, const struct eng_plan *p, u
 	}
 	vocab_free(&v);
 	return rc;
+}
+
+static int write_metadata(struct eng_gguf_writer *w, const struct eng_plan *p, uint64_t seed,
+			  enum eng_ffn_act act, const struct eng_canonical_delta *cd, bool varied)
+{
+	const struct eng_shape *s = p->shape;
+	const struct eng_arch_desc *ad = p->arch;
+	const char *an = ad->info.name;
+	char name[96];
+	int rc;
+
+	snprintf(name, sizeof(name), "synthetic %s%s", s->name,
+		 !cd ? "" : cd->dense ? " canonical+delta (dense twin)" : " canonical+delta");
+	struct eng_gguf_value yes = { .type = ENG_GGUF_BOOL, .b = true };
+	struct eng_gguf_value seed_v = { .type = ENG_GGUF_UINT64, .u = seed };
+	if ((rc = eng_gguf_writer_kv_str(w, "general.architecture", an)) ||
+	    (rc = eng_gguf_writer_kv_str(w, "general.name", name)) ||
+	    (rc = eng_gguf_writer_kv_u32(w, "general.file_type", p->mix->file_type)) ||
+	    (rc = eng_gguf_writer_kv_u32(w, "general.quantization_version", 2)) ||
+	    (rc = eng_gguf_writer_kv(w, "memwall.synthetic", &yes)) ||
+	    (rc = eng_gguf_writer_kv(w, "memwall.synthetic.seed", &seed_v)) ||
+	    (rc = eng_gguf_writer_kv_str(w, "memwall.synthetic.shape", s->name)) ||
+	    /* legacy files keep the keys they always had */
+	    (varied && (rc = eng_gguf_writer_kv_str(w, "memwall.synthetic.construction",
+						    "varied"))) ||
+	    (rc = kv_arch_u32(w, an, "context_length", (uint32_t)s->ctx)) ||
+	    (rc = kv_arch_u32(w, an, "embedding_length", (uint32_t)s->dim)) ||
+	    (rc = kv_arch_u32(w, an, "feed_forward_length", (uint32_t)s->hidden)) ||
+	    (rc = kv_arch_u32(w, an, "block_count", (uint32_t)s->layers)) ||
+	    (rc = kv_arch_u32(w, an, "attention.head_count", (uint32_t)s->heads)) ||
+	    (rc = kv_arch_u32(w, an, "attention.head_count_kv", (uint32_t)s->kv_heads)))
+		return rc;
+	if (act != ad->info.act) { /* gguf_model.c's read_ffn_act reads it back */
+		char key[96];
+		snprintf(key, sizeof(key), "%s.feed_forward_activation", an);
+		if ((rc = eng_gguf_writer_kv_str(w, key, eng_ffn_act_name(act))))
+			return rc;
+	}
+	if (cd && (rc = write_cd_metadata(w, p, cd)))
+		return rc;
+	if ((rc = kv_arch_f32(w, an, ad->eps_key, ad->default_eps)) ||
+	    (ad->synth.layout &&
+	     (rc = kv_arch_str(w, an, "tensor_data_layout", ad->synth.layout))) ||
+	    (ad->synth.rope_keys &&
+	     ((rc = kv_arch_u32(w, an, "rope.dimension_count", (uint32_t)(s->dim / s->heads))) ||
+	      (rc = kv_arch_f32(w, an, "rope.freq_base", 10000.0f)))))
+		return rc;
+	return write_vocab(w, ad, s->vocab);
 }
 
 /* ---- Entry points -------------------------------------------------------------------------- */
@@ -540,16 +557,21 @@ static int synth_gguf(const char *path, const char *arch, const char *shape, con
 
 	if ((rc = eng_plan_new(&p, arch, shape, quant, err)))
 		return rc;
-	if (act != ENG_ACT_SILU && (strcmp(p->shape->arch, "llama") || act == ENG_ACT_GELU)) {
+	/* The zeroed options' SiLU stands for the row's own activation. */
+	if (act == ENG_ACT_SILU)
+		act = p->arch->info.act;
+	if ((unsigned)act >= ENG_ACT_COUNT || !(p->arch->info.acts & (1u << act))) {
 		rc = eng_error_set(err, -EINVAL, "", ENG_NO_OFFSET,
-				   "activation '%s': only llama models take relu or relu2",
-				   eng_ffn_act_name(act) ? eng_ffn_act_name(act) : "?");
+				   "activation '%s': %s models do not take it",
+				   eng_ffn_act_name(act) ? eng_ffn_act_name(act) : "?",
+				   p->arch->info.name);
 		goto out;
 	}
-	if (sp && (act == ENG_ACT_SILU || !(sp->relu_sparsity < 1.0) ||
+	bool relu = act == ENG_ACT_RELU || act == ENG_ACT_RELU2;
+	if (sp && (!relu || !(sp->relu_sparsity < 1.0) ||
 		   !(sp->dead_fraction >= 0.0 && sp->dead_fraction < 1.0))) {
 		rc = eng_error_set(err, -EINVAL, "", ENG_NO_OFFSET,
-				   "activation statistics need a ReLU or ReLU^2 llama model, a "
+				   "activation statistics need a ReLU or ReLU^2 model, a "
 				   "relu_sparsity below 1 and a dead_fraction in [0, 1)");
 		goto out;
 	}
@@ -562,8 +584,7 @@ static int synth_gguf(const char *path, const char *arch, const char *shape, con
 		const struct eng_shape *s = p->shape;
 		char why[160];
 		if ((rc = synth_varied_init(&var, s->dim, s->heads, s->kv_heads, s->vocab,
-					    !strcmp(s->arch, "falcon"), MATRIX_STD, seed, why,
-					    sizeof(why)))) {
+					    p->arch, MATRIX_STD, seed, why, sizeof(why)))) {
 			eng_error_set(err, rc, "", ENG_NO_OFFSET, "%s", why);
 			goto out;
 		}

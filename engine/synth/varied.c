@@ -4,8 +4,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "model/arch.h"
 #include "rng.h"
-#include "runtime/sparsity.h"
+#include "synth/synth_sparsity.h"
 #include "synth/varied.h"
 
 #define CODE_HEIGHT 1.0f   /* S: the one-hot codes' height in the embedding */
@@ -32,8 +33,10 @@ static void k_cycle(uint8_t *pi, int K, struct eng_rng *rng)
 }
 
 int synth_varied_init(struct synth_varied *v, int dim, int n_heads, int n_kv, int vocab,
-		      bool falcon, float matrix_std, uint64_t seed, char *why, size_t why_len)
+		      const struct eng_arch_desc *arch, float matrix_std, uint64_t seed, char *why,
+		      size_t why_len)
 {
+	bool layer_norm = arch->norm == ENG_NORM_LAYER;
 	memset(v, 0, sizeof(*v));
 	if (n_heads < 2 || n_kv < 1 || n_heads % n_kv || dim % n_heads) {
 		snprintf(why, why_len, "%d heads over %d KV heads: the varied construction needs "
@@ -43,7 +46,8 @@ int synth_varied_init(struct synth_varied *v, int dim, int n_heads, int n_kv, in
 	int hs = dim / n_heads, group = n_heads / n_kv;
 	bool shared = n_kv == 1; /* both pointer heads read one KV head */
 	*v = (struct synth_varied){ .dim = dim, .hs = hs, .n_heads = n_heads, .n_kv = n_kv,
-				    .vocab = vocab, .neox = falcon, .layer_norm = falcon,
+				    .vocab = vocab, .neox = arch->rope == ENG_ROPE_NEOX,
+				    .layer_norm = layer_norm,
 				    .head_a = 0, .head_b = shared ? 1 : group, .seed = seed };
 	v->kv_a = v->head_a / group;
 	v->kv_b = v->head_b / group;
@@ -87,11 +91,11 @@ int synth_varied_init(struct synth_varied *v, int dim, int n_heads, int n_kv, in
 	/* The normalized height of a constant channel and of a code: RMSNorm divides by the
 	 * row's rms, about sqrt((C0^2 + 3 S^2 + (dim - 1 - 4K) std^2) / dim) (two input codes,
 	 * and two output codes on language tokens: 3 between the two); LayerNorm's bias gives
-	 * falcon channel 0 as exactly 1. */
+	 * channel 0 as exactly 1 (falcon's). */
 	double rest = (double)(dim - 1 - 4 * K) * matrix_std * matrix_std;
 	double rms = sqrt((SYNTH_BIAS_CHANNEL * SYNTH_BIAS_CHANNEL +
 			   3.0 * CODE_HEIGHT * CODE_HEIGHT + rest) / dim);
-	double x0 = falcon ? 1.0 : SYNTH_BIAS_CHANNEL / rms, xs = CODE_HEIGHT / rms;
+	double x0 = layer_norm ? 1.0 : SYNTH_BIAS_CHANNEL / rms, xs = CODE_HEIGHT / rms;
 	/* score = (wq x0)(wk x0) / sqrt(hs) per pair */
 	v->wq = v->wk = (float)(sqrt(amp * sqrt((double)hs)) / x0);
 	v->gamma = (float)(POINTER_HEIGHT / xs);

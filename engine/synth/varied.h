@@ -8,7 +8,7 @@
  * quantization cannot flip.
  *
  * The residual stream's first 1 + 4K channels (K <= 32) carry a code:
- *   channel 0           a constant (the bias channel of runtime/sparsity.h, SYNTH_BIAS_CHANNEL)
+ *   channel 0           a constant (the bias channel of synth/synth_sparsity.h, SYNTH_BIAS_CHANNEL)
  *   U_in, V_in (K each) the token's input code: one-hot u(t), v(t) of height S (= 1)
  *   U_out, V_out        the token's output code, only for the K^2 "language" tokens
  *                       id(k) = lo + k * stride, k = u K + v: one-hot u, v of height S
@@ -40,6 +40,8 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+
+struct eng_arch_desc;
 
 #define VARIED_MAX_K 32
 
@@ -75,10 +77,12 @@ struct synth_varied {
 	uint64_t seed;
 };
 
-/* Sets v up for a model of this shape; -EINVAL (with why) when the shape cannot carry it.
+/* Sets v up for a model of this shape of architecture arch (its norm and RoPE kinds, arch.h);
+ * -EINVAL (with why) when the shape cannot carry it.
  * matrix_std: the random matrices' standard deviation (the residual's scale). */
 int synth_varied_init(struct synth_varied *v, int dim, int n_heads, int n_kv, int vocab,
-		      bool falcon, float matrix_std, uint64_t seed, char *why, size_t why_len);
+		      const struct eng_arch_desc *arch, float matrix_std, uint64_t seed, char *why,
+		      size_t why_len);
 /* Overwrites what the construction fixes in columns [c0, c0 + n) of row r of a tensor of
  * this role in layer `layer` (-1 outside the layers); seg holds those columns. */
 void synth_varied_row(const struct synth_varied *v, enum varied_role role, int layer,

@@ -48,7 +48,7 @@ static int detect(const struct prb_system *sys, struct dram_plan *plan, char *wh
 			 "config:0-7,32-35,59-60); on Zen 4 and later use amd_umc (Linux 6.6+)");
 		return 0;
 	}
-	int first = dram_plan_add_pmu(plan, pmu);
+	int first = dram_plan_add_pmu(plan, pmu, why, n);
 	if (first < 0)
 		return first;
 	for (unsigned ch = 0; ch < DF_CHANNELS; ch++) {

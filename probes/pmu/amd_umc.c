@@ -18,11 +18,13 @@ static int detect(const struct prb_system *sys, struct dram_plan *plan, char *wh
 		snprintf(why, n, "no amd_umc_N PMU (AMD Zen 4 or later with Linux 6.6+)");
 		return 0;
 	}
+	if (k > ARRAY_SIZE(pmus))
+		return dram_too_many("amd_umc_N PMUs", k, why, n);
 	for (size_t i = 0; i < k; i++)
 		if (dram_pmu_check(pmus[i], why, n) < 0)
 			return -EINVAL;
 	for (size_t i = 0; i < k; i++) {
-		int first = dram_plan_add_pmu(plan, pmus[i]);
+		int first = dram_plan_add_pmu(plan, pmus[i], why, n);
 		if (first < 0)
 			return first;
 		int rc = dram_plan_add_event(plan, first, DRAM_READ, "event=0x0a,rdwrmask=0x1", 64.0,

@@ -41,6 +41,8 @@ static int detect(const struct prb_system *sys, struct dram_plan *plan, char *wh
 		snprintf(why, n, "no arm_cmn_N PMU (Arm CMN mesh)");
 		return 0;
 	}
+	if (k > ARRAY_SIZE(pmus))
+		return dram_too_many("arm_cmn_N PMUs", k, why, n);
 	for (size_t i = 0; i < k; i++)
 		if (dram_pmu_check(pmus[i], why, n) < 0)
 			return -EINVAL;
@@ -52,7 +54,7 @@ static int detect(const struct prb_system *sys, struct dram_plan *plan, char *wh
 				 "driver knows)", pmus[i]->name);
 			return i ? -EINVAL : 0;
 		}
-		int first = dram_plan_add_pmu(plan, pmus[i]);
+		int first = dram_plan_add_pmu(plan, pmus[i], why, n);
 		if (first < 0)
 			return first;
 		int rc = dram_plan_add_event(plan, first, DRAM_TOTAL, MC_REQS, 64.0, why, n);

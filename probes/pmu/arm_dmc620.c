@@ -58,7 +58,7 @@ static int add(struct dram_plan *plan, const struct prb_pmu *pmu, char *why, siz
 			 "and writes): is this a DMC-620?", pmu->name);
 		return -EINVAL;
 	}
-	int first = dram_plan_add_pmu(plan, pmu);
+	int first = dram_plan_add_pmu(plan, pmu, why, n);
 	if (first < 0)
 		return first;
 	/* the alias's own event and clkdiv2 terms, with the direction filter added */
@@ -75,6 +75,11 @@ static int add(struct dram_plan *plan, const struct prb_pmu *pmu, char *why, siz
 static int detect(const struct prb_system *sys, struct dram_plan *plan, char *why, size_t n)
 {
 	int found = 0;
+	size_t all = 0;
+	for (size_t i = 0; i < prb_system_pmu_count(sys); i++)
+		all += is_dmc620(prb_system_pmu(sys, i)->name);
+	if (all > PRB_DRAM_MAX_INSTANCES)
+		return dram_too_many("arm_dmc620_<hex> PMUs", all, why, n);
 	for (size_t i = 0; i < prb_system_pmu_count(sys); i++) {
 		const struct prb_pmu *pmu = prb_system_pmu(sys, i);
 		if (!is_dmc620(pmu->name))

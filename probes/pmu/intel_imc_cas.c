@@ -43,6 +43,8 @@ static int detect(const struct prb_system *sys, struct dram_plan *plan, char *wh
 		snprintf(why, n, "no uncore_imc_N PMU");
 		return 0;
 	}
+	if (k > ARRAY_SIZE(pmus))
+		return dram_too_many("uncore_imc_N PMUs", k, why, n);
 	for (size_t i = 0; i < k; i++)
 		if (dram_pmu_check(pmus[i], why, n) < 0)
 			return -EINVAL;
@@ -62,7 +64,7 @@ static int detect(const struct prb_system *sys, struct dram_plan *plan, char *wh
 				 pmus[i]->name);
 			return -EINVAL;
 		}
-		int first = dram_plan_add_pmu(plan, pmus[i]);
+		int first = dram_plan_add_pmu(plan, pmus[i], why, n);
 		if (first < 0)
 			return first;
 		for (int h = 0; h < 2; h++) {

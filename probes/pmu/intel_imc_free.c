@@ -30,7 +30,7 @@ static int add(struct dram_plan *plan, const struct prb_pmu *pmu, const struct f
 		snprintf(why, n, "%s has no events/%s or events/%s", pmu->name, f->read, f->write);
 		return -EINVAL;
 	}
-	int first = dram_plan_add_pmu(plan, pmu);
+	int first = dram_plan_add_pmu(plan, pmu, why, n);
 	if (first < 0)
 		return first;
 	int rc = dram_plan_add_event(plan, first, DRAM_READ, f->read, 0, why, n);
@@ -47,6 +47,8 @@ static int detect(const struct prb_system *sys, struct dram_plan *plan, char *wh
 		size_t k = 0;
 		if (f->numbered) {
 			k = dram_pmus_matching(sys, f->name, pmus, ARRAY_SIZE(pmus));
+			if (k > ARRAY_SIZE(pmus))
+				return dram_too_many("uncore_imc_free_running_N PMUs", k, why, n);
 		} else if ((pmus[0] = prb_system_pmu_find(sys, f->name))) {
 			k = 1;
 		}

@@ -43,6 +43,8 @@ static int detect(const struct prb_system *sys, struct dram_plan *plan, char *wh
 		snprintf(why, n, "no nvidia_scf_pmu_N PMU (NVIDIA Grace)");
 		return 0;
 	}
+	if (k > ARRAY_SIZE(pmus))
+		return dram_too_many("nvidia_scf_pmu_N PMUs", k, why, n);
 	for (size_t i = 0; i < k; i++) {
 		if (dram_pmu_check(pmus[i], why, n) < 0)
 			return -EINVAL;
@@ -54,7 +56,7 @@ static int detect(const struct prb_system *sys, struct dram_plan *plan, char *wh
 			}
 	}
 	for (size_t i = 0; i < k; i++) {
-		int first = dram_plan_add_pmu(plan, pmus[i]);
+		int first = dram_plan_add_pmu(plan, pmus[i], why, n);
 		if (first < 0)
 			return first;
 		for (size_t e = 0; e < ARRAY_SIZE(events); e++) {

@@ -33,11 +33,13 @@ static int detect(const struct prb_system *sys, struct dram_plan *plan, char *wh
 		snprintf(why, n, "no %s (resctrl not mounted, or no MBM on this CPU)", dir);
 		return 0;
 	}
+	size_t domains = 0;
 	while ((de = readdir(d))) {
 		if (strncmp(de->d_name, "mon_L3_", 7))
 			continue;
-		if (plan->n == PRB_DRAM_MAX_INSTANCES)
-			break;
+		/* every domain is counted; past the limit none is kept (dram_too_many) */
+		if (domains++ >= PRB_DRAM_MAX_INSTANCES)
+			continue;
 		struct dram_instance *in = &plan->inst[plan->n];
 		memset(in, 0, sizeof(*in));
 		if (fmt_into(in->path, "%s/%s/mbm_total_bytes", dir, de->d_name) < 0 ||
@@ -48,6 +50,11 @@ static int detect(const struct prb_system *sys, struct dram_plan *plan, char *wh
 		plan->n++;
 	}
 	closedir(d);
+	if (domains > PRB_DRAM_MAX_INSTANCES) {
+		char what[460];
+		snprintf(what, sizeof(what), "L3 domains under %s", dir);
+		return dram_too_many(what, domains, why, n);
+	}
 	/* readdir's order is the filesystem's: sort, so that instance i is the same domain on
 	 * every run (mon_L3_00 before mon_L3_01, as the PMU backends number theirs) */
 	qsort(plan->inst, (size_t)plan->n, sizeof(plan->inst[0]), by_name);

@@ -262,7 +262,7 @@ int mw_r1_measure(const char *model_path, const char *tokenizer_path, char *cons
 	struct eng_hooks hooks = { .ctx = &ctx, .ffn_act = on_ffn_act };
 	/* The sparsity map on: its skips are counted (engine-accounted) on the same steps. */
 	struct eng_session_options so = { .threads = 1, .hooks = &hooks, .sparsity_map = true };
-	out->map_applies = !info->arch || strcmp(info->arch, "falcon");
+	out->map_applies = eng_arch_sparsity_map(info->arch); /* the session's own rule */
 	if (!out->layer) {
 		rc = mw_error_set(err, -ENOMEM, model_path, "", "out of memory");
 		goto out;
@@ -528,17 +528,11 @@ void mw_r4_compute(const struct eng_tensor_table *t, int positions, struct mw_r4
 {
 	const struct eng_model_info *in = &t->info;
 	uint64_t dim = (uint64_t)in->dim, hidden = (uint64_t)in->hidden_dim;
-	uint64_t q_dim = (uint64_t)in->n_heads * (uint64_t)t->head_dim;
-	uint64_t kv_dim = (uint64_t)in->n_kv_heads * (uint64_t)t->head_dim;
-	bool falcon = in->arch && !strcmp(in->arch, "falcon");
 
 	memset(out, 0, sizeof(*out));
 	out->positions = positions;
 	out->contract_bytes = (2 * dim + 4 * hidden) * 2;
-	/* session.c's per-token vectors: x, y, y2 (dim each), xb (q_dim), qkv (q_dim + 2 kv_dim),
-	 * hb (hidden) and, for llama's gated FFN, hb2 (hidden); all f32. */
-	uint64_t elems = 3 * dim + q_dim + (q_dim + 2 * kv_dim) + hidden + (falcon ? 0 : hidden);
-	out->engine_bytes = elems * 4;
+	out->engine_bytes = eng_session_layer_vector_bytes(in, t->head_dim);
 	out->attention_bytes = (uint64_t)in->n_heads * (uint64_t)positions * 4;
 }
 

@@ -44,7 +44,8 @@ struct mw_r1 {
 	/* The engine's sparsity map (engine/sparsity.h) over the same steps, engine-accounted:
 	 * bytes a dense step would read (weights, KV), the weight bytes the map skipped, and the
 	 * down projections' all-zero column blocks. map_applies is false where the engine has no
-	 * map for the architecture (falcon): nothing is skipped there by construction. */
+	 * map for the architecture (eng_arch_sparsity_map: no gated FFN, as falcon's): nothing is
+	 * skipped there by construction. */
 	bool map_applies;
 	uint64_t dense_bytes, skipped_bytes, down_blocks_zero, down_blocks;
 };
@@ -120,7 +121,7 @@ int mw_r3_engine_measure(const char *model_path, struct mw_r3_engine *out,
 struct mw_r4 {
 	uint64_t contract_bytes;  /* (2 d_model + 4 d_ffn) x 2 B: the contract's formula */
 	uint64_t engine_bytes;    /* this engine's per-token vectors a layer writes, in f32
-				   * (engine/session.c: x, xb, y, y2, qkv, hb, and hb2 for llama) */
+				   * (engine.h's eng_session_layer_vector_bytes) */
 	uint64_t attention_bytes; /* its attention weights, n_heads x positions x 4 B */
 	int positions;
 };

@@ -21,6 +21,7 @@
 #include "file.h"
 #include "machine.h"
 #include "redact.h"
+#include "sha256.h"
 #include "smbios.h"
 #include "text.h"
 #include "topology.h"
@@ -773,4 +774,35 @@ double mw_machine_warnings(json_t *w, const json_t *machine)
 		mw_warn(w, "other processes kept %.0f%% of the CPUs busy during preflight: they "
 		     "compete for cores and memory bandwidth", busy);
 	return busy;
+}
+
+json_t *mw_machine_fingerprint(const json_t *machine, json_t *memory, const char *dram_backend,
+			       json_t *dram_instances, char sha[65])
+{
+	static const char *const keys[] = { "cpu_name", "cpu_family", "cpu_model", "cpu_stepping",
+					    "microcode", "kernel" };
+	json_t *fp = json_object();
+	if (!fp || !memory || !dram_instances) {
+		json_decref(fp);
+		json_decref(memory);
+		json_decref(dram_instances);
+		return NULL;
+	}
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		json_t *v = json_object_get(machine, keys[i]);
+		json_object_set_new(fp, keys[i], v ? json_deep_copy(v) : json_null());
+	}
+	json_object_set_new(fp, "dimms", memory);
+	json_object_set_new(fp, "dram_backend", dram_backend ? json_string(dram_backend)
+							     : json_null());
+	json_object_set_new(fp, "dram_instances", dram_instances);
+	/* Compact with sorted keys: the same facts always hash alike. */
+	char *text = json_dumps(fp, JSON_COMPACT | JSON_SORT_KEYS);
+	if (!text) {
+		json_decref(fp);
+		return NULL;
+	}
+	mw_sha256_hex(text, strlen(text), sha);
+	free(text);
+	return fp;
 }

@@ -55,4 +55,15 @@ void mw_warn(json_t *list, const char *fmt, ...) __attribute__((format(printf, 2
  * Returns 1 when they are; 0 otherwise, with why[0..n) naming the first difference. */
 int mw_machine_same(const json_t *a, const json_t *b, char *why, size_t n);
 
+/* What DRAM figures measured on a machine depend on, as one object: {"cpu_name",
+ * "cpu_family", "cpu_model", "cpu_stepping", "microcode", "kernel"} from machine (a
+ * mw_machine_describe object, this machine's or a record's), "dimms" (memory: a description of
+ * the DIMMs, or null), "dram_backend" (or null) and "dram_instances" (an array of "pmu@cpu"
+ * strings). sha[65] receives the sha256 of its compact JSON with sorted keys. The calibration
+ * and verification stores key on it (src/run/dram_calibration.c, with this machine's EDAC DIMM
+ * list) and so do the results store's series (src/record/series.c, from a record). Steals
+ * memory and dram_instances (NULL for either: NULL back). New reference; NULL on ENOMEM. */
+json_t *mw_machine_fingerprint(const json_t *machine, json_t *memory, const char *dram_backend,
+			       json_t *dram_instances, char sha[65]);
+
 #endif

@@ -75,6 +75,14 @@ double mw_now_s(void);
 /* The current UTC time in ISO 8601 into buf: "2026-11-21T07:36:00Z", or "20261121T073600Z"
  * when compact (for file names). Returns buf. */
 char *mw_utc_now(char *buf, size_t n, bool compact);
+/* Seconds since the epoch of a UTC time as mw_utc_now writes it (not compact), or with RFC
+ * 3339's fractional seconds ("2026-12-06T21:07:35.001Z": the whole seconds), with every field
+ * in range ("2026-02-30T10:00:00Z" and "9999-99-99T99:99:99Z" are none) into *out. 0, or
+ * -EINVAL. */
+int mw_utc_parse(const char *s, int64_t *out);
+/* Whether t is an ISO 8601 date or UTC time as records write them: YYYY-MM-DD, optionally
+ * THH:MM, :SS and Z, every field in range (--since and --until of `memwall db`). */
+bool mw_iso_date(const char *t);
 
 /* CPUs this process may run on (sched_getaffinity); 1 when that cannot be read. */
 int mw_cpus_allowed(void);

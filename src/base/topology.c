@@ -27,7 +27,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "file.h"
 #include "smbios.h"
+#include "text.h"
 #include "topology.h"
 
 const char *mw_topo_level_name(enum mw_topo_level l)
@@ -177,6 +179,21 @@ static json_t *numa_mode_json(const struct prb_topology *t, char vendor)
 			 "basis", basis, "why", why[0] ? json_string(why) : json_null());
 }
 
+/* The first line of a small file of the tree into buf ("" when it cannot be read): through the
+ * bounded reader (file.h), since the tree may be another machine's recording (--sysfs), where a
+ * FIFO would block a plain fopen forever and a link to /dev/zero read forever. 0 or -errno. */
+static int read_line(const char *path, char *buf, size_t n)
+{
+	char *text = NULL;
+	size_t len = 0;
+	buf[0] = '\0';
+	int rc = mw_file_read(path, "sysfs file", "", 4096, &text, &len, NULL);
+	if (rc == 0)
+		snprintf(buf, n, "%.*s", (int)strcspn(text, "\n"), text);
+	free(text);
+	return rc;
+}
+
 /* EDAC's populated channels per memory controller (the header says why only populated). */
 static json_t *edac_json(const char *root, char *why, size_t n)
 {
@@ -197,14 +214,10 @@ static json_t *edac_json(const char *root, char *why, size_t n)
 		char path[1400], buf[256] = "";
 		int chans[64], nch = 0, dimms = 0;
 		for (int k = 0; k < 64; k++) {
-			FILE *f;
+			char loc[256];
 			snprintf(path, sizeof(path), "%s/%s/dimm%d/dimm_location", dir, de->d_name, k);
-			if (!(f = fopen(path, "r")))
+			if (read_line(path, loc, sizeof(loc)))
 				continue;
-			char loc[256] = "";
-			if (!fgets(loc, sizeof(loc), f))
-				loc[0] = '\0';
-			fclose(f);
 			dimms++;
 			const char *c = strstr(loc, "channel ");
 			int ch = c ? atoi(c + 8) : -1, j;
@@ -214,13 +227,7 @@ static json_t *edac_json(const char *root, char *why, size_t n)
 				chans[nch++] = ch;
 		}
 		snprintf(path, sizeof(path), "%s/%s/mc_name", dir, de->d_name);
-		FILE *f = fopen(path, "r");
-		if (f) {
-			if (!fgets(buf, sizeof(buf), f))
-				buf[0] = '\0';
-			fclose(f);
-			buf[strcspn(buf, "\n")] = '\0';
-		}
+		(void)read_line(path, buf, sizeof(buf));
 		total += nch;
 		json_array_append_new(mcs, json_pack("{s:s, s:s?, s:i, s:i}", "mc", de->d_name,
 						     "name", buf[0] ? buf : NULL, "dimms", dimms,
@@ -348,7 +355,7 @@ void mw_topology_print(FILE *f, const json_t *topo)
 	size_t i;
 	if (!json_is_array(nodes)) {
 		fprintf(f, "  NUMA nodes: unknown, because %s\n",
-			json_string_value(json_object_get(topo, "nodes_why")));
+			mw_esc(json_string_value(json_object_get(topo, "nodes_why"))));
 	} else {
 		json_array_foreach(nodes, i, nd) {
 			const json_t *mem = json_object_get(nd, "mem_bytes");
@@ -362,18 +369,18 @@ void mw_topology_print(FILE *f, const json_t *topo)
 				snprintf(pktxt, sizeof(pktxt), "%lld", (long long)json_integer_value(pk));
 			fprintf(f, "  node %lld: CPUs %s, %s, package %s\n",
 				(long long)json_integer_value(json_object_get(nd, "id")),
-				cpus && *cpus ? cpus : "none", memtxt, pktxt);
+				cpus && *cpus ? mw_esc(cpus) : "none", memtxt, pktxt);
 		}
 	}
 	const json_t *mode = json_object_get(topo, "numa_mode");
-	fprintf(f, "  NUMA split: %s\n", json_is_string(json_object_get(mode, "name")) ?
+	fprintf(f, "  NUMA split: %s\n", mw_esc(json_is_string(json_object_get(mode, "name")) ?
 		json_string_value(json_object_get(mode, "name")) :
-		json_string_value(json_object_get(mode, "why")));
+		json_string_value(json_object_get(mode, "why"))));
 	const json_t *ch = json_object_get(topo, "channels");
 	const json_t *pop = json_object_get(ch, "populated"), *pre = json_object_get(ch, "present");
 	if (json_is_integer(pop))
 		fprintf(f, "  memory channels: %lld populated (%s)", (long long)json_integer_value(pop),
-			json_string_value(json_object_get(ch, "source")));
+			mw_esc(json_string_value(json_object_get(ch, "source"))));
 	else
 		fprintf(f, "  memory channels: populated unknown");
 	if (json_is_integer(pre))
@@ -391,6 +398,6 @@ void mw_topology_print(FILE *f, const json_t *topo)
 		fputc('\n', f);
 	} else if (json_is_string(json_object_get(ctl, "why"))) {
 		fprintf(f, "  controller instances per node: %s\n",
-			json_string_value(json_object_get(ctl, "why")));
+			mw_esc(json_string_value(json_object_get(ctl, "why"))));
 	}
 }

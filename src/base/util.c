@@ -179,6 +179,33 @@ char *mw_utc_now(char *buf, size_t n, bool compact)
 	return buf;
 }
 
+int mw_utc_parse(const char *s, int64_t *out)
+{
+	struct tm tm = { 0 }, norm;
+	char back[32] = "";
+	const char *end = s ? strptime(s, "%Y-%m-%dT%H:%M:%S", &tm) : NULL;
+	if (!end)
+		return -EINVAL;
+	size_t whole = (size_t)(end - s);
+	/* RFC 3339's fractional seconds (other tools write "...:35.001Z"; issue 44): a point and
+	 * at least one digit, then the Z */
+	if (*end == '.') {
+		size_t frac = strspn(end + 1, "0123456789");
+		if (!frac)
+			return -EINVAL;
+		end += 1 + frac;
+	}
+	time_t when = !strcmp(end, "Z") ? timegm(&tm) : (time_t)-1;
+	/* strptime takes day 30 of February; written back, a time out of range differs */
+	if (when == (time_t)-1 || !gmtime_r(&when, &norm))
+		return -EINVAL;
+	strftime(back, sizeof(back), "%Y-%m-%dT%H:%M:%S", &norm);
+	if (strlen(back) != whole || strncmp(back, s, whole))
+		return -EINVAL;
+	*out = (int64_t)when;
+	return 0;
+}
+
 int mw_cpus_allowed(void)
 {
 	cpu_set_t set;
@@ -207,4 +234,29 @@ void mw_context_tokens(int *out, int n, int bos, int vocab, uint64_t seed)
 		z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
 		out[i] = (int)((z ^ (z >> 31)) % (uint64_t)vocab);
 	}
+}
+
+/* Whether t is an ISO 8601 date or UTC time as records write them: YYYY-MM-DD, optionally
+ * THH:MM, :SS and Z, every field in range. */
+bool mw_iso_date(const char *t)
+{
+	int y, mo, d, h = 0, mi = 0, sec = 0, n = 0;
+	if (sscanf(t, "%4d-%2d-%2d%n", &y, &mo, &d, &n) != 3 || n != 10 || t[4] != '-' ||
+	    t[7] != '-' || strspn(t, "0123456789-") < 10)
+		return false;
+	const char *r = t + 10;
+	if (*r == 'T') {
+		int k = 0;
+		if (sscanf(r, "T%2d:%2d%n", &h, &mi, &k) != 2 || k != 6)
+			return false;
+		r += 6;
+		if (*r == ':') {
+			if (sscanf(r, ":%2d%n", &sec, &k) != 1 || k != 3)
+				return false;
+			r += 3;
+		}
+		r += *r == 'Z';
+	}
+	return !*r && y >= 1970 && mo >= 1 && mo <= 12 && d >= 1 && d <= 31 && h <= 23 &&
+	       mi <= 59 && sec <= 60;
 }

@@ -18,7 +18,9 @@ static void usage(FILE *f)
 		"                       [--max-regress PCT] [--force]\n\n"
 		"Compares two result records metric by metric: means, delta, %% change and the\n"
 		"Welch t-test over the runs. Each metric gets one verdict:\n"
-		"  regression      moved the bad way by more than PCT %% (default 5) with p < 0.05\n"
+		"  regression      moved the bad way by more than PCT %% with p < 0.05 (PCT: the\n"
+		"                  protocol's tolerance_pct for the metric, else 5; --max-regress\n"
+		"                  replaces both)\n"
 		"  improvement     the same, the good way\n"
 		"  same            a change within PCT %%\n"
 		"  inconclusive    a change beyond PCT %% the runs cannot resolve (p >= 0.05): says\n"
@@ -83,6 +85,7 @@ int mw_cmd_compare(int argc, char **argv)
 			if (mw_parse_double(optarg, 0, 1e6, &o.max_regress_pct))
 				return mw_fail(MW_EXIT_USAGE, "compare", "--max-regress wants a "
 					       "percentage >= 0, got '%s'", optarg);
+			o.max_regress_set = true;
 			break;
 		case 'F':
 			for (fmt = 0; fmt < sizeof(formats) / sizeof(formats[0]); fmt++)

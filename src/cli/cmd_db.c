@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "db.h"
+#include "db_rows.h"
 #include "mw.h"
 #include "report.h"
 #include "result.h"
@@ -19,7 +21,15 @@ static void usage(FILE *f)
 		   "       memwall db [--db FILE|URL] list [--format md|csv|json]\n"
 		   "       memwall db [--db FILE|URL] show ID [--format md|json]\n"
 		   "       memwall db [--db FILE|URL] query [FILTERS] [--format md|csv|json]\n"
-		   "       memwall db [--db FILE|URL] compare [FILTERS] [--format md|csv|json]\n\n"
+		   "       memwall db [--db FILE|URL] compare [FILTERS] [--format md|csv|json]\n"
+		   "       memwall db [--db FILE|URL] series [--format md|csv|json]\n"
+		   "       memwall db [--db FILE|URL] check RECORD [--against last:N|since:DATE|"
+		   "record:ID]\n"
+		   "                  [--metric NAME]... [--min-records N] [--max-regress PCT]\n"
+		   "                  [--format md|json|junit]\n"
+		   "       memwall db [--db FILE|URL] changes [--series ID] [--metric NAME]... "
+		   "[--penalty K]\n"
+		   "                  [--format md|json]\n\n"
 		   "A store of result records. --db is an SQLite file (default: $MEMWALL_DB, else\n"
 		   "$XDG_DATA_HOME/memwall/results.db, else ~/.local/share/memwall/results.db) or a\n"
 		   "postgresql://user@host/database URL for a store a fleet shares.\n"
@@ -32,107 +42,31 @@ static void usage(FILE *f)
 		   "  compare  one row per protocol, model and machine, with its memory configuration:\n"
 		   "           records, mean tok/s and range, DRAM MB/token, tok/s relative to the\n"
 		   "           fastest machine\n"
+		   "  series   one row per series (records of one machine fingerprint, protocol,\n"
+		   "           model, engine build and DRAM counter layer; README \"A series\"): id,\n"
+		   "           records, first and last date, the latest MB/token and tok/s, provenance\n"
+		   "  check    RECORD (a file, or an id in the store) against the pooled runs of the\n"
+		   "           earlier records of its series (--against: the last N, default 10; those\n"
+		   "           since DATE; one record): Mann-Whitney U (exact for small samples) beside\n"
+		   "           Welch's t, the change of the medians against the protocol's tolerance\n"
+		   "           (tolerance_pct, else 5 %%; --max-regress replaces it). Metrics: --metric,\n"
+		   "           repeatable (default dram_MB_per_token and tok_per_s), each required.\n"
+		   "           Verdicts and formats are compare's. Exit: 0 no regression, 1 a metric\n"
+		   "           regressed, 2 not comparable (no earlier record of its series, fewer\n"
+		   "           than --min-records (2), bad usage), 3 a required metric not measured or\n"
+		   "           not comparable (or the store cannot be opened), 4 a required metric\n"
+		   "           inconclusive\n"
+		   "  changes  steps in each series' history of per-record medians (--series ID: one;\n"
+		   "           --metric: default dram_MB_per_token and tok_per_s): penalized L1 optimal\n"
+		   "           partitioning, segments of at least 3 records, penalty K (default 3) x\n"
+		   "           noise sd x ln(records); each step with the last record before it and the\n"
+		   "           first after (id, date, engine version), its size and its evidence\n"
 		   "FILTERS: --protocol NAME, --backend KIND (engine.kind: builtin, llama.cpp, ...),\n"
 		   "  --model TEXT and --machine TEXT (substrings, any case), --since DATE, --until DATE\n"
 		   "  (ISO 8601, against the record's created_utc; --until includes its day).\n"
-		   "Exit: 0 done, 1 a record did not validate, 2 bad usage or input, 3 the store cannot\n"
-		   "be opened (none at that path for list, show, query or compare; a server that\n"
-		   "refuses).\n");
-}
-
-struct db_args {
-	const char *db;
-	enum mw_format fmt;
-	bool fmt_set;
-	struct mw_store_filter f;
-	int nops;
-	char **ops; /* the operands after the sub-verb */
-};
-
-/* ---- printing rows ------------------------------------------------------------------------- */
-
-static void cell(FILE *f, const json_t *v, bool csv)
-{
-	if (json_is_number(v)) {
-		fprintf(f, csv ? "%.10g" : "%.4g", json_number_value(v));
-	} else if (json_is_string(v)) {
-		/* Escaped: control characters, '|' in a markdown cell, a formula in a CSV one. */
-		if (csv)
-			mw_csv_put(f, json_string_value(v));
-		else
-			fputs(mw_esc_md(json_string_value(v)), f);
-	} else if (!csv) {
-		fputs("-", f);
-	}
-}
-
-/* A markdown table's short form of a long cell; `db show` and the csv/json formats keep the
- * whole text. A memory configuration that was not measured says only that ("not measured":
- * the reason, one sentence per record, would fill the column); a CPU name loses its trade
- * marks and its clock ("Intel(R) Xeon(R) Platinum 8480+ CPU @ 2.00GHz" -> "Intel Xeon
- * Platinum 8480+"). */
-static const char *compact(const char *key, const char *s, char *buf, size_t n)
-{
-	if (!strcmp(key, "memory") && (!strncmp(s, "not measured", 12) ||
-				       !strncmp(s, "not recorded", 12)))
-		return snprintf(buf, n, "%.12s", s), buf;
-	if (strcmp(key, "machine"))
-		return s;
-	size_t used = 0;
-	buf[0] = '\0';
-	for (const char *p = s; *p && used + 1 < n;) {
-		if (!strncmp(p, "(R)", 3) || !strncmp(p, "(TM)", 4)) {
-			p += p[1] == 'R' ? 3 : 4;
-		} else if (!strncmp(p, " CPU", 4) && (!p[4] || p[4] == ' ')) {
-			p += 4;
-		} else if (!strncmp(p, " @", 2)) {
-			break;
-		} else {
-			buf[used++] = *p++;
-			buf[used] = '\0';
-		}
-	}
-	return buf;
-}
-
-static void print_rows(FILE *f, json_t *rows, const char *const *keys, size_t nkeys,
-		       enum mw_format fmt)
-{
-	size_t i;
-	json_t *r;
-	if (fmt == MW_FORMAT_JSON) {
-		json_dumpf(rows, f, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
-		fputc('\n', f);
-		return;
-	}
-	bool csv = fmt == MW_FORMAT_CSV;
-	for (size_t k = 0; k < nkeys; k++)
-		fprintf(f, "%s%s%s", csv ? (k ? "," : "") : "| ", keys[k], csv ? "" : " ");
-	fputs(csv ? "\n" : "|\n", f);
-	for (size_t k = 0; !csv && k < nkeys; k++)
-		fputs("|---", f);
-	if (!csv)
-		fputs("|\n", f);
-	json_array_foreach(rows, i, r) {
-		for (size_t k = 0; k < nkeys; k++) {
-			fputs(csv ? (k ? "," : "") : "| ", f);
-			json_t *v = json_object_get(r, keys[k]);
-			/* The id is a sha256: twelve digits are enough to name it in a table. */
-			char shortened[256];
-			if (!strcmp(keys[k], "id") && !csv && json_is_string(v))
-				fprintf(f, "%.12s", mw_esc_md(json_string_value(v)));
-			else if (!csv && json_is_string(v)) {
-				json_t *c = json_string(compact(keys[k], json_string_value(v),
-								shortened, sizeof(shortened)));
-				cell(f, c, csv);
-				json_decref(c);
-			} else
-				cell(f, v, csv);
-			if (!csv)
-				fputc(' ', f);
-		}
-		fputs(csv ? "\n" : "|\n", f);
-	}
+		   "Exit (but check's): 0 done, 1 a record did not validate, 2 bad usage or input,\n"
+		   "3 the store cannot be opened (none at that path for list, show, query or\n"
+		   "compare; a server that refuses).\n");
 }
 
 /* ---- sub-verbs ----------------------------------------------------------------------------- */
@@ -192,11 +126,11 @@ static int db_rows(struct mw_store *s, struct db_args *a, bool compare, bool lis
 		return rc == -EINVAL ? MW_EXIT_USAGE : MW_EXIT_ENV; /* -EINVAL: a filter */
 	}
 	if (compare)
-		print_rows(stdout, rows, compare_keys, NKEYS(compare_keys), a->fmt);
+		mw_db_print_rows(stdout, rows, compare_keys, NKEYS(compare_keys), a->fmt);
 	else if (list)
-		print_rows(stdout, rows, list_keys, NKEYS(list_keys), a->fmt);
+		mw_db_print_rows(stdout, rows, list_keys, NKEYS(list_keys), a->fmt);
 	else
-		print_rows(stdout, rows, query_keys, NKEYS(query_keys), a->fmt);
+		mw_db_print_rows(stdout, rows, query_keys, NKEYS(query_keys), a->fmt);
 	if (a->fmt == MW_FORMAT_MD && json_array_size(rows) == 0)
 		fprintf(stderr, "memwall db: no records%s (import some: memwall db import "
 				"RECORD...)\n", list ? "" : " pass these filters");
@@ -253,6 +187,9 @@ static const struct {
 	{ "show", db_show },
 	{ "query", db_query },
 	{ "compare", db_compare },
+	{ "series", mw_db_series },
+	{ "check", mw_db_check },
+	{ "changes", mw_db_changes },
 };
 
 static int parse(int argc, char **argv, struct db_args *a)
@@ -266,6 +203,12 @@ static int parse(int argc, char **argv, struct db_args *a)
 		{ "backend", required_argument, NULL, 'b' },
 		{ "since", required_argument, NULL, 's' },
 		{ "until", required_argument, NULL, 'u' },
+		{ "against", required_argument, NULL, 'A' },
+		{ "series", required_argument, NULL, 'S' },
+		{ "metric", required_argument, NULL, 'T' },
+		{ "min-records", required_argument, NULL, 'n' },
+		{ "max-regress", required_argument, NULL, 'x' },
+		{ "penalty", required_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -277,10 +220,36 @@ static int parse(int argc, char **argv, struct db_args *a)
 		switch (c) {
 		case 'd': a->db = optarg; break;
 		case 'f':
-			if (mw_format_parse(optarg, &a->fmt) || a->fmt > MW_FORMAT_JSON)
-				return mw_fail(MW_EXIT_USAGE, "db", "--format wants md, csv or json, "
-					       "got '%s'", optarg);
+			/* check takes junit too: it reads fmt_text itself */
+			a->fmt_text = optarg;
+			if ((mw_format_parse(optarg, &a->fmt) || a->fmt > MW_FORMAT_JSON) &&
+			    strcmp(optarg, "junit"))
+				return mw_fail(MW_EXIT_USAGE, "db", "--format wants md, csv or json "
+					       "(check: md, json or junit), got '%s'", optarg);
 			a->fmt_set = true;
+			break;
+		case 'A': a->against = optarg; break;
+		case 'S': a->series = optarg; break;
+		case 'T':
+			if (a->n_metrics == DB_MAX_METRICS)
+				return mw_fail(MW_EXIT_USAGE, "db", "more than %d --metric",
+					       DB_MAX_METRICS);
+			a->metrics[a->n_metrics++] = optarg;
+			break;
+		case 'n':
+			if (mw_parse_long(optarg, 1, 1000000, &a->min_records))
+				return mw_fail(MW_EXIT_USAGE, "db", "--min-records wants a number of "
+					       "records, 1 or more, got '%s'", optarg);
+			break;
+		case 'x':
+			if (mw_parse_double(optarg, 0, 1e6, &a->max_regress))
+				return mw_fail(MW_EXIT_USAGE, "db", "--max-regress wants a "
+					       "percentage >= 0, got '%s'", optarg);
+			break;
+		case 'P':
+			if (mw_parse_double(optarg, 0, 1e6, &a->penalty))
+				return mw_fail(MW_EXIT_USAGE, "db", "--penalty wants a multiple >= 0 "
+					       "of noise sd x ln(records), got '%s'", optarg);
 			break;
 		case 'p': a->f.protocol = optarg; break;
 		case 'm': a->f.model = optarg; break;
@@ -300,7 +269,7 @@ static int parse(int argc, char **argv, struct db_args *a)
 
 int mw_cmd_db(int argc, char **argv)
 {
-	struct db_args a = { .fmt = MW_FORMAT_MD };
+	struct db_args a = { .fmt = MW_FORMAT_MD, .max_regress = NAN, .penalty = NAN };
 	struct mw_store *s = NULL;
 	struct mw_error err;
 	int rc = parse(argc, argv, &a);
@@ -315,6 +284,9 @@ int mw_cmd_db(int argc, char **argv)
 	for (size_t i = 0; i < sizeof(subverbs) / sizeof(subverbs[0]); i++) {
 		if (strcmp(argv[optind], subverbs[i].name))
 			continue;
+		if (a.fmt_text && !strcmp(a.fmt_text, "junit") && subverbs[i].run != mw_db_check)
+			return mw_fail(MW_EXIT_USAGE, "db", "--format junit is check's alone; %s "
+				       "takes md, csv or json", subverbs[i].name);
 		mw_error_clear(&err);
 		/* Only import makes a store; looking at one that is not there says so. */
 		if ((rc = (i ? mw_store_open_existing : mw_store_open)(a.db, &s, &err))) {
@@ -328,6 +300,6 @@ int mw_cmd_db(int argc, char **argv)
 		mw_store_close(s);
 		return rc;
 	}
-	return mw_fail(MW_EXIT_USAGE, "db", "unknown sub-verb '%s': import, list, show, query or "
-		       "compare (memwall db --help)", argv[optind]);
+	return mw_fail(MW_EXIT_USAGE, "db", "unknown sub-verb '%s': import, list, show, query, "
+		       "compare, series, check or changes (memwall db --help)", argv[optind]);
 }

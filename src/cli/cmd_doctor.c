@@ -152,6 +152,17 @@ static int read_paranoid(void)
 	return ok ? v : -1000;
 }
 
+/* Text read from a sysfs tree (a PMU's directory name, a file's contents in a problem's text)
+ * as a JSON string: bytes that are not UTF-8 become U+FFFD, so that the PMU is listed rather
+ * than dropped (jansson refuses invalid UTF-8). */
+static json_t *jtext(const char *s)
+{
+	char *fixed = mw_utf8_fix(s ? s : "");
+	json_t *j = fixed ? json_string(fixed) : NULL;
+	free(fixed);
+	return j;
+}
+
 /* Tries each event in its own set; records available/reason in obj. */
 static void try_events(const struct prb_system *sys, const char *const *names, size_t n,
 		       const struct prb_set_options *opt, json_t *obj)
@@ -216,9 +227,8 @@ static json_t *dram_report(const struct prb_system *sys, const struct options *o
 			    json_boolean((st->provides & (PRB_DRAM_READ | PRB_DRAM_WRITE)) ==
 					 (PRB_DRAM_READ | PRB_DRAM_WRITE)));
 	json_object_set_new(j, "caveat", st->caveat[0] ? json_string(st->caveat) : json_null());
-	json_object_set_new(j, "reason",
-			    json_string(st->available ? "every instance opened" : st->reason));
-	json_object_set_new(j, "missing", json_string(st->missing));
+	json_object_set_new(j, "reason", jtext(st->available ? "every instance opened" : st->reason));
+	json_object_set_new(j, "missing", jtext(st->missing));
 	/* the kernel's perf on the same events, found or not: a second opinion on bare metal */
 	struct mw_perf_line pl;
 	json_t *opened = mw_dram_opened_json(st);
@@ -267,12 +277,12 @@ static json_t *build_report(const struct prb_system *sys, const struct options *
 	json_object_set_new(r, "perf_event_paranoid",
 			    paranoid == -1000 ? json_null() : json_integer(paranoid));
 	json_object_set_new(r, "counter_layer", json_string(prb_counter_backend()));
-	json_object_set_new(r, "sysfs_root", json_string(prb_system_root(sys)));
+	json_object_set_new(r, "sysfs_root", jtext(prb_system_root(sys)));
 
 	json_t *pmus = json_array();
 	for (size_t i = 0; i < prb_system_pmu_count(sys); i++) {
 		const struct prb_pmu *p = prb_system_pmu(sys, i);
-		json_t *pj = json_pack("{s:s, s:i}", "name", p->name, "type", (int)p->type);
+		json_t *pj = json_pack("{s:o, s:i}", "name", jtext(p->name), "type", (int)p->type);
 		if (p->n_cpus) {
 			json_t *cpus = json_array();
 			for (int c = 0; c < p->n_cpus; c++)
@@ -280,8 +290,8 @@ static json_t *build_report(const struct prb_system *sys, const struct options *
 			json_object_set_new(pj, "cpumask", cpus);
 		}
 		if (p->problem.text[0])
-			json_object_set_new(pj, "problem", json_pack("{s:s, s:s}", "file",
-				p->problem.source, "text", p->problem.text));
+			json_object_set_new(pj, "problem", json_pack("{s:o, s:o}", "file",
+				jtext(p->problem.source), "text", jtext(p->problem.text)));
 		json_array_append_new(pmus, pj);
 	}
 	json_object_set_new(r, "pmus", pmus);
@@ -355,12 +365,12 @@ static void print_found(json_t *dram)
 		return;
 	printf("  found %zu instances:", json_array_size(inst));
 	json_array_foreach(inst, i, p)
-		printf(" %s", json_string_value(p));
+		printf(" %s", mw_esc(json_string_value(p)));
 	printf("\n");
 	print_provides(dram);
 	const char *caveat = json_string_value(json_object_get(dram, "caveat"));
 	if (caveat)
-		printf("  caveat: %s\n", caveat);
+		printf("  caveat: %s\n", mw_esc(caveat));
 }
 
 static void print_text(json_t *r)
@@ -409,34 +419,38 @@ static void print_text(json_t *r)
 		       "counts a script gives; nothing below is counted by hardware\n");
 	else
 		printf("counters:    %s layer (the kernel's perf events)\n",
-		       layer ? layer : "?");
+		       layer ? mw_esc(layer) : "?");
+	/* Every name and text below comes from a sysfs tree (--sysfs, $MEMWALL_SYSFS_ROOT: a
+	 * recording anyone may have made): escaped, so none acts on the terminal (text.h). */
 	printf("PMUs:        %zu under %s/bus/event_source/devices:", json_array_size(pmus),
-	       json_string_value(json_object_get(r, "sysfs_root")));
+	       mw_esc(json_string_value(json_object_get(r, "sysfs_root"))));
 	json_array_foreach(pmus, i, p)
-		printf(" %s", json_string_value(json_object_get(p, "name")));
+		printf(" %s", mw_esc(json_string_value(json_object_get(p, "name"))));
 	printf("\n");
 	json_array_foreach(pmus, i, p) {
 		json_t *prob = json_object_get(p, "problem");
 		if (prob)
-			printf("  %s: %s\n", json_string_value(json_object_get(prob, "file")),
-			       json_string_value(json_object_get(prob, "text")));
+			printf("  %s: %s\n", mw_esc(json_string_value(json_object_get(prob, "file"))),
+			       mw_esc(json_string_value(json_object_get(prob, "text"))));
 	}
 	const char *backend = json_string_value(json_object_get(dram, "backend"));
 	if (json_is_true(json_object_get(dram, "available"))) {
 		json_t *inst = json_object_get(dram, "opened_on");
 		printf("DRAM:        %s%s: %s, %zu instances, all opened:\n", sim ? "SIMULATED " : "",
-		       backend,
-		       json_string_value(json_object_get(dram, "description")), json_array_size(inst));
+		       mw_esc(backend), mw_esc(json_string_value(json_object_get(dram, "description"))),
+		       json_array_size(inst));
 		json_array_foreach(inst, i, p)
-			printf("  %s on cpu %lld\n", json_string_value(json_object_get(p, "pmu")),
+			printf("  %s on cpu %lld\n",
+			       mw_esc(json_string_value(json_object_get(p, "pmu"))),
 			       json_integer_value(json_object_get(p, "cpu")));
 		const char *caveat = json_string_value(json_object_get(dram, "caveat"));
 		if (caveat)
-			printf("  caveat: %s\n", caveat);
+			printf("  caveat: %s\n", mw_esc(caveat));
 		print_provides(dram);
 	} else {
 		printf("DRAM:        NOT AVAILABLE%s%s: %s\n", backend ? " with " : "",
-		       backend ? backend : "", json_string_value(json_object_get(dram, "reason")));
+		       backend ? mw_esc(backend) : "",
+		       mw_esc(json_string_value(json_object_get(dram, "reason"))));
 		print_found(dram);
 		if (json_is_true(json_object_get(cpu, "hypervisor")))
 			printf("  this is a virtual machine (/proc/cpuinfo has the 'hypervisor' flag): "
@@ -444,14 +458,14 @@ static void print_text(json_t *r)
 	}
 	const char *missing = json_string_value(json_object_get(dram, "missing"));
 	if (missing && *missing)
-		printf("  looked for: %s\n", missing);
+		printf("  looked for: %s\n", mw_esc(missing));
 	const char *perf = json_string_value(json_object_get(dram, "perf_command"));
 	if (perf)
-		printf("  check with perf: %s\n    (%s)\n", perf,
-		       json_string_value(json_object_get(dram, "perf_note")));
+		printf("  check with perf: %s\n    (%s)\n", mw_esc(perf),
+		       mw_esc(json_string_value(json_object_get(dram, "perf_note"))));
 	const char *tsrc = json_string_value(json_object_get(json_object_get(r, "topology"),
 							      "source"));
-	printf("topology:    %s\n", tsrc ? tsrc : "unreadable");
+	printf("topology:    %s\n", tsrc ? mw_esc(tsrc) : "unreadable");
 	mw_topology_print(stdout, json_object_get(r, "topology"));
 	print_events("RAPL:", json_object_get(r, "rapl"));
 	print_events("core:", json_object_get(r, "core_events"));

@@ -760,6 +760,23 @@ static void summary_print(const struct gen *g)
 
 /* Whether to run --load overlap: asked for, or by default (--load not given); never for the
  * paths that open their own sessions. */
+/* The machine's kernel choice (run/kernel_cache.h) for the default kernels: a cache that
+ * exists but is not this machine's, or this version's, is said, and the defaults run; a
+ * malformed one stops the verb. */
+static int kernel_cache(struct gen_args *a)
+{
+	struct mw_error err;
+	mw_error_clear(&err);
+	if (mw_kcache_for_session(a->kernels, &a->kc, &a->kuse, &err)) {
+		mw_error_print(&err);
+		return MW_EXIT_USAGE;
+	}
+	a->kchoice = a->kuse.used ? &a->kc : NULL;
+	if (a->kuse.ignored)
+		fprintf(stderr, "memwall %s: %s\n", VERB, a->kuse.reason);
+	return 0;
+}
+
 static bool overlap_wanted(const struct gen_args *a)
 {
 	bool own = a->batch || a->prompts_path || a->speculate;
@@ -782,7 +799,7 @@ int mw_cmd_generate(int argc, char **argv)
 	const struct gen_args *a = &g.a;
 	struct eng_error err;
 	int rc = parse_args(&g.a, argc, argv);
-	if (rc)
+	if (rc || (rc = kernel_cache(&g.a)))
 		return rc < 0 ? MW_EXIT_OK : rc;
 
 	if (a->logits_path && (rc = mw_logits_open(&g.logits, a)))
@@ -855,7 +872,7 @@ int mw_cmd_generate(int argc, char **argv)
 
 	static const struct eng_hooks noop_hooks = { .phase = noop_phase, .token = noop_token };
 	struct eng_session_options sopt = { .threads = (int)a->threads, .pin = a->pin,
-					    .kernels = a->kernels,
+					    .kernels = a->kernels, .kernel_choice = a->kchoice,
 					    .kv_type = a->kv,
 					    .hooks = a->hooks_bench ? &noop_hooks : NULL,
 					    .prefill_chunk = (int)a->prefill_chunk,

@@ -1,9 +1,9 @@
 /* src/cli/cmd_synth.c: `memwall synth`: write a deterministic synthetic model (real shape, seeded
  * random weights), marked as synthetic so every report names it so.
  *
- * One row per architecture and file format in `writers`; a new one (say GGUF for another
- * architecture) is a row and its write function. The first row of an architecture is its
- * default format; --quant, or an architecture without a llama2.c row, picks GGUF.
+ * The architectures are the engine's (engine.h, eng_arch_at): each is written as GGUF, and as a
+ * llama2.c checkpoint where its row says llama2c, which is then its default format; --quant
+ * picks GGUF. A new file format is a row of `formats` and its write function.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -67,23 +67,67 @@ static void on_signal(int sig)
 	signal(sig, SIG_DFL); /* a second one kills */
 }
 
-static const struct synth_writer {
-	const char *arch;
-	const char *format;       /* --format's name */
-	const char *description;  /* the file format it writes */
-	const char *shapes;       /* for --help */
-	const char *default_quant; /* NULL: the format has no choice */
+/* The file formats synth writes. */
+static const struct synth_format {
+	const char *name;        /* --format's name */
+	const char *description; /* the file format it writes */
+	bool quant;              /* takes --quant (GGUF); else float32 only */
 	int (*write)(const struct synth_request *r, struct eng_error *err);
-} writers[] = {
-	{ "llama", "llama2c", "llama2.c ak42 v1, float32",
-	  "stories260K stories15M stories42M stories110M", NULL, write_llama2c },
-	{ "llama", "gguf", "GGUF", "stories260K stories15M stories42M stories110M llama-tiny",
-	  "f32", write_gguf },
-	{ "falcon", "gguf", "GGUF", "falcon-7b falcon-tiny", "q4_k_m", write_gguf },
+} formats[] = {
+	{ "llama2c", "llama2.c ak42 v1, float32", false, write_llama2c },
+	{ "gguf", "GGUF", true, write_gguf },
 };
+
+/* Whether architecture a is written in format f: GGUF always, llama2.c where its row says. */
+static bool writes(const struct eng_arch_info *a, const struct synth_format *f)
+{
+	return f->quant || a->llama2c;
+}
+
+/* f's shapes of a, space-separated, into buf. */
+static void shape_list(const struct eng_arch_info *a, const struct synth_format *f, char *buf,
+		       size_t len)
+{
+	if (f->quant)
+		eng_arch_shape_names(a->name, buf, len);
+	else
+		eng_synth_llama2c_shape_names(buf, len);
+}
+
+/* Appends text to buf (len bytes, *used of them taken), truncating. */
+static void append(char *buf, size_t len, size_t *used, const char *text)
+{
+	int k = snprintf(buf + *used, len - *used, "%s", text);
+	if (k > 0)
+		*used += (size_t)k < len - *used ? (size_t)k : len - *used - 1;
+}
+
+/* The architectures whose activation may be chosen (more than one in acts), and their
+ * choices: "llama: silu (default) relu relu2". */
+static void act_choices(char *buf, size_t len)
+{
+	size_t used = 0;
+	buf[0] = '\0';
+	for (size_t i = 0; i < eng_arch_count(); i++) {
+		const struct eng_arch_info *a = eng_arch_at(i);
+		if (!(a->acts & (a->acts - 1)))
+			continue; /* one activation: no choice */
+		append(buf, len, &used, used ? "; " : "");
+		append(buf, len, &used, a->name);
+		append(buf, len, &used, ":");
+		for (int x = 0; x < ENG_ACT_COUNT; x++)
+			if (a->acts & (1u << x)) {
+				append(buf, len, &used, " ");
+				append(buf, len, &used, eng_ffn_act_name((enum eng_ffn_act)x));
+				append(buf, len, &used, x == (int)a->act ? " (default)" : "");
+			}
+	}
+}
 
 static void usage(FILE *f)
 {
+	char acts[256];
+	act_choices(acts, sizeof(acts));
 	fprintf(f, "usage: memwall synth [--arch ARCH] --shape SHAPE [--quant Q] [--format F] -o FILE "
 		   "[--seed S] [--activation A] [--canonical-delta[=SPEC]] [--construction C] "
 		   "[--force]\n\n"
@@ -93,17 +137,19 @@ static void usage(FILE *f)
 		   "the per-tensor types llama-quantize gives the real model for that quantization\n"
 		   "(Falcon-7B Q4_K_M: mostly Q5_0, since 4544 is not a multiple of 256) and a\n"
 		   "synthetic tokenizer of the real vocabulary size.\n\n"
-		   "  --arch ARCH     architecture (default llama)\n"
+		   "  --arch ARCH     architecture (default %s; below)\n"
 		   "  --shape SHAPE   one of the architecture's shapes (below)\n"
 		   "  --quant Q       GGUF quantization: f32 f16 q8_0 q4_0 q5_0 q4_k_m (implies GGUF)\n"
 		   "  --format F      llama2c or gguf (default: the architecture's first, below)\n"
 		   "  -o, --output F  file to write (atomically: a temporary file, then a rename)\n"
 		   "  --seed S        seed (default 1)\n"
-		   "  --activation A  llama's FFN activation: silu (default), relu or relu2; ReLU\n"
+		   "  --activation A  the FFN activation, for an architecture that has a choice\n"
+		   "                  (%s); ReLU\n"
 		   "                  models get gate rows in clusters of 32 that are zero together\n"
 		   "                  on ~42%% of tokens (~50%% of activations are exactly zero), for\n"
-		   "                  generate --sparsity-map (engine/sparsity.h)\n"
-		   "  --relu-sparsity P  (relu/relu2) aim live neurons' zero fraction at P:\n"
+		   "                  generate --sparsity-map (engine/runtime/sparsity.h)\n",
+		eng_arch_at(0)->name, acts);
+	fprintf(f, "  --relu-sparsity P  (relu/relu2) aim live neurons' zero fraction at P:\n"
 		   "                  residual channel 0 is a constant 1 that gate rows weigh as a\n"
 		   "                  bias, set for a Gaussian pre-activation (the measured fraction\n"
 		   "                  differs: generate --report-line gives it). Published: ~90%%\n"
@@ -129,24 +175,32 @@ static void usage(FILE *f)
 		   "  --force         replace FILE when it exists (only a regular file is ever\n"
 		   "                  replaced: a device, a FIFO or a folder is refused)\n\n"
 		   "architectures (format, shapes, default quantization):\n");
-	for (size_t i = 0; i < sizeof(writers) / sizeof(writers[0]); i++)
-		fprintf(f, "  %-8s %-8s %s; shapes: %s%s%s\n", writers[i].arch, writers[i].format,
-			writers[i].description, writers[i].shapes,
-			writers[i].default_quant ? "; default --quant " : "",
-			writers[i].default_quant ? writers[i].default_quant : "");
+	for (size_t i = 0; i < eng_arch_count(); i++)
+		for (size_t k = 0; k < sizeof(formats) / sizeof(formats[0]); k++) {
+			const struct eng_arch_info *a = eng_arch_at(i);
+			char shapes[256];
+			if (!writes(a, &formats[k]))
+				continue;
+			shape_list(a, &formats[k], shapes, sizeof(shapes));
+			fprintf(f, "  %-8s %-8s %s; shapes: %s%s%s\n", a->name, formats[k].name,
+				formats[k].description, shapes,
+				formats[k].quant ? "; default --quant " : "",
+				formats[k].quant ? a->synth_quant : "");
+		}
 	fprintf(f, "\nexample: memwall synth --arch falcon --shape falcon-7b --quant q4_k_m "
 		   "-o falcon7b-q4km-synthetic.gguf\n");
 }
 
-/* The writer for the request: the architecture's row of the asked format, else its first
- * (GGUF when a quantization is asked for). */
-static const struct synth_writer *find_writer(const struct synth_request *r)
+/* The format for the request: the asked one, else GGUF when a quantization is asked for, else
+ * the architecture's first (llama2.c where it writes it); NULL for an architecture the engine
+ * does not run or a format it is not written in. */
+static const struct synth_format *find_format(const struct synth_request *r)
 {
-	const char *format = r->format ? r->format : r->quant ? "gguf" : NULL;
-	for (size_t i = 0; i < sizeof(writers) / sizeof(writers[0]); i++)
-		if (!strcmp(writers[i].arch, r->arch) &&
-		    (!format || !strcmp(writers[i].format, format)))
-			return &writers[i];
+	const struct eng_arch_info *a = eng_arch_lookup(r->arch);
+	const char *want = r->format ? r->format : r->quant ? "gguf" : NULL;
+	for (size_t k = 0; a && k < sizeof(formats) / sizeof(formats[0]); k++)
+		if (writes(a, &formats[k]) && (!want || !strcmp(formats[k].name, want)))
+			return &formats[k];
 	return NULL;
 }
 
@@ -189,13 +243,22 @@ static int move_into_place(const char *tmp, const struct synth_request *r)
 		       "cannot move the model into place at %s: %s", r->out, strerror(errno));
 }
 
-/* The options that pick a model variant, against each other and the format. */
-static int check_variants(const struct synth_request *r, const struct synth_writer *w)
+/* The options that pick a model variant, against each other, the architecture and the
+ * format. */
+static int check_variants(const struct synth_request *r, const struct synth_format *w)
 {
+	const struct eng_arch_info *a = eng_arch_lookup(r->arch);
+	if (r->act != ENG_ACT_SILU && !(a->acts & (1u << r->act))) {
+		char acts[256];
+		act_choices(acts, sizeof(acts));
+		return mw_fail(MW_EXIT_USAGE, VERB, "--activation %s: %s's FFN is %s only; the "
+			       "architectures with a choice: %s", eng_ffn_act_name(r->act), a->name,
+			       eng_ffn_act_name(a->act), acts);
+	}
 	if (r->stats && r->act == ENG_ACT_SILU)
 		return mw_fail(MW_EXIT_USAGE, VERB, "--relu-sparsity and --dead-fraction need "
 			       "--activation relu or relu2");
-	if (r->cd_on && strcmp(w->format, "gguf"))
+	if (r->cd_on && !w->quant)
 		return mw_fail(MW_EXIT_USAGE, VERB, "--canonical-delta writes GGUF only: add "
 			       "--format gguf (or --quant Q)");
 	if (r->stats && r->cd_on)
@@ -205,7 +268,7 @@ static int check_variants(const struct synth_request *r, const struct synth_writ
 }
 
 /* The line that says what was written. */
-static void print_written(const struct synth_request *rq, const struct synth_writer *w,
+static void print_written(const struct synth_request *rq, const struct synth_format *w,
 			  double seconds)
 {
 	const struct synth_request r = *rq;
@@ -213,7 +276,7 @@ static void print_written(const struct synth_request *rq, const struct synth_wri
 	long long bytes = stat(r.out, &st) == 0 ? (long long)st.st_size : -1;
 	printf("wrote %s: SYNTHETIC model (random weights, not trained), arch %s, shape %s, "
 	       "seed %ld, construction %s, %s%s%s%s%s%s, %lld bytes in %.1f s\n",
-	       r.out, w->arch, r.shape, r.seed, eng_synth_construction_name(r.construction),
+	       r.out, r.arch, r.shape, r.seed, eng_synth_construction_name(r.construction),
 	       w->description, r.quant ? " " : "",
 	       r.quant ? r.quant : "", r.act ? ", activation " : "",
 	       r.act ? eng_ffn_act_name(r.act) : "",
@@ -241,7 +304,7 @@ int mw_cmd_synth(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct synth_request r = { .arch = "llama", .seed = 1, .sp = { -1.0, 0.0 } };
+	struct synth_request r = { .arch = eng_arch_at(0)->name, .seed = 1, .sp = { -1.0, 0.0 } };
 	int c;
 	optind = 1;
 	opterr = 0;
@@ -254,9 +317,9 @@ int mw_cmd_synth(int argc, char **argv)
 		case 'o': r.out = optarg; break;
 		case O_FORCE: r.force = true; break;
 		case O_ACT:
-			if (eng_ffn_act_parse(optarg, &r.act) || r.act == ENG_ACT_GELU)
-				return mw_fail(MW_EXIT_USAGE, VERB,
-					       "--activation %s: give silu, relu or relu2", optarg);
+			if (eng_ffn_act_parse(optarg, &r.act))
+				return mw_fail(MW_EXIT_USAGE, VERB, "--activation %s: give one of "
+					       "the architecture's (see --help)", optarg);
 			break;
 		case O_RELU_SP:
 		case O_DEAD:
@@ -300,16 +363,16 @@ int mw_cmd_synth(int argc, char **argv)
 	if (!r.shape || !r.out)
 		return mw_fail(MW_EXIT_USAGE, VERB, "give --shape SHAPE and -o FILE (see --help)");
 
-	const struct synth_writer *w = find_writer(&r);
+	const struct synth_format *w = find_format(&r);
 	if (!w)
 		return mw_fail(MW_EXIT_USAGE, VERB, "--arch %s%s%s: unknown architecture or format "
 			       "(see --help)", r.arch, r.format ? " --format " : "",
 			       r.format ? r.format : "");
-	if (r.quant && !w->default_quant)
+	if (r.quant && !w->quant)
 		return mw_fail(MW_EXIT_USAGE, VERB, "--quant: the %s format has no quantization "
-			       "choice (use --format gguf)", w->format);
-	if (!r.quant)
-		r.quant = w->default_quant;
+			       "choice (use --format gguf)", w->name);
+	if (!r.quant && w->quant)
+		r.quant = eng_arch_lookup(r.arch)->synth_quant;
 	int code = check_variants(&r, w);
 	if (code)
 		return code;

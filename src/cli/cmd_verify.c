@@ -5,20 +5,27 @@
  *
  * exit codes: 0 every check passed; 1 a check failed (each failure named on stderr); 2 bad
  * usage; 3 cannot verify here (no DRAM counters, or they cannot be opened: the probe's reason
- * is printed) or the environment failed midway; no record is written then.
+ * is printed) or the environment failed midway; no record is written then. SIGINT or
+ * SIGTERM only asks to stop (control.h): the spawned perf's process group is killed, nothing
+ * is stored, and the signal is raised again so that the shell sees how verify ended.
  */
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "control.h"
 #include "dram_calibration.h"
 #include "dram_verify.h"
 #include "verify_matrix.h"
+#include "file.h"
 #include "mw.h"
+#include "text.h"
 #include "verbs.h"
 
 #define VERB "verify"
@@ -50,7 +57,8 @@ static void usage(FILE *f)
 		"a direction at the idle rate %g %% of the pass (README: \"doctor -> verify -> run ->\n"
 		"bundle\").\n\n"
 		"  --json             print the verification record\n"
-		"  -o FILE            also write the record to FILE\n"
+		"  -o FILE            also write the record to FILE (a new or a regular file; never\n"
+		"                     the store, a FIFO, a device or a link)\n"
 		"  --size GiB         the canary's working set (default: %d x the last-level cache,\n"
 		"                     at least 1 GiB)\n"
 		"  --threads N        pinned streaming threads (default 1)\n"
@@ -71,7 +79,8 @@ static void usage(FILE *f)
 		"$XDG_STATE_HOME/memwall, else ~/.local/state/memwall); `memwall run` records the\n"
 		"latest one in counters.dram.verification.\n\n"
 		"exit codes: 0 every check passed; 1 a check failed; 2 bad usage; 3 cannot verify\n"
-		"here (no DRAM counters: a VM; the reason is printed) - no record is written then\n",
+		"here (no DRAM counters: a VM; the reason is printed) - no record is written then.\n"
+		"Ctrl-C or SIGTERM kills perf's process group, stores nothing and ends by the signal\n",
 		MW_DRAMVERIFY_SUM_PCT, MW_DRAMVERIFY_INSTANCE_PCT, MW_DRAMVERIFY_PERF_PCT,
 		MW_DRAMVERIFY_RESCTRL_PCT, MW_DRAMVERIFY_IDLE_PCT, 8);
 }
@@ -169,20 +178,25 @@ static int parse_args(int argc, char **argv, struct options *o, bool *help)
 	return mw_opt_none_left(VERB, argc, argv);
 }
 
+/* A string of the record, escaped for the terminal (text.h): perf's messages and counts, a
+ * path and PMU names from a sysfs tree reach the report, and none may act on the terminal. */
+static const char *rtext(const json_t *o, const char *key)
+{
+	const char *s = json_string_value(json_object_get(o, key));
+	return s ? mw_esc(s) : "?";
+}
+
 static void print_text(const json_t *r)
 {
 	const json_t *canary = json_object_get(r, "canary");
-	bool sim = !strcmp(json_string_value(json_object_get(r, "layer")), "sim");
-	printf("DRAM backend: %s (%zu instances), counter layer %s%s\n",
-	       json_string_value(json_object_get(r, "backend")),
-	       json_array_size(json_object_get(r, "instances")),
-	       json_string_value(json_object_get(r, "layer")),
-	       !strcmp(json_string_value(json_object_get(r, "layer")), "sim") ?
-		       " (SIMULATED: not a hardware verification)" : "");
+	bool sim = !strcmp(rtext(r, "layer"), "sim");
+	printf("DRAM backend: %s (%zu instances), counter layer %s%s\n", rtext(r, "backend"),
+	       json_array_size(json_object_get(r, "instances")), rtext(r, "layer"),
+	       sim ? " (SIMULATED: not a hardware verification)" : "");
 	printf("canary: %.1f MiB (last-level cache: %s)\n",
 	       (double)json_integer_value(json_object_get(canary, "bytes")) / 1048576.0,
-	       json_string_value(json_object_get(canary, "llc_source")));
-	printf("placement: %s\n", json_string_value(json_object_get(r, "assumption")));
+	       rtext(canary, "llc_source"));
+	printf("placement: %s\n", rtext(r, "assumption"));
 	const json_t *cg = json_object_get(r, "counter_groups");
 	if (json_is_object(cg)) {
 		size_t g;
@@ -194,51 +208,88 @@ static void print_text(const json_t *r)
 		json_array_foreach(json_object_get(cg, "groups"), g, grp) {
 			const json_t *ev = json_object_get(grp, "events");
 			size_t ne = json_array_size(ev);
+			const char *first = json_string_value(json_array_get(ev, 0));
+			const char *last = json_string_value(json_array_get(ev, ne - 1));
 			printf("%s %lld: %s%s%s", g ? ";" : "",
 			       json_integer_value(json_object_get(grp, "group")),
-			       ne ? json_string_value(json_array_get(ev, 0)) : "",
-			       ne > 1 ? " .. " : "",
-			       ne > 1 ? json_string_value(json_array_get(ev, ne - 1)) : "");
+			       first ? mw_esc(first) : "", ne > 1 ? " .. " : "",
+			       ne > 1 && last ? mw_esc(last) : "");
 		}
 		printf("\n");
 	}
 	const json_t *perf = json_object_get(r, "perf"), *res = json_object_get(r, "resctrl");
 	if (!json_is_true(json_object_get(perf, "available")))
-		printf("perf: not compared: %s\n",
-		       json_string_value(json_object_get(perf, "reason")));
+		printf("perf: not compared: %s\n", rtext(perf, "reason"));
 	if (!json_is_true(json_object_get(res, "available")))
-		printf("resctrl: not compared: %s\n",
-		       json_string_value(json_object_get(res, "reason")));
+		printf("resctrl: not compared: %s\n", rtext(res, "reason"));
 	size_t i;
 	const json_t *c;
 	json_array_foreach(json_object_get(r, "checks"), i, c) {
-		bool ok = !strcmp(json_string_value(json_object_get(c, "verdict")), "pass");
+		bool ok = !strcmp(rtext(c, "verdict"), "pass");
 		/* the matrix's cells are its table's rows: only their failures are listed here */
-		if (ok && !strncmp(json_string_value(json_object_get(c, "name")), "matrix: ", 8))
+		if (ok && !strncmp(rtext(c, "name"), "matrix: ", 8))
 			continue;
-		printf("  %-4s %s\n", ok ? "ok" : "FAIL",
-		       json_string_value(json_object_get(c, "message")));
+		printf("  %-4s %s\n", ok ? "ok" : "FAIL", rtext(c, "message"));
 	}
 	if (json_is_object(json_object_get(r, "matrix"))) {
 		if (sim)
 			printf("SIMULATED ");
 		mw_dramverify_matrix_print(stdout, json_object_get(r, "matrix"));
 	}
-	printf("verdict: %s\n", json_string_value(json_object_get(r, "verdict")));
+	printf("verdict: %s\n", rtext(r, "verdict"));
 	json_array_foreach(json_object_get(r, "diagnoses"), i, c)
-		printf("diagnosis %s%s%s: %s\n  fix: %s\n",
-		       json_string_value(json_object_get(c, "id")),
+		printf("diagnosis %s%s%s: %s\n  fix: %s\n", rtext(c, "id"),
 		       json_is_string(json_object_get(c, "where")) ? " on " : "",
-		       json_is_string(json_object_get(c, "where")) ?
-			       json_string_value(json_object_get(c, "where")) : "",
-		       json_string_value(json_object_get(c, "evidence")),
-		       json_string_value(json_object_get(c, "fix")));
+		       json_is_string(json_object_get(c, "where")) ? rtext(c, "where") : "",
+		       rtext(c, "evidence"), rtext(c, "fix"));
+}
+
+/* What -o may replace: nothing, or a regular file that is not the verification store (the
+ * store holds every machine's verification; a FIFO would block, and a device or a link is
+ * not verify's to replace). Checked before measuring, and again before the rename. The store
+ * may not exist yet: then the same folder and name is the store. */
+static int out_check(const char *out, const char *store)
+{
+	struct stat o, s;
+	if (lstat(out, &o)) {
+		if (errno != ENOENT)
+			return mw_fail(MW_EXIT_ENV, VERB, "-o %s: %s", out, strerror(errno));
+		char od[4096], sd[4096];
+		snprintf(od, sizeof(od), "%s", out);
+		snprintf(sd, sizeof(sd), "%s", store);
+		const char *ob = strrchr(od, '/') ? strrchr(od, '/') + 1 : od;
+		const char *sb = strrchr(sd, '/') ? strrchr(sd, '/') + 1 : sd;
+		bool same_name = !strcmp(ob, sb);
+		if (strrchr(od, '/'))
+			*strrchr(od, '/') = '\0';
+		else
+			snprintf(od, sizeof(od), ".");
+		if (strrchr(sd, '/'))
+			*strrchr(sd, '/') = '\0';
+		else
+			snprintf(sd, sizeof(sd), ".");
+		if (same_name && !stat(od[0] ? od : "/", &o) && !stat(sd[0] ? sd : "/", &s) &&
+		    o.st_dev == s.st_dev && o.st_ino == s.st_ino)
+			goto store;
+		return 0;
+	}
+	if (!S_ISREG(o.st_mode))
+		return mw_fail(MW_EXIT_USAGE, VERB, "-o %s is %s: verify writes its record only to "
+			       "a new or a regular file and never replaces anything else; name a "
+			       "file", out, mw_file_kind(o.st_mode));
+	if (stat(store, &s) || o.st_dev != s.st_dev || o.st_ino != s.st_ino)
+		return 0;
+store:
+	return mw_fail(MW_EXIT_USAGE, VERB, "-o %s is the verification store (%s), which keeps "
+		       "every machine's verification: name another file for the record", out,
+		       store);
 }
 
 int mw_cmd_verify(int argc, char **argv)
 {
 	struct options o = { .v = { .threads = 1, .idle_ms = 1000, .perf_seconds = 2.0 } };
 	struct mw_error err;
+	struct mw_run_signals sigs;
 	json_t *rec = NULL;
 	char why[1024], store[4096];
 	bool help = false;
@@ -249,8 +300,28 @@ int mw_cmd_verify(int argc, char **argv)
 		return rc;
 	}
 	mw_error_clear(&err);
+	if (mw_dramverify_store_path(store, sizeof(store), &err)) {
+		mw_error_print(&err);
+		return MW_EXIT_ENV;
+	}
+	if (o.out && (rc = out_check(o.out, store)) != MW_EXIT_OK)
+		return rc;
 	o.v.log = stderr;
+	/* SIGINT and SIGTERM only ask to stop, as in a run (control.h): the spawned perf's
+	 * process group is then killed and reaped (spawn.c), and nothing is stored */
+	mw_run_signals_catch(&sigs);
 	int vrc = mw_dramverify_run(&o.v, &rec, why, sizeof(why));
+	int stop = mw_run_stopped();
+	if (stop) {
+		json_decref(rec);
+		mw_fail(MW_EXIT_ENV, VERB, "stopped by %s: nothing was stored",
+			mw_run_stop_name());
+		mw_run_signals_restore(&sigs);
+		/* the default action now: the shell sees how memwall ended (128 + the signal) */
+		raise(stop);
+		return MW_EXIT_ENV;
+	}
+	mw_run_signals_restore(&sigs);
 	if (vrc == -EINVAL)
 		return mw_fail(MW_EXIT_USAGE, VERB, "--backend: %s", why);
 	if (vrc == -ENOENT)
@@ -258,20 +329,21 @@ int mw_cmd_verify(int argc, char **argv)
 	if (vrc < 0)
 		return mw_fail(MW_EXIT_ENV, VERB, "cannot verify here: %s", why);
 
-	if (mw_dramverify_store_path(store, sizeof(store), &err) ||
-	    mw_dramverify_save(store, rec, &err)) {
+	if (mw_dramverify_save(store, rec, &err)) {
 		mw_error_print(&err);
 		rc = MW_EXIT_ENV;
 		goto out;
 	}
-	fprintf(stderr, "memwall verify: stored in %s\n", store);
+	fprintf(stderr, "memwall verify: stored in %s\n", mw_esc(store));
 	if (o.out) {
+		if ((rc = out_check(o.out, store)) != MW_EXIT_OK)
+			goto out;
 		if (mw_json_write_atomic(o.out, rec, "the verification record", &err)) {
 			mw_error_print(&err);
 			rc = MW_EXIT_ENV;
 			goto out;
 		}
-		fprintf(stderr, "memwall verify: record written to %s\n", o.out);
+		fprintf(stderr, "memwall verify: record written to %s\n", mw_esc(o.out));
 	}
 	if (o.json) {
 		json_dumpf(rec, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
@@ -284,18 +356,14 @@ int mw_cmd_verify(int argc, char **argv)
 	const json_t *c;
 	json_array_foreach(json_object_get(rec, "checks"), i, c)
 		if (strcmp(json_string_value(json_object_get(c, "verdict")), "pass")) {
-			fprintf(stderr, "memwall verify: %s\n",
-				json_string_value(json_object_get(c, "message")));
+			fprintf(stderr, "memwall verify: %s\n", rtext(c, "message"));
 			rc = MW_EXIT_CHECK;
 		}
 	json_array_foreach(json_object_get(rec, "diagnoses"), i, c)
-		fprintf(stderr, "memwall verify: diagnosis %s%s%s: %s; fix: %s\n",
-			json_string_value(json_object_get(c, "id")),
+		fprintf(stderr, "memwall verify: diagnosis %s%s%s: %s; fix: %s\n", rtext(c, "id"),
 			json_is_string(json_object_get(c, "where")) ? " on " : "",
-			json_is_string(json_object_get(c, "where")) ?
-				json_string_value(json_object_get(c, "where")) : "",
-			json_string_value(json_object_get(c, "evidence")),
-			json_string_value(json_object_get(c, "fix")));
+			json_is_string(json_object_get(c, "where")) ? rtext(c, "where") : "",
+			rtext(c, "evidence"), rtext(c, "fix"));
 out:
 	json_decref(rec);
 	return rc;

@@ -178,6 +178,7 @@ static int open_engine(struct batch *b)
 	struct eng_error err;
 	eng_error_clear(&err);
 	struct eng_session_options sopt = { .threads = (int)a->threads, .kernels = a->kernels,
+					    .kernel_choice = a->kchoice,
 					    .attention = a->attention,
 					    .kv_type = a->kv,
 					    .prefill_chunk = (int)a->prefill_chunk,
@@ -306,6 +307,12 @@ static void summary_print(const struct batch *b)
 		VERB, generated, prompt_tokens, rate, (b->t_first - b->o->t0) * 1e3,
 		(b->o->t_loaded - b->o->t0) * 1e3, eng_session_kernels(b->session), a->threads,
 		b->n, per_seq, b->o->info->synthetic ? ", synthetic model (random weights)" : "");
+	/* which quant table ran each x8 weight type at a step's token count (issue 42: the
+	 * kernel choice measured per CPU, or the default's) */
+	char kdesc[512];
+	mw_kcache_describe(b->session, b->n, kdesc, sizeof(kdesc));
+	fprintf(stderr, "memwall %s: quant kernels at %d tokens a call: %s (%s)\n", VERB, b->n,
+		kdesc, a->kuse.used ? "measured choice, `memwall bench-kernels`" : "default");
 	if (!a->report_line)
 		return;
 	fprintf(stderr, "memwall-tokens: decode=%ld prompt=%d prompt_ms=%.3f load_ms=%.3f",

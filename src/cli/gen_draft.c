@@ -99,6 +99,7 @@ static int draft_open(struct draft_run *r)
 			       "draft of the same tokenizer, e.g. a smaller model of the family)",
 			       a->draft, di->vocab_size, a->model, ti->vocab_size);
 	struct eng_session_options sopt = { .threads = (int)a->threads, .kernels = a->kernels,
+					    .kernel_choice = a->kchoice,
 					    .kv_type = a->kv, .prefill_chunk = (int)a->prefill_chunk,
 					    .attention = a->attention,
 					    .ctx_len = a->ctx_len > 0 ? a->ctx_len : ti->seq_len };

@@ -199,6 +199,7 @@ int mw_spec_session(const struct gen_args *a, const struct gen_open *o, struct e
 			       "decoding: give --temperature 0 (sampling at temperature %g would "
 			       "need rejection sampling, which memwall does not do)", a->temperature);
 	struct eng_session_options sopt = { .threads = (int)a->threads, .kernels = a->kernels,
+					    .kernel_choice = a->kchoice,
 					    .kv_type = a->kv,
 					    .prefill_chunk = (int)a->prefill_chunk,
 					    .sparsity_map = a->sparsity_map,

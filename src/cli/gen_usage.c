@@ -21,7 +21,7 @@ void mw_generate_usage(FILE *f)
 		"                        [--batch N] [--prompts FILE] [--speculate lookup[:K[:NG]]]\n"
 		"                        [--speculate draft:K --draft MODEL]\n"
 		"                        [--attention auto|naive|blocked] [--context N]\n\n"
-		"Runs a llama2.c checkpoint or a GGUF model (llama, falcon) from BOS (and the prompt)\n"
+		"Runs a llama2.c checkpoint or a GGUF model (%s) from BOS (and the prompt)\n"
 		"and prints the text it generates as it goes, then one line on stderr: tokens, decode\n"
 		"tok/s, time to first token (model load included), kernels, threads, and whether the\n"
 		"model is synthetic.\n\n"
@@ -45,11 +45,13 @@ void mw_generate_usage(FILE *f)
 		"      --topp P          nucleus sampling in (0, 1); 0 or 1 turns it off (default 0.9)\n"
 		"      --seed S          sampler seed; the same seed gives the same text (default 1)\n"
 		"  -t, --threads N       threads (default 1)\n"
-		"      --kernels NAME    kernel table (default auto: the best this CPU runs)\n"
+		"      --kernels NAME    kernel table (default auto: the best this CPU runs, each\n"
+		"                        x8 weight type and token count on the table `memwall\n"
+		"                        bench-kernels` measured fastest, where it has)\n"
 		"      --ids             print token ids, one per line, instead of text\n"
 		"      --kv TYPE         KV cache element type: auto (default: f16 for GGUF, as\n"
-		"                        llama.cpp; f32 for llama2.c), f32 or f16\n"
-		);
+		"                        llama.cpp; f32 for llama2.c), f32 or f16\n",
+		eng_arch_names());
 	/* Pieces: C11 promises string literals of 4095 bytes, no more. */
 	fprintf(f,
 		"      --populate        map the model with MAP_POPULATE (fault it all in at load)\n"

@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "engine.h"
+#include "kernel_cache.h"
 
 struct gen_args {
 	const char *model, *tokenizer, *prompt, *kernels, *kv_name, *prompt_ids, *logits_path;
@@ -32,6 +33,11 @@ struct gen_args {
 	long switch_at;           /* --switch-at N: move onto the image before token N + 1,
 				   * waiting for it; 0 (default): as soon as it is ready */
 	enum eng_pin pin;
+	/* The kernel choice of this machine's cache (run/kernel_cache.h), loaded after the
+	 * options: kchoice is &kc when it is used, else NULL; kuse says why not. */
+	struct eng_kernel_choice kc;
+	const struct eng_kernel_choice *kchoice;
+	struct mw_kcache_use kuse;
 };
 
 /* What the one-sequence path opened and measured before decoding, lent to the batch. */

@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include "bundle.h"
+#include "dram_verify.h"
+#include "dram_verify_entry.h"
 #include "file.h"
 #include "provenance.h"
 #include "report.h"
@@ -170,10 +172,13 @@ static void provenance(FILE *f, const char *name, const char *sha, const json_t 
 	free(mem);
 }
 
-/* The verification a record names (counters.dram.verification: the store, the machine's
- * fingerprint and the counter layer), added as verification/STEM.json when the store on this
- * machine still holds that very one (same created_utc); otherwise provenance.md says why it
- * is not in the bundle. A missing verification is never an error: the record says so. */
+/* The verification a record names (counters.dram.verification: the machine's fingerprint and
+ * the counter layer), added as verification/STEM.json when this machine's store still holds
+ * that very one (same created_utc) and it passes the store's own check
+ * (mw_dramverify_entry_check); otherwise provenance.md says why it is not in the bundle. Only
+ * this machine's store is read, never the path the record names as its source: a record is
+ * outside input, and would otherwise pack any JSON file of the right shape it points at (a
+ * forged store, issue 43). A missing verification is never an error: the record says so. */
 static int add_verification(struct writer *w, const json_t *doc, const char *stem, FILE *prov,
 			    struct mw_error *err)
 {
@@ -181,33 +186,41 @@ static int add_verification(struct writer *w, const json_t *doc, const char *ste
 							  "dram"), "verification");
 	const char *src = jstr(v, "source", NULL), *sha = jstr(v, "fingerprint_sha256", NULL);
 	const char *layer = jstr(v, "layer", NULL), *created = jstr(v, "created_utc", NULL);
-	char *text = NULL, name[300], why[1024] = "";
+	char *text = NULL, name[300], why[5200] = "", ewhy[300], path[4096];
 	size_t len = 0;
 	json_t *store = NULL;
 	struct mw_error ignored;
 	int rc = 0;
 	if (!json_is_object(v))
 		return 0;
-	if (!src || !sha || !layer || !created)
-		snprintf(why, sizeof(why), "the record does not name its store, machine and layer");
-	else if (mw_file_read(src, "verification store", "", 16u << 20, &text, &len, &ignored))
+	mw_error_clear(&ignored);
+	if (!sha || !layer || !created)
+		snprintf(why, sizeof(why), "the record does not name its machine, layer and date");
+	else if (mw_dramverify_store_path(path, sizeof(path), &ignored))
+		snprintf(why, sizeof(why), "%s", ignored.text);
+	else if (mw_file_read(path, "verification store", "", 16u << 20, &text, &len, &ignored))
 		snprintf(why, sizeof(why), "%s", ignored.text);
 	else if (!(store = json_loadb(text, len, 0, NULL)))
-		snprintf(why, sizeof(why), "%s does not parse as JSON", src);
+		snprintf(why, sizeof(why), "%s does not parse as JSON", path);
 	const json_t *e = json_object_get(json_object_get(json_object_get(store, "machines"), sha),
 					  layer);
 	if (!why[0] && !e)
-		snprintf(why, sizeof(why), "%s no longer holds it", src);
+		snprintf(why, sizeof(why), "this machine's store, %s, does not hold it", path);
 	else if (!why[0] && strcmp(jstr(e, "created_utc", ""), created))
-		snprintf(why, sizeof(why), "%s holds a newer one (%s)", src,
+		snprintf(why, sizeof(why), "this machine's store, %s, holds a newer one (%s)", path,
 			 jstr(e, "created_utc", "?"));
+	else if (!why[0] && mw_dramverify_entry_check(e, sha, layer, NULL, ewhy, sizeof(ewhy)))
+		snprintf(why, sizeof(why), "the entry in %s cannot be taken: %s", path, ewhy);
+	if (!why[0] && src && strcmp(src, path))
+		fprintf(prov, "- Verification record: read from this machine's store, %s (the record "
+			"names %s)\n", mw_esc_md(path), mw_esc_md(src));
 	if (why[0]) {
-		fprintf(prov, "- Verification record: not in the bundle (%s)\n", why);
+		fprintf(prov, "- Verification record: not in the bundle (%s)\n", mw_esc_md(why));
 	} else {
 		char *body = json_dumps(e, JSON_INDENT(2) | JSON_SORT_KEYS);
 		snprintf(name, sizeof(name), "verification/%s.json", stem);
 		rc = body ? add(w, name, body, strlen(body), err)
-			  : mw_error_set(err, -ENOMEM, src, "", "out of memory");
+			  : mw_error_set(err, -ENOMEM, path, "", "out of memory");
 		if (!rc)
 			fprintf(prov, "- Verification record: %s\n", name);
 		free(body);

@@ -206,9 +206,8 @@ static bool criterion_covers(const char *criterion, const char *metric)
 	return true;
 }
 
-/* Why one side's metric cannot be compared, into buf; "" when it can. */
-static void side_problem(const json_t *doc, const json_t *met, const char *name, char *buf,
-			 size_t n)
+void mw_compare_side_problem(const json_t *doc, const json_t *met, const char *name,
+			     size_t min_runs, char *buf, size_t n)
 {
 	const json_t *drift = json_object_get(doc, "drift"), *cr;
 	buf[0] = '\0';
@@ -240,7 +239,7 @@ static void side_problem(const json_t *doc, const json_t *met, const char *name,
 		return;
 	}
 	json_int_t runs = json_integer_value(json_object_get(met, "n"));
-	if (runs < 2)
+	if (runs < (json_int_t)min_runs)
 		snprintf(buf, n, "%lld run%s: a t-test needs at least 2 per side", (long long)runs,
 			 runs == 1 ? "" : "s");
 }
@@ -272,21 +271,38 @@ long mw_compare_runs_needed(double delta, double sd1, double sd2, double alpha, 
 	return -1;
 }
 
+double mw_compare_tolerance(const json_t *doc, const char *name, const struct mw_compare_opts *o)
+{
+	const json_t *tol = json_object_get(json_object_get(json_object_get(json_object_get(doc,
+				"protocol"), "document"), "tolerance_pct"), name);
+	return !o->max_regress_set && json_is_number(tol) ? json_number_value(tol)
+							  : o->max_regress_pct;
+}
+
+void mw_compare_judge(struct mw_metric_cmp *r, double change_pct, double delta, double p,
+		      const struct mw_compare_opts *o)
+{
+	/* Worse is lower for higher-is-better figures and higher for the others. */
+	double worse = r->metric->better > 0 ? -change_pct : change_pct;
+	if (isnan(change_pct))
+		worse = r->metric->better > 0 ? -delta : delta;
+	bool large = isnan(change_pct) ? delta != 0 : fabs(change_pct) > r->tolerance_pct;
+	if (!large)
+		r->verdict = MW_CMP_SAME;
+	else if (p < o->alpha)
+		r->verdict = worse > 0 ? MW_CMP_REGRESSION : MW_CMP_IMPROVEMENT;
+	else
+		r->verdict = MW_CMP_INCONCLUSIVE;
+}
+
 static void test_metric(struct mw_metric_cmp *r, const struct mw_compare_opts *o)
 {
 	r->delta = r->mean[1] - r->mean[0];
 	r->change_pct = r->mean[0] != 0 ? 100.0 * r->delta / fabs(r->mean[0]) : NAN;
 	r->p = mw_welch_p(r->mean[0], r->sd[0], r->n[0], r->mean[1], r->sd[1], r->n[1], &r->t,
 			  &r->df);
-	/* Worse is lower for higher-is-better figures and higher for the others. */
-	double worse = r->metric->better > 0 ? -r->change_pct : r->change_pct;
-	bool large = isnan(r->change_pct) ? r->delta != 0 : fabs(r->change_pct) > o->max_regress_pct;
-	if (!large) {
-		r->verdict = MW_CMP_SAME;
-	} else if (r->p < o->alpha) {
-		r->verdict = worse > 0 ? MW_CMP_REGRESSION : MW_CMP_IMPROVEMENT;
-	} else {
-		r->verdict = MW_CMP_INCONCLUSIVE;
+	mw_compare_judge(r, r->change_pct, r->delta, r->p, o);
+	if (r->verdict == MW_CMP_INCONCLUSIVE) {
 		r->runs_needed = mw_compare_runs_needed(r->delta, r->sd[0], r->sd[1], o->alpha,
 							o->power);
 		char runs[96];
@@ -302,7 +318,7 @@ static void test_metric(struct mw_metric_cmp *r, const struct mw_compare_opts *o
 	}
 }
 
-static bool is_required(const struct mw_compare_opts *o, const char *name)
+bool mw_compare_required(const struct mw_compare_opts *o, const char *name)
 {
 	for (size_t i = 0; i < o->n_require; i++)
 		if (!strcmp(o->require[i], name))
@@ -316,14 +332,16 @@ static void compare_metric(const json_t *const doc[2], const struct mw_metric *m
 	static const char *const side[2] = { "BASE", "NEW" };
 	memset(r, 0, sizeof(*r));
 	r->metric = met;
-	r->required = is_required(o, met->name);
+	r->required = mw_compare_required(o, met->name);
 	r->delta = r->change_pct = r->t = r->df = r->p = NAN;
+	r->median[0] = r->median[1] = r->median_change_pct = r->u = r->p_u = NAN;
+	r->tolerance_pct = mw_compare_tolerance(doc[1], met->name, o);
 	char why[2][480];
 	for (int s = 0; s < 2; s++) {
 		const json_t *m = json_object_get(json_object_get(json_object_get(doc[s], "summary"),
 								  "metrics"), met->name);
 		r->mean[s] = r->sd[s] = NAN;
-		side_problem(doc[s], m, met->name, why[s], sizeof(why[s]));
+		mw_compare_side_problem(doc[s], m, met->name, 2, why[s], sizeof(why[s]));
 		if (json_is_true(json_object_get(m, "measured"))) {
 			r->n[s] = (size_t)json_integer_value(json_object_get(m, "n"));
 			r->mean[s] = num_or_nan(m, "mean");
@@ -374,7 +392,7 @@ static void not_comparable_reason(struct mw_comparison *c, size_t req_nc)
 
 /* The worst outcome decides the exit code: a regression is a finding, a required metric that
  * could not be compared or resolved is a gap in the evidence; either fails a CI job. */
-static void decide(struct mw_comparison *c)
+void mw_compare_decide(struct mw_comparison *c)
 {
 	size_t req_nc = 0, req_inc = 0;
 	for (size_t i = 0; i < c->n; i++) {
@@ -382,7 +400,10 @@ static void decide(struct mw_comparison *c)
 		req_nc += c->m[i].required && c->m[i].verdict == MW_CMP_NOT_COMPARABLE;
 		req_inc += c->m[i].required && c->m[i].verdict == MW_CMP_INCONCLUSIVE;
 	}
-	if (!c->compared) {
+	if (!c->compared && c->refused[0]) {
+		c->exit_code = MW_COMPARE_REFUSED;
+		snprintf(c->exit_reason, sizeof(c->exit_reason), "not comparable: %s", c->refused);
+	} else if (!c->compared) {
 		c->exit_code = MW_COMPARE_REFUSED;
 		/* --force never excuses counters.dram.layer: say so whether or not it was given,
 		 * never "--force compares anyway" beside a note that says it does not. */
@@ -432,11 +453,11 @@ void mw_compare(const json_t *base, const json_t *new, const struct mw_compare_o
 								  "metrics"), met[i].name);
 		const json_t *b = json_object_get(json_object_get(json_object_get(new, "summary"),
 								  "metrics"), met[i].name);
-		if (!a && !b && !is_required(o, met[i].name))
+		if (!a && !b && !mw_compare_required(o, met[i].name))
 			continue;
 		compare_metric(doc, &met[i], o, &c->m[c->n++]);
 	}
-	decide(c);
+	mw_compare_decide(c);
 	/* The fixed buffers above may have cut a record's text inside a UTF-8 sequence: never
 	 * hand half a character to the JSON and XML writers (issue 28). */
 	for (size_t i = 0; i < c->n_diffs; i++) {

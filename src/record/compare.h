@@ -36,7 +36,9 @@ enum mw_compare_exit {
 };
 
 struct mw_compare_opts {
-	double max_regress_pct; /* a change beyond this many percent counts (default 5) */
+	double max_regress_pct; /* a change beyond this many percent counts (default 5) where
+				 * the protocol gives no tolerance_pct for the metric */
+	bool max_regress_set;   /* --max-regress given: it replaces the protocol's tolerances */
 	double alpha;           /* significance level of the t-test (0.05) */
 	double power;           /* for runs_needed (0.8) */
 	const char *const *require; /* metric names a CI job needs compared; NULL: the default */
@@ -66,6 +68,13 @@ struct mw_metric_cmp {
 	double delta, change_pct, t, df, p; /* NaN when not computed */
 	long runs_needed;       /* inconclusive: runs per side that would resolve it at the
 				 * observed variance; -1 more than MW_COMPARE_MAX_RUNS; 0 n/a */
+	double tolerance_pct;   /* the change beyond which it counts (mw_compare_tolerance) */
+	/* A check against a history (history.c): the rank test decides, on medians. */
+	bool rank;
+	double median[2];       /* NaN when not measured */
+	double median_change_pct, u, p_u; /* Mann-Whitney U of NEW against BASE, its p */
+	bool p_u_exact;
+	size_t records;         /* history records pooled into BASE (rank only) */
 };
 
 enum { MW_COMPARE_MAX_DIFFS = 16, MW_COMPARE_MAX_RUNS = 1000 };
@@ -85,11 +94,40 @@ struct mw_comparison {
 	enum mw_dram_source source[2];
 	char source_tag[2][128]; /* mw_provenance_tag: "SIMULATED (intel_imc_free)", ... */
 	bool layers_differ;     /* one side SIMULATED, the other not: refused even with --force */
+	/* Set by a check against a history (history.c): BASE is the pooled runs of a series'
+	 * records, not one record; the output formats say so. */
+	bool history;
+	char refused[200];      /* why a history check compared nothing ("" otherwise) */
+	char provenance[256];   /* NEW's DRAM provenance (mw_provenance_words), when the caller
+				 * sets it: the formats show it; "" shows nothing */
 };
 
 /* Checks opts->require against the metric table: 0, or -EINVAL with *bad set to the first
  * unknown name (borrowed from opts). */
 int mw_compare_check_require(const struct mw_compare_opts *o, const char **bad);
+
+/* The tolerance of metric name for a comparison whose NEW record is doc: --max-regress where
+ * given, else the protocol's own (protocol.document.tolerance_pct.<name>), else
+ * o->max_regress_pct. */
+double mw_compare_tolerance(const json_t *doc, const char *name, const struct mw_compare_opts *o);
+
+/* Why a record's metric (its summary.metrics entry met, NULL when absent) cannot be compared,
+ * into buf: "" when it can: not measured, DRIFTED, an acceptance criterion covering it failed,
+ * fewer than min_runs runs (2 for a t-test; 1 for a record pooled into a history). */
+void mw_compare_side_problem(const json_t *doc, const json_t *met, const char *name,
+			     size_t min_runs, char *buf, size_t n);
+
+/* Sets r->verdict from a change in percent (NaN: judged by delta != 0), its p-value and
+ * r->tolerance_pct: same, or improvement / regression (by r->metric->better) when significant,
+ * or inconclusive. */
+void mw_compare_judge(struct mw_metric_cmp *r, double change_pct, double delta, double p,
+		      const struct mw_compare_opts *o);
+
+/* Whether name is among o's required metrics. */
+bool mw_compare_required(const struct mw_compare_opts *o, const char *name);
+
+/* Counts c's verdicts and sets its exit code and reason (the worst outcome decides). */
+void mw_compare_decide(struct mw_comparison *c);
 
 /* Compares two validated records: settings first, then (when they match, or when forced)
  * every metric either record carries and every required one. Fills *c completely. */

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "compare.h"
+#include "stats.h"
 #include "text.h"
 
 /* ---- Markdown */
@@ -18,15 +19,52 @@ static void md_num(FILE *f, int digits, double x)
 		fprintf(f, "%+.*g", digits, x);
 }
 
+/* A check against a history (history.c): the medians and the rank test decide. */
+static void md_history(FILE *f, const struct mw_comparison *c)
+{
+	fprintf(f, "| metric | required | history median (runs, records) | record median (runs) "
+		"| change of the medians %% | tolerance %% | p (Mann-Whitney) | p (Welch) | verdict "
+		"| why |\n|---|---|---:|---:|---:|---:|---:|---:|---|---|\n");
+	for (size_t i = 0; i < c->n; i++) {
+		const struct mw_metric_cmp *m = &c->m[i];
+		fprintf(f, "| %s | %s |", m->metric->name, m->required ? "yes" : "");
+		if (m->n[0])
+			fprintf(f, " %.6g (%zu, %zu) |", m->median[0], m->n[0], m->records);
+		else
+			fprintf(f, " not measured |");
+		if (m->n[1])
+			fprintf(f, " %.6g (%zu) | ", m->median[1], m->n[1]);
+		else
+			fprintf(f, " not measured | ");
+		md_num(f, 3, m->median_change_pct);
+		fprintf(f, " | %g | ", m->tolerance_pct);
+		if (isfinite(m->p_u))
+			fprintf(f, "%.3g%s", m->p_u, m->p_u_exact ? " (exact)" : "");
+		fprintf(f, " | ");
+		if (isfinite(m->p))
+			fprintf(f, "%.3g", m->p);
+		fprintf(f, " | %s | %s |\n", m->verdict == MW_CMP_REGRESSION ? "**REGRESSION**"
+			: mw_cmp_verdict_name(m->verdict), mw_esc_md(m->reason));
+	}
+	fprintf(f, "\nA verdict needs a change of the medians beyond the tolerance (the protocol's "
+		"tolerance_pct, else %g %%) with p < %g by the Mann-Whitney U test of the record's "
+		"runs against the history's pooled runs (exact up to %d against %d runs in all; "
+		"Welch's t over the same runs beside it); units are the record's (memwall "
+		"report).\n", c->opts.max_regress_pct, c->opts.alpha, MW_MWU_EXACT_SMALL,
+		MW_MWU_EXACT_TOTAL);
+}
+
 /* Whether metric m's figures are DRAM counts (the ones a SIMULATED record scripted). */
 static bool dram_metric(const struct mw_metric_cmp *m)
 {
 	return !strncmp(m->metric->name, "dram_", 5) || !strncmp(m->metric->name, "idle_dram_", 10);
 }
 
+/* Two records compared (not a history check, whose BASE is a series): either side simulated. */
 static bool any_simulated(const struct mw_comparison *c)
 {
-	return c->source[0] == MW_DRAM_SIMULATED || c->source[1] == MW_DRAM_SIMULATED;
+	return !c->history &&
+	       (c->source[0] == MW_DRAM_SIMULATED || c->source[1] == MW_DRAM_SIMULATED);
 }
 
 /* Who counted each side's DRAM figures, before the table. */
@@ -66,9 +104,18 @@ static int md_footnotes(const struct mw_comparison *c, int note[MW_N_METRICS])
 void mw_compare_print_md(FILE *f, const struct mw_comparison *c, const char *const paths[2])
 {
 	int note[MW_N_METRICS], n_notes = 0;
-	fprintf(f, "## memwall compare\n\nBASE `%s`, NEW `%s`\n\n", mw_esc(paths[0]),
-		mw_esc(paths[1]));
-	md_sources(f, c);
+	if (c->history)
+		fprintf(f, "## memwall db check\n\nNEW `%s` against BASE: %s\n\n", mw_esc(paths[1]),
+			mw_esc(paths[0]));
+	else
+		fprintf(f, "## memwall compare\n\nBASE `%s`, NEW `%s`\n\n", mw_esc(paths[0]),
+			mw_esc(paths[1]));
+	if (c->provenance[0])
+		fprintf(f, "Provenance of NEW's DRAM figures: %s\n\n", mw_esc_md(c->provenance));
+	if (!c->history)
+		md_sources(f, c);
+	if (c->history && c->compared)
+		md_history(f, c);
 	if (c->n_diffs) {
 		fprintf(f, "%s: the records' settings differ:\n\n| setting | BASE | NEW | note |\n"
 			"|---|---|---|---|\n", c->compared ? "**forced** (--force)" : "**refused**");
@@ -78,7 +125,7 @@ void mw_compare_print_md(FILE *f, const struct mw_comparison *c, const char *con
 				mw_esc_md(c->diffs[i].note));
 		fprintf(f, "\n");
 	}
-	if (c->compared) {
+	if (c->compared && !c->history) {
 		n_notes = md_footnotes(c, note);
 		fprintf(f, "| metric | required | base mean +/- sd (n) | new mean +/- sd (n) | delta "
 			"| %% | p (Welch) | verdict | why |\n"
@@ -116,9 +163,10 @@ void mw_compare_print_md(FILE *f, const struct mw_comparison *c, const char *con
 						mw_esc_md(c->m[i].reason));
 					break;
 				}
-		fprintf(f, "\nA verdict needs a change beyond %g %% with p < %g (Welch's t-test over "
-			"the runs); units are the record's (memwall report).\n",
-			c->opts.max_regress_pct, c->opts.alpha);
+		fprintf(f, "\nA verdict needs a change beyond %g %% (%s) with p < %g (Welch's t-test "
+			"over the runs); units are the record's (memwall report).\n",
+			c->opts.max_regress_pct, c->opts.max_regress_set ? "--max-regress"
+			: "or the protocol's tolerance_pct for the metric", c->opts.alpha);
 	}
 	fprintf(f, "\n%zu regression%s, %zu improvement%s, %zu same, %zu inconclusive, %zu not "
 		"comparable. Exit %d: %s.\n", c->count[MW_CMP_REGRESSION],
@@ -162,9 +210,23 @@ static json_t *metric_json(const struct mw_metric_cmp *m)
 	json_object_set_new(o, "df", num(m->df));
 	json_object_set_new(o, "p", num(m->p));
 	json_object_set_new(o, "runs_needed_per_side",
-			    m->verdict != MW_CMP_INCONCLUSIVE ? json_null()
+			    m->verdict != MW_CMP_INCONCLUSIVE || m->rank ? json_null()
 			    : m->runs_needed > 0 ? json_integer(m->runs_needed)
 						  : json_string("more than 1000"));
+	json_object_set_new(o, "tolerance_pct", num(m->tolerance_pct));
+	if (!m->rank)
+		return o;
+	/* A check against a history: the rank test over the medians decides. */
+	for (int s = 0; s < 2; s++)
+		if (m->n[s])
+			json_object_set_new(json_object_get(o, side[s]), "median", num(m->median[s]));
+	if (m->n[0])
+		json_object_set_new(json_object_get(o, "base"), "records",
+				    json_integer((json_int_t)m->records));
+	json_object_set_new(o, "median_change_pct", num(m->median_change_pct));
+	json_object_set_new(o, "u", num(m->u));
+	json_object_set_new(o, "p_mann_whitney", num(m->p_u));
+	json_object_set_new(o, "p_mann_whitney_exact", json_boolean(m->p_u_exact));
 	return o;
 }
 
@@ -187,17 +249,25 @@ void mw_compare_print_json(FILE *f, const struct mw_comparison *c, const char *c
 	json_t *req = json_array();
 	for (size_t i = 0; i < c->opts.n_require; i++)
 		json_array_append_new(req, text(c->opts.require[i]));
-	json_t *src = json_pack("{s:s, s:s, s:o, s:o}", "base", mw_dram_source_name(c->source[0]),
-				"new", mw_dram_source_name(c->source[1]), "base_tag",
-				text(c->source_tag[0]), "new_tag", text(c->source_tag[1]));
-	json_t *doc = json_pack("{s:s, s:o, s:o, s:b, s:b, s:o, s:o, s:f, s:f, s:f, s:o, s:o, s:o,"
+	json_t *doc = json_pack("{s:s, s:o, s:o, s:b, s:b, s:o, s:f, s:f, s:f, s:o, s:o, s:o,"
 				" s:i, s:o}",
-		"schema", "memwall-compare/1", "base", text(paths[0]), "new", text(paths[1]),
+		"schema", c->history ? "memwall-check/1" : "memwall-compare/1",
+		"base", text(paths[0]), "new", text(paths[1]),
 		"comparable", c->n_diffs == 0, "forced", c->compared && c->n_diffs,
-		"dram_source", src, "differences", diffs, "max_regress_pct", c->opts.max_regress_pct,
+		"differences", diffs, "max_regress_pct", c->opts.max_regress_pct,
 		"alpha", c->opts.alpha, "power", c->opts.power, "required", req,
 		"metrics", metrics, "counts", counts, "exit_code", c->exit_code,
 		"exit_reason", text(c->exit_reason));
+	if (doc && !c->history)
+		json_object_set_new(doc, "dram_source", json_pack("{s:s, s:s, s:o, s:o}", "base",
+				    mw_dram_source_name(c->source[0]), "new",
+				    mw_dram_source_name(c->source[1]), "base_tag",
+				    text(c->source_tag[0]), "new_tag", text(c->source_tag[1])));
+	if (doc && c->history) {
+		json_object_set_new(doc, "not_comparable_because",
+				    c->refused[0] ? text(c->refused) : json_null());
+		json_object_set_new(doc, "provenance", text(c->provenance));
+	}
 	if (doc)
 		json_dumpf(doc, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
 	fputc('\n', f);
@@ -239,7 +309,8 @@ static const char *junit_outcome(const struct mw_metric_cmp *m)
 	return NULL;
 }
 
-static void junit_case(FILE *f, const struct mw_comparison *c, const struct mw_metric_cmp *m)
+static void junit_case(FILE *f, const struct mw_comparison *c, const struct mw_metric_cmp *m,
+		       const char *classname)
 {
 	char *msg = NULL;
 	const char *what = junit_outcome(m);
@@ -249,12 +320,17 @@ static void junit_case(FILE *f, const struct mw_comparison *c, const struct mw_m
 	int k = m->verdict == MW_CMP_NOT_COMPARABLE
 		? asprintf(&msg, "%s%s%s: %s", sim, mw_cmp_verdict_name(m->verdict),
 			   m->required ? " (required)" : "", m->reason)
+		: m->rank
+		? asprintf(&msg, "%s: median %.6g -> %.6g (%+.2f %%, tolerance %g %%, Mann-Whitney "
+			   "p = %.3g)%s%s", mw_cmp_verdict_name(m->verdict), m->median[0],
+			   m->median[1], m->median_change_pct, m->tolerance_pct, m->p_u,
+			   m->reason[0] ? ": " : "", m->reason)
 		: asprintf(&msg, "%s%s: %.6g -> %.6g (%+.2f %%, p = %.3g)%s%s", sim,
 			   mw_cmp_verdict_name(m->verdict), m->mean[0], m->mean[1], m->change_pct,
 			   m->p, m->reason[0] ? ": " : "", m->reason);
 	if (k < 0)
 		msg = NULL;
-	fprintf(f, "    <testcase classname=\"memwall.compare\" name=\"%s\" time=\"0\">",
+	fprintf(f, "    <testcase classname=\"%s\" name=\"%s\" time=\"0\">", classname,
 		m->metric->name);
 	if (what) {
 		fprintf(f, "\n      <%s message=\"", what);
@@ -284,9 +360,11 @@ void mw_compare_print_junit(FILE *f, const struct mw_comparison *c, const char *
 	}
 	if (!c->compared)
 		failures = 1;
-	fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"memwall "
-		"compare\" tests=\"%zu\" failures=\"%zu\">\n  <testsuite name=\"memwall compare\" "
-		"tests=\"%zu\" failures=\"%zu\" errors=\"0\" skipped=\"%zu\">\n", tests, failures,
+	const char *suite = c->history ? "memwall db check" : "memwall compare";
+	const char *cls = c->history ? "memwall.check" : "memwall.compare";
+	fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"%s\" "
+		"tests=\"%zu\" failures=\"%zu\">\n  <testsuite name=\"%s\" tests=\"%zu\" "
+		"failures=\"%zu\" errors=\"0\" skipped=\"%zu\">\n", suite, tests, failures, suite,
 		tests, failures, skipped);
 	fprintf(f, "    <properties>\n");
 	const char *const keys[2] = { "base", "new" };
@@ -300,13 +378,19 @@ void mw_compare_print_junit(FILE *f, const struct mw_comparison *c, const char *
 	xml_text(f, c->exit_reason);
 	fprintf(f, "\"/>\n      <property name=\"forced\" value=\"%s\"/>\n",
 		c->compared && c->n_diffs ? "true" : "false");
-	for (int s = 0; s < 2; s++) {
+	for (int s = 0; !c->history && s < 2; s++) {
 		fprintf(f, "      <property name=\"dram_source_%s\" value=\"", keys[s]);
 		xml_text(f, c->source_tag[s]);
 		fprintf(f, "\"/>\n");
 	}
 	fprintf(f, "    </properties>\n");
-	if (!c->compared) {
+	if (!c->compared && c->history) {
+		/* No history: one testcase says why, so the CI page shows it. */
+		fprintf(f, "    <testcase classname=\"%s\" name=\"history\" time=\"0\">\n      "
+			"<failure message=\"not comparable\" type=\"not-comparable\">", cls);
+		xml_text(f, c->refused);
+		fprintf(f, "</failure>\n    </testcase>\n");
+	} else if (!c->compared) {
 		/* Refused: one testcase says why, so the CI page shows it and not an empty suite. */
 		fprintf(f, "    <testcase classname=\"memwall.compare\" name=\"comparability\" "
 			"time=\"0\">\n      <failure message=\"settings differ\" type=\"refused\">");
@@ -321,6 +405,6 @@ void mw_compare_print_junit(FILE *f, const struct mw_comparison *c, const char *
 		fprintf(f, "</failure>\n    </testcase>\n");
 	}
 	for (size_t i = 0; c->compared && i < c->n; i++)
-		junit_case(f, c, &c->m[i]);
+		junit_case(f, c, &c->m[i], cls);
 	fprintf(f, "  </testsuite>\n</testsuites>\n");
 }

@@ -204,6 +204,19 @@ static const char *reason_for(const json_t *doc, const char *needs, size_t count
 	       "counters around the whole process";
 }
 
+size_t mw_differential_samples(const json_t *doc, const char *name, double *v, size_t cap)
+{
+	const json_t *rep;
+	size_t i, n = 0;
+	json_array_foreach(json_object_get(json_object_get(doc, "external"), "repetitions"), i,
+			   rep) {
+		const json_t *x = json_object_get(json_object_get(rep, "figures"), name);
+		if (rep_counts(rep) && json_is_number(x) && n++ < cap)
+			v[n - 1] = json_number_value(x);
+	}
+	return n;
+}
+
 static json_t *metric(const json_t *doc, json_t *reps, const char *name, const char *unit,
 		      const char *needs, size_t counted)
 {

@@ -48,4 +48,9 @@ int mw_differential_derive(json_t *doc, const char *source, struct mw_error *err
  * acceptance criterion min_tokens; -1 when doc is not external or no repetition counts. */
 long long mw_differential_least_tokens(const json_t *doc);
 
+/* The values of figure name in the repetitions of an external run's doc that its summary
+ * counts (not warm-ups, both processes valid), in order, into v[0..cap); returns how many
+ * there were (more than cap: only cap written). */
+size_t mw_differential_samples(const json_t *doc, const char *name, double *v, size_t cap);
+
 #endif

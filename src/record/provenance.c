@@ -1,7 +1,11 @@
 /* src/record/provenance.c: what counted a record's DRAM figures (provenance.h). */
+#include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <string.h>
 
+#include "dram_verify.h"
+#include "mw.h"
 #include "provenance.h"
 #include "text.h"
 
@@ -225,4 +229,98 @@ const char *mw_provenance_metric(const struct mw_provenance *p, const char *metr
 		snprintf(words, sizeof(words), "timed");
 	snprintf(buf, n, "%s%s", words, p->synthetic ? ", SYNTHETIC weights" : "");
 	return buf;
+}
+
+const char *mw_provenance_words(const struct mw_provenance *p, char *buf, size_t n)
+{
+	/* The DRAM figures' own words; a record without DRAM counters has engine-accounted
+	 * figures only, which is what a series of such records is. */
+	if (p->source == MW_DRAM_NONE && !p->reference)
+		return mw_provenance_tag(p, buf, n);
+	return mw_provenance_metric(p, "dram_MB_per_token", buf, n);
+}
+
+/* A run records its verification's age from the time the run started (created_utc) a moment
+ * later (src/run/pipeline.c: the machine is described in between): the age the two dates give
+ * may be short of the recorded one by that moment, never by an hour. */
+#define AGE_SLACK_S 3600.0
+
+static int bad(char *field, size_t fn, const char *f, char *why, size_t wn, const char *fmt, ...)
+	__attribute__((format(printf, 6, 7)));
+static int bad(char *field, size_t fn, const char *f, char *why, size_t wn, const char *fmt, ...)
+{
+	va_list ap;
+	snprintf(field, fn, "%s", f);
+	va_start(ap, fmt);
+	vsnprintf(why, wn, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+static int check_verification(const json_t *doc, const json_t *dram, char *field, size_t fn,
+			      char *why, size_t wn)
+{
+	const json_t *v = json_object_get(dram, "verification");
+	const json_t *failed = json_object_get(v, "failed_checks"), *age_j = json_object_get(v,
+											     "age_days");
+	const char *verdict = jstr(v, "verdict"), *layer = jstr(v, "layer");
+	const char *rlayer = jstr(dram, "layer"), *sha = jstr(v, "fingerprint_sha256");
+	const char *csha = jstr(json_object_get(dram, "calibration"), "fingerprint_sha256");
+	int64_t vt, rt;
+	if (!json_is_object(v))
+		return 0;
+	if (verdict && json_is_array(failed) && (json_array_size(failed) != 0) !=
+						   !strcmp(verdict, "fail"))
+		return bad(field, fn, "counters.dram.verification.verdict", why, wn, "is \"%s\", "
+			   "but failed_checks lists %zu failed check%s: the record was edited",
+			   verdict, json_array_size(failed), json_array_size(failed) == 1 ? "" : "s");
+	if (layer && rlayer && strcmp(layer, rlayer))
+		return bad(field, fn, "counters.dram.verification.layer", why, wn, "is \"%s\", but "
+			   "the run counted on the \"%s\" layer (counters.dram.layer): a run takes "
+			   "only a verification of its own layer, and a simulated one is never a "
+			   "hardware one", layer, rlayer);
+	if (sha && csha && strcmp(sha, csha))
+		return bad(field, fn, "counters.dram.verification.fingerprint_sha256", why, wn,
+			   "is not the machine's fingerprint the run's calibration lookup used "
+			   "(counters.dram.calibration.fingerprint_sha256): the record was edited");
+	double age = json_is_number(age_j) ? json_number_value(age_j) : NAN;
+	if (age < 0)
+		return bad(field, fn, "counters.dram.verification.age_days", why, wn, "is %g: a "
+			   "verification the run found cannot be younger than the run", age);
+	bool stale = json_is_true(json_object_get(v, "stale"));
+	if (stale != !(age <= MW_DRAMVERIFY_MAX_AGE_DAYS))
+		return bad(field, fn, "counters.dram.verification.stale", why, wn, "is %s, but "
+			   "age_days is %g: a verification is stale exactly when it is older than "
+			   "%.0f days or of unknown age; the record was edited", stale ? "true" : "false",
+			   age, MW_DRAMVERIFY_MAX_AGE_DAYS);
+	const char *created = jstr(v, "created_utc");
+	if (!created || mw_utc_parse(jstr(doc, "created_utc"), &rt))
+		return 0;
+	if (mw_utc_parse(created, &vt))
+		return bad(field, fn, "counters.dram.verification.created_utc", why, wn, "'%s' is "
+			   "not a UTC time such as 2026-11-21T07:36:00Z", created);
+	if (vt > rt)
+		return bad(field, fn, "counters.dram.verification.created_utc", why, wn, "is %s, "
+			   "after the record's created_utc (%s): a run records a verification made "
+			   "before it", created, jstr(doc, "created_utc"));
+	double diff = (double)(rt - vt);
+	if (!isnan(age) && (age * 86400.0 < diff - 1.0 || age * 86400.0 > diff + AGE_SLACK_S))
+		return bad(field, fn, "counters.dram.verification.age_days", why, wn, "is %g, but "
+			   "the verification (%s) is %.2f days older than the record (%s): the "
+			   "record was edited", age, created, diff / 86400.0, jstr(doc, "created_utc"));
+	return 0;
+}
+
+int mw_provenance_check(const json_t *doc, char *field, size_t fn, char *why, size_t wn)
+{
+	const json_t *quota = json_object_get(json_object_get(doc, "machine"), "cpu_quota");
+	const json_t *cpus = json_object_get(quota, "cpus");
+	if (cpus && !json_is_null(cpus) &&
+	    !(json_is_number(cpus) && isfinite(json_number_value(cpus)) &&
+	      json_number_value(cpus) > 0))
+		return bad(field, fn, "machine.cpu_quota.cpus", why, wn, "is not a positive number "
+			   "of CPUs: a cgroup quota is quota / period, both positive (null where none "
+			   "applies)");
+	return check_verification(doc, json_object_get(json_object_get(doc, "counters"), "dram"),
+				  field, fn, why, wn);
 }

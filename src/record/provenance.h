@@ -59,6 +59,7 @@ const char *mw_dram_source_name(enum mw_dram_source s);
  * calibrated)", "engine-accounted only". Returns buf. */
 const char *mw_provenance_tag(const struct mw_provenance *p, char *buf, size_t n);
 
+
 /* The provenance block as markdown lines ("- DRAM counts: ...\n"), each ending in '\n': the
  * DRAM source (a simulated record's line begins "**SIMULATED**"), the caveat, calibration and
  * verification, the model's weights, and a CPU quota the run ran under. */
@@ -86,5 +87,20 @@ const char *mw_provenance_metric(const struct mw_provenance *p, const char *metr
  * calibration_age_days, calibration_reason, verification, verification_layer,
  * verification_age_days. New reference. */
 json_t *mw_provenance_json(const struct mw_provenance *p);
+
+/* A record's provenance in one line, for a series (`memwall db series`, `db check`): its DRAM
+ * figures' words (mw_provenance_metric: "SIMULATED (intel_imc_free)", "hardware (amd_umc),
+ * verified", each with ", SYNTHETIC weights" where so), or "engine-accounted only" for a
+ * record without DRAM counters. Returns buf. */
+const char *mw_provenance_words(const struct mw_provenance *p, char *buf, size_t n);
+
+/* What the record says of who counted it, against itself and the record (validate, and so db
+ * import; issue 43): machine.cpu_quota.cpus is a positive number of CPUs or null; and
+ * counters.dram.verification, where there is one, has a verdict its failed_checks agree with,
+ * the record's own counter layer and machine fingerprint, a created_utc no later than the
+ * record's, an age of at least 0 that the two dates give, and stale exactly when that age is
+ * over MW_DRAMVERIFY_MAX_AGE_DAYS (dram_verify.h; or unknown). 0, or -EINVAL with field the
+ * path of the first that does not and why what it found. */
+int mw_provenance_check(const json_t *doc, char *field, size_t fn, char *why, size_t wn);
 
 #endif

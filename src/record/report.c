@@ -177,14 +177,16 @@ static void print_md(FILE *f, const json_t *doc)
 	/* The reason DRAM was not measured is said once, as footnote [1] under the table;
 	 * the provenance line, the DRAM rows and the attribution refer to it. */
 	if (prov.source == MW_DRAM_NONE && !ref) {
-		snprintf(notes[nnotes++], sizeof(notes[0]), "%s", prov.why_none);
+		/* record text (counters.dram.reason), escaped as str() escapes the metrics'
+		 * reasons it is matched against */
+		snprintf(notes[nnotes++], sizeof(notes[0]), "%s", mw_esc(prov.why_none));
 		snprintf(prov.why_mark, sizeof(prov.why_mark), "[1]");
 	}
 	mw_provenance_print_md(f, &prov);
 	if (prov.source != MW_DRAM_NONE)
 		fprintf(f, "- DRAM MB/token counts %s (the %s backend%s).\n",
 			!strcmp(mw_dram_basis(doc), "total") ? "read + written bytes" : "read bytes",
-			prov.backend ? prov.backend : "?",
+			prov.backend ? mw_esc(prov.backend) : "?",
 			!strcmp(mw_dram_basis(doc), "total") ? " has no read/write split"
 							      : " splits reads from writes");
 	mw_report_multiplex_md(f, doc);

@@ -19,6 +19,7 @@
 #include "file.h"
 #include "jschema.h"
 #include "layer_check.h"
+#include "provenance.h"
 #include "result.h"
 #include "stats.h"
 
@@ -286,6 +287,21 @@ static bool run_counts(const json_t *run)
 {
 	return json_is_true(json_object_get(run, "complete")) &&
 	       !json_is_true(json_object_get(run, "warmup"));
+}
+
+size_t mw_result_samples(const json_t *doc, const char *name, double *v, size_t cap)
+{
+	const json_t *run;
+	size_t i, n = 0;
+	/* An external run's summary is the differential method's, over its repetitions. */
+	if (json_object_get(doc, "external"))
+		return mw_differential_samples(doc, name, v, cap);
+	json_array_foreach(json_object_get(doc, "runs"), i, run) {
+		const json_t *x = json_object_get(json_object_get(run, "figures"), name);
+		if (run_counts(run) && json_is_number(x) && n++ < cap)
+			v[n - 1] = json_number_value(x);
+	}
+	return n;
 }
 
 static json_t *stats_json(const struct mw_stats *s, const char *unit)
@@ -852,36 +868,25 @@ static int check_document(struct dctx *c, const json_t *doc)
 	return 0;
 }
 
-/* What the schema cannot say (issue 28): created_utc is a real UTC time in RFC 3339's form
- * with Z, as memwall writes it ("2026-11-21T07:36:00Z"; "9999-99-99T99:99:99Z" passed), with
- * fractional seconds allowed (issue 44: "2026-12-06T21:07:35.001Z", which other tools write),
- * and the protocol's name is the name in the document it copies. */
-static bool utc_time_valid(const char *t)
+/* Who counted the record, against itself and the record (provenance.h: the CPU quota, the
+ * verification's verdict, layer, dates, age and staleness). */
+static int check_provenance(struct dctx *c, const json_t *doc)
 {
-	struct tm tm = { 0 }, norm;
-	char back[32] = "";
-	const char *end = t ? strptime(t, "%Y-%m-%dT%H:%M:%S", &tm) : NULL;
-	if (!end)
-		return false;
-	size_t whole = (size_t)(end - t), frac = 0;
-	if (*end == '.') {
-		frac = strspn(end + 1, "0123456789");
-		if (!frac)
-			return false; /* a point with no digit after it */
-		end += 1 + frac;
-	}
-	time_t when = !strcmp(end, "Z") ? timegm(&tm) : (time_t)-1;
-	if (when == (time_t)-1 || !gmtime_r(&when, &norm))
-		return false;
-	/* every field in range: the time written back is the text, to the second */
-	strftime(back, sizeof(back), "%Y-%m-%dT%H:%M:%S", &norm);
-	return strlen(back) == whole && !strncmp(back, t, whole);
+	char field[96], why[600];
+	if (!mw_provenance_check(doc, field, sizeof(field), why, sizeof(why)))
+		return 0;
+	return inconsistent(c, field, "%s", why);
 }
 
+/* What the schema cannot say (issue 28): created_utc is a real UTC time in RFC 3339's form
+ * with Z, as memwall writes it ("2026-11-21T07:36:00Z"; "9999-99-99T99:99:99Z" passed), with
+ * fractional seconds allowed (mw_utc_parse; issue 44), and the protocol's name is the name in
+ * the document it copies. */
 static int check_identity(struct dctx *c, const json_t *doc)
 {
 	const char *t = json_string_value(json_object_get(doc, "created_utc"));
-	if (!utc_time_valid(t))
+	int64_t when;
+	if (mw_utc_parse(t, &when))
 		return mw_error_set(c->err, MW_RESULT_MALFORMED, c->source, "created_utc",
 				    "'%s' is not a UTC time such as 2026-11-21T07:36:00Z or "
 				    "2026-11-21T07:36:00.250Z (RFC 3339 with Z, every field in "
@@ -927,7 +932,8 @@ int mw_result_validate(const json_t *doc, const char *source, struct mw_error *e
 		goto out;
 	}
 	if ((rc = check_vocab(&c, doc)) || (rc = check_layer(&c, doc)) ||
-	    (rc = check_shares(&c, doc)) || (rc = check_document(&c, doc)))
+	    (rc = check_shares(&c, doc)) || (rc = check_document(&c, doc)) ||
+	    (rc = check_provenance(&c, doc)))
 		goto out;
 	copy = json_deep_copy(doc);
 	if (!copy) {

@@ -55,6 +55,12 @@ int mw_result_write(const json_t *doc, const char *dir, const char *stem, char *
  * longer runs. Nothing else is removed. 0 or -errno with err filled. */
 int mw_result_dir_prepare(const char *dir, struct mw_error *err);
 
+/* The per-run values of metric name that doc's summary statistics were computed from (its
+ * complete measured runs, or an external run's counted repetitions), in order, into
+ * v[0..cap); returns how many there were (more than cap: only cap written). A run without
+ * the figure (not measured) gives no value, never a 0. */
+size_t mw_result_samples(const json_t *doc, const char *name, double *v, size_t cap);
+
 /* The result schema (results/result.schema.json as compiled in). New reference. */
 json_t *mw_result_schema(void);
 

@@ -1,4 +1,6 @@
-/* src/record/stats.c: summaries, Student's t distribution, percentiles and Welch's t-test. */
+/* src/record/stats.c: summaries, Student's t distribution, percentiles, Welch's t-test and the
+ * Mann-Whitney U test. */
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -187,4 +189,115 @@ double mw_welch_p(double mean1, double sd1, size_t n1, double mean2, double sd2,
 	if (df)
 		*df = d;
 	return 2.0 * mw_t_cdf(-fabs(tt), d);
+}
+
+double mw_median(const double *x, size_t n)
+{
+	return mw_percentile(x, n, 50);
+}
+
+/* ---- Mann-Whitney U */
+
+struct ranked {
+	double v;
+	bool from_x;
+};
+
+static int cmp_ranked(const void *a, const void *b)
+{
+	return cmp_double(&((const struct ranked *)a)->v, &((const struct ranked *)b)->v);
+}
+
+/* The exact two-sided p-value of a rank sum: the m values of the smaller sample hold the
+ * doubled mid-ranks whose sum is w2 (doubled, so that mid-ranks of ties stay integers); under
+ * the null hypothesis every choice of m of the n doubled ranks d[] is equally likely, so the
+ * p-value is the share of choices whose sum lies at least as far from the mean m (n + 1) as
+ * w2 does. The choices are counted by sum with the subset-sum recurrence (one item at a time,
+ * ways[k][s] += ways[k - 1][s - d]), which counts ties exactly where the classic recurrence
+ * for U without ties would not. -ENOMEM, or 0 with *p set. */
+static int exact_p(const long long *d, size_t n, size_t m, long long w2, double *p)
+{
+	/* d[] ascends (ranks of sorted values): no m of them sum past the m largest. */
+	long long smax = 0;
+	for (size_t i = n - m; i < n; i++)
+		smax += d[i];
+	double *ways = calloc((m + 1) * (size_t)(smax + 1), sizeof(*ways));
+	if (!ways)
+		return -ENOMEM;
+#define WAYS(k, s) ways[(size_t)(k) * (size_t)(smax + 1) + (size_t)(s)]
+	WAYS(0, 0) = 1;
+	long long reach = 0; /* the largest sum reached so far */
+	for (size_t i = 0; i < n; i++) {
+		reach = reach + d[i] < smax ? reach + d[i] : smax;
+		for (size_t k = i + 1 < m ? i + 1 : m; k >= 1; k--)
+			for (long long s = reach; s >= d[i]; s--)
+				WAYS(k, s) += WAYS(k - 1, s - d[i]);
+	}
+	long long e2 = (long long)m * (long long)(n + 1), far = llabs(w2 - e2);
+	double total = 0, tail = 0;
+	for (long long s = 0; s <= smax; s++) {
+		total += WAYS(m, s);
+		if (llabs(s - e2) >= far)
+			tail += WAYS(m, s);
+	}
+#undef WAYS
+	free(ways);
+	*p = total > 0 ? fmin(1.0, tail / total) : NAN;
+	return 0;
+}
+
+int mw_mann_whitney(const double *x, size_t nx, const double *y, size_t ny, struct mw_mwu *out)
+{
+	*out = (struct mw_mwu){ .u = NAN, .p = NAN, .z = NAN };
+	if (!nx || !ny)
+		return 0;
+	size_t n = nx + ny;
+	struct ranked *r = malloc(n * sizeof(*r));
+	long long *d = malloc(n * sizeof(*d));
+	int rc = 0;
+	if (!r || !d) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++)
+		r[i] = (struct ranked){ i < nx ? x[i] : y[i - nx], i < nx };
+	qsort(r, n, sizeof(*r), cmp_ranked);
+	/* Ranks a+1..b of a run of ties [a, b) share their mean (a + 1 + b) / 2: doubled, a + 1 + b. */
+	long long wx2 = 0, ws2 = 0;
+	double ties = 0;
+	bool small_is_x = nx <= ny;
+	for (size_t a = 0, b; a < n; a = b) {
+		for (b = a + 1; b < n && r[b].v == r[a].v; b++)
+			;
+		double t = (double)(b - a);
+		ties += t * t * t - t;
+		for (size_t i = a; i < b; i++) {
+			d[i] = (long long)(a + 1 + b);
+			wx2 += r[i].from_x ? d[i] : 0;
+			ws2 += r[i].from_x == small_is_x ? d[i] : 0;
+		}
+	}
+	out->u = (double)wx2 / 2.0 - (double)nx * (double)(nx + 1) / 2.0;
+	size_t m = small_is_x ? nx : ny;
+	if (m <= MW_MWU_EXACT_SMALL && n <= MW_MWU_EXACT_TOTAL) {
+		out->exact = true;
+		rc = exact_p(d, n, m, ws2, &out->p);
+		goto out;
+	}
+	/* The normal approximation: mean nx ny / 2, variance nx ny / 12 ((n + 1) - sum(t^3 - t) /
+	 * (n (n - 1))) over the tie groups' sizes t (Lehmann, "Nonparametrics", 1975, 1.4). */
+	double mean = (double)nx * (double)ny / 2.0;
+	double var = (double)nx * (double)ny / 12.0 *
+		     ((double)(n + 1) - ties / ((double)n * (double)(n - 1)));
+	if (!(var > 0)) {
+		out->z = 0;
+		out->p = 1.0; /* every value tied: no evidence either way */
+		goto out;
+	}
+	out->z = fmax(0.0, fabs(out->u - mean) - 0.5) / sqrt(var);
+	out->p = fmin(1.0, erfc(out->z / sqrt(2.0)));
+out:
+	free(r);
+	free(d);
+	return rc;
 }

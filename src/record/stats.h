@@ -1,9 +1,10 @@
 /* src/record/stats.h: the statistics memwall reports: summaries, t-based confidence intervals,
- * percentiles and Welch's t-test. Pure functions of their inputs; NaN marks a figure that
+ * percentiles, Welch's t-test and the Mann-Whitney U rank test. Pure functions of their inputs; NaN marks a figure that
  * the sample cannot give (an sd from one value, a CV of a zero mean). */
 #ifndef MEMWALL_STATS_H
 #define MEMWALL_STATS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 struct mw_stats {
@@ -42,5 +43,29 @@ double mw_t_quantile(double p, double df);
  * equal means and 0 otherwise (deterministic figures, such as engine-accounted bytes). */
 double mw_welch_p(double mean1, double sd1, size_t n1, double mean2, double sd2, size_t n2,
 		  double *t, double *df);
+
+/* The Mann-Whitney U test of x[0..nx) against y[0..ny) (Mann & Whitney, "On a test of whether
+ * one of two random variables is stochastically larger than the other", Ann. Math. Statist.
+ * 18(1), 1947): ranks over both samples, ties at their mean rank. */
+struct mw_mwu {
+	double u;     /* U of x: the pairs (x_i, y_j) with x_i > y_j, ties counting one half */
+	double p;     /* two-sided p-value for "neither is stochastically larger"; NaN when a
+		       * sample is empty */
+	double z;     /* the normal approximation's statistic (with the continuity correction);
+		       * NaN when the p-value is exact */
+	bool exact;   /* p from the exact permutation distribution (see MW_MWU_EXACT_*) */
+};
+
+/* The p-value is exact (the permutation distribution of the rank sum given the ties, counted
+ * by dynamic programming) when the smaller sample has at most MW_MWU_EXACT_SMALL values and
+ * both together at most MW_MWU_EXACT_TOTAL; above that, the normal approximation with the tie
+ * correction of the variance and a continuity correction of 1/2. */
+enum { MW_MWU_EXACT_SMALL = 20, MW_MWU_EXACT_TOTAL = 200 };
+
+/* 0, or -ENOMEM (out->p NaN). x and y are not modified; NaNs are the caller's to leave out. */
+int mw_mann_whitney(const double *x, size_t nx, const double *y, size_t ny, struct mw_mwu *out);
+
+/* The median of x[0..n) (mw_percentile at 50): NaN when n == 0. */
+double mw_median(const double *x, size_t n);
 
 #endif

@@ -8,19 +8,14 @@
 #include "file.h"
 #include "provenance.h"
 #include "result.h"
+#include "series.h"
 #include "sha256.h"
 #include "store.h"
-#include "store/backend.h"
+#include "store/internal.h"
 
 /* One row per database: the first that accepts a --db value opens it. SQLite accepts anything
  * that is not a URL, so it stays last. */
 static const struct mw_store_ops *const backends[] = { &mw_store_postgresql, &mw_store_sqlite };
-
-struct mw_store {
-	const struct mw_store_ops *ops;
-	void *h;
-	char where[1024];
-};
 
 /* The schema, one migration per version: a store at version v gets migrations v+1.. applied in
  * one transaction each. Never edit a released migration: add one. The SQL is the dialect SQLite
@@ -49,6 +44,16 @@ static const struct {
 	     "models",
 	  "ALTER TABLE records ADD COLUMN dram_source TEXT;"
 	  "ALTER TABLE records ADD COLUMN synthetic INTEGER;" },
+	{ 4, "series: records of one machine, protocol, model, engine and counter layer "
+	     "(src/record/series.h), and the order records were imported in",
+	  "CREATE TABLE series ("
+	  " id TEXT PRIMARY KEY, key TEXT NOT NULL, fingerprint TEXT NOT NULL, machine TEXT,"
+	  " protocol TEXT NOT NULL, model TEXT, engine TEXT NOT NULL, counters TEXT NOT NULL,"
+	  " created_utc TEXT NOT NULL);"
+	  "ALTER TABLE records ADD COLUMN series TEXT REFERENCES series (id);"
+	  "ALTER TABLE records ADD COLUMN seq INTEGER;"
+	  "ALTER TABLE records ADD COLUMN engine_version TEXT;"
+	  "CREATE INDEX records_series ON records (series, created_utc, seq);" },
 };
 #define N_MIGRATIONS (sizeof(migrations) / sizeof(migrations[0]))
 
@@ -173,10 +178,10 @@ struct tables {
 static int table_row(void *ctx, int ncol, const char *const *v)
 {
 	struct tables *t = ctx;
-	static const char *const mine[] = { "schema_version", "records", "metrics" };
+	static const char *const mine[] = { "schema_version", "records", "metrics", "series" };
 	if (ncol < 1 || !v[0])
 		return 0;
-	for (size_t i = 0; i < 3; i++)
+	for (size_t i = 0; i < sizeof(mine) / sizeof(mine[0]); i++)
 		if (!strcmp(v[0], mine[i])) {
 			t->ours |= i == 0;
 			return 0;
@@ -228,6 +233,8 @@ static int migrate(struct mw_store *s, struct mw_error *err)
 	}
 	if (!rc && v < 3)
 		rc = backfill_provenance(s, err);
+	if (!rc && v < 4)
+		rc = mw_store_backfill_series(s, err);
 out:
 	if (rc) {
 		struct mw_error ignored;
@@ -370,7 +377,8 @@ static int insert_metrics(struct mw_store *s, const json_t *doc, const char *sha
 }
 
 static int insert_record(struct mw_store *s, const json_t *doc, const char *text,
-			 const char *path, const char *sha, struct mw_error *err)
+			 const char *path, const char *sha, const struct mw_series_key *k,
+			 struct mw_error *err)
 {
 	const json_t *mach = json_object_get(doc, "machine"), *eng = json_object_get(doc, "engine");
 	const json_t *model = json_object_get(doc, "model");
@@ -383,19 +391,24 @@ static int insert_record(struct mw_store *s, const json_t *doc, const char *text
 	memory_line(mach, memory, sizeof(memory));
 	provenance_cols(doc, tag, sizeof(tag), synth);
 	snprintf(complete, sizeof(complete), "%d", json_is_true(json_object_get(doc, "complete")));
-	const char *p[17] = {
+	const char *p[19] = {
 		sha, jstr(doc, "kind"), jstr(doc, "created_utc"), mw_utc_now(now, sizeof(now), false),
 		jstr(json_object_get(doc, "protocol"), "name"), mname, jstr(mach, "cpu_name"),
 		jstr(eng, "kind"), jtext(json_object_get(eng, "threads"), thr, sizeof(thr)),
 		jstr(json_object_get(doc, "memwall"), "version"), complete,
 		jstr(json_object_get(doc, "acceptance"), "status"), base ? base + 1 : path, text,
-		memory, tag, synth,
+		memory, tag, synth, k->id, k->engine_version,
 	};
-	return s->ops->query(s->h, "INSERT INTO records (sha256, kind, created_utc, imported_utc, "
-			     "protocol, model, machine, backend, threads, memwall_version, complete, "
-			     "acceptance, source, document, memory, dram_source, synthetic) VALUES ($1, "
-			     "$2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) "
-			     "ON CONFLICT (sha256) DO NOTHING", p, 17, NULL, NULL, err);
+	/* seq: the import order, which breaks ties between records created in the same second
+	 * (created_utc has whole seconds); the writers' lock is held, so no two get one number. */
+	int rc = mw_store_series_add(s, k, err);
+	return rc ? rc : s->ops->query(s->h, "INSERT INTO records (sha256, kind, created_utc, "
+			     "imported_utc, protocol, model, machine, backend, threads, "
+			     "memwall_version, complete, acceptance, source, document, memory, "
+			     "dram_source, synthetic, series, engine_version, seq) VALUES ($1, $2, $3, "
+			     "$4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, "
+			     "(SELECT COALESCE(MAX(seq), 0) + 1 FROM records)) "
+			     "ON CONFLICT (sha256) DO NOTHING", p, 19, NULL, NULL, err);
 }
 
 static int count_row(void *ctx, int ncol, const char *const *v)
@@ -413,8 +426,10 @@ int mw_store_import(struct mw_store *s, const char *path, char sha[65], bool *ad
 	char *text = NULL;
 	size_t len = 0;
 	int rc, have = 0;
+	struct mw_series_key k = { 0 };
 	*added = false;
-	if ((rc = mw_result_load(&doc, path, err)) || (rc = mw_result_validate(doc, path, err)))
+	if ((rc = mw_result_load(&doc, path, err)) || (rc = mw_result_validate(doc, path, err)) ||
+	    (rc = mw_series_of(doc, &k, err)))
 		goto out;
 	/* The id is the hash of the bytes as they are on disk, the file a user can hash again;
 	 * the text stored is the same bytes. */
@@ -437,7 +452,7 @@ int mw_store_import(struct mw_store *s, const char *path, char sha[65], bool *ad
 		goto out;
 	}
 	if (!rc)
-		rc = insert_record(s, doc, text, path, sha, err);
+		rc = insert_record(s, doc, text, path, sha, &k, err);
 	if (!rc)
 		rc = insert_metrics(s, doc, sha, err);
 	if (rc) {
@@ -448,6 +463,7 @@ int mw_store_import(struct mw_store *s, const char *path, char sha[65], bool *ad
 	if (!(rc = s->ops->exec(s->h, "COMMIT", err)))
 		*added = true;
 out:
+	mw_series_key_free(&k);
 	free(text);
 	json_decref(doc);
 	return rc;
@@ -473,31 +489,6 @@ static int collect_row(void *ctx, int ncol, const char *const *v)
 		json_object_set_new(o, c->keys[i], x);
 	}
 	return json_array_append_new(c->rows, o) ? -ENOMEM : 0;
-}
-
-/* Whether t is an ISO 8601 date or UTC time as records write them: YYYY-MM-DD, optionally
- * THH:MM, :SS and Z, every field in range. */
-static bool iso_date(const char *t)
-{
-	int y, mo, d, h = 0, mi = 0, sec = 0, n = 0;
-	if (sscanf(t, "%4d-%2d-%2d%n", &y, &mo, &d, &n) != 3 || n != 10 || t[4] != '-' ||
-	    t[7] != '-' || strspn(t, "0123456789-") < 10)
-		return false;
-	const char *r = t + 10;
-	if (*r == 'T') {
-		int k = 0;
-		if (sscanf(r, "T%2d:%2d%n", &h, &mi, &k) != 2 || k != 6)
-			return false;
-		r += 6;
-		if (*r == ':') {
-			if (sscanf(r, ":%2d%n", &sec, &k) != 1 || k != 3)
-				return false;
-			r += 3;
-		}
-		r += *r == 'Z';
-	}
-	return !*r && y >= 1970 && mo >= 1 && mo <= 12 && d >= 1 && d <= 31 && h <= 23 &&
-	       mi <= 59 && sec <= 60;
 }
 
 /* v for LIKE ... ESCAPE '\\': % and _ are the user's characters, not wildcards. */
@@ -539,7 +530,7 @@ static int where(const struct mw_store_filter *f, char *sql, size_t n, char **p,
 		if (!conds[i].val)
 			continue;
 		if ((f->since == conds[i].val || f->until == conds[i].val) &&
-		    !iso_date(conds[i].val))
+		    !mw_iso_date(conds[i].val))
 			return mw_error_set(err, -EINVAL, conds[i].opt, "", "'%s' is not an ISO 8601 "
 					    "date: give 2026-11-21 or 2026-11-21T06:00:00Z",
 					    conds[i].val);

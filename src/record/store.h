@@ -5,7 +5,8 @@
  * file each under store/. Its schema is versioned: the table schema_version holds the
  * migrations applied, and opening a store applies the ones it lacks (the list is in store.c).
  * A record is stored whole (its bytes), keyed by the sha256 of those bytes, with the fields that
- * queries filter on and one row per summary metric beside it. */
+ * queries filter on and one row per summary metric beside it, filed under its series (the
+ * series' queries are store_series.h's). */
 #ifndef MEMWALL_STORE_H
 #define MEMWALL_STORE_H
 #include <jansson.h>

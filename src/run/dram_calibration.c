@@ -13,8 +13,8 @@
 
 #include "dram_calibration.h"
 #include "file.h"
+#include "machine.h"
 #include "metrics.h"
-#include "sha256.h"
 #include "version.h"
 
 int mw_dramcal_store_path(char *buf, size_t n, struct mw_error *err)
@@ -67,34 +67,15 @@ static json_t *dimms_json(void)
 json_t *mw_dramcal_fingerprint(const json_t *machine, const struct prb_dram_status *st,
 			       char sha[65])
 {
-	static const char *const keys[] = { "cpu_name", "cpu_family", "cpu_model", "cpu_stepping",
-					    "microcode", "kernel" };
-	json_t *fp = json_object(), *inst = json_array();
-	if (!fp || !inst) {
-		json_decref(fp);
-		json_decref(inst);
-		return NULL;
-	}
-	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
-		json_t *v = json_object_get(machine, keys[i]);
-		json_object_set_new(fp, keys[i], v ? json_deep_copy(v) : json_null());
-	}
-	json_object_set_new(fp, "dimms", dimms_json());
-	for (int i = 0; st && i < st->n_instances; i++) {
+	json_t *inst = json_array();
+	for (int i = 0; inst && st && i < st->n_instances; i++) {
 		char s[160];
 		snprintf(s, sizeof(s), "%s@%d", st->instances[i].pmu, st->instances[i].cpu);
 		json_array_append_new(inst, json_string(s));
 	}
-	json_object_set_new(fp, "dram_backend", st ? json_string(st->backend) : json_null());
-	json_object_set_new(fp, "dram_instances", inst);
-	char *text = json_dumps(fp, JSON_COMPACT | JSON_SORT_KEYS);
-	if (!text) {
-		json_decref(fp);
-		return NULL;
-	}
-	mw_sha256_hex(text, strlen(text), sha);
-	free(text);
-	return fp;
+	/* The same fields, in the same function, as a series' machine key (src/record/series.c):
+	 * here the DIMMs as this machine's EDAC driver shows them. */
+	return mw_machine_fingerprint(machine, dimms_json(), st ? st->backend : NULL, inst, sha);
 }
 
 /* ---- the store ----------------------------------------------------------------------------- */

@@ -11,14 +11,18 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "control.h"
 #include "dram_calibration.h"
 #include "dram_verify.h"
 #include "verify_checks.h"
+#include "dram_verify_entry.h"
 #include "engine.h"
+#include "file.h"
 #include "machine.h"
 #include "metrics.h"
 #include "probes.h"
 #include "spawn.h"
+#include "text.h"
 #include "version.h"
 
 /* ---- the store ----------------------------------------------------------------------------- */
@@ -43,6 +47,9 @@ static int store_read(const char *path, json_t **out, struct mw_error *err)
 {
 	struct stat sb;
 	json_error_t jerr;
+	char *text = NULL;
+	size_t len = 0;
+	int rc;
 	*out = NULL;
 	if (stat(path, &sb) != 0) {
 		if (errno != ENOENT)
@@ -51,11 +58,18 @@ static int store_read(const char *path, json_t **out, struct mw_error *err)
 		*out = json_pack("{s:s, s:{}}", "schema", MW_DRAMVERIFY_STORE_SCHEMA, "machines");
 		return *out ? 0 : -ENOMEM;
 	}
-	if (sb.st_size > (off_t)MW_DRAMCAL_MAX_BYTES)
-		return mw_error_set(err, -EFBIG, path, "", "the verification store is %lld bytes, "
-				    "more than the %u it can hold: remove it and run `memwall "
-				    "verify` again", (long long)sb.st_size, MW_DRAMCAL_MAX_BYTES);
-	*out = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+	/* Through the bounded reader (file.h), as the calibration store is: a FIFO, a device or
+	 * a folder is refused by what it is, never blocked on or read forever. */
+	if ((rc = mw_file_read(path, "verification store", "", MW_DRAMCAL_MAX_BYTES, &text, &len,
+			       err))) {
+		if (rc == -EFBIG)
+			snprintf(err->text, sizeof(err->text), "the verification store is larger "
+				 "than the %u bytes a store can hold: remove it and run `memwall "
+				 "verify` again", MW_DRAMCAL_MAX_BYTES);
+		return rc;
+	}
+	*out = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+	free(text);
 	if (!*out)
 		return mw_error_set(err, -EINVAL, path, "", "not valid JSON: %s (line %d): remove "
 				    "the file and run `memwall verify` again", jerr.text, jerr.line);
@@ -97,15 +111,6 @@ out:
 	return rc;
 }
 
-/* Days since an ISO 8601 UTC time; NaN when it does not parse. */
-static double age_days(const char *utc)
-{
-	struct tm tm = { 0 };
-	if (!utc || !strptime(utc, "%Y-%m-%dT%H:%M:%S", &tm))
-		return NAN;
-	return difftime(time(NULL), timegm(&tm)) / 86400.0;
-}
-
 static json_t *without(const char *why, FILE *log)
 {
 	if (log)
@@ -129,6 +134,8 @@ json_t *mw_dramverify_for_run(const char *store, const char *sha, const char *la
 	}
 	const json_t *m = json_object_get(json_object_get(doc, "machines"), sha);
 	const json_t *v = json_object_get(m, layer);
+	char ewhy[300];
+	double age = NAN;
 	if (!v) {
 		snprintf(why, sizeof(why), "missing: %s holds no verification of this machine on "
 			 "the %s counter layer%s; run `memwall verify` here", path, layer,
@@ -136,8 +143,14 @@ json_t *mw_dramverify_for_run(const char *store, const char *sha, const char *la
 		out = without(why, log);
 		goto out;
 	}
-	const char *created = json_string_value(json_object_get(v, "created_utc"));
-	double age = age_days(created);
+	/* an entry is taken only when it says of itself what verify wrote (issue 43) */
+	if (mw_dramverify_entry_check(v, sha, layer, &age, ewhy, sizeof(ewhy))) {
+		snprintf(why, sizeof(why), "missing: the verification of this machine on the %s "
+			 "layer in %s cannot be taken: %s; run `memwall verify` here", layer, path,
+			 ewhy);
+		out = without(why, log);
+		goto out;
+	}
 	why[0] = '\0';
 	if (!(age <= MW_DRAMVERIFY_MAX_AGE_DAYS))
 		snprintf(why, sizeof(why), "stale: the verification in %s is %.0f days old (more "
@@ -166,11 +179,17 @@ out:
 
 /* ---- measuring: verify_run.c; the checks: verify_checks.c --------------------------------- */
 
+/* Ends early on a stop (SIGINT or SIGTERM, caught by `memwall verify`: control.h), so that an
+ * idle window of minutes does not outlive a Ctrl-C. In slices of 10 ms: the signal may land
+ * on perf's thread and leave this one's nanosleep uninterrupted. */
 static void sleep_ns(uint64_t ns)
 {
-	struct timespec ts = { (time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull) };
-	while (nanosleep(&ts, &ts) && errno == EINTR)
-		;
+	uint64_t until = mw_now_ns() + ns;
+	for (uint64_t now = mw_now_ns(); now < until && !mw_run_stopped(); now = mw_now_ns()) {
+		uint64_t left = until - now < 10000000ull ? until - now : 10000000ull;
+		struct timespec ts = { 0, (long)left };
+		nanosleep(&ts, NULL);
+	}
 }
 
 /* ---- perf ---------------------------------------------------------------------------------- */
@@ -255,7 +274,25 @@ static double perf_count(const char *text, const char *ev, int k, char *why, siz
 		snprintf(why, n, "perf did not count %s: \"%s\"", ev, v);
 		return NAN;
 	}
+	/* perf prints a count as a whole number below 2^64: "inf", "nan" or "1e400" (strtod's
+	 * HUGE_VAL) is none it made, and as a reference it would fail every check (-nan %) */
+	if (!isfinite(x) || x >= 0x1p64) {
+		snprintf(why, n, "perf printed \"%s\" for %s, which is no count (perf prints whole "
+			 "numbers below 2^64)", v, ev);
+		return NAN;
+	}
 	return x;
+}
+
+/* Text from perf (its messages, its counts) or from the environment (its path) as a JSON
+ * string: bytes that are not UTF-8, or a character cut at a buffer's end, become U+FFFD, so
+ * the record can always be built (jansson refuses invalid UTF-8). NULL only without memory. */
+static json_t *text_json(const char *s)
+{
+	char *fixed = mw_utf8_fix(s);
+	json_t *j = fixed ? json_string(fixed) : NULL;
+	free(fixed);
+	return j;
 }
 
 /* perf stat over the canary: memwall reads its counters, starts `perf stat -a -x, -e EVENTS --
@@ -266,7 +303,7 @@ json_t *mw_verify_perf_check(struct mw_verify_meters *m, struct eng_stream *es,
 {
 	char path[4096], why[600] = "", secs[32];
 	if (!perf_find(o->perf, path, sizeof(path), why, sizeof(why)))
-		return json_pack("{s:b, s:s}", "available", 0, "reason", why);
+		return json_pack("{s:b, s:o}", "available", 0, "reason", text_json(why));
 	const struct prb_dram_status *st = &m->st;
 	/* the distinct (PMU, event) pairs: instances sharing a PMU (one per socket) are one
 	 * event to perf, which sums it over the PMU's cpumask */
@@ -291,7 +328,7 @@ json_t *mw_verify_perf_check(struct mw_verify_meters *m, struct eng_stream *es,
 		}
 	}
 	if (!evs || !list || !nev) {
-		out = json_pack("{s:b, s:s, s:s}", "available", 0, "path", path, "reason",
+		out = json_pack("{s:b, s:o, s:s}", "available", 0, "path", text_json(path), "reason",
 				!nev && evs && list ? "this backend's counters are files (resctrl), "
 				"which perf does not read" : "out of memory");
 		goto out;
@@ -306,7 +343,7 @@ json_t *mw_verify_perf_check(struct mw_verify_meters *m, struct eng_stream *es,
 	pthread_t th;
 	int p0 = mw_verify_take(m);
 	if (pthread_create(&th, NULL, perf_thread, &job)) {
-		out = json_pack("{s:b, s:s, s:s}", "available", 0, "path", path, "reason",
+		out = json_pack("{s:b, s:o, s:s}", "available", 0, "path", text_json(path), "reason",
 				"cannot start a thread for perf");
 		goto out;
 	}
@@ -317,7 +354,7 @@ json_t *mw_verify_perf_check(struct mw_verify_meters *m, struct eng_stream *es,
 	sleep_ns(span / 5);
 	struct eng_stream_sample ss;
 	int passes = 0;
-	while (passes == 0 || mw_now_ns() - t0 < span * 4 / 5) {
+	while ((passes == 0 || mw_now_ns() - t0 < span * 4 / 5) && !mw_run_stopped()) {
 		if (eng_stream_run(es, ENG_STREAM_READ, false, &ss))
 			break;
 		passes++;
@@ -332,7 +369,8 @@ json_t *mw_verify_perf_check(struct mw_verify_meters *m, struct eng_stream *es,
 		snprintf(why, sizeof(why), "%.200s %s: %.300s", path,
 			 job.rc < 0 ? "could not run" : "failed",
 			 job.rc < 0 ? job.err.text : first[0] ? first : "(no message)");
-		out = json_pack("{s:b, s:s, s:s}", "available", 0, "path", path, "reason", why);
+		out = json_pack("{s:b, s:o, s:o}", "available", 0, "path", text_json(path), "reason",
+				text_json(why));
 		mw_spawn_free(&job.sp);
 		goto out;
 	}
@@ -394,9 +432,11 @@ json_t *mw_verify_perf_check(struct mw_verify_meters *m, struct eng_stream *es,
 	}
 	if (!complete) {
 		json_decref(rows);
-		out = json_pack("{s:b, s:s, s:s}", "available", 0, "path", path, "reason", why);
+		out = json_pack("{s:b, s:o, s:o}", "available", 0, "path", text_json(path), "reason",
+				text_json(why));
 	} else {
-		out = json_pack("{s:b, s:s, s:s, s:f, s:i, s:o, s:f}", "available", 1, "path", path,
+		out = json_pack("{s:b, s:o, s:s, s:f, s:i, s:o, s:f}", "available", 1, "path",
+				text_json(path),
 				"events", list, "seconds", o->perf_seconds, "canary_passes", passes,
 				"pmus", rows, "threshold_pct", MW_DRAMVERIFY_PERF_PCT);
 	}

@@ -18,6 +18,7 @@
 #include "control.h"
 #include "drift.h"
 #include "engine.h"
+#include "kernel_cache.h"
 #include "machine.h"
 #include "run_state.h"
 #include "result.h"
@@ -40,6 +41,9 @@ struct builtin {
 	int *prompt;
 	size_t n_prompt;
 	struct eng_session *sess;
+	/* the machine's kernel choice (kernel_cache.h), used when kuse.used */
+	struct eng_kernel_choice kc;
+	struct mw_kcache_use kuse;
 	struct eng_hooks hooks; /* the session keeps a pointer to it */
 	struct eng_sampler_options samp_opt;
 	float *logits_copy;
@@ -791,10 +795,15 @@ static enum mw_run_status start_session(struct builtin *b, struct mw_error *err)
 	eng_error_clear(&eerr);
 	b->hooks = (struct eng_hooks){ .ctx = b, .token = on_token,
 				       .phase = o->phases ? on_phase : NULL };
+	if ((rc = mw_kcache_for_session(p->engine.kernels, &b->kc, &b->kuse, err)))
+		return MW_RUN_BAD_INPUT;
+	if (b->kuse.ignored)
+		mw_run_say(o, "%s", b->kuse.reason);
 	struct eng_session_options sopt = {
 		.threads = b->run->plan.threads,
 		.pin = p->engine.pin,
 		.kernels = p->engine.kernels,
+		.kernel_choice = b->kuse.used ? &b->kc : NULL,
 		.kv_type = ENG_KV_AUTO, /* GGUF: F16, as llama.cpp (the tensor table assumes it) */
 		.ctx_len = (int)b->n_prompt + b->run->plan.decode,
 		.hooks = &b->hooks,
@@ -838,6 +847,12 @@ static json_t *engine_json(const struct builtin *b)
 	if (e)
 		json_object_set_new(e, "quant_kernels",
 				    json_string(eng_session_quant_kernels(b->sess)));
+	/* Which table ran each operation on the x8 weights, and where that choice came from
+	 * (issue 42: the machine's measured kernel choice, or the default). */
+	if (e) {
+		json_object_set_new(e, "kernel_choice", mw_kcache_record(&b->kuse));
+		json_object_set_new(e, "op_kernels", mw_kcache_op_kernels(b->sess));
+	}
 	/* Only what a protocol asked for, so a plain protocol's record is as it always was. */
 	if (e && b->batch > 1)
 		json_object_set_new(e, "batch", json_integer(b->batch));

@@ -18,6 +18,7 @@
 #include "probes.h"
 #include "embedded.h"
 #include "jschema.h"
+#include "metrics.h"
 #include "file.h"
 #include "protocol.h"
 #include "sha256.h"
@@ -325,6 +326,28 @@ static bool known_backend(const char *name)
 	return false;
 }
 
+/* A GGUF synthetic's activation against its architecture's row (engine.h, eng_arch_info.acts):
+ * silu, the default, stands for the architecture's own. */
+static int synth_act_check(const struct mw_protocol *p, struct mw_error *err)
+{
+	const struct eng_arch_info *a = eng_arch_lookup(p->model.synth_arch);
+	enum eng_ffn_act act = p->model.synth_act;
+	char takes[128] = "";
+	if (!a || act == ENG_ACT_SILU || (a->acts & (1u << act)))
+		return 0; /* an unknown arch is the schema's to refuse */
+	for (size_t i = 0, used = 0; i < eng_arch_count() && used < sizeof(takes); i++)
+		if (eng_arch_at(i)->acts & (1u << act)) {
+			int k = snprintf(takes + used, sizeof(takes) - used, "%s%s",
+					 used ? ", " : "", eng_arch_at(i)->name);
+			used += k > 0 ? (size_t)k : 0;
+		}
+	return mw_error_set(err, -EINVAL, p->source, "model.synth.activation",
+			    "%s FFNs are not for \"arch\": \"%s\" (its FFN is %s): drop "
+			    "activation or synthesise an architecture that takes it (%s)",
+			    p->model.synth_activation, a->name, eng_ffn_act_name(a->act),
+			    takes[0] ? takes : "none");
+}
+
 static int parse_model(struct mw_protocol *p, const char *dir, struct mw_error *err)
 {
 	const char *src = p->source;
@@ -352,10 +375,11 @@ static int parse_model(struct mw_protocol *p, const char *dir, struct mw_error *
 		/* GGUF synthetics (eng_synth_gguf) need an architecture and a type mix; llama2.c
 		 * ones are float32 llama by construction. */
 		if (gguf != (p->model.synth_arch && p->model.synth_quant))
-			return mw_error_set(err, -EINVAL, src, "model.synth",
-					    gguf ? "a synthetic GGUF model needs \"arch\" (falcon, "
-						   "llama) and \"quant\" (e.g. q4_k_m)"
-						 : "\"arch\" and \"quant\" are for \"format\": "
+			return gguf ? mw_error_set(err, -EINVAL, src, "model.synth",
+						   "a synthetic GGUF model needs \"arch\" (%s) and "
+						   "\"quant\" (e.g. q4_k_m)", eng_arch_names())
+				    : mw_error_set(err, -EINVAL, src, "model.synth",
+						   "\"arch\" and \"quant\" are for \"format\": "
 						   "\"gguf\"; a llama2c synthetic has neither");
 		if (p->model.url || p->model.size_bytes >= 0 || p->model.sha256)
 			return mw_error_set(err, -EINVAL, src, "model.synth",
@@ -365,11 +389,8 @@ static int parse_model(struct mw_protocol *p, const char *dir, struct mw_error *
 		p->model.synth_activation = str_or(synth, "activation", "silu");
 		/* The schema admits only the engine's names */
 		eng_ffn_act_parse(p->model.synth_activation, &p->model.synth_act);
-		if (gguf && p->model.synth_act != ENG_ACT_SILU && strcmp(p->model.synth_arch, "llama"))
-			return mw_error_set(err, -EINVAL, src, "model.synth.activation",
-					    "%s FFNs are for \"arch\": \"llama\" (falcon's MLP is "
-					    "GELU): drop activation or synthesise a llama",
-					    p->model.synth_activation);
+		if (gguf && synth_act_check(p, err))
+			return -EINVAL;
 		p->model.synth_cd = str_or(synth, "canonical_delta", NULL);
 		if (p->model.synth_cd && !gguf)
 			return mw_error_set(err, -EINVAL, src, "model.synth.canonical_delta",
@@ -577,6 +598,21 @@ static int parse_measurement(struct mw_protocol *p, struct mw_error *err)
 	p->drift.max_bandwidth_change_pct = num_or(drift, "max_bandwidth_change_pct", 10.0);
 	p->drift.probe_ms = (int)int_or(drift, "probe_ms", 200);
 
+	/* tolerance_pct is read back from the record by compare and db check: its names must be
+	 * metrics, or a misspelt one would silently fall back to the default. */
+	const char *k;
+	const json_t *v;
+	json_object_foreach((json_t *)(uintptr_t)json_object_get(d, "tolerance_pct"), k, v) {
+		size_t n, i;
+		const struct mw_metric *m = mw_metrics(&n);
+		for (i = 0; i < n && strcmp(m[i].name, k); i++)
+			;
+		if (i == n)
+			return mw_error_set(err, -EINVAL, src, "tolerance_pct",
+					    "\"%s\" is not a metric: use summary.metrics' names, e.g. "
+					    "\"dram_MB_per_token\": 3 or \"tok_per_s\": 10 "
+					    "(results/README.md lists them)", k);
+	}
 	return 0;
 }
 

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "control.h"
 #include "verify_matrix.h"
 #include "metrics.h"
 
@@ -192,7 +193,8 @@ json_t *mw_verify_matrix(struct mw_verify_meters *m, const struct mw_dramverify_
 			"expect", p->expect, "threshold", "read_pct", p->read_pct, "write_pct",
 			p->write_pct, "cells"));
 	}
-	for (int k = 0; k < SIZES; k++) {
+	/* a stop (control.h) ends the matrix between sizes: verify then keeps nothing */
+	for (int k = 0; k < SIZES && !mw_run_stopped(); k++) {
 		char label[48];
 		uint64_t bytes = base << k, used = 0;
 		if (o->bytes)

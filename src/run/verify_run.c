@@ -20,17 +20,24 @@
 #include "dram_verify.h"
 #include "verify_checks.h"
 #include "verify_diagnose.h"
+#include "control.h"
 #include "verify_matrix.h"
 #include "verify_numa.h"
 #include "machine.h"
 #include "metrics.h"
 #include "version.h"
 
+/* Ends early on a stop (SIGINT or SIGTERM, caught by `memwall verify`: control.h), so that an
+ * idle window of minutes does not outlive a Ctrl-C; in slices of 10 ms, since the signal may
+ * land on another thread and leave this one's nanosleep uninterrupted. */
 static void sleep_ms(int ms)
 {
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
-	while (nanosleep(&ts, &ts) && errno == EINTR)
-		;
+	uint64_t until = mw_now_ns() + (uint64_t)ms * 1000000ull;
+	for (uint64_t now = mw_now_ns(); now < until && !mw_run_stopped(); now = mw_now_ns()) {
+		uint64_t left = until - now < 10000000ull ? until - now : 10000000ull;
+		struct timespec ts = { 0, (long)left };
+		nanosleep(&ts, NULL);
+	}
 }
 
 /* The canary: several times the last-level cache, so that it cannot be served from it, and
@@ -206,7 +213,7 @@ static int stream_targets(struct run_state *rs, char *why, size_t n)
 	if (rc < 0)
 		return rc;
 	m->canary_first = m->canary_last = -1;
-	for (int k = 0; k < rs->plan.n; k++) {
+	for (int k = 0; k < rs->plan.n && !mw_run_stopped(); k++) {
 		const struct mw_verify_target *tg = &rs->plan.t[k];
 		struct mw_verify_saved sv;
 		struct mw_verify_passes ps = { .nt = true };
@@ -383,6 +390,11 @@ int mw_dramverify_run(const struct mw_dramverify_options *o, json_t **record, ch
 		goto out;
 	if ((rc = stream_targets(&rs, why, n)) < 0)
 		goto out;
+	if (mw_run_stopped()) { /* nothing is kept of a stopped verify (cmd_verify.c) */
+		snprintf(why, n, "stopped by %s", mw_run_stop_name());
+		rc = -ECANCELED;
+		goto out;
+	}
 	json_t *resctrl = rs.m->canary_first >= 0 ?
 		mw_verify_resctrl_check(rs.m, rwhy, rs.checks) :
 		json_pack("{s:b, s:s}", "available", 0, "reason", "no canary pass ran");
@@ -393,7 +405,8 @@ int mw_dramverify_run(const struct mw_dramverify_options *o, json_t **record, ch
 		json_pack("{s:b, s:s}", "available", 0, "reason", "no canary pass ran");
 	(void)mw_verify_group_end(rs.m);
 	json_t *matrix = NULL;
-	if (o->matrix && !(matrix = mw_verify_matrix(rs.m, o, llc, llc_known, rs.checks, why, n))) {
+	if (o->matrix && !mw_run_stopped() &&
+	    !(matrix = mw_verify_matrix(rs.m, o, llc, llc_known, rs.checks, why, n))) {
 		json_decref(resctrl);
 		json_decref(perf);
 		rc = -EIO;

@@ -15,7 +15,7 @@
  *
  * Types with an x8 layout (quants.h) are also timed repacked, through each table's own x8
  * kernel, on a line of their own, and, where the table has a multi-token kernel
- * (krn_quant_matmul), for 2, 4 and MM_TOK tokens at once (a batched decode step, a prefill
+ * (krn_quant_matmul), for 2, 4, 8 and MM_TOK tokens at once (a batched decode step, a prefill
  * chunk): its figure is weight bytes times tokens per second (what that many one-token passes
  * would have to stream to keep up), the same as GOP/s (two operations, a multiply and an add,
  * per weight and token: the integer multiply-adds the kernel does), and its ratio to the x8
@@ -23,6 +23,10 @@
  * 4096). BENCH_QUANTS_ISA=name times only that table (avx512, avx2, ...), and
  * BENCH_QUANTS_MM=0 leaves out the multi-token matmul (it takes most of a DRAM run's time):
  * both for A/B runs of one kernel, many rounds in a few seconds.
+ *
+ * After the tables' own lines, a type's x8 rates side by side: for 1, 2, 4, 8 and MM_TOK tokens
+ * a call, the rate of every table this CPU runs with x8 kernels for the type, and each one's
+ * ratio to the first (the engine's default); ref, which has none, is left out as above.
  *
  * Usage: bench_quants [mb] [reps] [type...]; pin it (taskset -c 1) for stable figures.
  */
@@ -39,9 +43,44 @@
 #define MAX_REPS 64
 #define MM_TOK 64 /* the engine's default prefill chunk (ENG_PREFILL_CHUNK) */
 /* Token counts the multi-token kernel is timed at: a batched decode step of 2 and 4 sequences
- * (generate --batch), then a prefill chunk. */
-static const int mm_toks[] = { 2, 4, MM_TOK };
+ * (generate --batch), 8 (where the K-quants' chunks start unpacking each super-block once, and
+ * the kernel choice's last class, engine.h), then a prefill chunk. */
+static const int mm_toks[] = { 2, 4, 8, MM_TOK };
 #define N_MM (sizeof(mm_toks) / sizeof(mm_toks[0]))
+#define MAX_TABLES 8
+
+/* One type's x8 rates per table, for the side-by-side lines: [table][0] the x8 matvec (one
+ * token), [table][1 + j] mm_toks[j] tokens; 0 where not timed. */
+struct side {
+	const char *name[MAX_TABLES];
+	double gb[MAX_TABLES][1 + N_MM];
+	int n;
+};
+
+/* For each token count, every table's rate on one line, and each one's ratio to the first
+ * (the registry's best, the engine's default): which table a token count should run on, the
+ * question `memwall bench-kernels` answers for the engine (issue 42). */
+static void print_side(const char *type, double mb, const struct side *sd)
+{
+	if (sd->n < 1)
+		return;
+	for (size_t j = 0; j < 1 + N_MM; j++) {
+		int tok = j ? mm_toks[j - 1] : 1;
+		printf("%-5s %7.1f MB x8, %2d token%s a call, GB/s of weights x tokens:", type, mb,
+		       tok, tok > 1 ? "s" : "");
+		for (int i = 0; i < sd->n; i++) {
+			if (!sd->gb[i][j]) {
+				printf("  %s -", sd->name[i]);
+				continue;
+			}
+			printf("  %s %6.2f", sd->name[i], sd->gb[i][j]);
+			if (i && sd->gb[0][j])
+				printf(" (%.2fx)", sd->gb[i][j] / sd->gb[0][j]);
+		}
+		putchar('\n');
+	}
+	fflush(stdout);
+}
 
 static double now(void)
 {
@@ -136,6 +175,7 @@ static void bench(uint32_t t, double mb, int reps, const struct krn_ops *kops)
 	const struct krn_quant_ops *const *all = krn_quant_ops_all(&n_ops);
 	const char *isa = getenv("BENCH_QUANTS_ISA"), *env_mm = getenv("BENCH_QUANTS_MM");
 	const bool want_mm = !env_mm || strcmp(env_mm, "0") != 0;
+	struct side sd = { .n = 0 };
 	for (size_t o = 0; o < n_ops; o++) {
 		const struct krn_quant_ops *ops = all[o];
 		if (!ops->supported() || ops == all[n_ops - 1])
@@ -197,7 +237,15 @@ static void bench(uint32_t t, double mb, int reps, const struct krn_ops *kops)
 			       (double)bytes / 1e6, ops->name, mm_toks[j], median(gb_mm[j], reps),
 			       median(gb_mm[j], reps) * ops_per_byte, median(r_mm[j], reps));
 		fflush(stdout);
+		if (x8 && sd.n < MAX_TABLES) {
+			sd.name[sd.n] = ops->name;
+			sd.gb[sd.n][0] = median(gb_x8, reps);
+			for (size_t j = 0; j < N_MM; j++)
+				sd.gb[sd.n][1 + j] = mm ? median(gb_mm[j], reps) : 0;
+			sd.n++;
+		}
 	}
+	print_side(tr->name, (double)bytes / 1e6, &sd);
 	munmap(w, len);
 	if (w8)
 		munmap(w8, len8);

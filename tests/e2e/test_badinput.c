@@ -353,6 +353,26 @@ static const struct bad_case cases[] = {
 	  "not a UTC time" },
 	{ RESULT, NULL, WHOLE, "protocol.document={\"name\":\"other\"}", 1, "protocol.name",
 	  "protocol.document.name is 'other'" },
+	/* issue 43, class 15: counters.dram.verification against itself and the record (made on
+	 * 2026-11-21T06:00:00Z), and machine.cpu_quota */
+	{ RESULT, NULL, WHOLE, "counters.dram={\"measured\":true,\"backend\":\"intel_imc_free\",\"instances\":[\"uncore_imc_free_running_0\"],\"layer\":\"sim\",\"verification\":{\"verdict\":\"pass\",\"created_utc\":\"2026-11-01T06:00:00Z\",\"age_days\":20,\"stale\":false,\"backend\":\"intel_imc_free\",\"layer\":\"sim\",\"source\":\"/s/verification.json\",\"fingerprint_sha256\":\"ab\",\"failed_checks\":[\"read pass: sum: memwall counted nothing\"]}}", 1,
+	  "counters.dram.verification.verdict", "failed_checks lists 1 failed check" },
+	{ RESULT, NULL, WHOLE, "counters.dram={\"measured\":true,\"backend\":\"intel_imc_free\",\"instances\":[\"uncore_imc_free_running_0\"],\"layer\":\"sim\",\"verification\":{\"verdict\":\"fail\",\"created_utc\":\"2026-11-01T06:00:00Z\",\"age_days\":20,\"stale\":false,\"backend\":\"intel_imc_free\",\"layer\":\"sim\",\"source\":\"/s/verification.json\",\"fingerprint_sha256\":\"ab\",\"failed_checks\":[]}}", 1,
+	  "counters.dram.verification.verdict", "is \"fail\", but failed_checks lists 0" },
+	{ RESULT, NULL, WHOLE, "counters.dram={\"measured\":true,\"backend\":\"intel_imc_free\",\"instances\":[\"uncore_imc_free_running_0\"],\"layer\":\"syscall\",\"verification\":{\"verdict\":\"pass\",\"created_utc\":\"2026-11-01T06:00:00Z\",\"age_days\":20,\"stale\":false,\"backend\":\"intel_imc_free\",\"layer\":\"sim\",\"source\":\"/s/verification.json\",\"fingerprint_sha256\":\"ab\",\"failed_checks\":[]}}", 1,
+	  "counters.dram.verification.layer", "the run counted on the \"syscall\" layer" },
+	{ RESULT, NULL, WHOLE, "counters.dram={\"measured\":true,\"backend\":\"intel_imc_free\",\"instances\":[\"uncore_imc_free_running_0\"],\"layer\":\"sim\",\"verification\":{\"verdict\":\"pass\",\"created_utc\":\"2025-10-17T06:00:00Z\",\"age_days\":400,\"stale\":false,\"backend\":\"intel_imc_free\",\"layer\":\"sim\",\"source\":\"/s/verification.json\",\"fingerprint_sha256\":\"ab\",\"failed_checks\":[]}}", 1,
+	  "counters.dram.verification.stale", "is false, but age_days is 400" },
+	{ RESULT, NULL, WHOLE, "counters.dram={\"measured\":true,\"backend\":\"intel_imc_free\",\"instances\":[\"uncore_imc_free_running_0\"],\"layer\":\"sim\",\"verification\":{\"verdict\":\"pass\",\"created_utc\":\"2026-11-21T06:00:00Z\",\"age_days\":-3,\"stale\":false,\"backend\":\"intel_imc_free\",\"layer\":\"sim\",\"source\":\"/s/verification.json\",\"fingerprint_sha256\":\"ab\",\"failed_checks\":[]}}", 1,
+	  "counters.dram.verification.age_days", "cannot be younger than the run" },
+	{ RESULT, NULL, WHOLE, "counters.dram={\"measured\":true,\"backend\":\"intel_imc_free\",\"instances\":[\"uncore_imc_free_running_0\"],\"layer\":\"sim\",\"verification\":{\"verdict\":\"pass\",\"created_utc\":\"2026-12-01T06:00:00Z\",\"age_days\":0,\"stale\":false,\"backend\":\"intel_imc_free\",\"layer\":\"sim\",\"source\":\"/s/verification.json\",\"fingerprint_sha256\":\"ab\",\"failed_checks\":[]}}", 1,
+	  "counters.dram.verification.created_utc", "after the record's created_utc" },
+	{ RESULT, NULL, WHOLE, "counters.dram={\"measured\":true,\"backend\":\"intel_imc_free\",\"instances\":[\"uncore_imc_free_running_0\"],\"layer\":\"sim\",\"verification\":{\"verdict\":\"pass\",\"created_utc\":\"2026-11-01T06:00:00Z\",\"age_days\":3,\"stale\":false,\"backend\":\"intel_imc_free\",\"layer\":\"sim\",\"source\":\"/s/verification.json\",\"fingerprint_sha256\":\"ab\",\"failed_checks\":[]}}", 1,
+	  "counters.dram.verification.age_days", "is 3, but the verification (2026-11-01T06:00:00Z) is 20.00 days older" },
+	{ RESULT, NULL, WHOLE, "machine.cpu_quota={\"cpus\":-1,\"file\":\"/sys/fs/cgroup/cpu.max\",\"value\":\"-100000 100000\"}",
+	  1, "machine.cpu_quota.cpus", "is not a positive number of CPUs" },
+	{ RESULT, NULL, WHOLE, "machine.cpu_quota={\"cpus\":0}", 1, "machine.cpu_quota.cpus",
+	  "is not a positive number of CPUs" },
 
 	/* ---- sysfs PMU entries: tests/data/sysfs/bad and ours. The PMU is kept with its problem
 	 * naming the file, and encoding an event on it is refused. */
@@ -408,6 +428,12 @@ static const struct bad_case cases[] = {
 	 * environments, each through the verb a user runs. $T mktar writes crafted archives. */
 /* the set-up and the command, then rc, field, text as above */
 #define CLI_CASE(setup, ...) { CLI, setup, WHOLE, __VA_ARGS__ }
+/* The simulated PMU on the arrow-lake tree, counting, and a state folder st: for verify */
+#define SIMV "export MEMWALL_COUNTERS=sim MEMWALL_SYSFS_ROOT=$D/sysfs/arrow-lake MEMWALL_STATE_DIR=$PWD/st " \
+	"MEMWALL_SIM_SCRIPT=$PWD/s && mkdir st && for i in 0 1; do " \
+	"t=$(cat $MEMWALL_SYSFS_ROOT/bus/event_source/devices/uncore_imc_free_running_$i/type); " \
+	"printf 'perf type=%s config=0x20ff cpu=* start=0 step=1000\\nperf type=%s config=0x30ff cpu=* " \
+	"start=0 step=1000\\n' $t $t >> s; done"
 #define ESCREC "sed 's/\"Test CPU\"/\"Test\\\\u001b]0;pwn\\\\u0007CPU\"/' $F/rec.json > r.json"
 	/* 1: run --list with a data folder beside the build tree's protocols (a use after free) */
 	CLI_CASE("mkdir -p d/protocols && cp $D/../../protocols/*.json d/protocols/",
@@ -718,6 +744,69 @@ static const struct bad_case cases[] = {
 		 "\\177')\" > o; cat o; grep -q \"$(printf '\\302\\233')\" o && echo raw-c1 || "
 		 "echo no-raw-c1", 0, "\"pieces\":[\"a\",\"\\u009b\",\"\\u202e\",\"\\u007f\"]",
 		 "no-raw-c1"),
+	/* issue 43, class 3: a FIFO in a recorded sysfs tree is refused, never blocked on */
+	CLI_CASE("mkdir -p t/bus/event_source/devices/p/format && mkfifo t/bus/event_source/devices/p/type",
+		 "timeout 10 $MW doctor --sysfs t", 0, "p/type: is a FIFO", "not a regular file"),
+	CLI_CASE("mkdir -p t/bus/event_source/devices/p/format && echo 30 > t/bus/event_source/devices/p/type "
+		 "&& mkfifo t/bus/event_source/devices/p/format/event",
+		 "timeout 10 $MW doctor --sysfs t", 0, "p/format/event: is a FIFO", NULL),
+	CLI_CASE("mkdir -p t/bus/event_source/devices t/devices/system/edac/mc/mc0/dimm0 && "
+		 "mkfifo t/devices/system/edac/mc/mc0/mc_name t/devices/system/edac/mc/mc0/dimm0/dimm_location",
+		 "timeout 10 $MW doctor --sysfs t | grep 'memory channels'", 0,
+		 "memory channels: 0 populated (EDAC dimm_location)", NULL),
+	CLI_CASE(SIMV " && mkdir -p t/bus/event_source && cp -r $MEMWALL_SYSFS_ROOT/bus/event_source/devices "
+		 "t/bus/event_source/ && rm t/bus/event_source/devices/uncore_imc_free_running_1/cpumask "
+		 "&& mkfifo t/bus/event_source/devices/uncore_imc_free_running_1/cpumask",
+		 "timeout 20 $MW verify --no-perf --size 0.001 --idle-ms 1 --sysfs t", 3,
+		 "uncore_imc_free_running_1/cpumask: is a FIFO", NULL),
+	/* class 9: more DRAM instances than the 128 memwall counts: refused, naming both, and
+	 * not passed over for the CMN mesh beside them */
+	/* (one mkdir, then shell builtins only: 200 PMUs in well under the case's 10 s; the
+	 * suffixes 1000..1199 are hex digits) */
+	CLI_CASE("d=t/bus/event_source/devices; n=$(seq 1000 1199); "
+		 "mkdir -p $(for i in $n; do echo $d/arm_dmc620_$i/format $d/arm_dmc620_$i/events; done); "
+		 "for i in $n; do p=$d/arm_dmc620_$i; "
+		 "echo 42 > $p/type; echo 0 > $p/cpumask; echo config:0-44 > $p/format/mask; "
+		 "echo config1:0-44 > $p/format/match; echo config2:3-8 > $p/format/event; "
+		 "echo config2:9 > $p/format/clkdiv2; echo event=0x12,clkdiv2=0x1 > $p/events/clkdiv2_rdwr; "
+		 "done; mkdir -p $d/arm_cmn_0/format $d/arm_cmn_0/events && echo 43 > $d/arm_cmn_0/type && "
+		 "echo config:0-15 > $d/arm_cmn_0/format/type && echo config:16-26 > $d/arm_cmn_0/format/eventid "
+		 "&& echo type=0x5,eventid=0xd > $d/arm_cmn_0/events/hnf_mc_reqs",
+		 "$MW doctor --sysfs t | grep '^DRAM:'", 0,
+		 "DRAM:        NOT AVAILABLE: arm_dmc620: 200 arm_dmc620_<hex> PMUs, more than the 128 "
+		 "instances", NULL),
+	/* class 4: a FIFO where the verification store is */
+	CLI_CASE(SIMV " && mkfifo st/verification.json",
+		 "timeout 20 $MW verify --no-perf --size 0.001 --idle-ms 1", 3, "st/verification.json",
+		 "is a FIFO"),
+	/* class 19: verify -o replaces only a regular file that is not the store */
+	CLI_CASE(SIMV, "$MW verify --no-perf --size 0.001 --idle-ms 1 -o st/verification.json", 2,
+		 "is the verification store", NULL),
+	CLI_CASE(SIMV " && mkfifo f", "timeout 20 $MW verify --no-perf --size 0.001 --idle-ms 1 -o f; "
+		 "echo rc=$?; test -p f && echo still-a-fifo", 0, "is a FIFO", "still-a-fifo"),
+	CLI_CASE(SIMV " && ln -s nowhere l", "$MW verify --no-perf --size 0.001 --idle-ms 1 -o l; "
+		 "echo rc=$?; ls nowhere 2>/dev/null || echo not-created", 0, "is a symbolic link",
+		 "not-created"),
+	/* class 21: record text in report's and db show's "counts ... bytes (the BACKEND backend"
+	 * line and report's footnote, escaped (and no raw control byte anywhere: utf8ok) */
+	CLI_CASE("$T jset $F/rec.json r.json 'counters.dram.backend=\"intel\\u001b]0;pwn\\u0007imc\"'",
+		 "$MW report r.json >o 2>&1; $T utf8ok o && grep -o 'the intel.e]0;pwn.x07imc backend' o", 0,
+		 "the intel\\e]0;pwn\\x07imc backend", "utf8-ok"),
+	CLI_CASE("$T jset $F/rec.json r.json 'counters.dram.backend=\"intel\\u001b]0;pwn\\u0007imc\"' "
+		 "derive && $MW db --db s.db import r.json >/dev/null",
+		 "$MW db --db s.db show $(sha256sum r.json | cut -c1-12) >o 2>&1; $T utf8ok o && "
+		 "grep -o 'the intel.e]0;pwn.x07imc backend' o", 0, "the intel\\e]0;pwn\\x07imc backend",
+		 "utf8-ok"),
+	CLI_CASE("$T jset $F/rec.json r.json 'counters.dram={\"measured\":false,\"reason\":\"no\\u001b[2Jcounters\"}'",
+		 "$MW report r.json >o 2>&1; $T utf8ok o && grep -o '^.1. no.e.2Jcounters' o", 0,
+		 "[1] no\\e[2Jcounters", "utf8-ok"),
+	/* class 21: PMU directory names in doctor's list (a shared tree) */
+	CLI_CASE("mkdir -p \"t/bus/event_source/devices/$(printf 'x\\033]0;pwn\\007y')\"",
+		 "$MW doctor --sysfs t >o 2>&1; $T utf8ok o && grep -o ' x.e]0;pwn.x07y' o", 0,
+		 "x\\e]0;pwn\\x07y", "utf8-ok"),
+	/* class 15: db import checks what validate checks */
+	CLI_CASE("$T jset $F/rec.json r.json 'machine.cpu_quota={\"cpus\":-1}'",
+		 "$MW db --db s.db import r.json", 1, "machine.cpu_quota.cpus", "positive number"),
 };
 
 /* ---- .hex files: binary inputs written as text (tests/data/bad/README.md) ---------------- */
@@ -1407,8 +1496,35 @@ static int check_output(const char *what, const char *path)
 	return 0;
 }
 
+/* `test_badinput jset IN OUT PATH=JSON [derive]`: IN with the value at PATH set
+ * (json_set_path), to OUT: a record edited as a person (or an attacker) would, for the CLI
+ * cases' set-ups; with "derive", its derived figures made again from the edit
+ * (mw_result_derive), so that it validates as a record memwall wrote. */
+static int jset(const char *in, const char *out, const char *edit, bool derive)
+{
+	struct mw_error err;
+	const char *eq = strchr(edit, '=');
+	char where[256];
+	json_t *doc = json_load_file(in, 0, NULL), *v = eq ? json_loads(eq + 1, JSON_DECODE_ANY,
+									 NULL) : NULL;
+	if (!doc || !v) {
+		fprintf(stderr, "jset: cannot read %s or the value in %s\n", in, edit);
+		json_decref(doc);
+		json_decref(v);
+		return 1;
+	}
+	snprintf(where, sizeof(where), "%.*s", (int)(eq - edit), edit);
+	mw_error_clear(&err);
+	int rc = json_set_path(doc, where, v) || (derive && mw_result_derive(doc, in, &err)) ||
+		 json_dump_file(doc, out, JSON_INDENT(1) | JSON_REAL_PRECISION(17));
+	json_decref(doc);
+	return rc ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc > 4 && !strcmp(argv[1], "jset"))
+		return jset(argv[2], argv[3], argv[4], argc > 5 && !strcmp(argv[5], "derive"));
 	if (argc > 2 && (!strcmp(argv[1], "jsonok") || !strcmp(argv[1], "utf8ok")))
 		return check_output(argv[1], argv[2]);
 	if (argc > 3 && !strcmp(argv[1], "sql"))

@@ -11,7 +11,7 @@
 #include "result.h"
 #include "run.h"
 #include "engine.h"
-#include "quants.h"
+#include "quants/quants.h"
 #include "test.h"
 
 /* proto: the shipped smoke protocol (test_smoke checks its drift probe); quiet_proto: the same

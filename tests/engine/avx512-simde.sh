@@ -17,6 +17,9 @@
 #  - tests/engine/test_kernels.c;
 #  - tests/engine/test_quants.c: hand-built blocks, every table against ref, the x8 layouts and their
 #    kernels, the multi-token path, ggml's vectors where ../shared has them;
+#  - tests/engine/test_kernel_choice.c: the avx512 table's x8 kernels against avx2's, bit for
+#    bit (what lets a session run some token counts on the other table), and sessions that
+#    do so;
 #  - tests/engine/test_gguf_engine.c: the whole engine, which then picks the AVX-512 tables, against
 #    llama.cpp's logits for ../shared's GGUF fixtures, on the mapping and repacked.
 # BUILD_ROOT: $MEMWALL_BUILD_ROOT (meson test sets it), else SOURCE_ROOT/build. Exits 77
@@ -88,7 +91,7 @@ for a in "$b"/engine/kernels/lib*.a "$b"/engine/quants/lib*.a; do
 	esac
 done
 
-for t in kernels quants gguf_engine; do
+for t in kernels quants kernel_choice gguf_engine; do
 	# shellcheck disable=SC2086
 	"$cc" $cflags -O1 -o "$out/test_$t" "$src/tests/engine/test_$t.c" $tables $libs -ljansson -lm
 	echo "== test_$t (the AVX-512 tables under SIMDe)"

@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "engine.h"
-#include "kernels.h"
+#include "kernels/kernels.h"
 #include "test.h"
 
 #define U_F32 (1.0 / 16777216.0) /* unit roundoff of float: 2^-24 */

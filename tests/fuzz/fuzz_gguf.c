@@ -9,7 +9,7 @@
 
 #include "fuzz.h"
 #include "format/gguf.h"
-#include "quants.h"
+#include "quants/quants.h"
 
 static volatile uint8_t sink;
 

@@ -23,7 +23,7 @@
 #include "fixture_result.h"
 #include "format/gguf.h"
 #include "format/llama2c.h"
-#include "quants.h"
+#include "quants/quants.h"
 #include "sha256.h"
 
 static const char *outdir;
@@ -527,6 +527,42 @@ static void seeds_hash_cache(void)
 	free(over);
 }
 
+/* Verification stores: entries under fuzz_verify_store's machine (key sha256("fuzz-machine"))
+ * on the sim layer as verify writes them, one passed and one failed, and entries that lie:
+ * dated in the future, "pass" over a failed check, a layer other than their key. */
+static void seeds_verify_store(void)
+{
+	char sha[65], now[32], name[64], *text;
+	mw_sha256_hex("fuzz-machine", 12, sha);
+	mw_utc_now(now, sizeof(now), false);
+	static const struct {
+		const char *verdict, *check, *layer, *created;
+	} entries[] = {
+		{ "pass", "pass", "sim", NULL },
+		{ "fail", "fail", "sim", NULL },
+		{ "pass", "fail", "sim", NULL },
+		{ "pass", "pass", "syscall", NULL },
+		{ "pass", "pass", "sim", "2999-01-01T00:00:00Z" },
+		{ "pass", "pass", "sim", "2026-01-01T00:00:00Z" },
+	};
+	for (size_t i = 0; i < sizeof(entries) / sizeof(entries[0]); i++) {
+		json_t *store = json_pack(
+			"{s:s, s:{s:{s:{s:s, s:s, s:s, s:s, s:s, s:s, s:[{s:s, s:s, s:s}]}}}}",
+			"schema", "memwall-verification-store/1", "machines", sha, "sim", "schema",
+			"memwall-verification/1", "created_utc",
+			entries[i].created ? entries[i].created : now, "verdict", entries[i].verdict,
+			"layer", entries[i].layer, "fingerprint_sha256", sha, "backend",
+			"intel_imc_free", "checks", "name", "read pass: sum", "verdict",
+			entries[i].check, "message", "read pass, read, sum: memwall counted 1.00x");
+		PATHF(name, "store-%zu.json", i);
+		if (store && (text = json_dumps(store, JSON_INDENT(1)))) {
+			seed(name, NULL, 0, text, strlen(text));
+			free(text);
+		}
+		json_decref(store);
+	}
+}
+
 static const struct {
 	const char *target;
 	void (*make)(void);
@@ -536,6 +572,7 @@ static const struct {
 	{ "adapters", seeds_adapters }, { "bundle", seeds_bundle },
 	{ "sparsity_map", seeds_sparsity_map }, { "calibration", seeds_calibration },
 	{ "hash_cache", seeds_hash_cache },
+	{ "verify_store", seeds_verify_store },
 };
 
 int main(int argc, char **argv)

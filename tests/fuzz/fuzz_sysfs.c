@@ -5,6 +5,8 @@
  * prb_system_open as perf's sysfs would be:
  *   0 type  1 cpumask  2 format/event  3 format/umask  4 events/alias  5 events/alias.scale
  *   6 events/alias.unit  7 the terms to encode (an alias name or "field=value,...")
+ *   8 the first byte: bit i makes file i a FIFO (no writer: a blocking open never returns),
+ *     bit 7 makes type a link to /dev/zero (issue 43: refused by what they are)
  * An empty part leaves that file out. Each format part is also parsed directly. The PMU must
  * load (a malformed file is the PMU's .problem, not a failure), and an encoding must only set
  * bits the formats describe. */
@@ -17,7 +19,7 @@
 #include <unistd.h>
 
 #include "fuzz.h"
-#include "internal.h"
+#include "probes/internal.h" /* by its folder: engine/ has internal.h files too */
 
 static char root[64], pmu_dir[256];
 
@@ -66,14 +68,18 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	return 0;
 }
 
-static void put(const char *name, const uint8_t *p, size_t n)
+/* kind: 0 a regular file of p[0..n), 1 a FIFO, 2 a link to /dev/zero */
+static void put(const char *name, const uint8_t *p, size_t n, int kind)
 {
 	char path[400];
 	snprintf(path, sizeof(path), "%s/%s", pmu_dir, name);
-	if (!n) {
-		unlink(path);
+	unlink(path);
+	if (kind == 1 && mkfifo(path, 0600))
+		abort();
+	if (kind == 2 && symlink("/dev/zero", path))
+		abort();
+	if (kind || !n)
 		return;
-	}
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0 || write(fd, p, n) != (ssize_t)n)
 		abort();
@@ -95,18 +101,19 @@ static void allowed_bits(const struct prb_pmu *pmu, uint64_t words[4])
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	const uint8_t *part[N_FILES + 1] = { 0 };
-	size_t len[N_FILES + 1] = { 0 }, k = 0, start = 0;
+	const uint8_t *part[N_FILES + 2] = { 0 };
+	size_t len[N_FILES + 2] = { 0 }, k = 0, start = 0;
 	if (!root[0])
 		LLVMFuzzerInitialize(NULL, NULL);
-	for (size_t i = 0; i <= size && k <= N_FILES; i++)
+	for (size_t i = 0; i <= size && k <= N_FILES + 1; i++)
 		if (i == size || data[i] == '\n') {
 			part[k] = data + start;
 			len[k++] = i - start;
 			start = i + 1;
 		}
+	unsigned kinds = len[N_FILES + 1] ? part[N_FILES + 1][0] : 0;
 	for (size_t i = 0; i < N_FILES; i++)
-		put(files[i], part[i], len[i]);
+		put(files[i], part[i], len[i], i == 0 && (kinds & 0x80) ? 2 : (kinds >> i) & 1);
 
 	/* the format parser directly, on text with its NUL */
 	for (size_t i = 2; i <= 3; i++) {

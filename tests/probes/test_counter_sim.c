@@ -17,7 +17,7 @@
 #include <math.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "probes/internal.h" /* by its folder: engine/ has internal.h files too */
 #include "probes.h"
 #include "test.h"
 #include "sim_tree.h"
@@ -861,6 +861,95 @@ static void test_pass_through(void)
 	T_ASSERT(r[0].value > 0);
 }
 
+/* Issue 43, class 10: counts past what a counter can plausibly make. On arrow-lake (64 bytes a
+ * count, checked here from the tree), with its own script:
+ *   - instance 0's read counter goes back: read 1 adds 5, read 2 adds 2^64 - 1000, so the
+ *     value (5) is below the one at open (1000): a reset, whose difference modulo 2^64 is
+ *     2^64 - 995 counts (llround of that times 64 put 9.2e18 bytes in the window);
+ *   - instance 1's read counter advances 2^62 counts at once: 2^68 bytes, past what a signed
+ *     64-bit byte count holds (it flattened to 2^63, and read as "counted nothing");
+ *   - in a second script each instance counts 3 * 2^55 (3 * 2^61 bytes, below 2^63 - 1) but
+ *     the two together pass it: the sum is no reading, the instances are. */
+static void test_implausible(void)
+{
+	const char *tree = "arrow-lake";
+	uint32_t t0 = pmu_type(tree, "uncore_imc_free_running_0");
+	uint32_t t1 = pmu_type(tree, "uncore_imc_free_running_1");
+	T_NEAR(alias_bytes(tree, "uncore_imc_free_running_0", "data_read"), 64.0, 0);
+	T_NEAR(alias_bytes(tree, "uncore_imc_free_running_1", "data_read"), 64.0, 0);
+	char path[600], root[8192];
+	snprintf(path, sizeof(path), "%s/implausible.script", tmpdir);
+	snprintf(root, sizeof(root), "%s%s", t_data("sysfs/"), tree);
+	for (int script = 0; script < 2; script++) {
+		FILE *f = fopen(path, "w");
+		T_ASSERT(f != NULL);
+		if (!f)
+			return;
+		if (script == 0) {
+			fprintf(f, "perf type=%u config=0x20ff cpu=* start=1000 steps=5,%" PRIu64 "\n",
+				t0, UINT64_MAX - 999); /* + 2^64 - 1000 */
+			fprintf(f, "perf type=%u config=0x20ff cpu=* start=0 steps=%" PRIu64 ",0\n",
+				t1, (uint64_t)1 << 62);
+		} else {
+			fprintf(f, "perf type=%u config=0x20ff cpu=* start=0 steps=%" PRIu64 ",0\n",
+				t0, (uint64_t)3 << 55);
+			fprintf(f, "perf type=%u config=0x20ff cpu=* start=0 steps=%" PRIu64 ",0\n",
+				t1, (uint64_t)3 << 55);
+		}
+		fprintf(f, "perf type=%u config=0x30ff cpu=* start=0 step=1\n", t0);
+		fprintf(f, "perf type=%u config=0x30ff cpu=* start=0 step=1\n", t1);
+		fclose(f);
+		setenv("MEMWALL_SIM_SCRIPT", path, 1);
+		struct prb_system *sys = NULL;
+		struct prb_error err = { 0 };
+		struct prb_dram_options opt = { .backend = "intel_imc_free" };
+		struct prb_dram_status st;
+		struct prb_dram *d = NULL;
+		T_EQ_INT(prb_system_open(&sys, root, &err), 0);
+		T_EQ_INT(prb_dram_open(&d, sys, &opt, &st), 0);
+		if (!d) {
+			prb_system_close(sys);
+			return;
+		}
+		struct prb_dram_sample *s = &samples[1], *s2 = &samples[2];
+		int rc = prb_dram_read(d, s);
+		if (script == 0) {
+			T_EQ_INT(rc, -EIO);
+			T_EQ_INT(s->inst[0].read.state, PRB_MEASURED);
+			T_EQ_U64(s->inst[0].read.bytes, 5 * 64);
+			T_EQ_INT(s->inst[1].read.state, PRB_READ_FAILED);
+			T_EQ_INT(s->inst[1].total.state, PRB_READ_FAILED);
+			T_EQ_INT(s->read.state, PRB_READ_FAILED);
+			T_EQ_INT(s->inst[1].write.state, PRB_MEASURED); /* its other counter is fine */
+			T_EQ_U64(s->inst[1].write.bytes, 64);
+			T_EQ_INT(prb_dram_read(d, s2), -EIO);
+			T_EQ_INT(s2->inst[0].read.state, PRB_READ_FAILED);
+			T_EQ_INT(s2->inst[0].total.state, PRB_READ_FAILED);
+			T_EQ_INT(s2->inst[0].write.state, PRB_MEASURED);
+			T_EQ_U64(s2->inst[0].write.bytes, 2 * 64);
+			/* the window between the two reads is no reading either */
+			prb_dram_sample_delta(s2, s, &delta);
+			T_EQ_INT(delta.inst[0].read.state, PRB_READ_FAILED);
+			T_EQ_INT(delta.read.state, PRB_READ_FAILED);
+		} else {
+			uint64_t each = (3ull << 55) * 64; /* 3 * 2^61 */
+			T_ASSERT(each < (uint64_t)INT64_MAX && each > (uint64_t)INT64_MAX - each);
+			T_EQ_INT(rc, 0);
+			for (int i = 0; i < 2; i++) {
+				T_EQ_INT(s->inst[i].read.state, PRB_MEASURED);
+				T_EQ_U64(s->inst[i].read.bytes, each);
+			}
+			T_EQ_INT(s->read.state, PRB_READ_FAILED);
+			T_EQ_INT(s->total.state, PRB_READ_FAILED);
+			T_EQ_INT(s->write.state, PRB_MEASURED);
+			T_EQ_U64(s->write.bytes, 2 * 64);
+		}
+		prb_dram_close(d);
+		prb_system_close(sys);
+	}
+	unlink(path);
+}
+
 int main(void)
 {
 	snprintf(tmpdir, sizeof(tmpdir), "%s/memwall-sim-XXXXXX",
@@ -881,6 +970,7 @@ int main(void)
 	test_resctrl_files();
 	test_bad_script();
 	test_pass_through();
+	test_implausible();
 
 	static const char *const scripts[] = { "arrow-lake", "sapphire-rapids", "granite-rapids",
 					       "amd-epyc-zen4", "zen3", "resctrl", "ampere-altra",

@@ -3,7 +3,7 @@
 #include <errno.h>
 #include <time.h>
 
-#include "internal.h"
+#include "probes/internal.h" /* by its folder: engine/ has internal.h files too */
 #include "test.h"
 
 static double now_s(void)

@@ -4,9 +4,10 @@
  * and the exact perf_event_attr values, derived by hand from the format files in the comments.
  */
 #include <errno.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "probes/internal.h" /* by its folder: engine/ has internal.h files too */
 #include "test.h"
 
 static struct dram_plan plan;
@@ -533,6 +534,158 @@ static void test_backend_names(void)
 	T_EQ_INT(prb_dram_backend_check("constructed", "x86_64", "x", why, sizeof(why)), -ENOENT);
 }
 
+/* ---- issue 43, class 9: more instances than PRB_DRAM_MAX_INSTANCES (128). Trees are written
+ * here, PMU by PMU, into a scratch folder; the formats and aliases are the recorded trees'. */
+
+static char big_root[64];
+
+/* One PMU: its type, cpumask, and files given as "rel=text" (NULL-terminated). */
+static void big_pmu(const char *pmu, const char *cpumask, const char *const *files)
+{
+	char rel[300];
+	snprintf(rel, sizeof(rel), "/bus/event_source/devices/%s/type", pmu);
+	t_put(big_root, rel, "42\n");
+	snprintf(rel, sizeof(rel), "/bus/event_source/devices/%s/cpumask", pmu);
+	t_put(big_root, rel, cpumask);
+	for (; *files; files++) {
+		const char *eq = strchr(*files, '=');
+		snprintf(rel, sizeof(rel), "/bus/event_source/devices/%s/%.*s", pmu,
+			 (int)(eq - *files), *files);
+		t_put(big_root, rel, eq + 1);
+	}
+}
+
+static void big_tree_new(void)
+{
+	snprintf(big_root, sizeof(big_root), "/tmp/mw-test-dram-XXXXXX");
+	T_ASSERT(mkdtemp(big_root) != NULL);
+}
+
+static void big_tree_free(void)
+{
+	char cmd[100];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", big_root);
+	T_EQ_INT(system(cmd), 0);
+}
+
+/* The probe on the scratch tree: its return code, st filled. */
+static int big_probe(const char *backend, struct prb_dram_status *st)
+{
+	struct prb_system *sys = NULL;
+	struct prb_error err = { 0 };
+	struct prb_dram_options opt = { .backend = backend };
+	T_EQ_INT(prb_system_open(&sys, big_root, &err), 0);
+	int rc = sys ? dram_probe_plan(sys, &opt, st, &plan) : -999;
+	prb_system_close(sys);
+	return rc;
+}
+
+static void test_too_many(void)
+{
+	static const char *const scf[] = { "format/event=config:0-32",
+					   "events/cmem_rd_data=event=0x1a5",
+					   "events/cmem_wr_total_bytes=event=0x1db", NULL };
+	static const char *const dmc[] = { "format/mask=config:0-44", "format/match=config1:0-44",
+					   "format/event=config2:3-8", "format/clkdiv2=config2:9",
+					   "events/clkdiv2_rdwr=event=0x12,clkdiv2=0x1", NULL };
+	static const char *const cmn[] = { "format/type=config:0-15",
+					   "format/eventid=config:16-26",
+					   "events/hnf_mc_reqs=type=0x5,eventid=0xd", NULL };
+	static const char *const umc[] = { "format/event=config:0-7",
+					   "format/rdwrmask=config:8-9", NULL };
+	struct prb_dram_status st;
+	char name[64];
+
+	/* 128 Grace sockets are counted, all of them; 200 are refused, naming both numbers
+	 * (they were: the first 128, verified and measured as if complete) */
+	big_tree_new();
+	for (int i = 0; i < 128; i++) {
+		snprintf(name, sizeof(name), "nvidia_scf_pmu_%d", i);
+		big_pmu(name, "0\n", scf);
+	}
+	T_EQ_INT(big_probe(NULL, &st), 0);
+	T_EQ_STR(st.backend, "nvidia_scf");
+	T_EQ_INT(st.n_instances, 128);
+	for (int i = 128; i < 200; i++) {
+		snprintf(name, sizeof(name), "nvidia_scf_pmu_%d", i);
+		big_pmu(name, "0\n", scf);
+	}
+	T_EQ_INT(big_probe(NULL, &st), -E2BIG);
+	T_EQ_STR(st.backend, "");
+	T_CONTAINS(st.reason, "nvidia_scf: 200 nvidia_scf_pmu_N PMUs, more than the 128 "
+			      "instances memwall can count");
+	big_tree_free();
+
+	/* 200 DMC-620 channels beside a CMN mesh: refused, not passed over for arm_cmn (which
+	 * counted in their place, and doctor named it) */
+	big_tree_new();
+	for (int i = 0; i < 200; i++) {
+		snprintf(name, sizeof(name), "arm_dmc620_%llx", 0x10008c000ull + 0x400ull * (unsigned)i);
+		big_pmu(name, "0\n", dmc);
+	}
+	big_pmu("arm_cmn_0", "0\n", cmn);
+	T_EQ_INT(big_probe(NULL, &st), -E2BIG);
+	T_EQ_STR(st.backend, "");
+	T_EQ_INT(st.n_instances, 0);
+	T_CONTAINS(st.reason, "arm_dmc620: 200 arm_dmc620_<hex> PMUs, more than the 128");
+	T_ASSERT(!strstr(st.reason, "arm_cmn"));
+	big_tree_free();
+
+	/* 200 meshes */
+	big_tree_new();
+	for (int i = 0; i < 200; i++) {
+		snprintf(name, sizeof(name), "arm_cmn_%d", i);
+		big_pmu(name, "0\n", cmn);
+	}
+	T_EQ_INT(big_probe(NULL, &st), -E2BIG);
+	T_CONTAINS(st.reason, "arm_cmn: 200 arm_cmn_N PMUs, more than the 128");
+	big_tree_free();
+
+	/* one controller whose cpumask names 200 CPUs: 200 instances */
+	big_tree_new();
+	big_pmu("amd_umc_0", "0-199\n", umc);
+	T_EQ_INT(big_probe(NULL, &st), -E2BIG);
+	T_CONTAINS(st.reason, "amd_umc: 200 instances (0 before amd_umc_0, whose cpumask names "
+			      "200 CPUs), more than the 128");
+	/* asked for by name, the same */
+	T_EQ_INT(big_probe("amd_umc", &st), -E2BIG);
+	T_CONTAINS(st.reason, "more than the 128");
+	big_tree_free();
+
+	/* resctrl with 200 L3 domains */
+	big_tree_new();
+	for (int i = 0; i < 200; i++) {
+		char rel[128];
+		snprintf(rel, sizeof(rel), "/fs/resctrl/mon_data/mon_L3_%03d/mbm_total_bytes", i);
+		t_put(big_root, rel, "0\n");
+	}
+	t_put(big_root, "/bus/event_source/devices/software/type", "1\n");
+	T_EQ_INT(big_probe("resctrl", &st), -E2BIG);
+	T_CONTAINS(st.reason, "resctrl: 200 L3 domains under ");
+	T_CONTAINS(st.reason, "more than the 128");
+	big_tree_free();
+}
+
+/* Issue 43, class 12: an alias whose .scale times .unit is no byte count a counter makes
+ * (1e300 GiB: infinite as a double) is refused when the plan is made; a count times it was
+ * an infinite reference for verify's perf check ("-nan %"). */
+static void test_scale_unbounded(void)
+{
+	static const char *const imc[] = { "format/event=config:0-7", "format/umask=config:8-15",
+					   "events/data_read=event=0xff,umask=0x20",
+					   "events/data_read.scale=1e300", "events/data_read.unit=GiB",
+					   "events/data_write=event=0xff,umask=0x30",
+					   "events/data_write.scale=6.103515625e-5",
+					   "events/data_write.unit=MiB", NULL };
+	struct prb_dram_status st;
+	big_tree_new();
+	big_pmu("uncore_imc_free_running_0", "0\n", imc);
+	T_EQ_INT(big_probe("intel_imc_free", &st), -ENOENT);
+	T_CONTAINS(st.reason, "uncore_imc_free_running_0/events/data_read: .scale times .unit is "
+			      "inf bytes a count, more than 2^32");
+	big_tree_free();
+}
+
 int main(void)
 {
 	test_delta_backwards();
@@ -551,5 +704,7 @@ int main(void)
 	test_open_classified();
 	test_resctrl_read();
 	test_backend_names();
+	test_too_many();
+	test_scale_unbounded();
 	return t_done();
 }

@@ -242,6 +242,9 @@ static void test_r1_falcon_bos(void)
 	T_CONTAINS(r1.input, "from BOS, id 11 ");
 	T_EQ_STR(r1.activation, "GELU(w_up x)");
 	T_EQ_INT(r1.n_layers, 2);
+	/* falcon's FFN is not gated: no map, the session's rule (eng_arch_sparsity_map) */
+	T_ASSERT(!r1.map_applies);
+	T_EQ_U64(r1.skipped_bytes, 0);
 	mw_r1_free(&r1);
 	unlink(path);
 	rmdir(dir);
@@ -490,6 +493,15 @@ static void test_r4_figures(void)
 		/* x, y, y2 (3 x 4544), xb (71 x 64), qkv (4544 + 2 x 64), hb (18176): no hb2 */
 		T_EQ_U64(r.engine_bytes, (3u * 4544 + 4544 + 4544 + 128 + 18176) * 4);
 		T_EQ_U64(r.attention_bytes, 71u * 129 * 4);
+		/* The same shape under an architecture the engine does not run: the one default,
+		 * no gated FFN (engine.h's eng_arch_lookup), so no hb2 either; under llama's name,
+		 * a gated FFN's hb2 (18176) more. */
+		t->info.arch = "mamba";
+		mw_r4_compute(t, 129, &r);
+		T_EQ_U64(r.engine_bytes, (3u * 4544 + 4544 + 4544 + 128 + 18176) * 4);
+		t->info.arch = "llama";
+		mw_r4_compute(t, 129, &r);
+		T_EQ_U64(r.engine_bytes, (3u * 4544 + 4544 + 4544 + 128 + 2 * 18176) * 4);
 		eng_tensor_table_free(t);
 	}
 	char synth[] = "/tmp/mw-r4-XXXXXX";
@@ -623,6 +635,8 @@ static void test_verb_relu(void)
 	char unused[] = "unused", *none[] = { unused };
 	T_EQ_INT(mw_r1_measure(path, NULL, none, 1, 1e-3, &r1m, &err), 0);
 	T_EQ_STR(r1m.activation, "ReLU(w1 x) * w3 x");
+	/* llama's FFN is gated: the map applies, as the session's rule says */
+	T_ASSERT(r1m.map_applies && eng_arch_sparsity_map("llama"));
 	mw_r1_free(&r1m);
 	unlink(path);
 }

@@ -317,6 +317,16 @@ static void test_schema_enums(void)
 	for (n = 0; backends[n]; n++)
 		names[n] = backends[n];
 	check_enum(schema, "counters/backend", names, n, "auto");
+	/* The engine's architecture table (engine/model/arch.c): its names and its shapes. */
+	for (n = 0; n < eng_arch_count() && n < 16; n++)
+		names[n] = eng_arch_at(n)->name;
+	check_enum(schema, "model/synth/arch", names, n, NULL);
+	char shapes[512], *save = NULL;
+	eng_arch_shape_names(NULL, shapes, sizeof(shapes));
+	n = 0;
+	for (char *w = strtok_r(shapes, " ", &save); w && n < 16; w = strtok_r(NULL, " ", &save))
+		names[n++] = w;
+	check_enum(schema, "model/synth/shape", names, n, NULL);
 	json_decref(schema);
 }
 

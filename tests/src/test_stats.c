@@ -1,6 +1,8 @@
 /* tests/src/test_stats.c: src/record/stats.c against values computed by hand (arithmetic in the comments)
- * and against published tables of Student's t. */
+ * and against published tables of Student's t; the Mann-Whitney U test's exact p-values against
+ * an enumeration of every split of the pooled values, done here. */
 #include <math.h>
+#include <stdint.h>
 
 #include "stats.h"
 #include "test.h"
@@ -141,6 +143,148 @@ static void test_welch(void)
 	T_ASSERT(mw_welch_p(100, 0.5, 5, 110, 0.5, 5, NULL, NULL) < 1e-6);
 }
 
+/* ---- Mann-Whitney U */
+
+/* U of the values at the positions in mask against the others, by its definition: the pairs
+ * (a, b), a in the mask, b not, with a > b, ties counting one half. */
+static double u_of(const double *v, size_t n, unsigned mask)
+{
+	double u = 0;
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = 0; j < n; j++)
+			if ((mask >> i & 1) && !(mask >> j & 1))
+				u += v[i] > v[j] ? 1.0 : v[i] == v[j] ? 0.5 : 0.0;
+	return u;
+}
+
+/* The exact two-sided p-value by enumeration: of all C(n, nx) ways to label nx of the pooled
+ * values x, the share whose U lies at least as far from nx ny / 2 as the observed one (x =
+ * the first nx). U moves in halves, so the comparison is exact in doubles. */
+static double p_enumerated(const double *x, size_t nx, const double *y, size_t ny)
+{
+	double v[24];
+	size_t n = nx + ny;
+	for (size_t i = 0; i < n; i++)
+		v[i] = i < nx ? x[i] : y[i - nx];
+	double mid = (double)nx * (double)ny / 2.0;
+	double far = fabs(u_of(v, n, (1u << nx) - 1) - mid);
+	double all = 0, hit = 0;
+	for (unsigned m = 0; m < 1u << n; m++) {
+		if ((size_t)__builtin_popcount(m) != nx)
+			continue;
+		all++;
+		hit += fabs(u_of(v, n, m) - mid) >= far;
+	}
+	return hit / all;
+}
+
+static void mwu_case(const char *what, const double *x, size_t nx, const double *y, size_t ny)
+{
+	struct mw_mwu r;
+	double v[24];
+	for (size_t i = 0; i < nx + ny; i++)
+		v[i] = i < nx ? x[i] : y[i - nx];
+	T_EQ_INT(mw_mann_whitney(x, nx, y, ny, &r), 0);
+	T_ASSERT(r.exact);
+	T_NEAR(r.u, u_of(v, nx + ny, (1u << nx) - 1), 0);
+	double want = p_enumerated(x, nx, y, ny);
+	if (fabs(r.p - want) > 1e-12)
+		fprintf(stderr, "%s: p %.15g, enumerated %.15g\n", what, r.p, want);
+	T_NEAR(r.p, want, 1e-12);
+}
+
+/* A small LCG: the samples must not depend on libc's rand(). */
+static double uniform(uint32_t *s)
+{
+	*s = *s * 1664525u + 1013904223u;
+	return (double)(*s >> 8) / 16777216.0;
+}
+
+static void test_mann_whitney(void)
+{
+	/* Complete separation of 3 and 3: U = 9 (every pair), and only the two extreme labellings
+	 * of C(6, 3) = 20 are as far from 4.5: p = 2 / 20. */
+	const double a[] = { 4, 5, 6 }, b[] = { 1, 2, 3 };
+	struct mw_mwu r;
+	T_EQ_INT(mw_mann_whitney(a, 3, b, 3, &r), 0);
+	T_NEAR(r.u, 9, 0);
+	T_NEAR(r.p, 0.1, 1e-15);
+	mwu_case("separated", a, 3, b, 3);
+	/* Ties within and across the samples: the exact distribution given the ties. */
+	const double c[] = { 1, 2, 2, 3 }, d[] = { 2, 3, 3, 4, 5 };
+	mwu_case("ties", c, 4, d, 5);
+	const double e[] = { 7, 7, 7 }, f[] = { 7, 7, 7, 7 };
+	mwu_case("all tied", e, 3, f, 4);
+	T_EQ_INT(mw_mann_whitney(e, 3, f, 4, &r), 0);
+	T_NEAR(r.p, 1.0, 1e-15);
+	const double g[] = { 3.5 }, h[] = { 1, 2, 3, 4, 5, 6, 7, 8 };
+	mwu_case("one value", g, 1, h, 8);
+	/* Random samples, rounded to a grid so some values tie; the smaller sample first and
+	 * last (the recurrence runs over the smaller one). */
+	uint32_t seed = 12345;
+	for (int k = 0; k < 12; k++) {
+		double x[10], y[12];
+		size_t nx = 2 + (size_t)(uniform(&seed) * 6), ny = 3 + (size_t)(uniform(&seed) * 9);
+		if (nx + ny > 18)
+			ny = 18 - nx;
+		for (size_t i = 0; i < nx; i++)
+			x[i] = floor(uniform(&seed) * 8) + (k % 3 == 0 ? 2 : 0);
+		for (size_t i = 0; i < ny; i++)
+			y[i] = floor(uniform(&seed) * 8);
+		char what[32];
+		snprintf(what, sizeof(what), "random %d", k);
+		if (k % 2)
+			mwu_case(what, x, nx, y, ny);
+		else
+			mwu_case(what, y, ny, x, nx);
+	}
+	/* Empty samples have no p-value. */
+	T_EQ_INT(mw_mann_whitney(a, 0, b, 3, &r), 0);
+	T_ASSERT(isnan(r.p));
+
+	/* Above MW_MWU_EXACT_SMALL: the normal approximation, recomputed here from its formula
+	 * (mean nx ny / 2; variance nx ny / 12 ((n + 1) - sum(t^3 - t) / (n (n - 1))); a
+	 * continuity correction of 1/2), with ties on a grid of 20 values. */
+	double x[30], y[40], v[70];
+	for (int i = 0; i < 30; i++)
+		v[i] = x[i] = floor(uniform(&seed) * 20) + 1;
+	for (int i = 0; i < 40; i++)
+		v[30 + i] = y[i] = floor(uniform(&seed) * 20);
+	double u = 0, ties = 0;
+	for (int i = 0; i < 30; i++)
+		for (int j = 0; j < 40; j++)
+			u += x[i] > y[j] ? 1.0 : x[i] == y[j] ? 0.5 : 0.0;
+	for (int val = 0; val <= 21; val++) {
+		double t = 0;
+		for (int i = 0; i < 70; i++)
+			t += v[i] == val;
+		ties += t * t * t - t;
+	}
+	double var = 30.0 * 40.0 / 12.0 * (71.0 - ties / (70.0 * 69.0));
+	double z = (fabs(u - 600.0) - 0.5) / sqrt(var);
+	T_EQ_INT(mw_mann_whitney(x, 30, y, 40, &r), 0);
+	T_ASSERT(!r.exact);
+	T_NEAR(r.u, u, 0);
+	T_NEAR(r.z, z, 1e-12);
+	T_NEAR(r.p, erfc(z / sqrt(2.0)), 1e-12);
+	/* Where both apply, the approximation is close to the exact value: 20 against 20. */
+	T_EQ_INT(mw_mann_whitney(x, 20, y, 20, &r), 0);
+	T_ASSERT(r.exact);
+	double u20 = 0, ties20 = 0;
+	for (int i = 0; i < 20; i++)
+		for (int j = 0; j < 20; j++)
+			u20 += x[i] > y[j] ? 1.0 : x[i] == y[j] ? 0.5 : 0.0;
+	for (int val = 0; val <= 21; val++) {
+		double t = 0;
+		for (int i = 0; i < 20; i++)
+			t += (x[i] == val) + (y[i] == val);
+		ties20 += t * t * t - t;
+	}
+	double z20 = (fabs(u20 - 200.0) - 0.5) /
+		     sqrt(400.0 / 12.0 * (41.0 - ties20 / (40.0 * 39.0)));
+	T_NEAR(r.p, erfc(z20 / sqrt(2.0)), 0.02);
+}
+
 int main(void)
 {
 	test_summary();
@@ -148,5 +292,6 @@ int main(void)
 	test_betainc();
 	test_t();
 	test_welch();
+	test_mann_whitney();
 	return t_done();
 }

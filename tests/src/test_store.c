@@ -16,6 +16,7 @@
 #include "run.h"
 #include "sha256.h"
 #include "store.h"
+#include "store_series.h"
 #include "store/backend.h"
 #include "test.h"
 
@@ -192,6 +193,182 @@ static void suite(const struct mw_store_ops *ops, const char *where)
 	mw_store_close(s);
 }
 
+/* ---- series */
+
+/* A record of series "ps" on CPU Sigma, made at when; sim: counted by the simulated PMU. */
+static void make_series(struct rec *r, const char *name, uint32_t seed, const char *when,
+			bool sim)
+{
+	struct fx_spec sp = { .protocol = "ps", .cpu = "CPU Sigma", .runs = 3, .warmups = 1,
+			      .tokens = 8, .latency_ns = 1e6, .jitter = 0.01, .dram_bytes = 2e6,
+			      .instances = 1, .seed = seed };
+	struct mw_error err;
+	json_t *d = fx_record(&sp);
+	json_object_set_new(d, "created_utc", json_string(when));
+	if (sim) {
+		json_t *dram = json_object_get(json_object_get(d, "counters"), "dram");
+		json_object_set_new(dram, "layer", json_string("sim"));
+		json_object_set_new(dram, "sim_script_sha256", json_string("none"));
+	}
+	fx_write(d, tmp, name, r->path, sizeof(r->path));
+	T_EQ_INT(mw_sha256_file(r->path, r->sha, NULL, &err), 0);
+	json_decref(d);
+}
+
+static const json_t *series_row(const json_t *rows, const char *counters)
+{
+	size_t i;
+	json_t *r;
+	json_array_foreach((json_t *)(uintptr_t)rows, i, r)
+		if (!strcmp(json_string_value(json_object_get(r, "protocol")), "ps") &&
+		    !strcmp(json_string_value(json_object_get(r, "counters")), counters))
+			return r;
+	return NULL;
+}
+
+static double summary_median(const char *path, const char *metric)
+{
+	json_t *d = NULL;
+	struct mw_error err;
+	T_EQ_INT(mw_result_load(&d, path, &err), 0);
+	double v = json_number_value(json_object_get(json_object_get(json_object_get(
+		json_object_get(d, "summary"), "metrics"), metric), "median"));
+	json_decref(d);
+	return v;
+}
+
+/* Records are filed under their series at import: SIMULATED and hardware records of the same
+ * machine, protocol and model are two series; a series' history comes back in order, records
+ * of the same second in the order they were imported. */
+static void series_suite(const char *where)
+{
+	struct mw_store *s = NULL;
+	struct mw_error err;
+	struct rec h[4], sim[2];
+	bool added;
+	char sha[65], id[65];
+	json_t *rows = NULL;
+	static const char *const when[4] = { "2026-12-01T00:00:01Z", "2026-12-01T00:00:02Z",
+					     "2026-12-01T00:00:02Z", "2026-12-01T00:00:05Z" };
+	T_EQ_INT(mw_store_open(where, &s, &err), 0);
+	if (!s)
+		return;
+	for (int i = 0; i < 4; i++) {
+		char name[32];
+		snprintf(name, sizeof(name), "h%d.json", i);
+		make_series(&h[i], name, 100 + (uint32_t)i, when[i], false);
+	}
+	make_series(&sim[0], "sim0.json", 200, "2026-12-01T00:00:03Z", true);
+	make_series(&sim[1], "sim1.json", 201, "2026-12-01T00:00:04Z", true);
+	const struct rec *order[6] = { &h[0], &h[1], &h[2], &sim[0], &h[3], &sim[1] };
+	for (int i = 0; i < 6; i++)
+		T_EQ_INT(mw_store_import(s, order[i]->path, sha, &added, &err), 0);
+
+	T_EQ_INT(mw_store_series_list(s, &rows, &err), 0);
+	const json_t *hw = series_row(rows, "syscall/intel_imc_free");
+	const json_t *sm = series_row(rows, "sim/intel_imc_free");
+	T_ASSERT(hw && sm);
+	if (!hw || !sm) {
+		json_decref(rows);
+		mw_store_close(s);
+		return;
+	}
+	T_EQ_INT(json_integer_value(json_object_get(hw, "records")), 4);
+	T_EQ_INT(json_integer_value(json_object_get(sm, "records")), 2);
+	T_EQ_STR(json_string_value(json_object_get(hw, "first_utc")), when[0]);
+	T_EQ_STR(json_string_value(json_object_get(hw, "last_utc")), when[3]);
+	T_EQ_STR(json_string_value(json_object_get(hw, "last_id")), h[3].sha);
+	T_NEAR(json_number_value(json_object_get(hw, "dram_MB_per_token")),
+	       summary_median(h[3].path, "dram_MB_per_token"), 1e-9);
+	T_CONTAINS(json_string_value(json_object_get(sm, "provenance")), "SIMULATED");
+	T_CONTAINS(json_string_value(json_object_get(hw, "provenance")), "hardware");
+	T_ASSERT(strcmp(json_string_value(json_object_get(hw, "id")),
+			json_string_value(json_object_get(sm, "id"))));
+	snprintf(id, sizeof(id), "%s", json_string_value(json_object_get(hw, "id")));
+
+	/* A series never holds SIMULATED and hardware records together. */
+	const json_t *both[2] = { hw, sm };
+	for (int k = 0; k < 2; k++) {
+		struct mw_store_history q = { .series = json_string_value(json_object_get(both[k],
+				"id")), .before_seq = -1 };
+		json_t *recs = NULL, *r;
+		size_t i;
+		T_EQ_INT(mw_store_series_history(s, &q, &recs, &err), 0);
+		T_EQ_INT(json_array_size(recs), k ? 2 : 4);
+		json_array_foreach(recs, i, r) {
+			const char *layer = json_string_value(json_object_get(json_object_get(
+				json_object_get(json_object_get(r, "document"), "counters"), "dram"),
+				"layer"));
+			T_ASSERT(k ? layer && !strcmp(layer, "sim") : !layer);
+		}
+		json_decref(recs);
+	}
+	json_decref(rows);
+
+	/* The history of one metric, oldest first; h[1] and h[2] share a second: import order. */
+	T_EQ_INT(mw_store_series_points(s, id, "dram_MB_per_token", &rows, &err), 0);
+	T_EQ_INT(json_array_size(rows), 4);
+	for (int i = 0; i < 4 && i < (int)json_array_size(rows); i++) {
+		const json_t *p = json_array_get(rows, (size_t)i);
+		T_EQ_STR(json_string_value(json_object_get(p, "id")), h[i].sha);
+		T_NEAR(json_number_value(json_object_get(p, "median")),
+		       summary_median(h[i].path, "dram_MB_per_token"), 1e-9);
+		T_EQ_STR(json_string_value(json_object_get(p, "engine_version")), "test");
+	}
+	json_decref(rows);
+
+	/* What comes before h[2]: h[0] and h[1] (same second, imported first), never h[2]. */
+	struct mw_store_place pl;
+	T_EQ_INT(mw_store_record_place(s, h[2].sha, &pl, &err), 0);
+	T_ASSERT(pl.stored);
+	T_EQ_STR(pl.series, id);
+	T_EQ_STR(pl.created_utc, when[2]);
+	struct mw_store_history q = { .series = id, .exclude = h[2].sha,
+				      .before_utc = pl.created_utc, .before_seq = pl.seq };
+	T_EQ_INT(mw_store_series_history(s, &q, &rows, &err), 0);
+	T_EQ_INT(json_array_size(rows), 2);
+	T_EQ_STR(json_string_value(json_object_get(json_array_get(rows, 0), "id")), h[0].sha);
+	T_EQ_STR(json_string_value(json_object_get(json_array_get(rows, 1), "id")), h[1].sha);
+	json_decref(rows);
+	/* The last 2 before h[3]; those since a time; one record by its id. */
+	T_EQ_INT(mw_store_record_place(s, h[3].sha, &pl, &err), 0);
+	q = (struct mw_store_history){ .series = id, .exclude = h[3].sha,
+				       .before_utc = pl.created_utc, .before_seq = pl.seq,
+				       .last = 2 };
+	T_EQ_INT(mw_store_series_history(s, &q, &rows, &err), 0);
+	T_EQ_INT(json_array_size(rows), 2);
+	T_EQ_STR(json_string_value(json_object_get(json_array_get(rows, 0), "id")), h[1].sha);
+	T_EQ_STR(json_string_value(json_object_get(json_array_get(rows, 1), "id")), h[2].sha);
+	json_decref(rows);
+	q = (struct mw_store_history){ .series = id, .since = "2026-12-01T00:00:02Z",
+				       .before_seq = -1 };
+	T_EQ_INT(mw_store_series_history(s, &q, &rows, &err), 0);
+	T_EQ_INT(json_array_size(rows), 3);
+	json_decref(rows);
+	char prefix[13];
+	snprintf(prefix, sizeof(prefix), "%.12s", h[0].sha);
+	q = (struct mw_store_history){ .series = id, .only = prefix, .before_seq = -1 };
+	T_EQ_INT(mw_store_series_history(s, &q, &rows, &err), 0);
+	T_EQ_INT(json_array_size(rows), 1);
+	json_decref(rows);
+	q = (struct mw_store_history){ .series = id, .since = "yesterday", .before_seq = -1 };
+	T_EQ_INT(mw_store_series_history(s, &q, &rows, &err), -EINVAL);
+	/* A record file not in the store: no place. */
+	T_EQ_INT(mw_store_record_place(s, "00ff00ff", &pl, &err), 0);
+	T_ASSERT(!pl.stored);
+
+	/* Series by a prefix of their id. */
+	char found[65];
+	snprintf(prefix, sizeof(prefix), "%.12s", id);
+	T_EQ_INT(mw_store_series_find(s, prefix, found, &err), 0);
+	T_EQ_STR(found, id);
+	T_EQ_INT(mw_store_series_find(s, "xyz123", found, &err), -EINVAL);
+	snprintf(prefix, sizeof(prefix), "%c%.11s", id[0] == '0' ? '1' : '0', id + 1);
+	int rc = mw_store_series_find(s, prefix, found, &err);
+	T_ASSERT(rc == -ENOENT || (rc == 0 && strcmp(found, id)));
+	mw_store_close(s);
+}
+
 /* A store written at schema version 1 (before the memory column) is brought up to date, and
  * its records stay. */
 static void sqlite_upgrade(void)
@@ -221,6 +398,24 @@ static void sqlite_upgrade(void)
 		" reason TEXT, PRIMARY KEY (sha256, metric));"
 		"INSERT INTO records (sha256, kind, imported_utc, protocol, complete, document)"
 		" VALUES ('00ff00ff00ff', 'run', 'x', 'old', 1, '{}');", NULL, NULL, NULL), SQLITE_OK);
+	/* A real record stored before series: migration 4 files it from its document. */
+	struct rec old;
+	char *text = NULL;
+	make_series(&old, "old-series.json", 300, "2026-11-30T00:00:00Z", false);
+	FILE *f = fopen(old.path, "r");
+	text = f ? t_slurp_fd(fileno(f)) : NULL;
+	if (f)
+		fclose(f);
+	sqlite3_stmt *st = NULL;
+	T_EQ_INT(sqlite3_prepare_v2(db, "INSERT INTO records (sha256, kind, created_utc, "
+				    "imported_utc, protocol, complete, document) VALUES (?1, 'run', "
+				    "'2026-11-30T00:00:00Z', 'y', 'ps', 1, ?2)", -1, &st, NULL),
+		 SQLITE_OK);
+	sqlite3_bind_text(st, 1, old.sha, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, text ? text : "", -1, SQLITE_STATIC);
+	T_EQ_INT(sqlite3_step(st), SQLITE_DONE);
+	sqlite3_finalize(st);
+	free(text);
 	sqlite3_close(db);
 	T_EQ_INT(mw_store_open(path, &s, &err), 0);
 	if (!s)
@@ -229,8 +424,27 @@ static void sqlite_upgrade(void)
 	T_EQ_INT(v, mw_store_schema_latest());
 	make(&a, "up.json", "p9", "CPU Gamma", 1.0e6, "2026-11-02T00:00:00Z", 4);
 	T_EQ_INT(mw_store_import(s, a.path, sha, &added, &err), 0);
-	T_EQ_INT(count(s, NULL), 2);
+	T_EQ_INT(count(s, NULL), 3);
 	T_EQ_INT(count(s, &(struct mw_store_filter){ .protocol = "old" }), 1);
+	/* The old record has its series and its place; one imported now joins it after it. */
+	struct mw_store_place pl, pl2;
+	T_EQ_INT(mw_store_record_place(s, old.sha, &pl, &err), 0);
+	T_ASSERT(pl.stored && pl.series[0] && pl.seq > 0);
+	struct rec later;
+	make_series(&later, "later-series.json", 301, "2026-12-02T00:00:00Z", false);
+	T_EQ_INT(mw_store_import(s, later.path, sha, &added, &err), 0);
+	T_EQ_INT(mw_store_record_place(s, later.sha, &pl2, &err), 0);
+	T_EQ_STR(pl2.series, pl.series);
+	T_ASSERT(pl2.seq > pl.seq);
+	json_t *rows = NULL;
+	struct mw_store_history q = { .series = pl.series, .before_seq = -1 };
+	T_EQ_INT(mw_store_series_history(s, &q, &rows, &err), 0);
+	T_EQ_INT(json_array_size(rows), 2);
+	T_EQ_STR(json_string_value(json_object_get(json_array_get(rows, 0), "id")), old.sha);
+	json_decref(rows);
+	/* The '{}' row is no record: filed under no series. */
+	T_EQ_INT(mw_store_record_place(s, "00ff00ff00ff", &pl, &err), 0);
+	T_ASSERT(pl.stored && !pl.series[0]);
 	mw_store_close(s);
 }
 
@@ -264,7 +478,7 @@ static void cli(const char *where, const char *rec)
 	T_CONTAINS(o.err, "no results store here");
 	t_output_free(&o);
 	o = t_run((const char *[]){ "memwall", "db", "--help", NULL });
-	T_CONTAINS(o.out, "3 the store cannot\nbe opened");
+	T_CONTAINS(o.out, "3 the store cannot be opened (none at that path for list, show, query or\ncompare");
 	t_output_free(&o);
 	o = t_run((const char *[]){ "memwall", "db", "--db", "/nonexistent/dir/x.db", "import",
 				    "/nonexistent/r.json", NULL });
@@ -380,6 +594,7 @@ int main(int argc, char **argv)
 	if (!pg) {
 		snprintf(path, sizeof(path), "%s/store.db", tmp);
 		suite(&mw_store_sqlite, path);
+		series_suite(path);
 		sqlite_upgrade();
 		struct rec r;
 		make(&r, "cli.json", "cli", "CPU Delta", 1.0e6, "2026-11-03T00:00:00Z", 0);
@@ -414,6 +629,7 @@ int main(int argc, char **argv)
 	snprintf(url, sizeof(url), "%.*s", (int)strcspn(o.out, "\n"), o.out);
 	t_output_free(&o);
 	suite(&mw_store_postgresql, url);
+	series_suite(url);
 	struct rec r;
 	make(&r, "cli.json", "cli", "CPU Delta", 1.0e6, "2026-11-03T00:00:00Z", 0);
 	cli(url, r.path);

@@ -11,7 +11,7 @@
  */
 #include <arm_neon.h>
 
-#include "quants_impl.h"
+#include "internal.h"
 #include "x8_kernels.h"
 
 static bool neon_supported(void)

@@ -18,7 +18,7 @@
  */
 #include <arm_neon.h>
 
-#include "quants_impl.h"
+#include "internal.h"
 #include "x8_kernels.h"
 
 #define XF_TOK 2     /* tokens whose chains are in registers: 16 of the 32 vector registers */

@@ -7,7 +7,7 @@
  * mins against the activation's bsums), built from the same integers; the weights of a pair
  * of sub-blocks are decoded once and dotted with each token's activation.
  */
-#include "quants_impl.h"
+#include "internal.h"
 #include "x8_drive.h"
 #include "x8_kernels.h"
 

@@ -10,7 +10,7 @@
  * quants 32 bytes later (after the eight mins), against a Q8_1 activation whose s carries
  * the min term.
  */
-#include "quants_impl.h"
+#include "internal.h"
 #include "x8_drive.h"
 #include "x8_kernels.h"
 

@@ -5,7 +5,7 @@
  * is moved onto y first (ggml's mul_sum_i8_pairs); activations never hold -128, so the
  * sign flip cannot overflow.
  */
-#include "quants_impl.h"
+#include "internal.h"
 #include "x8_kernels.h"
 #include "act_sums.h"
 

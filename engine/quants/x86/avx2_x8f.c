@@ -6,7 +6,7 @@
  * AVX512-BF16's vdpbf16ps is not used: it sums pairs of products inside the instruction,
  * which changes the bits (and ggml's x86 BF16 dot rounds the same way only on that ISA).
  */
-#include "quants_impl.h"
+#include "internal.h"
 #include "x8_kernels.h"
 
 /* 16 ymm registers: two tokens' eight chains, four weight vectors and a broadcast */

@@ -16,7 +16,7 @@
  * and 4096 columns, 2.6 GHz): 43-44 GB/s in cache (19 before, 2.3x), from DRAM 0.94-0.95x a
  * plain read where the one-row kernel reaches 0.5x.
  */
-#include "quants_impl.h"
+#include "internal.h"
 #include "chain.h"
 #include "x8_kernels.h"
 

@@ -6,7 +6,7 @@
  * into int32, accumulated) and vpdpwssd (s16 x s16 pairs into int32, accumulated). q5_0, the
  * bulk of Falcon-7B Q4_K_M, has a kernel of its own below.
  */
-#include "quants_impl.h"
+#include "internal.h"
 #include "x8_kernels.h"
 #include "act_sums.h"
 

@@ -6,7 +6,7 @@
  * AVX512-BF16's vdpbf16ps is not used: it sums pairs of products inside the instruction,
  * which changes the bits (and ggml's x86 BF16 dot rounds the same way only on that ISA).
  */
-#include "quants_impl.h"
+#include "internal.h"
 #include "x8_kernels.h"
 
 /* AVX-512VL's 32 ymm registers hold four tokens' 16 chains, the four weight vectors and the broadcasts, which the FMAs take as memory operands */

@@ -24,11 +24,12 @@
  * columns 0.78x to 0.88x); q4_K and q5_K gained less, 0.005-0.03x at 4096 columns (within
  * the runs' spread) and 0.03-0.05x at 18176 (0.85-0.87x to 0.89-0.90x).
  */
-#include "quants_impl.h"
+#include "internal.h"
 #include "x8_kernels.h"
 #include "vnni.h"
 #define X8K_MATVEC_AHEAD 0 /* see avx2_x8k.c */
 #include "x8_kquants.h"
+#include "x8_kunpack.h"
 
 /* 16 activation bytes in both halves */
 static inline __m256i bcast16(const int8_t *p)
@@ -239,16 +240,27 @@ void krn_avx512_matvec_x8_q6_K(float *y, const void *w, size_t rows, const void 
 
 /* ---- Several tokens at once ------------------------------------------------------------------
  *
- * q4_K and q6_K: each vector of quants loaded and unpacked once for X8K_MM_TOK_MAX tokens
- * (x8k_matmul_tok), one sub-block pair at a time: its two chains a token take the pair's
- * scales as soon as they are complete, so a token keeps four integer vectors (two chains,
- * even, odd) and not eight chains. The integer sums are exact, so their order is free; each
- * token's float steps are the matvec's, and it gets the matvec's bits. q5_K: the eight chains
- * of block_q5_Kx8 for X8K_MM_TOK tokens. */
+ * The shape of avx2_x8k.c's, through the same driver (x8_kunpack.h's x8k_matmul_unpacked):
+ * below X8K_UNPACK_MIN tokens a chunk runs the block kernels below four tokens a call, then
+ * two and one; from there each group's super-block is unpacked once for the chunk and its
+ * tokens run over it four at a time (tokens_*).
+ *
+ * The block kernels load and unpack each vector of quants once for their tokens, one
+ * sub-block pair at a time: its two chains a token take the pair's scales as soon as they
+ * are complete, so a token keeps four integer vectors (two chains, even, odd) and not eight
+ * chains. With two tokens or one a call, each chain is split in two (CHAINS): q4_K's and
+ * q5_K's chains of eight vpdpbusd, four or two of them in flight, would wait on their
+ * latency as q6_K's matvec's did (block_q6_Kx8); reasoned from that, not measured (no
+ * AVX-512 machine since). The integer sums are exact, so their order is free; each token's
+ * float steps are the matvec's, and it gets the matvec's bits. */
 
-/* k4_tail's unpacking of the eight rows' scales (sc) and mins (mn) */
-static inline __attribute__((always_inline)) void k4_scales(const uint8_t *g, __m256i sc[2],
-							     __m256i mn[2])
+/* chains a sum is split into, for nt tokens a call (a constant after inlining) */
+#define CHAINS(nt) ((nt) <= 2 ? 2 : 1)
+
+/* k4_tail's unpacking of the eight rows' scales (sc: byte j of each lane is sub-block j's,
+ * then 4 + j's in sc[1]) and mins (mn) */
+static inline __attribute__((always_inline)) void k4_scales_raw(const uint8_t *g, __m256i sc[2],
+								 __m256i mn[2])
 {
 	const __m256i m6 = _mm256_set1_epi8(0x3f), m4 = _mm256_set1_epi8(0x0f);
 	__m256i w0 = loadu(g + 32), w1 = loadu(g + 64), w2 = loadu(g + 96);
@@ -283,25 +295,23 @@ mm_k4_finish(__m256 *acc, const uint8_t *g, const block_q8_K *const *ys,
 	}
 }
 
-/* q5_K's tail: its eight chains a token (s) scaled, then mm_k4_finish */
+/* Pair c's sums (s0: sub-block 2c, s1: 2c + 1, CHAINS(nt) chains each) into even and odd
+ * through the rows' scales (sc: k4_scales_raw's) */
 static inline __attribute__((always_inline)) void
-mm_k4_tail(__m256 *acc, const uint8_t *g, const block_q8_K *const *ys, const void *const *preps,
-	   __m256i s[][8], int nt, int shift)
+k4_pair_scale(__m256i *even, __m256i *odd, __m256i s0[][2], __m256i s1[][2], const __m256i sc[2],
+	      int c, int nt)
 {
-	__m256i sc[2], mn[2];
-	k4_scales(g, sc, mn);
-	__m256i even[X8K_MM_TOK], odd[X8K_MM_TOK];
-	for (int t = 0; t < nt; t++)
-		even[t] = odd[t] = _mm256_setzero_si256();
-	for (int j = 0; j < 8; j += 2) {
-		__m256i se = _mm256_shuffle_epi8(sc[j / 4], byte_of_dword(j % 4));
-		__m256i so = _mm256_shuffle_epi8(sc[j / 4], byte_of_dword(j % 4 + 1));
-		for (int t = 0; t < nt; t++) {
-			even[t] = _mm256_add_epi32(even[t], _mm256_mullo_epi32(s[t][j], se));
-			odd[t] = _mm256_add_epi32(odd[t], _mm256_mullo_epi32(s[t][j + 1], so));
+	__m256i se = _mm256_shuffle_epi8(sc[c / 2], byte_of_dword(2 * c % 4));
+	__m256i so = _mm256_shuffle_epi8(sc[c / 2], byte_of_dword(2 * c % 4 + 1));
+	for (int t = 0; t < nt; t++) {
+		__m256i a = s0[t][0], b = s1[t][0];
+		if (CHAINS(nt) == 2) {
+			a = _mm256_add_epi32(a, s0[t][1]);
+			b = _mm256_add_epi32(b, s1[t][1]);
 		}
+		even[t] = _mm256_add_epi32(even[t], _mm256_mullo_epi32(a, se));
+		odd[t] = _mm256_add_epi32(odd[t], _mm256_mullo_epi32(b, so));
 	}
-	mm_k4_finish(acc, g, ys, preps, mn, even, odd, nt, shift);
 }
 
 /* q4_K: pair c (sub-blocks 2c, 2c + 1) is the nibbles of chunk c of each q, 128 bytes apart */
@@ -311,81 +321,68 @@ mm_q4_K(__m256 *acc, const uint8_t *g, const block_q8_K *const *ys, const void *
 {
 	const __m256i lo = _mm256_set1_epi8(0x0f), hi = _mm256_set1_epi8((char)0xf0);
 	__m256i sc[2], mn[2];
-	k4_scales(g, sc, mn);
+	k4_scales_raw(g, sc, mn);
 	__m256i even[X8K_MM_TOK_MAX], odd[X8K_MM_TOK_MAX];
 	for (int t = 0; t < nt; t++)
 		even[t] = odd[t] = _mm256_setzero_si256();
 	for (int c = 0; c < 4; c++) {
-		__m256i s0[X8K_MM_TOK_MAX], s1[X8K_MM_TOK_MAX];
+		__m256i s0[X8K_MM_TOK_MAX][2], s1[X8K_MM_TOK_MAX][2];
 		for (int t = 0; t < nt; t++)
-			s0[t] = s1[t] = _mm256_setzero_si256();
+			s0[t][0] = s0[t][1] = s1[t][0] = s1[t][1] = _mm256_setzero_si256();
 		for (int q = 0; q < 8; q++) {
 			__m256i v = loadu(g + 128 + 32 * (4 * q + c));
 			__m256i vl = _mm256_and_si256(v, lo), vh = _mm256_and_si256(v, hi);
+			const int h = q % CHAINS(nt);
 			for (int t = 0; t < nt; t++) {
 				const int8_t *a = ys[t]->qs + 64 * c + 4 * q;
-				s0[t] = dot_bcast(s0[t], vl, a);
-				s1[t] = dot_bcast(s1[t], vh, a + 32);
+				s0[t][h] = dot_bcast(s0[t][h], vl, a);
+				s1[t][h] = dot_bcast(s1[t][h], vh, a + 32);
 			}
 		}
-		__m256i se = _mm256_shuffle_epi8(sc[c / 2], byte_of_dword(2 * c % 4));
-		__m256i so = _mm256_shuffle_epi8(sc[c / 2], byte_of_dword(2 * c % 4 + 1));
-		for (int t = 0; t < nt; t++) {
-			even[t] = _mm256_add_epi32(even[t], _mm256_mullo_epi32(s0[t], se));
-			odd[t] = _mm256_add_epi32(odd[t], _mm256_mullo_epi32(s1[t], so));
-		}
+		k4_pair_scale(even, odd, s0, s1, sc, c, nt);
 	}
 	mm_k4_finish(acc, g, ys, preps, mn, even, odd, nt, 4);
 }
 
-/* q5_K: block_q5_Kx8's unpacking once for the tokens, the tail mm_k4_tail's (odd sub-blocks
- * times 8) */
+/* q5_K: q4_K's shape, one sub-block pair at a time for up to four tokens, with
+ * block_q5_Kx8's unpacking (the odd sub-blocks times 8; each q's low2 read once per pair,
+ * from L1) */
 static inline __attribute__((always_inline)) void
 mm_q5_K(__m256 *acc, const uint8_t *g, const block_q8_K *const *ys, const void *const *preps,
 	int nt)
 {
 	const __m256i low5 = _mm256_set1_epi8(0x1f), top3 = _mm256_set1_epi8((char)0xe0);
-	__m256i s[X8K_MM_TOK][8];
+	__m256i sc[2], mn[2];
+	k4_scales_raw(g, sc, mn);
+	__m256i even[X8K_MM_TOK_MAX], odd[X8K_MM_TOK_MAX];
 	for (int t = 0; t < nt; t++)
-		for (int j = 0; j < 8; j++)
-			s[t][j] = _mm256_setzero_si256();
-	const uint8_t *p = g + 128;
-	for (int q = 0; q < 8; q++, p += 160) {
-		__m256i low2 = loadu(p + 128);
-		for (int c = 0; c < 4; c++) {
+		even[t] = odd[t] = _mm256_setzero_si256();
+	for (int c = 0; c < 4; c++) {
+		__m256i s0[X8K_MM_TOK_MAX][2], s1[X8K_MM_TOK_MAX][2];
+		for (int t = 0; t < nt; t++)
+			s0[t][0] = s0[t][1] = s1[t][0] = s1[t][1] = _mm256_setzero_si256();
+		for (int q = 0; q < 8; q++) {
+			const uint8_t *p = g + 128 + 160 * q;
 			__m256i v = loadu(p + 32 * c);
-			__m256i l = _mm256_gf2p8affine_epi64_epi8(low2, bits_move(2 * c, 3, 2), 0);
+			__m256i l = _mm256_gf2p8affine_epi64_epi8(loadu(p + 128),
+								  bits_move(2 * c, 3, 2), 0);
 			__m256i h8 = _mm256_ternarylogic_epi32(v, l, top3, 0xec);
 			__m256i a5 = _mm256_and_si256(v, low5);
+			const int h = q % CHAINS(nt);
 			for (int t = 0; t < nt; t++) {
 				const int8_t *a = ys[t]->qs + 64 * c + 4 * q;
-				s[t][2 * c] = dot_bcast(s[t][2 * c], a5, a);
-				s[t][2 * c + 1] = dot_bcast(s[t][2 * c + 1], h8, a + 32);
+				s0[t][h] = dot_bcast(s0[t][h], a5, a);
+				s1[t][h] = dot_bcast(s1[t][h], h8, a + 32);
 			}
 		}
+		k4_pair_scale(even, odd, s0, s1, sc, c, nt);
 	}
-	mm_k4_tail(acc, g, ys, preps, s, nt, 3);
-}
-
-void krn_avx512_matmul_x8_q5_K(float *y, size_t ldy, const void *w, size_t rows,
-			       const void *xq, size_t ldx, size_t n_tok, size_t n, size_t r0,
-			       size_t r1)
-{
-	x8k_matmul(y, ldy, w, rows, xq, ldx, n_tok, n / KRN_QK_K, r0, r1, sizeof(block_q5_K),
-		   k4_prepare, mm_q5_K);
-}
-
-void krn_avx512_matmul_x8_q4_K(float *y, size_t ldy, const void *w, size_t rows,
-			       const void *xq, size_t ldx, size_t n_tok, size_t n, size_t r0,
-			       size_t r1)
-{
-	x8k_matmul_tok(y, ldy, w, rows, xq, ldx, n_tok, n / KRN_QK_K, r0, r1, sizeof(block_q4_K),
-		       k4_prepare, mm_q4_K, X8K_MM_TOK_MAX);
+	mm_k4_finish(acc, g, ys, preps, mn, even, odd, nt, 3);
 }
 
 /* q6_K: block_q6_Kx8's unpacking (the AND, the GF(2) affine map, the merge) and its pairs'
- * scales once for the tokens; each token's chains start at its own offsets (q6_prepare) and
- * take the matvec's integer steps. */
+ * scales once for the tokens; each token's chains (four vpdpbusd) start at its own offsets
+ * (q6_prepare) and take the matvec's integer steps. */
 static inline __attribute__((always_inline)) void
 mm_q6_K(__m256 *acc, const uint8_t *g, const block_q8_K *const *ys, const void *const *preps,
 	int nt)
@@ -430,12 +427,111 @@ mm_q6_K(__m256 *acc, const uint8_t *g, const block_q8_K *const *ys, const void *
 	}
 }
 
+/* ---- A prompt's chunk: the tokens over an unpacked super-block (x8_kunpack.h) ----------------
+ *
+ * Per four activation bytes of a token one vpdpbusd (its dword a broadcast memory operand)
+ * against a register shared by the four tokens, each sub-block's sum in two chains a token,
+ * then one vpmulld by the sub-block's scale (the int16 of x8_kunpack.h's vpmaddwd form, taken
+ * as a dword by a shift). What comes out is each token's plain integer total, sum over
+ * sub-blocks of scale times (quants . activation); the matvec's integer is that times 16
+ * (q4_K), 8 (q5_K) or 4 (q6_K), the factor its unpacking leaves in the odd sub-blocks and its
+ * float scale takes back: the same integer by a shift, and the float steps are the matvec's,
+ * so the same bits. */
+
+/* tot[t] for t < nt: token t's total against u, a scale every `span` dwords (8: sub-blocks of
+ * 32 columns; 4: q6_K's of 16) */
+static inline __attribute__((always_inline)) void
+unpacked_totals(__m256i *tot, const struct k_unpacked *u, const block_q8_K *const *ys, int nt,
+		int span)
+{
+	for (int t = 0; t < nt; t++)
+		tot[t] = _mm256_setzero_si256();
+	for (int k0 = 0; k0 < 64; k0 += span) {
+		__m256i s[X8K_MM_TOK_MAX][2];
+		for (int t = 0; t < nt; t++)
+			s[t][0] = s[t][1] = _mm256_setzero_si256();
+		for (int k = k0; k < k0 + span; k++) {
+			__m256i w = _mm256_load_si256(&u->q[k]);
+			for (int t = 0; t < nt; t++)
+				s[t][k % 2] = dot_bcast(s[t][k % 2], w, ys[t]->qs + 4 * k);
+		}
+		__m256i sc = _mm256_srai_epi32(u->scale[k0 / span], 16);
+		for (int t = 0; t < nt; t++)
+			tot[t] = _mm256_add_epi32(
+				tot[t], _mm256_mullo_epi32(_mm256_add_epi32(s[t][0], s[t][1]), sc));
+	}
+}
+
+/* q4_K (shift 4) and q5_K (shift 3): the matvec's tail (mm_k4_finish) on total << shift */
+static inline __attribute__((always_inline)) void
+tokens_k4(__m256 *acc, const struct k_unpacked *u, const uint8_t *g, const block_q8_K *const *ys,
+	  const void *const *preps, int nt, int shift)
+{
+	__m256i tot[X8K_MM_TOK_MAX], zero[X8K_MM_TOK_MAX];
+	unpacked_totals(tot, u, ys, nt, 8);
+	for (int t = 0; t < nt; t++)
+		zero[t] = _mm256_setzero_si256();
+	mm_k4_finish(acc, g, ys, preps, u->mn, tot, zero, nt, shift);
+}
+
+static inline __attribute__((always_inline)) void
+tokens_q4_K(__m256 *acc, const struct k_unpacked *u, const uint8_t *g,
+	    const block_q8_K *const *ys, const void *const *preps, int nt)
+{
+	tokens_k4(acc, u, g, ys, preps, nt, 4);
+}
+
+static inline __attribute__((always_inline)) void
+tokens_q5_K(__m256 *acc, const struct k_unpacked *u, const uint8_t *g,
+	    const block_q8_K *const *ys, const void *const *preps, int nt)
+{
+	tokens_k4(acc, u, g, ys, preps, nt, 3);
+}
+
+/* q6_K: the quants unpacked plus 32, which comes off as 32 * (scales . bsums), one vpmaddwd a
+ * pair (avx2_x8k.c's tokens_q6_K); then the matvec's 4 * total and its d / 4 */
+static inline __attribute__((always_inline)) void
+tokens_q6_K(__m256 *acc, const struct k_unpacked *u, const uint8_t *g,
+	    const block_q8_K *const *ys, const void *const *preps, int nt)
+{
+	(void)preps;
+	__m256i tot[X8K_MM_TOK_MAX];
+	unpacked_totals(tot, u, ys, nt, 4);
+	const __m256 hd = halves8(g);
+	for (int t = 0; t < nt; t++) {
+		__m256i off = _mm256_setzero_si256();
+		for (int pp = 0; pp < 8; pp++)
+			off = _mm256_add_epi32(off, _mm256_madd_epi16(u->pairs[pp],
+								      bcast4(ys[t]->bsums + 2 * pp)));
+		__m256i total = _mm256_sub_epi32(tot[t], _mm256_slli_epi32(off, 5));
+		__m256i isum = _mm256_slli_epi32(total, 2);
+		__m256 d = _mm256_mul_ps(hd, _mm256_set1_ps(ys[t]->d * 0.25f));
+		acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), d, acc[t]);
+	}
+}
+
+void krn_avx512_matmul_x8_q4_K(float *y, size_t ldy, const void *w, size_t rows,
+			       const void *xq, size_t ldx, size_t n_tok, size_t n, size_t r0,
+			       size_t r1)
+{
+	x8k_matmul_unpacked(y, ldy, w, rows, xq, ldx, n_tok, n / KRN_QK_K, r0, r1,
+			    sizeof(block_q4_K), k4_prepare, mm_q4_K, unpack_q4_K, tokens_q4_K);
+}
+
+void krn_avx512_matmul_x8_q5_K(float *y, size_t ldy, const void *w, size_t rows,
+			       const void *xq, size_t ldx, size_t n_tok, size_t n, size_t r0,
+			       size_t r1)
+{
+	x8k_matmul_unpacked(y, ldy, w, rows, xq, ldx, n_tok, n / KRN_QK_K, r0, r1,
+			    sizeof(block_q5_K), k4_prepare, mm_q5_K, unpack_q5_K, tokens_q5_K);
+}
+
 void krn_avx512_matmul_x8_q6_K(float *y, size_t ldy, const void *w, size_t rows,
 			       const void *xq, size_t ldx, size_t n_tok, size_t n, size_t r0,
 			       size_t r1)
 {
-	x8k_matmul_tok(y, ldy, w, rows, xq, ldx, n_tok, n / KRN_QK_K, r0, r1, sizeof(block_q6_K),
-		       q6_prepare, mm_q6_K, X8K_MM_TOK_MAX);
+	x8k_matmul_unpacked(y, ldy, w, rows, xq, ldx, n_tok, n / KRN_QK_K, r0, r1,
+			    sizeof(block_q6_K), q6_prepare, mm_q6_K, unpack_q6_K, tokens_q6_K);
 }
 
 /* ---- q2_K ---------------------------------------------------------------------------------

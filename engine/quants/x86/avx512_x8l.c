@@ -16,7 +16,7 @@
  * GHz): 50-55 GB/s in cache, 2.4-2.6x the one-row kernel, and from DRAM 0.92-1.0x a plain read
  * where that reaches 0.55x.
  */
-#include "quants_impl.h"
+#include "internal.h"
 #include "x8_kernels.h"
 #include "vnni.h"
 #define X8_MATVEC_AHEAD 0 /* see avx2_x8l.c */
@@ -181,25 +181,40 @@ mm_q4_0(__m256 *acc, const uint8_t *g, const block_q8_0 *const *ys, const int32_
 }
 
 /* Two groups (x8_mm2_block_fn): each token's activation dword broadcast into a register
- * once, for both groups' chains; one chain per group and token (the eight are independent). */
+ * once, for both groups' chains; one chain per group and token (the eight are independent),
+ * split in two (CHAINS) for two tokens or one. Why: a batch of two decodes through the
+ * two-token call, which had four chains of eight dependent vpdpbusd a block (a 1.09x batch 2
+ * on the issue 42 Zen 5, where the four-token call's eight chains gave 2.11x at batch 4);
+ * that their latency is the bound is reasoned, not measured: no AVX-512 machine since. */
+#define CHAINS(nt) ((nt) <= 2 ? 2 : 1)
+
+/* the sum of chain set s's CHAINS(nt) chains */
+static inline __attribute__((always_inline)) __m256i chains_sum(const __m256i s[2], int nt)
+{
+	return CHAINS(nt) == 2 ? _mm256_add_epi32(s[0], s[1]) : s[0];
+}
+
 static inline __attribute__((always_inline)) void
 mm2_q8_0(__m256 (*acc)[X8_MM_TOK], const uint8_t *g, size_t gs, const block_q8_0 *const *ys,
 	 const int32_t *base, const float *dy, int nt)
 {
-	__m256i s[2][X8_MM_TOK];
-	for (int t = 0; t < nt; t++)
-		s[0][t] = s[1][t] = _mm256_set1_epi32(base[(size_t)t * X8_PREPARED]);
+	__m256i s[2][X8_MM_TOK][2];
+	for (int t = 0; t < nt; t++) {
+		s[0][t][0] = s[1][t][0] = _mm256_set1_epi32(base[(size_t)t * X8_PREPARED]);
+		s[0][t][1] = s[1][t][1] = _mm256_setzero_si256();
+	}
 	for (int c = 0; c < 8; c++) {
 		__m256i v0 = loadu(g + 16 + 32 * c), v1 = loadu(g + gs + 16 + 32 * c);
+		const int k = c % CHAINS(nt);
 		for (int t = 0; t < nt; t++) {
 			__m256i b = bcast4(ys[t]->qs + 4 * c);
-			s[0][t] = _mm256_dpbusd_epi32(s[0][t], v0, b);
-			s[1][t] = _mm256_dpbusd_epi32(s[1][t], v1, b);
+			s[0][t][k] = _mm256_dpbusd_epi32(s[0][t][k], v0, b);
+			s[1][t][k] = _mm256_dpbusd_epi32(s[1][t][k], v1, b);
 		}
 	}
 	for (int h = 0; h < 2; h++)
 		for (int t = 0; t < nt; t++)
-			acc[h][t] = block_tail(acc[h][t], g + h * gs, s[h][t],
+			acc[h][t] = block_tail(acc[h][t], g + h * gs, chains_sum(s[h][t], nt),
 					       dy[(size_t)t * X8_PREPARED]);
 }
 
@@ -208,25 +223,28 @@ mm2_q4_0(__m256 (*acc)[X8_MM_TOK], const uint8_t *g, size_t gs, const block_q8_0
 	 const int32_t *base, const float *dy, int nt)
 {
 	const __m256i lo = _mm256_set1_epi8(0x0f);
-	__m256i s[2][X8_MM_TOK];
-	for (int t = 0; t < nt; t++)
-		s[0][t] = s[1][t] = _mm256_set1_epi32(base[(size_t)t * X8_PREPARED]);
+	__m256i s[2][X8_MM_TOK][2];
+	for (int t = 0; t < nt; t++) {
+		s[0][t][0] = s[1][t][0] = _mm256_set1_epi32(base[(size_t)t * X8_PREPARED]);
+		s[0][t][1] = s[1][t][1] = _mm256_setzero_si256();
+	}
 	for (int c = 0; c < 4; c++) {
 		__m256i q0 = loadu(g + 16 + 32 * c), q1 = loadu(g + gs + 16 + 32 * c);
 		__m256i a0 = _mm256_and_si256(q0, lo), a1 = _mm256_and_si256(q1, lo);
 		__m256i h0 = _mm256_and_si256(_mm256_srli_epi16(q0, 4), lo);
 		__m256i h1 = _mm256_and_si256(_mm256_srli_epi16(q1, 4), lo);
+		const int k = CHAINS(nt) - 1; /* the high nibbles' chain */
 		for (int t = 0; t < nt; t++) {
 			__m256i ba = bcast4(ys[t]->qs + 4 * c), bh = bcast4(ys[t]->qs + 16 + 4 * c);
-			s[0][t] = _mm256_dpbusd_epi32(s[0][t], a0, ba);
-			s[1][t] = _mm256_dpbusd_epi32(s[1][t], a1, ba);
-			s[0][t] = _mm256_dpbusd_epi32(s[0][t], h0, bh);
-			s[1][t] = _mm256_dpbusd_epi32(s[1][t], h1, bh);
+			s[0][t][0] = _mm256_dpbusd_epi32(s[0][t][0], a0, ba);
+			s[1][t][0] = _mm256_dpbusd_epi32(s[1][t][0], a1, ba);
+			s[0][t][k] = _mm256_dpbusd_epi32(s[0][t][k], h0, bh);
+			s[1][t][k] = _mm256_dpbusd_epi32(s[1][t][k], h1, bh);
 		}
 	}
 	for (int h = 0; h < 2; h++)
 		for (int t = 0; t < nt; t++)
-			acc[h][t] = block_tail(acc[h][t], g + h * gs, s[h][t],
+			acc[h][t] = block_tail(acc[h][t], g + h * gs, chains_sum(s[h][t], nt),
 					       dy[(size_t)t * X8_PREPARED]);
 }
 
@@ -270,7 +288,8 @@ mm_q5_0(__m256 *acc, const uint8_t *g, const block_q8_0 *const *ys, const int32_
 				    dy[(size_t)t * X8_PREPARED]);
 }
 
-/* q5_0, two groups: mm_q5_0's unpacking for each, the activation dwords shared */
+/* q5_0, two groups: mm_q5_0's unpacking for each, the activation dwords shared; a group's
+ * and token's a and 8h sums are two chains already (four vpdpbusd each a block) */
 static inline __attribute__((always_inline)) void
 mm2_q5_0(__m256 (*acc)[X8_MM_TOK], const uint8_t *g, size_t gs, const block_q8_0 *const *ys,
 	 const int32_t *base, const float *dy, int nt)

@@ -62,6 +62,26 @@ xf_unit(float *y, size_t ldy, const uint8_t *g, const float *xa, size_t xs, size
 					       _mm256_add_ps(acc[t][2], acc[t][3])));
 }
 
+/* One unit of one group for nt tokens (y: the first one's row r): XF_TOK tokens a pass over
+ * the unit, the rest as two (where XF_TOK is larger) and one: a batched decode step of two
+ * sequences on AVX-512 (XF_TOK 4) had run two one-token passes. Only the first pass
+ * prefetches (pf): the others read the unit from L1. */
+static inline __attribute__((always_inline)) void
+xf_tokens(float *y, size_t ldy, const uint8_t *g, const float *xa, size_t xs, size_t len,
+	  bool first, const uint8_t *pf, xf_load_fn load, size_t nt)
+{
+	size_t tt = 0;
+	for (; tt + XF_TOK <= nt; tt += XF_TOK, pf = NULL)
+		xf_unit(y + tt * ldy, ldy, g, xa + tt * xs, xs, len, first, pf, load, XF_TOK);
+	if (XF_TOK > 2 && tt + 2 <= nt) {
+		xf_unit(y + tt * ldy, ldy, g, xa + tt * xs, xs, len, first, pf, load, 2);
+		tt += 2;
+		pf = NULL;
+	}
+	for (; tt < nt; tt++, pf = NULL)
+		xf_unit(y + tt * ldy, ldy, g, xa + tt * xs, xs, len, first, pf, load, 1);
+}
+
 /* krn_matmul_x8_fn for f16 and bf16 (2-byte elements; the one-token kernel is this with one
  * token). One token widens a whole tile of activation and runs each group through the tile,
  * so the weights stream in order; several widen XF_SUB elements of XF_CHUNK tokens and run
@@ -98,15 +118,8 @@ xf_matmul(float *y, size_t ldy, const uint8_t *w, size_t rows, const uint8_t *xq
 						const uint8_t *pf = nt > 1 && r + KRN_X8 < r1
 									    ? g + 16 * s + len * 16
 									    : NULL;
-						size_t tt = 0;
-						for (; tt + XF_TOK <= nt; tt += XF_TOK, pf = NULL)
-							xf_unit(yr + tt * ldy, ldy, g + 16 * s,
-								xa + tt * span + s, span, sl, first,
-								pf, load, XF_TOK);
-						for (; tt < nt; tt++, pf = NULL)
-							xf_unit(yr + tt * ldy, ldy, g + 16 * s,
-								xa + tt * span + s, span, sl, first,
-								pf, load, 1);
+						xf_tokens(yr, ldy, g + 16 * s, xa + s, span, sl,
+							  first, pf, load, nt);
 					}
 				}
 			}

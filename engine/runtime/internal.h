@@ -1,9 +1,11 @@
-/* engine/runtime/session_impl.h: a session's struct and what its three files share, private to
- * engine/runtime/: session.c (set-up and teardown), forward.c (the forward pass) and
- * kv_cache.c (the KV cache: its element types, attention over it, moving it between sessions).
+/* engine/runtime/internal.h: the runtime's private header: a session's struct and what the
+ * files of engine/runtime/ share: session.c (set-up and teardown, the table of layer code),
+ * forward.c (the forward pass and the layer toolkit each architecture's block is made of),
+ * arch_<name>.c (one architecture's block: arch.h's enum eng_arch), kv_cache.c (the KV cache:
+ * its element types, attention over it, moving it between sessions) and pass_bytes.c.
  * forward.c's opening comment tells how a pass runs. */
-#ifndef MEMWALL_ENGINE_SESSION_IMPL_H
-#define MEMWALL_ENGINE_SESSION_IMPL_H
+#ifndef MEMWALL_ENGINE_RUNTIME_INTERNAL_H
+#define MEMWALL_ENGINE_RUNTIME_INTERNAL_H
 
 #include <errno.h>
 #include <math.h>
@@ -18,6 +20,8 @@
 #include "model/alias.h"
 #include "attention.h"
 #include "kernels.h"
+#include "minmax.h"
+#include "model/arch.h"
 #include "model/model.h"
 #include "pool.h"
 #include "quants.h"
@@ -86,17 +90,13 @@ struct worker {
 	float *blk;                   /* (ATTN_HEAD_GROUP, attn_block) blocked attention's scores */
 };
 
-/* What differs between architectures (model.h's enum eng_arch); the table is below the
- * functions it names. */
 struct eng_session;
 
-struct arch_ops {
-	void (*norm)(float *out, const float *x, const float *w, const float *b, int n, float eps);
-	void (*rope)(const struct eng_session *s, int k, float *vec, int a, int b);
-	void (*qkv)(struct eng_session *s, struct worker *w, int l, int a, int b);
-	void (*layer)(struct eng_session *s, struct worker *w, int tid, int l);
-	bool neox; /* RoPE pairs span the head: QKV chunks must hold whole heads */
-};
+/* A norm of n values of x into out (weight w, bias b or NULL), and RoPE on elements [a, b)
+ * of vec at the position of the pass's token k (forward.c has one of each kind). */
+typedef void norm_fn(float *out, const float *x, const float *w, const float *b, int n,
+		     float eps);
+typedef void rope_fn(const struct eng_session *s, int k, float *vec, int a, int b);
 
 /* The next unclaimed row (or head) of one phase, alone in its cache line. */
 struct work_counter {
@@ -121,8 +121,13 @@ struct eng_session {
 	const struct eng_model *m;
 	const struct krn_ops *ops;
 	const struct krn_quant_ops *qops;
+	/* (type, class of token counts) the table that runs x8 weights of that type
+	 * (kernel_choice.c): the session's kernel choice, else qops */
+	const struct krn_quant_ops *qpick[KRN_TYPE_COUNT][ENG_KC_CLASSES];
 	const struct kv_traits *kv;
-	const struct arch_ops *arch;
+	const struct arch_ops *arch; /* the block of the model's architecture (m->arch) */
+	norm_fn *norm;               /* its row's norm and RoPE */
+	rope_fn *rope;
 	struct eng_pool *pool;
 	struct eng_hooks hooks;
 	int n_threads;
@@ -178,7 +183,9 @@ struct eng_session {
 	/* Engine-accounted bytes that do not depend on the position: every tensor's bytes as
 	 * the step reads them (engine.h's tensor-table rules), summed per phase. */
 	uint64_t emb_row_bytes, att_bytes, ffn_bytes, cls_bytes, kv_pos_bytes;
-	/* The sparsity map (sparsity.h): on or off, and this step's counts, kept by thread 0. */
+	/* The sparsity map (sparsity.h): whether it applies to the architecture (engine.h's
+	 * eng_arch_sparsity_map), whether it is on, and this step's counts, kept by thread 0. */
+	bool map_applies;
 	bool sparse;
 	int fault;         /* the test-only fault (MEMWALL_TEST_FAULT, above); 0: none */
 	uint64_t act_zero, down_blocks_zero, skipped_bytes;
@@ -187,16 +194,6 @@ struct eng_session {
 	float **down_t; /* (n_layers) each (hidden_dim, dim): transposed F32 down projections for
 			 * per-neuron skipping (sparsity_neuron), else NULL */
 };
-
-static inline int imin(int a, int b)
-{
-	return a < b ? a : b;
-}
-
-static inline int imax(int a, int b)
-{
-	return a > b ? a : b;
-}
 
 /* ---- The KV cache (kv_cache.c) ------------------------------------------------------------ */
 
@@ -242,12 +239,89 @@ int eng_kv_cache_cells(const struct eng_session *s, size_t *kv_cells, struct eng
 void eng_kv_attend_f16_heads(struct eng_session *s, struct worker *w, int l, int h0, int h1,
 			     int k_first, int k_last);
 
-/* ---- The forward pass (forward.c) --------------------------------------------------------- */
-/* Indexed by enum eng_arch: each architecture's norm, RoPE, QKV and layer functions. */
-extern const struct arch_ops eng_arch_ops[ENG_ARCH_COUNT];
+/* ---- The forward pass and its layer toolkit (forward.c) ----------------------------------- */
+/* What each architecture's block (arch_<name>.c) gives the forward pass; the norm and RoPE
+ * it reads are its row's kinds (arch.h), which session.c looks up in forward.c's tables. */
+struct arch_ops {
+	/* Rows [a, b) of q | k | v of every token of the pass, from the normed x (xn_of). */
+	void (*qkv)(struct eng_session *s, struct worker *w, int l, int a, int b);
+	/* Layer l, the residual stream x in and out, on thread tid with the others (SPMD). */
+	void (*layer)(struct eng_session *s, struct worker *w, int tid, int l);
+	void (*init)(void); /* once per process before the first session runs it; or NULL */
+};
+/* Each architecture's block, eng_arch_<name>_ops of arch_<name>.c, declared from
+ * engine/meson.build's list (arch.h); session.c's table holds them by enum eng_arch. */
+#define ARCH_OPS_DECLARE(NAME, name) extern const struct arch_ops eng_arch_##name##_ops;
+ENG_ARCHS(ARCH_OPS_DECLARE)
+#undef ARCH_OPS_DECLARE
+
+/* The norms and RoPE variants (forward.c), by the row's kinds (arch.h's enum eng_norm_kind
+ * and enum eng_rope_kind). */
+extern norm_fn *const eng_layer_norms[ENG_NORM_COUNT];
+extern rope_fn *const eng_layer_ropes[ENG_ROPE_COUNT];
+
+/* Whether this pass prepares its matrices' inputs once for all threads (SHARED_PREP_TOKENS). */
+static inline bool prep_shared(const struct eng_session *s)
+{
+	return s->n_tok >= SHARED_PREP_TOKENS;
+}
+
+/* The normed x that this thread's matrices read: the pass's shared one, or its own. */
+static inline const float *xn_of(const struct eng_session *s, const struct worker *w)
+{
+	return prep_shared(s) ? s->xn : w->xn;
+}
+
+/* The counter of layer l's preparation p (PREP_ATT ...). */
+static inline int prep_work(const struct eng_session *s, int l, int p)
+{
+	return WORK_PER_LAYER * s->n_layers + l * PREP_PER_LAYER + p;
+}
+
+/* The toolkit a block is made of (forward.c says how a pass runs). Claims the next chunk
+ * [*a, *b) of phase `work`'s rows of m, in 16-row multiples; false when none is left. */
+bool eng_layer_take_rows(struct eng_session *s, int work, int rows, const struct eng_mat *m,
+			 int *a, int *b);
+/* y[k * ldy + r] = row r of m . (row k of x, ldx floats apart) for rows [a, b) and each
+ * token k of the pass, x being this thread's vector `vec`; a canonical + delta matrix
+ * (alias.h) adds its delta's product. */
+void eng_layer_mat_rows(const struct eng_session *s, struct worker *w, enum act_vec vec,
+			float *y, size_t ldy, const struct eng_mat *m, const float *x, size_t ldx,
+			int a, int b);
+/* The attention block up to wo's input in s->xb: norm, q|k|v (ops->qkv), RoPE, cache,
+ * heads. */
+void eng_layer_attention(struct eng_session *s, struct worker *w, int tid, int l);
+/* A barrier at a phase edge, where the phase hook (engine.h) sees no thread in either. */
+void eng_layer_phase_edge(struct eng_session *s, int tid, enum eng_phase end, int end_layer,
+			  enum eng_phase begin, int begin_layer);
+/* A pass's input to one phase's matrices, made once for every thread (prep_shared). */
+void eng_layer_prep_rows(struct eng_session *s, struct worker *w, int tid, int work,
+			 enum act_vec vec, const float *in, size_t ld, int n, const float *nw,
+			 const float *nb, const struct eng_mat *m);
+/* dst[t][r] += src[t][r] for rows [a, b) of every token of the pass, rows n apart. */
+void eng_layer_add_rows(const struct eng_session *s, float *dst, const float *src, int n, int a,
+			int b);
+/* The FFN-activation hook (engine.h) on s->hb, thread 0 only. */
+void eng_layer_ffn_act_hook(const struct eng_session *s, int tid, int l);
+/* The gated FFN after attention's residual: x += down (act(gate h) * up h), h = the
+ * ffn_norm of x, with the sparsity map where the session has it on. */
+void eng_layer_ffn_gated(struct eng_session *s, struct worker *w, int tid, int l);
+
 /* Engine-accounted bytes of the pass just run (pass_bytes.c). */
 void eng_pass_bytes(const struct eng_session *s, struct eng_step_bytes *b);
-/* Fills the GELU table once per process (falcon's activation); called by eng_session_new. */
-void eng_session_gelu_init(void);
+
+/* kernel_choice.c: s->qpick from the session's kernel choice c (NULL: qops everywhere);
+ * -EINVAL or -ENOTSUP, err saying which entry, for one the session cannot run exactly. */
+int kchoice_resolve(struct eng_session *s, const struct eng_kernel_choice *c,
+		    struct eng_error *err);
+
+/* The quant table for a call of n_tok tokens on matrix m: its kernel choice for x8 weights,
+ * the session's table for the rest. */
+static inline const struct krn_quant_ops *qops_for(const struct eng_session *s,
+						   const struct eng_mat *m, int n_tok)
+{
+	return m->x8 && m->type < KRN_TYPE_COUNT ? s->qpick[m->type][eng_kernel_class(n_tok)]
+						 : s->qops;
+}
 
 #endif

@@ -1,10 +1,10 @@
-/* engine/quants/quants_impl.h: what the per-ISA files share with the registry. Internal to
- * engine/quants/.
+/* engine/quants/internal.h: the quants library's private header: what the per-ISA files share
+ * with the registry. Internal to engine/quants/.
  *
  * It includes types.h and not quants.h: the files behind the tables (ref.c, the ISA files,
  * fp16.c, x86/cpu.c) never see the registry that lists them. */
-#ifndef MEMWALL_QUANTS_IMPL_H
-#define MEMWALL_QUANTS_IMPL_H
+#ifndef MEMWALL_ENGINE_QUANTS_INTERNAL_H
+#define MEMWALL_ENGINE_QUANTS_INTERNAL_H
 
 #include "types.h"
 
