@@ -3,8 +3,9 @@
 # test suite.
 #
 # The default suite covers every library and verb and needs nothing beyond the build's own
-# packages: about 3 minutes of CPU time from a fresh clone, build included (6 min 42 s of wall
-# time on 2 cores at load 8-12, niced, issue 29).
+# packages: 159-200 s of CPU (user + system) from a fresh clone, build included, in four runs
+# of `/usr/bin/time scripts/test.sh` on 2 cores at load 2-5 (2 min 45 s to 3 min 20 s of
+# wall time, niced; issue 44).
 # --all also installs the test tools (scripts/bootstrap.sh --dev: the aarch64 cross compiler and
 # qemu-user, clang, valgrind, node and npm, the PostgreSQL server) and node-llama-cpp (npm, into
 # scripts/llama-node/), and runs the opt-in suites too: neon (NEON kernels under qemu, minutes),
