@@ -6,10 +6,12 @@
 #   scripts/bootstrap.sh --dev   also the test tools: the aarch64 cross compiler and qemu-user
 #                                (NEON kernel tests), SIMDe's headers (the AVX-512 tables
 #                                tested on CPUs without AVX-512), clang and its runtime (fuzzing), valgrind,
-#                                node and npm (the real-llama.cpp tests, via node-llama-cpp), and
+#                                node and npm (the real-llama.cpp tests, via node-llama-cpp),
 #                                the PostgreSQL server (the results store's PostgreSQL tests;
 #                                Debian's package also starts its own server, which the tests
-#                                do not use: they start a throwaway one in a temporary folder)
+#                                do not use: they start a throwaway one in a temporary folder),
+#                                and chromium (the trend site `memwall db site` writes, loaded
+#                                headless by tests/e2e/test_site_chromium.c)
 #
 # Idempotent: it installs only what is missing and says what it installs, in one line; the
 # package manager's output goes to $TMPDIR/memwall-bootstrap.log (/tmp without TMPDIR; the last
@@ -23,7 +25,7 @@ dev=0
 for arg in "$@"; do
 	case "$arg" in
 	--dev) dev=1 ;;
-	-h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,16p' "$0"; exit 0 ;;
 	*) echo "bootstrap: unknown option '$arg'" >&2; exit 2 ;;
 	esac
 done
@@ -79,7 +81,7 @@ fi
 
 if command -v apt-get >/dev/null 2>&1; then
 	pkgs="git meson ninja-build pkg-config gcc libc6-dev libjansson-dev libpfm4-dev libsqlite3-dev libpq-dev zlib1g-dev libssl-dev gnuplot-nox python3 sqlite3"
-	[ "$dev" -eq 1 ] && pkgs="$pkgs gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user libsimde-dev clang libclang-rt-dev valgrind postgresql"
+	[ "$dev" -eq 1 ] && pkgs="$pkgs gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user libsimde-dev clang libclang-rt-dev valgrind postgresql chromium"
 	missing=""
 	for p in $pkgs; do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
@@ -101,7 +103,7 @@ if command -v apt-get >/dev/null 2>&1; then
 	quietly $sudo apt-get install -y -qq --no-install-recommends $missing
 elif command -v dnf >/dev/null 2>&1; then
 	pkgs="git meson ninja-build pkgconf-pkg-config gcc jansson-devel libpfm-devel sqlite-devel libpq-devel zlib-devel openssl-devel gnuplot python3 libperf-devel sqlite"
-	[ "$dev" -eq 1 ] && pkgs="$pkgs gcc-aarch64-linux-gnu qemu-user simde-devel clang compiler-rt valgrind postgresql-server"
+	[ "$dev" -eq 1 ] && pkgs="$pkgs gcc-aarch64-linux-gnu qemu-user simde-devel clang compiler-rt valgrind postgresql-server chromium"
 	pkgs="$pkgs${node_pkgs:+ $node_pkgs}"
 	[ "$sudo" = no_sudo ] && no_sudo " $pkgs"
 	say "installing (dnf, untested by the project): $pkgs (details in $log)"
@@ -109,7 +111,7 @@ elif command -v dnf >/dev/null 2>&1; then
 	quietly $sudo dnf install -y $pkgs
 elif command -v pacman >/dev/null 2>&1; then
 	pkgs="git meson ninja pkgconf gcc jansson libpfm4 sqlite postgresql-libs zlib gnuplot python"
-	[ "$dev" -eq 1 ] && pkgs="$pkgs aarch64-linux-gnu-gcc qemu-user simde clang compiler-rt valgrind postgresql"
+	[ "$dev" -eq 1 ] && pkgs="$pkgs aarch64-linux-gnu-gcc qemu-user simde clang compiler-rt valgrind postgresql chromium"
 	pkgs="$pkgs${node_pkgs:+ $node_pkgs}"
 	[ "$sudo" = no_sudo ] && no_sudo " $pkgs"
 	say "installing (pacman, untested by the project): $pkgs (details in $log)"

@@ -7,9 +7,12 @@
 # of `/usr/bin/time scripts/test.sh` on 2 cores at load 2-5 (2 min 45 s to 3 min 16 s of
 # wall time, niced; issue 44).
 # --all also installs the test tools (scripts/bootstrap.sh --dev: the aarch64 cross compiler and
-# qemu-user, clang, valgrind, node and npm, the PostgreSQL server) and node-llama-cpp (npm, into
-# scripts/llama-node/), and runs the opt-in suites too: neon (NEON kernels under qemu, minutes),
-# simde (the AVX-512 tables under SIMDe's portable intrinsics, on CPUs without AVX-512), postgresql (the results store against a throwaway server), llama (the real llama.cpp).
+# qemu-user, clang, valgrind, node and npm, the PostgreSQL server, chromium) and node-llama-cpp
+# (npm, into scripts/llama-node/), and runs the opt-in suites too: neon (NEON kernels under qemu,
+# minutes), simde (the AVX-512 tables under SIMDe's portable intrinsics, on CPUs without
+# AVX-512), postgresql (the results store and the Grafana dashboard's queries against a
+# throwaway server), llama (the real llama.cpp), chromium (the trend site in a headless
+# browser; its screenshots land in BUILDDIR/test-site-chromium/).
 # --sanitize builds a second tree (build-asan) with AddressSanitizer and
 # UndefinedBehaviorSanitizer and runs the --all suite there, less `neon` and `simde` (each
 # builds its own binaries, without the sanitizers). .ci/run uses both.
@@ -75,7 +78,7 @@ UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 \
 
 # The notes first: the output ends with the summary's counts line, as the README says.
 if [ "$all" -eq 0 ]; then
-	echo "test.sh: the opt-in suites (neon under qemu, AVX-512 under SIMDe, postgresql, the real llama.cpp) did not run:" \
+	echo "test.sh: the opt-in suites (neon under qemu, AVX-512 under SIMDe, postgresql, the real llama.cpp, chromium) did not run:" \
 	     "scripts/test.sh --all installs their tools and runs them"
 fi
 echo "test.sh: synthetic models the tests made are cached in $builddir/test-cache (removed with $builddir)"

@@ -152,6 +152,22 @@ void mw_csv_put(FILE *f, const char *s)
 	fputc('"', f);
 }
 
+void mw_html_put(FILE *f, const char *s)
+{
+	/* The five characters HTML gives a meaning in text and in quoted attribute values (the
+	 * HTML standard's "escaping a string"; ' too, for attributes a writer quotes with it). */
+	for (const char *e = mw_esc(s ? s : ""); *e; e++) {
+		switch (*e) {
+		case '&': fputs("&amp;", f); break;
+		case '<': fputs("&lt;", f); break;
+		case '>': fputs("&gt;", f); break;
+		case '"': fputs("&quot;", f); break;
+		case '\'': fputs("&#39;", f); break;
+		default: fputc(*e, f);
+		}
+	}
+}
+
 char *mw_utf8_fix(const char *s)
 {
 	const unsigned char *p = (const unsigned char *)s;

@@ -3,8 +3,8 @@
  * A record, a protocol, a bundle member's name or a database row can carry bytes a terminal
  * obeys (ESC [ ... sequences, BEL, OSC 8 links, a bidi override), a newline that splits a
  * markdown table, or a cell a spreadsheet runs as a formula (=HYPERLINK(...)). Every place
- * that prints such text to a terminal, a markdown table or a CSV file passes it through here:
- * one helper, called at the print site. */
+ * that prints such text to a terminal, a markdown table, a CSV file or an HTML page passes it
+ * through here: one helper, called at the print site. */
 #ifndef MEMWALL_TEXT_H
 #define MEMWALL_TEXT_H
 
@@ -26,6 +26,11 @@ const char *mw_esc_lines(const char *s);
  * with =, +, -, @, a tab or a carriage return, which spreadsheets run as a formula (OWASP's
  * "CSV injection"). A number-looking text such as "-5" is kept as it is. */
 void mw_csv_put(FILE *f, const char *s);
+/* Writes s (NULL: nothing) as HTML text, safe in an element and in a quoted attribute value:
+ * mw_esc'd (controls, bidi controls and bytes that are not UTF-8 shown as escapes, on one
+ * line), then &, <, >, " and ' as character references. Every string a page memwall writes
+ * did not come from memwall itself goes through here (`db site`). */
+void mw_html_put(FILE *f, const char *s);
 /* A copy of s in which every byte that is not part of valid UTF-8 is U+FFFD (malloc'd; NULL
  * when out of memory): for JSON and XML, which must never carry invalid UTF-8 (a path, a
  * record's text). */

@@ -9,6 +9,7 @@
 #include "db.h"
 #include "db_rows.h"
 #include "mw.h"
+#include "site.h"
 #include "report.h"
 #include "result.h"
 #include "store.h"
@@ -29,7 +30,8 @@ static void usage(FILE *f)
 		   "                  [--format md|json|junit]\n"
 		   "       memwall db [--db FILE|URL] changes [--series ID] [--metric NAME]... "
 		   "[--penalty K]\n"
-		   "                  [--format md|json]\n\n"
+		   "                  [--format md|json]\n"
+		   "       memwall db [--db FILE|URL] site -o DIR [--force]\n\n"
 		   "A store of result records. --db is an SQLite file (default: $MEMWALL_DB, else\n"
 		   "$XDG_DATA_HOME/memwall/results.db, else ~/.local/share/memwall/results.db) or a\n"
 		   "postgresql://user@host/database URL for a store a fleet shares.\n"
@@ -52,15 +54,22 @@ static void usage(FILE *f)
 		   "           (tolerance_pct, else 5 %%; --max-regress replaces it). Metrics: --metric,\n"
 		   "           repeatable (default dram_MB_per_token and tok_per_s), each required.\n"
 		   "           Verdicts and formats are compare's. Exit: 0 no regression, 1 a metric\n"
-		   "           regressed, 2 not comparable (no earlier record of its series, fewer\n"
-		   "           than --min-records (2), bad usage), 3 a required metric not measured or\n"
-		   "           not comparable (or the store cannot be opened), 4 a required metric\n"
-		   "           inconclusive\n"
+		   "           regressed, 2 not comparable (no store yet, no earlier record of its\n"
+		   "           series, fewer than --min-records (2), bad usage), 3 a required metric\n"
+		   "           not measured or not comparable (or the store cannot be opened), 4 a\n"
+		   "           required metric inconclusive\n"
 		   "  changes  steps in each series' history of per-record medians (--series ID: one;\n"
 		   "           --metric: default dram_MB_per_token and tok_per_s): penalized L1 optimal\n"
 		   "           partitioning, segments of at least 3 records, penalty K (default 3) x\n"
 		   "           noise sd x ln(records); each step with the last record before it and the\n"
 		   "           first after (id, date, engine version), its size and its evidence\n"
+		   "  site     the trend site: DIR/index.html lists the series, DIR/series/ID.html\n"
+		   "           shows one over its records (MB/token, tok/s, %% of the bandwidth roof;\n"
+		   "           each point linked to its record, DIR/records/ID.json; steps marked;\n"
+		   "           provenance named). Static HTML and SVG, no script: opens from file://.\n"
+		   "           DIR is made whole or not at all; a folder of other files is refused\n"
+		   "           (--force replaces it, its contents removed); a site memwall wrote is\n"
+		   "           replaced\n"
 		   "FILTERS: --protocol NAME, --backend KIND (engine.kind: builtin, llama.cpp, ...),\n"
 		   "  --model TEXT and --machine TEXT (substrings, any case), --since DATE, --until DATE\n"
 		   "  (ISO 8601, against the record's created_utc; --until includes its day).\n"
@@ -178,6 +187,33 @@ static int db_show(struct mw_store *s, struct db_args *a)
 	return MW_EXIT_OK;
 }
 
+static int db_site(struct mw_store *s, struct db_args *a)
+{
+	struct mw_error err;
+	struct mw_site_result res;
+	const char *inputs[1] = { mw_store_file(s) };
+	if (a->nops)
+		return mw_fail(MW_EXIT_USAGE, "db site", "unexpected argument '%s' (the folder is "
+			       "-o DIR)", a->ops[0]);
+	if (!a->out)
+		return mw_fail(MW_EXIT_USAGE, "db site", "name the folder to write: -o DIR (e.g. "
+			       "memwall db site -o site)");
+	if (a->fmt_set)
+		return mw_fail(MW_EXIT_USAGE, "db site", "--format does not apply: the site is "
+			       "HTML");
+	mw_error_clear(&err);
+	struct mw_site_opts o = { .force = a->force, .inputs = inputs, .n_inputs = 1 };
+	int rc = mw_site_write(s, a->out, &o, &res, &err);
+	if (rc) {
+		mw_error_print(&err);
+		return rc == -EEXIST || rc == -EINVAL || rc == -ENOENT || rc == -ENAMETOOLONG
+			       ? MW_EXIT_USAGE : MW_EXIT_ENV;
+	}
+	printf("memwall db site: %s/index.html: %zu series, %zu records, %zu step%s marked\n",
+	       mw_esc(a->out), res.series, res.records, res.changes, res.changes == 1 ? "" : "s");
+	return MW_EXIT_OK;
+}
+
 static const struct {
 	const char *name;
 	int (*run)(struct mw_store *s, struct db_args *a);
@@ -190,6 +226,7 @@ static const struct {
 	{ "series", mw_db_series },
 	{ "check", mw_db_check },
 	{ "changes", mw_db_changes },
+	{ "site", db_site },
 };
 
 static int parse(int argc, char **argv, struct db_args *a)
@@ -209,6 +246,8 @@ static int parse(int argc, char **argv, struct db_args *a)
 		{ "min-records", required_argument, NULL, 'n' },
 		{ "max-regress", required_argument, NULL, 'x' },
 		{ "penalty", required_argument, NULL, 'P' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "force", no_argument, NULL, 'F' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -216,8 +255,10 @@ static int parse(int argc, char **argv, struct db_args *a)
 	optind = 1;
 	opterr = 0;
 	/* '+' would stop at the sub-verb; options may come before or after it. */
-	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":ho:", opts, NULL)) != -1) {
 		switch (c) {
+		case 'o': a->out = mw_path_trim(optarg); break;
+		case 'F': a->force = true; break;
 		case 'd': a->db = optarg; break;
 		case 'f':
 			/* check takes junit too: it reads fmt_text itself */
@@ -287,12 +328,23 @@ int mw_cmd_db(int argc, char **argv)
 		if (a.fmt_text && !strcmp(a.fmt_text, "junit") && subverbs[i].run != mw_db_check)
 			return mw_fail(MW_EXIT_USAGE, "db", "--format junit is check's alone; %s "
 				       "takes md, csv or json", subverbs[i].name);
+		if ((a.out || a.force) && subverbs[i].run != db_site)
+			return mw_fail(MW_EXIT_USAGE, "db", "-o and --force are site's alone; %s "
+				       "prints to the terminal", subverbs[i].name);
 		mw_error_clear(&err);
 		/* Only import makes a store; looking at one that is not there says so. */
 		if ((rc = (i ? mw_store_open_existing : mw_store_open)(a.db, &s, &err))) {
 			mw_error_print(&err);
-			/* No store at that path is one that cannot be opened (exit 3, as db --help
-			 * says and as a server that refuses gives), not bad usage (issue 44). */
+			/* check: no store yet is no earlier record of the series, so not
+			 * comparable (2, its help), which a CI job's first run meets
+			 * (scripts/ci-example/). Else no store at that path is one that cannot be
+			 * opened (3, as db --help says and a server that refuses gives), not bad
+			 * usage (issue 44: it was 2). */
+			if (rc == -ENOENT && subverbs[i].run == mw_db_check) {
+				fprintf(stderr, "memwall db check: no store yet, so no earlier record "
+					"of this series: not comparable (exit 2)\n");
+				return MW_EXIT_USAGE;
+			}
 			return rc == -EPROTO || rc == -EINVAL || rc == -ENAMETOOLONG
 				       ? MW_EXIT_USAGE : MW_EXIT_ENV;
 		}
@@ -301,5 +353,5 @@ int mw_cmd_db(int argc, char **argv)
 		return rc;
 	}
 	return mw_fail(MW_EXIT_USAGE, "db", "unknown sub-verb '%s': import, list, show, query, "
-		       "compare, series, check or changes (memwall db --help)", argv[optind]);
+		       "compare, series, check, changes or site (memwall db --help)", argv[optind]);
 }

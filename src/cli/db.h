@@ -27,6 +27,9 @@ struct db_args {
 	long min_records;       /* 0: MW_HISTORY_MIN_RECORDS */
 	double max_regress;     /* --max-regress; NaN: not given */
 	double penalty;         /* --penalty; NaN: the default */
+	/* site */
+	const char *out;        /* -o DIR */
+	bool force;             /* --force */
 };
 
 int mw_db_series(struct mw_store *s, struct db_args *a);

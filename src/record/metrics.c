@@ -7,6 +7,7 @@
 #include "metrics.h"
 #include "probes.h"
 #include "stats.h"
+#include "text.h"
 
 /* Every figure a run and the summary carry. The unit strings spell out MB and MiB. */
 static const struct mw_metric metrics[] = {
@@ -178,4 +179,29 @@ void mw_stats_mark_ci(json_t *o, const struct mw_stats *s)
 		 "reaches below 0, which this figure cannot", s->n);
 	json_object_set_new(o, "ci95_clamped", json_true());
 	json_object_set_new(o, "ci95_note", json_string(note));
+}
+
+double mw_roof_pct(const json_t *doc, char *why, size_t n, char *words, size_t wn)
+{
+	const json_t *r = json_object_get(doc, "roofline");
+	const json_t *h = json_object_get(r, "headroom");
+	const char *src = json_string_value(json_object_get(r, "bandwidth_source"));
+	const char *reason = json_string_value(json_object_get(r, "headroom_reason"));
+	bool synthetic = json_is_true(json_object_get(json_object_get(doc, "model"), "synthetic"));
+	snprintf(words, wn, "timed, against the bandwidth roof of %s%s",
+		 src ? mw_esc(src) : "none", synthetic ? ", SYNTHETIC weights" : "");
+	if (!json_is_object(r))
+		snprintf(why, n, "no roofline block: the record predates it, or was not made by "
+			 "`memwall run`");
+	else if (!json_is_true(json_object_get(r, "computed")))
+		snprintf(why, n, "roofline not computed: %s",
+			 json_string_value(json_object_get(r, "reason"))
+				 ? json_string_value(json_object_get(r, "reason")) : "no reason given");
+	else if (!json_is_number(json_object_get(r, "max_tok_s")))
+		snprintf(why, n, "no bandwidth roof (%s)", src ? src : "none given");
+	else if (json_is_number(h) && json_number_value(h) > 0)
+		return 100.0 / json_number_value(h);
+	else
+		snprintf(why, n, "%s", reason ? reason : "tok/s not measured");
+	return NAN;
 }

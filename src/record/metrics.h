@@ -53,4 +53,15 @@ const char *mw_metric_reason(const json_t *doc, const char *needs, char *buf, si
 struct mw_stats;
 void mw_stats_mark_ci(json_t *o, const struct mw_stats *s);
 
+/* The record's decode tok/s as a percentage of its bandwidth roof's most tok/s: 100 / the
+ * headroom of the roofline block `memwall run` writes (src/analysis/roofline.c; headroom =
+ * max tok/s over the analytic bytes per token / measured tok/s, the mean over the runs).
+ * NaN when the record has none, with why[0..n) saying why: no roofline block, not computed,
+ * no bandwidth roof, or the record's own headroom_reason (a model whose weights fit in the
+ * last-level cache is not bounded by the DRAM roof), copied as it is (escape it where it is
+ * printed). words[0..wn) receives the figure's provenance in the words every surface uses:
+ * "timed, against the bandwidth roof of SOURCE" (the roofline block's bandwidth_source,
+ * mw_esc'd), with ", SYNTHETIC weights" where the model's are. */
+double mw_roof_pct(const json_t *doc, char *why, size_t n, char *words, size_t wn);
+
 #endif

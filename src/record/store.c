@@ -24,6 +24,8 @@ static const struct {
 	int version;
 	const char *what;
 	const char *sql;
+	/* Where the SQL depends on the dialect: builds it (malloc'd) instead of sql. */
+	char *(*build)(const struct mw_store_ops *ops);
 } migrations[] = {
 	{ 1, "records and their summary metrics",
 	  "CREATE TABLE records ("
@@ -37,13 +39,13 @@ static const struct {
 	  " unit TEXT, measured INTEGER NOT NULL, n INTEGER, mean DOUBLE PRECISION,"
 	  " sd DOUBLE PRECISION, cv_pct DOUBLE PRECISION, median DOUBLE PRECISION,"
 	  " min DOUBLE PRECISION, max DOUBLE PRECISION, ci95_low DOUBLE PRECISION,"
-	  " ci95_high DOUBLE PRECISION, reason TEXT, PRIMARY KEY (sha256, metric));" },
+	  " ci95_high DOUBLE PRECISION, reason TEXT, PRIMARY KEY (sha256, metric));", NULL },
 	{ 2, "the memory configuration beside each machine (machine.memory_config)",
-	  "ALTER TABLE records ADD COLUMN memory TEXT;" },
+	  "ALTER TABLE records ADD COLUMN memory TEXT;", NULL },
 	{ 3, "who counted the DRAM figures (hardware, SIMULATED, engine-accounted) and synthetic "
 	     "models",
 	  "ALTER TABLE records ADD COLUMN dram_source TEXT;"
-	  "ALTER TABLE records ADD COLUMN synthetic INTEGER;" },
+	  "ALTER TABLE records ADD COLUMN synthetic INTEGER;", NULL },
 	{ 4, "series: records of one machine, protocol, model, engine and counter layer "
 	     "(src/record/series.h), and the order records were imported in",
 	  "CREATE TABLE series ("
@@ -53,7 +55,11 @@ static const struct {
 	  "ALTER TABLE records ADD COLUMN series TEXT REFERENCES series (id);"
 	  "ALTER TABLE records ADD COLUMN seq INTEGER;"
 	  "ALTER TABLE records ADD COLUMN engine_version TEXT;"
-	  "CREATE INDEX records_series ON records (series, created_utc, seq);" },
+	  "CREATE INDEX records_series ON records (series, created_utc, seq);", NULL },
+	{ 5, "views for dashboards (series_points: one row per record and metric, with its "
+	     "series, date, value and provenance; series_summary), each metric's provenance and "
+	     "each record's percentage of its bandwidth roof",
+	  NULL, mw_store_views_sql },
 };
 #define N_MIGRATIONS (sizeof(migrations) / sizeof(migrations[0]))
 
@@ -178,7 +184,8 @@ struct tables {
 static int table_row(void *ctx, int ncol, const char *const *v)
 {
 	struct tables *t = ctx;
-	static const char *const mine[] = { "schema_version", "records", "metrics", "series" };
+	static const char *const mine[] = { "schema_version", "records", "metrics", "series",
+					    "series_points", "series_summary" };
 	if (ncol < 1 || !v[0])
 		return 0;
 	for (size_t i = 0; i < sizeof(mine) / sizeof(mine[0]); i++)
@@ -226,7 +233,11 @@ static int migrate(struct mw_store *s, struct mw_error *err)
 			continue;
 		snprintf(ver, sizeof(ver), "%d", migrations[i].version);
 		const char *p[3] = { ver, mw_utc_now(now, sizeof(now), false), migrations[i].what };
-		rc = s->ops->exec(s->h, migrations[i].sql, err);
+		char *built = migrations[i].build ? migrations[i].build(s->ops) : NULL;
+		rc = migrations[i].build && !built
+			     ? mw_error_set(err, -ENOMEM, s->where, "", "out of memory")
+			     : s->ops->exec(s->h, built ? built : migrations[i].sql, err);
+		free(built);
 		if (!rc)
 			rc = s->ops->query(s->h, "INSERT INTO schema_version (version, applied_utc, "
 					   "description) VALUES ($1, $2, $3)", p, 3, NULL, NULL, err);
@@ -235,6 +246,8 @@ static int migrate(struct mw_store *s, struct mw_error *err)
 		rc = backfill_provenance(s, err);
 	if (!rc && v < 4)
 		rc = mw_store_backfill_series(s, err);
+	if (!rc && v < 5)
+		rc = mw_store_backfill_points(s, err);
 out:
 	if (rc) {
 		struct mw_error ignored;
@@ -304,6 +317,11 @@ const char *mw_store_backend(const struct mw_store *s)
 	return s->ops->name;
 }
 
+const char *mw_store_file(const struct mw_store *s)
+{
+	return s->ops == &mw_store_sqlite ? s->where : NULL;
+}
+
 /* ---- import -------------------------------------------------------------------------------- */
 
 static const char *jstr(const json_t *o, const char *k)
@@ -352,6 +370,9 @@ static void memory_line(const json_t *mach, char *buf, size_t n)
 static int insert_metrics(struct mw_store *s, const json_t *doc, const char *sha,
 			  struct mw_error *err)
 {
+	struct mw_provenance prov;
+	char words[256];
+	mw_provenance_of(doc, &prov);
 	static const char *const cols[] = { "unit", "measured", "n", "mean", "sd", "cv_pct",
 					    "median", "min", "max", "ci95_low", "ci95_high",
 					    "reason" };
@@ -361,15 +382,17 @@ static int insert_metrics(struct mw_store *s, const json_t *doc, const char *sha
 	int rc = 0;
 	json_object_foreach((json_t *)(uintptr_t)m, k, x) {
 		char bufs[12][32];
-		const char *p[14] = { sha, k };
+		const char *p[15] = { sha, k };
 		for (size_t i = 0; i < 12; i++)
 			p[2 + i] = jtext(json_object_get(x, cols[i]), bufs[i], sizeof(bufs[i]));
 		if (!p[3])
 			p[3] = "0";
+		p[14] = mw_provenance_metric(&prov, k, words, sizeof(words));
 		rc = s->ops->query(s->h, "INSERT INTO metrics (sha256, metric, unit, measured, n, "
-				   "mean, sd, cv_pct, median, min, max, ci95_low, ci95_high, reason) "
-				   "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) "
-				   "ON CONFLICT (sha256, metric) DO NOTHING", p, 14, NULL, NULL, err);
+				   "mean, sd, cv_pct, median, min, max, ci95_low, ci95_high, reason, "
+				   "provenance) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, "
+				   "$12, $13, $14, $15) ON CONFLICT (sha256, metric) DO NOTHING", p, 15,
+				   NULL, NULL, err);
 		if (rc)
 			break;
 	}
@@ -402,13 +425,14 @@ static int insert_record(struct mw_store *s, const json_t *doc, const char *text
 	/* seq: the import order, which breaks ties between records created in the same second
 	 * (created_utc has whole seconds); the writers' lock is held, so no two get one number. */
 	int rc = mw_store_series_add(s, k, err);
-	return rc ? rc : s->ops->query(s->h, "INSERT INTO records (sha256, kind, created_utc, "
+	rc = rc ? rc : s->ops->query(s->h, "INSERT INTO records (sha256, kind, created_utc, "
 			     "imported_utc, protocol, model, machine, backend, threads, "
 			     "memwall_version, complete, acceptance, source, document, memory, "
 			     "dram_source, synthetic, series, engine_version, seq) VALUES ($1, $2, $3, "
 			     "$4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, "
 			     "(SELECT COALESCE(MAX(seq), 0) + 1 FROM records)) "
 			     "ON CONFLICT (sha256) DO NOTHING", p, 19, NULL, NULL, err);
+	return rc ? rc : mw_store_roof_set(s, sha, doc, err);
 }
 
 static int count_row(void *ctx, int ncol, const char *const *v)

@@ -32,6 +32,8 @@ int mw_store_open_existing(const char *where, struct mw_store **out, struct mw_e
 void mw_store_close(struct mw_store *s);
 /* "sqlite" or "postgresql"; static storage. */
 const char *mw_store_backend(const struct mw_store *s);
+/* The SQLite store's file (borrowed, valid until mw_store_close); NULL for a server's store. */
+const char *mw_store_file(const struct mw_store *s);
 /* The schema version the store is at, and the newest this memwall knows. */
 int mw_store_schema_version(struct mw_store *s, int *version, struct mw_error *err);
 int mw_store_schema_latest(void);

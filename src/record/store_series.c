@@ -3,14 +3,18 @@
  * `db changes` read. Every grouping is by the key src/record/series.c computes; nothing here
  * decides what a series is. */
 #include <errno.h>
+#include <math.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "metrics.h"
 #include "provenance.h"
 #include "result.h"
 #include "store/internal.h"
 #include "store_series.h"
+#include "text.h"
 
 static const char *jstr(const json_t *o, const char *k)
 {
@@ -277,6 +281,7 @@ int mw_store_record_place(struct mw_store *s, const char *sha, struct mw_store_p
 struct hist_ctx {
 	json_t *rows;
 	int rc;
+	bool with_text;
 };
 
 static int hist_row(void *ctx, int ncol, const char *const *v)
@@ -287,9 +292,10 @@ static int hist_row(void *ctx, int ncol, const char *const *v)
 	json_t *doc = json_loads(v[3], 0, NULL);
 	if (!doc)
 		return h->rc = -EIO;
-	return json_array_append_new(h->rows, json_pack("{s:s, s:s?, s:s?, s:o}", "id", v[0],
+	return json_array_append_new(h->rows, json_pack("{s:s, s:s?, s:s?, s:o, s:s?}", "id", v[0],
 							"created_utc", v[1], "engine_version", v[2],
-							"document", doc)) ? -ENOMEM : 0;
+							"document", doc, "text",
+							h->with_text ? v[3] : NULL)) ? -ENOMEM : 0;
 }
 
 int mw_store_series_history(struct mw_store *s, const struct mw_store_history *h, json_t **recs,
@@ -298,7 +304,7 @@ int mw_store_series_history(struct mw_store *s, const struct mw_store_history *h
 	char sql[1024], seq[32], like[80], lim[48] = "";
 	const char *p[6];
 	int np = 0;
-	struct hist_ctx c = { NULL, 0 };
+	struct hist_ctx c = { NULL, 0, h->with_text };
 	*recs = NULL;
 	if (h->since && !mw_iso_date(h->since))
 		return mw_error_set(err, -EINVAL, "--against", "", "since:%s is not an ISO 8601 date: "
@@ -380,5 +386,100 @@ int mw_store_series_points(struct mw_store *s, const char *id, const char *metri
 	if (rc)
 		json_decref(out);
 	*rows = rc ? NULL : out;
+	return rc;
+}
+
+/* ---- views for dashboards (migration 5) */
+
+/* The columns both halves of series_points share: the series and the record. */
+#define POINT_SERIES                                                                            \
+	"s.id AS series, s.protocol || ' / ' || COALESCE(s.model, '?') || ' / ' ||"           \
+	" COALESCE(s.machine, '?') || ' / ' || s.counters || ' (' || SUBSTR(s.id, 1, 12) ||"   \
+	" ')' AS series_label, s.protocol, s.model, s.machine, s.engine, s.counters,"          \
+	" r.sha256 AS record_id, r.seq, r.created_utc, %s"
+
+char *mw_store_views_sql(const struct mw_store_ops *ops)
+{
+	char *sql = NULL, time[160], head[800];
+	snprintf(time, sizeof(time), "%sr.created_utc%s AS time, r.engine_version,"
+		 " r.memwall_version, ", ops->utc_time_pre, ops->utc_time_post);
+	snprintf(head, sizeof(head), POINT_SERIES, time);
+	/* Every value a record measured, with its provenance in the words every surface uses;
+	 * a figure not measured is a row with a NULL value and its reason, never a 0. The
+	 * percentage of the bandwidth roof is not a summary metric: it comes from the record's
+	 * roofline block (mw_roof_pct), as the row 'roof_pct'. */
+	if (asprintf(&sql,
+		     "ALTER TABLE metrics ADD COLUMN provenance TEXT;"
+		     "ALTER TABLE records ADD COLUMN roof_pct DOUBLE PRECISION;"
+		     "ALTER TABLE records ADD COLUMN roof_reason TEXT;"
+		     "ALTER TABLE records ADD COLUMN roof_provenance TEXT;"
+		     "CREATE VIEW series_points AS"
+		     " SELECT %s m.metric, m.unit, m.median AS value, m.mean, m.n AS runs,"
+		     " m.measured, m.reason, m.provenance, r.synthetic"
+		     " FROM records r JOIN series s ON s.id = r.series"
+		     " JOIN metrics m ON m.sha256 = r.sha256"
+		     " UNION ALL"
+		     " SELECT %s 'roof_pct', '%% of the bandwidth roof (the measured tok/s over the "
+		     "roof''s most tok/s, roofline.headroom)', r.roof_pct, r.roof_pct, NULL,"
+		     " CASE WHEN r.roof_pct IS NULL THEN 0 ELSE 1 END, r.roof_reason,"
+		     " r.roof_provenance, r.synthetic"
+		     " FROM records r JOIN series s ON s.id = r.series;"
+		     "CREATE VIEW series_summary AS"
+		     " SELECT s.id AS series, s.protocol || ' / ' || COALESCE(s.model, '?') || ' / ' ||"
+		     " COALESCE(s.machine, '?') || ' / ' || s.counters || ' (' || SUBSTR(s.id, 1, 12)"
+		     " || ')' AS series_label, s.protocol, s.model, s.machine, s.engine, s.counters,"
+		     " COUNT(r.sha256) AS records, MIN(r.created_utc) AS first_utc,"
+		     " MAX(r.created_utc) AS last_utc"
+		     " FROM series s JOIN records r ON r.series = s.id"
+		     " GROUP BY s.id, s.protocol, s.model, s.machine, s.engine, s.counters;",
+		     head, head) < 0)
+		return NULL;
+	return sql;
+}
+
+int mw_store_roof_set(struct mw_store *s, const char *sha, const json_t *doc,
+		      struct mw_error *err)
+{
+	char why[512], pct[40], prov[700];
+	double x = mw_roof_pct(doc, why, sizeof(why), prov, sizeof(prov));
+	snprintf(pct, sizeof(pct), "%.17g", x);
+	const char *v[4] = { isnan(x) ? NULL : pct, isnan(x) ? mw_esc(why) : NULL, prov, sha };
+	return s->ops->query(s->h, "UPDATE records SET roof_pct = $1, roof_reason = $2,"
+			     " roof_provenance = $3 WHERE sha256 = $4", v, 4, NULL, NULL, err);
+}
+
+/* One stored record's metric provenance and roof columns from its own document. */
+static int backfill_point(struct mw_store *s, const char *sha, struct mw_error *err)
+{
+	char *text = NULL, words[256];
+	const char *p[1] = { sha };
+	struct mw_provenance prov;
+	int rc = s->ops->query(s->h, "SELECT document FROM records WHERE sha256 = $1", p, 1,
+			       one_text, &text, err);
+	json_t *doc = text ? json_loads(text, 0, NULL) : NULL, *x;
+	const char *k;
+	mw_provenance_of(doc, &prov);
+	json_object_foreach(json_object_get(json_object_get(doc, "summary"), "metrics"), k, x) {
+		const char *u[3] = { mw_provenance_metric(&prov, k, words, sizeof(words)), sha, k };
+		if (!rc)
+			rc = s->ops->query(s->h, "UPDATE metrics SET provenance = $1 WHERE sha256 = $2"
+					   " AND metric = $3", u, 3, NULL, NULL, err);
+	}
+	if (!rc && doc)
+		rc = mw_store_roof_set(s, sha, doc, err);
+	json_decref(doc);
+	free(text);
+	return rc;
+}
+
+int mw_store_backfill_points(struct mw_store *s, struct mw_error *err)
+{
+	json_t *shas = json_array(), *x;
+	size_t i;
+	int rc = s->ops->query(s->h, "SELECT sha256 FROM records", NULL, 0, collect_sha, shas, err);
+	json_array_foreach(shas, i, x)
+		if (!rc)
+			rc = backfill_point(s, json_string_value(x), err);
+	json_decref(shas);
 	return rc;
 }

@@ -43,10 +43,12 @@ struct mw_store_history {
 	const char *since;      /* only records created at or after this ISO 8601 date */
 	const char *only;       /* only the record whose id starts with this */
 	size_t last;            /* only the latest this many */
+	bool with_text;         /* each record's stored bytes too ("text") */
 };
 
 /* The records of a history, oldest first (created_utc, then import order): objects {id,
- * created_utc, engine_version, document (the record, parsed)}. -EINVAL for a since that is
+ * created_utc, engine_version, document (the record, parsed), and with with_text text (the
+ * record's bytes as imported, whose sha256 is its id)}. -EINVAL for a since that is
  * not a date. *recs is a new reference. */
 int mw_store_series_history(struct mw_store *s, const struct mw_store_history *h,
 			    json_t **recs, struct mw_error *err);

@@ -1,16 +1,11 @@
 /* tests/e2e/test_db_series.c: `memwall db series|check|changes` on series made by `memwall run`
  * on the simulated PMU (issue 39's "Done when").
  *
- * A short protocol (3 prompt tokens, 2 decode tokens, 3 runs, no warm-up, a 1 ms idle window,
- * no drift probe) runs the synthetic stories260K model with its DRAM counts scripted on the
- * recorded arrow-lake tree (intel_imc_free: two instances, read and write). Script A gives every
- * decode token X counts of each instance's data_read, script B X_B = 1.15 X: the MB/token each
- * script makes is computed here from the counts and the tree's bytes per count, and so is the
- * step between them. The builtin runner reads the counters once per window: per run, the idle
- * window's two reads, the prefill's start, its one chunk, then one read per decode token
- * (tests/e2e/test_run_sim.c has the plan), so each run is 6 reads and a script's steps give the
- * idle window 1 count (its rate, subtracted over the decode time, is a few bytes a token) and
- * every other window X.
+ * A short protocol (3 prompt tokens, 2 decode tokens, 3 runs) runs the synthetic stories260K
+ * model with its DRAM counts scripted on the recorded arrow-lake tree (tests/lib/sim_series.h
+ * says how). Script A gives every decode token X counts of each instance's data_read, script B
+ * X_B = 1.15 X: the MB/token each script makes is computed from the counts and the tree's bytes
+ * per count, and so is the step between them.
  *
  * Store A: 30 records of script A, then 10 of script B: `db changes` finds exactly one step, from
  * record 30 to record 31, of +15 % (+/- 3) in MB/token. Store B: 40 records of script A: none.
@@ -25,8 +20,8 @@
 #include <unistd.h>
 
 #include "run.h"
+#include "sim_series.h"
 #include "test.h"
-#include "sim_tree.h"
 
 #define TREE "arrow-lake"
 #define D 2         /* decode tokens */
@@ -38,83 +33,22 @@
 
 static char scratch[256];
 
-/* The steps of one counter over a record's 3 runs of 6 reads: idle start, idle end (1 count),
- * prefill start, the prefill chunk, D decode tokens. */
-static void write_script(const char *path, unsigned x)
-{
-	FILE *f = fopen(path, "w");
-	T_ASSERT(f != NULL);
-	if (!f)
-		exit(1);
-	fprintf(f, "# written by tests/e2e/test_db_series.c\n");
-	for (int inst = 0; inst < 2; inst++) {
-		char pmu[64];
-		snprintf(pmu, sizeof(pmu), "uncore_imc_free_running_%d", inst);
-		static const struct { unsigned config; unsigned div; } ev[2] = {
-			{ 0x20ff, 1 },   /* data_read event=0xff,umask=0x20 */
-			{ 0x30ff, 100 }, /* data_write umask=0x30: a hundredth of it */
-		};
-		for (int e = 0; e < 2; e++) {
-			unsigned s = x / ev[e].div;
-			fprintf(f, "perf type=%u config=0x%x cpu=* start=0 steps=", pmu_type(TREE, pmu),
-				ev[e].config);
-			for (int r = 0; r < RUNS; r++)
-				fprintf(f, "%s%u,1,%u,%u,%u,%u", r ? "," : "", s, s, s, s, s);
-			fputc('\n', f);
-		}
-	}
-	fclose(f);
-}
-
-/* MB/token of a script, from its counts and the tree's bytes per count (.scale in MiB). */
 static double mb_per_token(unsigned x)
 {
-	double bytes = 0;
-	for (int inst = 0; inst < 2; inst++) {
-		char pmu[64];
-		snprintf(pmu, sizeof(pmu), "uncore_imc_free_running_%d", inst);
-		bytes += (double)x * alias_bytes(TREE, pmu, "data_read");
-	}
-	return bytes / 1e6;
+	return sim_series_mb_per_token(TREE, x);
 }
 
 static const char *protocol(const char *name, int decode)
 {
-	static char path[400];
-	char body[2048];
-	snprintf(path, sizeof(path), "%s/%s.json", scratch, name);
-	snprintf(body, sizeof(body),
-		 "{\"name\": \"%s\", \"description\": \"tests/e2e/test_db_series.c\","
-		 " \"model\": {\"format\": \"llama2c\", \"synth\": {\"shape\": \"stories260K\","
-		 " \"seed\": 42}}, \"tokenizer\": null,"
-		 " \"engine\": {\"kind\": \"builtin\", \"threads\": 1, \"kernels\": \"auto\","
-		 " \"load\": \"mmap\"}, \"prompt_tokens\": [1, 5, 9], \"decode_tokens\": %d,"
-		 " \"runs\": %d, \"warmup_runs\": 0, \"sampling\": {\"temperature\": 0, \"seed\": 42},"
-		 " \"counters\": {\"dram\": \"required\", \"backend\": \"auto\", \"energy\": \"off\"},"
-		 " \"idle_baseline_ms\": 1, \"acceptance\": {\"max_cv_mb_per_token_pct\": 5.0,"
-		 " \"min_tokens\": %d},"
-		 " \"drift\": {\"max_bandwidth_change_pct\": 50, \"probe_ms\": 0},"
-		 " \"roofline\": {\"bandwidth_gbps\": null, \"llc_bytes\": null}}",
-		 name, decode, RUNS, decode);
-	t_write_file(path, body);
-	return path;
+	return sim_series_protocol(scratch, name, decode, RUNS,
+				   "{\"bandwidth_gbps\": null, \"llc_bytes\": null}");
 }
 
-/* One `memwall run` with the script at script; the record's path into out. */
 static void run_one(const char *proto, const char *script, char *out, size_t n)
 {
 	char dir[400];
 	snprintf(dir, sizeof(dir), "%s/records", scratch);
-	setenv("MEMWALL_SIM_SCRIPT", script, 1);
-	struct t_output o = t_run((const char *[]){ "memwall", "run", proto, "-o", dir, NULL });
-	const char *w = o.err ? strstr(o.err, "result written to ") : NULL;
-	out[0] = '\0';
-	if (w)
-		snprintf(out, n, "%.*s", (int)strcspn(w + 18, " \n"), w + 18);
-	if (o.status || !w)
-		fprintf(stderr, "memwall run %s: exit %d\n%s", proto, o.status, o.err);
-	T_EQ_INT(o.status, 0);
-	t_output_free(&o);
+	sim_series_run(dir, proto, script, out, n);
 }
 
 static char *sha_of(const char *path)
@@ -161,21 +95,7 @@ static json_t *run_json(const char *const argv[], int want_status)
 /* The median of a record's measured runs' MB/token, read from the record here. */
 static double record_median(const char *path)
 {
-	json_t *d = json_load_file(path, 0, NULL), *r;
-	double v[16];
-	size_t n = 0, i;
-	json_array_foreach(json_object_get(d, "runs"), i, r)
-		v[n++] = json_number_value(json_object_get(json_object_get(r, "figures"),
-							   "dram_MB_per_token"));
-	json_decref(d);
-	for (size_t a = 0; a < n; a++) /* n = 3: sort in place */
-		for (size_t b = a + 1; b < n; b++)
-			if (v[b] < v[a]) {
-				double t = v[a];
-				v[a] = v[b];
-				v[b] = t;
-			}
-	return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+	return sim_series_median(path, "dram_MB_per_token");
 }
 
 static void test_changes(const char *store_a, const char *store_b, char recs[][512])
@@ -340,8 +260,8 @@ int main(void)
 	setenv("MEMWALL_SYSFS_ROOT", root, 1);
 	snprintf(script_a, sizeof(script_a), "%s/a.script", scratch);
 	snprintf(script_b, sizeof(script_b), "%s/b.script", scratch);
-	write_script(script_a, X_A);
-	write_script(script_b, X_B);
+	sim_series_script(script_a, TREE, X_A, RUNS, D);
+	sim_series_script(script_b, TREE, X_B, RUNS, D);
 	snprintf(store_a, sizeof(store_a), "%s/a.db", scratch);
 	snprintf(store_b, sizeof(store_b), "%s/b.db", scratch);
 

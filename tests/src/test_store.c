@@ -12,6 +12,7 @@
 #include <fcntl.h>
 
 #include "fixture_result.h"
+#include "pg_server.h"
 #include "result.h"
 #include "run.h"
 #include "sha256.h"
@@ -369,6 +370,115 @@ static void series_suite(const char *where)
 	mw_store_close(s);
 }
 
+/* ---- the views dashboards read (migration 5) */
+
+struct view_rows {
+	json_t *rows; /* arrays of the columns as text (null for NULL) */
+};
+
+static int view_row(void *ctx, int ncol, const char *const *v)
+{
+	json_t *r = json_array();
+	for (int i = 0; i < ncol; i++)
+		json_array_append_new(r, v[i] ? json_string(v[i]) : json_null());
+	return json_array_append_new(((struct view_rows *)ctx)->rows, r);
+}
+
+static json_t *view_query(const struct mw_store_ops *ops, void *h, const char *sql,
+			  const char *p1)
+{
+	struct view_rows c = { json_array() };
+	struct mw_error err;
+	const char *p[1] = { p1 };
+	int rc = ops->query(h, sql, p, p1 ? 1 : 0, view_row, &c, &err);
+	if (rc)
+		fprintf(stderr, "%s: %s\n", sql, err.text);
+	T_EQ_INT(rc, 0);
+	return c.rows;
+}
+
+static const char *cell(const json_t *rows, size_t i, size_t k)
+{
+	return json_string_value(json_array_get(json_array_get(rows, i), k));
+}
+
+/* series_points: one row per record and summary metric (and roof_pct), each record's median
+ * and the figure's provenance; series_summary: one row per series. The records are
+ * series_suite's (4 hardware, 2 SIMULATED, synthetic weights, no roofline block). */
+static void views_suite(const struct mw_store_ops *ops, const char *where)
+{
+	struct mw_error err;
+	void *h = NULL;
+	struct rec r;
+	bool added;
+	char sha[65];
+	struct mw_store *s = NULL;
+	/* One more record of series_suite's hardware series, to read back here. */
+	make_series(&r, "view.json", 400, "2026-12-01T00:00:09Z", false);
+	T_EQ_INT(mw_store_open(where, &s, &err), 0);
+	T_EQ_INT(s ? mw_store_import(s, r.path, sha, &added, &err) : -1, 0);
+	mw_store_close(s);
+	T_EQ_INT(ops->open(where, &h, &err), 0);
+	if (!h)
+		return;
+	json_t *d = NULL;
+	T_EQ_INT(mw_result_load(&d, r.path, &err), 0);
+	size_t nmetrics = json_object_size(json_object_get(json_object_get(d, "summary"),
+							   "metrics"));
+	json_decref(d);
+	json_t *rows = view_query(ops, h, "SELECT metric, value, measured, provenance, reason,"
+				  " created_utc, series_label, engine_version FROM series_points"
+				  " WHERE record_id = $1 ORDER BY metric", r.sha);
+	T_EQ_INT(json_array_size(rows), nmetrics + 1);
+	for (size_t i = 0; i < json_array_size(rows); i++) {
+		const char *m = cell(rows, i, 0), *prov = cell(rows, i, 3);
+		T_EQ_STR(cell(rows, i, 5), "2026-12-01T00:00:09Z");
+		T_CONTAINS(cell(rows, i, 6), "ps / ");
+		T_EQ_STR(cell(rows, i, 7), "test");
+		T_CONTAINS(prov, ", SYNTHETIC weights");
+		if (!strcmp(m, "dram_MB_per_token")) {
+			T_NEAR(atof(cell(rows, i, 1)), summary_median(r.path, m), 1e-9);
+			T_CONTAINS(prov, "hardware (intel_imc_free)");
+			T_CONTAINS(prov, "not verified");
+		} else if (!strcmp(m, "tok_per_s")) {
+			T_NEAR(atof(cell(rows, i, 1)), summary_median(r.path, m), 1e-6);
+			T_ASSERT(!strncmp(prov, "timed", 5));
+		} else if (!strcmp(m, "engine_MB_per_token")) {
+			T_ASSERT(!strncmp(prov, "engine-accounted", 16));
+		} else if (!strcmp(m, "roof_pct")) {
+			/* No roofline block: no value, never a 0, and why. */
+			T_ASSERT(cell(rows, i, 1) == NULL);
+			T_EQ_STR(cell(rows, i, 2), "0");
+			T_CONTAINS(cell(rows, i, 4), "no roofline block");
+		}
+	}
+	json_decref(rows);
+	/* The SIMULATED series says so on every DRAM figure. */
+	rows = view_query(ops, h, "SELECT provenance FROM series_points WHERE counters ="
+			  " 'sim/intel_imc_free' AND metric = 'dram_MB_per_token'", NULL);
+	T_EQ_INT(json_array_size(rows), 2);
+	for (size_t i = 0; i < json_array_size(rows); i++)
+		T_ASSERT(!strncmp(cell(rows, i, 0), "SIMULATED (intel_imc_free)", 26));
+	json_decref(rows);
+	rows = view_query(ops, h, "SELECT counters, records, first_utc, last_utc FROM"
+			  " series_summary WHERE protocol = 'ps' ORDER BY counters", NULL);
+	T_EQ_INT(json_array_size(rows), 2);
+	T_EQ_STR(cell(rows, 0, 0), "sim/intel_imc_free");
+	T_EQ_STR(cell(rows, 0, 1), "2");
+	T_EQ_STR(cell(rows, 1, 1), "5");
+	T_EQ_STR(cell(rows, 1, 3), "2026-12-01T00:00:09Z");
+	json_decref(rows);
+	/* time is the database's time type where it has one (Grafana's time series need it). */
+	rows = view_query(ops, h, ops == &mw_store_postgresql
+			  ? "SELECT CAST(pg_typeof(time) AS TEXT) FROM series_points LIMIT 1"
+			  : "SELECT time FROM series_points WHERE record_id = $1 LIMIT 1",
+			  ops == &mw_store_postgresql ? NULL : r.sha);
+	T_EQ_STR(cell(rows, 0, 0), ops == &mw_store_postgresql ? "timestamp with time zone"
+							       : "2026-12-01T00:00:09Z");
+	json_decref(rows);
+	ops->close(h);
+}
+
 /* A store written at schema version 1 (before the memory column) is brought up to date, and
  * its records stay. */
 static void sqlite_upgrade(void)
@@ -415,6 +525,11 @@ static void sqlite_upgrade(void)
 	sqlite3_bind_text(st, 2, text ? text : "", -1, SQLITE_STATIC);
 	T_EQ_INT(sqlite3_step(st), SQLITE_DONE);
 	sqlite3_finalize(st);
+	/* A metric stored before migration 5: its provenance is filled from the document. */
+	char ins[400];
+	snprintf(ins, sizeof(ins), "INSERT INTO metrics (sha256, metric, measured, median) VALUES"
+		 " ('%s', 'tok_per_s', 1, 5.0)", old.sha);
+	T_EQ_INT(sqlite3_exec(db, ins, NULL, NULL, NULL), SQLITE_OK);
 	free(text);
 	sqlite3_close(db);
 	T_EQ_INT(mw_store_open(path, &s, &err), 0);
@@ -446,6 +561,20 @@ static void sqlite_upgrade(void)
 	T_EQ_INT(mw_store_record_place(s, "00ff00ff00ff", &pl, &err), 0);
 	T_ASSERT(pl.stored && !pl.series[0]);
 	mw_store_close(s);
+	/* Migration 5 filled the old record's provenance and roof columns from its document. */
+	void *h = NULL;
+	T_EQ_INT(mw_store_sqlite.open(path, &h, &err), 0);
+	if (!h)
+		return;
+	rows = view_query(&mw_store_sqlite, h, "SELECT metric, provenance, reason FROM"
+			  " series_points WHERE record_id = $1 ORDER BY metric", old.sha);
+	T_EQ_INT(json_array_size(rows), 2);
+	T_EQ_STR(cell(rows, 0, 0), "roof_pct");
+	T_CONTAINS(cell(rows, 0, 2), "no roofline block");
+	T_EQ_STR(cell(rows, 1, 0), "tok_per_s");
+	T_EQ_STR(cell(rows, 1, 1), "timed, SYNTHETIC weights");
+	json_decref(rows);
+	mw_store_sqlite.close(h);
 }
 
 /* The command line: import, list, query --format json, show, a bad --db. */
@@ -560,14 +689,7 @@ static void pg_connect_hints(const char *server_dir)
 
 static void pg_stop(void)
 {
-	char cmd[9000];
-	if (!pgdir[0])
-		return;
-	snprintf(cmd, sizeof(cmd), "sh '%s/tests/lib/pg-server.sh' stop '%s'; rm -rf '%s'",
-		 getenv("MEMWALL_SOURCE_ROOT"), pgdir, pgdir);
-	if (system(cmd))
-		fprintf(stderr, "could not stop the test server in %s\n", pgdir);
-	pgdir[0] = '\0';
+	t_pg_stop(pgdir);
 }
 
 static void cleanup(void)
@@ -582,7 +704,7 @@ static void cleanup(void)
 int main(int argc, char **argv)
 {
 	bool pg = argc > 1 && !strcmp(argv[1], "--postgresql");
-	char path[4200], script[4200];
+	char path[4200];
 	const char *root = getenv("MEMWALL_SOURCE_ROOT");
 	if (!root)
 		t_skip("MEMWALL_SOURCE_ROOT is not set (run under meson test)");
@@ -595,6 +717,7 @@ int main(int argc, char **argv)
 		snprintf(path, sizeof(path), "%s/store.db", tmp);
 		suite(&mw_store_sqlite, path);
 		series_suite(path);
+		views_suite(&mw_store_sqlite, path);
 		sqlite_upgrade();
 		struct rec r;
 		make(&r, "cli.json", "cli", "CPU Delta", 1.0e6, "2026-11-03T00:00:00Z", 0);
@@ -605,31 +728,11 @@ int main(int argc, char **argv)
 		pg_connect_hints(NULL);
 		return t_done();
 	}
-	snprintf(pgdir, sizeof(pgdir), "/tmp/mw-test-pg-XXXXXX");
-	if (!mkdtemp(pgdir)) {
-		perror("mkdtemp");
-		return 1;
-	}
-	snprintf(script, sizeof(script), "%s/tests/lib/pg-server.sh", root);
-	struct t_output o = t_run((const char *[]){ "/bin/sh", script, "start", pgdir, NULL });
-	if (o.status != 0) {
-		char why[2048];
-		snprintf(why, sizeof(why), "%s", o.out ? o.out : "");
-		t_output_free(&o);
-		pg_stop();
-		/* CI installs the server (bootstrap --dev) and sets this: there a skip is a failure. */
-		if (getenv("MEMWALL_REQUIRE_POSTGRESQL")) {
-			fprintf(stderr, "MEMWALL_REQUIRE_POSTGRESQL is set and no server started: %s\n",
-				why);
-			return 1;
-		}
-		t_skip("PostgreSQL: %s", why);
-	}
 	char url[4300];
-	snprintf(url, sizeof(url), "%.*s", (int)strcspn(o.out, "\n"), o.out);
-	t_output_free(&o);
+	t_pg_start(pgdir, sizeof(pgdir), url, sizeof(url));
 	suite(&mw_store_postgresql, url);
 	series_suite(url);
+	views_suite(&mw_store_postgresql, url);
 	struct rec r;
 	make(&r, "cli.json", "cli", "CPU Delta", 1.0e6, "2026-11-03T00:00:00Z", 0);
 	cli(url, r.path);

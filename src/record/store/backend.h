@@ -31,6 +31,10 @@ struct mw_store_ops {
 	/* A query listing the database's tables (one name per row), to refuse a database that
 	 * holds another program's tables. */
 	const char *tables_sql;
+	/* A record's created_utc (ISO 8601 text) as the database's time type, for the views
+	 * dashboards read (Grafana's time series want a timestamp): the text between pre and
+	 * post. SQLite has no time type (its date functions read the ISO 8601 text as it is). */
+	const char *utc_time_pre, *utc_time_post;
 };
 
 extern const struct mw_store_ops mw_store_sqlite;

@@ -204,4 +204,6 @@ const struct mw_store_ops mw_store_postgresql = {
 	.begin_exclusive = "BEGIN; SELECT pg_advisory_xact_lock(119183136992620)",
 	.tables_sql = "SELECT table_name FROM information_schema.tables WHERE table_schema = "
 		      "current_schema()",
+	.utc_time_pre = "CAST(",
+	.utc_time_post = " AS TIMESTAMP WITH TIME ZONE)",
 };

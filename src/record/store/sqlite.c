@@ -98,4 +98,6 @@ const struct mw_store_ops mw_store_sqlite = {
 	.begin_exclusive = "BEGIN IMMEDIATE",
 	.tables_sql = "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE "
 		      "'sqlite\\_%' ESCAPE '\\'",
+	.utc_time_pre = "",
+	.utc_time_post = "",
 };
