@@ -678,9 +678,23 @@ int eng_tokenizer_open(struct eng_tokenizer **out, const char *path, int vocab_s
 int eng_tokenizer_open_file(struct eng_tokenizer **out, const char *path, struct eng_error *err);
 void eng_tokenizer_close(struct eng_tokenizer *t);
 /* Encodes text into tokens[0..max); *n receives the count. -ENOSPC when max is too small
- * (strlen(text) + 3 always suffices), -EINVAL when a byte of text has no piece. */
+ * (strlen(text) + 3 always suffices), -EINVAL when a byte of text has no piece (llama2.c's
+ * and SentencePiece vocabularies without byte tokens; a GPT-2 byte-level vocabulary drops a
+ * byte it has no token for, as llama.cpp does). Special tokens written in the text are
+ * matched (llama.cpp's parse_special, llama-tokenize's default). */
 int eng_tokenizer_encode(const struct eng_tokenizer *t, const char *text, bool bos, bool eos,
 			 int *tokens, int max, int *n);
+
+/* What eng_tokenizer_encode_opt does beyond the text: llama.cpp's tokenize arguments. */
+struct eng_encode_options {
+	bool bos, eos;         /* BOS first, EOS last (where the vocabulary has them) */
+	bool no_parse_special; /* llama-tokenize --no-parse-special, and llama.cpp's
+				* test-tokenizer-0: control and unknown tokens written in the text
+				* are text, not tokens (user-defined ones still match) */
+};
+/* eng_tokenizer_encode with options (NULL: none). */
+int eng_tokenizer_encode_opt(const struct eng_tokenizer *t, const char *text,
+			     const struct eng_encode_options *o, int *tokens, int max, int *n);
 /* The text of token after prev (leading space stripped after BOS, <0xXX> bytes decoded; ""
  * for a token outside the vocabulary). Borrowed; valid until eng_tokenizer_close. */
 const char *eng_tokenizer_decode(const struct eng_tokenizer *t, int prev, int token);

@@ -8,6 +8,7 @@
 #include "internal.h"
 
 int counter_inject_errno;
+bool counter_inject_paranoid2;
 
 static const struct counter_ops *const all_ops[] = {
 #if MW_HAVE_LIBPERF
@@ -41,9 +42,19 @@ static int injected(void)
 	return -abs(e);
 }
 
+/* The kernel's rule at perf_event_paranoid 2 for a process without CAP_PERFMON
+ * (kernel/events/core.c, perf_event_open: perf_allow_kernel when !exclude_kernel): counting
+ * kernel space is refused with EACCES. */
+static int paranoid2(const struct perf_event_attr *attr)
+{
+	return counter_inject_paranoid2 && !attr->exclude_kernel ? -EACCES : 0;
+}
+
 int counter_open(struct counter **out, const struct perf_event_attr *attr, int pid, int cpu)
 {
 	int e = injected();
+	if (!e)
+		e = paranoid2(attr);
 	return e ? e : counter_ops_get()->open(out, attr, pid, cpu);
 }
 
@@ -52,6 +63,8 @@ int counter_open_member(struct counter **out, const struct perf_event_attr *attr
 {
 	const struct counter_ops *ops = counter_ops_get();
 	int e = injected();
+	if (!e)
+		e = paranoid2(attr);
 	if (e)
 		return e;
 	return ops->open_member ? ops->open_member(out, attr, pid, cpu, leader) : -EOPNOTSUPP;

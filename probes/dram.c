@@ -102,6 +102,46 @@ static void note_missing(char *buf, size_t size, const char *name, const char *w
 		snprintf(buf + len, size - len, "%s: %s; ", name, why);
 }
 
+static bool name_fits(const char *name, const char *prefix, const char *suffix)
+{
+	size_t n = strlen(prefix);
+	if (strncmp(name, prefix, n))
+		return false;
+	if (!suffix)
+		return !name[n];
+	return name[n] && strspn(name + n, suffix) == strlen(name + n);
+}
+
+int prb_dram_backend_check(const char *backend, const char *machine, const char *instance,
+			   char *why, size_t n)
+{
+	const struct dram_backend *b = NULL;
+	for (size_t i = 0; i < ARRAY_SIZE(backends) && !b; i++)
+		if (backend && !strcmp(backends[i]->name, backend))
+			b = backends[i];
+	if (!b)
+		return -ENOENT;
+	if (machine && b->machine && strcmp(machine, b->machine)) {
+		snprintf(why, n, "the %s backend's PMUs exist only on %s kernels, and this one is %s",
+			 b->name, b->machine, machine);
+		return -EINVAL;
+	}
+	if (!instance)
+		return 0;
+	char expect[160] = "";
+	for (size_t i = 0; i < ARRAY_SIZE(b->names) && b->names[i].prefix; i++) {
+		if (name_fits(instance, b->names[i].prefix, b->names[i].suffix))
+			return 0;
+		size_t len = strlen(expect);
+		snprintf(expect + len, sizeof(expect) - len, "%s%s%s", len ? " or " : "",
+			 b->names[i].prefix, !b->names[i].suffix ? ""
+			 : !strcmp(b->names[i].suffix, DRAM_NAME_DIGITS) ? "N" : "<hex>");
+	}
+	snprintf(why, n, "'%s' is not a name the %s backend's driver gives its instances (%s)",
+		 instance, b->name, expect);
+	return -EINVAL;
+}
+
 /* Runs every backend's detection (to tell which are missing and why) and keeps the first
  * present one, or the one asked for, in st and plan. */
 int dram_probe_plan(const struct prb_system *sys, const struct prb_dram_options *opt,

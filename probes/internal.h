@@ -62,6 +62,10 @@ const struct counter_ops *counter_ops_get(void);
 /* Test hook: when set, every open fails with this errno (positive), so the explain paths can be
  * exercised on a machine that has the counters. $MEMWALL_INJECT_ERRNO does the same. */
 extern int counter_inject_errno;
+/* Test hook: when true, every open that counts kernel space (exclude_kernel 0) fails with
+ * EACCES, as the kernel refuses it at perf_event_paranoid 2 to a process without
+ * CAP_PERFMON: the unprivileged user's view on a machine where the tests run as root. */
+extern bool counter_inject_paranoid2;
 int counter_open(struct counter **out, const struct perf_event_attr *attr, int pid, int cpu);
 /* counter_open for a group member; -EOPNOTSUPP when the layer has no groups. */
 int counter_open_member(struct counter **out, const struct perf_event_attr *attr, int pid,
@@ -133,10 +137,22 @@ struct dram_backend {
 	int counters;        /* prb_dram_status.counters: the PMU's counters for these events,
 			      * with its source in the backend's file; 0: not stated (they fit) */
 	const char *caveat;  /* when PRB_DRAM_CAVEAT */
+	/* Where the PMU family exists and what its instances are called, so that a record can be
+	 * checked against itself (prb_dram_backend_check): the kernel's machine (uname -m; NULL:
+	 * any), and each name the driver gives an instance, a prefix followed by one or more
+	 * characters of suffix (NULL suffix: the prefix is the whole name). */
+	const char *machine;
+	struct {
+		const char *prefix, *suffix;
+	} names[2];
 	/* Fills plan with every instance present; returns the count (0: absent, with why) or a
 	 * negative errno when a present PMU is malformed (why says how). */
 	int (*detect)(const struct prb_system *sys, struct dram_plan *plan, char *why, size_t n);
 };
+
+/* The suffixes of dram_backend.names: perf's numbered PMUs (amd_umc_3), DMC-620's addresses. */
+#define DRAM_NAME_DIGITS "0123456789"
+#define DRAM_NAME_HEX "0123456789abcdefABCDEF"
 
 extern const struct dram_backend dram_intel_imc_free;
 extern const struct dram_backend dram_intel_imc_cas;

@@ -282,6 +282,15 @@ struct prb_dram;
 /* Names of the DRAM backends in order of preference, NULL-terminated. Static storage. */
 const char *const *prb_dram_backends(void);
 
+/* Whether DRAM figures can have come from backend on a machine: its PMU family exists on the
+ * kernel's machine (uname -m as a record's machine.kernel.machine says it; NULL: not
+ * checked), and instance (NULL: not checked) is a name its driver gives an instance
+ * (amd_umc_3, uncore_imc_free_running_0, resctrl/mon_L3_00). 0 when both fit; -ENOENT for a
+ * backend this build does not know (not checked); -EINVAL when one does not, with why (n
+ * bytes) saying which and what the backend expects. */
+int prb_dram_backend_check(const char *backend, const char *machine, const char *instance,
+			   char *why, size_t n);
+
 /* Finds the backend (opt->backend, or the most accurate present) and fills *st with it and
  * every instance it counts, without opening anything. 0 when one was found; -ENOENT when none
  * (st->reason says why: on a virtual machine, that it exposes no uncore PMUs); -EINVAL for an

@@ -10,18 +10,32 @@
 
 /* Software events are the kernel's own (include/uapi/linux/perf_event.h, perf_sw_ids): they
  * exist on every Linux, virtual machines included. */
+/* kernel_only: the kernel counts the event in its own context (perf_sw_event_sched with the
+ * scheduler's registers, kernel/sched/core.c), so an event opened with exclude_kernel, all an
+ * unprivileged process may open at perf_event_paranoid 2, stays at 0 whatever happens: it is
+ * refused as not countable rather than read as a measured 0 (issue 44: 0 context switches on
+ * a loaded machine). Page faults are counted with the faulting user registers and stay. */
 static const struct {
 	const char *name;
 	uint64_t config;
+	bool kernel_only;
 } software[] = {
-	{ "task-clock", PERF_COUNT_SW_TASK_CLOCK },
-	{ "cpu-clock", PERF_COUNT_SW_CPU_CLOCK },
-	{ "page-faults", PERF_COUNT_SW_PAGE_FAULTS },
-	{ "minor-faults", PERF_COUNT_SW_PAGE_FAULTS_MIN },
-	{ "major-faults", PERF_COUNT_SW_PAGE_FAULTS_MAJ },
-	{ "context-switches", PERF_COUNT_SW_CONTEXT_SWITCHES },
-	{ "cpu-migrations", PERF_COUNT_SW_CPU_MIGRATIONS },
+	{ "task-clock", PERF_COUNT_SW_TASK_CLOCK, false },
+	{ "cpu-clock", PERF_COUNT_SW_CPU_CLOCK, false },
+	{ "page-faults", PERF_COUNT_SW_PAGE_FAULTS, false },
+	{ "minor-faults", PERF_COUNT_SW_PAGE_FAULTS_MIN, false },
+	{ "major-faults", PERF_COUNT_SW_PAGE_FAULTS_MAJ, false },
+	{ "context-switches", PERF_COUNT_SW_CONTEXT_SWITCHES, true },
+	{ "cpu-migrations", PERF_COUNT_SW_CPU_MIGRATIONS, true },
 };
+
+static bool kernel_only(const struct perf_event_attr *attr)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(software); i++)
+		if (attr->type == PERF_TYPE_SOFTWARE && attr->config == software[i].config)
+			return software[i].kernel_only;
+	return false;
+}
 
 struct entry {
 	char name[128];
@@ -149,7 +163,8 @@ int prb_set_add(struct prb_set *s, const char *event, int *index, struct prb_err
 		} else {
 			attr.inherit = s->opt.inherit;
 			rc = counter_open(&e.c[0], &attr, s->opt.pid, s->opt.cpu);
-			if (rc == -EACCES || rc == -EPERM) {
+			bool kernel_context = false;
+			if ((rc == -EACCES || rc == -EPERM) && !kernel_only(&attr)) {
 				/* perf_event_paranoid 2 refuses kernel counting to unprivileged users;
 				 * the engine's user-space work is still countable */
 				attr.exclude_kernel = 1;
@@ -157,10 +172,21 @@ int prb_set_add(struct prb_set *s, const char *event, int *index, struct prb_err
 				rc = counter_open(&e.c[0], &attr, s->opt.pid, s->opt.cpu);
 				if (rc == 0)
 					e.flags |= PRB_READING_USER_ONLY;
+			} else if (rc == -EACCES || rc == -EPERM) {
+				kernel_context = true;
 			}
 			e.n = rc == 0;
+			if (kernel_context) {
+				snprintf(e.reason, sizeof(e.reason), "%s: perf_event_paranoid refuses "
+					 "kernel-space counting to this process, and the kernel counts %s "
+					 "in its own context, so a user-space-only counter would read 0 "
+					 "whatever happens: sysctl -w kernel.perf_event_paranoid=1, or the "
+					 "CAP_PERFMON capability, counts it (%s)", event, event,
+					 rc == -EPERM ? "EPERM" : "EACCES");
+				prb_error_set(err, rc, event, "%s", e.reason);
+			}
 		}
-		if (rc < 0) {
+		if (rc < 0 && !e.reason[0]) {
 			const struct counter_ops *ops = counter_ops_get();
 			for (int j = 0; j < e.n; j++)
 				ops->close(e.c[j]);

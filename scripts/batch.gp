@@ -1,7 +1,8 @@
 # scripts/batch.gp: batched decode, measured against predicted: MB per generated token and
 # aggregate decode tok/s against the batch size N. Run by `memwall report --plot DIR` on a
 # record of batch variants as
-#   gnuplot -e "fmt='png'; datadir='DIR'; label='...'" batch.gp
+#   gnuplot -e "fmt='png'; datadir='DIR'; label='...'; src='measured'" batch.gp
+# (src: who counted the MB/token series, 'SIMULATED' for the simulated PMU)
 # batch.dat columns: N measured_MB_per_token tok_s predicted_MB_per_token predicted_tok_s
 # (the prediction is analytic and memory-bound: src/record/report_variants.c)
 if (fmt eq 'svg') {
@@ -18,7 +19,8 @@ set grid lc rgb '#dddddd'
 set key top right
 set yrange [0:*]
 set ylabel 'MB per generated token'
-plot datadir.'/batch.dat' using 1:2 with linespoints lw 2 pt 7 lc rgb '#1f77b4' title 'measured', \
+if (!exists('src')) src = 'measured'
+plot datadir.'/batch.dat' using 1:2 with linespoints lw 2 pt 7 lc rgb '#1f77b4' title src, \
      '' using 1:4 with lines dt 2 lw 2 lc rgb '#555555' title 'predicted (analytic)'
 set key top left
 set ylabel 'decode tok/s (aggregate)'

@@ -14,7 +14,8 @@
 #                                headless by tests/e2e/test_site_chromium.c)
 #
 # Idempotent: it installs only what is missing and says what it installs, in one line; the
-# package manager's output goes to $TMPDIR/memwall-bootstrap.log (/tmp without TMPDIR), whose
+# package manager's output goes to $TMPDIR/memwall-bootstrap.log (/tmp without TMPDIR; the last
+# run that installed something: a run with nothing to install leaves it alone), whose
 # tail is printed, with its path, only when something fails. Exit 1 on a failed install.
 # Only the Debian/Ubuntu branch is tested by the project; the Fedora and Arch branches are
 # best effort. The perf tool (linux-perf) is not installed: memwall opens the counters itself.
@@ -46,16 +47,23 @@ no_sudo() { # the packages
 say() { printf 'bootstrap: %s\n' "$*"; }
 
 # Package managers' output goes to a log, not the terminal: one line says what is installed,
-# and only a failure prints the log's tail and its path.
+# and only a failure prints the log's tail and its path. The log is the last install's: it is
+# emptied when a run starts installing, never by a run that has nothing to install (which
+# emptied a failed install's log before anyone read it).
 # Another user's log (root ran bootstrap before) is not ours to write: then one with our user
 # id in its name. The subshell matters: a failed redirection on ':' (a special built-in) ends a
 # POSIX shell, so a second user's run.sh stopped here with exit 2.
 log="${TMPDIR:-/tmp}/memwall-bootstrap.log"
-if ! (: >"$log") 2>/dev/null; then
+if ! (: >>"$log") 2>/dev/null; then
 	log="${TMPDIR:-/tmp}/memwall-bootstrap-$(id -u).log"
-	(: >"$log") 2>/dev/null || log=/dev/null
+	(: >>"$log") 2>/dev/null || log=/dev/null
 fi
+log_started=0
 quietly() {
+	if [ "$log_started" -eq 0 ] && [ "$log" != /dev/null ]; then
+		printf '# scripts/bootstrap.sh, %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ 2>/dev/null)" >"$log"
+		log_started=1
+	fi
 	printf '+ %s\n' "$*" >>"$log"
 	if ! "$@" >>"$log" 2>&1; then
 		echo "bootstrap: failed: $*" >&2

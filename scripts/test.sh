@@ -3,8 +3,9 @@
 # test suite.
 #
 # The default suite covers every library and verb and needs nothing beyond the build's own
-# packages: about 3 minutes of CPU time from a fresh clone, build included (6 min 42 s of wall
-# time on 2 cores at load 8-12, niced, issue 29).
+# packages: 159-200 s of CPU (user + system) from a fresh clone, build included, in five runs
+# of `/usr/bin/time scripts/test.sh` on 2 cores at load 1-5 (2 min 11 s to 3 min 16 s of
+# wall time, niced; issue 44).
 # --all also installs the test tools (scripts/bootstrap.sh --dev: the aarch64 cross compiler and
 # qemu-user, clang, valgrind, node and npm, the PostgreSQL server, chromium) and node-llama-cpp
 # (npm, into scripts/llama-node/), and runs the opt-in suites too: neon (NEON kernels under qemu,
@@ -75,10 +76,11 @@ status=0
 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 \
 	meson test -C "$builddir" --no-rebuild --print-errorlogs --num-processes 2 "$@" || status=$?
 
-scripts/test-summary.sh "$builddir"
+# The notes first: the output ends with the summary's counts line, as the README says.
 if [ "$all" -eq 0 ]; then
 	echo "test.sh: the opt-in suites (neon under qemu, AVX-512 under SIMDe, postgresql, the real llama.cpp, chromium) did not run:" \
 	     "scripts/test.sh --all installs their tools and runs them"
 fi
 echo "test.sh: synthetic models the tests made are cached in $builddir/test-cache (removed with $builddir)"
+scripts/test-summary.sh "$builddir"
 exit "$status"

@@ -33,12 +33,31 @@ static void usage(FILE *f)
 		   "Measures DRAM bytes per generated token of LLM inference, from the memory\n"
 		   "controllers' own counters, with tok/s, run-to-run variation and roofline headroom.\n\n"
 		   "verbs:\n");
+	/* One column for the summaries, as wide as the longest verb (sparsity-calibrate), each
+	 * summary wrapped at 80 columns under it (issue 44: the column broke there). */
+	int width = 0;
+	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
+		if ((int)strlen(verbs[i].name) > width)
+			width = (int)strlen(verbs[i].name);
 	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++) {
 		char shown[32];
 		snprintf(shown, sizeof(shown), "%s", verbs[i].name);
 		for (char *c = shown; *c; c++)
 			*c = *c == '_' ? '-' : *c;
-		fprintf(f, "  %-11s %s\n", shown, verbs[i].summary);
+		fprintf(f, "  %-*s", width, shown);
+		int col = 2 + width;
+		for (const char *w = verbs[i].summary; *w;) {
+			int len = (int)strcspn(w, " ");
+			if (col + 1 + len > 80 && col > 3 + width) {
+				fprintf(f, "\n%*s", 2 + width, "");
+				col = 2 + width;
+			}
+			fprintf(f, " %.*s", len, w);
+			col += 1 + len;
+			w += len;
+			w += strspn(w, " ");
+		}
+		fputc('\n', f);
 	}
 	fprintf(f, "\nexit codes: 0 ok, 1 a check failed, 2 bad usage or input, "
 		   "3 the environment cannot do what was asked\n");

@@ -314,6 +314,10 @@ int eng_tensors_from_gguf(const struct eng_gguf *g, const char *source,
 	in->n_kv_heads = kv_heads ? (int)kv_heads : (int)heads;
 	in->seq_len = (int)ctx;
 	in->file_bytes = eng_gguf_file_bytes(g);
+	/* `memwall synth`'s mark, as the model's own info reads it (gguf_model.c): a table of a
+	 * synthetic file says so too (roofline's and tokenize's labels). */
+	bool synth = false;
+	in->synthetic = !eng_gguf_get_bool(g, "memwall.synthetic", &synth, NULL) && synth;
 	tb->pub.head_dim = key_len ? (int)key_len : (int)(dim / heads);
 	tb->pub.kv_type_id = KRN_TYPE_F16; /* llama.cpp's default cache type */
 

@@ -386,9 +386,11 @@ static int merge_all(const struct l2c_tokenizer *t, int *tokens, int *count, cha
 	return rc;
 }
 
-static int l2c_encode(const struct eng_tokenizer *base, const char *text, bool bos, bool eos,
-		      int *tokens, int max, int *n)
+static int l2c_encode(const struct eng_tokenizer *base, const char *text,
+		      const struct eng_encode_options *o, int *tokens, int max, int *n)
 {
+	/* llama2.c's encode has no special tokens in the text: only BOS and EOS apply. */
+	bool bos = o->bos, eos = o->eos;
 	const struct l2c_tokenizer *t = (const struct l2c_tokenizer *)base;
 	/* Room for two pieces side by side (a merge candidate) or one code point. */
 	size_t cap = (size_t)t->max_token_length * 2 + 1 + 4;
@@ -475,7 +477,15 @@ void eng_tokenizer_close(struct eng_tokenizer *t)
 int eng_tokenizer_encode(const struct eng_tokenizer *t, const char *text, bool bos, bool eos,
 			 int *tokens, int max, int *n)
 {
-	return t->ops->encode(t, text, bos, eos, tokens, max, n);
+	struct eng_encode_options o = { .bos = bos, .eos = eos };
+	return t->ops->encode(t, text, &o, tokens, max, n);
+}
+
+int eng_tokenizer_encode_opt(const struct eng_tokenizer *t, const char *text,
+			     const struct eng_encode_options *o, int *tokens, int max, int *n)
+{
+	static const struct eng_encode_options none;
+	return t->ops->encode(t, text, o ? o : &none, tokens, max, n);
 }
 
 const char *eng_tokenizer_decode(const struct eng_tokenizer *t, int prev, int token)

@@ -358,13 +358,16 @@ static int encode_bpe(const struct gguf_tokenizer *t, const char *raw, size_t le
 				rc = tok_ivec_push(out, id);
 				continue;
 			}
-			/* Not a token: its characters one by one (llama.cpp tries its bytes and
-			 * drops what is missing; a byte-level vocabulary has every character). */
-			for (size_t off = s->off; off < s->off + s->n && !rc;) {
-				size_t k = tok_utf8_len((unsigned char)word[off]);
-				id = strmap_get(&t->ids, word + off, k);
-				rc = id < 0 ? -EINVAL : tok_ivec_push(out, id);
-				off += k;
+			/* Not a token: each byte of its text as a one-byte token, and a byte
+			 * that is none dropped, as llama.cpp b4747 does
+			 * (llm_tokenizer_bpe_session::tokenize in src/llama-vocab.cpp). Such a
+			 * symbol is an unmerged stand-in character the vocabulary lacks (falcon
+			 * has none for 14 control bytes, 0x0b among them); its UTF-8 bytes are
+			 * not tokens of a byte-level vocabulary, so the input byte is dropped. */
+			for (uint32_t k = 0; k < s->n && !rc; k++) {
+				id = strmap_get(&t->ids, word + s->off + k, 1);
+				if (id >= 0)
+					rc = tok_ivec_push(out, id);
 			}
 		}
 	}
@@ -406,9 +409,10 @@ static int frag_push(struct fragment **f, size_t *n, size_t *cap, struct fragmen
  * (Cutting in place, shifting the rest of the array at every cut, was quadratic: 2 MB of
  * text alternating two special tokens with words took over a minute, issue 43.) No special
  * token has an empty text (load_vocab names one "[EMPTY_i]", as llama.cpp does); were one
- * empty, it is skipped rather than found everywhere, forever. */
-static int partition(const struct gguf_tokenizer *t, const char *text, struct fragment **out,
-		     size_t *n_out)
+ * empty, it is skipped rather than found everywhere, forever. Without parse_special, control
+ * and unknown tokens are text (user-defined ones are still cut out). */
+static int partition(const struct gguf_tokenizer *t, const char *text, bool parse_special,
+		     struct fragment **out, size_t *n_out)
 {
 	size_t len = strlen(text), n = len ? 1 : 0, cap = 16, m, mcap = 16;
 	struct fragment *f = malloc(cap * sizeof(*f)), *g = malloc(mcap * sizeof(*g)), *swap;
@@ -417,6 +421,10 @@ static int partition(const struct gguf_tokenizer *t, const char *text, struct fr
 		f[0] = (struct fragment){ 0, len, -1 };
 	for (int s = 0; s < t->n_special && !rc; s++) {
 		int id = t->special[s];
+		/* Without parse_special, control and unknown tokens are text; user-defined
+		 * ones are still cut out first (llama.cpp's tokenizer_st_partition). */
+		if (!parse_special && (t->type[id] == TT_CONTROL || t->type[id] == TT_UNKNOWN))
+			continue;
 		const char *sp = t->piece[id];
 		size_t sl = t->piece_len[id];
 		if (!sl)
@@ -460,8 +468,8 @@ static int partition(const struct gguf_tokenizer *t, const char *text, struct fr
 	return 0;
 }
 
-static int gguf_encode(const struct eng_tokenizer *base, const char *text, bool bos, bool eos,
-		       int *tokens, int max, int *n)
+static int gguf_encode(const struct eng_tokenizer *base, const char *text,
+		       const struct eng_encode_options *o, int *tokens, int max, int *n)
 {
 	const struct gguf_tokenizer *t = (const struct gguf_tokenizer *)base;
 	struct fragment *f = NULL;
@@ -471,9 +479,9 @@ static int gguf_encode(const struct eng_tokenizer *base, const char *text, bool 
 	int rc;
 
 	*n = 0;
-	if (bos && t->base.bos >= 0 && (rc = tok_ivec_push(&out, t->base.bos)))
+	if (o->bos && t->base.bos >= 0 && (rc = tok_ivec_push(&out, t->base.bos)))
 		goto out;
-	if ((rc = partition(t, text, &f, &n_frag)))
+	if ((rc = partition(t, text, !o->no_parse_special, &f, &n_frag)))
 		goto out;
 	for (size_t i = 0; i < n_frag && !rc; i++) {
 		if (f[i].token >= 0) {
@@ -487,7 +495,7 @@ static int gguf_encode(const struct eng_tokenizer *base, const char *text, bool 
 			prev_special = false;
 		}
 	}
-	if (!rc && eos && t->base.eos >= 0)
+	if (!rc && o->eos && t->base.eos >= 0)
 		rc = tok_ivec_push(&out, t->base.eos);
 	if (rc)
 		goto out;

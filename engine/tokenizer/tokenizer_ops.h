@@ -14,8 +14,8 @@
 
 struct eng_tokenizer_ops {
 	const char *kind; /* "llama2.c", "llama", "gpt2" (tokenizer.ggml.model's spelling) */
-	int (*encode)(const struct eng_tokenizer *t, const char *text, bool bos, bool eos,
-		      int *tokens, int max, int *n);
+	int (*encode)(const struct eng_tokenizer *t, const char *text,
+		      const struct eng_encode_options *o, int *tokens, int max, int *n);
 	const char *(*decode)(const struct eng_tokenizer *t, int prev, int token);
 	void (*close)(struct eng_tokenizer *t);
 };

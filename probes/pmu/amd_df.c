@@ -75,5 +75,7 @@ const struct dram_backend dram_amd_df = {
 		  "read/write split; 8 channel events share 4 counters (verify opens 4 at a "
 		  "time); unpopulated channels count non-DRAM requests. Run memwall "
 		  "calibrate before trusting them",
+	.machine = "x86_64",
+	.names = { { "amd_df", NULL } },
 	.detect = detect,
 };

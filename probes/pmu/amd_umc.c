@@ -42,5 +42,7 @@ const struct dram_backend dram_amd_umc = {
 	.name = "amd_umc",
 	.description = "AMD UMC CAS commands (umc_cas_cmd.rd/wr), 64 bytes each",
 	.provides = PRB_DRAM_READ | PRB_DRAM_WRITE | PRB_DRAM_TOTAL,
+	.machine = "x86_64",
+	.names = { { "amd_umc_", DRAM_NAME_DIGITS } },
 	.detect = detect,
 };

@@ -73,5 +73,7 @@ const struct dram_backend dram_arm_cmn = {
 	.caveat = "approximate: system-cache requests to the memory controllers (HN-F to SN-F), "
 		  "not DRAM commands; no read/write split; retried and data-less requests count "
 		  "as 64-byte lines. Run memwall calibrate before trusting them",
+	.machine = "aarch64",
+	.names = { { "arm_cmn_", DRAM_NAME_DIGITS } },
 	.detect = detect,
 };

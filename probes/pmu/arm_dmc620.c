@@ -104,5 +104,7 @@ const struct dram_backend dram_arm_dmc620 = {
 	.caveat = "the read/write filter (mask/match bit 0) and 64 bytes per count come from "
 		  "DMC-620 measurements, not from the kernel driver: run memwall calibrate once "
 		  "on this machine before trusting the split",
+	.machine = "aarch64",
+	.names = { { "arm_dmc620_", DRAM_NAME_HEX } },
 	.detect = detect,
 };

@@ -84,5 +84,7 @@ const struct dram_backend dram_intel_imc_cas = {
 	.name = "intel_imc_cas",
 	.description = "Intel IMC CAS counts (cas_count_read/write, Granite Rapids sch0+sch1)",
 	.provides = PRB_DRAM_READ | PRB_DRAM_WRITE | PRB_DRAM_TOTAL,
+	.machine = "x86_64",
+	.names = { { "uncore_imc_", DRAM_NAME_DIGITS } },
 	.detect = detect,
 };

@@ -69,5 +69,7 @@ const struct dram_backend dram_intel_imc_free = {
 	.name = "intel_imc_free",
 	.description = "Intel client IMC data counters (data_read/data_write), 64 bytes each",
 	.provides = PRB_DRAM_READ | PRB_DRAM_WRITE | PRB_DRAM_TOTAL,
+	.machine = "x86_64",
+	.names = { { "uncore_imc_free_running_", DRAM_NAME_DIGITS }, { "uncore_imc", NULL } },
 	.detect = detect,
 };

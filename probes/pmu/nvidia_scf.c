@@ -78,5 +78,7 @@ const struct dram_backend dram_nvidia_scf = {
 	.caveat = "fabric counts of CPU traffic to CPU memory (LPDDR5X), not memory-controller "
 		  "commands: PCIe and GPU (NVLink-C2C) traffic are in other PMUs and not counted; "
 		  "32 bytes per read beat is not stated by the driver. Run memwall calibrate once",
+	.machine = "aarch64",
+	.names = { { "nvidia_scf_pmu_", DRAM_NAME_DIGITS } },
 	.detect = detect,
 };

@@ -70,5 +70,7 @@ const struct dram_backend dram_resctrl = {
 	.flags = PRB_DRAM_CAVEAT,
 	.caveat = "core-originated traffic only (resctrl MBM): device DMA is not counted, and "
 		  "there is no read/write split",
+	.machine = NULL,
+	.names = { { "resctrl/mon_L3_", DRAM_NAME_DIGITS } },
 	.detect = detect,
 };

@@ -203,22 +203,26 @@ int mw_attribution_plot(const struct mw_attribution_input *in, const char *dir, 
 	 * as zero and said in the title. */
 	fprintf(f, "# bar weights_MB kv_MB remainder_MB\n");
 	fprintf(f, "\"engine-accounted\" %.6f %.6f 0\n", a.weights / 1e6, a.kv / 1e6);
+	/* A simulated PMU's counts are never called measured (counters.dram.layer "sim"). */
+	const char *layer = json_string_value(json_object_get(
+		json_object_get(json_object_get(doc, "counters"), "dram"), "layer"));
+	bool sim = layer && !strcmp(layer, "sim");
 	if (a.dram)
-		fprintf(f, "\"measured DRAM\" %.6f %.6f %.6f\n", a.weights / 1e6, a.kv / 1e6,
-			a.remainder > 0 ? a.remainder / 1e6 : 0);
+		fprintf(f, "\"%s DRAM\" %.6f %.6f %.6f\n", sim ? "SIMULATED" : "measured",
+			a.weights / 1e6, a.kv / 1e6, a.remainder > 0 ? a.remainder / 1e6 : 0);
 	if (fclose(f))
 		return mw_error_set(err, -EIO, path, "", "cannot write");
-	for (int pass = 0; pass < 2; pass++) {
-		const char *fmt = pass ? "svg" : "png";
-		snprintf(vars, sizeof(vars), "fmt='%s'; note='%s'", fmt,
-			 !a.dram ? "remainder not measured: no DRAM counters"
-			 : a.remainder < 0 ? "DRAM below weights + KV: part served from cache"
-					   : "remainder = DRAM - weights - KV");
-		int rc = mw_gnuplot_embedded(dir, vars, "attribution.gp", err);
-		if (rc)
-			return rc;
-		if (log)
-			fprintf(log, "memwall report: wrote %s/attribution.%s\n", dir, fmt);
-	}
+	snprintf(vars, sizeof(vars), "note='%s%s'",
+		 !a.dram ? "remainder not measured: no DRAM counters"
+		 : a.remainder < 0 ? "DRAM below weights + KV: part served from cache"
+				   : "remainder = DRAM - weights - KV",
+		 a.dram && sim ? "; DRAM SIMULATED, not hardware" : "");
+	const char *const script[] = { "attribution.gp" };
+	int rc = mw_gnuplot_charts(dir, vars, script, 1, err);
+	if (rc)
+		return rc;
+	if (log)
+		fprintf(log, "memwall report: wrote %s/attribution.png\nmemwall report: wrote "
+			"%s/attribution.svg\n", dir, dir);
 	return 0;
 }

@@ -88,10 +88,12 @@ void mw_roofline_batch_print(FILE *f, const struct mw_analytic *a,
 int mw_roofline_plot(const struct mw_analytic *a, const struct mw_roofline_inputs *in,
 		     const char *label, const char *dir, FILE *log, struct mw_error *err);
 
-/* Runs `gnuplot -e VARS SCRIPT` in dir: 0, -ENOENT without gnuplot, -EIO when it fails.
- * Writes the embedded script `script` into dir first. */
-int mw_gnuplot_embedded(const char *dir, const char *vars, const char *script,
-			struct mw_error *err);
+/* Writes each embedded script of scripts[0..n) into dir, then renders each as PNG and as SVG
+ * (the scripts read fmt, 'png' or 'svg'; vars set the rest) in one gnuplot process run in
+ * dir. 0, -ENOENT without gnuplot, -EIO when it fails (gnuplot's messages name the script
+ * and the line). */
+int mw_gnuplot_charts(const char *dir, const char *vars, const char *const *scripts, size_t n,
+		      struct mw_error *err);
 
 /* s as a gnuplot string literal in out (n bytes): single quotes, with ' doubled; cut short to
  * fit n, and left untouched when n < 3. */

@@ -64,6 +64,10 @@ char *mw_path_trim(char *path);
 int mw_parse_long(const char *text, long min, long max, long *out);
 int mw_parse_double(const char *text, double min, double max, double *out);
 
+/* bytes as MB (10^6 bytes) with at least three significant digits and one decimal: "0.477",
+ * "12.1", "5063.2" ("nan" for NaN). Returns buf. */
+char *mw_mb_text(double bytes, char *buf, size_t n);
+
 /* CLOCK_MONOTONIC, in nanoseconds and in seconds. */
 uint64_t mw_now_ns(void);
 double mw_now_s(void);
@@ -71,9 +75,10 @@ double mw_now_s(void);
 /* The current UTC time in ISO 8601 into buf: "2026-11-21T07:36:00Z", or "20261121T073600Z"
  * when compact (for file names). Returns buf. */
 char *mw_utc_now(char *buf, size_t n, bool compact);
-/* Seconds since the epoch of a UTC time as mw_utc_now writes it (not compact), with every
- * field in range ("2026-02-30T10:00:00Z" and "9999-99-99T99:99:99Z" are none) into *out.
- * 0, or -EINVAL. */
+/* Seconds since the epoch of a UTC time as mw_utc_now writes it (not compact), or with RFC
+ * 3339's fractional seconds ("2026-12-06T21:07:35.001Z": the whole seconds), with every field
+ * in range ("2026-02-30T10:00:00Z" and "9999-99-99T99:99:99Z" are none) into *out. 0, or
+ * -EINVAL. */
 int mw_utc_parse(const char *s, int64_t *out);
 /* Whether t is an ISO 8601 date or UTC time as records write them: YYYY-MM-DD, optionally
  * THH:MM, :SS and Z, every field in range (--since and --until of `memwall db`). */

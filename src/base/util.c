@@ -159,6 +159,17 @@ double mw_now_s(void)
 	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+char *mw_mb_text(double bytes, char *buf, size_t n)
+{
+	double mb = bytes / 1e6, a = fabs(mb);
+	/* 2 decimals below 10, 3 below 1, and so on: "%.1f" showed 0.477 as 0.5 (issue 44) */
+	int decimals = 1;
+	for (double lim = 10.0; a > 0 && a < lim && decimals < 9; lim /= 10.0)
+		decimals++;
+	snprintf(buf, n, "%.*f", a >= 10.0 || a == 0 ? 1 : decimals, mb);
+	return buf;
+}
+
 char *mw_utc_now(char *buf, size_t n, bool compact)
 {
 	time_t t = time(NULL);
@@ -172,12 +183,24 @@ int mw_utc_parse(const char *s, int64_t *out)
 {
 	struct tm tm = { 0 }, norm;
 	char back[32] = "";
-	const char *end = s ? strptime(s, "%Y-%m-%dT%H:%M:%SZ", &tm) : NULL;
-	time_t when = end && !*end ? timegm(&tm) : (time_t)-1;
+	const char *end = s ? strptime(s, "%Y-%m-%dT%H:%M:%S", &tm) : NULL;
+	if (!end)
+		return -EINVAL;
+	size_t whole = (size_t)(end - s);
+	/* RFC 3339's fractional seconds (other tools write "...:35.001Z"; issue 44): a point and
+	 * at least one digit, then the Z */
+	if (*end == '.') {
+		size_t frac = strspn(end + 1, "0123456789");
+		if (!frac)
+			return -EINVAL;
+		end += 1 + frac;
+	}
+	time_t when = !strcmp(end, "Z") ? timegm(&tm) : (time_t)-1;
 	/* strptime takes day 30 of February; written back, a time out of range differs */
-	if (when != (time_t)-1 && gmtime_r(&when, &norm))
-		strftime(back, sizeof(back), "%Y-%m-%dT%H:%M:%SZ", &norm);
-	if (!s || strcmp(back, s))
+	if (when == (time_t)-1 || !gmtime_r(&when, &norm))
+		return -EINVAL;
+	strftime(back, sizeof(back), "%Y-%m-%dT%H:%M:%S", &norm);
+	if (strlen(back) != whole || strncmp(back, s, whole))
 		return -EINVAL;
 	*out = (int64_t)when;
 	return 0;

@@ -32,7 +32,11 @@ static void usage(FILE *f)
 		"The records must have the same effective settings: protocol name and sha256, runs,\n"
 		"decode tokens, threads, load mode and kernels (protocol.overrides, engine.*), model\n"
 		"sha256, machine, and DRAM backend and counters.dram.mb_per_token_basis; every\n"
-		"difference is named. --force compares them anyway and says so.\n\n"
+		"difference is named. --force compares them anyway and says so, with one exception:\n"
+		"a record whose DRAM counts are SIMULATED (counters.dram.layer sim) never compares\n"
+		"with one whose are not, --force or not (exit 2).\n\n"
+		"On a machine without DRAM counters (any VM) the DRAM figures are not measured and\n"
+		"the default --require fails (exit 3): --require tok_per_s gates on tok/s alone.\n\n"
 		"--format md (default) prints a table, json a memwall-compare/1 document, junit\n"
 		"JUnit XML with one testcase per metric (README.md, \"compare\").\n\n"
 		"Exit codes, the first that applies:\n"
@@ -138,16 +142,19 @@ int mw_cmd_compare(int argc, char **argv)
 	mw_compare(doc[0], doc[1], &o, cmp);
 	const char *paths[2] = { argv[optind], argv[optind + 1] };
 	formats[fmt].print(stdout, cmp, paths);
-	for (size_t i = 0; i < cmp->n_diffs; i++)
+	/* The differences once: the markdown on stdout has them as a table; json and junit
+	 * are for machines, so a person reading the job's log gets them on stderr. */
+	for (size_t i = 0; fmt != 0 && i < cmp->n_diffs; i++)
 		fprintf(stderr, "memwall compare: %s: %s: BASE %s, NEW %s (%s)\n",
 			cmp->compared ? "forced past" : "refusing", cmp->diffs[i].field,
 			cmp->diffs[i].base, cmp->diffs[i].new, cmp->diffs[i].note);
-	if (!cmp->compared && !o.force)
-		fprintf(stderr, "memwall compare: rerun NEW with BASE's settings, or pass --force "
-			"to compare anyway\n");
+	if (cmp->layers_differ)
+		fprintf(stderr, "memwall compare: refused: compare a SIMULATED record only with "
+			"another simulated one (--force does not change that)\n");
 	else if (!cmp->compared)
-		fprintf(stderr, "memwall compare: compare a SIMULATED record only with another "
-			"simulated one\n");
+		fprintf(stderr, "memwall compare: refused: %zu setting%s (the table names %s): rerun NEW with "
+			"BASE's settings, or pass --force to compare anyway\n", cmp->n_diffs,
+			cmp->n_diffs == 1 ? " differs" : "s differ", cmp->n_diffs == 1 ? "it" : "them");
 	code = cmp->exit_code;
 out:
 	free(cmp);

@@ -54,10 +54,10 @@ static void usage(FILE *f)
 		   "           (tolerance_pct, else 5 %%; --max-regress replaces it). Metrics: --metric,\n"
 		   "           repeatable (default dram_MB_per_token and tok_per_s), each required.\n"
 		   "           Verdicts and formats are compare's. Exit: 0 no regression, 1 a metric\n"
-		   "           regressed, 2 not comparable (no earlier record of its series, fewer\n"
-		   "           than --min-records (2), bad usage), 3 a required metric not measured or\n"
-		   "           not comparable (or the store cannot be opened), 4 a required metric\n"
-		   "           inconclusive\n"
+		   "           regressed, 2 not comparable (no store yet, no earlier record of its\n"
+		   "           series, fewer than --min-records (2), bad usage), 3 a required metric\n"
+		   "           not measured or not comparable (or the store cannot be opened), 4 a\n"
+		   "           required metric inconclusive\n"
 		   "  changes  steps in each series' history of per-record medians (--series ID: one;\n"
 		   "           --metric: default dram_MB_per_token and tok_per_s): penalized L1 optimal\n"
 		   "           partitioning, segments of at least 3 records, penalty K (default 3) x\n"
@@ -74,7 +74,8 @@ static void usage(FILE *f)
 		   "  --model TEXT and --machine TEXT (substrings, any case), --since DATE, --until DATE\n"
 		   "  (ISO 8601, against the record's created_utc; --until includes its day).\n"
 		   "Exit (but check's): 0 done, 1 a record did not validate, 2 bad usage or input,\n"
-		   "3 the store cannot be opened.\n");
+		   "3 the store cannot be opened (none at that path for list, show, query or\n"
+		   "compare; a server that refuses).\n");
 }
 
 /* ---- sub-verbs ----------------------------------------------------------------------------- */
@@ -334,7 +335,17 @@ int mw_cmd_db(int argc, char **argv)
 		/* Only import makes a store; looking at one that is not there says so. */
 		if ((rc = (i ? mw_store_open_existing : mw_store_open)(a.db, &s, &err))) {
 			mw_error_print(&err);
-			return rc == -EPROTO || rc == -EINVAL || rc == -ENOENT || rc == -ENAMETOOLONG
+			/* check: no store yet is no earlier record of the series, so not
+			 * comparable (2, its help), which a CI job's first run meets
+			 * (scripts/ci-example/). Else no store at that path is one that cannot be
+			 * opened (3, as db --help says and a server that refuses gives), not bad
+			 * usage (issue 44: it was 2). */
+			if (rc == -ENOENT && subverbs[i].run == mw_db_check) {
+				fprintf(stderr, "memwall db check: no store yet, so no earlier record "
+					"of this series: not comparable (exit 2)\n");
+				return MW_EXIT_USAGE;
+			}
+			return rc == -EPROTO || rc == -EINVAL || rc == -ENAMETOOLONG
 				       ? MW_EXIT_USAGE : MW_EXIT_ENV;
 		}
 		rc = subverbs[i].run(s, &a);

@@ -410,7 +410,16 @@ static void print_text(json_t *r)
 		       json_integer_value(par));
 	else
 		printf("perf_event_paranoid: unreadable\n");
-	printf("counters:    %s layer\n", json_string_value(json_object_get(r, "counter_layer")));
+	/* The simulated PMU in the provenance words every surface uses: SIMULATED, never a
+	 * "layer" a reader could take for hardware's. */
+	const char *layer = json_string_value(json_object_get(r, "counter_layer"));
+	bool sim = layer && !strcmp(layer, "sim");
+	if (sim)
+		printf("counters:    SIMULATED: memwall's simulated PMU (MEMWALL_COUNTERS=sim) replays "
+		       "counts a script gives; nothing below is counted by hardware\n");
+	else
+		printf("counters:    %s layer (the kernel's perf events)\n",
+		       layer ? mw_esc(layer) : "?");
 	/* Every name and text below comes from a sysfs tree (--sysfs, $MEMWALL_SYSFS_ROOT: a
 	 * recording anyone may have made): escaped, so none acts on the terminal (text.h). */
 	printf("PMUs:        %zu under %s/bus/event_source/devices:", json_array_size(pmus),
@@ -427,8 +436,8 @@ static void print_text(json_t *r)
 	const char *backend = json_string_value(json_object_get(dram, "backend"));
 	if (json_is_true(json_object_get(dram, "available"))) {
 		json_t *inst = json_object_get(dram, "opened_on");
-		printf("DRAM:        %s: %s, %zu instances, all opened:\n", mw_esc(backend),
-		       mw_esc(json_string_value(json_object_get(dram, "description"))),
+		printf("DRAM:        %s%s: %s, %zu instances, all opened:\n", sim ? "SIMULATED " : "",
+		       mw_esc(backend), mw_esc(json_string_value(json_object_get(dram, "description"))),
 		       json_array_size(inst));
 		json_array_foreach(inst, i, p)
 			printf("  %s on cpu %lld\n",

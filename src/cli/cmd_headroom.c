@@ -327,6 +327,11 @@ static int baseline_load(struct headroom *h)
 	}
 	h->pos = h->view.pos;
 	h->baseline = h->view.measured_bytes;
+	/* A calibrated record's best estimate of the bytes moved is the calibrated figure; the
+	 * raw count and the calibration's error are named beside it. */
+	bool cal = !isnan(h->view.calibrated_bytes);
+	if (cal)
+		h->baseline = h->view.calibrated_bytes;
 	if (h->record_only) { /* the record's model is the model, its file if it is here */
 		h->t = h->rt;
 		h->rt = NULL;
@@ -337,9 +342,15 @@ static int baseline_load(struct headroom *h)
 	struct mw_provenance prov;
 	char tag[128];
 	mw_provenance_of(h->rec, &prov);
-	snprintf(h->baseline_note, sizeof(h->baseline_note), "%s: %s (%s; DRAM counted as %s)",
+	char mb[32], calnote[200] = "";
+	if (cal)
+		snprintf(calnote, sizeof(calnote), ", calibrated: the counted %s MB/token times the "
+			 "calibration's factor (calibration error %+.1f %%)",
+			 mw_mb_text(h->view.measured_bytes, mb, sizeof(mb)), h->view.cal_error_pct);
+	snprintf(h->baseline_note, sizeof(h->baseline_note), "%s%s: %s (%s; DRAM counted as %s)",
 		 prov.source == MW_DRAM_SIMULATED ? "SIMULATED, not measured" : "measured",
-		 h->view.measured_note, h->o.result, mw_provenance_tag(&prov, tag, sizeof(tag)));
+		 calnote, h->view.measured_note, h->o.result,
+		 mw_provenance_tag(&prov, tag, sizeof(tag)));
 	return MW_EXIT_OK;
 }
 
@@ -629,7 +640,9 @@ static void report_print(const struct headroom *h)
 
 	printf("model: %s (%s)%s\n  tensors from: %s\n", h->o.model,
 	       t->info.arch ? t->info.arch : "?", h->label, t->source);
-	printf("baseline: %.1f MB/token, %s\n", baseline / 1e6, h->baseline_note);
+	char mb[2][32];
+	printf("baseline: %s MB/token, %s\n", mw_mb_text(baseline, mb[0], sizeof(mb[0])),
+	       h->baseline_note);
 	if (h->pl.verdict == MW_VERDICT_IMPLAUSIBLE || h->pl.verdict == MW_VERDICT_EXCESS)
 		printf("  WARNING: the baseline is %s, and every projection below inherits it: "
 		       "%s\n", mw_verdict_name(h->pl.verdict), h->pl.text);
@@ -637,10 +650,11 @@ static void report_print(const struct headroom *h)
 	       json_is_string(json_object_get(h->proj, "source"))
 		       ? json_string_value(json_object_get(h->proj, "source")) : "?");
 	json_array_foreach(h->projs, i, p)
-		printf("  %s: -%.0f %% -> %.1f MB/token against %.1f MB/token\n    what would have "
+		printf("  %s: -%.0f %% -> %s MB/token against %s MB/token\n    what would have "
 		       "to be true: %s\n", json_string_value(json_object_get(p, "name")),
 		       json_number_value(json_object_get(p, "reduction_pct")),
-		       json_number_value(json_object_get(p, "projected_MB_per_token")), baseline / 1e6,
+		       mw_mb_text(json_number_value(json_object_get(p, "projected_MB_per_token")) * 1e6,
+				  mb[0], sizeof(mb[0])), mw_mb_text(baseline, mb[1], sizeof(mb[1])),
 		       json_string_value(json_object_get(p, "what_would_have_to_be_true")));
 	printf("Model Contract, computed from the model%s:\n", h->label);
 	if (h->r1_ok) {

@@ -265,11 +265,20 @@ static void probe_peak(const struct options *o, const struct eng_tensor_table *t
 		 pk.threads, pk.threads == 1 ? "" : "s", pk.seconds);
 }
 
+/* The calibrated estimate over the analytic bytes, where the record has one; NAN else. */
+static double calibrated_efficiency(const struct mw_analytic *a, const struct mw_record_view *v)
+{
+	return v && !isnan(v->calibrated_bytes) && a->total ? v->calibrated_bytes /
+							      (double)a->total : NAN;
+}
+
 static void print_text(const struct eng_tensor_table *t, const struct mw_analytic *a,
 		       const struct mw_roofline_inputs *in, const struct mw_roofline *r,
 		       const struct mw_plausibility *pl, const char *pos_statement,
-		       const char *measured_note)
+		       const struct mw_record_view *view)
 {
+	const char *measured_note = view ? view->measured_note : "";
+	bool sim = view && view->simulated;
 	const struct eng_model_info *m = &t->info;
 	printf("model: %s (%s, %s%s)\n", t->source, m->arch ? m->arch : "?",
 	       m->format == ENG_FORMAT_GGUF ? "GGUF" : "llama2.c", m->synthetic ? ", synthetic" : "");
@@ -322,17 +331,28 @@ static void print_text(const struct eng_tensor_table *t, const struct mw_analyti
 	if (isnan(r->dram_efficiency))
 		printf("DRAM efficiency: not measured: %s\n",
 		       in->not_measured_why[0] ? in->not_measured_why : "no DRAM counter figure");
+	else if (sim)
+		/* A simulated PMU's counts are never called measured (provenance.c's words). */
+		printf("DRAM efficiency = SIMULATED / analytic = %.3f (%s; SIMULATED: the simulated "
+		       "PMU's scripted counts, not hardware's)\n", r->dram_efficiency, measured_note);
 	else
 		printf("DRAM efficiency = measured / analytic = %.3f (%s)\n", r->dram_efficiency,
 		       measured_note);
-	printf("plausibility: %s\n", pl->text);
+	double cal = calibrated_efficiency(a, view);
+	if (!isnan(cal))
+		printf("DRAM efficiency, calibrated = calibrated estimate / analytic = %.3f (the "
+		       "counted bytes times the calibration's factor; calibration error %+.1f %%)\n",
+		       cal, view->cal_error_pct);
+	printf("plausibility%s: %s\n", sim && pl->verdict != MW_VERDICT_NOT_CHECKED
+	       ? " (of SIMULATED counts)" : "", pl->text);
 }
 
 static void print_json(const struct eng_tensor_table *t, const struct mw_analytic *a,
 		       const struct mw_roofline_inputs *in, const struct mw_roofline *r,
 		       const struct mw_plausibility *pl, int pos, const char *pos_statement,
-		       const char *measured_note)
+		       const struct mw_record_view *view)
 {
+	const char *measured_note = view ? view->measured_note : "";
 	json_t *cls = json_object();
 	for (int c = 0; c < ENG_TENSOR_CLASS_COUNT; c++)
 		json_object_set_new(cls, eng_tensor_class_name((enum eng_tensor_class)c),
@@ -371,6 +391,16 @@ static void print_json(const struct eng_tensor_table *t, const struct mw_analyti
 			: measured_note,
 		"plausibility", "verdict", mw_verdict_name(pl->verdict), "ratio_to_floor",
 		mw_json_num(pl->ratio), "text", pl->text);
+	json_t *roof = json_object_get(doc, "roofline");
+	if (roof && view) {
+		/* who counted the bytes, and the calibrated estimate's efficiency (fields added) */
+		json_object_set_new(roof, "dram_source", json_string(
+			isnan(view->measured_bytes) ? "none" : view->simulated ? "simulated"
+									     : "hardware"));
+		json_object_set_new(roof, "dram_efficiency_calibrated",
+				    mw_json_num(calibrated_efficiency(a, view)));
+		json_object_set_new(roof, "calibration_error_pct", mw_json_num(view->cal_error_pct));
+	}
 	if (doc) {
 		json_dumpf(doc, stdout, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
 		fputc('\n', stdout);
@@ -522,9 +552,9 @@ int mw_cmd_roofline(int argc, char **argv)
 		status = MW_EXIT_CHECK;
 
 	if (o.json)
-		print_json(t, &a, &in, &r, &pl, pos, pos_statement, view.measured_note);
+		print_json(t, &a, &in, &r, &pl, pos, pos_statement, record ? &view : NULL);
 	else
-		print_text(t, &a, &in, &r, &pl, pos_statement, view.measured_note);
+		print_text(t, &a, &in, &r, &pl, pos_statement, record ? &view : NULL);
 	if (!o.json && o.n_batch)
 		mw_roofline_batch_print(stdout, &a, &in, o.batch, o.n_batch);
 	if (!o.json && o.spec_k) {

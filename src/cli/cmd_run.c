@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "adapters.h"
 #include "mw.h"
@@ -12,6 +14,7 @@
 #include "report.h"
 #include "result.h"
 #include "runner.h"
+#include "text.h"
 #include "verbs.h"
 
 #define DEFAULT_PROTOCOL "stories110m-synthetic"
@@ -85,15 +88,36 @@ static bool noise_criterion(const char *name)
 	return name && (!strncmp(name, "max_cv_", 7) || !strcmp(name, "bandwidth_drift_pct"));
 }
 
+/* The clock advice that applies to the machine the record describes: pinning the governor
+ * where a cpufreq driver has one that is not already "performance"; nothing to pin where there
+ * is none (a VM: the host sets the clock). */
+static void clock_advice(const json_t *doc, char *buf, size_t n)
+{
+	const json_t *m = json_object_get(doc, "machine");
+	const char *gov = json_string_value(json_object_get(m, "governor"));
+	const char *why = json_string_value(json_object_get(json_object_get(m, "unavailable"),
+							    "governor"));
+	if (!gov)
+		snprintf(buf, n, ", or add runs (--runs 10); there is no CPU governor here to pin "
+			 "(%s)", mw_esc(why ? why : "the record names none"));
+	else if (strcmp(gov, "performance"))
+		snprintf(buf, n, ", pin the CPU governor (it is %s: sudo cpupower frequency-set -g "
+			 "performance), or add runs (--runs 10)", mw_esc(gov));
+	else
+		snprintf(buf, n, ", or add runs (--runs 10) (the governor is already performance)");
+}
+
 /* One line of what to do, after the verdict: a newcomer's busy laptop fails a CV limit, and
  * "acceptance: fail" alone reads as "broken". */
-static void acceptance_hint(FILE *f, bool noisy, bool cv_unmeasured, long long runs)
+static void acceptance_hint(FILE *f, const json_t *doc, bool noisy, bool cv_unmeasured,
+			    long long runs)
 {
+	char clock[400];
+	clock_advice(doc, clock, sizeof(clock));
 	if (noisy)
 		fprintf(f, "memwall run: what to do: the runs varied too much (a busy machine or "
-			"a moving clock): close other programs, pin the CPU governor (sudo cpupower "
-			"frequency-set -g performance), or add runs (--runs 10); the record is kept "
-			"either way\n");
+			"a moving clock): close other programs%s; the record is kept either way\n",
+			clock);
 	else if (cv_unmeasured && runs < 2)
 		fprintf(f, "memwall run: what to do: a CV needs at least 2 measured runs: "
 			"--runs 2 or more\n");
@@ -143,10 +167,36 @@ static bool acceptance_says(FILE *f, const json_t *doc)
 		free(lim);
 	}
 	fprintf(f, "memwall run: acceptance: %s (exit 1)\n", overall);
-	acceptance_hint(f, noisy, cv_unmeasured,
+	acceptance_hint(f, doc, noisy, cv_unmeasured,
 			(long long)json_integer_value(json_object_get(json_object_get(doc, "summary"),
 								      "runs_measured")));
 	return true;
+}
+
+/* The folder is checked (and created) before the first run, not after the last: a
+ * measurement is never thrown away for want of a place to put it. A folder the run creates is
+ * said, with where it is: `memwall run NAME` from any folder puts results/runs/ there (issue
+ * 44: silently). cwd (n bytes) receives the current folder when dir is relative, else "".
+ * MW_EXIT_OK, or the exit code with the error printed. */
+static int results_folder(const char *dir, char *cwd, size_t n)
+{
+	struct stat st;
+	struct mw_error err;
+	bool existed = stat(dir, &st) == 0;
+	int rc;
+	mw_error_clear(&err);
+	cwd[0] = '\0';
+	if (dir[0] != '/' && !getcwd(cwd, n))
+		cwd[0] = '\0';
+	if ((rc = mw_result_dir_prepare(dir, &err))) {
+		mw_error_print(&err);
+		return rc == -EACCES || rc == -EROFS || rc == -ENOSPC ? MW_EXIT_ENV : MW_EXIT_USAGE;
+	}
+	if (!existed)
+		fprintf(stderr, "memwall run: created the folder %s%s%s%s for the record (-o DIR "
+			"puts records elsewhere)\n", mw_esc(dir), cwd[0] ? " (in " : "", mw_esc(cwd),
+			cwd[0] ? ")" : "");
+	return MW_EXIT_OK;
 }
 
 int mw_cmd_run(int argc, char **argv)
@@ -243,12 +293,10 @@ int mw_cmd_run(int argc, char **argv)
 		mw_error_print(&err);
 		return MW_EXIT_USAGE;
 	}
-	/* The folder is checked (and created) before the first run, not after the last: a
-	 * measurement is never thrown away for want of a place to put it. */
-	if ((rc = mw_result_dir_prepare(dir, &err))) {
-		mw_error_print(&err);
+	char cwd[4096];
+	if ((rc = results_folder(dir, cwd, sizeof(cwd)))) {
 		mw_protocol_free(p);
-		return rc == -EACCES || rc == -EROFS || rc == -ENOSPC ? MW_EXIT_ENV : MW_EXIT_USAGE;
+		return rc;
 	}
 
 	enum mw_run_status st = mw_runner_run(p, &ro, &doc, &err);
@@ -270,8 +318,9 @@ int mw_cmd_run(int argc, char **argv)
 		mw_protocol_free(p);
 		return MW_EXIT_ENV;
 	}
-	fprintf(stderr, "memwall run: result written to %s%s\n", path,
-		st == MW_RUN_INTERRUPTED ? " (incomplete)" : "");
+	fprintf(stderr, "memwall run: result written to %s%s%s%s%s\n", path,
+		st == MW_RUN_INTERRUPTED ? " (incomplete)" : "", cwd[0] ? " (in " : "",
+		mw_esc(cwd), cwd[0] ? ")" : "");
 	mw_report_print(stdout, doc, fmt);
 
 	/* The verdict and what to do close the summary, on stdout, where a person reads the tail
@@ -279,7 +328,8 @@ int mw_cmd_run(int argc, char **argv)
 	 * stderr, after it. */
 	FILE *says = fmt == MW_FORMAT_MD ? stdout : stderr;
 	if (fmt == MW_FORMAT_MD)
-		fprintf(says, "\nmemwall run: record %s\n", path);
+		fprintf(says, "\nmemwall run: record %s%s%s%s\n", path, cwd[0] ? " (in " : "",
+			mw_esc(cwd), cwd[0] ? ")" : "");
 	fflush(stdout);
 	bool failed = acceptance_says(says, doc);
 	if (fmt == MW_FORMAT_MD && !failed)

@@ -4,9 +4,10 @@
  * GGUF (no tensors; llama.cpp's models/ggml-vocab-*.gguf), or a llama2.c tokenizer.bin. The
  * text is --text, --file (read through src/base/file.c, which refuses a FIFO or a device), or
  * stdin; it is tokenized as it is, byte for byte (a trailing newline is part of it), with
- * special tokens written in it matched (llama.cpp's llama-tokenize default), and BOS only
- * with --bos. The ids are llama.cpp's for the same vocabulary and text (tests/e2e/test_tokenize.c
- * checks llama.cpp's own test cases).
+ * special tokens written in it matched (llama.cpp's llama-tokenize default; not with
+ * --no-parse-special, llama-tokenize's switch), and BOS only with --bos. The ids are
+ * llama.cpp's for the same vocabulary and text (tests/e2e/test_tokenize.c checks llama.cpp's
+ * own test cases, and the bytes a vocabulary has no token for).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -41,22 +42,29 @@ static const char *const format_names[] = {
 
 struct tok_args {
 	const char *model, *text, *file;
-	bool bos;
+	bool bos, no_parse_special;
 	enum out_format format;
 };
 
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: memwall tokenize -m FILE [--bos] [--format ids|pieces|json]\n"
-		"                        [--text T | --file F]\n\n"
+		"usage: memwall tokenize -m FILE [--bos] [--no-parse-special]\n"
+		"                        [--format ids|pieces|json] [--text T | --file F]\n\n"
 		"Prints the tokens FILE's tokenizer gives a text: --text T, the contents of --file F,\n"
 		"or stdin when neither is given. The text is taken byte for byte (a trailing newline\n"
-		"is a token too); special tokens written in it (<s>, <|endoftext|>) are matched.\n\n"
+		"is a token too); special tokens written in it (<s>, <|endoftext|>) are matched.\n"
+		"The ids are llama.cpp's (b4747) for the same vocabulary and text, and so is what\n"
+		"happens to a byte the vocabulary has no token for: a GPT-2 byte-level vocabulary\n"
+		"drops it (falcon's has none for 14 of the 32 control bytes, 0x0b among them);\n"
+		"llama2.c's and a SentencePiece one without byte tokens refuse the text (exit 2).\n\n"
 		"  -m, --model FILE  a GGUF model, a vocabulary-only GGUF (tensor_count 0, as\n"
 		"                    llama.cpp's models/ggml-vocab-*.gguf), or a llama2.c\n"
 		"                    tokenizer.bin\n"
 		"  --bos             put the vocabulary's BOS token first (never by default)\n"
+		"  --no-parse-special  control and unknown tokens written in the text are text,\n"
+		"                    not tokens (user-defined ones still match): llama-tokenize's\n"
+		"                    switch, and how llama.cpp's tests/test-tokenizer-0 encodes\n"
 		"  --format ids      the ids on one line, separated by spaces (the default)\n"
 		"  --format pieces   each token's text on a line of its own (as it decodes: U+2581\n"
 		"                    and GPT-2's byte characters shown as the bytes they stand for),\n"
@@ -73,6 +81,7 @@ static int parse_args(int argc, char **argv, struct tok_args *a)
 {
 	static const struct option opts[] = {
 		{ "model", required_argument, NULL, 'm' }, { "bos", no_argument, NULL, 'b' },
+		{ "no-parse-special", no_argument, NULL, 'S' },
 		{ "format", required_argument, NULL, 'F' }, { "text", required_argument, NULL, 't' },
 		{ "file", required_argument, NULL, 'f' }, { "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -84,6 +93,7 @@ static int parse_args(int argc, char **argv, struct tok_args *a)
 		switch (c) {
 		case 'm': a->model = optarg; break;
 		case 'b': a->bos = true; break;
+		case 'S': a->no_parse_special = true; break;
 		case 't': a->text = optarg; break;
 		case 'f': a->file = optarg; break;
 		case 'h': usage(stdout); return -1;
@@ -189,6 +199,19 @@ static int read_text(const struct tok_args *a, char **text, const char **source)
 #define M_HINT "(-m takes a GGUF model or vocabulary that carries tokenizer.ggml.* metadata, or " \
 	       "a llama2.c tokenizer.bin)"
 
+/* A model that memwall synth wrote carries a synthetic vocabulary (its own, not the real
+ * model's): its ids are said to be that, on stderr, so no one reads them as a real model's. */
+static void model_note(const char *path)
+{
+	struct eng_tensor_table *t = NULL;
+	struct eng_error err;
+	eng_error_clear(&err);
+	if (eng_tensors_from_file(path, &t, &err) == 0 && t->info.synthetic)
+		fprintf(stderr, "memwall " VERB ": %s is a synthetic model (memwall synth): its "
+			"vocabulary is synthetic too, so these ids are no real model's\n", path);
+	eng_tensor_table_free(t);
+}
+
 static int open_tokenizer(const char *path, struct eng_tokenizer **tok)
 {
 	struct mw_error ferr;
@@ -201,8 +224,27 @@ static int open_tokenizer(const char *path, struct eng_tokenizer **tok)
 		fprintf(stderr, "%s\n", M_HINT);
 		return MW_EXIT_USAGE;
 	}
-	if (eng_tokenizer_open_file(tok, path, &err) == 0)
+	if (eng_tokenizer_open_file(tok, path, &err) == 0) {
+		model_note(path);
 		return 0;
+	}
+	/* A llama2.c checkpoint read as a tokenizer.bin gives a nonsense field ("max_token_length
+	 * is 1634415666"): say what the file is, and where its tokenizer is. */
+	struct eng_tensor_table *t = NULL;
+	struct eng_error terr;
+	eng_error_clear(&terr);
+	if (eng_tensors_from_file(path, &t, &terr) == 0 && t->info.format == ENG_FORMAT_LLAMA2C) {
+		int rc = mw_fail(MW_EXIT_USAGE, VERB, "%s is a llama2.c model checkpoint%s (dim %d, "
+				 "%d layers, vocabulary of %d), and llama2.c keeps its tokenizer in a "
+				 "file of its own: give that tokenizer.bin with -m (llama2.c's "
+				 "repository ships tokenizer.bin, the 32000-token Llama 2 vocabulary "
+				 "of stories15M/42M/110M; stories260K's 512-token one is tok512.bin)",
+				 path, t->info.synthetic ? " with synthetic weights (memwall synth)" : "",
+				 t->info.dim, t->info.n_layers, t->info.vocab_size);
+		eng_tensor_table_free(t);
+		return rc;
+	}
+	eng_tensor_table_free(t);
 	return mw_fail(MW_EXIT_USAGE, VERB, "%s: %s\n%s", err.source[0] ? err.source : path,
 		       err.text, M_HINT);
 }
@@ -313,7 +355,8 @@ static int print_json(const struct eng_tokenizer *tok, const int *ids, int n)
 }
 
 /* Encodes text; *ids (malloc'd) receives *n tokens. */
-static int encode(const struct eng_tokenizer *tok, const char *text, bool bos, int **ids, int *n)
+static int encode(const struct eng_tokenizer *tok, const char *text,
+		  const struct eng_encode_options *opt, int **ids, int *n)
 {
 	/* A GGUF tokenizer may need up to 3 tokens per byte and says how many on -ENOSPC;
 	 * llama2.c's needs at most strlen + 3 (engine.h). */
@@ -323,7 +366,7 @@ static int encode(const struct eng_tokenizer *tok, const char *text, bool bos, i
 		int *buf = malloc((size_t)max * sizeof(*buf));
 		if (!buf)
 			return mw_fail(MW_EXIT_ENV, VERB, "out of memory for %d tokens", max);
-		rc = eng_tokenizer_encode(tok, text, bos, false, buf, max, n);
+		rc = eng_tokenizer_encode_opt(tok, text, opt, buf, max, n);
 		if (rc == 0) {
 			*ids = buf;
 			return 0;
@@ -355,7 +398,8 @@ int mw_cmd_tokenize(int argc, char **argv)
 			     "(tokenizer.ggml.bos_token_id): leave --bos out", a.model);
 		goto out;
 	}
-	if ((rc = read_text(&a, &text, &source)) || (rc = encode(tok, text, a.bos, &ids, &n)))
+	struct eng_encode_options eo = { .bos = a.bos, .no_parse_special = a.no_parse_special };
+	if ((rc = read_text(&a, &text, &source)) || (rc = encode(tok, text, &eo, &ids, &n)))
 		goto out;
 	if (a.format == OUT_JSON) {
 		rc = print_json(tok, ids, n);

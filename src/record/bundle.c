@@ -162,9 +162,11 @@ static void provenance(FILE *f, const char *name, const char *sha, const json_t 
 		mem ? mem : pstr(json_object_get(m, "unavailable"), "memory_config",
 				 "not recorded (the record predates memory_config)"),
 		pstr(json_object_get(m, "kernel"), "release", "?"),
-		json_is_true(json_object_get(dram, "measured")) ? "counted as " : "not measured: ",
+		/* The reason a counter was not read is said once, by the DRAM counts line of
+		 * mw_provenance_print_md below (issue 44: it was here too). */
+		json_is_true(json_object_get(dram, "measured")) ? "counted as " : "not measured",
 		json_is_true(json_object_get(dram, "measured"))
-			? mw_provenance_tag(&prov, tag, sizeof(tag)) : pstr(dram, "reason", "?"),
+			? mw_provenance_tag(&prov, tag, sizeof(tag)) : " (why: the DRAM counts line)",
 		pstr(json_object_get(doc, "acceptance"), "status", "?"));
 	mw_provenance_print_md(f, &prov);
 	free(mem);

@@ -364,6 +364,32 @@ static void compare_metric(const json_t *const doc[2], const struct mw_metric *m
 					      k ? "; " : "", side[s], why[s]);
 }
 
+/* Exit 3's reason: the required metrics that were not compared, by name; when each of them is
+ * a DRAM figure neither record measured (a machine without DRAM counters: every VM), the flag
+ * that gates on what such a machine does measure. */
+static void not_comparable_reason(struct mw_comparison *c, size_t req_nc)
+{
+	size_t k = (size_t)snprintf(c->exit_reason, sizeof(c->exit_reason), "%zu required metric%s "
+				    "not comparable (", req_nc, req_nc == 1 ? "" : "s");
+	bool dram_unmeasured = true, first = true;
+	for (size_t i = 0; i < c->n; i++) {
+		const struct mw_metric_cmp *m = &c->m[i];
+		if (!m->required || m->verdict != MW_CMP_NOT_COMPARABLE)
+			continue;
+		dram_unmeasured = dram_unmeasured && !strncmp(m->metric->name, "dram_", 5) &&
+				  m->n[0] == 0 && m->n[1] == 0;
+		if (k < sizeof(c->exit_reason))
+			k += (size_t)snprintf(c->exit_reason + k, sizeof(c->exit_reason) - k, "%s%s",
+					      first ? "" : ", ", m->metric->name);
+		first = false;
+	}
+	if (k < sizeof(c->exit_reason))
+		snprintf(c->exit_reason + k, sizeof(c->exit_reason) - k, ")%s", dram_unmeasured
+			 ? ": neither record measured DRAM (see its row); on a "
+			   "machine without DRAM counters, --require tok_per_s gates on tok/s alone"
+			 : "");
+}
+
 /* The worst outcome decides the exit code: a regression is a finding, a required metric that
  * could not be compared or resolved is a gap in the evidence; either fails a CI job. */
 void mw_compare_decide(struct mw_comparison *c)
@@ -379,11 +405,13 @@ void mw_compare_decide(struct mw_comparison *c)
 		snprintf(c->exit_reason, sizeof(c->exit_reason), "not comparable: %s", c->refused);
 	} else if (!c->compared) {
 		c->exit_code = MW_COMPARE_REFUSED;
+		/* --force never excuses counters.dram.layer: say so whether or not it was given,
+		 * never "--force compares anyway" beside a note that says it does not. */
 		snprintf(c->exit_reason, sizeof(c->exit_reason), "%zu setting%s: refused %s",
 			 c->n_diffs, c->n_diffs == 1 ? " differs" : "s differ",
-			 c->opts.force ? "(counters.dram.layer differs: --force does not compare a "
-					 "SIMULATED record with one that is not)"
-				       : "(--force compares anyway)");
+			 c->layers_differ ? "(counters.dram.layer differs: --force does not compare "
+					    "a SIMULATED record with one that is not)"
+					  : "(--force compares anyway)");
 	} else if (c->count[MW_CMP_REGRESSION]) {
 		c->exit_code = MW_COMPARE_REGRESSION;
 		snprintf(c->exit_reason, sizeof(c->exit_reason), "%zu metric%s regressed",
@@ -391,8 +419,7 @@ void mw_compare_decide(struct mw_comparison *c)
 			 c->count[MW_CMP_REGRESSION] == 1 ? "" : "s");
 	} else if (req_nc) {
 		c->exit_code = MW_COMPARE_NOT_COMPARABLE;
-		snprintf(c->exit_reason, sizeof(c->exit_reason), "%zu required metric%s not "
-			 "comparable", req_nc, req_nc == 1 ? "" : "s");
+		not_comparable_reason(c, req_nc);
 	} else if (req_inc) {
 		c->exit_code = MW_COMPARE_INCONCLUSIVE;
 		snprintf(c->exit_reason, sizeof(c->exit_reason), "%zu required metric%s "
@@ -411,6 +438,13 @@ void mw_compare(const json_t *base, const json_t *new, const struct mw_compare_o
 	memset(c, 0, sizeof(*c));
 	c->opts = *o;
 	bool layers_differ = compare_settings(base, new, c);
+	c->layers_differ = layers_differ;
+	for (int s = 0; s < 2; s++) {
+		struct mw_provenance p;
+		mw_provenance_of(doc[s], &p);
+		c->source[s] = p.source;
+		mw_provenance_tag(&p, c->source_tag[s], sizeof(c->source_tag[s]));
+	}
 	c->compared = c->n_diffs == 0 || (o->force && !layers_differ);
 	size_t nm;
 	const struct mw_metric *met = mw_metrics(&nm);
@@ -435,4 +469,6 @@ void mw_compare(const json_t *base, const json_t *new, const struct mw_compare_o
 	for (size_t i = 0; i < c->n; i++)
 		mw_utf8_trim(c->m[i].reason);
 	mw_utf8_trim(c->exit_reason);
+	mw_utf8_trim(c->source_tag[0]);
+	mw_utf8_trim(c->source_tag[1]);
 }

@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 #include "metrics.h"
+#include "provenance.h"
 
 enum mw_cmp_verdict {
 	MW_CMP_SAME,           /* no significant change, or one within the threshold */
@@ -42,7 +43,8 @@ struct mw_compare_opts {
 	double power;           /* for runs_needed (0.8) */
 	const char *const *require; /* metric names a CI job needs compared; NULL: the default */
 	size_t n_require;
-	bool force;             /* compare records whose settings differ */
+	bool force;             /* compare records whose settings differ (never a SIMULATED
+				 * record with one that is not) */
 };
 
 /* Fills the defaults: 5 %, alpha 0.05, power 0.8, required dram_MB_per_token and tok_per_s. */
@@ -86,7 +88,12 @@ struct mw_comparison {
 	struct mw_metric_cmp m[MW_N_METRICS];
 	size_t count[MW_N_CMP_VERDICTS];
 	int exit_code;          /* enum mw_compare_exit */
-	char exit_reason[256];
+	char exit_reason[512];
+	/* Who counted each side's DRAM figures ([0] BASE, [1] NEW), said on every output: a
+	 * comparison of two simulated records is one of scripted counts. */
+	enum mw_dram_source source[2];
+	char source_tag[2][128]; /* mw_provenance_tag: "SIMULATED (intel_imc_free)", ... */
+	bool layers_differ;     /* one side SIMULATED, the other not: refused even with --force */
 	/* Set by a check against a history (history.c): BASE is the pooled runs of a series'
 	 * records, not one record; the output formats say so. */
 	bool history;

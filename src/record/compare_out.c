@@ -54,8 +54,56 @@ static void md_history(FILE *f, const struct mw_comparison *c)
 		MW_MWU_EXACT_TOTAL);
 }
 
+/* Whether metric m's figures are DRAM counts (the ones a SIMULATED record scripted). */
+static bool dram_metric(const struct mw_metric_cmp *m)
+{
+	return !strncmp(m->metric->name, "dram_", 5) || !strncmp(m->metric->name, "idle_dram_", 10);
+}
+
+/* Two records compared (not a history check, whose BASE is a series): either side simulated. */
+static bool any_simulated(const struct mw_comparison *c)
+{
+	return !c->history &&
+	       (c->source[0] == MW_DRAM_SIMULATED || c->source[1] == MW_DRAM_SIMULATED);
+}
+
+/* Who counted each side's DRAM figures, before the table. */
+static void md_sources(FILE *f, const struct mw_comparison *c)
+{
+	if (c->source[0] == MW_DRAM_SIMULATED && c->source[1] == MW_DRAM_SIMULATED)
+		fprintf(f, "**SIMULATED**: both records' DRAM counts come from memwall's simulated "
+			"PMU (BASE %s, NEW %s): no DRAM figure compared here was counted by "
+			"hardware.\n\n", mw_esc_md(c->source_tag[0]), mw_esc_md(c->source_tag[1]));
+	else
+		fprintf(f, "DRAM counted by: BASE %s%s, NEW %s%s.\n\n", mw_esc_md(c->source_tag[0]),
+			c->source[0] == MW_DRAM_SIMULATED ? " (**SIMULATED**)" : "",
+			mw_esc_md(c->source_tag[1]),
+			c->source[1] == MW_DRAM_SIMULATED ? " (**SIMULATED**)" : "");
+}
+
+/* A reason several rows share (a DRAM counter absent on both sides gives every DRAM figure the
+ * same one) is said once, under the table, and each row refers to it: note[i] is row i's
+ * footnote number, 0 when its reason is its own. Returns how many footnotes there are. */
+static int md_footnotes(const struct mw_comparison *c, int note[MW_N_METRICS])
+{
+	int n = 0;
+	for (size_t i = 0; i < c->n; i++) {
+		note[i] = 0;
+		if (!c->m[i].reason[0])
+			continue;
+		for (size_t j = 0; j < i && !note[i]; j++)
+			if (note[j] && !strcmp(c->m[j].reason, c->m[i].reason))
+				note[i] = note[j];
+		for (size_t j = i + 1; j < c->n && !note[i]; j++)
+			if (!strcmp(c->m[j].reason, c->m[i].reason))
+				note[i] = ++n;
+	}
+	return n;
+}
+
 void mw_compare_print_md(FILE *f, const struct mw_comparison *c, const char *const paths[2])
 {
+	int note[MW_N_METRICS], n_notes = 0;
 	if (c->history)
 		fprintf(f, "## memwall db check\n\nNEW `%s` against BASE: %s\n\n", mw_esc(paths[1]),
 			mw_esc(paths[0]));
@@ -64,6 +112,8 @@ void mw_compare_print_md(FILE *f, const struct mw_comparison *c, const char *con
 			mw_esc(paths[1]));
 	if (c->provenance[0])
 		fprintf(f, "Provenance of NEW's DRAM figures: %s\n\n", mw_esc_md(c->provenance));
+	if (!c->history)
+		md_sources(f, c);
 	if (c->history && c->compared)
 		md_history(f, c);
 	if (c->n_diffs) {
@@ -76,12 +126,15 @@ void mw_compare_print_md(FILE *f, const struct mw_comparison *c, const char *con
 		fprintf(f, "\n");
 	}
 	if (c->compared && !c->history) {
+		n_notes = md_footnotes(c, note);
 		fprintf(f, "| metric | required | base mean +/- sd (n) | new mean +/- sd (n) | delta "
 			"| %% | p (Welch) | verdict | why |\n"
 			"|---|---|---:|---:|---:|---:|---:|---|---|\n");
 		for (size_t i = 0; i < c->n; i++) {
 			const struct mw_metric_cmp *m = &c->m[i];
-			fprintf(f, "| %s | %s |", m->metric->name, m->required ? "yes" : "");
+			fprintf(f, "| %s%s | %s |", m->metric->name,
+				dram_metric(m) && any_simulated(c) ? " [SIMULATED]" : "",
+				m->required ? "yes" : "");
 			for (int s = 0; s < 2; s++) {
 				if (m->n[s])
 					fprintf(f, " %.6g +/- %.3g (%zu) |", m->mean[s], m->sd[s],
@@ -96,11 +149,20 @@ void mw_compare_print_md(FILE *f, const struct mw_comparison *c, const char *con
 			fprintf(f, " | ");
 			if (isfinite(m->p))
 				fprintf(f, "%.3g", m->p);
-			fprintf(f, " | %s%s | %s |\n",
-				m->verdict == MW_CMP_REGRESSION ? "**REGRESSION**"
-								   : mw_cmp_verdict_name(m->verdict),
-				"", mw_esc_md(m->reason));
+			fprintf(f, " | %s | ", m->verdict == MW_CMP_REGRESSION
+						  ? "**REGRESSION**" : mw_cmp_verdict_name(m->verdict));
+			if (note[i])
+				fprintf(f, "[%d] |\n", note[i]);
+			else
+				fprintf(f, "%s |\n", mw_esc_md(m->reason));
 		}
+		for (int k = 1; k <= n_notes; k++)
+			for (size_t i = 0; i < c->n; i++)
+				if (note[i] == k) {
+					fprintf(f, "%s[%d] %s\n", k == 1 ? "\n" : "", k,
+						mw_esc_md(c->m[i].reason));
+					break;
+				}
 		fprintf(f, "\nA verdict needs a change beyond %g %% (%s) with p < %g (Welch's t-test "
 			"over the runs); units are the record's (memwall report).\n",
 			c->opts.max_regress_pct, c->opts.max_regress_set ? "--max-regress"
@@ -196,6 +258,11 @@ void mw_compare_print_json(FILE *f, const struct mw_comparison *c, const char *c
 		"alpha", c->opts.alpha, "power", c->opts.power, "required", req,
 		"metrics", metrics, "counts", counts, "exit_code", c->exit_code,
 		"exit_reason", text(c->exit_reason));
+	if (doc && !c->history)
+		json_object_set_new(doc, "dram_source", json_pack("{s:s, s:s, s:o, s:o}", "base",
+				    mw_dram_source_name(c->source[0]), "new",
+				    mw_dram_source_name(c->source[1]), "base_tag",
+				    text(c->source_tag[0]), "new_tag", text(c->source_tag[1])));
 	if (doc && c->history) {
 		json_object_set_new(doc, "not_comparable_because",
 				    c->refused[0] ? text(c->refused) : json_null());
@@ -242,20 +309,23 @@ static const char *junit_outcome(const struct mw_metric_cmp *m)
 	return NULL;
 }
 
-static void junit_case(FILE *f, const struct mw_metric_cmp *m, const char *classname)
+static void junit_case(FILE *f, const struct mw_comparison *c, const struct mw_metric_cmp *m,
+		       const char *classname)
 {
 	char *msg = NULL;
 	const char *what = junit_outcome(m);
+	/* A SIMULATED record's DRAM figures say so in their own message: a CI page shows it. */
+	const char *sim = dram_metric(m) && any_simulated(c) ? "SIMULATED DRAM counts: " : "";
 	/* Built whole, never cut in a fixed buffer (a cut could split a character). */
 	int k = m->verdict == MW_CMP_NOT_COMPARABLE
-		? asprintf(&msg, "%s%s: %s", mw_cmp_verdict_name(m->verdict),
+		? asprintf(&msg, "%s%s%s: %s", sim, mw_cmp_verdict_name(m->verdict),
 			   m->required ? " (required)" : "", m->reason)
 		: m->rank
 		? asprintf(&msg, "%s: median %.6g -> %.6g (%+.2f %%, tolerance %g %%, Mann-Whitney "
 			   "p = %.3g)%s%s", mw_cmp_verdict_name(m->verdict), m->median[0],
 			   m->median[1], m->median_change_pct, m->tolerance_pct, m->p_u,
 			   m->reason[0] ? ": " : "", m->reason)
-		: asprintf(&msg, "%s: %.6g -> %.6g (%+.2f %%, p = %.3g)%s%s",
+		: asprintf(&msg, "%s%s: %.6g -> %.6g (%+.2f %%, p = %.3g)%s%s", sim,
 			   mw_cmp_verdict_name(m->verdict), m->mean[0], m->mean[1], m->change_pct,
 			   m->p, m->reason[0] ? ": " : "", m->reason);
 	if (k < 0)
@@ -306,8 +376,14 @@ void mw_compare_print_junit(FILE *f, const struct mw_comparison *c, const char *
 	fprintf(f, "      <property name=\"exit_code\" value=\"%d\"/>\n      <property "
 		"name=\"exit_reason\" value=\"", c->exit_code);
 	xml_text(f, c->exit_reason);
-	fprintf(f, "\"/>\n      <property name=\"forced\" value=\"%s\"/>\n    </properties>\n",
+	fprintf(f, "\"/>\n      <property name=\"forced\" value=\"%s\"/>\n",
 		c->compared && c->n_diffs ? "true" : "false");
+	for (int s = 0; !c->history && s < 2; s++) {
+		fprintf(f, "      <property name=\"dram_source_%s\" value=\"", keys[s]);
+		xml_text(f, c->source_tag[s]);
+		fprintf(f, "\"/>\n");
+	}
+	fprintf(f, "    </properties>\n");
 	if (!c->compared && c->history) {
 		/* No history: one testcase says why, so the CI page shows it. */
 		fprintf(f, "    <testcase classname=\"%s\" name=\"history\" time=\"0\">\n      "
@@ -329,6 +405,6 @@ void mw_compare_print_junit(FILE *f, const struct mw_comparison *c, const char *
 		fprintf(f, "</failure>\n    </testcase>\n");
 	}
 	for (size_t i = 0; c->compared && i < c->n; i++)
-		junit_case(f, &c->m[i], cls);
+		junit_case(f, c, &c->m[i], cls);
 	fprintf(f, "  </testsuite>\n</testsuites>\n");
 }

@@ -59,6 +59,17 @@ const char *mw_dram_basis(const json_t *doc)
 	return b && !strcmp(b, "total") ? "total" : "read";
 }
 
+double mw_dram_calibration_factor(const json_t *doc)
+{
+	const json_t *cal = json_object_get(json_object_get(json_object_get(doc, "counters"),
+							    "dram"), "calibration");
+	const json_t *f = json_object_get(json_object_get(cal, "factor"), mw_dram_basis(doc));
+	if (!json_is_object(cal) || !json_is_false(json_object_get(cal, "stale")) ||
+	    !json_is_number(f))
+		return NAN;
+	return json_number_value(f);
+}
+
 static bool provides(const json_t *dram, const char *figure)
 {
 	const json_t *list = json_object_get(dram, "provides"), *x;

@@ -37,6 +37,11 @@ json_t *mw_json_num(double x);
  * "total" where it cannot (counters.dram.mb_per_token_basis; "read" in records before it). */
 const char *mw_dram_basis(const json_t *doc);
 
+/* The factor that turns counted MB/token into an estimate of the bytes moved: the recorded
+ * calibration's factor for the MB/token basis, when a calibration was found and is not stale
+ * (counters.dram.calibration); NaN otherwise, so the calibrated figure is null. */
+double mw_dram_calibration_factor(const json_t *doc);
+
 /* Why the figure `needs` names has no value in doc, for a summary's reason: the counter's
  * reason when it was not opened, "not provided" when the backend lacks the figure, else the
  * first window whose state says it was not measured. Written into buf (n bytes), returned. */

@@ -315,6 +315,33 @@ static void csv_field(FILE *f, const char *s)
 	mw_csv_put(f, s); /* quoted, and never a formula (text.h) */
 }
 
+/* The provenance columns every CSV row carries after the figure, each a key of
+ * mw_provenance_json: the same names and values as jsonl and sql (report_rows.c), so a row
+ * pasted anywhere says who counted it. dram_only: empty on rows that are not DRAM figures. */
+static const struct {
+	const char *column, *key;
+	bool dram_only;
+} csv_prov[] = {
+	{ "dram_source", "dram_source", true },
+	{ "dram_layer", "dram_layer", true },
+	{ "dram_caveat", "dram_caveat", true },
+	{ "dram_calibrated", "calibrated", true },
+	{ "calibration_error_pct", "calibration_error_pct", true },
+	{ "dram_verification", "verification", true },
+	{ "model_synthetic", "model_synthetic", false },
+};
+
+static void csv_json_value(FILE *f, const json_t *v)
+{
+	if (json_is_boolean(v))
+		fputs(json_is_true(v) ? "true" : "false", f);
+	else if (json_is_number(v))
+		fprintf(f, "%.15g", json_number_value(v));
+	else if (json_is_string(v))
+		csv_field(f, json_string_value(v));
+	/* null or absent: an empty field */
+}
+
 static void print_csv(FILE *f, const json_t *doc)
 {
 	static const char *const cols[] = { "mean", "sd", "cv_pct", "median", "min", "max",
@@ -324,8 +351,12 @@ static void print_csv(FILE *f, const json_t *doc)
 	json_t *x;
 	struct mw_provenance prov;
 	mw_provenance_of(doc, &prov);
+	json_t *pj = mw_provenance_json(&prov);
 	fprintf(f, "protocol,metric,unit,measured,n,mean,sd,cv_pct,median,min,max,ci95_low,ci95_high,"
-		   "reason,dram_source,model_synthetic\n");
+		   "reason");
+	for (size_t i = 0; i < sizeof(csv_prov) / sizeof(csv_prov[0]); i++)
+		fprintf(f, ",%s", csv_prov[i].column);
+	fputc('\n', f);
 	json_object_foreach((json_t *)(uintptr_t)m, k, x) {
 		csv_field(f, str(json_object_get(doc, "protocol"), "name", ""));
 		fprintf(f, ",%s,", mw_esc(k)); /* a metric's name (the schema lists them) */
@@ -345,9 +376,15 @@ static void print_csv(FILE *f, const json_t *doc)
 		csv_field(f, str(x, clamped ? "ci95_note" : "reason", ""));
 		/* Every row says who counted it: a DRAM row of a simulated record is never read
 		 * as hardware's, wherever the row is pasted. */
-		fprintf(f, ",%s,%s\n", strncmp(k, "dram_", 5) ? "" : mw_dram_source_name(prov.source),
-			prov.synthetic ? "true" : "false");
+		bool dram_row = !strncmp(k, "dram_", 5);
+		for (size_t i = 0; i < sizeof(csv_prov) / sizeof(csv_prov[0]); i++) {
+			fputc(',', f);
+			if (dram_row || !csv_prov[i].dram_only)
+				csv_json_value(f, json_object_get(pj, csv_prov[i].key));
+		}
+		fputc('\n', f);
 	}
+	json_decref(pj);
 }
 
 void mw_report_print(FILE *f, const json_t *doc, enum mw_format fmt)
@@ -424,7 +461,10 @@ static int write_data(const json_t *doc, const char *dir, unsigned *split_cols, 
 	/* DRAM as MB/token counts it: read bytes, or the total where there is no split. */
 	const char *key = !strcmp(mw_dram_basis(doc), "total") ? "dram_total_bytes"
 							       : "dram_read_bytes";
-	fprintf(f, "# run warmup dram_MB dram_MB_sd engine_MB engine_MB_sd tok_s (dram: %s)\n", key);
+	/* dram_cal_MB: dram_MB times the calibration's factor (NaN without one applying). */
+	double cal = mw_dram_calibration_factor(doc);
+	fprintf(f, "# run warmup dram_MB dram_MB_sd engine_MB engine_MB_sd tok_s dram_cal_MB "
+		   "dram_cal_MB_sd (dram: %s)\n", key);
 	json_array_foreach(runs, i, run) {
 		const json_t *tok = json_object_get(run, "tokens");
 		const json_t *idle = json_object_get(run, "idle");
@@ -436,9 +476,9 @@ static int write_data(const json_t *doc, const char *dir, unsigned *split_cols, 
 		arr_stats(json_object_get(tok, "latency_ns"), 1e-9, &lat_s, &es);
 		dm -= rate * lat_s * 1e-6;
 		arr_stats(json_object_get(tok, "engine_bytes"), 1e-6, &em, &es);
-		fprintf(f, "%zu %d %.9g %.9g %.9g %.9g %.9g\n", i + 1,
+		fprintf(f, "%zu %d %.9g %.9g %.9g %.9g %.9g %.9g %.9g\n", i + 1,
 			json_is_true(json_object_get(run, "warmup")), dm, ds, em, es,
-			num(json_object_get(run, "figures"), "tok_per_s"));
+			num(json_object_get(run, "figures"), "tok_per_s"), dm * cal, ds * cal);
 	}
 	fclose(f);
 
@@ -558,46 +598,64 @@ int mw_report_plot(const json_t *doc, const char *dir, FILE *log, struct mw_erro
 	const json_t *tps = json_object_get(m, "tok_per_s");
 	const json_t *lp = json_object_get(json_object_get(doc, "summary"), "latency_pooled_ns");
 	const json_t *model = json_object_get(doc, "model");
-	snprintf(label, sizeof(label), "%s: %s%s", str(json_object_get(doc, "protocol"), "name", "?"),
+	const json_t *calm = json_object_get(m, "dram_MB_per_token_calibrated");
+	struct mw_provenance prov;
+	mw_provenance_of(doc, &prov);
+	bool sim = prov.source == MW_DRAM_SIMULATED;
+	bool cal = json_is_true(json_object_get(calm, "measured")) && prov.calibrated;
+	/* Every chart's title says when the counts are the simulated PMU's (provenance.c's words:
+	 * never "measured"), and the calibrated estimate beside the raw figure. */
+	snprintf(label, sizeof(label), "%s: %s%s%s", str(json_object_get(doc, "protocol"), "name", "?"),
 		 str(model, "name", "?"),
-		 json_is_true(json_object_get(model, "synthetic")) ? " (synthetic)" : "");
-	if (json_is_true(json_object_get(dram, "measured")))
-		snprintf(note, sizeof(note), "DRAM %s %.6g MB/token, CV %.3g%% over %lld runs",
-			 strcmp(mw_dram_basis(doc), "total") ? "read" : "read + written",
-			 num(dram, "mean"), num(dram, "cv_pct"),
-			 (long long)json_integer_value(json_object_get(dram, "n")));
-	else
+		 json_is_true(json_object_get(model, "synthetic")) ? " (synthetic)" : "",
+		 sim ? " [SIMULATED PMU: no DRAM byte counted by hardware]" : "");
+	if (json_is_true(json_object_get(dram, "measured"))) {
+		int k = snprintf(note, sizeof(note), "DRAM %s%s %.6g MB/token, CV %.3g%% over %lld runs",
+				 strcmp(mw_dram_basis(doc), "total") ? "read" : "read + written",
+				 sim ? " SIMULATED" : "", num(dram, "mean"), num(dram, "cv_pct"),
+				 (long long)json_integer_value(json_object_get(dram, "n")));
+		if (cal && k > 0 && (size_t)k < sizeof(note))
+			snprintf(note + k, sizeof(note) - (size_t)k, "; calibrated estimate %.6g "
+				 "MB/token (calibration error %+.1f %%)", num(calm, "mean"),
+				 prov.cal_error_pct);
+	} else {
 		snprintf(note, sizeof(note), "DRAM: not measured here (the reason is in the "
 			 "record's counters.dram.reason)");
+	}
+	char calnote[200];
+	snprintf(calnote, sizeof(calnote), "DRAM, calibrated estimate (calibration error %+.1f %%)",
+		 prov.cal_error_pct);
+	char qcal[420];
 	mw_gnuplot_quote(qlabel, sizeof(qlabel), label);
 	mw_gnuplot_quote(qnote, sizeof(qnote), note);
 	mw_gnuplot_quote(qdir, sizeof(qdir), ".");
+	mw_gnuplot_quote(qcal, sizeof(qcal), calnote);
 
-	for (int pass = 0; pass < 2; pass++) {
-		const char *fmt = pass ? "svg" : "png";
-		for (size_t i = 0; i < sizeof(scripts) / sizeof(scripts[0]); i++) {
-			if (!strcmp(scripts[i], "dram_split.gp") && !split)
-				continue;
-			if (!strcmp(scripts[i], "latency.gp") && json_integer_value(json_object_get(lp, "n")) == 0)
-				continue;
-			double mm = num(tps, "mean"), lo = num(tps, "ci95_low"), hi = num(tps, "ci95_high");
-			snprintf(vars, sizeof(vars),
-				 "fmt='%s'; datadir=%s; label=%s; note=%s; m=%.9g; lo=%.9g; hi=%.9g; "
-				 "p50=%.9g; p99=%.9g; w=%d; dram=%d; cols=%u",
-				 fmt, qdir, qlabel, qnote, isnan(mm) ? 0 : mm,
-				 isnan(lo) ? mm : lo < 0 ? 0 : lo,
-				 isnan(hi) ? mm : hi, num(lp, "p50") * 1e-6, num(lp, "p99") * 1e-6,
-				 window, json_is_true(json_object_get(dram, "measured")), split);
-			if (isnan(mm))
-				strncat(vars, "; m=NaN", sizeof(vars) - strlen(vars) - 1);
-			/* writes the built-in script into dir and runs it there (roofline.c) */
-			if ((rc = mw_gnuplot_embedded(dir, vars, scripts[i], err)))
-				return rc;
-			if (log)
-				fprintf(log, "memwall report: wrote %s/%.*s.%s\n", dir,
-					(int)(strlen(scripts[i]) - 3), scripts[i], fmt);
-		}
+	const char *todo[sizeof(scripts) / sizeof(scripts[0])];
+	size_t n = 0;
+	for (size_t i = 0; i < sizeof(scripts) / sizeof(scripts[0]); i++) {
+		if (!strcmp(scripts[i], "dram_split.gp") && !split)
+			continue;
+		if (!strcmp(scripts[i], "latency.gp") && json_integer_value(json_object_get(lp, "n")) == 0)
+			continue;
+		todo[n++] = scripts[i];
 	}
+	double mm = num(tps, "mean"), lo = num(tps, "ci95_low"), hi = num(tps, "ci95_high");
+	snprintf(vars, sizeof(vars),
+		 "datadir=%s; label=%s; note=%s; m=%.9g; lo=%.9g; hi=%.9g; "
+		 "p50=%.9g; p99=%.9g; w=%d; dram=%d; cols=%u; src='%s'; cal=%d; calnote=%s",
+		 qdir, qlabel, qnote, isnan(mm) ? 0 : mm, isnan(lo) ? mm : lo < 0 ? 0 : lo,
+		 isnan(hi) ? mm : hi, num(lp, "p50") * 1e-6, num(lp, "p99") * 1e-6,
+		 window, json_is_true(json_object_get(dram, "measured")), split,
+		 sim ? "SIMULATED (simulated PMU, not hardware)" : "measured", cal, qcal);
+	if (isnan(mm))
+		strncat(vars, "; m=NaN", sizeof(vars) - strlen(vars) - 1);
+	/* writes the built-in scripts into dir and runs them there (roofline.c) */
+	if ((rc = mw_gnuplot_charts(dir, vars, todo, n, err)))
+		return rc;
+	for (size_t i = 0; log && i < 2 * n; i++)
+		fprintf(log, "memwall report: wrote %s/%.*s.%s\n", dir,
+			(int)(strlen(todo[i % n]) - 3), todo[i % n], i < n ? "png" : "svg");
 	if ((rc = mw_report_variants_plot(doc, dir, log, err)))
 		return rc;
 	struct mw_attribution_input in;

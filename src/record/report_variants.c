@@ -15,6 +15,7 @@
 #include "embedded.h"
 #include "jschema.h"
 #include "mechanisms.h"
+#include "provenance.h"
 #include "record_view.h"
 #include "report_variants.h"
 #include "roofline.h"
@@ -461,6 +462,10 @@ int mw_report_variants_plot(const json_t *doc, const char *dir, FILE *log, struc
 	if (points < 2)
 		return 0;
 	const json_t *model = json_object_get(doc, "model");
+	/* A simulated PMU's counts are never called measured (provenance.c). */
+	struct mw_provenance prov;
+	mw_provenance_of(doc, &prov);
+	bool sim = prov.source == MW_DRAM_SIMULATED;
 	char label[500];
 	snprintf(label, sizeof(label), "%s: %s%s, MB/token %s",
 		 json_string_value(json_object_get(json_object_get(doc, "protocol"), "name")),
@@ -469,17 +474,18 @@ int mw_report_variants_plot(const json_t *doc, const char *dir, FILE *log, struc
 				 !strstr(json_string_value(json_object_get(model, "name")) ?
 					 json_string_value(json_object_get(model, "name")) : "",
 					 "synthetic") ? " (synthetic)" : "",
-		 base && base->dram ? "DRAM (measured)" : "engine-accounted (not DRAM)");
+		 !(base && base->dram) ? "engine-accounted (not DRAM)" : sim ? "DRAM (SIMULATED PMU, "
+		 "not hardware)" : "DRAM (measured)");
 	mw_gnuplot_quote(qlabel, sizeof(qlabel), label);
 	mw_gnuplot_quote(qdir, sizeof(qdir), ".");
-	for (int pass = 0; pass < 2; pass++) {
-		const char *fmt = pass ? "svg" : "png";
-		snprintf(vars, sizeof(vars), "fmt='%s'; datadir=%s; label=%s", fmt, qdir, qlabel);
-		int rc = mw_gnuplot_embedded(dir, vars, "batch.gp", err);
-		if (rc)
-			return rc;
-		if (log)
-			fprintf(log, "memwall report: wrote %s/batch.%s\n", dir, fmt);
-	}
+	snprintf(vars, sizeof(vars), "datadir=%s; label=%s; src='%s'", qdir, qlabel,
+		 sim ? "SIMULATED" : "measured");
+	const char *const script[] = { "batch.gp" };
+	int rc = mw_gnuplot_charts(dir, vars, script, 1, err);
+	if (rc)
+		return rc;
+	if (log)
+		fprintf(log, "memwall report: wrote %s/batch.png\nmemwall report: wrote "
+			"%s/batch.svg\n", dir, dir);
 	return 0;
 }

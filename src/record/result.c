@@ -18,6 +18,7 @@
 #include "embedded.h"
 #include "file.h"
 #include "jschema.h"
+#include "layer_check.h"
 #include "provenance.h"
 #include "result.h"
 #include "stats.h"
@@ -187,18 +188,6 @@ static double net_per_token(const json_t *run, const char *key, double *idle_rat
 	return net < 0 ? NAN : net;
 }
 
-/* The factor that turns counted MB/token into an estimate of the bytes moved: the recorded
- * calibration's factor for the MB/token basis, when a calibration was found and is not stale
- * (counters.dram.calibration); NaN otherwise, so the calibrated figure is null. */
-static double calibration_factor(const json_t *doc)
-{
-	const json_t *cal = json_object_get(json_object_get(json_object_get(doc, "counters"),
-							    "dram"), "calibration");
-	if (!json_is_object(cal) || !json_is_false(json_object_get(cal, "stale")))
-		return NAN;
-	return num(json_object_get(cal, "factor"), mw_dram_basis(doc));
-}
-
 /* Speculation (runs[].steps with drafted and accepted): the share of draft tokens the model
  * accepted, the tokens a pass yields, and the engine bytes per accepted token: every token a
  * verification yields is accepted (its drafted prefix and the model's own next token), so
@@ -246,7 +235,7 @@ static int derive_run(struct dctx *c, const json_t *doc, json_t *run, size_t idx
 	double wr = net_per_token(run, "dram_write_bytes", &(double){ 0 });
 	double tot = net_per_token(run, "dram_total_bytes", &idle_t);
 	double basis = !strcmp(mw_dram_basis(doc), "total") ? tot : rd;
-	double cal = calibration_factor(doc);
+	double cal = mw_dram_calibration_factor(doc);
 	double eng = num(dec, "engine_bytes") / nt;
 	size_t n_lat = json_array_size(lat); /* n, or the passes with runs[].steps */
 	l = malloc((n_lat ? n_lat : 1) * sizeof(*l));
@@ -256,6 +245,9 @@ static int derive_run(struct dctx *c, const json_t *doc, json_t *run, size_t idx
 	}
 	for (i = 0; i < n_lat; i++)
 		l[i] = json_number_value(json_array_get(lat, i));
+	static const double pcts[4] = { 50, 90, 99, 99.9 };
+	double pv[4];
+	mw_percentiles(l, n_lat, pcts, 4, pv);
 	const double values[] = {
 		nt / secs,
 		num(pre, "tokens") / (num(pre, "ns") * 1e-9),
@@ -275,10 +267,10 @@ static int derive_run(struct dctx *c, const json_t *doc, json_t *run, size_t idx
 		eng / MIB,
 		num(dec, "energy_j") / nt,
 		n ? sums[0] / nt : NAN,
-		mw_percentile(l, n_lat, 50),
-		mw_percentile(l, n_lat, 90),
-		mw_percentile(l, n_lat, 99),
-		mw_percentile(l, n_lat, 99.9),
+		pv[0],
+		pv[1],
+		pv[2],
+		pv[3],
 	};
 	_Static_assert(sizeof(values) / sizeof(values[0]) == MW_N_METRICS, "one value per metric");
 	for (i = 0; i < n_metrics; i++)
@@ -384,13 +376,14 @@ static int derive_summary(json_t *doc)
 		}
 	}
 	json_object_set(sum, "metrics", m);
+	static const double pcts[4] = { 50, 90, 99, 99.9 };
+	double pv[4];
+	mw_percentiles(pool, npool, pcts, 4, pv);
 	json_object_set_new(
 		sum, "latency_pooled_ns",
 		json_pack("{s:i, s:o, s:o, s:o, s:o, s:s}", "n", (json_int_t)npool, "p50",
-			  mw_json_num(mw_percentile(pool, npool, 50)), "p90",
-			  mw_json_num(mw_percentile(pool, npool, 90)), "p99",
-			  mw_json_num(mw_percentile(pool, npool, 99)), "p99_9",
-			  mw_json_num(mw_percentile(pool, npool, 99.9)), "method",
+			  mw_json_num(pv[0]), "p90", mw_json_num(pv[1]), "p99", mw_json_num(pv[2]),
+			  "p99_9", mw_json_num(pv[3]), "method",
 			  "Hyndman & Fan (1996) definition 7 (linear interpolation, as R and NumPy), "
 			  "over every decode token of every measured run"));
 	json_object_set(doc, "summary", sum);
@@ -690,7 +683,8 @@ static int check_reference(struct dctx *c, const json_t *doc)
  * names the script it replayed (counters.dram.sim_script_sha256), so a layer edited from "sim"
  * to a hardware layer is caught; a record that names what it opened (counters.dram.opened)
  * opened exactly its instances, each event with a PMU type and a config. Records made before
- * `opened` existed are checked on the first rule only. */
+ * `opened` existed are checked on the first rule only. A hardware layer must also agree with
+ * the rest of the record: the machine and the backend's instance names (layer_check.h). */
 static int check_layer(struct dctx *c, const json_t *doc)
 {
 	const json_t *dram = json_object_get(json_object_get(doc, "counters"), "dram");
@@ -704,6 +698,9 @@ static int check_layer(struct dctx *c, const json_t *doc)
 		return inconsistent(c, "counters.dram.layer", "is \"%s\", but the record names the "
 				    "simulated PMU's script (counters.dram.sim_script_sha256): its "
 				    "counts were simulated and the layer was edited", layer ? layer : "");
+	char lf[64], lwhy[400];
+	if (mw_layer_contradiction(doc, lf, sizeof(lf), lwhy, sizeof(lwhy)))
+		return inconsistent(c, lf, "%s", lwhy);
 	if (!opened)
 		return 0;
 	if (sim && !json_is_string(json_object_get(dram, "sim_script_sha256")))
@@ -881,17 +878,19 @@ static int check_provenance(struct dctx *c, const json_t *doc)
 	return inconsistent(c, field, "%s", why);
 }
 
-/* What the schema cannot say (issue 28): created_utc is a real UTC time as memwall writes
- * it ("2026-11-21T07:36:00Z"; "9999-99-99T99:99:99Z" passed), and the protocol's name is
- * the name in the document it copies. */
+/* What the schema cannot say (issue 28): created_utc is a real UTC time in RFC 3339's form
+ * with Z, as memwall writes it ("2026-11-21T07:36:00Z"; "9999-99-99T99:99:99Z" passed), with
+ * fractional seconds allowed (mw_utc_parse; issue 44), and the protocol's name is the name in
+ * the document it copies. */
 static int check_identity(struct dctx *c, const json_t *doc)
 {
 	const char *t = json_string_value(json_object_get(doc, "created_utc"));
 	int64_t when;
 	if (mw_utc_parse(t, &when))
 		return mw_error_set(c->err, MW_RESULT_MALFORMED, c->source, "created_utc",
-				    "'%s' is not a UTC time such as 2026-11-21T07:36:00Z (every "
-				    "field in range)", t ? t : "");
+				    "'%s' is not a UTC time such as 2026-11-21T07:36:00Z or "
+				    "2026-11-21T07:36:00.250Z (RFC 3339 with Z, every field in "
+				    "range)", t ? t : "");
 	const json_t *p = json_object_get(doc, "protocol");
 	const char *name = json_string_value(json_object_get(p, "name"));
 	const char *dname = json_string_value(json_object_get(json_object_get(p, "document"),

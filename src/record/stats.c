@@ -38,6 +38,18 @@ double mw_percentile(const double *x, size_t n, double p)
 	return v;
 }
 
+void mw_percentiles(const double *x, size_t n, const double *p, size_t k, double *out)
+{
+	double *s = n ? malloc(n * sizeof(*s)) : NULL;
+	if (s) {
+		memcpy(s, x, n * sizeof(*s));
+		qsort(s, n, sizeof(*s), cmp_double);
+	}
+	for (size_t i = 0; i < k; i++)
+		out[i] = s ? percentile_sorted(s, n, p[i]) : NAN;
+	free(s);
+}
+
 void mw_stats_compute(const double *x, size_t n, struct mw_stats *out)
 {
 	*out = (struct mw_stats){ .n = n, .mean = NAN, .sd = NAN, .cv_pct = NAN, .median = NAN,

@@ -26,6 +26,9 @@ void mw_stats_compute(const double *x, size_t n, struct mw_stats *out);
  * Hyndman & Fan, "Sample quantiles in statistical packages", Am. Stat. 50(4), 1996, the
  * default of R's quantile() and NumPy's percentile(). NaN when n == 0. */
 double mw_percentile(const double *x, size_t n, double p);
+/* mw_percentile for each of p[0..k) into out[0..k), sorting x's copy once (a record's four
+ * latency percentiles sorted it four times). NaN each when n is 0 or out of memory. */
+void mw_percentiles(const double *x, size_t n, const double *p, size_t k, double *out);
 
 /* Regularized incomplete beta function I_x(a, b), a, b > 0, x in [0, 1]. */
 double mw_betainc(double a, double b, double x);

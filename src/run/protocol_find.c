@@ -13,6 +13,8 @@
 #include "text.h"
 
 #define LIST_WIDTH 72 /* characters of description per line in --list */
+#define LIST_LINES 3  /* and lines of it per protocol */
+#define LIST_INDENT 6
 
 const char *mw_data_dir(void)
 {
@@ -86,21 +88,48 @@ int mw_protocol_find(const char *arg, char *path, size_t n, struct mw_error *err
 			    "protocols found)", searched, MW_DATA_DIR);
 }
 
-/* The first sentence of a description, on one line of at most LIST_WIDTH characters. */
-static void one_line(const char *d, char *out, size_t n)
+/* What --list shows of a description: the whole sentences that fit in LIST_LINES lines of
+ * LIST_WIDTH characters when they fill one line at least, else the text cut at a word with
+ * "...", on one line of text with newlines and tabs made spaces (wrapped when printed). Its
+ * first sentence alone was too short to say anything ("The embedded default") or too long to
+ * end (issue 44). */
+static void summary(const char *d, char *out, size_t n)
 {
-	size_t k = 0;
-	for (; d[k] && k + 1 < n; k++) {
-		if (d[k] == '.' && (d[k + 1] == ' ' || !d[k + 1]))
-			break;
+	size_t room = LIST_WIDTH * LIST_LINES < n ? LIST_WIDTH * LIST_LINES : n - 1, k = 0, end = 0;
+	for (; d[k] && k < room; k++) {
 		out[k] = d[k] == '\n' || d[k] == '\t' ? ' ' : d[k];
+		if (d[k] == '.' && (d[k + 1] == ' ' || d[k + 1] == '\n' || !d[k + 1]))
+			end = k + 1; /* the last whole sentence so far */
 	}
-	out[k] = '\0';
-	if (k > LIST_WIDTH && n > LIST_WIDTH) {
-		size_t cut = LIST_WIDTH - 3;
-		while (cut > 0 && out[cut] != ' ')
-			cut--;
-		snprintf(out + (cut ? cut : LIST_WIDTH - 3), 4, "...");
+	if (!d[k]) {
+		out[k] = '\0';
+		return;
+	}
+	if (end >= LIST_WIDTH) { /* whole sentences fill a line at least */
+		out[end] = '\0';
+		return;
+	}
+	size_t cut = room - 3;
+	while (cut > 0 && out[cut] != ' ')
+		cut--;
+	snprintf(out + (cut ? cut : room - 3), 4, "...");
+}
+
+/* text wrapped at LIST_WIDTH columns, each line indented by LIST_INDENT spaces. */
+static void print_wrapped(FILE *f, const char *text)
+{
+	while (*text) {
+		size_t len = strlen(text), take = len;
+		if (len > LIST_WIDTH) {
+			take = LIST_WIDTH;
+			while (take > 0 && text[take] != ' ')
+				take--;
+			if (!take)
+				take = LIST_WIDTH;
+		}
+		fprintf(f, "%*s%.*s\n", LIST_INDENT, "", (int)take, text);
+		text += take;
+		text += strspn(text, " ");
 	}
 }
 
@@ -140,7 +169,7 @@ static size_t dir_names(const char *dir, char ***out)
 
 static void print_entry(FILE *f, const char *dir, const char *name)
 {
-	char path[4200], line[512];
+	char path[4200], line[LIST_WIDTH * LIST_LINES + 8];
 	char *text = NULL;
 	size_t len = 0;
 	json_t *doc = NULL;
@@ -150,10 +179,11 @@ static void print_entry(FILE *f, const char *dir, const char *name)
 		doc = json_loadb(text, len, 0, NULL);
 	const char *desc = json_string_value(json_object_get(doc, "description"));
 	if (doc && desc)
-		one_line(desc, line, sizeof(line));
+		summary(mw_esc(desc), line, sizeof(line)); /* descriptions, file names: escaped */
 	else
 		snprintf(line, sizeof(line), "(%s)", doc ? "no description" : "does not parse");
-	fprintf(f, "  %-36s %s\n", mw_esc(name), mw_esc(line)); /* file names, descriptions: escaped */
+	fprintf(f, "  %s\n", mw_esc(name));
+	print_wrapped(f, line);
 	json_decref(doc);
 	free(text);
 }

@@ -586,8 +586,9 @@ static const struct bad_case cases[] = {
 		 "exit $r", 2, "holds 1 tables of another program (notes)", "row: 1\n"),
 	CLI_CASE("$T sql other.db 'CREATE TABLE notes (x)'",
 		 "$MW db --db other.db import $F/rec.json", 2, "not a results store", NULL),
+	/* exit 3, "the store cannot be opened", as db --help says (issue 44: was 2) */
 	CLI_CASE(NULL, "$MW db --db none.db list; r=$?; [ -e none.db ] || echo not-created; exit $r",
-		 2, "no results store here", "not-created"),
+		 3, "no results store here", "not-created"),
 	CLI_CASE(NULL, "$MW db --db '' list", 2, "--db: is empty", NULL),
 	CLI_CASE(NULL, "env -u HOME -u XDG_DATA_HOME -u MEMWALL_DB $MW db import $F/rec.json; r=$?; "
 		 "ls -A; exit $r", 2, "HOME and XDG_DATA_HOME are unset", NULL),

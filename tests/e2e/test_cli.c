@@ -39,9 +39,25 @@ static void test_every_verb(void)
 	T_EQ_INT(o.status, 0);
 	const char *p = o.out ? strstr(o.out, "verbs:\n") : NULL;
 	T_ASSERT(p != NULL);
-	int n = 0;
+	int n = 0, column = -1;
 	for (p = p ? strchr(p, '\n') : NULL; p && p[1] == ' ' && p[2] == ' '; p = strchr(p + 1, '\n')) {
 		char verb[64];
+		/* A summary's column is the same on every line, wrapped lines included, and no line
+		 * is wider than 80 (issue 44: it broke at sparsity-calibrate). */
+		const char *eol = strchr(p + 1, '\n');
+		int at = (int)strspn(p + 3 + strcspn(p + 3, " \n"), " ") +
+			 (int)(strcspn(p + 3, " \n") + 2);
+		if (p[3] == ' ')
+			at = (int)strspn(p + 1, " ");
+		if (column < 0)
+			column = at;
+		if (at != column)
+			fprintf(stderr, "--help: a summary at column %d, not %d: %.*s\n", at, column,
+				eol ? (int)(eol - p - 1) : 80, p + 1);
+		T_EQ_INT(at, column);
+		T_ASSERT(!eol || eol - p - 1 <= 80);
+		if (p[3] == ' ')
+			continue; /* a summary's second line */
 		if (sscanf(p + 1, " %63s", verb) != 1)
 			break;
 		n++;

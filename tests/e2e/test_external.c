@@ -416,15 +416,16 @@ static void test_no_token_line(void)
 /* printf as a stand-in engine whose count falls short of the target (an EOS). */
 static void test_short_count(void)
 {
-	static const char *const fmt =
-		"{\"name\": \"eos%s\", \"model\": {\"format\": \"llama2c\", \"synth\": "
-		"{\"shape\": \"stories260K\"}}, \"engine\": {\"kind\": \"external\", \"command\": "
-		"[\"printf\", \"memwall-tokens: decode=3\\\\n%%.0s%%.0s\", \"{n}\", \"{model}\"], "
-		"\"adapter\": {\"name\": \"memwall-tokens\", \"stream\": \"stdout\"}}, "
-		"\"decode_tokens\": 16, \"runs\": 1, \"warmup_runs\": 0, \"idle_baseline_ms\": 0, \"drift\": {\"probe_ms\": 0}%s}";
+	/* A macro, so that snprintf sees a literal format at every optimization level. */
+#define SHORT_FMT \
+		"{\"name\": \"eos%s\", \"model\": {\"format\": \"llama2c\", \"synth\": " \
+		"{\"shape\": \"stories260K\"}}, \"engine\": {\"kind\": \"external\", \"command\": " \
+		"[\"printf\", \"memwall-tokens: decode=3\\\\n%%.0s%%.0s\", \"{n}\", \"{model}\"], " \
+		"\"adapter\": {\"name\": \"memwall-tokens\", \"stream\": \"stdout\"}}, " \
+		"\"decode_tokens\": 16, \"runs\": 1, \"warmup_runs\": 0, \"idle_baseline_ms\": 0, \"drift\": {\"probe_ms\": 0}%s}"
 	char body[1024];
 	struct t_output o;
-	snprintf(body, sizeof(body), fmt, "", "");
+	snprintf(body, sizeof(body), SHORT_FMT, "", "");
 	json_t *doc = run_protocol("eos", body, NULL, &o);
 	T_EQ_INT(o.status, 1);
 	T_CONTAINS(o.err, "short run (4 tokens) is invalid");
@@ -433,7 +434,7 @@ static void test_short_count(void)
 	t_output_free(&o);
 
 	/* Allowed: both runs are valid, but 3 - 3 tokens give no differential figure. */
-	snprintf(body, sizeof(body), fmt, "-allowed", ", \"allow_short\": true");
+	snprintf(body, sizeof(body), SHORT_FMT, "-allowed", ", \"allow_short\": true");
 	doc = run_protocol("eos-allowed", body, NULL, &o);
 	if (o.status != 0)
 		fprintf(stderr, "%s\n", o.err);

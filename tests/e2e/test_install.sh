@@ -36,15 +36,22 @@ mkdir -p "$tmp/elsewhere" "$tmp/cache"
 cd "$tmp/elsewhere" || exit 1
 export MEMWALL_CACHE_DIR="$tmp/cache"
 
-# 1. By name, from the installed data directory (MEMWALL_DATA_DIR: the DESTDIR copy).
-MEMWALL_DATA_DIR=$dest "$bin" run stories260k-smoke -o "$tmp/out" --format json \
+# 1. By name, from the installed data directory (MEMWALL_DATA_DIR: the DESTDIR copy), without
+# -o: the record goes to results/runs/ under the current folder, and the run says so, with the
+# folder it created (issue 44: it was made silently in whatever folder the user was in).
+MEMWALL_DATA_DIR=$dest "$bin" run stories260k-smoke --format json \
 	>"$tmp/run.out" 2>"$tmp/run.err"
 rc=$?
 [ "$rc" -eq 0 ] || [ "$rc" -eq 1 ] || { cat "$tmp/run.err" >&2; fail "run by name: exit $rc"; }
-rec=$(ls "$tmp"/out/stories260k-smoke-*.json 2>/dev/null | head -n 1)
+here=$(pwd)
+grep -qF "memwall run: created the folder results/runs (in $here) for the record" "$tmp/run.err" ||
+	fail "run from another folder did not say it created results/runs there"
+rec=$(ls "$here"/results/runs/stories260k-smoke-*.json 2>/dev/null | head -n 1)
 if [ -z "$rec" ]; then
-	fail "run by name wrote no record in $tmp/out"
+	fail "run by name wrote no record in $here/results/runs"
 else
+	grep -qF "result written to results/runs/$(basename "$rec") (in $here)" "$tmp/run.err" ||
+		fail "run did not say where the record went: $(grep 'written to' "$tmp/run.err")"
 	grep -q "\"source\": *\"$dest/protocols/stories260k-smoke.json\"" "$rec" ||
 		fail "the record's protocol.source is not the installed file ($dest/protocols/...)"
 fi
@@ -70,8 +77,12 @@ fi
 # 2. --list names the installed protocols with a description, under the data directory.
 MEMWALL_DATA_DIR=$dest "$bin" run --list >"$tmp/list.out" 2>&1 || fail "run --list: exit $?"
 grep -q "^$dest/protocols:" "$tmp/list.out" || fail "run --list: no header for $dest/protocols"
-grep -q "^  stories260k-smoke  *A seconds-long smoke run" "$tmp/list.out" ||
-	fail "run --list: no stories260k-smoke line with its description"
+grep -A1 "^  stories260k-smoke$" "$tmp/list.out" | grep -q "^      A seconds-long smoke run" ||
+	fail "run --list: no stories260k-smoke line with its description under it"
+# Whole sentences, not a first one cut to nothing (issue 44: "The embedded default").
+grep -A1 "^  stories110m-synthetic$" "$tmp/list.out" | grep -q "The embedded default. A synthetic" ||
+	fail "run --list: stories110m-synthetic's description stops at its first three words"
+awk 'length > 80 { exit 1 }' "$tmp/list.out" || fail "run --list: a line wider than 80 columns"
 grep -q "schema" "$tmp/list.out" && fail "run --list lists the schema as a protocol"
 # An installed binary never falls back to the source tree.
 [ "$(grep -c '^[^ ]' "$tmp/list.out")" -eq 1 ] || fail "run --list searched more than one folder"

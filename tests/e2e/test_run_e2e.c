@@ -14,7 +14,9 @@
 #include "quants/quants.h"
 #include "test.h"
 
-static char scratch[256], outdir[512], proto[4096];
+/* proto: the shipped smoke protocol (test_smoke checks its drift probe); quiet_proto: the same
+ * without the probe (tests/lib/run.h, t_smoke_protocol), where drift is not what is tested. */
+static char scratch[256], outdir[512], proto[4096], quiet_proto[600];
 
 /* The one record in dir whose name contains needle, or "" . */
 static void find_record(const char *dir, const char *needle, char *path, size_t n)
@@ -174,8 +176,8 @@ static void test_interrupt(void)
 		int nul = open("/dev/null", O_WRONLY);
 		dup2(nul, 1);
 		dup2(nul, 2);
-		execl(bin, "memwall", "run", proto, "--runs", "100000", "--tokens", "400", "-o", dir,
-		      (char *)NULL);
+		execl(bin, "memwall", "run", quiet_proto, "--runs", "100000", "--tokens", "400",
+		      "-o", dir, (char *)NULL);
 		_exit(127);
 	}
 	sleep(2);
@@ -281,7 +283,7 @@ static void test_quota(void)
 	write_protocol(p, "{\"name\": \"quota\", \"model\": {\"format\": \"llama2c\", \"synth\": "
 			  "{\"shape\": \"stories260K\"}}, \"engine\": {\"kind\": \"builtin\", "
 			  "\"threads\": 0}, \"decode_tokens\": 4, \"runs\": 1, \"counters\": "
-			  "{\"dram\": \"optional\"}}");
+			  "{\"dram\": \"optional\"}, \"drift\": {\"probe_ms\": 0}}");
 	char out[800];
 	snprintf(out, sizeof(out), "%s/quota-results", scratch);
 	setenv("MEMWALL_CGROUP_ROOT", t_data("cgroup/docker-v2-half-cpu"), 1);
@@ -319,6 +321,8 @@ int main(void)
 		t_skip("cannot create a scratch folder in /tmp");
 	snprintf(outdir, sizeof(outdir), "%s/results", scratch);
 	snprintf(proto, sizeof(proto), "%s/protocols/stories260k-smoke.json", root ? root : ".");
+	snprintf(quiet_proto, sizeof(quiet_proto), "%s/stories260k-smoke.json", scratch);
+	t_smoke_protocol(quiet_proto);
 	char cache[600];
 	snprintf(cache, sizeof(cache), "%s/cache", scratch);
 	setenv("MEMWALL_CACHE_DIR", cache, 1);

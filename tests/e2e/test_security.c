@@ -494,7 +494,8 @@ static void test_redaction(void)
 		 "{\"shape\": \"stories260K\"}}, \"engine\": {\"kind\": \"external\", \"command\": "
 		 "[\"%s\", \"{n}\", \"x\", \"{model}\"], \"adapter\": {\"name\": "
 		 "\"memwall-tokens\", \"stream\": \"stdout\"}}, \"decode_tokens\": 8, \"runs\": 1, "
-		 "\"warmup_runs\": 0, \"idle_baseline_ms\": 0}", script);
+		 "\"warmup_runs\": 0, \"idle_baseline_ms\": 0, \"drift\": {\"probe_ms\": 0}}",
+		 script);
 	snprintf(proto, sizeof(proto), "%s/leaky.json", scratch);
 	write_text(proto, body, 0644);
 	snprintf(dir, sizeof(dir), "%s/leaky-out", scratch);
@@ -584,7 +585,8 @@ static void test_process_group(void)
 			 "{\"shape\": \"stories260K\"}}, \"engine\": {\"kind\": \"external\", "
 			 "\"timeout_s\": 2, \"command\": [\"%s\", \"{n}\", \"{model}\"], \"adapter\": "
 			 "{\"name\": \"memwall-tokens\", \"stream\": \"stdout\"}}, \"decode_tokens\": 8, "
-			 "\"runs\": 1, \"warmup_runs\": 0, \"idle_baseline_ms\": 0}", mode[m], script);
+			 "\"runs\": 1, \"warmup_runs\": 0, \"idle_baseline_ms\": 0, \"drift\": "
+			 "{\"probe_ms\": 0}}", mode[m], script);
 		snprintf(proto, sizeof(proto), "%s/wrapper-%s.json", scratch, mode[m]);
 		write_text(proto, body, 0644);
 		snprintf(dir, sizeof(dir), "%s/wrapper-out", scratch);
@@ -611,10 +613,13 @@ int main(void)
 	const char *root = getenv("MEMWALL_SOURCE_ROOT");
 	if (!root || !getenv("MEMWALL_BIN"))
 		t_skip("MEMWALL_SOURCE_ROOT or MEMWALL_BIN is not set (run under meson test)");
-	snprintf(smoke, sizeof(smoke), "%s/protocols/stories260k-smoke.json", root);
 	snprintf(scratch, sizeof(scratch), "/tmp/mw-test-security-XXXXXX");
 	if (!mkdtemp(scratch))
 		t_skip("cannot create a scratch folder in /tmp");
+	/* The smoke protocol without its drift probe (tests/lib/run.h): nothing here is about
+	 * drift, and the probe was a second of CPU a run. */
+	snprintf(smoke, sizeof(smoke), "%s/stories260k-smoke.json", scratch);
+	t_smoke_protocol(smoke);
 	snprintf(cache, sizeof(cache), "%s/cache", scratch);
 	setenv("MEMWALL_CACHE_DIR", cache, 1);
 	unsetenv("MEMWALL_MEMINFO");

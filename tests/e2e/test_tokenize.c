@@ -192,10 +192,13 @@ static int check_vocab(const char *name, struct tcase *cases, int n)
 		T_FAIL_AT(__FILE__, __LINE__, "%s: %s", path, err.text);
 		return 0;
 	}
-	for (int i = 0; i < n; i++) {
-		int count = 0;
-		rc = eng_tokenizer_encode(t, cases[i].text, false, false, got,
-					  (int)(sizeof(got) / sizeof(got[0])), &count);
+	/* Each case twice: as llama-tokenize encodes by default (special tokens matched), and
+	 * as test-tokenizer-0, which made the ids, does (--no-parse-special). */
+	for (int k = 0; k < 2 * n; k++) {
+		int count = 0, i = k / 2;
+		struct eng_encode_options eo = { .no_parse_special = k % 2 };
+		rc = eng_tokenizer_encode_opt(t, cases[i].text, &eo, got,
+					      (int)(sizeof(got) / sizeof(got[0])), &count);
 		bool same = !rc && count == cases[i].n_ids &&
 			    !memcmp(got, cases[i].ids, (size_t)count * sizeof(int));
 		t_checks++;
@@ -204,7 +207,8 @@ static int check_vocab(const char *name, struct tcase *cases, int n)
 			continue;
 		}
 		t_failures++;
-		fprintf(stderr, "FAIL: %s case %d: ", name, i + 1);
+		fprintf(stderr, "FAIL: %s case %d%s: ", name, i + 1,
+			eo.no_parse_special ? " (no_parse_special)" : "");
 		print_text(stderr, cases[i].text);
 		fputs("\n  expected ", stderr);
 		print_ids(stderr, cases[i].ids, cases[i].n_ids);
@@ -628,9 +632,29 @@ static void test_model_file(void)
 			strcat(joined, p);
 	}
 	T_EQ_STR(joined, " Hello world");
+	/* a synthetic model's vocabulary is said to be synthetic (issue 44) */
+	T_CONTAINS(o.err, "is a synthetic model (memwall synth): its vocabulary is synthetic too");
 	json_decref(doc);
 	t_output_free(&o);
 	eng_gguf_close(gv.g);
+
+	/* a llama2.c checkpoint holds no tokenizer: said, with where it is (not "field
+	 * 'max_token_length' is 1634415666") */
+	char ckpt[64];
+	snprintf(ckpt, sizeof(ckpt), "%s/model.bin", dir);
+	const char *synth2[] = { "memwall", "synth", "--shape", "stories260K", "-o", ckpt, NULL };
+	o = t_run(synth2);
+	T_EQ_INT(o.status, 0);
+	t_output_free(&o);
+	const char *tok2[] = { "memwall", "tokenize", "-m", ckpt, "--text", "hi", NULL };
+	o = t_run(tok2);
+	T_EQ_INT(o.status, 2);
+	T_CONTAINS(o.err, "is a llama2.c model checkpoint with synthetic weights (memwall synth) "
+			  "(dim ");
+	T_CONTAINS(o.err, "give that tokenizer.bin with -m");
+	T_ASSERT(!strstr(o.err, "max_token_length"));
+	t_output_free(&o);
+	unlink(ckpt);
 }
 
 /* ---- 3. Bad input ------------------------------------------------------------------------- */
@@ -742,6 +766,142 @@ static void test_invalid_utf8(void)
 	}
 }
 
+/* The case of vocabulary v whose text is text, or NULL. */
+static const struct tcase *case_text(size_t v, const char *text)
+{
+	for (int i = 0; i < n_cases[v]; i++)
+		if (!strcmp(cases[v][i].text, text))
+			return &cases[v][i];
+	return NULL;
+}
+
+/* The id of the token whose text is the n bytes at s, or -1 (a linear search of the GGUF's
+ * token texts: the test's own lookup, not the tokenizer's). */
+static int token_id(const struct gguf_vocab *gv, const char *s, size_t n)
+{
+	for (uint64_t i = 0; i < gv->tokens->arr.n; i++) {
+		const struct eng_gguf_str *t = &gv->tokens->arr.items[i].s;
+		if (t->len == n && !memcmp(t->ptr, s, n))
+			return (int)i;
+	}
+	return -1;
+}
+
+/* Control bytes in falcon's byte-level vocabulary (issue 44). llama.cpp b4747 tokenizes a
+ * BPE word's symbols and, for one that is not a token, looks up each byte of its text alone
+ * and drops what is not a token (llm_tokenizer_bpe_session::tokenize, src/llama-vocab.cpp).
+ * A control byte's GPT-2 character is two UTF-8 bytes, neither a token, so a byte whose
+ * character the vocabulary lacks is dropped. In "Hello" c " world" the byte is a word of its
+ * own under falcon's pre-tokenizer (whitespace alone before a space, or a run of "other"
+ * characters), so llama.cpp's ids are those of "Hello world" (its own test case) with the
+ * character's token between "Hello"'s and " world"'s, or with nothing there. */
+static void test_control_bytes(void)
+{
+	const size_t v = 2; /* falcon */
+	const struct tcase *hw = case_text(v, "Hello world"), *h = case_text(v, "Hello");
+	char *model = vocab_path(v, "");
+	struct gguf_vocab gv;
+	T_ASSERT(hw && h && h->n_ids < hw->n_ids && !memcmp(hw->ids, h->ids,
+							    (size_t)h->n_ids * sizeof(int)));
+	if (!hw || !h || gguf_vocab_open(&gv, model)) {
+		free(model);
+		return;
+	}
+	struct eng_tokenizer *t = NULL;
+	struct eng_error err = { 0 };
+	T_EQ_INT(eng_tokenizer_open_gguf(&t, model, &err), 0);
+	int dropped = 0;
+	for (int c = 1; t && c < 0x80; c = c == 0x1f ? 0x7f : c + 1) {
+		/* the byte's GPT-2 character, as UTF-8 */
+		uint32_t cp = 0;
+		while (gpt2_byte(cp) != c)
+			cp++;
+		char ch[3] = { (char)(0xc0 | (cp >> 6)), (char)(0x80 | (cp & 0x3f)), 0 };
+		int tok = token_id(&gv, ch, 2);
+		int want[MAX_IDS], nw = 0, got[64], ng = 0;
+		memcpy(want, h->ids, (size_t)h->n_ids * sizeof(int));
+		nw = h->n_ids;
+		if (tok >= 0)
+			want[nw++] = tok;
+		else
+			dropped++;
+		for (int i = h->n_ids; i < hw->n_ids; i++)
+			want[nw++] = hw->ids[i];
+		char text[32];
+		snprintf(text, sizeof(text), "Hello%c world", c);
+		int rc = eng_tokenizer_encode(t, text, false, false, got, 64, &ng);
+		t_checks++;
+		if (rc || ng != nw || memcmp(got, want, (size_t)nw * sizeof(int))) {
+			t_failures++;
+			fprintf(stderr, "FAIL: falcon, control byte 0x%02x (%s): rc %d, expected ", c,
+				tok >= 0 ? "a token" : "no token: dropped", rc);
+			print_ids(stderr, want, nw);
+			fputs(" got ", stderr);
+			print_ids(stderr, got, rc ? 0 : ng);
+			fputc('\n', stderr);
+		}
+		/* and through the verb, for the first byte without a token (0x0b in the issue) */
+		if (tok < 0 && dropped == 1) {
+			const char *argv[] = { "memwall", "tokenize", "-m", model, "--text", text, NULL };
+			struct t_output o = t_run(argv);
+			static char line[256];
+			ids_line(line, sizeof(line), want, nw);
+			T_EQ_INT(o.status, 0);
+			T_EQ_STR(o.out ? o.out : "", line);
+			t_output_free(&o);
+		}
+	}
+	printf("falcon: %d of the 33 control bytes have no token and are dropped\n", dropped);
+	T_ASSERT(dropped > 0);
+	eng_tokenizer_close(t);
+	eng_gguf_close(gv.g);
+	free(model);
+}
+
+/* --no-parse-special (llama-tokenize's switch): GPT-2's <|endoftext|> written in the text is
+ * one token by default, and text without it, split by the pre-tokenizer as text: "<|",
+ * "endoftext", "|>" (three words of GPT-2's regex), each encoded alone. */
+static void test_no_parse_special(void)
+{
+	const size_t v = 1; /* gpt-2 */
+	char *model = vocab_path(v, "");
+	struct gguf_vocab gv;
+	if (gguf_vocab_open(&gv, model)) {
+		free(model);
+		return;
+	}
+	int eot = token_id(&gv, "<|endoftext|>", 13);
+	T_ASSERT(eot >= 0);
+	const char *dflt[] = { "memwall", "tokenize", "-m", model, "--text", "<|endoftext|>", NULL };
+	struct t_output o = t_run(dflt);
+	char line[256];
+	snprintf(line, sizeof(line), "%d\n", eot);
+	T_EQ_STR(o.out ? o.out : "", line);
+	t_output_free(&o);
+	struct eng_tokenizer *t = NULL;
+	struct eng_error err = { 0 };
+	T_EQ_INT(eng_tokenizer_open_gguf(&t, model, &err), 0);
+	int want[64], nw = 0;
+	static const char *const words[] = { "<|", "endoftext", "|>" };
+	for (size_t i = 0; t && i < 3; i++) {
+		int n = 0;
+		T_EQ_INT(eng_tokenizer_encode(t, words[i], false, false, want + nw, 64 - nw, &n), 0);
+		nw += n;
+	}
+	for (int i = 0; i < nw; i++)
+		T_ASSERT(want[i] != eot);
+	ids_line(line, sizeof(line), want, nw);
+	const char *raw[] = { "memwall", "tokenize", "-m", model, "--no-parse-special", "--text",
+			      "<|endoftext|>", NULL };
+	o = t_run(raw);
+	T_EQ_INT(o.status, 0);
+	T_EQ_STR(o.out ? o.out : "", line);
+	t_output_free(&o);
+	eng_tokenizer_close(t);
+	eng_gguf_close(gv.g);
+	free(model);
+}
+
 /* Whether ../shared has the vocabularies (t_shared would skip the whole test at once). */
 static const char *shared_missing(void)
 {
@@ -784,11 +944,13 @@ int main(void)
 	}
 	for (size_t v = 0; v < N_VOCABS; v++) {
 		int pass = n_cases[v] > 0 ? check_vocab(vocabs[v].name, cases[v], n_cases[v]) : 0;
-		printf("%s: %d/%d cases give llama.cpp's ids\n", vocabs[v].name, pass,
-		       n_cases[v] > 0 ? n_cases[v] : 0);
+		printf("%s: %d/%d cases give llama.cpp's ids (each with and without "
+		       "parse_special)\n", vocabs[v].name, pass, n_cases[v] > 0 ? 2 * n_cases[v] : 0);
 	}
 	test_verb_ids();
 	test_verb_pieces();
+	test_control_bytes();
+	test_no_parse_special();
 	test_invalid_utf8();
 	test_llama2c();
 	snprintf(path, sizeof(path), "%s/case.txt", dir);

@@ -175,6 +175,13 @@ static void test_agree(void)
 	T_EQ_STR(verdict_of(r, "write pass: reads"), "pass");
 	T_EQ_INT(json_array_size(json_object_get(r, "diagnoses")), 0);
 	T_ASSERT(json_is_false(json_object_get(json_object_get(r, "perf"), "available")));
+	/* arrow-lake has no resctrl: verify looked for it as a second meter, and says so; it
+	 * never says a backend "was asked for" when nobody asked (issue 44) */
+	const char *rwhy = json_string_value(json_object_get(json_object_get(r, "resctrl"),
+							      "reason"));
+	T_CONTAINS(rwhy ? rwhy : "", "no second meter: verify reads resctrl beside the backend "
+				     "where it exists, and here resctrl: no ");
+	T_ASSERT(rwhy && !strstr(rwhy, "asked for"));
 	json_decref(r);
 
 	/* the store: this machine's record under its layer */

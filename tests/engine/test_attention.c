@@ -416,6 +416,46 @@ static void long_context(const char *model)
 
 #define FAULT_STEPS 64
 
+/* Greedy from BOS on the model at path (a session made now, so MEMWALL_TEST_FAULT as set now
+ * applies) until its id differs from base's or FAULT_STEPS ids are out: the first differing
+ * step (-1: none) and into *d the largest logit change against lb (base's logits) over the
+ * steps run. The fault checks ask only whether the ids diverge, and where: the steps after
+ * that were 60 of 64 tokens of each faulted run (issue 44, the suite's CPU). */
+static int faulted_until_diverged(const char *path, const int *base, const float *lb, int vocab,
+				  double *d, double *big)
+{
+	struct eng_model *m = NULL;
+	struct eng_session *s = NULL;
+	struct eng_error err;
+	struct eng_model_options mo = { .load = ENG_LOAD_MMAP };
+	struct eng_session_options o = { .threads = 1 };
+	const float *lg = NULL;
+	int bos = 1, first = -1;
+	*d = *big = 0;
+	if (eng_model_open(&m, path, &mo, &err) || eng_session_new(&s, m, &o, &err) ||
+	    eng_session_prefill(s, &bos, 1, 0, &lg, NULL)) {
+		T_FAIL_AT(__FILE__, __LINE__, "%s: %s", path, err.text);
+		goto out;
+	}
+	for (int k = 0; k < FAULT_STEPS && first < 0; k++) {
+		const float *want = lb + (size_t)k * (size_t)vocab;
+		for (int i = 0; i < vocab; i++) {
+			double x = fabs((double)lg[i] - (double)want[i]);
+			*d = isnan(x) || x > *d ? (isnan(x) ? INFINITY : x) : *d;
+			*big = fmax(*big, fabs((double)want[i]));
+		}
+		int id = id_argmax(lg, vocab);
+		if (id != base[k])
+			first = k;
+		else if (k + 1 < FAULT_STEPS && eng_session_step(s, id, 1 + k, &lg, NULL))
+			break;
+	}
+out:
+	eng_session_free(s);
+	eng_model_close(m);
+	return first;
+}
+
 static void fault_case(const char *name, const char *path, bool must_catch)
 {
 	static const char *const faults[] = { "kv-pos", "head-k", "head" };
@@ -425,24 +465,18 @@ static void fault_case(const char *name, const char *path, bool must_catch)
 	unsetenv("MEMWALL_TEST_FAULT");
 	T_EQ_INT(id_greedy_file(path, ENG_LOAD_MMAP, &o, bos, 1, FAULT_STEPS, base, &lb, &vocab), 0);
 	for (size_t f = 0; f < sizeof(faults) / sizeof(faults[0]) && lb; f++) {
+		double big, d;
 		setenv("MEMWALL_TEST_FAULT", faults[f], 1);
-		T_EQ_INT(id_greedy_file(path, ENG_LOAD_MMAP, &o, bos, 1, FAULT_STEPS, got, &lg,
-					&vocab), 0);
+		int first = faulted_until_diverged(path, base, lb, vocab, &d, &big);
 		unsetenv("MEMWALL_TEST_FAULT");
-		if (!lg)
-			break;
-		int first = id_first_diff(base, got, FAULT_STEPS);
-		double big, d = id_max_diff(lb, lg, (size_t)FAULT_STEPS * (size_t)vocab, &big);
-		printf("fault %-6s %-28s distinct ids %2d/%d, faulted %2d; first differing id at "
-		       "%d (-1: none); largest logit change %.3g of %.3g: %s\n", faults[f], name,
-		       id_distinct(base, FAULT_STEPS), FAULT_STEPS, id_distinct(got, FAULT_STEPS),
-		       first, d, big, first >= 0 ? "CAUGHT" : "missed");
+		printf("fault %-6s %-28s distinct ids %2d/%d; first differing id at %d (-1: none); "
+		       "largest logit change up to there %.3g of %.3g: %s\n", faults[f], name,
+		       id_distinct(base, FAULT_STEPS), FAULT_STEPS, first, d, big,
+		       first >= 0 ? "CAUGHT" : "missed");
 		if (must_catch && (strcmp(faults[f], "head-k") || !strstr(name, "falcon"))) {
 			T_ASSERT(first >= 0);
 			T_ASSERT(d > 0);
 		}
-		free(lg);
-		lg = NULL;
 	}
 	/* the hook is off again: the same ids and bits as before */
 	T_EQ_INT(id_greedy_file(path, ENG_LOAD_MMAP, &o, bos, 1, FAULT_STEPS, got, &lg, &vocab), 0);

@@ -5,7 +5,9 @@
 
 #include <fcntl.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -95,6 +97,39 @@ static inline void t_write_file(const char *path, const char *body)
 	}
 	fputs(body, f);
 	fclose(f);
+}
+
+/* The shipped smoke protocol (protocols/stories260k-smoke.json) without its bandwidth drift
+ * probe, written to path: the same runs, the same name, "drift": {"probe_ms": 0}. The probe
+ * streams 8x the LLC in fresh 2 MiB pages before and after the runs: about a second of CPU a
+ * run where the runs themselves take 20 ms, which a test that does not look at drift need not
+ * spend (issue 44: the suite's CPU budget). Exits 1 when the file cannot be read or no
+ * longer has the one probe_ms it replaces. */
+static inline void t_smoke_protocol(const char *path)
+{
+	const char *root = getenv("MEMWALL_SOURCE_ROOT");
+	char src[4096];
+	snprintf(src, sizeof(src), "%s/protocols/stories260k-smoke.json", root ? root : ".");
+	int fd = open(src, O_RDONLY);
+	char *text = fd >= 0 ? t_slurp_fd(fd) : NULL;
+	if (fd >= 0)
+		close(fd);
+	const char *key = "\"probe_ms\": ";
+	char *at = text ? strstr(text, key) : NULL;
+	if (!at || strstr(at + 1, key)) {
+		fprintf(stderr, "%s: no single \"probe_ms\" to turn off\n", src);
+		exit(1);
+	}
+	at += strlen(key);
+	size_t digits = strspn(at, "0123456789");
+	FILE *f = fopen(path, "w");
+	if (!f) {
+		perror(path);
+		exit(1);
+	}
+	fprintf(f, "%.*s0%s", (int)(at - text), text, at + digits);
+	fclose(f);
+	free(text);
 }
 
 static inline void t_output_free(struct t_output *o)

@@ -101,7 +101,11 @@ static void test_software_events(void)
 		t_skip("perf_event_open refused here (%s)", err.text);
 	T_EQ_INT(rc, 0);
 	T_EQ_INT(prb_set_add(s, "page-faults", &pf, &err), 0);
-	T_EQ_INT(prb_set_add(s, "context-switches", &cs, &err), 0);
+	/* context switches open where kernel counting is allowed; an ordinary user at
+	 * perf_event_paranoid 2 gets the refusal test_paranoid2 checks, never a counter of 0 */
+	rc = prb_set_add(s, "context-switches", &cs, &err);
+	if (rc)
+		T_CONTAINS(err.text, "the kernel counts context-switches in its own context");
 	T_EQ_INT(prb_set_count(s), 3);
 	T_EQ_STR(prb_set_name(s, pf), "page-faults");
 
@@ -191,8 +195,9 @@ static void test_snapshot_cost(void)
 	struct prb_system *sys = this_machine();
 	struct prb_set *s = NULL;
 	struct prb_error err = { 0 };
+	/* five events every user may open (user space counts at perf_event_paranoid 2) */
 	static const char *const names[] = { "task-clock", "cpu-clock", "page-faults",
-					     "context-switches", "minor-faults" };
+					     "major-faults", "minor-faults" };
 	struct prb_reading r[5];
 	int idx;
 	T_EQ_INT(prb_set_new(&s, sys, NULL), 0);
@@ -217,9 +222,62 @@ static void test_snapshot_cost(void)
 	prb_system_close(sys);
 }
 
+/* At perf_event_paranoid 2 without CAP_PERFMON (every ordinary user's default; the hook makes
+ * it so for a root test run): the software events that user space can count open user-only
+ * and count, and those the kernel counts in its own context (context switches, CPU
+ * migrations) are refused, saying why, never a 0 read as measured (issue 44). */
+static void test_paranoid2(void)
+{
+	struct prb_system *sys = this_machine();
+	struct prb_set *s = NULL;
+	struct prb_error err = { 0 };
+	int tc = -1, pf = -1, cs = -1, mig = -1;
+	struct prb_reading r[4];
+	counter_inject_paranoid2 = true;
+	T_EQ_INT(prb_set_new(&s, sys, NULL), 0);
+	T_EQ_INT(prb_set_add(s, "task-clock", &tc, &err), 0);
+	T_EQ_INT(prb_set_add(s, "page-faults", &pf, &err), 0);
+	T_EQ_INT(prb_set_add(s, "context-switches", &cs, &err), -EACCES);
+	T_CONTAINS(err.text, "the kernel counts context-switches in its own context");
+	T_CONTAINS(prb_set_reason(s, cs), "kernel.perf_event_paranoid=1");
+	T_EQ_INT(prb_set_add(s, "cpu-migrations", &mig, &err), -EACCES);
+	T_EQ_INT(prb_set_enable(s), 0);
+	busy(0.01);
+	/* the first touch of fresh pages faults in user mode: counted user-only */
+	enum { PAGES = 64 };
+	char *mem = malloc(PAGES * 4096);
+	for (int i = 0; mem && i < PAGES; i++)
+		mem[i * 4096] = (char)i;
+	free(mem);
+	prb_set_read(s, r);
+	T_ASSERT(r[tc].flags & PRB_READING_USER_ONLY);
+	T_ASSERT(!(r[tc].flags & PRB_READING_NOT_COUNTED) && r[tc].count >= 9e6);
+	T_ASSERT(!(r[pf].flags & PRB_READING_NOT_COUNTED) && r[pf].count >= PAGES);
+	T_ASSERT(r[cs].flags & PRB_READING_NOT_COUNTED);
+	T_ASSERT(r[mig].flags & PRB_READING_NOT_COUNTED);
+	counter_inject_paranoid2 = false;
+	prb_set_free(s);
+	prb_system_close(sys);
+}
+
+/* Opens attr as counter_open or counter_open_member does; where kernel counting is refused
+ * (perf_event_paranoid 2 for an ordinary user), user space only, as prb_set_add does. */
+static int open_sw(struct counter **c, struct perf_event_attr *a, struct counter *leader)
+{
+	for (int user = 0; user < 2; user++) {
+		a->exclude_kernel = a->exclude_hv = (unsigned)user;
+		int rc = leader ? counter_open_member(c, a, 0, -1, leader) : counter_open(c, a, 0, -1);
+		if (rc != -EACCES && rc != -EPERM)
+			return rc;
+	}
+	return -EACCES;
+}
+
 /* The group path the DRAM backends use (one read per memory controller), on software events,
  * laid out as an Arrow Lake snapshot: two controllers x (read, write) as two groups, plus one
- * energy counter on its own: three reads. */
+ * energy counter on its own: three reads. It opens as an ordinary user does at
+ * perf_event_paranoid 2 (user space only): the test never skipped blaming the paranoid
+ * setting for an open the user could make (issue 44). */
 static void test_groups(void)
 {
 	const struct counter_ops *ops = counter_ops_get();
@@ -239,8 +297,7 @@ static void test_groups(void)
 			a.config = j ? PERF_COUNT_SW_PAGE_FAULTS : PERF_COUNT_SW_TASK_CLOCK;
 			a.read_format = PERF_FORMAT_GROUP | PERF_FORMAT_TOTAL_TIME_ENABLED |
 					PERF_FORMAT_TOTAL_TIME_RUNNING;
-			rc = j ? counter_open_member(&c[2 * g + j], &a, 0, -1, c[2 * g]) :
-				 counter_open(&c[2 * g], &a, 0, -1);
+			rc = open_sw(&c[2 * g + j], &a, j ? c[2 * g] : NULL);
 		}
 	memset(&a, 0, sizeof(a));
 	a.size = sizeof(a);
@@ -248,9 +305,10 @@ static void test_groups(void)
 	a.config = PERF_COUNT_SW_CPU_CLOCK;
 	a.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
 	if (rc == 0)
-		rc = counter_open(&c[4], &a, 0, -1);
+		rc = open_sw(&c[4], &a, NULL);
 	if (rc < 0)
-		t_skip("cannot open a software-event group here: %s", prb_explain(rc, "group"));
+		t_skip("cannot open a software-event group here, even for user space only: %s",
+		       prb_explain(rc, "group"));
 	busy(0.01);
 	T_EQ_INT(ops->read_group(c[0], buf, 7), 0);
 	T_EQ_U64(buf[0], 2);                /* nr */
@@ -285,6 +343,11 @@ int main(void)
 	test_injected();
 	test_software_events();
 	test_snapshot_cost();
+	test_paranoid2();
 	test_groups();
+	/* and as an ordinary user at perf_event_paranoid 2 sees it */
+	counter_inject_paranoid2 = true;
+	test_groups();
+	counter_inject_paranoid2 = false;
 	return t_done();
 }

@@ -481,6 +481,59 @@ static void test_resctrl_read(void)
 	prb_system_close(sys);
 }
 
+/* The table prb_dram_backend_check reads against what each backend's detection finds: every
+ * instance found on every recorded tree is a name its backend claims, on the tree's machine,
+ * and the same backend is foreign to the other machine (resctrl exists on both). A record's
+ * self-contradictions (validate, issue 44) are judged by this table. */
+static void test_backend_names(void)
+{
+	static const struct {
+		const char *tree, *machine, *other;
+	} trees[] = {
+		{ "arrow-lake", "x86_64", "aarch64" }, { "skylake-client", "x86_64", "aarch64" },
+		{ "sapphire-rapids", "x86_64", "aarch64" }, { "granite-rapids", "x86_64", "aarch64" },
+		{ "amd-epyc-zen4", "x86_64", "aarch64" }, { "zen3", "x86_64", "aarch64" },
+		{ "ampere-altra", "aarch64", "x86_64" }, { "graviton3", "aarch64", "x86_64" },
+		{ "nvidia-grace", "aarch64", "x86_64" },
+	};
+	char why[256];
+	int checked = 0;
+	for (size_t t = 0; t < sizeof(trees) / sizeof(trees[0]); t++) {
+		struct prb_system *sys = open_tree(trees[t].tree);
+		for (const char *const *b = prb_dram_backends(); sys && *b; b++) {
+			struct prb_dram_options opt = { .backend = *b };
+			struct prb_dram_status st;
+			if (prb_dram_probe(sys, &opt, &st) != 0)
+				continue;
+			for (int i = 0; i < st.n_instances; i++, checked++) {
+				int rc = prb_dram_backend_check(*b, trees[t].machine,
+								st.instances[i].pmu, why, sizeof(why));
+				if (rc)
+					fprintf(stderr, "%s: %s: %s\n", trees[t].tree, *b, why);
+				T_EQ_INT(rc, 0);
+			}
+			T_EQ_INT(prb_dram_backend_check(*b, trees[t].other, NULL, why, sizeof(why)),
+				 strcmp(*b, "resctrl") ? -EINVAL : 0);
+		}
+		prb_system_close(sys);
+	}
+	T_ASSERT(checked >= 40); /* every tree's controllers, not a loop that never ran */
+	T_EQ_INT(prb_dram_backend_check("nvidia_scf", "x86_64", NULL, why, sizeof(why)), -EINVAL);
+	T_CONTAINS(why, "the nvidia_scf backend's PMUs exist only on aarch64 kernels, and this one "
+			"is x86_64");
+	T_EQ_INT(prb_dram_backend_check("amd_umc", "x86_64", "uncore_imc_0", why, sizeof(why)),
+		 -EINVAL);
+	T_CONTAINS(why, "'uncore_imc_0' is not a name the amd_umc backend's driver gives its "
+			"instances (amd_umc_N)");
+	T_EQ_INT(prb_dram_backend_check("amd_umc", NULL, "amd_umc_", why, sizeof(why)), -EINVAL);
+	T_EQ_INT(prb_dram_backend_check("amd_umc", NULL, "amd_umc_1x", why, sizeof(why)), -EINVAL);
+	T_EQ_INT(prb_dram_backend_check("intel_imc_free", "x86_64", "uncore_imc", why, sizeof(why)),
+		 0);
+	T_EQ_INT(prb_dram_backend_check("intel_imc_free", NULL, "uncore_imcx", why, sizeof(why)),
+		 -EINVAL);
+	T_EQ_INT(prb_dram_backend_check("constructed", "x86_64", "x", why, sizeof(why)), -ENOENT);
+}
+
 /* ---- issue 43, class 9: more instances than PRB_DRAM_MAX_INSTANCES (128). Trees are written
  * here, PMU by PMU, into a scratch folder; the formats and aliases are the recorded trees'. */
 
@@ -650,6 +703,7 @@ int main(void)
 	test_bad_tree();
 	test_open_classified();
 	test_resctrl_read();
+	test_backend_names();
 	test_too_many();
 	test_scale_unbounded();
 	return t_done();

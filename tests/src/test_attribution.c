@@ -120,8 +120,8 @@ static void test_run_phases(void)
 	snprintf(out, sizeof(out), "%s/out", dir);
 	snprintf(cache, sizeof(cache), "%s/cache", dir);
 	setenv("MEMWALL_CACHE_DIR", cache, 1);
-	const char *root = getenv("MEMWALL_SOURCE_ROOT");
-	snprintf(proto, sizeof(proto), "%s/protocols/stories260k-smoke.json", root ? root : ".");
+	snprintf(proto, sizeof(proto), "%s/stories260k-smoke.json", dir);
+	t_smoke_protocol(proto); /* without the drift probe: phases are tested, not drift */
 	const char *argv[] = { "memwall", "run", proto, "--runs", "1", "--tokens", "32", "--phases=layers",
 			       "-o", out, NULL };
 	struct t_output o = t_run(argv);

@@ -35,6 +35,15 @@ static struct t_output compare(const char *pa, const char *pb, const char *extra
 	return t_run(argv);
 }
 
+/* How many times needle occurs in hay. */
+static int count(const char *hay, const char *needle)
+{
+	int n = 0;
+	for (const char *at = hay; (at = strstr(at, needle)); at += strlen(needle))
+		n++;
+	return n;
+}
+
 static void test_same(void)
 {
 	char pa[1024], pb[1024];
@@ -108,6 +117,15 @@ static void test_refusals(void)
 	write_pair(&base, &b, pa, pb);
 	struct t_output o = compare(pa, pb, NULL, NULL);
 	T_EQ_INT(o.status, 2);
+	/* The difference is said once: the markdown table on stdout; stderr says what to do. */
+	T_CONTAINS(o.out, "| protocol.name | \"pair\" | \"other\" |");
+	T_EQ_INT(count(o.out, "protocol.name") + count(o.err, "protocol.name"), 1);
+	T_CONTAINS(o.err, "pass --force to compare anyway");
+	T_CONTAINS(o.out, "refused (--force compares anyway)");
+	t_output_free(&o);
+	/* json and junit keep stdout to the document: the difference goes to stderr too */
+	o = compare(pa, pb, "--format", "json");
+	T_EQ_INT(o.status, 2);
 	T_CONTAINS(o.err, "protocol.name: BASE \"pair\", NEW \"other\"");
 	t_output_free(&o);
 	o = compare(pa, pb, "--force", NULL);
@@ -120,7 +138,7 @@ static void test_refusals(void)
 	write_pair(&base, &b, pa, pb);
 	o = compare(pa, pb, NULL, NULL);
 	T_EQ_INT(o.status, 2);
-	T_CONTAINS(o.err, "machine.cpu_name differs");
+	T_CONTAINS(o.out, "machine.cpu_name differs");
 	t_output_free(&o);
 
 	FILE *f = fopen(pb, "w");
@@ -293,9 +311,10 @@ static void test_threads(void)
 	write_docs(x, y, pa, pb);
 	struct t_output o = compare_v(pa, pb, NULL);
 	T_EQ_INT(o.status, 2);
-	T_CONTAINS(o.err, "engine.threads: BASE 1, NEW 2");
-	T_CONTAINS(o.err, "model.sha256");
+	T_CONTAINS(o.out, "| engine.threads | 1 | 2 |");
+	T_CONTAINS(o.out, "| model.sha256 |");
 	T_CONTAINS(o.out, "**refused**");
+	T_CONTAINS(o.err, "2 settings differ");
 	t_output_free(&o);
 	c = check_formats(pa, pb, NULL, 2);
 	T_EQ_INT(json_array_size(json_object_get(c, "differences")), 2);
@@ -344,6 +363,31 @@ static void test_dram_unmeasured(void)
 	struct t_output o = compare_v(pa, pb, bad);
 	T_EQ_INT(o.status, 2);
 	T_CONTAINS(o.err, "--require tok_s: no such metric");
+	t_output_free(&o);
+}
+
+/* Two records of a machine without DRAM counters (every VM): each DRAM figure has the same
+ * reason, said once under the table; exit 3's line names the flag that gates on tok/s. */
+static void test_dram_unmeasured_both(void)
+{
+	char pa[1024], pb[1024];
+	struct fx_spec a = base, b = base;
+	a.dram_bytes = b.dram_bytes = 0;
+	b.seed = 12;
+	write_pair(&a, &b, pa, pb);
+	struct t_output o = compare(pa, pb, NULL, NULL);
+	T_EQ_INT(o.status, 3);
+	T_EQ_INT(count(o.out, "no memory-controller counters"), 1);
+	T_CONTAINS(o.out, "| dram_MB_per_token | yes | not measured | not measured |  |  |  | "
+			  "not-comparable | [1] |");
+	T_CONTAINS(o.out, "\n[1] BASE and NEW: not measured: fixture: no memory-controller counters");
+	T_CONTAINS(o.out, "Exit 3: 1 required metric not comparable (dram_MB_per_token): neither "
+			  "record measured DRAM (see its row); on a machine without DRAM counters, "
+			  "--require tok_per_s gates on tok/s alone.");
+	t_output_free(&o);
+	/* The flag it names does what it says: exit 0 (tok/s compared, no regression). */
+	o = compare(pa, pb, "--require", "tok_per_s");
+	T_EQ_INT(o.status, 0);
 	t_output_free(&o);
 }
 
@@ -491,6 +535,7 @@ int main(void)
 	test_refusals();
 	test_threads();
 	test_dram_unmeasured();
+	test_dram_unmeasured_both();
 	test_drifted();
 	test_acceptance_failed();
 	test_inconclusive();

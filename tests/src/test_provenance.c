@@ -181,6 +181,110 @@ static struct t_output memwall(const char *a, const char *b, const char *c, cons
 	return t_run(argv);
 }
 
+/* Each CSV row of report --format csv ends with the provenance columns, read here from the
+ * record itself: a DRAM row with the layer, caveat, calibration and verification, every other
+ * row with those empty; every row with whether the model is synthetic. */
+static void csv_check_tails(const char *csv, const char *record)
+{
+	json_t *doc = json_load_file(record, 0, NULL);
+	const json_t *dram = json_object_get(json_object_get(doc, "counters"), "dram");
+	const json_t *cal = json_object_get(dram, "calibration");
+	const json_t *ver = json_object_get(dram, "verification");
+	const char *layer = json_string_value(json_object_get(dram, "layer"));
+	const char *caveat = json_string_value(json_object_get(dram, "caveat"));
+	bool calibrated = json_is_object(cal) && json_is_false(json_object_get(cal, "stale"));
+	bool synthetic = json_is_true(json_object_get(json_object_get(doc, "model"), "synthetic"));
+	char dram_tail[512], other_tail[64], err[64] = "";
+	if (calibrated)
+		snprintf(err, sizeof(err), "%.15g",
+			 json_number_value(json_object_get(dram, "calibration_error_pct")));
+	snprintf(dram_tail, sizeof(dram_tail), ",%s,\"%s\",%s%s%s,%s,%s,%s,%s\n",
+		 !strcmp(layer ? layer : "", "sim") ? "\"simulated\"" : "\"hardware\"",
+		 layer ? layer : "", caveat ? "\"" : "", caveat ? caveat : "", caveat ? "\"" : "",
+		 calibrated ? "true" : "false", err,
+		 json_is_object(ver) ? json_string_value(json_object_get(ver, "verdict")) : "",
+		 synthetic ? "true" : "false");
+	snprintf(other_tail, sizeof(other_tail), ",,,,,,,%s\n", synthetic ? "true" : "false");
+	int dram_rows = 0, other_rows = 0;
+	for (const char *line = strchr(csv, '\n'); line && line[1]; line = strchr(line + 1, '\n')) {
+		const char *end = strchr(line + 1, '\n');
+		bool is_dram = !strncmp(strchr(line + 1, ',') + 1, "dram_", 5);
+		const char *tail = is_dram ? dram_tail : other_tail;
+		size_t tl = strlen(tail);
+		if (!end || (size_t)(end + 1 - line) < tl || memcmp(end + 1 - tl, tail, tl)) {
+			fprintf(stderr, "csv row %.*s\n does not end with %s", end ? (int)(end - line)
+				: 80, line + 1, tail);
+			T_ASSERT(false);
+		}
+		*(is_dram ? &dram_rows : &other_rows) += 1;
+	}
+	T_ASSERT(dram_rows > 0 && other_rows > 0);
+	json_decref(doc);
+}
+
+/* Writes the simulated record at sim with its layer made "syscall" and its script's sha256
+ * deleted (two edits that make it look like hardware's), then the edit given (NULL: none),
+ * to path, and runs validate on it. */
+static struct t_output validate_as_hardware(const char *sim, const char *path, const char *key,
+					    json_t *value, bool in_machine)
+{
+	json_t *rec = json_load_file(sim, 0, NULL);
+	json_t *dram = json_object_get(json_object_get(rec, "counters"), "dram");
+	json_object_set_new(dram, "layer", json_string("syscall"));
+	json_object_del(dram, "sim_script_sha256");
+	if (key)
+		json_object_set_new(in_machine ? json_object_get(rec, "machine") : dram, key, value);
+	json_dump_file(rec, path, JSON_INDENT(1));
+	json_decref(rec);
+	return memwall("validate", path, NULL, NULL, NULL);
+}
+
+/* validate refuses what a record made "hardware" by those two edits still contradicts
+ * (issue 44): each rule alone, on a record the others would pass. */
+static void test_layer_contradictions(const char *sim, const char *path)
+{
+	json_t *rec = json_load_file(sim, 0, NULL);
+	const json_t *m = json_object_get(rec, "machine");
+	bool vm = json_is_true(json_object_get(m, "hypervisor"));
+	const char *arch = json_string_value(json_object_get(json_object_get(m, "kernel"), "machine"));
+	char other[16];
+	snprintf(other, sizeof(other), "%s", arch && !strcmp(arch, "aarch64") ? "x86_64" : "aarch64");
+	json_decref(rec);
+	/* A hardware layer on a hypervisor, which exposes no memory-controller PMU. */
+	struct t_output o = validate_as_hardware(sim, path, "hypervisor", json_true(), true);
+	T_EQ_INT(o.status, 1);
+	T_CONTAINS(o.err, "counters.dram.layer: is \"syscall\", hardware counters, but "
+			  "machine.hypervisor is true and the record does not say the hypervisor "
+			  "passed the memory-controller PMUs through");
+	t_output_free(&o);
+	/* The same record on bare metal is consistent: the rule is the hypervisor's. */
+	o = validate_as_hardware(sim, path, "hypervisor", json_false(), true);
+	T_EQ_INT(o.status, 0);
+	t_output_free(&o);
+	/* The recorded tree is an x86 one (intel_imc_free): on an aarch64 kernel it is foreign. */
+	json_t *kernel = json_pack("{s:s, s:s, s:s}", "release", "6.1.0", "version", "#1",
+				   "machine", other);
+	o = validate_as_hardware(sim, path, "kernel", kernel, true);
+	T_EQ_INT(o.status, 1);
+	if (!strcmp(other, "aarch64"))
+		T_CONTAINS(o.err, "counters.dram.backend: is \"intel_imc_free\" on a hardware layer, "
+				  "but the intel_imc_free backend's PMUs exist only on x86_64 "
+				  "kernels, and this one is aarch64");
+	t_output_free(&o);
+	/* Instance names that are not the backend's (an NVIDIA Grace PMU's, here). */
+	json_t *inst = json_pack("[s, s]", "nvidia_scf_pmu_0", "nvidia_scf_pmu_1");
+	o = validate_as_hardware(sim, path, "instances", inst, false);
+	T_EQ_INT(o.status, 1);
+	T_CONTAINS(o.err, "counters.dram.instances[0]: 'nvidia_scf_pmu_0' is not a name the "
+			  "intel_imc_free backend's driver gives its instances "
+			  "(uncore_imc_free_running_N or uncore_imc)");
+	t_output_free(&o);
+	/* The record as made on this machine: refused whenever this is a VM. */
+	o = validate_as_hardware(sim, path, NULL, NULL, false);
+	T_EQ_INT(o.status, vm ? 1 : 0);
+	t_output_free(&o);
+}
+
 static void test_surfaces(void)
 {
 	char sim[1024], hw[1024], db[512], bundle[512], edited[512];
@@ -225,9 +329,11 @@ static void test_surfaces(void)
 	T_CONTAINS(o.out, "- **SIMULATED**: DRAM counts");
 	t_output_free(&o);
 	o = memwall("report", sim, "--format", "csv", NULL);
-	T_CONTAINS(o.out, ",reason,dram_source,model_synthetic\n");
+	/* The provenance columns results/README.md and README promise, as in jsonl and sql. */
+	T_CONTAINS(o.out, ",reason,dram_source,dram_layer,dram_caveat,dram_calibrated,"
+			  "calibration_error_pct,dram_verification,model_synthetic\n");
 	T_CONTAINS(o.out, "\n\"prov\",dram_MB_per_token,");
-	T_ASSERT(strstr(o.out, ",simulated,true\n") != NULL);
+	csv_check_tails(o.out, sim);
 	t_output_free(&o);
 	o = memwall("report", sim, "--format", "jsonl", NULL);
 	T_CONTAINS(o.out, "\"dram_source\":\"simulated\"");
@@ -250,6 +356,25 @@ static void test_surfaces(void)
 	T_CONTAINS(o.out, "[SIMULATED]\n\n**SIMULATED: this record's DRAM counts come from "
 			  "memwall's simulated PMU, not from hardware.**");
 	T_CONTAINS(o.out, "- DRAM counters: counted as SIMULATED (intel_imc_free)");
+	t_output_free(&o);
+	/* a record without DRAM counters: the reason once per record (issue 44: it was twice) */
+	char bundle2[600];
+	snprintf(bundle2, sizeof(bundle2), "%s/hw.tar.gz", scratch);
+	o = memwall("bundle", hw, "-o", bundle2, NULL);
+	T_EQ_INT(o.status, 0);
+	t_output_free(&o);
+	const char *tar2[] = { "/bin/tar", "xzf", bundle2, "-O", "provenance.md", NULL };
+	o = t_run(tar2);
+	json_t *hdoc = json_load_file(hw, 0, NULL);
+	const char *hwhy = json_string_value(json_object_get(json_object_get(json_object_get(
+		hdoc, "counters"), "dram"), "reason"));
+	T_ASSERT(hwhy != NULL);
+	int times = 0;
+	for (const char *at = o.out; hwhy && (at = strstr(at, hwhy)); at += strlen(hwhy))
+		times++;
+	T_EQ_INT(times, 1);
+	T_CONTAINS(o.out, "- DRAM counters: not measured (why: the DRAM counts line)\n");
+	json_decref(hdoc);
 	t_output_free(&o);
 
 	/* db list and db compare: the source beside every figure; compare groups by it */
@@ -274,16 +399,51 @@ static void test_surfaces(void)
 	t_output_free(&o);
 
 	/* compare: a simulated record never compares with one that is not, even with --force */
-	o = memwall("compare", sim, hw, NULL, NULL);
-	T_EQ_INT(o.status, 2);
-	T_CONTAINS(o.err, "counters.dram.layer: BASE simulated (layer sim), NEW none");
+	/* and says so the same way with --force or without: never "--force compares anyway"
+	 * beside a note that says it does not (issue 44) */
+	for (int forced = 0; forced < 2; forced++) {
+		o = forced ? memwall("compare", "--force", sim, hw, NULL)
+			   : memwall("compare", sim, hw, NULL, NULL);
+		T_EQ_INT(o.status, 2);
+		T_CONTAINS(o.out, "| counters.dram.layer | simulated (layer sim) | none (layer none) |");
+		T_CONTAINS(o.out, "refused (counters.dram.layer differs: --force does not compare a "
+				  "SIMULATED record with one that is not)");
+		T_ASSERT(!strstr(o.out, "--force compares anyway"));
+		T_CONTAINS(o.err, "(--force does not change that)");
+		T_ASSERT(!strstr(o.err, "pass --force"));
+		t_output_free(&o);
+	}
+	o = memwall("compare", "--help", NULL, NULL, NULL);
+	T_CONTAINS(o.out, "a record whose DRAM counts are SIMULATED (counters.dram.layer sim) never "
+			  "compares\nwith one whose are not, --force or not (exit 2)");
 	t_output_free(&o);
-	o = memwall("compare", "--force", sim, hw, NULL);
-	T_EQ_INT(o.status, 2);
-	T_CONTAINS(o.out, "--force does not compare a SIMULATED record");
-	t_output_free(&o);
+	/* Two simulated records compare, and every format says the counts are SIMULATED. */
 	o = memwall("compare", sim, sim, NULL, NULL);
 	T_EQ_INT(o.status, 0);
+	T_CONTAINS(o.out, "**SIMULATED**: both records' DRAM counts come from memwall's simulated "
+			  "PMU (BASE SIMULATED (intel_imc_free), NEW SIMULATED (intel_imc_free))");
+	T_CONTAINS(o.out, "| dram_MB_per_token [SIMULATED] | yes |");
+	T_CONTAINS(o.out, "| tok_per_s | yes |");
+	t_output_free(&o);
+	o = memwall("compare", sim, sim, "--format", "json");
+	T_EQ_INT(o.status, 0);
+	doc = json_loads(o.out, 0, NULL);
+	const json_t *src = json_object_get(doc, "dram_source");
+	T_EQ_STR(json_string_value(json_object_get(src, "base")), "simulated");
+	T_EQ_STR(json_string_value(json_object_get(src, "new")), "simulated");
+	T_EQ_STR(json_string_value(json_object_get(src, "new_tag")), "SIMULATED (intel_imc_free)");
+	json_decref(doc);
+	t_output_free(&o);
+	o = memwall("compare", sim, sim, "--format", "junit");
+	T_EQ_INT(o.status, 0);
+	T_CONTAINS(o.out, "<property name=\"dram_source_base\" value=\"SIMULATED (intel_imc_free)\"/>");
+	T_CONTAINS(o.out, "name=\"dram_MB_per_token\" time=\"0\"><system-out>SIMULATED DRAM counts: ");
+	T_ASSERT(!strstr(o.out, "name=\"tok_per_s\" time=\"0\"><system-out>SIMULATED"));
+	t_output_free(&o);
+	/* and a comparison without the simulated PMU says who counted instead */
+	o = memwall("compare", hw, hw, NULL, NULL);
+	T_CONTAINS(o.out, "DRAM counted by: BASE engine-accounted only, NEW engine-accounted only.");
+	T_ASSERT(!strstr(o.out, "SIMULATED"));
 	t_output_free(&o);
 
 	/* headroom: a simulated baseline is never called measured */
@@ -311,6 +471,7 @@ static void test_surfaces(void)
 	T_CONTAINS(o.err, "counters.dram.layer: is \"syscall\", but the record names the "
 			  "simulated PMU's script");
 	t_output_free(&o);
+	test_layer_contradictions(sim, edited);
 }
 
 int main(void)

@@ -164,6 +164,40 @@ static void test_validate(void)
 	json_decref(doc);
 }
 
+/* created_utc: RFC 3339 with Z, fractional seconds allowed (issue 44); every field in range,
+ * and nothing after the Z. */
+static void test_created_utc(void)
+{
+	static const struct {
+		const char *t;
+		int rc;
+	} cases[] = {
+		{ "2026-12-06T21:07:35Z", 0 },
+		{ "2026-12-06T21:07:35.001Z", 0 },
+		{ "2026-12-06T21:07:35.5Z", 0 },
+		{ "2026-12-06T21:07:35.123456789Z", 0 },
+		{ "2026-12-06T21:07:35.Z", MW_RESULT_MALFORMED },     /* a point, no digit */
+		{ "2026-12-06T21:07:35.001", MW_RESULT_MALFORMED },   /* no Z */
+		{ "2026-12-06T21:07:35.001+01:00", MW_RESULT_MALFORMED }, /* not UTC's Z */
+		{ "2026-12-06T21:07:35.0a1Z", MW_RESULT_MALFORMED },
+		{ "2026-02-30T21:07:35.001Z", MW_RESULT_MALFORMED },  /* no 30 February */
+		{ "2026-12-06T21:07:35ZZ", MW_RESULT_MALFORMED },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct mw_error err;
+		json_t *doc = fx_record(&base_spec);
+		json_object_set_new(doc, "created_utc", json_string(cases[i].t));
+		int rc = mw_result_validate(doc, "utc.json", &err);
+		if (rc != cases[i].rc)
+			fprintf(stderr, "created_utc %s: validate gave %d (%s), want %d\n", cases[i].t,
+				rc, rc ? err.text : "", cases[i].rc);
+		T_EQ_INT(rc, cases[i].rc);
+		if (rc)
+			T_EQ_STR(err.field, "created_utc");
+		json_decref(doc);
+	}
+}
+
 /* Issue 28, class 12: an idle baseline larger than the decode traffic (run 2's idle window
  * cut to 1 us with its bytes kept: a rate of 10^12 byte/s) gives no net figure, never one
  * below zero; the record stays valid. */
@@ -499,6 +533,7 @@ int main(void)
 		t_skip("cannot create a scratch folder in /tmp");
 	test_sha256();
 	test_validate();
+	test_created_utc();
 	test_not_measured();
 	test_ci_clamped();
 	test_write_unique();

@@ -58,6 +58,15 @@ static void test_percentiles(void)
 	T_NEAR(mw_percentile(x, 10, 100), 10, 0);
 	T_NEAR(mw_percentile(x, 1, 99), 10, 0);
 	T_ASSERT(isnan(mw_percentile(x, 0, 50)));
+	/* several at once, from one sort: the same values (hand-computed above) */
+	static const double ps[] = { 50, 90, 99, 99.9, 0, 100 };
+	static const double want[] = { 5.5, 9.1, 9.91, 9.991, 1, 10 };
+	double got[6];
+	mw_percentiles(x, 10, ps, 6, got);
+	for (int i = 0; i < 6; i++)
+		T_NEAR(got[i], want[i], 1e-12);
+	mw_percentiles(x, 0, ps, 2, got);
+	T_ASSERT(isnan(got[0]) && isnan(got[1]));
 }
 
 /* Closed forms: I_x(1, 1) = x; I_x(a, 1) = x^a; I_x(1, b) = 1 - (1 - x)^b; I_0.5(a, a) = 0.5. */

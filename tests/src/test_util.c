@@ -60,11 +60,24 @@ static void test_version(void)
 	T_CONTAINS(v, "(git ");
 }
 
+/* MB with three significant digits: headroom's 0.477 MB/token was printed 0.5 (issue 44). */
+static void test_mb_text(void)
+{
+	char buf[32];
+	T_EQ_STR(mw_mb_text(477000, buf, sizeof(buf)), "0.477");
+	T_EQ_STR(mw_mb_text(5.06e6, buf, sizeof(buf)), "5.06");
+	T_EQ_STR(mw_mb_text(12.14e6, buf, sizeof(buf)), "12.1");
+	T_EQ_STR(mw_mb_text(5063.24e6, buf, sizeof(buf)), "5063.2");
+	T_EQ_STR(mw_mb_text(12345, buf, sizeof(buf)), "0.0123");
+	T_EQ_STR(mw_mb_text(0, buf, sizeof(buf)), "0.0");
+}
+
 int main(void)
 {
 	test_parse_long();
 	test_parse_double();
 	test_error();
 	test_version();
+	test_mb_text();
 	return t_done();
 }

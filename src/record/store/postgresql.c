@@ -1,6 +1,7 @@
 /* src/record/store/postgresql.c: the results store on a PostgreSQL server (libpq), for a fleet:
  * selected by a postgresql:// (or postgres://) connection URL, which libpq parses itself
  * (https://www.postgresql.org/docs/current/libpq-connect.html#LIBPQ-CONNSTRING-URIS). */
+#include <dlfcn.h>
 #include <errno.h>
 #include <libpq-fe.h>
 #include <stdlib.h>
@@ -8,6 +9,62 @@
 #include <string.h>
 
 #include "backend.h"
+
+/* libpq is loaded when a postgresql:// store is first opened, not linked: it brings some 20
+ * libraries (GnuTLS, Kerberos, LDAP, SASL) whose relocations and initializers took 3 of the
+ * 7.5 ms of every memwall start, for the few commands that use PostgreSQL (issue 44: the
+ * test suite starts memwall about a thousand times). The header gives each function's type;
+ * the soname is the one libpq has kept since PostgreSQL 8.3. */
+#define LIBPQ_SONAME "libpq.so.5"
+
+static struct {
+	bool tried;
+	void *dl;
+	char why[256];
+	__typeof__(PQconnectdbParams) *connectdbParams;
+	__typeof__(PQstatus) *status;
+	__typeof__(PQerrorMessage) *errorMessage;
+	__typeof__(PQfinish) *finish;
+	__typeof__(PQexec) *exec;
+	__typeof__(PQexecParams) *execParams;
+	__typeof__(PQclear) *clear;
+	__typeof__(PQresultStatus) *resultStatus;
+	__typeof__(PQresultErrorMessage) *resultErrorMessage;
+	__typeof__(PQntuples) *ntuples;
+	__typeof__(PQnfields) *nfields;
+	__typeof__(PQgetisnull) *getisnull;
+	__typeof__(PQgetvalue) *getvalue;
+} pq;
+
+/* Loads libpq once: 0, or -ENOTSUP with pq.why saying what is missing. */
+static int pq_load(void)
+{
+	static const char *const names[] = { "PQconnectdbParams", "PQstatus", "PQerrorMessage",
+		"PQfinish", "PQexec", "PQexecParams", "PQclear", "PQresultStatus",
+		"PQresultErrorMessage", "PQntuples", "PQnfields", "PQgetisnull", "PQgetvalue" };
+	void **slot[] = { (void **)&pq.connectdbParams, (void **)&pq.status,
+		(void **)&pq.errorMessage, (void **)&pq.finish, (void **)&pq.exec,
+		(void **)&pq.execParams, (void **)&pq.clear, (void **)&pq.resultStatus,
+		(void **)&pq.resultErrorMessage, (void **)&pq.ntuples, (void **)&pq.nfields,
+		(void **)&pq.getisnull, (void **)&pq.getvalue };
+	_Static_assert(sizeof(names) / sizeof(names[0]) == sizeof(slot) / sizeof(slot[0]),
+		       "one slot per libpq function");
+	if (pq.tried)
+		return pq.dl ? 0 : -ENOTSUP;
+	pq.tried = true;
+	if (!(pq.dl = dlopen(LIBPQ_SONAME, RTLD_NOW | RTLD_LOCAL))) {
+		snprintf(pq.why, sizeof(pq.why), "%s", dlerror());
+		return -ENOTSUP;
+	}
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!(*slot[i] = dlsym(pq.dl, names[i]))) {
+			snprintf(pq.why, sizeof(pq.why), "%s has no %s", LIBPQ_SONAME, names[i]);
+			dlclose(pq.dl);
+			pq.dl = NULL;
+			return -ENOTSUP;
+		}
+	return 0;
+}
 
 static bool accepts(const char *where)
 {
@@ -64,9 +121,14 @@ static int db_open(const char *where, void **h, struct mw_error *err)
 	const char *env = getenv("PGCONNECT_TIMEOUT");
 	const char *keys[] = { "connect_timeout", "dbname", NULL };
 	const char *vals[] = { env && *env ? env : CONNECT_TIMEOUT_S, where, NULL };
-	PGconn *c = PQconnectdbParams(keys, vals, 1);
-	if (!c || PQstatus(c) != CONNECTION_OK) {
-		const char *msg = c ? PQerrorMessage(c) : "out of memory";
+	if (pq_load())
+		return mw_error_set(err, -ENOTSUP, "PostgreSQL", "--db", "cannot load libpq, "
+				    "PostgreSQL's client library (%s): install it (Debian: sudo "
+				    "apt-get install libpq5) or use an SQLite store (--db FILE)",
+				    pq.why);
+	PGconn *c = pq.connectdbParams(keys, vals, 1);
+	if (!c || pq.status(c) != CONNECTION_OK) {
+		const char *msg = c ? pq.errorMessage(c) : "out of memory";
 		const char *fix = "check the URL's host, port, user and database, and that the "
 				  "server runs";
 		for (size_t i = 0; i < sizeof(connect_fixes) / sizeof(connect_fixes[0]); i++)
@@ -80,34 +142,34 @@ static int db_open(const char *where, void **h, struct mw_error *err)
 		/* The URL the user gave names the store; mw_error_print redacts its password. */
 		if (err)
 			snprintf(err->source, sizeof(err->source), "%s", where);
-		PQfinish(c);
+		pq.finish(c);
 		return -EIO;
 	}
 	/* Notices ("relation already exists, skipping") are not the user's business. */
-	PQclear(PQexec(c, "SET client_min_messages = warning"));
+	pq.clear(pq.exec(c, "SET client_min_messages = warning"));
 	*h = c;
 	return 0;
 }
 
 static void db_close(void *h)
 {
-	PQfinish(h);
+	pq.finish(h);
 }
 
 static int check(PGresult *r, PGconn *c, struct mw_error *err)
 {
-	ExecStatusType s = PQresultStatus(r);
+	ExecStatusType s = pq.resultStatus(r);
 	if (s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK)
 		return 0;
-	set_pq_error(err, "query failed", r ? PQresultErrorMessage(r) : PQerrorMessage(c));
+	set_pq_error(err, "query failed", r ? pq.resultErrorMessage(r) : pq.errorMessage(c));
 	return -EIO;
 }
 
 static int db_exec(void *h, const char *sql, struct mw_error *err)
 {
-	PGresult *r = PQexec(h, sql);
+	PGresult *r = pq.exec(h, sql);
 	int rc = check(r, h, err);
-	PQclear(r);
+	pq.clear(r);
 	return rc;
 }
 
@@ -115,17 +177,17 @@ static int db_query(void *h, const char *sql, const char *const *params, int npa
 		    mw_store_row_fn row, void *ctx, struct mw_error *err)
 {
 	const char *vals[64];
-	PGresult *r = PQexecParams(h, sql, nparams, NULL, params, NULL, NULL, 0);
+	PGresult *r = pq.execParams(h, sql, nparams, NULL, params, NULL, NULL, 0);
 	int rc = check(r, h, err);
-	int nrows = rc ? 0 : PQntuples(r), ncol = rc ? 0 : PQnfields(r);
+	int nrows = rc ? 0 : pq.ntuples(r), ncol = rc ? 0 : pq.nfields(r);
 	ncol = ncol > 64 ? 64 : ncol;
 	for (int i = 0; i < nrows && !rc; i++) {
 		for (int k = 0; k < ncol; k++)
-			vals[k] = PQgetisnull(r, i, k) ? NULL : PQgetvalue(r, i, k);
+			vals[k] = pq.getisnull(r, i, k) ? NULL : pq.getvalue(r, i, k);
 		if (row)
 			rc = row(ctx, ncol, vals);
 	}
-	PQclear(r);
+	pq.clear(r);
 	return rc;
 }
 
