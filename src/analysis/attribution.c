@@ -204,9 +204,7 @@ int mw_attribution_plot(const struct mw_attribution_input *in, const char *dir, 
 	fprintf(f, "# bar weights_MB kv_MB remainder_MB\n");
 	fprintf(f, "\"engine-accounted\" %.6f %.6f 0\n", a.weights / 1e6, a.kv / 1e6);
 	/* A simulated PMU's counts are never called measured (counters.dram.layer "sim"). */
-	const char *layer = json_string_value(json_object_get(
-		json_object_get(json_object_get(doc, "counters"), "dram"), "layer"));
-	bool sim = layer && !strcmp(layer, "sim");
+	bool sim = in->simulated;
 	if (a.dram)
 		fprintf(f, "\"%s DRAM\" %.6f %.6f %.6f\n", sim ? "SIMULATED" : "measured",
 			a.weights / 1e6, a.kv / 1e6, a.remainder > 0 ? a.remainder / 1e6 : 0);

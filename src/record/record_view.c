@@ -260,8 +260,8 @@ static void view_pos(struct rd *r, const json_t *doc, struct mw_record_view *v)
 /* The measured DRAM bytes and tok/s, with what was read or why nothing was. */
 static void view_measured(struct rd *r, const json_t *doc, struct mw_record_view *v)
 {
-	const char *basis, *dram_reason;
-	struct metric bytes, mb, tps;
+	const char *basis, *dram_reason, *layer;
+	struct metric bytes, mb, tps, cal;
 	/* The bytes MB/token counts: reads, or the total where the backend has no read/write
 	 * split (counters.dram.mb_per_token_basis). Either is checked against the analytic read
 	 * bytes; a total can only be larger, so a total below the floor is still IMPLAUSIBLE. */
@@ -294,6 +294,17 @@ static void view_measured(struct rd *r, const json_t *doc, struct mw_record_view
 		const char *why = mb.present ? mb.reason : bytes.reason;
 		snprintf(v->measured_note, sizeof(v->measured_note), "%s",
 			 why ? why : dram_reason ? dram_reason : "the record has no DRAM figure");
+	}
+
+	rd_str(r, doc, "", "counters.dram.layer", &layer);
+	v->simulated = layer && !strcmp(layer, "sim");
+	/* The calibrated estimate, where a calibration applied: the record derived it (its
+	 * summary's dram_MB_per_token_calibrated), with the calibration's error beside it. */
+	rd_metric(r, doc, "dram_MB_per_token_calibrated", &cal);
+	v->calibrated_bytes = v->cal_error_pct = NAN;
+	if (cal.measured && !isnan(v->measured_bytes)) {
+		v->calibrated_bytes = cal.mean * 1e6;
+		rd_num(r, doc, "", "counters.dram.calibration_error_pct", &v->cal_error_pct);
 	}
 
 	rd_metric(r, doc, "tok_per_s", &tps);

@@ -43,6 +43,12 @@ struct mw_record_view {
 				  * record's MB unit is ambiguous); NAN when not measured */
 	char measured_note[512]; /* the unit read, or why not measured */
 	bool dram_counted;       /* counters.dram.measured */
+	bool simulated;          /* counters.dram.layer "sim": the bytes are the simulated PMU's,
+				  * never to be called measured */
+	double calibrated_bytes; /* dram_MB_per_token_calibrated's mean in bytes (the counted
+				  * figure times the calibration's factor); NAN when none applies */
+	double cal_error_pct;    /* counters.dram.calibration_error_pct; NAN when none applies or
+				  * the record gives no error */
 	double measured_tok_s;   /* summary.metrics.tok_per_s.mean; NAN when not measured */
 	char tok_s_note[512];    /* why measured_tok_s is NAN; "" otherwise */
 	double bw_gbps;          /* the record's bandwidth roof; NAN when none */
