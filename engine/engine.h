@@ -763,7 +763,7 @@ void eng_synth_llama2c_shape_names(char *buf, size_t len);
 /* The same with the FFN activation act (SiLU, ReLU or ReLU^2; -EINVAL for GELU). For ReLU and
  * ReLU^2 the gate rows (w1) come in clusters of 32 that share a direction (std 0.02) plus a
  * small per-row part (std 0.002), so a cluster's 32 activations are zero together on about
- * 45% of tokens (engine/synth/synth_sparsity.h, synth_gate_row): exact zeros in whole blocks, as ReLU
+ * 45% of tokens (engine/synth/synth_sparsity.h, eng_synth_gate_row): exact zeros in whole blocks, as ReLU
  * models' co-activated neurons give them. SiLU gives the bytes eng_synth_llama2c writes. */
 int eng_synth_llama2c_act(const char *path, const char *shape, uint64_t seed,
 			  enum eng_ffn_act act, struct eng_error *err);

@@ -10,10 +10,10 @@
 
 #include <perfmon/pfmlib_perf_event.h>
 
-int pfm_encode(const char *name, uint32_t *type, uint64_t *config, uint64_t *config1,
+int prb_pfm_encode(const char *name, uint32_t *type, uint64_t *config, uint64_t *config1,
 	       uint64_t *config2, char *why, size_t why_size);
 
-int pfm_encode(const char *name, uint32_t *type, uint64_t *config, uint64_t *config1,
+int prb_pfm_encode(const char *name, uint32_t *type, uint64_t *config, uint64_t *config1,
 	       uint64_t *config2, char *why, size_t why_size)
 {
 	static int init_rc = -1;

@@ -7,18 +7,18 @@
 
 #include "internal.h"
 
-int counter_inject_errno;
-bool counter_inject_paranoid2;
+int prb_counter_inject_errno;
+bool prb_counter_inject_paranoid2;
 
 static const struct counter_ops *const all_ops[] = {
 #if MW_HAVE_LIBPERF
 	&counter_libperf_ops,
 #endif
-	&counter_syscall_ops,
-	&counter_sim_ops, /* only when asked for by name: never the default */
+	&prb_counter_syscall_ops,
+	&prb_counter_sim_ops, /* only when asked for by name: never the default */
 };
 
-const struct counter_ops *counter_ops_get(void)
+const struct counter_ops *prb_counter_ops_get(void)
 {
 	const char *want = getenv("MEMWALL_COUNTERS");
 	if (want && *want)
@@ -30,13 +30,13 @@ const struct counter_ops *counter_ops_get(void)
 
 const char *prb_counter_backend(void)
 {
-	return counter_ops_get()->name;
+	return prb_counter_ops_get()->name;
 }
 
 static int injected(void)
 {
 	const char *inject = getenv("MEMWALL_INJECT_ERRNO");
-	int e = counter_inject_errno;
+	int e = prb_counter_inject_errno;
 	if (!e && inject && *inject)
 		e = atoi(inject);
 	return -abs(e);
@@ -47,21 +47,21 @@ static int injected(void)
  * kernel space is refused with EACCES. */
 static int paranoid2(const struct perf_event_attr *attr)
 {
-	return counter_inject_paranoid2 && !attr->exclude_kernel ? -EACCES : 0;
+	return prb_counter_inject_paranoid2 && !attr->exclude_kernel ? -EACCES : 0;
 }
 
-int counter_open(struct counter **out, const struct perf_event_attr *attr, int pid, int cpu)
+int prb_counter_open(struct counter **out, const struct perf_event_attr *attr, int pid, int cpu)
 {
 	int e = injected();
 	if (!e)
 		e = paranoid2(attr);
-	return e ? e : counter_ops_get()->open(out, attr, pid, cpu);
+	return e ? e : prb_counter_ops_get()->open(out, attr, pid, cpu);
 }
 
-int counter_open_member(struct counter **out, const struct perf_event_attr *attr, int pid,
+int prb_counter_open_member(struct counter **out, const struct perf_event_attr *attr, int pid,
 			int cpu, struct counter *leader)
 {
-	const struct counter_ops *ops = counter_ops_get();
+	const struct counter_ops *ops = prb_counter_ops_get();
 	int e = injected();
 	if (!e)
 		e = paranoid2(attr);
@@ -70,22 +70,22 @@ int counter_open_member(struct counter **out, const struct perf_event_attr *attr
 	return ops->open_member ? ops->open_member(out, attr, pid, cpu, leader) : -EOPNOTSUPP;
 }
 
-unsigned counter_bits(struct counter *c)
+unsigned prb_counter_bits(struct counter *c)
 {
-	const struct counter_ops *ops = counter_ops_get();
+	const struct counter_ops *ops = prb_counter_ops_get();
 	unsigned bits = ops->bits ? ops->bits(c) : 64;
 	return bits >= 1 && bits <= 64 ? bits : 64;
 }
 
-int file_counter_open(struct file_counter **out, const char *path)
+int prb_file_counter_open(struct file_counter **out, const char *path)
 {
 	*out = NULL;
-	if (counter_ops_get() == &counter_sim_ops) {
-		int rc = sim_file_open(out, path);
+	if (prb_counter_ops_get() == &prb_counter_sim_ops) {
+		int rc = prb_sim_file_open(out, path);
 		if (rc != -ENOENT)
 			return rc;
 	}
-	return file_counter_open_plain(out, path);
+	return prb_file_counter_open_plain(out, path);
 }
 
 void prb_reading_scale(struct prb_reading *r)

@@ -259,8 +259,8 @@ static bool cpu_in_node(int cpu, int node)
 	bool in = false;
 	if (fmt_into(path, "%s/devices/system/node/node%d/cpulist", root && *root ? root : "/sys",
 		     node) < 0 ||
-	    sysfs_read(path, buf, sizeof(buf), NULL) <= 0 ||
-	    cpulist_parse(buf, &cpus, &n, path, NULL) < 0)
+	    prb_sysfs_read(path, buf, sizeof(buf), NULL) <= 0 ||
+	    prb_cpulist_parse(buf, &cpus, &n, path, NULL) < 0)
 		return false;
 	for (int i = 0; i < n && !in; i++)
 		in = cpus[i] == cpu;
@@ -422,7 +422,7 @@ static int sim_open(struct counter **out, const struct perf_event_attr *attr, in
 	struct facts fx;
 	rc = find_rule(attr, cpu, NULL, &c->rule, &fx);
 	if (rc == 0)
-		rc = counter_syscall_ops.open(&c->inner, attr, pid, cpu);
+		rc = prb_counter_syscall_ops.open(&c->inner, attr, pid, cpu);
 	if (rc < 0) {
 		free(c);
 		return rc;
@@ -440,7 +440,7 @@ static int sim_read(struct counter *cc, uint64_t v[3])
 	uint64_t k = c->k++;
 
 	if (c->inner)
-		return counter_syscall_ops.read(c->inner, v);
+		return prb_counter_syscall_ops.read(c->inner, v);
 	if (r->fail_after >= 0 && k > (uint64_t)r->fail_after)
 		return -EIO;
 	v[0] = value_at(r, k);
@@ -469,7 +469,7 @@ static int sim_open_member(struct counter **out, const struct perf_event_attr *a
 	if (rc >= 0 && fx.nogroups)
 		rc = -EOPNOTSUPP;
 	else if (rc == 0 && leader->inner)
-		rc = counter_syscall_ops.open_member(&c->inner, attr, pid, cpu, leader->inner);
+		rc = prb_counter_syscall_ops.open_member(&c->inner, attr, pid, cpu, leader->inner);
 	else if (rc >= 0 && (rc == 0) != (leader->inner != NULL)) {
 		fprintf(stderr, "%s: sim script: a group mixes a scripted event with an unscripted "
 			"one (type %u config 0x%llx): script both or neither\n", script,
@@ -518,7 +518,7 @@ static int sim_read_group(struct counter *lc, uint64_t *buf, size_t n)
 		      !!(rf & PERF_FORMAT_TOTAL_TIME_RUNNING) + nr * per;
 
 	if (leader->inner)
-		return counter_syscall_ops.read_group(leader->inner, buf, n);
+		return prb_counter_syscall_ops.read_group(leader->inner, buf, n);
 	if (leader->leader || !(rf & PERF_FORMAT_GROUP))
 		return -EINVAL; /* read(2) of a leader opened without PERF_FORMAT_GROUP gives
 				 * one value, not a group */
@@ -552,8 +552,8 @@ static int sim_read_group(struct counter *lc, uint64_t *buf, size_t n)
 static int set_enabled(struct sim_counter *c, bool on)
 {
 	if (c->inner)
-		return on ? counter_syscall_ops.enable(c->inner) :
-			    counter_syscall_ops.disable(c->inner);
+		return on ? prb_counter_syscall_ops.enable(c->inner) :
+			    prb_counter_syscall_ops.disable(c->inner);
 	live_lock_take();
 	c->enabled = on;
 	live_lock_give();
@@ -595,7 +595,7 @@ static void sim_close(struct counter *cc)
 		}
 	live_lock_give();
 	if (c->inner)
-		counter_syscall_ops.close(c->inner);
+		prb_counter_syscall_ops.close(c->inner);
 	free(c);
 }
 
@@ -605,7 +605,7 @@ static unsigned sim_bits(struct counter *cc)
 	return c->inner ? 64 : c->rule.bits;
 }
 
-const struct counter_ops counter_sim_ops = {
+const struct counter_ops prb_counter_sim_ops = {
 	.name = "sim",
 	.open = sim_open,
 	.read = sim_read,
@@ -636,7 +636,7 @@ static void sim_file_close(struct file_counter *f)
 	free(f);
 }
 
-int sim_file_open(struct file_counter **out, const char *path)
+int prb_sim_file_open(struct file_counter **out, const char *path)
 {
 	struct sim_file *f = calloc(1, sizeof(*f));
 	int rc;

@@ -89,7 +89,7 @@ static void sys_close(struct counter *cc)
 	free(c);
 }
 
-const struct counter_ops counter_syscall_ops = {
+const struct counter_ops prb_counter_syscall_ops = {
 	.name = "syscall",
 	.open = sys_open,
 	.read = sys_read,
@@ -115,7 +115,7 @@ static int plain_read(struct file_counter *ff, uint64_t *v)
 	static const char *const no_value[] = { "Unavailable", "Error", "Unassigned" };
 	struct plain_file *f = (struct plain_file *)ff;
 	char buf[64];
-	int rc = sysfs_read(f->path, buf, sizeof(buf), NULL);
+	int rc = prb_sysfs_read(f->path, buf, sizeof(buf), NULL);
 	if (rc < 0)
 		return rc;
 	for (size_t i = 0; i < ARRAY_SIZE(no_value); i++)
@@ -132,7 +132,7 @@ static void plain_close(struct file_counter *f)
 	free(f);
 }
 
-int file_counter_open_plain(struct file_counter **out, const char *path)
+int prb_file_counter_open_plain(struct file_counter **out, const char *path)
 {
 	struct plain_file *f = calloc(1, sizeof(*f));
 	if (!f)

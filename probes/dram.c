@@ -22,14 +22,14 @@
  * servers: the DMC-620 controllers first, Grace's fabric counts next, and the CMN mesh's
  * requests after them (an Ampere Altra has both DMC-620 and CMN PMUs). */
 static const struct dram_backend *const backends[] = {
-	&dram_intel_imc_free,
-	&dram_intel_imc_cas,
-	&dram_amd_umc,
-	&dram_amd_df,
-	&dram_arm_dmc620,
-	&dram_nvidia_scf,
-	&dram_arm_cmn,
-	&dram_resctrl,
+	&prb_dram_intel_imc_free,
+	&prb_dram_intel_imc_cas,
+	&prb_dram_amd_umc,
+	&prb_dram_amd_df,
+	&prb_dram_arm_dmc620,
+	&prb_dram_nvidia_scf,
+	&prb_dram_arm_cmn,
+	&prb_dram_resctrl,
 };
 
 const char *const *prb_dram_backends(void)
@@ -144,7 +144,7 @@ int prb_dram_backend_check(const char *backend, const char *machine, const char 
 
 /* Runs every backend's detection (to tell which are missing and why) and keeps the first
  * present one, or the one asked for, in st and plan. */
-int dram_probe_plan(const struct prb_system *sys, const struct prb_dram_options *opt,
+int prb_dram_probe_plan(const struct prb_system *sys, const struct prb_dram_options *opt,
 		    struct prb_dram_status *st, struct dram_plan *plan)
 {
 	const char *want = opt ? opt->backend : NULL;
@@ -174,7 +174,7 @@ int dram_probe_plan(const struct prb_system *sys, const struct prb_dram_options 
 			note_missing(st->missing, sizeof(st->missing), b->name, why[0] ? why : "absent");
 		if (n == -E2BIG && rc == -ENOENT) {
 			/* present, with more instances than memwall counts: refused, never passed
-			 * over for a backend further down (dram_too_many) */
+			 * over for a backend further down (prb_dram_too_many) */
 			snprintf(st->reason, sizeof(st->reason), "%s: %s", b->name, why);
 			rc = -E2BIG;
 		}
@@ -218,7 +218,7 @@ int prb_dram_probe(const struct prb_system *sys, const struct prb_dram_options *
 	struct dram_plan *plan = malloc(sizeof(*plan));
 	if (!plan)
 		return -ENOMEM;
-	int rc = dram_probe_plan(sys, opt, st, plan);
+	int rc = prb_dram_probe_plan(sys, opt, st, plan);
 	free(plan);
 	return rc;
 }
@@ -232,7 +232,7 @@ static uint64_t now_ns(void)
 
 static void close_instance(struct prb_dram *d, int i)
 {
-	const struct counter_ops *ops = counter_ops_get();
+	const struct counter_ops *ops = prb_counter_ops_get();
 	for (int j = d->plan.inst[i].n_events - 1; j >= 0; j--) {
 		if (d->ctr[i][j].c)
 			ops->close(d->ctr[i][j].c);
@@ -265,8 +265,8 @@ static int open_instance(struct prb_dram *d, int i, bool group, char *what, size
 				   (group ? PERF_FORMAT_GROUP : 0);
 		attr.disabled = 0;
 		int rc = group && j > 0 ?
-			counter_open_member(&d->ctr[i][j].c, &attr, -1, in->cpu, d->ctr[i][0].c) :
-			counter_open(&d->ctr[i][j].c, &attr, -1, in->cpu);
+			prb_counter_open_member(&d->ctr[i][j].c, &attr, -1, in->cpu, d->ctr[i][0].c) :
+			prb_counter_open(&d->ctr[i][j].c, &attr, -1, in->cpu);
 		if (rc < 0) {
 			d->ctr[i][j].c = NULL;
 			snprintf(what, n, "%s (cpu %d, config 0x%llx)", in->name, in->cpu,
@@ -290,7 +290,7 @@ static unsigned narrower(unsigned a, unsigned b)
  * the read's negative errno. One read per event, or one for the group. */
 static void read_raw(struct prb_dram *d, int i, uint64_t v[][3], int *rcs)
 {
-	const struct counter_ops *ops = counter_ops_get();
+	const struct counter_ops *ops = prb_counter_ops_get();
 	const struct dram_instance *in = &d->plan.inst[i];
 	uint64_t group[3 + PRB_DRAM_MAX_EVENTS];
 	int grc = 0;
@@ -340,7 +340,7 @@ static int read_base(struct prb_dram *d, int i, char *what, size_t n)
 		dc->v0 = v[j][0];
 		dc->ena0 = v[j][1];
 		dc->run0 = v[j][2];
-		dc->bits = narrower(counter_bits(dc->c), in->counter_bits);
+		dc->bits = narrower(prb_counter_bits(dc->c), in->counter_bits);
 	}
 	return 0;
 }
@@ -398,7 +398,7 @@ int prb_dram_groups(const struct prb_dram_status *st, unsigned *masks, int max)
 
 static int set_enabled(struct prb_dram *d, bool on)
 {
-	const struct counter_ops *ops = counter_ops_get();
+	const struct counter_ops *ops = prb_counter_ops_get();
 	int first = 0;
 	for (int i = 0; i < d->plan.n; i++)
 		for (int j = 0; d->plan.inst[i].pmu && j < d->plan.inst[i].n_events; j++) {
@@ -442,7 +442,7 @@ int prb_dram_open(struct prb_dram **out, const struct prb_system *sys,
 	*out = NULL;
 	if (!d)
 		return -ENOMEM;
-	rc = dram_probe_plan(sys, opt, st, &d->plan);
+	rc = prb_dram_probe_plan(sys, opt, st, &d->plan);
 	if (rc < 0)
 		goto out;
 	if (opt && opt->events && (rc = select_events(&d->plan, st, opt->events)) < 0)
@@ -456,7 +456,7 @@ int prb_dram_open(struct prb_dram **out, const struct prb_system *sys,
 		struct dram_instance *in = &d->plan.inst[i];
 		char what[640];
 		if (!in->pmu) {
-			rc = file_counter_open(&d->ctr[i][0].f, in->path);
+			rc = prb_file_counter_open(&d->ctr[i][0].f, in->path);
 			if (rc < 0) {
 				snprintf(st->reason, sizeof(st->reason), "%s: cannot open: %s",
 					 in->path, strerror(-rc));
@@ -464,7 +464,7 @@ int prb_dram_open(struct prb_dram **out, const struct prb_system *sys,
 			}
 		} else {
 			rc = -EOPNOTSUPP;
-			if (!d->plan.no_group && in->n_events > 1 && counter_ops_get()->read_group)
+			if (!d->plan.no_group && in->n_events > 1 && prb_counter_ops_get()->read_group)
 				rc = open_instance(d, i, true, what, sizeof(what));
 			/* no groups in this layer, or the PMU refused one: event by event */
 			if (rc < 0)

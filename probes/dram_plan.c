@@ -8,7 +8,7 @@
 
 #include "internal.h"
 
-size_t dram_pmus_matching(const struct prb_system *sys, const char *prefix,
+size_t prb_dram_pmus_matching(const struct prb_system *sys, const char *prefix,
 			  const struct prb_pmu **out, size_t max)
 {
 	size_t n = 0;
@@ -24,7 +24,7 @@ size_t dram_pmus_matching(const struct prb_system *sys, const char *prefix,
 	return n;
 }
 
-int dram_too_many(const char *what, size_t found, char *why, size_t n)
+int prb_dram_too_many(const char *what, size_t found, char *why, size_t n)
 {
 	snprintf(why, n, "%zu %s, more than the %d instances memwall can count "
 		 "(PRB_DRAM_MAX_INSTANCES): counting the first %d would report part of the "
@@ -33,7 +33,7 @@ int dram_too_many(const char *what, size_t found, char *why, size_t n)
 	return -E2BIG;
 }
 
-int dram_pmu_check(const struct prb_pmu *pmu, char *why, size_t n)
+int prb_dram_pmu_check(const struct prb_pmu *pmu, char *why, size_t n)
 {
 	if (!pmu->problem.text[0])
 		return 0;
@@ -41,7 +41,7 @@ int dram_pmu_check(const struct prb_pmu *pmu, char *why, size_t n)
 	return -EINVAL;
 }
 
-int dram_plan_add_pmu(struct dram_plan *plan, const struct prb_pmu *pmu, char *why, size_t n)
+int prb_dram_plan_add_pmu(struct dram_plan *plan, const struct prb_pmu *pmu, char *why, size_t n)
 {
 	int first = plan->n;
 	int n_cpus = pmu->n_cpus ? pmu->n_cpus : 1;
@@ -49,7 +49,7 @@ int dram_plan_add_pmu(struct dram_plan *plan, const struct prb_pmu *pmu, char *w
 		char what[160];
 		snprintf(what, sizeof(what), "instances (%d before %s, whose cpumask names %d "
 			 "CPU%s)", plan->n, pmu->name, n_cpus, n_cpus == 1 ? "" : "s");
-		return dram_too_many(what, (size_t)plan->n + (size_t)n_cpus, why, n);
+		return prb_dram_too_many(what, (size_t)plan->n + (size_t)n_cpus, why, n);
 	}
 	for (int i = 0; i < n_cpus; i++) {
 		struct dram_instance *in = &plan->inst[plan->n++];
@@ -62,7 +62,7 @@ int dram_plan_add_pmu(struct dram_plan *plan, const struct prb_pmu *pmu, char *w
 	return first;
 }
 
-int dram_plan_add_event(struct dram_plan *plan, int first, enum dram_dir dir, const char *terms,
+int prb_dram_plan_add_event(struct dram_plan *plan, int first, enum dram_dir dir, const char *terms,
 			double bytes_per_count, char *why, size_t n)
 {
 	for (int i = first; i < plan->n; i++) {
@@ -105,7 +105,7 @@ int dram_plan_add_event(struct dram_plan *plan, int first, enum dram_dir dir, co
 }
 
 
-int dram_plan_name_event(struct dram_plan *plan, int first, const char *name)
+int prb_dram_plan_name_event(struct dram_plan *plan, int first, const char *name)
 {
 	for (int i = first; i < plan->n; i++) {
 		struct dram_instance *in = &plan->inst[i];

@@ -18,9 +18,9 @@
 
 /* Reads a small text file whole into buf, trailing whitespace trimmed. Returns its length or a
  * negative errno; err (may be NULL) names the file. */
-int sysfs_read(const char *path, char *buf, size_t size, struct prb_error *err);
+int prb_sysfs_read(const char *path, char *buf, size_t size, struct prb_error *err);
 /* Parses a cpumask/cpulist text ("0", "0,56", "0-3,8") into a new array (*n entries). */
-int cpulist_parse(const char *text, int **cpus, int *n, const char *source, struct prb_error *err);
+int prb_cpulist_parse(const char *text, int **cpus, int *n, const char *source, struct prb_error *err);
 
 /* ---- the counter layer: one event on one (pid, cpu), behind an ops table so that libperf
  * can stand in for the raw syscalls. */
@@ -51,27 +51,27 @@ struct counter_ops {
 	unsigned (*bits)(struct counter *c);
 };
 
-extern const struct counter_ops counter_syscall_ops;
-extern const struct counter_ops counter_sim_ops;
+extern const struct counter_ops prb_counter_syscall_ops;
+extern const struct counter_ops prb_counter_sim_ops;
 #if MW_HAVE_LIBPERF
 extern const struct counter_ops counter_libperf_ops;
 #endif
 /* The ops in use ($MEMWALL_COUNTERS, else libperf where built, else syscall). */
-const struct counter_ops *counter_ops_get(void);
+const struct counter_ops *prb_counter_ops_get(void);
 
 /* Test hook: when set, every open fails with this errno (positive), so the explain paths can be
  * exercised on a machine that has the counters. $MEMWALL_INJECT_ERRNO does the same. */
-extern int counter_inject_errno;
+extern int prb_counter_inject_errno;
 /* Test hook: when true, every open that counts kernel space (exclude_kernel 0) fails with
  * EACCES, as the kernel refuses it at perf_event_paranoid 2 to a process without
  * CAP_PERFMON: the unprivileged user's view on a machine where the tests run as root. */
-extern bool counter_inject_paranoid2;
-int counter_open(struct counter **out, const struct perf_event_attr *attr, int pid, int cpu);
-/* counter_open for a group member; -EOPNOTSUPP when the layer has no groups. */
-int counter_open_member(struct counter **out, const struct perf_event_attr *attr, int pid,
+extern bool prb_counter_inject_paranoid2;
+int prb_counter_open(struct counter **out, const struct perf_event_attr *attr, int pid, int cpu);
+/* prb_counter_open for a group member; -EOPNOTSUPP when the layer has no groups. */
+int prb_counter_open_member(struct counter **out, const struct perf_event_attr *attr, int pid,
 			int cpu, struct counter *leader);
 /* The width of c's value in the layer in use: 64 unless the layer says otherwise. */
-unsigned counter_bits(struct counter *c);
+unsigned prb_counter_bits(struct counter *c);
 
 /* ---- byte counters kept in files (resctrl's mbm_total_bytes), behind a seam the simulated
  * layer takes over for the files its script names, so a test can make them grow per read. */
@@ -86,15 +86,15 @@ struct file_counter {
 };
 
 /* Opens path as a byte counter (nothing is read yet). */
-int file_counter_open(struct file_counter **out, const char *path);
-/* The plain file layer behind file_counter_open (counter_syscall.c). */
-int file_counter_open_plain(struct file_counter **out, const char *path);
+int prb_file_counter_open(struct file_counter **out, const char *path);
+/* The plain file layer behind prb_file_counter_open (counter_syscall.c). */
+int prb_file_counter_open_plain(struct file_counter **out, const char *path);
 /* The simulated layer's file counter for path, or -ENOENT when its script does not name it. */
-int sim_file_open(struct file_counter **out, const char *path);
+int prb_sim_file_open(struct file_counter **out, const char *path);
 
 /* ---- core events through libpfm4 (its headers clash with linux/perf_event.h, so it lives in
  * core_pfm.c behind this plain interface). Returns 0 or -ENOENT with why. */
-int pfm_encode(const char *name, uint32_t *type, uint64_t *config, uint64_t *config1,
+int prb_pfm_encode(const char *name, uint32_t *type, uint64_t *config, uint64_t *config1,
 	       uint64_t *config2, char *why, size_t why_size);
 
 /* ---- DRAM backends (probes/pmu/), one per PMU family, listed in dram.c's table. */
@@ -106,7 +106,7 @@ struct dram_event {
 	struct perf_event_attr attr; /* type and config*; the rest is set at open */
 	double bytes_per_count;      /* 64 for a CAS or a 64-byte line */
 	char name[64];               /* prb_dram_event_desc.name: the terms, unless the backend
-				      * names it (dram_plan_name_event) */
+				      * names it (prb_dram_plan_name_event) */
 };
 
 struct dram_instance {
@@ -154,42 +154,42 @@ struct dram_backend {
 #define DRAM_NAME_DIGITS "0123456789"
 #define DRAM_NAME_HEX "0123456789abcdefABCDEF"
 
-extern const struct dram_backend dram_intel_imc_free;
-extern const struct dram_backend dram_intel_imc_cas;
-extern const struct dram_backend dram_amd_umc;
-extern const struct dram_backend dram_amd_df;
-extern const struct dram_backend dram_arm_dmc620;
-extern const struct dram_backend dram_nvidia_scf;
-extern const struct dram_backend dram_arm_cmn;
-extern const struct dram_backend dram_resctrl;
+extern const struct dram_backend prb_dram_intel_imc_free;
+extern const struct dram_backend prb_dram_intel_imc_cas;
+extern const struct dram_backend prb_dram_amd_umc;
+extern const struct dram_backend prb_dram_amd_df;
+extern const struct dram_backend prb_dram_arm_dmc620;
+extern const struct dram_backend prb_dram_nvidia_scf;
+extern const struct dram_backend prb_dram_arm_cmn;
+extern const struct dram_backend prb_dram_resctrl;
 
 /* prb_dram_probe that also hands back the plan: what would be opened, attr by attr (tests
  * check the encodings against values derived by hand from the format files). */
-int dram_probe_plan(const struct prb_system *sys, const struct prb_dram_options *opt,
+int prb_dram_probe_plan(const struct prb_system *sys, const struct prb_dram_options *opt,
 		    struct prb_dram_status *st, struct dram_plan *plan);
 
 /* Helpers for backends: */
 /* Every PMU named prefix<digits>, in numeric order: returns how many there are, and out holds
- * the first max of them (a caller refuses more than max with dram_too_many). */
-size_t dram_pmus_matching(const struct prb_system *sys, const char *prefix,
+ * the first max of them (a caller refuses more than max with prb_dram_too_many). */
+size_t prb_dram_pmus_matching(const struct prb_system *sys, const char *prefix,
 			  const struct prb_pmu **out, size_t max);
 /* More instances than PRB_DRAM_MAX_INSTANCES: found what ("200 nvidia_scf_pmu_N PMUs") said
- * in why, with the limit. Returns -E2BIG, which dram_probe_plan takes as a refusal, never as
+ * in why, with the limit. Returns -E2BIG, which prb_dram_probe_plan takes as a refusal, never as
  * absence: counting some of the controllers would report part of the traffic as all of it,
  * and falling back to another backend would hide that this one is here. */
-int dram_too_many(const char *what, size_t found, char *why, size_t n);
+int prb_dram_too_many(const char *what, size_t found, char *why, size_t n);
 /* 0 when pmu's sysfs entry parsed cleanly; else -EINVAL with why naming the file at fault. */
-int dram_pmu_check(const struct prb_pmu *pmu, char *why, size_t n);
+int prb_dram_pmu_check(const struct prb_pmu *pmu, char *why, size_t n);
 /* Adds one instance per CPU of pmu's cpumask (CPU 0 when it has none). Returns the first new
- * instance's index, or -E2BIG with why (dram_too_many) past PRB_DRAM_MAX_INSTANCES. */
-int dram_plan_add_pmu(struct dram_plan *plan, const struct prb_pmu *pmu, char *why, size_t n);
+ * instance's index, or -E2BIG with why (prb_dram_too_many) past PRB_DRAM_MAX_INSTANCES. */
+int prb_dram_plan_add_pmu(struct dram_plan *plan, const struct prb_pmu *pmu, char *why, size_t n);
 /* Adds event terms (alias or "field=value,...") to every instance from first on, encoded with
  * the instance's PMU; bytes_per_count 0 means: take it from the alias's .scale and .unit.
  * Returns 0 or a negative errno with why. */
-int dram_plan_add_event(struct dram_plan *plan, int first, enum dram_dir dir, const char *terms,
+int prb_dram_plan_add_event(struct dram_plan *plan, int first, enum dram_dir dir, const char *terms,
 			double bytes_per_count, char *why, size_t n);
 /* Names the last event added to every instance from first on (prb_dram_event_desc.name):
  * 0, or -ENAMETOOLONG when name does not fit. */
-int dram_plan_name_event(struct dram_plan *plan, int first, const char *name);
+int prb_dram_plan_name_event(struct dram_plan *plan, int first, const char *name);
 
 #endif

@@ -34,7 +34,7 @@ static int node_cmp(const void *a, const void *b)
 static int64_t node_mem(const char *path)
 {
 	char buf[4096];
-	if (sysfs_read(path, buf, sizeof(buf), NULL) < 0)
+	if (prb_sysfs_read(path, buf, sizeof(buf), NULL) < 0)
 		return -1;
 	const char *p = strstr(buf, "MemTotal:");
 	if (!p)
@@ -59,7 +59,7 @@ static void node_package(struct prb_topology *t, struct prb_numa_node *n)
 	int cpu = n->cpus[0];
 	if (fmt_into(path, "%s/devices/system/cpu/cpu%d/topology/physical_package_id", t->root,
 		     cpu) ||
-	    sysfs_read(path, buf, sizeof(buf), NULL) < 0) {
+	    prb_sysfs_read(path, buf, sizeof(buf), NULL) < 0) {
 		snprintf(t->package_why, sizeof(t->package_why), "%s is unreadable (a kernel "
 			 "without CPU topology, or a tree without it)", path);
 		return;
@@ -74,11 +74,11 @@ static void node_package(struct prb_topology *t, struct prb_numa_node *n)
 	n->package = (int)id;
 	int *pk = NULL, npk = 0;
 	if ((fmt_into(path, "%s/devices/system/cpu/cpu%d/topology/package_cpus_list", t->root,
-		      cpu) || sysfs_read(path, buf, sizeof(buf), NULL) < 0) &&
+		      cpu) || prb_sysfs_read(path, buf, sizeof(buf), NULL) < 0) &&
 	    (fmt_into(path, "%s/devices/system/cpu/cpu%d/topology/core_siblings_list", t->root,
-		      cpu) || sysfs_read(path, buf, sizeof(buf), NULL) < 0))
+		      cpu) || prb_sysfs_read(path, buf, sizeof(buf), NULL) < 0))
 		return; /* the package's id is known; whether the node spans two is not */
-	if (cpulist_parse(buf, &pk, &npk, path, NULL) < 0)
+	if (prb_cpulist_parse(buf, &pk, &npk, path, NULL) < 0)
 		return;
 	for (int i = 0; i < n->n_cpus && !n->spans_packages; i++) {
 		bool in = false;
@@ -97,9 +97,9 @@ static int read_node(struct prb_topology *t, const char *dir, int id, struct prb
 	n->mem_bytes = -1;
 	if (fmt_into(path, "%s/node%d/cpulist", dir, id) < 0)
 		return -ENAMETOOLONG;
-	int len = sysfs_read(path, buf, sizeof(buf), NULL);
+	int len = prb_sysfs_read(path, buf, sizeof(buf), NULL);
 	/* an empty cpulist is a memory-only node (CXL, HBM in flat mode) */
-	if (len > 0 && cpulist_parse(buf, &n->cpus, &n->n_cpus, path, NULL) < 0)
+	if (len > 0 && prb_cpulist_parse(buf, &n->cpus, &n->n_cpus, path, NULL) < 0)
 		return -EINVAL;
 	if (fmt_into(path, "%s/node%d/meminfo", dir, id) == 0)
 		n->mem_bytes = node_mem(path);

@@ -72,7 +72,7 @@ void prb_set_free(struct prb_set *s)
 {
 	if (!s)
 		return;
-	const struct counter_ops *ops = counter_ops_get();
+	const struct counter_ops *ops = prb_counter_ops_get();
 	for (int i = 0; i < s->n; i++)
 		for (int j = 0; j < s->e[i].n; j++)
 			ops->close(s->e[i].c[j]);
@@ -126,7 +126,7 @@ static int resolve(const struct prb_set *s, const char *event, struct perf_event
 	char why[256];
 	uint32_t type;
 	uint64_t c0, c1, c2;
-	if (pfm_encode(event, &type, &c0, &c1, &c2, why, sizeof(why)) < 0)
+	if (prb_pfm_encode(event, &type, &c0, &c1, &c2, why, sizeof(why)) < 0)
 		return prb_error_set(err, -EINVAL, event,
 				     "unknown event: not a software event (task-clock, page-faults, "
 				     "context-switches, ...), not \"pmu/terms/\", and %s", why);
@@ -157,19 +157,19 @@ int prb_set_add(struct prb_set *s, const char *event, int *index, struct prb_err
 		if (pmu && pmu->n_cpus) {
 			/* system-wide on each CPU of the cpumask, no exclude bits, like uncore DRAM */
 			for (int i = 0; i < pmu->n_cpus && i < SET_MAX_CPUS && rc == 0; i++) {
-				rc = counter_open(&e.c[e.n], &attr, -1, pmu->cpus[i]);
+				rc = prb_counter_open(&e.c[e.n], &attr, -1, pmu->cpus[i]);
 				e.n += rc == 0;
 			}
 		} else {
 			attr.inherit = s->opt.inherit;
-			rc = counter_open(&e.c[0], &attr, s->opt.pid, s->opt.cpu);
+			rc = prb_counter_open(&e.c[0], &attr, s->opt.pid, s->opt.cpu);
 			bool kernel_context = false;
 			if ((rc == -EACCES || rc == -EPERM) && !kernel_only(&attr)) {
 				/* perf_event_paranoid 2 refuses kernel counting to unprivileged users;
 				 * the engine's user-space work is still countable */
 				attr.exclude_kernel = 1;
 				attr.exclude_hv = 1;
-				rc = counter_open(&e.c[0], &attr, s->opt.pid, s->opt.cpu);
+				rc = prb_counter_open(&e.c[0], &attr, s->opt.pid, s->opt.cpu);
 				if (rc == 0)
 					e.flags |= PRB_READING_USER_ONLY;
 			} else if (rc == -EACCES || rc == -EPERM) {
@@ -187,7 +187,7 @@ int prb_set_add(struct prb_set *s, const char *event, int *index, struct prb_err
 			}
 		}
 		if (rc < 0 && !e.reason[0]) {
-			const struct counter_ops *ops = counter_ops_get();
+			const struct counter_ops *ops = prb_counter_ops_get();
 			for (int j = 0; j < e.n; j++)
 				ops->close(e.c[j]);
 			e.n = 0;
@@ -203,7 +203,7 @@ int prb_set_add(struct prb_set *s, const char *event, int *index, struct prb_err
 		int cap = s->cap ? s->cap * 2 : 8;
 		struct entry *ne = realloc(s->e, (size_t)cap * sizeof(*ne));
 		if (!ne) {
-			const struct counter_ops *ops = counter_ops_get();
+			const struct counter_ops *ops = prb_counter_ops_get();
 			for (int j = 0; j < e.n; j++)
 				ops->close(e.c[j]);
 			return -ENOMEM;
@@ -245,19 +245,19 @@ static int for_each_counter(struct prb_set *s, int (*fn)(struct counter *))
 
 int prb_set_enable(struct prb_set *s)
 {
-	return for_each_counter(s, counter_ops_get()->enable);
+	return for_each_counter(s, prb_counter_ops_get()->enable);
 }
 
 int prb_set_disable(struct prb_set *s)
 {
-	return for_each_counter(s, counter_ops_get()->disable);
+	return for_each_counter(s, prb_counter_ops_get()->disable);
 }
 
 /* Reset by snapshot rather than PERF_EVENT_IOC_RESET: libperf has no reset, and a snapshot
  * keeps time_enabled and time_running consistent with the value. */
 int prb_set_reset(struct prb_set *s)
 {
-	const struct counter_ops *ops = counter_ops_get();
+	const struct counter_ops *ops = prb_counter_ops_get();
 	int rc = 0;
 	for (int i = 0; i < s->n; i++)
 		for (int j = 0; j < s->e[i].n; j++) {
@@ -270,7 +270,7 @@ int prb_set_reset(struct prb_set *s)
 
 int prb_set_read(struct prb_set *s, struct prb_reading *out)
 {
-	const struct counter_ops *ops = counter_ops_get();
+	const struct counter_ops *ops = prb_counter_ops_get();
 	int rc = 0;
 	for (int i = 0; i < s->n; i++) {
 		struct entry *e = &s->e[i];

@@ -51,7 +51,7 @@ static const char *file_kind(mode_t m)
  * but a regular file is refused by what it is (a sysfs attribute is a regular file; a FIFO
  * blocks, a device such as /dev/zero reads forever), and a file longer than the buffer is
  * refused rather than cut (an alias cut short would encode another event). */
-int sysfs_read(const char *path, char *buf, size_t size, struct prb_error *err)
+int prb_sysfs_read(const char *path, char *buf, size_t size, struct prb_error *err)
 {
 	struct stat st;
 	size_t n = 0;
@@ -110,7 +110,7 @@ static int parse_u64(const char *s, uint64_t *out, const char **end)
 	return 0;
 }
 
-int cpulist_parse(const char *text, int **cpus, int *n, const char *source, struct prb_error *err)
+int prb_cpulist_parse(const char *text, int **cpus, int *n, const char *source, struct prb_error *err)
 {
 	int *list = NULL, count = 0, cap = 0;
 	const char *p = text;
@@ -281,7 +281,7 @@ static int read_formats(struct prb_pmu *pmu, const char *dir)
 		if (rc == 0)
 			rc = fmt_into(f.name, "%s", de->d_name);
 		if (rc == 0)
-			rc = sysfs_read(path, text, sizeof(text), &pmu->problem);
+			rc = prb_sysfs_read(path, text, sizeof(text), &pmu->problem);
 		if (rc >= 0)
 			rc = prb_format_parse(text, &f, path, &pmu->problem);
 		if (rc < 0)
@@ -318,7 +318,7 @@ static int read_events(struct prb_pmu *pmu, const char *dir)
 		if (rc == 0)
 			rc = fmt_into(path, "%s/%s", dir, de->d_name);
 		if (rc == 0)
-			rc = sysfs_read(path, ev.terms, sizeof(ev.terms), &pmu->problem);
+			rc = prb_sysfs_read(path, ev.terms, sizeof(ev.terms), &pmu->problem);
 		if (rc < 0)
 			goto out;
 		if (!ev.terms[0]) {
@@ -327,7 +327,7 @@ static int read_events(struct prb_pmu *pmu, const char *dir)
 		}
 		if (fmt_into(path, "%s/%s.scale", dir, de->d_name) == 0 && access(path, F_OK) == 0) {
 			char *end = NULL;
-			rc = sysfs_read(path, text, sizeof(text), &pmu->problem);
+			rc = prb_sysfs_read(path, text, sizeof(text), &pmu->problem);
 			if (rc < 0)
 				goto out;
 			ev.scale = strtod(text, &end);
@@ -338,7 +338,7 @@ static int read_events(struct prb_pmu *pmu, const char *dir)
 			}
 		}
 		if (fmt_into(path, "%s/%s.unit", dir, de->d_name) == 0 && access(path, F_OK) == 0) {
-			rc = sysfs_read(path, text, sizeof(text), &pmu->problem);
+			rc = prb_sysfs_read(path, text, sizeof(text), &pmu->problem);
 			if (rc >= 0 && fmt_into(ev.unit, "%s", text) < 0)
 				rc = prb_error_set(&pmu->problem, -EINVAL, path, "unit \"%s\" is too long",
 						   text);
@@ -367,7 +367,7 @@ static int read_pmu(struct prb_pmu *pmu, const char *dir)
 	char path[2048], text[4096];
 	int rc;
 	(void)fmt_into(path, "%s/type", dir);
-	rc = sysfs_read(path, text, sizeof(text), &pmu->problem);
+	rc = prb_sysfs_read(path, text, sizeof(text), &pmu->problem);
 	if (rc >= 0) {
 		char *end = NULL;
 		errno = 0;
@@ -383,9 +383,9 @@ static int read_pmu(struct prb_pmu *pmu, const char *dir)
 	}
 	(void)fmt_into(path, "%s/cpumask", dir);
 	if (access(path, F_OK) == 0) {
-		rc = sysfs_read(path, text, sizeof(text), &pmu->problem);
+		rc = prb_sysfs_read(path, text, sizeof(text), &pmu->problem);
 		if (rc >= 0)
-			rc = cpulist_parse(text, &pmu->cpus, &pmu->n_cpus, path, &pmu->problem);
+			rc = prb_cpulist_parse(text, &pmu->cpus, &pmu->n_cpus, path, &pmu->problem);
 		if (rc == -ENOMEM)
 			return rc;
 		if (rc < 0)

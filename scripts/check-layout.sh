@@ -20,6 +20,8 @@
 #             holding its name to its closing `}` at column 0 (kernel style: a function's
 #             braces are at column 0, so no C parser is needed).
 #   file      a file of src/, probes/ or engine/ longer than 1,000 lines.
+#   prefix    a symbol a library exports (nm) without its prefix: libmw mw_, libengine eng_,
+#             the kernel and quant libraries krn_, libprobes prb_.
 #   readme    README.md's fenced block under "## Layout and data flow" must list every folder
 #             of src/, probes/ and engine/ to depth 2, and no folder that does not exist.
 # ALLOW_FILE (default SOURCE_ROOT/scripts/check-layout.allow) lists known offenders someone is
@@ -56,10 +58,10 @@ self_test() {
 	```
 	EOF
 	: >"$t/scripts/check-layout.allow"
-	printf '#include "b.h"\nint a(void);\nint a(void)\n{\n\treturn 1;\n}\n' >"$t/src/base/a.c"
-	printf 'int a(void);\n' >"$t/src/base/a.h"
-	printf 'int b(void);\n' >"$t/src/base/b.h"
-	printf '#include "b.h"\nint b(void)\n{\n\treturn 2;\n}\n' >"$t/src/base/b.c"
+	printf '#include "b.h"\nint mw_a(void);\nint mw_a(void)\n{\n\treturn 1;\n}\n' >"$t/src/base/a.c"
+	printf 'int mw_a(void);\n' >"$t/src/base/a.h"
+	printf 'int mw_b(void);\n' >"$t/src/base/b.h"
+	printf '#include "b.h"\nint mw_b(void)\n{\n\treturn 2;\n}\n' >"$t/src/base/b.c"
 	calls=no
 	if "$cc" -c -o "$t/build/src/libmw.a.p/base_a.c.o" "$t/src/base/a.c" 2>/dev/null &&
 	   "$cc" -c -o "$t/build/src/libmw.a.p/base_b.c.o" "$t/src/base/b.c" 2>/dev/null; then
@@ -125,6 +127,8 @@ self_test() {
 	if [ $calls = yes ]; then
 		grep -q 'cycle.*src/base/b.*src/base/d' "$t/out" ||
 			{ cat "$t/out"; die "self-test: the call cycle b <-> d was not reported"; }
+		grep -q 'prefix: src/base/d.c exports d(), outside the prefix of libmw' "$t/out" ||
+			{ cat "$t/out"; die "self-test: d(), exported without mw_, was not reported"; }
 	else
 		echo "check-layout: self-test: no C compiler ($cc), call cycles not exercised"
 	fi
@@ -338,6 +342,24 @@ END {
 		if (!(order[i] in idx))
 			strong(order[i])
 }' "$tmp/edges" >"$tmp/findings"
+
+# Prefixes: every symbol a library exports starts with its prefix (libmw mw_, libengine eng_,
+# the kernel and quant libraries krn_, libprobes prb_), so a name says where it lives and none
+# can collide with a library memwall links (libpfm4's pfm_, jansson's json_).
+awk '
+FILENAME == ARGV[1] { src[$1] = $2; next }
+{
+	c = index($0, ":"); o = substr($0, 1, c - 1); $0 = substr($0, c + 1)
+	if (!(o in src) || NF < 3 || $2 !~ /^[TDBRCGSV]$/) next
+	if (o ~ /\/libmw\.a\.p\//) { lib = "libmw"; pre = "mw_" }
+	else if (o ~ /\/libengine\.a\.p\//) { lib = "libengine"; pre = "eng_" }
+	else if (o ~ /\/libprobes\.a\.p\//) { lib = "libprobes"; pre = "prb_" }
+	else if (o ~ /\/lib(krn|quants)[a-z0-9_]*\.a\.p\//) { lib = "the kernel libraries"; pre = "krn_" }
+	else next
+	if (index($3, pre) == 1) next
+	print "prefix " src[o] ".c " src[o] ".c exports " $3 "(), outside the prefix of " lib ", " pre \
+	      ": rename it " pre $3 ", or make it static"
+}' "$tmp/objects" "$tmp/nm-d" >>"$tmp/findings"
 
 # Includes whose file the rules cannot tell (their edges are missing from the graph above).
 grep '^AMBIGUOUS ' "$tmp/edges0" | while read -r _ f inc n; do

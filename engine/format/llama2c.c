@@ -41,12 +41,12 @@ static const enum l2c_tensor v1_order[] = {
 	L2C_WO, L2C_W1, L2C_W2, L2C_W3,
 };
 
-const char *l2c_tensor_name(enum l2c_tensor t)
+const char *eng_l2c_tensor_name(enum l2c_tensor t)
 {
 	return (unsigned)t < L2C_TENSOR_COUNT ? tensors[t].name : "?";
 }
 
-bool l2c_tensor_is_weight(enum l2c_tensor t)
+bool eng_l2c_tensor_is_weight(enum l2c_tensor t)
 {
 	return (unsigned)t < L2C_TENSOR_COUNT && tensors[t].weight;
 }
@@ -59,7 +59,7 @@ static int check_positive(const char *source, const char *field, int64_t v, stru
 			     "header field '%s' is %" PRId64 ": it must be positive", field, v);
 }
 
-int l2c_layout_compute(struct l2c_layout *out, const struct l2c_config *c, const char *source,
+int eng_l2c_layout_compute(struct l2c_layout *out, const struct l2c_config *c, const char *source,
 		       struct eng_error *err)
 {
 	int rc;

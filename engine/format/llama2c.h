@@ -74,14 +74,14 @@ struct l2c_layout {
 };
 
 /* The tensor's name as error messages print it, e.g. "wq". Static storage. */
-const char *l2c_tensor_name(enum l2c_tensor t);
+const char *eng_l2c_tensor_name(enum l2c_tensor t);
 /* True for tensors the forward pass reads (every one but the legacy RoPE tables). */
-bool l2c_tensor_is_weight(enum l2c_tensor t);
+bool eng_l2c_tensor_is_weight(enum l2c_tensor t);
 
 /* Checks the header's numbers (positive, divisible, even head size) and computes every
  * tensor's place with overflow-checked 64-bit arithmetic. Fills err naming the field or the
  * tensor, with source as the file name. */
-int l2c_layout_compute(struct l2c_layout *out, const struct l2c_config *c, const char *source,
+int eng_l2c_layout_compute(struct l2c_layout *out, const struct l2c_config *c, const char *source,
 		       struct eng_error *err);
 
 #endif

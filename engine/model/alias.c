@@ -16,7 +16,7 @@ static const size_t kind_fields[ALIAS_KINDS] = {
 	offsetof(struct eng_layer, w_up),   offsetof(struct eng_layer, w_down),
 };
 
-int alias_kind(size_t field)
+int eng_alias_kind(size_t field)
 {
 	for (int k = 0; k < ALIAS_KINDS; k++)
 		if (kind_fields[k] == field)
@@ -24,7 +24,7 @@ int alias_kind(size_t field)
 	return -1;
 }
 
-uint32_t alias_delta_type(uint32_t base)
+uint32_t eng_alias_delta_type(uint32_t base)
 {
 	static const uint32_t table[KRN_TYPE_COUNT] = {
 		[KRN_TYPE_F32] = KRN_TYPE_Q8_0,  [KRN_TYPE_F16] = KRN_TYPE_Q8_0,
@@ -40,7 +40,7 @@ uint32_t alias_delta_type(uint32_t base)
 	return t ? t : KRN_TYPE_Q8_0;
 }
 
-void alias_names(const char *layer_fmt, char *canon, char *delta)
+void eng_alias_names(const char *layer_fmt, char *canon, char *delta)
 {
 	const size_t cap = ENG_GGUF_MAX_NAME + 16;
 	const char *kind = strstr(layer_fmt, "%d.");
@@ -66,7 +66,7 @@ static int meta_u32(const struct eng_gguf *g, const char *key, int64_t *v, const
 	return rc;
 }
 
-int alias_open(struct eng_model *m, const struct eng_gguf *g, struct eng_error *err)
+int eng_alias_open(struct eng_model *m, const struct eng_gguf *g, struct eng_error *err)
 {
 	struct eng_gguf_str form;
 	int64_t first, last;
@@ -93,22 +93,22 @@ int alias_open(struct eng_model *m, const struct eng_gguf *g, struct eng_error *
 	return 0;
 }
 
-bool alias_covers(const struct eng_alias *a, int l)
+bool eng_alias_covers(const struct eng_alias *a, int l)
 {
 	return a && l >= a->first && l <= a->last;
 }
 
-struct eng_mat *alias_canon_slot(struct eng_alias *a, int k)
+struct eng_mat *eng_alias_canon_slot(struct eng_alias *a, int k)
 {
 	return &a->canon[k];
 }
 
-struct eng_mat *alias_delta_slot(struct eng_alias *a, int l, int k)
+struct eng_mat *eng_alias_delta_slot(struct eng_alias *a, int l, int k)
 {
 	return &a->delta[(size_t)l * ALIAS_KINDS + (size_t)k];
 }
 
-struct eng_mat *alias_mat(struct eng_alias *a, int n_layers, size_t i)
+struct eng_mat *eng_alias_mat(struct eng_alias *a, int n_layers, size_t i)
 {
 	(void)n_layers;
 	if (!a)
@@ -125,7 +125,7 @@ static uint64_t bytes_of(const struct eng_mat *m)
 	return m->data ? (uint64_t)m->rows * m->row_bytes : 0;
 }
 
-void alias_finish(struct eng_model *m)
+void eng_alias_finish(struct eng_model *m)
 {
 	struct eng_alias *a = m->alias;
 	if (!a)
@@ -138,14 +138,14 @@ void alias_finish(struct eng_model *m)
 		a->reuse_bytes += bytes_of(&a->canon[k]) * (users - 1);
 		for (int l = a->first; l <= a->last; l++) {
 			struct eng_mat v = a->canon[k];
-			v.delta = alias_delta_slot(a, l, k);
+			v.delta = eng_alias_delta_slot(a, l, k);
 			a->delta_bytes += bytes_of(v.delta);
 			memcpy((char *)&m->layers[l] + kind_fields[k], &v, sizeof(v));
 		}
 	}
 }
 
-void alias_add(float *y, const float *d, size_t ld, int n_tok, int a, int b)
+void eng_alias_add(float *y, const float *d, size_t ld, int n_tok, int a, int b)
 {
 	for (int t = 0; t < n_tok; t++)
 		for (int r = a; r < b; r++)

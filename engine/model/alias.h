@@ -5,7 +5,7 @@
  * zone, floor(0.4 L)..floor(0.6 L)) share one canonical per matrix kind,
  * "canonical.<kind>.weight" (e.g. canonical.attn_q.weight), stored once in the model's type,
  * and each of those layers stores only its delta, "blk.N.<kind>.delta", in a more compact
- * type (alias_delta_type); its "blk.N.<kind>.weight" is absent. The layer's weight is
+ * type (eng_alias_delta_type); its "blk.N.<kind>.weight" is absent. The layer's weight is
  * W_l = W_c + D_l and its matmul is y = W_c x + D_l x: two passes of the same kernels over
  * one quantized activation when both types share a vec_dot_type (every default pairing
  * below does). Metadata (all memwall's keys):
@@ -43,32 +43,32 @@ struct eng_alias {
 };
 
 /* The kind index of the struct eng_layer field at offset `field`, or -1. */
-int alias_kind(size_t field);
+int eng_alias_kind(size_t field);
 /* The delta type for a canonical of type base: f32, f16 -> q8_0; q8_0, q5_0, q4_0 -> q4_0;
  * q5_1 -> q4_1; q4_K -> q2_K; q5_K -> q3_K; q6_K -> q4_K: each shares the base's
  * vec_dot_type, so the delta's pass reuses the quantized activation (f32 and f16 excepted). */
-uint32_t alias_delta_type(uint32_t base);
+uint32_t eng_alias_delta_type(uint32_t base);
 /* "blk.%d.attn_q.weight" -> "canonical.attn_q.weight" and "blk.%d.attn_q.delta". Either
  * output may be NULL; each holds ENG_GGUF_MAX_NAME + 16 bytes. */
-void alias_names(const char *layer_fmt, char *canon, char *delta);
+void eng_alias_names(const char *layer_fmt, char *canon, char *delta);
 
 /* Reads the canonical + delta metadata of g: with form "split", m->alias is new (owned by m,
  * one allocation that eng_model_close frees) with first/last checked against the layer count; else it stays NULL.
  * Bad metadata is -EINVAL naming the key. */
-int alias_open(struct eng_model *m, const struct eng_gguf *g, struct eng_error *err);
+int eng_alias_open(struct eng_model *m, const struct eng_gguf *g, struct eng_error *err);
 /* Layer l's matrices come from a canonical and a delta. */
-bool alias_covers(const struct eng_alias *a, int l);
+bool eng_alias_covers(const struct eng_alias *a, int l);
 /* The canonical slot and layer l's delta slot of kind k, for binding. */
-struct eng_mat *alias_canon_slot(struct eng_alias *a, int k);
-struct eng_mat *alias_delta_slot(struct eng_alias *a, int l, int k);
+struct eng_mat *eng_alias_canon_slot(struct eng_alias *a, int k);
+struct eng_mat *eng_alias_delta_slot(struct eng_alias *a, int l, int k);
 /* Every bound canonical and delta, for repacking: the i-th, NULL past the end. */
-struct eng_mat *alias_mat(struct eng_alias *a, int n_layers, size_t i);
+struct eng_mat *eng_alias_mat(struct eng_alias *a, int n_layers, size_t i);
 /* After binding (and repacking): each covered layer's matrices become views of the canonical
  * with .delta pointing at the layer's delta; the byte sums are set. */
-void alias_finish(struct eng_model *m);
+void eng_alias_finish(struct eng_model *m);
 
 /* y[t * ld + r] += d[t * ld + r] for the pass's tokens t < n_tok and rows [a, b). */
-void alias_add(float *y, const float *d, size_t ld, int n_tok, int a, int b);
+void eng_alias_add(float *y, const float *d, size_t ld, int n_tok, int a, int b);
 
 /* ---- Writing them (synth_alias.c, for synth_gguf.c) ----------------------------------------
  * What a synthetic canonical + delta model holds: for the shared layers' matrices, the
@@ -88,10 +88,10 @@ struct alias_out {
 
 /* The tensors to write for plan p under cd (NULL: p's own, all plain). *out is new (free()).
  * -EINVAL naming the tensor for a delta type no row length of it divides. */
-int alias_plan(const struct eng_plan *p, const struct eng_canonical_delta *cd,
+int eng_alias_plan(const struct eng_plan *p, const struct eng_canonical_delta *cd,
 	       struct alias_out **out, size_t *n, struct eng_error *err);
 /* Row r of o (a role other than ALIAS_PLAIN) in floats, before quantization. */
-void alias_row(float *row, const struct alias_out *o, uint64_t seed, float rel_std,
+void eng_alias_row(float *row, const struct alias_out *o, uint64_t seed, float rel_std,
 	       uint64_t r);
 
 #endif

@@ -172,17 +172,17 @@ static int bind_split(const struct eng_gguf *g, const struct eng_arch_tensor *b,
 		      uint64_t *bytes)
 {
 	char canon[ENG_GGUF_MAX_NAME + 16], delta[ENG_GGUF_MAX_NAME + 16];
-	int k = alias_kind(b->field), rc;
+	int k = eng_alias_kind(b->field), rc;
 	if (k < 0)
 		return 0;
-	alias_names(b->name, canon, delta);
+	eng_alias_names(b->name, canon, delta);
 	struct eng_arch_tensor cb = *b, db = *b;
 	cb.name = canon;
 	db.name = delta;
 	if (l == m->alias->first &&
-	    (rc = bind_one(g, &cb, l, x, alias_canon_slot(m->alias, k), m->path, err, bytes)))
+	    (rc = bind_one(g, &cb, l, x, eng_alias_canon_slot(m->alias, k), m->path, err, bytes)))
 		return rc;
-	return bind_one(g, &db, l, x, alias_delta_slot(m->alias, l, k), m->path, err, bytes);
+	return bind_one(g, &db, l, x, eng_alias_delta_slot(m->alias, l, k), m->path, err, bytes);
 }
 
 /* The copying load modes (ENG_LOAD_HUGE_COPY, ENG_LOAD_REPACK): the reader has allocated the
@@ -243,9 +243,9 @@ static int plan_fill(struct eng_model *m, const struct eng_gguf_fill *f, bool x8
 				if (repackable(ops, lm[i]) && n < cap)
 					mats[n++] = lm[i];
 		}
-		/* Canonicals and deltas; the covered layers' views get the flag in alias_finish */
+		/* Canonicals and deltas; the covered layers' views get the flag in eng_alias_finish */
 		struct eng_mat *am;
-		for (size_t i = 0; (am = alias_mat(m->alias, m->info.n_layers, i)); i++)
+		for (size_t i = 0; (am = eng_alias_mat(m->alias, m->info.n_layers, i)); i++)
 			if (repackable(ops, am) && n < cap)
 				mats[n++] = am;
 		qsort(mats, n, sizeof(*mats), by_data);
@@ -409,7 +409,7 @@ static int bind_tensors(struct eng_model *m, const struct eng_gguf *g,
 			void *dst = (b->flags & ENG_T_LAYER) ? (char *)&m->layers[l] + b->field
 							 : (char *)m + b->field;
 			if ((b->flags & ENG_T_LAYER) && !(b->flags & ENG_T_VECTOR) &&
-			    alias_covers(m->alias, l))
+			    eng_alias_covers(m->alias, l))
 				rc = bind_split(g, b, l, x, m, err, &read_bytes);
 			else
 				rc = bind_one(g, b, l, x, dst, path, err, &read_bytes);
@@ -446,13 +446,13 @@ int eng_gguf_model_load(struct eng_model *m, int fd, const struct eng_model_opti
 	if (!(ad = find_arch(m->gguf, m->path, &rc, err)))
 		return rc;
 	m->arch = ad;
-	if ((rc = read_hparams(m, m->gguf, ad, err)) || (rc = alias_open(m, m->gguf, err)) ||
+	if ((rc = read_hparams(m, m->gguf, ad, err)) || (rc = eng_alias_open(m, m->gguf, err)) ||
 	    (rc = bind_tensors(m, m->gguf, ad, err)))
 		return rc;
 	if (opt->load != ENG_LOAD_MMAP &&
 	    (rc = fill_copy(m, opt->load == ENG_LOAD_REPACK, err)))
 		return rc;
-	alias_finish(m);
+	eng_alias_finish(m);
 	if ((rc = eng_gguf_seal(m->gguf, err)))
 		return rc;
 	m->info.format = ENG_FORMAT_GGUF;

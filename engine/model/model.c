@@ -238,7 +238,7 @@ int eng_llama2c_model_load(struct eng_model *m, int fd, uint64_t file_size,
 	uint64_t file_bytes = m->map_len;
 	if ((rc = parse_header(&c, base, file_bytes, path, err)))
 		return rc;
-	if ((rc = l2c_layout_compute(&lay, &c, path, err)))
+	if ((rc = eng_l2c_layout_compute(&lay, &c, path, err)))
 		return rc;
 	for (size_t i = 0; i < lay.n; i++) {
 		const struct l2c_span *s = &lay.span[i];
@@ -248,14 +248,14 @@ int eng_llama2c_model_load(struct eng_model *m, int fd, uint64_t file_size,
 					     ", %" PRIu64 " bytes, file %" PRIu64
 					     " bytes): truncated file, or a header that does not "
 					     "match it",
-					     l2c_tensor_name(s->tensor), s->offset, s->bytes, file_bytes);
+					     eng_l2c_tensor_name(s->tensor), s->offset, s->bytes, file_bytes);
 	}
 	if (lay.end != file_bytes)
 		return eng_error_set(err, -EINVAL, path, lay.end,
 				     "%" PRIu64 " bytes follow the last tensor '%s' (offset %" PRIu64
 				     "): the header's shape or classifier flag does not match the "
 				     "file", file_bytes - lay.end,
-				     l2c_tensor_name(lay.span[lay.n - 1].tensor), lay.end);
+				     eng_l2c_tensor_name(lay.span[lay.n - 1].tensor), lay.end);
 
 	bind_weights(&m->w, &lay, base);
 	struct eng_model_info *info = &m->info;
@@ -274,7 +274,7 @@ int eng_llama2c_model_load(struct eng_model *m, int fd, uint64_t file_size,
 				  strlen(L2C_SYNTH_MARKER));
 	info->file_bytes = file_bytes;
 	for (size_t i = 0; i < lay.n; i++)
-		if (l2c_tensor_is_weight(lay.span[i].tensor))
+		if (eng_l2c_tensor_is_weight(lay.span[i].tensor))
 			info->weight_bytes += lay.span[i].bytes;
 	if ((rc = bind_layers(m)))
 		return eng_error_set(err, rc, path, ENG_NO_OFFSET, "out of memory");

@@ -16,7 +16,7 @@
 #include "attention.h"
 #include "engine.h"
 
-int attn_block_positions(int head_size, size_t elem, int ctx_len)
+int eng_attn_block_positions(int head_size, size_t elem, int ctx_len)
 {
 	size_t per_pos = 2 * (size_t)head_size * elem; /* one key and one value of one KV head */
 	size_t b = per_pos ? ATTN_BLOCK_BYTES / per_pos : 256;
@@ -86,7 +86,7 @@ static void finish(const struct run *r, float *out, size_t hs)
 			}                                                                       \
 	} while (0)
 
-void attn_blocked_f32(const struct krn_ops *ops, const struct attn_job *j, const float *q,
+void eng_attn_blocked_f32(const struct krn_ops *ops, const struct attn_job *j, const float *q,
 		      float *out, int h0, int h1)
 {
 	size_t hs = (size_t)j->head_size, kv = (size_t)j->kv_dim, bs = (size_t)j->block;
@@ -112,7 +112,7 @@ void attn_blocked_f32(const struct krn_ops *ops, const struct attn_job *j, const
 #undef AXPY32
 }
 
-void attn_blocked_f16(const struct krn_quant_ops *qops, const struct attn_job *j,
+void eng_attn_blocked_f16(const struct krn_quant_ops *qops, const struct attn_job *j,
 		      const uint16_t *q16, float *out, int h0, int h1)
 {
 	size_t hs = (size_t)j->head_size, kv = (size_t)j->kv_dim, bs = (size_t)j->block;

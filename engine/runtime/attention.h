@@ -20,7 +20,7 @@ struct attn_job {
 	const void *keys, *values; /* borrowed: the session's cache */
 	int n_pos;                 /* positions 0 .. n_pos - 1 */
 	int head_size, kv_dim, kv_mul;
-	int block;                 /* positions per block (attn_block_positions) */
+	int block;                 /* positions per block (eng_attn_block_positions) */
 	float scale;               /* 1 / sqrt(head_size) */
 	float *scores;             /* (ATTN_HEAD_GROUP, block) the caller's scratch */
 };
@@ -35,16 +35,16 @@ struct attn_job {
 #define ATTN_BLOCK_BYTES 16384
 /* Heads run together at most (their running maxima and sums live on the stack). */
 #define ATTN_HEAD_GROUP 32
-int attn_block_positions(int head_size, size_t elem, int ctx_len);
+int eng_attn_block_positions(int head_size, size_t elem, int ctx_len);
 
 /* Heads [h0, h1) of an f32 cache: q and out are the token's whole rows (n_heads * head_size
  * floats; out's heads [h0, h1) are overwritten). */
-void attn_blocked_f32(const struct krn_ops *ops, const struct attn_job *j, const float *q,
+void eng_attn_blocked_f32(const struct krn_ops *ops, const struct attn_job *j, const float *q,
 		      float *out, int h0, int h1);
 /* Heads [h0, h1) of an f16 cache: q16 holds heads h0 .. h1 - 1 already rounded to f16 (the
  * scores are f16 dot products, as llama.cpp's); the probabilities weight the values unrounded,
  * in f32 (llama.cpp's non-flash path rounds them to f16 first: the naive path does). */
-void attn_blocked_f16(const struct krn_quant_ops *qops, const struct attn_job *j,
+void eng_attn_blocked_f16(const struct krn_quant_ops *qops, const struct attn_job *j,
 		      const uint16_t *q16, float *out, int h0, int h1);
 
 #endif

@@ -176,7 +176,7 @@ void eng_layer_mat_rows(const struct eng_session *s, struct worker *w, enum act_
 		else
 			mat_row1(s, w, vec, out, p, x, a, b);
 		if (p != m)
-			alias_add(y, w->dy, ldy, s->n_tok, a, b);
+			eng_alias_add(y, w->dy, ldy, s->n_tok, a, b);
 	}
 }
 
@@ -507,14 +507,14 @@ static void down_sparse(const struct eng_session *s, struct worker *w, const str
 	const void *xq = m->type == KRN_TYPE_F32
 			 ? NULL
 			 : act_get(s, w, VEC_HB, s->hb, m->cols, krn_type_traits(m->type)->vec_dot_type);
-	sparse_rows(s->ops, s->qops, s->y2, m, s->hb, xq, w->nz, a, b);
+	eng_sparse_rows(s->ops, s->qops, s->y2, m, s->hb, xq, w->nz, a, b);
 	if (m->delta) { /* canonical + delta (alias.h): the delta's same blocks */
 		xq = m->delta->type == KRN_TYPE_F32
 		     ? NULL
 		     : act_get(s, w, VEC_HB, s->hb, m->cols,
 			       krn_type_traits(m->delta->type)->vec_dot_type);
-		sparse_rows(s->ops, s->qops, w->dy, m->delta, s->hb, xq, w->nz, a, b);
-		alias_add(s->y2, w->dy, (size_t)s->dim, 1, a, b);
+		eng_sparse_rows(s->ops, s->qops, w->dy, m->delta, s->hb, xq, w->nz, a, b);
+		eng_alias_add(s->y2, w->dy, (size_t)s->dim, 1, a, b);
 	}
 }
 
@@ -654,7 +654,7 @@ void eng_layer_ffn_gated(struct eng_session *s, struct worker *w, int tid, int l
 	const float *wt = s->down_t ? s->down_t[l] : NULL;
 	if (s->n_tok == 1) {
 		uint64_t zero = 0, zero_blocks = 0;
-		sparse_map(&L->w_down, s->hb, w->nz, &zero, &zero_blocks);
+		eng_sparse_map(&L->w_down, s->hb, w->nz, &zero, &zero_blocks);
 		if (tid == 0) {
 			s->act_zero += zero;
 			s->down_blocks_zero += zero_blocks;
@@ -662,9 +662,9 @@ void eng_layer_ffn_gated(struct eng_session *s, struct worker *w, int tid, int l
 				s->skipped_bytes += zero * (uint64_t)s->dim * sizeof(float);
 			else if (sparse)
 				s->skipped_bytes +=
-				    sparse_skipped_bytes(&L->w_down, w->nz) +
+				    eng_sparse_skipped_bytes(&L->w_down, w->nz) +
 				    (L->w_down.delta /* canonical + delta */
-					 ? sparse_skipped_bytes(L->w_down.delta, w->nz)
+					 ? eng_sparse_skipped_bytes(L->w_down.delta, w->nz)
 					 : 0);
 		}
 	}

@@ -312,7 +312,7 @@ void eng_pass_bytes(const struct eng_session *s, struct eng_step_bytes *b);
 
 /* kernel_choice.c: s->qpick from the session's kernel choice c (NULL: qops everywhere);
  * -EINVAL or -ENOTSUP, err saying which entry, for one the session cannot run exactly. */
-int kchoice_resolve(struct eng_session *s, const struct eng_kernel_choice *c,
+int eng_kchoice_resolve(struct eng_session *s, const struct eng_kernel_choice *c,
 		    struct eng_error *err);
 
 /* The quant table for a call of n_tok tokens on matrix m: its kernel choice for x8 weights,

@@ -109,7 +109,7 @@ int eng_kernel_choice_set(struct eng_kernel_choice *c, const char *type, int tok
 	return 0;
 }
 
-int kchoice_resolve(struct eng_session *s, const struct eng_kernel_choice *c,
+int eng_kchoice_resolve(struct eng_session *s, const struct eng_kernel_choice *c,
 		    struct eng_error *err)
 {
 	for (uint32_t t = 0; t < KRN_TYPE_COUNT; t++)

@@ -213,7 +213,7 @@ static void attend_blocked_f32(struct eng_session *s, struct worker *w, int l, i
 		.kv_mul = s->n_heads / s->n_kv_heads, .block = s->attn_block,
 		.scale = 1.0f / sqrtf((float)s->head_size), .scores = w->blk,
 	};
-	attn_blocked_f32(s->ops, &j, s->qkv + (size_t)k * (size_t)s->qkv_dim,
+	eng_attn_blocked_f32(s->ops, &j, s->qkv + (size_t)k * (size_t)s->qkv_dim,
 			 s->xb + (size_t)k * (size_t)s->q_dim, h0, h1);
 }
 
@@ -231,7 +231,7 @@ static void attend_blocked_f16(struct eng_session *s, struct worker *w, int l, i
 		.scale = 1.0f / sqrtf((float)s->head_size), .scores = w->blk,
 	};
 	s->qops->quantize_act[KRN_TYPE_F16](qk + (size_t)h0 * hs, w->h16, (size_t)(h1 - h0) * hs);
-	attn_blocked_f16(s->qops, &j, w->h16, s->xb + (size_t)k * (size_t)s->q_dim, h0, h1);
+	eng_attn_blocked_f16(s->qops, &j, w->h16, s->xb + (size_t)k * (size_t)s->q_dim, h0, h1);
 }
 
 const struct kv_traits eng_kv_traits[ENG_KV_F16 + 1] = {

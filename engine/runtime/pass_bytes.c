@@ -40,7 +40,7 @@ void eng_pass_bytes(const struct eng_session *s, struct eng_step_bytes *b)
 		b->act_zero = s->act_zero;
 		b->act_total = layers * (uint64_t)s->hidden_dim;
 		b->down_blocks_zero = s->down_blocks_zero;
-		b->down_blocks = layers * (uint64_t)sparse_blocks(down);
+		b->down_blocks = layers * (uint64_t)eng_sparse_blocks(down);
 	}
 	b->by_phase[ENG_PHASE_ATTENTION] += b->kv_read + b->kv_write;
 }

@@ -114,7 +114,7 @@ static int pick_tables(struct eng_session *s, const struct eng_session_options *
 	s->arch = arch_ops[m->arch->arch];
 	s->norm = eng_layer_norms[m->arch->norm];
 	s->rope = eng_layer_ropes[m->arch->rope];
-	return kchoice_resolve(s, opt->kernel_choice, err);
+	return eng_kchoice_resolve(s, opt->kernel_choice, err);
 }
 
 /* The model's shape, the threads and the context length, copied where the forward pass
@@ -145,7 +145,7 @@ static void set_shape(struct eng_session *s, const struct eng_session_options *o
 	s->logit_rows = imax(s->n_seq, s->verify_tokens);
 	s->qkv_dim = s->q_dim + 2 * s->kv_dim;
 	s->heads_share = (s->n_heads + s->n_threads - 1) / s->n_threads;
-	s->attn_block = attn_block_positions(s->head_size, s->kv->elem, s->ctx_len);
+	s->attn_block = eng_attn_block_positions(s->head_size, s->kv->elem, s->ctx_len);
 	s->pass_positions = imin(s->ctx_len, ENG_ATTN_AUTO_POSITIONS);
 	/* Whole heads per QKV chunk for NeoX RoPE: the least multiple of both. */
 	s->qkv_align = ROW_ALIGN;

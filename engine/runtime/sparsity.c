@@ -5,22 +5,22 @@
 
 #include "sparsity.h"
 
-int sparse_block_cols(const struct eng_mat *m)
+int eng_sparse_block_cols(const struct eng_mat *m)
 {
 	int bs = (int)krn_type_traits(m->type)->block_size;
 	return bs > 32 ? bs : 32;
 }
 
-int sparse_blocks(const struct eng_mat *m)
+int eng_sparse_blocks(const struct eng_mat *m)
 {
-	int g = sparse_block_cols(m);
+	int g = eng_sparse_block_cols(m);
 	return (m->cols + g - 1) / g;
 }
 
-void sparse_map(const struct eng_mat *m, const float *act, uint8_t *nz, uint64_t *zero,
+void eng_sparse_map(const struct eng_mat *m, const float *act, uint8_t *nz, uint64_t *zero,
 		uint64_t *zero_blocks)
 {
-	int g = sparse_block_cols(m), nb = sparse_blocks(m);
+	int g = eng_sparse_block_cols(m), nb = eng_sparse_blocks(m);
 	for (int k = 0; k < nb; k++) {
 		int c1 = (k + 1) * g < m->cols ? (k + 1) * g : m->cols, zeros = 0;
 		for (int c = k * g; c < c1; c++)
@@ -37,10 +37,10 @@ static size_t col_bytes(const struct krn_type_traits *tr, int c0, int c1)
 	return (size_t)(c1 - c0) / tr->block_size * tr->type_size;
 }
 
-uint64_t sparse_skipped_bytes(const struct eng_mat *m, const uint8_t *nz)
+uint64_t eng_sparse_skipped_bytes(const struct eng_mat *m, const uint8_t *nz)
 {
 	const struct krn_type_traits *tr = krn_type_traits(m->type);
-	int g = sparse_block_cols(m), nb = sparse_blocks(m);
+	int g = eng_sparse_block_cols(m), nb = eng_sparse_blocks(m);
 	uint64_t bytes = 0;
 	for (int k = 0; k < nb; k++)
 		if (!nz[k])
@@ -51,7 +51,7 @@ uint64_t sparse_skipped_bytes(const struct eng_mat *m, const uint8_t *nz)
 /* The next run [*c0, *c1) of nonzero blocks at or after block *k; false when none is left. */
 static bool next_run(const struct eng_mat *m, const uint8_t *nz, int *k, int *c0, int *c1)
 {
-	int g = sparse_block_cols(m), nb = sparse_blocks(m);
+	int g = eng_sparse_block_cols(m), nb = eng_sparse_blocks(m);
 	while (*k < nb && !nz[*k])
 		(*k)++;
 	if (*k >= nb)
@@ -97,7 +97,7 @@ static void rows_x8(const struct krn_quant_ops *qops, float *y, const struct eng
 	}
 }
 
-void sparse_rows(const struct krn_ops *ops, const struct krn_quant_ops *qops, float *y,
+void eng_sparse_rows(const struct krn_ops *ops, const struct krn_quant_ops *qops, float *y,
 		 const struct eng_mat *m, const float *x, const void *xq, const uint8_t *nz, int a,
 		 int b)
 {

@@ -41,20 +41,20 @@ static inline float sparse_glu(const struct krn_ops *ops, enum eng_ffn_act a, fl
 }
 
 /* Columns per skippable block of matrix m. */
-int sparse_block_cols(const struct eng_mat *m);
-/* Blocks of m's columns: ceil(cols / sparse_block_cols). */
-int sparse_blocks(const struct eng_mat *m);
+int eng_sparse_block_cols(const struct eng_mat *m);
+/* Blocks of m's columns: ceil(cols / eng_sparse_block_cols). */
+int eng_sparse_blocks(const struct eng_mat *m);
 
-/* Fills nz[k] (sparse_blocks(m) entries) with whether block k of act (m->cols values) has a
+/* Fills nz[k] (eng_sparse_blocks(m) entries) with whether block k of act (m->cols values) has a
  * nonzero, and adds to *zero the exact zeros and to *zero_blocks the all-zero blocks. */
-void sparse_map(const struct eng_mat *m, const float *act, uint8_t *nz, uint64_t *zero,
+void eng_sparse_map(const struct eng_mat *m, const float *act, uint8_t *nz, uint64_t *zero,
 		uint64_t *zero_blocks);
 /* Bytes of m in the blocks nz marks zero: what a sparse matvec does not read. */
-uint64_t sparse_skipped_bytes(const struct eng_mat *m, const uint8_t *nz);
+uint64_t eng_sparse_skipped_bytes(const struct eng_mat *m, const uint8_t *nz);
 /* y[r] = row r of m . x for r in [a, b), reading only the blocks nz marks nonzero: x in
  * float for F32 weights, xq (x quantized to the type's vec_dot_type) for the others. For x8
  * weights a and b are multiples of 8. */
-void sparse_rows(const struct krn_ops *ops, const struct krn_quant_ops *qops, float *y,
+void eng_sparse_rows(const struct krn_ops *ops, const struct krn_quant_ops *qops, float *y,
 		 const struct eng_mat *m, const float *x, const void *xq, const uint8_t *nz, int a,
 		 int b);
 

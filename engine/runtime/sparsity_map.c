@@ -429,7 +429,7 @@ static int read_l2c(const char *path, unsigned char **buf, size_t *len, struct l
 	*c = (struct l2c_config){ .version = 1, .dim = p[0], .hidden_dim = p[1], .n_layers = p[2],
 				  .n_heads = p[3], .n_kv_heads = p[4], .vocab_size = p[5],
 				  .seq_len = p[6], .shared_classifier = (*buf)[36] != 0 };
-	if ((rc = l2c_layout_compute(lay, c, path, err)))
+	if ((rc = eng_l2c_layout_compute(lay, c, path, err)))
 		goto out;
 	if (lay->end > *len)
 		rc = eng_error_set(err, -EINVAL, path, ENG_NO_OFFSET, "the file ends before its "

@@ -62,14 +62,14 @@ static int write_all(int fd, const void *buf, size_t len)
 static int write_gate(int fd, float *buf, const struct l2c_config *c, uint64_t seed,
 		      const struct eng_synth_sparsity *sp)
 {
-	double z = synth_bias_z(sp);
+	double z = eng_synth_bias_z(sp);
 	for (int l = 0; l < c->n_layers; l++)
 		for (int r = 0; r < c->hidden_dim; r++) {
 			if (eng_cancelled())
 				return -ECANCELED;
-			synth_gate_row(buf, (size_t)c->dim, seed, l, (uint64_t)r);
+			eng_synth_gate_row(buf, (size_t)c->dim, seed, l, (uint64_t)r);
 			if (sp)
-				buf[0] = synth_gate_bias(c->dim, l, synth_dead_neuron(sp, seed, l,
+				buf[0] = eng_synth_gate_bias(c->dim, l, eng_synth_dead_neuron(sp, seed, l,
 										      (uint64_t)r)
 								   ? SYNTH_DEAD_SIGMAS : z);
 			int rc = write_all(fd, buf, (size_t)c->dim * sizeof(float));
@@ -118,7 +118,7 @@ static void varied_fix(const struct synth_varied *v, float *buf, size_t n, uint6
 		if (m > i0 + n - k)
 			m = i0 + n - k;
 		bool global = t == L2C_TOKEN_EMBEDDING || t == L2C_RMS_FINAL;
-		synth_varied_row(v, role, global ? -1 : (int)(row / rows), row % rows,
+		eng_synth_varied_row(v, role, global ? -1 : (int)(row / rows), row % rows,
 				 buf + (k - i0), col, m);
 		k += m;
 	}
@@ -261,11 +261,11 @@ int eng_synth_llama2c_opts(const char *path, const char *shape, uint64_t seed,
 		return eng_error_set(err, -EINVAL, "", ENG_NO_OFFSET,
 				     "activation statistics need a ReLU or ReLU^2 model, a "
 				     "relu_sparsity below 1 and a dead_fraction in [0, 1)");
-	if ((rc = l2c_layout_compute(&lay, &c, path, err)))
+	if ((rc = eng_l2c_layout_compute(&lay, &c, path, err)))
 		return rc;
 	if (o->construction == ENG_SYNTH_VARIED) {
 		char why[160];
-		if ((rc = synth_varied_init(&var, c.dim, c.n_heads, c.n_kv_heads, c.vocab_size,
+		if ((rc = eng_synth_varied_init(&var, c.dim, c.n_heads, c.n_kv_heads, c.vocab_size,
 					    eng_arch_llama2c(), MATRIX_STD, seed, why,
 					    sizeof(why))))
 			return eng_error_set(err, rc, "", ENG_NO_OFFSET, "%s", why);

@@ -78,12 +78,12 @@ static int delta_type(const struct eng_canonical_delta *cd, uint32_t base, uint3
 			return -EINVAL;
 		*out = (uint32_t)t;
 	} else {
-		*out = alias_delta_type(base);
+		*out = eng_alias_delta_type(base);
 	}
 	return 0;
 }
 
-int alias_plan(const struct eng_plan *p, const struct eng_canonical_delta *cd,
+int eng_alias_plan(const struct eng_plan *p, const struct eng_canonical_delta *cd,
 	       struct alias_out **out, size_t *n, struct eng_error *err)
 {
 	int L = p->shape->layers, first = 4 * L / 10, last = 6 * L / 10;
@@ -122,7 +122,7 @@ int alias_plan(const struct eng_plan *p, const struct eng_canonical_delta *cd,
 			o[k].t.layer = -1;
 			char fmt[ENG_GGUF_MAX_NAME + 16], canon[ENG_GGUF_MAX_NAME + 16];
 			snprintf(fmt, sizeof(fmt), "blk.%%d.%s", t->name + strcspn(t->name + 4, ".") + 5);
-			alias_names(fmt, canon, NULL);
+			eng_alias_names(fmt, canon, NULL);
 			size_t len = strlen(canon);
 			if (len >= sizeof(o[k].t.name)) { /* ggml's 64-byte names */
 				free(o);
@@ -149,7 +149,7 @@ int alias_plan(const struct eng_plan *p, const struct eng_canonical_delta *cd,
 		}
 		char fmt[ENG_GGUF_MAX_NAME + 16], delta[ENG_GGUF_MAX_NAME + 16];
 		snprintf(fmt, sizeof(fmt), "blk.%%d.%s", t->name + strcspn(t->name + 4, ".") + 5);
-		alias_names(fmt, NULL, delta);
+		eng_alias_names(fmt, NULL, delta);
 		o[k].role = ALIAS_DELTA;
 		o[k].t.type = dt;
 		o[k].t.bytes = (uint64_t)rb * t->ne[1];
@@ -192,7 +192,7 @@ static void delta_row(float *row, size_t n, uint64_t seed, uint64_t kind, int l,
 	fill_uniform(row, n, mix, std, add);
 }
 
-void alias_row(float *row, const struct alias_out *o, uint64_t seed, float rel_std, uint64_t r)
+void eng_alias_row(float *row, const struct alias_out *o, uint64_t seed, float rel_std, uint64_t r)
 {
 	size_t n = (size_t)o->t.ne[0];
 	if (o->role == ALIAS_CANON || o->role == ALIAS_SUM)

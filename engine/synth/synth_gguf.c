@@ -71,9 +71,9 @@ static void fill_row(const struct job *j, uint64_t r)
 		  : j->t->fill == ENG_FILL_BIAS ? BIAS_SPREAD
 						: MATRIX_STD * sqrtf(3.0f);
 	if (j->o->role != ALIAS_PLAIN)
-		alias_row(j->row, j->o, j->seed, j->rel_std, r);
+		eng_alias_row(j->row, j->o, j->seed, j->rel_std, r);
 	else if (j->relu_gate)
-		synth_gate_row(j->row, (size_t)j->t->ne[0], j->seed, j->t->layer, r);
+		eng_synth_gate_row(j->row, (size_t)j->t->ne[0], j->seed, j->t->layer, r);
 	else
 		for (uint64_t i = 0; i < j->t->ne[0]; i++)
 			j->row[i] = center + a * (2.0f * eng_rng_float(&rng) - 1.0f);
@@ -82,11 +82,11 @@ static void fill_row(const struct job *j, uint64_t r)
 	else if (j->fix == FIX_ROW0 && r == 0)
 		memset(j->row, 0, (size_t)j->t->ne[0] * sizeof(float));
 	else if (j->fix == FIX_GATE)
-		j->row[0] = synth_gate_bias(j->dim, j->t->layer,
-					    synth_dead_neuron(j->sp, j->seed, j->t->layer, r)
+		j->row[0] = eng_synth_gate_bias(j->dim, j->t->layer,
+					    eng_synth_dead_neuron(j->sp, j->seed, j->t->layer, r)
 						    ? SYNTH_DEAD_SIGMAS : j->z);
 	if (j->var)
-		synth_varied_row(j->var, j->role, j->layer, r, j->row, 0, j->t->ne[0]);
+		eng_synth_varied_row(j->var, j->role, j->layer, r, j->row, 0, j->t->ne[0]);
 	krn_type_traits(j->t->type)->from_float_ref(j->row, j->out + (r - j->first) * j->row_bytes,
 						    (size_t)j->t->ne[0]);
 }
@@ -117,7 +117,7 @@ static int write_tensor(struct eng_gguf_writer *w, const struct alias_out *o, fl
 	/* A canonical's or a delta's rows (and the dense twin's, to match) take only the
 	 * construction's zero rows: W_c + D_l keeps them zero. */
 	int var_layer = o->role == ALIAS_PLAIN ? plain->layer : -1;
-	enum varied_role role = synth_varied_role(plain->name);
+	enum varied_role role = eng_synth_varied_role(plain->name);
 	size_t i = o->index;
 	bool relu_gate = (act == ENG_ACT_RELU || act == ENG_ACT_RELU2) &&
 			 strstr(t->name, ".ffn_gate.");
@@ -147,7 +147,7 @@ static int write_tensor(struct eng_gguf_writer *w, const struct alias_out *o, fl
 						.first = first, .row_bytes = row_bytes, .out = out,
 						.row = rows + (size_t)j * t->ne[0],
 						.relu_gate = relu_gate, .sp = sp, .fix = fix,
-						.z = synth_bias_z(sp), .dim = dim,
+						.z = eng_synth_bias_z(sp), .dim = dim,
 						.var = var, .role = role, .layer = var_layer };
 		for (int j = 1; j < k; j++) {
 			if (pthread_create(&tid[j], NULL, run_job, &jobs[j]))
@@ -583,13 +583,13 @@ static int synth_gguf(const char *path, const char *arch, const char *shape, con
 	if (varied) {
 		const struct eng_shape *s = p->shape;
 		char why[160];
-		if ((rc = synth_varied_init(&var, s->dim, s->heads, s->kv_heads, s->vocab,
+		if ((rc = eng_synth_varied_init(&var, s->dim, s->heads, s->kv_heads, s->vocab,
 					    p->arch, MATRIX_STD, seed, why, sizeof(why)))) {
 			eng_error_set(err, rc, "", ENG_NO_OFFSET, "%s", why);
 			goto out;
 		}
 	}
-	if ((rc = alias_plan(p, cd, &o, &n_out, err)))
+	if ((rc = eng_alias_plan(p, cd, &o, &n_out, err)))
 		goto out;
 	uint64_t widest = 0, biggest_chunk = 0;
 	for (size_t i = 0; i < n_out; i++) {

@@ -4,7 +4,7 @@
 #include "rng.h"
 #include "synth/synth_sparsity.h"
 
-void synth_gate_row(float *row, size_t n, uint64_t seed, int layer, uint64_t r)
+void eng_synth_gate_row(float *row, size_t n, uint64_t seed, int layer, uint64_t r)
 {
 	struct eng_rng shared, noise;
 	uint64_t ms = seed ^ 0x5851f42d4c957f2dull ^ ((uint64_t)layer << 40) ^
@@ -34,12 +34,12 @@ static double normal_quantile(double p)
 	return 0.5 * (lo + hi);
 }
 
-double synth_bias_z(const struct eng_synth_sparsity *sp)
+double eng_synth_bias_z(const struct eng_synth_sparsity *sp)
 {
 	return sp && sp->relu_sparsity >= 0.0 ? normal_quantile(sp->relu_sparsity) : 0.0;
 }
 
-bool synth_dead_neuron(const struct eng_synth_sparsity *sp, uint64_t seed, int l, uint64_t r)
+bool eng_synth_dead_neuron(const struct eng_synth_sparsity *sp, uint64_t seed, int l, uint64_t r)
 {
 	uint64_t m = seed ^ 0xd1b54a32d192ed03ull ^ ((uint64_t)l << 40) ^ r * 0x94d049bb133111ebull;
 	return sp && (double)(eng_splitmix64(&m) >> 11) * 0x1.0p-53 < sp->dead_fraction;
@@ -52,7 +52,7 @@ bool synth_dead_neuron(const struct eng_synth_sparsity *sp, uint64_t seed, int l
  * dim (0.02^2 dim)^2 each (wo times v, each std 0.02 over dim inputs of a normed vector); on
  * seed 1 stories15M ReLU it is within 5% of the measured 1.44, 2.33, 3.03, 3.62, 4.09, 4.53
  * (layers 0-5). */
-float synth_gate_bias(int dim, int l, double z)
+float eng_synth_gate_bias(int dim, int l, double z)
 {
 	double d = dim, sigma = hypot(SPARSE_SHARED_STD, SPARSE_NOISE_STD);
 	double att = 0.02 * 0.02 * d, r2 = d * 0.02 * 0.02 + ((double)l + 0.5) * d * att * att;

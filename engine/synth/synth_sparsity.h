@@ -26,18 +26,18 @@
 #define SPARSE_SHARED_STD 0.02f
 #define SPARSE_NOISE_STD 0.002f
 
-void synth_gate_row(float *row, size_t n, uint64_t seed, int layer, uint64_t r);
+void eng_synth_gate_row(float *row, size_t n, uint64_t seed, int layer, uint64_t r);
 
 /* The bias channel (engine.h, struct eng_synth_sparsity): residual channel 0 is
  * SYNTH_BIAS_CHANNEL in every layer (embedding column 0; wo's and w2's row 0 zero), and a
- * gate row's weight on it is its bias: synth_gate_bias(dim, layer, z) for a live neuron aimed
- * at a zero fraction P (z = synth_bias_z: Phi^-1(P), 0 when unset), and z = SYNTH_DEAD_SIGMAS
- * for the dead neurons synth_dead_neuron picks (dead_fraction of them, per row from the
+ * gate row's weight on it is its bias: eng_synth_gate_bias(dim, layer, z) for a live neuron aimed
+ * at a zero fraction P (z = eng_synth_bias_z: Phi^-1(P), 0 when unset), and z = SYNTH_DEAD_SIGMAS
+ * for the dead neurons eng_synth_dead_neuron picks (dead_fraction of them, per row from the
  * seed). Shared by the llama2.c and GGUF writers. */
 #define SYNTH_BIAS_CHANNEL 1.0f
 #define SYNTH_DEAD_SIGMAS 10.0
-double synth_bias_z(const struct eng_synth_sparsity *sp);
-bool synth_dead_neuron(const struct eng_synth_sparsity *sp, uint64_t seed, int l, uint64_t r);
-float synth_gate_bias(int dim, int l, double z);
+double eng_synth_bias_z(const struct eng_synth_sparsity *sp);
+bool eng_synth_dead_neuron(const struct eng_synth_sparsity *sp, uint64_t seed, int l, uint64_t r);
+float eng_synth_gate_bias(int dim, int l, double z);
 
 #endif

@@ -32,7 +32,7 @@ static void k_cycle(uint8_t *pi, int K, struct eng_rng *rng)
 		pi[p[i]] = p[(i + 1) % K];
 }
 
-int synth_varied_init(struct synth_varied *v, int dim, int n_heads, int n_kv, int vocab,
+int eng_synth_varied_init(struct synth_varied *v, int dim, int n_heads, int n_kv, int vocab,
 		      const struct eng_arch_desc *arch, float matrix_std, uint64_t seed, char *why,
 		      size_t why_len)
 {
@@ -196,7 +196,7 @@ static int inverse(const uint8_t *pi, int K, int x)
 	return 0;
 }
 
-void synth_varied_row(const struct synth_varied *v, enum varied_role role, int layer,
+void eng_synth_varied_row(const struct synth_varied *v, enum varied_role role, int layer,
 		      uint64_t r, float *seg, uint64_t c0, uint64_t n)
 {
 	uint64_t code_end = (uint64_t)(1 + 4 * v->K), K = (uint64_t)v->K;
@@ -277,7 +277,7 @@ void synth_varied_row(const struct synth_varied *v, enum varied_role role, int l
 	}
 }
 
-enum varied_role synth_varied_role(const char *name)
+enum varied_role eng_synth_varied_role(const char *name)
 {
 	static const struct {
 		const char *part;

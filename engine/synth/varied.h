@@ -1,6 +1,6 @@
 /* engine/synth/varied.h: the "varied" construction of synthetic weights (engine.h,
  * ENG_SYNTH_VARIED). Internal: synth.c and synth_gguf.c write random rows as before, then
- * synth_varied_row overwrites a few of them.
+ * eng_synth_varied_row overwrites a few of them.
  *
  * Why: the legacy construction's greedy output repeats one token, so an engine that got
  * attention wrong gives the same ids (issue 26). Here the next token is a function of the
@@ -80,14 +80,14 @@ struct synth_varied {
 /* Sets v up for a model of this shape of architecture arch (its norm and RoPE kinds, arch.h);
  * -EINVAL (with why) when the shape cannot carry it.
  * matrix_std: the random matrices' standard deviation (the residual's scale). */
-int synth_varied_init(struct synth_varied *v, int dim, int n_heads, int n_kv, int vocab,
+int eng_synth_varied_init(struct synth_varied *v, int dim, int n_heads, int n_kv, int vocab,
 		      const struct eng_arch_desc *arch, float matrix_std, uint64_t seed, char *why,
 		      size_t why_len);
 /* Overwrites what the construction fixes in columns [c0, c0 + n) of row r of a tensor of
  * this role in layer `layer` (-1 outside the layers); seg holds those columns. */
-void synth_varied_row(const struct synth_varied *v, enum varied_role role, int layer,
+void eng_synth_varied_row(const struct synth_varied *v, enum varied_role role, int layer,
 		      uint64_t r, float *seg, uint64_t c0, uint64_t n);
 /* The role of a GGUF tensor name. */
-enum varied_role synth_varied_role(const char *gguf_name);
+enum varied_role eng_synth_varied_role(const char *gguf_name);
 
 #endif

@@ -10,7 +10,7 @@ static bool first(const struct tok_bigram *a, const struct tok_bigram *b)
 	return a->prio < b->prio || (a->prio == b->prio && a->left < b->left);
 }
 
-int tok_heap_push(struct tok_heap *h, struct tok_bigram b)
+int eng_tok_heap_push(struct tok_heap *h, struct tok_bigram b)
 {
 	if (h->n == h->cap) {
 		size_t cap = h->cap ? 2 * h->cap : 64;
@@ -29,7 +29,7 @@ int tok_heap_push(struct tok_heap *h, struct tok_bigram b)
 	return 0;
 }
 
-struct tok_bigram tok_heap_pop(struct tok_heap *h)
+struct tok_bigram eng_tok_heap_pop(struct tok_heap *h)
 {
 	struct tok_bigram top = h->v[0], last = h->v[--h->n];
 	size_t i = 0;

@@ -25,8 +25,8 @@ struct tok_heap {
 };
 
 /* Adds b; 0 or -ENOMEM. */
-int tok_heap_push(struct tok_heap *h, struct tok_bigram b);
+int eng_tok_heap_push(struct tok_heap *h, struct tok_bigram b);
 /* Takes out the first pair; h->n must be at least 1. */
-struct tok_bigram tok_heap_pop(struct tok_heap *h);
+struct tok_bigram eng_tok_heap_pop(struct tok_heap *h);
 
 #endif

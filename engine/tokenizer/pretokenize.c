@@ -16,7 +16,7 @@
 
 /* ---- Growable arrays ----------------------------------------------------------------------- */
 
-int tok_ivec_push(struct tok_ivec *a, int x)
+int eng_tok_ivec_push(struct tok_ivec *a, int x)
 {
 	if (a->n == a->cap) {
 		size_t cap = a->cap ? 2 * a->cap : 64;
@@ -34,7 +34,7 @@ int tok_ivec_push(struct tok_ivec *a, int x)
 
 /* Bytes of the UTF-8 sequence a lead byte starts, by its high nibble (llama.cpp's
  * unicode_len_utf8: continuation bytes count as 1). */
-size_t tok_utf8_len(unsigned char c)
+size_t eng_tok_utf8_len(unsigned char c)
 {
 	static const uint8_t len[16] = { 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4 };
 	return len[c >> 4];
@@ -43,9 +43,9 @@ size_t tok_utf8_len(unsigned char c)
 /* Decodes the code point at s[*off] (len bytes in s); an invalid sequence consumes one byte
  * and reads as U+FFFD, as llama.cpp's unicode_cpts_from_utf8 does: a lead byte 0xf8-0xff is
  * invalid there too, while overlong forms and surrogates are decoded as they come. */
-uint32_t tok_utf8_next(const unsigned char *s, size_t len, size_t *off)
+uint32_t eng_tok_utf8_next(const unsigned char *s, size_t len, size_t *off)
 {
-	size_t i = *off, n = tok_utf8_len(s[i]);
+	size_t i = *off, n = eng_tok_utf8_len(s[i]);
 	uint32_t cp;
 	if (n == 1 && s[i] < 0x80) {
 		*off = i + 1;
@@ -89,7 +89,7 @@ typedef int (*pass_fn)(const struct split *s);
 /* Pushes a piece of len code points when len > 0. */
 static int emit(const struct split *s, size_t len)
 {
-	return len ? tok_ivec_push(s->out, (int)len) : 0;
+	return len ? eng_tok_ivec_push(s->out, (int)len) : 0;
 }
 
 /* A pass that keeps maximal runs of code points a predicate accepts (the regex "[class]+")
@@ -247,7 +247,7 @@ static const struct tok_pre {
 	{ { "gpt-2", "phi-2", "mpt", "olmo", "jais" }, { pass_gpt2 } },
 };
 
-const struct tok_pre *tok_pre_find(const char *name, size_t len)
+const struct tok_pre *eng_tok_pre_find(const char *name, size_t len)
 {
 	for (size_t i = 0; i < sizeof(pre_tokenizers) / sizeof(pre_tokenizers[0]); i++)
 		for (size_t k = 0; k < 6 && pre_tokenizers[i].names[k]; k++)
@@ -258,11 +258,11 @@ const struct tok_pre *tok_pre_find(const char *name, size_t len)
 }
 
 /* Runs pre's passes over cps[0..n); *words receives the word lengths in code points. */
-int tok_pre_split(const struct tok_pre *pre, const uint32_t *cps, size_t n,
+int eng_tok_pre_split(const struct tok_pre *pre, const uint32_t *cps, size_t n,
 		     struct tok_ivec *words)
 {
 	struct tok_ivec a = { 0 }, b = { 0 };
-	int rc = n ? tok_ivec_push(&a, (int)n) : 0;
+	int rc = n ? eng_tok_ivec_push(&a, (int)n) : 0;
 	for (size_t k = 0; !rc && k < MAX_PASSES && pre->passes[k]; k++) {
 		b.n = 0;
 		rc = pre->passes[k](&(struct split){ .cps = cps, .in = &a, .out = &b });
@@ -277,7 +277,7 @@ int tok_pre_split(const struct tok_pre *pre, const uint32_t *cps, size_t n,
 
 int eng_bpe_pre_split(const char *pre, const char *text, size_t *ends, size_t max, size_t *n)
 {
-	const struct tok_pre *p = tok_pre_find(pre, strlen(pre));
+	const struct tok_pre *p = eng_tok_pre_find(pre, strlen(pre));
 	size_t len = strlen(text), count = 0, off = 0;
 	uint32_t *cps = malloc((len + 1) * sizeof(*cps));
 	size_t *at = malloc((len + 1) * sizeof(*at)); /* byte offset of each code point */
@@ -290,10 +290,10 @@ int eng_bpe_pre_split(const char *pre, const char *text, size_t *ends, size_t ma
 	}
 	while (off < len) {
 		at[count] = off;
-		cps[count++] = tok_utf8_next((const unsigned char *)text, len, &off);
+		cps[count++] = eng_tok_utf8_next((const unsigned char *)text, len, &off);
 	}
 	at[count] = len;
-	if ((rc = tok_pre_split(p, cps, count, &words)))
+	if ((rc = eng_tok_pre_split(p, cps, count, &words)))
 		goto out;
 	size_t cp = 0;
 	for (size_t w = 0; w < words.n; w++) {

@@ -13,21 +13,21 @@ struct tok_ivec {
 };
 
 /* Appends x; 0 or -ENOMEM. */
-int tok_ivec_push(struct tok_ivec *a, int x);
+int eng_tok_ivec_push(struct tok_ivec *a, int x);
 
 /* Bytes of the UTF-8 sequence a lead byte starts (llama.cpp's unicode_len_utf8). */
-size_t tok_utf8_len(unsigned char c);
+size_t eng_tok_utf8_len(unsigned char c);
 /* The code point at s[*off] (len bytes in s), *off moved past it; an invalid sequence consumes
  * one byte and reads as U+FFFD, as llama.cpp's unicode_cpts_from_utf8 does. */
-uint32_t tok_utf8_next(const unsigned char *s, size_t len, size_t *off);
+uint32_t eng_tok_utf8_next(const unsigned char *s, size_t len, size_t *off);
 
 /* A pre-tokenizer: llama.cpp's passes for one tokenizer.ggml.pre name. */
 struct tok_pre;
 /* The pre-tokenizer named name[0..len), or NULL when this engine has none of that name. */
-const struct tok_pre *tok_pre_find(const char *name, size_t len);
+const struct tok_pre *eng_tok_pre_find(const char *name, size_t len);
 /* Runs pre's passes over cps[0..n); *words receives the word lengths in code points (the
  * caller frees words->v). 0 or -ENOMEM. */
-int tok_pre_split(const struct tok_pre *pre, const uint32_t *cps, size_t n,
+int eng_tok_pre_split(const struct tok_pre *pre, const uint32_t *cps, size_t n,
 		  struct tok_ivec *words);
 
 /* For tests: GPT-2 pre-tokenization of text under tokenizer.ggml.pre name pre ("default",

@@ -343,7 +343,7 @@ static int push_pair(const struct l2c_tokenizer *t, const struct l2c_sym *s, str
 	int id = l < 0 || r < 0 ? -1 : pair_id(t, s, l, r, buf);
 	if (id < 0)
 		return 0;
-	return tok_heap_push(h, (struct tok_bigram){ .prio = -(double)t->scores[id], .left = l,
+	return eng_tok_heap_push(h, (struct tok_bigram){ .prio = -(double)t->scores[id], .left = l,
 						     .right = r, .stamp = (uint32_t)s[r].id });
 }
 
@@ -363,7 +363,7 @@ static int merge_all(const struct l2c_tokenizer *t, int *tokens, int *count, cha
 	for (int i = 0; i + 1 < n && !rc; i++)
 		rc = push_pair(t, s, &h, i, i + 1, buf);
 	while (!rc && h.n) {
-		struct tok_bigram b = tok_heap_pop(&h);
+		struct tok_bigram b = eng_tok_heap_pop(&h);
 		struct l2c_sym *l = &s[b.left], *r = &s[b.right];
 		if (l->id < 0 || l->next != b.right || r->id != (int)b.stamp)
 			continue; /* stale: a side was absorbed or changed since */

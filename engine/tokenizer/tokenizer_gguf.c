@@ -221,7 +221,7 @@ static int try_pair(struct merger *m, int l, int r)
 	double prio;
 	if (l < 0 || r < 0 || !pair_prio(m, l, r, &prio))
 		return 0;
-	return tok_heap_push(&m->heap, (struct tok_bigram){ .prio = prio, .left = l, .right = r,
+	return eng_tok_heap_push(&m->heap, (struct tok_bigram){ .prio = prio, .left = l, .right = r,
 							    .stamp = m->syms[l].n + m->syms[r].n });
 }
 
@@ -233,7 +233,7 @@ static int merge_word(struct merger *m, const char *word, size_t len, int *n_sym
 	m->word = word;
 	m->heap.n = 0;
 	for (size_t off = 0; off < len; n++) {
-		size_t k = tok_utf8_len((unsigned char)word[off]);
+		size_t k = eng_tok_utf8_len((unsigned char)word[off]);
 		if (k > len - off)
 			k = len - off;
 		m->syms[n] = (struct sym){ .prev = n - 1, .next = off + k < len ? n + 1 : -1,
@@ -243,7 +243,7 @@ static int merge_word(struct merger *m, const char *word, size_t len, int *n_sym
 	for (int i = 1; i < n && !rc; i++)
 		rc = try_pair(m, i - 1, i);
 	while (!rc && m->heap.n) {
-		struct tok_bigram b = tok_heap_pop(&m->heap);
+		struct tok_bigram b = eng_tok_heap_pop(&m->heap);
 		struct sym *l = &m->syms[b.left], *r = &m->syms[b.right];
 		/* Stale: a side was merged away or grew since. Symbols only grow by absorbing their
 		 * right neighbour, so equal total size (the stamp) means both are as they were. */
@@ -298,12 +298,12 @@ static int encode_spm(const struct gguf_tokenizer *t, const char *raw, size_t le
 		const struct sym *s = &m.syms[i];
 		int id = strmap_get(&t->ids, word + s->off, s->n);
 		if (id >= 0) {
-			rc = tok_ivec_push(out, id);
+			rc = eng_tok_ivec_push(out, id);
 			continue;
 		}
 		for (uint32_t k = 0; k < s->n && !rc; k++) {
 			int b = t->byte_id[(unsigned char)word[s->off + k]];
-			rc = b < 0 ? -EINVAL : tok_ivec_push(out, b);
+			rc = b < 0 ? -EINVAL : eng_tok_ivec_push(out, b);
 		}
 	}
 out:
@@ -334,8 +334,8 @@ static int encode_bpe(const struct gguf_tokenizer *t, const char *raw, size_t le
 		goto out;
 	}
 	for (size_t off = 0; off < len;)
-		cps[n++] = tok_utf8_next(u, len, &off);
-	if (!n || (rc = tok_pre_split(t->pre, cps, n, &a)))
+		cps[n++] = eng_tok_utf8_next(u, len, &off);
+	if (!n || (rc = eng_tok_pre_split(t->pre, cps, n, &a)))
 		goto out;
 	size_t at = 0;
 	for (size_t w = 0; w < a.n && !rc; w++) {
@@ -355,7 +355,7 @@ static int encode_bpe(const struct gguf_tokenizer *t, const char *raw, size_t le
 			const struct sym *s = &m.syms[i];
 			int id = strmap_get(&t->ids, word + s->off, s->n);
 			if (id >= 0) {
-				rc = tok_ivec_push(out, id);
+				rc = eng_tok_ivec_push(out, id);
 				continue;
 			}
 			/* Not a token: each byte of its text as a one-byte token, and a byte
@@ -367,7 +367,7 @@ static int encode_bpe(const struct gguf_tokenizer *t, const char *raw, size_t le
 			for (uint32_t k = 0; k < s->n && !rc; k++) {
 				id = strmap_get(&t->ids, word + s->off + k, 1);
 				if (id >= 0)
-					rc = tok_ivec_push(out, id);
+					rc = eng_tok_ivec_push(out, id);
 			}
 		}
 	}
@@ -479,13 +479,13 @@ static int gguf_encode(const struct eng_tokenizer *base, const char *text,
 	int rc;
 
 	*n = 0;
-	if (o->bos && t->base.bos >= 0 && (rc = tok_ivec_push(&out, t->base.bos)))
+	if (o->bos && t->base.bos >= 0 && (rc = eng_tok_ivec_push(&out, t->base.bos)))
 		goto out;
 	if ((rc = partition(t, text, !o->no_parse_special, &f, &n_frag)))
 		goto out;
 	for (size_t i = 0; i < n_frag && !rc; i++) {
 		if (f[i].token >= 0) {
-			rc = tok_ivec_push(&out, f[i].token);
+			rc = eng_tok_ivec_push(&out, f[i].token);
 			prev_special = true;
 		} else if (t->bpe) {
 			rc = encode_bpe(t, text + f[i].off, f[i].len, &out);
@@ -496,7 +496,7 @@ static int gguf_encode(const struct eng_tokenizer *base, const char *text,
 		}
 	}
 	if (!rc && o->eos && t->base.eos >= 0)
-		rc = tok_ivec_push(&out, t->base.eos);
+		rc = eng_tok_ivec_push(&out, t->base.eos);
 	if (rc)
 		goto out;
 	*n = (int)out.n;
@@ -588,7 +588,7 @@ static char *render(const struct gguf_tokenizer *t, int i, char *dst)
 	} else if (type == TT_NORMAL) {
 		for (size_t off = 0; off < len;) {
 			size_t from = off;
-			int b = cp_to_byte(tok_utf8_next((const unsigned char *)p, len, &off));
+			int b = cp_to_byte(eng_tok_utf8_next((const unsigned char *)p, len, &off));
 			if (b >= 0) {
 				dst[n++] = (char)b;
 			} else { /* not a stand-in character: keep it as it is */
@@ -690,7 +690,7 @@ static int read_kind(struct gguf_tokenizer *t, const struct eng_gguf *g, const c
 		t->bpe = true;
 		t->base.ops = &bpe_ops;
 		t->base.bos = t->base.eos = 11;
-		t->pre = tok_pre_find("default", 7); /* absent .pre: "default" */
+		t->pre = eng_tok_pre_find("default", 7); /* absent .pre: "default" */
 	} else {
 		return eng_error_set(err, -EINVAL, source, ENG_NO_OFFSET,
 				     "metadata key 'tokenizer.ggml.model' is '%.*s': memwall reads "
@@ -702,7 +702,7 @@ static int read_kind(struct gguf_tokenizer *t, const struct eng_gguf *g, const c
 		return 0;
 	if ((rc = eng_gguf_get_str(g, "tokenizer.ggml.pre", &pre, err)))
 		return rc == -ENOENT ? 0 : rc; /* absent: the default pre-tokenizer */
-	if (!(t->pre = tok_pre_find(pre.ptr, (size_t)pre.len)))
+	if (!(t->pre = eng_tok_pre_find(pre.ptr, (size_t)pre.len)))
 		return eng_error_set(err, -EINVAL, source, ENG_NO_OFFSET,
 				     "metadata key 'tokenizer.ggml.pre' is '%.*s': memwall "
 				     "implements the pre-tokenizers default, falcon, gpt-2 "

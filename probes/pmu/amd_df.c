@@ -34,7 +34,7 @@ static int detect(const struct prb_system *sys, struct dram_plan *plan, char *wh
 		snprintf(why, n, "no amd_df PMU (AMD Zen 2/3 data fabric)");
 		return 0;
 	}
-	if (dram_pmu_check(pmu, why, n) < 0)
+	if (prb_dram_pmu_check(pmu, why, n) < 0)
 		return -EINVAL;
 	/* Zen 4's PerfMonV2 fabric has a different event field (config:0-7,32-37) and different
 	 * DRAM events; these encodings would count something else there. */
@@ -48,23 +48,23 @@ static int detect(const struct prb_system *sys, struct dram_plan *plan, char *wh
 			 "config:0-7,32-35,59-60); on Zen 4 and later use amd_umc (Linux 6.6+)");
 		return 0;
 	}
-	int first = dram_plan_add_pmu(plan, pmu, why, n);
+	int first = prb_dram_plan_add_pmu(plan, pmu, why, n);
 	if (first < 0)
 		return first;
 	for (unsigned ch = 0; ch < DF_CHANNELS; ch++) {
 		snprintf(terms, sizeof(terms), "event=0x%x,umask=0x38", 0x07 + 0x40 * ch);
 		char name[48];
-		int rc = dram_plan_add_event(plan, first, DRAM_TOTAL, terms, 64.0, why, n);
+		int rc = prb_dram_plan_add_event(plan, first, DRAM_TOTAL, terms, 64.0, why, n);
 		snprintf(name, sizeof(name), "dram_channel_data_controller_%u", ch);
 		if (rc == 0)
-			rc = dram_plan_name_event(plan, first, name);
+			rc = prb_dram_plan_name_event(plan, first, name);
 		if (rc < 0)
 			return rc;
 	}
 	return plan->n;
 }
 
-const struct dram_backend dram_amd_df = {
+const struct dram_backend prb_dram_amd_df = {
 	.name = "amd_df",
 	.description = "AMD Zen 2/3 data fabric DRAM channel requests (64B), read+write combined",
 	.provides = PRB_DRAM_TOTAL,

@@ -13,24 +13,24 @@
 static int detect(const struct prb_system *sys, struct dram_plan *plan, char *why, size_t n)
 {
 	const struct prb_pmu *pmus[PRB_DRAM_MAX_INSTANCES];
-	size_t k = dram_pmus_matching(sys, "amd_umc_", pmus, ARRAY_SIZE(pmus));
+	size_t k = prb_dram_pmus_matching(sys, "amd_umc_", pmus, ARRAY_SIZE(pmus));
 	if (!k) {
 		snprintf(why, n, "no amd_umc_N PMU (AMD Zen 4 or later with Linux 6.6+)");
 		return 0;
 	}
 	if (k > ARRAY_SIZE(pmus))
-		return dram_too_many("amd_umc_N PMUs", k, why, n);
+		return prb_dram_too_many("amd_umc_N PMUs", k, why, n);
 	for (size_t i = 0; i < k; i++)
-		if (dram_pmu_check(pmus[i], why, n) < 0)
+		if (prb_dram_pmu_check(pmus[i], why, n) < 0)
 			return -EINVAL;
 	for (size_t i = 0; i < k; i++) {
-		int first = dram_plan_add_pmu(plan, pmus[i], why, n);
+		int first = prb_dram_plan_add_pmu(plan, pmus[i], why, n);
 		if (first < 0)
 			return first;
-		int rc = dram_plan_add_event(plan, first, DRAM_READ, "event=0x0a,rdwrmask=0x1", 64.0,
+		int rc = prb_dram_plan_add_event(plan, first, DRAM_READ, "event=0x0a,rdwrmask=0x1", 64.0,
 					     why, n);
 		if (rc == 0)
-			rc = dram_plan_add_event(plan, first, DRAM_WRITE, "event=0x0a,rdwrmask=0x2",
+			rc = prb_dram_plan_add_event(plan, first, DRAM_WRITE, "event=0x0a,rdwrmask=0x2",
 						 64.0, why, n);
 		if (rc < 0)
 			return rc;
@@ -38,7 +38,7 @@ static int detect(const struct prb_system *sys, struct dram_plan *plan, char *wh
 	return plan->n;
 }
 
-const struct dram_backend dram_amd_umc = {
+const struct dram_backend prb_dram_amd_umc = {
 	.name = "amd_umc",
 	.description = "AMD UMC CAS commands (umc_cas_cmd.rd/wr), 64 bytes each",
 	.provides = PRB_DRAM_READ | PRB_DRAM_WRITE | PRB_DRAM_TOTAL,

@@ -36,15 +36,15 @@
 static int detect(const struct prb_system *sys, struct dram_plan *plan, char *why, size_t n)
 {
 	const struct prb_pmu *pmus[PRB_DRAM_MAX_INSTANCES];
-	size_t k = dram_pmus_matching(sys, "arm_cmn_", pmus, ARRAY_SIZE(pmus));
+	size_t k = prb_dram_pmus_matching(sys, "arm_cmn_", pmus, ARRAY_SIZE(pmus));
 	if (!k) {
 		snprintf(why, n, "no arm_cmn_N PMU (Arm CMN mesh)");
 		return 0;
 	}
 	if (k > ARRAY_SIZE(pmus))
-		return dram_too_many("arm_cmn_N PMUs", k, why, n);
+		return prb_dram_too_many("arm_cmn_N PMUs", k, why, n);
 	for (size_t i = 0; i < k; i++)
-		if (dram_pmu_check(pmus[i], why, n) < 0)
+		if (prb_dram_pmu_check(pmus[i], why, n) < 0)
 			return -EINVAL;
 	for (size_t i = 0; i < k; i++) {
 		if (!prb_pmu_event_find(pmus[i], MC_REQS)) {
@@ -54,17 +54,17 @@ static int detect(const struct prb_system *sys, struct dram_plan *plan, char *wh
 				 "driver knows)", pmus[i]->name);
 			return i ? -EINVAL : 0;
 		}
-		int first = dram_plan_add_pmu(plan, pmus[i], why, n);
+		int first = prb_dram_plan_add_pmu(plan, pmus[i], why, n);
 		if (first < 0)
 			return first;
-		int rc = dram_plan_add_event(plan, first, DRAM_TOTAL, MC_REQS, 64.0, why, n);
+		int rc = prb_dram_plan_add_event(plan, first, DRAM_TOTAL, MC_REQS, 64.0, why, n);
 		if (rc < 0)
 			return rc;
 	}
 	return plan->n;
 }
 
-const struct dram_backend dram_arm_cmn = {
+const struct dram_backend prb_dram_arm_cmn = {
 	.name = "arm_cmn",
 	.description = "Arm CMN home-node requests to the memory controllers (hnf_mc_reqs), 64 "
 		       "bytes each, read+write combined",

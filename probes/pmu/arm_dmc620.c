@@ -51,24 +51,24 @@ static int add(struct dram_plan *plan, const struct prb_pmu *pmu, char *why, siz
 {
 	const struct prb_event *rdwr = prb_pmu_event_find(pmu, RDWR);
 	char terms[300];
-	if (dram_pmu_check(pmu, why, n) < 0)
+	if (prb_dram_pmu_check(pmu, why, n) < 0)
 		return -EINVAL;
 	if (!rdwr) {
 		snprintf(why, n, "%s has no events/" RDWR " (the alias that counts DRAM reads "
 			 "and writes): is this a DMC-620?", pmu->name);
 		return -EINVAL;
 	}
-	int first = dram_plan_add_pmu(plan, pmu, why, n);
+	int first = prb_dram_plan_add_pmu(plan, pmu, why, n);
 	if (first < 0)
 		return first;
 	/* the alias's own event and clkdiv2 terms, with the direction filter added */
 	int rc = fmt_into(terms, "%s,mask=0x1,match=0x0", rdwr->terms);
 	if (rc == 0)
-		rc = dram_plan_add_event(plan, first, DRAM_READ, terms, 64.0, why, n);
+		rc = prb_dram_plan_add_event(plan, first, DRAM_READ, terms, 64.0, why, n);
 	if (rc == 0)
 		rc = fmt_into(terms, "%s,mask=0x1,match=0x1", rdwr->terms);
 	if (rc == 0)
-		rc = dram_plan_add_event(plan, first, DRAM_WRITE, terms, 64.0, why, n);
+		rc = prb_dram_plan_add_event(plan, first, DRAM_WRITE, terms, 64.0, why, n);
 	return rc;
 }
 
@@ -79,7 +79,7 @@ static int detect(const struct prb_system *sys, struct dram_plan *plan, char *wh
 	for (size_t i = 0; i < prb_system_pmu_count(sys); i++)
 		all += is_dmc620(prb_system_pmu(sys, i)->name);
 	if (all > PRB_DRAM_MAX_INSTANCES)
-		return dram_too_many("arm_dmc620_<hex> PMUs", all, why, n);
+		return prb_dram_too_many("arm_dmc620_<hex> PMUs", all, why, n);
 	for (size_t i = 0; i < prb_system_pmu_count(sys); i++) {
 		const struct prb_pmu *pmu = prb_system_pmu(sys, i);
 		if (!is_dmc620(pmu->name))
@@ -94,7 +94,7 @@ static int detect(const struct prb_system *sys, struct dram_plan *plan, char *wh
 	return found ? plan->n : 0;
 }
 
-const struct dram_backend dram_arm_dmc620 = {
+const struct dram_backend prb_dram_arm_dmc620 = {
 	.name = "arm_dmc620",
 	.description = "Arm DMC-620 memory controllers (clkdiv2_rdwr split by direction), 64 "
 		       "bytes per count",

@@ -37,16 +37,16 @@ static const struct scheme *scheme_of(const struct prb_pmu *pmu)
 static int detect(const struct prb_system *sys, struct dram_plan *plan, char *why, size_t n)
 {
 	const struct prb_pmu *pmus[PRB_DRAM_MAX_INSTANCES];
-	size_t k = dram_pmus_matching(sys, "uncore_imc_", pmus, ARRAY_SIZE(pmus));
+	size_t k = prb_dram_pmus_matching(sys, "uncore_imc_", pmus, ARRAY_SIZE(pmus));
 	size_t with_cas = 0;
 	if (!k) {
 		snprintf(why, n, "no uncore_imc_N PMU");
 		return 0;
 	}
 	if (k > ARRAY_SIZE(pmus))
-		return dram_too_many("uncore_imc_N PMUs", k, why, n);
+		return prb_dram_too_many("uncore_imc_N PMUs", k, why, n);
 	for (size_t i = 0; i < k; i++)
-		if (dram_pmu_check(pmus[i], why, n) < 0)
+		if (prb_dram_pmu_check(pmus[i], why, n) < 0)
 			return -EINVAL;
 	for (size_t i = 0; i < k; i++)
 		with_cas += scheme_of(pmus[i]) != NULL;
@@ -64,15 +64,15 @@ static int detect(const struct prb_system *sys, struct dram_plan *plan, char *wh
 				 pmus[i]->name);
 			return -EINVAL;
 		}
-		int first = dram_plan_add_pmu(plan, pmus[i], why, n);
+		int first = prb_dram_plan_add_pmu(plan, pmus[i], why, n);
 		if (first < 0)
 			return first;
 		for (int h = 0; h < 2; h++) {
 			int rc = 0;
 			if (s->read[h])
-				rc = dram_plan_add_event(plan, first, DRAM_READ, s->read[h], 0, why, n);
+				rc = prb_dram_plan_add_event(plan, first, DRAM_READ, s->read[h], 0, why, n);
 			if (rc == 0 && s->write[h])
-				rc = dram_plan_add_event(plan, first, DRAM_WRITE, s->write[h], 0, why, n);
+				rc = prb_dram_plan_add_event(plan, first, DRAM_WRITE, s->write[h], 0, why, n);
 			if (rc < 0)
 				return rc;
 		}
@@ -80,7 +80,7 @@ static int detect(const struct prb_system *sys, struct dram_plan *plan, char *wh
 	return plan->n;
 }
 
-const struct dram_backend dram_intel_imc_cas = {
+const struct dram_backend prb_dram_intel_imc_cas = {
 	.name = "intel_imc_cas",
 	.description = "Intel IMC CAS counts (cas_count_read/write, Granite Rapids sch0+sch1)",
 	.provides = PRB_DRAM_READ | PRB_DRAM_WRITE | PRB_DRAM_TOTAL,

@@ -24,18 +24,18 @@ static const struct family {
 static int add(struct dram_plan *plan, const struct prb_pmu *pmu, const struct family *f,
 	       char *why, size_t n)
 {
-	if (dram_pmu_check(pmu, why, n) < 0)
+	if (prb_dram_pmu_check(pmu, why, n) < 0)
 		return -EINVAL;
 	if (!prb_pmu_event_find(pmu, f->read) || !prb_pmu_event_find(pmu, f->write)) {
 		snprintf(why, n, "%s has no events/%s or events/%s", pmu->name, f->read, f->write);
 		return -EINVAL;
 	}
-	int first = dram_plan_add_pmu(plan, pmu, why, n);
+	int first = prb_dram_plan_add_pmu(plan, pmu, why, n);
 	if (first < 0)
 		return first;
-	int rc = dram_plan_add_event(plan, first, DRAM_READ, f->read, 0, why, n);
+	int rc = prb_dram_plan_add_event(plan, first, DRAM_READ, f->read, 0, why, n);
 	if (rc == 0)
-		rc = dram_plan_add_event(plan, first, DRAM_WRITE, f->write, 0, why, n);
+		rc = prb_dram_plan_add_event(plan, first, DRAM_WRITE, f->write, 0, why, n);
 	return rc;
 }
 
@@ -46,9 +46,9 @@ static int detect(const struct prb_system *sys, struct dram_plan *plan, char *wh
 		const struct prb_pmu *pmus[PRB_DRAM_MAX_INSTANCES];
 		size_t k = 0;
 		if (f->numbered) {
-			k = dram_pmus_matching(sys, f->name, pmus, ARRAY_SIZE(pmus));
+			k = prb_dram_pmus_matching(sys, f->name, pmus, ARRAY_SIZE(pmus));
 			if (k > ARRAY_SIZE(pmus))
-				return dram_too_many("uncore_imc_free_running_N PMUs", k, why, n);
+				return prb_dram_too_many("uncore_imc_free_running_N PMUs", k, why, n);
 		} else if ((pmus[0] = prb_system_pmu_find(sys, f->name))) {
 			k = 1;
 		}
@@ -65,7 +65,7 @@ static int detect(const struct prb_system *sys, struct dram_plan *plan, char *wh
 	return 0;
 }
 
-const struct dram_backend dram_intel_imc_free = {
+const struct dram_backend prb_dram_intel_imc_free = {
 	.name = "intel_imc_free",
 	.description = "Intel client IMC data counters (data_read/data_write), 64 bytes each",
 	.provides = PRB_DRAM_READ | PRB_DRAM_WRITE | PRB_DRAM_TOTAL,

@@ -38,15 +38,15 @@ static int detect(const struct prb_system *sys, struct dram_plan *plan, char *wh
 	} events[] = { { DRAM_READ, "cmem_rd_data", 32.0 },
 		       { DRAM_WRITE, "cmem_wr_total_bytes", 1.0 } };
 	const struct prb_pmu *pmus[PRB_DRAM_MAX_INSTANCES];
-	size_t k = dram_pmus_matching(sys, "nvidia_scf_pmu_", pmus, ARRAY_SIZE(pmus));
+	size_t k = prb_dram_pmus_matching(sys, "nvidia_scf_pmu_", pmus, ARRAY_SIZE(pmus));
 	if (!k) {
 		snprintf(why, n, "no nvidia_scf_pmu_N PMU (NVIDIA Grace)");
 		return 0;
 	}
 	if (k > ARRAY_SIZE(pmus))
-		return dram_too_many("nvidia_scf_pmu_N PMUs", k, why, n);
+		return prb_dram_too_many("nvidia_scf_pmu_N PMUs", k, why, n);
 	for (size_t i = 0; i < k; i++) {
-		if (dram_pmu_check(pmus[i], why, n) < 0)
+		if (prb_dram_pmu_check(pmus[i], why, n) < 0)
 			return -EINVAL;
 		for (size_t e = 0; e < ARRAY_SIZE(events); e++)
 			if (!prb_pmu_event_find(pmus[i], events[e].alias)) {
@@ -56,11 +56,11 @@ static int detect(const struct prb_system *sys, struct dram_plan *plan, char *wh
 			}
 	}
 	for (size_t i = 0; i < k; i++) {
-		int first = dram_plan_add_pmu(plan, pmus[i], why, n);
+		int first = prb_dram_plan_add_pmu(plan, pmus[i], why, n);
 		if (first < 0)
 			return first;
 		for (size_t e = 0; e < ARRAY_SIZE(events); e++) {
-			int rc = dram_plan_add_event(plan, first, events[e].dir, events[e].alias,
+			int rc = prb_dram_plan_add_event(plan, first, events[e].dir, events[e].alias,
 						     events[e].bytes, why, n);
 			if (rc < 0)
 				return rc;
@@ -69,7 +69,7 @@ static int detect(const struct prb_system *sys, struct dram_plan *plan, char *wh
 	return plan->n;
 }
 
-const struct dram_backend dram_nvidia_scf = {
+const struct dram_backend prb_dram_nvidia_scf = {
 	.name = "nvidia_scf",
 	.description = "NVIDIA Grace SCF CPU traffic to CPU memory (cmem_rd_data x 32 bytes, "
 		       "cmem_wr_total_bytes)",

@@ -37,7 +37,7 @@ static int detect(const struct prb_system *sys, struct dram_plan *plan, char *wh
 	while ((de = readdir(d))) {
 		if (strncmp(de->d_name, "mon_L3_", 7))
 			continue;
-		/* every domain is counted; past the limit none is kept (dram_too_many) */
+		/* every domain is counted; past the limit none is kept (prb_dram_too_many) */
 		if (domains++ >= PRB_DRAM_MAX_INSTANCES)
 			continue;
 		struct dram_instance *in = &plan->inst[plan->n];
@@ -53,7 +53,7 @@ static int detect(const struct prb_system *sys, struct dram_plan *plan, char *wh
 	if (domains > PRB_DRAM_MAX_INSTANCES) {
 		char what[460];
 		snprintf(what, sizeof(what), "L3 domains under %s", dir);
-		return dram_too_many(what, domains, why, n);
+		return prb_dram_too_many(what, domains, why, n);
 	}
 	/* readdir's order is the filesystem's: sort, so that instance i is the same domain on
 	 * every run (mon_L3_00 before mon_L3_01, as the PMU backends number theirs) */
@@ -63,7 +63,7 @@ static int detect(const struct prb_system *sys, struct dram_plan *plan, char *wh
 	return plan->n;
 }
 
-const struct dram_backend dram_resctrl = {
+const struct dram_backend prb_dram_resctrl = {
 	.name = "resctrl",
 	.description = "Linux resctrl MBM mbm_total_bytes per L3 domain",
 	.provides = PRB_DRAM_TOTAL,

@@ -1,6 +1,6 @@
 /* tests/engine/test_attention.c: block-streaming attention (issue 18 R2, engine/attention.c).
  *
- * The kernel: attn_blocked_f32 and attn_blocked_f16 against a double-precision softmax
+ * The kernel: eng_attn_blocked_f32 and eng_attn_blocked_f16 against a double-precision softmax
  * computed here, for MHA, GQA and MQA head layouts, head ranges that start mid-group, blocks
  * that divide the context and blocks that do not.
  *
@@ -119,9 +119,9 @@ static void kernel_case(int n_heads, int n_kv, int hs, int n_pos, int block, boo
 	for (int i = 0; i < q_dim; i++)
 		out[i] = 1e30f; /* must be overwritten for heads [h0, n_heads), kept for the rest */
 	if (f16)
-		attn_blocked_f16(qops, &j, q16 + h0 * hs, out, h0, n_heads);
+		eng_attn_blocked_f16(qops, &j, q16 + h0 * hs, out, h0, n_heads);
 	else
-		attn_blocked_f32(ops, &j, q, out, h0, n_heads);
+		eng_attn_blocked_f32(ops, &j, q, out, h0, n_heads);
 	double worst = 0, big = 0;
 	for (int i = h0 * hs; i < q_dim; i++) {
 		worst = fmax(worst, fabs((double)out[i] - want[i]));
@@ -326,11 +326,11 @@ static void names(void)
 		T_ASSERT(eng_attention_name((enum eng_attention)i) != NULL);
 	T_ASSERT(eng_attention_name(ENG_ATTN_COUNT) == NULL);
 	/* 16 KiB per KV head's block: hs 64 f32 -> 32 positions, f16 -> 64; clamps. */
-	T_EQ_INT(attn_block_positions(64, 4, 4096), 32);
-	T_EQ_INT(attn_block_positions(64, 2, 4096), 64);
-	T_EQ_INT(attn_block_positions(8, 4, 4096), 256);
-	T_EQ_INT(attn_block_positions(512, 4, 4096), 16);
-	T_EQ_INT(attn_block_positions(8, 4, 100), 100);
+	T_EQ_INT(eng_attn_block_positions(64, 4, 4096), 32);
+	T_EQ_INT(eng_attn_block_positions(64, 2, 4096), 64);
+	T_EQ_INT(eng_attn_block_positions(8, 4, 4096), 256);
+	T_EQ_INT(eng_attn_block_positions(512, 4, 4096), 16);
+	T_EQ_INT(eng_attn_block_positions(8, 4, 100), 100);
 }
 
 static double key(const char *s, const char *name)

@@ -82,8 +82,8 @@ static void make_legacy(const struct eng_model *m)
 	struct l2c_layout v1, lg;
 	struct l2c_config c1 = c;
 	c1.version = 1;
-	T_EQ_INT(l2c_layout_compute(&lg, &c, "legacy", NULL), 0);
-	T_EQ_INT(l2c_layout_compute(&v1, &c1, "v1", NULL), 0);
+	T_EQ_INT(eng_l2c_layout_compute(&lg, &c, "legacy", NULL), 0);
+	T_EQ_INT(eng_l2c_layout_compute(&v1, &c1, "v1", NULL), 0);
 	legacy_len = lg.end;
 	legacy_bytes = calloc(1, legacy_len);
 	int32_t hdr[7] = { c.dim, c.hidden_dim, c.n_layers, c.n_heads, c.n_kv_heads,
@@ -305,7 +305,7 @@ static void test_truncated_tensor(void)
 				.n_heads = 8, .n_kv_heads = 4, .vocab_size = 512, .seq_len = 512,
 				.shared_classifier = true };
 	struct l2c_layout lay;
-	T_EQ_INT(l2c_layout_compute(&lay, &c, "x", NULL), 0);
+	T_EQ_INT(eng_l2c_layout_compute(&lay, &c, "x", NULL), 0);
 	T_EQ_U64(lay.end, good_len);
 	int rc;
 	for (size_t i = 0; i < lay.n; i++) {
@@ -313,7 +313,7 @@ static void test_truncated_tensor(void)
 		struct eng_error e = try_variant(good_bytes, cut, -1, 0, &rc);
 		char want[96], size[64];
 		snprintf(want, sizeof(want), "tensor '%s' extends past end of file",
-			 l2c_tensor_name(lay.span[i].tensor));
+			 eng_l2c_tensor_name(lay.span[i].tensor));
 		snprintf(size, sizeof(size), "file %zu bytes", cut);
 		T_EQ_INT(rc, -EINVAL);
 		T_CONTAINS(e.text, want);

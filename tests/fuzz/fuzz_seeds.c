@@ -114,7 +114,7 @@ static void llama2c_model(const char *name, const uint8_t *hdr, bool v1, bool sh
 				.n_heads = 2, .n_kv_heads = 1, .vocab_size = 16, .seq_len = 4,
 				.shared_classifier = shared };
 	struct l2c_layout lay;
-	if (l2c_layout_compute(&lay, &c, name, NULL))
+	if (eng_l2c_layout_compute(&lay, &c, name, NULL))
 		abort();
 	uint8_t *b = calloc(1, lay.end);
 	int32_t h[7] = { c.dim, c.hidden_dim, c.n_layers, c.n_heads, c.n_kv_heads,

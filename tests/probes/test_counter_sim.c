@@ -622,13 +622,13 @@ static void test_group_layout(void)
 				PERF_FORMAT_TOTAL_TIME_RUNNING | PERF_FORMAT_ID;
 		/* opened in the order 1, 3, 2: the read gives that order, not the configs' */
 		a.config = j == 0 ? 1 : j == 1 ? 3 : 2;
-		int rc = j ? counter_open_member(&c[j], &a, -1, 0, c[0]) :
-			     counter_open(&c[0], &a, -1, 0);
+		int rc = j ? prb_counter_open_member(&c[j], &a, -1, 0, c[0]) :
+			     prb_counter_open(&c[0], &a, -1, 0);
 		T_EQ_INT(rc, 0);
 		if (rc)
 			goto out;
 	}
-	const struct counter_ops *ops = counter_ops_get();
+	const struct counter_ops *ops = prb_counter_ops_get();
 	T_ASSERT(ops->read_group != NULL);
 	for (uint64_t k = 0; k < 3; k++) {
 		T_EQ_INT(ops->read_group(c[0], buf, 16), 0);
@@ -649,18 +649,18 @@ static void test_group_layout(void)
 	}
 	struct counter *m = NULL;
 	a.config = 4;
-	T_EQ_INT(counter_open_member(&m, &a, -1, 0, c[0]), -EINVAL);
+	T_EQ_INT(prb_counter_open_member(&m, &a, -1, 0, c[0]), -EINVAL);
 	f = fopen(path, "a");
 	if (f) {
 		fprintf(f, "nogroups\n");
 		fclose(f);
 	}
 	a.config = 3;
-	T_EQ_INT(counter_open_member(&m, &a, -1, 0, c[0]), -EOPNOTSUPP);
+	T_EQ_INT(prb_counter_open_member(&m, &a, -1, 0, c[0]), -EOPNOTSUPP);
 out:
 	for (int j = 2; j >= 0; j--)
 		if (c[j])
-			counter_ops_get()->close(c[j]);
+			prb_counter_ops_get()->close(c[j]);
 	unlink(path);
 }
 

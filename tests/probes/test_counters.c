@@ -175,12 +175,12 @@ static void test_injected(void)
 	int idx = -1;
 	struct prb_reading r[1];
 	T_EQ_INT(prb_set_new(&s, sys, NULL), 0);
-	counter_inject_errno = EBUSY;
+	prb_counter_inject_errno = EBUSY;
 	T_EQ_INT(prb_set_add(s, "task-clock", &idx, &err), -EBUSY);
 	T_EQ_INT(idx, 0);
 	T_CONTAINS(err.text, "EBUSY");
 	T_EQ_STR(err.source, "task-clock");
-	counter_inject_errno = 0;
+	prb_counter_inject_errno = 0;
 	prb_set_read(s, r);
 	T_ASSERT(r[0].flags & PRB_READING_UNAVAILABLE);
 	prb_set_free(s);
@@ -233,7 +233,7 @@ static void test_paranoid2(void)
 	struct prb_error err = { 0 };
 	int tc = -1, pf = -1, cs = -1, mig = -1;
 	struct prb_reading r[4];
-	counter_inject_paranoid2 = true;
+	prb_counter_inject_paranoid2 = true;
 	T_EQ_INT(prb_set_new(&s, sys, NULL), 0);
 	T_EQ_INT(prb_set_add(s, "task-clock", &tc, &err), 0);
 	T_EQ_INT(prb_set_add(s, "page-faults", &pf, &err), 0);
@@ -255,18 +255,18 @@ static void test_paranoid2(void)
 	T_ASSERT(!(r[pf].flags & PRB_READING_NOT_COUNTED) && r[pf].count >= PAGES);
 	T_ASSERT(r[cs].flags & PRB_READING_NOT_COUNTED);
 	T_ASSERT(r[mig].flags & PRB_READING_NOT_COUNTED);
-	counter_inject_paranoid2 = false;
+	prb_counter_inject_paranoid2 = false;
 	prb_set_free(s);
 	prb_system_close(sys);
 }
 
-/* Opens attr as counter_open or counter_open_member does; where kernel counting is refused
+/* Opens attr as prb_counter_open or prb_counter_open_member does; where kernel counting is refused
  * (perf_event_paranoid 2 for an ordinary user), user space only, as prb_set_add does. */
 static int open_sw(struct counter **c, struct perf_event_attr *a, struct counter *leader)
 {
 	for (int user = 0; user < 2; user++) {
 		a->exclude_kernel = a->exclude_hv = (unsigned)user;
-		int rc = leader ? counter_open_member(c, a, 0, -1, leader) : counter_open(c, a, 0, -1);
+		int rc = leader ? prb_counter_open_member(c, a, 0, -1, leader) : prb_counter_open(c, a, 0, -1);
 		if (rc != -EACCES && rc != -EPERM)
 			return rc;
 	}
@@ -280,7 +280,7 @@ static int open_sw(struct counter **c, struct perf_event_attr *a, struct counter
  * setting for an open the user could make (issue 44). */
 static void test_groups(void)
 {
-	const struct counter_ops *ops = counter_ops_get();
+	const struct counter_ops *ops = prb_counter_ops_get();
 	struct counter *c[5] = { NULL };
 	struct perf_event_attr a;
 	uint64_t buf[3 + 4], v[3];
@@ -346,8 +346,8 @@ int main(void)
 	test_paranoid2();
 	test_groups();
 	/* and as an ordinary user at perf_event_paranoid 2 sees it */
-	counter_inject_paranoid2 = true;
+	prb_counter_inject_paranoid2 = true;
 	test_groups();
-	counter_inject_paranoid2 = false;
+	prb_counter_inject_paranoid2 = false;
 	return t_done();
 }

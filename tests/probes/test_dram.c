@@ -87,7 +87,7 @@ static void test_arrow_lake(void)
 {
 	struct prb_system *sys = open_tree("arrow-lake");
 	struct prb_dram_status st;
-	T_EQ_INT(dram_probe_plan(sys, NULL, &st, &plan), 0);
+	T_EQ_INT(prb_dram_probe_plan(sys, NULL, &st, &plan), 0);
 	T_EQ_STR(st.backend, "intel_imc_free");
 	/* both controllers, never just the first (the Arrow Lake lesson) */
 	T_EQ_INT(st.n_instances, 2);
@@ -111,7 +111,7 @@ static void test_skylake_client(void)
 	 * event=0x02 (format event config:0-7), scale 6.103515625e-5 MiB = 64 bytes */
 	struct prb_system *sys = open_tree("skylake-client");
 	struct prb_dram_status st;
-	T_EQ_INT(dram_probe_plan(sys, NULL, &st, &plan), 0);
+	T_EQ_INT(prb_dram_probe_plan(sys, NULL, &st, &plan), 0);
 	T_EQ_STR(st.backend, "intel_imc_free");
 	T_EQ_INT(st.n_instances, 1);
 	const struct want_event ev[] = { { DRAM_READ, 0x1, 64.0 }, { DRAM_WRITE, 0x2, 64.0 } };
@@ -123,7 +123,7 @@ static void test_sapphire_rapids(void)
 {
 	struct prb_system *sys = open_tree("sapphire-rapids");
 	struct prb_dram_status st;
-	T_EQ_INT(dram_probe_plan(sys, NULL, &st, &plan), 0);
+	T_EQ_INT(prb_dram_probe_plan(sys, NULL, &st, &plan), 0);
 	T_EQ_STR(st.backend, "intel_imc_cas");
 	/* 16 IMC PMUs, each opened on both sockets (cpumask 0,56) */
 	T_EQ_INT(st.n_instances, 32);
@@ -138,7 +138,7 @@ static void test_sapphire_rapids(void)
 	}
 	/* resctrl is present too, but less accurate: not chosen, and asking for it works */
 	struct prb_dram_options opt = { .backend = "resctrl" };
-	T_EQ_INT(dram_probe_plan(sys, &opt, &st, &plan), 0);
+	T_EQ_INT(prb_dram_probe_plan(sys, &opt, &st, &plan), 0);
 	T_EQ_STR(st.backend, "resctrl");
 	T_EQ_INT(st.n_instances, 2);
 	T_ASSERT(st.flags & PRB_DRAM_TOTAL_ONLY);
@@ -150,7 +150,7 @@ static void test_granite_rapids(void)
 {
 	struct prb_system *sys = open_tree("granite-rapids");
 	struct prb_dram_status st;
-	T_EQ_INT(dram_probe_plan(sys, NULL, &st, &plan), 0);
+	T_EQ_INT(prb_dram_probe_plan(sys, NULL, &st, &plan), 0);
 	T_EQ_STR(st.backend, "intel_imc_cas");
 	T_EQ_INT(st.n_instances, 12);
 	/* sch0: event=0x05, sch1: event=0x06; umask 0xcf read, 0xf0 write: both schedulers of
@@ -171,7 +171,7 @@ static void test_zen4(void)
 {
 	struct prb_system *sys = open_tree("amd-epyc-zen4");
 	struct prb_dram_status st;
-	T_EQ_INT(dram_probe_plan(sys, NULL, &st, &plan), 0);
+	T_EQ_INT(prb_dram_probe_plan(sys, NULL, &st, &plan), 0);
 	T_EQ_STR(st.backend, "amd_umc");
 	T_EQ_INT(st.n_instances, 12);
 	/* umc_cas_cmd.rd: event=0x0a, rdwrmask=1 with event config:0-7, rdwrmask config:8-9:
@@ -184,7 +184,7 @@ static void test_zen4(void)
 	}
 	/* amd_df exists on Zen 4 but with the PerfMonV2 format: the Zen 2/3 encodings refuse it */
 	struct prb_dram_options opt = { .backend = "amd_df" };
-	T_EQ_INT(dram_probe_plan(sys, &opt, &st, &plan), -ENOENT);
+	T_EQ_INT(prb_dram_probe_plan(sys, &opt, &st, &plan), -ENOENT);
 	T_CONTAINS(st.reason, "not the Zen 2/3 data fabric");
 	prb_system_close(sys);
 }
@@ -193,7 +193,7 @@ static void test_zen3(void)
 {
 	struct prb_system *sys = open_tree("zen3");
 	struct prb_dram_status st;
-	T_EQ_INT(dram_probe_plan(sys, NULL, &st, &plan), 0);
+	T_EQ_INT(prb_dram_probe_plan(sys, NULL, &st, &plan), 0);
 	T_EQ_STR(st.backend, "amd_df");
 	T_ASSERT(st.flags & PRB_DRAM_CAVEAT);
 	T_ASSERT(st.flags & PRB_DRAM_TOTAL_ONLY);
@@ -245,7 +245,7 @@ static void test_ampere_altra(void)
 						"10008d800", "10008dc00" };
 	struct prb_system *sys = open_tree("ampere-altra");
 	struct prb_dram_status st;
-	T_EQ_INT(dram_probe_plan(sys, NULL, &st, &plan), 0);
+	T_EQ_INT(prb_dram_probe_plan(sys, NULL, &st, &plan), 0);
 	/* the controllers, not the mesh beside them */
 	T_EQ_STR(st.backend, "arm_dmc620");
 	T_EQ_INT(st.n_instances, 8);
@@ -268,7 +268,7 @@ static void test_ampere_altra(void)
 	}
 	/* the mesh is there too, and can be asked for: one event per mesh, total only */
 	struct prb_dram_options opt = { .backend = "arm_cmn" };
-	T_EQ_INT(dram_probe_plan(sys, &opt, &st, &plan), 0);
+	T_EQ_INT(prb_dram_probe_plan(sys, &opt, &st, &plan), 0);
 	T_EQ_STR(st.backend, "arm_cmn");
 	T_EQ_INT(st.n_instances, 1);
 	T_ASSERT(st.flags & PRB_DRAM_TOTAL_ONLY);
@@ -283,7 +283,7 @@ static void test_graviton3(void)
 {
 	struct prb_system *sys = open_tree("graviton3");
 	struct prb_dram_status st;
-	T_EQ_INT(dram_probe_plan(sys, NULL, &st, &plan), 0);
+	T_EQ_INT(prb_dram_probe_plan(sys, NULL, &st, &plan), 0);
 	T_EQ_STR(st.backend, "arm_cmn");
 	T_EQ_INT(st.provides, PRB_DRAM_TOTAL);
 	T_ASSERT(st.flags & PRB_DRAM_TOTAL_ONLY);
@@ -299,7 +299,7 @@ static void test_nvidia_grace(void)
 {
 	struct prb_system *sys = open_tree("nvidia-grace");
 	struct prb_dram_status st;
-	T_EQ_INT(dram_probe_plan(sys, NULL, &st, &plan), 0);
+	T_EQ_INT(prb_dram_probe_plan(sys, NULL, &st, &plan), 0);
 	T_EQ_STR(st.backend, "nvidia_scf");
 	/* one SCF PMU per socket, opened on its cpumask CPU (0 and 72); the PCIe and
 	 * NVLink-C2C PMUs beside them see device traffic and are not counted */
@@ -364,7 +364,7 @@ static void test_dmc620_refused(void)
 	/* the controller counts; the PMU with a non-hex suffix is none of its instances */
 	T_EQ_INT(prb_system_open(&sys, root, &err), 0);
 	if (sys) {
-		T_EQ_INT(dram_probe_plan(sys, NULL, &st, &plan), 0);
+		T_EQ_INT(prb_dram_probe_plan(sys, NULL, &st, &plan), 0);
 		T_EQ_STR(st.backend, "arm_dmc620");
 		T_EQ_INT(st.n_instances, 1);
 		T_EQ_STR(st.instances[0].pmu, "arm_dmc620_10008c000");
@@ -376,7 +376,7 @@ static void test_dmc620_refused(void)
 		unlink(file);
 	T_EQ_INT(prb_system_open(&sys, root, &err), 0);
 	if (sys) {
-		T_EQ_INT(dram_probe_plan(sys, NULL, &st, &plan), -ENOENT);
+		T_EQ_INT(prb_dram_probe_plan(sys, NULL, &st, &plan), -ENOENT);
 		T_CONTAINS(st.reason, "arm_dmc620: arm_dmc620_10008c000 has no events/clkdiv2_rdwr");
 		prb_system_close(sys);
 	}
@@ -421,7 +421,7 @@ static void test_bad_tree(void)
 	/* malformed PMUs are refused with the file named, never counted in part */
 	struct prb_system *sys = open_tree("bad");
 	struct prb_dram_status st;
-	int rc = dram_probe_plan(sys, NULL, &st, &plan);
+	int rc = prb_dram_probe_plan(sys, NULL, &st, &plan);
 	T_EQ_INT(rc, -ENOENT);
 	T_CONTAINS(st.reason, "format/umask");
 	T_CONTAINS(st.missing, "intel_imc_free");
@@ -445,14 +445,14 @@ static void test_open_classified(void)
 		T_EQ_INT(st.n_instances, 2); /* what it tried: all of them */
 		T_CONTAINS(st.reason, "uncore_imc_free_running_0 (cpu 0");
 	}
-	counter_inject_errno = EACCES;
+	prb_counter_inject_errno = EACCES;
 	T_EQ_INT(prb_dram_open(&d, sys, NULL, &st), -EACCES);
 	T_CONTAINS(st.reason, "perf_event_paranoid");
 	T_CONTAINS(st.reason, "CAP_PERFMON");
-	counter_inject_errno = ENODEV;
+	prb_counter_inject_errno = ENODEV;
 	T_EQ_INT(prb_dram_open(&d, sys, NULL, &st), -ENODEV);
 	T_CONTAINS(st.reason, "Virtual machines usually expose no uncore PMUs");
-	counter_inject_errno = 0;
+	prb_counter_inject_errno = 0;
 	prb_system_close(sys);
 }
 
@@ -575,7 +575,7 @@ static int big_probe(const char *backend, struct prb_dram_status *st)
 	struct prb_error err = { 0 };
 	struct prb_dram_options opt = { .backend = backend };
 	T_EQ_INT(prb_system_open(&sys, big_root, &err), 0);
-	int rc = sys ? dram_probe_plan(sys, &opt, st, &plan) : -999;
+	int rc = sys ? prb_dram_probe_plan(sys, &opt, st, &plan) : -999;
 	prb_system_close(sys);
 	return rc;
 }

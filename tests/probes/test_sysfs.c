@@ -65,7 +65,7 @@ static void test_cpulists(void)
 		int n, last;
 	} good[] = { { "0", 1, 0 }, { "0,56", 2, 56 }, { "0-3,8", 5, 8 }, { "0,8,16", 3, 16 } };
 	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
-		T_EQ_INT(cpulist_parse(good[i].text, &cpus, &n, "cpumask", &err), 0);
+		T_EQ_INT(prb_cpulist_parse(good[i].text, &cpus, &n, "cpumask", &err), 0);
 		T_EQ_INT(n, good[i].n);
 		if (cpus && n)
 			T_EQ_INT(cpus[n - 1], good[i].last);
@@ -73,7 +73,7 @@ static void test_cpulists(void)
 	}
 	static const char *const bad[] = { "", "zero", "3-1", "0,", "0,,1", "-1", "0-", "70000" };
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		T_EQ_INT(cpulist_parse(bad[i], &cpus, &n, "devices/x/cpumask", &err), -EINVAL);
+		T_EQ_INT(prb_cpulist_parse(bad[i], &cpus, &n, "devices/x/cpumask", &err), -EINVAL);
 		T_ASSERT(cpus == NULL && n == 0);
 		T_EQ_STR(err.source, "devices/x/cpumask");
 	}
@@ -339,7 +339,7 @@ static void test_special_files(void)
 	T_EQ_INT(mkfifo(path, 0600), 0);
 	struct file_counter *fc = NULL;
 	uint64_t v = 0;
-	T_EQ_INT(file_counter_open_plain(&fc, path), 0);
+	T_EQ_INT(prb_file_counter_open_plain(&fc, path), 0);
 	if (fc) {
 		alarm(20);
 		T_EQ_INT(fc->read(fc, &v), -EINVAL);

@@ -17,7 +17,7 @@
 
 /* ---- Errors and small parsers ------------------------------------------------------------- */
 
-int ad_fail(struct mw_error *err, int code, const char *source, int line, const char *field,
+int mw_ad_fail(struct mw_error *err, int code, const char *source, int line, const char *field,
 	 const char *fmt, ...)
 {
 	char text[sizeof(err->text)];
@@ -31,7 +31,7 @@ int ad_fail(struct mw_error *err, int code, const char *source, int line, const 
 	return code;
 }
 
-void ad_set_unknown(struct mw_adapter_result *res, const char *fmt, ...)
+void mw_ad_set_unknown(struct mw_adapter_result *res, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -40,7 +40,7 @@ void ad_set_unknown(struct mw_adapter_result *res, const char *fmt, ...)
 	res->decode_tokens.known = false;
 }
 
-const char *ad_skip_blanks(const char *p)
+const char *mw_ad_skip_blanks(const char *p)
 {
 	while (*p == ' ' || *p == '\t')
 		p++;
@@ -49,9 +49,9 @@ const char *ad_skip_blanks(const char *p)
 
 /* Reads a whole number in [0, max] at *p (after blanks) and advances *p past it. Returns NULL
  * on success or what was wrong with the text, for the caller's message. */
-const char *ad_read_count(const char **p, int64_t max, int64_t *out)
+const char *mw_ad_read_count(const char **p, int64_t max, int64_t *out)
 {
-	const char *s = ad_skip_blanks(*p);
+	const char *s = mw_ad_skip_blanks(*p);
 	char *end = NULL;
 	if (*s == '-' && isdigit((unsigned char)s[1]))
 		return "is negative";
@@ -68,10 +68,10 @@ const char *ad_read_count(const char **p, int64_t max, int64_t *out)
 	return NULL;
 }
 
-/* Reads a finite, non-negative decimal number at *p (after blanks); see ad_read_count. */
-const char *ad_read_number(const char **p, double *out)
+/* Reads a finite, non-negative decimal number at *p (after blanks); see mw_ad_read_count. */
+const char *mw_ad_read_number(const char **p, double *out)
 {
-	const char *s = ad_skip_blanks(*p);
+	const char *s = mw_ad_skip_blanks(*p);
 	char *end = NULL;
 	if (*s == '-' && (isdigit((unsigned char)s[1]) || s[1] == '.'))
 		return "is negative";
@@ -91,24 +91,24 @@ const char *ad_read_number(const char **p, double *out)
 }
 
 /* Whole-string variants, for CSV and markdown cells. */
-const char *ad_cell_count(const char *s, int64_t max, int64_t *out)
+const char *mw_ad_cell_count(const char *s, int64_t max, int64_t *out)
 {
-	const char *why = ad_read_count(&s, max, out);
-	if (!why && *ad_skip_blanks(s))
+	const char *why = mw_ad_read_count(&s, max, out);
+	if (!why && *mw_ad_skip_blanks(s))
 		why = "is not a whole number";
 	return why;
 }
 
-const char *ad_cell_number(const char *s, double *out)
+const char *mw_ad_cell_number(const char *s, double *out)
 {
-	const char *why = ad_read_number(&s, out);
-	if (!why && *ad_skip_blanks(s))
+	const char *why = mw_ad_read_number(&s, out);
+	if (!why && *mw_ad_skip_blanks(s))
 		why = "is not a number";
 	return why;
 }
 
 /* Advances *p past word (and returns true) when the text at *p starts with it. */
-bool ad_eat(const char **p, const char *word)
+bool mw_ad_eat(const char **p, const char *word)
 {
 	size_t n = strlen(word);
 	if (strncmp(*p, word, n))
@@ -121,7 +121,7 @@ bool ad_eat(const char **p, const char *word)
 
 /* An embedded NUL ends a line, like a newline: output is text, and a NUL must not hide the
  * rest of the buffer from the string functions. */
-int ad_lines_open(struct lines *l, const char *buf, size_t len)
+int mw_ad_lines_open(struct lines *l, const char *buf, size_t len)
 {
 	l->text = malloc(len + 1);
 	if (!l->text)
@@ -135,14 +135,14 @@ int ad_lines_open(struct lines *l, const char *buf, size_t len)
 	return 0;
 }
 
-void ad_lines_close(struct lines *l)
+void mw_ad_lines_close(struct lines *l)
 {
 	free(l->text);
 	l->text = l->next = l->end = NULL;
 }
 
 /* The next line without its newline (and without a trailing CR), or NULL at the end. */
-char *ad_lines_next(struct lines *l)
+char *mw_ad_lines_next(struct lines *l)
 {
 	char *line = l->next, *nl;
 	if (line == l->end)
@@ -161,12 +161,12 @@ char *ad_lines_next(struct lines *l)
 	return line;
 }
 
-bool ad_all_blank(const char *s)
+bool mw_ad_all_blank(const char *s)
 {
-	return !*ad_skip_blanks(s);
+	return !*mw_ad_skip_blanks(s);
 }
 
-bool ad_all_blank_n(const char *buf, size_t len)
+bool mw_ad_all_blank_n(const char *buf, size_t len)
 {
 	for (size_t i = 0; i < len; i++)
 		if (!isspace((unsigned char)buf[i]))
@@ -174,7 +174,7 @@ bool ad_all_blank_n(const char *buf, size_t len)
 	return true;
 }
 
-bool ad_detect_first_byte(const char *buf, size_t len, char c)
+bool mw_ad_detect_first_byte(const char *buf, size_t len, char c)
 {
 	size_t i = 0;
 	while (i < len && isspace((unsigned char)buf[i]))
@@ -183,7 +183,7 @@ bool ad_detect_first_byte(const char *buf, size_t len, char c)
 }
 
 /* Length of the first line of buf. */
-size_t ad_first_line_len(const char *buf, size_t len)
+size_t mw_ad_first_line_len(const char *buf, size_t len)
 {
 	size_t n = 0;
 	while (n < len && buf[n] != '\n')

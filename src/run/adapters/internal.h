@@ -27,24 +27,24 @@ struct mw_error;
 /* ---- Errors and small parsers (common.c) --------------------------------------------------- */
 
 /* Fills err (which may be NULL) with source, line and field; returns code. */
-int ad_fail(struct mw_error *err, int code, const char *source, int line, const char *field,
+int mw_ad_fail(struct mw_error *err, int code, const char *source, int line, const char *field,
 	 const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 /* Marks the decode count unknown, with why (and which flag to change) in res->why_unknown. */
-void ad_set_unknown(struct mw_adapter_result *res, const char *fmt, ...)
+void mw_ad_set_unknown(struct mw_adapter_result *res, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
-const char *ad_skip_blanks(const char *p);
+const char *mw_ad_skip_blanks(const char *p);
 /* Number readers: NULL on success, else what was wrong with the text ("is negative", ...). */
-const char *ad_read_count(const char **p, int64_t max, int64_t *out);
-const char *ad_read_number(const char **p, double *out);
-const char *ad_cell_count(const char *s, int64_t max, int64_t *out);
-const char *ad_cell_number(const char *s, double *out);
-bool ad_eat(const char **p, const char *word);
-bool ad_all_blank(const char *s);
-bool ad_all_blank_n(const char *buf, size_t len);
+const char *mw_ad_read_count(const char **p, int64_t max, int64_t *out);
+const char *mw_ad_read_number(const char **p, double *out);
+const char *mw_ad_cell_count(const char *s, int64_t max, int64_t *out);
+const char *mw_ad_cell_number(const char *s, double *out);
+bool mw_ad_eat(const char **p, const char *word);
+bool mw_ad_all_blank(const char *s);
+bool mw_ad_all_blank_n(const char *buf, size_t len);
 /* True when the first non-blank byte of buf is c. */
-bool ad_detect_first_byte(const char *buf, size_t len, char c);
-size_t ad_first_line_len(const char *buf, size_t len);
+bool mw_ad_detect_first_byte(const char *buf, size_t len, char c);
+size_t mw_ad_first_line_len(const char *buf, size_t len);
 
 /* ---- The output as lines (common.c) -------------------------------------------------------- */
 
@@ -55,9 +55,9 @@ struct lines {
 	int lineno;  /* 1-based number of the line last returned */
 };
 
-int ad_lines_open(struct lines *l, const char *buf, size_t len);
-void ad_lines_close(struct lines *l);
-char *ad_lines_next(struct lines *l);
+int mw_ad_lines_open(struct lines *l, const char *buf, size_t len);
+void mw_ad_lines_close(struct lines *l);
+char *mw_ad_lines_next(struct lines *l);
 
 /* ---- llama-bench's tests, whatever the format (llama_bench.c) ------------------------------ */
 
@@ -81,37 +81,37 @@ struct bench {
 };
 
 /* A cleared test at the end of b, or NULL (err set) when b is full. */
-struct bench_test *ad_bench_add(struct bench *b, const char *source, int line,
+struct bench_test *mw_ad_bench_add(struct bench *b, const char *source, int line,
 			     struct mw_error *err);
 /* The one pp and one tg test of b as res's figures. */
-int ad_bench_finish(const struct bench *b, const char *source, struct mw_adapter_result *res,
+int mw_ad_bench_finish(const struct bench *b, const char *source, struct mw_adapter_result *res,
 		 struct mw_error *err);
 
 /* ---- The rows: one file each (registry.c holds the table) ---------------------------------- */
 
 /* Each row's detect and parse (mw_adapter_detect_fn, mw_adapter_parse_fn). */
 /* memwall_tokens.c */
-bool ad_detect_generic(const char *buf, size_t len);
-int ad_parse_generic(const char *buf, size_t len, const struct mw_adapter_opts *opts,
+bool mw_ad_detect_generic(const char *buf, size_t len);
+int mw_ad_parse_generic(const char *buf, size_t len, const struct mw_adapter_opts *opts,
 		  const char *source, struct mw_adapter_result *res, struct mw_error *err);
 /* llama_completion.c */
-bool ad_detect_completion(const char *buf, size_t len);
-int ad_parse_completion(const char *buf, size_t len, const struct mw_adapter_opts *opts,
+bool mw_ad_detect_completion(const char *buf, size_t len);
+int mw_ad_parse_completion(const char *buf, size_t len, const struct mw_adapter_opts *opts,
 		     const char *source, struct mw_adapter_result *res, struct mw_error *err);
 /* llama_bench_json.c */
-bool ad_detect_bench_json(const char *buf, size_t len);
-int ad_parse_bench_json(const char *buf, size_t len, const struct mw_adapter_opts *opts,
+bool mw_ad_detect_bench_json(const char *buf, size_t len);
+int mw_ad_parse_bench_json(const char *buf, size_t len, const struct mw_adapter_opts *opts,
 		     const char *source, struct mw_adapter_result *res, struct mw_error *err);
-bool ad_detect_bench_jsonl(const char *buf, size_t len);
-int ad_parse_bench_jsonl(const char *buf, size_t len, const struct mw_adapter_opts *opts,
+bool mw_ad_detect_bench_jsonl(const char *buf, size_t len);
+int mw_ad_parse_bench_jsonl(const char *buf, size_t len, const struct mw_adapter_opts *opts,
 		      const char *source, struct mw_adapter_result *res, struct mw_error *err);
 /* llama_bench_csv.c */
-bool ad_detect_bench_csv(const char *buf, size_t len);
-int ad_parse_bench_csv(const char *buf, size_t len, const struct mw_adapter_opts *opts,
+bool mw_ad_detect_bench_csv(const char *buf, size_t len);
+int mw_ad_parse_bench_csv(const char *buf, size_t len, const struct mw_adapter_opts *opts,
 		    const char *source, struct mw_adapter_result *res, struct mw_error *err);
 /* llama_bench_md.c */
-bool ad_detect_bench_md(const char *buf, size_t len);
-int ad_parse_bench_md(const char *buf, size_t len, const struct mw_adapter_opts *opts,
+bool mw_ad_detect_bench_md(const char *buf, size_t len);
+int mw_ad_parse_bench_md(const char *buf, size_t len, const struct mw_adapter_opts *opts,
 		   const char *source, struct mw_adapter_result *res, struct mw_error *err);
 
 #endif

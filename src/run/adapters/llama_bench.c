@@ -7,11 +7,11 @@
 #include "adapters.h"
 #include "internal.h"
 
-struct bench_test *ad_bench_add(struct bench *b, const char *source, int line,
+struct bench_test *mw_ad_bench_add(struct bench *b, const char *source, int line,
 			     struct mw_error *err)
 {
 	if (b->n == BENCH_MAX_TESTS) {
-		ad_fail(err, -EINVAL, source, line, "",
+		mw_ad_fail(err, -EINVAL, source, line, "",
 		     "more than %d tests: memwall reads one configuration per run",
 		     BENCH_MAX_TESTS);
 		return NULL;
@@ -26,14 +26,14 @@ struct bench_test *ad_bench_add(struct bench *b, const char *source, int line,
 /* llama-bench's test_gen() calls llama_decode() once per generated token, all inside the timed
  * interval, so a tgN test is N single-token forward passes; avg_ts is the mean over
  * repetitions of n_tokens / t (test::get_ts), which is what we report as tok/s. */
-int ad_bench_finish(const struct bench *b, const char *source, struct mw_adapter_result *res,
+int mw_ad_bench_finish(const struct bench *b, const char *source, struct mw_adapter_result *res,
 		 struct mw_error *err)
 {
 	const struct bench_test *pp = NULL, *tg = NULL;
 	int n_pg = 0;
 
 	if (!b->n) {
-		ad_set_unknown(res, "llama-bench printed no test results: check that it ran to the "
+		mw_ad_set_unknown(res, "llama-bench printed no test results: check that it ran to the "
 				 "end (its stderr says why it stopped)");
 		return 0;
 	}
@@ -47,10 +47,10 @@ int ad_bench_finish(const struct bench *b, const char *source, struct mw_adapter
 		else if (t->n_gen > 0)
 			n_pg++;
 		else
-			return ad_fail(err, -EINVAL, source, t->line, "n_prompt",
+			return mw_ad_fail(err, -EINVAL, source, t->line, "n_prompt",
 				    "a test with n_prompt = 0 and n_gen = 0");
 		if (slot && *slot)
-			return ad_fail(err, -EINVAL, source, t->line, "",
+			return mw_ad_fail(err, -EINVAL, source, t->line, "",
 				    "a second %s test (the first is at %s): memwall reads one "
 				    "configuration per run; give -p, -n, -t and the other options "
 				    "one value each",
@@ -65,7 +65,7 @@ int ad_bench_finish(const struct bench *b, const char *source, struct mw_adapter
 			res->prompt_ms = (struct mw_adapter_ms){ pp->avg_ns / 1e6, true };
 	}
 	if (!tg) {
-		ad_set_unknown(res, "llama-bench ran no generation test (tgN)%s, so no decode "
+		mw_ad_set_unknown(res, "llama-bench ran no generation test (tgN)%s, so no decode "
 				 "figures: pass -n N",
 			    n_pg ? " (a pp+tg test times prompt and decode together)" : "");
 		return 0;

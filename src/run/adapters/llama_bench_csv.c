@@ -56,9 +56,9 @@ static const struct { const char *name; bool required; } csv_cols[CSV_COLS] = {
 	[CSV_STDDEV_TS] = { "stddev_ts", false },
 };
 
-bool ad_detect_bench_csv(const char *buf, size_t len)
+bool mw_ad_detect_bench_csv(const char *buf, size_t len)
 {
-	size_t n = buf ? ad_first_line_len(buf, len) : 0;
+	size_t n = buf ? mw_ad_first_line_len(buf, len) : 0;
 	return n > 0 && memmem(buf, n, "n_prompt", 8) && memmem(buf, n, "n_gen", 5) &&
 	       memchr(buf, ',', n) && buf[0] != '|' && buf[0] != '{' && buf[0] != '[';
 }
@@ -73,16 +73,16 @@ static int csv_row(char **cells, const int *col, struct bench_test *t, const cha
 			continue;
 		const char *s = cells[col[c]];
 		switch (c) {
-		case CSV_N_PROMPT: why = ad_cell_count(s, COUNT_MAX, &t->n_prompt); break;
-		case CSV_N_GEN: why = ad_cell_count(s, COUNT_MAX, &t->n_gen); break;
-		case CSV_N_DEPTH: why = ad_cell_count(s, COUNT_MAX, &t->n_depth); break;
-		case CSV_AVG_NS: why = ad_cell_count(s, NS_MAX, &ns); break;
-		case CSV_STDDEV_NS: why = ad_cell_number(s, &t->stddev_ns); break;
-		case CSV_AVG_TS: why = ad_cell_number(s, &t->avg_ts); break;
-		default: why = ad_cell_number(s, &t->stddev_ts); break;
+		case CSV_N_PROMPT: why = mw_ad_cell_count(s, COUNT_MAX, &t->n_prompt); break;
+		case CSV_N_GEN: why = mw_ad_cell_count(s, COUNT_MAX, &t->n_gen); break;
+		case CSV_N_DEPTH: why = mw_ad_cell_count(s, COUNT_MAX, &t->n_depth); break;
+		case CSV_AVG_NS: why = mw_ad_cell_count(s, NS_MAX, &ns); break;
+		case CSV_STDDEV_NS: why = mw_ad_cell_number(s, &t->stddev_ns); break;
+		case CSV_AVG_TS: why = mw_ad_cell_number(s, &t->avg_ts); break;
+		default: why = mw_ad_cell_number(s, &t->stddev_ts); break;
 		}
 		if (why)
-			return ad_fail(err, -EINVAL, source, line, csv_cols[c].name, "'%s' %s", s,
+			return mw_ad_fail(err, -EINVAL, source, line, csv_cols[c].name, "'%s' %s", s,
 				    why);
 	}
 	t->avg_ns = (double)ns;
@@ -92,7 +92,7 @@ static int csv_row(char **cells, const int *col, struct bench_test *t, const cha
 	return 0;
 }
 
-int ad_parse_bench_csv(const char *buf, size_t len, const struct mw_adapter_opts *opts,
+int mw_ad_parse_bench_csv(const char *buf, size_t len, const struct mw_adapter_opts *opts,
 		    const char *source, struct mw_adapter_result *res,
 		    struct mw_error *err)
 {
@@ -103,16 +103,16 @@ int ad_parse_bench_csv(const char *buf, size_t len, const struct mw_adapter_opts
 	(void)opts;
 
 	if (!(b = calloc(1, sizeof(*b))) || !(cells = calloc(CSV_MAX_CELLS, sizeof(*cells))) ||
-	    ad_lines_open(&l, buf, len)) {
+	    mw_ad_lines_open(&l, buf, len)) {
 		rc = -ENOMEM;
 		goto out;
 	}
-	while ((line = ad_lines_next(&l))) {
-		if (ad_all_blank(line))
+	while ((line = mw_ad_lines_next(&l))) {
+		if (mw_ad_all_blank(line))
 			continue;
 		int n = csv_split(line, cells, CSV_MAX_CELLS);
 		if (n < 0 || n > CSV_MAX_CELLS) {
-			rc = ad_fail(err, -EINVAL, source, l.lineno, "",
+			rc = mw_ad_fail(err, -EINVAL, source, l.lineno, "",
 				  n < 0 ? "a quoted value is not closed (the line is cut short)"
 					: "more than %d columns", CSV_MAX_CELLS);
 			goto out;
@@ -124,7 +124,7 @@ int ad_parse_bench_csv(const char *buf, size_t len, const struct mw_adapter_opts
 					if (!strcmp(cells[i], csv_cols[c].name))
 						col[c] = i;
 				if (col[c] < 0 && csv_cols[c].required) {
-					rc = ad_fail(err, -EINVAL, source, l.lineno, csv_cols[c].name,
+					rc = mw_ad_fail(err, -EINVAL, source, l.lineno, csv_cols[c].name,
 						  "no such column in the header: not llama-bench "
 						  "-o csv output?");
 					goto out;
@@ -134,20 +134,20 @@ int ad_parse_bench_csv(const char *buf, size_t len, const struct mw_adapter_opts
 			continue;
 		}
 		if (n != n_header) {
-			rc = ad_fail(err, -EINVAL, source, l.lineno, "",
+			rc = mw_ad_fail(err, -EINVAL, source, l.lineno, "",
 				  "%d values for %d columns (the line is cut short or garbled)", n,
 				  n_header);
 			goto out;
 		}
-		struct bench_test *t = ad_bench_add(b, source, l.lineno, err);
+		struct bench_test *t = mw_ad_bench_add(b, source, l.lineno, err);
 		if (!t || (rc = csv_row(cells, col, t, source, l.lineno, err))) {
 			rc = -EINVAL;
 			goto out;
 		}
 	}
-	rc = ad_bench_finish(b, source, res, err);
+	rc = mw_ad_bench_finish(b, source, res, err);
 out:
-	ad_lines_close(&l);
+	mw_ad_lines_close(&l);
 	free(cells);
 	free(b);
 	return rc;

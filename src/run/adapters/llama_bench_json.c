@@ -33,7 +33,7 @@ static int json_at_fail(const struct json_at *at, const char *key, const char *f
 	va_start(ap, fmt);
 	vsnprintf(text, sizeof(text), fmt, ap);
 	va_end(ap);
-	return ad_fail(at->err, -EINVAL, at->source, at->line, field, "%s", text);
+	return mw_ad_fail(at->err, -EINVAL, at->source, at->line, field, "%s", text);
 }
 
 static int json_count(const struct json_at *at, json_t *o, const char *key, bool required,
@@ -82,7 +82,7 @@ static int bench_from_object(json_t *o, struct bench *b, const struct json_at *a
 
 	if (!json_is_object(o))
 		return json_at_fail(at, "", "expected an object per test");
-	if (!(t = ad_bench_add(b, at->source, at->line, at->err)))
+	if (!(t = mw_ad_bench_add(b, at->source, at->line, at->err)))
 		return -EINVAL;
 	if (at->index >= 0)
 		snprintf(t->where, sizeof(t->where), "element [%d]", at->index);
@@ -113,21 +113,21 @@ static int bench_from_object(json_t *o, struct bench *b, const struct json_at *a
 
 static int json_fail(struct mw_error *err, const char *source, const json_error_t *je)
 {
-	return ad_fail(err, -EINVAL, source, je->line, "", "not valid JSON: %s (column %d)", je->text,
+	return mw_ad_fail(err, -EINVAL, source, je->line, "", "not valid JSON: %s (column %d)", je->text,
 		    je->column);
 }
 
-bool ad_detect_bench_json(const char *buf, size_t len)
+bool mw_ad_detect_bench_json(const char *buf, size_t len)
 {
-	return ad_detect_first_byte(buf, len, '[');
+	return mw_ad_detect_first_byte(buf, len, '[');
 }
 
-bool ad_detect_bench_jsonl(const char *buf, size_t len)
+bool mw_ad_detect_bench_jsonl(const char *buf, size_t len)
 {
-	return ad_detect_first_byte(buf, len, '{');
+	return mw_ad_detect_first_byte(buf, len, '{');
 }
 
-int ad_parse_bench_json(const char *buf, size_t len, const struct mw_adapter_opts *opts,
+int mw_ad_parse_bench_json(const char *buf, size_t len, const struct mw_adapter_opts *opts,
 		     const char *source, struct mw_adapter_result *res,
 		     struct mw_error *err)
 {
@@ -147,7 +147,7 @@ int ad_parse_bench_json(const char *buf, size_t len, const struct mw_adapter_opt
 		goto out;
 	}
 	if (!json_is_array(root)) {
-		rc = ad_fail(err, -EINVAL, source, 1, "",
+		rc = mw_ad_fail(err, -EINVAL, source, 1, "",
 			  "expected a JSON array of tests (llama-bench -o json); for one object "
 			  "per line use llama-bench-jsonl");
 		goto out;
@@ -157,14 +157,14 @@ int ad_parse_bench_json(const char *buf, size_t len, const struct mw_adapter_opt
 		if ((rc = bench_from_object(o, b, &at)))
 			goto out;
 	}
-	rc = ad_bench_finish(b, source, res, err);
+	rc = mw_ad_bench_finish(b, source, res, err);
 out:
 	json_decref(root);
 	free(b);
 	return rc;
 }
 
-int ad_parse_bench_jsonl(const char *buf, size_t len, const struct mw_adapter_opts *opts,
+int mw_ad_parse_bench_jsonl(const char *buf, size_t len, const struct mw_adapter_opts *opts,
 		      const char *source, struct mw_adapter_result *res,
 		      struct mw_error *err)
 {
@@ -175,13 +175,13 @@ int ad_parse_bench_jsonl(const char *buf, size_t len, const struct mw_adapter_op
 	int rc;
 	(void)opts;
 
-	if (!(b = calloc(1, sizeof(*b))) || (rc = ad_lines_open(&l, buf, len))) {
+	if (!(b = calloc(1, sizeof(*b))) || (rc = mw_ad_lines_open(&l, buf, len))) {
 		rc = -ENOMEM;
 		goto out;
 	}
-	while ((line = ad_lines_next(&l))) {
+	while ((line = mw_ad_lines_next(&l))) {
 		json_error_t je;
-		if (ad_all_blank(line))
+		if (mw_ad_all_blank(line))
 			continue;
 		if (!(o = json_loads(line, JSON_REJECT_DUPLICATES, &je))) {
 			je.line = l.lineno;
@@ -194,10 +194,10 @@ int ad_parse_bench_jsonl(const char *buf, size_t len, const struct mw_adapter_op
 		json_decref(o);
 		o = NULL;
 	}
-	rc = ad_bench_finish(b, source, res, err);
+	rc = mw_ad_bench_finish(b, source, res, err);
 out:
 	json_decref(o);
-	ad_lines_close(&l);
+	mw_ad_lines_close(&l);
 	free(b);
 	return rc;
 }

@@ -12,10 +12,10 @@
  * "| ... | pp512 | 1234.56 ± 7.89 |"; test labels are pp<N>, tg<N> or pp<N>+tg<N>, with
  * " @ d<D>" (or "@d<D>") when a depth was set (llama-bench's markdown_printer). The table
  * carries no times, only t/s. */
-bool ad_detect_bench_md(const char *buf, size_t len)
+bool mw_ad_detect_bench_md(const char *buf, size_t len)
 {
-	size_t n = ad_first_line_len(buf, len);
-	return ad_detect_first_byte(buf, len, '|') && memmem(buf, n, " test ", 6) &&
+	size_t n = mw_ad_first_line_len(buf, len);
+	return mw_ad_detect_first_byte(buf, len, '|') && memmem(buf, n, " test ", 6) &&
 	       memmem(buf, n, " t/s ", 5);
 }
 
@@ -33,7 +33,7 @@ static int md_split(char *line, char **cells, int max)
 	for (;;) {
 		char *bar = strchr(p, '|');
 		if (!bar)
-			return ad_all_blank(p) ? n : -1;
+			return mw_ad_all_blank(p) ? n : -1;
 		if (n == max)
 			return max + 1;
 		*bar = '\0';
@@ -50,44 +50,44 @@ static int md_split(char *line, char **cells, int max)
 static const char *md_label(const char *s, struct bench_test *t)
 {
 	const char *p = s, *why;
-	if (ad_eat(&p, "pp")) {
-		if ((why = ad_read_count(&p, COUNT_MAX, &t->n_prompt)))
+	if (mw_ad_eat(&p, "pp")) {
+		if ((why = mw_ad_read_count(&p, COUNT_MAX, &t->n_prompt)))
 			return why;
-		if (ad_eat(&p, "+tg") && (why = ad_read_count(&p, COUNT_MAX, &t->n_gen)))
+		if (mw_ad_eat(&p, "+tg") && (why = mw_ad_read_count(&p, COUNT_MAX, &t->n_gen)))
 			return why;
-	} else if (ad_eat(&p, "tg")) {
-		if ((why = ad_read_count(&p, COUNT_MAX, &t->n_gen)))
+	} else if (mw_ad_eat(&p, "tg")) {
+		if ((why = mw_ad_read_count(&p, COUNT_MAX, &t->n_gen)))
 			return why;
 	} else {
 		return "is not a test label (ppN, tgN, ppN+tgN)";
 	}
-	p = ad_skip_blanks(p);
-	if (ad_eat(&p, "@")) {
-		p = ad_skip_blanks(p);
-		if (!ad_eat(&p, "d") || (why = ad_read_count(&p, COUNT_MAX, &t->n_depth)))
+	p = mw_ad_skip_blanks(p);
+	if (mw_ad_eat(&p, "@")) {
+		p = mw_ad_skip_blanks(p);
+		if (!mw_ad_eat(&p, "d") || (why = mw_ad_read_count(&p, COUNT_MAX, &t->n_depth)))
 			return "has a depth that is not '@ dN'";
 	}
-	return *ad_skip_blanks(p) ? "has unexpected text after the test label" : NULL;
+	return *mw_ad_skip_blanks(p) ? "has unexpected text after the test label" : NULL;
 }
 
 /* "12086.39 ± 742.55", or a bare mean. */
 static const char *md_rate(const char *s, struct bench_test *t)
 {
 	const char *p = s, *why;
-	if ((why = ad_read_number(&p, &t->avg_ts)))
+	if ((why = mw_ad_read_number(&p, &t->avg_ts)))
 		return why;
-	p = ad_skip_blanks(p);
+	p = mw_ad_skip_blanks(p);
 	if (!*p)
 		return NULL;
-	if (!ad_eat(&p, "\xc2\xb1") && !ad_eat(&p, "+-"))
+	if (!mw_ad_eat(&p, "\xc2\xb1") && !mw_ad_eat(&p, "+-"))
 		return "is not 'mean \xc2\xb1 sd'";
-	if ((why = ad_read_number(&p, &t->stddev_ts)))
+	if ((why = mw_ad_read_number(&p, &t->stddev_ts)))
 		return why;
 	t->has_stddev_ts = true;
-	return *ad_skip_blanks(p) ? "is not 'mean \xc2\xb1 sd'" : NULL;
+	return *mw_ad_skip_blanks(p) ? "is not 'mean \xc2\xb1 sd'" : NULL;
 }
 
-int ad_parse_bench_md(const char *buf, size_t len, const struct mw_adapter_opts *opts,
+int mw_ad_parse_bench_md(const char *buf, size_t len, const struct mw_adapter_opts *opts,
 		   const char *source, struct mw_adapter_result *res, struct mw_error *err)
 {
 	struct lines l = { 0 };
@@ -96,16 +96,16 @@ int ad_parse_bench_md(const char *buf, size_t len, const struct mw_adapter_opts 
 	int test_col = -1, ts_col = -1, n_header = 0, rc;
 	(void)opts;
 
-	if (!(b = calloc(1, sizeof(*b))) || ad_lines_open(&l, buf, len)) {
+	if (!(b = calloc(1, sizeof(*b))) || mw_ad_lines_open(&l, buf, len)) {
 		rc = -ENOMEM;
 		goto out;
 	}
-	while ((line = ad_lines_next(&l))) {
-		if (*ad_skip_blanks(line) != '|')
+	while ((line = mw_ad_lines_next(&l))) {
+		if (*mw_ad_skip_blanks(line) != '|')
 			continue; /* blank lines and the "build: ..." footer */
 		int n = md_split(line, cells, CSV_MAX_CELLS);
 		if (n < 0 || n > CSV_MAX_CELLS) {
-			rc = ad_fail(err, -EINVAL, source, l.lineno, "",
+			rc = mw_ad_fail(err, -EINVAL, source, l.lineno, "",
 				  "a table row that does not end with '|' (the line is cut short)");
 			goto out;
 		}
@@ -117,7 +117,7 @@ int ad_parse_bench_md(const char *buf, size_t len, const struct mw_adapter_opts 
 					ts_col = i;
 			}
 			if (test_col < 0 || ts_col < 0) {
-				rc = ad_fail(err, -EINVAL, source, l.lineno,
+				rc = mw_ad_fail(err, -EINVAL, source, l.lineno,
 					  test_col < 0 ? "test" : "t/s",
 					  "no such column in the table header: not llama-bench "
 					  "-o md output?");
@@ -129,12 +129,12 @@ int ad_parse_bench_md(const char *buf, size_t len, const struct mw_adapter_opts 
 		if (n && cells[0][0] == '-')
 			continue; /* the rule under the header */
 		if (n != n_header) {
-			rc = ad_fail(err, -EINVAL, source, l.lineno, "",
+			rc = mw_ad_fail(err, -EINVAL, source, l.lineno, "",
 				  "%d cells for %d columns (the line is cut short or garbled)", n,
 				  n_header);
 			goto out;
 		}
-		struct bench_test *t = ad_bench_add(b, source, l.lineno, err);
+		struct bench_test *t = mw_ad_bench_add(b, source, l.lineno, err);
 		const char *why;
 		if (!t) {
 			rc = -EINVAL;
@@ -142,24 +142,24 @@ int ad_parse_bench_md(const char *buf, size_t len, const struct mw_adapter_opts 
 		}
 		snprintf(t->label, sizeof(t->label), "%s", cells[test_col]);
 		if ((why = md_label(cells[test_col], t))) {
-			rc = ad_fail(err, -EINVAL, source, l.lineno, "test", "'%s' %s",
+			rc = mw_ad_fail(err, -EINVAL, source, l.lineno, "test", "'%s' %s",
 				  cells[test_col], why);
 			goto out;
 		}
 		if ((why = md_rate(cells[ts_col], t))) {
-			rc = ad_fail(err, -EINVAL, source, l.lineno, "t/s", "'%s' %s", cells[ts_col],
+			rc = mw_ad_fail(err, -EINVAL, source, l.lineno, "t/s", "'%s' %s", cells[ts_col],
 				  why);
 			goto out;
 		}
 	}
 	if (!n_header) {
-		rc = ad_fail(err, -EINVAL, source, 0, "", "no markdown table: not llama-bench -o md "
+		rc = mw_ad_fail(err, -EINVAL, source, 0, "", "no markdown table: not llama-bench -o md "
 						    "output?");
 		goto out;
 	}
-	rc = ad_bench_finish(b, source, res, err);
+	rc = mw_ad_bench_finish(b, source, res, err);
 out:
-	ad_lines_close(&l);
+	mw_ad_lines_close(&l);
 	free(b);
 	return rc;
 }

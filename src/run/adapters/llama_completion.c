@@ -91,12 +91,12 @@ static int perf_key_of(const char *line, const char **rest)
 		p++;
 	if (p == line || *p != ':')
 		return -1;
-	p = ad_skip_blanks(p + 1);
+	p = mw_ad_skip_blanks(p + 1);
 	for (int k = 0; k < PERF_COUNT; k++) {
 		const char *q = p;
-		if (!ad_eat(&q, perf_lines[k].key))
+		if (!mw_ad_eat(&q, perf_lines[k].key))
 			continue;
-		q = ad_skip_blanks(q);
+		q = mw_ad_skip_blanks(q);
 		if (*q != '=')
 			continue;
 		*rest = q + 1;
@@ -111,32 +111,32 @@ static int perf_parse_line(int key, const char *rest, const char *source, int li
 	const struct perf_line *pl = &perf_lines[key];
 	const char *p = rest, *why;
 
-	if ((why = ad_read_number(&p, &out->ms)))
-		return ad_fail(err, -EINVAL, source, lineno, pl->key, "the time %s", why);
-	p = ad_skip_blanks(p);
-	if (!ad_eat(&p, "ms"))
-		return ad_fail(err, -EINVAL, source, lineno, pl->key,
+	if ((why = mw_ad_read_number(&p, &out->ms)))
+		return mw_ad_fail(err, -EINVAL, source, lineno, pl->key, "the time %s", why);
+	p = mw_ad_skip_blanks(p);
+	if (!mw_ad_eat(&p, "ms"))
+		return mw_ad_fail(err, -EINVAL, source, lineno, pl->key,
 			    "expected 'ms' after the time (the line is cut short or garbled)");
-	p = ad_skip_blanks(p);
+	p = mw_ad_skip_blanks(p);
 	if (!pl->unit || (*p != '/' && !pl->count_required))
 		return 0;
 	if (*p != '/')
-		return ad_fail(err, -EINVAL, source, lineno, pl->key,
+		return mw_ad_fail(err, -EINVAL, source, lineno, pl->key,
 			    "expected '/ N %s' after the time (the line is cut short or garbled)",
 			    pl->unit);
 	p++;
-	if ((why = ad_read_count(&p, COUNT_MAX, &out->count)))
-		return ad_fail(err, -EINVAL, source, lineno, pl->key, "the %s count %s", pl->unit,
+	if ((why = mw_ad_read_count(&p, COUNT_MAX, &out->count)))
+		return mw_ad_fail(err, -EINVAL, source, lineno, pl->key, "the %s count %s", pl->unit,
 			    why);
-	p = ad_skip_blanks(p);
-	if (!ad_eat(&p, pl->unit))
-		return ad_fail(err, -EINVAL, source, lineno, pl->key, "expected '%s' after the count",
+	p = mw_ad_skip_blanks(p);
+	if (!mw_ad_eat(&p, pl->unit))
+		return mw_ad_fail(err, -EINVAL, source, lineno, pl->key, "expected '%s' after the count",
 			    pl->unit);
 	out->has_count = true;
 	return 0;
 }
 
-bool ad_detect_completion(const char *buf, size_t len)
+bool mw_ad_detect_completion(const char *buf, size_t len)
 {
 	return memmem(buf, len, " eval time =", 12) != NULL;
 }
@@ -163,7 +163,7 @@ static void completion_derive(const struct perf_seen *seen, int64_t n_batch,
 		res->prompt_tokens = (struct mw_adapter_count){ pp->count, true };
 
 	if (!ev->seen) {
-		ad_set_unknown(res, "llama.cpp printed timings without an 'eval time = ... / N "
+		mw_ad_set_unknown(res, "llama.cpp printed timings without an 'eval time = ... / N "
 				 "runs' line (a build older than April 2023?), so the number of "
 				 "generated tokens is unknown: use a newer llama.cpp build");
 		return;
@@ -174,20 +174,20 @@ static void completion_derive(const struct perf_seen *seen, int64_t n_batch,
 		res->tok_per_s = (struct mw_adapter_ms){ 1e3 * (double)ev->count / ev->ms, true };
 
 	if (!pp->seen) {
-		ad_set_unknown(res, "llama.cpp printed no 'prompt eval time' line, so it is unknown "
+		mw_ad_set_unknown(res, "llama.cpp printed no 'prompt eval time' line, so it is unknown "
 				 "whether the first generated token came out of the prompt's "
 				 "evaluation: keep llama.cpp's full timing block");
 		return;
 	}
 	if (pp->count < 2) {
-		ad_set_unknown(res, "llama.cpp evaluated the prompt one token at a time ('prompt eval "
+		mw_ad_set_unknown(res, "llama.cpp evaluated the prompt one token at a time ('prompt eval "
 				 "time ... / 1 tokens'), so its eval runs mix prompt and generated "
 				 "tokens: use a prompt of two or more tokens and a batch size "
 				 "(-b) of two or more");
 		return;
 	}
 	if (n_batch > 1 && pp->count % n_batch == 0) {
-		ad_set_unknown(res,
+		mw_ad_set_unknown(res,
 			    "the prompt filled whole batches of n_batch = %" PRId64 " (%" PRId64
 			    " tokens), so a last one-token batch may be counted among the eval "
 			    "runs: change the prompt length or -b",
@@ -195,7 +195,7 @@ static void completion_derive(const struct perf_seen *seen, int64_t n_batch,
 		return;
 	}
 	if (!res->eval_runs.known) {
-		ad_set_unknown(res, "llama.cpp printed 'eval time = 0.00 ms / 1 runs', which it also "
+		mw_ad_set_unknown(res, "llama.cpp printed 'eval time = 0.00 ms / 1 runs', which it also "
 				 "prints when no token was evaluated (it shows max(1, n)): ask for "
 				 "two tokens or more (-n 2) and do not pass --no-perf");
 		return;
@@ -212,11 +212,11 @@ static void completion_batch(const char *line, int64_t *n_batch)
 		return;
 	p += strlen("n_batch = ");
 	int64_t v;
-	if (!ad_read_count(&p, COUNT_MAX, &v))
+	if (!mw_ad_read_count(&p, COUNT_MAX, &v))
 		*n_batch = v;
 }
 
-int ad_parse_completion(const char *buf, size_t len, const struct mw_adapter_opts *opts,
+int mw_ad_parse_completion(const char *buf, size_t len, const struct mw_adapter_opts *opts,
 		     const char *source, struct mw_adapter_result *res,
 		     struct mw_error *err)
 {
@@ -228,9 +228,9 @@ int ad_parse_completion(const char *buf, size_t len, const struct mw_adapter_opt
 	char *raw;
 	(void)opts;
 
-	if ((rc = ad_lines_open(&l, buf, len)))
+	if ((rc = mw_ad_lines_open(&l, buf, len)))
 		goto out;
-	while ((raw = ad_lines_next(&l))) {
+	while ((raw = mw_ad_lines_next(&l))) {
 		char level;
 		const char *line = strip_log_prefix(raw, &level), *rest = NULL;
 		int key = perf_key_of(line, &rest);
@@ -247,7 +247,7 @@ int ad_parse_completion(const char *buf, size_t len, const struct mw_adapter_opt
 			continue;
 		}
 		if (seen[key].seen) {
-			rc = ad_fail(err, -EINVAL, source, l.lineno, perf_lines[key].key,
+			rc = mw_ad_fail(err, -EINVAL, source, l.lineno, perf_lines[key].key,
 				  "printed twice (first on line %d): memwall reads one generation "
 				  "per run; do not run interactive or several prompts",
 				  seen[key].line);
@@ -261,12 +261,12 @@ int ad_parse_completion(const char *buf, size_t len, const struct mw_adapter_opt
 	}
 
 	if (!n_seen && first_error[0]) {
-		rc = ad_fail(err, -EIO, source, first_error_line, "",
+		rc = mw_ad_fail(err, -EIO, source, first_error_line, "",
 			  "llama.cpp failed and printed no timings: %s", first_error);
 		goto out;
 	}
 	if (!n_seen) {
-		ad_set_unknown(res, "llama.cpp printed no timings, so the number of generated tokens "
+		mw_ad_set_unknown(res, "llama.cpp printed no timings, so the number of generated tokens "
 				 "cannot be confirmed: remove --log-disable and keep llama.cpp's "
 				 "stderr (it prints its timings there when it exits)");
 		rc = 0;
@@ -276,7 +276,7 @@ int ad_parse_completion(const char *buf, size_t len, const struct mw_adapter_opt
 	 * whole. */
 	if (seen[PERF_TOTAL].has_count && seen[PERF_PROMPT].seen && seen[PERF_EVAL].seen &&
 	    seen[PERF_TOTAL].count != seen[PERF_PROMPT].count + seen[PERF_EVAL].count) {
-		rc = ad_fail(err, -EINVAL, source, seen[PERF_TOTAL].line, "total time",
+		rc = mw_ad_fail(err, -EINVAL, source, seen[PERF_TOTAL].line, "total time",
 			  "%" PRId64 " tokens, but prompt eval (%" PRId64 ") + eval (%" PRId64
 			  ") make %" PRId64 ": the timing block is garbled",
 			  seen[PERF_TOTAL].count, seen[PERF_PROMPT].count, seen[PERF_EVAL].count,
@@ -286,6 +286,6 @@ int ad_parse_completion(const char *buf, size_t len, const struct mw_adapter_opt
 	completion_derive(seen, n_batch, res);
 	rc = 0;
 out:
-	ad_lines_close(&l);
+	mw_ad_lines_close(&l);
 	return rc;
 }

@@ -38,36 +38,36 @@ static int gen_key_of(const char *name, size_t len)
 static const char *gen_read(int key, const char **p, struct gen_values *v)
 {
 	if (gen_keys[key].is_count)
-		return ad_read_count(p, COUNT_MAX, &v->count[key]);
-	return ad_read_number(p, &v->ms[key]);
+		return mw_ad_read_count(p, COUNT_MAX, &v->count[key]);
+	return mw_ad_read_number(p, &v->ms[key]);
 }
 
 /* "decode=32 prompt=5 ...": strict, since the program chose to print this line. */
 static int gen_parse_line(const char *p, struct gen_values *v, const char *source, int lineno,
 			  struct mw_error *err)
 {
-	for (p = ad_skip_blanks(p); *p; p = ad_skip_blanks(p)) {
+	for (p = mw_ad_skip_blanks(p); *p; p = mw_ad_skip_blanks(p)) {
 		const char *name = p, *why;
 		while (*p && *p != '=' && *p != ' ' && *p != '\t')
 			p++;
 		int key = gen_key_of(name, (size_t)(p - name));
 		if (key < 0)
-			return ad_fail(err, -EINVAL, source, lineno, "memwall-tokens",
+			return mw_ad_fail(err, -EINVAL, source, lineno, "memwall-tokens",
 				    "unknown key '%.*s' (keys: decode, prompt, decode_ms, "
 				    "decode_steps, prompt_ms, load_ms)",
 				    (int)(p - name), name);
 		if (*p != '=')
-			return ad_fail(err, -EINVAL, source, lineno, gen_keys[key].name,
+			return mw_ad_fail(err, -EINVAL, source, lineno, gen_keys[key].name,
 				    "expected '=' and a value after the key");
 		p++;
 		if (v->has[key])
-			return ad_fail(err, -EINVAL, source, lineno, gen_keys[key].name,
+			return mw_ad_fail(err, -EINVAL, source, lineno, gen_keys[key].name,
 				    "given twice");
 		if ((why = gen_read(key, &p, v)))
-			return ad_fail(err, -EINVAL, source, lineno, gen_keys[key].name,
+			return mw_ad_fail(err, -EINVAL, source, lineno, gen_keys[key].name,
 				    "the value %s", why);
 		if (*p && *p != ' ' && *p != '\t')
-			return ad_fail(err, -EINVAL, source, lineno, gen_keys[key].name,
+			return mw_ad_fail(err, -EINVAL, source, lineno, gen_keys[key].name,
 				    "unexpected '%c' after the value", *p);
 		v->has[key] = true;
 	}
@@ -84,19 +84,19 @@ static int gen_pattern_check(const char *pattern, struct mw_error *err)
 			continue;
 		const char *close = strchr(p, '}');
 		if (!close)
-			return ad_fail(err, -EINVAL, "output pattern", 0, "pattern",
+			return mw_ad_fail(err, -EINVAL, "output pattern", 0, "pattern",
 				    "'{' without '}' in \"%s\"", pattern);
 		int key = gen_key_of(p + 1, (size_t)(close - p - 1));
 		if (key < 0)
-			return ad_fail(err, -EINVAL, "output pattern", 0, "pattern",
+			return mw_ad_fail(err, -EINVAL, "output pattern", 0, "pattern",
 				    "unknown key {%.*s} in \"%s\" (keys: decode, prompt, "
 				    "decode_ms, decode_steps, prompt_ms, load_ms)",
 				    (int)(close - p - 1), p + 1, pattern);
 		if (used[key])
-			return ad_fail(err, -EINVAL, "output pattern", 0, "pattern",
+			return mw_ad_fail(err, -EINVAL, "output pattern", 0, "pattern",
 				    "{%s} appears twice in \"%s\"", gen_keys[key].name, pattern);
 		if (close[1] == '{')
-			return ad_fail(err, -EINVAL, "output pattern", 0, "pattern",
+			return mw_ad_fail(err, -EINVAL, "output pattern", 0, "pattern",
 				    "{%s} is followed directly by another key in \"%s\": put text "
 				    "between them",
 				    gen_keys[key].name, pattern);
@@ -104,7 +104,7 @@ static int gen_pattern_check(const char *pattern, struct mw_error *err)
 		p = close;
 	}
 	if (!used[GEN_DECODE])
-		return ad_fail(err, -EINVAL, "output pattern", 0, "pattern",
+		return mw_ad_fail(err, -EINVAL, "output pattern", 0, "pattern",
 			    "\"%s\" has no {decode}: memwall needs the generated token count",
 			    pattern);
 	return 0;
@@ -115,7 +115,7 @@ static int gen_pattern_check(const char *pattern, struct mw_error *err)
 static bool gen_pattern_match(const char *pattern, const char *line, struct gen_values *v)
 {
 	struct gen_values m = { 0 };
-	const char *p = pattern, *s = ad_skip_blanks(line);
+	const char *p = pattern, *s = mw_ad_skip_blanks(line);
 	while (*p) {
 		if (*p == '{') {
 			const char *close = strchr(p, '}');
@@ -127,8 +127,8 @@ static bool gen_pattern_match(const char *pattern, const char *line, struct gen_
 		} else if (*p == ' ' || *p == '\t') {
 			if (*s != ' ' && *s != '\t')
 				return false;
-			p = ad_skip_blanks(p);
-			s = ad_skip_blanks(s);
+			p = mw_ad_skip_blanks(p);
+			s = mw_ad_skip_blanks(s);
 		} else if (*p++ != *s++) {
 			return false;
 		}
@@ -137,12 +137,12 @@ static bool gen_pattern_match(const char *pattern, const char *line, struct gen_
 	return true;
 }
 
-bool ad_detect_generic(const char *buf, size_t len)
+bool mw_ad_detect_generic(const char *buf, size_t len)
 {
 	return memmem(buf, len, GEN_PREFIX, strlen(GEN_PREFIX)) != NULL;
 }
 
-int ad_parse_generic(const char *buf, size_t len, const struct mw_adapter_opts *opts,
+int mw_ad_parse_generic(const char *buf, size_t len, const struct mw_adapter_opts *opts,
 		  const char *source, struct mw_adapter_result *res, struct mw_error *err)
 {
 	const char *pattern = opts ? opts->pattern : NULL;
@@ -153,22 +153,22 @@ int ad_parse_generic(const char *buf, size_t len, const struct mw_adapter_opts *
 
 	if (pattern && (rc = gen_pattern_check(pattern, err)))
 		goto out;
-	if ((rc = ad_lines_open(&l, buf, len)))
+	if ((rc = mw_ad_lines_open(&l, buf, len)))
 		goto out;
-	while ((line = ad_lines_next(&l))) {
+	while ((line = mw_ad_lines_next(&l))) {
 		struct gen_values here = { 0 };
-		const char *p = ad_skip_blanks(line);
+		const char *p = mw_ad_skip_blanks(line);
 		if (pattern) {
 			if (!gen_pattern_match(pattern, p, &here))
 				continue;
 		} else {
-			if (!ad_eat(&p, GEN_PREFIX))
+			if (!mw_ad_eat(&p, GEN_PREFIX))
 				continue;
 			if ((rc = gen_parse_line(p, &here, source, l.lineno, err)))
 				goto out;
 		}
 		if (found_line) {
-			rc = ad_fail(err, -EINVAL, source, l.lineno, "memwall-tokens",
+			rc = mw_ad_fail(err, -EINVAL, source, l.lineno, "memwall-tokens",
 				  "a second token line (the first is on line %d): print it once "
 				  "per run",
 				  found_line);
@@ -180,19 +180,19 @@ int ad_parse_generic(const char *buf, size_t len, const struct mw_adapter_opts *
 
 	if (!found_line) {
 		if (pattern)
-			ad_set_unknown(res, "no line of the output matches the pattern \"%s\", so the "
+			mw_ad_set_unknown(res, "no line of the output matches the pattern \"%s\", so the "
 					 "number of generated tokens is unknown: check the "
 					 "program's output against the protocol's pattern",
 				    pattern);
 		else
-			ad_set_unknown(res, "no '" GEN_PREFIX " decode=N ...' line in the output, so "
+			mw_ad_set_unknown(res, "no '" GEN_PREFIX " decode=N ...' line in the output, so "
 					 "the number of generated tokens is unknown: make the "
 					 "program print one (see src/run/adapters.h)");
 		rc = 0;
 		goto out;
 	}
 	if (!v.has[GEN_DECODE]) {
-		rc = ad_fail(err, -EINVAL, source, found_line, "decode",
+		rc = mw_ad_fail(err, -EINVAL, source, found_line, "decode",
 			  "missing: the token line must say how many tokens were generated");
 		goto out;
 	}
@@ -207,7 +207,7 @@ int ad_parse_generic(const char *buf, size_t len, const struct mw_adapter_opts *
 		int64_t steps = v.has[GEN_DECODE_STEPS] ? v.count[GEN_DECODE_STEPS]
 							: v.count[GEN_DECODE];
 		if (steps > v.count[GEN_DECODE]) {
-			rc = ad_fail(err, -EINVAL, source, found_line, "decode_steps",
+			rc = mw_ad_fail(err, -EINVAL, source, found_line, "decode_steps",
 				  "%" PRId64 " steps for %" PRId64 " generated tokens: at most one "
 				  "step per token",
 				  steps, v.count[GEN_DECODE]);
@@ -219,12 +219,12 @@ int ad_parse_generic(const char *buf, size_t len, const struct mw_adapter_opts *
 			res->tok_per_s = (struct mw_adapter_ms){
 				1e3 * (double)steps / v.ms[GEN_DECODE_MS], true };
 	} else if (v.has[GEN_DECODE_STEPS]) {
-		rc = ad_fail(err, -EINVAL, source, found_line, "decode_steps",
+		rc = mw_ad_fail(err, -EINVAL, source, found_line, "decode_steps",
 			  "given without decode_ms: steps only say what decode_ms covers");
 		goto out;
 	}
 	rc = 0;
 out:
-	ad_lines_close(&l);
+	mw_ad_lines_close(&l);
 	return rc;
 }

@@ -19,28 +19,28 @@ static int parse_bench(const char *buf, size_t len, const struct mw_adapter_opts
 		       const char *source, struct mw_adapter_result *res, struct mw_error *err);
 
 static const struct mw_adapter adapters[] = {
-	{ "memwall-tokens", MW_ADAPTER_BOTH, ad_detect_generic, ad_parse_generic,
+	{ "memwall-tokens", MW_ADAPTER_BOTH, mw_ad_detect_generic, mw_ad_parse_generic,
 	  "a 'memwall-tokens: decode=N ...' line, or a protocol's pattern",
 	  "decode_ms over decode_steps: a mean per token" },
 	{ "llama-bench", MW_ADAPTER_STDOUT, detect_bench, parse_bench,
 	  "llama-bench output in any of its formats (json, jsonl, csv, md)",
 	  "avg_ts and stddev_ts over its test repetitions: a mean rate and the spread between repetitions" },
-	{ "llama-completion", MW_ADAPTER_STDERR, ad_detect_completion, ad_parse_completion,
+	{ "llama-completion", MW_ADAPTER_STDERR, mw_ad_detect_completion, mw_ad_parse_completion,
 	  "llama.cpp's perf lines at exit (llama-completion, llama-cli, main)",
 	  "eval time / runs in its perf lines: a mean per token" },
-	{ "llama-cli", MW_ADAPTER_STDERR, ad_detect_completion, ad_parse_completion,
+	{ "llama-cli", MW_ADAPTER_STDERR, mw_ad_detect_completion, mw_ad_parse_completion,
 	  "the same as llama-completion",
 	  "eval time / runs in its perf lines: a mean per token" },
-	{ "llama-bench-json", MW_ADAPTER_STDOUT, ad_detect_bench_json, ad_parse_bench_json,
+	{ "llama-bench-json", MW_ADAPTER_STDOUT, mw_ad_detect_bench_json, mw_ad_parse_bench_json,
 	  "llama-bench -o json",
 	  "avg_ns and stddev_ns of a whole test repetition: a mean over its tokens and the spread between repetitions" },
-	{ "llama-bench-jsonl", MW_ADAPTER_STDOUT, ad_detect_bench_jsonl, ad_parse_bench_jsonl,
+	{ "llama-bench-jsonl", MW_ADAPTER_STDOUT, mw_ad_detect_bench_jsonl, mw_ad_parse_bench_jsonl,
 	  "llama-bench -o jsonl",
 	  "avg_ns and stddev_ns of a whole test repetition: a mean over its tokens and the spread between repetitions" },
-	{ "llama-bench-csv", MW_ADAPTER_STDOUT, ad_detect_bench_csv, ad_parse_bench_csv,
+	{ "llama-bench-csv", MW_ADAPTER_STDOUT, mw_ad_detect_bench_csv, mw_ad_parse_bench_csv,
 	  "llama-bench -o csv",
 	  "avg_ns and stddev_ns of a whole test repetition: a mean over its tokens and the spread between repetitions" },
-	{ "llama-bench-md", MW_ADAPTER_STDOUT, ad_detect_bench_md, ad_parse_bench_md,
+	{ "llama-bench-md", MW_ADAPTER_STDOUT, mw_ad_detect_bench_md, mw_ad_parse_bench_md,
 	  "llama-bench -o md (t/s only: no times)",
 	  "t/s and its spread over its repetitions: a mean rate, no times" },
 };
@@ -70,12 +70,12 @@ static int parse_bench(const char *buf, size_t len, const struct mw_adapter_opts
 		res->adapter = adapters[i].name;
 		return rc;
 	}
-	if (len == 0 || ad_all_blank_n(buf, len)) {
-		ad_set_unknown(res, "llama-bench printed nothing on stdout, so there are no figures: "
+	if (len == 0 || mw_ad_all_blank_n(buf, len)) {
+		mw_ad_set_unknown(res, "llama-bench printed nothing on stdout, so there are no figures: "
 				 "check its stderr and exit code");
 		return 0;
 	}
-	return ad_fail(err, -EINVAL, source, 1, "",
+	return mw_ad_fail(err, -EINVAL, source, 1, "",
 		    "not llama-bench output in a known format (json, jsonl, csv, md): pass "
 		    "-o json");
 }
@@ -110,14 +110,14 @@ int mw_adapter_parse(const char *name, const char *buf, size_t len,
 	memset(res, 0, sizeof(*res));
 	mw_error_clear(err);
 	if (!a)
-		return ad_fail(err, -EINVAL, source, 0, "adapter",
+		return mw_ad_fail(err, -EINVAL, source, 0, "adapter",
 			    "unknown adapter '%s' (memwall-tokens, llama-completion, llama-cli, "
 			    "llama-bench, llama-bench-json, -jsonl, -csv, -md)",
 			    name ? name : "(null)");
 	res->adapter = a->name;
 	int rc = a->parse(buf ? buf : "", buf ? len : 0, opts, source, res, err);
 	if (rc == 0 && !res->decode_tokens.known && !res->why_unknown[0])
-		ad_set_unknown(res, "the %s adapter could not confirm the generated token count",
+		mw_ad_set_unknown(res, "the %s adapter could not confirm the generated token count",
 			    a->name);
 	return rc;
 }
@@ -126,15 +126,15 @@ int mw_adapter_check(const struct mw_adapter_result *res, int64_t target, bool a
 		     const char *source, struct mw_error *err)
 {
 	if (!res->decode_tokens.known)
-		return ad_fail(err, -ENODATA, source, 0, "decode tokens", "%s", res->why_unknown);
+		return mw_ad_fail(err, -ENODATA, source, 0, "decode tokens", "%s", res->why_unknown);
 	if (res->decode_tokens.value < target && !allow_short)
-		return ad_fail(err, -ERANGE, source, 0, "decode tokens",
+		return mw_ad_fail(err, -ERANGE, source, 0, "decode tokens",
 			    "%" PRId64 " tokens generated of the %" PRId64 " asked for: generation "
 			    "stopped early (an end-of-sequence token?); pass --ignore-eos, or "
 			    "allow short runs in the protocol",
 			    res->decode_tokens.value, target);
 	if (res->decode_tokens.value > target)
-		return ad_fail(err, -EPROTO, source, 0, "decode tokens",
+		return mw_ad_fail(err, -EPROTO, source, 0, "decode tokens",
 			    "%" PRId64 " tokens generated but %" PRId64 " asked for: the command "
 			    "template does not pass the token count where the program reads it",
 			    res->decode_tokens.value, target);
