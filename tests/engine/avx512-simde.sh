@@ -79,7 +79,16 @@ done
 "$cc" $cflags $simde -c "$src/engine/kernels/x86/avx512.c" -o "$out/krn_avx512.o"
 # shellcheck disable=SC2086
 "$cc" $cflags -O1 -c "$src/tests/lib/simde_cpu.c" -o "$out/simde_cpu.o"
-tables="$tables $out/krn_avx512.o $out/simde_cpu.o"
+# The registries, with the AVX-512 tables in them: a native build on a CPU without AVX-512
+# leaves those out of its own (meson.build, isa_left_out). Linked before the libraries, they
+# stand for the build's registry objects, which then are never pulled in.
+# shellcheck disable=SC2086
+"$cc" $cflags -O1 -DKRN_HAVE_AVX512 -DKRN_HAVE_AVX2 -c "$src/engine/kernels/kernels.c" \
+	-o "$out/krn_registry.o"
+# shellcheck disable=SC2086
+"$cc" $cflags -O1 -DKRN_QUANTS_HAVE_AVX512=1 -DKRN_QUANTS_HAVE_AVX2=1 \
+	-c "$src/engine/quants/quants.c" -o "$out/quants_registry.o"
+tables="$tables $out/krn_avx512.o $out/simde_cpu.o $out/krn_registry.o $out/quants_registry.o"
 
 # The build's libraries, in an order a one-pass linker resolves: the engine, then the kernel
 # registry and tables, then the quant ones.
