@@ -274,7 +274,8 @@ static void test_in_a_row(void)
 	T_EQ_INT(p.n, 1);
 	T_EQ_INT(p.ret[0], 'h');
 	parse_free(&p);
-	/* ...which the next verb must not see: with optind = 1, glibc returned '?' for it */
+	/* ...which the next verb must not see (reset to the traditional 1, glibc returned '?'
+	 * for it) */
 	const char *second[] = { "calibrate", "--json", NULL };
 	parse_run(&p, "h", second, 0);
 	T_EQ_INT(p.n, 2);
@@ -283,7 +284,7 @@ static void test_in_a_row(void)
 	T_EQ_STR(p.err, "");
 	parse_free(&p);
 
-	/* a '+' verb after one that permutes: with optind = 1 glibc kept the first order and
+	/* a '+' verb after one that permutes: reset to 1, glibc kept the first order and
 	 * took -o of the command for stat's own */
 	const char *permuting[] = { "db", "import", "--json", NULL };
 	parse_run(&p, "ho:", permuting, 0);
