@@ -42,20 +42,6 @@ void mw_error_print(const struct mw_error *err);
 int mw_fail(int exit_code, const char *verb, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-/* The usage error for what getopt_long returned and a verb's option switch does not handle,
- * when its optstring starts with ':' (so a missing value comes back as ':' and an unknown
- * option as '?'). Prints "memwall VERB: option '--x' needs a value" or "memwall VERB: unknown
- * option '--x' (memwall VERB --help lists them)", naming argv[optind - 1]; returns
- * MW_EXIT_USAGE. */
-int mw_opt_error(const char *verb, int c, char *const *argv);
-/* The same for verbs whose optstring does not start with ':', where '?' means an unknown option
- * or a missing value alike: prints one line, "memwall VERB: unknown or incomplete option '--x'
- * (memwall VERB --help lists them)", to stderr; returns MW_EXIT_USAGE. usage is not printed
- * (kept for the callers' sake). */
-int mw_opt_usage_error(const char *verb, char *const *argv, void (*usage)(FILE *f));
-/* After the options, for a verb that takes no operands: MW_EXIT_OK when none is left at
- * argv[optind], else prints "memwall VERB: unexpected argument 'x'" and returns MW_EXIT_USAGE. */
-int mw_opt_none_left(const char *verb, int argc, char *const *argv);
 /* Drops a folder argument's trailing slashes in place ("plots/" -> "plots"; "/" stays), so the
  * paths printed under it read "plots/x.png", not "plots//x.png". Returns path. */
 char *mw_path_trim(char *path);

@@ -1,6 +1,5 @@
 /* src/base/util.c: errors, option parsing, the clock, the CPU count and the version string. */
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <math.h>
 #include <sched.h>
@@ -82,36 +81,12 @@ int mw_fail(int exit_code, const char *verb, const char *fmt, ...)
 	return exit_code;
 }
 
-int mw_opt_error(const char *verb, int c, char *const *argv)
-{
-	if (c == ':')
-		return mw_fail(MW_EXIT_USAGE, verb, "option '%s' needs a value", argv[optind - 1]);
-	return mw_fail(MW_EXIT_USAGE, verb, "unknown option '%s' (memwall %s --help lists them)",
-		       argv[optind - 1], verb);
-}
-
-int mw_opt_usage_error(const char *verb, char *const *argv, void (*usage)(FILE *f))
-{
-	/* One line, not the usage: a mistyped option printed 60-90 lines, the error scrolled
-	 * away (issue 29). optopt is 0 for an unknown long option, the option otherwise. */
-	(void)usage;
-	return mw_fail(MW_EXIT_USAGE, verb, "%s option '%s' (memwall %s --help lists them)",
-		       optopt ? "unknown or incomplete" : "unknown", argv[optind - 1], verb);
-}
-
 char *mw_path_trim(char *path)
 {
 	size_t n = strlen(path);
 	while (n > 1 && path[n - 1] == '/')
 		path[--n] = '\0';
 	return path;
-}
-
-int mw_opt_none_left(const char *verb, int argc, char *const *argv)
-{
-	if (optind < argc)
-		return mw_fail(MW_EXIT_USAGE, verb, "unexpected argument '%s'", argv[optind]);
-	return MW_EXIT_OK;
 }
 
 int mw_parse_long(const char *text, long min, long max, long *out)

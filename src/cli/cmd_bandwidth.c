@@ -6,7 +6,6 @@
  * roof an engine that streams its weights is measured against (scripts/bench-engine.sh).
  */
 #include <errno.h>
-#include <getopt.h>
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -17,6 +16,7 @@
 #include "cgroup.h"
 #include "engine.h"
 #include "mw.h"
+#include "opt.h"
 #include "stats.h"
 #include "text.h"
 #include "verbs.h"
@@ -157,9 +157,9 @@ static int parse_args(int argc, char **argv, struct options *o, bool *help)
 	};
 	long v;
 	int c;
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":t:h", longopts, NULL)) != -1) {
+	struct mw_opt op;
+	mw_opt_init(&op, VERB, argc, argv, "t:h", longopts);
+	while ((c = mw_opt_next(&op)) != -1) {
 		switch (c) {
 		case 't':
 			if (parse_threads(optarg, o) < 0)
@@ -206,10 +206,10 @@ static int parse_args(int argc, char **argv, struct options *o, bool *help)
 			*help = true;
 			return MW_EXIT_OK;
 		default:
-			return mw_opt_error(VERB, c, argv);
+			return MW_EXIT_USAGE; /* '?': mw_opt_next said why */
 		}
 	}
-	return mw_opt_none_left(VERB, argc, argv);
+	return mw_opt_none_left(&op);
 }
 
 /* One warm-up run (page-table and TLB state, clocks ramping up), then reps timed runs. */

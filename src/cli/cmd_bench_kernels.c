@@ -10,7 +10,6 @@
  * stays.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -23,6 +22,7 @@
 #include "kernel_cache.h"
 #include "metrics.h"
 #include "mw.h"
+#include "opt.h"
 #include "verbs.h"
 
 #define VERB "bench-kernels"
@@ -115,9 +115,9 @@ static int parse(int argc, char **argv, struct options *o, bool *help)
 	long v;
 	double d;
 	int c, rc;
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+	struct mw_opt op;
+	mw_opt_init(&op, VERB, argc, argv, "h", longopts);
+	while ((c = mw_opt_next(&op)) != -1) {
 		switch (c) {
 		case OPT_TYPES:
 			if ((rc = add_types(o, optarg)))
@@ -161,10 +161,10 @@ static int parse(int argc, char **argv, struct options *o, bool *help)
 			*help = true;
 			return MW_EXIT_OK;
 		default:
-			return mw_opt_error(VERB, c, argv);
+			return MW_EXIT_USAGE; /* '?': mw_opt_next said why */
 		}
 	}
-	return mw_opt_none_left(VERB, argc, argv);
+	return mw_opt_none_left(&op);
 }
 
 /* The index in kb->r of the table to run: the fastest by its median ratio to the default

@@ -1,10 +1,10 @@
 /* src/cli/cmd_bundle.c: `memwall bundle`: records, charts, provenance and sha256 sums in one
  * archive to attach to an issue (src/record/bundle.h). */
-#include <getopt.h>
 #include <stdio.h>
 
 #include "bundle.h"
 #include "mw.h"
+#include "opt.h"
 #include "result.h"
 #include "verbs.h"
 
@@ -29,9 +29,9 @@ int mw_cmd_bundle(int argc, char **argv)
 	const char *out = NULL;
 	struct mw_error err;
 	int c;
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":ho:", opts, NULL)) != -1) {
+	struct mw_opt op;
+	mw_opt_init(&op, "bundle", argc, argv, "ho:", opts);
+	while ((c = mw_opt_next(&op)) != -1) {
 		switch (c) {
 		case 'o':
 			out = optarg;
@@ -40,7 +40,7 @@ int mw_cmd_bundle(int argc, char **argv)
 			usage(stdout);
 			return MW_EXIT_OK;
 		default:
-			return mw_opt_error("bundle", c, argv);
+			return MW_EXIT_USAGE; /* '?': mw_opt_next said why */
 		}
 	}
 	if (!out || optind >= argc) {

@@ -11,7 +11,6 @@
  * machine, and prefer a working set far larger than the last-level cache (the default 4 GiB).
  */
 #include <errno.h>
-#include <getopt.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdbool.h>
@@ -23,6 +22,7 @@
 #include "engine.h"
 #include "machine.h"
 #include "mw.h"
+#include "opt.h"
 #include "probes.h"
 #include "result.h"
 #include "verbs.h"
@@ -93,9 +93,9 @@ static int parse_args(int argc, char **argv, struct options *o, bool *help)
 	};
 	long v;
 	int c;
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+	struct mw_opt op;
+	mw_opt_init(&op, VERB, argc, argv, "h", longopts);
+	while ((c = mw_opt_next(&op)) != -1) {
 		switch (c) {
 		case OPT_JSON:
 			o->json = true;
@@ -133,10 +133,10 @@ static int parse_args(int argc, char **argv, struct options *o, bool *help)
 			*help = true;
 			return MW_EXIT_OK;
 		default:
-			return mw_opt_error(VERB, c, argv);
+			return MW_EXIT_USAGE; /* '?': mw_opt_next said why */
 		}
 	}
-	return mw_opt_none_left(VERB, argc, argv);
+	return mw_opt_none_left(&op);
 }
 
 /* (counted - expected) / expected in percent; NaN when nothing was expected. */

@@ -1,13 +1,13 @@
 /* src/cli/cmd_compare.c: `memwall compare`: did NEW regress from BASE? What a CI job on a
  * bare-metal runner gates on (scripts/ci-example/). The verdicts are src/record/compare.c's;
  * this file reads options and records and picks the output format. */
-#include <getopt.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "compare.h"
 #include "mw.h"
+#include "opt.h"
 #include "result.h"
 #include "verbs.h"
 
@@ -77,9 +77,9 @@ int mw_cmd_compare(int argc, char **argv)
 	struct mw_error err;
 	int c, code = MW_EXIT_OK;
 	mw_compare_opts_default(&o);
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	struct mw_opt op;
+	mw_opt_init(&op, "compare", argc, argv, "h", opts);
+	while ((c = mw_opt_next(&op)) != -1) {
 		switch (c) {
 		case 'm':
 			if (mw_parse_double(optarg, 0, 1e6, &o.max_regress_pct))
@@ -108,7 +108,7 @@ int mw_cmd_compare(int argc, char **argv)
 			usage(stdout);
 			return MW_EXIT_OK;
 		default:
-			return mw_opt_usage_error("compare", argv, usage);
+			return MW_EXIT_USAGE; /* '?': mw_opt_next said why */
 		}
 	}
 	if (argc - optind != 2) {

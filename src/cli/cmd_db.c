@@ -1,7 +1,6 @@
 /* src/cli/cmd_db.c: `memwall db`: the results store (src/record/store.h): import, list, show,
  * query and compare records across machines, in SQLite (a file) or PostgreSQL (a URL). */
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -9,6 +8,7 @@
 #include "db.h"
 #include "db_rows.h"
 #include "mw.h"
+#include "opt.h"
 #include "site.h"
 #include "report.h"
 #include "result.h"
@@ -252,10 +252,10 @@ static int parse(int argc, char **argv, struct db_args *a)
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
-	optind = 1;
-	opterr = 0;
+	struct mw_opt op;
 	/* '+' would stop at the sub-verb; options may come before or after it. */
-	while ((c = getopt_long(argc, argv, ":ho:", opts, NULL)) != -1) {
+	mw_opt_init(&op, "db", argc, argv, "ho:", opts);
+	while ((c = mw_opt_next(&op)) != -1) {
 		switch (c) {
 		case 'o': a->out = mw_path_trim(optarg); break;
 		case 'F': a->force = true; break;
@@ -302,7 +302,7 @@ static int parse(int argc, char **argv, struct db_args *a)
 			usage(stdout);
 			return -1;
 		default:
-			return mw_opt_error("db", c, argv);
+			return MW_EXIT_USAGE; /* '?': mw_opt_next said why */
 		}
 	}
 	return MW_EXIT_OK;

@@ -7,7 +7,6 @@
  * would fix what is missing, and prints nothing for what opened; it runs none of them.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -20,6 +19,7 @@
 #include "cgroup.h"
 #include "counters.h"
 #include "mw.h"
+#include "opt.h"
 #include "perf_line.h"
 #include "probes.h"
 #include "text.h"
@@ -76,9 +76,9 @@ static int parse_args(int argc, char **argv, struct options *o, bool *help)
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+	struct mw_opt op;
+	mw_opt_init(&op, VERB, argc, argv, "h", longopts);
+	while ((c = mw_opt_next(&op)) != -1) {
 		switch (c) {
 		case OPT_JSON:
 			o->json = true;
@@ -99,12 +99,12 @@ static int parse_args(int argc, char **argv, struct options *o, bool *help)
 			*help = true;
 			return MW_EXIT_OK;
 		default:
-			return mw_opt_error(VERB, c, argv);
+			return MW_EXIT_USAGE; /* '?': mw_opt_next said why */
 		}
 	}
 	if (o->json && o->fix)
 		return mw_fail(MW_EXIT_USAGE, VERB, "--json and --fix are two outputs: give one");
-	return mw_opt_none_left(VERB, argc, argv);
+	return mw_opt_none_left(&op);
 }
 
 /* "key : value" from the first processor block of /proc/cpuinfo (proc(5)); "" if absent. */

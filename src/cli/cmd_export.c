@@ -2,7 +2,6 @@
  * submission format. One format so far, AIOS's (src/record/export_aios.h); another is one
  * row of the table below and its writer. */
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +9,7 @@
 #include "export_aios.h"
 #include "file.h"
 #include "mw.h"
+#include "opt.h"
 #include "result.h"
 #include "verbs.h"
 
@@ -127,9 +127,9 @@ int mw_cmd_export(int argc, char **argv)
 	struct mw_error err;
 	json_t *doc = NULL;
 	int c, rc;
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":o:h", opts, NULL)) != -1) {
+	struct mw_opt op;
+	mw_opt_init(&op, VERB, argc, argv, "o:h", opts);
+	while ((c = mw_opt_next(&op)) != -1) {
 		switch (c) {
 		case 'o':
 			o.out = optarg;
@@ -144,7 +144,7 @@ int mw_cmd_export(int argc, char **argv)
 			usage(stdout);
 			return MW_EXIT_OK;
 		default:
-			return mw_opt_error(VERB, c, argv);
+			return MW_EXIT_USAGE; /* '?': mw_opt_next said why */
 		}
 	}
 	if (argc - optind != 2) {

@@ -4,7 +4,6 @@
  * (--prompt-ids), writes the logits of every position (--logits), and prints the generic
  * adapter line of src/run/adapters.h (--report-line) so the external-engine runner can drive it. */
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -23,6 +22,7 @@
 #include "mw.h"
 #include "generate.h"
 #include "gen_overlap.h"
+#include "opt.h"
 #include "verbs.h"
 
 #define VERB "generate"
@@ -176,9 +176,9 @@ static int parse_args(struct gen_args *a, int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":m:z:p:n:t:h", longopts, NULL)) != -1) {
+	struct mw_opt op;
+	mw_opt_init(&op, VERB, argc, argv, "m:z:p:n:t:h", longopts);
+	while ((c = mw_opt_next(&op)) != -1) {
 		switch (c) {
 		case 'm': a->model = optarg; break;
 		case 'z': a->tokenizer = optarg; break;
@@ -273,15 +273,12 @@ static int parse_args(struct gen_args *a, int argc, char **argv)
 		case 'h':
 			mw_generate_usage(stdout);
 			return -1;
-		case ':':
-			return mw_fail(MW_EXIT_USAGE, VERB, "%s needs a value", argv[optind - 1]);
 		default:
-			return mw_fail(MW_EXIT_USAGE, VERB, "unknown option '%s' (see --help)",
-				       argv[optind - 1]);
+			return MW_EXIT_USAGE; /* '?': mw_opt_next said why */
 		}
 	}
-	if (optind < argc)
-		return mw_fail(MW_EXIT_USAGE, VERB, "unexpected argument '%s'", argv[optind]);
+	if (mw_opt_none_left(&op))
+		return MW_EXIT_USAGE;
 	return check_args(a);
 }
 

@@ -5,7 +5,6 @@
  * figure comes from the model file (tensor table, weights) or from the engine running it. The
  * projections and the contract's limits are data (protocols/projections/aios.json). */
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdbool.h>
@@ -21,6 +20,7 @@
 #include "record_view.h"
 #include "machine.h"
 #include "mechanisms.h"
+#include "opt.h"
 #include "result.h"
 #include "roofline.h"
 #include "verbs.h"
@@ -110,9 +110,9 @@ static int parse_args(int argc, char **argv, struct options *o, bool *help)
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+	struct mw_opt op;
+	mw_opt_init(&op, VERB, argc, argv, "h", longopts);
+	while ((c = mw_opt_next(&op)) != -1) {
 		switch (c) {
 		case OPT_CAL:
 			o->calibration = optarg;
@@ -148,7 +148,7 @@ static int parse_args(int argc, char **argv, struct options *o, bool *help)
 			*help = true;
 			return MW_EXIT_OK;
 		default:
-			return mw_opt_error(VERB, c, argv);
+			return MW_EXIT_USAGE; /* '?': mw_opt_next said why */
 		}
 	}
 	if (optind + 1 != argc)

@@ -16,7 +16,6 @@
  *   - with no timing lines it assumes the requested token count: runs whose count is not
  *     marked as read from llama.cpp's timings are flagged, and min_tokens is not-measured. */
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -25,6 +24,7 @@
 
 #include "file.h"
 #include "mw.h"
+#include "opt.h"
 #include "result.h"
 #include "stats.h"
 #include "verbs.h"
@@ -486,16 +486,16 @@ int mw_cmd_import_aios(int argc, char **argv)
 	int c, code = MW_EXIT_OK;
 
 	mw_error_clear(&err);
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+	struct mw_opt op;
+	mw_opt_init(&op, VERB, argc, argv, "o:h", opts);
+	while ((c = mw_opt_next(&op)) != -1) {
 		if (c == 'o') {
 			outpath = optarg;
 		} else if (c == 'h') {
 			usage(stdout);
 			return MW_EXIT_OK;
 		} else {
-			return mw_opt_usage_error(VERB, argv, usage);
+			return MW_EXIT_USAGE; /* '?': mw_opt_next said why */
 		}
 	}
 	if (argc - optind != 1) {

@@ -1,9 +1,9 @@
 /* src/cli/cmd_report.c: `memwall report`: a result record's tables and charts. */
-#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "mw.h"
+#include "opt.h"
 #include "report.h"
 #include "report_rows.h"
 #include "result.h"
@@ -64,9 +64,9 @@ int mw_cmd_report(int argc, char **argv)
 	struct mw_error err;
 	json_t *doc = NULL;
 	int c, rc;
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	struct mw_opt op;
+	mw_opt_init(&op, "report", argc, argv, "h", opts);
+	while ((c = mw_opt_next(&op)) != -1) {
 		switch (c) {
 		case 'f':
 			if (mw_format_parse(optarg, &fmt))
@@ -82,7 +82,7 @@ int mw_cmd_report(int argc, char **argv)
 			usage(stdout);
 			return MW_EXIT_OK;
 		default:
-			return mw_opt_usage_error("report", argv, usage);
+			return MW_EXIT_USAGE; /* '?': mw_opt_next said why */
 		}
 	}
 	if (argc - optind != 1) {

@@ -8,7 +8,6 @@
  * record from another machine gets no roof measured here: this machine is not that one.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdbool.h>
@@ -19,6 +18,7 @@
 
 #include "analytic.h"
 #include "cgroup.h"
+#include "opt.h"
 #include "record_view.h"
 #include "result.h"
 #include "roofline.h"
@@ -130,9 +130,9 @@ static int parse_args(int argc, char **argv, struct options *o, bool *help)
 	};
 	long v;
 	int c;
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":t:h", longopts, NULL)) != -1) {
+	struct mw_opt op;
+	mw_opt_init(&op, VERB, argc, argv, "t:h", longopts);
+	while ((c = mw_opt_next(&op)) != -1) {
 		switch (c) {
 		case OPT_BW:
 			if (mw_parse_double(optarg, 1e-3, 1e6, &o->bandwidth) < 0)
@@ -185,7 +185,7 @@ static int parse_args(int argc, char **argv, struct options *o, bool *help)
 			*help = true;
 			return MW_EXIT_OK;
 		default:
-			return mw_opt_error(VERB, c, argv);
+			return MW_EXIT_USAGE; /* '?': mw_opt_next said why */
 		}
 	}
 	if (optind + 1 != argc)

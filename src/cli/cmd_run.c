@@ -1,6 +1,5 @@
 /* src/cli/cmd_run.c: `memwall run`: execute a protocol, write its result record, print a summary. */
 #include <errno.h>
-#include <getopt.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -9,6 +8,7 @@
 
 #include "adapters.h"
 #include "mw.h"
+#include "opt.h"
 #include "protocol.h"
 #include "protocol_find.h"
 #include "report.h"
@@ -226,9 +226,9 @@ int mw_cmd_run(int argc, char **argv)
 	int c, rc;
 
 	mw_error_clear(&err);
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+	struct mw_opt op;
+	mw_opt_init(&op, "run", argc, argv, "o:h", opts);
+	while ((c = mw_opt_next(&op)) != -1) {
 		switch (c) {
 		case 'r':
 		case 't':
@@ -273,7 +273,7 @@ int mw_cmd_run(int argc, char **argv)
 			usage(stdout);
 			return MW_EXIT_OK;
 		default:
-			return mw_opt_usage_error("run", argv, usage);
+			return MW_EXIT_USAGE; /* '?': mw_opt_next said why */
 		}
 	}
 	if (ro.calibration && ro.no_calibration)

@@ -8,7 +8,6 @@
  */
 #include <errno.h>
 #include <stdbool.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +17,7 @@
 #include "engine.h"
 #include "file.h"
 #include "mw.h"
+#include "opt.h"
 #include "verbs.h"
 
 #define VERB "sparsity-calibrate"
@@ -240,9 +240,9 @@ int mw_cmd_sparsity_calibrate(int argc, char **argv)
 	struct eng_error err;
 	int ch, rc = 0;
 	bool force = false;
-	optind = 1;
-	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":m:o:n:z:t:h", longopts, NULL)) != -1) {
+	struct mw_opt op;
+	mw_opt_init(&op, VERB, argc, argv, "m:o:n:z:t:h", longopts);
+	while ((ch = mw_opt_next(&op)) != -1) {
 		switch (ch) {
 		case 'm': model = optarg; break;
 		case 'P': prompts = optarg; break;
@@ -259,14 +259,12 @@ int mw_cmd_sparsity_calibrate(int argc, char **argv)
 				return mw_fail(MW_EXIT_USAGE, VERB, "-t %s: give 1 to 1024", optarg);
 			break;
 		case 'h': usage(stdout); return MW_EXIT_OK;
-		case ':': return mw_fail(MW_EXIT_USAGE, VERB, "%s needs a value", argv[optind - 1]);
 		default:
-			return mw_fail(MW_EXIT_USAGE, VERB, "unknown option '%s' (see --help)",
-				       argv[optind - 1]);
+			return MW_EXIT_USAGE; /* '?': mw_opt_next said why */
 		}
 	}
-	if (optind < argc)
-		return mw_fail(MW_EXIT_USAGE, VERB, "unexpected argument '%s'", argv[optind]);
+	if (mw_opt_none_left(&op))
+		return MW_EXIT_USAGE;
 	if (!model || !prompts || !out)
 		return mw_fail(MW_EXIT_USAGE, VERB, "give -m MODEL, --prompts FILE and -o MAP "
 			       "(see --help)");

@@ -16,7 +16,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <jansson.h>
 #include <math.h>
 #include <signal.h>
@@ -31,6 +30,7 @@
 #include "dram_verify.h"
 #include "machine.h"
 #include "metrics.h"
+#include "opt.h"
 #include "perf_line.h"
 #include "provenance.h"
 #include "spawn.h"
@@ -130,10 +130,10 @@ static int parse_args(int argc, char **argv, struct options *o, bool *help)
 	};
 	long v;
 	int c;
-	optind = 1;
-	opterr = 0;
+	struct mw_opt op;
 	/* '+': the options end at the command, whose own options are its own */
-	while ((c = getopt_long(argc, argv, "+:haI:o:", longopts, NULL)) != -1) {
+	mw_opt_init(&op, VERB, argc, argv, "+haI:o:", longopts);
+	while ((c = mw_opt_next(&op)) != -1) {
 		switch (c) {
 		case 'a':
 			o->all = true;
@@ -170,7 +170,7 @@ static int parse_args(int argc, char **argv, struct options *o, bool *help)
 			*help = true;
 			return MW_EXIT_OK;
 		default:
-			return mw_opt_error(VERB, c, argv);
+			return MW_EXIT_USAGE; /* '?': mw_opt_next said why */
 		}
 	}
 	if (o->json && o->csv)

@@ -7,7 +7,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -21,6 +20,7 @@
 #include "engine.h"
 #include "file.h"
 #include "mw.h"
+#include "opt.h"
 #include "verbs.h"
 
 #define VERB "synth"
@@ -306,9 +306,9 @@ int mw_cmd_synth(int argc, char **argv)
 	};
 	struct synth_request r = { .arch = eng_arch_at(0)->name, .seed = 1, .sp = { -1.0, 0.0 } };
 	int c;
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":o:h", longopts, NULL)) != -1) {
+	struct mw_opt op;
+	mw_opt_init(&op, VERB, argc, argv, "o:h", longopts);
+	while ((c = mw_opt_next(&op)) != -1) {
 		switch (c) {
 		case O_ARCH: r.arch = optarg; break;
 		case O_SHAPE: r.shape = optarg; break;
@@ -351,15 +351,12 @@ int mw_cmd_synth(int argc, char **argv)
 		case 'h':
 			usage(stdout);
 			return MW_EXIT_OK;
-		case ':':
-			return mw_fail(MW_EXIT_USAGE, VERB, "%s needs a value", argv[optind - 1]);
 		default:
-			return mw_fail(MW_EXIT_USAGE, VERB, "unknown option '%s' (see --help)",
-				       argv[optind - 1]);
+			return MW_EXIT_USAGE; /* '?': mw_opt_next said why */
 		}
 	}
-	if (optind < argc)
-		return mw_fail(MW_EXIT_USAGE, VERB, "unexpected argument '%s'", argv[optind]);
+	if (mw_opt_none_left(&op))
+		return MW_EXIT_USAGE;
 	if (!r.shape || !r.out)
 		return mw_fail(MW_EXIT_USAGE, VERB, "give --shape SHAPE and -o FILE (see --help)");
 

@@ -10,7 +10,6 @@
  * own test cases, and the bytes a vocabulary has no token for).
  */
 #include <errno.h>
-#include <getopt.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -23,6 +22,7 @@
 #include "engine.h"
 #include "file.h"
 #include "mw.h"
+#include "opt.h"
 #include "text.h"
 #include "verbs.h"
 
@@ -87,9 +87,9 @@ static int parse_args(int argc, char **argv, struct tok_args *a)
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":m:t:f:h", opts, NULL)) != -1) {
+	struct mw_opt op;
+	mw_opt_init(&op, VERB, argc, argv, "m:t:f:h", opts);
+	while ((c = mw_opt_next(&op)) != -1) {
 		switch (c) {
 		case 'm': a->model = optarg; break;
 		case 'b': a->bos = true; break;
@@ -107,10 +107,10 @@ static int parse_args(int argc, char **argv, struct tok_args *a)
 			a->format = (enum out_format)k;
 			break;
 		}
-		default: return mw_opt_error(VERB, c, argv);
+		default: return MW_EXIT_USAGE; /* '?': mw_opt_next said why */
 		}
 	}
-	if (mw_opt_none_left(VERB, argc, argv))
+	if (mw_opt_none_left(&op))
 		return MW_EXIT_USAGE;
 	if (!a->model)
 		return mw_fail(MW_EXIT_USAGE, VERB, "-m FILE is required: a GGUF model or "

@@ -1,10 +1,10 @@
 /* src/cli/cmd_validate.c: `memwall validate`: schema and internal consistency of result records. */
-#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "bundle.h"
 #include "mw.h"
+#include "opt.h"
 #include "result.h"
 #include "verbs.h"
 
@@ -24,14 +24,14 @@ int mw_cmd_validate(int argc, char **argv)
 	static const struct option opts[] = { { "help", no_argument, NULL, 'h' },
 					       { NULL, 0, NULL, 0 } };
 	int c, worst = MW_EXIT_OK;
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	struct mw_opt op;
+	mw_opt_init(&op, "validate", argc, argv, "h", opts);
+	while ((c = mw_opt_next(&op)) != -1) {
 		if (c == 'h') {
 			usage(stdout);
 			return MW_EXIT_OK;
 		}
-		return mw_opt_usage_error("validate", argv, usage);
+		return MW_EXIT_USAGE; /* '?': mw_opt_next said why */
 	}
 	if (optind >= argc) {
 		usage(stderr);

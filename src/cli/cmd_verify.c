@@ -10,7 +10,6 @@
  * is stored, and the signal is raised again so that the shell sees how verify ended.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <jansson.h>
 #include <math.h>
 #include <signal.h>
@@ -25,6 +24,7 @@
 #include "verify_matrix.h"
 #include "file.h"
 #include "mw.h"
+#include "opt.h"
 #include "text.h"
 #include "verbs.h"
 
@@ -107,9 +107,9 @@ static int parse_args(int argc, char **argv, struct options *o, bool *help)
 	double gib;
 	long v;
 	int c;
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1) {
+	struct mw_opt op;
+	mw_opt_init(&op, VERB, argc, argv, "ho:", longopts);
+	while ((c = mw_opt_next(&op)) != -1) {
 		switch (c) {
 		case OPT_JSON:
 			o->json = true;
@@ -172,10 +172,10 @@ static int parse_args(int argc, char **argv, struct options *o, bool *help)
 			*help = true;
 			return MW_EXIT_OK;
 		default:
-			return mw_opt_error(VERB, c, argv);
+			return MW_EXIT_USAGE; /* '?': mw_opt_next said why */
 		}
 	}
-	return mw_opt_none_left(VERB, argc, argv);
+	return mw_opt_none_left(&op);
 }
 
 /* A string of the record, escaped for the terminal (text.h): perf's messages and counts, a
