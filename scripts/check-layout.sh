@@ -23,7 +23,9 @@
 #   prefix    a symbol a library exports (nm) without its prefix: libmw mw_, libengine eng_,
 #             the kernel and quant libraries krn_, libprobes prb_.
 #   readme    README.md's fenced block under "## Layout and data flow" must list every folder
-#             of src/, probes/ and engine/ to depth 2, and no folder that does not exist.
+#             of src/, probes/ and engine/ to depth 2, and no folder that does not exist;
+#             README.md is a guide of at most 300 lines (the reference lives in the folders'
+#             READMEs), and no heading of README.md or a folder's README names an issue.
 # ALLOW_FILE (default SOURCE_ROOT/scripts/check-layout.allow) lists known offenders someone is
 # already fixing; they are reported as allowed and do not fail the check.
 # --self-test plants cycles (by includes, through a private header, through a folder above,
@@ -35,6 +37,7 @@ set -u
 
 MAX_FUNCTION=150
 MAX_FILE=1000
+MAX_README=300
 
 die() {
 	echo "check-layout: $*" >&2
@@ -112,8 +115,11 @@ self_test() {
 		printf '\treturn x;\n}\n'
 	} >"$t/probes/long_function.c"
 	awk 'BEGIN { for (i = 0; i < 1001; i++) print "/* filler */" }' >"$t/probes/long_file.h"
-	# A folder the README does not list.
+	# A folder the README does not list; a README past its limit; a heading naming an issue
+	# (one inside a fenced block is not a heading).
 	mkdir -p "$t/src/extra"
+	awk 'BEGIN { for (i = 0; i < 300; i++) print "filler" }' >>"$t/README.md"
+	printf '# src\n```\n# see issue 1\n```\n## Verbs (issue 7)\n' >"$t/src/README.md"
 	if sh "$script" "$t" "$t/build" >"$t/out" 2>&1; then
 		cat "$t/out"
 		die "self-test: a tree with planted offenders passed the check"
@@ -121,9 +127,12 @@ self_test() {
 	for want in 'cycle.*src/base/a.*src/base/c' 'function.*probes/long_function.c:2 f() is 151 lines' \
 		    'file.*probes/long_file.h is 1001 lines' 'readme.*src/extra/' \
 		    'cycle.*src/base/e <-> src/base/f' 'cycle.*src/base/h <-> src/base/sub/g' \
-		    'include.*src/base/sub/k.c.*"m.h"'; do
+		    'include.*src/base/sub/k.c.*"m.h"' 'readme: README.md is 308 lines' \
+		    'readme: src/README.md:5: the heading'; do
 		grep -q "$want" "$t/out" || { cat "$t/out"; die "self-test: no report matching '$want'"; }
 	done
+	grep -q 'src/README.md:3:' "$t/out" &&
+		{ cat "$t/out"; die "self-test: a line in a fenced block was taken for a heading"; }
 	if [ $calls = yes ]; then
 		grep -q 'cycle.*src/base/b.*src/base/d' "$t/out" ||
 			{ cat "$t/out"; die "self-test: the call cycle b <-> d was not reported"; }
@@ -416,6 +425,17 @@ while read -r d; do
 	[ -d "$d" ] ||
 		echo "readme $d/ README.md's layout block lists $d/, which does not exist: remove or rename it"
 done <"$tmp/listed_sub" >>"$tmp/findings"
+if [ -f README.md ] && [ "$(wc -l <README.md)" -gt $MAX_README ]; then
+	echo "readme README.md README.md is $(wc -l <README.md) lines (limit $MAX_README): it guides; move reference into the README of the folder it describes"
+fi >>"$tmp/findings"
+for f in README.md */README.md; do
+	[ -f "$f" ] || continue
+	awk -v f="$f" '
+	/^```/ { fence = !fence; next }
+	!fence && /^#/ && tolower($0) ~ /issue/ {
+		print "readme " f ":" NR " " f ":" NR ": the heading \"" $0 "\" names an issue: say what the section holds (an issue number may stand in the text)"
+	}' "$f"
+done >>"$tmp/findings"
 
 # ---- Verdict --------------------------------------------------------------------------------
 # An allow-list line is "kind subject" (comments after #). A subject ending in / allows
