@@ -45,7 +45,7 @@ static void usage(FILE *f)
 		   "           records, mean tok/s and range, DRAM MB/token, tok/s relative to the\n"
 		   "           fastest machine\n"
 		   "  series   one row per series (records of one machine fingerprint, protocol,\n"
-		   "           model, engine build and DRAM counter layer; README \"A series\"): id,\n"
+		   "           model, engine build and DRAM counter layer; src/README.md, \"A series\"): id,\n"
 		   "           records, first and last date, the latest MB/token and tok/s, provenance\n"
 		   "  check    RECORD (a file, or an id in the store) against the pooled runs of the\n"
 		   "           earlier records of its series (--against: the last N, default 10; those\n"

@@ -1,6 +1,6 @@
 /* src/cli/cmd_verify.c: `memwall verify`, the DRAM counters checked against a known canary,
  * perf and resctrl before a first bare-metal run (src/run/dram_verify.h says what is checked
- * and how; the README's "doctor -> verify -> run -> bundle" says why each threshold is what
+ * and how; probes/README.md's "verify" section says why each threshold is what
  * it is).
  *
  * exit codes: 0 every check passed; 1 a check failed (each failure named on stderr); 2 bad
@@ -54,8 +54,7 @@ static void usage(FILE *f)
 		"over the canary and compares; where resctrl MBM exists beside the controllers'\n"
 		"counters it compares the two. Thresholds: sum %g %%, each instance %g %% of its fair\n"
 		"share (total / the instances serving the canary's node), perf %g %%, resctrl %g %%,\n"
-		"a direction at the idle rate %g %% of the pass (README: \"doctor -> verify -> run ->\n"
-		"bundle\").\n\n"
+		"a direction at the idle rate %g %% of the pass (probes/README.md, \"verify\").\n\n"
 		"  --json             print the verification record\n"
 		"  -o FILE            also write the record to FILE (a new or a regular file; never\n"
 		"                     the store, a FIFO, a device or a link)\n"

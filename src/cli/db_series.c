@@ -382,7 +382,7 @@ static void changes_md(const json_t *changes, size_t nseries, size_t npoints,
 	}
 	printf("%s%zu change%s in %zu series (%zu per-record medians). Method: penalized L1 "
 	       "optimal partitioning of each series' per-record medians, segments of at least %zu "
-	       "records, penalty %g x noise sd x ln(records) (README, \"A series\").\n",
+	       "records, penalty %g x noise sd x ln(records) (src/README.md, \"A series\").\n",
 	       json_array_size(changes) ? "\n" : "", json_array_size(changes),
 	       json_array_size(changes) == 1 ? "" : "s", nseries, npoints, o->min_segment, o->k);
 }

@@ -13,7 +13,7 @@
  * agree to float rounding only, so a run whose switch falls elsewhere may differ in a
  * near-tie; `--switch-at N` fixes the point (waiting if need be) for bit-reproducible runs.
  * The image is not built alongside the first token: that slowed the token 1.1-3.9x even with
- * the image on a CPU of its own (README.md, "Load modes": the two compete for memory
+ * the image on a CPU of its own (engine/README.md, "Load modes": the two compete for memory
  * bandwidth and the kernel's page handling). A prompt over MW_OVERLAP_PROMPT_MAX tokens waits
  * for the image instead.
  *

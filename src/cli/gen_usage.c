@@ -63,7 +63,7 @@ void mw_generate_usage(FILE *f)
 		"                        with none left no image is built\n"
 		"                        (image=skipped: built on decoding's CPUs it slowed the run;\n"
 		"                        built alongside the first token, it slowed that token:\n"
-		"                        README.md, Load modes); decoding goes on on the mapping\n"
+		"                        engine/README.md, Load modes); decoding goes on on the mapping\n"
 		"                        meanwhile, and the session's KV cache moves onto the\n"
 		"                        image before the first token after it is ready: decoding\n"
 		"                        never waits (-n 1 builds no image). The x8 and plain\n"

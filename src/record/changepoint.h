@@ -24,7 +24,7 @@
  * change-points via Schwarz' criterion", Stat. Prob. Letters 6, 1988). With k = 3 a flat history
  * of Gaussian noise shows a false step in about 1 of 300 histories of 10 to 100 values, and a
  * step of 3 sigma between two runs of 20 values is found nearly always (tests/src/
- * test_changepoint.c draws both; README, "A series").
+ * test_changepoint.c draws both; src/README.md, "A series").
  *
  * Each cut found is then moved to the split of its two neighbouring segments that fits them
  * best with at least one value a side: segments of min_segment values would put a step two

@@ -26,7 +26,7 @@ enum mw_cmp_verdict {
 /* "same", "improvement", "regression", "inconclusive", "not-comparable". Static storage. */
 const char *mw_cmp_verdict_name(enum mw_cmp_verdict v);
 
-/* Exit codes of `memwall compare`, worst first where several apply (README.md, "compare"). */
+/* Exit codes of `memwall compare`, worst first where several apply (src/README.md, "compare: the CI gate"). */
 enum mw_compare_exit {
 	MW_COMPARE_PASS = 0,           /* no regression; every required metric compared */
 	MW_COMPARE_REGRESSION = 1,     /* a metric regressed */

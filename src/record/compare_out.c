@@ -1,5 +1,5 @@
 /* src/record/compare_out.c: a comparison as Markdown, JSON (memwall-compare/1) or JUnit XML.
- * The JSON field names are documented in README.md ("compare") and are a contract: add
+ * The JSON field names are documented in src/README.md ("compare: the CI gate") and are a contract: add
  * fields, never rename them. */
 #include <math.h>
 #include <stdio.h>

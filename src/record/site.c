@@ -447,7 +447,7 @@ static void series_header(FILE *f, const struct series *se)
 	key_row(f, "records", n);
 	key_row(f, "first", jstr(row, "first_utc"));
 	key_row(f, "last", jstr(row, "last_utc"));
-	fprintf(f, "</table>\n<details><summary>The series' key (README, \"A series\")</summary>"
+	fprintf(f, "</table>\n<details><summary>The series' key (src/README.md, \"A series\")</summary>"
 		   "<pre>");
 	char *key = json_dumps(json_object_get(row, "key"), JSON_COMPACT | JSON_SORT_KEYS);
 	mw_html_put(f, key ? key : "?");
@@ -550,7 +550,7 @@ static int write_index(struct mw_store *s, struct mw_outdir *o, const struct ser
 	page_head(f, "memwall: the store's series", "", true);
 	fprintf(f, "<h1>memwall: %zu series, %zu records</h1>\n<p class=\"prov\">A series is the "
 		   "records of one machine, protocol, model, engine build and DRAM counter layer "
-		   "(README, \"A series\"). The figures are each series' latest record's medians "
+		   "(src/README.md, \"A series\"). The figures are each series' latest record's medians "
 		   "over its runs (MB/token: DRAM where it was counted, else engine-accounted), "
 		   "with that record's provenance; steps are those <code>memwall db changes</code> "
 		   "finds in MB/token and tok/s.</p>\n", res->series, res->records);
