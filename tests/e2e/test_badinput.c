@@ -1575,12 +1575,8 @@ int main(int argc, char **argv)
 	/* Bounded allocation: every count above claims up to 2^63 of something; the whole run
 	 * must stay small (ASan's shadow memory included). */
 	struct rusage ru;
-	char peak_cmd[128];
 	getrusage(RUSAGE_SELF, &ru);
 	printf("peak RSS %ld MiB\n", ru.ru_maxrss / 1024);
 	T_ASSERT(ru.ru_maxrss < 1024 * 1024); /* KiB: 1 GiB */
-	snprintf(peak_cmd, sizeof(peak_cmd), "rm -rf '%s'", fixtures);
-	if (system(peak_cmd))
-		fprintf(stderr, "could not remove %s\n", fixtures);
-	return t_done();
+	return t_done_rm(fixtures, 0);
 }

@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <unistd.h>
 
+#include "record.h"
 #include "run.h"
 #include "sim_series.h"
 #include "test.h"
@@ -95,7 +96,7 @@ static json_t *run_json(const char *const argv[], int want_status)
 /* The median of a record's measured runs' MB/token, read from the record here. */
 static double record_median(const char *path)
 {
-	return sim_series_median(path, "dram_MB_per_token");
+	return t_runs_median(path, "dram_MB_per_token");
 }
 
 static void test_changes(const char *store_a, const char *store_b, char recs[][512])
@@ -249,11 +250,8 @@ static void test_check(const char *store_a, const char *store_b, char recs[][512
 
 int main(void)
 {
-	if (!getenv("MEMWALL_BIN"))
-		t_skip("MEMWALL_BIN is not set (run under meson test)");
-	snprintf(scratch, sizeof(scratch), "/tmp/mw-test-dbseries-XXXXXX");
-	if (!mkdtemp(scratch))
-		t_skip("cannot create a scratch folder in /tmp");
+	t_need_memwall();
+	t_scratch(scratch, sizeof(scratch), "dbseries");
 	char root[4200], script_a[400], script_b[400], store_a[400], store_b[400];
 	snprintf(root, sizeof(root), "%s" TREE, t_data("sysfs/"));
 	setenv("MEMWALL_COUNTERS", "sim", 1);
@@ -281,9 +279,5 @@ int main(void)
 	test_changes(store_a, store_b, recs);
 	test_check(store_a, store_b, recs, other);
 
-	char cmd[300];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", scratch);
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", scratch);
-	return t_done();
+	return t_done_rm(scratch, 0);
 }

@@ -17,22 +17,6 @@
 #include "run.h"
 #include "test.h"
 
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf = NULL;
-	size_t len = 0;
-	if (!f)
-		return NULL;
-	FILE *m = open_memstream(&buf, &len);
-	int c;
-	while ((c = fgetc(f)) != EOF)
-		fputc(c, m);
-	fclose(m);
-	fclose(f);
-	return buf;
-}
-
 /* Nothing in dir but the names given: no temporary file left behind. */
 static void only(const char *dir, const char *const *names)
 {
@@ -57,7 +41,7 @@ static struct t_output export(const char *rec, const char *a, const char *b, con
 
 int main(void)
 {
-	char tmp[] = "/tmp/mw-test-export-XXXXXX", rec[4200], out[4200], cmd[4300], p[4200];
+	char tmp[] = "/tmp/mw-test-export-XXXXXX", rec[4200], out[4200], p[4200];
 	if (!mkdtemp(tmp)) {
 		perror("mkdtemp");
 		return 1;
@@ -87,7 +71,7 @@ int main(void)
 	T_EQ_INT(o.status, 0);
 	T_CONTAINS(o.err, "wrote");
 	t_output_free(&o);
-	char *got = slurp(out);
+	char *got = t_slurp(out, NULL);
 	T_EQ_STR(got, stdout_bytes);
 	free(got);
 	only(tmp, (const char *const[]){ "rec", "aios.json", NULL });
@@ -98,13 +82,13 @@ int main(void)
 	T_EQ_INT(o.status, 2);
 	T_CONTAINS(o.err, "exists: give --force");
 	t_output_free(&o);
-	got = slurp(out);
+	got = t_slurp(out, NULL);
 	T_EQ_STR(got, "mine\n");
 	free(got);
 	o = export(rec, "-o", out, "--force");
 	T_EQ_INT(o.status, 0);
 	t_output_free(&o);
-	got = slurp(out);
+	got = t_slurp(out, NULL);
 	T_EQ_STR(got, stdout_bytes);
 	free(got);
 
@@ -118,7 +102,7 @@ int main(void)
 		T_CONTAINS(o.err, "a symbolic link");
 		t_output_free(&o);
 	}
-	got = slurp(out);
+	got = t_slurp(out, NULL);
 	T_EQ_STR(got, "target\n");
 	free(got);
 	struct stat st;
@@ -188,7 +172,6 @@ int main(void)
 	t_output_free(&o);
 
 	json_decref(doc);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
-	T_EQ_INT(system(cmd), 0);
+	T_EQ_INT(t_rm_tree(tmp), 0);
 	return t_done();
 }

@@ -39,6 +39,7 @@
 #include "run.h"
 #include "sha256.h"
 #include "test.h"
+#include "values.h"
 
 #define FROM "2026-11-01T00:00:00Z"
 #define TO "2026-12-01T00:00:00Z"
@@ -82,16 +83,7 @@ static double runs_stat(const char *path, const char *metric, bool mean)
 	json_decref(d);
 	if (!n)
 		return NAN;
-	if (mean)
-		return sum / (double)n;
-	for (size_t a = 0; a < n; a++)
-		for (size_t b = a + 1; b < n; b++)
-			if (v[b] < v[a]) {
-				double t = v[a];
-				v[a] = v[b];
-				v[b] = t;
-			}
-	return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+	return mean ? sum / (double)n : t_median(v, n);
 }
 
 /* A record's value of a dashboard metric, NaN where it has none. */
@@ -459,8 +451,5 @@ int main(void)
 	PQfinish(c);
 	json_decref(dash);
 	t_pg_stop(pgdir);
-	snprintf(path, sizeof(path), "rm -rf '%s'", tmp);
-	if (system(path))
-		fprintf(stderr, "could not remove %s\n", tmp);
-	return t_done();
+	return t_done_rm(tmp, 0);
 }

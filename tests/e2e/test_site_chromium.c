@@ -27,6 +27,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "record.h"
 #include "run.h"
 #include "sim_series.h"
 #include "test.h"
@@ -111,8 +112,8 @@ struct want {
 
 static struct want want_of(const char *path)
 {
-	struct want w = { sim_series_median(path, "dram_MB_per_token"),
-			  sim_series_median(path, "tok_per_s"), NAN };
+	struct want w = { t_runs_median(path, "dram_MB_per_token"),
+			  t_runs_median(path, "tok_per_s"), NAN };
 	json_t *d = json_load_file(path, 0, NULL), *r;
 	size_t i, n = 0;
 	double sum = 0;
@@ -321,9 +322,7 @@ int main(void)
 		t_skip("no chromium (/usr/bin/chromium, or MEMWALL_CHROMIUM): scripts/bootstrap.sh "
 		       "--dev installs Debian's");
 	}
-	snprintf(scratch, sizeof(scratch), "/tmp/mw-test-chromium-XXXXXX");
-	if (!mkdtemp(scratch))
-		t_skip("cannot create a scratch folder in /tmp");
+	t_scratch(scratch, sizeof(scratch), "chromium");
 	snprintf(out, sizeof(out), "%s/test-site-chromium", build);
 	mkdir(out, 0755);
 	/* The browser writes its profile and caches under the scratch folder, nowhere else. */
@@ -370,9 +369,5 @@ int main(void)
 	check_site(site, roof, noroof);
 	printf("the site, its DOMs and screenshots: %s\n", out);
 
-	char cmd[300];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", scratch);
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", scratch);
-	return t_done();
+	return t_done_rm(scratch, 0);
 }

@@ -41,14 +41,9 @@ struct al_counts {
 
 static void write_al(const struct al_counts *c)
 {
-	FILE *f = fopen(script, "w");
-	T_ASSERT(f != NULL);
-	if (!f)
-		exit(1);
+	FILE *f = vs_open(script);
 	for (int i = 0; i < 2; i++) {
-		char pmu[64];
-		snprintf(pmu, sizeof(pmu), "uncore_imc_free_running_%d", i);
-		uint32_t type = pmu_type(AL, pmu);
+		uint32_t type = vs_al_type(i);
 		struct vs_steps rd, wr;
 		vs_begin(&rd);
 		vs_begin(&wr);
@@ -129,14 +124,11 @@ static void test_half_counting(void)
  * half, sch1 nothing; every instance at 0.5x in both directions. */
 static void write_gnr(uint64_t sch0, uint64_t sch1)
 {
-	FILE *f = fopen(script, "w");
-	T_ASSERT(f != NULL);
-	if (!f)
-		exit(1);
+	FILE *f = vs_open(script);
 	for (int p = 0; p < 12; p++) {
 		char pmu[64];
 		snprintf(pmu, sizeof(pmu), "uncore_imc_%d", p);
-		uint32_t type = pmu_type(GNR, pmu);
+		uint32_t type = t_pmu_type(GNR, pmu);
 		for (int sch = 0; sch < 2; sch++) {
 			uint64_t n = sch ? sch1 : sch0;
 			struct vs_steps rd, wr;
@@ -154,7 +146,7 @@ static void write_gnr(uint64_t sch0, uint64_t sch1)
 static void test_half_counting_scheduler(void)
 {
 	use_tree(GNR);
-	T_NEAR(alias_bytes(GNR, "uncore_imc_0", "cas_count_read_sch1"), 64.0, 1e-9);
+	T_NEAR(t_alias_bytes(GNR, "uncore_imc_0", "cas_count_read_sch1"), 64.0, 1e-9);
 	uint64_t share = ws / 12 / 64; /* an instance's share, in counts */
 	T_EQ_U64(share * 12 * 64, ws);
 	T_EQ_U64(share % 2, 0);
@@ -296,7 +288,7 @@ static void test_not_numa_local(void)
 	for (int p = 0; p < 16; p++) {
 		char pmu[64], match[16];
 		snprintf(pmu, sizeof(pmu), "uncore_imc_%d", p);
-		uint32_t type = pmu_type(SPR, pmu);
+		uint32_t type = t_pmu_type(SPR, pmu);
 		for (int node = 0; node < 2; node++) {
 			uint64_t n = p != 5 ? sh : node == 0 ? 2 * sh : 0;
 			struct vs_steps rd, wr;
@@ -324,18 +316,9 @@ static void test_not_numa_local(void)
 
 int main(void)
 {
-	if (!getenv("MEMWALL_BIN"))
-		t_skip("MEMWALL_BIN is not set (run under meson test)");
-	snprintf(scratch, sizeof(scratch), "/tmp/mw-test-verify-diagnose-XXXXXX");
-	if (!mkdtemp(scratch))
-		t_skip("cannot create a scratch folder in /tmp");
-	char state[600];
-	snprintf(state, sizeof(state), "%s/state", scratch);
-	snprintf(script, sizeof(script), "%s/sim.script", scratch);
-	setenv("MEMWALL_STATE_DIR", state, 1);
-	setenv("MEMWALL_COUNTERS", "sim", 1);
-	setenv("MEMWALL_SIM_SCRIPT", script, 1);
-	T_NEAR(alias_bytes(AL, "uncore_imc_free_running_0", "data_read"), 64.0, 1e-9);
+	vs_setup(scratch, sizeof(scratch), "verify-diagnose", script, sizeof(script));
+	t_sim_env(NULL, script);
+	T_NEAR(t_alias_bytes(AL, "uncore_imc_free_running_0", "data_read"), 64.0, 1e-9);
 	ws = vs_bytes(0.001);
 	s = ws / 2 / 64;
 	T_EQ_U64(s * 2 * 64, ws);
@@ -348,9 +331,5 @@ int main(void)
 	test_not_missing();
 	test_not_numa_local();
 
-	char cmd[300];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", scratch);
-	if (!t_failures && system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", scratch);
-	return t_done();
+	return t_done_rm(scratch, 1);
 }

@@ -46,11 +46,8 @@ static const struct {
  * the matrix's windows too. */
 static void write_script(int silent, int scaled, bool matrix)
 {
-	FILE *f = fopen(script, "w");
-	T_ASSERT(f != NULL);
-	if (!f)
-		exit(1);
-	uint32_t type = pmu_type(ZEN3, "amd_df");
+	FILE *f = vs_open(script);
+	uint32_t type = t_pmu_type(ZEN3, "amd_df");
 	fprintf(f, "pmu type=%u counters=4\n", type);
 	for (unsigned c = 0; c < CHANNELS; c++) {
 		struct vs_steps s;
@@ -293,7 +290,7 @@ static void test_two_channels(void)
 	T_ASSERT(f != NULL);
 	if (!f)
 		return;
-	uint32_t type = pmu_type(ZEN3, "amd_df");
+	uint32_t type = t_pmu_type(ZEN3, "amd_df");
 	fprintf(f, "pmu type=%u counters=4\n", type);
 	for (unsigned c = 0; c < CHANNELS; c++) {
 		struct vs_steps st;
@@ -330,21 +327,9 @@ static void test_two_channels(void)
 
 int main(void)
 {
-	if (!getenv("MEMWALL_BIN"))
-		t_skip("MEMWALL_BIN is not set (run under meson test)");
-	snprintf(scratch, sizeof(scratch), "/tmp/mw-test-verify-groups-XXXXXX");
-	if (!mkdtemp(scratch))
-		t_skip("cannot create a scratch folder in /tmp");
-	char state[600], cache[600], root[4200];
-	snprintf(state, sizeof(state), "%s/state", scratch);
-	snprintf(cache, sizeof(cache), "%s/cache", scratch);
-	snprintf(script, sizeof(script), "%s/sim.script", scratch);
-	snprintf(root, sizeof(root), "%s%s", t_data("sysfs/"), ZEN3);
-	setenv("MEMWALL_STATE_DIR", state, 1);
-	setenv("MEMWALL_CACHE_DIR", cache, 1);
-	setenv("MEMWALL_SYSFS_ROOT", root, 1);
-	setenv("MEMWALL_COUNTERS", "sim", 1);
-	setenv("MEMWALL_SIM_SCRIPT", script, 1);
+	vs_setup(scratch, sizeof(scratch), "verify-groups", script, sizeof(script));
+	t_setenv_in("MEMWALL_CACHE_DIR", scratch, "cache");
+	t_sim_env(ZEN3, script);
 	ws[0] = vs_bytes(0.001);
 	uint64_t unit = 6 * (uint64_t)sysconf(_SC_PAGESIZE), asked = (uint64_t)(0.001 * 1073741824.0);
 	T_EQ_U64(ws[0] / CHANNELS / 64 * 64 * CHANNELS, ws[0]); /* whole counts per channel */
@@ -361,9 +346,5 @@ int main(void)
 	test_crowded_group();
 	test_matrix();
 	test_two_channels();
-	char cmd[300];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", scratch);
-	if (!t_failures && system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", scratch);
-	return t_done();
+	return t_done_rm(scratch, 1);
 }

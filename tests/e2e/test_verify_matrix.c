@@ -45,14 +45,9 @@ static uint64_t expected(int size, int p, bool read)
 /* skip_wa: the "write" pattern's write-allocate reads missing, as on a CPU that skips them */
 static void write_script(bool skip_wa)
 {
-	FILE *f = fopen(script, "w");
-	T_ASSERT(f != NULL);
-	if (!f)
-		exit(1);
+	FILE *f = vs_open(script);
 	for (int i = 0; i < 2; i++) {
-		char pmu[64];
-		snprintf(pmu, sizeof(pmu), "uncore_imc_free_running_%d", i);
-		uint32_t type = pmu_type(AL, pmu);
+		uint32_t type = vs_al_type(i);
 		struct vs_steps rd, wr;
 		vs_begin(&rd);
 		vs_begin(&wr);
@@ -155,21 +150,10 @@ static void test_no_write_allocate(void)
 
 int main(void)
 {
-	if (!getenv("MEMWALL_BIN"))
-		t_skip("MEMWALL_BIN is not set (run under meson test)");
-	snprintf(scratch, sizeof(scratch), "/tmp/mw-test-verify-matrix-XXXXXX");
-	if (!mkdtemp(scratch))
-		t_skip("cannot create a scratch folder in /tmp");
-	char state[600], root[4200];
-	snprintf(state, sizeof(state), "%s/state", scratch);
-	snprintf(script, sizeof(script), "%s/sim.script", scratch);
-	snprintf(root, sizeof(root), "%s%s", t_data("sysfs/"), AL);
-	setenv("MEMWALL_STATE_DIR", state, 1);
-	setenv("MEMWALL_SYSFS_ROOT", root, 1);
-	setenv("MEMWALL_COUNTERS", "sim", 1);
-	setenv("MEMWALL_SIM_SCRIPT", script, 1);
-	T_NEAR(alias_bytes(AL, "uncore_imc_free_running_0", "data_read"), 64.0, 1e-9);
-	T_NEAR(alias_bytes(AL, "uncore_imc_free_running_1", "data_write"), 64.0, 1e-9);
+	vs_setup(scratch, sizeof(scratch), "verify-matrix", script, sizeof(script));
+	t_sim_env(AL, script);
+	T_NEAR(t_alias_bytes(AL, "uncore_imc_free_running_0", "data_read"), 64.0, 1e-9);
+	T_NEAR(t_alias_bytes(AL, "uncore_imc_free_running_1", "data_write"), 64.0, 1e-9);
 	ws[0] = vs_bytes(0.001);
 	uint64_t unit = 6 * (uint64_t)sysconf(_SC_PAGESIZE), asked = (uint64_t)(0.001 * 1073741824.0);
 	for (int k = 1; k <= 4; k++) {
@@ -178,9 +162,5 @@ int main(void)
 	}
 	test_matrix();
 	test_no_write_allocate();
-	char cmd[300];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", scratch);
-	if (!t_failures && system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", scratch);
-	return t_done();
+	return t_done_rm(scratch, 1);
 }

@@ -41,15 +41,12 @@ static void resctrl_rules(FILE *f, uint64_t imc)
 /* silent_pmu, silent_node: an instance that counts nothing of the canary (-1: none) */
 static void write_script(int silent_pmu, int silent_node)
 {
-	FILE *f = fopen(script, "w");
-	T_ASSERT(f != NULL);
-	if (!f)
-		exit(1);
+	FILE *f = vs_open(script);
 	uint64_t imc = 0; /* the controllers' bytes over the canary's windows */
 	for (int p = 0; p < 16; p++) {
 		char pmu[64], match[16];
 		snprintf(pmu, sizeof(pmu), "uncore_imc_%d", p);
-		uint32_t type = pmu_type(SPR, pmu);
+		uint32_t type = t_pmu_type(SPR, pmu);
 		for (int node = 0; node < 2; node++) {
 			bool silent = p == silent_pmu && node == silent_node;
 			struct vs_steps rd, wr;
@@ -179,7 +176,7 @@ static void test_unplaced(void)
 	for (int p = 0; p < 16; p++) {
 		char pmu[64];
 		snprintf(pmu, sizeof(pmu), "uncore_imc_%d", p);
-		uint32_t type = pmu_type(SPR, pmu);
+		uint32_t type = t_pmu_type(SPR, pmu);
 		for (int node = 0; node < 2; node++) {
 			struct vs_steps rd, wr;
 			vs_begin(&rd);
@@ -235,7 +232,7 @@ static void test_nps4(void)
 	for (int p = 0; p < 12; p++) {
 		char pmu[64];
 		snprintf(pmu, sizeof(pmu), "amd_umc_%d", p);
-		uint32_t type = pmu_type("amd-epyc-zen4", pmu);
+		uint32_t type = t_pmu_type("amd-epyc-zen4", pmu);
 		struct vs_steps rd, wr;
 		vs_begin(&rd);
 		vs_begin(&wr);
@@ -270,22 +267,11 @@ static void test_nps4(void)
 
 int main(void)
 {
-	if (!getenv("MEMWALL_BIN"))
-		t_skip("MEMWALL_BIN is not set (run under meson test)");
-	snprintf(scratch, sizeof(scratch), "/tmp/mw-test-verify-numa-XXXXXX");
-	if (!mkdtemp(scratch))
-		t_skip("cannot create a scratch folder in /tmp");
-	char state[600], root[4200];
-	snprintf(state, sizeof(state), "%s/state", scratch);
-	snprintf(script, sizeof(script), "%s/sim.script", scratch);
-	snprintf(root, sizeof(root), "%s%s", t_data("sysfs/"), SPR);
-	setenv("MEMWALL_STATE_DIR", state, 1);
-	setenv("MEMWALL_SYSFS_ROOT", root, 1);
-	setenv("MEMWALL_COUNTERS", "sim", 1);
-	setenv("MEMWALL_SIM_SCRIPT", script, 1);
+	vs_setup(scratch, sizeof(scratch), "verify-numa", script, sizeof(script));
+	t_sim_env(SPR, script);
 	ws = vs_bytes(0.001);
-	T_NEAR(alias_bytes(SPR, "uncore_imc_0", "cas_count_read"), 64.0, 1e-9);
-	T_NEAR(alias_bytes(SPR, "uncore_imc_15", "cas_count_write"), 64.0, 1e-9);
+	T_NEAR(t_alias_bytes(SPR, "uncore_imc_0", "cas_count_read"), 64.0, 1e-9);
+	T_NEAR(t_alias_bytes(SPR, "uncore_imc_15", "cas_count_write"), 64.0, 1e-9);
 	share = ws / 16 / 64;
 	T_EQ_U64(share * 16 * 64, ws); /* whole counts */
 
@@ -294,9 +280,5 @@ int main(void)
 	test_unplaced();
 	test_nps4();
 
-	char cmd[300];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", scratch);
-	if (!t_failures && system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", scratch);
-	return t_done();
+	return t_done_rm(scratch, 1);
 }

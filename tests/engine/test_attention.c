@@ -39,6 +39,7 @@
 #include "engine.h"
 #include "run.h"
 #include "test.h"
+#include "values.h"
 #include "identity.h"
 
 /* ---- the kernel against a double reference -------------------------------------------- */
@@ -142,18 +143,9 @@ out:
 #define CTX 800   /* positions of the prompt: over 3 blocks of the largest block (256) */
 #define STEPS 12
 
-static int argmax(const float *v, int n)
-{
-	int best = 0;
-	for (int i = 1; i < n; i++)
-		if (v[i] > v[best])
-			best = i;
-	return best;
-}
-
 static double top2_gap(const float *v, int n)
 {
-	int b = argmax(v, n);
+	int b = t_argmax(v, n);
 	double second = -INFINITY;
 	for (int i = 0; i < n; i++)
 		if (i != b && v[i] > second)
@@ -186,13 +178,13 @@ static int greedy(struct eng_session *s, const int *prompt, int n, int vocab,
 	if (eng_session_prefill(s, prompt, n, 0, &lg, NULL))
 		return -1;
 	memcpy(r->logits, lg, (size_t)vocab * sizeof(float));
-	int tok = argmax(lg, vocab);
+	int tok = t_argmax(lg, vocab);
 	for (int i = 0; i < STEPS; i++) {
 		r->ids[i] = tok;
 		if (eng_session_step(s, tok, n + i, &lg, NULL))
 			return -1;
 		memcpy(r->logits + (size_t)(i + 1) * (size_t)vocab, lg, (size_t)vocab * sizeof(float));
-		tok = argmax(lg, vocab);
+		tok = t_argmax(lg, vocab);
 	}
 	return 0;
 }
@@ -207,7 +199,7 @@ static int greedy_batch(struct eng_session *s, int *const prompts[2], int n, int
 		if (eng_session_prefill_seq(s, q, prompts[q], n, 0, &lg, NULL))
 			return -1;
 		memcpy(out[q].logits, lg, (size_t)vocab * sizeof(float));
-		tok[q] = argmax(lg, vocab);
+		tok[q] = t_argmax(lg, vocab);
 	}
 	for (int i = 0; i < STEPS; i++) {
 		for (int q = 0; q < 2; q++) {
@@ -220,7 +212,7 @@ static int greedy_batch(struct eng_session *s, int *const prompts[2], int n, int
 			const float *row = lg + (size_t)q * (size_t)vocab;
 			memcpy(out[q].logits + (size_t)(i + 1) * (size_t)vocab, row,
 			       (size_t)vocab * sizeof(float));
-			tok[q] = argmax(row, vocab);
+			tok[q] = t_argmax(row, vocab);
 		}
 	}
 	return 0;
@@ -333,15 +325,6 @@ static void names(void)
 	T_EQ_INT(eng_attn_block_positions(8, 4, 100), 100);
 }
 
-static double key(const char *s, const char *name)
-{
-	char k[64];
-	snprintf(k, sizeof(k), " %s=", name);
-	const char *p = s ? strstr(s, k) : NULL;
-	T_ASSERT(p);
-	return p ? strtod(p + strlen(k), NULL) : -1;
-}
-
 /* R2 end to end on a synthetic stories260K (5 layers, 4 KV heads of 8, F32 cache: 2 x 5 x 32
  * x 4 = 1280 B per position): generate --context C -n 2 reads C + 1 positions at its one
  * decode step, with either kernel, and the same ids; headroom --kv-read puts the figure in
@@ -357,8 +340,8 @@ static void long_context(const char *model)
 				       "--attention", kinds[a], NULL };
 		struct t_output o = t_run(argv);
 		T_EQ_INT(o.status, 0);
-		T_NEAR(key(o.err, "kv_read_per_token"), 701.0 * 1280.0, 0);
-		T_NEAR(key(o.err, "context"), 700, 0);
+		T_NEAR(t_key_num(o.err, "kv_read_per_token"), 701.0 * 1280.0, 0);
+		T_NEAR(t_key_num(o.err, "context"), 700, 0);
 		T_CONTAINS(o.err, kinds[a]);
 		if (!first)
 			first = o.out ? strdup(o.out) : NULL;
@@ -444,7 +427,7 @@ static int faulted_until_diverged(const char *path, const int *base, const float
 			*d = isnan(x) || x > *d ? (isnan(x) ? INFINITY : x) : *d;
 			*big = fmax(*big, fabs((double)want[i]));
 		}
-		int id = id_argmax(lg, vocab);
+		int id = t_argmax(lg, vocab);
 		if (id != base[k])
 			first = k;
 		else if (k + 1 < FAULT_STEPS && eng_session_step(s, id, 1 + k, &lg, NULL))

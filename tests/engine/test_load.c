@@ -30,24 +30,6 @@
 
 static char dir[] = "/tmp/mw-test-load-XXXXXX";
 
-static unsigned char *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	unsigned char *buf = NULL;
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	long n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	if (n > 0 && (buf = malloc((size_t)n)) && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-		free(buf);
-		buf = NULL;
-	}
-	fclose(f);
-	*len = (size_t)n;
-	return buf;
-}
-
 /* The matrices of m the repack may have packed. */
 static size_t model_mats(struct eng_model *m, struct eng_mat **out, size_t cap)
 {
@@ -71,7 +53,7 @@ static size_t model_mats(struct eng_model *m, struct eng_mat **out, size_t cap)
 static int check_image(const char *path, enum eng_load_mode mode)
 {
 	size_t len = 0;
-	unsigned char *want = slurp(path, &len);
+	unsigned char *want = t_slurp(path, &len);
 	struct eng_model *m = NULL;
 	struct eng_error err;
 	int packed = 0;

@@ -13,6 +13,7 @@
 #include "engine.h"
 #include "run.h"
 #include "test.h"
+#include "values.h"
 #include "identity.h"
 
 static char dir[] = "/tmp/mw-test-spec-XXXXXX";
@@ -98,15 +99,6 @@ static void step_bytes(const char *path, double *step, double *emb_row)
 	eng_model_close(mod);
 }
 
-static double key(const char *s, const char *name)
-{
-	char k[64];
-	snprintf(k, sizeof(k), " %s=", name);
-	const char *p = s ? strstr(s, k) : NULL;
-	T_ASSERT(p);
-	return p ? strtod(p + strlen(k), NULL) : -1;
-}
-
 /* --speculate spec against plain greedy on prompt ids, n tokens; returns the acceptance. */
 static double cli_check(const char *m, const char *ids, const char *spec, const char *n,
 			const char *load)
@@ -122,18 +114,18 @@ static double cli_check(const char *m, const char *ids, const char *spec, const 
 	T_EQ_STR(b.out, a.out);
 	T_CONTAINS(b.err, "draft tokens accepted");
 	T_CONTAINS(b.err, "memwall-tokens: decode=");
-	double gen = key(b.err, "decode"), passes = key(b.err, "spec_passes");
-	double proposed = key(b.err, "spec_proposed"), accepted = key(b.err, "spec_accepted");
+	double gen = t_key_num(b.err, "decode"), passes = t_key_num(b.err, "spec_passes");
+	double proposed = t_key_num(b.err, "spec_proposed"), accepted = t_key_num(b.err, "spec_accepted");
 	T_NEAR(gen, strtod(n, NULL), 0);
 	T_ASSERT(accepted >= 0 && accepted <= proposed);
 	T_NEAR(gen, 1 + passes + accepted, 0);
-	T_NEAR(key(b.err, "passes_per_token"), passes / (gen - 1), 1e-4);
+	T_NEAR(t_key_num(b.err, "passes_per_token"), passes / (gen - 1), 1e-4);
 	double step, row;
 	step_bytes(m, &step, &row);
-	T_NEAR(key(b.err, "weights_per_token"), (passes * step + proposed * row) / (gen - 1),
+	T_NEAR(t_key_num(b.err, "weights_per_token"), (passes * step + proposed * row) / (gen - 1),
 	       0.51);
-	T_NEAR(key(b.err, "engine_bytes_per_token"), key(b.err, "weights_per_token") +
-	       key(b.err, "kv_read_per_token") + key(b.err, "kv_write_per_token"), 1.51);
+	T_NEAR(t_key_num(b.err, "engine_bytes_per_token"), t_key_num(b.err, "weights_per_token") +
+	       t_key_num(b.err, "kv_read_per_token") + t_key_num(b.err, "kv_write_per_token"), 1.51);
 	t_output_free(&a);
 	t_output_free(&b);
 	return proposed ? accepted / proposed : 0;

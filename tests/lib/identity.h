@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "engine.h"
+#include "values.h"
 
 /* Writes a llama2.c model of construction c (act: the FFN activation). 0 or the engine's
  * error, printed. */
@@ -43,15 +44,6 @@ static inline int id_synth_gguf(const char *path, const char *arch, const char *
 	return rc;
 }
 
-static inline int id_argmax(const float *v, int n)
-{
-	int best = 0;
-	for (int i = 1; i < n; i++)
-		if (v[i] > v[best])
-			best = i;
-	return best;
-}
-
 /* Greedy decoding of `steps` tokens after prompt[n] (prefilled in one call, o's chunking),
  * on a session of its own: ids[steps]; logits (steps, vocab): row k is what chose ids[k]
  * (the prompt's last position, then each step's). 0 or the engine's error. */
@@ -69,7 +61,7 @@ static inline int id_greedy(struct eng_model *m, const struct eng_session_option
 	rc = eng_session_prefill(s, prompt, n, 0, &lg, NULL);
 	for (int k = 0; !rc && k < steps; k++) {
 		memcpy(logits + (size_t)k * (size_t)vocab, lg, (size_t)vocab * sizeof(float));
-		ids[k] = id_argmax(lg, vocab);
+		ids[k] = t_argmax(lg, vocab);
 		if (k + 1 < steps)
 			rc = eng_session_step(s, ids[k], n + k, &lg, NULL);
 	}

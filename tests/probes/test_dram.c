@@ -563,9 +563,7 @@ static void big_tree_new(void)
 
 static void big_tree_free(void)
 {
-	char cmd[100];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", big_root);
-	T_EQ_INT(system(cmd), 0);
+	T_EQ_INT(t_rm_tree(big_root), 0);
 }
 
 /* The probe on the scratch tree: its return code, st filled. */

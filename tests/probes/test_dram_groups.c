@@ -53,7 +53,7 @@ static void write_zen3(bool limit)
 	T_ASSERT(f != NULL);
 	if (!f)
 		return;
-	uint32_t type = pmu_type(ZEN3, "amd_df");
+	uint32_t type = t_pmu_type(ZEN3, "amd_df");
 	if (limit)
 		fprintf(f, "pmu type=%u counters=4\n", type);
 	for (unsigned c = 0; c < 8; c++)
@@ -240,7 +240,7 @@ static void test_sample_add(void)
 	for (int i = 0; i < 2; i++) {
 		char pmu[64];
 		snprintf(pmu, sizeof(pmu), "uncore_imc_free_running_%d", i);
-		uint32_t type = pmu_type(AL, pmu);
+		uint32_t type = t_pmu_type(AL, pmu);
 		fprintf(f, "perf type=%u config=0x20ff cpu=* start=0 step=%" PRIu64 "\n", type,
 			steps[i][0]);
 		fprintf(f, "perf type=%u config=0x30ff cpu=* start=0 step=%" PRIu64 "\n", type,
@@ -248,7 +248,7 @@ static void test_sample_add(void)
 	}
 	fclose(f);
 	setenv("MEMWALL_SIM_SCRIPT", script, 1);
-	double bpc = alias_bytes(AL, "uncore_imc_free_running_0", "data_read");
+	double bpc = t_alias_bytes(AL, "uncore_imc_free_running_0", "data_read");
 	T_NEAR(bpc, 64.0, 1e-9);
 	opt.events = 0x1;
 	T_EQ_INT(prb_dram_open(&rd, sys, &opt, &st), 0);

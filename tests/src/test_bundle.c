@@ -217,7 +217,6 @@ int main(void)
 	listing_free(&l);
 	json_decref(a);
 	json_decref(b);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
-	T_EQ_INT(system(cmd), 0);
+	T_EQ_INT(t_rm_tree(tmp), 0);
 	return t_done();
 }

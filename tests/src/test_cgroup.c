@@ -207,9 +207,5 @@ int main(void)
 	cases();
 	unreadable();
 	defaults();
-	char cmd[600];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", base);
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", base);
-	return t_done();
+	return t_done_rm(base, 0);
 }

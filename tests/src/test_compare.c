@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "fixture_result.h"
+#include "record.h"
 #include "run.h"
 #include "stats.h"
 #include "test.h"
@@ -213,12 +214,7 @@ static json_t *parse_json(const char *text)
 
 static const json_t *metric_of(const json_t *cmp, const char *name)
 {
-	size_t i;
-	const json_t *m;
-	json_array_foreach(json_object_get(cmp, "metrics"), i, m)
-		if (!strcmp(json_string_value(json_object_get(m, "name")), name))
-			return m;
-	return NULL;
+	return t_json_find(json_object_get(cmp, "metrics"), "name", name);
 }
 
 static const char *verdict_of(const json_t *cmp, const char *name)
@@ -526,9 +522,7 @@ static void test_regression_formats(void)
 
 int main(void)
 {
-	snprintf(dir, sizeof(dir), "/tmp/mw-test-compare-XXXXXX");
-	if (!mkdtemp(dir))
-		t_skip("cannot create a scratch folder in /tmp");
+	t_scratch(dir, sizeof(dir), "compare");
 	test_same();
 	test_regression();
 	test_noisy();
@@ -540,9 +534,5 @@ int main(void)
 	test_acceptance_failed();
 	test_inconclusive();
 	test_regression_formats();
-	char cmd[300];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", dir);
-	return t_done();
+	return t_done_rm(dir, 0);
 }

@@ -531,8 +531,7 @@ static void image_cpus(void)
 int main(void)
 {
 	/* before the scratch folder: t_run's skip further on would leave it behind */
-	if (!getenv("MEMWALL_BIN"))
-		t_skip("MEMWALL_BIN is not set (run under meson test)");
+	t_need_memwall();
 	if (!mkdtemp(dir))
 		return 1;
 	snprintf(model, sizeof(model), "%s/s15-q4_0.gguf", dir);

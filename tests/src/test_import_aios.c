@@ -146,9 +146,5 @@ int main(void)
 	test_imc0();
 	test_mem_loads();
 	test_bad();
-	char cmd[400];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", scratch);
-	if (system(cmd))
-		fprintf(stderr, "could not remove %s\n", scratch);
-	return t_done();
+	return t_done_rm(scratch, 0);
 }

@@ -161,8 +161,5 @@ int main(void)
 	T_ASSERT(exists(dir, "d.html") && !exists(dir, "half.html"));
 	T_EQ_INT(leftovers(), 0);
 
-	snprintf(p, sizeof(p), "rm -rf '%s'", tmp);
-	if (system(p))
-		fprintf(stderr, "could not remove %s\n", tmp);
-	return t_done();
+	return t_done_rm(tmp, 0);
 }

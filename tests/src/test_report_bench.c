@@ -366,7 +366,7 @@ static void check_cli(const char *path)
 
 int main(void)
 {
-	char tmp[] = "/tmp/mw-test-bench-XXXXXX", path[4200], cmd[4300];
+	char tmp[] = "/tmp/mw-test-bench-XXXXXX", path[4200];
 	if (!mkdtemp(tmp)) {
 		perror("mkdtemp");
 		return 1;
@@ -386,7 +386,6 @@ int main(void)
 	check_not_measured(doc);
 	json_decref(doc);
 
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
-	T_EQ_INT(system(cmd), 0);
+	T_EQ_INT(t_rm_tree(tmp), 0);
 	return t_done();
 }

@@ -59,7 +59,7 @@ static void check_sql(const char *sql, const json_t *doc, const char *sha)
 
 int main(void)
 {
-	char tmp[] = "/tmp/mw-test-formats-XXXXXX", path[4200], sha[65], cmd[4300];
+	char tmp[] = "/tmp/mw-test-formats-XXXXXX", path[4200], sha[65];
 	struct mw_error err;
 	if (!mkdtemp(tmp)) {
 		perror("mkdtemp");
@@ -119,7 +119,6 @@ int main(void)
 	t_output_free(&o);
 
 	json_decref(doc);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
-	T_EQ_INT(system(cmd), 0);
+	T_EQ_INT(t_rm_tree(tmp), 0);
 	return t_done();
 }

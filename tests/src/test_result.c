@@ -528,9 +528,7 @@ int main(void)
 {
 	test_schema_versions();
 	test_negative_net();
-	snprintf(scratch, sizeof(scratch), "/tmp/mw-test-result-XXXXXX");
-	if (!mkdtemp(scratch))
-		t_skip("cannot create a scratch folder in /tmp");
+	t_scratch(scratch, sizeof(scratch), "result");
 	test_sha256();
 	test_validate();
 	test_created_utc();
@@ -539,9 +537,5 @@ int main(void)
 	test_write_unique();
 	test_write_killed();
 	test_reference();
-	char cmd[300];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", scratch);
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", scratch);
-	return t_done();
+	return t_done_rm(scratch, 0);
 }

@@ -694,11 +694,8 @@ static void pg_stop(void)
 
 static void cleanup(void)
 {
-	char cmd[4200];
 	pg_stop();
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
-	if (system(cmd))
-		fprintf(stderr, "could not remove %s\n", tmp);
+	t_rm_tree(tmp);
 }
 
 int main(int argc, char **argv)
