@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "record.h"
 #include "run.h"
 #include "test.h"
 
@@ -72,12 +73,7 @@ static int check_folder(const char *dir, int *n_tmp)
 				  path);
 			continue;
 		}
-		const char *argv[] = { "memwall", "validate", path, NULL };
-		struct t_output o = t_run(argv);
-		if (o.status != 0)
-			fprintf(stderr, "%s does not validate:\n%s%s\n", path, o.out, o.err);
-		T_EQ_INT(o.status, 0);
-		t_output_free(&o);
+		t_validates(path, "test_crash");
 		n++;
 	}
 	closedir(d);

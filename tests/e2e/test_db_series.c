@@ -36,12 +36,12 @@ static char scratch[256];
 
 static double mb_per_token(unsigned x)
 {
-	return sim_series_mb_per_token(TREE, x);
+	return t_series_mb_per_token(TREE, x);
 }
 
 static const char *protocol(const char *name, int decode)
 {
-	return sim_series_protocol(scratch, name, decode, RUNS,
+	return t_series_protocol(scratch, name, decode, RUNS,
 				   "{\"bandwidth_gbps\": null, \"llc_bytes\": null}");
 }
 
@@ -49,7 +49,7 @@ static void run_one(const char *proto, const char *script, char *out, size_t n)
 {
 	char dir[400];
 	snprintf(dir, sizeof(dir), "%s/records", scratch);
-	sim_series_run(dir, proto, script, out, n);
+	t_series_run(dir, proto, script, out, n);
 }
 
 static char *sha_of(const char *path)
@@ -258,8 +258,8 @@ int main(void)
 	setenv("MEMWALL_SYSFS_ROOT", root, 1);
 	snprintf(script_a, sizeof(script_a), "%s/a.script", scratch);
 	snprintf(script_b, sizeof(script_b), "%s/b.script", scratch);
-	sim_series_script(script_a, TREE, X_A, RUNS, D);
-	sim_series_script(script_b, TREE, X_B, RUNS, D);
+	t_series_script(script_a, TREE, X_A, RUNS, D);
+	t_series_script(script_b, TREE, X_B, RUNS, D);
 	snprintf(store_a, sizeof(store_a), "%s/a.db", scratch);
 	snprintf(store_b, sizeof(store_b), "%s/b.db", scratch);
 

@@ -42,18 +42,22 @@ static struct t_output export(const char *rec, const char *a, const char *b, con
 int main(void)
 {
 	char tmp[] = "/tmp/mw-test-export-XXXXXX", rec[4200], out[4200], p[4200];
-	if (!mkdtemp(tmp)) {
-		perror("mkdtemp");
-		return 1;
-	}
+	t_mkdtemp(tmp);
 	char rdir[4300];
 	snprintf(rdir, sizeof(rdir), "%s/rec", tmp);
 	mkdir(rdir, 0755);
-	struct fx_spec sp = { .protocol = "export-e2e", .cpu = "CPU Beta", .runs = 3, .warmups = 1,
-			      .tokens = 16, .latency_ns = 1e6, .jitter = 0.01, .dram_bytes = 3e6,
-			      .instances = 2, .seed = 3 };
-	json_t *doc = fx_record(&sp);
-	fx_write(doc, rdir, "r.json", rec, sizeof(rec));
+	struct t_fx_spec sp = {.protocol = "export-e2e",
+			       .cpu = "CPU Beta",
+			       .runs = 3,
+			       .warmups = 1,
+			       .tokens = 16,
+			       .latency_ns = 1e6,
+			       .jitter = 0.01,
+			       .dram_bytes = 3e6,
+			       .instances = 2,
+			       .seed = 3};
+	json_t *doc = t_fx_record(&sp);
+	t_fx_write(doc, rdir, "r.json", rec, sizeof(rec));
 
 	/* stdout */
 	struct t_output o = export(rec, NULL, NULL, NULL);
@@ -159,7 +163,7 @@ int main(void)
 	json_t *m = json_object_get(json_object_get(json_object_get(doc, "summary"), "metrics"),
 				    "tok_per_s");
 	json_object_set_new(m, "mean", json_real(json_number_value(json_object_get(m, "mean")) * 2));
-	fx_write(doc, rdir, "bad.json", p, sizeof(p));
+	t_fx_write(doc, rdir, "bad.json", p, sizeof(p));
 	o = export(p, NULL, NULL, NULL);
 	T_EQ_INT(o.status, 2);
 	T_CONTAINS(o.err, "does not validate");

@@ -75,7 +75,8 @@ static void check_energy(const json_t *doc)
 	const json_t *m = t_json_get(doc, "summary", "metrics", "energy_J_per_token");
 	size_t i;
 	if (!json_is_true(t_json_get(doc, "counters", "energy", "measured"))) {
-		const char *why = json_string_value(t_json_get(doc, "counters", "energy", "reason"));
+		const char *why =
+		    json_string_value(t_json_get(doc, "counters", "energy", "reason"));
 		T_ASSERT(why && !strstr(why, "not read around external engines"));
 		T_ASSERT(json_is_false(json_object_get(m, "measured")));
 		T_EQ_STR(json_string_value(json_object_get(m, "reason")), why);
@@ -134,7 +135,8 @@ static void test_generate(void)
 	T_EQ_INT(rc, 0);
 
 	T_EQ_STR(json_string_value(t_json_get(doc, "engine", "kind", NULL)), "external");
-	T_EQ_STR(json_string_value(t_json_get(doc, "engine", "program", "path")), getenv("MEMWALL_BIN"));
+	T_EQ_STR(json_string_value(t_json_get(doc, "engine", "program", "path")),
+		 getenv("MEMWALL_BIN"));
 	T_CONTAINS(json_string_value(t_json_get(doc, "engine", "program", "version")), "memwall ");
 	T_EQ_INT(json_integer_value(t_json_get(doc, "external", "short_tokens", NULL)), 40);
 	T_EQ_INT(json_integer_value(t_json_get(doc, "external", "long_tokens", NULL)), 160);
@@ -167,11 +169,13 @@ static void test_generate(void)
 	 * machine, so the tolerance is relative to its size, never negative. */
 	T_NEAR(num(json_object_get(m, "task_clock_ns_per_token"), "mean"), sum_tc / 3,
 	       1e-9 * fabs(sum_tc) + 1e-6);
-	T_ASSERT(json_is_true(t_json_get(m, "task_clock_ns_per_token_whole_process", "measured", NULL)));
+	T_ASSERT(
+	    json_is_true(t_json_get(m, "task_clock_ns_per_token_whole_process", "measured", NULL)));
 	T_CONTAINS(json_string_value(t_json_get(m, "task_clock_ns_per_token", "unit", NULL)),
 		   "(B2 - B1) / (N2 - N1)");
-	T_CONTAINS(json_string_value(t_json_get(m, "task_clock_ns_per_token_whole_process", "unit", NULL)),
-		   "whole process: B2 / N2");
+	T_CONTAINS(
+	    json_string_value(t_json_get(m, "task_clock_ns_per_token_whole_process", "unit", NULL)),
+	    "whole process: B2 / N2");
 	/* memwall generate's summary line has no decode timing the pattern can read: tok/s is
 	 * not measured (never computed from wall time under the engine's name). */
 	T_ASSERT(json_is_false(t_json_get(m, "tok_per_s", "measured", NULL)));
@@ -184,8 +188,10 @@ static void test_generate(void)
 	} else {
 		const char *why = json_string_value(json_object_get(dram, "reason"));
 		T_ASSERT(why && strlen(why) > 10);
-		T_EQ_STR(json_string_value(t_json_get(m, "dram_read_MB_per_token", "reason", NULL)), why);
-		T_ASSERT(json_is_null(t_json_get(json_array_get(reps, 1), "long", "dram_read_bytes", NULL)));
+		T_EQ_STR(json_string_value(t_json_get(m, "dram_read_MB_per_token", "reason", NULL)),
+			 why);
+		T_ASSERT(json_is_null(
+		    t_json_get(json_array_get(reps, 1), "long", "dram_read_bytes", NULL)));
 		T_ASSERT(json_is_null(t_json_get(json_array_get(reps, 1), "figures",
 					  "dram_read_MB_per_token", NULL)));
 	}
@@ -263,7 +269,8 @@ static void test_timings(void)
 		   "the memwall-tokens adapter reads decode_ms over decode_steps");
 	/* Turned off by the protocol: said so, not measured. */
 	T_ASSERT(json_is_false(t_json_get(doc, "drift", "measured", NULL)));
-	T_CONTAINS(json_string_value(t_json_get(doc, "drift", "reason", NULL)), "drift.probe_ms is 0");
+	T_CONTAINS(json_string_value(t_json_get(doc, "drift", "reason", NULL)),
+		   "drift.probe_ms is 0");
 	struct mw_error err;
 	mw_error_clear(&err);
 	T_EQ_INT(mw_result_validate(doc, "timings record", &err), 0);
@@ -302,13 +309,15 @@ static void test_aios_method(void)
 	long online = sysconf(_SC_NPROCESSORS_ONLN);
 	T_EQ_INT(json_integer_value(t_json_get(doc, "engine", "threads", NULL)),
 		 online >= 2 ? online / 2 : 1);
-	T_EQ_STR(json_string_value(t_json_get(doc, "external", "method", NULL)), "aios-whole-process");
+	T_EQ_STR(json_string_value(t_json_get(doc, "external", "method", NULL)),
+		 "aios-whole-process");
 	json_t *reps = (json_t *)(uintptr_t)t_json_get(doc, "external", "repetitions", NULL), *rep;
 	T_EQ_INT(json_array_size(reps), 4);
 	/* memwall's own metrics are never filled by AIOS's method. */
 	const json_t *m = t_json_get(doc, "summary", "metrics", NULL);
 	T_ASSERT(json_is_false(t_json_get(m, "dram_MB_per_token", "measured", NULL)));
-	T_CONTAINS(json_string_value(t_json_get(m, "dram_MB_per_token", "reason", NULL)), "AIOS's method");
+	T_CONTAINS(json_string_value(t_json_get(m, "dram_MB_per_token", "reason", NULL)),
+		   "AIOS's method");
 	T_ASSERT(t_json_get(doc, "summary", "aios_method", "aios_method_MB_per_token") != NULL);
 
 	/* Known bytes: the first free-running instance read 2^20 x (2000 + 10 i) bytes. */
@@ -391,7 +400,8 @@ static void test_no_token_line(void)
 		T_ASSERT(json_is_false(json_object_get(doc, "complete")));
 		T_CONTAINS(json_string_value(json_object_get(doc, "incomplete_reason")),
 			   "no 'memwall-tokens");
-		const json_t *rep = json_array_get(t_json_get(doc, "external", "repetitions", NULL), 0);
+		const json_t *rep =
+		    json_array_get(t_json_get(doc, "external", "repetitions", NULL), 0);
 		T_ASSERT(json_is_false(t_json_get(rep, "short", "valid", NULL)));
 		T_ASSERT(json_is_null(t_json_get(rep, "short", "adapter", "decode_tokens")));
 		T_ASSERT(json_is_null(json_object_get(rep, "long")));
@@ -430,9 +440,11 @@ static void test_short_count(void)
 	T_EQ_INT(o.status, 0);
 	T_ASSERT(doc != NULL);
 	if (doc) {
-		const json_t *rep = json_array_get(t_json_get(doc, "external", "repetitions", NULL), 0);
+		const json_t *rep =
+		    json_array_get(t_json_get(doc, "external", "repetitions", NULL), 0);
 		T_ASSERT(json_is_true(t_json_get(rep, "long", "valid", NULL)));
-		T_EQ_INT(json_integer_value(t_json_get(rep, "long", "adapter", "decode_tokens")), 3);
+		T_EQ_INT(json_integer_value(t_json_get(rep, "long", "adapter", "decode_tokens")),
+			 3);
 		T_ASSERT(json_is_null(t_json_get(rep, "figures", "task_clock_ns_per_token", NULL)));
 		json_decref(doc);
 	}
@@ -474,8 +486,9 @@ static void test_injection(void)
 	T_ASSERT(access(made, F_OK) != 0);
 	T_ASSERT(doc != NULL);
 	if (doc) {
-		const json_t *argv = t_json_get(json_array_get(t_json_get(doc, "external", "repetitions", NULL), 0),
-					 "long", "argv", NULL);
+		const json_t *argv =
+		    t_json_get(json_array_get(t_json_get(doc, "external", "repetitions", NULL), 0),
+			       "long", "argv", NULL);
 		T_EQ_INT(json_array_size(argv), 5);
 		T_EQ_STR(json_string_value(json_array_get(argv, 3)), prompt);
 		json_decref(doc);
@@ -508,8 +521,9 @@ static void test_pinning(void)
 	T_EQ_INT(o.status, 0);
 	T_ASSERT(doc != NULL);
 	if (doc) {
-		const char *tail = json_string_value(t_json_get(json_array_get(t_json_get(doc, "external",
-							       "repetitions", NULL), 0), "long", "stderr_tail", NULL));
+		const char *tail = json_string_value(
+		    t_json_get(json_array_get(t_json_get(doc, "external", "repetitions", NULL), 0),
+			       "long", "stderr_tail", NULL));
 		snprintf(want, sizeof(want), "Cpus_allowed_list:\t%d\n", cpu);
 		T_CONTAINS(tail, want);
 		/* {threads} defaults to one per pinned CPU. */
@@ -564,10 +578,7 @@ int main(void)
 {
 	char cache[300];
 	snprintf(scratch, sizeof(scratch), "/tmp/mw-test-external-XXXXXX");
-	if (!mkdtemp(scratch)) {
-		perror("mkdtemp");
-		return 1;
-	}
+	t_mkdtemp(scratch);
 	snprintf(cache, sizeof(cache), "%s/cache", scratch);
 	setenv("MEMWALL_CACHE_DIR", cache, 1);
 	test_generate();

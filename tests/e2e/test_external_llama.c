@@ -99,15 +99,19 @@ static void test_real(void)
 		T_EQ_INT(json_integer_value(t_json_get(s, "adapter", "decode_tokens", NULL)), 8);
 		double eval_ms = json_number_value(t_json_get(l, "adapter", "eval_ms", NULL));
 		T_ASSERT(eval_ms > 0);
-		T_NEAR(json_number_value(t_json_get(rep, "figures", "tok_per_s", NULL)), 31 / (eval_ms * 1e-3),
-		       1e-9 * 31 / (eval_ms * 1e-3));
-		double b1 = (double)json_integer_value(t_json_get(s, "software", "task_clock_ns", NULL));
-		double b2 = (double)json_integer_value(t_json_get(l, "software", "task_clock_ns", NULL));
+		T_NEAR(json_number_value(t_json_get(rep, "figures", "tok_per_s", NULL)),
+		       31 / (eval_ms * 1e-3), 1e-9 * 31 / (eval_ms * 1e-3));
+		double b1 =
+		    (double)json_integer_value(t_json_get(s, "software", "task_clock_ns", NULL));
+		double b2 =
+		    (double)json_integer_value(t_json_get(l, "software", "task_clock_ns", NULL));
 		T_ASSERT(b1 > 0 && b2 > 0);
-		T_NEAR(json_number_value(t_json_get(rep, "figures", "task_clock_ns_per_token", NULL)),
-		       (b2 - b1) / 24, 1e-9 * b2);
-		T_NEAR(json_number_value(t_json_get(rep, "figures", "task_clock_ns_per_token_whole_process",
-					     NULL)), b2 / 32, 1e-9 * b2);
+		T_NEAR(
+		    json_number_value(t_json_get(rep, "figures", "task_clock_ns_per_token", NULL)),
+		    (b2 - b1) / 24, 1e-9 * b2);
+		T_NEAR(json_number_value(t_json_get(rep, "figures",
+						    "task_clock_ns_per_token_whole_process", NULL)),
+		       b2 / 32, 1e-9 * b2);
 	}
 	T_ASSERT(json_is_true(json_object_get(t_json_get(doc, "summary", "metrics", "tok_per_s"),
 					      "measured")));
@@ -144,10 +148,7 @@ int main(void)
 	snprintf(model, sizeof(model), "%s", t_shared(MODEL));
 	snprintf(script, sizeof(script), "%s/scripts/llama-node.mjs", root);
 	snprintf(scratch, sizeof(scratch), "/tmp/mw-test-external-llama-XXXXXX");
-	if (!mkdtemp(scratch)) {
-		perror("mkdtemp");
-		return 1;
-	}
+	t_mkdtemp(scratch);
 	test_real();
 	test_wrong_stream();
 	return t_done_rm(scratch, 0);

@@ -98,13 +98,13 @@ static double want(const struct rec *r, const char *metric)
 
 static void make(struct rec *r, int k)
 {
-	struct fx_spec sp = { .protocol = r->protocol, .cpu = "CPU Grafana", .runs = 3,
+	struct t_fx_spec sp = { .protocol = r->protocol, .cpu = "CPU Grafana", .runs = 3,
 			      .warmups = 1, .tokens = 8, .latency_ns = 1e6 * (1 + 0.1 * k),
 			      .jitter = 0.02, .dram_bytes = r->dram ? 2e6 * (1 + 0.05 * k) : 0,
 			      .instances = r->dram, .seed = 50 + (uint32_t)k };
 	struct mw_error err;
 	char name[32];
-	json_t *d = fx_record(&sp);
+	json_t *d = t_fx_record(&sp);
 	json_object_set_new(d, "created_utc", json_string(r->when));
 	if (r->sim) {
 		json_t *dram = json_object_get(json_object_get(d, "counters"), "dram");
@@ -120,7 +120,7 @@ static void make(struct rec *r, int k)
 			ROOF_TOK_S, "measured_tok_s", mean, "headroom", ROOF_TOK_S / mean));
 	}
 	snprintf(name, sizeof(name), "r%d.json", k);
-	fx_write(d, tmp, name, r->path, sizeof(r->path));
+	t_fx_write(d, tmp, name, r->path, sizeof(r->path));
 	T_EQ_INT(mw_sha256_file(r->path, r->sha, NULL, &err), 0);
 	json_decref(d);
 }
@@ -403,8 +403,7 @@ int main(void)
 	const char *root = getenv("MEMWALL_SOURCE_ROOT");
 	if (!root || !getenv("MEMWALL_BIN"))
 		t_skip("MEMWALL_SOURCE_ROOT or MEMWALL_BIN is not set (run under meson test)");
-	if (!mkdtemp(tmp))
-		t_skip("cannot create a scratch folder in /tmp");
+	t_mkdtemp(tmp);
 	for (size_t i = 0; i < NRECS; i++)
 		make(&recs[i], (int)i);
 	t_pg_start(pgdir, sizeof(pgdir), url, sizeof(url));

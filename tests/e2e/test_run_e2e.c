@@ -78,15 +78,17 @@ static void test_smoke(void)
 	const json_t *run1 = json_array_get(json_object_get(doc, "runs"), 1);
 	T_EQ_INT(json_array_size(t_json_get(run1, "tokens", "latency_ns", NULL)), 32);
 	T_EQ_INT(json_array_size(t_json_get(run1, "tokens", "engine_bytes", NULL)), 32);
-	T_ASSERT(json_is_true(t_json_get(json_array_get(json_object_get(doc, "runs"), 0), "warmup", NULL, NULL)));
+	T_ASSERT(json_is_true(
+	    t_json_get(json_array_get(json_object_get(doc, "runs"), 0), "warmup", NULL, NULL)));
 	const json_t *m = t_json_get(doc, "summary", "metrics", NULL);
 	T_ASSERT(json_number_value(t_json_get(m, "tok_per_s", "mean", NULL)) > 0);
 	T_EQ_INT(json_integer_value(t_json_get(m, "tok_per_s", "n", NULL)), 3);
 	T_ASSERT(json_number_value(t_json_get(m, "engine_bytes_per_token", "mean", NULL)) > 0);
 	T_ASSERT(json_number_value(t_json_get(doc, "summary", "latency_pooled_ns", "p99")) > 0);
 	/* Software counters are what this machine has for sure: CPU time of every thread. */
-	T_EQ_STR(json_string_value(json_array_get(t_json_get(doc, "counters", "software", NULL), 0)),
-		 "task-clock");
+	T_EQ_STR(
+	    json_string_value(json_array_get(t_json_get(doc, "counters", "software", NULL), 0)),
+	    "task-clock");
 	T_ASSERT(json_integer_value(t_json_get(run1, "software", "task_clock_ns", NULL)) > 0);
 	T_ASSERT(json_is_string(t_json_get(doc, "machine", "cpu_vendor", NULL)) ||
 		 json_is_string(t_json_get(doc, "machine", "unavailable", "cpu_vendor")));
@@ -98,8 +100,8 @@ static void test_smoke(void)
 	double load_ms = json_number_value(json_object_get(eng, "load_ms"));
 	T_ASSERT(load_ms > 0);
 	/* Time to first token: the load, then the first run's prefill (its raw ns). */
-	double prefill_ns = (double)json_integer_value(t_json_get(json_array_get(json_object_get(doc,
-		"runs"), 0), "prefill", "ns", NULL));
+	double prefill_ns = (double)json_integer_value(
+	    t_json_get(json_array_get(json_object_get(doc, "runs"), 0), "prefill", "ns", NULL));
 	T_ASSERT(prefill_ns > 0);
 	T_NEAR(json_number_value(json_object_get(eng, "ttft_ms")), load_ms + prefill_ns / 1e6, 1e-6);
 	T_ASSERT(json_integer_value(json_object_get(eng, "load_threads")) >= 1);
@@ -286,8 +288,8 @@ static void test_quota(void)
 		return;
 	/* one thread: ceil(50000 / 100000), fewer than this machine's CPUs or as many */
 	T_EQ_INT(json_integer_value(t_json_get(doc, "engine", "threads", NULL)), 1);
-	T_NEAR(json_number_value(t_json_get(doc, "machine", "cpu_quota", "cpus")), 50000.0 / 100000.0,
-	       1e-12);
+	T_NEAR(json_number_value(t_json_get(doc, "machine", "cpu_quota", "cpus")),
+	       50000.0 / 100000.0, 1e-12);
 	T_EQ_STR(json_string_value(t_json_get(doc, "machine", "cpu_quota", "file")),
 		 "/sys/fs/cgroup/cpu.max");
 	json_decref(doc);

@@ -470,7 +470,8 @@ static void check_window(const char *what, const json_t *win, const struct want 
 		snprintf(key, sizeof(key), "dram_%s_bytes", fig_name[f]);
 		snprintf(label, sizeof(label), "%s.%s", what, key);
 		check_value(label, json_object_get(win, key), &w[f]);
-		const char *st = json_string_value(t_json_get(win, "dram_state", fig_name[f], NULL));
+		const char *st =
+		    json_string_value(t_json_get(win, "dram_state", fig_name[f], NULL));
 		t_checks++;
 		if (!st || strcmp(st, w[f].state))
 			T_FAIL_AT(__FILE__, __LINE__, "%s.dram_state.%s: \"%s\", want \"%s\"", what,
@@ -696,14 +697,9 @@ static void check_record(const struct sim_case *c, const char *path, const struc
 	check_no_zero(doc, NULL, c->name);
 
 	/* validate re-derives every figure; report shows them */
-	const char *vargv[] = { "memwall", "validate", path, NULL };
-	struct t_output o = t_run(vargv);
-	if (o.status)
-		fprintf(stderr, "%s: validate: %s%s", c->name, o.out, o.err);
-	T_EQ_INT(o.status, 0);
-	t_output_free(&o);
+	t_validates(path, c->name);
 	const char *rargv[] = { "memwall", "report", path, "--format", "md", NULL };
-	o = t_run(rargv);
+	struct t_output o = t_run(rargv);
 	T_EQ_INT(o.status, 0);
 	static const char *const row[N_FIG + 1] = {
 		"| DRAM read [SIMULATED] | MB/token (MB = 10^6 bytes) | ",
@@ -991,7 +987,8 @@ static void test_external(void)
 	T_ASSERT(doc != NULL);
 	if (!doc)
 		return;
-	T_EQ_STR(json_string_value(t_json_get(doc, "counters", "dram", "mb_per_token_basis")), "total");
+	T_EQ_STR(json_string_value(t_json_get(doc, "counters", "dram", "mb_per_token_basis")),
+		 "total");
 	const json_t *reps = t_json_get(doc, "external", "repetitions", NULL), *rep;
 	T_EQ_INT(json_array_size(reps), 3);
 	double sum = 0;
@@ -1045,12 +1042,7 @@ static void test_external(void)
 		t_json_get(doc, "summary", "metrics", "dram_read_MB_per_token"), "reason"));
 	T_CONTAINS(why, "not provided: the resctrl backend has no read/write split");
 	check_no_zero(doc, NULL, "external");
-	const char *vargv[] = { "memwall", "validate", path, NULL };
-	o = t_run(vargv);
-	if (o.status)
-		fprintf(stderr, "external: validate: %s%s", o.out, o.err);
-	T_EQ_INT(o.status, 0);
-	t_output_free(&o);
+	t_validates(path, "external");
 	json_decref(doc);
 }
 

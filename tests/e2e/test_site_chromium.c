@@ -336,18 +336,18 @@ int main(void)
 	setenv("MEMWALL_SYSFS_ROOT", root, 1);
 	snprintf(a, sizeof(a), "%s/a.script", scratch);
 	snprintf(b, sizeof(b), "%s/b.script", scratch);
-	sim_series_script(a, TREE, X_A, RUNS, D);
-	sim_series_script(b, TREE, X_B, RUNS, D);
+	t_series_script(a, TREE, X_A, RUNS, D);
+	t_series_script(b, TREE, X_B, RUNS, D);
 	snprintf(recdir, sizeof(recdir), "%s/records", scratch);
 	static struct rec roof[6], noroof[2];
-	const char *p = sim_series_protocol(scratch, "site-roof", D, RUNS,
+	const char *p = t_series_protocol(scratch, "site-roof", D, RUNS,
 					    "{\"bandwidth_gbps\": 50, \"llc_bytes\": 65536}");
 	for (int k = 0; k < 6; k++)
-		sim_series_run(recdir, p, k < 3 ? a : b, roof[k].path, sizeof(roof[k].path));
-	p = sim_series_protocol(scratch, "site-noroof", D, RUNS,
+		t_series_run(recdir, p, k < 3 ? a : b, roof[k].path, sizeof(roof[k].path));
+	p = t_series_protocol(scratch, "site-noroof", D, RUNS,
 				"{\"bandwidth_gbps\": null, \"llc_bytes\": null}");
 	for (int k = 0; k < 2; k++)
-		sim_series_run(recdir, p, a, noroof[k].path, sizeof(noroof[k].path));
+		t_series_run(recdir, p, a, noroof[k].path, sizeof(noroof[k].path));
 	snprintf(store, sizeof(store), "%s/store.db", scratch);
 	const char *argv[16] = { "memwall", "db", "--db", store, "import" };
 	for (int k = 0; k < 8; k++) {

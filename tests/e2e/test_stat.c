@@ -347,18 +347,11 @@ static void test_exit_status(void)
 /* memwall in the background, its stderr into a file; its pid. */
 static pid_t start_bg(const char *const argv[], const char *err_path)
 {
-	const char *bin = getenv("MEMWALL_BIN");
-	fflush(NULL);
-	pid_t pid = fork();
-	if (pid == 0) {
-		int fd = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		int nul = open("/dev/null", O_RDWR);
-		dup2(nul, 0);
-		dup2(nul, 1);
-		dup2(fd, 2);
-		execv(bin, (char *const *)(uintptr_t)argv);
-		_exit(127);
-	}
+	int fd = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	int nul = open("/dev/null", O_RDWR);
+	pid_t pid = t_spawn(argv, nul, nul, fd);
+	close(nul);
+	close(fd);
 	return pid;
 }
 

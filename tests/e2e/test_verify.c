@@ -551,12 +551,7 @@ static void test_run_records(void)
 				   "missing: ");
 		}
 		json_decref(doc);
-		const char *vargv[] = { "memwall", "validate", path, NULL };
-		o = t_run(vargv);
-		if (o.status)
-			fprintf(stderr, "validate:\n%s\n%s\n", o.out, o.err);
-		T_EQ_INT(o.status, 0);
-		t_output_free(&o);
+		t_validates(path, "test_verify");
 		char other[700];
 		snprintf(other, sizeof(other), "%s/state-other", scratch);
 		setenv("MEMWALL_STATE_DIR", other, 1);

@@ -11,9 +11,9 @@
 # cannot tell is speed: SIMDe's C is far slower than the instructions, and says nothing of them.
 #
 # Each test program is linked with those objects, tests/lib/simde_cpu.c (in place of the CPU
-# checks, it says yes to all), the tests' helpers (tests/libtestlib.a) and the build's own libraries, less its AVX-512 tables and CPU
-# checks; the rest (ref, the AVX2 tables, the registries, the engine) is what memwall is built
-# from. In turn:
+# checks, it says yes to all), the tests' helpers (the build's tests/libtestlib.a) and the
+# build's own libraries, less its AVX-512 tables and CPU checks; the rest (ref, the AVX2
+# tables, the registries, the engine) is what memwall is built from. In turn:
 #  - tests/engine/test_kernels.c;
 #  - tests/engine/test_quants.c: hand-built blocks, every table against ref, the x8 layouts and their
 #    kernels, the multi-token path, ggml's vectors where ../shared has them;

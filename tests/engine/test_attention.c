@@ -446,7 +446,8 @@ static void fault_case(const char *name, const char *path, bool must_catch)
 	float *lb = NULL, *lg = NULL;
 	struct eng_session_options o = { .threads = 1 };
 	unsetenv("MEMWALL_TEST_FAULT");
-	T_EQ_INT(id_greedy_file(path, ENG_LOAD_MMAP, &o, bos, 1, FAULT_STEPS, base, &lb, &vocab), 0);
+	T_EQ_INT(t_id_greedy_file(path, ENG_LOAD_MMAP, &o, bos, 1, FAULT_STEPS, base, &lb, &vocab),
+		 0);
 	for (size_t f = 0; f < sizeof(faults) / sizeof(faults[0]) && lb; f++) {
 		double big, d;
 		setenv("MEMWALL_TEST_FAULT", faults[f], 1);
@@ -454,7 +455,7 @@ static void fault_case(const char *name, const char *path, bool must_catch)
 		unsetenv("MEMWALL_TEST_FAULT");
 		printf("fault %-6s %-28s distinct ids %2d/%d; first differing id at %d (-1: none); "
 		       "largest logit change up to there %.3g of %.3g: %s\n", faults[f], name,
-		       id_distinct(base, FAULT_STEPS), FAULT_STEPS, first, d, big,
+		       t_id_distinct(base, FAULT_STEPS), FAULT_STEPS, first, d, big,
 		       first >= 0 ? "CAUGHT" : "missed");
 		if (must_catch && (strcmp(faults[f], "head-k") || !strstr(name, "falcon"))) {
 			T_ASSERT(first >= 0);
@@ -462,8 +463,9 @@ static void fault_case(const char *name, const char *path, bool must_catch)
 		}
 	}
 	/* the hook is off again: the same ids and bits as before */
-	T_EQ_INT(id_greedy_file(path, ENG_LOAD_MMAP, &o, bos, 1, FAULT_STEPS, got, &lg, &vocab), 0);
-	T_EQ_INT(id_first_diff(base, got, FAULT_STEPS), -1);
+	T_EQ_INT(t_id_greedy_file(path, ENG_LOAD_MMAP, &o, bos, 1, FAULT_STEPS, got, &lg, &vocab),
+		 0);
+	T_EQ_INT(t_id_first_diff(base, got, FAULT_STEPS), -1);
 	T_ASSERT(lg && lb && !memcmp(lg, lb, (size_t)FAULT_STEPS * (size_t)vocab * sizeof(float)));
 	free(lg);
 	free(lb);
@@ -477,13 +479,13 @@ static void faults(const char *dir)
 		char name[64];
 		snprintf(path, sizeof(path), "%s/s15m-%d.bin", dir, c);
 		snprintf(name, sizeof(name), "stories15M llama2.c %s", eng_synth_construction_name(k));
-		if (!id_synth_l2c(path, "stories15M", 1, k, ENG_ACT_SILU))
+		if (!t_id_synth_l2c(path, "stories15M", 1, k, ENG_ACT_SILU))
 			fault_case(name, path, k == ENG_SYNTH_VARIED);
 		unlink(path);
 		/* one KV head (MQA), NeoX RoPE, LayerNorm, a quantized cache */
 		snprintf(path, sizeof(path), "%s/ftiny-%d.gguf", dir, c);
 		snprintf(name, sizeof(name), "falcon-tiny q8_0 %s", eng_synth_construction_name(k));
-		if (!id_synth_gguf(path, "falcon", "falcon-tiny", "q8_0", 1, k))
+		if (!t_id_synth_gguf(path, "falcon", "falcon-tiny", "q8_0", 1, k))
 			fault_case(name, path, k == ENG_SYNTH_VARIED);
 		unlink(path);
 	}
@@ -505,8 +507,7 @@ int main(void)
 	static char dir[] = "/tmp/mw-test-attn-XXXXXX";
 	char model[4200];
 	struct eng_error err;
-	if (!mkdtemp(dir))
-		return 1;
+	t_mkdtemp(dir);
 	snprintf(model, sizeof(model), "%s/s260k.bin", dir);
 	eng_error_clear(&err);
 	T_EQ_INT(eng_synth_llama2c(model, "stories260K", 3, &err), 0);
@@ -516,7 +517,7 @@ int main(void)
 	unlink(model);
 	/* the varied construction: ids that change along the way, so a path that attended
 	 * elsewhere would show */
-	T_EQ_INT(id_synth_l2c(model, "stories260K", 3, ENG_SYNTH_VARIED, ENG_ACT_SILU), 0);
+	T_EQ_INT(t_id_synth_l2c(model, "stories260K", 3, ENG_SYNTH_VARIED, ENG_ACT_SILU), 0);
 	model_case(model, ENG_KV_F32);
 	model_case(model, ENG_KV_F16);
 	long_context(model);
@@ -524,17 +525,10 @@ int main(void)
 	faults(dir);
 	rmdir(dir);
 
-	const char *shared = getenv("MEMWALL_SHARED");
-	static const char *const extra[] = { "models/stories260K.bin",
-					     "fixtures/gguf/models/tiny-llama-Q4_0.gguf",
-					     "fixtures/gguf/models/tiny-falcon-Q8_0.gguf" };
-	for (size_t i = 0; i < sizeof(extra) / sizeof(extra[0]); i++) {
+	for (int i = 0; i < T_SHARED_MODELS; i++) {
 		char path[4200];
-		snprintf(path, sizeof(path), "%s/%s", shared ? shared : "", extra[i]);
-		if (!shared || access(path, R_OK)) {
-			printf("attention: %s absent, its checks skipped\n", path);
+		if (!t_have_shared(t_shared_models[i], path, sizeof(path)))
 			continue;
-		}
 		model_case(path, ENG_KV_AUTO);
 		if (!strstr(path, ".gguf"))
 			model_case(path, ENG_KV_F16);

@@ -202,7 +202,7 @@ static void run_varied(void)
 		return;
 	}
 	snprintf(path, sizeof(path), "%s/s15m.bin", dir);
-	if (!id_synth_l2c(path, "stories15M", 1, ENG_SYNTH_VARIED, ENG_ACT_SILU)) {
+	if (!t_id_synth_l2c(path, "stories15M", 1, ENG_SYNTH_VARIED, ENG_ACT_SILU)) {
 		run_model("stories15M varied", path, ENG_LOAD_MMAP, ENG_KV_AUTO, sizeof(float), 1);
 		run_model("stories15M varied 2 threads", path, ENG_LOAD_MMAP, ENG_KV_AUTO,
 			  sizeof(float), 2);
@@ -211,7 +211,7 @@ static void run_varied(void)
 	}
 	unlink(path);
 	snprintf(path, sizeof(path), "%s/s15m-q4_0.gguf", dir);
-	if (!id_synth_gguf(path, "llama", "stories15M", "q4_0", 1, ENG_SYNTH_VARIED)) {
+	if (!t_id_synth_gguf(path, "llama", "stories15M", "q4_0", 1, ENG_SYNTH_VARIED)) {
 		run_model("stories15M q4_0 varied", path, ENG_LOAD_MMAP, ENG_KV_AUTO, 2, 1);
 		run_model("stories15M q4_0 varied repacked", path, ENG_LOAD_REPACK, ENG_KV_AUTO, 2,
 			  1);

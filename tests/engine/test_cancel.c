@@ -235,8 +235,7 @@ static void test_children(void)
 
 int main(void)
 {
-	if (!mkdtemp(dir))
-		return 1;
+	t_mkdtemp(dir);
 	test_in_process();
 	test_children();
 	rmdir(dir);

@@ -419,10 +419,7 @@ static void test_not_a_file(void)
 
 int main(void)
 {
-	if (!mkdtemp(dir)) {
-		perror("mkdtemp");
-		return 1;
-	}
+	t_mkdtemp(dir);
 	snprintf(good, sizeof(good), "%s/good.bin", dir);
 	snprintf(legacy, sizeof(legacy), "%s/legacy.bin", dir);
 	snprintf(bad, sizeof(bad), "%s/bad.bin", dir);

@@ -217,9 +217,10 @@ static void test_varied(void)
 	for (int c = 0; c < 2; c++) {
 		enum eng_synth_construction k = c ? ENG_SYNTH_LEGACY : ENG_SYNTH_VARIED;
 		path_in(p, sizeof(p), "s15m.bin");
-		T_EQ_INT(id_synth_l2c(p, "stories15M", 1, k, ENG_ACT_SILU), 0);
-		T_EQ_INT(id_greedy_file(p, ENG_LOAD_MMAP, &o, bos, 1, STEPS, ids, &lg, &vocab), 0);
-		int d = id_distinct(ids, STEPS);
+		T_EQ_INT(t_id_synth_l2c(p, "stories15M", 1, k, ENG_ACT_SILU), 0);
+		T_EQ_INT(t_id_greedy_file(p, ENG_LOAD_MMAP, &o, bos, 1, STEPS, ids, &lg, &vocab),
+			 0);
+		int d = t_id_distinct(ids, STEPS);
 		printf("stories15M llama2.c %s: %d distinct ids in %d greedy from BOS\n",
 		       eng_synth_construction_name(k), d, STEPS);
 		if (k == ENG_SYNTH_VARIED) {
@@ -245,23 +246,23 @@ static void test_varied(void)
 	static const char *const quants[] = { "f32", "q4_0" };
 	for (int q = 0; q < 2; q++) {
 		path_in(p, sizeof(p), "s15m.gguf");
-		T_EQ_INT(id_synth_gguf(p, "llama", "stories15M", quants[q], 1, ENG_SYNTH_VARIED), 0);
-		T_EQ_INT(id_greedy_file(p, ENG_LOAD_MMAP, &o, bos, 1, STEPS, q ? ids : ref, &lg,
+		T_EQ_INT(t_id_synth_gguf(p, "llama", "stories15M", quants[q], 1, ENG_SYNTH_VARIED),
+			 0);
+		T_EQ_INT(t_id_greedy_file(p, ENG_LOAD_MMAP, &o, bos, 1, STEPS, q ? ids : ref, &lg,
 					&vocab), 0);
 		printf("stories15M GGUF %s varied: %d distinct ids\n", quants[q],
-		       id_distinct(q ? ids : ref, STEPS));
+		       t_id_distinct(q ? ids : ref, STEPS));
 		free(lg);
 		lg = NULL;
 		unlink(p);
 	}
-	T_ASSERT(id_distinct(ref, STEPS) >= 40);
-	T_EQ_INT(id_first_diff(ref, ids, STEPS), -1);
+	T_ASSERT(t_id_distinct(ref, STEPS) >= 40);
+	T_EQ_INT(t_id_first_diff(ref, ids, STEPS), -1);
 }
 
 int main(void)
 {
-	if (!mkdtemp(dir))
-		return 1;
+	t_mkdtemp(dir);
 	test_deterministic();
 	test_errors();
 	test_verb();

@@ -313,8 +313,7 @@ static void test_verb(void)
 
 int main(void)
 {
-	if (!mkdtemp(dir))
-		return 1;
+	t_mkdtemp(dir);
 	test_falcon7b_plan();
 	test_errors();
 	check_written("falcon", "falcon-tiny", "q4_k_m");

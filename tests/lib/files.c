@@ -78,7 +78,12 @@ void t_write_text(const char *path, const char *text)
 void t_scratch(char *dir, size_t n, const char *name)
 {
 	snprintf(dir, n, "/tmp/mw-test-%s-XXXXXX", name);
-	if (!mkdtemp(dir))
+	t_mkdtemp(dir);
+}
+
+void t_mkdtemp(char *tmpl)
+{
+	if (!mkdtemp(tmpl))
 		t_skip("cannot create a scratch folder in /tmp");
 }
 

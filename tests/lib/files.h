@@ -17,6 +17,9 @@ void t_write_file(const char *path, const char *body);
 /* Writes text to path; a file that cannot be opened is a failed check (the test goes on). */
 void t_write_text(const char *path, const char *text);
 
+/* mkdtemp(tmpl), a template ending XXXXXX; skips the test (exit 77) when no folder can be made. */
+void t_mkdtemp(char *tmpl);
+
 /* A fresh folder /tmp/mw-test-NAME-XXXXXX into dir (n bytes); skips the test (exit 77) when
  * none can be made. */
 void t_scratch(char *dir, size_t n, const char *name);

@@ -100,3 +100,12 @@ double t_runs_median(const char *path, const char *metric)
 	json_decref(d);
 	return t_median(v, n);
 }
+
+void t_validates(const char *path, const char *who)
+{
+	struct t_output o = t_run((const char *[]){ "memwall", "validate", path, NULL });
+	if (o.status)
+		fprintf(stderr, "%s: validate %s:\n%s%s\n", who, path, o.out, o.err);
+	T_EQ_INT(o.status, 0);
+	t_output_free(&o);
+}

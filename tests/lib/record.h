@@ -20,6 +20,10 @@ void t_record_edit(const char *path, const char *out, void (*edit)(json_t *doc))
 /* A measured tok/s of -5: what a hand edit or a broken writer leaves. */
 void t_edit_negative_tok_s(json_t *doc);
 
+/* `memwall validate path` exits 0 (a failed check, with its output, where it does not); who
+ * names the caller's case in that output. */
+void t_validates(const char *path, const char *who);
+
 /* The path memwall's "result written to PATH" in err names, into path (n bytes); false, and
  * path "", where err says no such thing. */
 bool t_written_path(const char *err, char *path, size_t n);

@@ -24,22 +24,10 @@ struct t_output t_run_in(const char *const argv[], const char *stdin_path)
 	}
 	unlink(out_tmpl);
 	unlink(err_tmpl);
-	const char *prog = argv[0];
-	if (!strcmp(prog, "memwall")) {
-		prog = getenv("MEMWALL_BIN");
-		if (!prog)
-			t_skip("MEMWALL_BIN is not set (run under meson test)");
-	}
-	fflush(NULL);
-	pid_t pid = fork();
-	if (pid == 0) {
-		int in = open(stdin_path, O_RDONLY);
-		dup2(in, 0);
-		dup2(ofd, 1);
-		dup2(efd, 2);
-		execv(prog, (char *const *)(uintptr_t)argv);
-		_exit(127);
-	}
+	int in = open(stdin_path, O_RDONLY);
+	pid_t pid = t_spawn(argv, in, ofd, efd);
+	if (in >= 0)
+		close(in);
 	int st = 0;
 	waitpid(pid, &st, 0);
 	o.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
@@ -89,7 +77,7 @@ void t_output_free(struct t_output *o)
 	o->out = o->err = NULL;
 }
 
-pid_t t_start(const char *const argv[])
+pid_t t_spawn(const char *const argv[], int in, int out, int err)
 {
 	const char *prog = argv[0];
 	if (!strcmp(prog, "memwall")) {
@@ -100,13 +88,20 @@ pid_t t_start(const char *const argv[])
 	fflush(NULL);
 	pid_t pid = fork();
 	if (pid == 0) {
-		int nul = open("/dev/null", O_RDWR);
-		dup2(nul, 0);
-		dup2(nul, 1);
-		dup2(nul, 2);
+		dup2(in, 0);
+		dup2(out, 1);
+		dup2(err, 2);
 		execv(prog, (char *const *)(uintptr_t)argv);
 		_exit(127);
 	}
+	return pid;
+}
+
+pid_t t_start(const char *const argv[])
+{
+	int nul = open("/dev/null", O_RDWR);
+	pid_t pid = t_spawn(argv, nul, nul, nul);
+	close(nul);
 	return pid;
 }
 

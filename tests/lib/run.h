@@ -37,6 +37,10 @@ void t_smoke_protocol(const char *path);
 
 void t_output_free(struct t_output *o);
 
+/* Starts argv (argv[0] "memwall" is $MEMWALL_BIN, as for t_run) with in, out and err as its
+ * stdin, stdout and stderr; its pid, without waiting. */
+pid_t t_spawn(const char *const argv[], int in, int out, int err);
+
 /* Starts argv (argv[0] "memwall" is $MEMWALL_BIN, as for t_run) with stdin, stdout and stderr
  * on /dev/null and returns its pid without waiting: for a test that signals it. */
 pid_t t_start(const char *const argv[]);

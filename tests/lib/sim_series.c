@@ -11,7 +11,7 @@
 #include "sim_tree.h"
 #include "test.h"
 
-void sim_series_script(const char *path, const char *tree, unsigned x, int runs, int decode)
+void t_series_script(const char *path, const char *tree, unsigned x, int runs, int decode)
 {
 	FILE *f = fopen(path, "w");
 	T_ASSERT(f != NULL);
@@ -27,8 +27,8 @@ void sim_series_script(const char *path, const char *tree, unsigned x, int runs,
 		};
 		for (int e = 0; e < 2; e++) {
 			unsigned s = x / ev[e].div;
-			fprintf(f, "perf type=%u config=0x%x cpu=* start=0 steps=", t_pmu_type(tree, pmu),
-				ev[e].config);
+			fprintf(f, "perf type=%u config=0x%x cpu=* start=0 steps=",
+				t_pmu_type(tree, pmu), ev[e].config);
 			for (int r = 0; r < runs; r++) {
 				fprintf(f, "%s%u,1,%u,%u", r ? "," : "", s, s, s);
 				for (int t = 0; t < decode; t++)
@@ -40,7 +40,7 @@ void sim_series_script(const char *path, const char *tree, unsigned x, int runs,
 	fclose(f);
 }
 
-double sim_series_mb_per_token(const char *tree, unsigned x)
+double t_series_mb_per_token(const char *tree, unsigned x)
 {
 	double bytes = 0;
 	for (int inst = 0; inst < 2; inst++) {
@@ -51,30 +51,31 @@ double sim_series_mb_per_token(const char *tree, unsigned x)
 	return bytes / 1e6;
 }
 
-const char *sim_series_protocol(const char *dir, const char *name, int decode,
+const char *t_series_protocol(const char *dir, const char *name, int decode,
 				int runs, const char *roofline)
 {
 	static char path[4400];
 	char body[2048];
 	snprintf(path, sizeof(path), "%s/%s.json", dir, name);
-	snprintf(body, sizeof(body),
-		 "{\"name\": \"%s\", \"description\": \"tests/lib/sim_series.h\","
-		 " \"model\": {\"format\": \"llama2c\", \"synth\": {\"shape\": \"stories260K\","
-		 " \"seed\": 42}}, \"tokenizer\": null,"
-		 " \"engine\": {\"kind\": \"builtin\", \"threads\": 1, \"kernels\": \"auto\","
-		 " \"load\": \"mmap\"}, \"prompt_tokens\": [1, 5, 9], \"decode_tokens\": %d,"
-		 " \"runs\": %d, \"warmup_runs\": 0, \"sampling\": {\"temperature\": 0, \"seed\": 42},"
-		 " \"counters\": {\"dram\": \"required\", \"backend\": \"auto\", \"energy\": \"off\"},"
-		 " \"idle_baseline_ms\": 1, \"acceptance\": {\"max_cv_mb_per_token_pct\": 5.0,"
-		 " \"min_tokens\": %d},"
-		 " \"drift\": {\"max_bandwidth_change_pct\": 50, \"probe_ms\": 0},"
-		 " \"roofline\": %s}",
-		 name, decode, runs, decode, roofline);
+	snprintf(
+	    body, sizeof(body),
+	    "{\"name\": \"%s\", \"description\": \"tests/lib/sim_series.h\","
+	    " \"model\": {\"format\": \"llama2c\", \"synth\": {\"shape\": \"stories260K\","
+	    " \"seed\": 42}}, \"tokenizer\": null,"
+	    " \"engine\": {\"kind\": \"builtin\", \"threads\": 1, \"kernels\": \"auto\","
+	    " \"load\": \"mmap\"}, \"prompt_tokens\": [1, 5, 9], \"decode_tokens\": %d,"
+	    " \"runs\": %d, \"warmup_runs\": 0, \"sampling\": {\"temperature\": 0, \"seed\": 42},"
+	    " \"counters\": {\"dram\": \"required\", \"backend\": \"auto\", \"energy\": \"off\"},"
+	    " \"idle_baseline_ms\": 1, \"acceptance\": {\"max_cv_mb_per_token_pct\": 5.0,"
+	    " \"min_tokens\": %d},"
+	    " \"drift\": {\"max_bandwidth_change_pct\": 50, \"probe_ms\": 0},"
+	    " \"roofline\": %s}",
+	    name, decode, runs, decode, roofline);
 	t_write_file(path, body);
 	return path;
 }
 
-void sim_series_run(const char *dir, const char *proto, const char *script, char *out, size_t n)
+void t_series_run(const char *dir, const char *proto, const char *script, char *out, size_t n)
 {
 	setenv("MEMWALL_SIM_SCRIPT", script, 1);
 	struct t_output o = t_run((const char *[]){ "memwall", "run", proto, "-o", dir, NULL });

@@ -5,7 +5,7 @@
  * no drift probe) runs the synthetic stories260K model with its DRAM counts scripted on a
  * recorded sysfs tree with intel_imc_free's two instances (read and write). A script gives
  * every decode token X counts of each instance's data_read (and X / 100 of data_write): the
- * MB/token it makes is sim_series_mb_per_token(X), computed from the counts and the tree's
+ * MB/token it makes is t_series_mb_per_token(X), computed from the counts and the tree's
  * bytes per count. The builtin runner reads the counters once per window: per run, the idle
  * window's two reads, the prefill's start, its one chunk, then one read per decode token
  * (tests/e2e/test_run_sim.c has the plan), so each run is D + 4 reads, and a script's steps
@@ -26,19 +26,19 @@
 #include "test.h"
 
 /* The script of X counts per decode token for `runs` runs of `decode` tokens, into path. */
-void sim_series_script(const char *path, const char *tree, unsigned x, int runs, int decode);
+void t_series_script(const char *path, const char *tree, unsigned x, int runs, int decode);
 
 /* MB/token of a script of X counts per decode token, from the tree's bytes per count. */
-double sim_series_mb_per_token(const char *tree, unsigned x);
+double t_series_mb_per_token(const char *tree, unsigned x);
 
 /* The protocol NAME (a file dir/NAME.json; another name is another protocol file, so another
  * series) of `decode` tokens and `runs` runs; roofline is its "roofline" object's JSON. The
  * tok/s CV limit is off: runs of a millisecond on a busy machine differ tenfold. Returns
  * static storage. */
-const char *sim_series_protocol(const char *dir, const char *name, int decode,
+const char *t_series_protocol(const char *dir, const char *name, int decode,
 				int runs, const char *roofline);
 
 /* One `memwall run PROTO -o DIR` with the script at script; the record's path into out. */
-void sim_series_run(const char *dir, const char *proto, const char *script, char *out, size_t n);
+void t_series_run(const char *dir, const char *proto, const char *script, char *out, size_t n);
 
 #endif

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "probes.h"
 #include "test.h"
 
 const char *t_tree_file(const char *tree, const char *pmu, const char *file)
@@ -54,4 +55,17 @@ void t_sim_env(const char *tree, const char *script)
 	}
 	setenv("MEMWALL_COUNTERS", "sim", 1);
 	setenv("MEMWALL_SIM_SCRIPT", script, 1);
+}
+
+struct prb_system *t_system_open(const char *tree)
+{
+	struct prb_system *sys = NULL;
+	struct prb_error err = { 0 };
+	char root[4096];
+	snprintf(root, sizeof(root), "%s%s", t_data("sysfs/"), tree);
+	int rc = prb_system_open(&sys, root, &err);
+	if (rc)
+		fprintf(stderr, "%s: %s\n", err.source, err.text);
+	T_EQ_INT(rc, 0);
+	return sys;
 }

@@ -22,6 +22,12 @@ uint32_t t_pmu_type(const char *tree, const char *pmu);
 /* .scale times the bytes in .unit: the kernel's 6.103515625e-5 MiB is 2^-14 * 2^20 = 64 */
 double t_alias_bytes(const char *tree, const char *pmu, const char *alias);
 
+struct prb_system;
+
+/* prb_system_open on tests/data/sysfs/<tree>; a failed check, with the probes' error, where
+ * it fails. */
+struct prb_system *t_system_open(const char *tree);
+
 /* Points memwall at the simulated PMU: MEMWALL_COUNTERS=sim, MEMWALL_SIM_SCRIPT=script and,
  * where tree is not NULL, MEMWALL_SYSFS_ROOT at tests/data/sysfs/<tree>. */
 void t_sim_env(const char *tree, const char *script);

@@ -4,6 +4,12 @@
 int t_failures;
 int t_checks;
 
+const char *const t_shared_models[T_SHARED_MODELS] = {
+	"models/stories260K.bin",
+	"fixtures/gguf/models/tiny-llama-Q4_0.gguf",
+	"fixtures/gguf/models/tiny-falcon-Q8_0.gguf",
+};
+
 void t_skip(const char *fmt, ...)
 {
 	va_list ap;

@@ -6,11 +6,16 @@
  * t_skip("why"), which prints the reason and exits 77: meson reports it as skipped, never as
  * passed.
  *
- * tests/lib is one static library (libtestlib, tests/meson.build) that every test program
- * links: files.h (files and scratch folders), run.h (running a program and capturing it),
- * record.h (a short `memwall run` and edits of its record), sim_tree.h (recorded sysfs trees),
- * and the rest; every name it exports starts t_ (T_ for the macros). Its headers hold
- * declarations only: no state, no function bodies.
+ * tests/lib is one static library (testlib, tests/meson.build) that every test program links:
+ * test.c (this tally), files.h (files and scratch folders), run.h (running a program and
+ * capturing it), record.h (a short `memwall run`, a record's fields and its edits), values.h
+ * (argmax, medians, key=value figures), sim_tree.h (recorded sysfs trees and the simulated
+ * PMU's environment), verify_sim.h and sim_series.h (the scripts of the verify and series
+ * tests). Every name it exports starts t_ (T_ for macros), then the module where it has one
+ * (t_vs_, t_series_, t_fx_, t_id_, t_pg_); its headers hold declarations, no state. Three
+ * stay header-only, static inline and stateless: fixture_result.h (tests/fuzz's seeds use
+ * it too, and link no test library), identity.h and pg_server.h. The reference forward
+ * pass (ref_forward.h, ref_check.h: ref_) is a library of its own.
  */
 #ifndef MEMWALL_TEST_H
 #define MEMWALL_TEST_H
@@ -108,6 +113,11 @@ const char *t_shared(const char *rel);
 /* Path of a file under ../shared into path (n bytes), as t_shared; where it is absent, says
  * "skipped a part" and returns false, for a test that checks the rest without it. */
 bool t_have_shared(const char *rel, char *path, size_t n);
+
+/* The models of ../shared every engine test runs where they are present (t_have_shared):
+ * llama2.c's stories260K and the tiny llama and falcon GGUF fixtures. */
+#define T_SHARED_MODELS 3
+extern const char *const t_shared_models[T_SHARED_MODELS];
 
 /* Writes text to root + rel (rel starting with '/'), making root (whose parent must exist)
  * and the folders below it on the way: a file of a recorded tree (/proc, /sys) written by a

@@ -2,7 +2,7 @@
  * (test_verify_numa.c, test_verify_matrix.c, test_verify_diagnose.c, test_verify_groups.c).
  *
  * The canary: --size S GiB is S * 2^30 bytes (truncated), rounded up to 6 whole pages for
- * the one worker (engine.h, eng_stream_options.bytes): vs_bytes(S). The read pass reads it
+ * the one worker (engine.h, eng_stream_options.bytes): t_vs_bytes(S). The read pass reads it
  * (ENG_STREAM_READ), the write pass writes it (ENG_STREAM_WRITE, non-temporal: nothing read).
  *
  * The windows, in the order verify reads its meters (src/run/verify_run.c): a rule's steps
@@ -24,58 +24,59 @@
 
 #include "run.h"
 
-#define VS_IDLE 7 /* counts per event over the idle window, and the background of every window */
-#define VS_GAP 3  /* counts in the windows nobody checks (set-up) */
-#define VS_MAX 64 /* windows */
+#define T_VS_IDLE 7 /* counts per event over the idle window, and the background of every window */
+#define T_VS_GAP 3  /* counts in the windows nobody checks (set-up) */
+#define T_VS_MAX 64 /* windows */
 
-/* One event's windows: net counts per window, the idle count added by vs_rule. */
-struct vs_steps {
+/* One event's windows: net counts per window, the idle count added by t_vs_rule. */
+struct t_vs_steps {
 	int n;
-	uint64_t net[VS_MAX];
+	uint64_t net[T_VS_MAX];
 };
 
 /* The start of a verify test's main: skips without memwall, makes the scratch folder
  * /tmp/mw-test-NAME-XXXXXX (into scratch, sn bytes), keeps memwall's state there and names the
  * sim script (into script, n bytes), which the test writes before each verify. */
-void vs_setup(char *scratch, size_t sn, const char *name, char *script, size_t n);
+void t_vs_setup(char *scratch, size_t sn, const char *name, char *script, size_t n);
 
 /* The sim script at path, open for writing; exits 1, a failed check, when it cannot be. */
-FILE *vs_open(const char *path);
+FILE *t_vs_open(const char *path);
 
 /* The perf type of arrow-lake's uncore_imc_free_running_<i> (sim_tree.h). */
-uint32_t vs_al_type(int i);
+uint32_t t_vs_al_type(int i);
 
-uint64_t vs_bytes(double gib);
+uint64_t t_vs_bytes(double gib);
 
 /* The first windows: idle start, idle. */
-void vs_begin(struct vs_steps *s);
+void t_vs_begin(struct t_vs_steps *s);
 
-void vs_add(struct vs_steps *s, uint64_t net);
+void t_vs_add(struct t_vs_steps *s, uint64_t net);
 
 /* One placement's three windows: set-up, read pass, write pass (net counts). */
-void vs_target(struct vs_steps *s, uint64_t rd, uint64_t wr);
+void t_vs_target(struct t_vs_steps *s, uint64_t rd, uint64_t wr);
 
-/* The count of window i (0: the first after the idle window) as vs_rule writes it. */
-uint64_t vs_count(const struct vs_steps *s, int i);
+/* The count of window i (0: the first after the idle window) as t_vs_rule writes it. */
+uint64_t t_vs_count(const struct t_vs_steps *s, int i);
 
-/* Counts over windows [from, to] (vs_count's indices). */
-uint64_t vs_sum(const struct vs_steps *s, int from, int to);
+/* Counts over windows [from, to] (t_vs_count's indices). */
+uint64_t t_vs_sum(const struct t_vs_steps *s, int from, int to);
 
 /* Writes the rule of an event: match is "cpu=*" or "node=N". */
-void vs_rule(FILE *f, uint32_t type, uint64_t config, const char *match, const struct vs_steps *s);
+void t_vs_rule(FILE *f, uint32_t type, uint64_t config, const char *match,
+	       const struct t_vs_steps *s);
 
 /* `memwall verify --json --size SIZE --idle-ms 1 --no-perf -o out` and up to 3 more
  * arguments (NULL ends them). */
-struct t_output vs_verify(const char *size, const char *out, const char *a1,
+struct t_output t_vs_verify(const char *size, const char *out, const char *a1,
 			  const char *a2, const char *a3);
 
-json_t *vs_load(const char *path);
+json_t *t_vs_load(const char *path);
 
-const json_t *vs_check(const json_t *rec, const char *name);
+const json_t *t_vs_check(const json_t *rec, const char *name);
 
-const char *vs_verdict(const json_t *rec, const char *name);
+const char *t_vs_verdict(const json_t *rec, const char *name);
 
 /* The diagnosis of id in a record, or NULL. */
-const json_t *vs_diagnosis(const json_t *rec, const char *id);
+const json_t *t_vs_diagnosis(const json_t *rec, const char *id);
 
 #endif

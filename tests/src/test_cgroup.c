@@ -202,8 +202,7 @@ static void defaults(void)
 int main(void)
 {
 	snprintf(base, sizeof(base), "/tmp/mw-test-cgroup-XXXXXX");
-	if (!mkdtemp(base))
-		return 1;
+	t_mkdtemp(base);
 	cases();
 	unreadable();
 	defaults();

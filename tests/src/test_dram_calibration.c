@@ -131,12 +131,7 @@ static json_t *load(const char *path)
 
 static void validate(const char *path)
 {
-	const char *argv[] = { "memwall", "validate", path, NULL };
-	struct t_output o = t_run(argv);
-	if (o.status)
-		fprintf(stderr, "%s\n%s\n", o.out, o.err);
-	T_EQ_INT(o.status, 0);
-	t_output_free(&o);
+	t_validates(path, "test_dram_calibration");
 }
 
 /* calibrate: the report's figures, and the store it leaves. */
@@ -338,9 +333,11 @@ static void test_run_calibrated(void)
 	const json_t *m = t_json_get(doc, "summary", "metrics", "dram_MB_per_token_calibrated");
 	T_ASSERT(json_is_true(json_object_get(m, "measured")));
 	T_NEAR(num(json_object_get(m, "mean")),
-	       0.8 * num(t_json_get(doc, "summary", "metrics", "dram_MB_per_token")
-				 ? json_object_get(t_json_get(doc, "summary", "metrics", "dram_MB_per_token"),
-						   "mean") : NULL),
+	       0.8 *
+		   num(t_json_get(doc, "summary", "metrics", "dram_MB_per_token")
+			   ? json_object_get(
+				 t_json_get(doc, "summary", "metrics", "dram_MB_per_token"), "mean")
+			   : NULL),
 	       1e-9);
 	/* The roofline's plausibility verdict on the measured (simulated) bytes: the ratio to
 	 * the floor, and the verdict the documented limits (0.9, 1.5) give it. */

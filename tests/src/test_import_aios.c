@@ -136,10 +136,7 @@ static void test_bad(void)
 int main(void)
 {
 	snprintf(scratch, sizeof(scratch), "/tmp/mw-test-import-XXXXXX");
-	if (!mkdtemp(scratch)) {
-		perror("mkdtemp");
-		return 1;
-	}
+	t_mkdtemp(scratch);
 	char dir[300];
 	snprintf(dir, sizeof(dir), "%s/aios", scratch);
 	mkdir(dir, 0777);

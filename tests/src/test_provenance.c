@@ -476,10 +476,7 @@ int main(void)
 {
 	snprintf(scratch, sizeof(scratch), "%s/provenance-XXXXXX",
 		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-	if (!mkdtemp(scratch)) {
-		perror("mkdtemp");
-		return 1;
-	}
+	t_mkdtemp(scratch);
 	test_of();
 	if (getenv("MEMWALL_BIN"))
 		test_surfaces();

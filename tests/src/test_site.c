@@ -42,15 +42,15 @@ struct rec {
 static void make(struct rec *r, const char *name, const char *when, double dram_bytes,
 		 uint32_t seed)
 {
-	struct fx_spec sp = { .protocol = EVIL_PROTO, .cpu = EVIL_CPU, .runs = 3, .warmups = 1,
+	struct t_fx_spec sp = { .protocol = EVIL_PROTO, .cpu = EVIL_CPU, .runs = 3, .warmups = 1,
 			      .tokens = 8, .latency_ns = 1e6, .jitter = 0.02,
 			      .dram_bytes = dram_bytes, .instances = dram_bytes > 0, .seed = seed };
 	struct mw_error err;
-	json_t *d = fx_record(&sp);
+	json_t *d = t_fx_record(&sp);
 	json_object_set_new(d, "created_utc", json_string(when));
 	json_object_set_new(json_object_get(d, "model"), "name", json_string(EVIL_MODEL));
 	json_object_set_new(json_object_get(d, "memwall"), "version", json_string(EVIL_VERSION));
-	fx_write(d, tmp, name, r->path, sizeof(r->path));
+	t_fx_write(d, tmp, name, r->path, sizeof(r->path));
 	T_EQ_INT(mw_sha256_file(r->path, r->sha, NULL, &err), 0);
 	json_decref(d);
 }
@@ -187,8 +187,7 @@ int main(void)
 	struct mw_site_result res;
 	bool added;
 	char sha[65];
-	if (!mkdtemp(tmp))
-		t_skip("cannot create a scratch folder in /tmp");
+	t_mkdtemp(tmp);
 	static const char *const when[3] = { "2026-12-01T00:00:01Z", "2026-12-02T00:00:01Z",
 					     "2026-12-03T00:00:01Z" };
 	for (int i = 0; i < 3; i++) {
