@@ -1093,16 +1093,13 @@ static int json_set_path(json_t *doc, const char *path, json_t *v)
 
 static void run_result(const struct bad_case *c, struct outcome *o)
 {
-	static const struct fx_spec spec = {
+	static const struct t_fx_spec spec = {
 		.protocol = "badinput", .cpu = "Test CPU", .runs = 4, .warmups = 1, .tokens = 8,
 		.latency_ns = 20e6, .jitter = 0.02, .dram_bytes = 4e8, .instances = 2, .seed = 9,
 	};
 	char dir[] = "/tmp/mw-badinput-XXXXXX", path[256];
-	json_t *doc = fx_record(&spec);
-	if (!mkdtemp(dir)) {
-		perror("mkdtemp");
-		exit(1);
-	}
+	json_t *doc = t_fx_record(&spec);
+	t_mkdtemp(dir);
 	if (c->arg) {
 		const char *eq = strchr(c->arg, '=');
 		char where[256];
@@ -1184,10 +1181,7 @@ static void run_special(const struct bad_case *c, struct outcome *o)
 	char dir[] = "/tmp/mw-badinput-XXXXXX", path[256];
 	struct mw_error err;
 	bool record = !strcmp(c->arg, "record");
-	if (!mkdtemp(dir)) {
-		perror("mkdtemp");
-		exit(1);
-	}
+	t_mkdtemp(dir);
 	snprintf(path, sizeof(path), "%s/%s", dir, c->file);
 	if (c->file[0] == '/') {
 		snprintf(path, sizeof(path), "%s", c->file);
@@ -1226,10 +1220,7 @@ static char fixtures[64];
 static void run_cli(const struct bad_case *c, struct outcome *o)
 {
 	char dir[] = "/tmp/mw-badinput-XXXXXX", *script = NULL, cmd[300];
-	if (!mkdtemp(dir)) {
-		perror("mkdtemp");
-		exit(1);
-	}
+	t_mkdtemp(dir);
 	if (asprintf(&script, "cd '%s' || exit 99\nexport TMPDIR='%s'\n%s\n%s", dir, dir,
 		     c->file ? c->file : ":", c->arg) < 0)
 		abort();
@@ -1249,17 +1240,14 @@ static void run_cli(const struct bad_case *c, struct outcome *o)
  * SiLU one (silu.bin), a prompt file (p.txt) and a map calibrated on m.bin (map.txt). */
 static void cli_fixtures(void)
 {
-	static const struct fx_spec spec = {
+	static const struct t_fx_spec spec = {
 		.protocol = "badinput", .cpu = "Test CPU", .runs = 4, .warmups = 1, .tokens = 8,
 		.latency_ns = 20e6, .jitter = 0.02, .dram_bytes = 4e8, .instances = 2, .seed = 9,
 	};
 	char path[256], cmd[2048];
 	snprintf(fixtures, sizeof(fixtures), "/tmp/mw-badinput-fx-XXXXXX");
-	if (!mkdtemp(fixtures)) {
-		perror("mkdtemp");
-		exit(1);
-	}
-	json_t *doc = fx_record(&spec);
+	t_mkdtemp(fixtures);
+	json_t *doc = t_fx_record(&spec);
 	snprintf(path, sizeof(path), "%s/rec.json", fixtures);
 	T_EQ_INT(json_dump_file(doc, path, JSON_INDENT(1) | JSON_REAL_PRECISION(17)), 0);
 	json_decref(doc);
@@ -1575,12 +1563,8 @@ int main(int argc, char **argv)
 	/* Bounded allocation: every count above claims up to 2^63 of something; the whole run
 	 * must stay small (ASan's shadow memory included). */
 	struct rusage ru;
-	char peak_cmd[128];
 	getrusage(RUSAGE_SELF, &ru);
 	printf("peak RSS %ld MiB\n", ru.ru_maxrss / 1024);
 	T_ASSERT(ru.ru_maxrss < 1024 * 1024); /* KiB: 1 GiB */
-	snprintf(peak_cmd, sizeof(peak_cmd), "rm -rf '%s'", fixtures);
-	if (system(peak_cmd))
-		fprintf(stderr, "could not remove %s\n", fixtures);
-	return t_done();
+	return t_done_rm(fixtures, 0);
 }

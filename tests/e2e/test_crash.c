@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "record.h"
 #include "run.h"
 #include "test.h"
 
@@ -27,27 +28,10 @@
 
 static char scratch[256], proto[4096];
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* Starts `memwall run PROTO -o DIR` with its output thrown away. */
 static pid_t start_run(const char *dir)
 {
-	const char *bin = getenv("MEMWALL_BIN");
-	fflush(NULL);
-	pid_t pid = fork();
-	if (pid == 0) {
-		int nul = open("/dev/null", O_WRONLY);
-		dup2(nul, 1);
-		dup2(nul, 2);
-		execl(bin, "memwall", "run", proto, "-o", dir, (char *)NULL);
-		_exit(127);
-	}
-	return pid;
+	return t_start((const char *[]){ "memwall", "run", proto, "-o", dir, NULL });
 }
 
 /* Exit code of pid, or 128 + signal. */
@@ -89,12 +73,7 @@ static int check_folder(const char *dir, int *n_tmp)
 				  path);
 			continue;
 		}
-		const char *argv[] = { "memwall", "validate", path, NULL };
-		struct t_output o = t_run(argv);
-		if (o.status != 0)
-			fprintf(stderr, "%s does not validate:\n%s%s\n", path, o.out, o.err);
-		T_EQ_INT(o.status, 0);
-		t_output_free(&o);
+		t_validates(path, "test_crash");
 		n++;
 	}
 	closedir(d);
@@ -186,13 +165,11 @@ static void test_concurrent(void)
 
 int main(void)
 {
-	char cache[512], cmd[600];
+	char cache[512];
 	const char *root = getenv("MEMWALL_SOURCE_ROOT");
 	if (!root || !getenv("MEMWALL_BIN"))
 		t_skip("MEMWALL_SOURCE_ROOT or MEMWALL_BIN is not set (run under meson test)");
-	snprintf(scratch, sizeof(scratch), "/tmp/mw-test-crash-XXXXXX");
-	if (!mkdtemp(scratch))
-		t_skip("cannot create a scratch folder in /tmp");
+	t_scratch(scratch, sizeof(scratch), "crash");
 	/* The smoke protocol without its drift probe (tests/lib/run.h): the probe was most of a
 	 * run's time and CPU, so most kills landed in it; now they land in synthesis, the runs,
 	 * the record's writing and the rename. */
@@ -204,17 +181,14 @@ int main(void)
 	/* One whole run first: it fills the cache and times a run on this machine now. */
 	char warm[512];
 	snprintf(warm, sizeof(warm), "%s/warm", scratch);
-	double t0 = now_s();
+	double t0 = t_now();
 	int st = wait_for(start_run(warm));
-	double run_s = now_s() - t0;
+	double run_s = t_now() - t0;
 	T_ASSERT(st == 0 || st == 1);
 	printf("one smoke run takes %.2f s here\n", run_s);
 
 	test_kills(run_s);
 	test_concurrent();
 
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", scratch);
-	if (system(cmd))
-		fprintf(stderr, "could not remove %s\n", scratch);
-	return t_done();
+	return t_done_rm(scratch, 0);
 }

@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <unistd.h>
 
+#include "record.h"
 #include "run.h"
 #include "sim_series.h"
 #include "test.h"
@@ -35,12 +36,12 @@ static char scratch[256];
 
 static double mb_per_token(unsigned x)
 {
-	return sim_series_mb_per_token(TREE, x);
+	return t_series_mb_per_token(TREE, x);
 }
 
 static const char *protocol(const char *name, int decode)
 {
-	return sim_series_protocol(scratch, name, decode, RUNS,
+	return t_series_protocol(scratch, name, decode, RUNS,
 				   "{\"bandwidth_gbps\": null, \"llc_bytes\": null}");
 }
 
@@ -48,7 +49,7 @@ static void run_one(const char *proto, const char *script, char *out, size_t n)
 {
 	char dir[400];
 	snprintf(dir, sizeof(dir), "%s/records", scratch);
-	sim_series_run(dir, proto, script, out, n);
+	t_series_run(dir, proto, script, out, n);
 }
 
 static char *sha_of(const char *path)
@@ -95,7 +96,7 @@ static json_t *run_json(const char *const argv[], int want_status)
 /* The median of a record's measured runs' MB/token, read from the record here. */
 static double record_median(const char *path)
 {
-	return sim_series_median(path, "dram_MB_per_token");
+	return t_runs_median(path, "dram_MB_per_token");
 }
 
 static void test_changes(const char *store_a, const char *store_b, char recs[][512])
@@ -249,19 +250,16 @@ static void test_check(const char *store_a, const char *store_b, char recs[][512
 
 int main(void)
 {
-	if (!getenv("MEMWALL_BIN"))
-		t_skip("MEMWALL_BIN is not set (run under meson test)");
-	snprintf(scratch, sizeof(scratch), "/tmp/mw-test-dbseries-XXXXXX");
-	if (!mkdtemp(scratch))
-		t_skip("cannot create a scratch folder in /tmp");
+	t_need_memwall();
+	t_scratch(scratch, sizeof(scratch), "dbseries");
 	char root[4200], script_a[400], script_b[400], store_a[400], store_b[400];
 	snprintf(root, sizeof(root), "%s" TREE, t_data("sysfs/"));
 	setenv("MEMWALL_COUNTERS", "sim", 1);
 	setenv("MEMWALL_SYSFS_ROOT", root, 1);
 	snprintf(script_a, sizeof(script_a), "%s/a.script", scratch);
 	snprintf(script_b, sizeof(script_b), "%s/b.script", scratch);
-	sim_series_script(script_a, TREE, X_A, RUNS, D);
-	sim_series_script(script_b, TREE, X_B, RUNS, D);
+	t_series_script(script_a, TREE, X_A, RUNS, D);
+	t_series_script(script_b, TREE, X_B, RUNS, D);
 	snprintf(store_a, sizeof(store_a), "%s/a.db", scratch);
 	snprintf(store_b, sizeof(store_b), "%s/b.db", scratch);
 
@@ -281,9 +279,5 @@ int main(void)
 	test_changes(store_a, store_b, recs);
 	test_check(store_a, store_b, recs, other);
 
-	char cmd[300];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", scratch);
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", scratch);
-	return t_done();
+	return t_done_rm(scratch, 0);
 }

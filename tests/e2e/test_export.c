@@ -17,22 +17,6 @@
 #include "run.h"
 #include "test.h"
 
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf = NULL;
-	size_t len = 0;
-	if (!f)
-		return NULL;
-	FILE *m = open_memstream(&buf, &len);
-	int c;
-	while ((c = fgetc(f)) != EOF)
-		fputc(c, m);
-	fclose(m);
-	fclose(f);
-	return buf;
-}
-
 /* Nothing in dir but the names given: no temporary file left behind. */
 static void only(const char *dir, const char *const *names)
 {
@@ -57,19 +41,23 @@ static struct t_output export(const char *rec, const char *a, const char *b, con
 
 int main(void)
 {
-	char tmp[] = "/tmp/mw-test-export-XXXXXX", rec[4200], out[4200], cmd[4300], p[4200];
-	if (!mkdtemp(tmp)) {
-		perror("mkdtemp");
-		return 1;
-	}
+	char tmp[] = "/tmp/mw-test-export-XXXXXX", rec[4200], out[4200], p[4200];
+	t_mkdtemp(tmp);
 	char rdir[4300];
 	snprintf(rdir, sizeof(rdir), "%s/rec", tmp);
 	mkdir(rdir, 0755);
-	struct fx_spec sp = { .protocol = "export-e2e", .cpu = "CPU Beta", .runs = 3, .warmups = 1,
-			      .tokens = 16, .latency_ns = 1e6, .jitter = 0.01, .dram_bytes = 3e6,
-			      .instances = 2, .seed = 3 };
-	json_t *doc = fx_record(&sp);
-	fx_write(doc, rdir, "r.json", rec, sizeof(rec));
+	struct t_fx_spec sp = {.protocol = "export-e2e",
+			       .cpu = "CPU Beta",
+			       .runs = 3,
+			       .warmups = 1,
+			       .tokens = 16,
+			       .latency_ns = 1e6,
+			       .jitter = 0.01,
+			       .dram_bytes = 3e6,
+			       .instances = 2,
+			       .seed = 3};
+	json_t *doc = t_fx_record(&sp);
+	t_fx_write(doc, rdir, "r.json", rec, sizeof(rec));
 
 	/* stdout */
 	struct t_output o = export(rec, NULL, NULL, NULL);
@@ -87,7 +75,7 @@ int main(void)
 	T_EQ_INT(o.status, 0);
 	T_CONTAINS(o.err, "wrote");
 	t_output_free(&o);
-	char *got = slurp(out);
+	char *got = t_slurp(out, NULL);
 	T_EQ_STR(got, stdout_bytes);
 	free(got);
 	only(tmp, (const char *const[]){ "rec", "aios.json", NULL });
@@ -98,13 +86,13 @@ int main(void)
 	T_EQ_INT(o.status, 2);
 	T_CONTAINS(o.err, "exists: give --force");
 	t_output_free(&o);
-	got = slurp(out);
+	got = t_slurp(out, NULL);
 	T_EQ_STR(got, "mine\n");
 	free(got);
 	o = export(rec, "-o", out, "--force");
 	T_EQ_INT(o.status, 0);
 	t_output_free(&o);
-	got = slurp(out);
+	got = t_slurp(out, NULL);
 	T_EQ_STR(got, stdout_bytes);
 	free(got);
 
@@ -118,7 +106,7 @@ int main(void)
 		T_CONTAINS(o.err, "a symbolic link");
 		t_output_free(&o);
 	}
-	got = slurp(out);
+	got = t_slurp(out, NULL);
 	T_EQ_STR(got, "target\n");
 	free(got);
 	struct stat st;
@@ -175,7 +163,7 @@ int main(void)
 	json_t *m = json_object_get(json_object_get(json_object_get(doc, "summary"), "metrics"),
 				    "tok_per_s");
 	json_object_set_new(m, "mean", json_real(json_number_value(json_object_get(m, "mean")) * 2));
-	fx_write(doc, rdir, "bad.json", p, sizeof(p));
+	t_fx_write(doc, rdir, "bad.json", p, sizeof(p));
 	o = export(p, NULL, NULL, NULL);
 	T_EQ_INT(o.status, 2);
 	T_CONTAINS(o.err, "does not validate");
@@ -188,7 +176,6 @@ int main(void)
 	t_output_free(&o);
 
 	json_decref(doc);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
-	T_EQ_INT(system(cmd), 0);
+	T_EQ_INT(t_rm_tree(tmp), 0);
 	return t_done();
 }

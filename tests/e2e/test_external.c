@@ -14,20 +14,11 @@
 #include <unistd.h>
 
 #include "result.h"
+#include "record.h"
 #include "run.h"
 #include "test.h"
 
 static char scratch[256];
-
-static const json_t *get(const json_t *o, const char *a, const char *b, const char *c)
-{
-	o = json_object_get(o, a);
-	if (b)
-		o = json_object_get(o, b);
-	if (c)
-		o = json_object_get(o, c);
-	return o;
-}
 
 /* Runs `memwall run PROTOCOL -o DIR [extra]` and loads the record it wrote (NULL if none). */
 static json_t *run_protocol(const char *name, const char *body, const char *extra,
@@ -42,10 +33,8 @@ static json_t *run_protocol(const char *name, const char *body, const char *extr
 	if (!extra)
 		argv[5] = NULL;
 	*o = t_run(argv);
-	const char *w = strstr(o->err, "result written to ");
-	if (!w)
+	if (!t_written_path(o->err, path, sizeof(path)))
 		return NULL;
-	snprintf(path, sizeof(path), "%.*s", (int)strcspn(w + 18, " \n"), w + 18);
 	return json_load_file(path, 0, NULL);
 }
 
@@ -61,8 +50,8 @@ static void check_counter(const json_t *rep, const char *raw, bool software, con
 {
 	const json_t *s = json_object_get(rep, "short"), *l = json_object_get(rep, "long");
 	const json_t *fig = json_object_get(rep, "figures");
-	double n1 = num(get(s, "adapter", NULL, NULL), "decode_tokens");
-	double n2 = num(get(l, "adapter", NULL, NULL), "decode_tokens");
+	double n1 = num(t_json_get(s, "adapter", NULL, NULL), "decode_tokens");
+	double n2 = num(t_json_get(l, "adapter", NULL, NULL), "decode_tokens");
 	double b1 = num(software ? json_object_get(s, "software") : s, raw);
 	double b2 = num(software ? json_object_get(l, "software") : l, raw);
 	char whole[128];
@@ -82,16 +71,17 @@ static void check_counter(const json_t *rep, const char *raw, bool software, con
  * with the test's own arithmetic; or not measured with the counter's own reason, never 0. */
 static void check_energy(const json_t *doc)
 {
-	const json_t *reps = get(doc, "external", "repetitions", NULL), *rep;
-	const json_t *m = get(doc, "summary", "metrics", "energy_J_per_token");
+	const json_t *reps = t_json_get(doc, "external", "repetitions", NULL), *rep;
+	const json_t *m = t_json_get(doc, "summary", "metrics", "energy_J_per_token");
 	size_t i;
-	if (!json_is_true(get(doc, "counters", "energy", "measured"))) {
-		const char *why = json_string_value(get(doc, "counters", "energy", "reason"));
+	if (!json_is_true(t_json_get(doc, "counters", "energy", "measured"))) {
+		const char *why =
+		    json_string_value(t_json_get(doc, "counters", "energy", "reason"));
 		T_ASSERT(why && !strstr(why, "not read around external engines"));
 		T_ASSERT(json_is_false(json_object_get(m, "measured")));
 		T_EQ_STR(json_string_value(json_object_get(m, "reason")), why);
 		json_array_foreach(reps, i, rep)
-			T_ASSERT(json_is_null(get(rep, "long", "energy_j", NULL)));
+			T_ASSERT(json_is_null(t_json_get(rep, "long", "energy_j", NULL)));
 		return;
 	}
 	json_array_foreach(reps, i, rep) {
@@ -103,8 +93,8 @@ static void check_energy(const json_t *doc)
 			double rate = ns > 0 ? num(idle, "energy_j") / (ns * 1e-9) : 0;
 			b[k] = num(p, "energy_j") - rate * num(p, "wall_ns") * 1e-9;
 		}
-		double n1 = num(get(rep, "short", "adapter", NULL), "decode_tokens");
-		double n2 = num(get(rep, "long", "adapter", NULL), "decode_tokens");
+		double n1 = num(t_json_get(rep, "short", "adapter", NULL), "decode_tokens");
+		double n2 = num(t_json_get(rep, "long", "adapter", NULL), "decode_tokens");
 		T_NEAR(num(json_object_get(rep, "figures"), "energy_J_per_token"),
 		       (b[1] - b[0]) / (n2 - n1), 1e-9 * fabs(b[1]));
 	}
@@ -144,14 +134,15 @@ static void test_generate(void)
 		mw_error_print(&err);
 	T_EQ_INT(rc, 0);
 
-	T_EQ_STR(json_string_value(get(doc, "engine", "kind", NULL)), "external");
-	T_EQ_STR(json_string_value(get(doc, "engine", "program", "path")), getenv("MEMWALL_BIN"));
-	T_CONTAINS(json_string_value(get(doc, "engine", "program", "version")), "memwall ");
-	T_EQ_INT(json_integer_value(get(doc, "external", "short_tokens", NULL)), 40);
-	T_EQ_INT(json_integer_value(get(doc, "external", "long_tokens", NULL)), 160);
-	const json_t *reps = get(doc, "external", "repetitions", NULL);
+	T_EQ_STR(json_string_value(t_json_get(doc, "engine", "kind", NULL)), "external");
+	T_EQ_STR(json_string_value(t_json_get(doc, "engine", "program", "path")),
+		 getenv("MEMWALL_BIN"));
+	T_CONTAINS(json_string_value(t_json_get(doc, "engine", "program", "version")), "memwall ");
+	T_EQ_INT(json_integer_value(t_json_get(doc, "external", "short_tokens", NULL)), 40);
+	T_EQ_INT(json_integer_value(t_json_get(doc, "external", "long_tokens", NULL)), 160);
+	const json_t *reps = t_json_get(doc, "external", "repetitions", NULL);
 	T_EQ_INT(json_array_size(reps), 4);
-	T_ASSERT(json_is_true(get(json_array_get(reps, 0), "warmup", NULL, NULL)));
+	T_ASSERT(json_is_true(t_json_get(json_array_get(reps, 0), "warmup", NULL, NULL)));
 
 	const json_t *rep;
 	size_t i;
@@ -159,12 +150,12 @@ static void test_generate(void)
 	json_array_foreach(reps, i, rep) {
 		const json_t *l = json_object_get(rep, "long"), *s = json_object_get(rep, "short");
 		/* Both raw runs are kept, with the expanded command and confirmed counts. */
-		T_EQ_INT(json_integer_value(get(s, "adapter", "decode_tokens", NULL)), 40);
-		T_EQ_INT(json_integer_value(get(l, "adapter", "decode_tokens", NULL)), 160);
+		T_EQ_INT(json_integer_value(t_json_get(s, "adapter", "decode_tokens", NULL)), 40);
+		T_EQ_INT(json_integer_value(t_json_get(l, "adapter", "decode_tokens", NULL)), 160);
 		T_EQ_STR(json_string_value(json_array_get(json_object_get(l, "argv"), 5)), "160");
 		T_EQ_STR(json_string_value(json_array_get(json_object_get(s, "argv"), 5)), "40");
-		T_ASSERT(json_integer_value(get(l, "software", "task_clock_ns", NULL)) > 0);
-		T_ASSERT(json_integer_value(get(l, "wall_ns", NULL, NULL)) > 0);
+		T_ASSERT(json_integer_value(t_json_get(l, "software", "task_clock_ns", NULL)) > 0);
+		T_ASSERT(json_integer_value(t_json_get(l, "wall_ns", NULL, NULL)) > 0);
 		check_counter(rep, "task_clock_ns", true, "task_clock_ns_per_token", 1);
 		check_counter(rep, "page_faults", true, "page_faults_per_token", 1);
 		check_counter(rep, "context_switches", true, "context_switches_per_token", 1);
@@ -172,37 +163,41 @@ static void test_generate(void)
 		if (i > 0)
 			sum_tc += num(json_object_get(rep, "figures"), "task_clock_ns_per_token");
 	}
-	const json_t *m = get(doc, "summary", "metrics", NULL);
-	T_EQ_INT(json_integer_value(get(m, "task_clock_ns_per_token", "n", NULL)), 3);
+	const json_t *m = t_json_get(doc, "summary", "metrics", NULL);
+	T_EQ_INT(json_integer_value(t_json_get(m, "task_clock_ns_per_token", "n", NULL)), 3);
 	/* The differential figure (B2 - B1) / (N2 - N1) can come out negative on a loaded
 	 * machine, so the tolerance is relative to its size, never negative. */
 	T_NEAR(num(json_object_get(m, "task_clock_ns_per_token"), "mean"), sum_tc / 3,
 	       1e-9 * fabs(sum_tc) + 1e-6);
-	T_ASSERT(json_is_true(get(m, "task_clock_ns_per_token_whole_process", "measured", NULL)));
-	T_CONTAINS(json_string_value(get(m, "task_clock_ns_per_token", "unit", NULL)),
+	T_ASSERT(
+	    json_is_true(t_json_get(m, "task_clock_ns_per_token_whole_process", "measured", NULL)));
+	T_CONTAINS(json_string_value(t_json_get(m, "task_clock_ns_per_token", "unit", NULL)),
 		   "(B2 - B1) / (N2 - N1)");
-	T_CONTAINS(json_string_value(get(m, "task_clock_ns_per_token_whole_process", "unit", NULL)),
-		   "whole process: B2 / N2");
+	T_CONTAINS(
+	    json_string_value(t_json_get(m, "task_clock_ns_per_token_whole_process", "unit", NULL)),
+	    "whole process: B2 / N2");
 	/* memwall generate's summary line has no decode timing the pattern can read: tok/s is
 	 * not measured (never computed from wall time under the engine's name). */
-	T_ASSERT(json_is_false(get(m, "tok_per_s", "measured", NULL)));
-	T_ASSERT(json_is_false(get(m, "engine_MB_per_token", "measured", NULL)));
+	T_ASSERT(json_is_false(t_json_get(m, "tok_per_s", "measured", NULL)));
+	T_ASSERT(json_is_false(t_json_get(m, "engine_MB_per_token", "measured", NULL)));
 
 	/* DRAM: measured and checked, or not measured with the probes' reason; never 0. */
-	const json_t *dram = get(doc, "counters", "dram", NULL);
+	const json_t *dram = t_json_get(doc, "counters", "dram", NULL);
 	if (json_is_true(json_object_get(dram, "measured"))) {
-		T_ASSERT(json_is_true(get(m, "dram_read_MB_per_token", "measured", NULL)));
+		T_ASSERT(json_is_true(t_json_get(m, "dram_read_MB_per_token", "measured", NULL)));
 	} else {
 		const char *why = json_string_value(json_object_get(dram, "reason"));
 		T_ASSERT(why && strlen(why) > 10);
-		T_EQ_STR(json_string_value(get(m, "dram_read_MB_per_token", "reason", NULL)), why);
-		T_ASSERT(json_is_null(get(json_array_get(reps, 1), "long", "dram_read_bytes", NULL)));
-		T_ASSERT(json_is_null(get(json_array_get(reps, 1), "figures",
+		T_EQ_STR(json_string_value(t_json_get(m, "dram_read_MB_per_token", "reason", NULL)),
+			 why);
+		T_ASSERT(json_is_null(
+		    t_json_get(json_array_get(reps, 1), "long", "dram_read_bytes", NULL)));
+		T_ASSERT(json_is_null(t_json_get(json_array_get(reps, 1), "figures",
 					  "dram_read_MB_per_token", NULL)));
 	}
 
 	/* The drift probe runs around the repetitions, as with the builtin engine. */
-	T_ASSERT(json_is_true(get(doc, "drift", "measured", NULL)));
+	T_ASSERT(json_is_true(t_json_get(doc, "drift", "measured", NULL)));
 	T_ASSERT(num(json_object_get(doc, "drift"), "before_gbps") > 0);
 	T_ASSERT(num(json_object_get(doc, "drift"), "after_gbps") > 0);
 	T_CONTAINS(o.err, "bandwidth probe before the runs: ");
@@ -227,7 +222,7 @@ static void test_generate(void)
 		T_NEAR(num(json_object_get(rep, "figures"), "engine_bytes_per_token_whole_process"),
 		       (1000000.0 + 3000 * 161) / 160, 1e-9);
 	}
-	m = get(doc, "summary", "metrics", NULL);
+	m = t_json_get(doc, "summary", "metrics", NULL);
 	T_NEAR(num(json_object_get(m, "engine_MB_per_token"), "mean"), 0.003, 1e-15);
 	T_EQ_INT(mw_result_validate(doc, "re-derived record", &err), 0);
 	json_decref(doc);
@@ -257,24 +252,25 @@ static void test_timings(void)
 		t_output_free(&o);
 		return;
 	}
-	const json_t *reps = get(doc, "external", "repetitions", NULL), *rep;
-	const json_t *m = get(doc, "summary", "metrics", NULL);
+	const json_t *reps = t_json_get(doc, "external", "repetitions", NULL), *rep;
+	const json_t *m = t_json_get(doc, "summary", "metrics", NULL);
 	size_t i;
 	double sum = 0;
 	json_array_foreach(reps, i, rep) {
-		const json_t *ad = get(rep, "long", "adapter", NULL);
+		const json_t *ad = t_json_get(rep, "long", "adapter", NULL);
 		double want = num(ad, "eval_ms") * 1e6 / num(ad, "eval_runs");
 		T_ASSERT(want > 0);
 		T_NEAR(num(json_object_get(rep, "figures"), "latency_mean_ns"), want, 1e-9 * want);
 		sum += want;
 	}
 	T_NEAR(num(json_object_get(m, "latency_mean_ns"), "mean"), sum / 2, 1e-9 * sum);
-	T_ASSERT(json_is_false(get(m, "latency_p99_ns", "measured", NULL)));
-	T_CONTAINS(json_string_value(get(m, "latency_p50_ns", "reason", NULL)),
+	T_ASSERT(json_is_false(t_json_get(m, "latency_p99_ns", "measured", NULL)));
+	T_CONTAINS(json_string_value(t_json_get(m, "latency_p50_ns", "reason", NULL)),
 		   "the memwall-tokens adapter reads decode_ms over decode_steps");
 	/* Turned off by the protocol: said so, not measured. */
-	T_ASSERT(json_is_false(get(doc, "drift", "measured", NULL)));
-	T_CONTAINS(json_string_value(get(doc, "drift", "reason", NULL)), "drift.probe_ms is 0");
+	T_ASSERT(json_is_false(t_json_get(doc, "drift", "measured", NULL)));
+	T_CONTAINS(json_string_value(t_json_get(doc, "drift", "reason", NULL)),
+		   "drift.probe_ms is 0");
 	struct mw_error err;
 	mw_error_clear(&err);
 	T_EQ_INT(mw_result_validate(doc, "timings record", &err), 0);
@@ -311,16 +307,18 @@ static void test_aios_method(void)
 		return;
 	}
 	long online = sysconf(_SC_NPROCESSORS_ONLN);
-	T_EQ_INT(json_integer_value(get(doc, "engine", "threads", NULL)),
+	T_EQ_INT(json_integer_value(t_json_get(doc, "engine", "threads", NULL)),
 		 online >= 2 ? online / 2 : 1);
-	T_EQ_STR(json_string_value(get(doc, "external", "method", NULL)), "aios-whole-process");
-	json_t *reps = (json_t *)(uintptr_t)get(doc, "external", "repetitions", NULL), *rep;
+	T_EQ_STR(json_string_value(t_json_get(doc, "external", "method", NULL)),
+		 "aios-whole-process");
+	json_t *reps = (json_t *)(uintptr_t)t_json_get(doc, "external", "repetitions", NULL), *rep;
 	T_EQ_INT(json_array_size(reps), 4);
 	/* memwall's own metrics are never filled by AIOS's method. */
-	const json_t *m = get(doc, "summary", "metrics", NULL);
-	T_ASSERT(json_is_false(get(m, "dram_MB_per_token", "measured", NULL)));
-	T_CONTAINS(json_string_value(get(m, "dram_MB_per_token", "reason", NULL)), "AIOS's method");
-	T_ASSERT(get(doc, "summary", "aios_method", "aios_method_MB_per_token") != NULL);
+	const json_t *m = t_json_get(doc, "summary", "metrics", NULL);
+	T_ASSERT(json_is_false(t_json_get(m, "dram_MB_per_token", "measured", NULL)));
+	T_CONTAINS(json_string_value(t_json_get(m, "dram_MB_per_token", "reason", NULL)),
+		   "AIOS's method");
+	T_ASSERT(t_json_get(doc, "summary", "aios_method", "aios_method_MB_per_token") != NULL);
 
 	/* Known bytes: the first free-running instance read 2^20 x (2000 + 10 i) bytes. */
 	size_t i;
@@ -341,10 +339,10 @@ static void test_aios_method(void)
 	mw_error_clear(&err);
 	T_EQ_INT(mw_result_validate(doc, "edited aios record", &err), MW_RESULT_INCONSISTENT);
 	T_EQ_INT(mw_result_derive(doc, "edited aios record", &err), 0);
-	const json_t *a = get(doc, "summary", "aios_method", "aios_method_MB_per_token");
+	const json_t *a = t_json_get(doc, "summary", "aios_method", "aios_method_MB_per_token");
 	double mean = sum / 3, ss = 0;
 	for (i = 1; i < 4; i++) {
-		T_NEAR(num(get(json_array_get(reps, i), "figures", NULL, NULL),
+		T_NEAR(num(t_json_get(json_array_get(reps, i), "figures", NULL, NULL),
 			   "aios_method_MB_per_token"), v[i], 1e-9);
 		ss += (v[i] - mean) * (v[i] - mean);
 	}
@@ -353,10 +351,10 @@ static void test_aios_method(void)
 	T_NEAR(num(a, "sd_population"), sqrt(ss / 3), 1e-9);
 	T_NEAR(num(a, "cv_pct_population"), 100 * sqrt(ss / 3) / mean, 1e-9);
 	T_ASSERT(json_is_true(json_object_get(a, "pass")) == (100 * sqrt(ss / 3) / mean < 5));
-	T_EQ_STR(json_string_value(get(doc, "summary", "aios_method", "counter")),
+	T_EQ_STR(json_string_value(t_json_get(doc, "summary", "aios_method", "counter")),
 		 "uncore_imc_free_running_0");
-	m = get(doc, "summary", "metrics", NULL);
-	T_ASSERT(json_is_false(get(m, "dram_MB_per_token", "measured", NULL)));
+	m = t_json_get(doc, "summary", "metrics", NULL);
+	T_ASSERT(json_is_false(t_json_get(m, "dram_MB_per_token", "measured", NULL)));
 	T_EQ_INT(mw_result_validate(doc, "re-derived aios record", &err), 0);
 	json_decref(doc);
 	t_output_free(&o);
@@ -402,12 +400,13 @@ static void test_no_token_line(void)
 		T_ASSERT(json_is_false(json_object_get(doc, "complete")));
 		T_CONTAINS(json_string_value(json_object_get(doc, "incomplete_reason")),
 			   "no 'memwall-tokens");
-		const json_t *rep = json_array_get(get(doc, "external", "repetitions", NULL), 0);
-		T_ASSERT(json_is_false(get(rep, "short", "valid", NULL)));
-		T_ASSERT(json_is_null(get(rep, "short", "adapter", "decode_tokens")));
+		const json_t *rep =
+		    json_array_get(t_json_get(doc, "external", "repetitions", NULL), 0);
+		T_ASSERT(json_is_false(t_json_get(rep, "short", "valid", NULL)));
+		T_ASSERT(json_is_null(t_json_get(rep, "short", "adapter", "decode_tokens")));
 		T_ASSERT(json_is_null(json_object_get(rep, "long")));
-		T_EQ_INT(json_array_size(get(doc, "external", "repetitions", NULL)), 1);
-		T_EQ_STR(json_string_value(get(doc, "acceptance", "status", NULL)), "fail");
+		T_EQ_INT(json_array_size(t_json_get(doc, "external", "repetitions", NULL)), 1);
+		T_EQ_STR(json_string_value(t_json_get(doc, "acceptance", "status", NULL)), "fail");
 		json_decref(doc);
 	}
 	t_output_free(&o);
@@ -441,10 +440,12 @@ static void test_short_count(void)
 	T_EQ_INT(o.status, 0);
 	T_ASSERT(doc != NULL);
 	if (doc) {
-		const json_t *rep = json_array_get(get(doc, "external", "repetitions", NULL), 0);
-		T_ASSERT(json_is_true(get(rep, "long", "valid", NULL)));
-		T_EQ_INT(json_integer_value(get(rep, "long", "adapter", "decode_tokens")), 3);
-		T_ASSERT(json_is_null(get(rep, "figures", "task_clock_ns_per_token", NULL)));
+		const json_t *rep =
+		    json_array_get(t_json_get(doc, "external", "repetitions", NULL), 0);
+		T_ASSERT(json_is_true(t_json_get(rep, "long", "valid", NULL)));
+		T_EQ_INT(json_integer_value(t_json_get(rep, "long", "adapter", "decode_tokens")),
+			 3);
+		T_ASSERT(json_is_null(t_json_get(rep, "figures", "task_clock_ns_per_token", NULL)));
 		json_decref(doc);
 	}
 	t_output_free(&o);
@@ -485,8 +486,9 @@ static void test_injection(void)
 	T_ASSERT(access(made, F_OK) != 0);
 	T_ASSERT(doc != NULL);
 	if (doc) {
-		const json_t *argv = get(json_array_get(get(doc, "external", "repetitions", NULL), 0),
-					 "long", "argv", NULL);
+		const json_t *argv =
+		    t_json_get(json_array_get(t_json_get(doc, "external", "repetitions", NULL), 0),
+			       "long", "argv", NULL);
 		T_EQ_INT(json_array_size(argv), 5);
 		T_EQ_STR(json_string_value(json_array_get(argv, 3)), prompt);
 		json_decref(doc);
@@ -519,8 +521,9 @@ static void test_pinning(void)
 	T_EQ_INT(o.status, 0);
 	T_ASSERT(doc != NULL);
 	if (doc) {
-		const char *tail = json_string_value(get(json_array_get(get(doc, "external",
-							       "repetitions", NULL), 0), "long", "stderr_tail", NULL));
+		const char *tail = json_string_value(
+		    t_json_get(json_array_get(t_json_get(doc, "external", "repetitions", NULL), 0),
+			       "long", "stderr_tail", NULL));
 		snprintf(want, sizeof(want), "Cpus_allowed_list:\t%d\n", cpu);
 		T_CONTAINS(tail, want);
 		/* {threads} defaults to one per pinned CPU. */
@@ -575,10 +578,7 @@ int main(void)
 {
 	char cache[300];
 	snprintf(scratch, sizeof(scratch), "/tmp/mw-test-external-XXXXXX");
-	if (!mkdtemp(scratch)) {
-		perror("mkdtemp");
-		return 1;
-	}
+	t_mkdtemp(scratch);
 	snprintf(cache, sizeof(cache), "%s/cache", scratch);
 	setenv("MEMWALL_CACHE_DIR", cache, 1);
 	test_generate();
@@ -589,9 +589,5 @@ int main(void)
 	test_injection();
 	test_pinning();
 	test_refusals();
-	char cmd[400];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", scratch);
-	if (system(cmd))
-		fprintf(stderr, "could not remove %s\n", scratch);
-	return t_done();
+	return t_done_rm(scratch, 0);
 }

@@ -14,22 +14,13 @@
 #include <unistd.h>
 
 #include "result.h"
+#include "record.h"
 #include "run.h"
 #include "test.h"
 
 #define MODEL "fixtures/gguf/models/tiny-falcon-Q4_K_M.gguf"
 
 static char scratch[256], script[PATH_MAX], model[PATH_MAX];
-
-static const json_t *get(const json_t *o, const char *a, const char *b, const char *c)
-{
-	o = json_object_get(o, a);
-	if (b)
-		o = json_object_get(o, b);
-	if (c)
-		o = json_object_get(o, c);
-	return o;
-}
 
 static bool on_path(const char *name)
 {
@@ -76,10 +67,8 @@ static json_t *run(const char *name, const char *stream, struct t_output *o)
 	t_write_file(proto, body);
 	const char *argv[] = { "memwall", "run", proto, "-o", dir, NULL };
 	*o = t_run(argv);
-	const char *w = strstr(o->err, "result written to ");
-	if (!w)
+	if (!t_written_path(o->err, path, sizeof(path)))
 		return NULL;
-	snprintf(path, sizeof(path), "%.*s", (int)strcspn(w + 18, " \n"), w + 18);
 	return json_load_file(path, 0, NULL);
 }
 
@@ -99,28 +88,32 @@ static void test_real(void)
 	if (rc)
 		mw_error_print(&err);
 	T_EQ_INT(rc, 0);
-	T_CONTAINS(json_string_value(get(doc, "engine", "program", "version")), "v");
+	T_CONTAINS(json_string_value(t_json_get(doc, "engine", "program", "version")), "v");
 	const json_t *rep;
 	size_t i;
-	json_array_foreach(get(doc, "external", "repetitions", NULL), i, rep) {
+	json_array_foreach(t_json_get(doc, "external", "repetitions", NULL), i, rep) {
 		const json_t *l = json_object_get(rep, "long"), *s = json_object_get(rep, "short");
 		/* llama.cpp's own counts: the first token comes out of the prompt's pass. */
-		T_EQ_INT(json_integer_value(get(l, "adapter", "decode_tokens", NULL)), 32);
-		T_EQ_INT(json_integer_value(get(l, "adapter", "eval_runs", NULL)), 31);
-		T_EQ_INT(json_integer_value(get(s, "adapter", "decode_tokens", NULL)), 8);
-		double eval_ms = json_number_value(get(l, "adapter", "eval_ms", NULL));
+		T_EQ_INT(json_integer_value(t_json_get(l, "adapter", "decode_tokens", NULL)), 32);
+		T_EQ_INT(json_integer_value(t_json_get(l, "adapter", "eval_runs", NULL)), 31);
+		T_EQ_INT(json_integer_value(t_json_get(s, "adapter", "decode_tokens", NULL)), 8);
+		double eval_ms = json_number_value(t_json_get(l, "adapter", "eval_ms", NULL));
 		T_ASSERT(eval_ms > 0);
-		T_NEAR(json_number_value(get(rep, "figures", "tok_per_s", NULL)), 31 / (eval_ms * 1e-3),
-		       1e-9 * 31 / (eval_ms * 1e-3));
-		double b1 = (double)json_integer_value(get(s, "software", "task_clock_ns", NULL));
-		double b2 = (double)json_integer_value(get(l, "software", "task_clock_ns", NULL));
+		T_NEAR(json_number_value(t_json_get(rep, "figures", "tok_per_s", NULL)),
+		       31 / (eval_ms * 1e-3), 1e-9 * 31 / (eval_ms * 1e-3));
+		double b1 =
+		    (double)json_integer_value(t_json_get(s, "software", "task_clock_ns", NULL));
+		double b2 =
+		    (double)json_integer_value(t_json_get(l, "software", "task_clock_ns", NULL));
 		T_ASSERT(b1 > 0 && b2 > 0);
-		T_NEAR(json_number_value(get(rep, "figures", "task_clock_ns_per_token", NULL)),
-		       (b2 - b1) / 24, 1e-9 * b2);
-		T_NEAR(json_number_value(get(rep, "figures", "task_clock_ns_per_token_whole_process",
-					     NULL)), b2 / 32, 1e-9 * b2);
+		T_NEAR(
+		    json_number_value(t_json_get(rep, "figures", "task_clock_ns_per_token", NULL)),
+		    (b2 - b1) / 24, 1e-9 * b2);
+		T_NEAR(json_number_value(t_json_get(rep, "figures",
+						    "task_clock_ns_per_token_whole_process", NULL)),
+		       b2 / 32, 1e-9 * b2);
 	}
-	T_ASSERT(json_is_true(json_object_get(get(doc, "summary", "metrics", "tok_per_s"),
+	T_ASSERT(json_is_true(json_object_get(t_json_get(doc, "summary", "metrics", "tok_per_s"),
 					      "measured")));
 	json_decref(doc);
 out:
@@ -155,15 +148,8 @@ int main(void)
 	snprintf(model, sizeof(model), "%s", t_shared(MODEL));
 	snprintf(script, sizeof(script), "%s/scripts/llama-node.mjs", root);
 	snprintf(scratch, sizeof(scratch), "/tmp/mw-test-external-llama-XXXXXX");
-	if (!mkdtemp(scratch)) {
-		perror("mkdtemp");
-		return 1;
-	}
+	t_mkdtemp(scratch);
 	test_real();
 	test_wrong_stream();
-	char cmd[400];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", scratch);
-	if (system(cmd))
-		fprintf(stderr, "could not remove %s\n", scratch);
-	return t_done();
+	return t_done_rm(scratch, 0);
 }

@@ -39,6 +39,7 @@
 #include "run.h"
 #include "sha256.h"
 #include "test.h"
+#include "values.h"
 
 #define FROM "2026-11-01T00:00:00Z"
 #define TO "2026-12-01T00:00:00Z"
@@ -82,16 +83,7 @@ static double runs_stat(const char *path, const char *metric, bool mean)
 	json_decref(d);
 	if (!n)
 		return NAN;
-	if (mean)
-		return sum / (double)n;
-	for (size_t a = 0; a < n; a++)
-		for (size_t b = a + 1; b < n; b++)
-			if (v[b] < v[a]) {
-				double t = v[a];
-				v[a] = v[b];
-				v[b] = t;
-			}
-	return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+	return mean ? sum / (double)n : t_median(v, n);
 }
 
 /* A record's value of a dashboard metric, NaN where it has none. */
@@ -106,13 +98,13 @@ static double want(const struct rec *r, const char *metric)
 
 static void make(struct rec *r, int k)
 {
-	struct fx_spec sp = { .protocol = r->protocol, .cpu = "CPU Grafana", .runs = 3,
+	struct t_fx_spec sp = { .protocol = r->protocol, .cpu = "CPU Grafana", .runs = 3,
 			      .warmups = 1, .tokens = 8, .latency_ns = 1e6 * (1 + 0.1 * k),
 			      .jitter = 0.02, .dram_bytes = r->dram ? 2e6 * (1 + 0.05 * k) : 0,
 			      .instances = r->dram, .seed = 50 + (uint32_t)k };
 	struct mw_error err;
 	char name[32];
-	json_t *d = fx_record(&sp);
+	json_t *d = t_fx_record(&sp);
 	json_object_set_new(d, "created_utc", json_string(r->when));
 	if (r->sim) {
 		json_t *dram = json_object_get(json_object_get(d, "counters"), "dram");
@@ -128,7 +120,7 @@ static void make(struct rec *r, int k)
 			ROOF_TOK_S, "measured_tok_s", mean, "headroom", ROOF_TOK_S / mean));
 	}
 	snprintf(name, sizeof(name), "r%d.json", k);
-	fx_write(d, tmp, name, r->path, sizeof(r->path));
+	t_fx_write(d, tmp, name, r->path, sizeof(r->path));
 	T_EQ_INT(mw_sha256_file(r->path, r->sha, NULL, &err), 0);
 	json_decref(d);
 }
@@ -411,8 +403,7 @@ int main(void)
 	const char *root = getenv("MEMWALL_SOURCE_ROOT");
 	if (!root || !getenv("MEMWALL_BIN"))
 		t_skip("MEMWALL_SOURCE_ROOT or MEMWALL_BIN is not set (run under meson test)");
-	if (!mkdtemp(tmp))
-		t_skip("cannot create a scratch folder in /tmp");
+	t_mkdtemp(tmp);
 	for (size_t i = 0; i < NRECS; i++)
 		make(&recs[i], (int)i);
 	t_pg_start(pgdir, sizeof(pgdir), url, sizeof(url));
@@ -459,8 +450,5 @@ int main(void)
 	PQfinish(c);
 	json_decref(dash);
 	t_pg_stop(pgdir);
-	snprintf(path, sizeof(path), "rm -rf '%s'", tmp);
-	if (system(path))
-		fprintf(stderr, "could not remove %s\n", tmp);
-	return t_done();
+	return t_done_rm(tmp, 0);
 }

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "result.h"
+#include "record.h"
 #include "run.h"
 #include "engine.h"
 #include "quants/quants.h"
@@ -30,16 +31,6 @@ static void find_record(const char *dir, const char *needle, char *path, size_t 
 			snprintf(path, n, "%s/%s", dir, de->d_name);
 	if (d)
 		closedir(d);
-}
-
-static const json_t *get(const json_t *o, const char *a, const char *b, const char *c)
-{
-	o = json_object_get(o, a);
-	if (b)
-		o = json_object_get(o, b);
-	if (c)
-		o = json_object_get(o, c);
-	return o;
 }
 
 static void test_smoke(void)
@@ -74,31 +65,33 @@ static void test_smoke(void)
 	T_ASSERT(json_is_true(json_object_get(doc, "complete")));
 	const json_t *crit;
 	size_t ci;
-	json_array_foreach(get(doc, "acceptance", "criteria", NULL), ci, crit) {
+	json_array_foreach(t_json_get(doc, "acceptance", "criteria", NULL), ci, crit) {
 		const char *name = json_string_value(json_object_get(crit, "criterion"));
 		if (strcmp(json_string_value(json_object_get(crit, "status")), "fail"))
 			continue;
 		printf("acceptance criterion %s failed (timing noise on a shared machine?)\n", name);
 		T_ASSERT(!strcmp(name, "max_cv_tok_s_pct") || !strcmp(name, "bandwidth_drift_pct"));
 	}
-	T_ASSERT(json_is_true(get(doc, "model", "synthetic", NULL)));
-	T_EQ_INT(strlen(json_string_value(get(doc, "model", "sha256", NULL))), 64);
+	T_ASSERT(json_is_true(t_json_get(doc, "model", "synthetic", NULL)));
+	T_EQ_INT(strlen(json_string_value(t_json_get(doc, "model", "sha256", NULL))), 64);
 	T_EQ_INT(json_array_size(json_object_get(doc, "runs")), 4);
 	const json_t *run1 = json_array_get(json_object_get(doc, "runs"), 1);
-	T_EQ_INT(json_array_size(get(run1, "tokens", "latency_ns", NULL)), 32);
-	T_EQ_INT(json_array_size(get(run1, "tokens", "engine_bytes", NULL)), 32);
-	T_ASSERT(json_is_true(get(json_array_get(json_object_get(doc, "runs"), 0), "warmup", NULL, NULL)));
-	const json_t *m = get(doc, "summary", "metrics", NULL);
-	T_ASSERT(json_number_value(get(m, "tok_per_s", "mean", NULL)) > 0);
-	T_EQ_INT(json_integer_value(get(m, "tok_per_s", "n", NULL)), 3);
-	T_ASSERT(json_number_value(get(m, "engine_bytes_per_token", "mean", NULL)) > 0);
-	T_ASSERT(json_number_value(get(doc, "summary", "latency_pooled_ns", "p99")) > 0);
+	T_EQ_INT(json_array_size(t_json_get(run1, "tokens", "latency_ns", NULL)), 32);
+	T_EQ_INT(json_array_size(t_json_get(run1, "tokens", "engine_bytes", NULL)), 32);
+	T_ASSERT(json_is_true(
+	    t_json_get(json_array_get(json_object_get(doc, "runs"), 0), "warmup", NULL, NULL)));
+	const json_t *m = t_json_get(doc, "summary", "metrics", NULL);
+	T_ASSERT(json_number_value(t_json_get(m, "tok_per_s", "mean", NULL)) > 0);
+	T_EQ_INT(json_integer_value(t_json_get(m, "tok_per_s", "n", NULL)), 3);
+	T_ASSERT(json_number_value(t_json_get(m, "engine_bytes_per_token", "mean", NULL)) > 0);
+	T_ASSERT(json_number_value(t_json_get(doc, "summary", "latency_pooled_ns", "p99")) > 0);
 	/* Software counters are what this machine has for sure: CPU time of every thread. */
-	T_EQ_STR(json_string_value(json_array_get(get(doc, "counters", "software", NULL), 0)),
-		 "task-clock");
-	T_ASSERT(json_integer_value(get(run1, "software", "task_clock_ns", NULL)) > 0);
-	T_ASSERT(json_is_string(get(doc, "machine", "cpu_vendor", NULL)) ||
-		 json_is_string(get(doc, "machine", "unavailable", "cpu_vendor")));
+	T_EQ_STR(
+	    json_string_value(json_array_get(t_json_get(doc, "counters", "software", NULL), 0)),
+	    "task-clock");
+	T_ASSERT(json_integer_value(t_json_get(run1, "software", "task_clock_ns", NULL)) > 0);
+	T_ASSERT(json_is_string(t_json_get(doc, "machine", "cpu_vendor", NULL)) ||
+		 json_is_string(t_json_get(doc, "machine", "unavailable", "cpu_vendor")));
 
 	/* How the weights came in, and the threads' pinning (protocols/README.md). */
 	const json_t *eng = json_object_get(doc, "engine");
@@ -107,8 +100,8 @@ static void test_smoke(void)
 	double load_ms = json_number_value(json_object_get(eng, "load_ms"));
 	T_ASSERT(load_ms > 0);
 	/* Time to first token: the load, then the first run's prefill (its raw ns). */
-	double prefill_ns = (double)json_integer_value(get(json_array_get(json_object_get(doc,
-		"runs"), 0), "prefill", "ns", NULL));
+	double prefill_ns = (double)json_integer_value(
+	    t_json_get(json_array_get(json_object_get(doc, "runs"), 0), "prefill", "ns", NULL));
 	T_ASSERT(prefill_ns > 0);
 	T_NEAR(json_number_value(json_object_get(eng, "ttft_ms")), load_ms + prefill_ns / 1e6, 1e-6);
 	T_ASSERT(json_integer_value(json_object_get(eng, "load_threads")) >= 1);
@@ -116,12 +109,12 @@ static void test_smoke(void)
 	 * CPU runs (the protocol's kernels are "auto"), in the engine block and memwall's. */
 	const char *qbest = krn_quant_ops_find(NULL)->name;
 	T_EQ_STR(json_string_value(json_object_get(eng, "quant_kernels")), qbest);
-	T_EQ_STR(json_string_value(get(doc, "memwall", "quant_kernels", NULL)), qbest);
+	T_EQ_STR(json_string_value(t_json_get(doc, "memwall", "quant_kernels", NULL)), qbest);
 	T_ASSERT(json_is_integer(json_object_get(eng, "huge_page_bytes")) ||
 		 json_is_null(json_object_get(eng, "huge_page_bytes")));
 	/* The drift probe is memwall bandwidth's read roof: 8x the LLC (8x 32 MiB when sysfs is
 	 * silent) in 2 MiB pages. */
-	const char *method = json_string_value(get(doc, "drift", "method", NULL));
+	const char *method = json_string_value(t_json_get(doc, "drift", "method", NULL));
 	if (method) {
 		uint64_t llc = 0;
 		if (eng_llc_size(&llc, NULL, 0) || !llc)
@@ -133,8 +126,8 @@ static void test_smoke(void)
 	}
 
 	/* DRAM: measured with numbers, or not measured with a reason everywhere; never a 0. */
-	const json_t *dram = get(doc, "counters", "dram", NULL);
-	const json_t *mb = get(m, "dram_read_MB_per_token", NULL, NULL);
+	const json_t *dram = t_json_get(doc, "counters", "dram", NULL);
+	const json_t *mb = t_json_get(m, "dram_read_MB_per_token", NULL, NULL);
 	if (json_is_true(json_object_get(dram, "measured"))) {
 		printf("this machine has DRAM counters: %s\n",
 		       json_string_value(json_object_get(dram, "backend")));
@@ -144,11 +137,11 @@ static void test_smoke(void)
 		T_ASSERT(why && strlen(why) > 10);
 		T_ASSERT(json_is_false(json_object_get(mb, "measured")));
 		T_EQ_STR(json_string_value(json_object_get(mb, "reason")), why);
-		T_ASSERT(json_is_null(get(run1, "figures", "dram_read_MB_per_token", NULL)));
-		T_ASSERT(json_is_null(get(run1, "decode", "dram_read_bytes", NULL)));
+		T_ASSERT(json_is_null(t_json_get(run1, "figures", "dram_read_MB_per_token", NULL)));
+		T_ASSERT(json_is_null(t_json_get(run1, "decode", "dram_read_bytes", NULL)));
 		const json_t *c;
 		size_t i;
-		json_array_foreach(get(doc, "acceptance", "criteria", NULL), i, c)
+		json_array_foreach(t_json_get(doc, "acceptance", "criteria", NULL), i, c)
 			if (!strcmp(json_string_value(json_object_get(c, "criterion")),
 				    "max_cv_mb_per_token_pct")) {
 				T_EQ_STR(json_string_value(json_object_get(c, "status")), "not-measured");
@@ -169,17 +162,8 @@ static void test_interrupt(void)
 {
 	char dir[600];
 	snprintf(dir, sizeof(dir), "%s/interrupted", scratch);
-	const char *bin = getenv("MEMWALL_BIN");
-	fflush(NULL);
-	pid_t pid = fork();
-	if (pid == 0) {
-		int nul = open("/dev/null", O_WRONLY);
-		dup2(nul, 1);
-		dup2(nul, 2);
-		execl(bin, "memwall", "run", quiet_proto, "--runs", "100000", "--tokens", "400",
-		      "-o", dir, (char *)NULL);
-		_exit(127);
-	}
+	pid_t pid = t_start((const char *[]){ "memwall", "run", quiet_proto, "--runs", "100000",
+					      "--tokens", "400", "-o", dir, NULL });
 	sleep(2);
 	kill(pid, SIGINT);
 	int st = 0;
@@ -200,7 +184,7 @@ static void test_interrupt(void)
 	T_EQ_INT(rc, 0);
 	T_ASSERT(json_is_false(json_object_get(doc, "complete")));
 	T_CONTAINS(json_string_value(json_object_get(doc, "incomplete_reason")), "SIGINT");
-	T_EQ_STR(json_string_value(get(doc, "acceptance", "status", NULL)), "fail");
+	T_EQ_STR(json_string_value(t_json_get(doc, "acceptance", "status", NULL)), "fail");
 	json_decref(doc);
 }
 
@@ -303,10 +287,10 @@ static void test_quota(void)
 	if (!doc)
 		return;
 	/* one thread: ceil(50000 / 100000), fewer than this machine's CPUs or as many */
-	T_EQ_INT(json_integer_value(get(doc, "engine", "threads", NULL)), 1);
-	T_NEAR(json_number_value(get(doc, "machine", "cpu_quota", "cpus")), 50000.0 / 100000.0,
-	       1e-12);
-	T_EQ_STR(json_string_value(get(doc, "machine", "cpu_quota", "file")),
+	T_EQ_INT(json_integer_value(t_json_get(doc, "engine", "threads", NULL)), 1);
+	T_NEAR(json_number_value(t_json_get(doc, "machine", "cpu_quota", "cpus")),
+	       50000.0 / 100000.0, 1e-12);
+	T_EQ_STR(json_string_value(t_json_get(doc, "machine", "cpu_quota", "file")),
 		 "/sys/fs/cgroup/cpu.max");
 	json_decref(doc);
 }
@@ -314,27 +298,18 @@ static void test_quota(void)
 int main(void)
 {
 	const char *root = getenv("MEMWALL_SOURCE_ROOT");
-	if (!getenv("MEMWALL_BIN"))
-		t_skip("MEMWALL_BIN is not set (run under meson test)");
-	snprintf(scratch, sizeof(scratch), "/tmp/mw-test-e2e-XXXXXX");
-	if (!mkdtemp(scratch))
-		t_skip("cannot create a scratch folder in /tmp");
+	t_need_memwall();
+	t_scratch(scratch, sizeof(scratch), "e2e");
 	snprintf(outdir, sizeof(outdir), "%s/results", scratch);
 	snprintf(proto, sizeof(proto), "%s/protocols/stories260k-smoke.json", root ? root : ".");
 	snprintf(quiet_proto, sizeof(quiet_proto), "%s/stories260k-smoke.json", scratch);
 	t_smoke_protocol(quiet_proto);
-	char cache[600];
-	snprintf(cache, sizeof(cache), "%s/cache", scratch);
-	setenv("MEMWALL_CACHE_DIR", cache, 1);
+	t_setenv_in("MEMWALL_CACHE_DIR", scratch, "cache");
 
 	test_smoke();
 	test_interrupt();
 	test_refusals();
 	test_quota();
 
-	char cmd[300];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", scratch);
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", scratch);
-	return t_done();
+	return t_done_rm(scratch, 0);
 }

@@ -28,6 +28,7 @@
 
 #include <jansson.h>
 
+#include "record.h"
 #include "run.h"
 #include "test.h"
 #include "sim_tree.h"
@@ -84,7 +85,6 @@ static struct sim_case the_case;
 
 /* ---- what the tree says, read here (not through memwall) */
 
-
 /* ---- building cases (the encodings are test_counter_sim.c's, with their sources) */
 
 static struct sim_case *case_new(const char *name, const char *tree, const char *backend,
@@ -128,10 +128,10 @@ static struct sim_case *arrow_lake(const char *name)
 		snprintf(pmu, sizeof(pmu), "uncore_imc_free_running_%d", p);
 		struct sim_instance *in = inst_new(c, pmu);
 		/* data_read event=0xff,umask=0x20 -> 0x20ff; data_write umask=0x30 -> 0x30ff */
-		add_event(c, in, pmu_type(c->tree, pmu), 0x20ff, 0, RD,
-			  alias_bytes(c->tree, pmu, "data_read"));
-		add_event(c, in, pmu_type(c->tree, pmu), 0x30ff, 0, WR,
-			  alias_bytes(c->tree, pmu, "data_write"));
+		add_event(c, in, t_pmu_type(c->tree, pmu), 0x20ff, 0, RD,
+			  t_alias_bytes(c->tree, pmu, "data_read"));
+		add_event(c, in, t_pmu_type(c->tree, pmu), 0x30ff, 0, WR,
+			  t_alias_bytes(c->tree, pmu, "data_write"));
 	}
 	return c;
 }
@@ -146,10 +146,10 @@ static struct sim_case *sapphire_rapids(const char *name)
 		for (int s = 0; s < 2; s++) {
 			struct sim_instance *in = inst_new(c, pmu);
 			/* cas_count_read event=0x05,umask=0xcf -> 0xcf05; write umask=0xf0 */
-			add_event(c, in, pmu_type(c->tree, pmu), 0xcf05, cpus[s], RD,
-				  alias_bytes(c->tree, pmu, "cas_count_read"));
-			add_event(c, in, pmu_type(c->tree, pmu), 0xf005, cpus[s], WR,
-				  alias_bytes(c->tree, pmu, "cas_count_write"));
+			add_event(c, in, t_pmu_type(c->tree, pmu), 0xcf05, cpus[s], RD,
+				  t_alias_bytes(c->tree, pmu, "cas_count_read"));
+			add_event(c, in, t_pmu_type(c->tree, pmu), 0xf005, cpus[s], WR,
+				  t_alias_bytes(c->tree, pmu, "cas_count_write"));
 		}
 	}
 	return c;
@@ -162,7 +162,7 @@ static struct sim_case *granite_rapids(const char *name)
 		char pmu[64];
 		snprintf(pmu, sizeof(pmu), "uncore_imc_%d", p);
 		struct sim_instance *in = inst_new(c, pmu);
-		uint32_t type = pmu_type(c->tree, pmu);
+		uint32_t type = t_pmu_type(c->tree, pmu);
 		/* both schedulers: sch0 event 0x05, sch1 event 0x06, umask 0xcf read, 0xf0 write */
 		static const struct {
 			uint64_t config;
@@ -174,7 +174,7 @@ static struct sim_case *granite_rapids(const char *name)
 			    { 0xf006, WR, "cas_count_write_sch1" } };
 		for (int j = 0; j < 4; j++)
 			add_event(c, in, type, evs[j].config, 0, evs[j].dir,
-				  alias_bytes(c->tree, pmu, evs[j].alias));
+				  t_alias_bytes(c->tree, pmu, evs[j].alias));
 	}
 	return c;
 }
@@ -188,8 +188,8 @@ static struct sim_case *zen4(const char *name)
 		struct sim_instance *in = inst_new(c, pmu);
 		/* umc_cas_cmd.rd event=0x0a,rdwrmask=1 -> 0x10a; .wr -> 0x20a; a CAS moves one
 		 * 64-byte line (the PMU has no .scale) */
-		add_event(c, in, pmu_type(c->tree, pmu), 0x10a, 0, RD, 64.0);
-		add_event(c, in, pmu_type(c->tree, pmu), 0x20a, 0, WR, 64.0);
+		add_event(c, in, t_pmu_type(c->tree, pmu), 0x10a, 0, RD, 64.0);
+		add_event(c, in, t_pmu_type(c->tree, pmu), 0x20a, 0, WR, 64.0);
 	}
 	return c;
 }
@@ -204,7 +204,7 @@ static struct sim_case *zen3(const char *name)
 		 * 64-byte request per count */
 		uint64_t ev = 0x07 + 0x40 * ch;
 		uint64_t config = (ev & 0xff) | 0x38 << 8 | (ev >> 8) << 32;
-		add_event(c, in, pmu_type(c->tree, "amd_df"), config, 0, TOT, 64.0);
+		add_event(c, in, t_pmu_type(c->tree, "amd_df"), config, 0, TOT, 64.0);
 	}
 	return c;
 }
@@ -237,8 +237,8 @@ static struct sim_case *ampere_altra(const char *name)
 		/* clkdiv2_rdwr with mask=1 -> config 0x1, the direction in config1; 64 bytes a
 		 * count. The simulated PMU matches type and config only, so both directions
 		 * replay the first rule: scripted alike (test_dram.c checks config1) */
-		add_event(c, in, pmu_type(c->tree, pmu), 0x1, 0, RD, 64.0);
-		add_event(c, in, pmu_type(c->tree, pmu), 0x1, 0, WR, 64.0);
+		add_event(c, in, t_pmu_type(c->tree, pmu), 0x1, 0, RD, 64.0);
+		add_event(c, in, t_pmu_type(c->tree, pmu), 0x1, 0, WR, 64.0);
 		/* each direction its own rule (config1 = match: 0 read, 1 write) and steps;
 		 * "solo": the driver refuses a group, so a grouped open would fail the run */
 		in->ev[0].config1 = 0;
@@ -253,7 +253,7 @@ static struct sim_case *graviton3(const char *name)
 	struct sim_case *c = case_new(name, "graviton3", "arm_cmn", false);
 	struct sim_instance *in = inst_new(c, "arm_cmn_0");
 	/* hnf_mc_reqs = type=0x5 (config:0-15), eventid=0xd (config:16-26); 64 bytes each */
-	add_event(c, in, pmu_type(c->tree, "arm_cmn_0"), 0x5 | 0xd << 16, 0, TOT, 64.0);
+	add_event(c, in, t_pmu_type(c->tree, "arm_cmn_0"), 0x5 | 0xd << 16, 0, TOT, 64.0);
 	return c;
 }
 
@@ -266,8 +266,8 @@ static struct sim_case *nvidia_grace(const char *name)
 		snprintf(pmu, sizeof(pmu), "nvidia_scf_pmu_%d", s);
 		struct sim_instance *in = inst_new(c, pmu);
 		/* cmem_rd_data (0x1a5) in 32-byte beats, cmem_wr_total_bytes (0x1db) in bytes */
-		add_event(c, in, pmu_type(c->tree, pmu), 0x1a5, cpus[s], RD, 32.0);
-		add_event(c, in, pmu_type(c->tree, pmu), 0x1db, cpus[s], WR, 1.0);
+		add_event(c, in, t_pmu_type(c->tree, pmu), 0x1a5, cpus[s], RD, 32.0);
+		add_event(c, in, t_pmu_type(c->tree, pmu), 0x1db, cpus[s], WR, 1.0);
 	}
 	return c;
 }
@@ -339,10 +339,7 @@ static struct t_output run_protocol(const char *name, const char *body, char *pa
 	const char *bin = getenv("MEMWALL_BIN");
 	const char *argv[] = { "memwall", "run", proto, "-o", dir, "--llama-bin", bin, NULL };
 	struct t_output o = t_run(argv);
-	const char *w = strstr(o.err, "result written to ");
-	path[0] = '\0';
-	if (w)
-		snprintf(path, n, "%.*s", (int)strcspn(w + 18, " \n"), w + 18);
+	t_written_path(o.err, path, n);
 	return o;
 }
 
@@ -447,16 +444,6 @@ static struct want want_sum(const struct sim_case *c, enum fig f, int a, int b)
 
 /* ---- checking the record */
 
-static const json_t *get(const json_t *o, const char *a, const char *b, const char *cc)
-{
-	o = json_object_get(o, a);
-	if (b)
-		o = json_object_get(o, b);
-	if (cc)
-		o = json_object_get(o, cc);
-	return o;
-}
-
 static double num(const json_t *o, const char *key)
 {
 	const json_t *v = json_object_get(o, key);
@@ -483,7 +470,8 @@ static void check_window(const char *what, const json_t *win, const struct want 
 		snprintf(key, sizeof(key), "dram_%s_bytes", fig_name[f]);
 		snprintf(label, sizeof(label), "%s.%s", what, key);
 		check_value(label, json_object_get(win, key), &w[f]);
-		const char *st = json_string_value(get(win, "dram_state", fig_name[f], NULL));
+		const char *st =
+		    json_string_value(t_json_get(win, "dram_state", fig_name[f], NULL));
 		t_checks++;
 		if (!st || strcmp(st, w[f].state))
 			T_FAIL_AT(__FILE__, __LINE__, "%s.dram_state.%s: \"%s\", want \"%s\"", what,
@@ -530,7 +518,7 @@ static void check_record(const struct sim_case *c, const char *path, const struc
 	T_ASSERT(doc != NULL);
 	if (!doc)
 		return;
-	const json_t *dram = get(doc, "counters", "dram", NULL);
+	const json_t *dram = t_json_get(doc, "counters", "dram", NULL);
 	T_ASSERT(json_is_true(json_object_get(dram, "measured")));
 	T_EQ_STR(json_string_value(json_object_get(dram, "backend")), c->backend);
 	T_EQ_STR(json_string_value(json_object_get(dram, "layer")), "sim");
@@ -666,7 +654,7 @@ static void check_record(const struct sim_case *c, const char *path, const struc
 	}
 
 	/* the summary: over the measured runs (not the warm-up) that have the figure */
-	const json_t *m = get(doc, "summary", "metrics", NULL);
+	const json_t *m = t_json_get(doc, "summary", "metrics", NULL);
 	static const char *const metric[N_FIG + 1] = { "dram_read_MB_per_token",
 						       "dram_write_MB_per_token",
 						       "dram_total_MB_per_token",
@@ -694,9 +682,9 @@ static void check_record(const struct sim_case *c, const char *path, const struc
 		T_EQ_INT(json_integer_value(json_object_get(s, "n")), n);
 		T_NEAR(num(s, "mean"), sum / n, 1e-9 * fabs(sum / n) + 1e-15);
 	}
-	T_EQ_INT(json_integer_value(get(doc, "summary", "runs_measured", NULL)), RUNS);
+	T_EQ_INT(json_integer_value(t_json_get(doc, "summary", "runs_measured", NULL)), RUNS);
 	/* the CV of MB/token: over the runs with a figure, or not measured and why */
-	const json_t *crit = json_array_get(get(doc, "acceptance", "criteria", NULL), 0);
+	const json_t *crit = json_array_get(t_json_get(doc, "acceptance", "criteria", NULL), 0);
 	T_EQ_STR(json_string_value(json_object_get(crit, "criterion")), "max_cv_mb_per_token_pct");
 	int n_mb = x->n_mb >= 0 ? x->n_mb : RUNS;
 	T_EQ_STR(json_string_value(json_object_get(crit, "status")),
@@ -709,14 +697,9 @@ static void check_record(const struct sim_case *c, const char *path, const struc
 	check_no_zero(doc, NULL, c->name);
 
 	/* validate re-derives every figure; report shows them */
-	const char *vargv[] = { "memwall", "validate", path, NULL };
-	struct t_output o = t_run(vargv);
-	if (o.status)
-		fprintf(stderr, "%s: validate: %s%s", c->name, o.out, o.err);
-	T_EQ_INT(o.status, 0);
-	t_output_free(&o);
+	t_validates(path, c->name);
 	const char *rargv[] = { "memwall", "report", path, "--format", "md", NULL };
-	o = t_run(rargv);
+	struct t_output o = t_run(rargv);
 	T_EQ_INT(o.status, 0);
 	static const char *const row[N_FIG + 1] = {
 		"| DRAM read [SIMULATED] | MB/token (MB = 10^6 bytes) | ",
@@ -1004,8 +987,9 @@ static void test_external(void)
 	T_ASSERT(doc != NULL);
 	if (!doc)
 		return;
-	T_EQ_STR(json_string_value(get(doc, "counters", "dram", "mb_per_token_basis")), "total");
-	const json_t *reps = get(doc, "external", "repetitions", NULL), *rep;
+	T_EQ_STR(json_string_value(t_json_get(doc, "counters", "dram", "mb_per_token_basis")),
+		 "total");
+	const json_t *reps = t_json_get(doc, "external", "repetitions", NULL), *rep;
 	T_EQ_INT(json_array_size(reps), 3);
 	double sum = 0;
 	int n = 0;
@@ -1023,9 +1007,9 @@ static void test_external(void)
 				    json_object_get(proc, "dram_read_bytes"), &none);
 			check_value("external idle dram_total_bytes",
 				    json_object_get(idle, "dram_total_bytes"), &two);
-			T_EQ_STR(json_string_value(get(proc, "dram_state", "total", NULL)),
+			T_EQ_STR(json_string_value(t_json_get(proc, "dram_state", "total", NULL)),
 				 "measured");
-			T_EQ_STR(json_string_value(get(proc, "dram_state", "read", NULL)),
+			T_EQ_STR(json_string_value(t_json_get(proc, "dram_state", "read", NULL)),
 				 "not-provided");
 			/* resctrl's files run all the time: one clock for both times */
 			T_NEAR(num(proc, "dram_running_share"), 1.0, 0);
@@ -1050,33 +1034,23 @@ static void test_external(void)
 			n++;
 		}
 	}
-	const json_t *m = get(doc, "summary", "metrics", "dram_MB_per_token");
+	const json_t *m = t_json_get(doc, "summary", "metrics", "dram_MB_per_token");
 	T_EQ_INT(n, 2);
 	T_EQ_INT(json_integer_value(json_object_get(m, "n")), n);
 	T_NEAR(num(m, "mean"), sum / n, 1e-9 * fabs(sum / n) + 1e-15);
 	const char *why = json_string_value(json_object_get(
-		get(doc, "summary", "metrics", "dram_read_MB_per_token"), "reason"));
+		t_json_get(doc, "summary", "metrics", "dram_read_MB_per_token"), "reason"));
 	T_CONTAINS(why, "not provided: the resctrl backend has no read/write split");
 	check_no_zero(doc, NULL, "external");
-	const char *vargv[] = { "memwall", "validate", path, NULL };
-	o = t_run(vargv);
-	if (o.status)
-		fprintf(stderr, "external: validate: %s%s", o.out, o.err);
-	T_EQ_INT(o.status, 0);
-	t_output_free(&o);
+	t_validates(path, "external");
 	json_decref(doc);
 }
 
 int main(void)
 {
-	if (!getenv("MEMWALL_BIN"))
-		t_skip("MEMWALL_BIN is not set (run under meson test)");
-	snprintf(scratch, sizeof(scratch), "/tmp/mw-test-runsim-XXXXXX");
-	if (!mkdtemp(scratch))
-		t_skip("cannot create a scratch folder in /tmp");
-	char cache[600];
-	snprintf(cache, sizeof(cache), "%s/cache", scratch);
-	setenv("MEMWALL_CACHE_DIR", cache, 1);
+	t_need_memwall();
+	t_scratch(scratch, sizeof(scratch), "runsim");
+	t_setenv_in("MEMWALL_CACHE_DIR", scratch, "cache");
 
 	test_every_backend();
 	test_not_run();
@@ -1086,9 +1060,5 @@ int main(void)
 	test_resctrl_unavailable();
 	test_external();
 
-	char cmd[300];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", scratch);
-	if (!t_failures && system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", scratch);
-	return t_done();
+	return t_done_rm(scratch, 1);
 }

@@ -27,16 +27,6 @@
 
 static char scratch[256], smoke[4096], model[600];
 
-static char *slurp(const char *path)
-{
-	int fd = open(path, O_RDONLY);
-	if (fd < 0)
-		return NULL;
-	char *s = t_slurp_fd(fd);
-	close(fd);
-	return s;
-}
-
 /* The only record in dir (the test gives each run its own folder), loaded; NULL if none. */
 static json_t *record_in(const char *dir, char *path, size_t n)
 {
@@ -100,7 +90,7 @@ static void test_secret(void)
 	json_t *doc = record_in(dir, path, sizeof(path));
 	T_ASSERT(doc != NULL);
 	json_decref(doc);
-	char *text = path[0] ? slurp(path) : NULL;
+	char *text = path[0] ? t_slurp(path, NULL) : NULL;
 	T_ASSERT(text != NULL);
 	if (text) {
 		T_ASSERT(!strstr(text, "hunter2"));
@@ -296,12 +286,7 @@ static void test_swap_growth(void)
 
 static void write_text(const char *path, const char *text, mode_t mode)
 {
-	FILE *f = fopen(path, "w");
-	T_ASSERT(f != NULL);
-	if (!f)
-		return;
-	fputs(text, f);
-	fclose(f);
+	t_write_text(path, text);
 	chmod(path, mode);
 }
 
@@ -346,7 +331,7 @@ static void test_synth_target(void)
 	T_ASSERT(stat("/dev/null", &st) == 0 && S_ISCHR(st.st_mode));
 	T_ASSERT(lstat(fifo, &st) == 0 && S_ISFIFO(st.st_mode));
 	T_ASSERT(lstat(link, &st) == 0 && S_ISLNK(st.st_mode));
-	char *text = slurp(file);
+	char *text = t_slurp(file, NULL);
 	T_EQ_STR(text, "precious");
 	free(text);
 	/* --force replaces a regular file; no temporary file is left beside it. */
@@ -514,7 +499,7 @@ static void test_redaction(void)
 	json_t *doc = record_in(dir, path, sizeof(path));
 	T_ASSERT(doc != NULL);
 	json_decref(doc);
-	char *text = path[0] ? slurp(path) : NULL;
+	char *text = path[0] ? t_slurp(path, NULL) : NULL;
 	T_ASSERT(text != NULL);
 	if (text) {
 		T_ASSERT(!strstr(text, "tok-5f3a9c1e"));
@@ -595,7 +580,7 @@ static void test_process_group(void)
 		struct t_output o = t_run(argv);
 		alarm(0);
 		t_output_free(&o);
-		char *text = slurp(pidfile);
+		char *text = t_slurp(pidfile, NULL);
 		long pid = text ? atol(text) : 0;
 		free(text);
 		T_ASSERT(pid > 0);
@@ -613,9 +598,7 @@ int main(void)
 	const char *root = getenv("MEMWALL_SOURCE_ROOT");
 	if (!root || !getenv("MEMWALL_BIN"))
 		t_skip("MEMWALL_SOURCE_ROOT or MEMWALL_BIN is not set (run under meson test)");
-	snprintf(scratch, sizeof(scratch), "/tmp/mw-test-security-XXXXXX");
-	if (!mkdtemp(scratch))
-		t_skip("cannot create a scratch folder in /tmp");
+	t_scratch(scratch, sizeof(scratch), "security");
 	/* The smoke protocol without its drift probe (tests/lib/run.h): nothing here is about
 	 * drift, and the probe was a second of CPU a run. */
 	snprintf(smoke, sizeof(smoke), "%s/stories260k-smoke.json", scratch);
@@ -640,8 +623,5 @@ int main(void)
 	test_redaction();
 	test_process_group();
 
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", scratch);
-	if (system(cmd))
-		fprintf(stderr, "could not remove %s\n", scratch);
-	return t_done();
+	return t_done_rm(scratch, 0);
 }

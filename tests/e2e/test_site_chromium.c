@@ -27,6 +27,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "record.h"
 #include "run.h"
 #include "sim_series.h"
 #include "test.h"
@@ -111,8 +112,8 @@ struct want {
 
 static struct want want_of(const char *path)
 {
-	struct want w = { sim_series_median(path, "dram_MB_per_token"),
-			  sim_series_median(path, "tok_per_s"), NAN };
+	struct want w = { t_runs_median(path, "dram_MB_per_token"),
+			  t_runs_median(path, "tok_per_s"), NAN };
 	json_t *d = json_load_file(path, 0, NULL), *r;
 	size_t i, n = 0;
 	double sum = 0;
@@ -321,9 +322,7 @@ int main(void)
 		t_skip("no chromium (/usr/bin/chromium, or MEMWALL_CHROMIUM): scripts/bootstrap.sh "
 		       "--dev installs Debian's");
 	}
-	snprintf(scratch, sizeof(scratch), "/tmp/mw-test-chromium-XXXXXX");
-	if (!mkdtemp(scratch))
-		t_skip("cannot create a scratch folder in /tmp");
+	t_scratch(scratch, sizeof(scratch), "chromium");
 	snprintf(out, sizeof(out), "%s/test-site-chromium", build);
 	mkdir(out, 0755);
 	/* The browser writes its profile and caches under the scratch folder, nowhere else. */
@@ -337,18 +336,18 @@ int main(void)
 	setenv("MEMWALL_SYSFS_ROOT", root, 1);
 	snprintf(a, sizeof(a), "%s/a.script", scratch);
 	snprintf(b, sizeof(b), "%s/b.script", scratch);
-	sim_series_script(a, TREE, X_A, RUNS, D);
-	sim_series_script(b, TREE, X_B, RUNS, D);
+	t_series_script(a, TREE, X_A, RUNS, D);
+	t_series_script(b, TREE, X_B, RUNS, D);
 	snprintf(recdir, sizeof(recdir), "%s/records", scratch);
 	static struct rec roof[6], noroof[2];
-	const char *p = sim_series_protocol(scratch, "site-roof", D, RUNS,
+	const char *p = t_series_protocol(scratch, "site-roof", D, RUNS,
 					    "{\"bandwidth_gbps\": 50, \"llc_bytes\": 65536}");
 	for (int k = 0; k < 6; k++)
-		sim_series_run(recdir, p, k < 3 ? a : b, roof[k].path, sizeof(roof[k].path));
-	p = sim_series_protocol(scratch, "site-noroof", D, RUNS,
+		t_series_run(recdir, p, k < 3 ? a : b, roof[k].path, sizeof(roof[k].path));
+	p = t_series_protocol(scratch, "site-noroof", D, RUNS,
 				"{\"bandwidth_gbps\": null, \"llc_bytes\": null}");
 	for (int k = 0; k < 2; k++)
-		sim_series_run(recdir, p, a, noroof[k].path, sizeof(noroof[k].path));
+		t_series_run(recdir, p, a, noroof[k].path, sizeof(noroof[k].path));
 	snprintf(store, sizeof(store), "%s/store.db", scratch);
 	const char *argv[16] = { "memwall", "db", "--db", store, "import" };
 	for (int k = 0; k < 8; k++) {
@@ -370,9 +369,5 @@ int main(void)
 	check_site(site, roof, noroof);
 	printf("the site, its DOMs and screenshots: %s\n", out);
 
-	char cmd[300];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", scratch);
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", scratch);
-	return t_done();
+	return t_done_rm(scratch, 0);
 }

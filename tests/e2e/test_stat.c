@@ -37,11 +37,7 @@ static const uint64_t rd_counts[2] = { 1000, 3000 }, wr_counts[2] = { 200, 700 }
 
 static void use_tree(const char *tree)
 {
-	char root[4096];
-	snprintf(root, sizeof(root), "%s%s", t_data("sysfs/"), tree);
-	setenv("MEMWALL_SYSFS_ROOT", root, 1);
-	setenv("MEMWALL_COUNTERS", "sim", 1);
-	setenv("MEMWALL_SIM_SCRIPT", script, 1);
+	t_sim_env(tree, script);
 }
 
 /* arrow-lake's script; extra is added to every read rule (the group's leader) */
@@ -56,7 +52,7 @@ static void write_al(const char *extra, bool nogroups, int notrun_inst)
 	for (int i = 0; i < 2; i++) {
 		char pmu[64];
 		snprintf(pmu, sizeof(pmu), "uncore_imc_free_running_%d", i);
-		uint32_t type = pmu_type(AL, pmu);
+		uint32_t type = t_pmu_type(AL, pmu);
 		/* data_read event=0xff,umask=0x20 -> 0x20ff; data_write umask=0x30 -> 0x30ff
 		 * (format/event config:0-7, format/umask config:8-15) */
 		fprintf(f, "perf type=%u config=0x20ff cpu=* start=7 steps=%d,%" PRIu64 " %s%s\n",
@@ -261,7 +257,7 @@ static void test_multiplexed(void)
 	T_ASSERT(f != NULL);
 	if (!f)
 		return;
-	uint32_t type = pmu_type("zen3", "amd_df");
+	uint32_t type = t_pmu_type("zen3", "amd_df");
 	uint64_t want = 0;
 	for (unsigned ch = 0; ch < 8; ch++) {
 		/* event 0x07 + 0x40 ch in config:0-7,32-35; umask 0x38 in config:8-15 */
@@ -351,26 +347,12 @@ static void test_exit_status(void)
 /* memwall in the background, its stderr into a file; its pid. */
 static pid_t start_bg(const char *const argv[], const char *err_path)
 {
-	const char *bin = getenv("MEMWALL_BIN");
-	fflush(NULL);
-	pid_t pid = fork();
-	if (pid == 0) {
-		int fd = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		int nul = open("/dev/null", O_RDWR);
-		dup2(nul, 0);
-		dup2(nul, 1);
-		dup2(fd, 2);
-		execv(bin, (char *const *)(uintptr_t)argv);
-		_exit(127);
-	}
+	int fd = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	int nul = open("/dev/null", O_RDWR);
+	pid_t pid = t_spawn(argv, nul, nul, fd);
+	close(nul);
+	close(fd);
 	return pid;
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 /* SIGTERM to memwall: the command's group gets it, a member that ignores it is killed after
@@ -393,14 +375,14 @@ static void test_sigterm(bool stubborn)
 		usleep(10000);
 	usleep(100000); /* the pid written whole */
 	char text[64] = "";
-	T_ASSERT(read_text(pidfile, text, sizeof(text)));
+	T_ASSERT(t_read_text(pidfile, text, sizeof(text)));
 	pid_t grandchild = (pid_t)atoi(text);
 	T_ASSERT(grandchild > 0);
-	double t0 = now_s();
+	double t0 = t_now();
 	kill(pid, SIGTERM);
 	int st = 0;
 	waitpid(pid, &st, 0);
-	double took = now_s() - t0;
+	double took = t_now() - t0;
 	T_ASSERT(WIFEXITED(st));
 	T_EQ_INT(WEXITSTATUS(st), 1);
 	/* the stubborn group is killed when the 2 s grace is over; the other ends at once */
@@ -452,9 +434,9 @@ static void test_tokens_calibrated(void)
 		char pmu[64];
 		snprintf(pmu, sizeof(pmu), "uncore_imc_free_running_%d", i);
 		fprintf(f, "perf type=%u config=0x20ff cpu=* start=0 step=%" PRIu64 "\n",
-			pmu_type(AL, pmu), rs[i]);
+			t_pmu_type(AL, pmu), rs[i]);
 		fprintf(f, "perf type=%u config=0x30ff cpu=* start=0 step=%" PRIu64 "\n",
-			pmu_type(AL, pmu), wsp[i]);
+			t_pmu_type(AL, pmu), wsp[i]);
 	}
 	fclose(f);
 	const char *cargv[] = { "memwall", "calibrate", "--json", "--size", "0.001", NULL };
@@ -560,17 +542,14 @@ static void test_usage(void)
 
 int main(void)
 {
-	if (!getenv("MEMWALL_BIN"))
-		t_skip("MEMWALL_BIN is not set (run under meson test)");
-	snprintf(scratch, sizeof(scratch), "/tmp/mw-test-stat-XXXXXX");
-	if (!mkdtemp(scratch))
-		t_skip("cannot create a scratch folder in /tmp");
+	t_need_memwall();
+	t_scratch(scratch, sizeof(scratch), "stat");
 	snprintf(state, sizeof(state), "%s/state", scratch);
 	snprintf(script, sizeof(script), "%s/sim.script", scratch);
 	setenv("MEMWALL_STATE_DIR", state, 1);
-	al_bpc = alias_bytes(AL, "uncore_imc_free_running_0", "data_read");
+	al_bpc = t_alias_bytes(AL, "uncore_imc_free_running_0", "data_read");
 	T_NEAR(al_bpc, 64.0, 1e-9);
-	T_NEAR(alias_bytes(AL, "uncore_imc_free_running_1", "data_write"), 64.0, 1e-9);
+	T_NEAR(t_alias_bytes(AL, "uncore_imc_free_running_1", "data_write"), 64.0, 1e-9);
 	use_tree(AL);
 
 	test_usage();
@@ -585,9 +564,5 @@ int main(void)
 	test_no_counters();
 	test_tokens_calibrated();
 
-	char cmd[300];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", scratch);
-	if (!t_failures && system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", scratch);
-	return t_done();
+	return t_done_rm(scratch, 1);
 }

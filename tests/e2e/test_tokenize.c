@@ -916,10 +916,7 @@ static const char *shared_missing(void)
 
 int main(void)
 {
-	if (!mkdtemp(dir)) {
-		perror("mkdtemp");
-		return 1;
-	}
+	t_mkdtemp(dir);
 	/* What needs no shared data first: a model memwall writes, and bad input. */
 	test_model_file();
 	test_bad_input();

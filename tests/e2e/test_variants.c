@@ -23,6 +23,7 @@
 #include "report_variants.h"
 #include "result.h"
 #include "roofline.h"
+#include "record.h"
 #include "run.h"
 #include "test.h"
 
@@ -146,10 +147,7 @@ static struct t_output run_protocol(const char *name, const char *body, char *pa
 	t_write_file(proto, body);
 	const char *argv[] = { "memwall", "run", proto, "-o", dir, NULL };
 	struct t_output o = t_run(argv);
-	const char *w = strstr(o.err, "result written to ");
-	path[0] = '\0';
-	if (w)
-		snprintf(path, n, "%.*s", (int)strcspn(w + 18, " \n"), w + 18);
+	t_written_path(o.err, path, n);
 	return o;
 }
 
@@ -633,14 +631,9 @@ static void test_roofline_curve(void)
 
 int main(void)
 {
-	if (!getenv("MEMWALL_BIN"))
-		t_skip("MEMWALL_BIN is not set (run under meson test)");
-	snprintf(scratch, sizeof(scratch), "/tmp/mw-test-variants-XXXXXX");
-	if (!mkdtemp(scratch))
-		t_skip("cannot create a scratch folder in /tmp");
-	char cache[600];
-	snprintf(cache, sizeof(cache), "%s/cache", scratch);
-	setenv("MEMWALL_CACHE_DIR", cache, 1);
+	t_need_memwall();
+	t_scratch(scratch, sizeof(scratch), "variants");
+	t_setenv_in("MEMWALL_CACHE_DIR", scratch, "cache");
 
 	test_protocol();
 	test_roofline_curve();
@@ -648,9 +641,5 @@ int main(void)
 	test_mechanisms_run();
 	test_sim_dram();
 
-	char cmd[300];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", scratch);
-	if (!t_failures && system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", scratch);
-	return t_done();
+	return t_done_rm(scratch, 1);
 }

@@ -32,6 +32,7 @@
 
 #include <jansson.h>
 
+#include "record.h"
 #include "run.h"
 #include "test.h"
 #include "sim_tree.h"
@@ -73,7 +74,7 @@ static void write_al(const uint64_t rd_counts[2])
 	for (int i = 0; i < 2; i++) {
 		char pmu[64];
 		snprintf(pmu, sizeof(pmu), "uncore_imc_free_running_%d", i);
-		uint32_t type = pmu_type(AL, pmu);
+		uint32_t type = t_pmu_type(AL, pmu);
 		/* the read pass moves reads, the write pass writes; the idle window's count
 		 * rides on every pass, in both directions */
 		rule(f, type, 0x20ff, "*", rd_counts[i] + IDLE, IDLE, perf_counts);
@@ -84,16 +85,12 @@ static void write_al(const uint64_t rd_counts[2])
 
 static void setup_al(void)
 {
-	char root[4200];
-	al_bpc = alias_bytes(AL, "uncore_imc_free_running_0", "data_read");
+	al_bpc = t_alias_bytes(AL, "uncore_imc_free_running_0", "data_read");
 	T_NEAR(al_bpc, 64.0, 1e-9);
-	T_NEAR(alias_bytes(AL, "uncore_imc_free_running_1", "data_write"), 64.0, 1e-9);
+	T_NEAR(t_alias_bytes(AL, "uncore_imc_free_running_1", "data_write"), 64.0, 1e-9);
 	T_EQ_U64(ws / 2 / 64 * 64 * 2, ws); /* whole counts: both passes are exact */
 	al_counts[0] = al_counts[1] = ws / 2 / 64;
-	snprintf(root, sizeof(root), "%s%s", t_data("sysfs/"), AL);
-	setenv("MEMWALL_SYSFS_ROOT", root, 1);
-	setenv("MEMWALL_COUNTERS", "sim", 1);
-	setenv("MEMWALL_SIM_SCRIPT", script, 1);
+	t_sim_env(AL, script);
 }
 
 static struct t_output verify(const char *extra1, const char *extra2, const char *out)
@@ -113,12 +110,7 @@ static json_t *load(const char *path)
 /* The check named name in a record, or NULL. */
 static const json_t *check_named(const json_t *rec, const char *name)
 {
-	size_t i;
-	const json_t *c;
-	json_array_foreach(json_object_get(rec, "checks"), i, c)
-		if (!strcmp(json_string_value(json_object_get(c, "name")), name))
-			return c;
-	return NULL;
+	return t_json_find(json_object_get(rec, "checks"), "name", name);
 }
 
 static const char *verdict_of(const json_t *rec, const char *name)
@@ -268,7 +260,7 @@ static void test_multiplexed(void)
 	for (int i = 0; i < 2; i++) {
 		char pmu[64];
 		snprintf(pmu, sizeof(pmu), "uncore_imc_free_running_%d", i);
-		uint32_t type = pmu_type(AL, pmu);
+		uint32_t type = t_pmu_type(AL, pmu);
 		/* rule()'s windows (gap, idle, the canary's set-up, read pass, write pass, gap,
 		 * perf), every raw step halved: raw IDLE in the idle window reads 2 IDLE, the
 		 * background each pass subtracts */
@@ -404,14 +396,14 @@ static void test_resctrl(double ratio, bool pass)
 	/* 32 instances (uncore_imc_0..15 on CPUs 0 and 56), each a 1/32 share */
 	uint64_t rd = ws / 32 / 64, wr = ws / 32 / 64;
 	T_EQ_U64(rd * 64 * 32, ws);
-	double bpc = alias_bytes(SPR, "uncore_imc_0", "cas_count_read");
+	double bpc = t_alias_bytes(SPR, "uncore_imc_0", "cas_count_read");
 	T_NEAR(bpc, 64.0, 1e-9);
-	T_NEAR(alias_bytes(SPR, "uncore_imc_0", "cas_count_write"), 64.0, 1e-9);
+	T_NEAR(t_alias_bytes(SPR, "uncore_imc_0", "cas_count_write"), 64.0, 1e-9);
 	double imc = 0; /* bytes over both passes, read and write events, every instance */
 	for (int p = 0; p < 16; p++) {
 		char pmu[64];
 		snprintf(pmu, sizeof(pmu), "uncore_imc_%d", p);
-		uint32_t type = pmu_type(SPR, pmu);
+		uint32_t type = t_pmu_type(SPR, pmu);
 		static const char *const cpus[] = { "0", "56" };
 		for (int s = 0; s < 2; s++) {
 			/* cas_count_read event=0x05,umask=0xcf; write umask=0xf0 */
@@ -512,9 +504,7 @@ static void test_run_records(void)
 		if (o.status)
 			fprintf(stderr, "run exited %d:\n%s\n", o.status, o.err);
 		T_EQ_INT(o.status, 0);
-		const char *w = strstr(o.err, "result written to ");
-		if (w)
-			snprintf(path, sizeof(path), "%.*s", (int)strcspn(w + 18, " \n"), w + 18);
+		t_written_path(o.err, path, sizeof(path));
 		t_output_free(&o);
 		json_t *doc = path[0] ? load(path) : NULL;
 		if (!doc)
@@ -561,12 +551,7 @@ static void test_run_records(void)
 				   "missing: ");
 		}
 		json_decref(doc);
-		const char *vargv[] = { "memwall", "validate", path, NULL };
-		o = t_run(vargv);
-		if (o.status)
-			fprintf(stderr, "validate:\n%s\n%s\n", o.out, o.err);
-		T_EQ_INT(o.status, 0);
-		t_output_free(&o);
+		t_validates(path, "test_verify");
 		char other[700];
 		snprintf(other, sizeof(other), "%s/state-other", scratch);
 		setenv("MEMWALL_STATE_DIR", other, 1);
@@ -576,11 +561,8 @@ static void test_run_records(void)
 
 int main(void)
 {
-	if (!getenv("MEMWALL_BIN"))
-		t_skip("MEMWALL_BIN is not set (run under meson test)");
-	snprintf(scratch, sizeof(scratch), "/tmp/mw-test-verify-XXXXXX");
-	if (!mkdtemp(scratch))
-		t_skip("cannot create a scratch folder in /tmp");
+	t_need_memwall();
+	t_scratch(scratch, sizeof(scratch), "verify");
 	char cache[600];
 	snprintf(cache, sizeof(cache), "%s/cache", scratch);
 	snprintf(state, sizeof(state), "%s/state", scratch);
@@ -604,9 +586,5 @@ int main(void)
 	test_cannot_verify();
 	test_run_records();
 
-	char cmd[300];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", scratch);
-	if (!t_failures && system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", scratch);
-	return t_done();
+	return t_done_rm(scratch, 1);
 }

@@ -41,21 +41,16 @@ struct al_counts {
 
 static void write_al(const struct al_counts *c)
 {
-	FILE *f = fopen(script, "w");
-	T_ASSERT(f != NULL);
-	if (!f)
-		exit(1);
+	FILE *f = t_vs_open(script);
 	for (int i = 0; i < 2; i++) {
-		char pmu[64];
-		snprintf(pmu, sizeof(pmu), "uncore_imc_free_running_%d", i);
-		uint32_t type = pmu_type(AL, pmu);
-		struct vs_steps rd, wr;
-		vs_begin(&rd);
-		vs_begin(&wr);
-		vs_target(&rd, c->rp_rd[i], c->wp_rd[i]);
-		vs_target(&wr, c->rp_wr[i], c->wp_wr[i]);
-		vs_rule(f, type, 0x20ff, "cpu=*", &rd);
-		vs_rule(f, type, 0x30ff, "cpu=*", &wr);
+		uint32_t type = t_vs_al_type(i);
+		struct t_vs_steps rd, wr;
+		t_vs_begin(&rd);
+		t_vs_begin(&wr);
+		t_vs_target(&rd, c->rp_rd[i], c->wp_rd[i]);
+		t_vs_target(&wr, c->rp_wr[i], c->wp_wr[i]);
+		t_vs_rule(f, type, 0x20ff, "cpu=*", &rd);
+		t_vs_rule(f, type, 0x30ff, "cpu=*", &wr);
 	}
 	fclose(f);
 }
@@ -65,12 +60,12 @@ static json_t *run(int want_status, const char *extra1, const char *extra2)
 {
 	char out[700];
 	snprintf(out, sizeof(out), "%s/r%d.json", scratch, ++run_no);
-	struct t_output o = vs_verify(SIZE, out, extra1, extra2, NULL);
+	struct t_output o = t_vs_verify(SIZE, out, extra1, extra2, NULL);
 	if (o.status != want_status)
 		fprintf(stderr, "verify exited %d, not %d:\n%s\n", o.status, want_status, o.err);
 	T_EQ_INT(o.status, want_status);
 	t_output_free(&o);
-	return vs_load(out);
+	return t_vs_load(out);
 }
 
 static const char *field(const json_t *d, const char *k)
@@ -87,12 +82,12 @@ static void expect_only(const json_t *r, const char *id)
 		if (strcmp(field(d, "id"), id))
 			T_FAIL_AT(__FILE__, __LINE__, "diagnosis %s beside %s: %s", field(d, "id"), id,
 				  field(d, "evidence"));
-	T_ASSERT(vs_diagnosis(r, id) != NULL);
+	T_ASSERT(t_vs_diagnosis(r, id) != NULL);
 }
 
 static void expect_none(const json_t *r, const char *id)
 {
-	const json_t *d = vs_diagnosis(r, id);
+	const json_t *d = t_vs_diagnosis(r, id);
 	if (d)
 		T_FAIL_AT(__FILE__, __LINE__, "%s diagnosed: %s", id, field(d, "evidence"));
 }
@@ -107,7 +102,7 @@ static void test_half_counting(void)
 	json_t *r = run(1, NULL, NULL);
 	if (r) {
 		expect_only(r, "half-counting");
-		const json_t *d = vs_diagnosis(r, "half-counting");
+		const json_t *d = t_vs_diagnosis(r, "half-counting");
 		T_CONTAINS(field(d, "evidence"), "the read pass counted 0.50x the canary");
 		T_CONTAINS(field(d, "evidence"), "1 of 2 controller instances counted nothing "
 						 "(uncore_imc_free_running_1)");
@@ -129,23 +124,20 @@ static void test_half_counting(void)
  * half, sch1 nothing; every instance at 0.5x in both directions. */
 static void write_gnr(uint64_t sch0, uint64_t sch1)
 {
-	FILE *f = fopen(script, "w");
-	T_ASSERT(f != NULL);
-	if (!f)
-		exit(1);
+	FILE *f = t_vs_open(script);
 	for (int p = 0; p < 12; p++) {
 		char pmu[64];
 		snprintf(pmu, sizeof(pmu), "uncore_imc_%d", p);
-		uint32_t type = pmu_type(GNR, pmu);
+		uint32_t type = t_pmu_type(GNR, pmu);
 		for (int sch = 0; sch < 2; sch++) {
 			uint64_t n = sch ? sch1 : sch0;
-			struct vs_steps rd, wr;
-			vs_begin(&rd);
-			vs_begin(&wr);
-			vs_target(&rd, n, 0);
-			vs_target(&wr, 0, n);
-			vs_rule(f, type, 0xcf05 + (uint64_t)sch, "cpu=*", &rd);
-			vs_rule(f, type, 0xf005 + (uint64_t)sch, "cpu=*", &wr);
+			struct t_vs_steps rd, wr;
+			t_vs_begin(&rd);
+			t_vs_begin(&wr);
+			t_vs_target(&rd, n, 0);
+			t_vs_target(&wr, 0, n);
+			t_vs_rule(f, type, 0xcf05 + (uint64_t)sch, "cpu=*", &rd);
+			t_vs_rule(f, type, 0xf005 + (uint64_t)sch, "cpu=*", &wr);
 		}
 	}
 	fclose(f);
@@ -154,7 +146,7 @@ static void write_gnr(uint64_t sch0, uint64_t sch1)
 static void test_half_counting_scheduler(void)
 {
 	use_tree(GNR);
-	T_NEAR(alias_bytes(GNR, "uncore_imc_0", "cas_count_read_sch1"), 64.0, 1e-9);
+	T_NEAR(t_alias_bytes(GNR, "uncore_imc_0", "cas_count_read_sch1"), 64.0, 1e-9);
 	uint64_t share = ws / 12 / 64; /* an instance's share, in counts */
 	T_EQ_U64(share * 12 * 64, ws);
 	T_EQ_U64(share % 2, 0);
@@ -162,7 +154,7 @@ static void test_half_counting_scheduler(void)
 	json_t *r = run(1, NULL, NULL);
 	if (r) {
 		expect_only(r, "half-counting");
-		const json_t *d = vs_diagnosis(r, "half-counting");
+		const json_t *d = t_vs_diagnosis(r, "half-counting");
 		T_CONTAINS(field(d, "evidence"), "every instance counted 0.50x its share");
 		T_CONTAINS(field(d, "fix"), "6a8a48644c4b");
 		T_CONTAINS(field(d, "fix"), "cas_count_{read,write}_sch0 and _sch1");
@@ -188,9 +180,9 @@ static void test_scale(void)
 	json_t *r = run(1, NULL, NULL);
 	if (r) {
 		expect_only(r, "scale-2x");
-		T_CONTAINS(field(vs_diagnosis(r, "scale-2x"), "evidence"),
+		T_CONTAINS(field(t_vs_diagnosis(r, "scale-2x"), "evidence"),
 			   "every instance counted 2.00x its share");
-		T_CONTAINS(field(vs_diagnosis(r, "scale-2x"), "fix"), ".scale");
+		T_CONTAINS(field(t_vs_diagnosis(r, "scale-2x"), "fix"), ".scale");
 		json_decref(r);
 	}
 	struct al_counts h = { .rp_rd = { s / 2, s / 2 }, .wp_wr = { s / 2, s / 2 } };
@@ -226,7 +218,7 @@ static void test_mib_as_mb(void)
 		char want[80];
 		snprintf(want, sizeof(want), "the sums are %.3fx the canary (%+.1f %%)", q,
 			 (q - 1) * 100);
-		T_CONTAINS(field(vs_diagnosis(r, "mib-as-mb"), "evidence"), want);
+		T_CONTAINS(field(t_vs_diagnosis(r, "mib-as-mb"), "evidence"), want);
 		json_decref(r);
 	}
 	/* not: -8 % */
@@ -249,7 +241,7 @@ static void test_directions(void)
 	json_t *r = run(1, NULL, NULL);
 	if (r) {
 		expect_only(r, "read-write-swapped");
-		T_EQ_STR(vs_verdict(r, "read pass: writes"), "fail");
+		T_EQ_STR(t_vs_verdict(r, "read pass: writes"), "fail");
 		json_decref(r);
 	}
 	/* a "read" event that also counts writes: the read pass is right, the non-temporal
@@ -259,10 +251,10 @@ static void test_directions(void)
 	r = run(1, NULL, NULL);
 	if (r) {
 		expect_only(r, "write-allocate-in-reads");
-		T_EQ_STR(vs_verdict(r, "read pass: sum"), "pass");
-		T_EQ_STR(vs_verdict(r, "write pass: sum"), "pass");
-		T_EQ_STR(vs_verdict(r, "write pass: reads"), "fail");
-		T_CONTAINS(field(vs_diagnosis(r, "write-allocate-in-reads"), "evidence"),
+		T_EQ_STR(t_vs_verdict(r, "read pass: sum"), "pass");
+		T_EQ_STR(t_vs_verdict(r, "write pass: sum"), "pass");
+		T_EQ_STR(t_vs_verdict(r, "write pass: reads"), "fail");
+		T_CONTAINS(field(t_vs_diagnosis(r, "write-allocate-in-reads"), "evidence"),
 			   "the non-temporal write pass counted 1.00x its written bytes as reads");
 		json_decref(r);
 	}
@@ -296,24 +288,24 @@ static void test_not_numa_local(void)
 	for (int p = 0; p < 16; p++) {
 		char pmu[64], match[16];
 		snprintf(pmu, sizeof(pmu), "uncore_imc_%d", p);
-		uint32_t type = pmu_type(SPR, pmu);
+		uint32_t type = t_pmu_type(SPR, pmu);
 		for (int node = 0; node < 2; node++) {
 			uint64_t n = p != 5 ? sh : node == 0 ? 2 * sh : 0;
-			struct vs_steps rd, wr;
-			vs_begin(&rd);
-			vs_begin(&wr);
-			vs_target(&rd, n, 0);
-			vs_target(&wr, 0, n);
+			struct t_vs_steps rd, wr;
+			t_vs_begin(&rd);
+			t_vs_begin(&wr);
+			t_vs_target(&rd, n, 0);
+			t_vs_target(&wr, 0, n);
 			snprintf(match, sizeof(match), "node=%d", node);
-			vs_rule(f, type, 0xcf05, match, &rd);
-			vs_rule(f, type, 0xf005, match, &wr);
+			t_vs_rule(f, type, 0xcf05, match, &rd);
+			t_vs_rule(f, type, 0xf005, match, &wr);
 		}
 	}
 	fclose(f);
 	json_t *r = run(1, "--numa", "off");
 	if (r) {
 		expect_none(r, "numa-local");
-		const json_t *d = vs_diagnosis(r, "missing-instance");
+		const json_t *d = t_vs_diagnosis(r, "missing-instance");
 		T_ASSERT(d != NULL);
 		T_CONTAINS(field(d, "evidence"), "uncore_imc_5@cpu56 (node 1) counted nothing");
 		T_CONTAINS(field(d, "fix"), "the others carried its share");
@@ -324,19 +316,10 @@ static void test_not_numa_local(void)
 
 int main(void)
 {
-	if (!getenv("MEMWALL_BIN"))
-		t_skip("MEMWALL_BIN is not set (run under meson test)");
-	snprintf(scratch, sizeof(scratch), "/tmp/mw-test-verify-diagnose-XXXXXX");
-	if (!mkdtemp(scratch))
-		t_skip("cannot create a scratch folder in /tmp");
-	char state[600];
-	snprintf(state, sizeof(state), "%s/state", scratch);
-	snprintf(script, sizeof(script), "%s/sim.script", scratch);
-	setenv("MEMWALL_STATE_DIR", state, 1);
-	setenv("MEMWALL_COUNTERS", "sim", 1);
-	setenv("MEMWALL_SIM_SCRIPT", script, 1);
-	T_NEAR(alias_bytes(AL, "uncore_imc_free_running_0", "data_read"), 64.0, 1e-9);
-	ws = vs_bytes(0.001);
+	t_vs_setup(scratch, sizeof(scratch), "verify-diagnose", script, sizeof(script));
+	t_sim_env(NULL, script);
+	T_NEAR(t_alias_bytes(AL, "uncore_imc_free_running_0", "data_read"), 64.0, 1e-9);
+	ws = t_vs_bytes(0.001);
 	s = ws / 2 / 64;
 	T_EQ_U64(s * 2 * 64, ws);
 
@@ -348,9 +331,5 @@ int main(void)
 	test_not_missing();
 	test_not_numa_local();
 
-	char cmd[300];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", scratch);
-	if (!t_failures && system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", scratch);
-	return t_done();
+	return t_done_rm(scratch, 1);
 }

@@ -11,7 +11,7 @@
  * counters read at the same points, so a channel's rule lists one step per reading, as
  * for any backend.
  *
- * The canary ws (vs_bytes) spreads evenly over the eight channels: ws / 8 per channel per
+ * The canary ws (t_vs_bytes) spreads evenly over the eight channels: ws / 8 per channel per
  * pass, ws / 2 per group of four, ws over both groups. Every figure checked below is computed
  * here from those.
  */
@@ -46,26 +46,23 @@ static const struct {
  * the matrix's windows too. */
 static void write_script(int silent, int scaled, bool matrix)
 {
-	FILE *f = fopen(script, "w");
-	T_ASSERT(f != NULL);
-	if (!f)
-		exit(1);
-	uint32_t type = pmu_type(ZEN3, "amd_df");
+	FILE *f = t_vs_open(script);
+	uint32_t type = t_pmu_type(ZEN3, "amd_df");
 	fprintf(f, "pmu type=%u counters=4\n", type);
 	for (unsigned c = 0; c < CHANNELS; c++) {
-		struct vs_steps s;
+		struct t_vs_steps s;
 		uint64_t per = (int)c == silent ? 0 : ws[0] / CHANNELS / 64;
-		vs_begin(&s);
-		vs_target(&s, per, per); /* the read pass reads ws, the write pass writes ws */
+		t_vs_begin(&s);
+		t_vs_target(&s, per, per); /* the read pass reads ws, the write pass writes ws */
 		for (int k = 1; matrix && k <= 4; k++) {
-			vs_add(&s, UINT64_MAX);
+			t_vs_add(&s, UINT64_MAX);
 			for (int p = 0; p < 5; p++)
-				vs_add(&s, (uint64_t)llround(pat[p].total * (double)ws[k]) /
+				t_vs_add(&s, (uint64_t)llround(pat[p].total * (double)ws[k]) /
 					       CHANNELS / 64);
 		}
 		char match[32];
 		snprintf(match, sizeof(match), "cpu=*%s", (int)c == scaled ? " scaled=0.5" : "");
-		vs_rule(f, type, channel_config(c), match, &s);
+		t_vs_rule(f, type, channel_config(c), match, &s);
 	}
 	fclose(f);
 }
@@ -82,12 +79,12 @@ static void test_pass(void)
 	char out[700], name[64];
 	snprintf(out, sizeof(out), "%s/pass.json", scratch);
 	write_script(-1, -1, false);
-	struct t_output o = vs_verify(SIZE, out, NULL, NULL, NULL);
+	struct t_output o = t_vs_verify(SIZE, out, NULL, NULL, NULL);
 	if (o.status)
 		fprintf(stderr, "verify exited %d:\n%s\n", o.status, o.err);
 	T_EQ_INT(o.status, 0);
 	t_output_free(&o);
-	json_t *r = vs_load(out);
+	json_t *r = t_vs_load(out);
 	if (!r)
 		return;
 	T_EQ_STR(json_string_value(json_object_get(r, "backend")), "amd_df");
@@ -129,16 +126,16 @@ static void test_pass(void)
 				       (double)ws[0] / CHANNELS, 1e-6);
 			snprintf(check, sizeof(check), "%s pass: amd_df counter group %d", passes[p],
 				 g + 1);
-			T_EQ_STR(vs_verdict(r, check), "pass");
+			T_EQ_STR(t_vs_verdict(r, check), "pass");
 		}
 		T_NEAR(sum, (double)ws[0], 1e-6); /* the groups add up to the canary */
 		snprintf(check, sizeof(check), "%s pass: running share", passes[p]);
-		T_EQ_STR(vs_verdict(r, check), "pass");
-		T_NEAR(json_number_value(json_object_get(vs_check(r, check), "running_share")), 1.0,
-		       1e-12);
+		T_EQ_STR(t_vs_verdict(r, check), "pass");
+		T_NEAR(json_number_value(json_object_get(t_vs_check(r, check), "running_share")),
+		       1.0, 1e-12);
 		snprintf(check, sizeof(check), "%s pass: amd_df/dram_channel_data_controller_6",
 			 passes[p]);
-		T_EQ_STR(vs_verdict(r, check), "pass");
+		T_EQ_STR(t_vs_verdict(r, check), "pass");
 	}
 	/* per pass: instance, sum, share, 2 groups, 8 channels */
 	T_EQ_INT(json_array_size(json_object_get(r, "checks")), 2 * (3 + 2 + 8));
@@ -187,7 +184,7 @@ static void test_silent_channel(void)
 	char out[700], want[400];
 	snprintf(out, sizeof(out), "%s/silent.json", scratch);
 	write_script(5, -1, false);
-	struct t_output o = vs_verify(SIZE, out, NULL, NULL, NULL);
+	struct t_output o = t_vs_verify(SIZE, out, NULL, NULL, NULL);
 	T_EQ_INT(o.status, 1);
 	snprintf(want, sizeof(want), "memwall verify: amd_df/dram_channel_data_controller_5 "
 		 "(counter group 2 of 2, read pass, total): counted nothing (0 bytes, against %.0f)",
@@ -201,17 +198,17 @@ static void test_silent_channel(void)
 	T_ASSERT(!strstr(o.err, "dram_channel_data_controller_4 (counter"));
 	T_ASSERT(!strstr(o.err, "counter group 1 of 2 (read pass"));
 	t_output_free(&o);
-	json_t *r = vs_load(out);
+	json_t *r = t_vs_load(out);
 	if (!r)
 		return;
 	T_EQ_STR(json_string_value(json_object_get(r, "verdict")), "fail");
-	T_EQ_STR(vs_verdict(r, "read pass: amd_df/dram_channel_data_controller_5"), "fail");
-	T_EQ_STR(vs_verdict(r, "read pass: amd_df/dram_channel_data_controller_4"), "pass");
-	T_EQ_STR(vs_verdict(r, "read pass: amd_df counter group 2"), "fail");
-	T_EQ_STR(vs_verdict(r, "read pass: amd_df counter group 1"), "pass");
-	T_EQ_STR(vs_verdict(r, "read pass: running share"), "pass");
+	T_EQ_STR(t_vs_verdict(r, "read pass: amd_df/dram_channel_data_controller_5"), "fail");
+	T_EQ_STR(t_vs_verdict(r, "read pass: amd_df/dram_channel_data_controller_4"), "pass");
+	T_EQ_STR(t_vs_verdict(r, "read pass: amd_df counter group 2"), "fail");
+	T_EQ_STR(t_vs_verdict(r, "read pass: amd_df counter group 1"), "pass");
+	T_EQ_STR(t_vs_verdict(r, "read pass: running share"), "pass");
 	/* 7 of 8 channels: -12.5 %, over the sum's 3 % */
-	T_EQ_STR(vs_verdict(r, "read pass: sum"), "fail");
+	T_EQ_STR(t_vs_verdict(r, "read pass: sum"), "fail");
 	const json_t *pj = json_object_get(json_object_get(r, "passes"), "read");
 	T_NEAR(json_number_value(json_object_get(pj, "counted_bytes")), 7.0 * (double)ws[0] / 8,
 	       1e-6);
@@ -225,16 +222,16 @@ static void test_crowded_group(void)
 	char out[700], want[300];
 	snprintf(out, sizeof(out), "%s/crowded.json", scratch);
 	write_script(-1, 6, false);
-	struct t_output o = vs_verify(SIZE, out, NULL, NULL, NULL);
+	struct t_output o = t_vs_verify(SIZE, out, NULL, NULL, NULL);
 	T_EQ_INT(o.status, 1);
 	snprintf(want, sizeof(want), "memwall verify: amd_df counter group 2 of 2 (read pass, "
 		 "time running / time enabled): multiplexed: counted %.1f %% of the pass", 50.0);
 	T_CONTAINS(o.err, want);
 	t_output_free(&o);
-	json_t *r = vs_load(out);
+	json_t *r = t_vs_load(out);
 	if (!r)
 		return;
-	T_EQ_STR(vs_verdict(r, "read pass: running share"), "fail");
+	T_EQ_STR(t_vs_verdict(r, "read pass: running share"), "fail");
 	T_NEAR(json_number_value(json_object_get(group_of(json_object_get(json_object_get(r,
 		"passes"), "read"), 1), "running_share")), 0.5, 1e-12);
 	T_NEAR(json_number_value(json_object_get(group_of(json_object_get(json_object_get(r,
@@ -249,12 +246,12 @@ static void test_matrix(void)
 	char out[700];
 	snprintf(out, sizeof(out), "%s/matrix.json", scratch);
 	write_script(-1, -1, true);
-	struct t_output o = vs_verify(SIZE, out, "--matrix", NULL, NULL);
+	struct t_output o = t_vs_verify(SIZE, out, "--matrix", NULL, NULL);
 	if (o.status)
 		fprintf(stderr, "verify exited %d:\n%s\n", o.status, o.err);
 	T_EQ_INT(o.status, 0);
 	t_output_free(&o);
-	json_t *r = vs_load(out);
+	json_t *r = t_vs_load(out);
 	if (!r)
 		return;
 	const json_t *pats = json_object_get(json_object_get(r, "matrix"), "patterns");
@@ -293,18 +290,18 @@ static void test_two_channels(void)
 	T_ASSERT(f != NULL);
 	if (!f)
 		return;
-	uint32_t type = pmu_type(ZEN3, "amd_df");
+	uint32_t type = t_pmu_type(ZEN3, "amd_df");
 	fprintf(f, "pmu type=%u counters=4\n", type);
 	for (unsigned c = 0; c < CHANNELS; c++) {
-		struct vs_steps st;
+		struct t_vs_steps st;
 		uint64_t per = c < 2 ? ws[0] / 2 / 64 : 0;
-		vs_begin(&st);
-		vs_target(&st, per, per);
-		vs_rule(f, type, channel_config(c), "cpu=*", &st);
+		t_vs_begin(&st);
+		t_vs_target(&st, per, per);
+		t_vs_rule(f, type, channel_config(c), "cpu=*", &st);
 	}
 	fclose(f);
 	setenv("MEMWALL_SYSFS_ROOT", root, 1);
-	struct t_output o = vs_verify(SIZE, out, NULL, NULL, NULL);
+	struct t_output o = t_vs_verify(SIZE, out, NULL, NULL, NULL);
 	if (o.status)
 		fprintf(stderr, "verify exited %d:\n%s\n", o.status, o.err);
 	T_EQ_INT(o.status, 0);
@@ -312,16 +309,16 @@ static void test_two_channels(void)
 	char zen3[4200];
 	snprintf(zen3, sizeof(zen3), "%s%s", t_data("sysfs/"), ZEN3);
 	setenv("MEMWALL_SYSFS_ROOT", zen3, 1);
-	json_t *r = vs_load(out);
+	json_t *r = t_vs_load(out);
 	if (!r)
 		return;
 	T_EQ_STR(json_string_value(json_object_get(r, "verdict")), "pass");
 	T_EQ_INT(json_integer_value(json_object_get(json_object_get(json_object_get(r,
 		"topology"), "channels"), "populated")), 2);
-	T_EQ_STR(vs_verdict(r, "read pass: amd_df"), "pass");
-	T_EQ_STR(vs_verdict(r, "read pass: sum"), "pass");
-	T_ASSERT(vs_check(r, "read pass: amd_df/dram_channel_data_controller_2") == NULL);
-	T_ASSERT(vs_check(r, "read pass: amd_df counter group 2") == NULL);
+	T_EQ_STR(t_vs_verdict(r, "read pass: amd_df"), "pass");
+	T_EQ_STR(t_vs_verdict(r, "read pass: sum"), "pass");
+	T_ASSERT(t_vs_check(r, "read pass: amd_df/dram_channel_data_controller_2") == NULL);
+	T_ASSERT(t_vs_check(r, "read pass: amd_df counter group 2") == NULL);
 	const json_t *pj = json_object_get(json_object_get(r, "passes"), "read");
 	T_CONTAINS(json_string_value(json_object_get(group_of(pj, 1), "checked")),
 		   "not checked: 2 channels populated");
@@ -330,22 +327,10 @@ static void test_two_channels(void)
 
 int main(void)
 {
-	if (!getenv("MEMWALL_BIN"))
-		t_skip("MEMWALL_BIN is not set (run under meson test)");
-	snprintf(scratch, sizeof(scratch), "/tmp/mw-test-verify-groups-XXXXXX");
-	if (!mkdtemp(scratch))
-		t_skip("cannot create a scratch folder in /tmp");
-	char state[600], cache[600], root[4200];
-	snprintf(state, sizeof(state), "%s/state", scratch);
-	snprintf(cache, sizeof(cache), "%s/cache", scratch);
-	snprintf(script, sizeof(script), "%s/sim.script", scratch);
-	snprintf(root, sizeof(root), "%s%s", t_data("sysfs/"), ZEN3);
-	setenv("MEMWALL_STATE_DIR", state, 1);
-	setenv("MEMWALL_CACHE_DIR", cache, 1);
-	setenv("MEMWALL_SYSFS_ROOT", root, 1);
-	setenv("MEMWALL_COUNTERS", "sim", 1);
-	setenv("MEMWALL_SIM_SCRIPT", script, 1);
-	ws[0] = vs_bytes(0.001);
+	t_vs_setup(scratch, sizeof(scratch), "verify-groups", script, sizeof(script));
+	t_setenv_in("MEMWALL_CACHE_DIR", scratch, "cache");
+	t_sim_env(ZEN3, script);
+	ws[0] = t_vs_bytes(0.001);
 	uint64_t unit = 6 * (uint64_t)sysconf(_SC_PAGESIZE), asked = (uint64_t)(0.001 * 1073741824.0);
 	T_EQ_U64(ws[0] / CHANNELS / 64 * 64 * CHANNELS, ws[0]); /* whole counts per channel */
 	for (int k = 1; k <= 4; k++) {
@@ -361,9 +346,5 @@ int main(void)
 	test_crowded_group();
 	test_matrix();
 	test_two_channels();
-	char cmd[300];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", scratch);
-	if (!t_failures && system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", scratch);
-	return t_done();
+	return t_done_rm(scratch, 1);
 }

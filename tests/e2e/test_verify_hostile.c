@@ -20,6 +20,7 @@
 
 #include <jansson.h>
 
+#include "record.h"
 #include "run.h"
 #include "sim_tree.h"
 #include "test.h"
@@ -330,7 +331,7 @@ static void test_store_and_out(void)
 	T_ASSERT(S_ISFIFO(s1.st_mode));
 	T_EQ_INT(lstat(slink, &s1), 0);
 	T_ASSERT(S_ISLNK(s1.st_mode));
-	T_ASSERT(read_text(out, text, sizeof(text)) && !strcmp(text, "mine"));
+	T_ASSERT(t_read_text(out, text, sizeof(text)) && !strcmp(text, "mine"));
 	/* a hard link to the store is the store */
 	char hard[700];
 	snprintf(hard, sizeof(hard), "%s/hard.json", scratch);
@@ -380,9 +381,7 @@ static void test_store_and_out(void)
 	const char *const run[] = { "run", proto, "-o", dirout, NULL };
 	o = mw(run);
 	T_EQ_INT(o.status, 0);
-	const char *w = strstr(o.err, "result written to ");
-	if (w)
-		snprintf(path, sizeof(path), "%.*s", (int)strcspn(w + 18, " \n"), w + 18);
+	t_written_path(o.err, path, sizeof(path));
 	t_output_free(&o);
 	r = path[0] ? load(path) : NULL;
 	const json_t *dram = json_object_get(json_object_get(r, "counters"), "dram");
@@ -422,9 +421,7 @@ static const json_t *run_dram(json_t **doc, const char *name)
 	if (o.status)
 		fprintf(stderr, "run exited %d:\n%s\n", o.status, o.err);
 	T_EQ_INT(o.status, 0);
-	const char *w = strstr(o.err, "result written to ");
-	if (w)
-		snprintf(path, sizeof(path), "%.*s", (int)strcspn(w + 18, " \n"), w + 18);
+	t_written_path(o.err, path, sizeof(path));
 	t_output_free(&o);
 	*doc = path[0] ? load(path) : NULL;
 	if (path[0]) {
@@ -585,24 +582,17 @@ static void test_bundle(void)
 
 int main(void)
 {
-	if (!getenv("MEMWALL_BIN"))
-		t_skip("MEMWALL_BIN is not set (run under meson test)");
+	t_need_memwall();
 	if (access("/usr/bin/timeout", X_OK))
 		t_skip("/usr/bin/timeout is absent (coreutils): it bounds every memwall here");
-	snprintf(scratch, sizeof(scratch), "/tmp/mw-test-vhostile-XXXXXX");
-	if (!mkdtemp(scratch))
-		t_skip("cannot create a scratch folder in /tmp");
-	char cache[600], root[4200], path[1200];
-	snprintf(cache, sizeof(cache), "%s/cache", scratch);
+	t_scratch(scratch, sizeof(scratch), "vhostile");
+	char path[1200];
 	snprintf(script, sizeof(script), "%s/sim.script", scratch);
 	snprintf(bindir, sizeof(bindir), "%s/bin", scratch);
 	snprintf(proto, sizeof(proto), "%s/run.json", scratch);
 	mkdir(bindir, 0755);
-	setenv("MEMWALL_CACHE_DIR", cache, 1);
-	snprintf(root, sizeof(root), "%s%s", t_data("sysfs/"), AL);
-	setenv("MEMWALL_SYSFS_ROOT", root, 1);
-	setenv("MEMWALL_COUNTERS", "sim", 1);
-	setenv("MEMWALL_SIM_SCRIPT", script, 1);
+	t_setenv_in("MEMWALL_CACHE_DIR", scratch, "cache");
+	t_sim_env(AL, script);
 	const char *old = getenv("PATH");
 	snprintf(path, sizeof(path), "%s:%s", bindir, old ? old : "/usr/bin:/bin");
 	setenv("PATH", path, 1);
@@ -613,9 +603,9 @@ int main(void)
 		char pmu[64];
 		snprintf(pmu, sizeof(pmu), "uncore_imc_free_running_%d", i);
 		fprintf(f, "perf type=%u config=0x20ff cpu=* start=1000 step=100000\n",
-			pmu_type(AL, pmu));
+			t_pmu_type(AL, pmu));
 		fprintf(f, "perf type=%u config=0x30ff cpu=* start=1000 step=50000\n",
-			pmu_type(AL, pmu));
+			t_pmu_type(AL, pmu));
 	}
 	fclose(f);
 	t_write_file(proto,
@@ -642,9 +632,5 @@ int main(void)
 		tests[i].fn();
 	}
 
-	char cmd[300];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", scratch);
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", scratch);
-	return t_done();
+	return t_done_rm(scratch, 0);
 }

@@ -4,7 +4,7 @@
  * The arrow-lake tree: two free-running controllers (uncore_imc_free_running_0/1, data_read
  * config 0x20ff and data_write 0x30ff, 64 bytes per count from .scale and .unit), one NUMA
  * node: one placement. With --size S the matrix streams S, 2S, 4S and 8S, each rounded up to
- * 6 whole pages like the canary (vs_bytes), and five patterns at each. What each pattern must
+ * 6 whole pages like the canary (t_vs_bytes), and five patterns at each. What each pattern must
  * move, in bytes, for a working set ws (likwid's test/accuracy/TESTS/MEM.txt WA_FACTORs and
  * engine.h's stream kinds, computed here):
  *
@@ -45,30 +45,25 @@ static uint64_t expected(int size, int p, bool read)
 /* skip_wa: the "write" pattern's write-allocate reads missing, as on a CPU that skips them */
 static void write_script(bool skip_wa)
 {
-	FILE *f = fopen(script, "w");
-	T_ASSERT(f != NULL);
-	if (!f)
-		exit(1);
+	FILE *f = t_vs_open(script);
 	for (int i = 0; i < 2; i++) {
-		char pmu[64];
-		snprintf(pmu, sizeof(pmu), "uncore_imc_free_running_%d", i);
-		uint32_t type = pmu_type(AL, pmu);
-		struct vs_steps rd, wr;
-		vs_begin(&rd);
-		vs_begin(&wr);
-		vs_target(&rd, ws[0] / 2 / 64, 0);
-		vs_target(&wr, 0, ws[0] / 2 / 64);
+		uint32_t type = t_vs_al_type(i);
+		struct t_vs_steps rd, wr;
+		t_vs_begin(&rd);
+		t_vs_begin(&wr);
+		t_vs_target(&rd, ws[0] / 2 / 64, 0);
+		t_vs_target(&wr, 0, ws[0] / 2 / 64);
 		for (int k = 1; k <= 4; k++) {
-			vs_add(&rd, UINT64_MAX); /* the size's set-up */
-			vs_add(&wr, UINT64_MAX);
+			t_vs_add(&rd, UINT64_MAX); /* the size's set-up */
+			t_vs_add(&wr, UINT64_MAX);
 			for (int p = 0; p < 5; p++) {
 				bool gone = skip_wa && p == 1;
-				vs_add(&rd, gone ? 0 : expected(k, p, true) / 2 / 64);
-				vs_add(&wr, expected(k, p, false) / 2 / 64);
+				t_vs_add(&rd, gone ? 0 : expected(k, p, true) / 2 / 64);
+				t_vs_add(&wr, expected(k, p, false) / 2 / 64);
 			}
 		}
-		vs_rule(f, type, 0x20ff, "cpu=*", &rd);
-		vs_rule(f, type, 0x30ff, "cpu=*", &wr);
+		t_vs_rule(f, type, 0x20ff, "cpu=*", &rd);
+		t_vs_rule(f, type, 0x30ff, "cpu=*", &wr);
 	}
 	fclose(f);
 }
@@ -78,12 +73,12 @@ static void test_matrix(void)
 	char out[700];
 	snprintf(out, sizeof(out), "%s/matrix.json", scratch);
 	write_script(false);
-	struct t_output o = vs_verify(SIZE, out, "--matrix", NULL, NULL);
+	struct t_output o = t_vs_verify(SIZE, out, "--matrix", NULL, NULL);
 	if (o.status)
 		fprintf(stderr, "verify exited %d:\n%s\n", o.status, o.err);
 	T_EQ_INT(o.status, 0);
 	t_output_free(&o);
-	json_t *r = vs_load(out);
+	json_t *r = t_vs_load(out);
 	if (!r)
 		return;
 	const json_t *m = json_object_get(r, "matrix");
@@ -116,7 +111,7 @@ static void test_matrix(void)
 	const json_t *th = json_object_get(json_array_get(pats, 3), "threshold");
 	T_NEAR(json_number_value(json_object_get(th, "read_pct")), 10, 1e-9);
 	T_NEAR(json_number_value(json_object_get(th, "write_pct")), 3, 1e-9);
-	T_EQ_STR(vs_verdict(r, "matrix: triad 8.2MiB: write"), "pass");
+	T_EQ_STR(t_vs_verdict(r, "matrix: triad 8.2MiB: write"), "pass");
 	json_decref(r);
 
 	/* the text report: the table, labelled SIMULATED */
@@ -137,40 +132,29 @@ static void test_no_write_allocate(void)
 	char out[700], want[400];
 	snprintf(out, sizeof(out), "%s/nowa.json", scratch);
 	write_script(true);
-	struct t_output o = vs_verify(SIZE, out, "--matrix", NULL, NULL);
+	struct t_output o = t_vs_verify(SIZE, out, "--matrix", NULL, NULL);
 	T_EQ_INT(o.status, 1);
 	snprintf(want, sizeof(want), "memwall verify: write at 1.0MiB (read, matrix): memwall "
 		 "counted nothing (0 bytes, against %" PRIu64 ")", expected(1, 1, true));
 	T_CONTAINS(o.err, want);
 	t_output_free(&o);
-	json_t *r = vs_load(out);
+	json_t *r = t_vs_load(out);
 	if (!r)
 		return;
-	T_EQ_STR(vs_verdict(r, "matrix: write 1.0MiB: read"), "fail");
-	T_EQ_STR(vs_verdict(r, "matrix: write 1.0MiB: write"), "pass");
-	T_EQ_STR(vs_verdict(r, "matrix: copy 1.0MiB: read"), "pass");
-	T_EQ_STR(vs_verdict(r, "read pass: sum"), "pass");
+	T_EQ_STR(t_vs_verdict(r, "matrix: write 1.0MiB: read"), "fail");
+	T_EQ_STR(t_vs_verdict(r, "matrix: write 1.0MiB: write"), "pass");
+	T_EQ_STR(t_vs_verdict(r, "matrix: copy 1.0MiB: read"), "pass");
+	T_EQ_STR(t_vs_verdict(r, "read pass: sum"), "pass");
 	json_decref(r);
 }
 
 int main(void)
 {
-	if (!getenv("MEMWALL_BIN"))
-		t_skip("MEMWALL_BIN is not set (run under meson test)");
-	snprintf(scratch, sizeof(scratch), "/tmp/mw-test-verify-matrix-XXXXXX");
-	if (!mkdtemp(scratch))
-		t_skip("cannot create a scratch folder in /tmp");
-	char state[600], root[4200];
-	snprintf(state, sizeof(state), "%s/state", scratch);
-	snprintf(script, sizeof(script), "%s/sim.script", scratch);
-	snprintf(root, sizeof(root), "%s%s", t_data("sysfs/"), AL);
-	setenv("MEMWALL_STATE_DIR", state, 1);
-	setenv("MEMWALL_SYSFS_ROOT", root, 1);
-	setenv("MEMWALL_COUNTERS", "sim", 1);
-	setenv("MEMWALL_SIM_SCRIPT", script, 1);
-	T_NEAR(alias_bytes(AL, "uncore_imc_free_running_0", "data_read"), 64.0, 1e-9);
-	T_NEAR(alias_bytes(AL, "uncore_imc_free_running_1", "data_write"), 64.0, 1e-9);
-	ws[0] = vs_bytes(0.001);
+	t_vs_setup(scratch, sizeof(scratch), "verify-matrix", script, sizeof(script));
+	t_sim_env(AL, script);
+	T_NEAR(t_alias_bytes(AL, "uncore_imc_free_running_0", "data_read"), 64.0, 1e-9);
+	T_NEAR(t_alias_bytes(AL, "uncore_imc_free_running_1", "data_write"), 64.0, 1e-9);
+	ws[0] = t_vs_bytes(0.001);
 	uint64_t unit = 6 * (uint64_t)sysconf(_SC_PAGESIZE), asked = (uint64_t)(0.001 * 1073741824.0);
 	for (int k = 1; k <= 4; k++) {
 		ws[k] = ((asked << (k - 1)) + unit - 1) / unit * unit;
@@ -178,9 +162,5 @@ int main(void)
 	}
 	test_matrix();
 	test_no_write_allocate();
-	char cmd[300];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", scratch);
-	if (!t_failures && system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", scratch);
-	return t_done();
+	return t_done_rm(scratch, 1);
 }

@@ -33,39 +33,37 @@ static void resctrl_rules(FILE *f, uint64_t imc)
 {
 	uint64_t x = imc / 8; /* per domain and pass; node 1's set-up takes the rest */
 	for (int d = 0; d < 2; d++)
-		fprintf(f, "file path=mon_L3_0%d/mbm_total_bytes start=77 steps=%d,%d,%d,%" PRIu64
-			",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n", d, VS_GAP, VS_IDLE,
-			VS_GAP, x, x, imc / 2 - 4 * x, x, x);
+		fprintf(f,
+			"file path=mon_L3_0%d/mbm_total_bytes start=77 steps=%d,%d,%d,%" PRIu64
+			",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n",
+			d, T_VS_GAP, T_VS_IDLE, T_VS_GAP, x, x, imc / 2 - 4 * x, x, x);
 }
 
 /* silent_pmu, silent_node: an instance that counts nothing of the canary (-1: none) */
 static void write_script(int silent_pmu, int silent_node)
 {
-	FILE *f = fopen(script, "w");
-	T_ASSERT(f != NULL);
-	if (!f)
-		exit(1);
+	FILE *f = t_vs_open(script);
 	uint64_t imc = 0; /* the controllers' bytes over the canary's windows */
 	for (int p = 0; p < 16; p++) {
 		char pmu[64], match[16];
 		snprintf(pmu, sizeof(pmu), "uncore_imc_%d", p);
-		uint32_t type = pmu_type(SPR, pmu);
+		uint32_t type = t_pmu_type(SPR, pmu);
 		for (int node = 0; node < 2; node++) {
 			bool silent = p == silent_pmu && node == silent_node;
-			struct vs_steps rd, wr;
-			vs_begin(&rd);
-			vs_begin(&wr);
+			struct t_vs_steps rd, wr;
+			t_vs_begin(&rd);
+			t_vs_begin(&wr);
 			/* target t places the canary on node t */
 			for (int t = 0; t < 2; t++) {
 				uint64_t mine = t == node && !silent ? share : 0;
-				vs_target(&rd, mine, 0);
-				vs_target(&wr, 0, mine);
+				t_vs_target(&rd, mine, 0);
+				t_vs_target(&wr, 0, mine);
 			}
 			snprintf(match, sizeof(match), "node=%d", node);
 			/* cas_count_read event=0x05,umask=0xcf; write umask=0xf0 */
-			vs_rule(f, type, 0xcf05, match, &rd);
-			vs_rule(f, type, 0xf005, match, &wr);
-			imc += (vs_sum(&rd, 1, 5) + vs_sum(&wr, 1, 5)) * 64;
+			t_vs_rule(f, type, 0xcf05, match, &rd);
+			t_vs_rule(f, type, 0xf005, match, &wr);
+			imc += (t_vs_sum(&rd, 1, 5) + t_vs_sum(&wr, 1, 5)) * 64;
 		}
 	}
 	resctrl_rules(f, imc);
@@ -77,13 +75,13 @@ static void test_pass(void)
 	char out[700];
 	snprintf(out, sizeof(out), "%s/pass.json", scratch);
 	write_script(-1, -1);
-	struct t_output o = vs_verify(SIZE, out, NULL, NULL, NULL);
+	struct t_output o = t_vs_verify(SIZE, out, NULL, NULL, NULL);
 	if (o.status)
 		fprintf(stderr, "verify exited %d:\n%s\n", o.status, o.err);
 	T_EQ_INT(o.status, 0);
 	T_CONTAINS(o.err, "on 2 placements (node 0)");
 	t_output_free(&o);
-	json_t *r = vs_load(out);
+	json_t *r = t_vs_load(out);
 	if (!r)
 		return;
 	T_EQ_STR(json_string_value(json_object_get(r, "verdict")), "pass");
@@ -120,10 +118,10 @@ static void test_pass(void)
 		T_ASSERT(json_is_false(json_object_get(other, "member")));
 		T_NEAR(json_number_value(json_object_get(other, "counted_bytes")), 0, 1e-9);
 	}
-	T_EQ_STR(vs_verdict(r, "node 1: read pass: uncore_imc_3@cpu56"), "pass");
-	T_EQ_STR(vs_verdict(r, "node 0: write pass: other instances"), "pass");
-	T_EQ_STR(vs_verdict(r, "node 1: write pass: reads"), "pass");
-	T_ASSERT(vs_check(r, "node 0: read pass: uncore_imc_3@cpu56") == NULL); /* not a member */
+	T_EQ_STR(t_vs_verdict(r, "node 1: read pass: uncore_imc_3@cpu56"), "pass");
+	T_EQ_STR(t_vs_verdict(r, "node 0: write pass: other instances"), "pass");
+	T_EQ_STR(t_vs_verdict(r, "node 1: write pass: reads"), "pass");
+	T_ASSERT(t_vs_check(r, "node 0: read pass: uncore_imc_3@cpu56") == NULL); /* not a member */
 	T_EQ_INT(json_array_size(json_object_get(r, "diagnoses")), 0);
 	/* the record's topology: two nodes, 16 instances each */
 	const json_t *per = json_object_get(json_object_get(json_object_get(r, "topology"),
@@ -139,29 +137,29 @@ static void test_silent_on_node1(void)
 	char out[700], want[300];
 	snprintf(out, sizeof(out), "%s/silent.json", scratch);
 	write_script(3, 1);
-	struct t_output o = vs_verify(SIZE, out, NULL, NULL, NULL);
+	struct t_output o = t_vs_verify(SIZE, out, NULL, NULL, NULL);
 	T_EQ_INT(o.status, 1);
 	snprintf(want, sizeof(want), "memwall verify: uncore_imc_3@cpu56 (node 1, read pass, read): "
 		 "counted nothing (0 bytes, against %.0f)", (double)ws / 16);
 	T_CONTAINS(o.err, want);
 	T_CONTAINS(o.err, "memwall verify: diagnosis missing-instance on node 1: uncore_imc_3@cpu56 (node 1)");
 	t_output_free(&o);
-	json_t *r = vs_load(out);
+	json_t *r = t_vs_load(out);
 	if (!r)
 		return;
 	T_EQ_STR(json_string_value(json_object_get(r, "verdict")), "fail");
-	T_EQ_STR(vs_verdict(r, "node 1: read pass: uncore_imc_3@cpu56"), "fail");
-	T_EQ_STR(vs_verdict(r, "node 0: read pass: uncore_imc_3@cpu0"), "pass");
+	T_EQ_STR(t_vs_verdict(r, "node 1: read pass: uncore_imc_3@cpu56"), "fail");
+	T_EQ_STR(t_vs_verdict(r, "node 0: read pass: uncore_imc_3@cpu0"), "pass");
 	/* node 1's sum: 15 of 16 shares, -6.25 %: beyond the sum's 3 % */
-	T_EQ_STR(vs_verdict(r, "node 1: read pass: sum"), "fail");
-	T_EQ_STR(vs_verdict(r, "node 0: read pass: sum"), "pass");
-	const json_t *d = vs_diagnosis(r, "missing-instance");
+	T_EQ_STR(t_vs_verdict(r, "node 1: read pass: sum"), "fail");
+	T_EQ_STR(t_vs_verdict(r, "node 0: read pass: sum"), "pass");
+	const json_t *d = t_vs_diagnosis(r, "missing-instance");
 	T_ASSERT(d != NULL);
 	T_EQ_STR(json_string_value(json_object_get(d, "where")), "node 1");
 	T_CONTAINS(json_string_value(json_object_get(d, "evidence")), "uncore_imc_3@cpu56 (node 1)");
 	T_CONTAINS(json_string_value(json_object_get(d, "fix")), "perf stat -a -e");
-	T_ASSERT(vs_diagnosis(r, "half-counting") == NULL);
-	T_ASSERT(vs_diagnosis(r, "numa-local") == NULL);
+	T_ASSERT(t_vs_diagnosis(r, "half-counting") == NULL);
+	T_ASSERT(t_vs_diagnosis(r, "numa-local") == NULL);
 	json_decref(r);
 }
 
@@ -179,39 +177,39 @@ static void test_unplaced(void)
 	for (int p = 0; p < 16; p++) {
 		char pmu[64];
 		snprintf(pmu, sizeof(pmu), "uncore_imc_%d", p);
-		uint32_t type = pmu_type(SPR, pmu);
+		uint32_t type = t_pmu_type(SPR, pmu);
 		for (int node = 0; node < 2; node++) {
-			struct vs_steps rd, wr;
-			vs_begin(&rd);
-			vs_begin(&wr);
-			vs_target(&rd, node == 0 ? share : 0, 0); /* 2 x ws / 32 on node 0 */
-			vs_target(&wr, 0, node == 0 ? share : 0);
+			struct t_vs_steps rd, wr;
+			t_vs_begin(&rd);
+			t_vs_begin(&wr);
+			t_vs_target(&rd, node == 0 ? share : 0, 0); /* 2 x ws / 32 on node 0 */
+			t_vs_target(&wr, 0, node == 0 ? share : 0);
 			char match[16];
 			snprintf(match, sizeof(match), "node=%d", node);
-			vs_rule(f, type, 0xcf05, match, &rd);
-			vs_rule(f, type, 0xf005, match, &wr);
+			t_vs_rule(f, type, 0xcf05, match, &rd);
+			t_vs_rule(f, type, 0xf005, match, &wr);
 		}
 	}
 	fclose(f);
 	/* resctrl, read at the same boundaries, is left to the tree's files: its check fails
 	 * here, as the counters' do, and is not what this case is about */
-	struct t_output o = vs_verify(SIZE, out, "--numa", "off", NULL);
+	struct t_output o = t_vs_verify(SIZE, out, "--numa", "off", NULL);
 	T_EQ_INT(o.status, 1);
 	T_CONTAINS(o.err, "memwall verify: uncore_imc_0@cpu56 (read pass, read): counted nothing");
 	T_CONTAINS(o.err, "memwall verify: uncore_imc_0@cpu0 (read pass, read): counted 2.00x");
 	t_output_free(&o);
-	json_t *r = vs_load(out);
+	json_t *r = t_vs_load(out);
 	if (!r)
 		return;
 	T_EQ_INT(json_array_size(json_object_get(r, "targets")), 1);
 	T_EQ_STR(json_string_value(json_object_get(json_array_get(json_object_get(r, "targets"), 0),
 						   "label")), "unplaced");
-	T_EQ_STR(vs_verdict(r, "read pass: sum"), "pass"); /* every byte was counted */
-	const json_t *d = vs_diagnosis(r, "numa-local");
+	T_EQ_STR(t_vs_verdict(r, "read pass: sum"), "pass"); /* every byte was counted */
+	const json_t *d = t_vs_diagnosis(r, "numa-local");
 	T_ASSERT(d != NULL);
 	T_CONTAINS(json_string_value(json_object_get(d, "evidence")), "node 0 counted 2.00x");
 	T_CONTAINS(json_string_value(json_object_get(d, "fix")), "--numa");
-	T_ASSERT(vs_diagnosis(r, "missing-instance") == NULL);
+	T_ASSERT(t_vs_diagnosis(r, "missing-instance") == NULL);
 	json_decref(r);
 }
 
@@ -235,22 +233,22 @@ static void test_nps4(void)
 	for (int p = 0; p < 12; p++) {
 		char pmu[64];
 		snprintf(pmu, sizeof(pmu), "amd_umc_%d", p);
-		uint32_t type = pmu_type("amd-epyc-zen4", pmu);
-		struct vs_steps rd, wr;
-		vs_begin(&rd);
-		vs_begin(&wr);
-		vs_target(&rd, sh, 0);
-		vs_target(&wr, 0, sh);
-		vs_rule(f, type, 0x10a, "cpu=*", &rd);
-		vs_rule(f, type, 0x20a, "cpu=*", &wr);
+		uint32_t type = t_pmu_type("amd-epyc-zen4", pmu);
+		struct t_vs_steps rd, wr;
+		t_vs_begin(&rd);
+		t_vs_begin(&wr);
+		t_vs_target(&rd, sh, 0);
+		t_vs_target(&wr, 0, sh);
+		t_vs_rule(f, type, 0x10a, "cpu=*", &rd);
+		t_vs_rule(f, type, 0x20a, "cpu=*", &wr);
 	}
 	fclose(f);
-	struct t_output o = vs_verify(SIZE, out, NULL, NULL, NULL);
+	struct t_output o = t_vs_verify(SIZE, out, NULL, NULL, NULL);
 	if (o.status)
 		fprintf(stderr, "verify exited %d:\n%s\n", o.status, o.err);
 	T_EQ_INT(o.status, 0);
 	t_output_free(&o);
-	json_t *r = vs_load(out);
+	json_t *r = t_vs_load(out);
 	if (r) {
 		const json_t *tg = json_array_get(json_object_get(r, "targets"), 0);
 		T_EQ_INT(json_array_size(json_object_get(r, "targets")), 1);
@@ -270,22 +268,11 @@ static void test_nps4(void)
 
 int main(void)
 {
-	if (!getenv("MEMWALL_BIN"))
-		t_skip("MEMWALL_BIN is not set (run under meson test)");
-	snprintf(scratch, sizeof(scratch), "/tmp/mw-test-verify-numa-XXXXXX");
-	if (!mkdtemp(scratch))
-		t_skip("cannot create a scratch folder in /tmp");
-	char state[600], root[4200];
-	snprintf(state, sizeof(state), "%s/state", scratch);
-	snprintf(script, sizeof(script), "%s/sim.script", scratch);
-	snprintf(root, sizeof(root), "%s%s", t_data("sysfs/"), SPR);
-	setenv("MEMWALL_STATE_DIR", state, 1);
-	setenv("MEMWALL_SYSFS_ROOT", root, 1);
-	setenv("MEMWALL_COUNTERS", "sim", 1);
-	setenv("MEMWALL_SIM_SCRIPT", script, 1);
-	ws = vs_bytes(0.001);
-	T_NEAR(alias_bytes(SPR, "uncore_imc_0", "cas_count_read"), 64.0, 1e-9);
-	T_NEAR(alias_bytes(SPR, "uncore_imc_15", "cas_count_write"), 64.0, 1e-9);
+	t_vs_setup(scratch, sizeof(scratch), "verify-numa", script, sizeof(script));
+	t_sim_env(SPR, script);
+	ws = t_vs_bytes(0.001);
+	T_NEAR(t_alias_bytes(SPR, "uncore_imc_0", "cas_count_read"), 64.0, 1e-9);
+	T_NEAR(t_alias_bytes(SPR, "uncore_imc_15", "cas_count_write"), 64.0, 1e-9);
 	share = ws / 16 / 64;
 	T_EQ_U64(share * 16 * 64, ws); /* whole counts */
 
@@ -294,9 +281,5 @@ int main(void)
 	test_unplaced();
 	test_nps4();
 
-	char cmd[300];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", scratch);
-	if (!t_failures && system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", scratch);
-	return t_done();
+	return t_done_rm(scratch, 1);
 }

@@ -11,9 +11,9 @@
 # cannot tell is speed: SIMDe's C is far slower than the instructions, and says nothing of them.
 #
 # Each test program is linked with those objects, tests/lib/simde_cpu.c (in place of the CPU
-# checks, it says yes to all) and the build's own libraries, less its AVX-512 tables and CPU
-# checks; the rest (ref, the AVX2 tables, the registries, the engine) is what memwall is built
-# from. In turn:
+# checks, it says yes to all), the tests' helpers (the build's tests/libtestlib.a) and the
+# build's own libraries, less its AVX-512 tables and CPU checks; the rest (ref, the AVX2
+# tables, the registries, the engine) is what memwall is built from. In turn:
 #  - tests/engine/test_kernels.c;
 #  - tests/engine/test_quants.c: hand-built blocks, every table against ref, the x8 layouts and their
 #    kernels, the multi-token path, ggml's vectors where ../shared has them;
@@ -102,7 +102,8 @@ done
 
 for t in kernels quants kernel_choice gguf_engine; do
 	# shellcheck disable=SC2086
-	"$cc" $cflags -O1 -o "$out/test_$t" "$src/tests/engine/test_$t.c" $tables $libs -ljansson -lm
+	"$cc" $cflags -O1 -o "$out/test_$t" "$src/tests/engine/test_$t.c" $tables \
+		"$b/tests/libtestlib.a" $libs -ljansson -lm
 	echo "== test_$t (the AVX-512 tables under SIMDe)"
 	# without MEMWALL_BIN: test_gguf_engine's CLI checks run the memwall binary, whose tables
 	# are the build's, already tested by its own run

@@ -55,6 +55,7 @@ kernels() {
 		-I"$src/engine" -I"$src/engine/kernels" -I"$src/tests/lib" \
 		-o "$bin" \
 		"$src/tests/engine/test_kernels.c" \
+		"$src/tests/lib/test.c" "$src/tests/lib/files.c" \
 		"$src/engine/kernels/kernels.c" "$src/engine/kernels/ref.c" "$src/engine/kernels/arm/neon.c" \
 		"$src/engine/roof/stream.c" "$src/engine/error.c" \
 		-lm
@@ -75,6 +76,7 @@ quants() { # compiler, -march value, output name
 		-I"$src/engine" -I"$q" -I"$src/tests/lib" \
 		-o "$bin" \
 		"$src/tests/engine/test_quants.c" \
+		"$src/tests/lib/test.c" "$src/tests/lib/files.c" \
 		"$q/quants.c" "$q/ref.c" "$q/ref_quantize.c" "$q/fp16.c" "$q/x8.c" "$q/x8_legacy.c" "$q/x8_kquants.c" "$q/x8_float.c" \
 		"$q/arm/neon.c" "$q/arm/neon_x8l.c" "$q/arm/neon_x8k.c" "$q/arm/neon_x8f.c" \
 		-lm

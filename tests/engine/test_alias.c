@@ -24,6 +24,7 @@
 #include "headroom.h"
 #include "quants/quants.h"
 #include "test.h"
+#include "values.h"
 
 #define PROMPT 8
 static const int prompt[PROMPT] = { 1, 300, 301, 302, 303, 304, 305, 306 };
@@ -229,15 +230,6 @@ static double max_diff(const float *a, const float *b, size_t n)
 	return d;
 }
 
-static int argmax(const float *x, int n)
-{
-	int best = 0;
-	for (int i = 1; i < n; i++)
-		if (x[i] > x[best])
-			best = i;
-	return best;
-}
-
 /* The split model on every path and load against the reference written by this test. */
 static void check_engine(const char *split, const char *ref, const char *nodelta)
 {
@@ -259,8 +251,8 @@ static void check_engine(const char *split, const char *ref, const char *nodelta
 		T_ASSERT(d_nod > 0.05);
 		T_ASSERT(d_ref < 0.2 * d_nod);
 		for (int pos = 0; pos < PROMPT; pos++)
-			T_EQ_INT(argmax(l1 + (size_t)pos * vocab, vocab),
-				 argmax(lr + (size_t)pos * vocab, vocab));
+			T_EQ_INT(t_argmax(l1 + (size_t)pos * vocab, vocab),
+				 t_argmax(lr + (size_t)pos * vocab, vocab));
 		/* The multi-token kernels give each token the one-token bits (engine.h). */
 		memset(ls, 0, n * sizeof(float));
 		T_EQ_INT(run(split, loads[li], P_PREFILL, ls, vocab, &b), 0);
@@ -577,8 +569,7 @@ static void check_bad(void)
 
 int main(void)
 {
-	if (!mkdtemp(dir))
-		t_skip("cannot create a temporary folder");
+	t_mkdtemp(dir);
 	T_EQ_INT(synth("split.gguf", "q8_0", "", 1), 0);
 	T_EQ_INT(synth("dense.gguf", "q8_0", "dense", 1), 0);
 	/* deltas large enough (std 0.5 of W_c's) that leaving them out shows in the logits */

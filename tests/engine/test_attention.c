@@ -39,6 +39,7 @@
 #include "engine.h"
 #include "run.h"
 #include "test.h"
+#include "values.h"
 #include "identity.h"
 
 /* ---- the kernel against a double reference -------------------------------------------- */
@@ -142,18 +143,9 @@ out:
 #define CTX 800   /* positions of the prompt: over 3 blocks of the largest block (256) */
 #define STEPS 12
 
-static int argmax(const float *v, int n)
-{
-	int best = 0;
-	for (int i = 1; i < n; i++)
-		if (v[i] > v[best])
-			best = i;
-	return best;
-}
-
 static double top2_gap(const float *v, int n)
 {
-	int b = argmax(v, n);
+	int b = t_argmax(v, n);
 	double second = -INFINITY;
 	for (int i = 0; i < n; i++)
 		if (i != b && v[i] > second)
@@ -186,13 +178,13 @@ static int greedy(struct eng_session *s, const int *prompt, int n, int vocab,
 	if (eng_session_prefill(s, prompt, n, 0, &lg, NULL))
 		return -1;
 	memcpy(r->logits, lg, (size_t)vocab * sizeof(float));
-	int tok = argmax(lg, vocab);
+	int tok = t_argmax(lg, vocab);
 	for (int i = 0; i < STEPS; i++) {
 		r->ids[i] = tok;
 		if (eng_session_step(s, tok, n + i, &lg, NULL))
 			return -1;
 		memcpy(r->logits + (size_t)(i + 1) * (size_t)vocab, lg, (size_t)vocab * sizeof(float));
-		tok = argmax(lg, vocab);
+		tok = t_argmax(lg, vocab);
 	}
 	return 0;
 }
@@ -207,7 +199,7 @@ static int greedy_batch(struct eng_session *s, int *const prompts[2], int n, int
 		if (eng_session_prefill_seq(s, q, prompts[q], n, 0, &lg, NULL))
 			return -1;
 		memcpy(out[q].logits, lg, (size_t)vocab * sizeof(float));
-		tok[q] = argmax(lg, vocab);
+		tok[q] = t_argmax(lg, vocab);
 	}
 	for (int i = 0; i < STEPS; i++) {
 		for (int q = 0; q < 2; q++) {
@@ -220,7 +212,7 @@ static int greedy_batch(struct eng_session *s, int *const prompts[2], int n, int
 			const float *row = lg + (size_t)q * (size_t)vocab;
 			memcpy(out[q].logits + (size_t)(i + 1) * (size_t)vocab, row,
 			       (size_t)vocab * sizeof(float));
-			tok[q] = argmax(row, vocab);
+			tok[q] = t_argmax(row, vocab);
 		}
 	}
 	return 0;
@@ -333,15 +325,6 @@ static void names(void)
 	T_EQ_INT(eng_attn_block_positions(8, 4, 100), 100);
 }
 
-static double key(const char *s, const char *name)
-{
-	char k[64];
-	snprintf(k, sizeof(k), " %s=", name);
-	const char *p = s ? strstr(s, k) : NULL;
-	T_ASSERT(p);
-	return p ? strtod(p + strlen(k), NULL) : -1;
-}
-
 /* R2 end to end on a synthetic stories260K (5 layers, 4 KV heads of 8, F32 cache: 2 x 5 x 32
  * x 4 = 1280 B per position): generate --context C -n 2 reads C + 1 positions at its one
  * decode step, with either kernel, and the same ids; headroom --kv-read puts the figure in
@@ -357,8 +340,8 @@ static void long_context(const char *model)
 				       "--attention", kinds[a], NULL };
 		struct t_output o = t_run(argv);
 		T_EQ_INT(o.status, 0);
-		T_NEAR(key(o.err, "kv_read_per_token"), 701.0 * 1280.0, 0);
-		T_NEAR(key(o.err, "context"), 700, 0);
+		T_NEAR(t_key_num(o.err, "kv_read_per_token"), 701.0 * 1280.0, 0);
+		T_NEAR(t_key_num(o.err, "context"), 700, 0);
 		T_CONTAINS(o.err, kinds[a]);
 		if (!first)
 			first = o.out ? strdup(o.out) : NULL;
@@ -444,7 +427,7 @@ static int faulted_until_diverged(const char *path, const int *base, const float
 			*d = isnan(x) || x > *d ? (isnan(x) ? INFINITY : x) : *d;
 			*big = fmax(*big, fabs((double)want[i]));
 		}
-		int id = id_argmax(lg, vocab);
+		int id = t_argmax(lg, vocab);
 		if (id != base[k])
 			first = k;
 		else if (k + 1 < FAULT_STEPS && eng_session_step(s, id, 1 + k, &lg, NULL))
@@ -463,7 +446,8 @@ static void fault_case(const char *name, const char *path, bool must_catch)
 	float *lb = NULL, *lg = NULL;
 	struct eng_session_options o = { .threads = 1 };
 	unsetenv("MEMWALL_TEST_FAULT");
-	T_EQ_INT(id_greedy_file(path, ENG_LOAD_MMAP, &o, bos, 1, FAULT_STEPS, base, &lb, &vocab), 0);
+	T_EQ_INT(t_id_greedy_file(path, ENG_LOAD_MMAP, &o, bos, 1, FAULT_STEPS, base, &lb, &vocab),
+		 0);
 	for (size_t f = 0; f < sizeof(faults) / sizeof(faults[0]) && lb; f++) {
 		double big, d;
 		setenv("MEMWALL_TEST_FAULT", faults[f], 1);
@@ -471,7 +455,7 @@ static void fault_case(const char *name, const char *path, bool must_catch)
 		unsetenv("MEMWALL_TEST_FAULT");
 		printf("fault %-6s %-28s distinct ids %2d/%d; first differing id at %d (-1: none); "
 		       "largest logit change up to there %.3g of %.3g: %s\n", faults[f], name,
-		       id_distinct(base, FAULT_STEPS), FAULT_STEPS, first, d, big,
+		       t_id_distinct(base, FAULT_STEPS), FAULT_STEPS, first, d, big,
 		       first >= 0 ? "CAUGHT" : "missed");
 		if (must_catch && (strcmp(faults[f], "head-k") || !strstr(name, "falcon"))) {
 			T_ASSERT(first >= 0);
@@ -479,8 +463,9 @@ static void fault_case(const char *name, const char *path, bool must_catch)
 		}
 	}
 	/* the hook is off again: the same ids and bits as before */
-	T_EQ_INT(id_greedy_file(path, ENG_LOAD_MMAP, &o, bos, 1, FAULT_STEPS, got, &lg, &vocab), 0);
-	T_EQ_INT(id_first_diff(base, got, FAULT_STEPS), -1);
+	T_EQ_INT(t_id_greedy_file(path, ENG_LOAD_MMAP, &o, bos, 1, FAULT_STEPS, got, &lg, &vocab),
+		 0);
+	T_EQ_INT(t_id_first_diff(base, got, FAULT_STEPS), -1);
 	T_ASSERT(lg && lb && !memcmp(lg, lb, (size_t)FAULT_STEPS * (size_t)vocab * sizeof(float)));
 	free(lg);
 	free(lb);
@@ -494,13 +479,13 @@ static void faults(const char *dir)
 		char name[64];
 		snprintf(path, sizeof(path), "%s/s15m-%d.bin", dir, c);
 		snprintf(name, sizeof(name), "stories15M llama2.c %s", eng_synth_construction_name(k));
-		if (!id_synth_l2c(path, "stories15M", 1, k, ENG_ACT_SILU))
+		if (!t_id_synth_l2c(path, "stories15M", 1, k, ENG_ACT_SILU))
 			fault_case(name, path, k == ENG_SYNTH_VARIED);
 		unlink(path);
 		/* one KV head (MQA), NeoX RoPE, LayerNorm, a quantized cache */
 		snprintf(path, sizeof(path), "%s/ftiny-%d.gguf", dir, c);
 		snprintf(name, sizeof(name), "falcon-tiny q8_0 %s", eng_synth_construction_name(k));
-		if (!id_synth_gguf(path, "falcon", "falcon-tiny", "q8_0", 1, k))
+		if (!t_id_synth_gguf(path, "falcon", "falcon-tiny", "q8_0", 1, k))
 			fault_case(name, path, k == ENG_SYNTH_VARIED);
 		unlink(path);
 	}
@@ -522,8 +507,7 @@ int main(void)
 	static char dir[] = "/tmp/mw-test-attn-XXXXXX";
 	char model[4200];
 	struct eng_error err;
-	if (!mkdtemp(dir))
-		return 1;
+	t_mkdtemp(dir);
 	snprintf(model, sizeof(model), "%s/s260k.bin", dir);
 	eng_error_clear(&err);
 	T_EQ_INT(eng_synth_llama2c(model, "stories260K", 3, &err), 0);
@@ -533,7 +517,7 @@ int main(void)
 	unlink(model);
 	/* the varied construction: ids that change along the way, so a path that attended
 	 * elsewhere would show */
-	T_EQ_INT(id_synth_l2c(model, "stories260K", 3, ENG_SYNTH_VARIED, ENG_ACT_SILU), 0);
+	T_EQ_INT(t_id_synth_l2c(model, "stories260K", 3, ENG_SYNTH_VARIED, ENG_ACT_SILU), 0);
 	model_case(model, ENG_KV_F32);
 	model_case(model, ENG_KV_F16);
 	long_context(model);
@@ -541,17 +525,10 @@ int main(void)
 	faults(dir);
 	rmdir(dir);
 
-	const char *shared = getenv("MEMWALL_SHARED");
-	static const char *const extra[] = { "models/stories260K.bin",
-					     "fixtures/gguf/models/tiny-llama-Q4_0.gguf",
-					     "fixtures/gguf/models/tiny-falcon-Q8_0.gguf" };
-	for (size_t i = 0; i < sizeof(extra) / sizeof(extra[0]); i++) {
+	for (int i = 0; i < T_SHARED_MODELS; i++) {
 		char path[4200];
-		snprintf(path, sizeof(path), "%s/%s", shared ? shared : "", extra[i]);
-		if (!shared || access(path, R_OK)) {
-			printf("attention: %s absent, its checks skipped\n", path);
+		if (!t_have_shared(t_shared_models[i], path, sizeof(path)))
 			continue;
-		}
 		model_case(path, ENG_KV_AUTO);
 		if (!strstr(path, ".gguf"))
 			model_case(path, ENG_KV_F16);

@@ -12,20 +12,12 @@
 
 #include "engine.h"
 #include "test.h"
+#include "values.h"
 #include "identity.h"
 
 #define STEPS 12
 #define MAX_SEQ 8
 #define MAX_PROMPT 16
-
-static int argmax(const float *v, int n)
-{
-	int best = 0;
-	for (int i = 1; i < n; i++)
-		if (v[i] > v[best])
-			best = i;
-	return best;
-}
 
 /* Sequence i's prompt: BOS then 2 + 3i mod 7 tokens, so lengths differ (and repeat). */
 static int prompt_of(int i, int vocab, int *p)
@@ -52,7 +44,7 @@ static void single(struct eng_model *m, const struct eng_session_options *o, int
 	T_EQ_INT(eng_session_prefill(s, p, n, 0, &lg, NULL), 0);
 	for (int k = 0; k < STEPS; k++) {
 		memcpy(logits_out + (size_t)k * (size_t)vocab, lg, sizeof(float) * (size_t)vocab);
-		out[k] = argmax(lg, vocab);
+		out[k] = t_argmax(lg, vocab);
 		T_EQ_INT(eng_session_step(s, out[k], n + k, &lg, NULL), 0);
 	}
 	eng_session_free(s);
@@ -104,7 +96,7 @@ static void check_batch(const char *name, struct eng_model *m, struct eng_sessio
 		int p[MAX_PROMPT];
 		len[i] = prompt_of(i, vocab, p);
 		T_EQ_INT(eng_session_prefill_seq(s, i, p, len[i], 0, &lg, NULL), 0);
-		tok[i] = argmax(lg, vocab);
+		tok[i] = t_argmax(lg, vocab);
 		pos[i] = len[i];
 	}
 	uint64_t kv_pos = 2 * (uint64_t)info->n_layers * (uint64_t)info->dim /
@@ -127,7 +119,7 @@ static void check_batch(const char *name, struct eng_model *m, struct eng_sessio
 			    memcmp(row, want_lg + (size_t)i * lsz + (size_t)(k + 1) * (size_t)vocab,
 				   sizeof(float) * (size_t)vocab))
 				bad_logits++;
-			tok[i] = argmax(row, vocab);
+			tok[i] = t_argmax(row, vocab);
 			pos[i]++;
 		}
 	}
@@ -210,7 +202,7 @@ static void run_varied(void)
 		return;
 	}
 	snprintf(path, sizeof(path), "%s/s15m.bin", dir);
-	if (!id_synth_l2c(path, "stories15M", 1, ENG_SYNTH_VARIED, ENG_ACT_SILU)) {
+	if (!t_id_synth_l2c(path, "stories15M", 1, ENG_SYNTH_VARIED, ENG_ACT_SILU)) {
 		run_model("stories15M varied", path, ENG_LOAD_MMAP, ENG_KV_AUTO, sizeof(float), 1);
 		run_model("stories15M varied 2 threads", path, ENG_LOAD_MMAP, ENG_KV_AUTO,
 			  sizeof(float), 2);
@@ -219,7 +211,7 @@ static void run_varied(void)
 	}
 	unlink(path);
 	snprintf(path, sizeof(path), "%s/s15m-q4_0.gguf", dir);
-	if (!id_synth_gguf(path, "llama", "stories15M", "q4_0", 1, ENG_SYNTH_VARIED)) {
+	if (!t_id_synth_gguf(path, "llama", "stories15M", "q4_0", 1, ENG_SYNTH_VARIED)) {
 		run_model("stories15M q4_0 varied", path, ENG_LOAD_MMAP, ENG_KV_AUTO, 2, 1);
 		run_model("stories15M q4_0 varied repacked", path, ENG_LOAD_REPACK, ENG_KV_AUTO, 2,
 			  1);

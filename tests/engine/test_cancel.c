@@ -64,13 +64,6 @@ static double prompt_s(void)
 }
 #define PROMPT_S prompt_s()
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* ---- in process: the flag already set ----------------------------------------------------- */
 
 static void test_in_process(void)
@@ -152,17 +145,17 @@ static struct outcome signal_child(const char *const argv[], int sig)
 	struct timespec ts = { 0, 300 * 1000000L };
 	nanosleep(&ts, NULL);
 	o.early = waitpid(pid, &o.status, WNOHANG) == pid;
-	double t0 = now_s();
+	double t0 = t_now();
 	if (!o.early) {
 		kill(pid, sig);
 		/* Up to 5 s (more on a busy machine: prompt_s()), to report a slow stop rather
 		 * than hang the suite. */
 		double cap = 5.0 > 3.0 * prompt_s() ? 5.0 : 3.0 * prompt_s();
-		while (waitpid(pid, &o.status, WNOHANG) == 0 && now_s() - t0 < cap) {
+		while (waitpid(pid, &o.status, WNOHANG) == 0 && t_now() - t0 < cap) {
 			struct timespec tick = { 0, 5 * 1000000L };
 			nanosleep(&tick, NULL);
 		}
-		o.after_s = now_s() - t0;
+		o.after_s = t_now() - t0;
 		if (o.after_s >= cap) {
 			kill(pid, SIGKILL);
 			waitpid(pid, &o.status, 0);
@@ -177,7 +170,6 @@ static struct outcome signal_child(const char *const argv[], int sig)
 	unlink(err_path);
 	return o;
 }
-
 
 static void test_synth_signal(const char *const argv[], int sig, const char *what)
 {
@@ -243,8 +235,7 @@ static void test_children(void)
 
 int main(void)
 {
-	if (!mkdtemp(dir))
-		return 1;
+	t_mkdtemp(dir);
 	test_in_process();
 	test_children();
 	rmdir(dir);

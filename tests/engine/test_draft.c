@@ -23,6 +23,7 @@
 #include "engine.h"
 #include "run.h"
 #include "test.h"
+#include "values.h"
 #include "identity.h"
 #include "ref_check.h"
 
@@ -41,15 +42,6 @@ static void step_bytes(const char *path, double *step, double *emb_row)
 			*emb_row = (double)t->t[k].step_bytes;
 	}
 	eng_tensor_table_free(t);
-}
-
-static double key(const char *s, const char *name)
-{
-	char k[64];
-	snprintf(k, sizeof(k), " %s=", name);
-	const char *p = s ? strstr(s, k) : NULL;
-	T_ASSERT(p);
-	return p ? strtod(p + strlen(k), NULL) : -1;
 }
 
 /* `generate --logits` of model m after ids, n tokens: every position against the reference,
@@ -146,9 +138,11 @@ static double check(const char *m, const char *d, const char *ids, const char *s
 			n_prompt += *c == ',';
 		ids_check(b.out, r, n_prompt, spec);
 	}
-	double gen = key(b.err, "decode"), passes = key(b.err, "spec_passes");
-	double proposed = key(b.err, "spec_proposed"), accepted = key(b.err, "spec_accepted");
-	double dpasses = key(b.err, "draft_passes"), dtokens = key(b.err, "draft_tokens");
+	double gen = t_key_num(b.err, "decode"), passes = t_key_num(b.err, "spec_passes");
+	double proposed = t_key_num(b.err, "spec_proposed"),
+	       accepted = t_key_num(b.err, "spec_accepted");
+	double dpasses = t_key_num(b.err, "draft_passes"),
+	       dtokens = t_key_num(b.err, "draft_tokens");
 	T_NEAR(gen, strtod(n, NULL), 0);
 	T_ASSERT(accepted >= 0 && accepted <= proposed);
 	T_NEAR(gen, 1 + passes + accepted, 0);
@@ -159,14 +153,17 @@ static double check(const char *m, const char *d, const char *ids, const char *s
 	step_bytes(d, &ds, &de);
 	double t_tok = (passes * (ts - te) + (passes + proposed) * te) / (gen - 1);
 	double d_tok = (dpasses * (ds - de) + dtokens * de) / (gen - 1);
-	T_NEAR(key(b.err, "target_bytes_per_token"), t_tok, 0.51);
-	T_NEAR(key(b.err, "draft_bytes_per_token"), d_tok, 0.51);
+	T_NEAR(t_key_num(b.err, "target_bytes_per_token"), t_tok, 0.51);
+	T_NEAR(t_key_num(b.err, "draft_bytes_per_token"), d_tok, 0.51);
 	/* weights: the model's and the draft's; engine bytes add the model's KV (one meaning) */
-	T_NEAR(key(b.err, "weights_per_token"), t_tok + d_tok, 1.01);
-	T_ASSERT(key(b.err, "kv_read_per_token") > 0 && key(b.err, "kv_write_per_token") > 0);
-	T_NEAR(key(b.err, "engine_bytes_per_token"), t_tok + d_tok + key(b.err, "kv_read_per_token")
-	       + key(b.err, "kv_write_per_token"), 2.01);
-	T_NEAR(key(b.err, "spec_acceptance"), proposed ? accepted / proposed : 0, 1e-4);
+	T_NEAR(t_key_num(b.err, "weights_per_token"), t_tok + d_tok, 1.01);
+	T_ASSERT(t_key_num(b.err, "kv_read_per_token") > 0 &&
+		 t_key_num(b.err, "kv_write_per_token") > 0);
+	T_NEAR(t_key_num(b.err, "engine_bytes_per_token"),
+	       t_tok + d_tok + t_key_num(b.err, "kv_read_per_token") +
+		   t_key_num(b.err, "kv_write_per_token"),
+	       2.01);
+	T_NEAR(t_key_num(b.err, "spec_acceptance"), proposed ? accepted / proposed : 0, 1e-4);
 	printf("%s draft %s %s: %g of %g accepted\n", m, d, spec, accepted, proposed);
 	t_output_free(&a);
 	t_output_free(&b);
@@ -236,8 +233,7 @@ static void refusals(const char *m, const char *big)
 
 int main(void)
 {
-	if (!mkdtemp(dir))
-		return 1;
+	t_mkdtemp(dir);
 	char model[4200], draft[4200], big[4200];
 	snprintf(model, sizeof(model), "%s/s260k.bin", dir);
 	snprintf(draft, sizeof(draft), "%s/s260k-draft.bin", dir);
@@ -256,8 +252,8 @@ int main(void)
 	 * cache disagreed with the model's would show */
 	unlink(model);
 	unlink(draft);
-	if (!id_synth_l2c(model, "stories260K", 1, ENG_SYNTH_VARIED, ENG_ACT_SILU) &&
-	    !id_synth_l2c(draft, "stories260K", 2, ENG_SYNTH_VARIED, ENG_ACT_SILU))
+	if (!t_id_synth_l2c(model, "stories260K", 1, ENG_SYNTH_VARIED, ENG_ACT_SILU) &&
+	    !t_id_synth_l2c(draft, "stories260K", 2, ENG_SYNTH_VARIED, ENG_ACT_SILU))
 		target(model, draft);
 	else
 		T_ASSERT(0);

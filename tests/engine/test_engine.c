@@ -6,6 +6,7 @@
 
 #include "engine.h"
 #include "test.h"
+#include "values.h"
 
 #define STEPS 6
 #define MAX_EVENTS 4096
@@ -58,10 +59,7 @@ static int run(struct eng_model *m, const struct eng_session_options *o, float *
 		struct eng_step_bytes b;
 		T_EQ_INT(eng_session_step(s, token, pos, &logits, &b), 0);
 		memcpy(out + (size_t)pos * (size_t)vocab, logits, (size_t)vocab * sizeof(float));
-		token = 0;
-		for (int i = 1; i < vocab; i++)
-			if (logits[i] > logits[token])
-				token = i;
+		token = t_argmax(logits, vocab);
 	}
 	eng_session_free(s);
 	return 0;
@@ -209,8 +207,7 @@ static void test_refused(struct eng_model *m)
 
 int main(void)
 {
-	if (!mkdtemp(dir))
-		return 1;
+	t_mkdtemp(dir);
 	snprintf(path, sizeof(path), "%s/s260k.bin", dir);
 	struct eng_error err;
 	eng_error_clear(&err);

@@ -645,10 +645,7 @@ static void check_fixtures(void)
 int main(void)
 {
 	char path[600];
-	if (!mkdtemp(tmpdir)) {
-		perror("mkdtemp");
-		return 1;
-	}
+	t_mkdtemp(tmpdir);
 	make_tensor_data();
 	snprintf(path, sizeof(path), "%s/good.gguf", tmpdir);
 	T_EQ_INT(write_good(path, 32), 0);

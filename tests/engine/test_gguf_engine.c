@@ -26,6 +26,7 @@
 #include "model/model.h"
 #include "quants/quants.h"
 #include "test.h"
+#include "values.h"
 
 /* ---- Writing small GGUF models ------------------------------------------------------------ */
 
@@ -448,7 +449,6 @@ static void test_bad_files(void)
 	unlink(path);
 }
 
-
 /* ---- general.alignment 1, 2, 4, 8: aligned tensors run, misaligned ones are refused --------- */
 
 /* True when every tensor of the file starts at a file offset that is a multiple of 8. */
@@ -659,15 +659,6 @@ static double jnum(json_t *o, const char *key)
 	return json_is_number(v) ? json_number_value(v) : -1.0;
 }
 
-static int argmax(const float *v, int n)
-{
-	int best = 0;
-	for (int i = 1; i < n; i++)
-		if (v[i] > v[best])
-			best = i;
-	return best;
-}
-
 static void golden_one(const char *name, json_t *tols, const char *kernels,
 		       enum eng_load_mode load)
 {
@@ -743,10 +734,11 @@ static void golden_one(const char *name, json_t *tols, const char *kernels,
 			json_object_get(p, "top5"), 0), 0));
 		if (gap > tol) {
 			top1_checked++;
-			if (argmax(lg, V) != want)
-				T_FAIL_AT(__FILE__, __LINE__, "%s: top-1 at position %zu is %d, "
-					  "llama.cpp's %d (gap %.3g)", name, i, argmax(lg, V), want,
-					  gap);
+			if (t_argmax(lg, V) != want)
+				T_FAIL_AT(__FILE__, __LINE__,
+					  "%s: top-1 at position %zu is %d, "
+					  "llama.cpp's %d (gap %.3g)",
+					  name, i, t_argmax(lg, V), want, gap);
 		}
 	}
 	double mean = sum / (double)count;
@@ -769,7 +761,7 @@ static void golden_one(const char *name, json_t *tols, const char *kernels,
 	for (size_t g = 0; g < json_array_size(gtoks); g++) {
 		if (json_number_value(json_array_get(ggaps, g)) <= tol)
 			break;
-		int want = (int)json_integer_value(json_array_get(gtoks, g)), got = argmax(lg, V);
+		int want = (int)json_integer_value(json_array_get(gtoks, g)), got = t_argmax(lg, V);
 		t_checks++;
 		if (got != want) {
 			T_FAIL_AT(__FILE__, __LINE__, "%s: greedy token %zu is %d, llama.cpp's %d", name,
@@ -940,8 +932,7 @@ static void test_fixtures(void)
 
 int main(void)
 {
-	if (!mkdtemp(tmpdir))
-		t_skip("cannot make a temporary directory");
+	t_mkdtemp(tmpdir);
 	test_llama_matches_llama2c();
 	test_falcon_mixed();
 	test_bad_files();

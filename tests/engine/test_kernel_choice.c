@@ -261,7 +261,7 @@ static void check_sessions(void)
 	T_ASSERT(mkdtemp(dir) != NULL);
 	snprintf(path, sizeof(path), "%s/s15m.gguf", dir);
 	struct eng_model_options mo = { .load = ENG_LOAD_REPACK };
-	if (id_synth_gguf(path, "llama", "stories15M", "q4_k_m", 3, ENG_SYNTH_VARIED) ||
+	if (t_id_synth_gguf(path, "llama", "stories15M", "q4_k_m", 3, ENG_SYNTH_VARIED) ||
 	    eng_model_open(&m, path, &mo, &err)) {
 		T_FAIL_AT(__FILE__, __LINE__, "the synthetic model did not open");
 		goto out;

@@ -30,24 +30,6 @@
 
 static char dir[] = "/tmp/mw-test-load-XXXXXX";
 
-static unsigned char *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	unsigned char *buf = NULL;
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	long n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	if (n > 0 && (buf = malloc((size_t)n)) && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-		free(buf);
-		buf = NULL;
-	}
-	fclose(f);
-	*len = (size_t)n;
-	return buf;
-}
-
 /* The matrices of m the repack may have packed. */
 static size_t model_mats(struct eng_model *m, struct eng_mat **out, size_t cap)
 {
@@ -71,7 +53,7 @@ static size_t model_mats(struct eng_model *m, struct eng_mat **out, size_t cap)
 static int check_image(const char *path, enum eng_load_mode mode)
 {
 	size_t len = 0;
-	unsigned char *want = slurp(path, &len);
+	unsigned char *want = t_slurp(path, &len);
 	struct eng_model *m = NULL;
 	struct eng_error err;
 	int packed = 0;
@@ -384,18 +366,18 @@ static void load_logits(const char *path)
 	float *lg[3] = { NULL, NULL, NULL };
 	struct eng_session_options o = { .threads = 1 };
 	for (int i = 0; i < 3; i++)
-		T_EQ_INT(id_greedy_file(path, modes[i], &o, bos, 1, LOAD_STEPS, ids[i], &lg[i],
+		T_EQ_INT(t_id_greedy_file(path, modes[i], &o, bos, 1, LOAD_STEPS, ids[i], &lg[i],
 					&vocab), 0);
 	if (lg[0] && lg[1] && lg[2]) {
 		size_t n = (size_t)LOAD_STEPS * (size_t)vocab;
-		double big, d = id_max_diff(lg[0], lg[2], n, &big);
-		T_EQ_INT(id_first_diff(ids[0], ids[1], LOAD_STEPS), -1);
-		T_EQ_INT(id_first_diff(ids[0], ids[2], LOAD_STEPS), -1);
+		double big, d = t_id_max_diff(lg[0], lg[2], n, &big);
+		T_EQ_INT(t_id_first_diff(ids[0], ids[1], LOAD_STEPS), -1);
+		T_EQ_INT(t_id_first_diff(ids[0], ids[2], LOAD_STEPS), -1);
 		T_ASSERT(!memcmp(lg[0], lg[1], n * sizeof(float)));
 		T_ASSERT(d <= 1e-2 * big);
 		printf("%s: %d distinct ids in %d; huge-copy's logits the mapping's bits, repack's "
-		       "within %.3g of %.3g\n", path, id_distinct(ids[0], LOAD_STEPS), LOAD_STEPS, d,
-		       big);
+		       "within %.3g of %.3g\n",
+		       path, t_id_distinct(ids[0], LOAD_STEPS), LOAD_STEPS, d, big);
 	}
 	for (int i = 0; i < 3; i++)
 		free(lg[i]);
@@ -415,10 +397,7 @@ int main(void)
 	struct eng_error err;
 	char path[4200];
 	int packed = 0;
-	if (!mkdtemp(dir)) {
-		perror("mkdtemp");
-		return 1;
-	}
+	t_mkdtemp(dir);
 	check_pack_tiled();
 	check_pack_layouts();
 	for (size_t i = 0; i < sizeof(models) / sizeof(models[0]); i++) {
@@ -428,7 +407,7 @@ int main(void)
 			return 1;
 		}
 		check_image(path, ENG_LOAD_HUGE_COPY);
-		if (id_synth_gguf(path, models[i].arch, models[i].shape, models[i].quant, 7,
+		if (t_id_synth_gguf(path, models[i].arch, models[i].shape, models[i].quant, 7,
 				  ENG_SYNTH_VARIED) == 0)
 			load_logits(path);
 		else

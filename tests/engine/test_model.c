@@ -13,29 +13,12 @@
 #include "format/llama2c.h"
 #include "model/model.h"
 #include "test.h"
+#include "values.h"
 
 static char dir[] = "/tmp/mw-test-model-XXXXXX";
 static char good[4096], legacy[4096], bad[4096];
 static unsigned char *good_bytes, *legacy_bytes;
 static size_t good_len, legacy_len;
-
-static unsigned char *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	long n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	unsigned char *buf = malloc((size_t)n);
-	if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-		free(buf);
-		buf = NULL;
-	}
-	fclose(f);
-	*len = (size_t)n;
-	return buf;
-}
 
 static void spill(const char *path, const void *buf, size_t len)
 {
@@ -160,10 +143,7 @@ static int run_steps(struct eng_model *m, int threads, float *out, int n_steps)
 		if ((rc = eng_session_step(s, token, pos, &logits, NULL)))
 			break;
 		memcpy(out + (size_t)pos * (size_t)vocab, logits, (size_t)vocab * sizeof(float));
-		token = 0;
-		for (int i = 1; i < vocab; i++)
-			if (logits[i] > logits[token])
-				token = i;
+		token = t_argmax(logits, vocab);
 	}
 	eng_session_free(s);
 	return rc;
@@ -439,10 +419,7 @@ static void test_not_a_file(void)
 
 int main(void)
 {
-	if (!mkdtemp(dir)) {
-		perror("mkdtemp");
-		return 1;
-	}
+	t_mkdtemp(dir);
 	snprintf(good, sizeof(good), "%s/good.bin", dir);
 	snprintf(legacy, sizeof(legacy), "%s/legacy.bin", dir);
 	snprintf(bad, sizeof(bad), "%s/bad.bin", dir);
@@ -452,7 +429,7 @@ int main(void)
 		fprintf(stderr, "synth: %s\n", err.text);
 		return 1;
 	}
-	good_bytes = slurp(good, &good_len);
+	good_bytes = t_slurp(good, &good_len);
 	T_ASSERT(good_bytes != NULL);
 	test_good();
 	test_huge_copy();

@@ -200,8 +200,7 @@ int main(void)
 		{ "llama", "llama-tiny", "q8_0", ENG_ACT_SILU, L, &cd },
 		{ "llama", "stories260K", "f16", ENG_ACT_SILU, V, NULL },
 	};
-	if (!mkdtemp(dir))
-		return 1;
+	t_mkdtemp(dir);
 	for (size_t a = 0; a < 2; a++)
 		for (size_t q = 0; q < sizeof(quants) / sizeof(quants[0]); q++)
 			gguf_case(&(struct gcase){ archs[a][0], archs[a][1], quants[q], ENG_ACT_SILU,

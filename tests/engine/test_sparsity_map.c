@@ -122,23 +122,13 @@ static uint64_t run(struct eng_model *m, const struct eng_session_options *base,
 	return misses;
 }
 
-static void write_text(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "w");
-	T_ASSERT(f != NULL);
-	if (f) {
-		fputs(text, f);
-		fclose(f);
-	}
-}
-
 /* A bad map file is refused with the file and the field named. */
 static void check_bad(const char *path, const char *text, const struct eng_model_info *info,
 		      const char *field)
 {
 	struct eng_sparsity_map *m = NULL;
 	struct eng_error err;
-	write_text(path, text);
+	t_write_text(path, text);
 	T_ASSERT(eng_sparsity_map_load(&m, path, info, &err) == -EINVAL);
 	T_ASSERT(m == NULL);
 	T_EQ_STR(err.source, path);
@@ -447,7 +437,7 @@ static void check_cli(const char *model, const struct eng_model_info *info)
 	snprintf(prompts, sizeof(prompts), "%s/prompts.txt", dir);
 	snprintf(map, sizeof(map), "%s/cli.map", dir);
 	snprintf(bad, sizeof(bad), "%s/bad.map", dir);
-	write_text(prompts, "ids:1,5,9\n\nids:1,7\n");
+	t_write_text(prompts, "ids:1,5,9\n\nids:1,7\n");
 	const char *cal[] = { "memwall", "sparsity-calibrate", "-m", model, "--prompts", prompts,
 			      "-o", map, "-n", "4", NULL };
 	struct t_output o = t_run(cal);
@@ -480,7 +470,7 @@ static void check_cli(const char *model, const struct eng_model_info *info)
 	char text[256];
 	snprintf(text, sizeof(text), "memwall-sparsity-map 2\nlayers %d hidden %d dim %d tokens 9\nmodel act=relu\n",
 		 info->n_layers, info->hidden_dim + 1, info->dim);
-	write_text(bad, text);
+	t_write_text(bad, text);
 	snprintf(badarg, sizeof(badarg), "--sparsity-map=%s", bad);
 	const char *gb[] = { "memwall", "generate", "-m", model, "-n", "4", "--ids", badarg, NULL };
 	o = t_run(gb);
@@ -601,8 +591,7 @@ int main(void)
 {
 	struct eng_error err;
 	char p[256];
-	if (!mkdtemp(dir))
-		return 1;
+	t_mkdtemp(dir);
 	check_synth();
 	check_quant("q8_0", 34, ENG_LOAD_MMAP);
 	check_quant("q8_0", 34, ENG_LOAD_REPACK);

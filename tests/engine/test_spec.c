@@ -13,6 +13,7 @@
 #include "engine.h"
 #include "run.h"
 #include "test.h"
+#include "values.h"
 #include "identity.h"
 
 static char dir[] = "/tmp/mw-test-spec-XXXXXX";
@@ -98,15 +99,6 @@ static void step_bytes(const char *path, double *step, double *emb_row)
 	eng_model_close(mod);
 }
 
-static double key(const char *s, const char *name)
-{
-	char k[64];
-	snprintf(k, sizeof(k), " %s=", name);
-	const char *p = s ? strstr(s, k) : NULL;
-	T_ASSERT(p);
-	return p ? strtod(p + strlen(k), NULL) : -1;
-}
-
 /* --speculate spec against plain greedy on prompt ids, n tokens; returns the acceptance. */
 static double cli_check(const char *m, const char *ids, const char *spec, const char *n,
 			const char *load)
@@ -122,18 +114,21 @@ static double cli_check(const char *m, const char *ids, const char *spec, const 
 	T_EQ_STR(b.out, a.out);
 	T_CONTAINS(b.err, "draft tokens accepted");
 	T_CONTAINS(b.err, "memwall-tokens: decode=");
-	double gen = key(b.err, "decode"), passes = key(b.err, "spec_passes");
-	double proposed = key(b.err, "spec_proposed"), accepted = key(b.err, "spec_accepted");
+	double gen = t_key_num(b.err, "decode"), passes = t_key_num(b.err, "spec_passes");
+	double proposed = t_key_num(b.err, "spec_proposed"),
+	       accepted = t_key_num(b.err, "spec_accepted");
 	T_NEAR(gen, strtod(n, NULL), 0);
 	T_ASSERT(accepted >= 0 && accepted <= proposed);
 	T_NEAR(gen, 1 + passes + accepted, 0);
-	T_NEAR(key(b.err, "passes_per_token"), passes / (gen - 1), 1e-4);
+	T_NEAR(t_key_num(b.err, "passes_per_token"), passes / (gen - 1), 1e-4);
 	double step, row;
 	step_bytes(m, &step, &row);
-	T_NEAR(key(b.err, "weights_per_token"), (passes * step + proposed * row) / (gen - 1),
+	T_NEAR(t_key_num(b.err, "weights_per_token"), (passes * step + proposed * row) / (gen - 1),
 	       0.51);
-	T_NEAR(key(b.err, "engine_bytes_per_token"), key(b.err, "weights_per_token") +
-	       key(b.err, "kv_read_per_token") + key(b.err, "kv_write_per_token"), 1.51);
+	T_NEAR(t_key_num(b.err, "engine_bytes_per_token"),
+	       t_key_num(b.err, "weights_per_token") + t_key_num(b.err, "kv_read_per_token") +
+		   t_key_num(b.err, "kv_write_per_token"),
+	       1.51);
 	t_output_free(&a);
 	t_output_free(&b);
 	return proposed ? accepted / proposed : 0;
@@ -197,8 +192,7 @@ static void refusals(const char *m)
 
 int main(void)
 {
-	if (!mkdtemp(dir))
-		return 1;
+	t_mkdtemp(dir);
 	char model[4200];
 	snprintf(model, sizeof(model), "%s/s260k.bin", dir);
 	struct eng_error err;
@@ -211,25 +205,18 @@ int main(void)
 	/* The varied construction (issue 26): verification's rows against steps whose ids
 	 * change, bit for bit; the command's ids against plain greedy */
 	unlink(model);
-	T_EQ_INT(id_synth_l2c(model, "stories260K", 1, ENG_SYNTH_VARIED, ENG_ACT_SILU), 0);
+	T_EQ_INT(t_id_synth_l2c(model, "stories260K", 1, ENG_SYNTH_VARIED, ENG_ACT_SILU), 0);
 	engine_check(model);
 	cli_model(model, "mmap");
 	unlink(model); /* the name is reused below: the folder must be empty at the end */
 	snprintf(model, sizeof(model), "%s/s15m.bin", dir);
-	T_EQ_INT(id_synth_l2c(model, "stories15M", 1, ENG_SYNTH_VARIED, ENG_ACT_SILU), 0);
+	T_EQ_INT(t_id_synth_l2c(model, "stories15M", 1, ENG_SYNTH_VARIED, ENG_ACT_SILU), 0);
 	engine_check(model);
 
-	const char *shared = getenv("MEMWALL_SHARED");
-	static const char *const extra[] = { "models/stories260K.bin",
-					     "fixtures/gguf/models/tiny-llama-Q4_0.gguf",
-					     "fixtures/gguf/models/tiny-falcon-Q8_0.gguf" };
-	for (size_t i = 0; i < sizeof(extra) / sizeof(extra[0]); i++) {
+	for (int i = 0; i < T_SHARED_MODELS; i++) {
 		char path[4200];
-		snprintf(path, sizeof(path), "%s/%s", shared ? shared : "", extra[i]);
-		if (!shared || access(path, R_OK)) {
-			printf("spec: %s absent, its checks skipped\n", path);
+		if (!t_have_shared(t_shared_models[i], path, sizeof(path)))
 			continue;
-		}
 		engine_check(path);
 		cli_model(path, "mmap");
 		/* Repacked (x8) weights: the classifier over every token through the x8 path. */

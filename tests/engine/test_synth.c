@@ -12,23 +12,6 @@
 
 static char dir[] = "/tmp/mw-test-synth-XXXXXX";
 
-static unsigned char *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	*len = (size_t)ftell(f);
-	fseek(f, 0, SEEK_SET);
-	unsigned char *buf = malloc(*len);
-	if (buf && fread(buf, 1, *len, f) != *len) {
-		free(buf);
-		buf = NULL;
-	}
-	fclose(f);
-	return buf;
-}
-
 static void path_in(char *out, size_t len, const char *name)
 {
 	snprintf(out, len, "%s/%s", dir, name);
@@ -46,7 +29,7 @@ static void test_deterministic(void)
 	T_EQ_INT(eng_synth_llama2c(b, "stories260K", 7, &err), 0);
 	T_EQ_INT(eng_synth_llama2c(c, "stories260K", 8, &err), 0);
 	size_t la = 0, lb = 0, lc = 0;
-	unsigned char *da = slurp(a, &la), *db = slurp(b, &lb), *dc = slurp(c, &lc);
+	unsigned char *da = t_slurp(a, &la), *db = t_slurp(b, &lb), *dc = t_slurp(c, &lc);
 	T_ASSERT(da && db && dc);
 	T_EQ_U64(la, lb);
 	T_EQ_U64(la, lc);
@@ -160,7 +143,7 @@ static void test_legacy_flag(void)
 	sha_of(b, hb);
 	T_EQ_STR(ha, hb);
 	size_t n = 0;
-	unsigned char *d = slurp(b, &n);
+	unsigned char *d = t_slurp(b, &n);
 	T_ASSERT(d && !strstr((const char *)d + 64, "construction="));
 	free(d);
 	unlink(b);
@@ -170,7 +153,7 @@ static void test_legacy_flag(void)
 	T_EQ_INT(o.status, 0);
 	T_CONTAINS(o.out, "construction varied");
 	t_output_free(&o);
-	d = slurp(b, &n);
+	d = t_slurp(b, &n);
 	T_ASSERT(d && strstr((const char *)d + 64, " construction=varied"));
 	sha_of(b, hb);
 	T_ASSERT(strcmp(ha, hb) != 0);
@@ -190,7 +173,7 @@ static void test_legacy_flag(void)
 	sha_of(a, ha);
 	sha_of(b, hb);
 	T_EQ_STR(ha, hb);
-	d = slurp(b, &n);
+	d = t_slurp(b, &n);
 	T_ASSERT(d && !memmem(d, n, "memwall.synthetic.construction", 30));
 	free(d);
 	unlink(b);
@@ -199,7 +182,7 @@ static void test_legacy_flag(void)
 	o = t_run(ggv);
 	T_EQ_INT(o.status, 0);
 	t_output_free(&o);
-	d = slurp(b, &n);
+	d = t_slurp(b, &n);
 	T_ASSERT(d && memmem(d, n, "memwall.synthetic.construction", 30));
 	free(d);
 	const char *badc[] = { "memwall", "synth", "--shape", "stories260K", "--construction",
@@ -234,9 +217,10 @@ static void test_varied(void)
 	for (int c = 0; c < 2; c++) {
 		enum eng_synth_construction k = c ? ENG_SYNTH_LEGACY : ENG_SYNTH_VARIED;
 		path_in(p, sizeof(p), "s15m.bin");
-		T_EQ_INT(id_synth_l2c(p, "stories15M", 1, k, ENG_ACT_SILU), 0);
-		T_EQ_INT(id_greedy_file(p, ENG_LOAD_MMAP, &o, bos, 1, STEPS, ids, &lg, &vocab), 0);
-		int d = id_distinct(ids, STEPS);
+		T_EQ_INT(t_id_synth_l2c(p, "stories15M", 1, k, ENG_ACT_SILU), 0);
+		T_EQ_INT(t_id_greedy_file(p, ENG_LOAD_MMAP, &o, bos, 1, STEPS, ids, &lg, &vocab),
+			 0);
+		int d = t_id_distinct(ids, STEPS);
 		printf("stories15M llama2.c %s: %d distinct ids in %d greedy from BOS\n",
 		       eng_synth_construction_name(k), d, STEPS);
 		if (k == ENG_SYNTH_VARIED) {
@@ -262,23 +246,23 @@ static void test_varied(void)
 	static const char *const quants[] = { "f32", "q4_0" };
 	for (int q = 0; q < 2; q++) {
 		path_in(p, sizeof(p), "s15m.gguf");
-		T_EQ_INT(id_synth_gguf(p, "llama", "stories15M", quants[q], 1, ENG_SYNTH_VARIED), 0);
-		T_EQ_INT(id_greedy_file(p, ENG_LOAD_MMAP, &o, bos, 1, STEPS, q ? ids : ref, &lg,
+		T_EQ_INT(t_id_synth_gguf(p, "llama", "stories15M", quants[q], 1, ENG_SYNTH_VARIED),
+			 0);
+		T_EQ_INT(t_id_greedy_file(p, ENG_LOAD_MMAP, &o, bos, 1, STEPS, q ? ids : ref, &lg,
 					&vocab), 0);
 		printf("stories15M GGUF %s varied: %d distinct ids\n", quants[q],
-		       id_distinct(q ? ids : ref, STEPS));
+		       t_id_distinct(q ? ids : ref, STEPS));
 		free(lg);
 		lg = NULL;
 		unlink(p);
 	}
-	T_ASSERT(id_distinct(ref, STEPS) >= 40);
-	T_EQ_INT(id_first_diff(ref, ids, STEPS), -1);
+	T_ASSERT(t_id_distinct(ref, STEPS) >= 40);
+	T_EQ_INT(t_id_first_diff(ref, ids, STEPS), -1);
 }
 
 int main(void)
 {
-	if (!mkdtemp(dir))
-		return 1;
+	t_mkdtemp(dir);
 	test_deterministic();
 	test_errors();
 	test_verb();

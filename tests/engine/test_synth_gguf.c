@@ -80,17 +80,6 @@ static void test_falcon7b_plan(void)
 	eng_tensor_table_free(t);
 }
 
-static bool have(const char *rel, char *path, size_t n)
-{
-	struct stat st;
-	const char *root = getenv("MEMWALL_SHARED");
-	snprintf(path, n, "%s/%s", root ? root : "../shared", rel);
-	if (stat(path, &st) == 0)
-		return true;
-	printf("skipped a part: %s is absent\n", path);
-	return false;
-}
-
 /* A plan against a GGUF file's tensor infos: names, order, types, shapes, bytes. */
 static void same_tensors(const struct eng_tensor_table *plan, const struct eng_gguf *g,
 			 const char *what)
@@ -124,7 +113,7 @@ static void test_fixture_plans(void)
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		char rel[256], path[4096];
 		snprintf(rel, sizeof(rel), "fixtures/gguf/models/%s", cases[i].file);
-		if (!have(rel, path, sizeof(path)))
+		if (!t_have_shared(rel, path, sizeof(path)))
 			continue;
 		struct eng_gguf *g = NULL;
 		struct eng_tensor_table *t = NULL;
@@ -138,21 +127,6 @@ static void test_fixture_plans(void)
 		if (g)
 			eng_gguf_close(g);
 	}
-}
-
-static unsigned char *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	unsigned char *buf = NULL;
-	long n;
-	*len = 0;
-	if (!f)
-		return NULL;
-	if (!fseek(f, 0, SEEK_END) && (n = ftell(f)) > 0 && !fseek(f, 0, SEEK_SET) &&
-	    (buf = malloc((size_t)n)) && fread(buf, 1, (size_t)n, f) == (size_t)n)
-		*len = (size_t)n;
-	fclose(f);
-	return buf;
 }
 
 /* Writes arch/shape/quant, reads it back, checks it against its plan and its marks. */
@@ -260,7 +234,7 @@ static void check_written(const char *arch, const char *shape, const char *quant
 		printf("skipped a part: one CPU only, so threads cannot change\n");
 	T_EQ_INT(eng_synth_gguf(other, arch, shape, quant, 43, &err), 0);
 	size_t la, lb, lc;
-	unsigned char *a = slurp(path, &la), *b = slurp(again, &lb), *c = slurp(other, &lc);
+	unsigned char *a = t_slurp(path, &la), *b = t_slurp(again, &lb), *c = t_slurp(other, &lc);
 	T_ASSERT(a && b && c);
 	T_EQ_U64(la, lb);
 	T_ASSERT(a && b && la == lb && !memcmp(a, b, la));
@@ -339,8 +313,7 @@ static void test_verb(void)
 
 int main(void)
 {
-	if (!mkdtemp(dir))
-		return 1;
+	t_mkdtemp(dir);
 	test_falcon7b_plan();
 	test_errors();
 	check_written("falcon", "falcon-tiny", "q4_k_m");

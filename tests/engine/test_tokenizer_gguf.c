@@ -600,23 +600,12 @@ static void meta_close(struct meta *m)
 		eng_gguf_close(m->g);
 }
 
-static bool have(const char *rel, char *path, size_t n)
-{
-	struct stat st;
-	const char *root = getenv("MEMWALL_SHARED");
-	snprintf(path, n, "%s/%s", root ? root : "../shared", rel);
-	if (stat(path, &st) == 0)
-		return true;
-	printf("skipped a part: %s is absent\n", path);
-	return false;
-}
-
 static void test_fixture(const char *rel, bool bpe)
 {
 	char path[4096];
 	struct meta m;
 	static struct vocab bytes;
-	if (!have(rel, path, sizeof(path)) || !meta_open(&m, path))
+	if (!t_have_shared(rel, path, sizeof(path)) || !meta_open(&m, path))
 		return;
 	gpt2_bytes(&bytes);
 	struct eng_tokenizer *t = NULL;
@@ -661,8 +650,7 @@ static void test_fixture(const char *rel, bool bpe)
 
 int main(void)
 {
-	if (!mkdtemp(dir))
-		return 1;
+	t_mkdtemp(dir);
 	test_pre_split();
 	test_own_bpe();
 	test_own_spm();

@@ -296,16 +296,16 @@ static void seeds_protocol(void)
 
 static void seeds_result(void)
 {
-	static const struct fx_spec specs[] = {
+	static const struct t_fx_spec specs[] = {
 		{ "p", "cpu", 2, 1, 4, 1e6, 0.01, 0, 0, 1 },
 		{ "p", "cpu", 2, 0, 3, 2e6, 0.02, 5e6, 2, 2 },
 		{ "q", "cpu", 1, 0, 1, 5e5, 0.0, 1e6, 1, 3 },
 	};
 	for (size_t i = 0; i < sizeof(specs) / sizeof(specs[0]); i++) {
 		char name[64], path[4600];
-		json_t *doc = fx_record(&specs[i]);
+		json_t *doc = t_fx_record(&specs[i]);
 		PATHF(name, "fixture-%zu.json", i);
-		fx_write(doc, outdir, name, path, sizeof(path));
+		t_fx_write(doc, outdir, name, path, sizeof(path));
 		json_decref(doc);
 		n_written++;
 	}
@@ -410,11 +410,11 @@ static void seeds_adapters(void)
  * installed), unzipped: fuzz_bundle gzips its input itself. */
 static void seeds_bundle(void)
 {
-	static const struct fx_spec spec = { "p", "cpu", 2, 0, 3, 2e6, 0.02, 5e6, 2, 2 };
+	static const struct t_fx_spec spec = { "p", "cpu", 2, 0, 3, 2e6, 0.02, 5e6, 2, 2 };
 	char dir[] = "/tmp/mw-fuzz-seeds-XXXXXX", rec[4200], out[4200], cmd[9000];
 	if (!mkdtemp(dir))
 		return;
-	json_t *doc = fx_record(&spec);
+	json_t *doc = t_fx_record(&spec);
 	PATHF(rec, "%s/r.json", dir);
 	PATHF(out, "%s/b.tar.gz", dir);
 	struct mw_error err;

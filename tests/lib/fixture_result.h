@@ -10,7 +10,7 @@
 
 #include "result.h"
 
-struct fx_spec {
+struct t_fx_spec {
 	const char *protocol;  /* protocol name */
 	const char *cpu;       /* machine.cpu_name */
 	int runs, warmups, tokens;
@@ -22,25 +22,25 @@ struct fx_spec {
 };
 
 /* A small LCG: the fixture must not depend on libc's rand(). */
-static inline double fx_uniform(uint32_t *s)
+static inline double t_fx_uniform(uint32_t *s)
 {
 	*s = *s * 1664525u + 1013904223u;
 	return (double)(*s >> 8) / 16777216.0;
 }
 
-static inline json_t *fx_record(const struct fx_spec *sp)
+static inline json_t *t_fx_record(const struct t_fx_spec *sp)
 {
 	uint32_t seed = sp->seed ? sp->seed : 1;
 	json_t *runs = json_array();
 	bool dram = sp->dram_bytes > 0;
 	for (int r = 0; r < sp->runs + sp->warmups; r++) {
-		double run_scale = 1.0 + sp->jitter * (2.0 * fx_uniform(&seed) - 1.0);
+		double run_scale = 1.0 + sp->jitter * (2.0 * t_fx_uniform(&seed) - 1.0);
 		json_t *ids = json_array(), *lat = json_array(), *eng = json_array();
 		json_t *rd = dram ? json_array() : json_null(), *wr = dram ? json_array() : json_null();
 		int64_t ns = 0, engsum = 0, rdsum = 0, wrsum = 0;
 		for (int t = 0; t < sp->tokens; t++) {
 			int64_t l = (int64_t)(sp->latency_ns * run_scale *
-					      (1.0 + 0.05 * (fx_uniform(&seed) - 0.5)));
+					      (1.0 + 0.05 * (t_fx_uniform(&seed) - 0.5)));
 			int64_t e = 1000000 + 256 * t;
 			json_array_append_new(ids, json_integer(5 + t % 7));
 			json_array_append_new(lat, json_integer(l));
@@ -126,7 +126,7 @@ static inline json_t *fx_record(const struct fx_spec *sp)
 }
 
 /* Writes doc to dir/name (replacing it: test scratch space only). */
-static inline void fx_write(const json_t *doc, const char *dir, const char *name, char *path,
+static inline void t_fx_write(const json_t *doc, const char *dir, const char *name, char *path,
 			    size_t n)
 {
 	snprintf(path, n, "%s/%s", dir, name);

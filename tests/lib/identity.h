@@ -16,10 +16,11 @@
 #include <string.h>
 
 #include "engine.h"
+#include "values.h"
 
 /* Writes a llama2.c model of construction c (act: the FFN activation). 0 or the engine's
  * error, printed. */
-static inline int id_synth_l2c(const char *path, const char *shape, uint64_t seed,
+static inline int t_id_synth_l2c(const char *path, const char *shape, uint64_t seed,
 			       enum eng_synth_construction c, enum eng_ffn_act act)
 {
 	struct eng_error err;
@@ -31,7 +32,7 @@ static inline int id_synth_l2c(const char *path, const char *shape, uint64_t see
 	return rc;
 }
 
-static inline int id_synth_gguf(const char *path, const char *arch, const char *shape,
+static inline int t_id_synth_gguf(const char *path, const char *arch, const char *shape,
 				const char *quant, uint64_t seed, enum eng_synth_construction c)
 {
 	struct eng_error err;
@@ -43,19 +44,10 @@ static inline int id_synth_gguf(const char *path, const char *arch, const char *
 	return rc;
 }
 
-static inline int id_argmax(const float *v, int n)
-{
-	int best = 0;
-	for (int i = 1; i < n; i++)
-		if (v[i] > v[best])
-			best = i;
-	return best;
-}
-
 /* Greedy decoding of `steps` tokens after prompt[n] (prefilled in one call, o's chunking),
  * on a session of its own: ids[steps]; logits (steps, vocab): row k is what chose ids[k]
  * (the prompt's last position, then each step's). 0 or the engine's error. */
-static inline int id_greedy(struct eng_model *m, const struct eng_session_options *o,
+static inline int t_id_greedy(struct eng_model *m, const struct eng_session_options *o,
 			    const int *prompt, int n, int steps, int *ids, float *logits)
 {
 	struct eng_session *s = NULL;
@@ -69,7 +61,7 @@ static inline int id_greedy(struct eng_model *m, const struct eng_session_option
 	rc = eng_session_prefill(s, prompt, n, 0, &lg, NULL);
 	for (int k = 0; !rc && k < steps; k++) {
 		memcpy(logits + (size_t)k * (size_t)vocab, lg, (size_t)vocab * sizeof(float));
-		ids[k] = id_argmax(lg, vocab);
+		ids[k] = t_argmax(lg, vocab);
 		if (k + 1 < steps)
 			rc = eng_session_step(s, ids[k], n + k, &lg, NULL);
 	}
@@ -77,8 +69,8 @@ static inline int id_greedy(struct eng_model *m, const struct eng_session_option
 	return rc;
 }
 
-/* id_greedy on the model at path, loaded with mode load. */
-static inline int id_greedy_file(const char *path, enum eng_load_mode load,
+/* t_id_greedy on the model at path, loaded with mode load. */
+static inline int t_id_greedy_file(const char *path, enum eng_load_mode load,
 				 const struct eng_session_options *o, const int *prompt, int n,
 				 int steps, int *ids, float **logits, int *vocab)
 {
@@ -92,12 +84,12 @@ static inline int id_greedy_file(const char *path, enum eng_load_mode load,
 	}
 	*vocab = eng_model_info(m)->vocab_size;
 	*logits = malloc((size_t)steps * (size_t)*vocab * sizeof(float));
-	rc = *logits ? id_greedy(m, o, prompt, n, steps, ids, *logits) : -1;
+	rc = *logits ? t_id_greedy(m, o, prompt, n, steps, ids, *logits) : -1;
 	eng_model_close(m);
 	return rc;
 }
 
-static inline int id_distinct(const int *ids, int n)
+static inline int t_id_distinct(const int *ids, int n)
 {
 	int d = 0;
 	for (int i = 0; i < n; i++) {
@@ -110,7 +102,7 @@ static inline int id_distinct(const int *ids, int n)
 }
 
 /* The first position where a and b differ, or -1. */
-static inline int id_first_diff(const int *a, const int *b, int n)
+static inline int t_id_first_diff(const int *a, const int *b, int n)
 {
 	for (int i = 0; i < n; i++)
 		if (a[i] != b[i])
@@ -119,7 +111,7 @@ static inline int id_first_diff(const int *a, const int *b, int n)
 }
 
 /* The largest |a - b| over n values (NaN counts as infinite), and the largest |a| in *big. */
-static inline double id_max_diff(const float *a, const float *b, size_t n, double *big)
+static inline double t_id_max_diff(const float *a, const float *b, size_t n, double *big)
 {
 	double worst = 0, m = 0;
 	for (size_t i = 0; i < n; i++) {

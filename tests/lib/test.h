@@ -5,6 +5,17 @@
  * `return t_done();`, which exits 1 if anything failed. A test that cannot run here calls
  * t_skip("why"), which prints the reason and exits 77: meson reports it as skipped, never as
  * passed.
+ *
+ * tests/lib is one static library (testlib, tests/meson.build) that every test program links:
+ * test.c (this tally), files.h (files and scratch folders), run.h (running a program and
+ * capturing it), record.h (a short `memwall run`, a record's fields and its edits), values.h
+ * (argmax, medians, key=value figures), sim_tree.h (recorded sysfs trees and the simulated
+ * PMU's environment), verify_sim.h and sim_series.h (the scripts of the verify and series
+ * tests). Every name it exports starts t_ (T_ for macros), then the module where it has one
+ * (t_vs_, t_series_, t_fx_, t_id_, t_pg_); its headers hold declarations, no state. Three
+ * stay header-only, static inline and stateless: fixture_result.h (tests/fuzz's seeds use
+ * it too, and link no test library), identity.h and pg_server.h. The reference forward
+ * pass (ref_forward.h, ref_check.h: ref_) is a library of its own.
  */
 #ifndef MEMWALL_TEST_H
 #define MEMWALL_TEST_H
@@ -12,13 +23,18 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-static int t_failures;
-static int t_checks;
+#include "files.h"
+
+/* The program's tally of checks and failed checks (tests/lib/test.c): one pair for the
+ * program and the helpers of tests/lib it calls. */
+extern int t_failures;
+extern int t_checks;
 
 #define T_FAIL_AT(file, line, ...)                                                              \
 	do {                                                                                       \
@@ -83,90 +99,38 @@ static int t_checks;
 				  #a, #b, t_a_, t_b_, fabs(t_a_ - t_b_), t_t_);                    \
 	} while (0)
 
-static inline void t_skip(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
-static inline void t_skip(const char *fmt, ...)
-{
-	va_list ap;
-	fputs("SKIP: ", stdout);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	fputc('\n', stdout);
-	fflush(stdout);
-	exit(77);
-}
+/* Prints "SKIP: " and the reason, exits 77. */
+void t_skip(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 
-static inline int t_done(void)
-{
-	if (t_failures) {
-		fprintf(stderr, "%d of %d checks failed\n", t_failures, t_checks);
-		return 1;
-	}
-	printf("all %d checks passed\n", t_checks);
-	return 0;
-}
+/* Prints the tally; 1 if any check failed, else 0: `return t_done();` ends main. */
+int t_done(void);
 
 /* Path of a file under ../shared (MEMWALL_SHARED overrides). Skips the test, naming the file,
  * when it is absent: shared/ holds third-party data that a clone of memwall may not have.
  * Returns static storage, overwritten by the next call. */
-static inline const char *t_shared(const char *rel)
-{
-	static char path[4096];
-	const char *root = getenv("MEMWALL_SHARED");
-	struct stat st;
-	if (!root || !*root)
-		t_skip("MEMWALL_SHARED is not set (meson sets it to the source tree's ../shared)");
-	snprintf(path, sizeof(path), "%s/%s", root, rel);
-	if (stat(path, &st) != 0)
-		t_skip("%s is absent: this test needs the shared data folder beside the checkout",
-		       path);
-	return path;
-}
+const char *t_shared(const char *rel);
+
+/* Path of a file under ../shared into path (n bytes), as t_shared; where it is absent, says
+ * "skipped a part" and returns false, for a test that checks the rest without it. */
+bool t_have_shared(const char *rel, char *path, size_t n);
+
+/* The models of ../shared every engine test runs where they are present (t_have_shared):
+ * llama2.c's stories260K and the tiny llama and falcon GGUF fixtures. */
+#define T_SHARED_MODELS 3
+extern const char *const t_shared_models[T_SHARED_MODELS];
 
 /* Writes text to root + rel (rel starting with '/'), making root (whose parent must exist)
  * and the folders below it on the way: a file of a recorded tree (/proc, /sys) written by a
  * test into its scratch root. A file that cannot be written is a failed check. */
-static inline void t_put(const char *root, const char *rel, const char *text)
-{
-	char path[4096];
-	size_t skip = strlen(root) + 1;
-	mkdir(root, 0755);
-	snprintf(path, sizeof(path), "%s%s", root, rel);
-	for (char *p = path + (skip < strlen(path) ? skip : strlen(path)); *p; p++)
-		if (*p == '/') {
-			*p = '\0';
-			mkdir(path, 0755);
-			*p = '/';
-		}
-	FILE *f = fopen(path, "w");
-	t_checks++;
-	if (!f) {
-		t_failures++;
-		fprintf(stderr, "FAIL: cannot write %s\n", path);
-		return;
-	}
-	fputs(text, f);
-	fclose(f);
-}
+void t_put(const char *root, const char *rel, const char *text);
 
 /* A cgroup v2 tree under root, as a container with its own cgroup namespace sees it, whose
  * cpu.max holds cpu_max ("150000 100000", "max 100000"): read by src/base/cgroup.c where
  * $MEMWALL_CGROUP_ROOT names root. */
-static inline void t_cgroup_tree(const char *root, const char *cpu_max)
-{
-	t_put(root, "/proc/self/cgroup", "0::/\n");
-	t_put(root, "/proc/self/mountinfo",
-	      "30 23 0:26 / /sys/fs/cgroup rw,nosuid - cgroup2 cgroup2 rw,nsdelegate\n");
-	t_put(root, "/sys/fs/cgroup/cpu.max", cpu_max);
-}
+void t_cgroup_tree(const char *root, const char *cpu_max);
 
-/* Path of a file under tests/data/ in the source tree. */
-static inline const char *t_data(const char *rel)
-{
-	static char path[4096];
-	const char *root = getenv("MEMWALL_TEST_DATA");
-	snprintf(path, sizeof(path), "%s/%s", root ? root : "tests/data", rel);
-	return path;
-}
+/* Path of a file under tests/data/ in the source tree; static storage, overwritten by the
+ * next call. */
+const char *t_data(const char *rel);
 
 #endif

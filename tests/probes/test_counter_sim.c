@@ -64,7 +64,6 @@ static char tmpdir[256];
 
 /* ---- what the tree says, read here (not through the probes) */
 
-
 /* ---- building cases */
 
 static struct sim_case the_case;
@@ -110,10 +109,10 @@ static struct sim_case *arrow_lake(void)
 		snprintf(pmu, sizeof(pmu), "uncore_imc_free_running_%d", p);
 		struct sim_instance *in = inst_new(c);
 		/* data_read event=0xff,umask=0x20 -> 0x20ff; data_write umask=0x30 -> 0x30ff */
-		add_event(c, in, pmu_type(c->tree, pmu), 0x20ff, 0, RD,
-			  alias_bytes(c->tree, pmu, "data_read"));
-		add_event(c, in, pmu_type(c->tree, pmu), 0x30ff, 0, WR,
-			  alias_bytes(c->tree, pmu, "data_write"));
+		add_event(c, in, t_pmu_type(c->tree, pmu), 0x20ff, 0, RD,
+			  t_alias_bytes(c->tree, pmu, "data_read"));
+		add_event(c, in, t_pmu_type(c->tree, pmu), 0x30ff, 0, WR,
+			  t_alias_bytes(c->tree, pmu, "data_write"));
 	}
 	return c;
 }
@@ -129,10 +128,10 @@ static struct sim_case *sapphire_rapids(void)
 		for (int s = 0; s < 2; s++) {
 			struct sim_instance *in = inst_new(c);
 			/* cas_count_read event=0x05,umask=0xcf -> 0xcf05; write umask=0xf0 */
-			add_event(c, in, pmu_type(c->tree, pmu), 0xcf05, cpus[s], RD,
-				  alias_bytes(c->tree, pmu, "cas_count_read"));
-			add_event(c, in, pmu_type(c->tree, pmu), 0xf005, cpus[s], WR,
-				  alias_bytes(c->tree, pmu, "cas_count_write"));
+			add_event(c, in, t_pmu_type(c->tree, pmu), 0xcf05, cpus[s], RD,
+				  t_alias_bytes(c->tree, pmu, "cas_count_read"));
+			add_event(c, in, t_pmu_type(c->tree, pmu), 0xf005, cpus[s], WR,
+				  t_alias_bytes(c->tree, pmu, "cas_count_write"));
 		}
 	}
 	return c;
@@ -146,7 +145,7 @@ static struct sim_case *granite_rapids(void)
 		char pmu[64];
 		snprintf(pmu, sizeof(pmu), "uncore_imc_%d", p);
 		struct sim_instance *in = inst_new(c);
-		uint32_t type = pmu_type(c->tree, pmu);
+		uint32_t type = t_pmu_type(c->tree, pmu);
 		/* both schedulers: sch0 event 0x05, sch1 event 0x06, umask 0xcf read, 0xf0 write */
 		static const struct {
 			uint64_t config;
@@ -158,7 +157,7 @@ static struct sim_case *granite_rapids(void)
 			    { 0xf006, WR, "cas_count_write_sch1" } };
 		for (int j = 0; j < 4; j++)
 			add_event(c, in, type, evs[j].config, 0, evs[j].dir,
-				  alias_bytes(c->tree, pmu, evs[j].alias));
+				  t_alias_bytes(c->tree, pmu, evs[j].alias));
 	}
 	return c;
 }
@@ -173,8 +172,8 @@ static struct sim_case *zen4(void)
 		struct sim_instance *in = inst_new(c);
 		/* umc_cas_cmd.rd event=0x0a,rdwrmask=1 -> 0x10a; .wr -> 0x20a; a CAS moves one
 		 * 64-byte line (amd_umc.c's comment; the PMU has no .scale) */
-		add_event(c, in, pmu_type(c->tree, pmu), 0x10a, 0, RD, 64.0);
-		add_event(c, in, pmu_type(c->tree, pmu), 0x20a, 0, WR, 64.0);
+		add_event(c, in, t_pmu_type(c->tree, pmu), 0x10a, 0, RD, 64.0);
+		add_event(c, in, t_pmu_type(c->tree, pmu), 0x20a, 0, WR, 64.0);
 	}
 	return c;
 }
@@ -189,7 +188,7 @@ static struct sim_case *zen3(void)
 		 * 64-byte request per count */
 		uint64_t ev = 0x07 + 0x40 * ch;
 		uint64_t config = (ev & 0xff) | 0x38 << 8 | (ev >> 8) << 32;
-		add_event(c, in, pmu_type(c->tree, "amd_df"), config, 0, TOT, 64.0);
+		add_event(c, in, t_pmu_type(c->tree, "amd_df"), config, 0, TOT, 64.0);
 	}
 	return c;
 }
@@ -224,8 +223,8 @@ static struct sim_case *ampere_altra(void)
 		struct sim_instance *in = inst_new(c);
 		/* clkdiv2_rdwr with mask=1 (config:0-44) -> config 0x1; the direction is match
 		 * (config1) 0 or 1; one count is one 64-byte burst (arm_dmc620.c) */
-		add_event(c, in, pmu_type(c->tree, pmu), 0x1, 0, RD, 64.0);
-		add_event(c, in, pmu_type(c->tree, pmu), 0x1, 0, WR, 64.0);
+		add_event(c, in, t_pmu_type(c->tree, pmu), 0x1, 0, RD, 64.0);
+		add_event(c, in, t_pmu_type(c->tree, pmu), 0x1, 0, WR, 64.0);
 		/* each direction its own rule (config1 = match: 0 read, 1 write) and steps, so
 		 * a direction read from the wrong event shows; "solo": the driver refuses a
 		 * group with a second hardware event, so a grouped open would fail the case */
@@ -242,7 +241,7 @@ static struct sim_case *graviton3(void)
 	struct sim_instance *in = inst_new(c);
 	/* hnf_mc_reqs = type=0x5 (config:0-15), eventid=0xd (config:16-26) -> 0xd0005; one
 	 * request counted as one 64-byte line (arm_cmn.c) */
-	add_event(c, in, pmu_type(c->tree, "arm_cmn_0"), 0x5 | 0xd << 16, 0, TOT, 64.0);
+	add_event(c, in, t_pmu_type(c->tree, "arm_cmn_0"), 0x5 | 0xd << 16, 0, TOT, 64.0);
 	return c;
 }
 
@@ -257,8 +256,8 @@ static struct sim_case *nvidia_grace(void)
 		struct sim_instance *in = inst_new(c);
 		/* cmem_rd_data event=0x1a5 counts 32-byte beats; cmem_wr_total_bytes event=0x1db
 		 * counts bytes (nvidia_scf.c) */
-		add_event(c, in, pmu_type(c->tree, pmu), 0x1a5, cpus[s], RD, 32.0);
-		add_event(c, in, pmu_type(c->tree, pmu), 0x1db, cpus[s], WR, 1.0);
+		add_event(c, in, t_pmu_type(c->tree, pmu), 0x1a5, cpus[s], RD, 32.0);
+		add_event(c, in, t_pmu_type(c->tree, pmu), 0x1db, cpus[s], WR, 1.0);
 	}
 	return c;
 }
@@ -873,10 +872,10 @@ static void test_pass_through(void)
 static void test_implausible(void)
 {
 	const char *tree = "arrow-lake";
-	uint32_t t0 = pmu_type(tree, "uncore_imc_free_running_0");
-	uint32_t t1 = pmu_type(tree, "uncore_imc_free_running_1");
-	T_NEAR(alias_bytes(tree, "uncore_imc_free_running_0", "data_read"), 64.0, 0);
-	T_NEAR(alias_bytes(tree, "uncore_imc_free_running_1", "data_read"), 64.0, 0);
+	uint32_t t0 = t_pmu_type(tree, "uncore_imc_free_running_0");
+	uint32_t t1 = t_pmu_type(tree, "uncore_imc_free_running_1");
+	T_NEAR(t_alias_bytes(tree, "uncore_imc_free_running_0", "data_read"), 64.0, 0);
+	T_NEAR(t_alias_bytes(tree, "uncore_imc_free_running_1", "data_read"), 64.0, 0);
 	char path[600], root[8192];
 	snprintf(path, sizeof(path), "%s/implausible.script", tmpdir);
 	snprintf(root, sizeof(root), "%s%s", t_data("sysfs/"), tree);

@@ -4,14 +4,8 @@
 #include <time.h>
 
 #include "probes/internal.h" /* by its folder: engine/ has internal.h files too */
+#include "run.h"
 #include "test.h"
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static volatile uint64_t sink;
 
@@ -208,10 +202,10 @@ static void test_snapshot_cost(void)
 	enum { N = 20000 };
 	double best = 1e9;
 	for (int rep = 0; rep < 5; rep++) {
-		double t0 = now_s();
+		double t0 = t_now();
 		for (int i = 0; i < N; i++)
 			prb_set_read(s, r);
-		double per = (now_s() - t0) / N;
+		double per = (t_now() - t0) / N;
 		if (per < best)
 			best = per;
 	}
@@ -319,13 +313,13 @@ static void test_groups(void)
 	enum { N = 20000 };
 	double best = 1e9;
 	for (int rep = 0; rep < 5; rep++) {
-		double t0 = now_s();
+		double t0 = t_now();
 		for (int i = 0; i < N; i++) {
 			ops->read_group(c[0], buf, 7);
 			ops->read_group(c[2], buf, 7);
 			ops->read(c[4], v);
 		}
-		double per = (now_s() - t0) / N;
+		double per = (t_now() - t0) / N;
 		if (per < best)
 			best = per;
 	}

@@ -9,18 +9,9 @@
 
 #include "probes/internal.h" /* by its folder: engine/ has internal.h files too */
 #include "test.h"
+#include "sim_tree.h"
 
 static struct dram_plan plan;
-
-static struct prb_system *open_tree(const char *machine)
-{
-	struct prb_system *sys = NULL;
-	struct prb_error err = { 0 };
-	char root[4096];
-	snprintf(root, sizeof(root), "%s%s", t_data("sysfs/"), machine);
-	T_EQ_INT(prb_system_open(&sys, root, &err), 0);
-	return sys;
-}
 
 /* Checks instance i: its PMU, CPU, and events as (dir, type, config, config1, bytes). */
 struct want_event {
@@ -85,7 +76,7 @@ static void test_delta_backwards(void)
 
 static void test_arrow_lake(void)
 {
-	struct prb_system *sys = open_tree("arrow-lake");
+	struct prb_system *sys = t_system_open("arrow-lake");
 	struct prb_dram_status st;
 	T_EQ_INT(prb_dram_probe_plan(sys, NULL, &st, &plan), 0);
 	T_EQ_STR(st.backend, "intel_imc_free");
@@ -109,7 +100,7 @@ static void test_skylake_client(void)
 {
 	/* one PCI IMC, no _N suffix: uncore_imc with data_reads = event=0x01 and data_writes =
 	 * event=0x02 (format event config:0-7), scale 6.103515625e-5 MiB = 64 bytes */
-	struct prb_system *sys = open_tree("skylake-client");
+	struct prb_system *sys = t_system_open("skylake-client");
 	struct prb_dram_status st;
 	T_EQ_INT(prb_dram_probe_plan(sys, NULL, &st, &plan), 0);
 	T_EQ_STR(st.backend, "intel_imc_free");
@@ -121,7 +112,7 @@ static void test_skylake_client(void)
 
 static void test_sapphire_rapids(void)
 {
-	struct prb_system *sys = open_tree("sapphire-rapids");
+	struct prb_system *sys = t_system_open("sapphire-rapids");
 	struct prb_dram_status st;
 	T_EQ_INT(prb_dram_probe_plan(sys, NULL, &st, &plan), 0);
 	T_EQ_STR(st.backend, "intel_imc_cas");
@@ -148,7 +139,7 @@ static void test_sapphire_rapids(void)
 
 static void test_granite_rapids(void)
 {
-	struct prb_system *sys = open_tree("granite-rapids");
+	struct prb_system *sys = t_system_open("granite-rapids");
 	struct prb_dram_status st;
 	T_EQ_INT(prb_dram_probe_plan(sys, NULL, &st, &plan), 0);
 	T_EQ_STR(st.backend, "intel_imc_cas");
@@ -169,7 +160,7 @@ static void test_granite_rapids(void)
 
 static void test_zen4(void)
 {
-	struct prb_system *sys = open_tree("amd-epyc-zen4");
+	struct prb_system *sys = t_system_open("amd-epyc-zen4");
 	struct prb_dram_status st;
 	T_EQ_INT(prb_dram_probe_plan(sys, NULL, &st, &plan), 0);
 	T_EQ_STR(st.backend, "amd_umc");
@@ -191,7 +182,7 @@ static void test_zen4(void)
 
 static void test_zen3(void)
 {
-	struct prb_system *sys = open_tree("zen3");
+	struct prb_system *sys = t_system_open("zen3");
 	struct prb_dram_status st;
 	T_EQ_INT(prb_dram_probe_plan(sys, NULL, &st, &plan), 0);
 	T_EQ_STR(st.backend, "amd_df");
@@ -243,7 +234,7 @@ static void test_ampere_altra(void)
 	static const char *const channels[] = { "10008c000", "10008c400", "10008c800",
 						"10008cc00", "10008d000", "10008d400",
 						"10008d800", "10008dc00" };
-	struct prb_system *sys = open_tree("ampere-altra");
+	struct prb_system *sys = t_system_open("ampere-altra");
 	struct prb_dram_status st;
 	T_EQ_INT(prb_dram_probe_plan(sys, NULL, &st, &plan), 0);
 	/* the controllers, not the mesh beside them */
@@ -281,7 +272,7 @@ static void test_ampere_altra(void)
 
 static void test_graviton3(void)
 {
-	struct prb_system *sys = open_tree("graviton3");
+	struct prb_system *sys = t_system_open("graviton3");
 	struct prb_dram_status st;
 	T_EQ_INT(prb_dram_probe_plan(sys, NULL, &st, &plan), 0);
 	T_EQ_STR(st.backend, "arm_cmn");
@@ -297,7 +288,7 @@ static void test_graviton3(void)
 
 static void test_nvidia_grace(void)
 {
-	struct prb_system *sys = open_tree("nvidia-grace");
+	struct prb_system *sys = t_system_open("nvidia-grace");
 	struct prb_dram_status st;
 	T_EQ_INT(prb_dram_probe_plan(sys, NULL, &st, &plan), 0);
 	T_EQ_STR(st.backend, "nvidia_scf");
@@ -400,7 +391,7 @@ static void test_dmc620_refused(void)
 
 static void test_this_vm(void)
 {
-	struct prb_system *sys = open_tree("this-vm");
+	struct prb_system *sys = t_system_open("this-vm");
 	struct prb_dram_status st;
 	T_EQ_INT(prb_dram_probe(sys, NULL, &st), -ENOENT);
 	T_ASSERT(!st.available);
@@ -419,7 +410,7 @@ static void test_this_vm(void)
 static void test_bad_tree(void)
 {
 	/* malformed PMUs are refused with the file named, never counted in part */
-	struct prb_system *sys = open_tree("bad");
+	struct prb_system *sys = t_system_open("bad");
 	struct prb_dram_status st;
 	int rc = prb_dram_probe_plan(sys, NULL, &st, &plan);
 	T_EQ_INT(rc, -ENOENT);
@@ -432,7 +423,7 @@ static void test_bad_tree(void)
  * ENOENT, and the status says so in words. With an injected EACCES the paranoid fix shows. */
 static void test_open_classified(void)
 {
-	struct prb_system *sys = open_tree("arrow-lake");
+	struct prb_system *sys = t_system_open("arrow-lake");
 	struct prb_dram_status st;
 	struct prb_dram *d = NULL;
 	int rc = prb_dram_open(&d, sys, NULL, &st);
@@ -459,7 +450,7 @@ static void test_open_classified(void)
 /* resctrl is a file backend: open and read work here on the recorded tree. */
 static void test_resctrl_read(void)
 {
-	struct prb_system *sys = open_tree("sapphire-rapids");
+	struct prb_system *sys = t_system_open("sapphire-rapids");
 	struct prb_dram_options opt = { .backend = "resctrl" };
 	struct prb_dram_status st;
 	struct prb_dram *d = NULL;
@@ -499,7 +490,7 @@ static void test_backend_names(void)
 	char why[256];
 	int checked = 0;
 	for (size_t t = 0; t < sizeof(trees) / sizeof(trees[0]); t++) {
-		struct prb_system *sys = open_tree(trees[t].tree);
+		struct prb_system *sys = t_system_open(trees[t].tree);
 		for (const char *const *b = prb_dram_backends(); sys && *b; b++) {
 			struct prb_dram_options opt = { .backend = *b };
 			struct prb_dram_status st;
@@ -563,9 +554,7 @@ static void big_tree_new(void)
 
 static void big_tree_free(void)
 {
-	char cmd[100];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", big_root);
-	T_EQ_INT(system(cmd), 0);
+	T_EQ_INT(t_rm_tree(big_root), 0);
 }
 
 /* The probe on the scratch tree: its return code, st filled. */

@@ -23,16 +23,6 @@
 
 static char tmpdir[256], script[512];
 
-static struct prb_system *open_tree(const char *tree)
-{
-	struct prb_system *sys = NULL;
-	struct prb_error err = { 0 };
-	char root[4096];
-	snprintf(root, sizeof(root), "%s%s", t_data("sysfs/"), tree);
-	T_EQ_INT(prb_system_open(&sys, root, &err), 0);
-	return sys;
-}
-
 /* Channel c's config: event 0x07 + 0x40 c in config:0-7,32-35, umask 0x38 in config:8-15
  * (the tree's format files; tests/probes/test_dram.c works the same out by hand). */
 static uint64_t channel_config(unsigned c)
@@ -53,7 +43,7 @@ static void write_zen3(bool limit)
 	T_ASSERT(f != NULL);
 	if (!f)
 		return;
-	uint32_t type = pmu_type(ZEN3, "amd_df");
+	uint32_t type = t_pmu_type(ZEN3, "amd_df");
 	if (limit)
 		fprintf(f, "pmu type=%u counters=4\n", type);
 	for (unsigned c = 0; c < 8; c++)
@@ -66,7 +56,7 @@ static void write_zen3(bool limit)
 /* The status of amd_df, its counters, and the groups they make. */
 static void test_groups(void)
 {
-	struct prb_system *sys = open_tree(ZEN3);
+	struct prb_system *sys = t_system_open(ZEN3);
 	struct prb_dram_status st;
 	unsigned masks[8];
 	T_EQ_INT(prb_dram_probe(sys, NULL, &st), 0);
@@ -88,7 +78,7 @@ static void test_groups(void)
 	prb_system_close(sys);
 
 	/* a backend that states no count, or whose events fit: one group of every event */
-	sys = open_tree(AL);
+	sys = t_system_open(AL);
 	T_EQ_INT(prb_dram_probe(sys, NULL, &st), 0);
 	T_EQ_STR(st.backend, "intel_imc_free");
 	T_EQ_INT(st.counters, 0);
@@ -121,7 +111,7 @@ static double window_share(struct prb_dram *d, struct prb_dram_sample *prev)
  * x2; 4 run all the time; a disabled group takes no counter. */
 static void test_sim_limit(void)
 {
-	struct prb_system *sys = open_tree(ZEN3);
+	struct prb_system *sys = t_system_open(ZEN3);
 	struct prb_dram_options opt = { .backend = "amd_df" };
 	struct prb_dram_status st;
 	struct prb_dram *all = NULL, *g0 = NULL, *g1 = NULL;
@@ -223,7 +213,7 @@ static void test_sim_limit(void)
  * measured 0), and the sum of disjoint groups is the whole: arrow-lake, read and write apart. */
 static void test_sample_add(void)
 {
-	struct prb_system *sys = open_tree(AL);
+	struct prb_system *sys = t_system_open(AL);
 	struct prb_dram_options opt = { .backend = "intel_imc_free" };
 	struct prb_dram_status st;
 	struct prb_dram *rd = NULL, *wr = NULL;
@@ -240,7 +230,7 @@ static void test_sample_add(void)
 	for (int i = 0; i < 2; i++) {
 		char pmu[64];
 		snprintf(pmu, sizeof(pmu), "uncore_imc_free_running_%d", i);
-		uint32_t type = pmu_type(AL, pmu);
+		uint32_t type = t_pmu_type(AL, pmu);
 		fprintf(f, "perf type=%u config=0x20ff cpu=* start=0 step=%" PRIu64 "\n", type,
 			steps[i][0]);
 		fprintf(f, "perf type=%u config=0x30ff cpu=* start=0 step=%" PRIu64 "\n", type,
@@ -248,7 +238,7 @@ static void test_sample_add(void)
 	}
 	fclose(f);
 	setenv("MEMWALL_SIM_SCRIPT", script, 1);
-	double bpc = alias_bytes(AL, "uncore_imc_free_running_0", "data_read");
+	double bpc = t_alias_bytes(AL, "uncore_imc_free_running_0", "data_read");
 	T_NEAR(bpc, 64.0, 1e-9);
 	opt.events = 0x1;
 	T_EQ_INT(prb_dram_open(&rd, sys, &opt, &st), 0);
@@ -294,7 +284,7 @@ static void test_bad_pmu_line(void)
 {
 	static const char *const bad[] = { "pmu type=11\n", "pmu counters=4\n",
 					   "pmu type=11 counters=0\n", "pmu type=11 counters=4 x=1\n" };
-	struct prb_system *sys = open_tree(ZEN3);
+	struct prb_system *sys = t_system_open(ZEN3);
 	struct prb_dram_options opt = { .backend = "amd_df" };
 	struct prb_dram_status st;
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {

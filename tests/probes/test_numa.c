@@ -155,17 +155,11 @@ static void test_built(void)
 
 int main(void)
 {
-	snprintf(root, sizeof(root), "/tmp/mw-test-numa-XXXXXX");
-	if (!mkdtemp(root))
-		t_skip("cannot create a scratch folder in /tmp");
+	t_scratch(root, sizeof(root), "numa");
 	test_sapphire_rapids();
 	test_epyc_nps4();
 	test_this_vm();
 	test_no_nodes();
 	test_built();
-	char cmd[300];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", root);
-	return t_done();
+	return t_done_rm(root, 0);
 }

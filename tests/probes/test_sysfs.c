@@ -7,20 +7,7 @@
 
 #include "probes/internal.h" /* by its folder: engine/ has internal.h files too */
 #include "test.h"
-
-static struct prb_system *open_tree(const char *machine)
-{
-	struct prb_system *sys = NULL;
-	struct prb_error err = { 0 };
-	char root[4096];
-	snprintf(root, sizeof(root), "%s", t_data("sysfs/"));
-	strncat(root, machine, sizeof(root) - strlen(root) - 1);
-	int rc = prb_system_open(&sys, root, &err);
-	if (rc)
-		fprintf(stderr, "%s: %s\n", err.source, err.text);
-	T_EQ_INT(rc, 0);
-	return sys;
-}
+#include "sim_tree.h"
 
 static void test_format_parse(void)
 {
@@ -110,7 +97,7 @@ static void test_units(void)
 
 static void test_arrow_lake(void)
 {
-	struct prb_system *sys = open_tree("arrow-lake");
+	struct prb_system *sys = t_system_open("arrow-lake");
 	if (!sys)
 		return;
 	const struct prb_pmu *p = prb_system_pmu_find(sys, "uncore_imc_free_running_1");
@@ -161,7 +148,7 @@ static void test_split_fields(void)
 {
 	/* SPR umask is config:8-15,32-55: a 16-bit umask 0x1cf puts 0xcf in bits 8-15 and 0x1 in
 	 * bit 32 -> config = 0x5 | 0xcf00 | 1 << 32 = 0x10000cf05 */
-	struct prb_system *sys = open_tree("sapphire-rapids");
+	struct prb_system *sys = t_system_open("sapphire-rapids");
 	if (!sys)
 		return;
 	const struct prb_pmu *p = prb_system_pmu_find(sys, "uncore_imc_10");
@@ -190,7 +177,7 @@ static void test_split_fields(void)
 
 static void test_this_vm(void)
 {
-	struct prb_system *sys = open_tree("this-vm");
+	struct prb_system *sys = t_system_open("this-vm");
 	if (!sys)
 		return;
 	const struct prb_pmu *sw = prb_system_pmu_find(sys, "software");
@@ -204,7 +191,7 @@ static void test_this_vm(void)
 
 static void test_bad_tree(void)
 {
-	struct prb_system *sys = open_tree("bad");
+	struct prb_system *sys = t_system_open("bad");
 	if (!sys)
 		return;
 	const struct prb_pmu *p = prb_system_pmu_find(sys, "uncore_imc_free_running_0");

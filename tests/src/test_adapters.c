@@ -16,25 +16,9 @@
  * past len. Fails the test, naming the file, when it cannot be read. */
 static char *slurp(const char *path, size_t *len)
 {
-	FILE *f = fopen(path, "rb");
-	char *buf = NULL;
-	long n;
-	*len = 0;
-	if (!f || fseek(f, 0, SEEK_END) || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET)) {
-		T_FAIL_AT(__FILE__, __LINE__, "cannot read %s", path);
-		if (f)
-			fclose(f);
-		return NULL;
-	}
-	buf = malloc(n ? (size_t)n : 1);
-	if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-		free(buf);
-		buf = NULL;
-	}
-	fclose(f);
+	char *buf = t_slurp(path, len);
 	if (!buf)
 		T_FAIL_AT(__FILE__, __LINE__, "cannot read %s", path);
-	*len = (size_t)n;
 	return buf;
 }
 

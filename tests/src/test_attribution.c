@@ -163,8 +163,7 @@ static void test_run_phases(void)
 	o = t_run(vargv);
 	T_EQ_INT(o.status, 0);
 	t_output_free(&o);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	T_EQ_INT(system(cmd), 0);
+	T_EQ_INT(t_rm_tree(dir), 0);
 }
 
 /* Measured DRAM at the phase markers (a constructed record: this machine has no memory

@@ -92,18 +92,15 @@ int main(void)
 	char pa[4200], pb[4200], out[4200], bad[4200], cmd[8600];
 	struct mw_error err;
 	struct listing l = { .n = 0 };
-	if (!mkdtemp(tmp)) {
-		perror("mkdtemp");
-		return 1;
-	}
-	struct fx_spec sp = { .protocol = "bundle-test", .cpu = "CPU Alpha", .runs = 3,
+	t_mkdtemp(tmp);
+	struct t_fx_spec sp = { .protocol = "bundle-test", .cpu = "CPU Alpha", .runs = 3,
 			      .warmups = 1, .tokens = 16, .latency_ns = 1e6, .jitter = 0.01,
 			      .seed = 3 };
-	json_t *a = fx_record(&sp);
+	json_t *a = t_fx_record(&sp);
 	sp.seed = 4;
-	json_t *b = fx_record(&sp);
-	fx_write(a, tmp, "a.json", pa, sizeof(pa));
-	fx_write(b, tmp, "b.json", pb, sizeof(pb));
+	json_t *b = t_fx_record(&sp);
+	t_fx_write(a, tmp, "a.json", pa, sizeof(pa));
+	t_fx_write(b, tmp, "b.json", pb, sizeof(pb));
 	snprintf(out, sizeof(out), "%s/bundle.tar.gz", tmp);
 
 	const char *paths[2] = { pa, pb };
@@ -184,7 +181,7 @@ int main(void)
 	json_object_set_new(json_object_get(json_object_get(json_object_get(b, "summary"),
 				"metrics"), "tok_per_s"), "mean", json_real(1.0));
 	char pc[4200];
-	fx_write(b, tmp, "edited.json", pc, sizeof(pc));
+	t_fx_write(b, tmp, "edited.json", pc, sizeof(pc));
 	const char *one[1] = { pc };
 	unlink(bad);
 	T_EQ_INT(mw_bundle_write(one, 1, bad, NULL, &err), MW_RESULT_INCONSISTENT);
@@ -217,7 +214,6 @@ int main(void)
 	listing_free(&l);
 	json_decref(a);
 	json_decref(b);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
-	T_EQ_INT(system(cmd), 0);
+	T_EQ_INT(t_rm_tree(tmp), 0);
 	return t_done();
 }

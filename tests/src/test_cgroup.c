@@ -202,14 +202,9 @@ static void defaults(void)
 int main(void)
 {
 	snprintf(base, sizeof(base), "/tmp/mw-test-cgroup-XXXXXX");
-	if (!mkdtemp(base))
-		return 1;
+	t_mkdtemp(base);
 	cases();
 	unreadable();
 	defaults();
-	char cmd[600];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", base);
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", base);
-	return t_done();
+	return t_done_rm(base, 0);
 }

@@ -8,22 +8,23 @@
 #include <unistd.h>
 
 #include "fixture_result.h"
+#include "record.h"
 #include "run.h"
 #include "stats.h"
 #include "test.h"
 
 static char dir[256];
 
-static const struct fx_spec base = {
+static const struct t_fx_spec base = {
 	.protocol = "pair", .cpu = "Test CPU", .runs = 5, .warmups = 1, .tokens = 64,
 	.latency_ns = 20e6, .jitter = 0.005, .dram_bytes = 400e6, .instances = 2, .seed = 11,
 };
 
-static void write_pair(const struct fx_spec *a, const struct fx_spec *b, char *pa, char *pb)
+static void write_pair(const struct t_fx_spec *a, const struct t_fx_spec *b, char *pa, char *pb)
 {
-	json_t *x = fx_record(a), *y = fx_record(b);
-	fx_write(x, dir, "base.json", pa, 1024);
-	fx_write(y, dir, "new.json", pb, 1024);
+	json_t *x = t_fx_record(a), *y = t_fx_record(b);
+	t_fx_write(x, dir, "base.json", pa, 1024);
+	t_fx_write(y, dir, "new.json", pb, 1024);
 	json_decref(x);
 	json_decref(y);
 }
@@ -47,7 +48,7 @@ static int count(const char *hay, const char *needle)
 static void test_same(void)
 {
 	char pa[1024], pb[1024];
-	struct fx_spec b = base;
+	struct t_fx_spec b = base;
 	b.seed = 12; /* same distribution, other noise */
 	write_pair(&base, &b, pa, pb);
 	struct t_output o = compare(pa, pb, NULL, NULL);
@@ -60,7 +61,7 @@ static void test_same(void)
 static void test_regression(void)
 {
 	char pa[1024], pb[1024];
-	struct fx_spec b = base;
+	struct t_fx_spec b = base;
 	b.seed = 12;
 	b.latency_ns = 23e6; /* 13 % slower: tok/s down well beyond 5 %, far beyond the noise */
 	write_pair(&base, &b, pa, pb);
@@ -96,7 +97,7 @@ static void test_regression(void)
 static void test_noisy(void)
 {
 	char pa[1024], pb[1024];
-	struct fx_spec a = base, b = base;
+	struct t_fx_spec a = base, b = base;
 	a.jitter = b.jitter = 0.4;
 	a.runs = b.runs = 2;
 	b.seed = 99;
@@ -111,7 +112,7 @@ static void test_noisy(void)
 static void test_refusals(void)
 {
 	char pa[1024], pb[1024];
-	struct fx_spec b = base;
+	struct t_fx_spec b = base;
 	b.protocol = "other";
 	b.latency_ns = 30e6;
 	write_pair(&base, &b, pa, pb);
@@ -177,8 +178,8 @@ static void rederive(json_t *doc)
 
 static void write_docs(json_t *x, json_t *y, char *pa, char *pb)
 {
-	fx_write(x, dir, "base.json", pa, 1024);
-	fx_write(y, dir, "new.json", pb, 1024);
+	t_fx_write(x, dir, "base.json", pa, 1024);
+	t_fx_write(y, dir, "new.json", pb, 1024);
 }
 
 /* Every decode token of run r (warm-ups count from 0) takes ns nanoseconds. */
@@ -213,12 +214,7 @@ static json_t *parse_json(const char *text)
 
 static const json_t *metric_of(const json_t *cmp, const char *name)
 {
-	size_t i;
-	const json_t *m;
-	json_array_foreach(json_object_get(cmp, "metrics"), i, m)
-		if (!strcmp(json_string_value(json_object_get(m, "name")), name))
-			return m;
-	return NULL;
+	return t_json_find(json_object_get(cmp, "metrics"), "name", name);
 }
 
 static const char *verdict_of(const json_t *cmp, const char *name)
@@ -290,9 +286,9 @@ static json_t *check_formats(const char *pa, const char *pb, const char *const *
 static void test_threads(void)
 {
 	char pa[1024], pb[1024];
-	struct fx_spec b = base;
+	struct t_fx_spec b = base;
 	b.seed = 12;
-	json_t *x = fx_record(&base), *y = fx_record(&b);
+	json_t *x = t_fx_record(&base), *y = t_fx_record(&b);
 	json_object_set_new(json_object_get(x, "protocol"), "overrides", json_pack("{s:i}", "runs",
 										   5));
 	json_object_set_new(json_object_get(json_object_get(y, "protocol"), "document"), "runs",
@@ -343,7 +339,7 @@ static void test_threads(void)
 static void test_dram_unmeasured(void)
 {
 	char pa[1024], pb[1024];
-	struct fx_spec b = base;
+	struct t_fx_spec b = base;
 	b.seed = 12;
 	b.dram_bytes = 0;
 	write_pair(&base, &b, pa, pb);
@@ -371,7 +367,7 @@ static void test_dram_unmeasured(void)
 static void test_dram_unmeasured_both(void)
 {
 	char pa[1024], pb[1024];
-	struct fx_spec a = base, b = base;
+	struct t_fx_spec a = base, b = base;
 	a.dram_bytes = b.dram_bytes = 0;
 	b.seed = 12;
 	write_pair(&a, &b, pa, pb);
@@ -396,9 +392,9 @@ static void test_dram_unmeasured_both(void)
 static void test_drifted(void)
 {
 	char pa[1024], pb[1024];
-	struct fx_spec b = base;
+	struct t_fx_spec b = base;
 	b.seed = 12;
-	json_t *x = fx_record(&base), *y = fx_record(&b);
+	json_t *x = t_fx_record(&base), *y = t_fx_record(&b);
 	json_object_set_new(json_object_get(x, "drift"), "after_gbps", json_real(80.0));
 	json_object_set_new(json_object_get(y, "drift"), "after_gbps", json_real(80.0));
 	rederive(x);
@@ -421,9 +417,9 @@ static void test_drifted(void)
 static void test_acceptance_failed(void)
 {
 	char pa[1024], pb[1024];
-	struct fx_spec b = base;
+	struct t_fx_spec b = base;
 	b.seed = 12;
-	json_t *x = fx_record(&base), *y = fx_record(&b);
+	json_t *x = t_fx_record(&base), *y = t_fx_record(&b);
 	set_acceptance(y, "max_cv_mb_per_token_pct", 1e-6);
 	rederive(y);
 	write_docs(x, y, pa, pb);
@@ -454,10 +450,10 @@ static void test_inconclusive(void)
 {
 	static const double tps[2][3] = { { 800, 1000, 1200 }, { 520, 640, 760 } };
 	char pa[1024], pb[1024];
-	struct fx_spec a = base, b = base;
+	struct t_fx_spec a = base, b = base;
 	a.runs = b.runs = 3;
 	b.seed = 12;
-	json_t *doc[2] = { fx_record(&a), fx_record(&b) };
+	json_t *doc[2] = { t_fx_record(&a), t_fx_record(&b) };
 	double mean[2], sd[2];
 	for (int s = 0; s < 2; s++) {
 		double x[3];
@@ -505,7 +501,7 @@ static void test_inconclusive(void)
 static void test_regression_formats(void)
 {
 	char pa[1024], pb[1024];
-	struct fx_spec b = base;
+	struct t_fx_spec b = base;
 	b.seed = 12;
 	b.latency_ns = 23e6;
 	write_pair(&base, &b, pa, pb);
@@ -526,9 +522,7 @@ static void test_regression_formats(void)
 
 int main(void)
 {
-	snprintf(dir, sizeof(dir), "/tmp/mw-test-compare-XXXXXX");
-	if (!mkdtemp(dir))
-		t_skip("cannot create a scratch folder in /tmp");
+	t_scratch(dir, sizeof(dir), "compare");
 	test_same();
 	test_regression();
 	test_noisy();
@@ -540,9 +534,5 @@ int main(void)
 	test_acceptance_failed();
 	test_inconclusive();
 	test_regression_formats();
-	char cmd[300];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", dir);
-	return t_done();
+	return t_done_rm(dir, 0);
 }

@@ -21,6 +21,7 @@
 #include <jansson.h>
 
 #include "dram_calibration.h"
+#include "record.h"
 #include "run.h"
 #include "sha256.h"
 #include "test.h"
@@ -88,16 +89,6 @@ static void write_script(void)
 	fclose(f);
 }
 
-static const json_t *get(const json_t *o, const char *a, const char *b, const char *c)
-{
-	o = json_object_get(o, a);
-	if (b)
-		o = json_object_get(o, b);
-	if (c)
-		o = json_object_get(o, c);
-	return o;
-}
-
 static double num(const json_t *o)
 {
 	return json_is_number(o) ? json_number_value(o) : NAN;
@@ -125,10 +116,7 @@ static struct t_output run(const char *name, const char *opt1, const char *opt2,
 		   " \"drift\": {\"max_bandwidth_change_pct\": 50, \"probe_ms\": 0}}\n");
 	const char *argv[] = { "memwall", "run", proto, "-o", dir, opt1, opt2, NULL };
 	struct t_output o = t_run(argv);
-	const char *w = strstr(o.err, "result written to ");
-	path[0] = '\0';
-	if (w)
-		snprintf(path, n, "%.*s", (int)strcspn(w + 18, " \n"), w + 18);
+	t_written_path(o.err, path, n);
 	if (o.status != 0)
 		fprintf(stderr, "%s: memwall run exited %d:\n%s\n%s\n", name, o.status, o.out, o.err);
 	return o;
@@ -143,12 +131,7 @@ static json_t *load(const char *path)
 
 static void validate(const char *path)
 {
-	const char *argv[] = { "memwall", "validate", path, NULL };
-	struct t_output o = t_run(argv);
-	if (o.status)
-		fprintf(stderr, "%s\n%s\n", o.out, o.err);
-	T_EQ_INT(o.status, 0);
-	t_output_free(&o);
+	t_validates(path, "test_dram_calibration");
 }
 
 /* calibrate: the report's figures, and the store it leaves. */
@@ -169,11 +152,11 @@ static void test_calibrate(void)
 	if (!r)
 		return;
 	T_EQ_U64((uint64_t)json_integer_value(json_object_get(r, "working_set_bytes")), ws);
-	const json_t *rp = get(r, "passes", "read", NULL);
-	T_EQ_U64((uint64_t)json_integer_value(get(rp, "expected", "read_bytes", NULL)), ws);
-	T_NEAR(num(get(rp, "error_pct", "read", NULL)), 25.0, 1e-9);
-	T_NEAR(num(get(r, "passes", "write", "error_pct") ? json_object_get(
-		       get(r, "passes", "write", "error_pct"), "write") : NULL), 0.0, 1e-9);
+	const json_t *rp = t_json_get(r, "passes", "read", NULL);
+	T_EQ_U64((uint64_t)json_integer_value(t_json_get(rp, "expected", "read_bytes", NULL)), ws);
+	T_NEAR(num(t_json_get(rp, "error_pct", "read", NULL)), 25.0, 1e-9);
+	T_NEAR(num(t_json_get(r, "passes", "write", "error_pct") ? json_object_get(
+		       t_json_get(r, "passes", "write", "error_pct"), "write") : NULL), 0.0, 1e-9);
 	json_decref(r);
 
 	/* The store: one machine, its factors; written by rename (no temporary left). */
@@ -188,11 +171,11 @@ static void test_calibrate(void)
 	json_t *e;
 	json_object_foreach((json_t *)(uintptr_t)machines, sha, e) {
 		T_EQ_INT(strlen(sha), 64);
-		T_NEAR(num(get(e, "factor", "read", NULL)), 0.8, 1e-12);
-		T_NEAR(num(get(e, "factor", "write", NULL)), 1.0, 1e-12);
-		T_EQ_STR(json_string_value(get(e, "fingerprint", "dram_backend", NULL)),
+		T_NEAR(num(t_json_get(e, "factor", "read", NULL)), 0.8, 1e-12);
+		T_NEAR(num(t_json_get(e, "factor", "write", NULL)), 1.0, 1e-12);
+		T_EQ_STR(json_string_value(t_json_get(e, "fingerprint", "dram_backend", NULL)),
 			 "intel_imc_free");
-		T_EQ_INT(json_array_size(get(e, "fingerprint", "dram_instances", NULL)), 2);
+		T_EQ_INT(json_array_size(t_json_get(e, "fingerprint", "dram_instances", NULL)), 2);
 		T_ASSERT(json_object_get(json_object_get(e, "fingerprint"), "cpu_model") != NULL);
 		T_ASSERT(json_object_get(json_object_get(e, "fingerprint"), "kernel") != NULL);
 	}
@@ -223,7 +206,7 @@ static void mb3(double mb, char *buf, size_t n)
  * measured there. The factor 0.8 and the error +25 % are this test's own (write_script). */
 static void calibrated_surfaces(const char *path, const json_t *doc)
 {
-	const json_t *raw_m = get(doc, "summary", "metrics", "dram_MB_per_token");
+	const json_t *raw_m = t_json_get(doc, "summary", "metrics", "dram_MB_per_token");
 	double raw = num(json_object_get(raw_m, "mean"));
 	char plots[1100], file[1200], want[400], a[32], b[32];
 	struct t_output o;
@@ -273,7 +256,7 @@ static void calibrated_surfaces(const char *path, const json_t *doc)
 		T_CONTAINS(text, "SIMULATED DRAM");
 		T_ASSERT(!strstr(text, "measured DRAM"));
 	}
-	const char *model = json_string_value(get(doc, "model", "path", NULL));
+	const char *model = json_string_value(t_json_get(doc, "model", "path", NULL));
 	const char *hargv[] = { "memwall", "headroom", model ? model : "", "--result", path, NULL };
 	o = t_run(hargv);
 	T_EQ_INT(o.status, 0);
@@ -314,7 +297,7 @@ static void test_run_calibrated(void)
 		t_output_free(&o);
 		return;
 	}
-	const json_t *dram = get(doc, "counters", "dram", NULL);
+	const json_t *dram = t_json_get(doc, "counters", "dram", NULL);
 	T_NEAR(num(json_object_get(dram, "calibration_error_pct")), 25.0, 1e-9);
 	T_ASSERT(json_is_null(json_object_get(dram, "calibration_reason")));
 	const json_t *cal = json_object_get(dram, "calibration");
@@ -340,27 +323,29 @@ static void test_run_calibrated(void)
 	size_t i;
 	int seen = 0;
 	json_array_foreach(json_object_get(doc, "runs"), i, r) {
-		double raw = num(get(r, "figures", "dram_MB_per_token", NULL));
-		double c = num(get(r, "figures", "dram_MB_per_token_calibrated", NULL));
+		double raw = num(t_json_get(r, "figures", "dram_MB_per_token", NULL));
+		double c = num(t_json_get(r, "figures", "dram_MB_per_token_calibrated", NULL));
 		T_ASSERT(raw > 0);
 		T_NEAR(c, raw * 0.8, 1e-12 * raw);
 		seen++;
 	}
 	T_EQ_INT(seen, 2);
-	const json_t *m = get(doc, "summary", "metrics", "dram_MB_per_token_calibrated");
+	const json_t *m = t_json_get(doc, "summary", "metrics", "dram_MB_per_token_calibrated");
 	T_ASSERT(json_is_true(json_object_get(m, "measured")));
 	T_NEAR(num(json_object_get(m, "mean")),
-	       0.8 * num(get(doc, "summary", "metrics", "dram_MB_per_token")
-				 ? json_object_get(get(doc, "summary", "metrics", "dram_MB_per_token"),
-						   "mean") : NULL),
+	       0.8 *
+		   num(t_json_get(doc, "summary", "metrics", "dram_MB_per_token")
+			   ? json_object_get(
+				 t_json_get(doc, "summary", "metrics", "dram_MB_per_token"), "mean")
+			   : NULL),
 	       1e-9);
 	/* The roofline's plausibility verdict on the measured (simulated) bytes: the ratio to
 	 * the floor, and the verdict the documented limits (0.9, 1.5) give it. */
 	const json_t *roof = json_object_get(doc, "roofline");
 	double meas = num(json_object_get(roof, "measured_bytes_per_token"));
 	double floor_b = num(json_object_get(roof, "floor_bytes_per_token"));
-	T_NEAR(meas, num(get(doc, "summary", "metrics", "dram_read_bytes_per_token")
-				 ? json_object_get(get(doc, "summary", "metrics",
+	T_NEAR(meas, num(t_json_get(doc, "summary", "metrics", "dram_read_bytes_per_token")
+				 ? json_object_get(t_json_get(doc, "summary", "metrics",
 						       "dram_read_bytes_per_token"), "mean") : NULL),
 	       1e-9 * meas);
 	const json_t *pl = json_object_get(roof, "plausibility");
@@ -374,7 +359,7 @@ static void test_run_calibrated(void)
 	/* The summary a person reads shows raw and calibrated side by side, with the error
 	 * computed here (+25 %: the read pass counted 1.25 ws). */
 	char row[160];
-	const json_t *raw_m = get(doc, "summary", "metrics", "dram_MB_per_token");
+	const json_t *raw_m = t_json_get(doc, "summary", "metrics", "dram_MB_per_token");
 	snprintf(row, sizeof(row), "| DRAM (MB/token) [SIMULATED] | MB/token (MB = 10^6 bytes) | 2 | "
 		 "%.6g |",
 		 num(json_object_get(raw_m, "mean")));
@@ -403,16 +388,16 @@ static void expect_unapplied(const char *name, const char *opt1, const char *opt
 	json_t *doc = load(path);
 	if (!doc)
 		return;
-	const json_t *dram = get(doc, "counters", "dram", NULL);
+	const json_t *dram = t_json_get(doc, "counters", "dram", NULL);
 	T_CONTAINS(json_string_value(json_object_get(dram, "calibration_reason")), why);
 	if (error_known)
 		T_NEAR(num(json_object_get(dram, "calibration_error_pct")), 25.0, 1e-9);
 	else
 		T_ASSERT(json_is_null(json_object_get(dram, "calibration_error_pct")));
 	const json_t *r = json_array_get(json_object_get(doc, "runs"), 0);
-	T_ASSERT(num(get(r, "figures", "dram_MB_per_token", NULL)) > 0);
-	T_ASSERT(json_is_null(get(r, "figures", "dram_MB_per_token_calibrated", NULL)));
-	const json_t *m = get(doc, "summary", "metrics", "dram_MB_per_token_calibrated");
+	T_ASSERT(num(t_json_get(r, "figures", "dram_MB_per_token", NULL)) > 0);
+	T_ASSERT(json_is_null(t_json_get(r, "figures", "dram_MB_per_token_calibrated", NULL)));
+	const json_t *m = t_json_get(doc, "summary", "metrics", "dram_MB_per_token_calibrated");
 	T_ASSERT(json_is_false(json_object_get(m, "measured")));
 	T_CONTAINS(json_string_value(json_object_get(m, "reason")), why);
 	json_decref(doc);
@@ -564,11 +549,8 @@ static void test_unapplied(void)
 
 int main(void)
 {
-	if (!getenv("MEMWALL_BIN"))
-		t_skip("MEMWALL_BIN is not set (run under meson test)");
-	snprintf(scratch, sizeof(scratch), "/tmp/mw-test-calib-XXXXXX");
-	if (!mkdtemp(scratch))
-		t_skip("cannot create a scratch folder in /tmp");
+	t_need_memwall();
+	t_scratch(scratch, sizeof(scratch), "calib");
 	char cache[600], root[4200];
 	snprintf(cache, sizeof(cache), "%s/cache", scratch);
 	snprintf(state, sizeof(state), "%s/state", scratch);
@@ -586,9 +568,5 @@ int main(void)
 	test_unapplied();
 	test_hostile_store();
 
-	char cmd[300];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", scratch);
-	if (!t_failures && system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", scratch);
-	return t_done();
+	return t_done_rm(scratch, 1);
 }

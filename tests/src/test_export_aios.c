@@ -426,10 +426,10 @@ static void check_submission_md(const json_t *out)
 
 int main(int argc, char **argv)
 {
-	struct fx_spec sp = { .protocol = "aios-export", .cpu = "CPU Alpha", .runs = 3,
+	struct t_fx_spec sp = { .protocol = "aios-export", .cpu = "CPU Alpha", .runs = 3,
 			      .warmups = 1, .tokens = 16, .latency_ns = 2e6, .jitter = 0.03,
 			      .dram_bytes = 5e6, .instances = 2, .seed = 11 };
-	json_t *doc = fx_record(&sp);
+	json_t *doc = t_fx_record(&sp);
 	add_machine(doc);
 	if (argc > 1 && !strcmp(argv[1], "--submission")) {
 		json_t *out = export(doc);
@@ -461,7 +461,7 @@ int main(int argc, char **argv)
 	json_decref(doc);
 
 	sp.dram_bytes = 0;
-	doc = fx_record(&sp);
+	doc = t_fx_record(&sp);
 	add_machine(doc);
 	check_no_dram(doc, "MB/token not measured: fixture: no memory-controller counters");
 	json_decref(doc);

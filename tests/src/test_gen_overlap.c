@@ -531,17 +531,15 @@ static void image_cpus(void)
 int main(void)
 {
 	/* before the scratch folder: t_run's skip further on would leave it behind */
-	if (!getenv("MEMWALL_BIN"))
-		t_skip("MEMWALL_BIN is not set (run under meson test)");
-	if (!mkdtemp(dir))
-		return 1;
+	t_need_memwall();
+	t_mkdtemp(dir);
 	snprintf(model, sizeof(model), "%s/s15-q4_0.gguf", dir);
 	snprintf(other, sizeof(other), "%s/s260k-f32.gguf", dir);
 	struct eng_error err;
 	eng_error_clear(&err);
 	/* varied (issue 26): the logits compared bit for bit come from ids that change */
-	if (id_synth_gguf(model, "llama", "stories15M", "q4_0", 3, ENG_SYNTH_VARIED) ||
-	    id_synth_gguf(other, "llama", "stories260K", "f32", 3, ENG_SYNTH_VARIED)) {
+	if (t_id_synth_gguf(model, "llama", "stories15M", "q4_0", 3, ENG_SYNTH_VARIED) ||
+	    t_id_synth_gguf(other, "llama", "stories260K", "f32", 3, ENG_SYNTH_VARIED)) {
 		fprintf(stderr, "synth: %s\n", err.text);
 		return 1;
 	}

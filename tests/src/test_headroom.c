@@ -12,18 +12,7 @@
 #include "machine.h"
 #include "run.h"
 #include "test.h"
-#include "run_record.h"
-
-static bool have(const char *rel, char *path, size_t n)
-{
-	struct stat st;
-	const char *root = getenv("MEMWALL_SHARED");
-	snprintf(path, n, "%s/%s", root ? root : "../shared", rel);
-	if (stat(path, &st) == 0)
-		return true;
-	printf("skipped a part: %s is absent\n", path);
-	return false;
-}
+#include "record.h"
 
 /* R2: Falcon-7B's multi-query attention keeps one K and one V head of 64 per layer:
  * 2 x 32 layers x 64 x 2 B (f16) x 4096 positions = 32 MiB, under the 64 MiB limit.
@@ -158,7 +147,7 @@ static void matvec(float *y, const float *w, const float *x, int rows, int cols)
 static void test_r1_stories260k(void)
 {
 	char model[4096];
-	if (!have("models/stories260K.bin", model, sizeof(model)))
+	if (!t_have_shared("models/stories260K.bin", model, sizeof(model)))
 		return;
 	struct eng_tensor_table *t = NULL;
 	struct eng_model *m = NULL;
@@ -229,8 +218,7 @@ out:
 static void test_r1_falcon_bos(void)
 {
 	char dir[] = "/tmp/mw-test-r1-XXXXXX", path[64];
-	if (!mkdtemp(dir))
-		t_skip("cannot make a temporary directory");
+	t_mkdtemp(dir);
 	snprintf(path, sizeof(path), "%s/falcon.gguf", dir);
 	struct eng_error eerr;
 	T_EQ_INT(eng_synth_gguf(path, "falcon", "falcon-tiny", "q8_0", 1, &eerr), 0);
@@ -253,7 +241,7 @@ static void test_r1_falcon_bos(void)
 static void test_r3_stories260k(void)
 {
 	char model[4096];
-	if (!have("models/stories260K.bin", model, sizeof(model)))
+	if (!t_have_shared("models/stories260K.bin", model, sizeof(model)))
 		return;
 	struct eng_tensor_table *t = NULL;
 	struct eng_error eerr;
@@ -307,7 +295,6 @@ static void test_r3_stories260k(void)
 	eng_tensor_table_free(t);
 	unlink(path);
 }
-
 
 /* ---- R3 aliasing on a model built with known similarity ---- */
 
@@ -556,7 +543,7 @@ static void test_r4_figures(void)
 static void test_verb(void)
 {
 	char model[4096];
-	if (!have("models/stories260K.bin", model, sizeof(model)))
+	if (!t_have_shared("models/stories260K.bin", model, sizeof(model)))
 		return;
 	const char *argv[] = { "memwall", "headroom", model, "--json", NULL };
 	struct t_output o = t_run(argv);
@@ -665,8 +652,6 @@ static void test_verb_reference(void)
 
 /* ---- a record of `memwall run` (stories260K, synthetic, in a scratch cache) ---- */
 
-/* run_record, record_edit, edit_negative_tok_s, rm_scratch: tests/lib/run_record.h */
-
 /* Falcon-7B's width on the stories260K record: its shape is not the file's any more. */
 static void edit_shape(json_t *doc)
 {
@@ -679,8 +664,8 @@ static void edit_shape(json_t *doc)
  * with the field that differs. */
 static void test_result_of_model(void)
 {
-	char path[1024], other[600], shape[600], bad[600];
-	run_record(path, sizeof(path));
+	char scratch[256], path[1024], other[600], shape[600], bad[600];
+	t_run_record(scratch, sizeof(scratch), path, sizeof(path));
 	T_ASSERT(path[0]);
 	if (!path[0])
 		return;
@@ -698,7 +683,7 @@ static void test_result_of_model(void)
 	T_EQ_INT(o.status, 0);
 	t_output_free(&o);
 
-	snprintf(other, sizeof(other), "%s/other.bin", rscratch);
+	snprintf(other, sizeof(other), "%s/other.bin", scratch);
 	struct eng_error eerr;
 	eng_error_clear(&eerr);
 	T_EQ_INT(eng_synth_llama2c(other, "stories260K", 7, &eerr), 0);
@@ -709,8 +694,8 @@ static void test_result_of_model(void)
 	T_CONTAINS(o.err, "--result must be a record of ");
 	t_output_free(&o);
 
-	snprintf(shape, sizeof(shape), "%s/shape.json", rscratch);
-	record_edit(path, shape, edit_shape);
+	snprintf(shape, sizeof(shape), "%s/shape.json", scratch);
+	t_record_edit(path, shape, edit_shape);
 	const char *sargv[] = { "memwall", "headroom", model, "--result", shape, NULL };
 	o = t_run(sargv);
 	T_EQ_INT(o.status, 2);
@@ -718,14 +703,15 @@ static void test_result_of_model(void)
 	T_CONTAINS(o.err, "with dim 4544");
 	t_output_free(&o);
 
-	snprintf(bad, sizeof(bad), "%s/negative.json", rscratch);
-	record_edit(path, bad, edit_negative_tok_s);
+	snprintf(bad, sizeof(bad), "%s/negative.json", scratch);
+	t_record_edit(path, bad, t_edit_negative_tok_s);
 	const char *bargv[] = { "memwall", "headroom", model, "--result", bad, NULL };
 	o = t_run(bargv);
 	T_EQ_INT(o.status, 2);
 	T_CONTAINS(o.err, "does not validate");
 	t_output_free(&o);
-	rm_scratch();
+	if (!t_failures)
+		t_rm_tree(scratch);
 }
 
 int main(void)

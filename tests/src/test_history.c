@@ -13,10 +13,10 @@
 
 static json_t *rec(double dram_bytes, double latency_ns, int runs, uint32_t seed)
 {
-	struct fx_spec sp = { .protocol = "p1", .cpu = "CPU Alpha", .runs = runs, .warmups = 1,
+	struct t_fx_spec sp = { .protocol = "p1", .cpu = "CPU Alpha", .runs = runs, .warmups = 1,
 			      .tokens = 8, .latency_ns = latency_ns, .jitter = 0.01,
 			      .dram_bytes = dram_bytes, .instances = 1, .seed = seed };
-	return fx_record(&sp);
+	return t_fx_record(&sp);
 }
 
 /* The measured runs' figure (not the warm-up), read from the record here. */

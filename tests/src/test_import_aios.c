@@ -136,19 +136,12 @@ static void test_bad(void)
 int main(void)
 {
 	snprintf(scratch, sizeof(scratch), "/tmp/mw-test-import-XXXXXX");
-	if (!mkdtemp(scratch)) {
-		perror("mkdtemp");
-		return 1;
-	}
+	t_mkdtemp(scratch);
 	char dir[300];
 	snprintf(dir, sizeof(dir), "%s/aios", scratch);
 	mkdir(dir, 0777);
 	test_imc0();
 	test_mem_loads();
 	test_bad();
-	char cmd[400];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", scratch);
-	if (system(cmd))
-		fprintf(stderr, "could not remove %s\n", scratch);
-	return t_done();
+	return t_done_rm(scratch, 0);
 }

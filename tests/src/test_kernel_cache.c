@@ -29,12 +29,7 @@ static const char *const SHA_B =
 
 static void write_file(const char *text)
 {
-	FILE *f = fopen(path, "w");
-	T_ASSERT(f != NULL);
-	if (!f)
-		return;
-	fputs(text, f);
-	fclose(f);
+	t_write_text(path, text);
 }
 
 /* A cache document with fingerprint sha, version ver and choice (a JSON object's text) */

@@ -117,14 +117,8 @@ static void test_live(void)
 
 int main(void)
 {
-	snprintf(root, sizeof(root), "/tmp/mw-test-machine-XXXXXX");
-	if (!mkdtemp(root))
-		t_skip("cannot create a scratch folder in /tmp");
+	t_scratch(root, sizeof(root), "machine");
 	test_recorded();
 	test_live();
-	char cmd[300];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", root);
-	return t_done();
+	return t_done_rm(root, 0);
 }

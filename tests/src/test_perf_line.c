@@ -28,7 +28,7 @@ static uint64_t encode(const char *tree, const char *pmu, const char *terms_or_a
 	char terms[256], name[128];
 	if (!strchr(terms_or_alias, '=')) {
 		snprintf(name, sizeof(name), "events/%s", terms_or_alias);
-		T_ASSERT(read_text(tree_file(tree, pmu, name), terms, sizeof(terms)));
+		T_ASSERT(t_read_text(t_tree_file(tree, pmu, name), terms, sizeof(terms)));
 	} else {
 		snprintf(terms, sizeof(terms), "%s", terms_or_alias);
 	}
@@ -40,7 +40,7 @@ static uint64_t encode(const char *tree, const char *pmu, const char *terms_or_a
 			*eq = '\0';
 		char fmt[128], path[64];
 		snprintf(path, sizeof(path), "format/%s", t);
-		T_ASSERT(read_text(tree_file(tree, pmu, path), fmt, sizeof(fmt)));
+		T_ASSERT(t_read_text(t_tree_file(tree, pmu, path), fmt, sizeof(fmt)));
 		T_ASSERT(!strncmp(fmt, "config:", 7)); /* every field here lives in config */
 		unsigned used = 0;
 		for (char *s2 = NULL, *r = strtok_r(fmt + 7, ",", &s2); r; r = strtok_r(NULL, ",", &s2)) {
@@ -106,7 +106,7 @@ static void test_arrow_lake(void)
 		snprintf(pmu, sizeof(pmu), "uncore_imc_free_running_%d", i);
 		names_once(pl.command, pmu, encode("arrow-lake", pmu, "data_read"));
 		names_once(pl.command, pmu, encode("arrow-lake", pmu, "data_write"));
-		T_NEAR(alias_bytes("arrow-lake", pmu, "data_read"), 64.0, 1e-9);
+		T_NEAR(t_alias_bytes("arrow-lake", pmu, "data_read"), 64.0, 1e-9);
 	}
 	T_EQ_INT(pl.n_events, 4);
 	T_EQ_INT(count_events(pl.command), 4);
@@ -132,7 +132,7 @@ static void test_sapphire_rapids(void)
 	T_EQ_INT(pl.n_events, 32);
 	T_EQ_INT(count_events(pl.command), 32);
 	T_ASSERT(strstr(pl.command, " -- sleep 10") != NULL); /* no command: a time */
-	T_NEAR(alias_bytes("sapphire-rapids", "uncore_imc_0", "cas_count_read"), 64.0, 1e-9);
+	T_NEAR(t_alias_bytes("sapphire-rapids", "uncore_imc_0", "cas_count_read"), 64.0, 1e-9);
 	T_CONTAINS(pl.note, "bytes = count x 64 for every event");
 	T_CONTAINS(pl.note, "one per socket");
 }

@@ -13,22 +13,6 @@
 #include "protocol.h"
 #include "test.h"
 
-static char *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf = NULL;
-	long n;
-	if (!f)
-		return NULL;
-	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
-	    (buf = malloc((size_t)n + 1))) {
-		*len = fread(buf, 1, (size_t)n, f);
-		buf[*len] = '\0';
-	}
-	fclose(f);
-	return buf;
-}
-
 static const char *root(void)
 {
 	const char *r = getenv("MEMWALL_SOURCE_ROOT");
@@ -49,7 +33,7 @@ static void test_shipped(void)
 	size_t len;
 	snprintf(dir, sizeof(dir), "%s/protocols", root());
 	snprintf(path, sizeof(path), "%s/protocol.schema.json", dir);
-	char *schema_text = slurp(path, &len);
+	char *schema_text = t_slurp(path, &len);
 	T_ASSERT(schema_text != NULL);
 	json_t *schema = schema_text ? json_loads(schema_text, 0, NULL) : NULL;
 	T_ASSERT(schema != NULL);
@@ -64,7 +48,7 @@ static void test_shipped(void)
 		if (!ends_with(de->d_name, ".json") || ends_with(de->d_name, ".schema.json"))
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		char *text = slurp(path, &len);
+		char *text = t_slurp(path, &len);
 		json_t *doc = text ? json_loads(text, 0, NULL) : NULL;
 		struct mw_error err;
 		mw_error_clear(&err);
@@ -344,7 +328,7 @@ static void scan_placeholders(const char *dir)
 		if (!ends_with(de->d_name, ".json"))
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		char *text = slurp(path, &len);
+		char *text = t_slurp(path, &len);
 		T_ASSERT(text != NULL);
 		for (size_t k = 0; text && k < sizeof(markers) / sizeof(markers[0]); k++) {
 			const char *hit = strcasestr(text, markers[k]);
@@ -378,7 +362,7 @@ static bool test_aios_prompt(void)
 	char path[4600];
 	size_t len = 0;
 	snprintf(path, sizeof(path), "%s/reference/aios/baseline-prompt.txt", shared ? shared : "");
-	char *want = shared ? slurp(path, &len) : NULL;
+	char *want = shared ? t_slurp(path, &len) : NULL;
 	if (!want) {
 		fprintf(stderr, "skip: AIOS prompt comparison: %s not readable (set MEMWALL_SHARED to "
 			"the shared reference folder)\n", path);

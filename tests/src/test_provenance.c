@@ -16,6 +16,7 @@
 #include <jansson.h>
 
 #include "provenance.h"
+#include "record.h"
 #include "run.h"
 #include "test.h"
 
@@ -165,10 +166,7 @@ static struct t_output run(const char *name, bool sim, char *path, size_t n)
 	unsetenv("MEMWALL_COUNTERS");
 	unsetenv("MEMWALL_SYSFS_ROOT");
 	unsetenv("MEMWALL_SIM_SCRIPT");
-	const char *w = strstr(o.err, "result written to ");
-	path[0] = '\0';
-	if (w)
-		snprintf(path, n, "%.*s", (int)strcspn(w + 18, " \n"), w + 18);
+	t_written_path(o.err, path, n);
 	if (!path[0])
 		fprintf(stderr, "%s: memwall run exited %d:\n%s\n%s\n", name, o.status, o.out, o.err);
 	return o;
@@ -478,18 +476,11 @@ int main(void)
 {
 	snprintf(scratch, sizeof(scratch), "%s/provenance-XXXXXX",
 		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-	if (!mkdtemp(scratch)) {
-		perror("mkdtemp");
-		return 1;
-	}
+	t_mkdtemp(scratch);
 	test_of();
 	if (getenv("MEMWALL_BIN"))
 		test_surfaces();
 	else
 		fprintf(stderr, "MEMWALL_BIN is not set: the end-to-end part needs meson test\n");
-	char cmd[600];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", scratch);
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", scratch);
-	return t_done();
+	return t_done_rm(scratch, 0);
 }

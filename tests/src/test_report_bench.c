@@ -366,27 +366,23 @@ static void check_cli(const char *path)
 
 int main(void)
 {
-	char tmp[] = "/tmp/mw-test-bench-XXXXXX", path[4200], cmd[4300];
-	if (!mkdtemp(tmp)) {
-		perror("mkdtemp");
-		return 1;
-	}
-	struct fx_spec sp = { .protocol = "formats", .cpu = "CPU Alpha", .runs = 3, .warmups = 1,
+	char tmp[] = "/tmp/mw-test-bench-XXXXXX", path[4200];
+	t_mkdtemp(tmp);
+	struct t_fx_spec sp = { .protocol = "formats", .cpu = "CPU Alpha", .runs = 3, .warmups = 1,
 			      .tokens = 16, .latency_ns = 1e6, .jitter = 0.02, .dram_bytes = 4e6,
 			      .instances = 2, .seed = 7 };
-	json_t *doc = fx_record(&sp);
+	json_t *doc = t_fx_record(&sp);
 	check_hardware(doc);
-	fx_write(doc, tmp, "r.json", path, sizeof(path));
+	t_fx_write(doc, tmp, "r.json", path, sizeof(path));
 	check_cli(path);
 	check_words(doc);
 	json_decref(doc);
 
 	sp.dram_bytes = 0;
-	doc = fx_record(&sp);
+	doc = t_fx_record(&sp);
 	check_not_measured(doc);
 	json_decref(doc);
 
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
-	T_EQ_INT(system(cmd), 0);
+	T_EQ_INT(t_rm_tree(tmp), 0);
 	return t_done();
 }

@@ -59,18 +59,15 @@ static void check_sql(const char *sql, const json_t *doc, const char *sha)
 
 int main(void)
 {
-	char tmp[] = "/tmp/mw-test-formats-XXXXXX", path[4200], sha[65], cmd[4300];
+	char tmp[] = "/tmp/mw-test-formats-XXXXXX", path[4200], sha[65];
 	struct mw_error err;
-	if (!mkdtemp(tmp)) {
-		perror("mkdtemp");
-		return 1;
-	}
-	struct fx_spec sp = { .protocol = "formats", .cpu = "CPU Alpha", .runs = 3, .warmups = 1,
+	t_mkdtemp(tmp);
+	struct t_fx_spec sp = { .protocol = "formats", .cpu = "CPU Alpha", .runs = 3, .warmups = 1,
 			      .tokens = 16, .latency_ns = 1e6, .jitter = 0.01, .dram_bytes = 4e6,
 			      .instances = 2, .seed = 5 };
-	json_t *doc = fx_record(&sp);
+	json_t *doc = t_fx_record(&sp);
 	json_object_set_new(json_object_get(doc, "model"), "name", json_string("it's a model"));
-	fx_write(doc, tmp, "r.json", path, sizeof(path));
+	t_fx_write(doc, tmp, "r.json", path, sizeof(path));
 	T_EQ_INT(mw_sha256_file(path, sha, NULL, &err), 0);
 	const json_t *m = json_object_get(json_object_get(doc, "summary"), "metrics");
 
@@ -119,7 +116,6 @@ int main(void)
 	t_output_free(&o);
 
 	json_decref(doc);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
-	T_EQ_INT(system(cmd), 0);
+	T_EQ_INT(t_rm_tree(tmp), 0);
 	return t_done();
 }

@@ -52,7 +52,7 @@ static void test_sha256(void)
 	T_EQ_STR(err.source, "/nonexistent/x");
 }
 
-static const struct fx_spec base_spec = {
+static const struct t_fx_spec base_spec = {
 	.protocol = "fixture", .cpu = "Test CPU", .runs = 5, .warmups = 1, .tokens = 64,
 	.latency_ns = 20e6, .jitter = 0.01, .dram_bytes = 400e6, .instances = 2, .seed = 7,
 };
@@ -61,7 +61,7 @@ static const struct fx_spec base_spec = {
 static void expect_edit_caught(const char *what, json_t *(*locate)(json_t *doc), const char *key,
 			       const char *field)
 {
-	json_t *doc = fx_record(&base_spec);
+	json_t *doc = t_fx_record(&base_spec);
 	json_t *obj = locate(doc);
 	struct mw_error err;
 	T_ASSERT(obj != NULL);
@@ -106,7 +106,7 @@ static json_t *at_pooled(json_t *d)
 static void test_validate(void)
 {
 	struct mw_error err;
-	json_t *doc = fx_record(&base_spec);
+	json_t *doc = t_fx_record(&base_spec);
 	int rc = mw_result_validate(doc, "fixture.json", &err);
 	if (rc)
 		mw_error_print(&err);
@@ -127,7 +127,7 @@ static void test_validate(void)
 	expect_edit_caught("pooled p99", at_pooled, "p99", "summary.latency_pooled_ns.p99");
 
 	/* Raw data that contradicts itself: a token's latency no longer sums to the window. */
-	doc = fx_record(&base_spec);
+	doc = t_fx_record(&base_spec);
 	json_t *lat = json_object_get(
 		json_object_get(json_array_get(json_object_get(doc, "runs"), 3), "tokens"),
 		"latency_ns");
@@ -137,7 +137,7 @@ static void test_validate(void)
 	json_decref(doc);
 
 	/* An acceptance verdict flipped by hand. */
-	doc = fx_record(&base_spec);
+	doc = t_fx_record(&base_spec);
 	json_object_set_new(json_object_get(doc, "acceptance"), "status", json_string("pass"));
 	json_t *c = json_array_get(json_object_get(json_object_get(doc, "acceptance"), "criteria"), 0);
 	json_object_set_new(c, "status", json_string(
@@ -147,7 +147,7 @@ static void test_validate(void)
 	json_decref(doc);
 
 	/* Schema: a missing section and an unknown field are malformed, named. */
-	doc = fx_record(&base_spec);
+	doc = t_fx_record(&base_spec);
 	json_object_del(doc, "units");
 	T_EQ_INT(mw_result_validate(doc, "schema.json", &err), MW_RESULT_MALFORMED);
 	T_EQ_STR(err.field, "units");
@@ -156,7 +156,7 @@ static void test_validate(void)
 	T_EQ_INT(mw_result_validate(doc, "schema.json", &err), MW_RESULT_MALFORMED);
 	T_EQ_STR(err.field, "units.MB");
 	json_decref(doc);
-	doc = fx_record(&base_spec);
+	doc = t_fx_record(&base_spec);
 	json_object_set_new(doc, "mb_per_token", json_real(1));
 	T_EQ_INT(mw_result_validate(doc, "schema.json", &err), MW_RESULT_MALFORMED);
 	T_EQ_STR(err.field, "mb_per_token");
@@ -185,7 +185,7 @@ static void test_created_utc(void)
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct mw_error err;
-		json_t *doc = fx_record(&base_spec);
+		json_t *doc = t_fx_record(&base_spec);
 		json_object_set_new(doc, "created_utc", json_string(cases[i].t));
 		int rc = mw_result_validate(doc, "utc.json", &err);
 		if (rc != cases[i].rc)
@@ -203,7 +203,7 @@ static void test_created_utc(void)
  * below zero; the record stays valid. */
 static void test_negative_net(void)
 {
-	json_t *doc = fx_record(&base_spec);
+	json_t *doc = t_fx_record(&base_spec);
 	struct mw_error err;
 	json_t *idle = json_object_get(json_array_get(json_object_get(doc, "runs"), 2), "idle");
 	json_object_set_new(idle, "window_ns", json_integer(1000));
@@ -223,9 +223,9 @@ static void test_negative_net(void)
  * that requires DRAM is not-measured overall. */
 static void test_not_measured(void)
 {
-	struct fx_spec sp = base_spec;
+	struct t_fx_spec sp = base_spec;
 	sp.dram_bytes = 0;
-	json_t *doc = fx_record(&sp);
+	json_t *doc = t_fx_record(&sp);
 	struct mw_error err;
 	T_EQ_INT(mw_result_validate(doc, "nm.json", &err), 0);
 	const json_t *m = at_summary_dram(doc);
@@ -304,9 +304,9 @@ static void test_not_measured(void)
 	T_EQ_INT(mw_result_validate(doc, "nm.json", &err), 0);
 
 	/* One measured run: the tok/s CV is a required figure that is missing. */
-	struct fx_spec one = base_spec;
+	struct t_fx_spec one = base_spec;
 	one.runs = 1;
-	json_t *d1 = fx_record(&one);
+	json_t *d1 = t_fx_record(&one);
 	if (d1) {
 		T_EQ_STR(json_string_value(json_object_get(json_object_get(d1, "acceptance"),
 							   "status")), "not-measured");
@@ -320,7 +320,7 @@ static void test_not_measured(void)
  * as computed and marks it; the report says "n too small" instead of a negative tok/s. */
 static void test_ci_clamped(void)
 {
-	struct fx_spec sp = base_spec;
+	struct t_fx_spec sp = base_spec;
 	sp.runs = 2;
 	sp.jitter = 0.9;
 	json_t *doc = NULL;
@@ -329,7 +329,7 @@ static void test_ci_clamped(void)
 	 * puts the interval below 0 (the arithmetic here, not memwall's, decides). */
 	for (sp.seed = 1; sp.seed < 200 && !(low < 0); sp.seed++) {
 		json_decref(doc);
-		doc = fx_record(&sp);
+		doc = t_fx_record(&sp);
 		T_ASSERT(doc != NULL);
 		if (!doc)
 			return;
@@ -364,7 +364,7 @@ static void test_ci_clamped(void)
 	free(buf);
 
 	/* A record whose interval stays above 0 carries no mark. */
-	json_t *ok = fx_record(&base_spec);
+	json_t *ok = t_fx_record(&base_spec);
 	T_ASSERT(ok && !json_object_get(at_summary_tps(ok), "ci95_clamped"));
 	json_decref(ok);
 	json_decref(doc);
@@ -388,7 +388,7 @@ static void test_write_unique(void)
 	char dir[512], p1[1024], p2[1024];
 	struct mw_error err;
 	snprintf(dir, sizeof(dir), "%s/out/nested", scratch);
-	json_t *doc = fx_record(&base_spec);
+	json_t *doc = t_fx_record(&base_spec);
 	T_EQ_INT(mw_result_write(doc, dir, "same", p1, sizeof(p1), &err), 0);
 	T_EQ_INT(mw_result_write(doc, dir, "same", p2, sizeof(p2), &err), 0);
 	T_ASSERT(strcmp(p1, p2) != 0);
@@ -408,7 +408,7 @@ static void test_write_killed(void)
 {
 	char dir[512];
 	snprintf(dir, sizeof(dir), "%s/killed", scratch);
-	struct fx_spec big = base_spec;
+	struct t_fx_spec big = base_spec;
 	big.tokens = 20000; /* about 10 MB of JSON: a write that takes a while */
 	big.runs = 6;
 	int absent = 0, whole = 0;
@@ -420,7 +420,7 @@ static void test_write_killed(void)
 		if (pid == 0) {
 			char path[1024];
 			struct mw_error err;
-			json_t *doc = fx_record(&big);
+			json_t *doc = t_fx_record(&big);
 			if (write(pipefd[1], "x", 1) != 1)
 				_exit(3);
 			_exit(mw_result_write(doc, dir, "killed", path, sizeof(path), &err) ? 1 : 0);
@@ -528,9 +528,7 @@ int main(void)
 {
 	test_schema_versions();
 	test_negative_net();
-	snprintf(scratch, sizeof(scratch), "/tmp/mw-test-result-XXXXXX");
-	if (!mkdtemp(scratch))
-		t_skip("cannot create a scratch folder in /tmp");
+	t_scratch(scratch, sizeof(scratch), "result");
 	test_sha256();
 	test_validate();
 	test_created_utc();
@@ -539,9 +537,5 @@ int main(void)
 	test_write_unique();
 	test_write_killed();
 	test_reference();
-	char cmd[300];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", scratch);
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", scratch);
-	return t_done();
+	return t_done_rm(scratch, 0);
 }

@@ -12,7 +12,7 @@
 #include "roofline.h"
 #include "run.h"
 #include "test.h"
-#include "run_record.h"
+#include "record.h"
 
 /* An analytic step of round numbers: 1 GB read (weights 0.9 GB), 2 GFLOPs. */
 static struct mw_analytic round_step(void)
@@ -240,9 +240,7 @@ static void test_plot(void)
 		T_CONTAINS(o.err, wrote);
 	}
 	t_output_free(&o);
-	char cmd[300];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	T_EQ_INT(system(cmd), 0);
+	T_EQ_INT(t_rm_tree(dir), 0);
 }
 
 /* A model file: the compute roof is measured now, the bandwidth given, and the outputs obey
@@ -294,16 +292,14 @@ static void test_peak(void)
 
 /* ---- a record of `memwall run` (stories260K, synthetic, in a scratch cache) ---- */
 
-/* run_record, record_edit, edit_negative_tok_s, rm_scratch: tests/lib/run_record.h */
-
 /* Every run record carries its roofline: the analytic floor from the model's tensor table
  * (recomputed here), the protocol's bandwidth roof, the headroom against the measured tok/s
  * and the plausibility verdict; report prints it. And `memwall roofline` refuses a record
  * that does not validate instead of printing its tok/s. */
 static void test_run_record(void)
 {
-	char path[1024], bad[600];
-	run_record(path, sizeof(path));
+	char scratch[256], path[1024], bad[600];
+	t_run_record(scratch, sizeof(scratch), path, sizeof(path));
 	T_ASSERT(path[0]);
 	if (!path[0])
 		return;
@@ -367,8 +363,8 @@ static void test_run_record(void)
 	T_CONTAINS(o.out, "stories260K");
 	t_output_free(&o);
 
-	snprintf(bad, sizeof(bad), "%s/negative.json", rscratch);
-	record_edit(path, bad, edit_negative_tok_s);
+	snprintf(bad, sizeof(bad), "%s/negative.json", scratch);
+	t_record_edit(path, bad, t_edit_negative_tok_s);
 	const char *bargv[] = { "memwall", "roofline", bad, NULL };
 	o = t_run(bargv);
 	T_EQ_INT(o.status, 2);
@@ -376,7 +372,8 @@ static void test_run_record(void)
 	T_CONTAINS(o.err, "summary.metrics.tok_per_s.mean");
 	T_ASSERT(!strstr(o.out, "-5"));
 	t_output_free(&o);
-	rm_scratch();
+	if (!t_failures)
+		t_rm_tree(scratch);
 }
 
 int main(void)

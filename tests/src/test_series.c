@@ -11,10 +11,10 @@
 
 static json_t *base_record(uint32_t seed)
 {
-	struct fx_spec sp = { .protocol = "p1", .cpu = "CPU Alpha", .runs = 3, .warmups = 1,
+	struct t_fx_spec sp = { .protocol = "p1", .cpu = "CPU Alpha", .runs = 3, .warmups = 1,
 			      .tokens = 8, .latency_ns = 1e6, .jitter = 0.01, .dram_bytes = 2e6,
 			      .instances = 2, .seed = seed };
-	json_t *d = fx_record(&sp);
+	json_t *d = t_fx_record(&sp);
 	json_t *m = json_object_get(d, "machine");
 	json_object_set_new(m, "microcode", json_string("0xa201016"));
 	json_object_set_new(m, "kernel", json_pack("{s:s, s:s, s:s}", "release", "6.1.0-18-amd64",

@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 
 #include "fixture_result.h"
+#include "record.h"
 #include "run.h"
 #include "sha256.h"
 #include "site.h"
@@ -41,47 +42,22 @@ struct rec {
 static void make(struct rec *r, const char *name, const char *when, double dram_bytes,
 		 uint32_t seed)
 {
-	struct fx_spec sp = { .protocol = EVIL_PROTO, .cpu = EVIL_CPU, .runs = 3, .warmups = 1,
+	struct t_fx_spec sp = { .protocol = EVIL_PROTO, .cpu = EVIL_CPU, .runs = 3, .warmups = 1,
 			      .tokens = 8, .latency_ns = 1e6, .jitter = 0.02,
 			      .dram_bytes = dram_bytes, .instances = dram_bytes > 0, .seed = seed };
 	struct mw_error err;
-	json_t *d = fx_record(&sp);
+	json_t *d = t_fx_record(&sp);
 	json_object_set_new(d, "created_utc", json_string(when));
 	json_object_set_new(json_object_get(d, "model"), "name", json_string(EVIL_MODEL));
 	json_object_set_new(json_object_get(d, "memwall"), "version", json_string(EVIL_VERSION));
-	fx_write(d, tmp, name, r->path, sizeof(r->path));
+	t_fx_write(d, tmp, name, r->path, sizeof(r->path));
 	T_EQ_INT(mw_sha256_file(r->path, r->sha, NULL, &err), 0);
 	json_decref(d);
 }
 
-/* The median over the record's measured (not warm-up) runs of one figure, computed here. */
-static double median_of_runs(const char *path, const char *metric)
-{
-	json_t *d = json_load_file(path, 0, NULL), *run;
-	double v[64];
-	size_t n = 0, i;
-	json_array_foreach(json_object_get(d, "runs"), i, run) {
-		const json_t *x = json_object_get(json_object_get(run, "figures"), metric);
-		if (!json_is_true(json_object_get(run, "warmup")) && json_is_number(x) && n < 64)
-			v[n++] = json_number_value(x);
-	}
-	json_decref(d);
-	for (size_t a = 0; a < n; a++)
-		for (size_t b = a + 1; b < n; b++)
-			if (v[b] < v[a]) {
-				double t = v[a];
-				v[a] = v[b];
-				v[b] = t;
-			}
-	return n == 0 ? NAN : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 static char *slurp(const char *path)
 {
-	FILE *f = fopen(path, "r");
-	char *s = f ? t_slurp_fd(fileno(f)) : NULL;
-	if (f)
-		fclose(f);
+	char *s = t_slurp(path, NULL);
 	T_ASSERT(s != NULL);
 	return s;
 }
@@ -211,8 +187,7 @@ int main(void)
 	struct mw_site_result res;
 	bool added;
 	char sha[65];
-	if (!mkdtemp(tmp))
-		t_skip("cannot create a scratch folder in /tmp");
+	t_mkdtemp(tmp);
 	static const char *const when[3] = { "2026-12-01T00:00:01Z", "2026-12-02T00:00:01Z",
 					     "2026-12-03T00:00:01Z" };
 	for (int i = 0; i < 3; i++) {
@@ -268,9 +243,9 @@ int main(void)
 		int n = dram ? 3 : 2;
 		T_CONTAINS(html, "1.0 &lt;b onclick=alert(5)&gt;x&lt;/b&gt;");
 		for (int k = 0; k < n; k++) {
-			double want = median_of_runs(r[k].path, "tok_per_s");
+			double want = t_runs_median(r[k].path, "tok_per_s");
 			T_NEAR(point(html, "tok_per_s", r[k].sha), want, 1e-9 * want);
-			want = median_of_runs(r[k].path, dram ? "dram_MB_per_token"
+			want = t_runs_median(r[k].path, dram ? "dram_MB_per_token"
 							       : "engine_MB_per_token");
 			T_NEAR(point(html, dram ? "dram_MB_per_token" : "engine_MB_per_token",
 				     r[k].sha), want, 1e-9 * want);
@@ -325,8 +300,5 @@ int main(void)
 		closedir(d);
 	mw_store_close(s);
 
-	snprintf(p, sizeof(p), "rm -rf '%s'", tmp);
-	if (system(p))
-		fprintf(stderr, "could not remove %s\n", tmp);
-	return t_done();
+	return t_done_rm(tmp, 0);
 }

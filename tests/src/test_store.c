@@ -45,10 +45,10 @@ static double tok_s(const char *path)
 static void make(struct rec *r, const char *name, const char *protocol, const char *cpu,
 		 double latency_ns, const char *when, int channels)
 {
-	struct fx_spec sp = { .protocol = protocol, .cpu = cpu, .runs = 3, .warmups = 1,
+	struct t_fx_spec sp = { .protocol = protocol, .cpu = cpu, .runs = 3, .warmups = 1,
 			      .tokens = 20, .latency_ns = latency_ns, .jitter = 0.005, .seed = 7 };
 	struct mw_error err;
-	json_t *d = fx_record(&sp);
+	json_t *d = t_fx_record(&sp);
 	json_object_set_new(d, "created_utc", json_string(when));
 	json_object_set_new(json_object_get(d, "model"), "name", json_string("stories-test"));
 	json_t *m = json_object_get(d, "machine");
@@ -57,7 +57,7 @@ static void make(struct rec *r, const char *name, const char *protocol, const ch
 			"{s:s, s:i, s:i, s:I, s:s, s:i, s:i, s:i}", "source", "SMBIOS type 17",
 			"slots", 4, "dimms", 2, "total_bytes", (json_int_t)(48ll << 30), "type",
 			"DDR5", "speed_mts", 6400, "configured_speed_mts", 5200, "channels", channels));
-	fx_write(d, tmp, name, r->path, sizeof(r->path));
+	t_fx_write(d, tmp, name, r->path, sizeof(r->path));
 	T_EQ_INT(mw_sha256_file(r->path, r->sha, NULL, &err), 0);
 	r->tok_s = tok_s(r->path);
 	json_decref(d);
@@ -113,7 +113,7 @@ static void suite(const struct mw_store_ops *ops, const char *where)
 	T_EQ_INT(mw_result_load(&d, a.path, &err), 0);
 	json_object_set_new(json_object_get(json_object_get(json_object_get(d, "summary"),
 				"metrics"), "tok_per_s"), "mean", json_real(a.tok_s * 2));
-	fx_write(d, tmp, "bad.json", bad.path, sizeof(bad.path));
+	t_fx_write(d, tmp, "bad.json", bad.path, sizeof(bad.path));
 	json_decref(d);
 	T_EQ_INT(mw_store_import(s, bad.path, sha, &added, &err), MW_RESULT_INCONSISTENT);
 	T_CONTAINS(err.field, "tok_per_s");
@@ -200,18 +200,18 @@ static void suite(const struct mw_store_ops *ops, const char *where)
 static void make_series(struct rec *r, const char *name, uint32_t seed, const char *when,
 			bool sim)
 {
-	struct fx_spec sp = { .protocol = "ps", .cpu = "CPU Sigma", .runs = 3, .warmups = 1,
+	struct t_fx_spec sp = { .protocol = "ps", .cpu = "CPU Sigma", .runs = 3, .warmups = 1,
 			      .tokens = 8, .latency_ns = 1e6, .jitter = 0.01, .dram_bytes = 2e6,
 			      .instances = 1, .seed = seed };
 	struct mw_error err;
-	json_t *d = fx_record(&sp);
+	json_t *d = t_fx_record(&sp);
 	json_object_set_new(d, "created_utc", json_string(when));
 	if (sim) {
 		json_t *dram = json_object_get(json_object_get(d, "counters"), "dram");
 		json_object_set_new(dram, "layer", json_string("sim"));
 		json_object_set_new(dram, "sim_script_sha256", json_string("none"));
 	}
-	fx_write(d, tmp, name, r->path, sizeof(r->path));
+	t_fx_write(d, tmp, name, r->path, sizeof(r->path));
 	T_EQ_INT(mw_sha256_file(r->path, r->sha, NULL, &err), 0);
 	json_decref(d);
 }
@@ -694,11 +694,8 @@ static void pg_stop(void)
 
 static void cleanup(void)
 {
-	char cmd[4200];
 	pg_stop();
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
-	if (system(cmd))
-		fprintf(stderr, "could not remove %s\n", tmp);
+	t_rm_tree(tmp);
 }
 
 int main(int argc, char **argv)
@@ -708,10 +705,7 @@ int main(int argc, char **argv)
 	const char *root = getenv("MEMWALL_SOURCE_ROOT");
 	if (!root)
 		t_skip("MEMWALL_SOURCE_ROOT is not set (run under meson test)");
-	if (!mkdtemp(tmp)) {
-		perror("mkdtemp");
-		return 1;
-	}
+	t_mkdtemp(tmp);
 	atexit(cleanup);
 	if (!pg) {
 		snprintf(path, sizeof(path), "%s/store.db", tmp);

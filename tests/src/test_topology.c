@@ -57,7 +57,7 @@ static int imc_instances_on(const char *name, int node, const char *prefix)
 {
 	char path[4400], text[4096] = "", in_node[4096] = { 0 };
 	snprintf(path, sizeof(path), "%s/devices/system/node/node%d/cpulist", tree(name), node);
-	T_ASSERT(read_text(path, text, sizeof(text)));
+	T_ASSERT(t_read_text(path, text, sizeof(text)));
 	parse_list(text, in_node, (int)sizeof(in_node));
 	snprintf(path, sizeof(path), "%s/bus/event_source/devices", tree(name));
 	DIR *d = opendir(path);
@@ -67,7 +67,7 @@ static int imc_instances_on(const char *name, int node, const char *prefix)
 		if (strncmp(de->d_name, prefix, strlen(prefix)))
 			continue;
 		char mask[256] = "", set[4096] = { 0 };
-		T_ASSERT(read_text(tree_file(name, de->d_name, "cpumask"), mask, sizeof(mask)));
+		T_ASSERT(t_read_text(t_tree_file(name, de->d_name, "cpumask"), mask, sizeof(mask)));
 		parse_list(mask, set, (int)sizeof(set));
 		for (int c = 0; c < 4096; c++)
 			n += set[c] && in_node[c];
@@ -87,7 +87,7 @@ static int edac_channels(const char *name)
 			char path[4400], loc[128] = "";
 			snprintf(path, sizeof(path), "%s/devices/system/edac/mc/mc%d/dimm%d/dimm_location",
 				 tree(name), mc, k);
-			if (!read_text(path, loc, sizeof(loc)))
+			if (!t_read_text(path, loc, sizeof(loc)))
 				continue;
 			const char *c = strstr(loc, "channel ");
 			int ch = c ? atoi(c + 8) : -1;
@@ -110,7 +110,7 @@ static void test_sapphire_rapids(void)
 	for (int i = 0; i < 2; i++) {
 		char path[4400], text[256] = "";
 		snprintf(path, sizeof(path), "%s/devices/system/node/node%d/cpulist", tree(name), i);
-		T_ASSERT(read_text(path, text, sizeof(text)));
+		T_ASSERT(t_read_text(path, text, sizeof(text)));
 		T_EQ_STR(str(json_array_get(nodes, (size_t)i), "cpus"), text);
 		T_EQ_INT(json_integer_value(json_object_get(json_array_get(nodes, (size_t)i),
 							    "package")), i);
@@ -240,17 +240,11 @@ static void test_cpulist(void)
 
 int main(void)
 {
-	snprintf(root, sizeof(root), "/tmp/mw-test-topology-XXXXXX");
-	if (!mkdtemp(root))
-		t_skip("cannot create a scratch folder in /tmp");
+	t_scratch(root, sizeof(root), "topology");
 	test_sapphire_rapids();
 	test_epyc_nps4();
 	test_no_nodes();
 	test_built();
 	test_cpulist();
-	char cmd[300];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", root);
-	return t_done();
+	return t_done_rm(root, 0);
 }

@@ -1,0 +1,39 @@
+/* tests/lib/values.c: small computations on what a test got (values.h). */
+#include "values.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test.h"
+
+int t_argmax(const float *v, int n)
+{
+	int best = 0;
+	for (int i = 1; i < n; i++)
+		if (v[i] > v[best])
+			best = i;
+	return best;
+}
+
+double t_key_num(const char *s, const char *name)
+{
+	char k[64];
+	snprintf(k, sizeof(k), " %s=", name);
+	const char *p = s ? strstr(s, k) : NULL;
+	T_ASSERT(p);
+	return p ? strtod(p + strlen(k), NULL) : -1;
+}
+
+double t_median(double *v, size_t n)
+{
+	for (size_t a = 0; a < n; a++)
+		for (size_t b = a + 1; b < n; b++)
+			if (v[b] < v[a]) {
+				double t = v[a];
+				v[a] = v[b];
+				v[b] = t;
+			}
+	return n == 0 ? NAN : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}

@@ -1,0 +1,18 @@
+/* tests/lib/values.h: small computations the tests make on what they got: the largest logit,
+ * a figure out of a line of text. */
+#ifndef MEMWALL_TEST_VALUES_H
+#define MEMWALL_TEST_VALUES_H
+
+#include <stddef.h>
+
+/* The index of the largest of v[0..n) (the first of equal ones): greedy decoding. */
+int t_argmax(const float *v, int n);
+
+/* The number after " name=" in s (a line the engine prints); -1 and a failed check where s
+ * has none. */
+double t_key_num(const char *s, const char *name);
+
+/* The median of v[0..n), which it sorts; NaN when n is 0. */
+double t_median(double *v, size_t n);
+
+#endif
