@@ -12,7 +12,7 @@
 
 /* Prompts longer than this many tokens wait for the image and run on it (its multi-token
  * kernels read the x8 layout, about 3x the mapping's prompt rate); shorter ones run on the
- * mapping. From a measurement on synthetic Falcon-7B Q4_K_M (README.md, "Load modes"). */
+ * mapping. From a measurement on synthetic Falcon-7B Q4_K_M (engine/README.md, "Load modes"). */
 #define MW_OVERLAP_PROMPT_MAX 16
 /* Where the image stands. */
 enum mw_image_state {
@@ -66,7 +66,7 @@ int mw_overlap_start(struct mw_overlap *ov, const char *path, int fd);
  * When that leaves none, the image takes every CPU of the mask if `needed` (the run will wait
  * for it: a long prompt, --switch-at), and otherwise is not built (MW_IMAGE_SKIPPED): built
  * on the CPUs that decode, it slowed a Falcon-7B-shape run of 48 tokens at 2 threads of 2
- * 1.5x (README.md, "Load modes"). Called after the first token: built alongside it, the image
+ * 1.5x (engine/README.md, "Load modes"). Called after the first token: built alongside it, the image
  * slowed the first token 1.1-3.9x even on a CPU of its own. A thread that cannot start makes
  * the image failed (the switch says so). */
 void mw_overlap_launch(struct mw_overlap *ov, int threads, bool needed);

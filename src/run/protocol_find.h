@@ -1,6 +1,6 @@
 /* src/run/protocol_find.h: where `memwall run NAME` finds a shipped protocol, and `run --list`.
  *
- * A protocol argument is searched for in this order (README.md, "Installing"):
+ * A protocol argument is searched for in this order (scripts/README.md, "Installing"):
  *   1. a path: the argument names something that exists (relative to the current directory
  *      or absolute; the loader refuses what is not a regular file, saying what it is);
  *   2. the data directory's protocols/: $MEMWALL_DATA_DIR when set, else the compiled-in

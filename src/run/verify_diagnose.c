@@ -21,7 +21,7 @@
  *
  * Tolerances are wider than noise and narrower than the next signature: a silent instance is
  * under 10 % of its share; "about r" is within 10 % of r, except mib-as-mb (within 1 % of
- * 0.954: the sum's noise is about 1 %, README "doctor -> verify -> run -> bundle").
+ * 0.954: the sum's noise is about 1 %, probes/README.md, "verify").
  */
 #include <math.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
-/* src/run/verify_thresholds.h: `memwall verify`'s thresholds, in percent (README: "doctor ->
- * verify -> run -> bundle" says why each is what it is). */
+/* src/run/verify_thresholds.h: `memwall verify`'s thresholds, in percent (probes/README.md,
+ * "verify", says why each is what it is). */
 #ifndef MEMWALL_RUN_VERIFY_THRESHOLDS_H
 #define MEMWALL_RUN_VERIFY_THRESHOLDS_H
 
