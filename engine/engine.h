@@ -282,7 +282,7 @@ struct eng_peak {
 int eng_peak_measure(const char *kernels, uint32_t type_id, int threads, double seconds,
 		     struct eng_peak *out, struct eng_error *err);
 
-/* (engine/roof/kbench.c) Each quant table's rate on one weight type's x8 kernels, per class
+/* (engine/runtime/kbench.c) Each quant table's rate on one weight type's x8 kernels, per class
  * of token counts (eng_kernel_class: 1, 2, 4 and 8 tokens a call), for `memwall
  * bench-kernels`, which chooses the fastest table per operation (struct eng_kernel_choice).
  * The tables timed are those this CPU runs with x8 kernels of their own for the type, best

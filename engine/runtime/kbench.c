@@ -1,4 +1,4 @@
-/* engine/roof/kbench.c: how fast each quant table this CPU runs does one weight type's x8
+/* engine/runtime/kbench.c: how fast each quant table this CPU runs does one weight type's x8
  * kernels, for each class of token counts (engine.h's eng_kbench_run), so that `memwall
  * bench-kernels` can choose the fastest table per operation (struct eng_kernel_choice,
  * issue 42).
