@@ -418,9 +418,7 @@ static const json_t *run_dram(json_t **doc, const char *name)
 	snprintf(dirout, sizeof(dirout), "%s/out-%s", scratch, name);
 	const char *const run[] = { "run", proto, "-o", dirout, NULL };
 	struct t_output o = mw(run);
-	if (o.status)
-		fprintf(stderr, "run exited %d:\n%s\n", o.status, o.err);
-	T_EQ_INT(o.status, 0);
+	T_OK(o, "run");
 	t_written_path(o.err, path, sizeof(path));
 	t_output_free(&o);
 	*doc = path[0] ? load(path) : NULL;
@@ -428,9 +426,7 @@ static const json_t *run_dram(json_t **doc, const char *name)
 		/* whatever the store said, the run's own record validates */
 		const char *const val[] = { "validate", path, NULL };
 		o = mw(val);
-		if (o.status)
-			fprintf(stderr, "validate:\n%s\n", o.err);
-		T_EQ_INT(o.status, 0);
+		T_OK(o, "validate");
 		t_output_free(&o);
 	}
 	return json_object_get(json_object_get(*doc, "counters"), "dram");
