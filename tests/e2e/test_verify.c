@@ -34,6 +34,7 @@
 
 #include "record.h"
 #include "run.h"
+#include "verify_sim.h"
 #include "test.h"
 #include "sim_tree.h"
 
@@ -484,14 +485,7 @@ static void test_run_records(void)
 	t_output_free(&o);
 	snprintf(proto, sizeof(proto), "%s/run.json", scratch);
 	snprintf(dir, sizeof(dir), "%s/out", scratch);
-	t_write_file(proto,
-		   "{\"name\": \"verified\", \"model\": {\"format\": \"llama2c\", \"synth\": "
-		   "{\"shape\": \"stories260K\", \"seed\": 42}}, \"tokenizer\": null,\n"
-		   " \"engine\": {\"kind\": \"builtin\", \"threads\": 1},\n"
-		   " \"prompt_tokens\": [1], \"decode_tokens\": 2, \"runs\": 1, \"warmup_runs\": 0,\n"
-		   " \"counters\": {\"dram\": \"required\", \"backend\": \"intel_imc_free\", "
-		   "\"energy\": \"off\"}, \"idle_baseline_ms\": 2,\n"
-		   " \"drift\": {\"max_bandwidth_change_pct\": 50, \"probe_ms\": 0}}\n");
+	t_vs_run_protocol(proto, "verified");
 	for (int pass = 0; pass < 2; pass++) {
 		const char *argv[] = { "memwall", "run", proto, "-o", dir, NULL };
 		o = t_run(argv);

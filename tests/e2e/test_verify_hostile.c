@@ -22,6 +22,7 @@
 
 #include "record.h"
 #include "run.h"
+#include "verify_sim.h"
 #include "sim_tree.h"
 #include "test.h"
 
@@ -604,14 +605,7 @@ int main(void)
 			t_pmu_type(AL, pmu));
 	}
 	fclose(f);
-	t_write_file(proto,
-		   "{\"name\": \"hostile\", \"model\": {\"format\": \"llama2c\", \"synth\": "
-		   "{\"shape\": \"stories260K\", \"seed\": 42}}, \"tokenizer\": null,\n"
-		   " \"engine\": {\"kind\": \"builtin\", \"threads\": 1},\n"
-		   " \"prompt_tokens\": [1], \"decode_tokens\": 2, \"runs\": 1, \"warmup_runs\": 0,\n"
-		   " \"counters\": {\"dram\": \"required\", \"backend\": \"intel_imc_free\", "
-		   "\"energy\": \"off\"}, \"idle_baseline_ms\": 2,\n"
-		   " \"drift\": {\"max_bandwidth_change_pct\": 50, \"probe_ms\": 0}}\n");
+	t_vs_run_protocol(proto, "hostile");
 
 	/* VHOSTILE_ONLY=NAME runs one test alone (checking that a test fails without its fix) */
 	static const struct {
