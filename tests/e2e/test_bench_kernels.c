@@ -129,10 +129,7 @@ static void check_used_by_generate(void)
 	const char *named[] = { "memwall", "generate", "-m", model, "-n", "3", "--ids",
 				"--temperature", "0", "--batch", "2", "--kernels",
 				eng_quant_kernels_name(0, NULL, NULL), NULL };
-	o = t_run(named);
-	T_EQ_INT(o.status, 0);
-	T_CONTAINS(o.err, "(default)");
-	t_output_free(&o);
+	T_RUN_EXPECT(named, 0, NULL, T_LIST("(default)"));
 	unsetenv("MEMWALL_STATE_DIR");
 }
 
@@ -143,10 +140,7 @@ static void check_refusals(void)
 	t_write_file(other, "{\"mine\": true}\n");
 	const char *argv[] = { "memwall", "bench-kernels", "--types", "q8_0", "--mb", "1",
 			       "--rounds", "1", "--out", other, NULL };
-	struct t_output o = t_run(argv);
-	T_EQ_INT(o.status, 2);
-	T_CONTAINS(o.err, "not a kernel cache");
-	t_output_free(&o);
+	T_RUN_EXPECT(argv, 2, NULL, T_LIST("not a kernel cache"));
 	FILE *f = fopen(other, "r");
 	char buf[64] = "";
 	T_ASSERT(f && fgets(buf, sizeof(buf), f));
@@ -159,10 +153,7 @@ static void check_refusals(void)
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		const char *a[] = { "memwall", "bench-kernels", bad[i][0], bad[i][1], "--dry-run",
 				    NULL };
-		o = t_run(a);
-		T_EQ_INT(o.status, 2);
-		T_CONTAINS(o.err, bad[i][0]);
-		t_output_free(&o);
+		T_RUN_EXPECT(a, 2, NULL, T_LIST(bad[i][0]));
 	}
 }
 

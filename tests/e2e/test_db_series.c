@@ -194,58 +194,41 @@ static void test_check(const char *store_a, const char *store_b, char recs[][512
 	T_NEAR(json_number_value(json_object_get(m, "p_mann_whitney")), 2.0 / (93.0 * 92 * 91 / 6),
 	       1e-12);
 	json_decref(j);
-	o = t_run((const char *[]){ "memwall", "db", "--db", store_a, "check", id31, "--against",
-				    "last:30", "--metric", "dram_MB_per_token", "--format",
-				    "junit", NULL });
-	T_EQ_INT(o.status, 1);
-	T_CONTAINS(o.out, "<testsuite name=\"memwall db check\"");
-	T_CONTAINS(o.out, "name=\"dram_MB_per_token\"");
-	T_CONTAINS(o.out, "type=\"regression\"");
-	t_output_free(&o);
+	T_RUN_EXPECT(((const char *[]){"memwall", "db", "--db", store_a, "check", id31, "--against",
+				       "last:30", "--metric", "dram_MB_per_token", "--format",
+				       "junit", NULL}),
+		     1,
+		     T_LIST("<testsuite name=\"memwall db check\"", "name=\"dram_MB_per_token\"",
+			    "type=\"regression\""),
+		     NULL);
 
 	/* Record 30 (script A) against the 10 before it: no regression. */
-	o = t_run((const char *[]){ "memwall", "db", "--db", store_a, "check", id30, "--metric",
-				    "dram_MB_per_token", NULL });
-	if (o.status)
-		fprintf(stderr, "%s", o.out);
-	T_EQ_INT(o.status, 0);
-	T_CONTAINS(o.out, "(30, 10)");
-	t_output_free(&o);
+	T_RUN_EXPECT(((const char *[]){"memwall", "db", "--db", store_a, "check", id30, "--metric",
+				       "dram_MB_per_token", NULL}),
+		     0, T_LIST("(30, 10)"), NULL);
 	/* A file not in store B (script B, made before store B's last 10): against the records
 	 * created before it, all script A: a regression; store B's own record 50 as a file: 0. */
-	o = t_run((const char *[]){ "memwall", "db", "--db", store_b, "check", recs[N_A + 2],
-				    "--metric", "dram_MB_per_token", NULL });
-	T_EQ_INT(o.status, 1);
-	t_output_free(&o);
-	o = t_run((const char *[]){ "memwall", "db", "--db", store_b, "check",
-				    recs[N_A + N_B + N_B - 1], "--metric", "dram_MB_per_token",
-				    NULL });
-	if (o.status)
-		fprintf(stderr, "%s", o.out);
-	T_EQ_INT(o.status, 0);
-	t_output_free(&o);
+	T_RUN_EXPECT(((const char *[]){"memwall", "db", "--db", store_b, "check", recs[N_A + 2],
+				       "--metric", "dram_MB_per_token", NULL}),
+		     1, NULL, NULL);
+	T_RUN_EXPECT(
+	    ((const char *[]){"memwall", "db", "--db", store_b, "check", recs[N_A + N_B + N_B - 1],
+			      "--metric", "dram_MB_per_token", NULL}),
+	    0, NULL, NULL);
 
 	/* A record of another protocol has no series in the store: not comparable, 2. */
-	o = t_run((const char *[]){ "memwall", "db", "--db", store_a, "check", other, NULL });
-	T_EQ_INT(o.status, 2);
-	T_CONTAINS(o.out, "no earlier record of this record's series");
-	t_output_free(&o);
-	o = t_run((const char *[]){ "memwall", "db", "--db", store_a, "check", other, "--format",
-				    "junit", NULL });
-	T_EQ_INT(o.status, 2);
-	T_CONTAINS(o.out, "name=\"history\"");
-	t_output_free(&o);
+	T_RUN_EXPECT(((const char *[]){"memwall", "db", "--db", store_a, "check", other, NULL}), 2,
+		     T_LIST("no earlier record of this record's series"), NULL);
+	T_RUN_EXPECT(((const char *[]){"memwall", "db", "--db", store_a, "check", other, "--format",
+				       "junit", NULL}),
+		     2, T_LIST("name=\"history\""), NULL);
 	/* Bad usage names what to fix. */
-	o = t_run((const char *[]){ "memwall", "db", "--db", store_a, "check", id31, "--against",
-				    "yesterday", NULL });
-	T_EQ_INT(o.status, 2);
-	T_CONTAINS(o.err, "last:N");
-	t_output_free(&o);
-	o = t_run((const char *[]){ "memwall", "db", "--db", store_a, "check", id31, "--metric",
-				    "MB", NULL });
-	T_EQ_INT(o.status, 2);
-	T_CONTAINS(o.err, "no such metric");
-	t_output_free(&o);
+	T_RUN_EXPECT(((const char *[]){"memwall", "db", "--db", store_a, "check", id31, "--against",
+				       "yesterday", NULL}),
+		     2, NULL, T_LIST("last:N"));
+	T_RUN_EXPECT(((const char *[]){"memwall", "db", "--db", store_a, "check", id31, "--metric",
+				       "MB", NULL}),
+		     2, NULL, T_LIST("no such metric"));
 }
 
 int main(void)

@@ -150,10 +150,8 @@ int main(void)
 	free(stdout_bytes);
 
 	/* what cannot be exported */
-	o = t_run((const char *[]){ "memwall", "export", "bencher", rec, NULL });
-	T_EQ_INT(o.status, 2);
-	T_CONTAINS(o.err, "unknown format 'bencher'");
-	t_output_free(&o);
+	T_RUN_EXPECT(((const char *[]){"memwall", "export", "bencher", rec, NULL}), 2, NULL,
+		     T_LIST("unknown format 'bencher'"));
 	o = export(t_data("../../results/reference/aios-falcon7b-q4km.json"), NULL, NULL, NULL);
 	T_EQ_INT(o.status, 2);
 	T_CONTAINS(o.err, "imported reference record");
@@ -169,11 +167,8 @@ int main(void)
 	T_CONTAINS(o.err, "does not validate");
 	T_EQ_STR(o.out, "");
 	t_output_free(&o);
-	o = t_run((const char *[]){ "memwall", "export", "--help", NULL });
-	T_EQ_INT(o.status, 0);
-	T_CONTAINS(o.out, "SIMULATED");
-	T_CONTAINS(o.out, "2^20");
-	t_output_free(&o);
+	T_RUN_EXPECT(((const char *[]){"memwall", "export", "--help", NULL}), 0,
+		     T_LIST("SIMULATED", "2^20"), NULL);
 
 	json_decref(doc);
 	T_EQ_INT(t_rm_tree(tmp), 0);

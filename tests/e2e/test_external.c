@@ -116,9 +116,7 @@ static void test_generate(void)
 		"\"warmup_runs\": 1, \"idle_baseline_ms\": 20,\n"
 		" \"drift\": {\"probe_ms\": 50, \"max_bandwidth_change_pct\": 1000}}\n",
 		"bin", &o);
-	if (o.status != 0)
-		fprintf(stderr, "memwall run exited %d:\n%s\n%s\n", o.status, o.out, o.err);
-	T_EQ_INT(o.status, 0);
+	T_OK(o, "memwall run");
 	T_CONTAINS(o.err, "repetition 2, long run: 160 tokens confirmed by memwall-tokens");
 	T_CONTAINS(o.err, "task-clock ns/token: ");
 	T_CONTAINS(o.err, "whole-process (/ N2)");
@@ -435,9 +433,7 @@ static void test_short_count(void)
 	/* Allowed: both runs are valid, but 3 - 3 tokens give no differential figure. */
 	snprintf(body, sizeof(body), SHORT_FMT, "-allowed", ", \"allow_short\": true");
 	doc = run_protocol("eos-allowed", body, NULL, &o);
-	if (o.status != 0)
-		fprintf(stderr, "%s\n", o.err);
-	T_EQ_INT(o.status, 0);
+	T_OK(o, "run");
 	T_ASSERT(doc != NULL);
 	if (doc) {
 		const json_t *rep =
@@ -479,9 +475,7 @@ static void test_injection(void)
 		 "\"memwall-tokens\", \"stream\": \"stdout\"}}, \"decode_tokens\": 8, \"runs\": 1, "
 		 "\"warmup_runs\": 0, \"idle_baseline_ms\": 0, \"drift\": {\"probe_ms\": 0}}", jprompt);
 	json_t *doc = run_protocol("inject", body, NULL, &o);
-	if (o.status != 0)
-		fprintf(stderr, "%s\n", o.err);
-	T_EQ_INT(o.status, 0);
+	T_OK(o, "run");
 	T_ASSERT(access(canary, F_OK) == 0);
 	T_ASSERT(access(made, F_OK) != 0);
 	T_ASSERT(doc != NULL);
@@ -516,9 +510,7 @@ static void test_pinning(void)
 		 "\"decode_tokens\": 8, \"runs\": 1, \"warmup_runs\": 0, \"idle_baseline_ms\": 0, \"drift\": {\"probe_ms\": 0}}",
 		 cpu);
 	json_t *doc = run_protocol("pin", body, NULL, &o);
-	if (o.status != 0)
-		fprintf(stderr, "%s\n", o.err);
-	T_EQ_INT(o.status, 0);
+	T_OK(o, "run");
 	T_ASSERT(doc != NULL);
 	if (doc) {
 		const char *tail = json_string_value(

@@ -76,9 +76,7 @@ static void test_real(void)
 {
 	struct t_output o;
 	json_t *doc = run("llama", "stderr", &o);
-	if (o.status != 0)
-		fprintf(stderr, "memwall run exited %d:\n%s\n%s\n", o.status, o.out, o.err);
-	T_EQ_INT(o.status, 0);
+	T_OK(o, "memwall run");
 	T_CONTAINS(o.err, "long run: 32 tokens confirmed by llama-completion");
 	T_ASSERT(doc != NULL);
 	if (!doc)

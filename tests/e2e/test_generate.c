@@ -156,9 +156,7 @@ static void batch_prompts(const char *m)
 	T_ASSERT(!strstr(o.out ? o.out : "", "# sequence 3 ("));
 	t_output_free(&o);
 	const char *both[] = { "memwall", "generate", "-m", m, "--prompts", path, "-p", "x", NULL };
-	o = t_run(both);
-	T_EQ_INT(o.status, 2);
-	t_output_free(&o);
+	T_RUN_EXPECT(both, 2, NULL, NULL);
 	unlink(path);
 }
 
@@ -254,10 +252,7 @@ static void check_load(void)
 	}
 	free(want);
 	const char *bad[] = { "memwall", "generate", "-m", model, "--pin", "all", NULL };
-	struct t_output o = t_run(bad);
-	T_EQ_INT(o.status, 2);
-	T_CONTAINS(o.err, "--pin all");
-	t_output_free(&o);
+	T_RUN_EXPECT(bad, 2, NULL, T_LIST("--pin all"));
 }
 
 int main(void)
@@ -301,21 +296,13 @@ int main(void)
 	t_output_free(&a);
 
 	const char *prompt[] = { "memwall", "generate", "-m", model, "-p", "hello", NULL };
-	a = t_run(prompt);
-	T_EQ_INT(a.status, 2);
-	T_CONTAINS(a.err, "-z");
-	t_output_free(&a);
+	T_RUN_EXPECT(prompt, 2, NULL, T_LIST("-z"));
 
 	const char *missing[] = { "memwall", "generate", "-m", "/nonexistent/model.bin", NULL };
-	a = t_run(missing);
-	T_EQ_INT(a.status, 2);
-	T_CONTAINS(a.err, "/nonexistent/model.bin");
-	t_output_free(&a);
+	T_RUN_EXPECT(missing, 2, NULL, T_LIST("/nonexistent/model.bin"));
 
 	const char *kv[] = { "memwall", "generate", "-m", model, "--kv", "q8", NULL };
-	a = t_run(kv);
-	T_EQ_INT(a.status, 2);
-	t_output_free(&a);
+	T_RUN_EXPECT(kv, 2, NULL, NULL);
 
 	check_batch();
 	check_load();

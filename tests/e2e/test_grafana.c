@@ -411,21 +411,15 @@ int main(void)
 	for (size_t i = 0; i < NRECS; i++)
 		argv[5 + i] = recs[i].path;
 	struct t_output o = t_run(argv);
-	if (o.status)
-		fprintf(stderr, "%s%s", o.out, o.err);
-	T_EQ_INT(o.status, 0);
+	T_OK(o, "db import");
 	t_output_free(&o);
 
 	/* The trend site reads a PostgreSQL store as it reads SQLite's: every stored record's
 	 * bytes come back as imported (their sha256 is the id, or no site is written). */
 	char site[4400];
 	snprintf(site, sizeof(site), "%s/site", tmp);
-	o = t_run((const char *[]){ "memwall", "db", "--db", url, "site", "-o", site, NULL });
-	if (o.status)
-		fprintf(stderr, "%s%s", o.out, o.err);
-	T_EQ_INT(o.status, 0);
-	T_CONTAINS(o.out, "3 series, 8 records");
-	t_output_free(&o);
+	T_RUN_EXPECT(((const char *[]){"memwall", "db", "--db", url, "site", "-o", site, NULL}), 0,
+		     T_LIST("3 series, 8 records"), NULL);
 
 	snprintf(path, sizeof(path), "%s/scripts/grafana/memwall-dashboard.json", root);
 	json_error_t je;

@@ -53,10 +53,7 @@ static void test_smoke(void)
 	find_record(outdir, "stories260k-smoke-", path, sizeof(path));
 	T_ASSERT(path[0]);
 	const char *vargv[] = { "memwall", "validate", path, NULL };
-	o = t_run(vargv);
-	T_EQ_INT(o.status, 0);
-	T_CONTAINS(o.out, "valid (run, 3 measured runs, 96 tokens)");
-	t_output_free(&o);
+	T_RUN_EXPECT(vargv, 0, T_LIST("valid (run, 3 measured runs, 96 tokens)"), NULL);
 
 	json_t *doc = json_load_file(path, 0, NULL);
 	T_ASSERT(doc != NULL);
@@ -149,10 +146,10 @@ static void test_smoke(void)
 				T_ASSERT(json_is_false(json_object_get(c, "required")));
 			}
 		const char *rargv[] = { "memwall", "report", path, "--format", "csv", NULL };
-		o = t_run(rargv);
-		T_EQ_INT(o.status, 0);
-		T_CONTAINS(o.out, "dram_read_MB_per_token,\"MB/token (MB = 10^6 bytes)\",false,0,,");
-		t_output_free(&o);
+		T_RUN_EXPECT(
+		    rargv, 0,
+		    T_LIST("dram_read_MB_per_token,\"MB/token (MB = 10^6 bytes)\",false,0,,"),
+		    NULL);
 	}
 	json_decref(doc);
 }
@@ -224,10 +221,8 @@ static void test_refusals(void)
 	write_protocol(p, "{\"name\": \"ext\", \"model\": {\"format\": \"llama2c\", \"synth\": "
 			  "{\"shape\": \"stories260K\"}}, \"engine\": {\"kind\": \"external\", "
 			  "\"command\": [\"llama-cli\"]}, \"decode_tokens\": 4, \"runs\": 1}");
-	o = t_run(argv);
-	T_EQ_INT(o.status, 2);
-	T_CONTAINS(o.err, "engine.adapter: an external engine needs an output adapter");
-	t_output_free(&o);
+	T_RUN_EXPECT(argv, 2, NULL,
+		     T_LIST("engine.adapter: an external engine needs an output adapter"));
 
 	/* Required DRAM counters on a machine without them: exit 3 with the probes' reason. */
 	snprintf(p, sizeof(p), "%s/required.json", scratch);

@@ -759,11 +759,7 @@ static void check_record(const struct sim_case *c, const char *path, const struc
 		char plots[1100], png[1200];
 		snprintf(plots, sizeof(plots), "%s.plots", path);
 		const char *pargv[] = { "memwall", "report", path, "--plot", plots, NULL };
-		o = t_run(pargv);
-		if (o.status)
-			fprintf(stderr, "%s: report --plot: %s", c->name, o.err);
-		T_EQ_INT(o.status, 0);
-		t_output_free(&o);
+		T_RUN_EXPECT(pargv, 0, NULL, NULL);
 		/* drawn when some controller has a figure in some run; never from NaN alone */
 		bool any = false;
 		size_t ri, ii;
@@ -896,11 +892,7 @@ static void test_multiplexed(void)
 		T_EQ_INT(json_dump_file(doc, edited, JSON_INDENT(1)), 0);
 		json_decref(doc);
 		const char *vargv[] = { "memwall", "validate", edited, NULL };
-		struct t_output o = t_run(vargv);
-		T_EQ_INT(o.status, 1);
-		T_CONTAINS(o.err, edits[e].field);
-		T_CONTAINS(o.err, "the record was edited");
-		t_output_free(&o);
+		T_RUN_EXPECT(vargv, 1, NULL, T_LIST(edits[e].field, "the record was edited"));
 	}
 	/* event by event, one data-fabric channel of eight at a quarter */
 	c = zen3("mux-zen3");

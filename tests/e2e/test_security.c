@@ -134,10 +134,7 @@ static void test_huge_prompt(void)
 	char proto[700];
 	write_protocol("huge-prompt", "model.bin", 600, proto, sizeof(proto));
 	const char *argv[] = { "memwall", "run", proto, "-o", scratch, NULL };
-	struct t_output o = t_run(argv);
-	T_EQ_INT(o.status, 2);
-	T_CONTAINS(o.err, "context of 512");
-	t_output_free(&o);
+	T_RUN_EXPECT(argv, 2, NULL, T_LIST("context of 512"));
 
 	/* generate: 50000 ids, far past the context, parsed within bounds and refused. */
 	size_t n = 50000; /* 100 kB: under the kernel's 128 KiB limit on one argument */
@@ -149,10 +146,7 @@ static void test_huge_prompt(void)
 	ids[2 * n - 1] = '\0';
 	const char *gargv[] = { "memwall", "generate", "-m", model, "--prompt-ids", ids, "-n", "4",
 				NULL };
-	o = t_run(gargv);
-	T_EQ_INT(o.status, 2);
-	T_CONTAINS(o.err, "context of 512");
-	t_output_free(&o);
+	T_RUN_EXPECT(gargv, 2, NULL, T_LIST("context of 512"));
 	free(ids);
 }
 
@@ -192,16 +186,10 @@ static void test_memory(void)
 	json_decref(doc);
 
 	const char *gargv[] = { "memwall", "generate", "-m", model, "--ids", "-n", "4", NULL };
-	o = t_run(gargv);
-	T_EQ_INT(o.status, 3);
-	T_CONTAINS(o.err, "MemAvailable");
-	T_CONTAINS(o.err, "--force");
-	t_output_free(&o);
+	T_RUN_EXPECT(gargv, 3, NULL, T_LIST("MemAvailable", "--force"));
 	const char *gfargv[] = { "memwall", "generate", "-m", model, "--ids", "-n", "4", "--force",
 				 NULL };
-	o = t_run(gfargv);
-	T_EQ_INT(o.status, 0);
-	t_output_free(&o);
+	T_RUN_EXPECT(gfargv, 0, NULL, NULL);
 	unsetenv("MEMWALL_MEMINFO");
 }
 
@@ -337,9 +325,7 @@ static void test_synth_target(void)
 	/* --force replaces a regular file; no temporary file is left beside it. */
 	const char *fargv[] = { "memwall", "synth", "--shape", "stories260K", "-o", file, "--force",
 				NULL };
-	struct t_output o = t_run(fargv);
-	T_EQ_INT(o.status, 0);
-	t_output_free(&o);
+	T_RUN_EXPECT(fargv, 0, NULL, NULL);
 	T_ASSERT(stat(file, &st) == 0 && st.st_size > 1000);
 	char cmd[800];
 	snprintf(cmd, sizeof(cmd), "ls -a '%s' | grep -q mw-synth", scratch);
@@ -408,10 +394,7 @@ static void test_threads(void)
 		(const char *[]){ "memwall", "bandwidth", "--threads", over, NULL },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		struct t_output o = t_run(cases[i]);
-		T_EQ_INT(o.status, 2);
-		T_CONTAINS(o.err, "1024");
-		t_output_free(&o);
+		T_RUN_EXPECT(cases[i], 2, NULL, T_LIST("1024"));
 	}
 	/* The protocol's schema says the same number. */
 	snprintf(proto, sizeof(proto), "%s/protocols/protocol.schema.json",

@@ -78,9 +78,7 @@ static char *browse(const char *page, const char *shot, int w, int h)
 		chromium, "--headless", "--no-sandbox", "--disable-gpu",
 		"--disable-background-networking", "--disable-component-update", "--disable-sync",
 		"--no-first-run", profile, arg, size, url, NULL });
-	if (o.status)
-		fprintf(stderr, "chromium on %s: exit %d\n%s", page, o.status, o.err);
-	T_EQ_INT(o.status, 0);
+	T_OK(o, "chromium");
 	char *dom = o.out;
 	o.out = NULL;
 	t_output_free(&o);
@@ -360,12 +358,8 @@ int main(void)
 	t_output_free(&o);
 
 	snprintf(site, sizeof(site), "%s/site", out);
-	o = t_run((const char *[]){ "memwall", "db", "--db", store, "site", "-o", site, NULL });
-	if (o.status)
-		fprintf(stderr, "%s%s", o.out, o.err);
-	T_EQ_INT(o.status, 0);
-	T_CONTAINS(o.out, "2 series, 8 records");
-	t_output_free(&o);
+	T_RUN_EXPECT(((const char *[]){"memwall", "db", "--db", store, "site", "-o", site, NULL}),
+		     0, T_LIST("2 series, 8 records"), NULL);
 	check_site(site, roof, noroof);
 	printf("the site, its DOMs and screenshots: %s\n", out);
 

@@ -104,9 +104,7 @@ static void test_json_sleep(void)
 	write_al("", false, -1);
 	const char *argv[] = { "memwall", "stat", "--json", "--", "sleep", "0.3", NULL };
 	struct t_output o = t_run(argv);
-	if (o.status)
-		fprintf(stderr, "stat exited %d:\n%s\n", o.status, o.err);
-	T_EQ_INT(o.status, 0);
+	T_OK(o, "stat");
 	T_EQ_STR(o.out, ""); /* stdout is the command's: sleep prints nothing */
 	json_t *t = last_json_line(o.err);
 	t_output_free(&o);
@@ -338,10 +336,7 @@ static void test_exit_status(void)
 	json_decref(t);
 	t_output_free(&o);
 	const char *kargv[] = { "memwall", "stat", "sh", "-c", "kill -9 $$", NULL };
-	o = t_run(kargv);
-	T_EQ_INT(o.status, 1);
-	T_CONTAINS(o.err, "the command was ended by signal 9");
-	t_output_free(&o);
+	T_RUN_EXPECT(kargv, 1, NULL, T_LIST("the command was ended by signal 9"));
 }
 
 /* memwall in the background, its stderr into a file; its pid. */
@@ -441,9 +436,7 @@ static void test_tokens_calibrated(void)
 	fclose(f);
 	const char *cargv[] = { "memwall", "calibrate", "--json", "--size", "0.001", NULL };
 	struct t_output o = t_run(cargv);
-	if (o.status)
-		fprintf(stderr, "calibrate exited %d:\n%s\n", o.status, o.err);
-	T_EQ_INT(o.status, 0);
+	T_OK(o, "calibrate");
 	t_output_free(&o);
 
 	char out[600];
@@ -524,20 +517,14 @@ static void test_usage(void)
 		  "--backend nosuch: no such DRAM backend" },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		struct t_output o = t_run(cases[i].argv);
-		T_EQ_INT(o.status, 2);
-		T_CONTAINS(o.err, cases[i].says);
-		t_output_free(&o);
+		T_RUN_EXPECT(cases[i].argv, 2, NULL, T_LIST(cases[i].says));
 	}
 	/* options after the command are the command's */
 	write_al("", false, -1);
 	const char *argv[] = { "memwall", "stat", "--csv", "sh", "-c", "exit 0", "--json", NULL };
-	struct t_output o = t_run(argv);
-	T_EQ_INT(o.status, 0);
-	T_CONTAINS(o.err, "kind,time_s,instance,read_bytes,");
-	T_CONTAINS(o.err, "\ntotal,,\"sum\",");
-	T_CONTAINS(o.err, ",SIMULATED\n");
-	t_output_free(&o);
+	T_RUN_EXPECT(
+	    argv, 0, NULL,
+	    T_LIST("kind,time_s,instance,read_bytes,", "\ntotal,,\"sum\",", ",SIMULATED\n"));
 }
 
 int main(void)

@@ -643,9 +643,7 @@ static void test_model_file(void)
 	char ckpt[64];
 	snprintf(ckpt, sizeof(ckpt), "%s/model.bin", dir);
 	const char *synth2[] = { "memwall", "synth", "--shape", "stories260K", "-o", ckpt, NULL };
-	o = t_run(synth2);
-	T_EQ_INT(o.status, 0);
-	t_output_free(&o);
+	T_RUN_EXPECT(synth2, 0, NULL, NULL);
 	const char *tok2[] = { "memwall", "tokenize", "-m", ckpt, "--text", "hi", NULL };
 	o = t_run(tok2);
 	T_EQ_INT(o.status, 2);

@@ -34,6 +34,7 @@
 
 #include "record.h"
 #include "run.h"
+#include "verify_sim.h"
 #include "test.h"
 #include "sim_tree.h"
 
@@ -127,9 +128,7 @@ static void test_agree(void)
 	snprintf(out, sizeof(out), "%s/agree.json", scratch);
 	write_al(al_counts);
 	struct t_output o = verify("--no-perf", NULL, out);
-	if (o.status)
-		fprintf(stderr, "verify exited %d:\n%s\n", o.status, o.err);
-	T_EQ_INT(o.status, 0);
+	T_OK(o, "verify");
 	T_CONTAINS(o.err, "memwall verify: stored in ");
 	t_output_free(&o);
 	json_t *r = load(out);
@@ -334,9 +333,7 @@ static void test_perf(void)
 	/* perf agrees: every check passes, two per instance (read, write) against perf */
 	fake_perf(1.0);
 	struct t_output o = verify(NULL, NULL, out);
-	if (o.status)
-		fprintf(stderr, "verify exited %d:\n%s\n", o.status, o.err);
-	T_EQ_INT(o.status, 0);
+	T_OK(o, "verify");
 	t_output_free(&o);
 	json_t *r = load(out);
 	if (r) {
@@ -472,9 +469,7 @@ static void test_cannot_verify(void)
 	setenv("MEMWALL_COUNTERS", "sim", 1);
 
 	const char *argv[] = { "memwall", "verify", "--size", "x", NULL };
-	o = t_run(argv);
-	T_EQ_INT(o.status, 2);
-	t_output_free(&o);
+	T_RUN_EXPECT(argv, 2, NULL, NULL);
 }
 
 /* `memwall run` after a verify: counters.dram.verification carries its verdict and layer. */
@@ -490,20 +485,11 @@ static void test_run_records(void)
 	t_output_free(&o);
 	snprintf(proto, sizeof(proto), "%s/run.json", scratch);
 	snprintf(dir, sizeof(dir), "%s/out", scratch);
-	t_write_file(proto,
-		   "{\"name\": \"verified\", \"model\": {\"format\": \"llama2c\", \"synth\": "
-		   "{\"shape\": \"stories260K\", \"seed\": 42}}, \"tokenizer\": null,\n"
-		   " \"engine\": {\"kind\": \"builtin\", \"threads\": 1},\n"
-		   " \"prompt_tokens\": [1], \"decode_tokens\": 2, \"runs\": 1, \"warmup_runs\": 0,\n"
-		   " \"counters\": {\"dram\": \"required\", \"backend\": \"intel_imc_free\", "
-		   "\"energy\": \"off\"}, \"idle_baseline_ms\": 2,\n"
-		   " \"drift\": {\"max_bandwidth_change_pct\": 50, \"probe_ms\": 0}}\n");
+	t_vs_run_protocol(proto, "verified");
 	for (int pass = 0; pass < 2; pass++) {
 		const char *argv[] = { "memwall", "run", proto, "-o", dir, NULL };
 		o = t_run(argv);
-		if (o.status)
-			fprintf(stderr, "run exited %d:\n%s\n", o.status, o.err);
-		T_EQ_INT(o.status, 0);
+		T_OK(o, "run");
 		t_written_path(o.err, path, sizeof(path));
 		t_output_free(&o);
 		json_t *doc = path[0] ? load(path) : NULL;
@@ -529,9 +515,7 @@ static void test_run_records(void)
 			char bundle[760];
 			snprintf(bundle, sizeof(bundle), "%s/v.tar.gz", scratch);
 			const char *bargv[] = { "memwall", "bundle", path, "-o", bundle, NULL };
-			r = t_run(bargv);
-			T_EQ_INT(r.status, 0);
-			t_output_free(&r);
+			T_RUN_EXPECT(bargv, 0, NULL, NULL);
 			const char *lst[] = { "/bin/tar", "tzf", bundle, NULL };
 			r = t_run(lst);
 			T_CONTAINS(r.out, "verification/");
@@ -541,9 +525,7 @@ static void test_run_records(void)
 			T_CONTAINS(r.out, "- Verification record: verification/");
 			t_output_free(&r);
 			const char *vb[] = { "memwall", "validate", bundle, NULL };
-			r = t_run(vb);
-			T_EQ_INT(r.status, 0);
-			t_output_free(&r);
+			T_RUN_EXPECT(vb, 0, NULL, NULL);
 		} else {
 			/* none in this state folder: null, and why */
 			T_ASSERT(json_is_null(v));

@@ -80,9 +80,7 @@ static void test_pass(void)
 	snprintf(out, sizeof(out), "%s/pass.json", scratch);
 	write_script(-1, -1, false);
 	struct t_output o = t_vs_verify(SIZE, out, NULL, NULL, NULL);
-	if (o.status)
-		fprintf(stderr, "verify exited %d:\n%s\n", o.status, o.err);
-	T_EQ_INT(o.status, 0);
+	T_OK(o, "verify");
 	t_output_free(&o);
 	json_t *r = t_vs_load(out);
 	if (!r)
@@ -247,9 +245,7 @@ static void test_matrix(void)
 	snprintf(out, sizeof(out), "%s/matrix.json", scratch);
 	write_script(-1, -1, true);
 	struct t_output o = t_vs_verify(SIZE, out, "--matrix", NULL, NULL);
-	if (o.status)
-		fprintf(stderr, "verify exited %d:\n%s\n", o.status, o.err);
-	T_EQ_INT(o.status, 0);
+	T_OK(o, "verify");
 	t_output_free(&o);
 	json_t *r = t_vs_load(out);
 	if (!r)
@@ -302,9 +298,7 @@ static void test_two_channels(void)
 	fclose(f);
 	setenv("MEMWALL_SYSFS_ROOT", root, 1);
 	struct t_output o = t_vs_verify(SIZE, out, NULL, NULL, NULL);
-	if (o.status)
-		fprintf(stderr, "verify exited %d:\n%s\n", o.status, o.err);
-	T_EQ_INT(o.status, 0);
+	T_OK(o, "verify");
 	t_output_free(&o);
 	char zen3[4200];
 	snprintf(zen3, sizeof(zen3), "%s%s", t_data("sysfs/"), ZEN3);

@@ -22,6 +22,7 @@
 
 #include "record.h"
 #include "run.h"
+#include "verify_sim.h"
 #include "sim_tree.h"
 #include "test.h"
 
@@ -418,9 +419,7 @@ static const json_t *run_dram(json_t **doc, const char *name)
 	snprintf(dirout, sizeof(dirout), "%s/out-%s", scratch, name);
 	const char *const run[] = { "run", proto, "-o", dirout, NULL };
 	struct t_output o = mw(run);
-	if (o.status)
-		fprintf(stderr, "run exited %d:\n%s\n", o.status, o.err);
-	T_EQ_INT(o.status, 0);
+	T_OK(o, "run");
 	t_written_path(o.err, path, sizeof(path));
 	t_output_free(&o);
 	*doc = path[0] ? load(path) : NULL;
@@ -428,9 +427,7 @@ static const json_t *run_dram(json_t **doc, const char *name)
 		/* whatever the store said, the run's own record validates */
 		const char *const val[] = { "validate", path, NULL };
 		o = mw(val);
-		if (o.status)
-			fprintf(stderr, "validate:\n%s\n", o.err);
-		T_EQ_INT(o.status, 0);
+		T_OK(o, "validate");
 		t_output_free(&o);
 	}
 	return json_object_get(json_object_get(*doc, "counters"), "dram");
@@ -608,14 +605,7 @@ int main(void)
 			t_pmu_type(AL, pmu));
 	}
 	fclose(f);
-	t_write_file(proto,
-		   "{\"name\": \"hostile\", \"model\": {\"format\": \"llama2c\", \"synth\": "
-		   "{\"shape\": \"stories260K\", \"seed\": 42}}, \"tokenizer\": null,\n"
-		   " \"engine\": {\"kind\": \"builtin\", \"threads\": 1},\n"
-		   " \"prompt_tokens\": [1], \"decode_tokens\": 2, \"runs\": 1, \"warmup_runs\": 0,\n"
-		   " \"counters\": {\"dram\": \"required\", \"backend\": \"intel_imc_free\", "
-		   "\"energy\": \"off\"}, \"idle_baseline_ms\": 2,\n"
-		   " \"drift\": {\"max_bandwidth_change_pct\": 50, \"probe_ms\": 0}}\n");
+	t_vs_run_protocol(proto, "hostile");
 
 	/* VHOSTILE_ONLY=NAME runs one test alone (checking that a test fails without its fix) */
 	static const struct {

@@ -74,9 +74,7 @@ static void test_matrix(void)
 	snprintf(out, sizeof(out), "%s/matrix.json", scratch);
 	write_script(false);
 	struct t_output o = t_vs_verify(SIZE, out, "--matrix", NULL, NULL);
-	if (o.status)
-		fprintf(stderr, "verify exited %d:\n%s\n", o.status, o.err);
-	T_EQ_INT(o.status, 0);
+	T_OK(o, "verify");
 	t_output_free(&o);
 	json_t *r = t_vs_load(out);
 	if (!r)
@@ -117,12 +115,10 @@ static void test_matrix(void)
 	/* the text report: the table, labelled SIMULATED */
 	const char *argv[] = { "memwall", "verify", "--matrix", "--size", SIZE, "--idle-ms", "1",
 			       "--no-perf", NULL };
-	o = t_run(argv);
-	T_EQ_INT(o.status, 0);
-	T_CONTAINS(o.out, "SIMULATED matrix: counted / expected bytes");
-	T_CONTAINS(o.out, "nt-write  1.0MiB     idle (+0.0 MiB)");
-	T_CONTAINS(o.out, "copy      8.2MiB     1.000 (");
-	t_output_free(&o);
+	T_RUN_EXPECT(argv, 0,
+		     T_LIST("SIMULATED matrix: counted / expected bytes",
+			    "nt-write  1.0MiB     idle (+0.0 MiB)", "copy      8.2MiB     1.000 ("),
+		     NULL);
 }
 
 /* A CPU that skips the write-allocate read of the plain write pattern: that cell fails, the

@@ -76,9 +76,7 @@ static void test_pass(void)
 	snprintf(out, sizeof(out), "%s/pass.json", scratch);
 	write_script(-1, -1);
 	struct t_output o = t_vs_verify(SIZE, out, NULL, NULL, NULL);
-	if (o.status)
-		fprintf(stderr, "verify exited %d:\n%s\n", o.status, o.err);
-	T_EQ_INT(o.status, 0);
+	T_OK(o, "verify");
 	T_CONTAINS(o.err, "on 2 placements (node 0)");
 	t_output_free(&o);
 	json_t *r = t_vs_load(out);
@@ -244,9 +242,7 @@ static void test_nps4(void)
 	}
 	fclose(f);
 	struct t_output o = t_vs_verify(SIZE, out, NULL, NULL, NULL);
-	if (o.status)
-		fprintf(stderr, "verify exited %d:\n%s\n", o.status, o.err);
-	T_EQ_INT(o.status, 0);
+	T_OK(o, "verify");
 	t_output_free(&o);
 	json_t *r = t_vs_load(out);
 	if (r) {

@@ -371,21 +371,12 @@ static void long_context(const char *model)
 		t_output_free(&o);
 	}
 	const char *bad[] = { "memwall", "headroom", model, "--kv-read", "4096", NULL };
-	struct t_output o = t_run(bad);
-	T_EQ_INT(o.status, 2);
-	T_CONTAINS(o.err, "CONTEXT=BYTES");
-	t_output_free(&o);
+	T_RUN_EXPECT(bad, 2, NULL, T_LIST("CONTEXT=BYTES"));
 	const char *both[] = { "memwall", "generate", "-m", model, "--context", "10", "-p", "x",
 			       NULL };
-	o = t_run(both);
-	T_EQ_INT(o.status, 2);
-	T_CONTAINS(o.err, "--context");
-	t_output_free(&o);
+	T_RUN_EXPECT(both, 2, NULL, T_LIST("--context"));
 	const char *attn[] = { "memwall", "generate", "-m", model, "--attention", "flash", NULL };
-	o = t_run(attn);
-	T_EQ_INT(o.status, 2);
-	T_CONTAINS(o.err, "naive");
-	t_output_free(&o);
+	T_RUN_EXPECT(attn, 2, NULL, T_LIST("naive"));
 }
 
 /* ---- deliberate faults (issue 26) ---------------------------------------------------------

@@ -196,39 +196,21 @@ static void refusals(const char *m, const char *big)
 {
 	const char *vocab[] = { "memwall", "generate", "-m", m, "-n", "4", "--temperature", "0",
 				"--speculate", "draft:2", "--draft", big, NULL };
-	struct t_output o = t_run(vocab);
-	T_EQ_INT(o.status, 2);
-	T_CONTAINS(o.err, m);
-	T_CONTAINS(o.err, big);
-	T_CONTAINS(o.err, "32000");
-	T_CONTAINS(o.err, "512");
-	t_output_free(&o);
+	T_RUN_EXPECT(vocab, 2, NULL, T_LIST(m, big, "32000", "512"));
 	const char *nodraft[] = { "memwall", "generate", "-m", m, "--speculate", "draft:2",
 				  "--temperature", "0", NULL };
-	o = t_run(nodraft);
-	T_EQ_INT(o.status, 2);
-	T_CONTAINS(o.err, "--draft MODEL");
-	t_output_free(&o);
+	T_RUN_EXPECT(nodraft, 2, NULL, T_LIST("--draft MODEL"));
 	const char *nospec[] = { "memwall", "generate", "-m", m, "--draft", m, NULL };
-	o = t_run(nospec);
-	T_EQ_INT(o.status, 2);
-	T_CONTAINS(o.err, "--speculate draft:K");
-	t_output_free(&o);
+	T_RUN_EXPECT(nospec, 2, NULL, T_LIST("--speculate draft:K"));
 	static const char *const bad[] = { "draft:0", "draft:33", "draft:x", "draft:2:1" };
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		const char *argv[] = { "memwall", "generate", "-m", m, "--temperature", "0",
 				       "--speculate", bad[i], "--draft", m, NULL };
-		o = t_run(argv);
-		T_EQ_INT(o.status, 2);
-		T_CONTAINS(o.err, "draft[:K]");
-		t_output_free(&o);
+		T_RUN_EXPECT(argv, 2, NULL, T_LIST("draft[:K]"));
 	}
 	const char *missing[] = { "memwall", "generate", "-m", m, "--temperature", "0",
 				  "--speculate", "draft", "--draft", "/nonexistent/d.bin", NULL };
-	o = t_run(missing);
-	T_EQ_INT(o.status, 2);
-	T_CONTAINS(o.err, "/nonexistent/d.bin");
-	t_output_free(&o);
+	T_RUN_EXPECT(missing, 2, NULL, T_LIST("/nonexistent/d.bin"));
 }
 
 int main(void)

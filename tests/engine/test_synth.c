@@ -99,20 +99,12 @@ static void test_verb(void)
 	unlink(p);
 
 	const char *bad[] = { "memwall", "synth", "--shape", "nope", "-o", p, NULL };
-	o = t_run(bad);
-	T_EQ_INT(o.status, 2);
-	T_CONTAINS(o.err, "unknown shape 'nope'");
-	t_output_free(&o);
+	T_RUN_EXPECT(bad, 2, NULL, T_LIST("unknown shape 'nope'"));
 	const char *arch[] = { "memwall", "synth", "--arch", "mamba", "--shape", "stories260K",
 			       "-o", p, NULL };
-	o = t_run(arch);
-	T_EQ_INT(o.status, 2);
-	T_CONTAINS(o.err, "unknown architecture");
-	t_output_free(&o);
+	T_RUN_EXPECT(arch, 2, NULL, T_LIST("unknown architecture"));
 	const char *none[] = { "memwall", "synth", NULL };
-	o = t_run(none);
-	T_EQ_INT(o.status, 2);
-	t_output_free(&o);
+	T_RUN_EXPECT(none, 2, NULL, NULL);
 }
 
 static void sha_of(const char *path, char hex[65])
@@ -149,10 +141,7 @@ static void test_legacy_flag(void)
 	unlink(b);
 	const char *dflt[] = { "memwall", "synth", "--shape", "stories260K", "--seed", "4", "-o", b,
 			       NULL };
-	o = t_run(dflt);
-	T_EQ_INT(o.status, 0);
-	T_CONTAINS(o.out, "construction varied");
-	t_output_free(&o);
+	T_RUN_EXPECT(dflt, 0, T_LIST("construction varied"), NULL);
 	d = t_slurp(b, &n);
 	T_ASSERT(d && strstr((const char *)d + 64, " construction=varied"));
 	sha_of(b, hb);
@@ -167,9 +156,7 @@ static void test_legacy_flag(void)
 	const char *gg[] = { "memwall", "synth", "--arch", "falcon", "--shape", "falcon-tiny",
 			     "--quant", "q4_k_m", "--seed", "4", "--construction", "legacy", "-o",
 			     b, NULL };
-	o = t_run(gg);
-	T_EQ_INT(o.status, 0);
-	t_output_free(&o);
+	T_RUN_EXPECT(gg, 0, NULL, NULL);
 	sha_of(a, ha);
 	sha_of(b, hb);
 	T_EQ_STR(ha, hb);
@@ -179,18 +166,13 @@ static void test_legacy_flag(void)
 	unlink(b);
 	const char *ggv[] = { "memwall", "synth", "--arch", "falcon", "--shape", "falcon-tiny",
 			      "--quant", "q4_k_m", "--seed", "4", "-o", b, NULL };
-	o = t_run(ggv);
-	T_EQ_INT(o.status, 0);
-	t_output_free(&o);
+	T_RUN_EXPECT(ggv, 0, NULL, NULL);
 	d = t_slurp(b, &n);
 	T_ASSERT(d && memmem(d, n, "memwall.synthetic.construction", 30));
 	free(d);
 	const char *badc[] = { "memwall", "synth", "--shape", "stories260K", "--construction",
 			       "random", "-o", b, "--force", NULL };
-	o = t_run(badc);
-	T_EQ_INT(o.status, 2);
-	T_CONTAINS(o.err, "varied or legacy");
-	t_output_free(&o);
+	T_RUN_EXPECT(badc, 2, NULL, T_LIST("varied or legacy"));
 	unlink(a);
 	unlink(b);
 }

@@ -299,16 +299,10 @@ static void test_verb(void)
 	T_EQ_INT(system(cmd), 0);
 	const char *l2c[] = { "memwall", "synth", "--shape", "stories260K", "--format", "llama2c",
 			      "--quant", "q8_0", "-o", p, NULL };
-	o = t_run(l2c);
-	T_EQ_INT(o.status, 2);
-	T_CONTAINS(o.err, "--quant");
-	t_output_free(&o);
+	T_RUN_EXPECT(l2c, 2, NULL, T_LIST("--quant"));
 	const char *refused[] = { "memwall", "synth", "--shape", "stories260K", "--quant", "q8_0",
 				  "-o", p, NULL };
-	o = t_run(refused);
-	T_EQ_INT(o.status, 2);
-	T_CONTAINS(o.err, "ffn_down");
-	t_output_free(&o);
+	T_RUN_EXPECT(refused, 2, NULL, T_LIST("ffn_down"));
 }
 
 int main(void)

@@ -53,18 +53,16 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 			abort();
 	}
 	atexit(cleanup);
-	snprintf(path, sizeof(path), "%s/bus", root);
-	mkdir(path, 0700);
-	snprintf(path, sizeof(path), "%s/bus/event_source", root);
-	mkdir(path, 0700);
-	snprintf(path, sizeof(path), "%s/bus/event_source/devices", root);
-	mkdir(path, 0700);
-	snprintf(pmu_dir, sizeof(pmu_dir), "%s/bus/event_source/devices/fuzz_pmu_0", root);
-	mkdir(pmu_dir, 0700);
-	snprintf(path, sizeof(path), "%s/format", pmu_dir);
-	mkdir(path, 0700);
-	snprintf(path, sizeof(path), "%s/events", pmu_dir);
-	mkdir(path, 0700);
+	/* the folders of one PMU, each under the one before: pmu_dir is the fourth */
+	static const char *const dirs[] = { "bus", "bus/event_source", "bus/event_source/devices",
+					     "bus/event_source/devices/fuzz_pmu_0",
+					     "bus/event_source/devices/fuzz_pmu_0/format",
+					     "bus/event_source/devices/fuzz_pmu_0/events" };
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", root, dirs[i]);
+		mkdir(path, 0700);
+	}
+	snprintf(pmu_dir, sizeof(pmu_dir), "%s/%s", root, dirs[3]);
 	return 0;
 }
 

@@ -77,6 +77,39 @@ void t_output_free(struct t_output *o)
 	o->out = o->err = NULL;
 }
 
+void t_ok_at(const char *file, int line, const struct t_output *o, const char *what)
+{
+	t_checks++;
+	if (o->status)
+		T_FAIL_AT(file, line, "%s exited %d, not 0:\n%s%s", what, o->status,
+			  o->out ? o->out : "", o->err ? o->err : "");
+}
+
+/* One T_CONTAINS per string of has (NULL: none) on text, the stream named stream. */
+static void contains_all(const char *file, int line, const char *stream, const char *text,
+			 const char *const has[])
+{
+	for (size_t i = 0; has && has[i]; i++) {
+		t_checks++;
+		if (!text || !strstr(text, has[i]))
+			T_FAIL_AT(file, line, "%s contains \"%s\": got \"%s\"", stream, has[i],
+				  text ? text : "(null)");
+	}
+}
+
+void t_run_expect_at(const char *file, int line, const char *const argv[], int status,
+		     const char *const out_has[], const char *const err_has[])
+{
+	struct t_output o = t_run(argv);
+	t_checks++;
+	if (o.status != status)
+		T_FAIL_AT(file, line, "%s %s exited %d, not %d:\n%s%s", argv[0],
+			  argv[1] ? argv[1] : "", o.status, status, o.out, o.err);
+	contains_all(file, line, "stdout", o.out, out_has);
+	contains_all(file, line, "stderr", o.err, err_has);
+	t_output_free(&o);
+}
+
 pid_t t_spawn(const char *const argv[], int in, int out, int err)
 {
 	const char *prog = argv[0];

@@ -37,6 +37,22 @@ void t_smoke_protocol(const char *path);
 
 void t_output_free(struct t_output *o);
 
+/* A check, counted as T_EQ_INT(o.status, 0) would be, that a run exited 0; where it did not,
+ * the failure names what ran, its exit code, its stdout and its stderr. */
+#define T_OK(o, what) t_ok_at(__FILE__, __LINE__, &(o), what)
+void t_ok_at(const char *file, int line, const struct t_output *o, const char *what);
+
+/* A NULL-terminated list of strings, for T_RUN_EXPECT: T_LIST("a", "b"). */
+#define T_LIST(...) ((const char *const[]){__VA_ARGS__, NULL})
+
+/* Runs argv (as t_run does), checks that it exits with status, that its stdout contains each
+ * string of out_has and its stderr each of err_has (T_LIST, or NULL for none): one check
+ * each, as T_EQ_INT and T_CONTAINS count them, reported at the caller's line. */
+#define T_RUN_EXPECT(argv, status, out_has, err_has)                                               \
+	t_run_expect_at(__FILE__, __LINE__, argv, status, out_has, err_has)
+void t_run_expect_at(const char *file, int line, const char *const argv[], int status,
+		     const char *const out_has[], const char *const err_has[]);
+
 /* Starts argv (argv[0] "memwall" is $MEMWALL_BIN, as for t_run) with in, out and err as its
  * stdin, stdout and stderr; its pid, without waiting. */
 pid_t t_spawn(const char *const argv[], int in, int out, int err);

@@ -64,6 +64,21 @@ struct t_output t_vs_verify(const char *size, const char *out, const char *a1,
 	return t_run(argv);
 }
 
+void t_vs_run_protocol(const char *path, const char *name)
+{
+	char doc[1024];
+	snprintf(doc, sizeof(doc),
+		 "{\"name\": \"%s\", \"model\": {\"format\": \"llama2c\", \"synth\": "
+		 "{\"shape\": \"stories260K\", \"seed\": 42}}, \"tokenizer\": null,\n"
+		 " \"engine\": {\"kind\": \"builtin\", \"threads\": 1},\n"
+		 " \"prompt_tokens\": [1], \"decode_tokens\": 2, \"runs\": 1, \"warmup_runs\": 0,\n"
+		 " \"counters\": {\"dram\": \"required\", \"backend\": \"intel_imc_free\", "
+		 "\"energy\": \"off\"}, \"idle_baseline_ms\": 2,\n"
+		 " \"drift\": {\"max_bandwidth_change_pct\": 50, \"probe_ms\": 0}}\n",
+		 name);
+	t_write_file(path, doc);
+}
+
 json_t *t_vs_load(const char *path)
 {
 	json_t *doc = json_load_file(path, 0, NULL);

@@ -70,6 +70,12 @@ void t_vs_rule(FILE *f, uint32_t type, uint64_t config, const char *match,
 struct t_output t_vs_verify(const char *size, const char *out, const char *a1,
 			  const char *a2, const char *a3);
 
+/* Writes to path the protocol named name that the run-after-verify tests run (test_verify.c,
+ * test_verify_hostile.c): stories260K (seed 42), one builtin thread, one prompt token, 2
+ * decoded, one run, no warm-up, DRAM counters required from intel_imc_free, no energy, a
+ * 2 ms idle baseline, no drift probe. */
+void t_vs_run_protocol(const char *path, const char *name);
+
 json_t *t_vs_load(const char *path);
 
 const json_t *t_vs_check(const json_t *rec, const char *name);

@@ -160,9 +160,7 @@ static void test_run_phases(void)
 	T_EQ_INT(seen, 2); /* one warm-up, one measured */
 	json_decref(doc);
 	const char *vargv[] = { "memwall", "validate", path, NULL };
-	o = t_run(vargv);
-	T_EQ_INT(o.status, 0);
-	t_output_free(&o);
+	T_RUN_EXPECT(vargv, 0, NULL, NULL);
 	T_EQ_INT(t_rm_tree(dir), 0);
 }
 

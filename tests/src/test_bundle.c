@@ -198,18 +198,13 @@ int main(void)
 	/* The command line: bundle, then validate accepts it (0) and a tampered one (1). */
 	char out2[4200];
 	snprintf(out2, sizeof(out2), "%s/cli.tar.gz", tmp);
-	struct t_output o = t_run((const char *[]){ "memwall", "bundle", pa, pb, "-o", out2, NULL });
-	T_EQ_INT(o.status, 0);
-	t_output_free(&o);
-	o = t_run((const char *[]){ "memwall", "validate", out2, pa, NULL });
-	T_EQ_INT(o.status, 0);
-	T_CONTAINS(o.out, "valid bundle (2 records");
-	t_output_free(&o);
+	T_RUN_EXPECT(((const char *[]){"memwall", "bundle", pa, pb, "-o", out2, NULL}), 0, NULL,
+		     NULL);
+	T_RUN_EXPECT(((const char *[]){"memwall", "validate", out2, pa, NULL}), 0,
+		     T_LIST("valid bundle (2 records"), NULL);
 	rewrite(&l, bad, "records/a.json", '\x01', NULL, NULL);
-	o = t_run((const char *[]){ "memwall", "validate", bad, NULL });
-	T_EQ_INT(o.status, 1);
-	T_CONTAINS(o.err, "records/a.json");
-	t_output_free(&o);
+	T_RUN_EXPECT(((const char *[]){"memwall", "validate", bad, NULL}), 1, NULL,
+		     T_LIST("records/a.json"));
 
 	listing_free(&l);
 	json_decref(a);

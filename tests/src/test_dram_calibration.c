@@ -139,9 +139,7 @@ static void test_calibrate(void)
 {
 	const char *argv[] = { "memwall", "calibrate", "--json", "--size", SIZE_GIB, NULL };
 	struct t_output o = t_run(argv);
-	if (o.status)
-		fprintf(stderr, "calibrate exited %d:\n%s\n%s\n", o.status, o.out, o.err);
-	T_EQ_INT(o.status, 0);
+	T_OK(o, "calibrate");
 	char store[700];
 	snprintf(store, sizeof(store), "%s/calibration.json", state);
 	T_CONTAINS(o.err, "memwall calibrate: stored in ");
@@ -213,9 +211,7 @@ static void calibrated_surfaces(const char *path, const json_t *doc)
 	if (system("command -v gnuplot >/dev/null 2>&1") == 0) {
 		snprintf(plots, sizeof(plots), "%s.plots", path);
 		const char *pargv[] = { "memwall", "report", path, "--plot", plots, NULL };
-		o = t_run(pargv);
-		T_EQ_INT(o.status, 0);
-		t_output_free(&o);
+		T_RUN_EXPECT(pargv, 0, NULL, NULL);
 		/* runs.dat: column 8, the calibrated MB, is column 3, the counted MB, times 0.8 */
 		snprintf(file, sizeof(file), "%s/runs.dat", plots);
 		FILE *f = fopen(file, "r");

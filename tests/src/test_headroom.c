@@ -645,9 +645,7 @@ static void test_verb_reference(void)
 	T_CONTAINS(o.out, "R1 FFN activation sparsity: not measured");
 	t_output_free(&o);
 	const char *both[] = { "memwall", "headroom", path, "--result", path, NULL };
-	o = t_run(both);
-	T_EQ_INT(o.status, 2);
-	t_output_free(&o);
+	T_RUN_EXPECT(both, 2, NULL, NULL);
 }
 
 /* ---- a record of `memwall run` (stories260K, synthetic, in a scratch cache) ---- */
@@ -677,39 +675,26 @@ static void test_result_of_model(void)
 	json_decref(doc);
 
 	const char *ok[] = { "memwall", "headroom", model, "--result", path, NULL };
-	struct t_output o = t_run(ok);
-	if (o.status)
-		fprintf(stderr, "%s\n%s\n", o.out, o.err);
-	T_EQ_INT(o.status, 0);
-	t_output_free(&o);
+	T_RUN_EXPECT(ok, 0, NULL, NULL);
 
 	snprintf(other, sizeof(other), "%s/other.bin", scratch);
 	struct eng_error eerr;
 	eng_error_clear(&eerr);
 	T_EQ_INT(eng_synth_llama2c(other, "stories260K", 7, &eerr), 0);
 	const char *argv[] = { "memwall", "headroom", other, "--result", path, NULL };
-	o = t_run(argv);
-	T_EQ_INT(o.status, 2);
-	T_CONTAINS(o.err, "model.sha256: the record measured ");
-	T_CONTAINS(o.err, "--result must be a record of ");
-	t_output_free(&o);
+	T_RUN_EXPECT(argv, 2, NULL,
+		     T_LIST("model.sha256: the record measured ", "--result must be a record of "));
 
 	snprintf(shape, sizeof(shape), "%s/shape.json", scratch);
 	t_record_edit(path, shape, edit_shape);
 	const char *sargv[] = { "memwall", "headroom", model, "--result", shape, NULL };
-	o = t_run(sargv);
-	T_EQ_INT(o.status, 2);
-	T_CONTAINS(o.err, "model.shape.dim: the record measured ");
-	T_CONTAINS(o.err, "with dim 4544");
-	t_output_free(&o);
+	T_RUN_EXPECT(sargv, 2, NULL,
+		     T_LIST("model.shape.dim: the record measured ", "with dim 4544"));
 
 	snprintf(bad, sizeof(bad), "%s/negative.json", scratch);
 	t_record_edit(path, bad, t_edit_negative_tok_s);
 	const char *bargv[] = { "memwall", "headroom", model, "--result", bad, NULL };
-	o = t_run(bargv);
-	T_EQ_INT(o.status, 2);
-	T_CONTAINS(o.err, "does not validate");
-	t_output_free(&o);
+	T_RUN_EXPECT(bargv, 2, NULL, T_LIST("does not validate"));
 	if (!t_failures)
 		t_rm_tree(scratch);
 }

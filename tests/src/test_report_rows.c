@@ -110,10 +110,8 @@ int main(void)
 	T_EQ_INT(o.status, 0);
 	check_sql(o.out ? o.out : "", doc, sha);
 	t_output_free(&o);
-	o = t_run((const char *[]){ "memwall", "report", path, "--format", "xml", NULL });
-	T_EQ_INT(o.status, 2);
-	T_CONTAINS(o.err, "jsonl, sql");
-	t_output_free(&o);
+	T_RUN_EXPECT(((const char *[]){"memwall", "report", path, "--format", "xml", NULL}), 2,
+		     NULL, T_LIST("jsonl, sql"));
 
 	json_decref(doc);
 	T_EQ_INT(t_rm_tree(tmp), 0);

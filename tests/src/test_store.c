@@ -585,10 +585,9 @@ static void cli(const char *where, const char *rec)
 	T_EQ_INT(o.status, 0);
 	T_CONTAINS(o.out, "1 imported, 1 already there");
 	t_output_free(&o);
-	o = t_run((const char *[]){ "memwall", "db", "list", "--db", where, "--format", "csv", NULL });
-	T_EQ_INT(o.status, 0);
-	T_CONTAINS(o.out, "id,created_utc,protocol");
-	t_output_free(&o);
+	T_RUN_EXPECT(
+	    ((const char *[]){"memwall", "db", "list", "--db", where, "--format", "csv", NULL}), 0,
+	    T_LIST("id,created_utc,protocol"), NULL);
 	o = t_run((const char *[]){ "memwall", "db", "--db", where, "query", "--protocol", "cli",
 				    "--format", "json", NULL });
 	json_error_t je;
@@ -596,10 +595,8 @@ static void cli(const char *where, const char *rec)
 	T_EQ_INT(json_array_size(rows), 1);
 	json_decref(rows);
 	t_output_free(&o);
-	o = t_run((const char *[]){ "memwall", "db", "--db", where, "frobnicate", NULL });
-	T_EQ_INT(o.status, 2);
-	T_CONTAINS(o.err, "unknown sub-verb");
-	t_output_free(&o);
+	T_RUN_EXPECT(((const char *[]){"memwall", "db", "--db", where, "frobnicate", NULL}), 2,
+		     NULL, T_LIST("unknown sub-verb"));
 	/* Looking at a store that is not there says so and makes none (issue 28); importing
 	 * into a folder that is not there is the environment's problem. */
 	o = t_run((const char *[]){ "memwall", "db", "--db", "/nonexistent/dir/x.db", "list", NULL });
@@ -609,11 +606,9 @@ static void cli(const char *where, const char *rec)
 	o = t_run((const char *[]){ "memwall", "db", "--help", NULL });
 	T_CONTAINS(o.out, "3 the store cannot be opened (none at that path for list, show, query or\ncompare");
 	t_output_free(&o);
-	o = t_run((const char *[]){ "memwall", "db", "--db", "/nonexistent/dir/x.db", "import",
-				    "/nonexistent/r.json", NULL });
-	T_EQ_INT(o.status, 3);
-	T_CONTAINS(o.err, "--db");
-	t_output_free(&o);
+	T_RUN_EXPECT(((const char *[]){"memwall", "db", "--db", "/nonexistent/dir/x.db", "import",
+				       "/nonexistent/r.json", NULL}),
+		     3, NULL, T_LIST("--db"));
 }
 
 /* Issue 28, class 18: n copies of `memwall db --db where VERB [rec]` started at once; how
@@ -672,19 +667,13 @@ static void pg_connect_hints(const char *server_dir)
 {
 	char url[4400];
 	snprintf(url, sizeof(url), "postgresql:///memwall?host=%s/no-server-here", tmp);
-	struct t_output o = t_run((const char *[]){ "memwall", "db", "--db", url, "list", NULL });
-	T_EQ_INT(o.status, 3);
-	T_CONTAINS(o.err, "cannot connect");
-	T_CONTAINS(o.err, "no server listens on that unix socket");
-	t_output_free(&o);
+	T_RUN_EXPECT(((const char *[]){"memwall", "db", "--db", url, "list", NULL}), 3, NULL,
+		     T_LIST("cannot connect", "no server listens on that unix socket"));
 	if (!server_dir)
 		return;
 	snprintf(url, sizeof(url), "postgresql:///postgres?host=%s&user=no_such_role", server_dir);
-	o = t_run((const char *[]){ "memwall", "db", "--db", url, "list", NULL });
-	T_EQ_INT(o.status, 3);
-	T_CONTAINS(o.err, "no_such_role");
-	T_CONTAINS(o.err, "createuser");
-	t_output_free(&o);
+	T_RUN_EXPECT(((const char *[]){"memwall", "db", "--db", url, "list", NULL}), 3, NULL,
+		     T_LIST("no_such_role", "createuser"));
 }
 
 static void pg_stop(void)

@@ -7,25 +7,31 @@
 
 static void test_parse_long(void)
 {
+	/* in order: v is what the last call that succeeded parsed, untouched by failures */
+	static const struct {
+		const char *text;
+		long lo, hi;
+		int rc;
+		long v;
+	} cases[] = {
+		{ "42", 0, 100, 0, 42 },
+		{ "0x10", 0, 100, 0, 16 },
+		{ "101", 0, 100, -EINVAL, 16 },   /* over the top */
+		{ "-1", 0, 100, -EINVAL, 16 },    /* under the bottom */
+		{ "12abc", 0, 100, -EINVAL, 16 }, /* trailing garbage */
+		{ "", 0, 100, -EINVAL, 16 },
+		{ "99999999999999999999999", LONG_MIN, LONG_MAX, -EINVAL, 16 }, /* overflows long */
+		/* issue 28: a leading zero is decimal, never octal; no space or '+' before the digits */
+		{ "010", 0, 100, 0, 10 },
+		{ "09", 0, 100, 0, 9 },
+		{ " 5", 0, 100, -EINVAL, 9 },
+		{ "+5", 0, 100, -EINVAL, 9 },
+	};
 	long v = -1;
-	T_EQ_INT(mw_parse_long("42", 0, 100, &v), 0);
-	T_EQ_INT(v, 42);
-	T_EQ_INT(mw_parse_long("0x10", 0, 100, &v), 0);
-	T_EQ_INT(v, 16);
-	T_EQ_INT(mw_parse_long("101", 0, 100, &v), -EINVAL);
-	T_EQ_INT(mw_parse_long("-1", 0, 100, &v), -EINVAL);
-	T_EQ_INT(mw_parse_long("12abc", 0, 100, &v), -EINVAL);
-	T_EQ_INT(mw_parse_long("", 0, 100, &v), -EINVAL);
-	T_EQ_INT(mw_parse_long("99999999999999999999999", LONG_MIN, LONG_MAX, &v), -EINVAL);
-	T_EQ_INT(v, 16); /* untouched by failures */
-	/* issue 28: a leading zero is decimal, never octal; no space or '+' before the digits */
-	T_EQ_INT(mw_parse_long("010", 0, 100, &v), 0);
-	T_EQ_INT(v, 10);
-	T_EQ_INT(mw_parse_long("09", 0, 100, &v), 0);
-	T_EQ_INT(v, 9);
-	T_EQ_INT(mw_parse_long(" 5", 0, 100, &v), -EINVAL);
-	T_EQ_INT(mw_parse_long("+5", 0, 100, &v), -EINVAL);
-	T_EQ_INT(v, 9);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		T_EQ_INT(mw_parse_long(cases[i].text, cases[i].lo, cases[i].hi, &v), cases[i].rc);
+		T_EQ_INT(v, cases[i].v);
+	}
 }
 
 static void test_parse_double(void)
