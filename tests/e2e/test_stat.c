@@ -166,11 +166,9 @@ static void test_passthrough(void)
 	struct t_output o = t_run_in(argv, in);
 	T_EQ_INT(o.status, 0);
 	T_EQ_STR(o.out, "from stdin\n");
-	T_CONTAINS(o.err, "to-stderr\n");
-	T_CONTAINS(o.err, "memwall stat: sh -c 'cat; echo to-stderr >&2' ran ");
-	T_CONTAINS(o.err, "and exited with status 0");
-	T_CONTAINS(o.err, "SYSTEM-WIDE");
-	T_CONTAINS(o.err, "**SIMULATED**");
+	T_CONTAINS_ALL(o.err, T_LIST("to-stderr\n",
+				     "memwall stat: sh -c 'cat; echo to-stderr >&2' ran ",
+				     "and exited with status 0", "SYSTEM-WIDE", "**SIMULATED**"));
 	/* the sum row: read, written and total MB of the script */
 	uint64_t rd = 0, wr = 0;
 	for (int i = 0; i < 2; i++) {
@@ -411,29 +409,8 @@ static void test_sigterm(bool stubborn)
  * (factor 0.8), as tests/src/test_dram_calibration.c does. */
 static void test_tokens_calibrated(void)
 {
-	long page = sysconf(_SC_PAGESIZE);
-	uint64_t unit6 = 6 * (uint64_t)page, asked = (uint64_t)(0.001 * 1073741824.0);
-	uint64_t ws = (asked + unit6 - 1) / unit6 * unit6;
-	uint64_t rc = ws * 5 / 4 / 64, wc = ws / 2 / 64, rs[2], wsp[2];
-	T_EQ_U64(rc * 64 * 4, ws * 5);
-	T_EQ_U64(wc * 64 * 2, ws);
-	rs[0] = rc * 3 / 4;
-	rs[1] = rc - rs[0];
-	wsp[0] = wc / 2;
-	wsp[1] = wc - wsp[0];
-	FILE *f = fopen(script, "w");
-	T_ASSERT(f != NULL);
-	if (!f)
-		return;
-	for (int i = 0; i < 2; i++) {
-		char pmu[64];
-		snprintf(pmu, sizeof(pmu), "uncore_imc_free_running_%d", i);
-		fprintf(f, "perf type=%u config=0x20ff cpu=* start=0 step=%" PRIu64 "\n",
-			t_pmu_type(AL, pmu), rs[i]);
-		fprintf(f, "perf type=%u config=0x30ff cpu=* start=0 step=%" PRIu64 "\n",
-			t_pmu_type(AL, pmu), wsp[i]);
-	}
-	fclose(f);
+	uint64_t rs[2], wsp[2];
+	uint64_t ws = t_al_calib_script(script, rs, wsp);
 	const char *cargv[] = { "memwall", "calibrate", "--json", "--size", "0.001", NULL };
 	struct t_output o = t_run(cargv);
 	T_OK(o, "calibrate");

@@ -39,20 +39,16 @@ struct al_counts {
 	uint64_t rp_rd[2], rp_wr[2], wp_rd[2], wp_wr[2];
 };
 
+static void fill_al(int i, struct t_vs_steps *rd, struct t_vs_steps *wr, const void *arg)
+{
+	const struct al_counts *c = arg;
+	t_vs_target(rd, c->rp_rd[i], c->wp_rd[i]);
+	t_vs_target(wr, c->rp_wr[i], c->wp_wr[i]);
+}
+
 static void write_al(const struct al_counts *c)
 {
-	FILE *f = t_vs_open(script);
-	for (int i = 0; i < 2; i++) {
-		uint32_t type = t_vs_al_type(i);
-		struct t_vs_steps rd, wr;
-		t_vs_begin(&rd);
-		t_vs_begin(&wr);
-		t_vs_target(&rd, c->rp_rd[i], c->wp_rd[i]);
-		t_vs_target(&wr, c->rp_wr[i], c->wp_wr[i]);
-		t_vs_rule(f, type, 0x20ff, "cpu=*", &rd);
-		t_vs_rule(f, type, 0x30ff, "cpu=*", &wr);
-	}
-	fclose(f);
+	t_vs_write_al(script, fill_al, c);
 }
 
 /* Runs verify (extra: one more argument or NULL); returns the record (NULL on no record). */

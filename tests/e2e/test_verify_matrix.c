@@ -43,29 +43,26 @@ static uint64_t expected(int size, int p, bool read)
 }
 
 /* skip_wa: the "write" pattern's write-allocate reads missing, as on a CPU that skips them */
+static void fill_matrix(int i, struct t_vs_steps *rd, struct t_vs_steps *wr, const void *arg)
+{
+	bool skip_wa = *(const bool *)arg;
+	(void)i; /* both instances count half of each figure */
+	t_vs_target(rd, ws[0] / 2 / 64, 0);
+	t_vs_target(wr, 0, ws[0] / 2 / 64);
+	for (int k = 1; k <= 4; k++) {
+		t_vs_add(rd, UINT64_MAX); /* the size's set-up */
+		t_vs_add(wr, UINT64_MAX);
+		for (int p = 0; p < 5; p++) {
+			bool gone = skip_wa && p == 1;
+			t_vs_add(rd, gone ? 0 : expected(k, p, true) / 2 / 64);
+			t_vs_add(wr, expected(k, p, false) / 2 / 64);
+		}
+	}
+}
+
 static void write_script(bool skip_wa)
 {
-	FILE *f = t_vs_open(script);
-	for (int i = 0; i < 2; i++) {
-		uint32_t type = t_vs_al_type(i);
-		struct t_vs_steps rd, wr;
-		t_vs_begin(&rd);
-		t_vs_begin(&wr);
-		t_vs_target(&rd, ws[0] / 2 / 64, 0);
-		t_vs_target(&wr, 0, ws[0] / 2 / 64);
-		for (int k = 1; k <= 4; k++) {
-			t_vs_add(&rd, UINT64_MAX); /* the size's set-up */
-			t_vs_add(&wr, UINT64_MAX);
-			for (int p = 0; p < 5; p++) {
-				bool gone = skip_wa && p == 1;
-				t_vs_add(&rd, gone ? 0 : expected(k, p, true) / 2 / 64);
-				t_vs_add(&wr, expected(k, p, false) / 2 / 64);
-			}
-		}
-		t_vs_rule(f, type, 0x20ff, "cpu=*", &rd);
-		t_vs_rule(f, type, 0x30ff, "cpu=*", &wr);
-	}
-	fclose(f);
+	t_vs_write_al(script, fill_matrix, &skip_wa);
 }
 
 static void test_matrix(void)

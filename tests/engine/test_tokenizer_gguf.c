@@ -280,10 +280,26 @@ static void special_cuts(const struct eng_tokenizer *t, const struct vocab *v, c
 	hang_file[0] = '\0';
 }
 
+/* Opens the vocabulary written at path and checks its kind; NULL, with the engine's reason
+ * printed, where it does not open. */
+static struct eng_tokenizer *open_own(const char *path, const char *kind, struct eng_error *err)
+{
+	struct eng_tokenizer *t = NULL;
+	eng_error_clear(err);
+	T_EQ_INT(eng_tokenizer_open_gguf(&t, path, err), 0);
+	if (!t) {
+		fprintf(stderr, "%s\n", err->text);
+		return NULL;
+	}
+	T_EQ_STR(eng_tokenizer_kind(t), kind);
+	return t;
+}
+
 static void test_own_bpe(void)
 {
 	static struct vocab v;
 	char path[4200];
+	struct eng_error err;
 	memset(&v, 0, sizeof(v));
 	gpt2_bytes(&v);
 	int eot = add(&v, "<|endoftext|>", 3, 0);
@@ -304,15 +320,9 @@ static void test_own_bpe(void)
 	path_in(path, sizeof(path), "bpe.gguf");
 	T_EQ_INT(write_vocab(path, &v, "gpt2", "falcon", eot, eot, false), 0);
 
-	struct eng_tokenizer *t = NULL;
-	struct eng_error err;
-	eng_error_clear(&err);
-	T_EQ_INT(eng_tokenizer_open_gguf(&t, path, &err), 0);
-	if (!t) {
-		fprintf(stderr, "%s\n", err.text);
+	struct eng_tokenizer *t = open_own(path, "gpt2", &err);
+	if (!t)
 		return;
-	}
-	T_EQ_STR(eng_tokenizer_kind(t), "gpt2");
 	T_EQ_INT(eng_tokenizer_vocab_size(t), v.n);
 	T_EQ_INT(eng_tokenizer_bos(t), eot);
 	T_EQ_INT(eng_tokenizer_eos(t), eot);
@@ -373,6 +383,7 @@ static void test_own_spm(void)
 	static struct vocab v;
 	static char hex[256][8];
 	char path[4200];
+	struct eng_error err;
 	memset(&v, 0, sizeof(v));
 	add(&v, "<unk>", 2, 0);
 	add(&v, "<s>", 3, 0);
@@ -392,15 +403,9 @@ static void test_own_spm(void)
 	v.score[find(&v, "ll")] = 5.0f;
 	path_in(path, sizeof(path), "spm.gguf");
 	T_EQ_INT(write_vocab(path, &v, "llama", NULL, -1, -1, true), 0);
-	struct eng_tokenizer *t = NULL;
-	struct eng_error err;
-	eng_error_clear(&err);
-	T_EQ_INT(eng_tokenizer_open_gguf(&t, path, &err), 0);
-	if (!t) {
-		fprintf(stderr, "%s\n", err.text);
+	struct eng_tokenizer *t = open_own(path, "llama", &err);
+	if (!t)
 		return;
-	}
-	T_EQ_STR(eng_tokenizer_kind(t), "llama");
 	T_EQ_INT(eng_tokenizer_bos(t), 1); /* llama's defaults without the keys */
 	T_EQ_INT(eng_tokenizer_eos(t), 2);
 	T_ASSERT(eng_tokenizer_add_bos(t));

@@ -45,9 +45,8 @@ struct t_output t_run(const char *const argv[])
 
 void t_smoke_protocol(const char *path)
 {
-	const char *root = getenv("MEMWALL_SOURCE_ROOT");
 	char src[4096];
-	snprintf(src, sizeof(src), "%s/protocols/stories260k-smoke.json", root ? root : ".");
+	t_source(src, sizeof(src), "protocols/stories260k-smoke.json");
 	int fd = open(src, O_RDONLY);
 	char *text = fd >= 0 ? t_slurp_fd(fd) : NULL;
 	if (fd >= 0)
@@ -85,9 +84,8 @@ void t_ok_at(const char *file, int line, const struct t_output *o, const char *w
 			  o->out ? o->out : "", o->err ? o->err : "");
 }
 
-/* One T_CONTAINS per string of has (NULL: none) on text, the stream named stream. */
-static void contains_all(const char *file, int line, const char *stream, const char *text,
-			 const char *const has[])
+void t_contains_all_at(const char *file, int line, const char *stream, const char *text,
+		       const char *const has[])
 {
 	for (size_t i = 0; has && has[i]; i++) {
 		t_checks++;
@@ -105,8 +103,8 @@ void t_run_expect_at(const char *file, int line, const char *const argv[], int s
 	if (o.status != status)
 		T_FAIL_AT(file, line, "%s %s exited %d, not %d:\n%s%s", argv[0],
 			  argv[1] ? argv[1] : "", o.status, status, o.out, o.err);
-	contains_all(file, line, "stdout", o.out, out_has);
-	contains_all(file, line, "stderr", o.err, err_has);
+	t_contains_all_at(file, line, "stdout", o.out, out_has);
+	t_contains_all_at(file, line, "stderr", o.err, err_has);
 	t_output_free(&o);
 }
 

@@ -45,6 +45,12 @@ void t_ok_at(const char *file, int line, const struct t_output *o, const char *w
 /* A NULL-terminated list of strings, for T_RUN_EXPECT: T_LIST("a", "b"). */
 #define T_LIST(...) ((const char *const[]){__VA_ARGS__, NULL})
 
+/* One check per string of has (T_LIST, or NULL for none), as T_CONTAINS counts them, that
+ * text contains it; a failure names the stream (what text is) and the caller's line. */
+#define T_CONTAINS_ALL(text, has) t_contains_all_at(__FILE__, __LINE__, #text, text, has)
+void t_contains_all_at(const char *file, int line, const char *stream, const char *text,
+		       const char *const has[]);
+
 /* Runs argv (as t_run does), checks that it exits with status, that its stdout contains each
  * string of out_has and its stderr each of err_has (T_LIST, or NULL for none): one check
  * each, as T_EQ_INT and T_CONTAINS count them, reported at the caller's line. */

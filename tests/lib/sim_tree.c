@@ -1,8 +1,10 @@
 /* tests/lib/sim_tree.c: recorded sysfs trees and the simulated PMU's environment (sim_tree.h). */
 #include "sim_tree.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "probes.h"
 #include "test.h"
@@ -68,4 +70,31 @@ struct prb_system *t_system_open(const char *tree)
 		fprintf(stderr, "%s: %s\n", err.source, err.text);
 	T_EQ_INT(rc, 0);
 	return sys;
+}
+
+uint64_t t_al_calib_script(const char *path, uint64_t rd[2], uint64_t wr[2])
+{
+	long page = sysconf(_SC_PAGESIZE);
+	uint64_t unit6 = 6 * (uint64_t)page, asked = (uint64_t)(0.001 * 1073741824.0);
+	uint64_t ws = (asked + unit6 - 1) / unit6 * unit6;
+	uint64_t rd_counts = ws * 5 / 4 / 64, wr_counts = ws / 2 / 64;
+	T_EQ_U64(rd_counts * 64 * 4, ws * 5); /* whole counts: the arithmetic is exact */
+	T_EQ_U64(wr_counts * 64 * 2, ws);
+	rd[0] = rd_counts * 3 / 4;
+	rd[1] = rd_counts - rd[0];
+	wr[0] = wr_counts / 2;
+	wr[1] = wr_counts - wr[0];
+	FILE *f = fopen(path, "w");
+	T_ASSERT(f != NULL);
+	if (!f)
+		exit(1);
+	for (int i = 0; i < 2; i++) {
+		char pmu[64];
+		snprintf(pmu, sizeof(pmu), "uncore_imc_free_running_%d", i);
+		uint32_t type = t_pmu_type("arrow-lake", pmu);
+		fprintf(f, "perf type=%u config=0x20ff cpu=* start=0 step=%" PRIu64 "\n", type, rd[i]);
+		fprintf(f, "perf type=%u config=0x30ff cpu=* start=0 step=%" PRIu64 "\n", type, wr[i]);
+	}
+	fclose(f);
+	return ws;
 }

@@ -32,4 +32,11 @@ struct prb_system *t_system_open(const char *tree);
  * where tree is not NULL, MEMWALL_SYSFS_ROOT at tests/data/sysfs/<tree>. */
 void t_sim_env(const char *tree, const char *script);
 
+/* The simulated PMU's script at path for calibrate --size 0.001 on arrow-lake: the working set
+ * calibrate uses (0.001 GiB in whole 6-page units, returned), and per instance i one step of
+ * data_read counts (rd[i], split 3:1) and of data_write counts (wr[i], split 1:1) on every
+ * read, such that a pass of one step counts 1.25 working sets of reads (64 bytes a count) and
+ * half a working set of writes: calibrate's read factor 0.8, its write factor 1. */
+uint64_t t_al_calib_script(const char *path, uint64_t rd[2], uint64_t wr[2]);
+
 #endif

@@ -77,6 +77,12 @@ void t_cgroup_tree(const char *root, const char *cpu_max)
 	t_put(root, "/sys/fs/cgroup/cpu.max", cpu_max);
 }
 
+void t_source(char *path, size_t n, const char *rel)
+{
+	const char *root = getenv("MEMWALL_SOURCE_ROOT");
+	snprintf(path, n, "%s/%s", root ? root : ".", rel);
+}
+
 const char *t_data(const char *rel)
 {
 	static char path[4096];

@@ -129,6 +129,9 @@ void t_put(const char *root, const char *rel, const char *text);
  * $MEMWALL_CGROUP_ROOT names root. */
 void t_cgroup_tree(const char *root, const char *cpu_max);
 
+/* Path of rel in the source tree ($MEMWALL_SOURCE_ROOT, "." where it is unset), in path. */
+void t_source(char *path, size_t n, const char *rel);
+
 /* Path of a file under tests/data/ in the source tree; static storage, overwritten by the
  * next call. */
 const char *t_data(const char *rel);

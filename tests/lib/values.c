@@ -37,3 +37,14 @@ double t_median(double *v, size_t n)
 			}
 	return n == 0 ? NAN : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
+
+void t_mean_ss(const double *v, size_t n, double *mean, double *ss)
+{
+	double s = 0;
+	for (size_t i = 0; i < n; i++)
+		s += v[i];
+	*mean = s / (double)n;
+	*ss = 0;
+	for (size_t i = 0; i < n; i++)
+		*ss += (v[i] - *mean) * (v[i] - *mean);
+}

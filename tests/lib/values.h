@@ -15,4 +15,8 @@ double t_key_num(const char *s, const char *name);
 /* The median of v[0..n), which it sorts; NaN when n is 0. */
 double t_median(double *v, size_t n);
 
+/* The mean of v[0..n) in *mean (n > 0) and the sum of the squared differences from it in *ss:
+ * what a population (ss / n) or a sample (ss / (n - 1)) variance divides. */
+void t_mean_ss(const double *v, size_t n, double *mean, double *ss);
+
 #endif

@@ -128,3 +128,17 @@ uint32_t t_vs_al_type(int i)
 	snprintf(pmu, sizeof(pmu), "uncore_imc_free_running_%d", i);
 	return t_pmu_type("arrow-lake", pmu);
 }
+
+void t_vs_write_al(const char *path, t_vs_fill *fill, const void *arg)
+{
+	FILE *f = t_vs_open(path);
+	for (int i = 0; i < 2; i++) {
+		struct t_vs_steps rd, wr;
+		t_vs_begin(&rd);
+		t_vs_begin(&wr);
+		fill(i, &rd, &wr, arg);
+		t_vs_rule(f, t_vs_al_type(i), 0x20ff, "cpu=*", &rd);
+		t_vs_rule(f, t_vs_al_type(i), 0x30ff, "cpu=*", &wr);
+	}
+	fclose(f);
+}

@@ -45,6 +45,12 @@ FILE *t_vs_open(const char *path);
 /* The perf type of arrow-lake's uncore_imc_free_running_<i> (sim_tree.h). */
 uint32_t t_vs_al_type(int i);
 
+/* Writes the arrow-lake sim script at path: for each instance i (0, 1), the data_read
+ * (0x20ff) and data_write (0x30ff) steps on every CPU that fill(i, &rd, &wr, arg) adds to
+ * two begun (t_vs_begin) step lists. */
+typedef void t_vs_fill(int i, struct t_vs_steps *rd, struct t_vs_steps *wr, const void *arg);
+void t_vs_write_al(const char *path, t_vs_fill *fill, const void *arg);
+
 uint64_t t_vs_bytes(double gib);
 
 /* The first windows: idle start, idle. */

@@ -23,6 +23,7 @@
 #include "dram_calibration.h"
 #include "record.h"
 #include "run.h"
+#include "sim_tree.h"
 #include "sha256.h"
 #include "test.h"
 
@@ -53,7 +54,7 @@ static void read_text(const char *path, char *buf, size_t n)
 /* The sim script: data_read (0x20ff) and data_write (0x30ff) on both instances. */
 static void write_script(void)
 {
-	char type[2][32], scale[64], unit[16];
+	char scale[64], unit[16];
 	read_text(tree_path("uncore_imc_free_running_0", "events/data_read.scale"), scale,
 		  sizeof(scale));
 	read_text(tree_path("uncore_imc_free_running_0", "events/data_read.unit"), unit,
@@ -61,32 +62,7 @@ static void write_script(void)
 	T_EQ_STR(unit, "MiB");
 	bpc = strtod(scale, NULL) * 1048576.0; /* 6.103515625e-5 MiB = 64 bytes */
 	T_NEAR(bpc, 64.0, 1e-9);
-
-	long page = sysconf(_SC_PAGESIZE);
-	uint64_t unit6 = 6 * (uint64_t)page, asked = (uint64_t)(0.001 * 1073741824.0);
-	ws = (asked + unit6 - 1) / unit6 * unit6;
-	uint64_t rd_counts = ws * 5 / 4 / 64, wr_counts = ws / 2 / 64;
-	T_EQ_U64(rd_counts * 64 * 4, ws * 5);    /* whole counts: the arithmetic is exact */
-	T_EQ_U64(wr_counts * 64 * 2, ws);
-	rd_step[0] = rd_counts * 3 / 4;
-	rd_step[1] = rd_counts - rd_step[0];
-	wr_step[0] = wr_counts / 2;
-	wr_step[1] = wr_counts - wr_step[0];
-
-	FILE *f = fopen(script, "w");
-	T_ASSERT(f != NULL);
-	if (!f)
-		exit(1);
-	for (int i = 0; i < 2; i++) {
-		char pmu[64];
-		snprintf(pmu, sizeof(pmu), "uncore_imc_free_running_%d", i);
-		read_text(tree_path(pmu, "type"), type[i], sizeof(type[i]));
-		fprintf(f, "perf type=%s config=0x20ff cpu=* start=0 step=%" PRIu64 "\n", type[i],
-			rd_step[i]);
-		fprintf(f, "perf type=%s config=0x30ff cpu=* start=0 step=%" PRIu64 "\n", type[i],
-			wr_step[i]);
-	}
-	fclose(f);
+	ws = t_al_calib_script(script, rd_step, wr_step);
 }
 
 static double num(const json_t *o)
@@ -198,6 +174,15 @@ static void mb3(double mb, char *buf, size_t n)
 	snprintf(buf, n, "%.*f", mb >= 10 ? 1 : mb >= 1 ? 2 : mb >= 0.1 ? 3 : 4, mb);
 }
 
+/* The chart name in the folder plots, malloc'd; "" where it cannot be read. */
+static char *plot_text(const char *plots, const char *name)
+{
+	char file[1200];
+	snprintf(file, sizeof(file), "%s/%s", plots, name);
+	char *text = t_slurp(file, NULL);
+	return text ? text : strdup("");
+}
+
 /* The calibrated figure on the surfaces beyond the summary (issue 44, items 5 and 6): the
  * charts draw it beside the raw one, headroom takes it as the baseline and names the raw count
  * and the error, roofline gives its efficiency; and the simulated counts are never called
@@ -229,13 +214,7 @@ static void calibrated_surfaces(const char *path, const json_t *doc)
 		if (f)
 			fclose(f);
 		T_EQ_INT(rows, 2);
-		snprintf(file, sizeof(file), "%s/mb_per_token.svg", plots);
-		FILE *svg = fopen(file, "r");
-		static char text[1 << 20];
-		size_t got = svg ? fread(text, 1, sizeof(text) - 1, svg) : 0;
-		text[got] = '\0';
-		if (svg)
-			fclose(svg);
+		char *text = plot_text(plots, "mb_per_token.svg");
 		T_CONTAINS(text, "DRAM, calibrated estimate (calibration error +25.0 %)");
 		T_CONTAINS(text, "DRAM read, SIMULATED (simulated PMU, not hardware)");
 		snprintf(want, sizeof(want), "calibrated estimate %.6g MB/token (calibration error "
@@ -243,14 +222,11 @@ static void calibrated_surfaces(const char *path, const json_t *doc)
 		T_CONTAINS(text, want);
 		T_ASSERT(!strstr(text, "DRAM read, measured"));
 		/* the attribution chart's bar too */
-		snprintf(file, sizeof(file), "%s/attribution.svg", plots);
-		svg = fopen(file, "r");
-		got = svg ? fread(text, 1, sizeof(text) - 1, svg) : 0;
-		text[got] = '\0';
-		if (svg)
-			fclose(svg);
+		free(text);
+		text = plot_text(plots, "attribution.svg");
 		T_CONTAINS(text, "SIMULATED DRAM");
 		T_ASSERT(!strstr(text, "measured DRAM"));
+		free(text);
 	}
 	const char *model = json_string_value(t_json_get(doc, "model", "path", NULL));
 	const char *hargv[] = { "memwall", "headroom", model ? model : "", "--result", path, NULL };

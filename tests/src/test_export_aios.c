@@ -18,6 +18,7 @@
 #include "export_aios.h"
 #include "fixture_result.h"
 #include "test.h"
+#include "values.h"
 
 #define MIB 1048576.0
 #define GIB 1073741824.0
@@ -132,12 +133,8 @@ static struct want want_of(const json_t *doc)
 /* numpy's mean and std (ddof 0). */
 static void pop(const double *v, size_t n, double *mean, double *sd)
 {
-	double s = 0, ss = 0;
-	for (size_t i = 0; i < n; i++)
-		s += v[i];
-	*mean = s / (double)n;
-	for (size_t i = 0; i < n; i++)
-		ss += (v[i] - *mean) * (v[i] - *mean);
+	double ss;
+	t_mean_ss(v, n, mean, &ss);
 	*sd = sqrt(ss / (double)n);
 }
 

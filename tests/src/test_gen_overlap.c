@@ -335,11 +335,7 @@ static void one_token(void)
 {
 	const char *one[] = { "memwall", "generate", "-m", model, "-n", "1", "--ids", "--load",
 			      "overlap", "--report-line", NULL };
-	struct t_output r = t_run(one);
-	T_EQ_INT(r.status, 0);
-	T_CONTAINS(r.err, "image=unused");
-	T_CONTAINS(r.err, "no image needed (one token)");
-	t_output_free(&r);
+	T_RUN_EXPECT(one, 0, NULL, T_LIST("image=unused", "no image needed (one token)"));
 }
 
 /* An image that fails (no such file) or is stopped: the session stays on the mapping, the

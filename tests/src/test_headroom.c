@@ -633,17 +633,12 @@ static void test_verb_relu(void)
 static void test_verb_reference(void)
 {
 	char path[4096];
-	const char *root = getenv("MEMWALL_SOURCE_ROOT");
-	snprintf(path, sizeof(path), "%s/results/reference/aios-falcon7b-q4km.json",
-		 root ? root : ".");
+	t_source(path, sizeof(path), "results/reference/aios-falcon7b-q4km.json");
 	const char *argv[] = { "memwall", "headroom", path, NULL };
-	struct t_output o = t_run(argv);
-	T_EQ_INT(o.status, 0);
-	T_CONTAINS(o.out, "WARNING: the baseline is IMPLAUSIBLE");
-	T_CONTAINS(o.out, "32.00 MiB against 64 MiB: pass");
-	T_CONTAINS(o.out, "182.3 KB in f32");
-	T_CONTAINS(o.out, "R1 FFN activation sparsity: not measured");
-	t_output_free(&o);
+	T_RUN_EXPECT(argv, 0,
+		     T_LIST("WARNING: the baseline is IMPLAUSIBLE", "32.00 MiB against 64 MiB: pass",
+			    "182.3 KB in f32", "R1 FFN activation sparsity: not measured"),
+		     NULL);
 	const char *both[] = { "memwall", "headroom", path, "--result", path, NULL };
 	T_RUN_EXPECT(both, 2, NULL, NULL);
 }

@@ -10,6 +10,7 @@
 #include "history.h"
 #include "stats.h"
 #include "test.h"
+#include "values.h"
 
 static json_t *rec(double dram_bytes, double latency_ns, int runs, uint32_t seed)
 {
@@ -48,12 +49,8 @@ static double median(const double *v, size_t n)
 
 static void mean_var(const double *v, size_t n, double *m, double *var)
 {
-	double s = 0, ss = 0;
-	for (size_t i = 0; i < n; i++)
-		s += v[i];
-	*m = s / (double)n;
-	for (size_t i = 0; i < n; i++)
-		ss += (v[i] - *m) * (v[i] - *m);
+	double ss;
+	t_mean_ss(v, n, m, &ss);
 	*var = ss / (double)(n - 1);
 }
 

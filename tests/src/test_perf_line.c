@@ -86,6 +86,18 @@ static void names_once(const char *line, const char *pmu, uint64_t config)
 		T_ASSERT(strstr(at + 1, ev) == NULL);
 }
 
+/* Each of the n PMUs "<prefix><i>" (i from 0) has each of the tree's aliases once in the line. */
+static void pmus_once(const char *line, const char *tree, const char *prefix, int n,
+		      const char *const *aliases, int n_aliases)
+{
+	for (int p = 0; p < n; p++) {
+		char pmu[64];
+		snprintf(pmu, sizeof(pmu), "%s%d", prefix, p);
+		for (int a = 0; a < n_aliases; a++)
+			names_once(line, pmu, encode(tree, pmu, aliases[a]));
+	}
+}
+
 static size_t count_events(const char *line)
 {
 	const char *e = strstr(line, " -e ");
@@ -123,12 +135,8 @@ static void test_sapphire_rapids(void)
 	struct mw_perf_line pl;
 	T_EQ_INT(line_for("sapphire-rapids", NULL, &pl), 0);
 	/* 16 PMUs, each on CPUs 0 and 56 (two instances): each event once, perf sums sockets */
-	for (int p = 0; p < 16; p++) {
-		char pmu[64];
-		snprintf(pmu, sizeof(pmu), "uncore_imc_%d", p);
-		names_once(pl.command, pmu, encode("sapphire-rapids", pmu, "cas_count_read"));
-		names_once(pl.command, pmu, encode("sapphire-rapids", pmu, "cas_count_write"));
-	}
+	pmus_once(pl.command, "sapphire-rapids", "uncore_imc_", 16,
+		  (const char *const[]){ "cas_count_read", "cas_count_write" }, 2);
 	T_EQ_INT(pl.n_events, 32);
 	T_EQ_INT(count_events(pl.command), 32);
 	T_ASSERT(strstr(pl.command, " -- sleep 10") != NULL); /* no command: a time */
@@ -143,12 +151,7 @@ static void test_granite_rapids(void)
 	static const char *const aliases[] = { "cas_count_read_sch0", "cas_count_write_sch0",
 					       "cas_count_read_sch1", "cas_count_write_sch1" };
 	T_EQ_INT(line_for("granite-rapids", NULL, &pl), 0);
-	for (int p = 0; p < 12; p++) {
-		char pmu[64];
-		snprintf(pmu, sizeof(pmu), "uncore_imc_%d", p);
-		for (int a = 0; a < 4; a++)
-			names_once(pl.command, pmu, encode("granite-rapids", pmu, aliases[a]));
-	}
+	pmus_once(pl.command, "granite-rapids", "uncore_imc_", 12, aliases, 4);
 	T_EQ_INT(pl.n_events, 48);
 }
 
@@ -156,12 +159,8 @@ static void test_nvidia_grace(void)
 {
 	struct mw_perf_line pl;
 	T_EQ_INT(line_for("nvidia-grace", NULL, &pl), 0);
-	for (int s = 0; s < 2; s++) {
-		char pmu[64];
-		snprintf(pmu, sizeof(pmu), "nvidia_scf_pmu_%d", s);
-		names_once(pl.command, pmu, encode("nvidia-grace", pmu, "cmem_rd_data"));
-		names_once(pl.command, pmu, encode("nvidia-grace", pmu, "cmem_wr_total_bytes"));
-	}
+	pmus_once(pl.command, "nvidia-grace", "nvidia_scf_pmu_", 2,
+		  (const char *const[]){ "cmem_rd_data", "cmem_wr_total_bytes" }, 2);
 	/* two sizes of count: each event with its own (32-byte beats, bytes) */
 	char want[160];
 	snprintf(want, sizeof(want), "32 for nvidia_scf_pmu_0/config=0x%" PRIx64 "/",

@@ -456,8 +456,7 @@ static void test_write_killed(void)
 static void test_reference(void)
 {
 	char path[4096];
-	const char *root = getenv("MEMWALL_SOURCE_ROOT");
-	snprintf(path, sizeof(path), "%s/results/reference/aios-falcon7b-q4km.json", root ? root : ".");
+	t_source(path, sizeof(path), "results/reference/aios-falcon7b-q4km.json");
 	json_t *doc = NULL;
 	struct mw_error err;
 	int rc = mw_result_load(&doc, path, &err);

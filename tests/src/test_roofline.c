@@ -176,9 +176,7 @@ static void test_record_inputs(void)
 static void test_aios_reference(void)
 {
 	char path[4096];
-	const char *root = getenv("MEMWALL_SOURCE_ROOT");
-	snprintf(path, sizeof(path), "%s/results/reference/aios-falcon7b-q4km.json",
-		 root ? root : ".");
+	t_source(path, sizeof(path), "results/reference/aios-falcon7b-q4km.json");
 	struct mw_plausibility p;
 	T_EQ_INT(record_verdict(path, &p), MW_VERDICT_IMPLAUSIBLE);
 	T_CONTAINS(p.text, "probably missed memory controllers");
@@ -218,9 +216,7 @@ static void test_plot(void)
 	char dir[] = "/tmp/mw-roofline-XXXXXX", png[256];
 	T_ASSERT(mkdtemp(dir) != NULL);
 	char path[4096];
-	const char *root = getenv("MEMWALL_SOURCE_ROOT");
-	snprintf(path, sizeof(path), "%s/results/reference/aios-falcon7b-q4km.json",
-		 root ? root : ".");
+	t_source(path, sizeof(path), "results/reference/aios-falcon7b-q4km.json");
 	/* The folder as a shell's completion gives it, with a slash: the path printed has one
 	 * (issue 29: "wrote plots//roofline.png"). */
 	char slashed[64];
