@@ -235,14 +235,8 @@ int main(void)
 {
 	t_need_memwall();
 	t_scratch(scratch, sizeof(scratch), "dbseries");
-	char root[4200], script_a[400], script_b[400], store_a[400], store_b[400];
-	snprintf(root, sizeof(root), "%s" TREE, t_data("sysfs/"));
-	setenv("MEMWALL_COUNTERS", "sim", 1);
-	setenv("MEMWALL_SYSFS_ROOT", root, 1);
-	snprintf(script_a, sizeof(script_a), "%s/a.script", scratch);
-	snprintf(script_b, sizeof(script_b), "%s/b.script", scratch);
-	t_series_script(script_a, TREE, X_A, RUNS, D);
-	t_series_script(script_b, TREE, X_B, RUNS, D);
+	char script_a[400], script_b[400], store_a[400], store_b[400];
+	t_series_ab(scratch, TREE, X_A, X_B, RUNS, D, script_a, script_b, sizeof(script_a));
 	snprintf(store_a, sizeof(store_a), "%s/a.db", scratch);
 	snprintf(store_b, sizeof(store_b), "%s/b.db", scratch);
 

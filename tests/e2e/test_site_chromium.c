@@ -328,14 +328,8 @@ int main(void)
 	setenv("XDG_CONFIG_HOME", scratch, 1);
 	setenv("XDG_CACHE_HOME", scratch, 1);
 
-	char root[4200], a[400], b[400], recdir[400], store[400], site[4200];
-	snprintf(root, sizeof(root), "%s" TREE, t_data("sysfs/"));
-	setenv("MEMWALL_COUNTERS", "sim", 1);
-	setenv("MEMWALL_SYSFS_ROOT", root, 1);
-	snprintf(a, sizeof(a), "%s/a.script", scratch);
-	snprintf(b, sizeof(b), "%s/b.script", scratch);
-	t_series_script(a, TREE, X_A, RUNS, D);
-	t_series_script(b, TREE, X_B, RUNS, D);
+	char a[400], b[400], recdir[400], store[400], site[4200];
+	t_series_ab(scratch, TREE, X_A, X_B, RUNS, D, a, b, sizeof(a));
 	snprintf(recdir, sizeof(recdir), "%s/records", scratch);
 	static struct rec roof[6], noroof[2];
 	const char *p = t_series_protocol(scratch, "site-roof", D, RUNS,

@@ -454,12 +454,10 @@ static void test_tokens_calibrated(void)
 /* This VM without the simulated PMU: no DRAM counters, one line, exit 3, the command not run. */
 static void test_no_counters(void)
 {
-	char root[4096], marker[600], cmd[700];
-	snprintf(root, sizeof(root), "%sthis-vm", t_data("sysfs/"));
+	char marker[600], cmd[700];
 	snprintf(marker, sizeof(marker), "%s/ran", scratch);
 	snprintf(cmd, sizeof(cmd), "touch '%s'", marker);
-	setenv("MEMWALL_SYSFS_ROOT", root, 1);
-	setenv("MEMWALL_COUNTERS", "syscall", 1);
+	t_no_counters_env();
 	const char *argv[] = { "memwall", "stat", "--", "sh", "-c", cmd, NULL };
 	struct t_output o = t_run(argv);
 	T_EQ_INT(o.status, 3);

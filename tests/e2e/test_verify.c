@@ -450,12 +450,10 @@ static void test_resctrl(double ratio, bool pass)
 /* This VM on the plain syscall layer: no DRAM counters, said plainly, exit 3, no record. */
 static void test_cannot_verify(void)
 {
-	char root[4200], empty[700], out[700];
-	snprintf(root, sizeof(root), "%sthis-vm", t_data("sysfs/"));
+	char empty[700], out[700];
 	snprintf(empty, sizeof(empty), "%s/state-none", scratch);
 	snprintf(out, sizeof(out), "%s/none.json", scratch);
-	setenv("MEMWALL_SYSFS_ROOT", root, 1);
-	setenv("MEMWALL_COUNTERS", "syscall", 1);
+	t_no_counters_env();
 	setenv("MEMWALL_STATE_DIR", empty, 1);
 	struct t_output o = verify("--no-perf", NULL, out);
 	T_EQ_INT(o.status, 3);

@@ -85,3 +85,16 @@ void t_series_run(const char *dir, const char *proto, const char *script, char *
 	T_EQ_INT(o.status, 0);
 	t_output_free(&o);
 }
+
+void t_series_ab(const char *dir, const char *tree, unsigned x_a, unsigned x_b, int runs,
+		 int decode, char *a, char *b, size_t n)
+{
+	char root[4200];
+	snprintf(root, sizeof(root), "%s%s", t_data("sysfs/"), tree);
+	setenv("MEMWALL_COUNTERS", "sim", 1);
+	setenv("MEMWALL_SYSFS_ROOT", root, 1);
+	snprintf(a, n, "%s/a.script", dir);
+	snprintf(b, n, "%s/b.script", dir);
+	t_series_script(a, tree, x_a, runs, decode);
+	t_series_script(b, tree, x_b, runs, decode);
+}

@@ -28,6 +28,12 @@
 /* The script of X counts per decode token for `runs` runs of `decode` tokens, into path. */
 void t_series_script(const char *path, const char *tree, unsigned x, int runs, int decode);
 
+/* Points memwall at tree's simulated PMU (MEMWALL_COUNTERS=sim, MEMWALL_SYSFS_ROOT) and
+ * writes two series' scripts: dir/a.script of x_a counts per decode token and dir/b.script of
+ * x_b (t_series_script), their paths into a and b (n bytes each). */
+void t_series_ab(const char *dir, const char *tree, unsigned x_a, unsigned x_b, int runs,
+		 int decode, char *a, char *b, size_t n);
+
 /* MB/token of a script of X counts per decode token, from the tree's bytes per count. */
 double t_series_mb_per_token(const char *tree, unsigned x);
 

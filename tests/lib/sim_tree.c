@@ -59,6 +59,12 @@ void t_sim_env(const char *tree, const char *script)
 	setenv("MEMWALL_SIM_SCRIPT", script, 1);
 }
 
+void t_no_counters_env(void)
+{
+	setenv("MEMWALL_SYSFS_ROOT", t_data("sysfs/this-vm"), 1);
+	setenv("MEMWALL_COUNTERS", "syscall", 1);
+}
+
 struct prb_system *t_system_open(const char *tree)
 {
 	struct prb_system *sys = NULL;

@@ -28,6 +28,10 @@ struct prb_system;
  * it fails. */
 struct prb_system *t_system_open(const char *tree);
 
+/* Points memwall at this VM's recorded tree (tests/data/sysfs/this-vm) with the counters read
+ * by system call (MEMWALL_COUNTERS=syscall): no memory-controller counter to open. */
+void t_no_counters_env(void);
+
 /* Points memwall at the simulated PMU: MEMWALL_COUNTERS=sim, MEMWALL_SIM_SCRIPT=script and,
  * where tree is not NULL, MEMWALL_SYSFS_ROOT at tests/data/sysfs/<tree>. */
 void t_sim_env(const char *tree, const char *script);

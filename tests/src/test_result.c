@@ -16,6 +16,17 @@
 
 static char scratch[256];
 
+/* mw_report_print's Markdown page of doc, malloc'd. */
+static char *report_md(const json_t *doc)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	mw_report_print(f, doc, MW_FORMAT_MD);
+	fclose(f);
+	return buf;
+}
+
 static void test_sha256(void)
 {
 	char hex[65];
@@ -250,11 +261,7 @@ static void test_not_measured(void)
 					      "required"))); /* tok/s CV: always required */
 
 	/* report says the criterion is excused */
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-	mw_report_print(f, doc, MW_FORMAT_MD);
-	fclose(f);
+	char *buf = report_md(doc);
 	T_CONTAINS(buf, "| max_cv_mb_per_token_pct | 1.0 | null | not-measured (optional)");
 	T_CONTAINS(buf, "acceptance: pass");
 	free(buf);
@@ -266,9 +273,7 @@ static void test_not_measured(void)
 		json_object_set_new(singular, "engine", eng = json_object());
 	json_object_set_new(eng, "threads", json_integer(1));
 	json_object_set_new(json_object_get(singular, "summary"), "runs_measured", json_integer(1));
-	f = open_memstream(&buf, &len);
-	mw_report_print(f, singular, MW_FORMAT_MD);
-	fclose(f);
+	buf = report_md(singular);
 	T_CONTAINS(buf, "1 measured run (+");
 	T_CONTAINS(buf, ", 1 thread, ");
 	free(buf);
@@ -353,11 +358,7 @@ static void test_ci_clamped(void)
 	struct mw_error err;
 	T_EQ_INT(mw_result_validate(doc, "ci.json", &err), 0);
 
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-	mw_report_print(f, doc, MW_FORMAT_MD);
-	fclose(f);
+	char *buf = report_md(doc);
 	T_CONTAINS(buf, "| Decode speed | token/s (decode) | 2 |");
 	T_CONTAINS(buf, "n too small (n=2)");
 	T_ASSERT(!strstr(buf, "[-")); /* no interval printed with a negative end */
