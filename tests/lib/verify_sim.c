@@ -86,13 +86,14 @@ json_t *t_vs_load(const char *path)
 	return doc;
 }
 
-json_t *t_vs_fails_at(const char *file, int line, const char *size, const char *out,
-		      const char *a1, const char *a2, const char *const err_has[])
+json_t *t_vs_expect_at(const char *file, int line, int status, const char *size, const char *out,
+		       const char *a1, const char *a2, const char *const err_has[])
 {
 	struct t_output o = t_vs_verify(size, out, a1, a2, NULL);
 	t_checks++;
-	if (o.status != 1)
-		T_FAIL_AT(file, line, "verify exited %d, not 1:\n%s", o.status, o.err);
+	if (o.status != status)
+		T_FAIL_AT(file, line, "verify exited %d, not %d:\n%s%s", o.status, status, o.out,
+			  o.err);
 	t_contains_all_at(file, line, "stderr", o.err, err_has);
 	t_output_free(&o);
 	return t_vs_load(out);

@@ -84,13 +84,13 @@ void t_vs_run_protocol(const char *path, const char *name);
 
 json_t *t_vs_load(const char *path);
 
-/* Runs verify (t_vs_verify with a1 and a2) and checks that it fails: exit 1 and each string
- * of err_has (T_LIST) on stderr, reported at the caller's line; the record it wrote
- * (t_vs_load). */
-#define T_VS_FAILS(size, out, a1, a2, err_has)                                                     \
-	t_vs_fails_at(__FILE__, __LINE__, size, out, a1, a2, err_has)
-json_t *t_vs_fails_at(const char *file, int line, const char *size, const char *out,
-		      const char *a1, const char *a2, const char *const err_has[]);
+/* Runs verify (t_vs_verify with a1 and a2) and checks that it exits with status and has each
+ * string of err_has (T_LIST, or NULL for none) on stderr, reported at the caller's line; the
+ * record it wrote (t_vs_load). */
+#define T_VS_EXPECT(status, size, out, a1, a2, err_has)                                            \
+	t_vs_expect_at(__FILE__, __LINE__, status, size, out, a1, a2, err_has)
+json_t *t_vs_expect_at(const char *file, int line, int status, const char *size, const char *out,
+		       const char *a1, const char *a2, const char *const err_has[]);
 
 const json_t *t_vs_check(const json_t *rec, const char *name);
 
