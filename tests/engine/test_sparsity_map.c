@@ -76,6 +76,19 @@ static void on_token(void *ctx, int pos, int token, const struct eng_step_bytes 
 	s->steps++;
 }
 
+/* Each of the STEPS rows of logits lg (vocab wide, NULL where not allocated) against the
+ * reference forward pass of the model file p fed the ids fed; frees lg. */
+static void check_and_free(float *lg, const char *label, const char *p, const int *fed,
+			   int vocab)
+{
+	struct ref_run r;
+	T_EQ_INT(ref_run_tokens(&r, p, false, fed, STEPS), 0);
+	for (int pos = 0; lg && r.logits && pos < STEPS; pos++)
+		ref_check_row(label, pos, lg + (size_t)pos * (size_t)vocab, &r, NULL);
+	ref_run_free(&r);
+	free(lg);
+}
+
 /* Runs prompt (n ids) then greedy steps to STEPS positions, or with force feeds force[] at
  * every position (teacher forcing). Returns the summed map_misses; the tokens fed go to
  * fed[STEPS] and each position's logits to logits[STEPS][vocab] (either may be NULL). */
@@ -694,13 +707,7 @@ int main(void)
 		run(m, &on, &so, force, STEPS, force, NULL, NULL, lg);
 		uint64_t misses = run(m, &wv, &sw, force, STEPS, force, NULL, NULL, NULL);
 		/* the exact skipping (ReLU's zero up rows and down blocks): the reference's logits */
-		struct ref_run r;
-		T_EQ_INT(ref_run_tokens(&r, p, false, force, STEPS), 0);
-		for (int pos = 0; lg && r.logits && pos < STEPS; pos++)
-			ref_check_row("exact skipping", pos,
-				      lg + (size_t)pos * (size_t)info->vocab_size, &r, NULL);
-		ref_run_free(&r);
-		free(lg);
+		check_and_free(lg, "exact skipping", p, force, info->vocab_size);
 		fprintf(stderr, "wrong map: %llu misses, %llu last-layer activations fired\n",
 			(unsigned long long)misses, (unsigned long long)so.fired_last);
 		T_ASSERT(so.fired_last > 0);
@@ -736,13 +743,8 @@ int main(void)
 		T_ASSERT(eng_model_info(mo)->synthetic);
 		/* The reordered file's logits are the original model's reference's: the
 		 * permutation kept the function, checked by a reader of the original weights. */
-		struct ref_run r, rn;
-		T_EQ_INT(ref_run_tokens(&r, p, false, fed, STEPS), 0);
-		for (int pos = 0; lg && r.logits && pos < STEPS; pos++)
-			ref_check_row("frequency-ordered", pos,
-				      lg + (size_t)pos * (size_t)info->vocab_size, &r, NULL);
-		ref_run_free(&r);
-		free(lg);
+		check_and_free(lg, "frequency-ordered", p, fed, info->vocab_size);
+		struct ref_run rn;
 		T_EQ_INT(ref_run_tokens(&rn, p, false, id_a, STEPS), 0);
 		struct eng_session *s1 = NULL, *s2 = NULL;
 		T_EQ_INT(eng_session_new(&s1, m, &neu, &err), 0);

@@ -87,6 +87,14 @@ void t_mkdtemp(char *tmpl)
 		t_skip("cannot create a scratch folder in /tmp");
 }
 
+void t_tmp_file(char *tmpl)
+{
+	int fd = mkstemp(tmpl);
+	if (fd < 0)
+		t_skip("cannot create a file in /tmp");
+	close(fd);
+}
+
 int t_rm_tree(const char *dir)
 {
 	char cmd[4200];

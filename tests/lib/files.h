@@ -20,6 +20,10 @@ void t_write_text(const char *path, const char *text);
 /* mkdtemp(tmpl), a template ending XXXXXX; skips the test (exit 77) when no folder can be made. */
 void t_mkdtemp(char *tmpl);
 
+/* mkstemp(tmpl), the file closed: an empty file of its own for the test to write; skips the
+ * test (exit 77) when none can be made. */
+void t_tmp_file(char *tmpl);
+
 /* A fresh folder /tmp/mw-test-NAME-XXXXXX into dir (n bytes); skips the test (exit 77) when
  * none can be made. */
 void t_scratch(char *dir, size_t n, const char *name);

@@ -59,8 +59,7 @@ static struct eng_tensor_table *open_table(const char *path)
 static void test_stories110m(void)
 {
 	char path[] = "/tmp/mw-analytic-XXXXXX";
-	int fd = mkstemp(path);
-	close(fd);
+	t_tmp_file(path);
 	write_sparse_llama2c(path, 768, 2048, 12, 12, 12, 32000, 1024);
 	struct eng_tensor_table *t = open_table(path);
 	if (!t)
@@ -111,8 +110,7 @@ static void test_stories_shapes(void)
 		uint64_t per_layer = 2 * d + 2 * d * d + 2 * kv * d + 3 * d * h;
 		uint64_t want = 4 * (L * per_layer + d + d + V * d);
 		char path[] = "/tmp/mw-analytic-XXXXXX";
-		int fd = mkstemp(path);
-		close(fd);
+		t_tmp_file(path);
 		write_sparse_llama2c(path, shapes[i].dim, shapes[i].hidden, shapes[i].layers,
 				     shapes[i].heads, shapes[i].kv_heads, shapes[i].vocab, 256);
 		struct eng_tensor_table *t = open_table(path);
@@ -135,8 +133,7 @@ static void test_stories_shapes(void)
 static void test_engine_equality(void)
 {
 	char path[] = "/tmp/mw-analytic-XXXXXX";
-	int fd = mkstemp(path);
-	close(fd);
+	t_tmp_file(path);
 	struct eng_error err;
 	struct eng_model *m = NULL;
 	struct eng_session *s = NULL;

@@ -278,8 +278,7 @@ static void test_r3_stories260k(void)
 	/* Independent random layers of a synthetic model are nearly orthogonal: R3 reads the
 	 * weights, it does not sample them. */
 	char path[] = "/tmp/mw-headroom-XXXXXX";
-	int fd = mkstemp(path);
-	close(fd);
+	t_tmp_file(path);
 	T_EQ_INT(eng_synth_llama2c(path, "stories260K", 3, &eerr), 0);
 	T_EQ_INT(eng_tensors_from_file(path, &t, &eerr), 0);
 	if (t) {
@@ -384,8 +383,7 @@ static void test_r3_known(void)
 	T_NEAR(mw_r3_threshold(28, 32), 0.99, 0);
 
 	char path[] = "/tmp/mw-known-XXXXXX";
-	int fd = mkstemp(path);
-	close(fd);
+	t_tmp_file(path);
 	T_ASSERT(write_known(path));
 	struct eng_tensor_table *t = NULL;
 	struct eng_error eerr;
@@ -492,8 +490,7 @@ static void test_r4_figures(void)
 		eng_tensor_table_free(t);
 	}
 	char synth[] = "/tmp/mw-r4-XXXXXX";
-	int fd = mkstemp(synth);
-	close(fd);
+	t_tmp_file(synth);
 	T_EQ_INT(eng_synth_llama2c(synth, "stories260K", 1, &err), 0);
 	T_EQ_INT(eng_tensors_from_file(synth, &t, &err), 0);
 	unlink(synth);
@@ -592,8 +589,7 @@ static void test_verb(void)
 static void test_verb_relu(void)
 {
 	char path[] = "/tmp/mw-relu-XXXXXX";
-	int fd = mkstemp(path);
-	close(fd);
+	t_tmp_file(path);
 	struct eng_error eerr;
 	eng_error_clear(&eerr);
 	T_EQ_INT(eng_synth_llama2c_act(path, "stories260K", 5, ENG_ACT_RELU, &eerr), 0);

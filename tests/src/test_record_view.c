@@ -212,6 +212,20 @@ static void test_model_check(void)
 	eng_tensor_table_free(t);
 }
 
+/* The record rec refused by mw_record_attribution_read, naming field and saying says; the
+ * runs it had read freed. */
+static void attribution_refused(const char *rec, const char *field, const char *says)
+{
+	struct mw_attribution_input in;
+	struct mw_error err;
+	json_t *doc = parse(rec);
+	T_EQ_INT(mw_record_attribution_read(doc, "rec.json", &in, &err), -EINVAL);
+	T_EQ_STR(err.field, field);
+	T_CONTAINS(err.text, says);
+	T_ASSERT(in.runs == NULL); /* freed on failure */
+	json_decref(doc);
+}
+
 static void test_attribution_read(void)
 {
 	/* Run 0 is a warm-up and run 2 was cut short: neither is read (their bad fields are not
@@ -268,19 +282,13 @@ static void test_attribution_read(void)
 	json_decref(doc);
 
 	/* A measured run's token of the wrong type, a phase without its engine bytes. */
-	doc = parse("{\"runs\": [{\"complete\": true,"
-		    " \"tokens\": {\"engine_bytes\": [100, 110.5]}}]}");
-	T_EQ_INT(mw_record_attribution_read(doc, "rec.json", &in, &err), -EINVAL);
-	T_EQ_STR(err.field, "runs[0].tokens.engine_bytes[1]");
-	T_CONTAINS(err.text, "Expected integer, got real");
-	T_ASSERT(in.runs == NULL); /* freed on failure */
-	json_decref(doc);
-	doc = parse("{\"runs\": [{\"complete\": true, \"decode\": {\"tokens\": 2, \"phases\": {"
-		    " \"attention\": {\"engine_bytes\": 1}, \"ffn\": {}, \"classifier\": {}}}}]}");
-	T_EQ_INT(mw_record_attribution_read(doc, "rec.json", &in, &err), -EINVAL);
-	T_EQ_STR(err.field, "runs[0].decode.phases.ffn.engine_bytes");
-	T_CONTAINS(err.text, "missing");
-	json_decref(doc);
+	attribution_refused("{\"runs\": [{\"complete\": true,"
+			    " \"tokens\": {\"engine_bytes\": [100, 110.5]}}]}",
+			    "runs[0].tokens.engine_bytes[1]", "Expected integer, got real");
+	attribution_refused("{\"runs\": [{\"complete\": true, \"decode\": {\"tokens\": 2, "
+			    "\"phases\": { \"attention\": {\"engine_bytes\": 1}, \"ffn\": {},"
+			    " \"classifier\": {}}}}]}",
+			    "runs[0].decode.phases.ffn.engine_bytes", "missing");
 
 	/* DRAM not measured: the metric's reason, else the counters'. */
 	doc = parse("{\"counters\": {\"dram\": {\"reason\": \"no PMU\"}}}");

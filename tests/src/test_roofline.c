@@ -244,8 +244,7 @@ static void test_plot(void)
 static void test_model_file(void)
 {
 	char path[] = "/tmp/mw-roofline-model-XXXXXX";
-	int fd = mkstemp(path);
-	close(fd);
+	t_tmp_file(path);
 	struct eng_error eerr;
 	eng_error_clear(&eerr);
 	T_EQ_INT(eng_synth_llama2c(path, "stories260K", 1, &eerr), 0);
