@@ -166,17 +166,11 @@ static void test_concurrent(void)
 int main(void)
 {
 	char cache[512];
-	const char *root = getenv("MEMWALL_SOURCE_ROOT");
-	if (!root || !getenv("MEMWALL_BIN"))
-		t_skip("MEMWALL_SOURCE_ROOT or MEMWALL_BIN is not set (run under meson test)");
-	t_scratch(scratch, sizeof(scratch), "crash");
 	/* The smoke protocol without its drift probe (tests/lib/run.h): the probe was most of a
 	 * run's time and CPU, so most kills landed in it; now they land in synthesis, the runs,
 	 * the record's writing and the rename. */
-	snprintf(proto, sizeof(proto), "%s/stories260k-smoke.json", scratch);
-	t_smoke_protocol(proto);
-	snprintf(cache, sizeof(cache), "%s/cache", scratch);
-	setenv("MEMWALL_CACHE_DIR", cache, 1);
+	t_smoke_scratch("crash", scratch, sizeof(scratch), proto, sizeof(proto), cache,
+			sizeof(cache));
 
 	/* One whole run first: it fills the cache and times a run on this machine now. */
 	char warm[512];

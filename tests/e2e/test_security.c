@@ -578,16 +578,10 @@ static void test_process_group(void)
 int main(void)
 {
 	char cache[512], cmd[2000];
-	const char *root = getenv("MEMWALL_SOURCE_ROOT");
-	if (!root || !getenv("MEMWALL_BIN"))
-		t_skip("MEMWALL_SOURCE_ROOT or MEMWALL_BIN is not set (run under meson test)");
-	t_scratch(scratch, sizeof(scratch), "security");
 	/* The smoke protocol without its drift probe (tests/lib/run.h): nothing here is about
 	 * drift, and the probe was a second of CPU a run. */
-	snprintf(smoke, sizeof(smoke), "%s/stories260k-smoke.json", scratch);
-	t_smoke_protocol(smoke);
-	snprintf(cache, sizeof(cache), "%s/cache", scratch);
-	setenv("MEMWALL_CACHE_DIR", cache, 1);
+	t_smoke_scratch("security", scratch, sizeof(scratch), smoke, sizeof(smoke), cache,
+			sizeof(cache));
 	unsetenv("MEMWALL_MEMINFO");
 
 	test_secret(); /* also makes the synthetic model in the cache, used below as model.bin */

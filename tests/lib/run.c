@@ -108,6 +108,18 @@ void t_run_expect_at(const char *file, int line, const char *const argv[], int s
 	t_output_free(&o);
 }
 
+void t_smoke_scratch(const char *name, char *scratch, size_t sn, char *proto, size_t pn,
+		     char *cache, size_t cn)
+{
+	if (!getenv("MEMWALL_SOURCE_ROOT") || !getenv("MEMWALL_BIN"))
+		t_skip("MEMWALL_SOURCE_ROOT or MEMWALL_BIN is not set (run under meson test)");
+	t_scratch(scratch, sn, name);
+	snprintf(proto, pn, "%s/stories260k-smoke.json", scratch);
+	t_smoke_protocol(proto);
+	snprintf(cache, cn, "%s/cache", scratch);
+	setenv("MEMWALL_CACHE_DIR", cache, 1);
+}
+
 pid_t t_spawn(const char *const argv[], int in, int out, int err)
 {
 	const char *prog = argv[0];

@@ -35,6 +35,13 @@ struct t_output t_run(const char *const argv[]);
  * longer has the one probe_ms it replaces. */
 void t_smoke_protocol(const char *path);
 
+/* The start of a test of `memwall run` on the smoke protocol: skips (exit 77) where
+ * MEMWALL_SOURCE_ROOT or MEMWALL_BIN is not set; makes the scratch folder (t_scratch, name),
+ * writes t_smoke_protocol's file to scratch/stories260k-smoke.json (its path into proto) and
+ * points MEMWALL_CACHE_DIR at scratch/cache (its path into cache). */
+void t_smoke_scratch(const char *name, char *scratch, size_t sn, char *proto, size_t pn,
+		     char *cache, size_t cn);
+
 void t_output_free(struct t_output *o);
 
 /* A check, counted as T_EQ_INT(o.status, 0) would be, that a run exited 0; where it did not,
