@@ -161,10 +161,7 @@ static void test_unplaced(void)
 {
 	char out[700];
 	snprintf(out, sizeof(out), "%s/off.json", scratch);
-	FILE *f = fopen(script, "w");
-	T_ASSERT(f != NULL);
-	if (!f)
-		return;
+	FILE *f = t_vs_open(script);
 	for (int p = 0; p < 16; p++) {
 		char pmu[64];
 		snprintf(pmu, sizeof(pmu), "uncore_imc_%d", p);
@@ -216,10 +213,7 @@ static void test_nps4(void)
 	setenv("MEMWALL_SYSFS_ROOT", root, 1);
 	uint64_t sh = ws / 12 / 64;
 	T_EQ_U64(sh * 12 * 64, ws);
-	FILE *f = fopen(script, "w");
-	T_ASSERT(f != NULL);
-	if (!f)
-		return;
+	FILE *f = t_vs_open(script);
 	for (int p = 0; p < 12; p++) {
 		char pmu[64];
 		snprintf(pmu, sizeof(pmu), "amd_umc_%d", p);

@@ -213,6 +213,16 @@ out:
 	eng_tensor_table_free(t);
 }
 
+/* mw_r1_measure of the model at path with no tokenizer: one sequence the model generates
+ * itself (the one prompt, "unused", is not read), epsilon 1e-3, into r1. */
+static void r1_unused(const char *path, struct mw_r1 *r1)
+{
+	struct mw_error err;
+	mw_error_clear(&err);
+	char unused[] = "unused", *none[] = { unused };
+	T_EQ_INT(mw_r1_measure(path, NULL, none, 1, 1e-3, r1, &err), 0);
+}
+
 /* R1 on a GGUF falcon with no tokenizer given: the model's own sequences start from the BOS
  * its file names (11), not llama's 1, and the activation is named as falcon's. */
 static void test_r1_falcon_bos(void)
@@ -223,10 +233,7 @@ static void test_r1_falcon_bos(void)
 	struct eng_error eerr;
 	T_EQ_INT(eng_synth_gguf(path, "falcon", "falcon-tiny", "q8_0", 1, &eerr), 0);
 	struct mw_r1 r1;
-	struct mw_error err;
-	mw_error_clear(&err);
-	char unused[] = "unused", *none[] = { unused };
-	T_EQ_INT(mw_r1_measure(path, NULL, none, 1, 1e-3, &r1, &err), 0);
+	r1_unused(path, &r1);
 	T_CONTAINS(r1.input, "from BOS, id 11 ");
 	T_EQ_STR(r1.activation, "GELU(w_up x)");
 	T_EQ_INT(r1.n_layers, 2);
@@ -613,10 +620,7 @@ static void test_verb_relu(void)
 	t_output_free(&o);
 	/* The activation is the model's own, never SiLU by default. */
 	struct mw_r1 r1m;
-	struct mw_error err;
-	mw_error_clear(&err);
-	char unused[] = "unused", *none[] = { unused };
-	T_EQ_INT(mw_r1_measure(path, NULL, none, 1, 1e-3, &r1m, &err), 0);
+	r1_unused(path, &r1m);
 	T_EQ_STR(r1m.activation, "ReLU(w1 x) * w3 x");
 	/* llama's FFN is gated: the map applies, as the session's rule says */
 	T_ASSERT(r1m.map_applies && eng_arch_sparsity_map("llama"));
