@@ -34,6 +34,14 @@ static void only(const char *dir, const char *const *names)
 		closedir(d);
 }
 
+/* The file at path holds want, byte for byte. */
+static void holds(const char *path, const char *want)
+{
+	char *got = t_slurp(path, NULL);
+	T_EQ_STR(got, want);
+	free(got);
+}
+
 static struct t_output export(const char *rec, const char *a, const char *b, const char *c)
 {
 	return t_run((const char *[]){ "memwall", "export", "aios", rec, a, b, c, NULL });
@@ -75,9 +83,7 @@ int main(void)
 	T_EQ_INT(o.status, 0);
 	T_CONTAINS(o.err, "wrote");
 	t_output_free(&o);
-	char *got = t_slurp(out, NULL);
-	T_EQ_STR(got, stdout_bytes);
-	free(got);
+	holds(out, stdout_bytes);
 	only(tmp, (const char *const[]){ "rec", "aios.json", NULL });
 
 	/* an existing file: refused and kept, then replaced with --force */
@@ -86,15 +92,11 @@ int main(void)
 	T_EQ_INT(o.status, 2);
 	T_CONTAINS(o.err, "exists: give --force");
 	t_output_free(&o);
-	got = t_slurp(out, NULL);
-	T_EQ_STR(got, "mine\n");
-	free(got);
+	holds(out, "mine\n");
 	o = export(rec, "-o", out, "--force");
 	T_EQ_INT(o.status, 0);
 	t_output_free(&o);
-	got = t_slurp(out, NULL);
-	T_EQ_STR(got, stdout_bytes);
-	free(got);
+	holds(out, stdout_bytes);
 
 	/* a symbolic link to a regular file: never written through, --force or not */
 	snprintf(p, sizeof(p), "%s/link.json", tmp);
@@ -106,9 +108,7 @@ int main(void)
 		T_CONTAINS(o.err, "a symbolic link");
 		t_output_free(&o);
 	}
-	got = t_slurp(out, NULL);
-	T_EQ_STR(got, "target\n");
-	free(got);
+	holds(out, "target\n");
 	struct stat st;
 	T_ASSERT(lstat(p, &st) == 0 && S_ISLNK(st.st_mode));
 

@@ -659,18 +659,27 @@ static double jnum(json_t *o, const char *key)
 	return json_is_number(v) ? json_number_value(v) : -1.0;
 }
 
-static void golden_one(const char *name, json_t *tols, const char *kernels,
-		       enum eng_load_mode load)
+/* The fixture NAME's reference logits (fixtures/gguf/logits/NAME.json: NULL where they do not
+ * parse) and its model's path (fixtures/gguf/models/NAME.gguf) into model_path. */
+static json_t *fixture(const char *name, char *model_path, size_t n)
 {
 	char rel[256];
 	json_error_t jerr;
-	struct eng_error err;
-	struct eng_model *m = NULL;
-	struct eng_session *s = NULL;
 	snprintf(rel, sizeof(rel), "fixtures/gguf/logits/%s.json", name);
 	json_t *ref = json_load_file(t_shared(rel), 0, &jerr);
 	snprintf(rel, sizeof(rel), "fixtures/gguf/models/%s.gguf", name);
-	const char *model_path = t_shared(rel);
+	snprintf(model_path, n, "%s", t_shared(rel));
+	return ref;
+}
+
+static void golden_one(const char *name, json_t *tols, const char *kernels,
+		       enum eng_load_mode load)
+{
+	char model_path[4096];
+	struct eng_error err;
+	struct eng_model *m = NULL;
+	struct eng_session *s = NULL;
+	json_t *ref = fixture(name, model_path, sizeof(model_path));
 	json_t *tol_o = json_object_get(tols, name);
 	T_ASSERT(ref && tol_o);
 	if (!ref || !tol_o)
@@ -790,18 +799,15 @@ out:
 static void prefill_one(const char *name, json_t *tols, enum eng_load_mode load)
 {
 	static const int chunks[] = { 1, 3, 8, 64 };
-	char rel[256];
-	json_error_t jerr;
+	char model_path[4096];
 	struct eng_error err;
 	struct eng_model *m = NULL;
-	snprintf(rel, sizeof(rel), "fixtures/gguf/logits/%s.json", name);
-	json_t *ref = json_load_file(t_shared(rel), 0, &jerr);
-	snprintf(rel, sizeof(rel), "fixtures/gguf/models/%s.gguf", name);
+	json_t *ref = fixture(name, model_path, sizeof(model_path));
 	double tol = fmax(1e-4, 2.0 * jnum(json_object_get(tols, name),
 					   "ref_f64_dequant_max_abs"));
 	struct eng_model_options mo = { .load = load };
 	T_ASSERT(ref != NULL);
-	if (!ref || eng_model_open(&m, t_shared(rel), &mo, &err)) {
+	if (!ref || eng_model_open(&m, model_path, &mo, &err)) {
 		json_decref(ref);
 		return;
 	}
@@ -867,16 +873,13 @@ static void prefill_one(const char *name, json_t *tols, enum eng_load_mode load)
  * llama.cpp's own default (F16 cache) moves them, tolerances.json's defaults_f16kv_* figure. */
 static void f16_cache_one(const char *name, json_t *tols)
 {
-	char rel[256];
-	json_error_t jerr;
+	char model_path[4096];
 	struct eng_error err;
 	struct eng_model *m = NULL;
-	snprintf(rel, sizeof(rel), "fixtures/gguf/logits/%s.json", name);
-	json_t *ref = json_load_file(t_shared(rel), 0, &jerr);
-	snprintf(rel, sizeof(rel), "fixtures/gguf/models/%s.gguf", name);
+	json_t *ref = fixture(name, model_path, sizeof(model_path));
 	double dflt = jnum(json_object_get(tols, name), "defaults_f16kv_fa_auto_max_abs");
 	T_ASSERT(ref && dflt > 0);
-	if (!ref || eng_model_open(&m, t_shared(rel), NULL, &err)) {
+	if (!ref || eng_model_open(&m, model_path, NULL, &err)) {
 		json_decref(ref);
 		return;
 	}
