@@ -9,6 +9,7 @@
 #include "engine.h"
 #include "run.h"
 #include "test.h"
+#include "values.h"
 
 static char dir[] = "/tmp/mw-test-generate-XXXXXX";
 static char model[4200];
@@ -93,18 +94,8 @@ static void batch_bytes(const char *m, int n)
 			       "0", "--batch", nb, "--report-line", NULL };
 	struct t_output o = t_run(argv);
 	T_EQ_INT(o.status, 0);
-	struct eng_model *mod = NULL;
-	struct eng_tensor_table *t = NULL;
-	struct eng_error err;
-	T_EQ_INT(eng_model_open(&mod, m, NULL, &err), 0);
-	if (mod)
-		T_EQ_INT(eng_model_tensors(mod, &t, &err), 0);
-	double sum = 0, row = 0;
-	for (size_t k = 0; t && k < t->n; k++) {
-		sum += (double)t->t[k].step_bytes;
-		if (t->t[k].cls == ENG_TENSOR_EMBEDDING)
-			row = (double)t->t[k].step_bytes;
-	}
+	double sum, row;
+	t_step_bytes(m, &sum, &row);
 	const char *p = o.err ? strstr(o.err, "weights_per_token=") : NULL;
 	const char *e = o.err ? strstr(o.err, "engine_bytes_per_token=") : NULL;
 	const char *kr = o.err ? strstr(o.err, "kv_read_per_token=") : NULL;
@@ -118,8 +109,6 @@ static void batch_bytes(const char *m, int n)
 		T_ASSERT(r > 0 && wr > 0);
 		T_NEAR(strtod(e + strlen("engine_bytes_per_token="), NULL), w + r + wr, 1.51);
 	}
-	eng_tensor_table_free(t);
-	eng_model_close(mod);
 	t_output_free(&o);
 }
 

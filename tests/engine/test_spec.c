@@ -79,26 +79,6 @@ out:
 	eng_model_close(m);
 }
 
-/* The one-token step's engine-accounted weight bytes (the tensor table's) and one embedding
- * row's. */
-static void step_bytes(const char *path, double *step, double *emb_row)
-{
-	struct eng_model *mod = NULL;
-	struct eng_tensor_table *t = NULL;
-	struct eng_error err;
-	*step = *emb_row = 0;
-	T_EQ_INT(eng_model_open(&mod, path, NULL, &err), 0);
-	if (mod)
-		T_EQ_INT(eng_model_tensors(mod, &t, &err), 0);
-	for (size_t k = 0; t && k < t->n; k++) {
-		*step += (double)t->t[k].step_bytes;
-		if (t->t[k].cls == ENG_TENSOR_EMBEDDING)
-			*emb_row = (double)t->t[k].step_bytes;
-	}
-	eng_tensor_table_free(t);
-	eng_model_close(mod);
-}
-
 /* --speculate spec against plain greedy on prompt ids, n tokens; returns the acceptance. */
 static double cli_check(const char *m, const char *ids, const char *spec, const char *n,
 			const char *load)
@@ -122,7 +102,7 @@ static double cli_check(const char *m, const char *ids, const char *spec, const 
 	T_NEAR(gen, 1 + passes + accepted, 0);
 	T_NEAR(t_key_num(b.err, "passes_per_token"), passes / (gen - 1), 1e-4);
 	double step, row;
-	step_bytes(m, &step, &row);
+	t_step_bytes(m, &step, &row);
 	T_NEAR(t_key_num(b.err, "weights_per_token"), (passes * step + proposed * row) / (gen - 1),
 	       0.51);
 	T_NEAR(t_key_num(b.err, "engine_bytes_per_token"),

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine.h"
 #include "test.h"
 
 int t_argmax(const float *v, int n)
@@ -47,4 +48,22 @@ void t_mean_ss(const double *v, size_t n, double *mean, double *ss)
 	*ss = 0;
 	for (size_t i = 0; i < n; i++)
 		*ss += (v[i] - *mean) * (v[i] - *mean);
+}
+
+void t_step_bytes(const char *path, double *step, double *emb_row)
+{
+	struct eng_model *mod = NULL;
+	struct eng_tensor_table *t = NULL;
+	struct eng_error err;
+	*step = *emb_row = 0;
+	T_EQ_INT(eng_model_open(&mod, path, NULL, &err), 0);
+	if (mod)
+		T_EQ_INT(eng_model_tensors(mod, &t, &err), 0);
+	for (size_t k = 0; t && k < t->n; k++) {
+		*step += (double)t->t[k].step_bytes;
+		if (t->t[k].cls == ENG_TENSOR_EMBEDDING)
+			*emb_row = (double)t->t[k].step_bytes;
+	}
+	eng_tensor_table_free(t);
+	eng_model_close(mod);
 }

@@ -15,6 +15,11 @@ double t_key_num(const char *s, const char *name);
 /* The median of v[0..n), which it sorts; NaN when n is 0. */
 double t_median(double *v, size_t n);
 
+/* The one-token step's engine-accounted weight bytes of the model at path (its tensor table's
+ * step bytes, summed) into *step and one embedding row's into *emb_row; 0 and a failed check
+ * where the model or its table does not open. */
+void t_step_bytes(const char *path, double *step, double *emb_row);
+
 /* The mean of v[0..n) in *mean (n > 0) and the sum of the squared differences from it in *ss:
  * what a population (ss / n) or a sample (ss / (n - 1)) variance divides. */
 void t_mean_ss(const double *v, size_t n, double *mean, double *ss);

@@ -14,6 +14,16 @@
 #include "test.h"
 #include "record.h"
 
+/* The engine's built-in description of Falcon-7B Q4_K_M (no file): its tensor table. */
+static struct eng_tensor_table *falcon_shape(void)
+{
+	struct eng_tensor_table *t = NULL;
+	struct eng_error err;
+	eng_error_clear(&err);
+	T_EQ_INT(eng_tensors_from_shape("falcon-7b q4_k_m", &t, &err), 0);
+	return t;
+}
+
 /* R2: Falcon-7B's multi-query attention keeps one K and one V head of 64 per layer:
  * 2 x 32 layers x 64 x 2 B (f16) x 4096 positions = 32 MiB, under the 64 MiB limit.
  * R4: one Falcon-7B layer produces x, normed x, qkv (4544 + 2 x 64), the attention output
@@ -21,10 +31,7 @@
  * 45568 values, 182,272 B in f32 (under 200 KB), 91,136 B in f16. */
 static void test_r2_r4_falcon(void)
 {
-	struct eng_tensor_table *t = NULL;
-	struct eng_error err;
-	eng_error_clear(&err);
-	T_EQ_INT(eng_tensors_from_shape("falcon-7b q4_k_m", &t, &err), 0);
+	struct eng_tensor_table *t = falcon_shape();
 	if (!t)
 		return;
 	T_EQ_U64(mw_analytic_kv_bytes(t->info.n_layers, t->info.n_kv_heads, t->head_dim, 2, 4096),
@@ -473,11 +480,10 @@ static void test_r3_known(void)
 /* R4: the contract's formula and the engine's buffers, written out. */
 static void test_r4_figures(void)
 {
-	struct eng_tensor_table *t = NULL;
+	struct eng_tensor_table *t = falcon_shape();
 	struct eng_error err;
 	struct mw_r4 r;
 	eng_error_clear(&err);
-	T_EQ_INT(eng_tensors_from_shape("falcon-7b q4_k_m", &t, &err), 0);
 	if (t) {
 		mw_r4_compute(t, 129, &r);
 		/* (2 x 4544 + 4 x 18176) x 2 */
