@@ -95,6 +95,14 @@ void t_tmp_file(char *tmpl)
 	close(fd);
 }
 
+void t_tmpdir_scratch(char *dir, size_t n, const char *name)
+{
+	const char *tmp = getenv("TMPDIR");
+	snprintf(dir, n, "%s/memwall-%s-XXXXXX", tmp && *tmp ? tmp : "/tmp", name);
+	if (!mkdtemp(dir))
+		t_skip("cannot make a temporary directory under %s", dir);
+}
+
 int t_rm_tree(const char *dir)
 {
 	char cmd[4200];

@@ -24,6 +24,10 @@ void t_mkdtemp(char *tmpl);
  * test (exit 77) when none can be made. */
 void t_tmp_file(char *tmpl);
 
+/* A scratch folder $TMPDIR/memwall-NAME-XXXXXX (/tmp where TMPDIR is unset or empty), made
+ * (mkdtemp) into dir; skips the test (exit 77) when it cannot be. */
+void t_tmpdir_scratch(char *dir, size_t n, const char *name);
+
 /* A fresh folder /tmp/mw-test-NAME-XXXXXX into dir (n bytes); skips the test (exit 77) when
  * none can be made. */
 void t_scratch(char *dir, size_t n, const char *name);

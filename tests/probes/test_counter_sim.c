@@ -701,16 +701,6 @@ static void test_resctrl_unavailable(void)
 	T_EQ_INT(s->read.state, PRB_NOT_PROVIDED);
 }
 
-static void put(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "w");
-	T_ASSERT(f != NULL);
-	if (f) {
-		fputs(text, f);
-		fclose(f);
-	}
-}
-
 /* The real file path, not the sim's: a resctrl tree made here whose counter file is
  * rewritten between reads, including the kernel's "Unavailable" and "Error". */
 static void test_resctrl_files(void)
@@ -731,7 +721,7 @@ static void test_resctrl_files(void)
 	}
 	char file[1024];
 	snprintf(file, sizeof(file), "%s/fs/resctrl/mon_data/mon_L3_00/mbm_total_bytes", root);
-	put(file, "1000\n");
+	t_write_text(file, "1000\n");
 	/* a script that names no file: files pass through to the real reader */
 	setenv("MEMWALL_SIM_SCRIPT", "/dev/null", 1);
 
@@ -744,19 +734,19 @@ static void test_resctrl_files(void)
 	T_EQ_INT(prb_system_open(&sys, root, &err), 0);
 	T_EQ_INT(prb_dram_open(&d, sys, &opt, &st), 0);
 	if (d) {
-		put(file, "5096\n");
+		t_write_text(file, "5096\n");
 		T_EQ_INT(prb_dram_read(d, s), 0);
 		T_EQ_INT(s->total.state, PRB_MEASURED);
 		T_EQ_U64(s->total.bytes, 4096);
-		put(file, "Unavailable\n");
+		t_write_text(file, "Unavailable\n");
 		T_EQ_INT(prb_dram_read(d, s), -EIO);
 		T_EQ_INT(s->inst[0].total.state, PRB_READ_FAILED);
 		T_EQ_INT(s->total.state, PRB_READ_FAILED);
 		T_EQ_U64(s->total.bytes, 0);
-		put(file, "Error\n");
+		t_write_text(file, "Error\n");
 		T_EQ_INT(prb_dram_read(d, s), -EIO);
 		T_EQ_INT(s->total.state, PRB_READ_FAILED);
-		put(file, "9192\n");
+		t_write_text(file, "9192\n");
 		T_EQ_INT(prb_dram_read(d, &samples[1]), 0);
 		T_EQ_U64(samples[1].total.bytes, 8192);
 		/* a token between the failed read and this one has no figure, though both ends
@@ -765,7 +755,7 @@ static void test_resctrl_files(void)
 		T_EQ_INT(delta.total.state, PRB_READ_FAILED);
 		T_EQ_INT(delta.inst[0].total.state, PRB_READ_FAILED);
 		T_EQ_U64(delta.total.bytes, 0);
-		put(file, "10192\n");
+		t_write_text(file, "10192\n");
 		T_EQ_INT(prb_dram_read(d, &samples[2]), 0);
 		prb_dram_sample_delta(&samples[2], &samples[1], &delta);
 		T_EQ_INT(delta.total.state, PRB_MEASURED);
@@ -774,7 +764,7 @@ static void test_resctrl_files(void)
 		prb_dram_close(d);
 	}
 	/* no value at open: nothing to count from, so the open fails and says why */
-	put(file, "Unavailable\n");
+	t_write_text(file, "Unavailable\n");
 	d = NULL;
 	T_ASSERT(prb_dram_open(&d, sys, &opt, &st) < 0);
 	T_ASSERT(d == NULL);
@@ -798,7 +788,7 @@ static void test_bad_script(void)
 	struct prb_dram_status st;
 	struct prb_dram *d = NULL;
 	snprintf(path, sizeof(path), "%s/bad.script", tmpdir);
-	put(path, "# a typo in a key\nperf type=24 config=0x20ff cpu=* strat=0 step=1\n");
+	t_write_text(path, "# a typo in a key\nperf type=24 config=0x20ff cpu=* strat=0 step=1\n");
 	setenv("MEMWALL_SIM_SCRIPT", path, 1);
 	snprintf(root, sizeof(root), "%s%s", t_data("sysfs/"), "arrow-lake");
 	T_EQ_INT(prb_system_open(&sys, root, &err), 0);
@@ -951,10 +941,7 @@ static void test_implausible(void)
 
 int main(void)
 {
-	snprintf(tmpdir, sizeof(tmpdir), "%s/memwall-sim-XXXXXX",
-		 getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-	if (!mkdtemp(tmpdir))
-		t_skip("cannot make a temporary directory under %s", tmpdir);
+	t_tmpdir_scratch(tmpdir, sizeof(tmpdir), "sim");
 	setenv("MEMWALL_COUNTERS", "sim", 1);
 	test_names();
 	test_every_backend();

@@ -311,12 +311,7 @@ static void put_file(const char *dir, const char *name, const char *text)
 {
 	char path[1024];
 	T_ASSERT(snprintf(path, sizeof(path), "%s/%s", dir, name) < (int)sizeof(path));
-	FILE *f = fopen(path, "w");
-	T_ASSERT(f != NULL);
-	if (f) {
-		fputs(text, f);
-		fclose(f);
-	}
+	t_write_text(path, text);
 }
 
 /* A DMC-620 without its clkdiv2_rdwr alias is refused with the file named, and a PMU whose

@@ -300,10 +300,7 @@ static void test_bad_pmu_line(void)
 
 int main(void)
 {
-	snprintf(tmpdir, sizeof(tmpdir), "%s/memwall-groups-XXXXXX",
-		 getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-	if (!mkdtemp(tmpdir))
-		t_skip("cannot make a temporary directory under %s", tmpdir);
+	t_tmpdir_scratch(tmpdir, sizeof(tmpdir), "groups");
 	snprintf(script, sizeof(script), "%s/sim.script", tmpdir);
 	setenv("MEMWALL_COUNTERS", "sim", 1);
 	test_groups();
