@@ -166,9 +166,9 @@ static void test_passthrough(void)
 	struct t_output o = t_run_in(argv, in);
 	T_EQ_INT(o.status, 0);
 	T_EQ_STR(o.out, "from stdin\n");
-	T_CONTAINS_ALL(o.err, T_LIST("to-stderr\n",
-				     "memwall stat: sh -c 'cat; echo to-stderr >&2' ran ",
-				     "and exited with status 0", "SYSTEM-WIDE", "**SIMULATED**"));
+	T_CONTAINS_ALL(o.err,
+		       T_LIST("to-stderr\n", "memwall stat: sh -c 'cat; echo to-stderr >&2' ran ",
+			      "and exited with status 0", "SYSTEM-WIDE", "**SIMULATED**"));
 	/* the sum row: read, written and total MB of the script */
 	uint64_t rd = 0, wr = 0;
 	for (int i = 0; i < 2; i++) {

@@ -78,8 +78,7 @@ static void on_token(void *ctx, int pos, int token, const struct eng_step_bytes 
 
 /* Each of the STEPS rows of logits lg (vocab wide, NULL where not allocated) against the
  * reference forward pass of the model file p fed the ids fed; frees lg. */
-static void check_and_free(float *lg, const char *label, const char *p, const int *fed,
-			   int vocab)
+static void check_and_free(float *lg, const char *label, const char *p, const int *fed, int vocab)
 {
 	struct ref_run r;
 	T_EQ_INT(ref_run_tokens(&r, p, false, fed, STEPS), 0);

@@ -98,8 +98,10 @@ uint64_t t_al_calib_script(const char *path, uint64_t rd[2], uint64_t wr[2])
 		char pmu[64];
 		snprintf(pmu, sizeof(pmu), "uncore_imc_free_running_%d", i);
 		uint32_t type = t_pmu_type("arrow-lake", pmu);
-		fprintf(f, "perf type=%u config=0x20ff cpu=* start=0 step=%" PRIu64 "\n", type, rd[i]);
-		fprintf(f, "perf type=%u config=0x30ff cpu=* start=0 step=%" PRIu64 "\n", type, wr[i]);
+		fprintf(f, "perf type=%u config=0x20ff cpu=* start=0 step=%" PRIu64 "\n", type,
+			rd[i]);
+		fprintf(f, "perf type=%u config=0x30ff cpu=* start=0 step=%" PRIu64 "\n", type,
+			wr[i]);
 	}
 	fclose(f);
 	return ws;

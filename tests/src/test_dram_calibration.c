@@ -23,8 +23,8 @@
 #include "dram_calibration.h"
 #include "record.h"
 #include "run.h"
-#include "sim_tree.h"
 #include "sha256.h"
+#include "sim_tree.h"
 #include "test.h"
 
 #define SIZE_GIB "0.001"

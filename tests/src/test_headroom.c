@@ -642,8 +642,9 @@ static void test_verb_reference(void)
 	t_source(path, sizeof(path), "results/reference/aios-falcon7b-q4km.json");
 	const char *argv[] = { "memwall", "headroom", path, NULL };
 	T_RUN_EXPECT(argv, 0,
-		     T_LIST("WARNING: the baseline is IMPLAUSIBLE", "32.00 MiB against 64 MiB: pass",
-			    "182.3 KB in f32", "R1 FFN activation sparsity: not measured"),
+		     T_LIST("WARNING: the baseline is IMPLAUSIBLE",
+			    "32.00 MiB against 64 MiB: pass", "182.3 KB in f32",
+			    "R1 FFN activation sparsity: not measured"),
 		     NULL);
 	const char *both[] = { "memwall", "headroom", path, "--result", path, NULL };
 	T_RUN_EXPECT(both, 2, NULL, NULL);

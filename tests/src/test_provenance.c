@@ -289,11 +289,12 @@ static void test_surfaces(void)
 	struct t_output o = run("sim", true, sim, sizeof(sim));
 	T_ASSERT(sim[0]);
 	/* The run summary: heading, first provenance line, every DRAM row. */
-	T_CONTAINS_ALL(o.out, T_LIST("[SIMULATED PMU: no DRAM byte counted by hardware]",
-				     "- **SIMULATED**: DRAM counts: the simulated PMU",
-				     "| DRAM (MB/token) [SIMULATED] |", "- Model: SYNTHETIC weights",
-				     "- Calibration: none applies (not used (--no-calibration))",
-				     "- Verification: none on record"));
+	T_CONTAINS_ALL(o.out,
+		       T_LIST("[SIMULATED PMU: no DRAM byte counted by hardware]",
+			      "- **SIMULATED**: DRAM counts: the simulated PMU",
+			      "| DRAM (MB/token) [SIMULATED] |", "- Model: SYNTHETIC weights",
+			      "- Calibration: none applies (not used (--no-calibration))",
+			      "- Verification: none on record"));
 	t_output_free(&o);
 	o = run("hw", false, hw, sizeof(hw));
 	T_ASSERT(hw[0]);
