@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <linux/magic.h>
+#include <sys/vfs.h>
 
 #include "test.h"
 
@@ -78,6 +80,18 @@ void t_write_text(const char *path, const char *text)
 void t_scratch(char *dir, size_t n, const char *name)
 {
 	snprintf(dir, n, "/tmp/mw-test-%s-XXXXXX", name);
+	t_mkdtemp(dir);
+}
+
+void t_mem_scratch(char *dir, size_t n, const char *name)
+{
+	struct statfs fs;
+	if (statfs("/dev/shm", &fs) != 0 || fs.f_type != TMPFS_MAGIC ||
+	    access("/dev/shm", W_OK | X_OK)) {
+		t_scratch(dir, n, name);
+		return;
+	}
+	snprintf(dir, n, "/dev/shm/mw-test-%s-XXXXXX", name);
 	t_mkdtemp(dir);
 }
 

@@ -1,4 +1,5 @@
 /* tests/lib/test.c: the tally of checks and the helpers declared in test.h. */
+#include <errno.h>
 #include "test.h"
 
 int t_failures;
@@ -50,15 +51,21 @@ void t_put(const char *root, const char *rel, const char *text)
 {
 	char path[4096];
 	size_t skip = strlen(root) + 1;
-	mkdir(root, 0755);
 	snprintf(path, sizeof(path), "%s%s", root, rel);
-	for (char *p = path + (skip < strlen(path) ? skip : strlen(path)); *p; p++)
-		if (*p == '/') {
-			*p = '\0';
-			mkdir(path, 0755);
-			*p = '/';
-		}
+	/* The folders are made only when the file cannot be: trees of a few thousand files
+	 * (test_dram's 200 PMUs) spent 2.6 s of system time in mkdir calls that found their
+	 * folder there already (issue 44, the suite's CPU). */
 	FILE *f = fopen(path, "w");
+	if (!f && errno == ENOENT) {
+		mkdir(root, 0755);
+		for (char *p = path + (skip < strlen(path) ? skip : strlen(path)); *p; p++)
+			if (*p == '/') {
+				*p = '\0';
+				mkdir(path, 0755);
+				*p = '/';
+			}
+		f = fopen(path, "w");
+	}
 	t_checks++;
 	if (!f) {
 		t_failures++;

@@ -543,8 +543,7 @@ static void big_pmu(const char *pmu, const char *cpumask, const char *const *fil
 
 static void big_tree_new(void)
 {
-	snprintf(big_root, sizeof(big_root), "/tmp/mw-test-dram-XXXXXX");
-	T_ASSERT(mkdtemp(big_root) != NULL);
+	t_mem_scratch(big_root, sizeof(big_root), "dram");
 }
 
 static void big_tree_free(void)
