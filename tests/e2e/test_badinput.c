@@ -1097,9 +1097,9 @@ static void run_result(const struct bad_case *c, struct outcome *o)
 		.protocol = "badinput", .cpu = "Test CPU", .runs = 4, .warmups = 1, .tokens = 8,
 		.latency_ns = 20e6, .jitter = 0.02, .dram_bytes = 4e8, .instances = 2, .seed = 9,
 	};
-	char dir[] = "/tmp/mw-badinput-XXXXXX", path[256];
+	char dir[64], path[256];
 	json_t *doc = t_fx_record(&spec);
-	t_mkdtemp(dir);
+	t_scratch(dir, sizeof(dir), "badinput");
 	if (c->arg) {
 		const char *eq = strchr(c->arg, '=');
 		char where[256];
@@ -1178,10 +1178,10 @@ static void run_adapter(const struct bad_case *c, struct outcome *o)
  * block open() forever: the alarm names the case). */
 static void run_special(const struct bad_case *c, struct outcome *o)
 {
-	char dir[] = "/tmp/mw-badinput-XXXXXX", path[256];
+	char dir[64], path[256];
 	struct mw_error err;
 	bool record = !strcmp(c->arg, "record");
-	t_mkdtemp(dir);
+	t_scratch(dir, sizeof(dir), "badinput");
 	snprintf(path, sizeof(path), "%s/%s", dir, c->file);
 	if (c->file[0] == '/') {
 		snprintf(path, sizeof(path), "%s", c->file);
@@ -1219,8 +1219,8 @@ static char fixtures[64];
 
 static void run_cli(const struct bad_case *c, struct outcome *o)
 {
-	char dir[] = "/tmp/mw-badinput-XXXXXX", *script = NULL, cmd[300];
-	t_mkdtemp(dir);
+	char dir[64], *script = NULL, cmd[300];
+	t_scratch(dir, sizeof(dir), "badinput");
 	if (asprintf(&script, "cd '%s' || exit 99\nexport TMPDIR='%s'\n%s\n%s", dir, dir,
 		     c->file ? c->file : ":", c->arg) < 0)
 		abort();
@@ -1245,8 +1245,7 @@ static void cli_fixtures(void)
 		.latency_ns = 20e6, .jitter = 0.02, .dram_bytes = 4e8, .instances = 2, .seed = 9,
 	};
 	char path[256], cmd[2048];
-	snprintf(fixtures, sizeof(fixtures), "/tmp/mw-badinput-fx-XXXXXX");
-	t_mkdtemp(fixtures);
+	t_scratch(fixtures, sizeof(fixtures), "badinput-fx");
 	json_t *doc = t_fx_record(&spec);
 	snprintf(path, sizeof(path), "%s/rec.json", fixtures);
 	T_EQ_INT(json_dump_file(doc, path, JSON_INDENT(1) | JSON_REAL_PRECISION(17)), 0);

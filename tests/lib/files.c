@@ -1,6 +1,7 @@
 /* tests/lib/files.c: files and scratch folders (files.h). */
 #include "files.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,26 +80,17 @@ void t_write_text(const char *path, const char *text)
 
 void t_scratch(char *dir, size_t n, const char *name)
 {
-	snprintf(dir, n, "/tmp/mw-test-%s-XXXXXX", name);
-	t_mkdtemp(dir);
-}
-
-void t_mem_scratch(char *dir, size_t n, const char *name)
-{
 	struct statfs fs;
-	if (statfs("/dev/shm", &fs) != 0 || fs.f_type != TMPFS_MAGIC ||
-	    access("/dev/shm", W_OK | X_OK)) {
-		t_scratch(dir, n, name);
-		return;
-	}
-	snprintf(dir, n, "/dev/shm/mw-test-%s-XXXXXX", name);
+	bool shm = statfs("/dev/shm", &fs) == 0 && fs.f_type == TMPFS_MAGIC &&
+		   access("/dev/shm", W_OK | X_OK) == 0;
+	snprintf(dir, n, "%s/mw-test-%s-XXXXXX", shm ? "/dev/shm" : "/tmp", name);
 	t_mkdtemp(dir);
 }
 
 void t_mkdtemp(char *tmpl)
 {
 	if (!mkdtemp(tmpl))
-		t_skip("cannot create a scratch folder in /tmp");
+		t_skip("cannot create a scratch folder %s", tmpl);
 }
 
 void t_tmp_file(char *tmpl)

@@ -28,16 +28,14 @@ void t_tmp_file(char *tmpl);
  * (mkdtemp) into dir; skips the test (exit 77) when it cannot be. */
 void t_tmpdir_scratch(char *dir, size_t n, const char *name);
 
-/* A fresh folder /tmp/mw-test-NAME-XXXXXX into dir (n bytes); skips the test (exit 77) when
- * none can be made. */
+/* A fresh folder for the test's files into dir (n bytes): /dev/shm/mw-test-NAME-XXXXXX where
+ * /dev/shm is a writable tmpfs, else /tmp/mw-test-NAME-XXXXXX; skips the test (exit 77) when
+ * none can be made. In memory because the tests make and delete thousands of small files (sysfs
+ * trees, records, shell cases), and on the disk's ext4, after the deletions of the tests
+ * before, creating them was seconds of system time (test_dram's 200-PMU trees: 5.4 s, against
+ * 0.3 on tmpfs; test_badinput's cases 4.5 against 3.3). Nothing that must be on a disk
+ * (O_DIRECT reads: none today) belongs there. */
 void t_scratch(char *dir, size_t n, const char *name);
-
-/* t_scratch in memory: /dev/shm/mw-test-NAME-XXXXXX where /dev/shm is a writable tmpfs, else
- * t_scratch's /tmp. For trees of thousands of small plain files (sysfs trees): on the disk's
- * ext4 their creation, after the deletions of the tests before, was seconds of system time
- * (test_dram's 200-PMU trees: 5.4 s, against 0.3 on tmpfs). Nothing that must be on a disk
- * (O_DIRECT reads, huge-copy loads) belongs there. */
-void t_mem_scratch(char *dir, size_t n, const char *name);
 
 /* rm -rf dir; says so on stderr when it cannot. Returns system()'s status (0: removed). */
 int t_rm_tree(const char *dir);

@@ -543,7 +543,7 @@ static void big_pmu(const char *pmu, const char *cpumask, const char *const *fil
 
 static void big_tree_new(void)
 {
-	t_mem_scratch(big_root, sizeof(big_root), "dram");
+	t_scratch(big_root, sizeof(big_root), "dram");
 }
 
 static void big_tree_free(void)
