@@ -3,9 +3,9 @@
 # test suite.
 #
 # The default suite covers every library and verb and needs nothing beyond the build's own
-# packages: 159-200 s of CPU (user + system) from a fresh clone, build included, in five runs
-# of `/usr/bin/time scripts/test.sh` on 2 cores at load 1-5 (2 min 11 s to 3 min 16 s of
-# wall time, niced; issue 44).
+# packages: 154-180 s of CPU (user + system) from a fresh clone, build included, in five runs
+# of `/usr/bin/time scripts/test.sh` on 2 cores (2 min 2 s to 2 min 38 s of wall time;
+# scripts/README.md, issue 44).
 # --all also installs the test tools (scripts/bootstrap.sh --dev: the aarch64 cross compiler and
 # qemu-user, clang, valgrind, node and npm, the PostgreSQL server, chromium) and node-llama-cpp
 # (npm, into scripts/llama-node/), and runs the opt-in suites too: neon (NEON kernels under qemu,
