@@ -565,13 +565,15 @@ static const struct bad_case cases[] = {
 	/* 9: SIGTERM during a long prefill (a 65536-token context): an incomplete record, soon.
 	 * "-incomplete" proves the stop cut the run short; the bound on the seconds it took after
 	 * SIGTERM is a hang detector (30 s: a loaded 2-core machine delayed it past 3 s), not a
-	 * speed limit */
+	 * speed limit. timeout(1) passes the SIGTERM on, and ends the run after 120 s should this
+	 * test be killed before it sends one (an orphaned run went on for minutes) */
 	CLI_CASE("printf '{\"name\": \"longctx\", \"model\": {\"format\": \"llama2c\", \"synth\": "
 		 "{\"shape\": \"stories260K\", \"seed\": 42}}, \"tokenizer\": null, \"engine\": "
 		 "{\"kind\": \"builtin\", \"threads\": 1, \"context\": 65536}, \"decode_tokens\": 4, "
 		 "\"runs\": 1, \"warmup_runs\": 0, \"counters\": {\"dram\": \"off\", \"energy\": "
 		 "\"off\"}, \"idle_baseline_ms\": 2}' > p.json",
-		 "MEMWALL_CACHE_DIR=$F/cache $MW run p.json -o out >/dev/null 2>&1 & pid=$!; sleep 3; "
+		 "MEMWALL_CACHE_DIR=$F/cache timeout -k 5 120 $MW run p.json -o out >/dev/null 2>&1 & "
+		 "pid=$!; sleep 3; "
 		 "kill -TERM $pid; s=$(date +%s); wait $pid; e=$(date +%s); "
 		 "[ $((e - s)) -le 30 ] && echo stopped-soon; ls out", 0, "stopped-soon",
 		 "-incomplete.json"),
