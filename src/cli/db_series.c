@@ -24,16 +24,6 @@ static const char *jstr(const json_t *o, const char *k)
 	return json_string_value(json_object_get(o, k));
 }
 
-static const struct mw_metric *metric_find(const char *name)
-{
-	size_t n;
-	const struct mw_metric *m = mw_metrics(&n);
-	for (size_t i = 0; i < n; i++)
-		if (!strcmp(m[i].name, name))
-			return &m[i];
-	return NULL;
-}
-
 /* The metrics a sub-verb judges: --metric (each a name from the metric table), else the
  * default two. */
 static int metrics_of(const struct db_args *a, const char *verb, const char **out, size_t *n)
@@ -45,7 +35,7 @@ static int metrics_of(const struct db_args *a, const char *verb, const char **ou
 		return 0;
 	}
 	for (int i = 0; i < a->n_metrics; i++) {
-		if (!metric_find(a->metrics[i]))
+		if (!mw_metric_find(a->metrics[i]))
 			return mw_fail(MW_EXIT_USAGE, verb, "--metric %s: no such metric (the names are "
 				       "summary.metrics' keys, e.g. dram_MB_per_token, tok_per_s; "
 				       "results/README.md lists them)", a->metrics[i]);
@@ -421,7 +411,7 @@ int mw_db_changes(struct mw_store *s, struct db_args *a)
 			continue;
 		nseries++;
 		for (size_t m = 0; m < nm && !code; m++) {
-			const struct mw_metric *met = metric_find(metrics[m]);
+			const struct mw_metric *met = mw_metric_find(metrics[m]);
 			if (met) /* metrics_of checked every name */
 				code = series_changes(s, row, met, &o, changes, &npoints);
 		}

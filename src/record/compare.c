@@ -35,20 +35,10 @@ void mw_compare_opts_default(struct mw_compare_opts *o)
 	};
 }
 
-static const struct mw_metric *metric_find(const char *name)
-{
-	size_t n;
-	const struct mw_metric *m = mw_metrics(&n);
-	for (size_t i = 0; i < n; i++)
-		if (!strcmp(m[i].name, name))
-			return &m[i];
-	return NULL;
-}
-
 int mw_compare_check_require(const struct mw_compare_opts *o, const char **bad)
 {
 	for (size_t i = 0; i < o->n_require; i++)
-		if (!metric_find(o->require[i])) {
+		if (!mw_metric_find(o->require[i])) {
 			*bad = o->require[i];
 			return -EINVAL;
 		}

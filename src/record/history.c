@@ -8,16 +8,6 @@
 #include "stats.h"
 #include "text.h"
 
-static const struct mw_metric *metric_find(const char *name)
-{
-	size_t n;
-	const struct mw_metric *m = mw_metrics(&n);
-	for (size_t i = 0; i < n; i++)
-		if (!strcmp(m[i].name, name))
-			return &m[i];
-	return NULL;
-}
-
 static const json_t *summary_metric(const json_t *doc, const char *name)
 {
 	return json_object_get(json_object_get(json_object_get(doc, "summary"), "metrics"), name);
@@ -167,7 +157,7 @@ void mw_history_check(const json_t *rec, const json_t *const *hist, size_t nh,
 	}
 	c->compared = true;
 	for (size_t i = 0; i < o->n_require && c->n < MW_N_METRICS; i++) {
-		const struct mw_metric *met = metric_find(o->require[i]);
+		const struct mw_metric *met = mw_metric_find(o->require[i]);
 		if (met)
 			check_metric(rec, hist, nh, met, o, &c->m[c->n++]);
 	}

@@ -47,6 +47,14 @@ const struct mw_metric *mw_metrics(size_t *n)
 	return metrics;
 }
 
+const struct mw_metric *mw_metric_find(const char *name)
+{
+	for (size_t i = 0; i < sizeof(metrics) / sizeof(metrics[0]); i++)
+		if (!strcmp(metrics[i].name, name))
+			return &metrics[i];
+	return NULL;
+}
+
 json_t *mw_json_num(double x)
 {
 	return isfinite(x) ? json_real(x) : json_null();

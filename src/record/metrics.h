@@ -30,6 +30,9 @@ struct mw_metric {
 enum { MW_N_METRICS = 22 };
 const struct mw_metric *mw_metrics(size_t *n);
 
+/* The metric named name in the table; NULL for a name that is not one. */
+const struct mw_metric *mw_metric_find(const char *name);
+
 /* A JSON number, or null for NaN and infinities (JSON has no NaN). New reference. */
 json_t *mw_json_num(double x);
 

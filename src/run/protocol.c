@@ -603,11 +603,7 @@ static int parse_measurement(struct mw_protocol *p, struct mw_error *err)
 	const char *k;
 	const json_t *v;
 	json_object_foreach((json_t *)(uintptr_t)json_object_get(d, "tolerance_pct"), k, v) {
-		size_t n, i;
-		const struct mw_metric *m = mw_metrics(&n);
-		for (i = 0; i < n && strcmp(m[i].name, k); i++)
-			;
-		if (i == n)
+		if (!mw_metric_find(k))
 			return mw_error_set(err, -EINVAL, src, "tolerance_pct",
 					    "\"%s\" is not a metric: use summary.metrics' names, e.g. "
 					    "\"dram_MB_per_token\": 3 or \"tok_per_s\": 10 "
