@@ -360,6 +360,8 @@ FILENAME == ARGV[1] { src[$1] = $2; next }
 {
 	c = index($0, ":"); o = substr($0, 1, c - 1); $0 = substr($0, c + 1)
 	if (!(o in src) || NF < 3 || $2 !~ /^[TDBRCGSV]$/) next
+	# symbols the compiler adds (AddressSanitizer: __odr_asan.NAME), not the code
+	if ($3 ~ /^__/) next
 	if (o ~ /\/libmw\.a\.p\//) { lib = "libmw"; pre = "mw_" }
 	else if (o ~ /\/libengine\.a\.p\//) { lib = "libengine"; pre = "eng_" }
 	else if (o ~ /\/libprobes\.a\.p\//) { lib = "libprobes"; pre = "prb_" }
